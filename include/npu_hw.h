@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_hw.h - hardware interface of the npu virtual NPU.
+ *
+ * The one description of the device's registers, command packets, page-table
+ * format, error codes and built-in kernels. It is included by the QEMU device
+ * model, the kernel driver and the user-space library (which writes packets
+ * into command buffers), so it uses only fixed-width C types and macros.
+ * Documentation/hw/npu.rst explains every item below.
+ */
+#ifndef NPU_HW_H
+#define NPU_HW_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#endif
+
+/* ------------------------------------------------------------------------
+ * PCI identity
+ */
+#define NPU_PCI_VENDOR_ID	0x1b36	/* Red Hat, Inc. (QEMU virtual devices) */
+#define NPU_PCI_DEVICE_ID	0x0120	/* unused in QEMU's list; ours */
+#define NPU_PCI_CLASS		0x1200	/* processing accelerator */
+#define NPU_PCI_REVISION	0x01
+
+#define NPU_BAR_REGS		0	/* 64 KiB of registers */
+#define NPU_BAR_DEVMEM		2	/* 64-bit prefetchable device memory */
+#define NPU_BAR_MSIX		4	/* MSI-X table and PBA */
+#define NPU_REGS_SIZE		0x10000
+
+#define NPU_MAX_RINGS		16
+#define NPU_MAX_CUS		64
+
+/* ------------------------------------------------------------------------
+ * Global registers (BAR0). All registers are 32 bits wide; 64-bit values are
+ * split into _LO/_HI pairs. Reading _LO of CLOCK latches _HI.
+ */
+#define NPU_REG_ID		0x000	/* RO: NPU_ID_MAGIC */
+#define NPU_ID_MAGIC		0x3155504e	/* "NPU1" little endian */
+#define NPU_REG_VERSION		0x004	/* RO: major << 16 | minor */
+#define NPU_VERSION		0x00010000
+#define NPU_REG_CAPS		0x008	/* RO: ring and unit counts */
+#define NPU_CAPS_COMPUTE_RINGS(c)	((c) & 0xff)
+#define NPU_CAPS_COPY_RINGS(c)		(((c) >> 8) & 0xff)
+#define NPU_CAPS_CUS(c)			(((c) >> 16) & 0xff)
+#define NPU_REG_FEATURES	0x00c	/* RO: NPU_FEATURE_* */
+#define NPU_FEATURE_TIMING	(1u << 0)	/* timing model is on */
+#define NPU_REG_DEVMEM_SIZE_LO	0x010	/* RO: bytes of device memory */
+#define NPU_REG_DEVMEM_SIZE_HI	0x014
+#define NPU_REG_CLOCK_HZ	0x018	/* RO: device clock rate (ticks/s) */
+#define NPU_REG_CLOCK_LO	0x020	/* RO: device clock, latches _HI */
+#define NPU_REG_CLOCK_HI	0x024
+#define NPU_REG_RESET		0x030	/* WO: write NPU_RESET_MAGIC */
+#define NPU_RESET_MAGIC		0x52534554	/* "RSET" */
+#define NPU_REG_ERR_PENDING	0x034	/* RW1C: bit r = ring r halted */
+#define NPU_REG_SCRATCH		0x038	/* RW: free for software */
+
+/* Timing model figures (RO), as set by the device's properties. */
+#define NPU_REG_LINK_BW_MBPS	0x040	/* host link bandwidth, MB/s */
+#define NPU_REG_MEM_BW_MBPS	0x044	/* device memory bandwidth, MB/s */
+#define NPU_REG_CU_MOPS		0x048	/* per compute unit, M ops/s */
+#define NPU_REG_LAUNCH_NS	0x04c	/* kernel launch latency, ns */
+#define NPU_REG_COPY_NS		0x050	/* copy setup latency, ns */
+
+/* Per compute unit busy time in ns (RO, 64 bit), at CU_BUSY(cu). */
+#define NPU_REG_CU_BUSY_LO(cu)	(0x800 + (cu) * 8)
+#define NPU_REG_CU_BUSY_HI(cu)	(0x804 + (cu) * 8)
+
+/* ------------------------------------------------------------------------
+ * Ring registers. Rings 0 .. compute_rings-1 are compute rings, the rest
+ * (up to compute_rings + copy_rings - 1) are copy rings.
+ * MSI-X vector r belongs to ring r; vector NPU_CAPS total rings = errors.
+ */
+#define NPU_RING_BASE(r)	(0x1000 + (r) * 0x100)
+
+#define NPU_RING_BASE_LO	0x00	/* RW: guest-physical ring address */
+#define NPU_RING_BASE_HI	0x04
+#define NPU_RING_SIZE		0x08	/* RW: bytes, power of 2, 4K..1M */
+#define NPU_RING_HEAD		0x0c	/* RO: next byte offset to read */
+#define NPU_RING_TAIL		0x10	/* RW: doorbell, byte offset */
+#define NPU_RING_CONTROL	0x14	/* RW: NPU_RING_CTL_* */
+#define NPU_RING_CTL_ENABLE	(1u << 0)	/* run while set */
+#define NPU_RING_CTL_RESET	(1u << 1)	/* WO: abort, head=tail=0, off */
+#define NPU_RING_CTL_RESUME	(1u << 2)	/* WO: leave HALTED, go on */
+#define NPU_RING_STATUS		0x18	/* RO: NPU_RING_STS_* */
+#define NPU_RING_STS_IDLE	(1u << 0)	/* head == tail, nothing running */
+#define NPU_RING_STS_HALTED	(1u << 1)	/* stopped by an error */
+#define NPU_RING_STS_ENABLED	(1u << 2)
+#define NPU_RING_KIND		0x1c	/* RO: NPU_RING_KIND_* */
+#define NPU_RING_KIND_COMPUTE	0
+#define NPU_RING_KIND_COPY	1
+#define NPU_RING_FENCE		0x20	/* RO: last fence seqno written */
+#define NPU_RING_CONTEXT	0x24	/* RO: current context id */
+#define NPU_RING_ERROR		0x28	/* RO: NPU_ERR_* of the halt */
+#define NPU_RING_ERROR_CTX	0x2c	/* RO: context id at the error */
+#define NPU_RING_FAULT_LO	0x30	/* RO: faulting address (VA or PA) */
+#define NPU_RING_FAULT_HI	0x34
+#define NPU_RING_ERROR_INFO	0x38	/* RO: opcode/kernel id at the error */
+/* Counters (RO, 64 bit, reset with the device) */
+#define NPU_RING_BUSY_LO	0x40	/* ns spent executing commands */
+#define NPU_RING_BUSY_HI	0x44
+#define NPU_RING_CMDS_LO	0x48	/* commands completed */
+#define NPU_RING_CMDS_HI	0x4c
+#define NPU_RING_BYTES_LO	0x50	/* bytes moved or touched */
+#define NPU_RING_BYTES_HI	0x54
+#define NPU_RING_OPS_LO		0x58	/* arithmetic operations */
+#define NPU_RING_OPS_HI		0x5c
+
+#define NPU_RING_SIZE_MIN	4096u
+#define NPU_RING_SIZE_MAX	(1u << 20)
+
+/* Error causes (NPU_RING_ERROR). */
+enum npu_error {
+	NPU_ERR_NONE = 0,
+	NPU_ERR_BAD_OPCODE = 1,		/* unknown packet opcode */
+	NPU_ERR_BAD_PACKET = 2,		/* bad length, flags or field */
+	NPU_ERR_PRIVILEGED = 3,		/* privileged packet in an IB */
+	NPU_ERR_MMU_FAULT = 4,		/* VA not mapped */
+	NPU_ERR_MMU_WRITE = 5,		/* write to a read-only page */
+	NPU_ERR_BAD_DMA = 6,		/* physical address not guest RAM */
+	NPU_ERR_DEVMEM_RANGE = 7,	/* PTE points past device memory */
+	NPU_ERR_BAD_KERNEL = 8,		/* unknown kernel id */
+	NPU_ERR_BAD_ARGS = 9,		/* kernel arguments out of range */
+	NPU_ERR_RING_CONFIG = 10,	/* bad ring base/size/tail */
+	NPU_ERR_NO_CONTEXT = 11,	/* user packet before SET_CONTEXT */
+	NPU_ERR_KERNEL_FAULT = 12,	/* the fault test kernel */
+	NPU_ERR_COUNT
+};
+
+/* ------------------------------------------------------------------------
+ * Command packets. Every packet starts with a 32-bit header; the whole
+ * packet is NPU_PKT_LEN(header) dwords long (header included) and packets are
+ * dword aligned. All addresses in user packets are device virtual addresses
+ * (translated by the MMU in the ring's current context); addresses in
+ * privileged packets are guest-physical.
+ */
+#define NPU_PKT_HDR(op, flags, ndw) \
+	((uint32_t)(op) | ((uint32_t)(flags) << 8) | ((uint32_t)(ndw) << 16))
+#define NPU_PKT_OP(h)		((h) & 0xff)
+#define NPU_PKT_FLAGS(h)	(((h) >> 8) & 0xff)
+#define NPU_PKT_LEN(h)		((h) >> 16)
+
+enum npu_opcode {
+	/* unprivileged: allowed in rings and indirect buffers */
+	NPU_OP_NOP = 0x00,
+	NPU_OP_COPY = 0x10,
+	NPU_OP_FILL = 0x11,
+	NPU_OP_LAUNCH = 0x12,
+	NPU_OP_TIMESTAMP = 0x13,
+	NPU_OP_SEM_WAIT = 0x14,
+	NPU_OP_SEM_SIGNAL = 0x15,
+	/* privileged: ring only, refused in an indirect buffer */
+	NPU_OP_INDIRECT = 0x80,
+	NPU_OP_SET_CONTEXT = 0x81,
+	NPU_OP_FENCE = 0x82,
+	NPU_OP_RING_CTRL = 0x83,
+};
+
+#define NPU_OP_IS_PRIVILEGED(op)	((op) & 0x80)
+
+/* NOP: header only, or longer to pad (contents ignored). */
+
+/* COPY: size bytes from src to dst (any mix of host and device memory). */
+struct npu_pkt_copy {
+	uint32_t header;	/* NPU_OP_COPY, 8 dwords */
+	uint32_t reserved;
+	uint64_t src;
+	uint64_t dst;
+	uint64_t size;
+};
+
+/* FILL: size bytes at dst (multiple of 4) with the 32-bit value. */
+struct npu_pkt_fill {
+	uint32_t header;	/* NPU_OP_FILL, 6 dwords */
+	uint32_t value;
+	uint64_t dst;
+	uint64_t size;
+};
+
+/* LAUNCH: run built-in kernel over grid_x*grid_y*grid_z blocks. */
+#define NPU_LAUNCH_MAX_ARGS	16
+struct npu_pkt_launch {
+	uint32_t header;	/* NPU_OP_LAUNCH, 6 + 2 * nargs dwords */
+	uint32_t kernel;	/* enum npu_kernel */
+	uint32_t grid[3];	/* each >= 1 */
+	uint32_t nargs;		/* <= NPU_LAUNCH_MAX_ARGS */
+	uint64_t args[];	/* addresses and scalars, per kernel */
+};
+
+/* TIMESTAMP: write the 64-bit device clock to dst when all earlier
+ * commands of the ring have completed.
+ */
+struct npu_pkt_timestamp {
+	uint32_t header;	/* NPU_OP_TIMESTAMP, 4 dwords */
+	uint32_t reserved;
+	uint64_t dst;
+};
+
+/* SEM_WAIT: stall the ring until the 32-bit word at addr, compared wrap-safe,
+ * is >= value. SEM_SIGNAL: write value to addr (after earlier commands).
+ */
+struct npu_pkt_sem {
+	uint32_t header;	/* NPU_OP_SEM_WAIT / _SIGNAL, 4 dwords */
+	uint32_t value;
+	uint64_t addr;
+};
+
+/* INDIRECT (ring only): execute size bytes of packets at VA addr in the
+ * current context. IBs do not nest.
+ */
+struct npu_pkt_indirect {
+	uint32_t header;	/* NPU_OP_INDIRECT, 4 dwords */
+	uint32_t size;		/* bytes, multiple of 4, <= NPU_IB_MAX_SIZE */
+	uint64_t addr;
+};
+#define NPU_IB_MAX_SIZE		(1u << 20)
+
+/* SET_CONTEXT (ring only): later user packets run in context ctx whose page
+ * table root (level 2 table, guest-physical, 4 KiB aligned) is pt_root.
+ * pt_root == 0 means "no context": user packets then fault.
+ */
+struct npu_pkt_set_context {
+	uint32_t header;	/* NPU_OP_SET_CONTEXT, 4 dwords */
+	uint32_t ctx;
+	uint64_t pt_root;
+};
+
+/* FENCE (ring only): when all earlier commands completed, write seqno to the
+ * 32-bit word at guest-physical addr and to NPU_RING_FENCE, then raise the
+ * ring's MSI-X vector if NPU_FENCE_IRQ is set in the header flags.
+ */
+#define NPU_FENCE_IRQ		0x01
+struct npu_pkt_fence {
+	uint32_t header;	/* NPU_OP_FENCE, 4 dwords */
+	uint32_t seqno;
+	uint64_t addr;
+};
+
+/* RING_CTRL (ring only): flags NPU_RING_CTRL_FLUSH_TLB drops cached
+ * translations (the driver sends it after changing page tables).
+ */
+#define NPU_RING_CTRL_FLUSH_TLB	0x01
+struct npu_pkt_ring_ctrl {
+	uint32_t header;	/* NPU_OP_RING_CTRL, 1 dword */
+};
+
+/* Wrap-safe sequence comparison: a is at or after b. */
+static inline int npu_seqno_passed(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) >= 0;
+}
+
+/* ------------------------------------------------------------------------
+ * MMU: 3-level page tables of 512 64-bit entries, 4 KiB pages, 39-bit VA.
+ * Level 2 (root) is indexed by VA[38:30], level 1 by VA[29:21], level 0 by
+ * VA[20:12]. A table entry holds the guest-physical address of the next
+ * table. A leaf (level 0) entry holds a guest-physical page address, or with
+ * NPU_PTE_DEVMEM an offset into device memory.
+ */
+#define NPU_PAGE_SHIFT		12
+#define NPU_PAGE_SIZE		(1ull << NPU_PAGE_SHIFT)
+#define NPU_VA_BITS		39
+#define NPU_PT_ENTRIES		512
+#define NPU_PT_INDEX(va, lvl)	(((va) >> (NPU_PAGE_SHIFT + 9 * (lvl))) & 0x1ff)
+
+#define NPU_PTE_VALID		(1ull << 0)
+#define NPU_PTE_WRITE		(1ull << 1)	/* leaf: writable */
+#define NPU_PTE_DEVMEM		(1ull << 2)	/* leaf: device memory */
+#define NPU_PTE_ADDR_MASK	0x000ffffffffff000ull
+
+/* ------------------------------------------------------------------------
+ * Built-in kernels ("firmware"). Arguments are in npu_pkt_launch.args;
+ * pointers are device VAs, f32 scalars are passed as their bit pattern in
+ * the low 32 bits. Element counts are split across blocks; the grid shape
+ * only chooses how the work is divided, never the result.
+ */
+enum npu_kernel {
+	NPU_KERNEL_NOP = 0,		/* no args: does nothing */
+	NPU_KERNEL_FILL_F32 = 1,	/* y, n, value: y[i] = value */
+	NPU_KERNEL_SCALE_F32 = 2,	/* x, y, n, a: y[i] = a * x[i] */
+	NPU_KERNEL_VADD_F32 = 3,	/* a, b, c, n: c[i] = a[i] + b[i] */
+	NPU_KERNEL_SAXPY_F32 = 4,	/* x, y, n, a: y[i] += a * x[i] */
+	NPU_KERNEL_RELU_F32 = 5,	/* x, y, n: y[i] = max(x[i], 0) */
+	/* A, B, C, M, N, K, flags, alpha, beta:
+	 * C[MxN] = alpha * op(A)[MxK] op(B)[KxN] + beta * C, row major;
+	 * flags NPU_GEMM_TRANS_A / _B use the transpose of A / B as stored.
+	 */
+	NPU_KERNEL_GEMM_F32 = 6,
+	NPU_KERNEL_BIAS_ADD_F32 = 7,	/* x, bias, rows, cols: x[r][c] += b[c] */
+	NPU_KERNEL_REDUCE_SUM_F32 = 8,	/* x, out, n: out[0] = sum x[i] */
+	NPU_KERNEL_SOFTMAX_F32 = 9,	/* x, y, rows, cols: row-wise softmax */
+	/* dy, x, dx, n: dx[i] = x[i] > 0 ? dy[i] : 0 */
+	NPU_KERNEL_RELU_GRAD_F32 = 10,
+	/* logits, labels(u32), probs_grad, loss, rows, cols:
+	 * grad = (softmax(logits) - onehot(label)) / rows,
+	 * loss[0] = mean cross-entropy
+	 */
+	NPU_KERNEL_SOFTMAX_XENT_F32 = 11,
+	/* x, out, rows, cols: out[c] = sum_r x[r][c] (bias gradient) */
+	NPU_KERNEL_COL_SUM_F32 = 12,
+	/* x, out(u32), rows, cols: out[r] = argmax_c x[r][c] */
+	NPU_KERNEL_ARGMAX_F32 = 13,
+	/* test kernels */
+	NPU_KERNEL_TEST_SPIN = 0x100,	/* ns: occupy the units for ns */
+	NPU_KERNEL_TEST_HANG = 0x101,	/* never finishes until reset */
+	NPU_KERNEL_TEST_FAULT = 0x102,	/* va: read va (expected unmapped) */
+	NPU_KERNEL_COUNT_MARK
+};
+
+#define NPU_GEMM_TRANS_A	0x1
+#define NPU_GEMM_TRANS_B	0x2
+
+#endif /* NPU_HW_H */

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR MIT) */
+/*
+ * npu_accel.h - user-space interface of the npu DRM accelerator driver.
+ *
+ * Rules (Documentation/process/botching-up-ioctls.rst): every struct is
+ * 64-bit aligned with explicit padding; pointers are __u64; unknown flags and
+ * non-zero padding are rejected with -EINVAL; timeouts are absolute
+ * CLOCK_MONOTONIC nanoseconds; arrays carry their element size so that the
+ * structs can grow. Documentation/uapi/npu_accel.rst describes every ioctl.
+ */
+#ifndef _UAPI_DRM_NPU_ACCEL_H
+#define _UAPI_DRM_NPU_ACCEL_H
+
+#include "drm.h"
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+#define DRM_NPU_GET_PARAM	0x00
+#define DRM_NPU_BO_CREATE	0x01
+#define DRM_NPU_BO_INFO		0x02
+#define DRM_NPU_USERPTR		0x03
+#define DRM_NPU_QUEUE_CREATE	0x04
+#define DRM_NPU_QUEUE_DESTROY	0x05
+#define DRM_NPU_SUBMIT		0x06
+#define DRM_NPU_BO_WAIT		0x07
+#define DRM_NPU_GET_FAULT	0x08
+#define DRM_NPU_COUNTERS	0x09
+
+#define DRM_IOCTL_NPU_GET_PARAM \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
+#define DRM_IOCTL_NPU_BO_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_CREATE, struct drm_npu_bo_create)
+#define DRM_IOCTL_NPU_BO_INFO \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_INFO, struct drm_npu_bo_info)
+#define DRM_IOCTL_NPU_USERPTR \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERPTR, struct drm_npu_userptr)
+#define DRM_IOCTL_NPU_QUEUE_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_QUEUE_CREATE, \
+		 struct drm_npu_queue_create)
+#define DRM_IOCTL_NPU_QUEUE_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_QUEUE_DESTROY, \
+		struct drm_npu_queue_destroy)
+#define DRM_IOCTL_NPU_SUBMIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_SUBMIT, struct drm_npu_submit)
+#define DRM_IOCTL_NPU_BO_WAIT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_WAIT, struct drm_npu_bo_wait)
+#define DRM_IOCTL_NPU_GET_FAULT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_FAULT, struct drm_npu_get_fault)
+#define DRM_IOCTL_NPU_COUNTERS \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_COUNTERS, struct drm_npu_counters)
+
+/**
+ * enum drm_npu_param - what DRM_IOCTL_NPU_GET_PARAM can read
+ * @DRM_NPU_PARAM_DEVICE_ID: PCI vendor << 16 | device id
+ * @DRM_NPU_PARAM_REVISION: hardware version register
+ * @DRM_NPU_PARAM_NUM_COMPUTE_RINGS: compute rings
+ * @DRM_NPU_PARAM_NUM_COPY_RINGS: copy rings
+ * @DRM_NPU_PARAM_NUM_CUS: compute units shared by the compute rings
+ * @DRM_NPU_PARAM_DEVMEM_SIZE: bytes of device-local memory
+ * @DRM_NPU_PARAM_CLOCK_HZ: rate of the device clock used in timestamps
+ * @DRM_NPU_PARAM_CLOCK: current device clock value
+ * @DRM_NPU_PARAM_FEATURES: bitmask of DRM_NPU_FEATURE_*
+ * @DRM_NPU_PARAM_LINK_BW_MBPS: modelled host link bandwidth, MB/s
+ * @DRM_NPU_PARAM_MEM_BW_MBPS: modelled device memory bandwidth, MB/s
+ * @DRM_NPU_PARAM_CU_MOPS: modelled compute rate of one unit, M ops/s
+ * @DRM_NPU_PARAM_LAUNCH_NS: modelled kernel launch latency, ns
+ * @DRM_NPU_PARAM_COPY_NS: modelled copy setup latency, ns
+ * @DRM_NPU_PARAM_VA_SIZE: size of a context's device virtual address space
+ * @DRM_NPU_PARAM_MAX_JOBS: most jobs in one DRM_IOCTL_NPU_SUBMIT
+ * @DRM_NPU_PARAM_MAX_CMD_SIZE: largest command buffer of one job, bytes
+ * @DRM_NPU_PARAM_JOB_TIMEOUT_MS: the driver's job timeout
+ */
+enum drm_npu_param {
+	DRM_NPU_PARAM_DEVICE_ID = 0,
+	DRM_NPU_PARAM_REVISION = 1,
+	DRM_NPU_PARAM_NUM_COMPUTE_RINGS = 2,
+	DRM_NPU_PARAM_NUM_COPY_RINGS = 3,
+	DRM_NPU_PARAM_NUM_CUS = 4,
+	DRM_NPU_PARAM_DEVMEM_SIZE = 5,
+	DRM_NPU_PARAM_CLOCK_HZ = 6,
+	DRM_NPU_PARAM_CLOCK = 7,
+	DRM_NPU_PARAM_FEATURES = 8,
+	DRM_NPU_PARAM_LINK_BW_MBPS = 9,
+	DRM_NPU_PARAM_MEM_BW_MBPS = 10,
+	DRM_NPU_PARAM_CU_MOPS = 11,
+	DRM_NPU_PARAM_LAUNCH_NS = 12,
+	DRM_NPU_PARAM_COPY_NS = 13,
+	DRM_NPU_PARAM_VA_SIZE = 14,
+	DRM_NPU_PARAM_MAX_JOBS = 15,
+	DRM_NPU_PARAM_MAX_CMD_SIZE = 16,
+	DRM_NPU_PARAM_JOB_TIMEOUT_MS = 17,
+};
+
+/* DRM_NPU_PARAM_FEATURES bits */
+#define DRM_NPU_FEATURE_TIMING_MODEL	(1ull << 0)	/* durations modelled */
+#define DRM_NPU_FEATURE_DEVMEM		(1ull << 1)	/* device-local BOs */
+#define DRM_NPU_FEATURE_USERPTR		(1ull << 2)	/* DRM_IOCTL_NPU_USERPTR */
+#define DRM_NPU_FEATURE_TIMELINE	(1ull << 3)	/* timeline syncobjs */
+#define DRM_NPU_FEATURE_PRIME		(1ull << 4)	/* PRIME import/export */
+#define DRM_NPU_FEATURE_COUNTERS	(1ull << 5)	/* DRM_IOCTL_NPU_COUNTERS */
+
+/**
+ * struct drm_npu_get_param - read one device parameter
+ * @param: in, enum drm_npu_param
+ * @pad: must be zero
+ * @value: out
+ */
+struct drm_npu_get_param {
+	__u32 param;
+	__u32 pad;
+	__u64 value;
+};
+
+/* drm_npu_bo_create.flags */
+#define DRM_NPU_BO_DEVMEM	(1u << 0)	/* device-local memory, no mmap */
+
+/**
+ * struct drm_npu_bo_create - allocate a buffer object mapped in the context
+ * @size: in, bytes (rounded up to pages); 0 or larger than memory: -EINVAL
+ * @flags: in, DRM_NPU_BO_*
+ * @handle: out, GEM handle
+ * @va: out, device virtual address in the file's context
+ * @mmap_offset: out, offset for mmap() on the DRM fd (0 for DEVMEM)
+ */
+struct drm_npu_bo_create {
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 va;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct drm_npu_bo_info - look up a buffer object (e.g. after PRIME import)
+ * @handle: in
+ * @flags: out, DRM_NPU_BO_* the BO was made with
+ * @size: out, bytes
+ * @va: out, device virtual address in this file's context
+ * @mmap_offset: out, as in &struct drm_npu_bo_create
+ */
+struct drm_npu_bo_info {
+	__u32 handle;
+	__u32 flags;
+	__u64 size;
+	__u64 va;
+	__u64 mmap_offset;
+};
+
+/* drm_npu_userptr.flags */
+#define DRM_NPU_USERPTR_READ_ONLY	(1u << 0)	/* device may only read */
+
+/**
+ * struct drm_npu_userptr - pin user memory and map it in the context
+ * @addr: in, page-aligned user address
+ * @size: in, page-aligned byte count
+ * @flags: in, DRM_NPU_USERPTR_*
+ * @handle: out, GEM handle (pages stay pinned until it is closed)
+ * @va: out, device virtual address of @addr
+ */
+struct drm_npu_userptr {
+	__u64 addr;
+	__u64 size;
+	__u32 flags;
+	__u32 handle;
+	__u64 va;
+};
+
+/* drm_npu_queue_create.kind */
+#define DRM_NPU_RING_KIND_COMPUTE	0
+#define DRM_NPU_RING_KIND_COPY		1
+
+/* drm_npu_queue_create.priority */
+#define DRM_NPU_PRIORITY_LOW		0
+#define DRM_NPU_PRIORITY_NORMAL		1
+#define DRM_NPU_PRIORITY_HIGH		2
+
+#define DRM_NPU_RING_ANY		0xffffffffu
+
+/**
+ * struct drm_npu_queue_create - create a submission queue
+ * @kind: in, DRM_NPU_RING_KIND_*
+ * @priority: in, DRM_NPU_PRIORITY_*
+ * @ring: in, index among the rings of @kind, or DRM_NPU_RING_ANY to let the
+ *	scheduler pick the least busy ring whenever the queue goes idle
+ * @queue_id: out, id for &struct drm_npu_job
+ *
+ * Jobs of one queue run in submission order.
+ */
+struct drm_npu_queue_create {
+	__u32 kind;
+	__u32 priority;
+	__u32 ring;
+	__u32 queue_id;
+};
+
+/**
+ * struct drm_npu_queue_destroy - destroy a queue (its jobs still complete)
+ * @queue_id: in
+ * @pad: must be zero
+ */
+struct drm_npu_queue_destroy {
+	__u32 queue_id;
+	__u32 pad;
+};
+
+/* drm_npu_sync.flags: none defined yet */
+
+/**
+ * struct drm_npu_sync - a syncobj and a timeline point
+ * @handle: syncobj handle
+ * @flags: must be zero
+ * @point: timeline point, 0 for a binary syncobj
+ */
+struct drm_npu_sync {
+	__u32 handle;
+	__u32 flags;
+	__u64 point;
+};
+
+/**
+ * struct drm_npu_job - one job of a submission
+ * @queue_id: queue to run on
+ * @flags: must be zero
+ * @cmd_va: device VA of the command buffer (unprivileged packets)
+ * @cmd_size: bytes in the command buffer, multiple of 4, at most
+ *	DRM_NPU_PARAM_MAX_CMD_SIZE; 0 makes a job that only orders fences
+ * @bo_count: entries in @bo_handles
+ * @bo_handles: pointer to __u32 GEM handles the job uses; they (and their
+ *	mappings) stay alive until the job completes
+ * @in_syncs: pointer to &struct drm_npu_sync to wait for before running
+ * @out_syncs: pointer to &struct drm_npu_sync to signal with the job's fence
+ * @in_sync_count: entries in @in_syncs
+ * @out_sync_count: entries in @out_syncs
+ *
+ * The command buffer's own BO is found from @cmd_va and kept alive too.
+ * Jobs are queued in array order, so a job may wait on a point that an
+ * earlier job of the same submission signals.
+ */
+struct drm_npu_job {
+	__u32 queue_id;
+	__u32 flags;
+	__u64 cmd_va;
+	__u32 cmd_size;
+	__u32 bo_count;
+	__u64 bo_handles;
+	__u64 in_syncs;
+	__u64 out_syncs;
+	__u32 in_sync_count;
+	__u32 out_sync_count;
+};
+
+/**
+ * struct drm_npu_submit - queue an array of jobs with one system call
+ * @jobs: pointer to @job_count jobs, each @job_stride bytes apart
+ * @job_count: 1 .. DRM_NPU_PARAM_MAX_JOBS
+ * @job_stride: sizeof(struct drm_npu_job) as user space knows it
+ * @flags: must be zero
+ * @pad: must be zero
+ *
+ * All jobs are validated (queues, handles, syncobjs, sizes) before any is
+ * queued: on an error nothing is queued and nothing is signalled.
+ */
+struct drm_npu_submit {
+	__u64 jobs;
+	__u32 job_count;
+	__u32 job_stride;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct drm_npu_bo_wait - wait until the jobs using a BO have completed
+ * @handle: in
+ * @pad: must be zero
+ * @timeout_ns: absolute CLOCK_MONOTONIC time; -ETIME when it passes
+ */
+struct drm_npu_bo_wait {
+	__u32 handle;
+	__u32 pad;
+	__s64 timeout_ns;
+};
+
+/* drm_npu_get_fault.kind */
+#define DRM_NPU_FAULT_NONE	0
+#define DRM_NPU_FAULT_DEVICE	1	/* device error, job fence -EFAULT */
+#define DRM_NPU_FAULT_TIMEOUT	2	/* hang, job fence -ETIMEDOUT */
+
+/**
+ * struct drm_npu_get_fault - read the errors the file's jobs have hit
+ * @count: out, number of failed jobs so far (never decreases)
+ * @kind: out, DRM_NPU_FAULT_* of the last failed job
+ * @queue_id: out, queue of the last failed job
+ * @ring: out, global ring index it ran on
+ * @cause: out, device error code (npu_hw.h enum npu_error)
+ * @info: out, opcode or kernel id at the error
+ * @addr: out, faulting device address, if any
+ */
+struct drm_npu_get_fault {
+	__u32 count;
+	__u32 kind;
+	__u32 queue_id;
+	__u32 ring;
+	__u32 cause;
+	__u32 info;
+	__u64 addr;
+};
+
+/**
+ * struct drm_npu_ring_counters - counters of one ring (engine)
+ * @busy_ns: time spent executing commands
+ * @commands: commands completed
+ * @bytes: bytes moved or touched
+ * @ops: arithmetic operations
+ */
+struct drm_npu_ring_counters {
+	__u64 busy_ns;
+	__u64 commands;
+	__u64 bytes;
+	__u64 ops;
+};
+
+/**
+ * struct drm_npu_counters - read the device counters
+ * @rings: pointer to an array of &struct drm_npu_ring_counters
+ * @cu_busy_ns: pointer to an array of __u64, busy ns per compute unit
+ * @ring_count: in, entries in @rings; out, rings on the device
+ * @cu_count: in, entries in @cu_busy_ns; out, units on the device
+ * @clock: out, device clock when the counters were read
+ *
+ * Fills min(in, out) entries of each array; either pointer may be 0.
+ */
+struct drm_npu_counters {
+	__u64 rings;
+	__u64 cu_busy_ns;
+	__u32 ring_count;
+	__u32 cu_count;
+	__u64 clock;
+};
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* _UAPI_DRM_NPU_ACCEL_H */
