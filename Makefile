@@ -1,0 +1,85 @@
+# npu: top-level build and test entry points. See README.md.
+#
+#   make test            everything: setup, build, device tests, guest tests
+#   make demo            the showcase workload in the guest
+#   make bench           benchmarks, results in build/bench/results.json
+#   make shell KERNEL=6.12   interactive shell in a guest with npu.ko loaded
+#   make guest-run KERNEL=6.1 CMD='...'   one command in a guest
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+KERNELS ?= 6.1 6.12
+KERNEL ?= 6.12
+CMD ?= true
+export BUILD
+
+.PHONY: all setup qemu modules lib tests test test-runner shell guest-run demo bench \
+	install clean checkpatch
+
+all: qemu modules lib tests
+
+setup:
+	@bash scripts/setup.sh
+
+qemu: setup
+	@bash scripts/build-qemu.sh >/dev/null
+
+# npu.ko per kernel, built in a symlinked copy of the sources so that the two
+# kernels' objects never mix.
+modules: setup
+	@set -e; for k in $(KERNELS); do \
+		rel=$$(scripts/kernel-release.sh $$k); \
+		d=$(BUILD)/kmod/$$rel; \
+		rm -rf $$d; mkdir -p $$d; \
+		for f in Kbuild driver uapi include; do \
+			[ -e $$f ] && cp -rs $(TOP)/$$f $$d/; \
+		done; \
+		if [ -f Kbuild ]; then \
+			echo "  KBUILD  npu.ko for $$rel"; \
+			$(MAKE) -s -C /lib/modules/$$rel/build M=$$d modules; \
+		fi; \
+	done
+
+lib: setup
+	@if [ -f lib/Makefile ]; then \
+		$(MAKE) -s -C lib BUILD=$(BUILD) && \
+		mkdir -p $(BUILD)/guest/lib && cp -a $(BUILD)/lib/libnpu.so* $(BUILD)/guest/lib/; \
+	fi
+
+tests: setup lib
+	@set -e; ksft=$$(bash scripts/kselftest-headers.sh); \
+	for d in tests/device tests/kselftest tests/lib examples tests/bench demo; do \
+		[ -f $$d/Makefile ] || continue; \
+		$(MAKE) -s -C $$d BUILD=$(BUILD) KSFT_INC=$$ksft; \
+	done
+
+test: qemu modules lib tests
+	@bash tests/run-all.sh $(KERNELS)
+
+# The runner's own tests: a failing suite, a guest oops and a QEMU crash
+# must each fail the run.
+test-runner: qemu modules
+	@bash tests/guest/selftest.sh
+
+shell: qemu modules lib tests
+	@bash tests/guest/run.sh --kernel $(KERNEL) --shell
+
+guest-run: qemu modules lib tests
+	@bash tests/guest/run.sh --kernel $(KERNEL) --cmd '$(CMD)'
+
+demo: qemu modules lib tests
+	@bash demo/run.sh
+
+bench: qemu modules lib tests
+	@bash tests/bench/run.sh
+
+install: lib
+	@$(MAKE) -s -C lib BUILD=$(BUILD) install
+
+checkpatch:
+	@d=$$(bash scripts/kselftest-headers.sh)/../../..; \
+	perl $$d/scripts/checkpatch.pl --no-tree --strict --terse -f driver/*.[ch] uapi/drm/*.h
+
+clean:
+	rm -rf $(BUILD)

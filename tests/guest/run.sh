@@ -1,0 +1,244 @@
+#!/bin/bash
+# Boot a Debian kernel in QEMU (TCG) with the npu device, load npu.ko and run
+# commands in the guest.
+#
+#   run.sh --kernel 6.1|6.12 --suites FILE [--results DIR]   run test suites
+#   run.sh --kernel 6.12 --cmd 'lsmod; ls /dev/accel'        one command
+#   run.sh --kernel 6.12 --shell                             interactive shell
+#
+# Options: --timeout SEC (hard limit for the whole boot, default 900),
+#          --device-opts ',compute-rings=4' (appended to -device npu),
+#          --outdir DIR (files the guest writes to /out are copied here),
+#          --no-npu (do not insmod npu.ko).
+# Environment: QEMU (binary; default: scripts/build-qemu.sh), BUILD (build dir),
+#              NPU_MODPARAMS (module parameters for npu.ko).
+#
+# Exit status is non-zero when QEMU crashes or times out, when the guest does
+# not finish, when any suite fails, or when the guest kernel log shows an
+# Oops, BUG, WARNING, KASAN, lockdep or kmemleak report.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+extra_bin=${NPU_EXTRA_BIN:-} kernel=6.12 suites= cmd= shell=0 timeout=900 results= devopts= outdir= npu=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift ;;
+	--suites) suites=$2; shift ;;
+	--cmd) cmd=$2; shift ;;
+	--shell) shell=1 ;;
+	--timeout) timeout=$2; shift ;;
+	--results) results=$2; shift ;;
+	--device-opts) devopts=$2; shift ;;
+	--outdir) outdir=$2; shift ;;
+	--no-npu) npu=0 ;;
+	--extra-bin) extra_bin=$2; shift ;;
+	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	esac
+	shift
+done
+
+die() { echo "run.sh: $*" >&2; exit 1; }
+
+release=$("$top/scripts/kernel-release.sh" "$kernel") || exit 1
+vmlinuz=/boot/vmlinuz-$release
+moddir=/lib/modules/$release
+[ -r "$vmlinuz" ] || die "no $vmlinuz (run scripts/setup.sh)"
+npuko=$BUILD/kmod/$release/npu.ko
+[ $npu = 0 ] || [ -f "$npuko" ] || die "no $npuko (make modules)"
+QEMU=${QEMU:-$("$top/scripts/build-qemu.sh")} || die "QEMU build failed"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/npu-guest.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,out,lib/modules,npu/bin,npu/lib,etc}
+
+# busybox
+cp /bin/busybox "$root/bin/busybox"
+
+# Kernel modules npu.ko depends on, in load order (depth first from
+# modules.dep), decompressed so busybox insmod can load them.
+modlist=$work/modules
+: >"$modlist"
+add_module() { # path relative to $moddir
+	local rel=$1 dep
+	grep -qxF "$rel" "$modlist" && return
+	for dep in $(awk -F': ' -v m="$rel" '$1 == m { print $2 }' "$moddir/modules.dep"); do
+		add_module "$dep"
+	done
+	echo "$rel" >>"$modlist"
+}
+if [ $npu = 1 ]; then
+	for dep in $(modinfo -F depends "$npuko" | tr ',' ' '); do
+		rel=$(awk -F: -v n="$dep" '{ f = $1; sub(/.*\//, "", f); sub(/\.ko(\.xz|\.zst|\.gz)?$/, "", f);
+			gsub(/-/, "_", f); m = n; gsub(/-/, "_", m); if (f == m) { print $1; exit } }' "$moddir/modules.dep")
+		[ -n "$rel" ] || die "module $dep not found for $release"
+		add_module "$rel"
+	done
+fi
+i=0
+while read -r rel; do
+	i=$((i + 1))
+	out=$root/lib/modules/$(printf '%02d' $i)-$(basename "$rel" | sed 's/\.ko.*$//').ko
+	case "$rel" in
+	*.xz) xz -dc "$moddir/$rel" >"$out" ;;
+	*.zst) zstd -qdc "$moddir/$rel" >"$out" ;;
+	*.gz) gzip -dc "$moddir/$rel" >"$out" ;;
+	*) cp "$moddir/$rel" "$out" ;;
+	esac
+done <"$modlist"
+[ $npu = 1 ] && cp "$npuko" "$root/lib/modules/99-npu.ko"
+
+# Our programs and the shared libraries they need.
+if [ -d "$BUILD/guest/bin" ]; then cp -a "$BUILD/guest/bin/." "$root/npu/bin/"; fi
+if [ -n "$extra_bin" ]; then cp -a "$extra_bin/." "$root/npu/bin/"; fi
+if [ -d "$BUILD/guest/lib" ]; then cp -a "$BUILD/guest/lib/." "$root/npu/lib/"; fi
+for f in "$root"/npu/bin/* "$root"/npu/lib/*.so*; do
+	[ -f "$f" ] && [ -x "$f" -o "${f%.so*}" != "$f" ] || continue
+	LD_LIBRARY_PATH=$root/npu/lib ldd "$f" 2>/dev/null | awk '/=> \//{print $3} /^\t\/lib/{print $1}' |
+	while read -r lib; do
+		case "$lib" in "$root"/*) continue ;; esac
+		mkdir -p "$root$(dirname "$lib")"
+		[ -e "$root$lib" ] || cp -L "$lib" "$root$lib"
+	done
+done
+# The x86-64 loader lives at /lib64 in Debian.
+if [ -e /lib64/ld-linux-x86-64.so.2 ] && [ ! -e "$root/lib64/ld-linux-x86-64.so.2" ]; then
+	mkdir -p "$root/lib64" "$root/lib/x86_64-linux-gnu"
+	cp -L /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib/x86_64-linux-gnu/" 2>/dev/null
+	ln -sf /lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
+fi
+
+# The job: suites, one command, or a shell. Output of jobs goes to ttyS1.
+{
+	echo '#!/bin/sh'
+	echo 'cd /tmp'
+	if [ -n "$suites" ]; then
+		grep -v '^[[:space:]]*\(#\|$\)' "$suites" | while read -r name rest; do
+			printf 'echo "@@NPU-SUITE-BEGIN %s"\n' "$name"
+			printf 'timeout -s KILL %s sh -c %q 2>&1\n' "${NPU_SUITE_TIMEOUT:-300}" "$rest"
+			printf 'echo "@@NPU-SUITE-END %s $?"\n' "$name"
+		done
+	elif [ -n "$cmd" ]; then
+		printf '%s\n' "$cmd"
+	fi
+} >"$root/job.sh"
+chmod +x "$root/job.sh"
+
+cat >"$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/npu/bin:/bin:/sbin LD_LIBRARY_PATH=/npu/lib HOME=/tmp
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mkdir -p /dev/pts && mount -t devpts devpts /dev/pts
+ok=1
+for m in /lib/modules/*.ko; do
+	case "$m" in */99-npu.ko) insmod "$m" $(cat /modparams) || ok=0 ;;
+	*) insmod "$m" || ok=0 ;; esac
+done
+echo "@@NPU-MODULES $ok" >/dev/ttyS1
+if [ -f /shell ]; then
+	echo "npu guest: $(uname -r); npu.ko loaded=$ok; 'exit' powers off"
+	setsid cttyhack sh -l
+else
+	/job.sh >/dev/ttyS1 2>&1
+	echo "@@NPU-JOB-END $?" >/dev/ttyS1
+fi
+echo "@@NPU-DMESG-BEGIN" >/dev/ttyS1
+dmesg >/dev/ttyS1
+echo "@@NPU-DMESG-END" >/dev/ttyS1
+if [ -n "$(ls /out)" ]; then
+	echo "@@NPU-OUT-BEGIN" >/dev/ttyS1
+	tar -C /out -cf - . | base64 >/dev/ttyS1
+	echo "@@NPU-OUT-END" >/dev/ttyS1
+fi
+echo "@@NPU-GUEST-DONE" >/dev/ttyS1
+sync
+poweroff -f
+INIT
+chmod +x "$root/init"
+echo "${NPU_MODPARAMS:-}" >"$root/modparams"
+[ $shell = 1 ] && touch "$root/shell"
+
+(cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
+
+[ $npu = 1 ] && qemu_extra=(-device "npu$devopts") || qemu_extra=()
+serial_out=$work/ttyS1.log
+console=$work/console.log
+qemu_args=(-machine q35 -accel tcg -cpu max -m 1G -smp 2 -nographic -no-reboot
+	-nic none -L /usr/share/seabios -L /usr/share/qemu
+	-kernel "$vmlinuz" -initrd "$work/initrd.gz"
+	-append "console=ttyS0 loglevel=7 panic=-1"
+	"${qemu_extra[@]}"
+	-chardev "file,id=results,path=$serial_out" -device isa-serial,chardev=results)
+
+if [ $shell = 1 ]; then
+	# The console is stdio; ttyS1 output goes to a file.
+	"$QEMU" "${qemu_args[@]}" -serial mon:stdio
+	exit $?
+fi
+
+start=$(date +%s)
+timeout --foreground -k 5 "$timeout" "$QEMU" "${qemu_args[@]}" -serial "file:$console" \
+	-monitor none </dev/null
+qrc=$?
+[ -f "$serial_out" ] && sed -i 's/\r$//' "$serial_out"
+elapsed=$(( $(date +%s) - start ))
+rc=0
+
+if [ $qrc = 124 ] || [ $qrc = 137 ]; then
+	echo "run.sh: FAIL: guest did not finish within ${timeout}s" >&2
+	rc=1
+elif [ $qrc != 0 ]; then
+	echo "run.sh: FAIL: QEMU exited with status $qrc (crash?)" >&2
+	rc=1
+fi
+if ! grep -q '^@@NPU-GUEST-DONE' "$serial_out" 2>/dev/null; then
+	echo "run.sh: FAIL: guest did not reach the end of its job" >&2
+	rc=1
+fi
+if [ $npu = 1 ] && ! grep -q '^@@NPU-MODULES 1' "$serial_out" 2>/dev/null; then
+	echo "run.sh: FAIL: loading the modules failed" >&2
+	rc=1
+fi
+
+# Kernel log: console output plus the dmesg the guest dumped at the end.
+klog=$work/kernel.log
+{ cat "$console" 2>/dev/null
+  sed -n '/^@@NPU-DMESG-BEGIN/,/^@@NPU-DMESG-END/p' "$serial_out" 2>/dev/null; } >"$klog"
+bad='Oops|BUG:|WARNING:|KASAN|UBSAN|lockdep|possible recursive locking|possible circular locking|kmemleak|Kernel panic|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption'
+if grep -aEq "$bad" "$klog"; then
+	echo "run.sh: FAIL: guest kernel log has a report:" >&2
+	grep -aE -m 20 -A 12 "$bad" "$klog" | sed 's/^/  | /' >&2
+	rc=1
+fi
+
+# Results and files.
+if [ -n "$results" ]; then
+	mkdir -p "$results"
+	cp "$klog" "$results/kernel.log"
+	cp "$serial_out" "$results/guest.log" 2>/dev/null
+	echo "$elapsed" >"$results/boot-seconds"
+	echo "$rc" >"$results/runner-status"
+fi
+if [ -n "$outdir" ] && grep -q '^@@NPU-OUT-BEGIN' "$serial_out"; then
+	mkdir -p "$outdir"
+	sed -n '/^@@NPU-OUT-BEGIN/,/^@@NPU-OUT-END/p' "$serial_out" | sed '1d;$d' |
+		base64 -d | tar -C "$outdir" -xf -
+fi
+if [ -n "$cmd" ]; then
+	sed -n '/^@@NPU-MODULES/,/^@@NPU-JOB-END/p' "$serial_out" | sed '1d;$d'
+	jrc=$(sed -n 's/^@@NPU-JOB-END //p' "$serial_out")
+	[ "${jrc:-1}" = 0 ] || rc=1
+fi
+if [ -n "$suites" ] && [ -n "$results" ]; then
+	awk -v dir="$results" '
+		/^@@NPU-SUITE-BEGIN / { name = $2; file = dir "/" name ".tap"; printf "" > file; next }
+		/^@@NPU-SUITE-END / { print "# exit status " $3 >> file; close(file); name = ""; next }
+		name != "" { print >> file }' "$serial_out"
+fi
+exit $rc

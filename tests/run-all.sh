@@ -1,0 +1,78 @@
+#!/bin/bash
+# Run every test suite: device tests on the host (qtest), then the guest
+# suites (tests/guest-suites) on each kernel; print a per-suite table and
+# one final line "N passed, M failed, K skipped". Exit non-zero on failure.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$top/build}
+res=$BUILD/results
+rm -rf "$res"
+mkdir -p "$res"
+QEMU=${QEMU:-$("$top/scripts/build-qemu.sh")} || { echo "QEMU build failed"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
+export QEMU
+
+# tap_count FILE -> "pass fail skip" (top-level TAP lines only; a suite that
+# exits non-zero or prints no results counts one extra failure)
+tap_count() {
+	awk '
+		/^ok / { if ($0 ~ /# *[Ss][Kk][Ii][Pp]/) s++; else p++; next }
+		/^not ok / { if ($0 ~ /# *[Tt][Oo][Dd][Oo]/) s++; else f++; next }
+		/^# exit status / { rc = $4 }
+		END { if (rc != "" && rc != 0 && f == 0) f++; if (p + f + s == 0) f++; print p + 0, f + 0, s + 0 }' "$1"
+}
+
+rows=()
+add_row() { rows+=("$(printf '%-28s %-8s %6s %6s %6s' "$1" "$2" "$3" "$4" "$5")"); }
+
+suites=${NPU_SUITES:-$top/tests/guest-suites}
+
+# Host suites: the guest runner's own tests, and the device tests (qtest, no
+# guest kernel). NPU_SKIP_DEVICE=1 skips both (the runner self-test uses it).
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	mkdir -p "$res/host"
+	echo "== runner self-test" >&2
+	bash "$top/tests/guest/selftest.sh" "${1:-6.1}" >"$res/host/runner.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/runner.tap"
+	read -r p f s < <(tap_count "$res/host/runner.tap")
+	add_row runner-selftest host "$p" "$f" "$s"
+fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
+	echo "== device tests (qtest)" >&2
+	mkdir -p "$res/host"
+	"$BUILD/device/npu-devtest" "$QEMU" >"$res/host/device.tap" 2>"$res/host/device.err"
+	echo "# exit status $?" >>"$res/host/device.tap"
+	read -r p f s < <(tap_count "$res/host/device.tap")
+	add_row device host "$p" "$f" "$s"
+fi
+
+for k in "$@"; do
+	out=$res/$k
+	mkdir -p "$out"
+	echo "== guest $k: booting $(scripts/kernel-release.sh "$k" 2>/dev/null || echo '?')" >&2
+	bash "$top/tests/guest/run.sh" --kernel "$k" --suites "$suites" ${NPU_RUNNER_ARGS:-} \
+		--results "$out" --timeout "${NPU_GUEST_TIMEOUT:-1500}" 2>"$out/runner.err"
+	runner=$?
+	cat "$out/runner.err" >&2
+	for tap in "$out"/*.tap; do
+		[ -f "$tap" ] || continue
+		read -r p f s < <(tap_count "$tap")
+		add_row "$(basename "$tap" .tap)" "$k" "$p" "$f" "$s"
+		if [ "$f" != 0 ]; then
+			echo "--- failures in $(basename "$tap" .tap) on $k:" >&2
+			grep -E '^not ok|^# exit status [^0]' "$tap" | head -20 >&2
+		fi
+	done
+	# The boot itself (modules load, no kernel report, clean finish) is a test.
+	if [ $runner = 0 ]; then add_row guest-boot-and-log "$k" 1 0 0
+	else add_row guest-boot-and-log "$k" 0 1 0; fi
+done
+
+printf '%-28s %-8s %6s %6s %6s\n' suite kernel pass fail skip
+tp=0 tf=0 ts=0
+for r in "${rows[@]}"; do
+	echo "$r"
+	read -r _ _ p f s <<<"$r"
+	tp=$((tp + p)); tf=$((tf + f)); ts=$((ts + s))
+done
+echo "$tp passed, $tf failed, $ts skipped"
+[ $tf = 0 ]
