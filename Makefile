@@ -14,7 +14,7 @@ KERNEL ?= 6.12
 CMD ?= true
 export BUILD
 
-.PHONY: all setup qemu modules lib tests test test-runner shell guest-run demo bench \
+.PHONY: test-debug all setup qemu modules lib tests test test-runner shell guest-run demo bench \
 	install clean checkpatch
 
 all: qemu modules lib tests
@@ -29,7 +29,8 @@ qemu: setup
 # kernels' objects never mix.
 modules: setup
 	@set -e; for k in $(KERNELS); do \
-		rel=$$(scripts/kernel-release.sh $$k); \
+		rel=$$(scripts/kernel-info.sh $$k release); \
+		kdir=$$(scripts/kernel-info.sh $$k kdir); \
 		d=$(BUILD)/kmod/$$rel; \
 		rm -rf $$d; mkdir -p $$d; \
 		for f in Kbuild driver uapi include; do \
@@ -37,7 +38,7 @@ modules: setup
 		done; \
 		if [ -f Kbuild ]; then \
 			echo "  KBUILD  npu.ko for $$rel"; \
-			$(MAKE) -s -C /lib/modules/$$rel/build M=$$d modules; \
+			$(MAKE) -s -C $$kdir M=$$d modules; \
 		fi; \
 	done
 
@@ -56,6 +57,12 @@ tests: setup lib
 
 test: qemu modules lib tests
 	@bash tests/run-all.sh $(KERNELS)
+
+# The same guest suites on the debug kernel (KASAN, lockdep, kmemleak, fault
+# injection), built from linux-source-6.1 and cached.
+test-debug: KERNELS = debug
+test-debug: qemu modules lib tests
+	@NPU_SKIP_DEVICE=1 bash tests/run-all.sh debug
 
 # The runner's own tests: a failing suite, a guest oops and a QEMU crash
 # must each fail the run.

@@ -48,7 +48,7 @@ fi
 for k in "$@"; do
 	out=$res/$k
 	mkdir -p "$out"
-	echo "== guest $k: booting $(scripts/kernel-release.sh "$k" 2>/dev/null || echo '?')" >&2
+	echo "== guest $k: booting $("$top/scripts/kernel-info.sh" "$k" release 2>/dev/null || echo '?')" >&2
 	bash "$top/tests/guest/run.sh" --kernel "$k" --suites "$suites" ${NPU_RUNNER_ARGS:-} \
 		--results "$out" --timeout "${NPU_GUEST_TIMEOUT:-1500}" 2>"$out/runner.err"
 	runner=$?

@@ -40,9 +40,9 @@ done
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 
-release=$("$top/scripts/kernel-release.sh" "$kernel") || exit 1
-vmlinuz=/boot/vmlinuz-$release
-moddir=/lib/modules/$release
+release=$("$top/scripts/kernel-info.sh" "$kernel" release) || exit 1
+vmlinuz=$("$top/scripts/kernel-info.sh" "$kernel" vmlinuz)
+moddir=$("$top/scripts/kernel-info.sh" "$kernel" moddir)
 [ -r "$vmlinuz" ] || die "no $vmlinuz (run scripts/setup.sh)"
 npuko=$BUILD/kmod/$release/npu.ko
 [ $npu = 0 ] || [ -f "$npuko" ] || die "no $npuko (make modules)"
@@ -148,8 +148,13 @@ else
 	/job.sh >/dev/ttyS1 2>&1
 	echo "@@NPU-JOB-END $?" >/dev/ttyS1
 fi
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan >/sys/kernel/debug/kmemleak; sleep 1
+	echo scan >/sys/kernel/debug/kmemleak
+fi
 echo "@@NPU-DMESG-BEGIN" >/dev/ttyS1
 dmesg >/dev/ttyS1
+[ -r /sys/kernel/debug/kmemleak ] && cat /sys/kernel/debug/kmemleak >/dev/ttyS1
 echo "@@NPU-DMESG-END" >/dev/ttyS1
 if [ -n "$(ls /out)" ]; then
 	echo "@@NPU-OUT-BEGIN" >/dev/ttyS1
@@ -210,7 +215,7 @@ fi
 klog=$work/kernel.log
 { cat "$console" 2>/dev/null
   sed -n '/^@@NPU-DMESG-BEGIN/,/^@@NPU-DMESG-END/p' "$serial_out" 2>/dev/null; } >"$klog"
-bad='Oops|BUG:|WARNING:|KASAN|UBSAN|lockdep|possible recursive locking|possible circular locking|kmemleak|Kernel panic|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption'
+bad='unreferenced object|Oops|BUG:|WARNING:|KASAN|UBSAN|lockdep|possible recursive locking|possible circular locking|kmemleak|Kernel panic|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption'
 if grep -aEq "$bad" "$klog"; then
 	echo "run.sh: FAIL: guest kernel log has a report:" >&2
 	grep -aE -m 20 -A 12 "$bad" "$klog" | sed 's/^/  | /' >&2

@@ -6,7 +6,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$top/build}
 kernel=${1:-6.1}
-rel=$("$top/scripts/kernel-release.sh" "$kernel") || exit 1
+rel=$("$top/scripts/kernel-info.sh" "$kernel" release) || exit 1
 QEMU=${QEMU:-$("$top/scripts/build-qemu.sh")} || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -14,7 +14,7 @@ trap 'rm -rf "$work"' EXIT
 # The deliberately faulty module, built for this kernel.
 mod=$work/mod
 cp -r "$top/tests/guest/selftest-module" "$mod"
-make -s -C "/lib/modules/$rel/build" M="$mod" modules >"$work/kbuild.log" 2>&1 ||
+make -s -C "$("$top/scripts/kernel-info.sh" "$kernel" kdir)" M="$mod" modules >"$work/kbuild.log" 2>&1 ||
 	{ cat "$work/kbuild.log"; echo "Bail out! cannot build the self-test module"; exit 1; }
 mkdir -p "$work/bin"
 cp "$mod/npu_selftest_fault.ko" "$work/bin/"
