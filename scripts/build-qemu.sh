@@ -71,6 +71,6 @@ ninja -C "$build" -j"$(nproc)" qemu-system-x86_64 >&2
 mkdir -p "$(dirname "$bin")"
 cp "$build/qemu-system-x86_64" "$bin.tmp"
 mv "$bin.tmp" "$bin"
-# Keep the cache small: drop binaries of older inputs.
-find "$CACHE/qemu" -maxdepth 1 -name 'bin-*' ! -name "bin-$key" -exec rm -rf {} +
+# Keep the cache small: keep the four newest binaries (others may be in use).
+ls -1dt "$CACHE"/qemu/bin-* | tail -n +5 | xargs -r rm -rf
 echo "$bin"
