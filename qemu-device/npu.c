@@ -1,0 +1,650 @@
+/*
+ * npu - virtual NPU PCI device: PCI function, registers, engine threads,
+ * interrupts and reset.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Every ring is an independent command processor running on its own
+ * QemuThread; see npu_engine.c (packets), npu_mmu.c (address translation)
+ * and npu_kernels.c (built-in kernels). Documentation/hw/npu.rst is the
+ * description of the device seen by software.
+ *
+ * Locking: the BQL serialises register accesses. Each ring has a mutex
+ * protecting its registers, taken by the MMIO handlers and briefly by the
+ * ring's engine thread. Lock order: ring lock, then reg_lock or cu_lock.
+ * Engine threads never take the BQL; interrupts they raise are delivered by
+ * a bottom half, and their DMA is restricted to RAM (npu_phys_rw), so they
+ * never dispatch an MMIO access.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/units.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qemu/module.h"
+#include "qemu/rcu.h"
+#include "qemu/timer.h"
+#include "qapi/error.h"
+#include "exec/memory.h"
+#include "hw/pci/pci.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "npu.h"
+
+/* ------------------------------------------------------------------------
+ * Helpers shared with the engines
+ */
+
+uint64_t npu_clock(NpuState *s)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - qatomic_read(&s->clock_base);
+}
+
+void npu_raise(NpuState *s, unsigned vector)
+{
+    qatomic_or(&s->irq_pending, 1u << vector);
+    qemu_bh_schedule(s->irq_bh);
+}
+
+static void npu_irq_bh(void *opaque)
+{
+    NpuState *s = opaque;
+    PCIDevice *pdev = PCI_DEVICE(s);
+    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
+
+    while (pending) {
+        unsigned v = ctz32(pending);
+
+        pending &= pending - 1;
+        if (msix_enabled(pdev) && v < s->nrings + 1) {
+            msix_notify(pdev, v);
+        }
+    }
+}
+
+bool npu_aborted(NpuRing *r)
+{
+    return qatomic_read(&r->abort) || qatomic_read(&r->stop);
+}
+
+/* Sleep until the realtime clock reaches deadline; false if aborted. */
+bool npu_sleep_until(NpuRing *r, int64_t deadline)
+{
+    for (;;) {
+        int64_t now, d;
+
+        if (npu_aborted(r)) {
+            return false;
+        }
+        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        if (now >= deadline) {
+            return true;
+        }
+        d = MIN(deadline - now, 1000000);
+        g_usleep(MAX(d / 1000, 1));
+    }
+}
+
+/*
+ * Bus-master DMA restricted to RAM: the engine threads run without the BQL,
+ * so an access that would land in MMIO (another device, our own BAR0, the
+ * MSI-X table) or in nothing at all fails with MEMTX_DECODE_ERROR instead of
+ * being dispatched. Writes to ROM fail too.
+ */
+MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
+                        bool is_write)
+{
+    PCIDevice *pdev = PCI_DEVICE(s);
+    AddressSpace *as = pci_get_address_space(pdev);
+    uint8_t *p = buf;
+
+    if (pa + len < pa) {
+        return MEMTX_DECODE_ERROR;
+    }
+    while (len) {
+        hwaddr xlat, l = len;
+        MemTxResult res;
+        bool ok;
+
+        WITH_RCU_READ_LOCK_GUARD() {
+            MemoryRegion *mr = address_space_translate(as, pa, &xlat, &l,
+                                                       is_write,
+                                                       MEMTXATTRS_UNSPECIFIED);
+            ok = memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)
+                 && !(is_write && (mr->readonly || mr->rom_device));
+        }
+        if (!ok || l == 0) {
+            return MEMTX_DECODE_ERROR;
+        }
+        res = pci_dma_rw(pdev, pa, p, l,
+                         is_write ? DMA_DIRECTION_FROM_DEVICE
+                                  : DMA_DIRECTION_TO_DEVICE,
+                         MEMTXATTRS_UNSPECIFIED);
+        if (res != MEMTX_OK) {
+            return res;
+        }
+        pa += l;
+        p += l;
+        len -= l;
+    }
+    return MEMTX_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Reset
+ */
+
+/* Abort what the ring runs and wait for its engine to let go. BQL held. */
+static void npu_ring_reset(NpuRing *r, bool counters)
+{
+    NpuState *s = r->s;
+
+    qemu_mutex_lock(&r->lock);
+    qatomic_set(&r->abort, true);
+    qemu_cond_broadcast(&r->cond);
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    while (r->running) {
+        qemu_cond_wait(&r->cond, &r->lock);
+    }
+    r->head = 0;
+    r->tail = 0;
+    r->enabled = false;
+    r->halted = false;
+    r->context = 0;
+    r->error = 0;
+    r->error_ctx = 0;
+    r->fault = 0;
+    r->error_info = 0;
+    r->pt_root = 0;
+    npu_tlb_flush(r);
+    if (counters) {
+        r->base = 0;
+        r->size = 0;
+        r->fence = 0;
+        r->busy_ns = 0;
+        r->cmds = 0;
+        r->bytes = 0;
+        r->ops = 0;
+    }
+    qemu_mutex_lock(&s->reg_lock);
+    s->err_pending &= ~(1u << r->idx);
+    qemu_mutex_unlock(&s->reg_lock);
+    qatomic_and(&s->irq_pending, ~(1u << r->idx));
+    qatomic_set(&r->abort, false);
+    qemu_mutex_unlock(&r->lock);
+}
+
+static void npu_device_reset(NpuState *s)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nrings; i++) {
+        npu_ring_reset(&s->rings[i], true);
+    }
+    qemu_mutex_lock(&s->cu_lock);
+    s->cu_free = s->n_cus == 64 ? UINT64_MAX : (1ull << s->n_cus) - 1;
+    memset(s->cu_busy, 0, sizeof(s->cu_busy));
+    qemu_mutex_unlock(&s->cu_lock);
+    qemu_mutex_lock(&s->reg_lock);
+    s->err_pending = 0;
+    s->scratch = 0;
+    s->clock_hi_latch = 0;
+    qatomic_set(&s->clock_base, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    qemu_mutex_unlock(&s->reg_lock);
+    qatomic_set(&s->irq_pending, 0);
+}
+
+static void npu_qdev_reset(DeviceState *dev)
+{
+    npu_device_reset(NPU(dev));
+}
+
+/* ------------------------------------------------------------------------
+ * Registers
+ */
+
+static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
+{
+    uint64_t v = 0;
+
+    qemu_mutex_lock(&r->lock);
+    switch (off) {
+    case NPU_RING_BASE_LO:
+        v = (uint32_t)r->base;
+        break;
+    case NPU_RING_BASE_HI:
+        v = r->base >> 32;
+        break;
+    case NPU_RING_SIZE:
+        v = r->size;
+        break;
+    case NPU_RING_HEAD:
+        v = r->head;
+        break;
+    case NPU_RING_TAIL:
+        v = r->tail;
+        break;
+    case NPU_RING_CONTROL:
+        v = r->enabled ? NPU_RING_CTL_ENABLE : 0;
+        break;
+    case NPU_RING_STATUS:
+        v = (r->head == r->tail && !r->running ? NPU_RING_STS_IDLE : 0) |
+            (r->halted ? NPU_RING_STS_HALTED : 0) |
+            (r->enabled ? NPU_RING_STS_ENABLED : 0);
+        break;
+    case NPU_RING_KIND:
+        v = r->copy ? NPU_RING_KIND_COPY : NPU_RING_KIND_COMPUTE;
+        break;
+    case NPU_RING_FENCE:
+        v = r->fence;
+        break;
+    case NPU_RING_CONTEXT:
+        v = r->context;
+        break;
+    case NPU_RING_ERROR:
+        v = r->error;
+        break;
+    case NPU_RING_ERROR_CTX:
+        v = r->error_ctx;
+        break;
+    case NPU_RING_FAULT_LO:
+        v = (uint32_t)r->fault;
+        break;
+    case NPU_RING_FAULT_HI:
+        v = r->fault >> 32;
+        break;
+    case NPU_RING_ERROR_INFO:
+        v = r->error_info;
+        break;
+    case NPU_RING_BUSY_LO:
+        v = (uint32_t)r->busy_ns;
+        break;
+    case NPU_RING_BUSY_HI:
+        v = r->busy_ns >> 32;
+        break;
+    case NPU_RING_CMDS_LO:
+        v = (uint32_t)r->cmds;
+        break;
+    case NPU_RING_CMDS_HI:
+        v = r->cmds >> 32;
+        break;
+    case NPU_RING_BYTES_LO:
+        v = (uint32_t)r->bytes;
+        break;
+    case NPU_RING_BYTES_HI:
+        v = r->bytes >> 32;
+        break;
+    case NPU_RING_OPS_LO:
+        v = (uint32_t)r->ops;
+        break;
+    case NPU_RING_OPS_HI:
+        v = r->ops >> 32;
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: read of unknown ring %u "
+                      "register 0x%" HWADDR_PRIx "\n", r->idx, off);
+        break;
+    }
+    qemu_mutex_unlock(&r->lock);
+    return v;
+}
+
+static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
+{
+    qemu_mutex_lock(&r->lock);
+    switch (off) {
+    case NPU_RING_BASE_LO:
+        r->base = deposit64(r->base, 0, 32, val);
+        break;
+    case NPU_RING_BASE_HI:
+        r->base = deposit64(r->base, 32, 32, val);
+        break;
+    case NPU_RING_SIZE:
+        r->size = val;
+        break;
+    case NPU_RING_TAIL:
+        r->tail = val;
+        qemu_cond_broadcast(&r->cond);
+        break;
+    case NPU_RING_CONTROL:
+        if (val & NPU_RING_CTL_RESET) {
+            qemu_mutex_unlock(&r->lock);
+            npu_ring_reset(r, false);
+            return;
+        }
+        r->enabled = val & NPU_RING_CTL_ENABLE;
+        if (val & NPU_RING_CTL_RESUME) {
+            r->halted = false;
+        }
+        qemu_cond_broadcast(&r->cond);
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: write 0x%x to read-only or "
+                      "unknown ring %u register 0x%" HWADDR_PRIx "\n",
+                      val, r->idx, off);
+        break;
+    }
+    qemu_mutex_unlock(&r->lock);
+}
+
+static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    NpuState *s = opaque;
+    uint64_t v = 0;
+
+    if (addr >= NPU_RING_BASE(0)) {
+        unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;
+
+        if (idx < s->nrings) {
+            return npu_ring_read(&s->rings[idx], addr & 0xff);
+        }
+        return 0;
+    }
+    if (addr >= NPU_REG_CU_BUSY_LO(0)) {
+        unsigned cu = (addr - NPU_REG_CU_BUSY_LO(0)) / 8;
+
+        if (cu < s->n_cus) {
+            qemu_mutex_lock(&s->cu_lock);
+            v = s->cu_busy[cu];
+            qemu_mutex_unlock(&s->cu_lock);
+            return addr & 4 ? v >> 32 : (uint32_t)v;
+        }
+        return 0;
+    }
+    switch (addr) {
+    case NPU_REG_ID:
+        return NPU_ID_MAGIC;
+    case NPU_REG_VERSION:
+        return NPU_VERSION;
+    case NPU_REG_CAPS:
+        return s->n_compute | s->n_copy << 8 | s->n_cus << 16;
+    case NPU_REG_FEATURES:
+        return s->timing ? NPU_FEATURE_TIMING : 0;
+    case NPU_REG_DEVMEM_SIZE_LO:
+        return (uint32_t)s->devmem_size;
+    case NPU_REG_DEVMEM_SIZE_HI:
+        return s->devmem_size >> 32;
+    case NPU_REG_CLOCK_HZ:
+        return 1000000000;
+    case NPU_REG_CLOCK_LO:
+        v = npu_clock(s);
+        qemu_mutex_lock(&s->reg_lock);
+        s->clock_hi_latch = v >> 32;
+        qemu_mutex_unlock(&s->reg_lock);
+        return (uint32_t)v;
+    case NPU_REG_CLOCK_HI:
+        qemu_mutex_lock(&s->reg_lock);
+        v = s->clock_hi_latch;
+        qemu_mutex_unlock(&s->reg_lock);
+        return v;
+    case NPU_REG_ERR_PENDING:
+        qemu_mutex_lock(&s->reg_lock);
+        v = s->err_pending;
+        qemu_mutex_unlock(&s->reg_lock);
+        return v;
+    case NPU_REG_SCRATCH:
+        return s->scratch;
+    case NPU_REG_LINK_BW_MBPS:
+        return s->link_bw;
+    case NPU_REG_MEM_BW_MBPS:
+        return s->mem_bw;
+    case NPU_REG_CU_MOPS:
+        return s->cu_mops;
+    case NPU_REG_LAUNCH_NS:
+        return s->launch_ns;
+    case NPU_REG_COPY_NS:
+        return s->copy_ns;
+    case NPU_REG_RESET:
+        return 0;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: read of unknown register 0x%"
+                      HWADDR_PRIx "\n", addr);
+        return 0;
+    }
+}
+
+static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
+                           unsigned size)
+{
+    NpuState *s = opaque;
+
+    if (addr >= NPU_RING_BASE(0)) {
+        unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;
+
+        if (idx < s->nrings) {
+            npu_ring_write(&s->rings[idx], addr & 0xff, val);
+        } else {
+            qemu_log_mask(LOG_GUEST_ERROR, "npu: write to absent ring %u\n",
+                          idx);
+        }
+        return;
+    }
+    switch (addr) {
+    case NPU_REG_RESET:
+        if (val == NPU_RESET_MAGIC) {
+            npu_device_reset(s);
+        } else {
+            qemu_log_mask(LOG_GUEST_ERROR, "npu: bad reset magic 0x%x\n",
+                          (uint32_t)val);
+        }
+        break;
+    case NPU_REG_ERR_PENDING:
+        qemu_mutex_lock(&s->reg_lock);
+        s->err_pending &= ~(uint32_t)val;
+        qemu_mutex_unlock(&s->reg_lock);
+        break;
+    case NPU_REG_SCRATCH:
+        s->scratch = val;
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: write 0x%x to read-only or "
+                      "unknown register 0x%" HWADDR_PRIx "\n",
+                      (uint32_t)val, addr);
+        break;
+    }
+}
+
+static const MemoryRegionOps npu_mmio_ops = {
+    .read = npu_mmio_read,
+    .write = npu_mmio_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    /* 64-bit accesses are split into two 32-bit ones, low half first */
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 8,
+    },
+    .impl = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+/* ------------------------------------------------------------------------
+ * Realize / unrealize
+ */
+
+static void npu_stop_threads(NpuState *s, unsigned n)
+{
+    unsigned i;
+
+    for (i = 0; i < n; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        qatomic_set(&r->stop, true);
+        qemu_cond_broadcast(&r->cond);
+        qemu_mutex_unlock(&r->lock);
+    }
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    for (i = 0; i < n; i++) {
+        qemu_thread_join(&s->rings[i].thread);
+    }
+    for (i = 0; i < n; i++) {
+        qemu_cond_destroy(&s->rings[i].cond);
+        qemu_mutex_destroy(&s->rings[i].lock);
+    }
+}
+
+static bool npu_check_props(NpuState *s, Error **errp)
+{
+    if (s->n_compute < 1 || s->n_compute > NPU_MAX_RINGS) {
+        error_setg(errp, "npu: compute-rings must be 1..%d", NPU_MAX_RINGS);
+        return false;
+    }
+    if (s->n_copy > NPU_MAX_RINGS - s->n_compute) {
+        error_setg(errp, "npu: compute-rings + copy-rings must be <= %d",
+                   NPU_MAX_RINGS);
+        return false;
+    }
+    if (s->n_cus < 1 || s->n_cus > NPU_MAX_CUS) {
+        error_setg(errp, "npu: compute-units must be 1..%d", NPU_MAX_CUS);
+        return false;
+    }
+    if (s->devmem_size < 1 * MiB || s->devmem_size > 16 * GiB ||
+        !is_power_of_2(s->devmem_size)) {
+        error_setg(errp, "npu: devmem-size must be a power of 2 between "
+                   "1 MiB and 16 GiB");
+        return false;
+    }
+    if (!s->link_bw || !s->mem_bw || !s->cu_mops) {
+        error_setg(errp, "npu: link-bw-mbps, mem-bw-mbps and cu-mops must "
+                   "be non-zero");
+        return false;
+    }
+    if (s->launch_ns > 1000000000 || s->copy_ns > 1000000000) {
+        error_setg(errp, "npu: launch-ns and copy-ns must be <= 1e9");
+        return false;
+    }
+    return true;
+}
+
+static void npu_realize(PCIDevice *pdev, Error **errp)
+{
+    NpuState *s = NPU(pdev);
+    Error *local_err = NULL;
+    unsigned i;
+
+    if (!npu_check_props(s, errp)) {
+        return;
+    }
+    s->nrings = s->n_compute + s->n_copy;
+
+    memory_region_init_io(&s->mmio, OBJECT(s), &npu_mmio_ops, s, "npu-regs",
+                          NPU_REGS_SIZE);
+    pci_register_bar(pdev, NPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->mmio);
+
+    memory_region_init_ram(&s->devmem, OBJECT(s), "npu-devmem",
+                           s->devmem_size, &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return;
+    }
+    s->devmem_ptr = memory_region_get_ram_ptr(&s->devmem);
+    pci_register_bar(pdev, NPU_BAR_DEVMEM,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                     PCI_BASE_ADDRESS_MEM_PREFETCH, &s->devmem);
+
+    if (msix_init_exclusive_bar(pdev, s->nrings + 1, NPU_BAR_MSIX, errp)) {
+        return;
+    }
+    for (i = 0; i < s->nrings + 1; i++) {
+        msix_vector_use(pdev, i);
+    }
+
+    qemu_mutex_init(&s->reg_lock);
+    qemu_mutex_init(&s->cu_lock);
+    qemu_cond_init(&s->cu_cond);
+    s->irq_bh = qemu_bh_new(npu_irq_bh, s);
+    s->cu_free = s->n_cus == 64 ? UINT64_MAX : (1ull << s->n_cus) - 1;
+    s->clock_base = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        memset(r, 0, sizeof(*r));
+        r->s = s;
+        r->idx = i;
+        r->copy = i >= s->n_compute;
+        snprintf(r->name, sizeof(r->name), "npu-ring%u", i);
+        qemu_mutex_init(&r->lock);
+        qemu_cond_init(&r->cond);
+        npu_tlb_flush(r);
+        qemu_thread_create(&r->thread, r->name, npu_ring_thread, r,
+                           QEMU_THREAD_JOINABLE);
+    }
+}
+
+static void npu_exit(PCIDevice *pdev)
+{
+    NpuState *s = NPU(pdev);
+
+    npu_stop_threads(s, s->nrings);
+    qemu_bh_delete(s->irq_bh);
+    s->irq_bh = NULL;
+    qemu_cond_destroy(&s->cu_cond);
+    qemu_mutex_destroy(&s->cu_lock);
+    qemu_mutex_destroy(&s->reg_lock);
+    msix_uninit_exclusive_bar(pdev);
+}
+
+static Property npu_properties[] = {
+    DEFINE_PROP_UINT32("compute-rings", NpuState, n_compute, 4),
+    DEFINE_PROP_UINT32("copy-rings", NpuState, n_copy, 2),
+    DEFINE_PROP_UINT32("compute-units", NpuState, n_cus, 8),
+    DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 64 * MiB),
+    DEFINE_PROP_BOOL("timing", NpuState, timing, true),
+    DEFINE_PROP_UINT32("link-bw-mbps", NpuState, link_bw, 4000),
+    DEFINE_PROP_UINT32("mem-bw-mbps", NpuState, mem_bw, 32000),
+    DEFINE_PROP_UINT32("cu-mops", NpuState, cu_mops, 2000),
+    DEFINE_PROP_UINT32("launch-ns", NpuState, launch_ns, 4000),
+    DEFINE_PROP_UINT32("copy-ns", NpuState, copy_ns, 2000),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static const VMStateDescription vmstate_npu = {
+    .name = "npu",
+    .unmigratable = 1,
+};
+
+static void npu_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    PCIDeviceClass *k = PCI_DEVICE_CLASS(klass);
+
+    k->realize = npu_realize;
+    k->exit = npu_exit;
+    k->vendor_id = NPU_PCI_VENDOR_ID;
+    k->device_id = NPU_PCI_DEVICE_ID;
+    k->revision = NPU_PCI_REVISION;
+    k->class_id = NPU_PCI_CLASS;
+    dc->desc = "Virtual NPU (compute and copy rings, MMU, built-in kernels)";
+    dc->reset = npu_qdev_reset;
+    dc->vmsd = &vmstate_npu;
+    device_class_set_props(dc, npu_properties);
+    set_bit(DEVICE_CATEGORY_MISC, dc->categories);
+}
+
+static const TypeInfo npu_info = {
+    .name = TYPE_NPU,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(NpuState),
+    .class_init = npu_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_CONVENTIONAL_PCI_DEVICE },
+        { },
+    },
+};
+
+static void npu_register_types(void)
+{
+    type_register_static(&npu_info);
+}
+
+type_init(npu_register_types)

@@ -1,0 +1,145 @@
+/*
+ * npu - virtual NPU PCI device: private definitions.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The hardware interface (registers, packets, page tables, kernels) is
+ * include/npu_hw.h; Documentation/hw/npu.rst describes the behaviour.
+ */
+#ifndef HW_MISC_NPU_H
+#define HW_MISC_NPU_H
+
+#include "hw/pci/pci.h"
+#include "qemu/thread.h"
+#include "npu_hw.h"
+
+#define TYPE_NPU "npu"
+OBJECT_DECLARE_SIMPLE_TYPE(NpuState, NPU)
+
+typedef struct NpuState NpuState;
+
+/* Direct-mapped translation cache of one ring (dropped by FLUSH_TLB). */
+#define NPU_TLB_ENTRIES 64
+
+typedef struct NpuTlbEntry {
+    uint64_t vpn;       /* VA >> 12, UINT64_MAX when empty */
+    uint64_t pte;       /* leaf entry */
+} NpuTlbEntry;
+
+/* Outcome of a command: error code, faulting address, error info. */
+typedef struct NpuErr {
+    uint32_t code;
+    uint64_t addr;
+} NpuErr;
+
+typedef struct NpuRing {
+    NpuState *s;
+    unsigned idx;
+    bool copy;                  /* copy engine (no LAUNCH) */
+    char name[16];
+
+    QemuThread thread;
+    QemuMutex lock;             /* protects everything below */
+    QemuCond cond;              /* doorbell, reset handshake */
+
+    /* registers */
+    uint64_t base;
+    uint32_t size;
+    uint32_t head;
+    uint32_t tail;
+    bool enabled;
+    bool halted;
+    uint32_t fence;
+    uint32_t context;
+    uint32_t error;
+    uint32_t error_ctx;
+    uint64_t fault;
+    uint32_t error_info;
+    uint64_t busy_ns;
+    uint64_t cmds;
+    uint64_t bytes;
+    uint64_t ops;
+
+    /* engine control */
+    bool running;               /* engine is executing a packet */
+    bool stop;                  /* unrealize: thread exits */
+    bool abort;                 /* reset: give up the current packet */
+
+    /* engine-private state (only the ring's thread touches it, except
+     * reset, which runs while the engine is not executing) */
+    uint64_t pt_root;
+    NpuTlbEntry tlb[NPU_TLB_ENTRIES];
+} NpuRing;
+
+struct NpuState {
+    PCIDevice parent_obj;
+
+    MemoryRegion mmio;
+    MemoryRegion devmem;
+    uint8_t *devmem_ptr;
+
+    /* properties */
+    uint32_t n_compute;
+    uint32_t n_copy;
+    uint32_t n_cus;
+    uint64_t devmem_size;
+    bool timing;
+    uint32_t link_bw;
+    uint32_t mem_bw;
+    uint32_t cu_mops;
+    uint32_t launch_ns;
+    uint32_t copy_ns;
+
+    unsigned nrings;
+    NpuRing rings[NPU_MAX_RINGS];
+
+    /* global registers */
+    QemuMutex reg_lock;         /* err_pending, clock latch, scratch */
+    uint32_t err_pending;
+    uint32_t scratch;
+    uint32_t clock_hi_latch;
+    int64_t clock_base;         /* QEMU_CLOCK_REALTIME at reset */
+
+    /* compute unit pool, shared by the compute rings */
+    QemuMutex cu_lock;
+    QemuCond cu_cond;
+    uint64_t cu_free;           /* bitmap of free units */
+    uint64_t cu_busy[NPU_MAX_CUS];
+
+    /* interrupts raised by engine threads, delivered by a bottom half */
+    QEMUBH *irq_bh;
+    uint32_t irq_pending;       /* atomic bitmap of vectors */
+};
+
+/* One command's accounting, filled in while it runs. */
+typedef struct NpuJob {
+    NpuRing *ring;
+    uint64_t host_bytes;        /* bytes moved over the host link */
+    uint64_t dev_bytes;         /* bytes moved in device memory */
+    uint64_t ops;
+} NpuJob;
+
+/* npu.c */
+uint64_t npu_clock(NpuState *s);
+void npu_raise(NpuState *s, unsigned vector);
+bool npu_aborted(NpuRing *r);
+bool npu_sleep_until(NpuRing *r, int64_t deadline);
+MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
+                        bool is_write);
+
+/* npu_mmu.c */
+void npu_tlb_flush(NpuRing *r);
+bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
+               bool is_write, NpuErr *err);
+
+/* npu_engine.c */
+void *npu_ring_thread(void *opaque);
+uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes);
+bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
+                  uint64_t bytes);
+
+/* npu_kernels.c */
+bool npu_launch(NpuJob *job, const uint32_t *pkt, unsigned ndw,
+                uint64_t pkt_addr, NpuErr *err);
+
+#endif

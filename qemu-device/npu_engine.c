@@ -1,0 +1,504 @@
+/*
+ * npu - virtual NPU PCI device: ring command processors.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * One thread per ring fetches packets between HEAD and TAIL from the ring in
+ * guest memory, executes them in order, and halts the ring on the first
+ * error (recording it in the ring's error registers and raising the error
+ * vector). Indirect buffers are fetched through the MMU and may hold only
+ * unprivileged packets.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/rcu.h"
+#include "qemu/timer.h"
+#include "npu.h"
+
+#define NPU_PKT_MAX_DW      (6 + 2 * NPU_LAUNCH_MAX_ARGS)
+#define NPU_CHUNK           (64 * 1024)
+#define NPU_COPY_MAX        (1ull << 30)
+#define NPU_SEM_POLL_MAX_US 500
+
+static bool npu_set_err(NpuErr *err, uint32_t code, uint64_t addr)
+{
+    err->code = code;
+    err->addr = addr;
+    return false;
+}
+
+/* Modelled time to move bytes over the link and in device memory. */
+uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes)
+{
+    return host_bytes * 1000 / s->link_bw + dev_bytes * 1000 / s->mem_bw;
+}
+
+/*
+ * End of a command that started at t0: wait for its modelled duration (if
+ * the timing model is on, or force is set) and account it. False if the
+ * ring was reset meanwhile.
+ */
+bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
+                  uint64_t bytes)
+{
+    NpuRing *r = job->ring;
+    int64_t end;
+
+    if ((r->s->timing || force) &&
+        !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns, INT64_MAX / 2))) {
+        return false;
+    }
+    if (npu_aborted(r)) {
+        return false;
+    }
+    end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    qemu_mutex_lock(&r->lock);
+    r->busy_ns += end - t0;
+    r->cmds++;
+    r->bytes += bytes;
+    r->ops += job->ops;
+    qemu_mutex_unlock(&r->lock);
+    return true;
+}
+
+static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
+{
+    NpuState *s = job->ring->s;
+    uint64_t src = ldq_le_p(p + 2), dst = ldq_le_p(p + 4);
+    uint64_t size = ldq_le_p(p + 6);
+    uint64_t link = 0, mem = 0, off;
+    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    g_autofree uint8_t *buf = NULL;
+
+    if (size > NPU_COPY_MAX) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, size);
+    }
+    buf = g_malloc(MIN(size, NPU_CHUNK) + 1);
+    for (off = 0; off < size; off += NPU_CHUNK) {
+        uint64_t n = MIN(size - off, NPU_CHUNK);
+        uint64_t host = job->host_bytes;
+
+        if (npu_aborted(job->ring)) {
+            return true;
+        }
+        if (!npu_vm_rw(job, src + off, buf, n, false, err) ||
+            !npu_vm_rw(job, dst + off, buf, n, true, err)) {
+            return false;
+        }
+        if (job->host_bytes != host) {
+            link += n;
+        } else {
+            mem += n;
+        }
+    }
+    npu_complete(job, t0, s->copy_ns + npu_bytes_ns(s, link, mem), false,
+                 size);
+    return true;
+}
+
+static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
+{
+    NpuState *s = job->ring->s;
+    uint32_t value = p[1];
+    uint64_t dst = ldq_le_p(p + 2), size = ldq_le_p(p + 4);
+    uint64_t link = 0, mem = 0, off;
+    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    g_autofree uint32_t *buf = NULL;
+    unsigned i;
+
+    if (size % 4 || size > NPU_COPY_MAX) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, size);
+    }
+    buf = g_malloc(NPU_CHUNK);
+    for (i = 0; i < NPU_CHUNK / 4; i++) {
+        stl_le_p(buf + i, value);
+    }
+    for (off = 0; off < size; off += NPU_CHUNK) {
+        uint64_t n = MIN(size - off, NPU_CHUNK);
+        uint64_t host = job->host_bytes;
+
+        if (npu_aborted(job->ring)) {
+            return true;
+        }
+        if (!npu_vm_rw(job, dst + off, buf, n, true, err)) {
+            return false;
+        }
+        if (job->host_bytes != host) {
+            link += n;
+        } else {
+            mem += n;
+        }
+    }
+    npu_complete(job, t0, npu_bytes_ns(s, link, mem), false, size);
+    return true;
+}
+
+static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
+{
+    uint64_t dst = ldq_le_p(p + 2);
+    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    uint64_t ts = cpu_to_le64(npu_clock(job->ring->s));
+
+    if (!npu_vm_rw(job, dst, &ts, 8, true, err)) {
+        return false;
+    }
+    npu_complete(job, t0, 0, false, 8);
+    return true;
+}
+
+static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
+                         NpuErr *err)
+{
+    NpuRing *r = job->ring;
+    uint32_t value = p[1];
+    uint64_t addr = ldq_le_p(p + 2);
+    unsigned poll_us = 5;
+    int64_t t0;
+    uint32_t v;
+
+    if (addr & 3) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
+    }
+    if (!wait) {
+        t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        smp_mb();
+        v = cpu_to_le32(value);
+        if (!npu_vm_rw(job, addr, &v, 4, true, err)) {
+            return false;
+        }
+        npu_complete(job, t0, 0, false, 4);
+        return true;
+    }
+    for (;;) {
+        if (!npu_vm_rw(job, addr, &v, 4, false, err)) {
+            return false;
+        }
+        if (npu_seqno_passed(le32_to_cpu(v), value)) {
+            break;
+        }
+        if (npu_aborted(r)) {
+            return true;
+        }
+        g_usleep(poll_us);
+        poll_us = MIN(poll_us * 2, NPU_SEM_POLL_MAX_US);
+    }
+    smp_mb();
+    t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    npu_complete(job, t0, 0, false, 4);
+    return true;
+}
+
+static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
+{
+    NpuRing *r = job->ring;
+    NpuState *s = r->s;
+    uint32_t seqno = cpu_to_le32(p[1]);
+    uint64_t addr = ldq_le_p(p + 2);
+    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    if ((NPU_PKT_FLAGS(p[0]) & ~NPU_FENCE_IRQ) || (addr & 3)) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
+    }
+    smp_mb();
+    if (npu_phys_rw(s, addr, &seqno, 4, true) != MEMTX_OK) {
+        return npu_set_err(err, NPU_ERR_BAD_DMA, addr);
+    }
+    if (npu_aborted(r)) {
+        return true;
+    }
+    qemu_mutex_lock(&r->lock);
+    r->fence = p[1];
+    qemu_mutex_unlock(&r->lock);
+    if (NPU_PKT_FLAGS(p[0]) & NPU_FENCE_IRQ) {
+        npu_raise(s, r->idx);
+    }
+    npu_complete(job, t0, 0, false, 4);
+    return true;
+}
+
+/* Expected length in dwords of a fixed-size packet, 0 if variable. */
+static unsigned npu_pkt_len(uint32_t op)
+{
+    switch (op) {
+    case NPU_OP_COPY:
+        return 8;
+    case NPU_OP_FILL:
+        return 6;
+    case NPU_OP_TIMESTAMP:
+    case NPU_OP_SEM_WAIT:
+    case NPU_OP_SEM_SIGNAL:
+    case NPU_OP_INDIRECT:
+    case NPU_OP_SET_CONTEXT:
+    case NPU_OP_FENCE:
+        return 4;
+    case NPU_OP_RING_CTRL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static bool npu_op_known(uint32_t op)
+{
+    switch (op) {
+    case NPU_OP_NOP:
+    case NPU_OP_COPY:
+    case NPU_OP_FILL:
+    case NPU_OP_LAUNCH:
+    case NPU_OP_TIMESTAMP:
+    case NPU_OP_SEM_WAIT:
+    case NPU_OP_SEM_SIGNAL:
+    case NPU_OP_INDIRECT:
+    case NPU_OP_SET_CONTEXT:
+    case NPU_OP_FENCE:
+    case NPU_OP_RING_CTRL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
+                            bool in_ib, uint64_t pkt_addr, NpuErr *err,
+                            uint32_t *info);
+
+static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
+                              uint32_t *info)
+{
+    uint32_t size = p[1];
+    uint64_t va = ldq_le_p(p + 2);
+    g_autofree uint32_t *ib = NULL;
+    unsigned ndw, off = 0;
+
+    if (size % 4 || size > NPU_IB_MAX_SIZE || NPU_PKT_FLAGS(p[0])) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, va);
+    }
+    if (!size) {
+        return true;
+    }
+    ib = g_malloc(size);
+    if (!npu_vm_rw(job, va, ib, size, false, err)) {
+        return false;
+    }
+    ndw = size / 4;
+    while (off < ndw) {
+        uint32_t h = le32_to_cpu(ib[off]);
+        unsigned len = NPU_PKT_LEN(h);
+        uint32_t pkt[NPU_PKT_MAX_DW];
+        unsigned i;
+
+        *info = NPU_PKT_OP(h) | 0x100;
+        if (npu_aborted(job->ring)) {
+            return true;
+        }
+        if (!len || len > ndw - off) {
+            return npu_set_err(err, NPU_ERR_BAD_PACKET, va + off * 4);
+        }
+        if (NPU_PKT_OP(h) == NPU_OP_NOP) {
+            off += len;
+            continue;
+        }
+        for (i = 0; i < MIN(len, NPU_PKT_MAX_DW); i++) {
+            pkt[i] = le32_to_cpu(ib[off + i]);
+        }
+        if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
+            return false;
+        }
+        off += len;
+    }
+    return true;
+}
+
+/*
+ * Execute one packet (p holds min(ndw, NPU_PKT_MAX_DW) dwords in host
+ * order). On error fill err and return false; info gets the opcode, bit 8
+ * set inside an IB, and for LAUNCH the kernel id in bits 31:16.
+ */
+static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
+                            bool in_ib, uint64_t pkt_addr, NpuErr *err,
+                            uint32_t *info)
+{
+    NpuRing *r = job->ring;
+    uint32_t op = NPU_PKT_OP(p[0]);
+    unsigned want = npu_pkt_len(op);
+
+    *info = op | (in_ib ? 0x100 : 0);
+    job->host_bytes = job->dev_bytes = job->ops = 0;
+
+    if (!npu_op_known(op)) {
+        return npu_set_err(err, NPU_ERR_BAD_OPCODE, pkt_addr);
+    }
+    if (in_ib && NPU_OP_IS_PRIVILEGED(op)) {
+        return npu_set_err(err, NPU_ERR_PRIVILEGED, pkt_addr);
+    }
+    if (op == NPU_OP_NOP) {
+        return true;
+    }
+    if ((want && ndw != want) || ndw > NPU_PKT_MAX_DW) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
+    }
+    if (op != NPU_OP_FENCE && op != NPU_OP_RING_CTRL && NPU_PKT_FLAGS(p[0])) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
+    }
+    if (op == NPU_OP_LAUNCH && r->copy) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
+    }
+    if (!NPU_OP_IS_PRIVILEGED(op) || op == NPU_OP_INDIRECT) {
+        if (!r->pt_root) {
+            return npu_set_err(err, NPU_ERR_NO_CONTEXT, pkt_addr);
+        }
+    }
+
+    switch (op) {
+    case NPU_OP_COPY:
+        return npu_exec_copy(job, p, err);
+    case NPU_OP_FILL:
+        return npu_exec_fill(job, p, err);
+    case NPU_OP_LAUNCH:
+        if (ndw >= 2) {
+            *info |= (p[1] & 0xffff) << 16;
+        }
+        return npu_launch(job, p, ndw, pkt_addr, err);
+    case NPU_OP_TIMESTAMP:
+        return npu_exec_timestamp(job, p, err);
+    case NPU_OP_SEM_WAIT:
+    case NPU_OP_SEM_SIGNAL:
+        return npu_exec_sem(job, p, op == NPU_OP_SEM_WAIT, err);
+    case NPU_OP_INDIRECT:
+        return npu_exec_indirect(job, p, err, info);
+    case NPU_OP_SET_CONTEXT: {
+        uint64_t root = ldq_le_p(p + 2);
+
+        if (root & (NPU_PAGE_SIZE - 1)) {
+            return npu_set_err(err, NPU_ERR_BAD_PACKET, root);
+        }
+        r->pt_root = root;
+        npu_tlb_flush(r);
+        qemu_mutex_lock(&r->lock);
+        r->context = p[1];
+        qemu_mutex_unlock(&r->lock);
+        return true;
+    }
+    case NPU_OP_FENCE:
+        return npu_exec_fence(job, p, err);
+    case NPU_OP_RING_CTRL:
+        if (NPU_PKT_FLAGS(p[0]) & ~NPU_RING_CTRL_FLUSH_TLB) {
+            return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
+        }
+        if (NPU_PKT_FLAGS(p[0]) & NPU_RING_CTRL_FLUSH_TLB) {
+            npu_tlb_flush(r);
+        }
+        return true;
+    }
+    return npu_set_err(err, NPU_ERR_BAD_OPCODE, pkt_addr);
+}
+
+static bool npu_ring_config_ok(uint64_t base, uint32_t size, uint32_t head,
+                               uint32_t tail)
+{
+    return size >= NPU_RING_SIZE_MIN && size <= NPU_RING_SIZE_MAX &&
+           is_power_of_2(size) && !(base & (NPU_PAGE_SIZE - 1)) &&
+           base + size > base && head < size && !(head & 3) &&
+           tail < size && !(tail & 3);
+}
+
+/*
+ * Fetch and execute the packet at head. Returns the new head; on error fills
+ * err and info.
+ */
+static uint32_t npu_ring_step(NpuRing *r, uint64_t base, uint32_t size,
+                              uint32_t head, uint32_t tail, NpuErr *err,
+                              uint32_t *info)
+{
+    NpuState *s = r->s;
+    NpuJob job = { .ring = r };
+    uint32_t pkt[NPU_PKT_MAX_DW];
+    uint32_t h, len, avail, next, first, i;
+
+    *info = 0;
+    if (!npu_ring_config_ok(base, size, head, tail)) {
+        npu_set_err(err, NPU_ERR_RING_CONFIG, base);
+        return head;
+    }
+    if (npu_phys_rw(s, base + head, &h, 4, false) != MEMTX_OK) {
+        npu_set_err(err, NPU_ERR_BAD_DMA, base + head);
+        return head;
+    }
+    h = le32_to_cpu(h);
+    len = NPU_PKT_LEN(h);
+    avail = ((tail - head) & (size - 1)) / 4;
+    *info = NPU_PKT_OP(h);
+    if (!len || len > avail) {
+        /* unusable header: step over its dword only */
+        npu_set_err(err, NPU_ERR_BAD_PACKET, base + head);
+        return (head + 4) & (size - 1);
+    }
+    next = (head + len * 4) & (size - 1);
+    if (NPU_PKT_OP(h) == NPU_OP_NOP) {
+        return next;
+    }
+    /* read the packet (up to the largest one), wrapping at the ring end */
+    len = MIN(len, NPU_PKT_MAX_DW);
+    first = MIN(len * 4, size - head);
+    if (npu_phys_rw(s, base + head, pkt, first, false) != MEMTX_OK ||
+        (first < len * 4 &&
+         npu_phys_rw(s, base, (uint8_t *)pkt + first, len * 4 - first,
+                     false) != MEMTX_OK)) {
+        npu_set_err(err, NPU_ERR_BAD_DMA, base + head);
+        return next;
+    }
+    for (i = 0; i < len; i++) {
+        pkt[i] = le32_to_cpu(pkt[i]);
+    }
+    npu_exec_packet(&job, pkt, NPU_PKT_LEN(h), false, base + head, err, info);
+    return next;
+}
+
+void *npu_ring_thread(void *opaque)
+{
+    NpuRing *r = opaque;
+    NpuState *s = r->s;
+
+    rcu_register_thread();
+    qemu_mutex_lock(&r->lock);
+    while (!r->stop) {
+        uint64_t base;
+        uint32_t size, head, tail, next, info = 0;
+        NpuErr err = { 0 };
+
+        if (r->abort || !r->enabled || r->halted || r->head == r->tail) {
+            qemu_cond_wait(&r->cond, &r->lock);
+            continue;
+        }
+        base = r->base;
+        size = r->size;
+        head = r->head;
+        tail = r->tail;
+        r->running = true;
+        qemu_mutex_unlock(&r->lock);
+
+        next = npu_ring_step(r, base, size, head, tail, &err, &info);
+
+        qemu_mutex_lock(&r->lock);
+        r->running = false;
+        if (!r->abort && !r->stop) {
+            r->head = next;
+            if (err.code) {
+                r->halted = true;
+                r->error = err.code;
+                r->error_ctx = r->context;
+                r->fault = err.addr;
+                r->error_info = info;
+                qemu_mutex_lock(&s->reg_lock);
+                s->err_pending |= 1u << r->idx;
+                qemu_mutex_unlock(&s->reg_lock);
+                npu_raise(s, s->nrings);
+            }
+        }
+        qemu_cond_broadcast(&r->cond);
+    }
+    qemu_mutex_unlock(&r->lock);
+    rcu_unregister_thread();
+    return NULL;
+}
