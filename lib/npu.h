@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu.h - libnpu, the runtime library of the npu accelerator.
+ *
+ * libnpu is a thin C11 layer over the npu DRM driver's ioctls
+ * (uapi/drm/npu_accel.h) with the semantics of the CUDA runtime wherever CUDA
+ * defines them, because that is what its users know. Each function below
+ * says which CUDA call it corresponds to; "as CUDA" means the observable
+ * behaviour is the same, and every deliberate difference is spelled out with
+ * its reason. Documentation/lib/libnpu.rst is the guide (concepts, mapping
+ * tables for CUDA and for Choreo's parallel-by forms).
+ *
+ * General rules
+ *  - Every call returns an npu_status_t; NPU_SUCCESS is 0.
+ *  - Every call is thread-safe. Handles (streams, events) may be used from
+ *    any thread of the process.
+ *  - A call that fails because of bad input (NULL, destroyed or foreign
+ *    handles, unknown flags, sizes that overflow or run past an allocation,
+ *    unknown kernels, bad grids) changes nothing and returns a status that
+ *    names the problem; the calling thread's last error and message are set
+ *    (npu_get_last_error(), npu_last_error_message()).
+ *  - Device-side failures (a page fault, a kernel that does not finish
+ *    within the driver's job timeout) are asynchronous: they become *sticky*
+ *    errors of the stream that ran the job and of the device (the CUDA
+ *    "context"), reported by the next call that waits for or queries that
+ *    work, and by every later call that submits work to the device
+ *    (as CUDA). npu_device_reset() clears them.
+ *  - Host functions enqueued with npu_launch_host_func() must not call
+ *    libnpu (as CUDA).
+ *  - Not fork-safe: a child process must not use handles or memory of its
+ *    parent (as CUDA). A child that execs may use libnpu afresh; event file
+ *    descriptors (npu_event_export_fd()) are the way to share completion.
+ */
+#ifndef NPU_H
+#define NPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------
+ * Status codes (cudaError_t)
+ */
+typedef enum npu_status {
+	NPU_SUCCESS = 0,
+	NPU_ERROR_INVALID_VALUE = 1,	/* bad argument, flag or size */
+	NPU_ERROR_OUT_OF_MEMORY = 2,	/* host or device memory exhausted */
+	NPU_ERROR_NOT_INITIALIZED = 3,	/* library could not initialise */
+	NPU_ERROR_NO_DEVICE = 4,	/* no npu device node */
+	NPU_ERROR_INVALID_DEVICE = 5,	/* device ordinal out of range */
+	NPU_ERROR_INVALID_HANDLE = 6,	/* NULL/destroyed/foreign handle */
+	NPU_ERROR_INVALID_POINTER = 7,	/* not a pointer this library made */
+	NPU_ERROR_INVALID_KERNEL = 8,	/* unknown kernel id or name */
+	NPU_ERROR_INVALID_CONFIGURATION = 9, /* bad grid or argument count */
+	NPU_ERROR_NOT_READY = 10,	/* query: work not yet complete */
+	NPU_ERROR_ILLEGAL_ADDRESS = 11,	/* sticky: device page fault */
+	NPU_ERROR_LAUNCH_FAILURE = 12,	/* sticky: other device error */
+	NPU_ERROR_LAUNCH_TIMEOUT = 13,	/* sticky: job exceeded driver timeout */
+	NPU_ERROR_NOT_SUPPORTED = 14,	/* feature absent on this device */
+	NPU_ERROR_OS = 15,		/* unexpected system call failure */
+	NPU_ERROR_ALREADY_MAPPED = 16,	/* host range already registered */
+	NPU_ERROR_NOT_MAPPED = 17,	/* host range was not registered */
+} npu_status_t;
+
+/* Short constant description of a status ("invalid value", ...)
+ * (cudaGetErrorString). Never NULL, also for unknown values. */
+const char *npu_status_string(npu_status_t status);
+
+/* Short constant name of a status ("NPU_ERROR_INVALID_VALUE")
+ * (cudaGetErrorName). */
+const char *npu_status_name(npu_status_t status);
+
+/* Return the calling thread's last error and reset it to NPU_SUCCESS
+ * (cudaGetLastError). Sticky device errors are not reset by this: the next
+ * call that touches the device reports them again (as CUDA). */
+npu_status_t npu_get_last_error(void);
+
+/* Return the calling thread's last error without resetting it
+ * (cudaPeekAtLastError). */
+npu_status_t npu_peek_last_error(void);
+
+/* A human-readable message about the calling thread's most recent failed
+ * call: for device faults it names the kernel, the fault address, the ring
+ * and the stream. Valid until the thread's next libnpu call. No CUDA
+ * counterpart (CUDA only has the fixed strings). */
+const char *npu_last_error_message(void);
+
+/* ------------------------------------------------------------------------
+ * Devices
+ *
+ * Devices are the DRM nodes whose driver is "npu": /dev/accel/accel* (Linux
+ * 6.2 and later) and /dev/dri/renderD* (6.1), numbered 0..count-1 in path
+ * order. Each thread has a current device (default 0) used by every call
+ * that does not take a device or a handle (cudaSetDevice model). One device
+ * is opened once per process; all threads share its DRM file, hence its
+ * device address space.
+ */
+
+/* Device feature bits (npu_device_prop.features), from the driver. */
+#define NPU_FEATURE_TIMING_MODEL	(1ull << 0)
+#define NPU_FEATURE_DEVMEM		(1ull << 1)
+#define NPU_FEATURE_USERPTR		(1ull << 2)
+#define NPU_FEATURE_TIMELINE		(1ull << 3)
+#define NPU_FEATURE_PRIME		(1ull << 4)
+#define NPU_FEATURE_COUNTERS		(1ull << 5)
+
+typedef struct npu_device_prop {
+	char name[64];			/* "npu" plus PCI ids */
+	char node[64];			/* e.g. "/dev/accel/accel0" */
+	uint32_t pci_id;		/* vendor << 16 | device */
+	uint32_t revision;		/* hardware version register */
+	uint32_t compute_rings;		/* rings that run kernels */
+	uint32_t copy_rings;		/* rings that run copies and fills */
+	uint32_t compute_units;		/* shared by all compute rings */
+	uint64_t devmem_size;		/* bytes of device memory */
+	uint64_t clock_hz;		/* device timestamp clock rate */
+	uint64_t features;		/* NPU_FEATURE_* */
+	uint64_t va_size;		/* device address space per process */
+	uint32_t max_jobs_per_submit;
+	uint32_t max_cmd_size;		/* bytes of one command buffer */
+	uint32_t job_timeout_ms;	/* driver's hang timeout */
+	/* timing model figures (meaningful with NPU_FEATURE_TIMING_MODEL) */
+	uint32_t link_bw_mbps;		/* host link bandwidth, MB/s */
+	uint32_t mem_bw_mbps;		/* device memory bandwidth, MB/s */
+	uint32_t cu_mops;		/* per compute unit, M ops/s */
+	uint32_t launch_ns;		/* kernel launch latency */
+	uint32_t copy_ns;		/* copy setup latency */
+	int stream_priority_least;	/* see npu_stream_create() */
+	int stream_priority_greatest;
+} npu_device_prop;
+
+/* Number of npu devices (cudaGetDeviceCount). With none, *count is 0 and
+ * NPU_ERROR_NO_DEVICE is returned (as CUDA's cudaErrorNoDevice). */
+npu_status_t npu_device_count(int *count);
+
+/* Current device of the calling thread (cudaGetDevice / cudaSetDevice). */
+npu_status_t npu_device_get(int *ordinal);
+npu_status_t npu_device_set(int ordinal);
+
+/* Properties of device ordinal (cudaGetDeviceProperties). */
+npu_status_t npu_device_get_properties(npu_device_prop *prop, int ordinal);
+
+/* Read the current device clock (same time base as event timestamps). */
+npu_status_t npu_device_get_clock(uint64_t *ticks);
+
+/* Block until all work submitted so far to the current device, in every
+ * stream of this process, has completed, including host functions
+ * (cudaDeviceSynchronize). Returns the device's sticky error if any. */
+npu_status_t npu_device_synchronize(void);
+
+/* Wait for all work, then clear the sticky errors of the current device and
+ * of its streams (the useful part of cudaDeviceReset). Unlike CUDA,
+ * allocations, streams and events stay valid: a device fault does not
+ * poison the driver context, only the jobs that hit it. */
+npu_status_t npu_device_reset(void);
+
+/* ------------------------------------------------------------------------
+ * Memory
+ *
+ * Device pointers are device virtual addresses in the process's device
+ * address space, returned as void * that must not be dereferenced by the
+ * host (as CUDA without managed memory). Pinned host memory
+ * (npu_host_alloc, npu_host_register) is reachable by the device directly.
+ * Any other host memory is "pageable": the device cannot reach it and copies
+ * are staged through pinned bounce buffers (as CUDA).
+ */
+
+/* Allocate size bytes of device memory (cudaMalloc). size 0 yields NULL
+ * and NPU_SUCCESS (as CUDA). Alignment is 4 KiB. */
+npu_status_t npu_malloc(void **devptr, size_t size);
+
+/* Free device memory (cudaFree). Waits for all work of the device first,
+ * so work in flight never sees its memory vanish (as CUDA, where cudaFree
+ * synchronises implicitly). NULL is a no-op. */
+npu_status_t npu_free(void *devptr);
+
+/* Allocate size bytes of pinned host memory that the device reads and
+ * writes directly (cudaMallocHost / cudaHostAlloc with default flags).
+ * flags must be 0. */
+npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags);
+
+/* Free pinned host memory; waits for the device first (cudaFreeHost). */
+npu_status_t npu_host_free(void *ptr);
+
+/* Pin an existing host range so the device reaches it directly
+ * (cudaHostRegister). The pages spanned by [ptr, ptr+size) are pinned; the
+ * range must not overlap an already registered one
+ * (NPU_ERROR_ALREADY_MAPPED). flags: NPU_HOST_REGISTER_READ_ONLY (device
+ * only reads the memory, e.g. a const source buffer). */
+#define NPU_HOST_REGISTER_DEFAULT	0u
+#define NPU_HOST_REGISTER_READ_ONLY	(1u << 0)
+npu_status_t npu_host_register(void *ptr, size_t size, unsigned int flags);
+
+/* Unpin a range registered with npu_host_register(); ptr must be the
+ * pointer given there (cudaHostUnregister). Waits for the device first. */
+npu_status_t npu_host_unregister(void *ptr);
+
+/* Direction of a copy (cudaMemcpyKind, same values). With
+ * NPU_MEMCPY_DEFAULT the direction is inferred from the pointers: a pointer
+ * inside a live npu_malloc() allocation is device memory, anything else is
+ * host memory (pinned if registered or npu_host_alloc()ed). */
+typedef enum npu_memcpy_kind {
+	NPU_MEMCPY_HOST_TO_HOST = 0,
+	NPU_MEMCPY_HOST_TO_DEVICE = 1,
+	NPU_MEMCPY_DEVICE_TO_HOST = 2,
+	NPU_MEMCPY_DEVICE_TO_DEVICE = 3,
+	NPU_MEMCPY_DEFAULT = 4,
+} npu_memcpy_kind_t;
+
+typedef struct npu_stream *npu_stream_t;
+
+/* Copy count bytes (cudaMemcpy). Issued on the legacy default stream, so
+ * it waits for prior work of all blocking streams (as CUDA). Returns when
+ * the copy is complete, except device-to-device copies, which return once
+ * queued (as CUDA). Device ranges must lie inside one allocation
+ * (NPU_ERROR_INVALID_VALUE otherwise). */
+npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
+			npu_memcpy_kind_t kind);
+
+/* Queue a copy on stream (NULL = legacy default stream) and return
+ * (cudaMemcpyAsync). As in CUDA:
+ *  - pinned host <-> device and device <-> device copies are fully
+ *    asynchronous;
+ *  - from pageable host memory: the source is copied into a pinned bounce
+ *    buffer (small copies go inline in the command buffer) before the call
+ *    returns, so the caller may reuse it at once; the DMA from the bounce
+ *    buffer happens in stream order;
+ *  - to pageable host memory: the call waits for the stream, copies through
+ *    a bounce buffer and returns when the data is in place (CUDA behaves
+ *    the same: D2H into pageable memory is synchronous). */
+npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
+			      npu_memcpy_kind_t kind, npu_stream_t stream);
+
+/* Set count bytes of device memory to the byte value (cudaMemset):
+ * synchronous, on the legacy default stream. */
+npu_status_t npu_memset(void *devptr, int value, size_t count);
+
+/* Queue the same on stream (cudaMemsetAsync). */
+npu_status_t npu_memset_async(void *devptr, int value, size_t count,
+			      npu_stream_t stream);
+
+/* ------------------------------------------------------------------------
+ * Streams
+ *
+ * A stream is an in-order queue of work (copies, kernels, event records,
+ * host functions). Independent streams run concurrently: each stream gets
+ * its own queue on a compute ring and one on a copy ring, assigned
+ * round-robin, and work of a stream is ordered only against its own earlier
+ * work (plus the legacy default stream rules below).
+ *
+ * The legacy default stream, NPU_STREAM_LEGACY or NULL, follows CUDA's rules
+ * exactly: work queued on it waits for all prior work of every *blocking*
+ * stream of the device, and work queued later on a blocking stream waits for
+ * all prior work of the legacy stream. Streams created with
+ * NPU_STREAM_NON_BLOCKING opt out of both rules.
+ */
+#define NPU_STREAM_LEGACY		((npu_stream_t)0)
+#define NPU_STREAM_DEFAULT		0u	/* blocking stream */
+#define NPU_STREAM_NON_BLOCKING		(1u << 0)
+
+/* Range of stream priorities (cudaDeviceGetStreamPriorityRange). As in CUDA
+ * a lower number is a higher priority and 0 is the default; npu has three
+ * levels: least = 1 (low), 0 (normal), greatest = -1 (high). */
+npu_status_t npu_stream_priority_range(int *least, int *greatest);
+
+/* Create a stream (cudaStreamCreateWithPriority). flags:
+ * NPU_STREAM_DEFAULT or NPU_STREAM_NON_BLOCKING. priority outside the range
+ * is clamped (as CUDA). Priority orders jobs waiting for the same ring. */
+npu_status_t npu_stream_create(npu_stream_t *stream, unsigned int flags,
+			       int priority);
+
+/* Destroy a stream (cudaStreamDestroy). Pending work of the stream
+ * completes first. Difference from CUDA: CUDA returns at once and releases
+ * the stream later; npu_stream_destroy waits for the work and returns its
+ * sticky error, if any, so that the queues, syncobj and threads are gone
+ * when it returns (the ordering seen by other streams is the same). The
+ * legacy stream cannot be destroyed (NPU_ERROR_INVALID_HANDLE). */
+npu_status_t npu_stream_destroy(npu_stream_t stream);
+
+/* NPU_SUCCESS if all work queued on stream has completed, NPU_ERROR_NOT_READY
+ * if not, or the stream's sticky error (cudaStreamQuery). */
+npu_status_t npu_stream_query(npu_stream_t stream);
+
+/* Wait for all work queued on stream (cudaStreamSynchronize). On the legacy
+ * stream this includes the blocking streams' earlier work. */
+npu_status_t npu_stream_synchronize(npu_stream_t stream);
+
+typedef struct npu_event *npu_event_t;
+
+/* Make all later work of stream wait for the event's most recent record at
+ * the time of this call (cudaStreamWaitEvent). A never-recorded event is
+ * complete: nothing waits (as CUDA). flags must be 0. The event may be
+ * destroyed or re-recorded afterwards without affecting this wait. */
+npu_status_t npu_stream_wait_event(npu_stream_t stream, npu_event_t event,
+				   unsigned int flags);
+
+/* Priority a stream was created with (cudaStreamGetPriority). */
+npu_status_t npu_stream_get_priority(npu_stream_t stream, int *priority);
+
+/* Flags a stream was created with (cudaStreamGetFlags). */
+npu_status_t npu_stream_get_flags(npu_stream_t stream, unsigned int *flags);
+
+/* ------------------------------------------------------------------------
+ * Events
+ *
+ * An event marks a point in a stream. Timing events carry the *device*
+ * clock at that point (written by a TIMESTAMP packet on the ring, never
+ * the host clock), so elapsed times measure the device.
+ */
+#define NPU_EVENT_DEFAULT		0u
+#define NPU_EVENT_BLOCKING_SYNC		(1u << 0)
+#define NPU_EVENT_DISABLE_TIMING	(1u << 1)
+
+/* Create an event (cudaEventCreateWithFlags). NPU_EVENT_BLOCKING_SYNC is
+ * accepted for CUDA compatibility; all libnpu waits block in the kernel
+ * (no busy-waiting), so it changes nothing. */
+npu_status_t npu_event_create(npu_event_t *event, unsigned int flags);
+
+/* Destroy an event (cudaEventDestroy). Safe while a record is pending or
+ * while streams wait on it: those waits keep what they captured. */
+npu_status_t npu_event_destroy(npu_event_t event);
+
+/* Capture the work queued so far on stream (NULL = legacy) in the event
+ * (cudaEventRecord). Re-recording replaces the capture: later queries,
+ * waits and timings see only the latest record (as CUDA). */
+npu_status_t npu_event_record(npu_event_t event, npu_stream_t stream);
+
+/* NPU_SUCCESS if the captured work completed (also for a never-recorded
+ * event, as CUDA), NPU_ERROR_NOT_READY if not (cudaEventQuery). */
+npu_status_t npu_event_query(npu_event_t event);
+
+/* Wait for the captured work; immediate for a never-recorded event
+ * (cudaEventSynchronize). */
+npu_status_t npu_event_synchronize(npu_event_t event);
+
+/* Milliseconds of device time between the records of start and end
+ * (cudaEventElapsedTime). As CUDA: NPU_ERROR_NOT_READY if either record is
+ * not complete, NPU_ERROR_INVALID_HANDLE if either event was never recorded
+ * or was created with NPU_EVENT_DISABLE_TIMING (or imported). The result is
+ * negative if end was recorded before start completed. */
+npu_status_t npu_event_elapsed_time(float *ms, npu_event_t start,
+				    npu_event_t end);
+
+/* Device clock tick of the event's latest (complete) record. No CUDA
+ * counterpart; used by profilers and tests. */
+npu_status_t npu_event_timestamp(npu_event_t event, uint64_t *ticks);
+
+/* Export the event's latest record as a sync_file file descriptor (poll()
+ * it, pass it to another process or API). The caller owns *fd. A
+ * never-recorded event exports an already signalled fence. Comparable to
+ * cudaIpcGetEventHandle, but a standard Linux fence. */
+npu_status_t npu_event_export_fd(npu_event_t event, int *fd);
+
+/* Create an event that is recorded at the fence of a sync_file fd (e.g.
+ * from npu_event_export_fd() in another process). The fd is not consumed.
+ * The event has no timestamp (timing is disabled). */
+npu_status_t npu_event_import_fd(npu_event_t *event, int fd);
+
+/* ------------------------------------------------------------------------
+ * Kernels and launch
+ *
+ * Kernels are built into the device. They are named by id or by name;
+ * arguments are 64-bit values: device pointers (npu_arg_ptr) and scalars
+ * (npu_arg_u64, npu_arg_f32). The grid only chooses how the work is split
+ * into blocks, never the result. The argument lists:
+ */
+typedef enum npu_kernel_id {
+	NPU_K_NOP = 0,			/* () */
+	NPU_K_FILL_F32 = 1,		/* (y, n, value) */
+	NPU_K_SCALE_F32 = 2,		/* (x, y, n, a): y = a*x */
+	NPU_K_VADD_F32 = 3,		/* (a, b, c, n): c = a + b */
+	NPU_K_SAXPY_F32 = 4,		/* (x, y, n, a): y += a*x */
+	NPU_K_RELU_F32 = 5,		/* (x, y, n) */
+	NPU_K_GEMM_F32 = 6,		/* (A, B, C, M, N, K, flags, alpha, beta) */
+	NPU_K_BIAS_ADD_F32 = 7,		/* (x, bias, rows, cols) */
+	NPU_K_REDUCE_SUM_F32 = 8,	/* (x, out, n) */
+	NPU_K_SOFTMAX_F32 = 9,		/* (x, y, rows, cols) */
+	NPU_K_RELU_GRAD_F32 = 10,	/* (dy, x, dx, n) */
+	NPU_K_SOFTMAX_XENT_F32 = 11,	/* (logits, labels, grad, loss, rows, cols) */
+	NPU_K_COL_SUM_F32 = 12,		/* (x, out, rows, cols) */
+	NPU_K_ARGMAX_F32 = 13,		/* (x, out, rows, cols) */
+	NPU_K_TEST_SPIN = 0x100,	/* (ns): occupies its units for ns */
+	NPU_K_TEST_HANG = 0x101,	/* (): never finishes (driver timeout) */
+	NPU_K_TEST_FAULT = 0x102,	/* (va): reads va, expected unmapped */
+} npu_kernel_t;
+
+#define NPU_GEMM_TRANSPOSE_A	0x1
+#define NPU_GEMM_TRANSPOSE_B	0x2
+#define NPU_MAX_KERNEL_ARGS	16
+
+typedef struct npu_dim3 {
+	uint32_t x, y, z;		/* each >= 1 */
+} npu_dim3;
+
+static inline npu_dim3 npu_grid(uint32_t x, uint32_t y, uint32_t z)
+{
+	npu_dim3 d = { x, y, z };
+	return d;
+}
+static inline uint64_t npu_arg_ptr(const void *p) { return (uint64_t)(uintptr_t)p; }
+static inline uint64_t npu_arg_u64(uint64_t v) { return v; }
+static inline uint64_t npu_arg_f32(float f)
+{
+	union { float f; uint32_t u; } c;
+	c.f = f;
+	return c.u;
+}
+
+/* Look up a kernel by name ("saxpy_f32", "gemm_f32", "test_spin", ...;
+ * the enum names in lower case without NPU_K_). NPU_ERROR_INVALID_KERNEL
+ * if unknown. */
+npu_status_t npu_kernel_by_name(const char *name, npu_kernel_t *kernel);
+
+/* Name and argument count of a kernel; NPU_ERROR_INVALID_KERNEL if
+ * unknown. */
+npu_status_t npu_kernel_info(npu_kernel_t kernel, const char **name,
+			     unsigned int *nargs);
+
+/* npu_launch() flags */
+#define NPU_LAUNCH_ASYNC	0u		/* return once queued */
+#define NPU_LAUNCH_SYNC		(1u << 0)	/* then synchronize the stream */
+#define NPU_LAUNCH_SYNC_DEVICE	(1u << 1)	/* then synchronize the device */
+
+/* Launch kernel over grid with nargs arguments on stream (NULL = legacy
+ * default stream) (cudaLaunchKernel). flags: NPU_LAUNCH_ASYNC returns once
+ * the job is queued (one ioctl, no allocation); NPU_LAUNCH_SYNC then waits
+ * for stream; NPU_LAUNCH_SYNC_DEVICE then waits for the whole device.
+ * nargs must equal the kernel's argument count
+ * (NPU_ERROR_INVALID_CONFIGURATION otherwise, also for a zero grid
+ * dimension). Device faults are reported asynchronously (see top). */
+npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid,
+			const uint64_t *args, unsigned int nargs,
+			npu_stream_t stream, unsigned int flags);
+
+/* Choreo parallel-by forms, one to one:
+ *   parallel<s>        npu_parallel(k, g, a, n, s)        launch on s, sync s
+ *   parallel           npu_parallel(k, g, a, n, NULL)     launch, sync device
+ *   parallel.async<s>  npu_parallel_async(k, g, a, n, s)  launch on s, return
+ *   parallel.async     npu_parallel_async(k, g, a, n, NULL)
+ *                                            launch on the default stream
+ */
+npu_status_t npu_parallel(npu_kernel_t kernel, npu_dim3 grid,
+			  const uint64_t *args, unsigned int nargs,
+			  npu_stream_t stream);
+npu_status_t npu_parallel_async(npu_kernel_t kernel, npu_dim3 grid,
+				const uint64_t *args, unsigned int nargs,
+				npu_stream_t stream);
+
+/* Host functions (cudaLaunchHostFunc): fn(user) runs on a helper thread
+ * after all prior work of stream has completed; later work of stream
+ * starts only after fn returned. fn must not call libnpu (as CUDA). If the
+ * stream has a sticky error when fn's turn comes, fn is not called and the
+ * stream goes on (as CUDA). */
+typedef void (*npu_host_fn_t)(void *user);
+npu_status_t npu_launch_host_func(npu_stream_t stream, npu_host_fn_t fn,
+				  void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NPU_H */

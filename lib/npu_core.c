@@ -1,0 +1,990 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_core.c - errors, handle registry, devices, timelines and submission.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+
+#include "npu_core.h"
+
+/* ------------------------------------------------------------------------
+ * Per-thread errors
+ */
+static _Thread_local npu_status_t tls_last_error;
+static _Thread_local char tls_msg[512];
+
+npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (st == NPU_SUCCESS)
+		return st;
+	tls_last_error = st;
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(tls_msg, sizeof(tls_msg), fmt, ap);
+		va_end(ap);
+	} else {
+		snprintf(tls_msg, sizeof(tls_msg), "%s", npu_status_string(st));
+	}
+	return st;
+}
+
+npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st)
+{
+	tls_last_error = st;
+	snprintf(tls_msg, sizeof(tls_msg), "%s", dev->sticky_msg);
+	return st;
+}
+
+npu_status_t npu_get_last_error(void)
+{
+	npu_status_t st = tls_last_error;
+
+	tls_last_error = NPU_SUCCESS;
+	return st;
+}
+
+npu_status_t npu_peek_last_error(void)
+{
+	return tls_last_error;
+}
+
+const char *npu_last_error_message(void)
+{
+	if (tls_last_error == NPU_SUCCESS && !tls_msg[0])
+		return "no error";
+	return tls_msg;
+}
+
+static const struct {
+	const char *name, *text;
+} status_tab[] = {
+	[NPU_SUCCESS] = { "NPU_SUCCESS", "no error" },
+	[NPU_ERROR_INVALID_VALUE] = { "NPU_ERROR_INVALID_VALUE", "invalid value" },
+	[NPU_ERROR_OUT_OF_MEMORY] = { "NPU_ERROR_OUT_OF_MEMORY", "out of memory" },
+	[NPU_ERROR_NOT_INITIALIZED] = { "NPU_ERROR_NOT_INITIALIZED", "initialization error" },
+	[NPU_ERROR_NO_DEVICE] = { "NPU_ERROR_NO_DEVICE", "no npu device is available" },
+	[NPU_ERROR_INVALID_DEVICE] = { "NPU_ERROR_INVALID_DEVICE", "invalid device ordinal" },
+	[NPU_ERROR_INVALID_HANDLE] = { "NPU_ERROR_INVALID_HANDLE", "invalid resource handle" },
+	[NPU_ERROR_INVALID_POINTER] = { "NPU_ERROR_INVALID_POINTER", "invalid pointer" },
+	[NPU_ERROR_INVALID_KERNEL] = { "NPU_ERROR_INVALID_KERNEL", "unknown kernel" },
+	[NPU_ERROR_INVALID_CONFIGURATION] = { "NPU_ERROR_INVALID_CONFIGURATION", "invalid launch configuration" },
+	[NPU_ERROR_NOT_READY] = { "NPU_ERROR_NOT_READY", "device not ready" },
+	[NPU_ERROR_ILLEGAL_ADDRESS] = { "NPU_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered" },
+	[NPU_ERROR_LAUNCH_FAILURE] = { "NPU_ERROR_LAUNCH_FAILURE", "unspecified launch failure" },
+	[NPU_ERROR_LAUNCH_TIMEOUT] = { "NPU_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated" },
+	[NPU_ERROR_NOT_SUPPORTED] = { "NPU_ERROR_NOT_SUPPORTED", "operation not supported" },
+	[NPU_ERROR_OS] = { "NPU_ERROR_OS", "OS call failed" },
+	[NPU_ERROR_ALREADY_MAPPED] = { "NPU_ERROR_ALREADY_MAPPED", "host memory already registered" },
+	[NPU_ERROR_NOT_MAPPED] = { "NPU_ERROR_NOT_MAPPED", "host memory not registered" },
+};
+
+const char *npu_status_string(npu_status_t st)
+{
+	if ((unsigned)st < sizeof(status_tab) / sizeof(status_tab[0]))
+		return status_tab[st].text;
+	return "unknown status";
+}
+
+const char *npu_status_name(npu_status_t st)
+{
+	if ((unsigned)st < sizeof(status_tab) / sizeof(status_tab[0]))
+		return status_tab[st].name;
+	return "NPU_ERROR_UNKNOWN";
+}
+
+/* ------------------------------------------------------------------------
+ * Handle registry: an open-addressing set of live stream and event
+ * pointers, so that NULL, destroyed and foreign handles are recognised
+ * without dereferencing them.
+ */
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	const void *p;
+	int type;
+} *reg_tab;
+static size_t reg_cap, reg_used;	/* used counts tombstones too */
+#define REG_TOMB ((const void *)1)
+
+static size_t reg_hash(const void *p)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p;
+
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static int reg_grow(void)
+{
+	size_t ncap = reg_cap ? reg_cap * 2 : 256, i, j;
+	__typeof__(reg_tab) nt = calloc(ncap, sizeof(*nt));
+
+	if (!nt)
+		return -1;
+	reg_used = 0;
+	for (i = 0; i < reg_cap; i++) {
+		if (!reg_tab[i].p || reg_tab[i].p == REG_TOMB)
+			continue;
+		for (j = reg_hash(reg_tab[i].p) & (ncap - 1); nt[j].p;
+		     j = (j + 1) & (ncap - 1))
+			;
+		nt[j] = reg_tab[i];
+		reg_used++;
+	}
+	free(reg_tab);
+	reg_tab = nt;
+	reg_cap = ncap;
+	return 0;
+}
+
+int npu_reg_add(const void *p, int type)
+{
+	size_t j;
+	int ret = 0;
+
+	pthread_mutex_lock(&reg_lock);
+	if ((reg_used + 1) * 2 > reg_cap && reg_grow()) {
+		ret = -1;
+		goto out;
+	}
+	for (j = reg_hash(p) & (reg_cap - 1); reg_tab[j].p && reg_tab[j].p != REG_TOMB;
+	     j = (j + 1) & (reg_cap - 1))
+		;
+	if (!reg_tab[j].p)
+		reg_used++;
+	reg_tab[j].p = p;
+	reg_tab[j].type = type;
+out:
+	pthread_mutex_unlock(&reg_lock);
+	return ret;
+}
+
+static size_t reg_find(const void *p, int type)
+{
+	size_t j;
+
+	if (!reg_cap || !p)
+		return SIZE_MAX;
+	for (j = reg_hash(p) & (reg_cap - 1); reg_tab[j].p; j = (j + 1) & (reg_cap - 1))
+		if (reg_tab[j].p == p)
+			return reg_tab[j].type == type ? j : SIZE_MAX;
+	return SIZE_MAX;
+}
+
+bool npu_reg_check(const void *p, int type)
+{
+	bool ok;
+
+	pthread_mutex_lock(&reg_lock);
+	ok = reg_find(p, type) != SIZE_MAX;
+	pthread_mutex_unlock(&reg_lock);
+	return ok;
+}
+
+bool npu_reg_remove(const void *p, int type)
+{
+	size_t j;
+
+	pthread_mutex_lock(&reg_lock);
+	j = reg_find(p, type);
+	if (j != SIZE_MAX)
+		reg_tab[j].p = REG_TOMB;
+	pthread_mutex_unlock(&reg_lock);
+	return j != SIZE_MAX;
+}
+
+/* ------------------------------------------------------------------------
+ * Devices
+ */
+static pthread_once_t enum_once = PTHREAD_ONCE_INIT;
+static struct device devices[NPU_MAX_DEVICES];
+static int ndevices;
+static _Thread_local int tls_device;
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_npu_node(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	drmVersionPtr v;
+	bool ok = false;
+
+	if (fd < 0)
+		return false;
+	v = drmGetVersion(fd);
+	if (v) {
+		ok = v->name && strcmp(v->name, "npu") == 0;
+		drmFreeVersion(v);
+	}
+	close(fd);
+	return ok;
+}
+
+static void enumerate(void)
+{
+	static const char *pats[] = { "/dev/accel/accel*", "/dev/dri/renderD*" };
+	unsigned p;
+	size_t i;
+
+	for (p = 0; p < 2 && ndevices < NPU_MAX_DEVICES; p++) {
+		glob_t g;
+		char **names;
+
+		if (glob(pats[p], 0, NULL, &g))
+			continue;
+		names = g.gl_pathv;
+		qsort(names, g.gl_pathc, sizeof(char *), cmp_str);
+		for (i = 0; i < g.gl_pathc && ndevices < NPU_MAX_DEVICES; i++) {
+			if (!is_npu_node(names[i]))
+				continue;
+			struct device *d = &devices[ndevices++];
+
+			pthread_mutex_init(&d->lock, NULL);
+			d->fd = -1;
+			snprintf(d->node, sizeof(d->node), "%s", names[i]);
+		}
+		globfree(&g);
+	}
+}
+
+npu_status_t npu_device_count(int *count)
+{
+	if (!count)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is NULL");
+	pthread_once(&enum_once, enumerate);
+	*count = ndevices;
+	if (!ndevices)
+		return npu_fail(NPU_ERROR_NO_DEVICE,
+				"no DRM node with driver \"npu\" in /dev/accel or /dev/dri");
+	return NPU_SUCCESS;
+}
+
+int npu_get_param(struct device *dev, uint32_t param, uint64_t *value)
+{
+	struct drm_npu_get_param gp = { .param = param };
+
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_PARAM, &gp))
+		return -errno;
+	*value = gp.value;
+	return 0;
+}
+
+static npu_status_t device_open(struct device *d)
+{
+	static const struct { uint32_t param; size_t off; int size; } params[] = {
+#define P(p, f) { p, offsetof(npu_device_prop, f), sizeof(((npu_device_prop *)0)->f) }
+		P(DRM_NPU_PARAM_DEVICE_ID, pci_id),
+		P(DRM_NPU_PARAM_REVISION, revision),
+		P(DRM_NPU_PARAM_NUM_COMPUTE_RINGS, compute_rings),
+		P(DRM_NPU_PARAM_NUM_COPY_RINGS, copy_rings),
+		P(DRM_NPU_PARAM_NUM_CUS, compute_units),
+		P(DRM_NPU_PARAM_DEVMEM_SIZE, devmem_size),
+		P(DRM_NPU_PARAM_CLOCK_HZ, clock_hz),
+		P(DRM_NPU_PARAM_FEATURES, features),
+		P(DRM_NPU_PARAM_LINK_BW_MBPS, link_bw_mbps),
+		P(DRM_NPU_PARAM_MEM_BW_MBPS, mem_bw_mbps),
+		P(DRM_NPU_PARAM_CU_MOPS, cu_mops),
+		P(DRM_NPU_PARAM_LAUNCH_NS, launch_ns),
+		P(DRM_NPU_PARAM_COPY_NS, copy_ns),
+		P(DRM_NPU_PARAM_VA_SIZE, va_size),
+		P(DRM_NPU_PARAM_MAX_JOBS, max_jobs_per_submit),
+		P(DRM_NPU_PARAM_MAX_CMD_SIZE, max_cmd_size),
+		P(DRM_NPU_PARAM_JOB_TIMEOUT_MS, job_timeout_ms),
+#undef P
+	};
+	npu_device_prop *pr = &d->prop;
+	npu_status_t st;
+	unsigned i;
+
+	d->fd = open(d->node, O_RDWR | O_CLOEXEC);
+	if (d->fd < 0)
+		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "open %s: %s", d->node,
+				strerror(errno));
+	memset(pr, 0, sizeof(*pr));
+	for (i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+		uint64_t v = 0;
+		int r = npu_get_param(d, params[i].param, &v);
+
+		if (r && params[i].param <= DRM_NPU_PARAM_FEATURES) {
+			close(d->fd);
+			d->fd = -1;
+			return npu_fail(NPU_ERROR_NOT_INITIALIZED,
+					"%s: GET_PARAM %u: %s", d->node,
+					params[i].param, strerror(-r));
+		}
+		if (params[i].size == 8)
+			memcpy((char *)pr + params[i].off, &v, 8);
+		else {
+			uint32_t v32 = (uint32_t)v;
+
+			memcpy((char *)pr + params[i].off, &v32, 4);
+		}
+	}
+	snprintf(pr->node, sizeof(pr->node), "%s", d->node);
+	snprintf(pr->name, sizeof(pr->name), "npu %04x:%04x rev %u.%u",
+		 pr->pci_id >> 16, pr->pci_id & 0xffff, pr->revision >> 16,
+		 pr->revision & 0xffff);
+	pr->stream_priority_least = 1;
+	pr->stream_priority_greatest = -1;
+	if (!pr->clock_hz)
+		pr->clock_hz = 1000000000ull;
+	if (!pr->compute_rings) {
+		close(d->fd);
+		d->fd = -1;
+		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "%s: no compute rings",
+				d->node);
+	}
+	st = npu_stream_init_legacy(d);
+	if (st) {
+		close(d->fd);
+		d->fd = -1;
+		return st;
+	}
+	d->open = true;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_dev_by_ordinal(int ordinal, struct device **out)
+{
+	struct device *d;
+	npu_status_t st = NPU_SUCCESS;
+
+	pthread_once(&enum_once, enumerate);
+	if (!ndevices)
+		return npu_fail(NPU_ERROR_NO_DEVICE,
+				"no DRM node with driver \"npu\"");
+	if (ordinal < 0 || ordinal >= ndevices)
+		return npu_fail(NPU_ERROR_INVALID_DEVICE,
+				"device %d of %d", ordinal, ndevices);
+	d = &devices[ordinal];
+	pthread_mutex_lock(&d->lock);
+	if (!d->open)
+		st = device_open(d);
+	pthread_mutex_unlock(&d->lock);
+	if (st)
+		return st;
+	*out = d;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_cur_dev(struct device **out)
+{
+	return npu_dev_by_ordinal(tls_device, out);
+}
+
+npu_status_t npu_device_get(int *ordinal)
+{
+	if (!ordinal)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "ordinal is NULL");
+	*ordinal = tls_device;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_device_set(int ordinal)
+{
+	struct device *d;
+	npu_status_t st = npu_dev_by_ordinal(ordinal, &d);
+
+	if (st)
+		return st;
+	tls_device = ordinal;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_device_get_properties(npu_device_prop *prop, int ordinal)
+{
+	struct device *d;
+	npu_status_t st;
+
+	if (!prop)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "prop is NULL");
+	st = npu_dev_by_ordinal(ordinal, &d);
+	if (st)
+		return st;
+	*prop = d->prop;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_device_get_clock(uint64_t *ticks)
+{
+	struct device *d;
+	npu_status_t st;
+	int r;
+
+	if (!ticks)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "ticks is NULL");
+	st = npu_cur_dev(&d);
+	if (st)
+		return st;
+	r = npu_get_param(d, DRM_NPU_PARAM_CLOCK, ticks);
+	if (r)
+		return npu_fail(NPU_ERROR_OS, "GET_PARAM CLOCK: %s", strerror(-r));
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Timelines
+ */
+struct tl *npu_tl_new(struct device *dev)
+{
+	struct tl *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	if (drmSyncobjCreate(dev->fd, 0, &t->handle)) {
+		free(t);
+		return NULL;
+	}
+	t->refs = 1;
+	return t;
+}
+
+void npu_tl_put(struct device *dev, struct tl *t)
+{
+	if (t && --t->refs == 0) {
+		drmSyncobjDestroy(dev->fd, t->handle);
+		free(t);
+	}
+}
+
+/* Is point complete? Updates the cache. Caller holds dev->lock. */
+bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
+{
+	uint64_t v = 0;
+
+	if (point <= t->completed)
+		return true;
+	if (point > t->submitted)
+		return false;
+	if (drmSyncobjQuery(dev->fd, &t->handle, &v, 1))
+		return false;
+	if (v > t->completed)
+		t->completed = v;
+	return point <= t->completed;
+}
+
+/* Wait (without dev->lock) until (handle, point) is signalled. */
+int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
+		    unsigned n)
+{
+	int r;
+
+	if (!n)
+		return 0;
+	do {
+		r = drmSyncobjTimelineWait(dev->fd, handles, points, n, INT64_MAX,
+					   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL |
+					   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
+					   NULL);
+	} while (r == -EINTR || (r == -1 && errno == EINTR));
+	return r;
+}
+
+/* Wait for one point of a timeline; takes and drops dev->lock around the
+ * wait. Caller holds dev->lock and keeps a reference to t. */
+int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point)
+{
+	uint32_t h = t->handle;
+	int r;
+
+	if (npu_tl_done(dev, t, point))
+		return 0;
+	t->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	r = npu_wait_points(dev, &h, &point, 1);
+	pthread_mutex_lock(&dev->lock);
+	if (!r && point > t->completed)
+		t->completed = point;
+	npu_tl_put(dev, t);
+	return r;
+}
+
+/* ------------------------------------------------------------------------
+ * Faults: DRM_IOCTL_NPU_GET_FAULT counts the file's failed jobs. A new
+ * failure becomes the sticky error of the stream that owns the queue and of
+ * the device. Caller holds dev->lock.
+ */
+npu_status_t npu_check_faults(struct device *dev)
+{
+	struct drm_npu_get_fault f;
+	struct npu_stream *s, *hit = NULL;
+	npu_status_t st;
+	const char *kname = NULL, *what;
+	unsigned nargs;
+
+	memset(&f, 0, sizeof(f));
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f))
+		return dev->sticky;
+	if (f.count == dev->faults_seen)
+		return dev->sticky;
+	dev->faults_seen = f.count;
+	for (s = dev->streams; s; s = s->next)
+		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id)
+			hit = s;
+	if (f.kind == DRM_NPU_FAULT_TIMEOUT) {
+		st = NPU_ERROR_LAUNCH_TIMEOUT;
+		what = "job timed out and was terminated";
+	} else if (f.cause == NPU_ERR_MMU_FAULT || f.cause == NPU_ERR_MMU_WRITE ||
+		   f.cause == NPU_ERR_KERNEL_FAULT || f.cause == NPU_ERR_BAD_DMA ||
+		   f.cause == NPU_ERR_DEVMEM_RANGE) {
+		st = NPU_ERROR_ILLEGAL_ADDRESS;
+		what = "illegal address";
+	} else {
+		st = NPU_ERROR_LAUNCH_FAILURE;
+		what = "device error";
+	}
+	if (npu_kernel_info((npu_kernel_t)f.info, &kname, &nargs) != NPU_SUCCESS ||
+	    (hit && f.queue_id != hit->queue[Q_COMPUTE]))
+		kname = NULL;
+	snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+		 "%s: %s at device address 0x%" PRIx64 " (cause %u, info 0x%x%s%s%s), "
+		 "ring %u, queue %u, stream %p; %u failed job(s) so far",
+		 npu_status_name(st), what, (uint64_t)f.addr, f.cause, f.info,
+		 kname ? ", kernel " : "", kname ? kname : "", "", f.ring,
+		 f.queue_id, (void *)hit, f.count);
+	if (!dev->sticky)
+		dev->sticky = st;
+	if (hit && !hit->sticky)
+		hit->sticky = st;
+	return dev->sticky;
+}
+
+/* ------------------------------------------------------------------------
+ * Submission
+ */
+static bool dep_ready(const struct dep *d)
+{
+	return d->tl->submitted >= d->point;
+}
+
+/* Submit one job now. Caller holds dev->lock; all deps are submitted. */
+static int submit_now(struct device *dev, uint32_t queue_id, uint64_t cmd_va,
+		      uint32_t cmd_size, const struct dep *deps, unsigned ndeps,
+		      struct tl *const *out, const uint64_t *out_pt, unsigned nout,
+		      const uint32_t *bo, unsigned nbo)
+{
+	struct drm_npu_sync in_inline[INLINE_DEPS], *in = in_inline;
+	struct drm_npu_sync outs[2];
+	struct drm_npu_job job;
+	struct drm_npu_submit sub;
+	unsigned i, nin = 0;
+	int r;
+
+	if (ndeps > INLINE_DEPS) {
+		in = malloc(ndeps * sizeof(*in));
+		if (!in)
+			return -ENOMEM;
+	}
+	for (i = 0; i < ndeps; i++) {
+		if (deps[i].order_only || deps[i].point <= deps[i].tl->completed)
+			continue;
+		in[nin].handle = deps[i].tl->handle;
+		in[nin].flags = 0;
+		in[nin].point = deps[i].point;
+		nin++;
+	}
+	for (i = 0; i < nout; i++) {
+		outs[i].handle = out[i]->handle;
+		outs[i].flags = 0;
+		outs[i].point = out_pt[i];
+	}
+	memset(&job, 0, sizeof(job));
+	job.queue_id = queue_id;
+	job.cmd_va = cmd_size ? cmd_va : 0;
+	job.cmd_size = cmd_size;
+	job.bo_count = nbo;
+	job.bo_handles = (uintptr_t)bo;
+	job.in_syncs = (uintptr_t)in;
+	job.out_syncs = (uintptr_t)outs;
+	job.in_sync_count = nin;
+	job.out_sync_count = nout;
+	memset(&sub, 0, sizeof(sub));
+	sub.jobs = (uintptr_t)&job;
+	sub.job_count = 1;
+	sub.job_stride = sizeof(job);
+	r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+	if (in != in_inline)
+		free(in);
+	if (!r)
+		for (i = 0; i < nout; i++)
+			out[i]->submitted = out_pt[i];
+	return r;
+}
+
+static void djob_free(struct device *dev, struct djob *j)
+{
+	unsigned i;
+
+	for (i = 0; i < j->ndeps; i++)
+		npu_tl_put(dev, j->deps[i].tl);
+	for (i = 0; i < j->nout; i++)
+		npu_tl_put(dev, j->out[i]);
+	free(j->deps);
+	free(j);
+}
+
+/* Signal points from the host so that nobody waits forever for a job that
+ * could not be submitted. */
+static void signal_from_host(struct device *dev, struct tl *const *out,
+			     const uint64_t *pt, unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		drmSyncobjTimelineSignal(dev->fd, &out[i]->handle,
+					 (uint64_t *)&pt[i], 1);
+		out[i]->submitted = pt[i];
+	}
+}
+
+/* Submit every deferred job whose dependencies are now submitted. Caller
+ * holds dev->lock. */
+void npu_flush_deferred(struct device *dev)
+{
+	bool progress = true;
+
+	while (progress && dev->deferred) {
+		struct djob **pp = &dev->deferred, *j;
+
+		progress = false;
+		dev->deferred_tail = NULL;
+		while ((j = *pp)) {
+			unsigned i;
+			bool ready = true;
+
+			for (i = 0; i < j->ndeps && ready; i++)
+				ready = dep_ready(&j->deps[i]);
+			if (!ready) {
+				dev->deferred_tail = j;
+				pp = &j->next;
+				continue;
+			}
+			*pp = j->next;
+			if (submit_now(dev, j->queue_id, j->s->cmd_va + j->cmd_off,
+				       j->cmd_size, j->deps, j->ndeps, j->out,
+				       j->out_pt, j->nout, j->bo, j->nbo)) {
+				signal_from_host(dev, j->out, j->out_pt, j->nout);
+				if (!j->s->sticky)
+					j->s->sticky = NPU_ERROR_LAUNCH_FAILURE;
+				if (!dev->sticky) {
+					dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
+					snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+						 "deferred submission failed");
+				}
+			}
+			djob_free(dev, j);
+			progress = true;
+		}
+	}
+}
+
+/* Reserve bytes in the stream's command ring. Caller holds dev->lock (it
+ * may be dropped while waiting for the device). Returns the offset or -1. */
+static int cmd_reserve(struct device *dev, struct npu_stream *s, uint32_t bytes,
+		       uint32_t *off)
+{
+	int pass;
+
+	bytes = (bytes + 7) & ~7u;
+	if (bytes > CMD_RING_SIZE / 2)
+		return -EINVAL;
+	for (pass = 0;; pass++) {
+		/* retire completed spans: from the cache first, then (only when
+		 * short of space) by asking the kernel */
+		while (s->span_count) {
+			struct cmd_span *sp = &s->span[s->span_head];
+
+			if (sp->point > s->tl->completed &&
+			    (pass == 0 || sp->point > s->tl->submitted ||
+			     !npu_tl_done(dev, s->tl, sp->point)))
+				break;
+			s->span_head = (s->span_head + 1) % CMD_INFLIGHT;
+			s->span_count--;
+		}
+		if (!s->span_count)
+			s->cmd_head = 0;
+		if (s->span_count < CMD_INFLIGHT) {
+			uint32_t tail = s->span_count ? s->span[s->span_head].start : 0;
+			uint32_t head = s->cmd_head;
+
+			if (!s->span_count || head > tail) {
+				/* free: [head, end) and [0, tail) */
+				if (head + bytes <= CMD_RING_SIZE) {
+					*off = head;
+					return 0;
+				}
+				if (bytes < tail) {
+					*off = 0;
+					return 0;
+				}
+			} else if (head + bytes < tail) {
+				*off = head;
+				return 0;
+			}
+		}
+		if (pass == 0)
+			continue;
+		/* full: wait for the oldest span */
+		if (npu_tl_wait_locked(dev, s->tl, s->span[s->span_head].point))
+			return -EIO;
+	}
+}
+
+static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
+		       uint64_t point)
+{
+	unsigned i = (s->span_head + s->span_count) % CMD_INFLIGHT;
+
+	bytes = (bytes + 7) & ~7u;
+	s->span[i].start = off;
+	s->span[i].end = off + bytes;
+	s->span[i].point = point;
+	s->span_count++;
+	s->cmd_head = off + bytes;
+}
+
+npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
+			   uint32_t max_bytes, struct jobctx *jc)
+{
+	uint32_t off = 0;
+	int r;
+
+	memset(jc, 0, sizeof(*jc));
+	jc->s = s;
+	if (max_bytes) {
+		r = cmd_reserve(dev, s, max_bytes, &off);
+		if (r)
+			return npu_fail(r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
+					NPU_ERROR_OS, "command buffer: %s",
+					strerror(-r));
+	}
+	jc->off = off;
+	jc->cmd = s->cmd_map + off;
+	jc->max = max_bytes;
+	return NPU_SUCCESS;
+}
+
+static npu_status_t jc_add_dep(struct jobctx *jc, struct tl *t, uint64_t point,
+			       bool order_only)
+{
+	if (!point || (!order_only && point <= t->completed))
+		return NPU_SUCCESS;
+	if (jc->ndeps == jc->cap) {
+		unsigned ncap = jc->cap ? jc->cap * 2 : 16;
+		struct dep *nd;
+
+		if (jc->deps == jc->inline_deps || !jc->deps) {
+			nd = malloc(ncap * sizeof(*nd));
+			if (nd && jc->ndeps)
+				memcpy(nd, jc->inline_deps, jc->ndeps * sizeof(*nd));
+		} else {
+			nd = realloc(jc->deps, ncap * sizeof(*nd));
+		}
+		if (!nd)
+			return NPU_ERROR_OUT_OF_MEMORY;
+		jc->deps = nd;
+		jc->cap = ncap;
+	}
+	jc->deps[jc->ndeps].tl = t;
+	jc->deps[jc->ndeps].point = point;
+	jc->deps[jc->ndeps].order_only = order_only;
+	jc->ndeps++;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_job_wait(struct jobctx *jc, struct tl *t, uint64_t point)
+{
+	if (!jc->deps) {
+		jc->deps = jc->inline_deps;
+		jc->cap = INLINE_DEPS;
+	}
+	return jc_add_dep(jc, t, point, false);
+}
+
+npu_status_t npu_job_order_after(struct jobctx *jc, struct tl *t, uint64_t point)
+{
+	if (!jc->deps) {
+		jc->deps = jc->inline_deps;
+		jc->cap = INLINE_DEPS;
+	}
+	return jc_add_dep(jc, t, point, true);
+}
+
+/* The implicit dependencies of a stream's next operation: its own previous
+ * point (unless it ran on the same queue and is submitted: queue order is
+ * enough), and CUDA's legacy-stream rules. */
+static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
+				    int queue)
+{
+	struct npu_stream *s = jc->s, *b;
+	npu_status_t st;
+	uint64_t prev = s->tl->next;
+
+	if (prev && (queue == Q_NONE || queue != s->last_queue ||
+		     s->tl->submitted < prev)) {
+		st = npu_job_wait(jc, s->tl, prev);
+		if (st)
+			return st;
+	}
+	if (s->legacy) {
+		for (b = dev->streams; b; b = b->next) {
+			if (b->legacy || (b->flags & NPU_STREAM_NON_BLOCKING))
+				continue;
+			if (b->tl->next > b->waited_by_legacy) {
+				st = npu_job_wait(jc, b->tl, b->tl->next);
+				if (st)
+					return st;
+			}
+		}
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+		struct tl *l = dev->legacy->tl;
+
+		if (l->next > s->legacy_seen) {
+			st = npu_job_wait(jc, l, l->next);
+			if (st)
+				return st;
+		}
+	}
+	return NPU_SUCCESS;
+}
+
+static void commit_stream_deps(struct device *dev, struct npu_stream *s)
+{
+	struct npu_stream *b;
+
+	if (s->legacy) {
+		for (b = dev->streams; b; b = b->next)
+			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING))
+				b->waited_by_legacy = b->tl->next;
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+		s->legacy_seen = dev->legacy->tl->next;
+	}
+}
+
+static void jc_release(struct jobctx *jc)
+{
+	if (jc->deps && jc->deps != jc->inline_deps)
+		free(jc->deps);
+	jc->deps = NULL;
+}
+
+void npu_job_abort(struct jobctx *jc)
+{
+	jc_release(jc);
+}
+
+/* Finish a job: cmd bytes written at jc->cmd[0..jc->len). queue is Q_COMPUTE
+ * or Q_COPY. ev/ev_point: an extra timeline point to signal (event record).
+ * On success *point is the stream point the job signals. Caller holds
+ * dev->lock. */
+npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
+			    struct tl *ev, uint64_t ev_point, uint64_t *point)
+{
+	struct npu_stream *s = jc->s;
+	struct tl *out[2];
+	uint64_t out_pt[2];
+	unsigned nout = 1, i;
+	bool ready = true;
+	npu_status_t st;
+	int r;
+
+	if (!jc->deps) {
+		jc->deps = jc->inline_deps;
+		jc->cap = INLINE_DEPS;
+	}
+	st = add_stream_deps(dev, jc, queue);
+	if (st) {
+		jc_release(jc);
+		return npu_fail(st, "out of memory");
+	}
+	out[0] = s->tl;
+	out_pt[0] = s->tl->next + 1;
+	if (ev) {
+		out[1] = ev;
+		out_pt[1] = ev_point;
+		nout = 2;
+		if (ev->next > ev->submitted) {
+			st = npu_job_order_after(jc, ev, ev->next);
+			if (st) {
+				jc_release(jc);
+				return npu_fail(st, "out of memory");
+			}
+		}
+	}
+	for (i = 0; i < jc->ndeps && ready; i++)
+		ready = dep_ready(&jc->deps[i]);
+	if (ready) {
+		r = submit_now(dev, s->queue[queue], s->cmd_va + jc->off, jc->len,
+			       jc->deps, jc->ndeps, out, out_pt, nout, jc->bo,
+			       jc->nbo);
+		if (r) {
+			jc_release(jc);
+			return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
+					r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
+					NPU_ERROR_OS,
+					"DRM_IOCTL_NPU_SUBMIT: %s", strerror(-r));
+		}
+	} else {
+		struct djob *j = calloc(1, sizeof(*j));
+
+		if (!j) {
+			jc_release(jc);
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "deferred job");
+		}
+		j->deps = malloc(jc->ndeps * sizeof(*j->deps));
+		if (!j->deps) {
+			free(j);
+			jc_release(jc);
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "deferred job");
+		}
+		memcpy(j->deps, jc->deps, jc->ndeps * sizeof(*j->deps));
+		j->ndeps = jc->ndeps;
+		for (i = 0; i < j->ndeps; i++)
+			j->deps[i].tl->refs++;
+		j->s = s;
+		j->queue_id = s->queue[queue];
+		j->cmd_off = jc->off;
+		j->cmd_size = jc->len;
+		j->nout = nout;
+		for (i = 0; i < nout; i++) {
+			j->out[i] = out[i];
+			j->out_pt[i] = out_pt[i];
+			out[i]->refs++;
+		}
+		memcpy(j->bo, jc->bo, sizeof(j->bo));
+		j->nbo = jc->nbo;
+		if (dev->deferred_tail)
+			dev->deferred_tail->next = j;
+		else
+			dev->deferred = j;
+		dev->deferred_tail = j;
+	}
+	commit_stream_deps(dev, s);
+	s->tl->next = out_pt[0];
+	if (ev)
+		ev->next = ev_point;
+	s->last_queue = queue;
+	if (jc->len)
+		cmd_commit(s, jc->off, jc->len, out_pt[0]);
+	jc_release(jc);
+	if (point)
+		*point = out_pt[0];
+	return NPU_SUCCESS;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_core.h - internal interfaces shared by the libnpu source files.
+ */
+#ifndef NPU_CORE_H
+#define NPU_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu_hw.h"
+#include "drm/npu_accel.h"
+#include "npu_internal.h"
+
+#define NPU_EXPORT __attribute__((visibility("default")))
+
+enum { REG_STREAM = 1, REG_EVENT = 2 };
+
+/* One job being built: command bytes go to cmd[0..len) (at most max). */
+struct jobctx {
+	struct npu_stream *s;
+	uint32_t off, max, len;
+	uint8_t *cmd;
+	struct dep *deps;
+	struct dep inline_deps[INLINE_DEPS];
+	unsigned ndeps, cap;
+	uint32_t bo[2];
+	unsigned nbo;
+};
+
+npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st);
+
+int npu_reg_add(const void *p, int type);
+bool npu_reg_check(const void *p, int type);
+bool npu_reg_remove(const void *p, int type);
+
+npu_status_t npu_dev_by_ordinal(int ordinal, struct device **out);
+npu_status_t npu_cur_dev(struct device **out);
+int npu_get_param(struct device *dev, uint32_t param, uint64_t *value);
+npu_status_t npu_stream_init_legacy(struct device *dev);
+
+struct tl *npu_tl_new(struct device *dev);
+void npu_tl_put(struct device *dev, struct tl *t);
+bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point);
+int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point);
+int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
+		    unsigned n);
+
+npu_status_t npu_check_faults(struct device *dev);
+void npu_flush_deferred(struct device *dev);
+
+npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
+			   uint32_t max_bytes, struct jobctx *jc);
+npu_status_t npu_job_wait(struct jobctx *jc, struct tl *t, uint64_t point);
+npu_status_t npu_job_order_after(struct jobctx *jc, struct tl *t,
+				 uint64_t point);
+npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
+			    struct tl *ev, uint64_t ev_point, uint64_t *point);
+void npu_job_abort(struct jobctx *jc);
+
+static inline void *npu_job_put(struct jobctx *jc, uint32_t bytes)
+{
+	void *p = jc->cmd + jc->len;
+
+	jc->len += (bytes + 3) & ~3u;
+	return p;
+}
+
+#endif /* NPU_CORE_H */

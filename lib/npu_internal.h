@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_internal.h - private structures of libnpu.
+ *
+ * Locking: each device has one mutex (dev->lock) that protects every
+ * stream, event, timeline, allocation table and the deferred-job list of
+ * the device. It is held while a job is built and submitted (one ioctl) and
+ * never while waiting for the device. Handle validation uses a separate
+ * registry lock (npu.c).
+ *
+ * Ordering model: every stream and every event owns a *timeline* (a DRM
+ * timeline syncobj). Each job a stream submits signals the next point of
+ * the stream's timeline and waits on the points it depends on (the
+ * stream's previous point when it ran on another queue, the legacy-stream
+ * rules, events). A point is "submitted" when its fence exists in the
+ * syncobj. Host functions make points that are signalled from user space
+ * later; a job that depends on a not-yet-submitted point is *deferred*: it
+ * is kept in dev->deferred (its command buffer is already written) and
+ * submitted by whoever submits the missing point. So the kernel never sees
+ * a wait-before-signal, and every wait in the library uses
+ * DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT.
+ */
+#ifndef NPU_INTERNAL_H
+#define NPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#pragma GCC visibility push(default)
+#include "npu.h"
+#pragma GCC visibility pop
+
+#define NPU_MAX_DEVICES		8
+#define STREAM_MAGIC		0x5354524dU	/* "STRM" */
+#define EVENT_MAGIC		0x45564e54U	/* "EVNT" */
+#define CMD_RING_SIZE		(64u * 1024)
+#define CMD_INFLIGHT		512		/* jobs per stream ring */
+#define INLINE_COPY_MAX		4096		/* pageable H2D inline */
+#define STAGING_SIZE		(4u << 20)
+#define STAGING_MAX		8
+#define TS_SLOTS_PER_EVENT	4
+#define TS_CHUNK_BYTES		(64u * 1024)
+#define TS_EVENTS_PER_CHUNK	(TS_CHUNK_BYTES / (8 * TS_SLOTS_PER_EVENT))
+#define TS_MAX_CHUNKS		256
+#define INLINE_DEPS		8
+
+enum { Q_COMPUTE = 0, Q_COPY = 1, Q_NONE = -1 };
+
+struct tl {				/* refcounted timeline syncobj */
+	uint32_t handle;
+	int refs;
+	uint64_t next;			/* last point assigned */
+	uint64_t submitted;		/* last point whose fence exists */
+	uint64_t completed;		/* cache: last point seen signalled */
+};
+
+struct dep {
+	struct tl *tl;
+	uint64_t point;
+	bool order_only;		/* submit after, but no fence wait */
+};
+
+struct djob {				/* a deferred job */
+	struct djob *next;
+	struct npu_stream *s;
+	uint32_t queue_id;
+	uint32_t cmd_off, cmd_size;
+	unsigned ndeps;
+	struct dep *deps;		/* refs held */
+	unsigned nout;
+	struct tl *out[2];		/* refs held */
+	uint64_t out_pt[2];
+	uint32_t bo[2];
+	unsigned nbo;
+};
+
+struct hostcb {
+	struct hostcb *next;
+	npu_host_fn_t fn;
+	void *user;
+	uint64_t wait_point;		/* stream point to wait for (0: none) */
+	uint64_t signal_point;		/* stream point to signal after fn */
+};
+
+struct cmd_span {
+	uint32_t start, end;
+	uint64_t point;
+};
+
+struct device;
+
+struct npu_stream {
+	uint32_t magic;
+	struct device *dev;
+	struct npu_stream *next;	/* dev->streams */
+	unsigned flags;
+	int priority;
+	bool legacy;
+	struct tl *tl;
+	uint32_t queue[2];		/* Q_COMPUTE, Q_COPY queue ids */
+	uint32_t ring[2];
+	int last_queue;			/* queue of the last job or Q_NONE */
+	uint64_t legacy_seen;		/* legacy point this stream waits on */
+	uint64_t waited_by_legacy;	/* our point the legacy stream waits on */
+	/* command buffer ring (host BO) */
+	uint32_t cmd_handle;
+	uint8_t *cmd_map;
+	uint64_t cmd_va;
+	uint32_t cmd_head;
+	struct cmd_span span[CMD_INFLIGHT];
+	unsigned span_head, span_count;
+	/* sticky error */
+	npu_status_t sticky;
+	/* host function thread */
+	bool cb_started, cb_stop;
+	pthread_t cb_thread;
+	pthread_cond_t cb_cond;
+	struct hostcb *cb_head, *cb_tail;
+};
+
+struct npu_event {
+	uint32_t magic;
+	struct device *dev;
+	unsigned flags;
+	bool imported;
+	struct tl *tl;			/* point n = n-th record */
+	int ts_index;			/* slot group in the timestamp pool */
+};
+
+struct alloc {
+	uint64_t key;			/* device VA or host address */
+	uint64_t size;			/* bytes of the key range */
+	uint64_t va;			/* device VA of key */
+	uint32_t handle;
+	void *map;			/* host mapping (pinned) */
+	uint64_t map_size;
+	void *user;			/* npu_host_register() pointer */
+};
+
+struct alloc_table {
+	struct alloc *v;
+	unsigned n, cap;
+};
+
+struct staging {
+	uint32_t handle;
+	void *map;
+	uint64_t va;
+	struct tl *tl;			/* busy until (tl, point) signals */
+	uint64_t point;
+};
+
+struct device {
+	pthread_mutex_t lock;
+	bool open;
+	int fd;
+	char node[64];
+	npu_device_prop prop;
+	struct npu_stream *legacy;
+	struct npu_stream *streams;	/* all, legacy included */
+	unsigned rr[2];			/* round-robin ring choice */
+	struct djob *deferred, *deferred_tail;
+	/* errors */
+	npu_status_t sticky;
+	char sticky_msg[256];
+	uint32_t faults_seen;
+	/* memory */
+	struct alloc_table dmem, hmem;
+	struct staging staging[STAGING_MAX];
+	unsigned nstaging;
+	/* timestamp pool */
+	struct {
+		uint32_t handle;
+		uint64_t *map;
+		uint64_t va;
+	} ts_chunk[TS_MAX_CHUNKS];
+	unsigned ts_nchunks;
+	int *ts_free;
+	unsigned ts_nfree, ts_free_cap;
+};
+
+#endif /* NPU_INTERNAL_H */

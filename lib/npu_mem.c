@@ -1,0 +1,822 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_mem.c - allocations, copies, fills, kernels and launch.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+
+#include "npu_core.h"
+
+int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
+		uint64_t *va, void **map);
+void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
+		      uint64_t size);
+npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
+			    struct npu_stream **s);
+npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s);
+npu_status_t npu_dev_sync_locked(struct device *dev);
+
+#define PAGE 4096ull
+
+/* ------------------------------------------------------------------------
+ * Allocation tables, sorted by key
+ */
+static unsigned tab_lower(const struct alloc_table *t, uint64_t key)
+{
+	unsigned lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (t->v[mid].key <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;		/* first entry with key > addr */
+}
+
+/* Entry containing addr, or NULL. */
+static struct alloc *tab_find(struct alloc_table *t, uint64_t addr)
+{
+	unsigned i = tab_lower(t, addr);
+
+	if (!i)
+		return NULL;
+	if (addr - t->v[i - 1].key < t->v[i - 1].size)
+		return &t->v[i - 1];
+	return NULL;
+}
+
+static bool tab_overlaps(struct alloc_table *t, uint64_t key, uint64_t size)
+{
+	unsigned i = tab_lower(t, key);
+
+	if (i && t->v[i - 1].key + t->v[i - 1].size > key)
+		return true;
+	if (i < t->n && t->v[i].key < key + size)
+		return true;
+	return false;
+}
+
+static int tab_insert(struct alloc_table *t, const struct alloc *a)
+{
+	unsigned i;
+
+	if (t->n == t->cap) {
+		unsigned ncap = t->cap ? t->cap * 2 : 64;
+		struct alloc *nv = realloc(t->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		t->v = nv;
+		t->cap = ncap;
+	}
+	i = tab_lower(t, a->key);
+	memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*a));
+	t->v[i] = *a;
+	t->n++;
+	return 0;
+}
+
+static void tab_remove(struct alloc_table *t, struct alloc *a)
+{
+	unsigned i = (unsigned)(a - t->v);
+
+	memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof(*a));
+	t->n--;
+}
+
+static void gem_close(struct device *dev, uint32_t handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	drmIoctl(dev->fd, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
+/* ------------------------------------------------------------------------
+ * Allocation
+ */
+npu_status_t npu_malloc(void **devptr, size_t size)
+{
+	struct device *dev;
+	struct drm_npu_bo_create c;
+	struct alloc a;
+	npu_status_t st;
+
+	if (!devptr)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "devptr is NULL");
+	*devptr = NULL;
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	if (!size)
+		return NPU_SUCCESS;
+	if (size > dev->prop.devmem_size || size > UINT64_MAX - PAGE)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
+				"%zu bytes exceed device memory (%llu)", size,
+				(unsigned long long)dev->prop.devmem_size);
+	memset(&c, 0, sizeof(c));
+	c.size = (size + PAGE - 1) & ~(PAGE - 1);
+	c.flags = DRM_NPU_BO_DEVMEM;
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_BO_CREATE, &c))
+		return npu_fail(errno == ENOMEM || errno == ENOSPC || errno == EINVAL ?
+				NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
+				"BO_CREATE(devmem, %zu): %s", size, strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.key = c.va;
+	a.size = size;
+	a.va = c.va;
+	a.handle = c.handle;
+	pthread_mutex_lock(&dev->lock);
+	if (tab_insert(&dev->dmem, &a)) {
+		pthread_mutex_unlock(&dev->lock);
+		gem_close(dev, c.handle);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
+	}
+	pthread_mutex_unlock(&dev->lock);
+	*devptr = (void *)(uintptr_t)c.va;
+	return NPU_SUCCESS;
+}
+
+/* Remove the entry with key ptr from tab (user == NULL: allocations;
+ * otherwise registrations), wait for the device, release it. */
+static npu_status_t release(struct alloc_table *(*which)(struct device *),
+			    void *ptr, bool registered, const char *what)
+{
+	struct device *dev;
+	struct alloc *e, a;
+	npu_status_t st;
+
+	if (!ptr)
+		return NPU_SUCCESS;
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	e = tab_find(which(dev), (uintptr_t)ptr);
+	if (!e || e->key != (uintptr_t)ptr || (registered != (e->user != NULL))) {
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(registered ? NPU_ERROR_NOT_MAPPED :
+				NPU_ERROR_INVALID_POINTER,
+				"%p is not a pointer returned by %s", ptr, what);
+	}
+	a = *e;
+	tab_remove(which(dev), e);
+	npu_dev_sync_locked(dev);	/* as cudaFree: wait for the device */
+	pthread_mutex_unlock(&dev->lock);
+	if (a.map)
+		munmap(a.map, a.map_size);
+	gem_close(dev, a.handle);
+	return NPU_SUCCESS;
+}
+
+static struct alloc_table *dtab(struct device *d) { return &d->dmem; }
+static struct alloc_table *htab(struct device *d) { return &d->hmem; }
+
+npu_status_t npu_free(void *devptr)
+{
+	return release(dtab, devptr, false, "npu_malloc");
+}
+
+npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags)
+{
+	struct device *dev;
+	struct alloc a;
+	npu_status_t st;
+	void *map;
+	int r;
+
+	if (!ptr)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "ptr is NULL");
+	*ptr = NULL;
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	if (!size)
+		return NPU_SUCCESS;
+	if (size > UINT64_MAX / 2)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "%zu bytes", size);
+	memset(&a, 0, sizeof(a));
+	a.map_size = (size + PAGE - 1) & ~(PAGE - 1);
+	r = npu_host_bo(dev, a.map_size, &a.handle, &a.va, &map);
+	if (r)
+		return npu_fail(r == -ENOMEM || r == -EINVAL || r == -ENOSPC ?
+				NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
+				"pinned host BO of %zu bytes: %s", size, strerror(-r));
+	a.map = map;
+	a.key = (uintptr_t)map;
+	a.size = size;
+	pthread_mutex_lock(&dev->lock);
+	r = tab_insert(&dev->hmem, &a);
+	pthread_mutex_unlock(&dev->lock);
+	if (r) {
+		npu_host_bo_free(dev, a.handle, map, a.map_size);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
+	}
+	*ptr = map;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_host_free(void *ptr)
+{
+	return release(htab, ptr, false, "npu_host_alloc");
+}
+
+npu_status_t npu_host_register(void *ptr, size_t size, unsigned int flags)
+{
+	struct device *dev;
+	struct drm_npu_userptr u;
+	struct alloc a;
+	uint64_t base, end, p = (uintptr_t)ptr;
+	npu_status_t st;
+
+	if (!ptr || !size)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL pointer or zero size");
+	if (flags & ~NPU_HOST_REGISTER_READ_ONLY)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
+	if (p + size < p || p + size > UINT64_MAX - PAGE)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "range overflows");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	if (!(dev->prop.features & DRM_NPU_FEATURE_USERPTR))
+		return npu_fail(NPU_ERROR_NOT_SUPPORTED, "driver has no USERPTR");
+	base = p & ~(PAGE - 1);
+	end = (p + size + PAGE - 1) & ~(PAGE - 1);
+	pthread_mutex_lock(&dev->lock);
+	if (tab_overlaps(&dev->hmem, p, size)) {
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_ALREADY_MAPPED,
+				"[%p, +%zu) overlaps registered or pinned memory",
+				ptr, size);
+	}
+	memset(&u, 0, sizeof(u));
+	u.addr = base;
+	u.size = end - base;
+	u.flags = flags & NPU_HOST_REGISTER_READ_ONLY ? DRM_NPU_USERPTR_READ_ONLY : 0;
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERPTR, &u)) {
+		int e = errno;
+
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(e == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
+				e == EFAULT || e == EINVAL ? NPU_ERROR_INVALID_VALUE :
+				NPU_ERROR_OS, "USERPTR [%p, +%zu): %s", ptr, size,
+				strerror(e));
+	}
+	memset(&a, 0, sizeof(a));
+	a.key = p;
+	a.size = size;
+	a.va = u.va + (p - base);
+	a.handle = u.handle;
+	a.user = ptr;
+	if (tab_insert(&dev->hmem, &a)) {
+		pthread_mutex_unlock(&dev->lock);
+		gem_close(dev, u.handle);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_host_unregister(void *ptr)
+{
+	if (!ptr)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "ptr is NULL");
+	return release(htab, ptr, true, "npu_host_register");
+}
+
+/* ------------------------------------------------------------------------
+ * Pointer classification
+ */
+enum { LOC_PAGEABLE, LOC_PINNED, LOC_DEVICE };
+
+struct loc {
+	int kind;
+	uint64_t va;
+	uint32_t handle;
+};
+
+/* want: -1 infer, 0 host, 1 device. Caller holds dev->lock. */
+static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
+			     int want, struct loc *l, const char *what)
+{
+	uint64_t p = (uintptr_t)ptr;
+	struct alloc *a;
+
+	if (!ptr)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "%s is NULL", what);
+	if (p + n < p)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "%s range overflows", what);
+	a = want != 0 ? tab_find(&dev->dmem, p) : NULL;
+	if (a) {
+		if (p + n > a->key + a->size)
+			return npu_fail(NPU_ERROR_INVALID_VALUE,
+					"%s [%p, +%zu) runs past the end of its "
+					"%llu-byte allocation", what, ptr, n,
+					(unsigned long long)a->size);
+		l->kind = LOC_DEVICE;
+		l->va = a->va + (p - a->key);
+		l->handle = a->handle;
+		return NPU_SUCCESS;
+	}
+	if (want == 1)
+		return npu_fail(NPU_ERROR_INVALID_POINTER,
+				"%s %p is not device memory from npu_malloc", what, ptr);
+	a = tab_find(&dev->hmem, p);
+	if (a) {
+		if (p + n > a->key + a->size)
+			return npu_fail(NPU_ERROR_INVALID_VALUE,
+					"%s [%p, +%zu) runs past the end of its "
+					"pinned range", what, ptr, n);
+		l->kind = LOC_PINNED;
+		l->va = a->va + (p - a->key);
+		l->handle = a->handle;
+		return NPU_SUCCESS;
+	}
+	l->kind = LOC_PAGEABLE;
+	l->va = 0;
+	l->handle = 0;
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Staging (bounce) buffers for pageable memory. Caller holds dev->lock.
+ */
+static struct staging *staging_get(struct device *dev)
+{
+	static unsigned victim;
+
+	for (;;) {
+		unsigned i;
+
+		for (i = 0; i < dev->nstaging; i++) {
+			struct staging *b = &dev->staging[i];
+
+			if (b->point == UINT64_MAX)
+				continue;	/* held by a thread */
+			if (!b->tl || npu_tl_done(dev, b->tl, b->point)) {
+				if (b->tl)
+					npu_tl_put(dev, b->tl);
+				b->tl = NULL;
+				b->point = UINT64_MAX;
+				return b;
+			}
+		}
+		if (dev->nstaging < STAGING_MAX) {
+			struct staging *b = &dev->staging[dev->nstaging];
+
+			if (npu_host_bo(dev, STAGING_SIZE, &b->handle, &b->va, &b->map))
+				return NULL;
+			dev->nstaging++;
+			b->tl = NULL;
+			b->point = UINT64_MAX;
+			return b;
+		}
+		for (i = 0; i < dev->nstaging; i++) {
+			struct staging *b = &dev->staging[(victim + i) % dev->nstaging];
+
+			if (b->point != UINT64_MAX && b->tl) {
+				struct tl *t = b->tl;
+				uint64_t pt = b->point;
+
+				victim++;
+				t->refs++;
+				npu_tl_wait_locked(dev, t, pt);
+				npu_tl_put(dev, t);
+				break;
+			}
+		}
+		if (i == dev->nstaging) {	/* all held by other threads */
+			pthread_mutex_unlock(&dev->lock);
+			usleep(1000);
+			pthread_mutex_lock(&dev->lock);
+		}
+	}
+}
+
+static void staging_put(struct staging *b, struct tl *t, uint64_t point)
+{
+	if (t)
+		t->refs++;
+	b->tl = t;
+	b->point = t ? point : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Copy packets
+ */
+static void put_copy(struct jobctx *jc, uint64_t src, uint64_t dst, uint64_t n)
+{
+	struct npu_pkt_copy *c = npu_job_put(jc, sizeof(*c));
+
+	c->header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8);
+	c->reserved = 0;
+	c->src = src;
+	c->dst = dst;
+	c->size = n;
+}
+
+/* Data inline in the command buffer, inside a NOP; returns its VA. */
+static uint64_t put_inline(struct jobctx *jc, const void *data, uint32_t n)
+{
+	uint32_t dw = 2 + (n + 3) / 4;
+	uint32_t *p = npu_job_put(jc, dw * 4);
+
+	p[0] = NPU_PKT_HDR(NPU_OP_NOP, 0, dw);
+	p[1] = 0;
+	memcpy(&p[2], data, n);
+	return jc->s->cmd_va + jc->off + (uint32_t)((uint8_t *)&p[2] - jc->cmd);
+}
+
+static void add_bo(struct jobctx *jc, const struct loc *l)
+{
+	if (l->kind != LOC_PAGEABLE && jc->nbo < 2 &&
+	    (jc->nbo == 0 || jc->bo[0] != l->handle))
+		jc->bo[jc->nbo++] = l->handle;
+}
+
+/* One copy job between device-reachable locations. */
+static npu_status_t copy_job(struct device *dev, struct npu_stream *s,
+			     const struct loc *d, const struct loc *sr,
+			     uint64_t n, uint64_t *point)
+{
+	struct jobctx jc;
+	npu_status_t st = npu_job_begin(dev, s, sizeof(struct npu_pkt_copy), &jc);
+
+	if (st)
+		return st;
+	put_copy(&jc, sr->va, d->va, n);
+	add_bo(&jc, d);
+	add_bo(&jc, sr);
+	return npu_job_submit(dev, &jc, Q_COPY, NULL, 0, point);
+}
+
+/* Enqueue a copy of n bytes on s; sync: wait for completion (CUDA's
+ * synchronous cudaMemcpy rules). Caller holds dev->lock. */
+static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
+			    const void *src, size_t n, npu_memcpy_kind_t kind,
+			    bool sync)
+{
+	struct loc dl, sl;
+	npu_status_t st;
+	int wd, ws;
+	uint64_t point = 0;
+
+	switch (kind) {
+	case NPU_MEMCPY_HOST_TO_HOST:	wd = 0;  ws = 0;  break;
+	case NPU_MEMCPY_HOST_TO_DEVICE:	wd = 1;  ws = 0;  break;
+	case NPU_MEMCPY_DEVICE_TO_HOST:	wd = 0;  ws = 1;  break;
+	case NPU_MEMCPY_DEVICE_TO_DEVICE: wd = 1; ws = 1; break;
+	case NPU_MEMCPY_DEFAULT:	wd = -1; ws = -1; break;
+	default:
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown copy kind %d",
+				(int)kind);
+	}
+	st = classify(dev, dst, n, wd, &dl, "destination");
+	if (!st)
+		st = classify(dev, src, n, ws, &sl, "source");
+	if (st)
+		return st;
+	if (dev->sticky)
+		return npu_fail_sticky(dev, dev->sticky);
+	if (!n)
+		return NPU_SUCCESS;
+
+	if (dl.kind == LOC_PAGEABLE && sl.kind == LOC_PAGEABLE) {
+		/* host to host: in stream order, by the CPU */
+		st = npu_stream_sync_locked(dev, s);
+		if (!st)
+			memmove(dst, src, n);
+		return st;
+	}
+	if (dl.kind != LOC_PAGEABLE && sl.kind != LOC_PAGEABLE) {
+		st = copy_job(dev, s, &dl, &sl, n, &point);
+		if (st)
+			return st;
+		if (sync && !(dl.kind == LOC_DEVICE && sl.kind == LOC_DEVICE))
+			return npu_stream_sync_locked(dev, s);
+		return NPU_SUCCESS;
+	}
+	if (sl.kind == LOC_PAGEABLE) {
+		/* from pageable memory: inline or through bounce buffers */
+		if (n <= INLINE_COPY_MAX) {
+			struct jobctx jc;
+
+			st = npu_job_begin(dev, s, 16 + (uint32_t)n +
+					   sizeof(struct npu_pkt_copy), &jc);
+			if (st)
+				return st;
+			put_copy(&jc, put_inline(&jc, src, (uint32_t)n), dl.va, n);
+			add_bo(&jc, &dl);
+			st = npu_job_submit(dev, &jc, Q_COPY, NULL, 0, &point);
+		} else {
+			size_t off;
+
+			for (off = 0; off < n && !st; off += STAGING_SIZE) {
+				size_t c = n - off < STAGING_SIZE ? n - off : STAGING_SIZE;
+				struct staging *b = staging_get(dev);
+				struct loc bl = { LOC_PINNED, 0, 0 }, d2 = dl;
+
+				if (!b)
+					return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
+							"staging buffer");
+				memcpy(b->map, (const char *)src + off, c);
+				bl.va = b->va;
+				bl.handle = b->handle;
+				d2.va += off;
+				st = copy_job(dev, s, &d2, &bl, c, &point);
+				staging_put(b, st ? NULL : s->tl, point);
+			}
+		}
+		if (st)
+			return st;
+		return sync ? npu_stream_sync_locked(dev, s) : NPU_SUCCESS;
+	}
+	/* to pageable memory: through bounce buffers, always synchronous */
+	{
+		size_t off;
+
+		for (off = 0; off < n; off += STAGING_SIZE) {
+			size_t c = n - off < STAGING_SIZE ? n - off : STAGING_SIZE;
+			struct staging *b = staging_get(dev);
+			struct loc bl = { LOC_PINNED, 0, 0 }, s2 = sl;
+
+			if (!b)
+				return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
+						"staging buffer");
+			bl.va = b->va;
+			bl.handle = b->handle;
+			s2.va += off;
+			st = copy_job(dev, s, &bl, &s2, c, &point);
+			if (!st)
+				st = npu_stream_sync_locked(dev, s);
+			if (!st)
+				memcpy((char *)dst + off, b->map, c);
+			staging_put(b, NULL, 0);
+			if (st)
+				return st;
+		}
+	}
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
+			      npu_memcpy_kind_t kind, npu_stream_t stream)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = npu_get_stream(stream, &dev, &s);
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	st = do_copy(dev, s, dst, src, count, kind, false);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
+			npu_memcpy_kind_t kind)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = npu_get_stream(NULL, &dev, &s);
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	st = do_copy(dev, s, dst, src, count, kind, true);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
+			      size_t n, bool sync)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct jobctx jc;
+	struct loc l;
+	uint8_t bytes[4];
+	uint32_t pattern;
+	uint64_t va, head, body, tail;
+	npu_status_t st = npu_get_stream(stream, &dev, &s);
+
+	if (st)
+		return st;
+	memset(bytes, value & 0xff, 4);
+	memcpy(&pattern, bytes, 4);
+	pthread_mutex_lock(&dev->lock);
+	st = classify(dev, devptr, n, 1, &l, "destination");
+	if (st)
+		goto out;
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto out;
+	}
+	if (!n)
+		goto out;
+	va = l.va;
+	head = (4 - (va & 3)) & 3;
+	if (head > n)
+		head = n;
+	body = (n - head) & ~3ull;
+	tail = n - head - body;
+	st = npu_job_begin(dev, s, 2 * (16 + sizeof(struct npu_pkt_copy)) +
+			   sizeof(struct npu_pkt_fill), &jc);
+	if (st)
+		goto out;
+	if (head)
+		put_copy(&jc, put_inline(&jc, bytes, (uint32_t)head), va, head);
+	if (body) {
+		struct npu_pkt_fill *f = npu_job_put(&jc, sizeof(*f));
+
+		f->header = NPU_PKT_HDR(NPU_OP_FILL, 0, 6);
+		f->value = pattern;
+		f->dst = va + head;
+		f->size = body;
+	}
+	if (tail)
+		put_copy(&jc, put_inline(&jc, bytes, (uint32_t)tail),
+			 va + head + body, tail);
+	add_bo(&jc, &l);
+	st = npu_job_submit(dev, &jc, Q_COPY, NULL, 0, NULL);
+	if (!st && sync)
+		st = npu_stream_sync_locked(dev, s);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_memset(void *devptr, int value, size_t count)
+{
+	return do_memset(NULL, devptr, value, count, true);
+}
+
+npu_status_t npu_memset_async(void *devptr, int value, size_t count,
+			      npu_stream_t stream)
+{
+	return do_memset(stream, devptr, value, count, false);
+}
+
+/* ------------------------------------------------------------------------
+ * Kernels
+ */
+static const struct kinfo {
+	uint32_t id;
+	const char *name;
+	unsigned nargs;
+} kernels[] = {
+	{ NPU_KERNEL_NOP, "nop", 0 },
+	{ NPU_KERNEL_FILL_F32, "fill_f32", 3 },
+	{ NPU_KERNEL_SCALE_F32, "scale_f32", 4 },
+	{ NPU_KERNEL_VADD_F32, "vadd_f32", 4 },
+	{ NPU_KERNEL_SAXPY_F32, "saxpy_f32", 4 },
+	{ NPU_KERNEL_RELU_F32, "relu_f32", 3 },
+	{ NPU_KERNEL_GEMM_F32, "gemm_f32", 9 },
+	{ NPU_KERNEL_BIAS_ADD_F32, "bias_add_f32", 4 },
+	{ NPU_KERNEL_REDUCE_SUM_F32, "reduce_sum_f32", 3 },
+	{ NPU_KERNEL_SOFTMAX_F32, "softmax_f32", 4 },
+	{ NPU_KERNEL_RELU_GRAD_F32, "relu_grad_f32", 4 },
+	{ NPU_KERNEL_SOFTMAX_XENT_F32, "softmax_xent_f32", 6 },
+	{ NPU_KERNEL_COL_SUM_F32, "col_sum_f32", 4 },
+	{ NPU_KERNEL_ARGMAX_F32, "argmax_f32", 4 },
+	{ NPU_KERNEL_TEST_SPIN, "test_spin", 1 },
+	{ NPU_KERNEL_TEST_HANG, "test_hang", 0 },
+	{ NPU_KERNEL_TEST_FAULT, "test_fault", 1 },
+};
+
+_Static_assert((int)NPU_K_SAXPY_F32 == (int)NPU_KERNEL_SAXPY_F32 &&
+	       (int)NPU_K_ARGMAX_F32 == (int)NPU_KERNEL_ARGMAX_F32 &&
+	       (int)NPU_K_TEST_SPIN == (int)NPU_KERNEL_TEST_SPIN &&
+	       (int)NPU_K_TEST_HANG == (int)NPU_KERNEL_TEST_HANG &&
+	       (int)NPU_K_TEST_FAULT == (int)NPU_KERNEL_TEST_FAULT &&
+	       (int)NPU_K_GEMM_F32 == (int)NPU_KERNEL_GEMM_F32 &&
+	       NPU_GEMM_TRANSPOSE_A == NPU_GEMM_TRANS_A &&
+	       NPU_GEMM_TRANSPOSE_B == NPU_GEMM_TRANS_B &&
+	       NPU_MAX_KERNEL_ARGS == NPU_LAUNCH_MAX_ARGS,
+	       "npu.h kernel ids must match npu_hw.h");
+
+static const struct kinfo *kfind(uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (kernels[i].id == id)
+			return &kernels[i];
+	return NULL;
+}
+
+npu_status_t npu_kernel_by_name(const char *name, npu_kernel_t *kernel)
+{
+	size_t i;
+
+	if (!name || !kernel)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL name or kernel");
+	for (i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++)
+		if (!strcmp(kernels[i].name, name)) {
+			*kernel = (npu_kernel_t)kernels[i].id;
+			return NPU_SUCCESS;
+		}
+	return npu_fail(NPU_ERROR_INVALID_KERNEL, "no kernel named \"%s\"", name);
+}
+
+npu_status_t npu_kernel_info(npu_kernel_t kernel, const char **name,
+			     unsigned int *nargs)
+{
+	const struct kinfo *k = kfind((uint32_t)kernel);
+
+	if (!k)
+		return NPU_ERROR_INVALID_KERNEL;
+	if (name)
+		*name = k->name;
+	if (nargs)
+		*nargs = k->nargs;
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Launch
+ */
+npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args,
+			unsigned int nargs, npu_stream_t stream, unsigned int flags)
+{
+	const struct kinfo *k = kfind((uint32_t)kernel);
+	struct device *dev;
+	struct npu_stream *s;
+	struct npu_pkt_launch *p;
+	struct jobctx jc;
+	npu_status_t st;
+
+	if (flags & ~(NPU_LAUNCH_SYNC | NPU_LAUNCH_SYNC_DEVICE))
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown launch flags 0x%x",
+				flags);
+	if (!k)
+		return npu_fail(NPU_ERROR_INVALID_KERNEL, "unknown kernel id 0x%x",
+				(unsigned)kernel);
+	if (nargs != k->nargs)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"kernel %s takes %u arguments, not %u", k->name,
+				k->nargs, nargs);
+	if (nargs && !args)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "args is NULL");
+	if (!grid.x || !grid.y || !grid.z)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"grid %ux%ux%u has a zero dimension", grid.x,
+				grid.y, grid.z);
+	st = npu_get_stream(stream, &dev, &s);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto out;
+	}
+	st = npu_job_begin(dev, s, sizeof(*p) + 8 * nargs, &jc);
+	if (st)
+		goto out;
+	p = npu_job_put(&jc, sizeof(*p) + 8 * nargs);
+	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * nargs);
+	p->kernel = k->id;
+	p->grid[0] = grid.x;
+	p->grid[1] = grid.y;
+	p->grid[2] = grid.z;
+	p->nargs = nargs;
+	if (nargs)
+		memcpy(p->args, args, 8 * nargs);
+	st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, NULL);
+	if (st)
+		goto out;
+	if (flags & NPU_LAUNCH_SYNC_DEVICE)
+		st = npu_dev_sync_locked(dev);
+	else if (flags & NPU_LAUNCH_SYNC)
+		st = npu_stream_sync_locked(dev, s);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_parallel(npu_kernel_t kernel, npu_dim3 grid,
+			  const uint64_t *args, unsigned int nargs,
+			  npu_stream_t stream)
+{
+	return npu_launch(kernel, grid, args, nargs, stream,
+			  stream ? NPU_LAUNCH_SYNC : NPU_LAUNCH_SYNC_DEVICE);
+}
+
+npu_status_t npu_parallel_async(npu_kernel_t kernel, npu_dim3 grid,
+				const uint64_t *args, unsigned int nargs,
+				npu_stream_t stream)
+{
+	return npu_launch(kernel, grid, args, nargs, stream, NPU_LAUNCH_ASYNC);
+}

@@ -1,0 +1,941 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_stream.c - streams, events, host functions, device synchronisation.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <xf86drm.h>
+
+#include "npu_core.h"
+
+static void gem_close(struct device *dev, uint32_t handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	drmIoctl(dev->fd, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
+/* Create a host (shmem) BO and map it. */
+int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
+		uint64_t *va, void **map)
+{
+	struct drm_npu_bo_create c = { .size = size };
+	void *m;
+
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_BO_CREATE, &c))
+		return -errno;
+	m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd,
+		 (off_t)c.mmap_offset);
+	if (m == MAP_FAILED) {
+		int e = -errno;
+
+		gem_close(dev, c.handle);
+		return e;
+	}
+	*handle = c.handle;
+	*va = c.va;
+	*map = m;
+	return 0;
+}
+
+void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
+		      uint64_t size)
+{
+	if (map)
+		munmap(map, size);
+	gem_close(dev, handle);
+}
+
+/* ------------------------------------------------------------------------
+ * Streams
+ */
+static uint32_t map_priority(int prio)
+{
+	if (prio >= 1)
+		return DRM_NPU_PRIORITY_LOW;
+	if (prio <= -1)
+		return DRM_NPU_PRIORITY_HIGH;
+	return DRM_NPU_PRIORITY_NORMAL;
+}
+
+static void stream_free_resources(struct device *dev, struct npu_stream *s)
+{
+	int q;
+
+	for (q = 0; q < 2; q++) {
+		if (s->queue[q] != UINT32_MAX &&
+		    (q == 0 || s->queue[1] != s->queue[0])) {
+			struct drm_npu_queue_destroy d = { .queue_id = s->queue[q] };
+
+			drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+		}
+	}
+	if (s->cmd_map)
+		npu_host_bo_free(dev, s->cmd_handle, s->cmd_map, CMD_RING_SIZE);
+	if (s->tl)
+		npu_tl_put(dev, s->tl);
+	pthread_cond_destroy(&s->cb_cond);
+	s->magic = 0;
+	free(s);
+}
+
+/* Caller holds dev->lock. */
+static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
+			       bool legacy, struct npu_stream **out)
+{
+	struct npu_stream *s = calloc(1, sizeof(*s));
+	int q, r;
+
+	if (!s)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "stream");
+	s->magic = STREAM_MAGIC;
+	s->dev = dev;
+	s->flags = flags;
+	s->priority = prio;
+	s->legacy = legacy;
+	s->last_queue = Q_NONE;
+	s->queue[0] = s->queue[1] = UINT32_MAX;
+	pthread_cond_init(&s->cb_cond, NULL);
+	s->tl = npu_tl_new(dev);
+	if (!s->tl) {
+		stream_free_resources(dev, s);
+		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", strerror(errno));
+	}
+	for (q = 0; q < 2; q++) {
+		struct drm_npu_queue_create c;
+		uint32_t nrings = q == Q_COMPUTE ? dev->prop.compute_rings :
+					dev->prop.copy_rings;
+		uint32_t kind = q == Q_COMPUTE ? DRM_NPU_RING_KIND_COMPUTE :
+					DRM_NPU_RING_KIND_COPY;
+
+		if (!nrings) {		/* no copy rings: copies on compute */
+			s->queue[q] = s->queue[Q_COMPUTE];
+			s->ring[q] = s->ring[Q_COMPUTE];
+			continue;
+		}
+		memset(&c, 0, sizeof(c));
+		c.kind = kind;
+		c.priority = map_priority(prio);
+		c.ring = dev->rr[q]++ % nrings;
+		if (drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) {
+			r = errno;
+			stream_free_resources(dev, s);
+			return npu_fail(r == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
+					NPU_ERROR_OS, "DRM_IOCTL_NPU_QUEUE_CREATE: %s",
+					strerror(r));
+		}
+		s->queue[q] = c.queue_id;
+		s->ring[q] = c.ring;
+	}
+	r = npu_host_bo(dev, CMD_RING_SIZE, &s->cmd_handle, &s->cmd_va,
+			(void **)&s->cmd_map);
+	if (r) {
+		s->cmd_map = NULL;
+		stream_free_resources(dev, s);
+		return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
+				"command buffer BO: %s", strerror(-r));
+	}
+	s->next = dev->streams;
+	dev->streams = s;
+	*out = s;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_stream_init_legacy(struct device *dev)
+{
+	return stream_new(dev, 0, 0, true, &dev->legacy);
+}
+
+/* Resolve a stream handle (NULL = legacy of the current device). */
+static npu_status_t get_stream(npu_stream_t h, struct device **dev,
+			       struct npu_stream **s)
+{
+	npu_status_t st;
+
+	*s = NULL;
+	*dev = NULL;
+	if (!h) {
+		st = npu_cur_dev(dev);
+		if (st)
+			return st;
+		*s = (*dev)->legacy;
+		return NPU_SUCCESS;
+	}
+	if (!npu_reg_check(h, REG_STREAM))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"stream %p is not a live stream", (void *)h);
+	*s = h;
+	*dev = h->dev;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
+			    struct npu_stream **s)
+{
+	return get_stream(h, dev, s);
+}
+
+npu_status_t npu_stream_priority_range(int *least, int *greatest)
+{
+	if (least)
+		*least = 1;
+	if (greatest)
+		*greatest = -1;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_stream_create(npu_stream_t *out, unsigned int flags,
+			       int priority)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st;
+
+	if (!out)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "stream pointer is NULL");
+	if (flags & ~NPU_STREAM_NON_BLOCKING)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown stream flags 0x%x",
+				flags);
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	if (priority > 1)
+		priority = 1;
+	if (priority < -1)
+		priority = -1;
+	pthread_mutex_lock(&dev->lock);
+	st = stream_new(dev, flags, priority, false, &s);
+	pthread_mutex_unlock(&dev->lock);
+	if (st)
+		return st;
+	if (npu_reg_add(s, REG_STREAM)) {
+		pthread_mutex_lock(&dev->lock);
+		dev->streams = s->next;		/* s was pushed first */
+		stream_free_resources(dev, s);
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
+	}
+	*out = s;
+	return NPU_SUCCESS;
+}
+
+/* An empty job that applies the stream's implicit dependencies (legacy
+ * rules) so that a host-side wait on the stream's last point covers them.
+ * Caller holds dev->lock. */
+static npu_status_t stream_barrier(struct device *dev, struct npu_stream *s)
+{
+	struct jobctx jc;
+	npu_status_t st;
+	bool need = false;
+	struct npu_stream *b;
+
+	if (s->legacy) {
+		for (b = dev->streams; b; b = b->next)
+			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
+			    b->tl->next > b->waited_by_legacy)
+				need = true;
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+		need = dev->legacy->tl->next > s->legacy_seen;
+	}
+	if (!need)
+		return NPU_SUCCESS;
+	st = npu_job_begin(dev, s, 0, &jc);
+	if (st)
+		return st;
+	return npu_job_submit(dev, &jc, s->last_queue == Q_NONE ? Q_COMPUTE :
+			      s->last_queue, NULL, 0, NULL);
+}
+
+static npu_status_t sticky_of(struct device *dev, struct npu_stream *s)
+{
+	npu_status_t st = s && s->sticky ? s->sticky : dev->sticky;
+
+	return st ? npu_fail_sticky(dev, st) : NPU_SUCCESS;
+}
+
+/* Wait for a stream's work. Caller holds dev->lock. */
+npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
+{
+	npu_status_t st = stream_barrier(dev, s);
+
+	if (st)
+		return st;
+	if (npu_tl_wait_locked(dev, s->tl, s->tl->next))
+		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+	npu_check_faults(dev);
+	return sticky_of(dev, s);
+}
+
+npu_status_t npu_stream_synchronize(npu_stream_t h)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = get_stream(h, &dev, &s);
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	st = npu_stream_sync_locked(dev, s);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_stream_query(npu_stream_t h)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = get_stream(h, &dev, &s);
+	bool done;
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	done = npu_tl_done(dev, s->tl, s->tl->next);
+	if (done && s->legacy) {
+		struct npu_stream *b;
+
+		for (b = dev->streams; b && done; b = b->next)
+			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING))
+				done = npu_tl_done(dev, b->tl, b->tl->next);
+	}
+	if (done) {
+		npu_check_faults(dev);
+		st = sticky_of(dev, s);
+	} else {
+		st = NPU_ERROR_NOT_READY;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_stream_get_priority(npu_stream_t h, int *priority)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = get_stream(h, &dev, &s);
+
+	if (st)
+		return st;
+	if (!priority)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "priority is NULL");
+	*priority = s->priority;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_stream_get_flags(npu_stream_t h, unsigned int *flags)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = get_stream(h, &dev, &s);
+
+	if (st)
+		return st;
+	if (!flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags is NULL");
+	*flags = s->flags;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_stream_destroy(npu_stream_t h)
+{
+	struct device *dev;
+	struct npu_stream *s, **pp;
+	npu_status_t st;
+
+	if (!h || !npu_reg_remove(h, REG_STREAM))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"stream %p is not a live stream", (void *)h);
+	s = h;
+	dev = s->dev;
+	pthread_mutex_lock(&dev->lock);
+	npu_tl_wait_locked(dev, s->tl, s->tl->next);
+	if (s->cb_started) {
+		s->cb_stop = true;
+		pthread_cond_signal(&s->cb_cond);
+		pthread_mutex_unlock(&dev->lock);
+		pthread_join(s->cb_thread, NULL);
+		pthread_mutex_lock(&dev->lock);
+	}
+	npu_check_faults(dev);
+	st = s->sticky;
+	for (pp = &dev->streams; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	stream_free_resources(dev, s);
+	pthread_mutex_unlock(&dev->lock);
+	return st ? npu_fail_sticky(dev, st) : NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Device synchronisation
+ */
+npu_status_t npu_dev_sync_locked(struct device *dev)
+{
+	struct npu_stream *s;
+	unsigned n = 0, i;
+	struct tl **tls;
+	uint32_t *h;
+	uint64_t *pt;
+	npu_status_t st;
+	int r;
+
+	st = stream_barrier(dev, dev->legacy);
+	if (st)
+		return st;
+	for (s = dev->streams; s; s = s->next)
+		n++;
+	tls = calloc(n, sizeof(*tls));
+	h = calloc(n, sizeof(*h));
+	pt = calloc(n, sizeof(*pt));
+	if (!tls || !h || !pt) {
+		free(tls);
+		free(h);
+		free(pt);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "device synchronize");
+	}
+	n = 0;
+	for (s = dev->streams; s; s = s->next) {
+		if (!s->tl->next || s->tl->next <= s->tl->completed)
+			continue;
+		tls[n] = s->tl;
+		s->tl->refs++;
+		h[n] = s->tl->handle;
+		pt[n] = s->tl->next;
+		n++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	r = npu_wait_points(dev, h, pt, n);
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < n; i++) {
+		if (!r && pt[i] > tls[i]->completed)
+			tls[i]->completed = pt[i];
+		npu_tl_put(dev, tls[i]);
+	}
+	free(tls);
+	free(h);
+	free(pt);
+	if (r)
+		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+	npu_check_faults(dev);
+	return sticky_of(dev, NULL);
+}
+
+npu_status_t npu_device_synchronize(void)
+{
+	struct device *dev;
+	npu_status_t st = npu_cur_dev(&dev);
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	st = npu_dev_sync_locked(dev);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_device_reset(void)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st = npu_cur_dev(&dev);
+
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	st = npu_dev_sync_locked(dev);
+	if (st == NPU_ERROR_OUT_OF_MEMORY || st == NPU_ERROR_OS) {
+		pthread_mutex_unlock(&dev->lock);
+		return st;
+	}
+	dev->sticky = NPU_SUCCESS;
+	dev->sticky_msg[0] = 0;
+	for (s = dev->streams; s; s = s->next)
+		s->sticky = NPU_SUCCESS;
+	pthread_mutex_unlock(&dev->lock);
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Host functions
+ */
+static void *cb_main(void *arg)
+{
+	struct npu_stream *s = arg;
+	struct device *dev = s->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	for (;;) {
+		struct hostcb *cb;
+		bool run;
+
+		while (!s->cb_head && !s->cb_stop)
+			pthread_cond_wait(&s->cb_cond, &dev->lock);
+		cb = s->cb_head;
+		if (!cb)
+			break;
+		if (cb->wait_point)
+			npu_tl_wait_locked(dev, s->tl, cb->wait_point);
+		npu_check_faults(dev);
+		run = !s->sticky && !dev->sticky;
+		pthread_mutex_unlock(&dev->lock);
+		if (run)
+			cb->fn(cb->user);
+		pthread_mutex_lock(&dev->lock);
+		drmSyncobjTimelineSignal(dev->fd, &s->tl->handle,
+					 &cb->signal_point, 1);
+		s->tl->submitted = cb->signal_point;
+		s->cb_head = cb->next;
+		if (!s->cb_head)
+			s->cb_tail = NULL;
+		free(cb);
+		npu_flush_deferred(dev);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct hostcb *cb;
+	npu_status_t st = get_stream(h, &dev, &s);
+
+	if (st)
+		return st;
+	if (!fn)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "host function is NULL");
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "host function");
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto fail;
+	}
+	st = stream_barrier(dev, s);
+	if (st)
+		goto fail;
+	if (!s->cb_started) {
+		if (pthread_create(&s->cb_thread, NULL, cb_main, s)) {
+			st = npu_fail(NPU_ERROR_OS, "pthread_create: %s",
+				      strerror(errno));
+			goto fail;
+		}
+		s->cb_started = true;
+	}
+	cb->fn = fn;
+	cb->user = user;
+	cb->wait_point = s->tl->next;
+	cb->signal_point = s->tl->next + 1;
+	s->tl->next = cb->signal_point;
+	s->last_queue = Q_NONE;
+	if (s->cb_tail)
+		s->cb_tail->next = cb;
+	else
+		s->cb_head = cb;
+	s->cb_tail = cb;
+	pthread_cond_signal(&s->cb_cond);
+	pthread_mutex_unlock(&dev->lock);
+	return NPU_SUCCESS;
+fail:
+	pthread_mutex_unlock(&dev->lock);
+	free(cb);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Events
+ */
+static int ts_alloc(struct device *dev)
+{
+	if (!dev->ts_nfree) {
+		unsigned c = dev->ts_nchunks, i;
+		int *nf;
+
+		if (c == TS_MAX_CHUNKS)
+			return -1;
+		if (npu_host_bo(dev, TS_CHUNK_BYTES, &dev->ts_chunk[c].handle,
+				&dev->ts_chunk[c].va, (void **)&dev->ts_chunk[c].map))
+			return -1;
+		nf = realloc(dev->ts_free, (dev->ts_free_cap + TS_EVENTS_PER_CHUNK) *
+			     sizeof(int));
+		if (!nf) {
+			npu_host_bo_free(dev, dev->ts_chunk[c].handle,
+					 dev->ts_chunk[c].map, TS_CHUNK_BYTES);
+			return -1;
+		}
+		dev->ts_free = nf;
+		dev->ts_free_cap += TS_EVENTS_PER_CHUNK;
+		dev->ts_nchunks++;
+		for (i = TS_EVENTS_PER_CHUNK; i > 0; i--)
+			dev->ts_free[dev->ts_nfree++] = (int)(c * TS_EVENTS_PER_CHUNK + i - 1);
+	}
+	return dev->ts_free[--dev->ts_nfree];
+}
+
+static uint64_t *ts_ptr(struct device *dev, int idx, uint64_t gen)
+{
+	unsigned c = (unsigned)idx / TS_EVENTS_PER_CHUNK;
+	unsigned e = (unsigned)idx % TS_EVENTS_PER_CHUNK;
+
+	return dev->ts_chunk[c].map + e * TS_SLOTS_PER_EVENT + gen % TS_SLOTS_PER_EVENT;
+}
+
+static uint64_t ts_va(struct device *dev, int idx, uint64_t gen)
+{
+	unsigned c = (unsigned)idx / TS_EVENTS_PER_CHUNK;
+	unsigned e = (unsigned)idx % TS_EVENTS_PER_CHUNK;
+
+	return dev->ts_chunk[c].va + 8 * (e * TS_SLOTS_PER_EVENT + gen % TS_SLOTS_PER_EVENT);
+}
+
+static npu_status_t event_new(struct device *dev, unsigned flags, bool timing,
+			      struct npu_event **out)
+{
+	struct npu_event *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "event");
+	e->magic = EVENT_MAGIC;
+	e->dev = dev;
+	e->flags = flags;
+	e->ts_index = -1;
+	pthread_mutex_lock(&dev->lock);
+	e->tl = npu_tl_new(dev);
+	if (e->tl && timing)
+		e->ts_index = ts_alloc(dev);
+	if (!e->tl || (timing && e->ts_index < 0)) {
+		if (e->tl)
+			npu_tl_put(dev, e->tl);
+		pthread_mutex_unlock(&dev->lock);
+		free(e);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "event resources");
+	}
+	pthread_mutex_unlock(&dev->lock);
+	*out = e;
+	return NPU_SUCCESS;
+}
+
+static void event_free(struct device *dev, struct npu_event *e)
+{
+	pthread_mutex_lock(&dev->lock);
+	if (e->ts_index >= 0)
+		dev->ts_free[dev->ts_nfree++] = e->ts_index;
+	npu_tl_put(dev, e->tl);
+	pthread_mutex_unlock(&dev->lock);
+	e->magic = 0;
+	free(e);
+}
+
+npu_status_t npu_event_create(npu_event_t *out, unsigned int flags)
+{
+	struct device *dev;
+	struct npu_event *e;
+	npu_status_t st;
+
+	if (!out)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "event pointer is NULL");
+	if (flags & ~(NPU_EVENT_BLOCKING_SYNC | NPU_EVENT_DISABLE_TIMING))
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown event flags 0x%x",
+				flags);
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	st = event_new(dev, flags, !(flags & NPU_EVENT_DISABLE_TIMING), &e);
+	if (st)
+		return st;
+	if (npu_reg_add(e, REG_EVENT)) {
+		event_free(dev, e);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
+	}
+	*out = e;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_event_destroy(npu_event_t e)
+{
+	if (!e || !npu_reg_remove(e, REG_EVENT))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"event %p is not a live event", (void *)e);
+	event_free(e->dev, e);
+	return NPU_SUCCESS;
+}
+
+static npu_status_t get_event(npu_event_t e)
+{
+	if (!e || !npu_reg_check(e, REG_EVENT))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"event %p is not a live event", (void *)e);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct jobctx jc;
+	npu_status_t st = get_event(e);
+	uint64_t gen;
+	int queue;
+
+	if (st)
+		return st;
+	st = get_stream(h, &dev, &s);
+	if (st)
+		return st;
+	if (e->dev != dev)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"event and stream belong to different devices");
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto out;
+	}
+	st = npu_job_begin(dev, s, e->ts_index >= 0 ?
+			   sizeof(struct npu_pkt_timestamp) : 0, &jc);
+	if (st)
+		goto out;
+	gen = e->tl->next + 1;
+	if (e->ts_index >= 0) {
+		struct npu_pkt_timestamp *p = npu_job_put(&jc, sizeof(*p));
+
+		p->header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4);
+		p->reserved = 0;
+		p->dst = ts_va(dev, e->ts_index, gen);
+	}
+	queue = s->last_queue == Q_NONE ? Q_COMPUTE : s->last_queue;
+	st = npu_job_submit(dev, &jc, queue, e->tl, gen, NULL);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_event_query(npu_event_t e)
+{
+	struct device *dev;
+	npu_status_t st = get_event(e);
+
+	if (st)
+		return st;
+	dev = e->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (!npu_tl_done(dev, e->tl, e->tl->next)) {
+		st = NPU_ERROR_NOT_READY;
+	} else {
+		npu_check_faults(dev);
+		st = sticky_of(dev, NULL);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_event_synchronize(npu_event_t e)
+{
+	struct device *dev;
+	npu_status_t st = get_event(e);
+
+	if (st)
+		return st;
+	dev = e->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (e->tl->next && npu_tl_wait_locked(dev, e->tl, e->tl->next)) {
+		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+	} else {
+		npu_check_faults(dev);
+		st = sticky_of(dev, NULL);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
+				   unsigned int flags)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct jobctx jc;
+	npu_status_t st = get_event(e);
+
+	if (st)
+		return st;
+	st = get_stream(h, &dev, &s);
+	if (st)
+		return st;
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
+	if (e->dev != dev)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"event and stream belong to different devices");
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto out;
+	}
+	if (!e->tl->next || e->tl->next <= e->tl->completed)
+		goto out;		/* never recorded or complete */
+	st = npu_job_begin(dev, s, 0, &jc);
+	if (st)
+		goto out;
+	st = npu_job_wait(&jc, e->tl, e->tl->next);
+	if (st) {
+		npu_job_abort(&jc);
+		st = npu_fail(st, "out of memory");
+		goto out;
+	}
+	st = npu_job_submit(dev, &jc, s->last_queue == Q_NONE ? Q_COMPUTE :
+			    s->last_queue, NULL, 0, NULL);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_event_timestamp(npu_event_t e, uint64_t *ticks)
+{
+	struct device *dev;
+	npu_status_t st = get_event(e);
+
+	if (st)
+		return st;
+	if (!ticks)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "ticks is NULL");
+	dev = e->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (!e->tl->next || e->ts_index < 0)
+		st = npu_fail(NPU_ERROR_INVALID_HANDLE,
+			      "event was never recorded or has timing disabled");
+	else if (!npu_tl_done(dev, e->tl, e->tl->next))
+		st = NPU_ERROR_NOT_READY;
+	else
+		*ticks = *(volatile uint64_t *)ts_ptr(dev, e->ts_index, e->tl->next);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_event_elapsed_time(float *ms, npu_event_t a, npu_event_t b)
+{
+	uint64_t t0, t1;
+	npu_status_t st;
+
+	if (!ms)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "ms is NULL");
+	st = get_event(a);
+	if (!st)
+		st = get_event(b);
+	if (st)
+		return st;
+	if (a->dev != b->dev)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"events belong to different devices");
+	st = npu_event_timestamp(a, &t0);
+	if (!st)
+		st = npu_event_timestamp(b, &t1);
+	if (st)
+		return st;
+	*ms = (float)((double)(int64_t)(t1 - t0) * 1e3 / (double)a->dev->prop.clock_hz);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
+{
+	struct device *dev;
+	npu_status_t st = get_event(e);
+	uint32_t tmp;
+	int r;
+
+	if (st)
+		return st;
+	if (!fd)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "fd is NULL");
+	dev = e->dev;
+	pthread_mutex_lock(&dev->lock);
+	r = drmSyncobjCreate(dev->fd, e->tl->next ? 0 : DRM_SYNCOBJ_CREATE_SIGNALED,
+			     &tmp);
+	if (r) {
+		st = npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", strerror(errno));
+		goto out;
+	}
+	if (e->tl->next) {
+		uint64_t p = e->tl->next;
+
+		if (e->tl->submitted < p) {	/* deferred record: wait */
+			struct tl *t = e->tl;
+
+			t->refs++;
+			pthread_mutex_unlock(&dev->lock);
+			drmSyncobjTimelineWait(dev->fd, &t->handle, &p, 1, INT64_MAX,
+					       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+					       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE,
+					       NULL);
+			pthread_mutex_lock(&dev->lock);
+			r = drmSyncobjTransfer(dev->fd, tmp, 0, t->handle, p, 0);
+			npu_tl_put(dev, t);
+		} else {
+			r = drmSyncobjTransfer(dev->fd, tmp, 0, e->tl->handle, p, 0);
+		}
+		if (r) {
+			st = npu_fail(NPU_ERROR_OS, "drmSyncobjTransfer: %s",
+				      strerror(errno));
+			drmSyncobjDestroy(dev->fd, tmp);
+			goto out;
+		}
+	}
+	r = drmSyncobjExportSyncFile(dev->fd, tmp, fd);
+	if (r)
+		st = npu_fail(NPU_ERROR_OS, "drmSyncobjExportSyncFile: %s",
+			      strerror(errno));
+	drmSyncobjDestroy(dev->fd, tmp);
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_event_import_fd(npu_event_t *out, int fd)
+{
+	struct device *dev;
+	struct npu_event *e;
+	npu_status_t st;
+	uint32_t tmp;
+
+	if (!out || fd < 0)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "bad event pointer or fd");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	st = event_new(dev, NPU_EVENT_DISABLE_TIMING, false, &e);
+	if (st)
+		return st;
+	e->imported = true;
+	pthread_mutex_lock(&dev->lock);
+	if (drmSyncobjCreate(dev->fd, 0, &tmp)) {
+		st = npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", strerror(errno));
+	} else {
+		if (drmSyncobjImportSyncFile(dev->fd, tmp, fd))
+			st = npu_fail(NPU_ERROR_INVALID_VALUE,
+				      "fd %d is not a sync_file: %s", fd,
+				      strerror(errno));
+		else if (drmSyncobjTransfer(dev->fd, e->tl->handle, 1, tmp, 0, 0))
+			st = npu_fail(NPU_ERROR_OS, "drmSyncobjTransfer: %s",
+				      strerror(errno));
+		drmSyncobjDestroy(dev->fd, tmp);
+	}
+	if (!st)
+		e->tl->next = e->tl->submitted = 1;
+	pthread_mutex_unlock(&dev->lock);
+	if (!st && npu_reg_add(e, REG_EVENT))
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
+	if (st) {
+		event_free(dev, e);
+		return st;
+	}
+	*out = e;
+	return NPU_SUCCESS;
+}
