@@ -539,8 +539,13 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     pci_register_bar(pdev, NPU_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
                      &s->mmio);
 
-    memory_region_init_ram(&s->devmem, OBJECT(s), "npu-devmem",
-                           s->devmem_size, &local_err);
+    /*
+     * The device is not migratable, so its memory gets no RAMBlock id:
+     * that also lets a new instance be plugged at the same address before
+     * the old one is finalized.
+     */
+    memory_region_init_ram_nomigrate(&s->devmem, OBJECT(s), "npu-devmem",
+                                     s->devmem_size, &local_err);
     if (local_err) {
         error_propagate(errp, local_err);
         return;

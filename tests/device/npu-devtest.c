@@ -1,0 +1,2039 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-devtest: tests of the npu QEMU device through the qtest protocol, no
+ * guest kernel. Usage: npu-devtest <qemu-system-x86_64>. Prints TAP 13.
+ *
+ * Guest-physical layout used (-m 256M):
+ *   0x00100000 + r * 0x10000   ring r (16 KiB)
+ *   0x00200000 ...             page tables (root first)
+ *   0x00300000                 fence words, 0x00310000 MSI-X targets
+ *   0x01000000 ...             host buffers (mapped in reverse page order)
+ *   0xe0000000                 BAR2 (device memory), 0xfe000000 BAR0,
+ *   0xfe010000                 BAR4 (MSI-X)
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "npu_hw.h"
+#include "qtest.h"
+
+#define SLOT		4
+#define BAR0		0xfe000000ull
+#define BAR2		0xe0000000ull
+#define BAR4		0xfe010000ull
+#define RING_PA(r)	(0x100000ull + (r) * 0x10000ull)
+#define RING_BYTES	0x4000u
+#define PT_PA		0x200000ull
+#define PT_MAX		240
+#define FENCE_PA	0x300000ull
+#define MSI_PA		0x310000ull
+#define HOST_PA		0x1000000ull
+#define HOST_END	0x0f000000ull
+#define VA_BASE		0x100000000ull
+#define CTX_ID		7
+
+static const char *qemu_bin;
+static struct qt *q;
+static int test_no, failures;
+
+/* ---------------------------------------------------------------- TAP */
+
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++test_no);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		failures++;
+}
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static uint64_t host_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* ---------------------------------------------------------- registers */
+
+static uint32_t cfg_addr(unsigned off)
+{
+	return 0x80000000u | SLOT << 11 | (off & 0xfc);
+}
+
+static uint32_t cfg_readl(unsigned off)
+{
+	qt_outl(q, 0xcf8, cfg_addr(off));
+	return qt_inl(q, 0xcfc);
+}
+
+static void cfg_writel(unsigned off, uint32_t v)
+{
+	qt_outl(q, 0xcf8, cfg_addr(off));
+	qt_outl(q, 0xcfc, v);
+}
+
+static uint32_t rd(uint32_t reg)
+{
+	return qt_readl(q, BAR0 + reg);
+}
+
+static void wr(uint32_t reg, uint32_t v)
+{
+	qt_writel(q, BAR0 + reg, v);
+}
+
+static uint32_t rrd(int r, uint32_t reg)
+{
+	return rd(NPU_RING_BASE(r) + reg);
+}
+
+static void rwr(int r, uint32_t reg, uint32_t v)
+{
+	wr(NPU_RING_BASE(r) + reg, v);
+}
+
+static uint64_t rrd64(int r, uint32_t reg)
+{
+	uint64_t lo = rrd(r, reg);
+
+	return lo | (uint64_t)rrd(r, reg + 4) << 32;
+}
+
+static uint64_t dev_clock(void)
+{
+	uint64_t lo = rd(NPU_REG_CLOCK_LO);
+
+	return lo | (uint64_t)rd(NPU_REG_CLOCK_HI) << 32;
+}
+
+static int msix_cap;
+static unsigned nvec;
+
+static void pci_setup(void)
+{
+	unsigned cap;
+
+	cfg_writel(0x10, (uint32_t)BAR0);
+	cfg_writel(0x18, (uint32_t)BAR2);
+	cfg_writel(0x1c, BAR2 >> 32);
+	cfg_writel(0x20, (uint32_t)BAR4);
+	cfg_writel(0x04, 0x6);	/* memory space + bus master */
+	msix_cap = 0;
+	for (cap = cfg_readl(0x34) & 0xfc; cap; cap = (cfg_readl(cap) >> 8) & 0xfc) {
+		if ((cfg_readl(cap) & 0xff) == 0x11) {
+			msix_cap = cap;
+			break;
+		}
+	}
+	if (msix_cap) {
+		uint32_t ctl = cfg_readl(msix_cap);
+
+		nvec = ((ctl >> 16) & 0x7ff) + 1;
+		/* enable MSI-X, clear the function mask */
+		cfg_writel(msix_cap, (ctl & ~(1u << 30)) | 1u << 31);
+	}
+}
+
+/* Vector v writes data 0x1000+v to MSI_PA + 4*v (ordinary guest RAM). */
+static void msix_setup(void)
+{
+	unsigned v;
+
+	for (v = 0; v < nvec; v++) {
+		qt_writel(q, BAR4 + v * 16 + 0, (uint32_t)(MSI_PA + 4 * v));
+		qt_writel(q, BAR4 + v * 16 + 4, 0);
+		qt_writel(q, BAR4 + v * 16 + 8, 0x1000 + v);
+		qt_writel(q, BAR4 + v * 16 + 12, 0);
+		qt_writel(q, MSI_PA + 4 * v, 0);
+	}
+}
+
+static uint32_t msi_word(unsigned v)
+{
+	return qt_readl(q, MSI_PA + 4 * v);
+}
+
+static int wait_msi(unsigned v, int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+
+	while (host_ns() < end) {
+		if (msi_word(v) == 0x1000 + v)
+			return 1;
+		usleep(200);
+	}
+	return 0;
+}
+
+/* -------------------------------------------------------- page tables */
+
+static uint64_t pt[PT_MAX][512];
+static int pt_dirty[PT_MAX];
+static int pt_used;
+static uint64_t host_next, va_next, dev_next;
+
+static uint64_t pt_pa(int i)
+{
+	return PT_PA + i * 4096ull;
+}
+
+static void pt_reset(void)
+{
+	memset(pt, 0, sizeof(pt));
+	pt_used = 1;
+	pt_dirty[0] = 1;
+	host_next = HOST_PA;
+	va_next = VA_BASE;
+	dev_next = 0;
+}
+
+static int pt_child(int t, unsigned idx)
+{
+	if (!(pt[t][idx] & NPU_PTE_VALID)) {
+		int n = pt_used++;
+
+		if (n >= PT_MAX) {
+			fprintf(stderr, "out of page tables\n");
+			exit(2);
+		}
+		memset(pt[n], 0, sizeof(pt[n]));
+		pt_dirty[n] = 1;
+		pt[t][idx] = pt_pa(n) | NPU_PTE_VALID;
+		pt_dirty[t] = 1;
+	}
+	return (int)(((pt[t][idx] & NPU_PTE_ADDR_MASK) - PT_PA) / 4096);
+}
+
+static void pt_map(uint64_t va, uint64_t pte)
+{
+	int l1 = pt_child(0, NPU_PT_INDEX(va, 2));
+	int l0 = pt_child(l1, NPU_PT_INDEX(va, 1));
+
+	pt[l0][NPU_PT_INDEX(va, 0)] = pte;
+	pt_dirty[l0] = 1;
+}
+
+static void pt_sync(void)
+{
+	int i;
+
+	for (i = 0; i < pt_used; i++) {
+		if (pt_dirty[i]) {
+			qt_memwrite(q, pt_pa(i), pt[i], 4096);
+			pt_dirty[i] = 0;
+		}
+	}
+}
+
+/* A buffer: VA range mapped page by page. */
+struct buf {
+	uint64_t va, size;
+	int dev;
+	uint64_t base;		/* first PA / devmem offset */
+	uint64_t npages;
+};
+
+/* Guest-physical (or BAR2) address of byte off of the buffer. */
+static uint64_t buf_phys(const struct buf *b, uint64_t off)
+{
+	uint64_t page = off / 4096;
+
+	if (b->dev)
+		return BAR2 + b->base + page * 4096 + off % 4096;
+	/* host buffers are mapped in reverse page order */
+	return b->base + (b->npages - 1 - page) * 4096 + off % 4096;
+}
+
+static struct buf alloc_buf(uint64_t size, int dev, int writable)
+{
+	struct buf b = { .va = va_next, .size = size, .dev = dev };
+	uint64_t i;
+
+	b.npages = (size + 4095) / 4096;
+	if (!b.npages)
+		b.npages = 1;
+	if (dev) {
+		b.base = dev_next;
+		dev_next += b.npages * 4096;
+	} else {
+		b.base = host_next;
+		host_next += b.npages * 4096;
+		if (host_next > HOST_END) {
+			fprintf(stderr, "out of host memory\n");
+			exit(2);
+		}
+	}
+	for (i = 0; i < b.npages; i++) {
+		uint64_t pte = NPU_PTE_VALID | (writable ? NPU_PTE_WRITE : 0);
+
+		if (dev)
+			pte |= NPU_PTE_DEVMEM | (b.base + i * 4096);
+		else
+			pte |= b.base + (b.npages - 1 - i) * 4096;
+		pt_map(b.va + i * 4096, pte);
+	}
+	/* leave an unmapped guard page after each buffer */
+	va_next += (b.npages + 1) * 4096;
+	pt_sync();
+	return b;
+}
+
+static void buf_write(const struct buf *b, uint64_t off, const void *data,
+		      uint64_t len)
+{
+	const uint8_t *p = data;
+
+	while (len) {
+		uint64_t n = 4096 - (off % 4096);
+
+		if (n > len)
+			n = len;
+		qt_memwrite(q, buf_phys(b, off), p, n);
+		off += n;
+		p += n;
+		len -= n;
+	}
+}
+
+static void buf_read(const struct buf *b, uint64_t off, void *data,
+		     uint64_t len)
+{
+	uint8_t *p = data;
+
+	while (len) {
+		uint64_t n = 4096 - (off % 4096);
+
+		if (n > len)
+			n = len;
+		qt_memread(q, buf_phys(b, off), p, n);
+		off += n;
+		p += n;
+		len -= n;
+	}
+}
+
+/* ------------------------------------------------------------ packets */
+
+struct pk {
+	uint32_t dw[4096];
+	unsigned n;
+};
+
+static void pk_dw(struct pk *p, uint32_t v)
+{
+	p->dw[p->n++] = v;
+}
+
+static void pk_qw(struct pk *p, uint64_t v)
+{
+	pk_dw(p, (uint32_t)v);
+	pk_dw(p, v >> 32);
+}
+
+static void pk_nop(struct pk *p, unsigned ndw)
+{
+	unsigned i;
+
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_NOP, 0, ndw));
+	for (i = 1; i < ndw; i++)
+		pk_dw(p, 0xdeadbeef);
+}
+
+static void pk_copy(struct pk *p, uint64_t src, uint64_t dst, uint64_t size)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_COPY, 0, 8));
+	pk_dw(p, 0);
+	pk_qw(p, src);
+	pk_qw(p, dst);
+	pk_qw(p, size);
+}
+
+static void pk_fill(struct pk *p, uint64_t dst, uint64_t size, uint32_t v)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_FILL, 0, 6));
+	pk_dw(p, v);
+	pk_qw(p, dst);
+	pk_qw(p, size);
+}
+
+static void pk_launch(struct pk *p, uint32_t kernel, uint32_t gx,
+		      unsigned nargs, const uint64_t *args)
+{
+	unsigned i;
+
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * nargs));
+	pk_dw(p, kernel);
+	pk_dw(p, gx);
+	pk_dw(p, 1);
+	pk_dw(p, 1);
+	pk_dw(p, nargs);
+	for (i = 0; i < nargs; i++)
+		pk_qw(p, args[i]);
+}
+
+#define LAUNCH(p, k, g, ...) do { \
+	uint64_t a_[] = { __VA_ARGS__ }; \
+	pk_launch(p, k, g, sizeof(a_) / 8, a_); \
+} while (0)
+
+static void pk_ts(struct pk *p, uint64_t dst)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4));
+	pk_dw(p, 0);
+	pk_qw(p, dst);
+}
+
+static void pk_sem(struct pk *p, int wait, uint64_t addr, uint32_t v)
+{
+	pk_dw(p, NPU_PKT_HDR(wait ? NPU_OP_SEM_WAIT : NPU_OP_SEM_SIGNAL, 0, 4));
+	pk_dw(p, v);
+	pk_qw(p, addr);
+}
+
+static void pk_ib(struct pk *p, uint64_t va, uint32_t size)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_INDIRECT, 0, 4));
+	pk_dw(p, size);
+	pk_qw(p, va);
+}
+
+static void pk_ctx(struct pk *p, uint32_t ctx, uint64_t root)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_SET_CONTEXT, 0, 4));
+	pk_dw(p, ctx);
+	pk_qw(p, root);
+}
+
+static void pk_fence(struct pk *p, uint32_t seq, uint64_t addr, int irq)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_FENCE, irq ? NPU_FENCE_IRQ : 0, 4));
+	pk_dw(p, seq);
+	pk_qw(p, addr);
+}
+
+static void pk_flush(struct pk *p)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_RING_CTRL, NPU_RING_CTRL_FLUSH_TLB, 1));
+}
+
+/* -------------------------------------------------------------- rings */
+
+static uint32_t tail[NPU_MAX_RINGS];
+static uint32_t seqno[NPU_MAX_RINGS];
+static unsigned nrings;
+
+static void ring_init(int r)
+{
+	qt_memset(q, RING_PA(r), 0, RING_BYTES);
+	rwr(r, NPU_RING_BASE_LO, (uint32_t)RING_PA(r));
+	rwr(r, NPU_RING_BASE_HI, 0);
+	rwr(r, NPU_RING_SIZE, RING_BYTES);
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE);
+	tail[r] = rrd(r, NPU_RING_TAIL);
+}
+
+/* Copy packets into ring r (wrapping) and ring the doorbell. */
+static void ring_submit(int r, const struct pk *p)
+{
+	unsigned i = 0;
+
+	while (i < p->n) {
+		unsigned room = (RING_BYTES - tail[r]) / 4;
+		unsigned n = p->n - i < room ? p->n - i : room;
+
+		qt_memwrite(q, RING_PA(r) + tail[r], p->dw + i, n * 4);
+		tail[r] = (tail[r] + n * 4) % RING_BYTES;
+		i += n;
+	}
+	rwr(r, NPU_RING_TAIL, tail[r]);
+}
+
+static uint64_t fence_pa(int r)
+{
+	return FENCE_PA + r * 4;
+}
+
+/* Wait until the ring is idle or halted; returns STATUS (0 on timeout). */
+static uint32_t ring_wait(int r, int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+
+	while (host_ns() < end) {
+		uint32_t st = rrd(r, NPU_RING_STATUS);
+
+		if (st & (NPU_RING_STS_IDLE | NPU_RING_STS_HALTED))
+			return st;
+		usleep(200);
+	}
+	return 0;
+}
+
+/* Submit p followed by a fence and wait; true if it completed cleanly. */
+static bool ring_run(int r, struct pk *p, int timeout_ms)
+{
+	uint32_t st;
+
+	pk_fence(p, ++seqno[r], fence_pa(r), 0);
+	ring_submit(r, p);
+	st = ring_wait(r, timeout_ms);
+	return st == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
+	       rrd(r, NPU_RING_FENCE) == seqno[r] &&
+	       qt_readl(q, fence_pa(r)) == seqno[r];
+}
+
+static void ring_ctx(int r)
+{
+	struct pk p = { .n = 0 };
+
+	pk_ctx(&p, CTX_ID, PT_PA);
+	ring_submit(r, &p);
+	ring_wait(r, 2000);
+}
+
+/* Ring r halted with error code err? Then resume it. */
+static bool expect_error(int r, uint32_t err, uint64_t fault, uint32_t info)
+{
+	uint32_t st = ring_wait(r, 5000);
+	uint32_t e = rrd(r, NPU_RING_ERROR);
+	uint64_t f = rrd64(r, NPU_RING_FAULT_LO);
+	uint32_t i = rrd(r, NPU_RING_ERROR_INFO);
+	bool good = (st & NPU_RING_STS_HALTED) && e == err &&
+		    (fault == ~0ull || f == fault) &&
+		    (info == ~0u || i == info) &&
+		    (rd(NPU_REG_ERR_PENDING) & (1u << r));
+
+	if (!good)
+		diag("ring %d: status 0x%x error %u fault 0x%llx info 0x%x "
+		     "pending 0x%x (want error %u fault 0x%llx info 0x%x)", r,
+		     st, e, (unsigned long long)f, i, rd(NPU_REG_ERR_PENDING),
+		     err, (unsigned long long)fault, info);
+	return good;
+}
+
+static void ring_resume(int r)
+{
+	wr(NPU_REG_ERR_PENDING, 1u << r);
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE | NPU_RING_CTL_RESUME);
+}
+
+static void ring_reset(int r)
+{
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	tail[r] = 0;
+	ring_init(r);
+	ring_ctx(r);
+}
+
+/* ---------------------------------------------------------- instances */
+
+static void start(const char *devopts, int with_qmp)
+{
+	char dev[512];
+	const char *extra[] = { "-device", dev, NULL };
+
+	snprintf(dev, sizeof(dev), "npu,addr=%d%s%s", SLOT,
+		 devopts && *devopts ? "," : "", devopts ? devopts : "");
+	q = qt_start(qemu_bin, extra, with_qmp);
+	if (!q || q->dead) {
+		printf("Bail out! cannot start %s\n", qemu_bin);
+		exit(1);
+	}
+	pci_setup();
+	msix_setup();
+	pt_reset();
+	pt_sync();
+	nrings = NPU_CAPS_COMPUTE_RINGS(rd(NPU_REG_CAPS)) +
+		 NPU_CAPS_COPY_RINGS(rd(NPU_REG_CAPS));
+	memset(tail, 0, sizeof(tail));
+	memset(seqno, 0, sizeof(seqno));
+	for (unsigned r = 0; r < nrings; r++) {
+		ring_init(r);
+		ring_ctx(r);
+	}
+}
+
+static void stop(const char *what)
+{
+	int alive = qt_alive(q);
+	int rc = qt_quit(q);
+
+	ok(alive && rc == 0, "%s: QEMU responsive and exits cleanly", what);
+	q = NULL;
+}
+
+/* --------------------------------------------------------------- math */
+
+static uint32_t rng_state = 12345;
+
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 17;
+	rng_state ^= rng_state << 5;
+	return rng_state;
+}
+
+static uint64_t rnd64(void)
+{
+	return (uint64_t)rnd() << 32 | rnd();
+}
+
+static float frand(void)
+{
+	return (float)((int)(rnd() % 2001) - 1000) / 250.0f;
+}
+
+static uint64_t fbits(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static void frand_fill(float *x, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = frand();
+}
+
+static bool close_enough(const float *got, const float *want, size_t n,
+			 float tol, const char *what)
+{
+	for (size_t i = 0; i < n; i++) {
+		float d = fabsf(got[i] - want[i]);
+
+		if (!(d <= tol * (1.0f + fabsf(want[i])))) {
+			diag("%s[%zu]: got %g want %g", what, i, got[i], want[i]);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------- tests */
+
+static void test_identity(void)
+{
+	uint32_t caps = rd(NPU_REG_CAPS), v;
+	uint64_t c1, c2, cq;
+
+	ok(cfg_readl(0) == (NPU_PCI_DEVICE_ID << 16 | NPU_PCI_VENDOR_ID) &&
+	   cfg_readl(8) >> 16 == NPU_PCI_CLASS &&
+	   (cfg_readl(8) & 0xff) == NPU_PCI_REVISION,
+	   "PCI vendor/device/class/revision");
+	cfg_writel(0x18, 0xffffffff);
+	v = cfg_readl(0x18);
+	cfg_writel(0x18, (uint32_t)BAR2);
+	ok((v & 0xf) == 0xc && (v & ~0xfu) == (uint32_t)-(64u << 20),
+	   "BAR2 is 64-bit prefetchable, 64 MiB (0x%x)", v);
+	ok(msix_cap && nvec == nrings + 1, "MSI-X with %u vectors", nvec);
+	ok(rd(NPU_REG_ID) == NPU_ID_MAGIC && rd(NPU_REG_VERSION) == NPU_VERSION,
+	   "ID and VERSION");
+	ok(NPU_CAPS_COMPUTE_RINGS(caps) == 4 && NPU_CAPS_COPY_RINGS(caps) == 2 &&
+	   NPU_CAPS_CUS(caps) == 8, "CAPS 0x%x: 4 compute, 2 copy, 8 units",
+	   caps);
+	ok(rd(NPU_REG_FEATURES) == NPU_FEATURE_TIMING &&
+	   rd(NPU_REG_DEVMEM_SIZE_LO) == 64u << 20 &&
+	   rd(NPU_REG_DEVMEM_SIZE_HI) == 0 &&
+	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
+	ok(rd(NPU_REG_LINK_BW_MBPS) == 4000 && rd(NPU_REG_MEM_BW_MBPS) == 32000 &&
+	   rd(NPU_REG_CU_MOPS) == 2000 && rd(NPU_REG_LAUNCH_NS) == 4000 &&
+	   rd(NPU_REG_COPY_NS) == 2000, "timing figures from the properties");
+	c1 = dev_clock();
+	usleep(5000);
+	c2 = dev_clock();
+	cq = qt_readq(q, BAR0 + NPU_REG_CLOCK_LO);
+	ok(c2 > c1 + 4000000 && c2 < c1 + 2000000000ull && cq >= c2,
+	   "device clock counts ns (%llu ns over 5 ms), 64-bit read",
+	   (unsigned long long)(c2 - c1));
+	wr(NPU_REG_SCRATCH, 0xa5a5f00d);
+	ok(rd(NPU_REG_SCRATCH) == 0xa5a5f00d && rd(0x7fc) == 0 &&
+	   rd(NPU_RING_BASE(15) + NPU_RING_HEAD) == 0, "SCRATCH; unknown registers read 0");
+
+	/* whole-device reset, then every ring register at its reset value */
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	c1 = dev_clock();
+	{
+		bool good = true;
+
+		for (unsigned r = 0; r < nrings; r++) {
+			good &= rrd(r, NPU_RING_BASE_LO) == 0 &&
+				rrd(r, NPU_RING_SIZE) == 0 &&
+				rrd(r, NPU_RING_HEAD) == 0 &&
+				rrd(r, NPU_RING_TAIL) == 0 &&
+				rrd(r, NPU_RING_CONTROL) == 0 &&
+				rrd(r, NPU_RING_STATUS) == NPU_RING_STS_IDLE &&
+				rrd(r, NPU_RING_KIND) ==
+				(r < 4 ? NPU_RING_KIND_COMPUTE : NPU_RING_KIND_COPY) &&
+				rrd(r, NPU_RING_FENCE) == 0 &&
+				rrd(r, NPU_RING_ERROR) == 0 &&
+				rrd64(r, NPU_RING_CMDS_LO) == 0 &&
+				rrd64(r, NPU_RING_BUSY_LO) == 0;
+		}
+		ok(good && rd(NPU_REG_ERR_PENDING) == 0 && rd(NPU_REG_SCRATCH) == 0 &&
+		   c1 < 1000000000ull, "ring registers at reset values after RESET");
+	}
+	for (unsigned r = 0; r < nrings; r++) {
+		tail[r] = 0;
+		ring_init(r);
+		ring_ctx(r);
+	}
+	ok(rrd(0, NPU_RING_STATUS) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
+	   rrd(0, NPU_RING_CONTEXT) == CTX_ID, "ring enabled, SET_CONTEXT sets CONTEXT");
+}
+
+static void test_fences(void)
+{
+	struct pk p = { .n = 0 };
+	bool good = true;
+	unsigned r, v;
+
+	for (r = 0; r < nrings; r++) {
+		for (v = 0; v < nvec; v++)
+			qt_writel(q, MSI_PA + 4 * v, 0);
+		p.n = 0;
+		pk_fence(&p, 0x100 + r, fence_pa(r), 1);
+		ring_submit(r, &p);
+		good &= wait_msi(r, 5000);
+		good &= qt_readl(q, fence_pa(r)) == 0x100 + r &&
+			rrd(r, NPU_RING_FENCE) == 0x100 + r;
+		for (v = 0; v < nvec; v++)
+			if (v != r && msi_word(v))
+				good = false;
+		seqno[r] = 0x100 + r;
+	}
+	ok(good, "FENCE with IRQ: seqno in memory and RING_FENCE, MSI-X vector r per ring only");
+
+	qt_writel(q, MSI_PA, 0);
+	p.n = 0;
+	pk_nop(&p, 1);
+	pk_nop(&p, 7);
+	for (v = 1; v <= 5; v++)
+		pk_fence(&p, seqno[0] + v, fence_pa(0), 0);
+	seqno[0] += 5;
+	ring_submit(0, &p);
+	ring_wait(0, 5000);
+	ok(qt_readl(q, fence_pa(0)) == seqno[0] && rrd(0, NPU_RING_FENCE) == seqno[0] &&
+	   msi_word(0) == 0 && rrd(0, NPU_RING_HEAD) == tail[0],
+	   "NOPs and fences in order, no IRQ without the flag, HEAD reaches TAIL");
+
+	/* ordering: the copy's data is visible once the fence is */
+	{
+		struct buf h = alloc_buf(256 * 1024, 0, 1), d = alloc_buf(256 * 1024, 1, 1);
+		uint32_t *x = malloc(h.size), *y = malloc(h.size);
+		uint64_t end;
+
+		for (size_t i = 0; i < h.size / 4; i++)
+			x[i] = rnd();
+		buf_write(&h, 0, x, h.size);
+		p.n = 0;
+		pk_copy(&p, h.va, d.va, h.size);
+		pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+		ring_submit(0, &p);
+		end = host_ns() + 5000000000ull;
+		while (qt_readl(q, fence_pa(0)) != seqno[0] && host_ns() < end)
+			usleep(100);
+		buf_read(&d, 0, y, d.size);
+		ok(!memcmp(x, y, h.size) && wait_msi(0, 5000),
+		   "fence written after the preceding copy's data, then the IRQ");
+		free(x);
+		free(y);
+	}
+	/* fence seqno wraps: the device writes any 32-bit value */
+	p.n = 0;
+	pk_fence(&p, 0xffffffff, fence_pa(1), 0);
+	pk_fence(&p, 0x00000002, fence_pa(1), 0);
+	ring_submit(1, &p);
+	ring_wait(1, 5000);
+	ok(qt_readl(q, fence_pa(1)) == 2 && npu_seqno_passed(2, 0xffffffff),
+	   "fence seqno wrap (0xffffffff then 2)");
+	seqno[1] = 2;
+}
+
+static void test_copies(void)
+{
+	const uint64_t n = 3 * 4096 + 1234;
+	struct buf h1 = alloc_buf(n + 8, 0, 1), h2 = alloc_buf(n + 8, 0, 1);
+	struct buf d1 = alloc_buf(n + 8, 1, 1), d2 = alloc_buf(n + 8, 1, 1);
+	uint8_t *a = malloc(n), *b = malloc(n);
+	struct pk p = { .n = 0 };
+	uint32_t f[4096];
+	bool good;
+
+	for (uint64_t i = 0; i < n; i++)
+		a[i] = rnd();
+	buf_write(&h1, 0, a, n);
+	pk_copy(&p, h1.va + 3, d1.va + 5, n - 8);	/* H2D, unaligned */
+	good = ring_run(4, &p, 5000);
+	memset(b, 0, n);
+	buf_read(&d1, 5, b, n - 8);
+	ok(good && !memcmp(a + 3, b, n - 8), "COPY host->device memory across pages (copy ring)");
+
+	p.n = 0;
+	pk_copy(&p, d1.va, d2.va, n);
+	good = ring_run(5, &p, 5000);
+	memset(b, 0, n);
+	qt_memread(q, BAR2 + d2.base, b, n);	/* contiguous in devmem */
+	buf_read(&d1, 0, a, n);
+	ok(good && !memcmp(a, b, n), "COPY device->device, visible through BAR2");
+
+	p.n = 0;
+	pk_copy(&p, d2.va, h2.va, n);
+	good = ring_run(0, &p, 5000);
+	memset(b, 0, n);
+	buf_read(&h2, 0, b, n);
+	ok(good && !memcmp(a, b, n), "COPY device->host (compute ring)");
+
+	p.n = 0;
+	pk_copy(&p, h1.va, h2.va, 0);
+	ok(ring_run(0, &p, 5000), "COPY of 0 bytes is a no-op");
+
+	p.n = 0;
+	pk_fill(&p, h2.va + 4, 8192 + 12, 0x3f800000);
+	pk_fill(&p, d1.va, 4096 * 2, 0xcafef00d);
+	good = ring_run(4, &p, 5000);
+	buf_read(&h2, 0, f, 8192 + 20);
+	for (unsigned i = 1; i < (8192 + 12) / 4 + 1; i++)
+		good &= f[i] == 0x3f800000;
+	good &= f[(8192 + 16) / 4] != 0x3f800000 || a[8192 + 16] == 0 ;
+	buf_read(&d1, 0, f, 8192);
+	for (unsigned i = 0; i < 2048; i++)
+		good &= f[i] == 0xcafef00d;
+	ok(good, "FILL host and device memory");
+	free(a);
+	free(b);
+}
+
+/* Upload floats, run a launch on ring r, compare outputs. */
+static struct buf fbuf(const float *x, size_t n, int dev)
+{
+	struct buf b = alloc_buf(n * 4 + 4, dev, 1);
+
+	if (x)
+		buf_write(&b, 0, x, n * 4);
+	return b;
+}
+
+static float *fget(const struct buf *b, size_t n)
+{
+	float *x = malloc(n * 4 + 4);
+
+	buf_read(b, 0, x, n * 4);
+	return x;
+}
+
+static void ref_gemm(const float *A, const float *B, float *C, int M, int N,
+		     int K, int ta, int tb, float alpha, float beta)
+{
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double acc = 0;
+
+			for (int k = 0; k < K; k++) {
+				float a = ta ? A[k * M + i] : A[i * K + k];
+				float b = tb ? B[j * K + k] : B[k * N + j];
+
+				acc += (double)a * b;
+			}
+			C[i * N + j] = alpha * (float)acc +
+				       (beta != 0 ? beta * C[i * N + j] : 0);
+		}
+}
+
+static void softmax_ref(const float *x, float *y, int cols)
+{
+	double mx = x[0], s = 0;
+
+	for (int c = 1; c < cols; c++)
+		mx = x[c] > mx ? x[c] : mx;
+	for (int c = 0; c < cols; c++)
+		s += exp(x[c] - mx);
+	for (int c = 0; c < cols; c++)
+		y[c] = exp(x[c] - mx) / s;
+}
+
+static void test_kernels(void)
+{
+	enum { N = 3001, R = 37, C = 53 };
+	float *x = malloc(N * 4), *y = malloc(N * 4), *ref = malloc(N * 4), *g;
+	struct pk p = { .n = 0 };
+	struct buf bx, by, bz;
+	bool good;
+	int dev = 0;
+
+	frand_fill(x, N);
+	frand_fill(y, N);
+
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	p.n = 0;
+	pk_launch(&p, NPU_KERNEL_NOP, 1, 0, NULL);
+	ok(ring_run(0, &p, 5000), "kernel NOP");
+
+	by = fbuf(NULL, N, 1);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_FILL_F32, 3, by.va, N, fbits(2.5f));
+	good = ring_run(0, &p, 5000);
+	g = fget(&by, N);
+	for (int i = 0; i < N; i++)
+		ref[i] = 2.5f;
+	ok(good && close_enough(g, ref, N, 0, "fill"), "kernel FILL_F32");
+	free(g);
+
+	for (int round = 0; round < 2; round++, dev = !dev) {
+		bx = fbuf(x, N, dev);
+		by = fbuf(y, N, !dev);
+		bz = fbuf(NULL, N, dev);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_SCALE_F32, 4, bx.va, bz.va, N, fbits(-1.5f));
+		good = ring_run(1, &p, 5000);
+		g = fget(&bz, N);
+		for (int i = 0; i < N; i++)
+			ref[i] = -1.5f * x[i];
+		ok(good && close_enough(g, ref, N, 1e-6f, "scale"),
+		   "kernel SCALE_F32 (%s)", dev ? "devmem" : "host memory");
+		free(g);
+
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_VADD_F32, 8, bx.va, by.va, bz.va, N);
+		good = ring_run(2, &p, 5000);
+		g = fget(&bz, N);
+		for (int i = 0; i < N; i++)
+			ref[i] = x[i] + y[i];
+		ok(good && close_enough(g, ref, N, 1e-6f, "vadd"), "kernel VADD_F32 (%s)",
+		   dev ? "devmem" : "host memory");
+		free(g);
+
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_SAXPY_F32, 2, bx.va, by.va, N, fbits(0.75f));
+		good = ring_run(3, &p, 5000);
+		g = fget(&by, N);
+		for (int i = 0; i < N; i++)
+			ref[i] = y[i] + 0.75f * x[i];
+		ok(good && close_enough(g, ref, N, 1e-6f, "saxpy"), "kernel SAXPY_F32 (%s)",
+		   dev ? "devmem" : "host memory");
+		free(g);
+	}
+
+	bx = fbuf(x, N, 0);
+	by = fbuf(NULL, N, 1);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_RELU_F32, 1, bx.va, by.va, N);
+	good = ring_run(0, &p, 5000);
+	g = fget(&by, N);
+	for (int i = 0; i < N; i++)
+		ref[i] = x[i] > 0 ? x[i] : 0;
+	ok(good && close_enough(g, ref, N, 0, "relu"), "kernel RELU_F32");
+	free(g);
+
+	bz = fbuf(y, N, 1);	/* dy */
+	by = fbuf(NULL, N, 0);	/* dx */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_RELU_GRAD_F32, 4, bz.va, bx.va, by.va, N);
+	good = ring_run(0, &p, 5000);
+	g = fget(&by, N);
+	for (int i = 0; i < N; i++)
+		ref[i] = x[i] > 0 ? y[i] : 0;
+	ok(good && close_enough(g, ref, N, 0, "relu_grad"), "kernel RELU_GRAD_F32");
+	free(g);
+
+	by = fbuf(NULL, 1, 1);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_REDUCE_SUM_F32, 8, bx.va, by.va, N);
+	good = ring_run(1, &p, 5000);
+	g = fget(&by, 1);
+	{
+		double s = 0;
+
+		for (int i = 0; i < N; i++)
+			s += x[i];
+		ref[0] = s;
+	}
+	ok(good && close_enough(g, ref, 1, 1e-4f, "sum"), "kernel REDUCE_SUM_F32");
+	free(g);
+
+	/* GEMM: all transpose combinations, alpha and beta */
+	for (int t = 0; t < 4; t++) {
+		int M = 17 + t, Nn = 23, K = 29 + 2 * t;
+		float *A = malloc(M * K * 4), *B = malloc(K * Nn * 4);
+		float *Cm = malloc(M * Nn * 4), *Cr = malloc(M * Nn * 4);
+		float alpha = t == 3 ? 1.0f : 0.5f, beta = t & 1 ? 0.25f : 0.0f;
+		struct buf ba, bb, bc;
+
+		frand_fill(A, M * K);
+		frand_fill(B, K * Nn);
+		frand_fill(Cm, M * Nn);
+		if (!beta)
+			for (int i = 0; i < M * Nn; i++)
+				Cm[i] = NAN;	/* beta == 0: C is not read */
+		memcpy(Cr, Cm, M * Nn * 4);
+		ref_gemm(A, B, Cr, M, Nn, K, t & 1, t >> 1, alpha, beta);
+		ba = fbuf(A, M * K, t & 1);
+		bb = fbuf(B, K * Nn, 0);
+		bc = fbuf(Cm, M * Nn, 1);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_GEMM_F32, 6, ba.va, bb.va, bc.va, M, Nn, K,
+		       (t & 1 ? NPU_GEMM_TRANS_A : 0) | (t >> 1 ? NPU_GEMM_TRANS_B : 0),
+		       fbits(alpha), fbits(beta));
+		good = ring_run(t, &p, 10000);
+		g = fget(&bc, M * Nn);
+		ok(good && close_enough(g, Cr, M * Nn, 1e-4f, "gemm"),
+		   "kernel GEMM_F32 %dx%dx%d trans_a=%d trans_b=%d alpha=%g beta=%g",
+		   M, Nn, K, t & 1, t >> 1, alpha, beta);
+		free(g);
+		free(A);
+		free(B);
+		free(Cm);
+		free(Cr);
+	}
+
+	/* row/column kernels on R x C */
+	{
+		float *m = malloc(R * C * 4), *bias = malloc(C * 4);
+		float *out = malloc(R * C * 4);
+		uint32_t lab[R], am[R];
+		struct buf bm, bb, bo, bl, bloss;
+		double loss = 0;
+
+		frand_fill(m, R * C);
+		frand_fill(bias, C);
+		bm = fbuf(m, R * C, 1);
+		bb = fbuf(bias, C, 0);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_BIAS_ADD_F32, 4, bm.va, bb.va, R, C);
+		good = ring_run(2, &p, 5000);
+		g = fget(&bm, R * C);
+		for (int r = 0; r < R; r++)
+			for (int c = 0; c < C; c++)
+				out[r * C + c] = m[r * C + c] + bias[c];
+		ok(good && close_enough(g, out, R * C, 1e-6f, "bias"), "kernel BIAS_ADD_F32");
+		free(g);
+
+		bm = fbuf(m, R * C, 0);
+		bo = fbuf(NULL, R * C, 1);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_SOFTMAX_F32, 4, bm.va, bo.va, R, C);
+		good = ring_run(3, &p, 5000);
+		g = fget(&bo, R * C);
+		for (int r = 0; r < R; r++)
+			softmax_ref(m + r * C, out + r * C, C);
+		ok(good && close_enough(g, out, R * C, 1e-5f, "softmax"), "kernel SOFTMAX_F32");
+		free(g);
+
+		bo = fbuf(NULL, C, 1);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_COL_SUM_F32, 4, bm.va, bo.va, R, C);
+		good = ring_run(0, &p, 5000);
+		g = fget(&bo, C);
+		for (int c = 0; c < C; c++) {
+			double s = 0;
+
+			for (int r = 0; r < R; r++)
+				s += m[r * C + c];
+			out[c] = s;
+		}
+		ok(good && close_enough(g, out, C, 1e-5f, "colsum"), "kernel COL_SUM_F32");
+		free(g);
+
+		bo = fbuf(NULL, R, 0);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_ARGMAX_F32, 4, bm.va, bo.va, R, C);
+		good = ring_run(1, &p, 5000);
+		buf_read(&bo, 0, am, sizeof(am));
+		for (int r = 0; r < R; r++) {
+			int best = 0;
+
+			for (int c = 1; c < C; c++)
+				if (m[r * C + c] > m[r * C + best])
+					best = c;
+			good &= am[r] == (uint32_t)best;
+		}
+		ok(good, "kernel ARGMAX_F32");
+
+		for (int r = 0; r < R; r++)
+			lab[r] = rnd() % C;
+		bl = alloc_buf(sizeof(lab), 1, 1);
+		buf_write(&bl, 0, lab, sizeof(lab));
+		bo = fbuf(NULL, R * C, 1);
+		bloss = fbuf(NULL, 1, 0);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_SOFTMAX_XENT_F32, 4, bm.va, bl.va, bo.va,
+		       bloss.va, R, C);
+		good = ring_run(2, &p, 5000);
+		g = fget(&bo, R * C);
+		for (int r = 0; r < R; r++) {
+			softmax_ref(m + r * C, out + r * C, C);
+			loss -= log(out[r * C + lab[r]]);
+			out[r * C + lab[r]] -= 1.0f;
+			for (int c = 0; c < C; c++)
+				out[r * C + c] /= R;
+		}
+		ok(good && close_enough(g, out, R * C, 1e-5f, "xent grad"),
+		   "kernel SOFTMAX_XENT_F32 gradient");
+		free(g);
+		g = fget(&bloss, 1);
+		out[0] = loss / R;
+		ok(close_enough(g, out, 1, 1e-5f, "xent loss"),
+		   "kernel SOFTMAX_XENT_F32 loss (%g)", out[0]);
+		free(g);
+		free(m);
+		free(bias);
+		free(out);
+	}
+	free(x);
+	free(y);
+	free(ref);
+}
+
+static void test_timestamp_ib(void)
+{
+	struct buf b = alloc_buf(64, 0, 1), ib = alloc_buf(8192, 0, 0);
+	struct buf src = alloc_buf(4096, 0, 1), dst = alloc_buf(4096, 1, 1);
+	struct pk p = { .n = 0 }, i = { .n = 0 };
+	uint64_t c0, c1, ts[2];
+	uint8_t a[4096], c[4096];
+	bool good;
+
+	c0 = dev_clock();
+	pk_ts(&p, b.va);
+	good = ring_run(0, &p, 5000);
+	c1 = dev_clock();
+	buf_read(&b, 0, ts, 8);
+	ok(good && c0 <= ts[0] && ts[0] <= c1, "TIMESTAMP writes the device clock");
+
+	/* user packets in an indirect buffer */
+	for (int k = 0; k < 4096; k++)
+		a[k] = rnd();
+	buf_write(&src, 0, a, 4096);
+	pk_nop(&i, 3);
+	pk_ts(&i, b.va);
+	pk_copy(&i, src.va, dst.va, 4096);
+	pk_ts(&i, b.va + 8);
+	buf_write(&ib, 0, i.dw, i.n * 4);
+	p.n = 0;
+	pk_ib(&p, ib.va, i.n * 4);
+	good = ring_run(1, &p, 5000);
+	buf_read(&dst, 0, c, 4096);
+	buf_read(&b, 0, ts, 16);
+	ok(good && !memcmp(a, c, 4096) && ts[1] >= ts[0] + 2000,
+	   "INDIRECT runs user packets from a read-only IB (copy takes >= copy-ns)");
+
+	/* privileged packet in an IB: refused, HEAD after the INDIRECT */
+	i.n = 0;
+	pk_ts(&i, b.va);
+	pk_fence(&i, 99, fence_pa(1), 0);
+	pk_ts(&i, b.va + 8);
+	buf_write(&ib, 4096, i.dw, i.n * 4);
+	qt_writel(q, MSI_PA + 4 * nrings, 0);
+	p.n = 0;
+	pk_ib(&p, ib.va + 4096, i.n * 4);
+	ring_submit(1, &p);
+	{
+		uint32_t head_after = tail[1];
+
+		good = expect_error(1, NPU_ERR_PRIVILEGED, ib.va + 4096 + 16,
+				    0x100 | NPU_OP_FENCE);
+		ok(good && rrd(1, NPU_RING_HEAD) == head_after &&
+		   rrd(1, NPU_RING_ERROR_CTX) == CTX_ID &&
+		   qt_readl(q, fence_pa(1)) != 99,
+		   "FENCE in an IB refused: PRIVILEGED, FAULT = packet VA, HEAD after INDIRECT");
+		ok(wait_msi(nrings, 5000), "error MSI-X vector raised");
+	}
+	p.n = 0;
+	pk_nop(&p, 1);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+	ring_submit(1, &p);
+	usleep(20000);
+	ok(rrd(1, NPU_RING_FENCE) != seqno[1], "halted ring does not run new packets");
+	ring_resume(1);
+	ring_wait(1, 5000);
+	ok(rrd(1, NPU_RING_FENCE) == seqno[1] && rrd(1, NPU_RING_STATUS) ==
+	   (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
+	   !(rd(NPU_REG_ERR_PENDING) & 2), "RESUME continues from HEAD; ERR_PENDING is RW1C");
+
+	/* other privileged packets in an IB */
+	{
+		uint32_t ops[] = { NPU_OP_INDIRECT, NPU_OP_SET_CONTEXT, NPU_OP_RING_CTRL };
+
+		good = true;
+		for (unsigned k = 0; k < 3; k++) {
+			i.n = 0;
+			if (ops[k] == NPU_OP_INDIRECT)
+				pk_ib(&i, ib.va, 4);
+			else if (ops[k] == NPU_OP_SET_CONTEXT)
+				pk_ctx(&i, 1, 0);
+			else
+				pk_flush(&i);
+			buf_write(&ib, 4096, i.dw, i.n * 4);
+			p.n = 0;
+			pk_ib(&p, ib.va + 4096, i.n * 4);
+			ring_submit(2, &p);
+			good &= expect_error(2, NPU_ERR_PRIVILEGED, ib.va + 4096,
+					     0x100 | ops[k]);
+			ring_resume(2);
+		}
+		p.n = 0;
+		good &= ring_run(2, &p, 5000) && rrd(2, NPU_RING_CONTEXT) == CTX_ID;
+		ok(good, "INDIRECT, SET_CONTEXT, RING_CTRL refused inside an IB");
+	}
+}
+
+static void test_semaphores(void)
+{
+	struct buf s = alloc_buf(4096, 0, 1), t = alloc_buf(64, 1, 1);
+	struct pk p = { .n = 0 };
+	uint64_t ts[4];
+	uint32_t zero = 0;
+	bool good;
+
+	buf_write(&s, 0, &zero, 4);
+	/* ring 5 (copy) waits for the semaphore, ring 0 signals it late */
+	pk_sem(&p, 1, s.va, 5);
+	pk_ts(&p, t.va + 8);
+	pk_fence(&p, ++seqno[5], fence_pa(5), 0);
+	ring_submit(5, &p);
+	usleep(20000);
+	good = !(rrd(5, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 30000000);
+	pk_ts(&p, t.va);
+	pk_sem(&p, 0, s.va, 5);
+	good &= ring_run(0, &p, 5000);
+	good &= ring_wait(5, 5000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	buf_read(&t, 0, ts, 16);
+	ok(good && ts[1] >= ts[0] && rrd(5, NPU_RING_FENCE) == seqno[5],
+	   "SEM_WAIT on a copy ring stalls until SEM_SIGNAL from a compute ring");
+
+	/* wrap-safe: value 0x80000010 passed by 0x80000020, 0xfffffff0 by 0x10 */
+	{
+		uint32_t v = 0x10;
+
+		buf_write(&s, 0, &v, 4);
+		p.n = 0;
+		pk_sem(&p, 1, s.va, 0xfffffff0);
+		pk_sem(&p, 1, s.va, 0x10);
+		ok(ring_run(4, &p, 5000), "SEM_WAIT compares wrap-safe");
+	}
+	p.n = 0;
+	pk_sem(&p, 0, s.va + 2, 1);
+	ring_submit(4, &p);
+	ok(expect_error(4, NPU_ERR_BAD_PACKET, s.va + 2, NPU_OP_SEM_SIGNAL),
+	   "unaligned semaphore address is BAD_PACKET");
+	ring_resume(4);
+}
+
+static void test_faults(void)
+{
+	struct buf h = alloc_buf(8192, 0, 1), ro = alloc_buf(4096, 0, 0);
+	uint64_t unmapped = h.va + 8192;	/* guard page */
+	struct pk p = { .n = 0 };
+	bool good;
+
+	pk_copy(&p, h.va, unmapped - 16, 64);
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_MMU_FAULT, unmapped, NPU_OP_COPY);
+	ok(good && rrd(0, NPU_RING_ERROR_CTX) == CTX_ID,
+	   "write across into an unmapped page: MMU_FAULT, FAULT = VA, ERROR_CTX");
+	/* another ring keeps running while ring 0 is halted */
+	p.n = 0;
+	ok(ring_run(1, &p, 5000) && (rrd(0, NPU_RING_STATUS) & NPU_RING_STS_HALTED),
+	   "other rings keep running while one is halted");
+	ring_resume(0);
+
+	p.n = 0;
+	pk_fill(&p, ro.va, 16, 1);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_MMU_WRITE, ro.va, NPU_OP_FILL),
+	   "write to a read-only page: MMU_WRITE");
+	ring_resume(0);
+
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_FAULT, 1, unmapped + 0x44);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_MMU_FAULT, unmapped + 0x44,
+			NPU_OP_LAUNCH | NPU_KERNEL_TEST_FAULT << 16),
+	   "TEST_FAULT kernel: MMU_FAULT at its address, ERROR_INFO has the kernel");
+	ring_resume(0);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_FAULT, 1, h.va);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_KERNEL_FAULT, h.va, ~0u),
+	   "TEST_FAULT on a mapped address: KERNEL_FAULT");
+	ring_resume(0);
+
+	p.n = 0;
+	pk_copy(&p, 1ull << 39, h.va, 4);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_MMU_FAULT, 1ull << 39, NPU_OP_COPY),
+	   "VA beyond 39 bits: MMU_FAULT");
+	ring_resume(0);
+
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_VADD_F32, 1, h.va, h.va, unmapped, 4);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_MMU_FAULT, unmapped, ~0u),
+	   "kernel output to an unmapped VA: MMU_FAULT");
+	ring_resume(0);
+
+	/* a ring with no context */
+	p.n = 0;
+	pk_ctx(&p, 3, 0);
+	pk_copy(&p, h.va, h.va + 8, 4);
+	ring_submit(3, &p);
+	ok(expect_error(3, NPU_ERR_NO_CONTEXT, ~0ull, NPU_OP_COPY) &&
+	   rrd(3, NPU_RING_ERROR_CTX) == 3, "user packet without a context: NO_CONTEXT");
+	ring_resume(3);
+	ring_ctx(3);
+	ring_wait(3, 5000);
+}
+
+static void test_bounds(void)
+{
+	struct buf h = alloc_buf(4096, 0, 1);
+	uint64_t va = va_next;
+	struct pk p = { .n = 0 };
+	int r = 2;
+
+	/* PTE to an address outside guest RAM, and into MMIO (BAR0) */
+	pt_map(va, NPU_PTE_VALID | NPU_PTE_WRITE | 0x40000000ull);
+	pt_map(va + 4096, NPU_PTE_VALID | NPU_PTE_WRITE | BAR0);
+	pt_map(va + 8192, NPU_PTE_VALID | NPU_PTE_WRITE | NPU_PTE_DEVMEM |
+	       (64ull << 20));
+	va_next += 4 * 4096;
+	pt_sync();
+	pk_copy(&p, va + 8, h.va, 16);
+	ring_submit(r, &p);
+	ok(expect_error(r, NPU_ERR_BAD_DMA, 0x40000008ull, NPU_OP_COPY),
+	   "PTE to a physical address outside RAM: BAD_DMA, FAULT = PA");
+	ring_resume(r);
+	p.n = 0;
+	pk_fill(&p, va + 4096, 4, 0);
+	ring_submit(r, &p);
+	ok(expect_error(r, NPU_ERR_BAD_DMA, BAR0, NPU_OP_FILL) && rd(NPU_REG_ID) == NPU_ID_MAGIC,
+	   "DMA to MMIO (own BAR0) refused: BAD_DMA");
+	ring_resume(r);
+	p.n = 0;
+	pk_copy(&p, va + 8192, h.va, 4);
+	ring_submit(r, &p);
+	ok(expect_error(r, NPU_ERR_DEVMEM_RANGE, va + 8192, NPU_OP_COPY),
+	   "device-memory PTE past the end: DEVMEM_RANGE");
+	ring_resume(r);
+	p.n = 0;
+	pk_fence(&p, 1, 0x50000000ull, 0);
+	ring_submit(r, &p);
+	ok(expect_error(r, NPU_ERR_BAD_DMA, 0x50000000ull, NPU_OP_FENCE),
+	   "FENCE to a physical address outside RAM: BAD_DMA");
+	ring_resume(r);
+	/* page table pointing outside RAM */
+	p.n = 0;
+	pk_ctx(&p, 9, 0x7ffff000ull);
+	pk_copy(&p, h.va, h.va, 4);
+	ring_submit(r, &p);
+	ok(expect_error(r, NPU_ERR_BAD_DMA, 0x7ffff000ull + NPU_PT_INDEX(h.va, 2) * 8,
+			NPU_OP_COPY) && rrd(r, NPU_RING_ERROR_CTX) == 9,
+	   "page-table root outside RAM: BAD_DMA at the PTE address");
+	ring_resume(r);
+	ring_ctx(r);
+
+	/* ring base outside RAM */
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	rwr(r, NPU_RING_BASE_LO, 0x30000000);
+	rwr(r, NPU_RING_SIZE, RING_BYTES);
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE);
+	rwr(r, NPU_RING_TAIL, 16);
+	ok(expect_error(r, NPU_ERR_BAD_DMA, 0x30000000ull, ~0u) &&
+	   rrd(r, NPU_RING_HEAD) == 0, "ring base outside RAM: BAD_DMA, HEAD unchanged");
+	/* bad ring configurations */
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	rwr(r, NPU_RING_BASE_LO, (uint32_t)RING_PA(r));
+	rwr(r, NPU_RING_SIZE, 3000);
+	rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE);
+	rwr(r, NPU_RING_TAIL, 16);
+	ok(expect_error(r, NPU_ERR_RING_CONFIG, RING_PA(r), ~0u),
+	   "ring size not a power of two: RING_CONFIG");
+	rwr(r, NPU_RING_SIZE, RING_BYTES);
+	rwr(r, NPU_RING_TAIL, 18);
+	ring_resume(r);
+	ok(expect_error(r, NPU_ERR_RING_CONFIG, RING_PA(r), ~0u),
+	   "unaligned TAIL: RING_CONFIG");
+	rwr(r, NPU_RING_TAIL, RING_BYTES);
+	ring_resume(r);
+	ok(expect_error(r, NPU_ERR_RING_CONFIG, RING_PA(r), ~0u),
+	   "TAIL beyond the ring: RING_CONFIG");
+	rwr(r, NPU_RING_BASE_LO, (uint32_t)RING_PA(r) + 0x100);
+	rwr(r, NPU_RING_TAIL, 0);
+	ring_resume(r);
+	rwr(r, NPU_RING_TAIL, 16);
+	ok(expect_error(r, NPU_ERR_RING_CONFIG, RING_PA(r) + 0x100, ~0u),
+	   "unaligned ring base: RING_CONFIG");
+	ring_reset(r);
+}
+
+static void test_bad_packets(void)
+{
+	struct pk p = { .n = 0 };
+	struct buf h = alloc_buf(4096, 0, 1);
+	uint32_t base = RING_PA(0);
+
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(0x42, 0, 1));
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_BAD_OPCODE, base + (tail[0] - 4) % RING_BYTES, 0x42),
+	   "unknown opcode: BAD_OPCODE, FAULT = packet address");
+	ring_resume(0);
+
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(NPU_OP_COPY, 0, 7));
+	for (int i = 0; i < 6; i++)
+		pk_dw(&p, 0);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_COPY),
+	   "wrong packet length: BAD_PACKET");
+	ring_resume(0);
+
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(NPU_OP_NOP, 0, 0));
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, 0) &&
+	   rrd(0, NPU_RING_HEAD) == tail[0], "zero-length packet: BAD_PACKET, skipped");
+	ring_resume(0);
+
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(NPU_OP_NOP, 0, 9));
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, 0),
+	   "packet extending past TAIL: BAD_PACKET");
+	/* the rest of that NOP is garbage now: reset the ring */
+	ring_reset(0);
+
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	ring_submit(4, &p);
+	ok(expect_error(4, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_LAUNCH),
+	   "LAUNCH on a copy ring: BAD_PACKET");
+	ring_resume(4);
+
+	p.n = 0;
+	LAUNCH(&p, 0x77, 1, 0);
+	ring_submit(0, &p);
+	ok(expect_error(0, NPU_ERR_BAD_KERNEL, ~0ull, NPU_OP_LAUNCH | 0x77 << 16),
+	   "unknown kernel: BAD_KERNEL");
+	ring_resume(0);
+
+	{
+		uint64_t cases[][4] = {
+			{ NPU_KERNEL_VADD_F32, h.va, 1ull << 40, 0 },	/* n huge */
+			{ NPU_KERNEL_GEMM_F32, 1ull << 32, 1ull << 32, 2 },	/* M*N overflow */
+			{ NPU_KERNEL_SCALE_F32, 0, 0, 1 },	/* too few args */
+			{ NPU_KERNEL_TEST_SPIN, 1ull << 62, 0, 0 },
+		};
+		bool good = true;
+
+		for (unsigned k = 0; k < 4; k++) {
+			uint64_t a[9] = { h.va, h.va, h.va, 4, 4, 4, 0, 0, 0 };
+			unsigned na = 9;
+
+			p.n = 0;
+			if (cases[k][0] == NPU_KERNEL_VADD_F32)
+				a[3] = cases[k][2];
+			if (cases[k][0] == NPU_KERNEL_GEMM_F32) {
+				a[3] = cases[k][1];
+				a[4] = cases[k][2];
+			}
+			if (cases[k][0] == NPU_KERNEL_SCALE_F32)
+				na = 3;
+			if (cases[k][0] == NPU_KERNEL_TEST_SPIN) {
+				a[0] = cases[k][1];
+				na = 1;
+			}
+			pk_launch(&p, cases[k][0], 1, na, a);
+			ring_submit(0, &p);
+			good &= expect_error(0, NPU_ERR_BAD_ARGS, ~0ull, ~0u);
+			ring_resume(0);
+		}
+		ok(good, "absurd sizes, overflowing products, missing args: BAD_ARGS");
+	}
+	/* nargs inconsistent with length, zero grid, grid product overflow */
+	{
+		bool good = true;
+
+		for (int k = 0; k < 3; k++) {
+			p.n = 0;
+			pk_launch(&p, NPU_KERNEL_NOP, 1, 0, NULL);
+			if (k == 0)
+				p.dw[5] = 1;
+			if (k == 1)
+				p.dw[3] = 0;
+			if (k == 2)
+				p.dw[2] = p.dw[3] = p.dw[4] = 0x10000;
+			ring_submit(0, &p);
+			good &= expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_LAUNCH);
+			ring_resume(0);
+		}
+		p.n = 0;
+		pk_dw(&p, NPU_PKT_HDR(NPU_OP_FENCE, 0x80, 4));
+		pk_dw(&p, 0);
+		pk_qw(&p, fence_pa(0));
+		ring_submit(0, &p);
+		good &= expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_FENCE);
+		ring_resume(0);
+		p.n = 0;
+		pk_ib(&p, h.va, 6);
+		ring_submit(0, &p);
+		good &= expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_INDIRECT);
+		ring_resume(0);
+		p.n = 0;
+		pk_fill(&p, h.va, 6, 0);
+		ring_submit(0, &p);
+		good &= expect_error(0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_FILL);
+		ring_resume(0);
+		ok(good, "LAUNCH nargs/length mismatch, zero grid, grid overflow, bad flags, "
+		   "IB size, FILL size: BAD_PACKET");
+		p.n = 0;
+		ok(ring_run(0, &p, 5000), "ring 0 still works");
+	}
+}
+
+static void test_tlb(void)
+{
+	struct buf a = alloc_buf(4096, 0, 1), b = alloc_buf(4096, 0, 1);
+	struct buf out = alloc_buf(64, 0, 1);
+	uint64_t va = va_next;
+	uint32_t va_val = 0x11111111, vb_val = 0x22222222, got[2];
+	struct pk p = { .n = 0 };
+
+	va_next += 2 * 4096;
+	buf_write(&a, 0, &va_val, 4);
+	buf_write(&b, 0, &vb_val, 4);
+	pt_map(va, NPU_PTE_VALID | a.base);
+	pt_sync();
+	pk_copy(&p, va, out.va, 4);
+	ring_run(0, &p, 5000);
+	pt_map(va, NPU_PTE_VALID | b.base);
+	pt_sync();
+	p.n = 0;
+	pk_copy(&p, va, out.va + 4, 4);
+	ring_run(0, &p, 5000);
+	buf_read(&out, 0, got, 8);
+	p.n = 0;
+	pk_flush(&p);
+	pk_copy(&p, va, out.va + 4, 4);
+	ring_run(0, &p, 5000);
+	buf_read(&out, 4, &va_val, 4);
+	ok(got[0] == 0x11111111 && got[1] == 0x11111111 && va_val == 0x22222222,
+	   "translations are cached until RING_CTRL FLUSH_TLB");
+}
+
+static void test_concurrency(void)
+{
+	struct buf t = alloc_buf(4096, 0, 1);
+	struct pk p = { .n = 0 };
+	uint64_t ts[8], span;
+	const uint64_t spin = 100000000;	/* 100 ms */
+	bool good = true;
+
+	/* two small kernels on two rings overlap */
+	for (int r = 0; r < 2; r++) {
+		p.n = 0;
+		pk_ts(&p, t.va + 16 * r);
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 2, spin);
+		pk_ts(&p, t.va + 16 * r + 8);
+		pk_fence(&p, ++seqno[r], fence_pa(r), 0);
+		ring_submit(r, &p);
+	}
+	for (int r = 0; r < 2; r++)
+		good &= ring_wait(r, 10000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	buf_read(&t, 0, ts, 32);
+	span = (ts[1] > ts[3] ? ts[1] : ts[3]) - (ts[0] < ts[2] ? ts[0] : ts[2]);
+	ok(good && ts[0] < ts[3] && ts[2] < ts[1] && ts[1] - ts[0] >= spin &&
+	   ts[3] - ts[2] >= spin && span < 2 * spin - spin / 4,
+	   "two TEST_SPIN(100 ms, 2 blocks) on two rings overlap (span %.1f ms)",
+	   span / 1e6);
+
+	/* two kernels each wanting all 8 units serialize */
+	good = true;
+	for (int r = 2; r < 4; r++) {
+		p.n = 0;
+		pk_ts(&p, t.va + 16 * r);
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 8, spin);
+		pk_ts(&p, t.va + 16 * r + 8);
+		pk_fence(&p, ++seqno[r], fence_pa(r), 0);
+		ring_submit(r, &p);
+	}
+	for (int r = 2; r < 4; r++)
+		good &= ring_wait(r, 10000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	buf_read(&t, 32, ts, 32);
+	span = (ts[1] > ts[3] ? ts[1] : ts[3]) - (ts[0] < ts[2] ? ts[0] : ts[2]);
+	ok(good && span >= 2 * spin,
+	   "two TEST_SPIN(100 ms, 8 blocks) on 8 units serialize (span %.1f ms)",
+	   span / 1e6);
+
+	/* per-CU busy counters */
+	{
+		uint64_t busy = 0;
+		int nbusy = 0;
+
+		for (int cu = 0; cu < 8; cu++) {
+			uint64_t b = rd(NPU_REG_CU_BUSY_LO(cu)) |
+				     (uint64_t)rd(NPU_REG_CU_BUSY_HI(cu)) << 32;
+
+			busy += b;
+			nbusy += b >= spin;
+		}
+		ok(nbusy == 8 && busy >= 20 * spin,
+		   "CU_BUSY counters: every unit busy >= 100 ms (total %.0f ms)",
+		   busy / 1e6);
+	}
+	/* ring counters */
+	{
+		struct buf h = alloc_buf(65536, 0, 1), d = alloc_buf(65536, 1, 1);
+		uint64_t c0 = rrd64(5, NPU_RING_CMDS_LO), b0 = rrd64(5, NPU_RING_BYTES_LO);
+		uint64_t busy0 = rrd64(5, NPU_RING_BUSY_LO), o0 = rrd64(1, NPU_RING_OPS_LO);
+
+		p.n = 0;
+		pk_copy(&p, h.va, d.va, 65536);
+		pk_copy(&p, d.va, h.va, 1000);
+		good = ring_run(5, &p, 5000);
+		good &= rrd64(5, NPU_RING_CMDS_LO) - c0 == 3 &&	/* + fence */
+			rrd64(5, NPU_RING_BYTES_LO) - b0 == 65536 + 1000 + 4 &&
+			rrd64(5, NPU_RING_BUSY_LO) > busy0 + 2 * 2000;
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_FILL_F32, 1, d.va, 1000, 0);
+		good &= ring_run(1, &p, 5000) && rrd64(1, NPU_RING_OPS_LO) - o0 == 1000;
+		ok(good, "ring counters: commands, bytes, busy ns, ops");
+	}
+}
+
+static void test_resets(void)
+{
+	struct buf s = alloc_buf(4096, 0, 1);
+	struct pk p = { .n = 0 };
+	uint32_t zero = 0;
+	uint64_t t0;
+	bool good;
+
+	/* ring reset while a kernel hangs */
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 8, 0);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	usleep(30000);
+	good = rrd(0, NPU_RING_STATUS) == NPU_RING_STS_ENABLED;
+	/* the hang holds all 8 units: a launch on ring 1 must wait */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+	ring_submit(1, &p);
+	usleep(30000);
+	good &= rrd(1, NPU_RING_FENCE) != seqno[1];
+	t0 = host_ns();
+	rwr(0, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	ok(good && rrd(0, NPU_RING_STATUS) == NPU_RING_STS_IDLE &&
+	   rrd(0, NPU_RING_HEAD) == 0 && rrd(0, NPU_RING_TAIL) == 0 &&
+	   rrd(0, NPU_RING_FENCE) == seqno[0] - 1 && host_ns() - t0 < 1000000000ull,
+	   "ring reset aborts TEST_HANG: idle, disabled, HEAD = TAIL = 0");
+	ok(ring_wait(1, 5000) && rrd(1, NPU_RING_FENCE) == seqno[1],
+	   "units freed by the reset: the waiting launch on ring 1 runs");
+	seqno[0]--;
+	tail[0] = 0;
+	ring_init(0);
+	ring_ctx(0);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_NOP, 8, 0);
+	ok(ring_run(0, &p, 5000), "ring 0 works again after its reset");
+
+	/* ring reset during SEM_WAIT */
+	buf_write(&s, 0, &zero, 4);
+	p.n = 0;
+	pk_sem(&p, 1, s.va, 1);
+	ring_submit(5, &p);
+	usleep(20000);
+	good = !(rrd(5, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	rwr(5, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	ok(good && rrd(5, NPU_RING_STATUS) == NPU_RING_STS_IDLE, "ring reset aborts SEM_WAIT");
+	tail[5] = 0;
+	ring_init(5);
+	ring_ctx(5);
+
+	/* whole-device reset with rings busy */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 1, 0);
+	ring_submit(2, &p);
+	p.n = 0;
+	pk_sem(&p, 1, s.va, 1);
+	ring_submit(4, &p);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 5000000000ull);
+	ring_submit(3, &p);
+	usleep(20000);
+	t0 = host_ns();
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	good = host_ns() - t0 < 1000000000ull;
+	for (unsigned r = 0; r < nrings; r++)
+		good &= rrd(r, NPU_RING_STATUS) == NPU_RING_STS_IDLE &&
+			rrd64(r, NPU_RING_CMDS_LO) == 0 && rrd(r, NPU_RING_FENCE) == 0;
+	good &= rd(NPU_REG_CU_BUSY_LO(0)) == 0 && dev_clock() < 500000000ull;
+	ok(good, "device reset aborts hang, SEM_WAIT and SPIN; clears counters and clock");
+	for (unsigned r = 0; r < nrings; r++) {
+		tail[r] = 0;
+		seqno[r] = 0;
+		ring_init(r);
+		ring_ctx(r);
+	}
+	good = true;
+	for (unsigned r = 0; r < nrings; r++) {
+		p.n = 0;
+		good &= ring_run(r, &p, 5000);
+	}
+	ok(good, "all rings work after the device reset");
+}
+
+static void test_fuzz(void)
+{
+	const int iters = 4000;
+	struct buf h = alloc_buf(65536, 0, 1);
+	uint64_t t0 = host_ns();
+	bool good;
+	int i;
+
+	for (i = 0; i < iters && !q->dead; i++) {
+		unsigned r = rnd() % nrings;
+		uint32_t k = rnd() % 16;
+
+		if (k < 3) {
+			/* random register write (excluding RESET half the time) */
+			uint32_t off = rnd() % 0x2000 & ~3u;
+
+			if (off == NPU_REG_RESET && (rnd() & 1))
+				continue;
+			wr(off, rnd() % 4 ? rnd() : (rnd() & 0xffff));
+		} else if (k < 4) {
+			rd(rnd() % 0x2000 & ~3u);
+		} else if (k < 5) {
+			rwr(r, NPU_RING_CONTROL, rnd() & 7);
+		} else {
+			/* random packets: valid opcodes, random fields */
+			static const uint8_t ops[] = {
+				NPU_OP_NOP, NPU_OP_COPY, NPU_OP_FILL, NPU_OP_LAUNCH,
+				NPU_OP_TIMESTAMP, NPU_OP_SEM_WAIT, NPU_OP_SEM_SIGNAL,
+				NPU_OP_INDIRECT, NPU_OP_SET_CONTEXT, NPU_OP_FENCE,
+				NPU_OP_RING_CTRL, 0x99,
+			};
+			struct pk p = { .n = 0 };
+			uint32_t op = ops[rnd() % sizeof(ops)];
+			unsigned len = rnd() % 8 ? 1 + rnd() % 12 : rnd() % 40;
+
+			if (op == NPU_OP_LAUNCH && (rnd() & 1)) {
+				uint64_t a[16];
+				unsigned na = rnd() % 12;
+
+				for (unsigned j = 0; j < 16; j++)
+					a[j] = rnd() % 3 ? h.va + rnd() % 60000 :
+					       rnd() % 4 ? rnd() % 300 : rnd64();
+				pk_launch(&p, rnd() % 4 ? rnd() % 14 : rnd() % 0x110,
+					  1 + rnd() % 16, na, a);
+			} else {
+				pk_dw(&p, NPU_PKT_HDR(op, rnd() % 4 ? 0 : rnd(), len));
+				for (unsigned j = 1; j < len; j++)
+					pk_dw(&p, rnd() % 3 ? rnd() % 2000 :
+					      (uint32_t)(h.va + rnd() % 70000));
+			}
+			/* keep the ring's config sane most of the time */
+			if (rnd() % 8 == 0) {
+				tail[r] = 0;
+				ring_init(r);
+			}
+			if (p.n < RING_BYTES / 8)
+				ring_submit(r, &p);
+			if (rnd() % 4 == 0)
+				ring_resume(r);
+			if (rnd() % 32 == 0)
+				rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+		}
+	}
+	good = !q->dead && qt_alive(q);
+	ok(good, "fuzz: %d random register writes and packets (%.1f s), QEMU responsive",
+	   i, (host_ns() - t0) / 1e9);
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	pci_setup();
+	msix_setup();
+	pt_sync();
+	for (int t = 0; t < pt_used; t++)
+		pt_dirty[t] = 1;
+	pt_sync();
+	good = true;
+	for (unsigned r = 0; r < nrings; r++) {
+		struct pk p = { .n = 0 };
+
+		tail[r] = 0;
+		seqno[r] = 0;
+		ring_init(r);
+		ring_ctx(r);
+		pk_fill(&p, h.va, 64, r);
+		if (r < 4)
+			LAUNCH(&p, NPU_KERNEL_FILL_F32, 1, h.va, 4, r);
+		good &= ring_run(r, &p, 5000);
+	}
+	ok(good && rd(NPU_REG_ID) == NPU_ID_MAGIC, "after the fuzz: device reset, all rings work");
+}
+
+/* Timing model, on an instance with slow figures. */
+static void test_timing(void)
+{
+	struct buf t, h, d, d2, a, b, c;
+	struct pk p = { .n = 0 };
+	uint64_t ts[2];
+	const uint64_t sz = 1 << 20;
+	/* link 50 MB/s, mem 200 MB/s, 10 Mops per unit */
+	const double link = 50e6, mem = 200e6, mops = 10e6, copy_ns = 100000,
+		     launch_ns = 200000;
+	bool good;
+
+	start("link-bw-mbps=50,mem-bw-mbps=200,cu-mops=10,launch-ns=200000,"
+	      "copy-ns=100000,compute-units=4,devmem-size=16M", 0);
+	ok(rd(NPU_REG_LINK_BW_MBPS) == 50 && rd(NPU_REG_DEVMEM_SIZE_LO) == 16u << 20 &&
+	   NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 4, "properties reflected in registers");
+	t = alloc_buf(4096, 0, 1);
+	h = alloc_buf(sz, 0, 1);
+	d = alloc_buf(sz, 1, 1);
+	d2 = alloc_buf(sz, 1, 1);
+
+#define MEASURE(ring, what, expect_ns) do { \
+	p.n = 0; \
+	pk_ts(&p, t.va); \
+	what; \
+	pk_ts(&p, t.va + 8); \
+	good = ring_run(ring, &p, 20000); \
+	buf_read(&t, 0, ts, 16); \
+	double got_ = ts[1] - ts[0], want_ = (expect_ns); \
+	ok(good && got_ >= want_ * 0.99 && got_ <= want_ * 1.25 + 3e6, \
+	   "timing: %s took %.2f ms, model %.2f ms", #what, got_ / 1e6, \
+	   want_ / 1e6); \
+} while (0)
+
+	MEASURE(4, pk_copy(&p, h.va, d.va, sz), copy_ns + sz / link * 1e9);
+	MEASURE(5, pk_copy(&p, d.va, d2.va, sz), copy_ns + sz / mem * 1e9);
+	MEASURE(4, pk_fill(&p, d.va, sz, 0), sz / mem * 1e9);
+	MEASURE(5, pk_fill(&p, h.va, sz / 2, 0), sz / 2 / link * 1e9);
+	/* GEMM 64x64x64 in devmem: 2*64^3 + 3*64^2 ops */
+	a = alloc_buf(64 * 64 * 4, 1, 1);
+	b = alloc_buf(64 * 64 * 4, 1, 1);
+	c = alloc_buf(64 * 64 * 4, 1, 1);
+	{
+		const double ops = 2.0 * 64 * 64 * 64 + 3.0 * 64 * 64;
+		const double bytes = 3 * 64 * 64 * 4;
+
+		MEASURE(0, LAUNCH(&p, NPU_KERNEL_GEMM_F32, 1, a.va, b.va, c.va,
+				  64, 64, 64, 0, fbits(1), 0),
+			launch_ns + fmax(ops / mops * 1e9, bytes / mem * 1e9));
+		MEASURE(1, LAUNCH(&p, NPU_KERNEL_GEMM_F32, 4, a.va, b.va, c.va,
+				  64, 64, 64, 0, fbits(1), 0),
+			launch_ns + fmax(ops / 4 / mops * 1e9, bytes / mem * 1e9));
+		/* memory bound: vadd of 256K floats, 3 MiB of traffic */
+		MEASURE(2, LAUNCH(&p, NPU_KERNEL_VADD_F32, 4, d.va, d2.va, d.va,
+				  sz / 4), launch_ns + fmax(sz / 4 / 4 / mops * 1e9,
+							    3 * sz / mem * 1e9));
+	}
+	MEASURE(3, LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 30000000), launch_ns + 30e6);
+	stop("timing instance");
+
+	/* timing off: commands run as fast as possible, TEST_SPIN still spins */
+	start("timing=off,link-bw-mbps=1,mem-bw-mbps=1,cu-mops=1", 0);
+	t = alloc_buf(4096, 0, 1);
+	h = alloc_buf(sz, 0, 1);
+	d = alloc_buf(sz, 1, 1);
+	p.n = 0;
+	pk_ts(&p, t.va);
+	pk_copy(&p, h.va, d.va, sz);
+	LAUNCH(&p, NPU_KERNEL_VADD_F32, 1, d.va, d.va, d.va, sz / 4);
+	pk_ts(&p, t.va + 8);
+	good = ring_run(0, &p, 20000);
+	buf_read(&t, 0, ts, 16);
+	ok(good && rd(NPU_REG_FEATURES) == 0 && ts[1] - ts[0] < 500000000ull,
+	   "timing=off: a copy + kernel modelled at seconds takes %.1f ms",
+	   (ts[1] - ts[0]) / 1e6);
+	MEASURE(0, LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 20000000), 20e6);
+	stop("timing=off instance");
+}
+
+static int run_capture(const char *const *argv, char *out, size_t max)
+{
+	int pfd[2], status;
+	size_t n = 0;
+	ssize_t r;
+	pid_t pid;
+
+	if (pipe(pfd))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (n + 1 < max && (r = read(pfd[0], out + n, max - n - 1)) > 0)
+		n += r;
+	out[n] = 0;
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_properties(void)
+{
+	static char out[65536];
+	const char *props[] = { "compute-rings", "copy-rings", "compute-units",
+		"devmem-size", "timing", "link-bw-mbps", "mem-bw-mbps", "cu-mops",
+		"launch-ns", "copy-ns" };
+	const char *argv[] = { qemu_bin, "-device", "npu,help", NULL };
+	const char *bad[] = { "compute-rings=0", "compute-rings=12,copy-rings=5",
+		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000" };
+	bool good;
+	int rc;
+
+	rc = run_capture(argv, out, sizeof(out));
+	good = rc == 0;
+	for (unsigned i = 0; i < sizeof(props) / sizeof(props[0]); i++)
+		good &= strstr(out, props[i]) != NULL;
+	ok(good, "-device npu,help lists all properties");
+
+	good = true;
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char dev[128];
+		const char *av[] = { qemu_bin, "-machine", "pc", "-accel", "qtest",
+			"-display", "none", "-nodefaults", "-nic", "none",
+			"-L", "/usr/share/seabios", "-L", "/usr/share/qemu",
+			"-device", dev, NULL };
+
+		snprintf(dev, sizeof(dev), "npu,%s", bad[i]);
+		rc = run_capture(av, out, sizeof(out));
+		if (rc != 1 || !strstr(out, "npu")) {
+			diag("%s: rc %d, %s", bad[i], rc, out);
+			good = false;
+		}
+	}
+	ok(good, "invalid properties rejected with an error, no crash");
+}
+
+static void test_hotplug(void)
+{
+	const char *extra[] = { NULL };
+	const char *r;
+	bool good;
+	struct pk p = { .n = 0 };
+
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q || q->dead) {
+		ok(0, "start QEMU with QMP");
+		return;
+	}
+	r = qmp_cmd(q, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"npu\","
+		    "\"id\":\"npu0\",\"addr\":\"4\",\"compute-rings\":2,\"copy-rings\":1}}");
+	ok(r && strstr(r, "\"return\""), "device_add npu");
+	r = qmp_cmd(q, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"npu\","
+		    "\"id\":\"npu9\",\"addr\":\"5\",\"compute-units\":0}}");
+	ok(r && strstr(r, "\"error\"") && strstr(r, "compute-units"),
+	   "device_add with a bad property fails cleanly");
+
+	pci_setup();
+	msix_setup();
+	pt_reset();
+	pt_sync();
+	nrings = 3;
+	memset(tail, 0, sizeof(tail));
+	for (unsigned k = 0; k < nrings; k++) {
+		ring_init(k);
+		ring_ctx(k);
+	}
+	good = rd(NPU_REG_CAPS) == (2 | 1 << 8 | 8 << 16);
+	p.n = 0;
+	good &= ring_run(2, &p, 5000);
+	/* leave work hanging on two rings, then unplug */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 1, 0);
+	ring_submit(0, &p);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 5000000000ull);
+	ring_submit(1, &p);
+	usleep(20000);
+	ok(good, "hot-plugged device works");
+	r = qmp_cmd(q, "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"npu0\"}}");
+	qt_outl(q, 0xae08, 1u << SLOT);	/* ACPI eject */
+	good = r && strstr(r, "\"return\"") && !qmp_wait_event(q, "DEVICE_DELETED", 10000);
+	ok(good && cfg_readl(0) == 0xffffffff,
+	   "device_del with a hanging kernel: threads joined, device gone");
+	r = qmp_cmd(q, "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"npu\","
+		    "\"id\":\"npu1\",\"addr\":\"4\"}}");
+	ok(r && strstr(r, "\"return\"") && qmp_cmd(q, "{\"execute\":\"query-status\"}"),
+	   "device_add again after removal");
+	stop("hotplug instance");
+}
+
+static void run_all(void)
+{
+	start(NULL, 0);
+	test_identity();
+	test_fences();
+	test_copies();
+	test_kernels();
+	test_timestamp_ib();
+	test_semaphores();
+	test_faults();
+	test_bounds();
+	test_bad_packets();
+	test_tlb();
+	test_concurrency();
+	test_resets();
+	test_fuzz();
+	stop("main instance");
+	test_timing();
+	test_properties();
+	test_hotplug();
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t t0 = host_ns();
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s <qemu-system-x86_64>\n", argv[0]);
+		return 2;
+	}
+	qemu_bin = argv[1];
+	printf("TAP version 13\n");
+	run_all();
+	printf("1..%d\n", test_no);
+	diag("%d tests, %d failed, %.1f s", test_no, failures,
+	     (host_ns() - t0) / 1e9);
+	return failures ? 1 : 0;
+}

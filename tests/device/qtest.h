@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Minimal client for QEMU's qtest protocol (and a little QMP), used by the
+ * npu device tests.
+ */
+#ifndef NPU_TEST_QTEST_H
+#define NPU_TEST_QTEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct qt {
+	pid_t pid;
+	int in;			/* commands to QEMU */
+	int out;		/* replies from QEMU */
+	int qmp;		/* QMP socket, -1 if none */
+	char *buf;		/* reply buffer */
+	size_t len, cap;
+	int dead;		/* QEMU stopped answering */
+	char qmp_path[108];
+};
+
+/* Start QEMU with the given extra arguments (NULL terminated array). */
+struct qt *qt_start(const char *qemu, const char *const *extra, int with_qmp);
+/* Quit QEMU; returns 0 if it exited normally (not by a signal). */
+int qt_quit(struct qt *q);
+int qt_alive(struct qt *q);
+
+/* Send a command, return the reply line (without "OK"), NULL on failure. */
+const char *qt_cmd(struct qt *q, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+void qt_outl(struct qt *q, uint16_t port, uint32_t v);
+void qt_outw(struct qt *q, uint16_t port, uint16_t v);
+uint32_t qt_inl(struct qt *q, uint16_t port);
+void qt_writel(struct qt *q, uint64_t addr, uint32_t v);
+void qt_writeq(struct qt *q, uint64_t addr, uint64_t v);
+uint32_t qt_readl(struct qt *q, uint64_t addr);
+uint64_t qt_readq(struct qt *q, uint64_t addr);
+void qt_memwrite(struct qt *q, uint64_t addr, const void *data, size_t len);
+void qt_memread(struct qt *q, uint64_t addr, void *data, size_t len);
+void qt_memset(struct qt *q, uint64_t addr, uint8_t v, size_t len);
+
+/* QMP: send a command (JSON text), return the reply (with "return" or
+ * "error"), skipping events; NULL on failure. The result is valid until the
+ * next call. */
+const char *qmp_cmd(struct qt *q, const char *json);
+/* Wait for an event whose text contains name; 0 on success. */
+int qmp_wait_event(struct qt *q, const char *name, int timeout_ms);
+
+#endif
