@@ -71,6 +71,12 @@ extern "C" {
  * @DRM_NPU_PARAM_MAX_JOBS: most jobs in one DRM_IOCTL_NPU_SUBMIT
  * @DRM_NPU_PARAM_MAX_CMD_SIZE: largest command buffer of one job, bytes
  * @DRM_NPU_PARAM_JOB_TIMEOUT_MS: the driver's job timeout
+ * @DRM_NPU_PARAM_MAX_JOB_BOS: most entries in &drm_npu_job.bo_handles
+ * @DRM_NPU_PARAM_MAX_JOB_SYNCS: most entries in &drm_npu_job.in_syncs, and
+ *	in &drm_npu_job.out_syncs
+ * @DRM_NPU_PARAM_MAX_QUEUES: most queues one file can have at a time
+ * @DRM_NPU_PARAM_VA_START: lowest device virtual address the kernel hands
+ *	out (VAs below it are never mapped, so a NULL pointer faults)
  */
 enum drm_npu_param {
 	DRM_NPU_PARAM_DEVICE_ID = 0,
@@ -91,6 +97,10 @@ enum drm_npu_param {
 	DRM_NPU_PARAM_MAX_JOBS = 15,
 	DRM_NPU_PARAM_MAX_CMD_SIZE = 16,
 	DRM_NPU_PARAM_JOB_TIMEOUT_MS = 17,
+	DRM_NPU_PARAM_MAX_JOB_BOS = 18,
+	DRM_NPU_PARAM_MAX_JOB_SYNCS = 19,
+	DRM_NPU_PARAM_MAX_QUEUES = 20,
+	DRM_NPU_PARAM_VA_START = 21,
 };
 
 /* DRM_NPU_PARAM_FEATURES bits */

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_drv.c - PCI driver, DRM driver, file handling and the query ioctls
+ * of the npu virtual NPU.
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_ioctl.h>
+#include <drm/drm_managed.h>
+#include <drm/drm_prime.h>
+
+#include "npu_drv.h"
+
+unsigned int npu_job_timeout_ms = 2000;
+module_param_named(job_timeout_ms, npu_job_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "Job timeout before the ring is reset, ms (default 2000)");
+
+/**
+ * npu_rd64() - read a 64-bit register pair, low half first
+ * @ndev: device
+ * @lo: offset of the low half
+ *
+ * Return: the value.
+ */
+u64 npu_rd64(struct npu_device *ndev, u32 lo)
+{
+	u32 l = npu_rd(ndev, lo);
+
+	return ((u64)npu_rd(ndev, lo + 4) << 32) | l;
+}
+
+/* ---------------------------------------------------------------------- */
+/* files */
+
+static int npu_open(struct drm_device *dev, struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct npu_file *nfile;
+	int ret, idx;
+
+	if (!drm_dev_enter(dev, &idx))
+		return -ENODEV;
+
+	nfile = kzalloc(sizeof(*nfile), GFP_KERNEL);
+	if (!nfile) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	kref_init(&nfile->ref);
+	nfile->ndev = ndev;
+	nfile->client_id = npu_file_client_id(file);
+	xa_init_flags(&nfile->queues, XA_FLAGS_ALLOC1);
+	mutex_init(&nfile->submit_lock);
+	spin_lock_init(&nfile->fault_lock);
+	nfile->ctx = npu_ctx_create(ndev);
+	if (IS_ERR(nfile->ctx)) {
+		ret = PTR_ERR(nfile->ctx);
+		nfile->ctx = NULL;
+		npu_file_put(nfile);
+		goto out;
+	}
+	file->driver_priv = nfile;
+	ret = 0;
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static void npu_postclose(struct drm_device *dev, struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+
+	/* GEM handles are gone already; jobs keep what they use alive. */
+	npu_queues_destroy(nfile);
+	npu_file_put(nfile);
+}
+
+/* ---------------------------------------------------------------------- */
+/* query ioctls */
+
+static int npu_ioctl_get_param(struct drm_device *dev, void *data,
+			       struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct drm_npu_get_param *args = data;
+	int idx, ret = 0;
+
+	if (args->pad)
+		return -EINVAL;
+
+	switch (args->param) {
+	case DRM_NPU_PARAM_DEVICE_ID:
+		args->value = (ndev->pdev->vendor << 16) | ndev->pdev->device;
+		break;
+	case DRM_NPU_PARAM_REVISION:
+		args->value = ndev->version;
+		break;
+	case DRM_NPU_PARAM_NUM_COMPUTE_RINGS:
+		args->value = ndev->num_compute;
+		break;
+	case DRM_NPU_PARAM_NUM_COPY_RINGS:
+		args->value = ndev->num_copy;
+		break;
+	case DRM_NPU_PARAM_NUM_CUS:
+		args->value = ndev->num_cus;
+		break;
+	case DRM_NPU_PARAM_DEVMEM_SIZE:
+		args->value = ndev->devmem_size;
+		break;
+	case DRM_NPU_PARAM_CLOCK_HZ:
+		args->value = ndev->clock_hz;
+		break;
+	case DRM_NPU_PARAM_FEATURES:
+		args->value = DRM_NPU_FEATURE_USERPTR |
+			      DRM_NPU_FEATURE_TIMELINE |
+			      DRM_NPU_FEATURE_PRIME |
+			      DRM_NPU_FEATURE_COUNTERS;
+		if (ndev->features & NPU_FEATURE_TIMING)
+			args->value |= DRM_NPU_FEATURE_TIMING_MODEL;
+		if (ndev->devmem_size)
+			args->value |= DRM_NPU_FEATURE_DEVMEM;
+		break;
+	case DRM_NPU_PARAM_VA_SIZE:
+		args->value = NPU_VA_END - NPU_VA_START;
+		break;
+	case DRM_NPU_PARAM_MAX_JOBS:
+		args->value = NPU_MAX_JOBS;
+		break;
+	case DRM_NPU_PARAM_MAX_CMD_SIZE:
+		args->value = NPU_IB_MAX_SIZE;
+		break;
+	case DRM_NPU_PARAM_JOB_TIMEOUT_MS:
+		args->value = npu_job_timeout_ms;
+		break;
+	case DRM_NPU_PARAM_MAX_JOB_BOS:
+		args->value = NPU_MAX_JOB_BOS;
+		break;
+	case DRM_NPU_PARAM_MAX_JOB_SYNCS:
+		args->value = NPU_MAX_JOB_SYNCS;
+		break;
+	case DRM_NPU_PARAM_MAX_QUEUES:
+		args->value = NPU_MAX_QUEUES;
+		break;
+	case DRM_NPU_PARAM_VA_START:
+		args->value = NPU_VA_START;
+		break;
+	case DRM_NPU_PARAM_CLOCK:
+	case DRM_NPU_PARAM_LINK_BW_MBPS:
+	case DRM_NPU_PARAM_MEM_BW_MBPS:
+	case DRM_NPU_PARAM_CU_MOPS:
+	case DRM_NPU_PARAM_LAUNCH_NS:
+	case DRM_NPU_PARAM_COPY_NS:
+		if (!drm_dev_enter(dev, &idx))
+			return -ENODEV;
+		switch (args->param) {
+		case DRM_NPU_PARAM_CLOCK:
+			args->value = npu_rd64(ndev, NPU_REG_CLOCK_LO);
+			break;
+		case DRM_NPU_PARAM_LINK_BW_MBPS:
+			args->value = npu_rd(ndev, NPU_REG_LINK_BW_MBPS);
+			break;
+		case DRM_NPU_PARAM_MEM_BW_MBPS:
+			args->value = npu_rd(ndev, NPU_REG_MEM_BW_MBPS);
+			break;
+		case DRM_NPU_PARAM_CU_MOPS:
+			args->value = npu_rd(ndev, NPU_REG_CU_MOPS);
+			break;
+		case DRM_NPU_PARAM_LAUNCH_NS:
+			args->value = npu_rd(ndev, NPU_REG_LAUNCH_NS);
+			break;
+		default:
+			args->value = npu_rd(ndev, NPU_REG_COPY_NS);
+			break;
+		}
+		drm_dev_exit(idx);
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	return ret;
+}
+
+static int npu_ioctl_get_fault(struct drm_device *dev, void *data,
+			       struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_get_fault *args = data;
+
+	spin_lock_irq(&nfile->fault_lock);
+	*args = nfile->fault;
+	spin_unlock_irq(&nfile->fault_lock);
+	return 0;
+}
+
+static int npu_ioctl_counters(struct drm_device *dev, void *data,
+			      struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct drm_npu_counters *args = data;
+	struct drm_npu_ring_counters __user *urings;
+	u64 __user *ucus;
+	u32 i, nr, nc;
+	int idx, ret = 0;
+
+	if ((args->ring_count && !args->rings) ||
+	    (args->cu_count && !args->cu_busy_ns))
+		return -EINVAL;
+	urings = u64_to_user_ptr(args->rings);
+	ucus = u64_to_user_ptr(args->cu_busy_ns);
+	nr = min(args->ring_count, ndev->num_rings);
+	nc = min(args->cu_count, ndev->num_cus);
+
+	if (!drm_dev_enter(dev, &idx))
+		return -ENODEV;
+	args->clock = npu_rd64(ndev, NPU_REG_CLOCK_LO);
+	for (i = 0; i < nr && !ret; i++) {
+		u32 base = NPU_RING_BASE(i);
+		struct drm_npu_ring_counters c = {
+			.busy_ns = npu_rd64(ndev, base + NPU_RING_BUSY_LO),
+			.commands = npu_rd64(ndev, base + NPU_RING_CMDS_LO),
+			.bytes = npu_rd64(ndev, base + NPU_RING_BYTES_LO),
+			.ops = npu_rd64(ndev, base + NPU_RING_OPS_LO),
+		};
+
+		if (copy_to_user(&urings[i], &c, sizeof(c)))
+			ret = -EFAULT;
+	}
+	for (i = 0; i < nc && !ret; i++) {
+		u64 v = npu_rd64(ndev, NPU_REG_CU_BUSY_LO(i));
+
+		if (put_user(v, &ucus[i]))
+			ret = -EFAULT;
+	}
+	drm_dev_exit(idx);
+	args->ring_count = ndev->num_rings;
+	args->cu_count = ndev->num_cus;
+	return ret;
+}
+
+static const struct drm_ioctl_desc npu_ioctls[] = {
+	DRM_IOCTL_DEF_DRV(NPU_GET_PARAM, npu_ioctl_get_param, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_CREATE, npu_ioctl_bo_create, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_INFO, npu_ioctl_bo_info, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERPTR, npu_ioctl_userptr, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_QUEUE_CREATE, npu_ioctl_queue_create,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_QUEUE_DESTROY, npu_ioctl_queue_destroy,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_SUBMIT, npu_ioctl_submit, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_WAIT, npu_ioctl_bo_wait, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_GET_FAULT, npu_ioctl_get_fault, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_COUNTERS, npu_ioctl_counters, DRM_RENDER_ALLOW),
+};
+
+#ifdef NPU_HAVE_ACCEL
+DEFINE_DRM_ACCEL_FOPS(npu_fops);
+#else
+DEFINE_DRM_GEM_FOPS(npu_fops);
+#endif
+
+static const struct drm_driver npu_drm_driver = {
+	.driver_features = DRIVER_GEM | DRIVER_SYNCOBJ |
+			   DRIVER_SYNCOBJ_TIMELINE | NPU_DRIVER_FEATURES_NODE,
+	.open = npu_open,
+	.postclose = npu_postclose,
+	.gem_create_object = npu_gem_create_object,
+	.prime_handle_to_fd = drm_gem_prime_handle_to_fd,
+	.prime_fd_to_handle = drm_gem_prime_fd_to_handle,
+	.gem_prime_import_sg_table = npu_gem_prime_import_sg_table,
+	NPU_DRIVER_PRIME_MMAP
+	.debugfs_init = npu_debugfs_init,
+	.ioctls = npu_ioctls,
+	.num_ioctls = ARRAY_SIZE(npu_ioctls),
+	.fops = &npu_fops,
+	.name = NPU_DRIVER_NAME,
+	.desc = NPU_DRIVER_DESC,
+	.date = "20261129",
+	.major = 1,
+	.minor = 0,
+};
+
+/* ---------------------------------------------------------------------- */
+/* PCI */
+
+static void npu_drm_release(struct drm_device *drm, void *arg)
+{
+	struct npu_device *ndev = arg;
+
+	/* last reference: every file is closed, every entity gone */
+	npu_rings_fini(ndev);
+	drm_mm_takedown(&ndev->devmem_mm);
+	ida_destroy(&ndev->ctx_ida);
+}
+
+static int npu_hw_init(struct npu_device *ndev)
+{
+	struct pci_dev *pdev = ndev->pdev;
+	u32 id;
+
+	id = npu_rd(ndev, NPU_REG_ID);
+	if (id != NPU_ID_MAGIC) {
+		dev_err(&pdev->dev, "bad id register %#x\n", id);
+		return -ENODEV;
+	}
+	ndev->version = npu_rd(ndev, NPU_REG_VERSION);
+	if ((ndev->version >> 16) != (NPU_VERSION >> 16)) {
+		dev_err(&pdev->dev, "unsupported version %#x\n", ndev->version);
+		return -ENODEV;
+	}
+	npu_wr(ndev, NPU_REG_RESET, NPU_RESET_MAGIC);
+
+	ndev->caps = npu_rd(ndev, NPU_REG_CAPS);
+	ndev->features = npu_rd(ndev, NPU_REG_FEATURES);
+	ndev->clock_hz = npu_rd(ndev, NPU_REG_CLOCK_HZ);
+	ndev->devmem_size = npu_rd64(ndev, NPU_REG_DEVMEM_SIZE_LO);
+	ndev->num_compute = NPU_CAPS_COMPUTE_RINGS(ndev->caps);
+	ndev->num_copy = NPU_CAPS_COPY_RINGS(ndev->caps);
+	ndev->num_cus = min_t(u32, NPU_CAPS_CUS(ndev->caps), NPU_MAX_CUS);
+	if (ndev->num_compute + ndev->num_copy > NPU_MAX_RINGS ||
+	    ndev->num_compute + ndev->num_copy == 0) {
+		dev_err(&pdev->dev, "bad caps %#x\n", ndev->caps);
+		return -ENODEV;
+	}
+	ndev->num_rings = ndev->num_compute + ndev->num_copy;
+	return 0;
+}
+
+static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct npu_device *ndev;
+	int ret, r;
+
+	ndev = devm_drm_dev_alloc(&pdev->dev, &npu_drm_driver,
+				  struct npu_device, drm);
+	if (IS_ERR(ndev))
+		return PTR_ERR(ndev);
+	ndev->pdev = pdev;
+	pci_set_drvdata(pdev, ndev);
+
+	ret = pcim_enable_device(pdev);
+	if (ret)
+		return ret;
+	pci_set_master(pdev);
+	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(48));
+	if (ret)
+		return ret;
+	ret = pcim_iomap_regions(pdev, BIT(NPU_BAR_REGS), NPU_DRIVER_NAME);
+	if (ret)
+		return ret;
+	ndev->regs = pcim_iomap_table(pdev)[NPU_BAR_REGS];
+	if (pci_resource_len(pdev, NPU_BAR_DEVMEM)) {
+		ndev->devmem_bar_size = pci_resource_len(pdev, NPU_BAR_DEVMEM);
+		ndev->devmem_bar =
+			devm_ioremap_wc(&pdev->dev,
+					pci_resource_start(pdev, NPU_BAR_DEVMEM),
+					ndev->devmem_bar_size);
+		if (!ndev->devmem_bar)
+			ndev->devmem_bar_size = 0;
+	}
+
+	ret = npu_hw_init(ndev);
+	if (ret)
+		return ret;
+
+	mutex_init(&ndev->devmem_lock);
+	drm_mm_init(&ndev->devmem_mm, 0, ndev->devmem_size);
+	ida_init(&ndev->ctx_ida);
+	mutex_init(&ndev->ctx_lock);
+	INIT_LIST_HEAD(&ndev->ctx_list);
+	init_waitqueue_head(&ndev->bo_wq);
+	atomic_set(&ndev->jobs_alive, 0);
+
+	ret = npu_rings_init(ndev);
+	if (ret) {
+		drm_mm_takedown(&ndev->devmem_mm);
+		return ret;
+	}
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+		u32 k = ring->kind;
+		u32 i = k == DRM_NPU_RING_KIND_COMPUTE ? r :
+							 r - ndev->num_compute;
+
+		ndev->sched_lists[k][i] = &ring->sched;
+	}
+	ret = drmm_add_action_or_reset(&ndev->drm, npu_drm_release, ndev);
+	if (ret)
+		return ret;
+
+	ret = npu_irqs_init(ndev);
+	if (ret)
+		return ret;
+	npu_rings_hw_start(ndev);
+
+	ret = drm_dev_register(&ndev->drm, 0);
+	if (ret)
+		goto err_irqs;
+	ret = npu_sysfs_init(ndev);
+	if (ret)
+		dev_warn(&pdev->dev, "no sysfs attributes (%d)\n", ret);
+
+	dev_info(&pdev->dev,
+		 "npu %u.%u: %u compute + %u copy rings, %u units, %llu MiB device memory\n",
+		 ndev->version >> 16, ndev->version & 0xffff, ndev->num_compute,
+		 ndev->num_copy, ndev->num_cus, ndev->devmem_size >> 20);
+	return 0;
+
+err_irqs:
+	npu_rings_hw_stop(ndev);
+	npu_irqs_fini(ndev);
+	return ret;
+}
+
+static void npu_remove(struct pci_dev *pdev)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+	int r;
+
+	npu_sysfs_fini(ndev);
+	/* new ioctls fail with -ENODEV; waits for drm_dev_enter() sections */
+	drm_dev_unplug(&ndev->drm);
+	npu_rings_hw_stop(ndev);
+	npu_wr(ndev, NPU_REG_RESET, NPU_RESET_MAGIC);
+	npu_irqs_fini(ndev);
+	/* whatever was on the hardware is lost */
+	for (r = 0; r < ndev->num_rings; r++)
+		npu_ring_fail_all(&ndev->rings[r], -ENODEV);
+}
+
+static const struct pci_device_id npu_pci_ids[] = {
+	{ PCI_DEVICE(NPU_PCI_VENDOR_ID, NPU_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, npu_pci_ids);
+
+static struct pci_driver npu_pci_driver = {
+	.name = NPU_DRIVER_NAME,
+	.id_table = npu_pci_ids,
+	.probe = npu_probe,
+	.remove = npu_remove,
+};
+module_pci_driver(npu_pci_driver);
+
+MODULE_AUTHOR("The npu project");
+MODULE_DESCRIPTION(NPU_DRIVER_DESC);
+MODULE_LICENSE("GPL");

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * npu_drv.h - internal structures of the npu DRM accelerator driver.
+ *
+ * Object graph (arrows are counted references):
+ *
+ *   npu_file ──> npu_ctx <── npu_mapping ──> npu_bo (GEM)
+ *      ^                         ^
+ *      └──────── npu_job ────────┘      (a job pins what it uses)
+ *
+ * Documentation/driver/npu.rst describes the architecture and the locking.
+ */
+#ifndef NPU_DRV_H
+#define NPU_DRV_H
+
+#include <linux/dma-fence.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/xarray.h>
+#include <drm/drm_device.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem_shmem_helper.h>
+#include <drm/drm_mm.h>
+#include <drm/gpu_scheduler.h>
+
+#include "npu_compat.h"
+#include "npu_hw.h"
+#include "drm/npu_accel.h"
+
+#define NPU_DRIVER_NAME		"npu"
+#define NPU_DRIVER_DESC		"npu virtual NPU accelerator"
+
+/* Submission limits (also reported by GET_PARAM). */
+#define NPU_MAX_JOBS		64	/* jobs in one SUBMIT */
+#define NPU_MAX_JOB_BOS		1024	/* BO handles of one job */
+#define NPU_MAX_JOB_SYNCS	64	/* in or out syncs of one job */
+#define NPU_MAX_QUEUES		256	/* queues of one file */
+#define NPU_MAX_BO_SIZE		(1ull << 32)	/* 4 GiB per BO */
+
+/* Device VA layout of a context: nothing below 1 MiB (catches NULL). */
+#define NPU_VA_START		(1ull << 20)
+#define NPU_VA_END		(1ull << NPU_VA_BITS)
+#define NPU_VA_GUARD		NPU_PAGE_SIZE	/* unmapped gap after each BO */
+
+/* Ring buffers: every job takes one fixed 64-byte slot (16 dwords). */
+#define NPU_RING_BYTES		(16 * 1024)
+#define NPU_JOB_SLOT_DW		16
+#define NPU_RING_CREDITS	128	/* jobs in flight per ring (< slots) */
+#define NPU_FENCE_SLOT		64	/* bytes between two rings' seqnos */
+
+struct npu_device;
+struct npu_file;
+
+/**
+ * struct npu_ring - one hardware ring (command processor) of the device
+ * @ndev: owning device
+ * @index: global ring index (compute rings first, then copy rings)
+ * @kind: DRM_NPU_RING_KIND_*
+ * @irq: Linux irq number of the ring's MSI-X vector
+ * @name: "compute0", "copy1", ...
+ * @sched: the ring's scheduler; one entity per queue feeds it
+ * @vaddr: CPU address of the ring buffer (DMA coherent)
+ * @dma: bus address of the ring buffer
+ * @fence_cpu: CPU address of the 32-bit word the FENCE packet writes
+ * @fence_dma: its bus address
+ * @fence_context: dma_fence context of the hardware fences
+ * @lock: protects @tail, @seqno, @pending, the ring contents and the
+ *	ring's registers; taken from the irq handlers (irqsave)
+ * @fence_lock: lock handed to dma_fence_init() for the hardware fences
+ * @tail: next byte offset the driver writes
+ * @seqno: seqno of the last job emitted
+ * @completed: seqno of the last job retired
+ * @pending: jobs on the hardware, oldest first (&npu_job.node)
+ * @stats_submitted: jobs written to the ring
+ * @stats_completed: jobs retired without error
+ * @stats_failed: jobs retired with an error
+ * @stats_faults: device errors reported for this ring
+ * @stats_resets: ring resets after a timeout
+ */
+struct npu_ring {
+	struct npu_device *ndev;
+	u32 index;
+	u32 kind;
+	int irq;
+	char name[16];
+	struct drm_gpu_scheduler sched;
+	u32 *vaddr;
+	dma_addr_t dma;
+	u32 *fence_cpu;
+	dma_addr_t fence_dma;
+	u64 fence_context;
+	spinlock_t lock;
+	spinlock_t fence_lock;
+	u32 tail;
+	u32 seqno;
+	u32 completed;
+	struct list_head pending;
+	u64 stats_submitted;
+	u64 stats_completed;
+	u64 stats_failed;
+	u64 stats_faults;
+	u64 stats_resets;
+};
+
+/**
+ * struct npu_device - one npu PCI function
+ * @drm: DRM device (refcounted; outlives the PCI binding while files are
+ *	open)
+ * @pdev: PCI device
+ * @regs: BAR0 registers; only touched inside drm_dev_enter()/exit()
+ * @devmem_bar: write-combined mapping of the device memory BAR (used to
+ *	clear new device-memory BOs), or NULL
+ * @devmem_bar_size: bytes mapped at @devmem_bar
+ * @devmem_size: bytes of device memory (NPU_REG_DEVMEM_SIZE)
+ * @version: NPU_REG_VERSION
+ * @caps: NPU_REG_CAPS
+ * @features: NPU_REG_FEATURES
+ * @clock_hz: NPU_REG_CLOCK_HZ
+ * @num_rings: compute + copy rings
+ * @num_compute: compute rings
+ * @num_copy: copy rings
+ * @num_cus: compute units
+ * @rings: the rings, @num_rings of them
+ * @sched_lists: schedulers of the compute / copy rings, for load-balanced
+ *	queues (entities keep a pointer to the list)
+ * @fence_page: CPU address of the page holding every ring's fence word
+ * @fence_page_dma: its bus address
+ * @err_irq: Linux irq number of the error vector
+ * @irqs_on: interrupts requested (cleared on removal)
+ * @devmem_lock: protects @devmem_mm
+ * @devmem_mm: allocator of device memory
+ * @ctx_ida: context ids (1..)
+ * @ctx_lock: protects @ctx_list
+ * @ctx_list: live contexts (&npu_ctx.link), for debugfs
+ * @jobs_alive: jobs created and not yet freed
+ * @bo_wq: woken whenever a job retires (BO_WAIT sleeps here)
+ * @sysfs_done: sysfs group created
+ */
+struct npu_device {
+	struct drm_device drm;
+	struct pci_dev *pdev;
+	void __iomem *regs;
+	void __iomem *devmem_bar;
+	resource_size_t devmem_bar_size;
+	u64 devmem_size;
+	u32 version;
+	u32 caps;
+	u32 features;
+	u32 clock_hz;
+	u32 num_rings;
+	u32 num_compute;
+	u32 num_copy;
+	u32 num_cus;
+	struct npu_ring rings[NPU_MAX_RINGS];
+	struct drm_gpu_scheduler *sched_lists[2][NPU_MAX_RINGS];
+	void *fence_page;
+	dma_addr_t fence_page_dma;
+	int err_irq;
+	bool irqs_on;
+	struct mutex devmem_lock;
+	struct drm_mm devmem_mm;
+	struct ida ctx_ida;
+	struct mutex ctx_lock;
+	struct list_head ctx_list;
+	atomic_t jobs_alive;
+	wait_queue_head_t bo_wq;
+	bool sysfs_done;
+};
+
+#define to_npu_device(d) container_of(d, struct npu_device, drm)
+
+/**
+ * struct npu_pt - one page table (512 entries) and its children
+ * @entries: CPU address of the table (DMA coherent, 4 KiB)
+ * @dma: bus address written into the parent entry / SET_CONTEXT
+ * @child: next-level tables (NULL for level 0)
+ * @used: valid entries in this table
+ */
+struct npu_pt {
+	u64 *entries;
+	dma_addr_t dma;
+	struct npu_pt **child;
+	u32 used;
+};
+
+/**
+ * struct npu_ctx - a device address space (one per open file)
+ * @ref: references: the file, every mapping, every job
+ * @ndev: device
+ * @id: context id written in SET_CONTEXT (1..)
+ * @lock: protects @root (all page tables), @va_mm and the mappings' nodes
+ * @root: level-2 page table
+ * @va_mm: allocator of device virtual addresses
+ * @link: entry in &npu_device.ctx_list
+ * @pid: process that created it (debugfs)
+ */
+struct npu_ctx {
+	struct kref ref;
+	struct npu_device *ndev;
+	u32 id;
+	struct mutex lock;
+	struct npu_pt *root;
+	struct drm_mm va_mm;
+	struct list_head link;
+	pid_t pid;
+};
+
+/* Kinds of buffer object. */
+enum npu_bo_kind {
+	NPU_BO_SHMEM,	/* system memory, shmem backed, mmap-able */
+	NPU_BO_DEVMEM,	/* device-local memory */
+	NPU_BO_USERPTR,	/* pinned user pages */
+	NPU_BO_IMPORT,	/* dma-buf of another device */
+};
+
+/**
+ * struct npu_bo - a buffer object
+ * @base: shmem GEM object; for non-shmem kinds only @base.base is used
+ * @kind: enum npu_bo_kind
+ * @flags: DRM_NPU_BO_* / userptr flags it was made with
+ * @read_only: device mappings are read-only
+ * @sgt: DMA addresses of the pages (shmem: owned by the helper)
+ * @devmem: range of device memory (DEVMEM)
+ * @pages: pinned user pages (USERPTR)
+ * @npages: entries in @pages
+ * @active: jobs that use the BO and have not been freed yet
+ * @maps_lock: protects @maps
+ * @maps: mappings of the BO in contexts that hold a handle to it
+ *	(&npu_mapping.bo_link)
+ */
+struct npu_bo {
+	struct drm_gem_shmem_object base;
+	enum npu_bo_kind kind;
+	u32 flags;
+	bool read_only;
+	struct sg_table *sgt;
+	struct drm_mm_node devmem;
+	struct page **pages;
+	unsigned long npages;
+	atomic_t active;
+	struct mutex maps_lock;
+	struct list_head maps;
+};
+
+static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
+{
+	return container_of(obj, struct npu_bo, base.base);
+}
+
+/**
+ * struct npu_mapping - a BO mapped at a VA in a context
+ * @ref: references: the handle(s) of the file, every job using it
+ * @ctx: context (referenced)
+ * @bo: BO (GEM reference)
+ * @node: VA range (&npu_ctx.va_mm), BO size plus a guard page
+ * @size: mapped bytes
+ * @handles: handles of the context's file that name the BO; protected by
+ *	&npu_bo.maps_lock
+ * @bo_link: entry in &npu_bo.maps while @handles > 0
+ */
+struct npu_mapping {
+	struct kref ref;
+	struct npu_ctx *ctx;
+	struct npu_bo *bo;
+	struct drm_mm_node node;
+	u64 size;
+	u32 handles;
+	struct list_head bo_link;
+};
+
+/**
+ * struct npu_queue - a submission queue (scheduler entity)
+ * @ref: references: the file's xarray, submits in progress
+ * @entity: scheduler entity, bound to one ring or load-balanced
+ * @id: queue id
+ * @kind: DRM_NPU_RING_KIND_*
+ * @priority: DRM_NPU_PRIORITY_*
+ * @ring: ring index within @kind, or DRM_NPU_RING_ANY
+ */
+struct npu_queue {
+	struct kref ref;
+	struct drm_sched_entity entity;
+	u32 id;
+	u32 kind;
+	u32 priority;
+	u32 ring;
+};
+
+/**
+ * struct npu_file - driver state of one open file
+ * @ref: references: the DRM file, every job
+ * @ndev: device
+ * @ctx: the file's address space
+ * @client_id: DRM client id, for the scheduler
+ * @queues: queue id -> &struct npu_queue (xarray has its own lock)
+ * @submit_lock: serialises SUBMIT so that jobs are armed and pushed in
+ *	the same order on each entity
+ * @fault_lock: protects @fault (taken from the error irq)
+ * @fault: errors hit by the file's jobs
+ */
+struct npu_file {
+	struct kref ref;
+	struct npu_device *ndev;
+	struct npu_ctx *ctx;
+	u64 client_id;
+	struct xarray queues;
+	struct mutex submit_lock;
+	spinlock_t fault_lock;
+	struct drm_npu_get_fault fault;
+};
+
+/**
+ * struct npu_job - one job: a command buffer run on a ring
+ * @base: scheduler job
+ * @ndev: device
+ * @nfile: owning file (referenced; receives fault records)
+ * @ctx: context the job runs in (referenced)
+ * @queue_id: queue it was submitted to (fault records)
+ * @cmd_va: command buffer VA
+ * @cmd_size: command buffer bytes (0: fence only)
+ * @maps: mappings the job uses (referenced), @nmaps of them
+ * @nmaps: entries in @maps
+ * @ring: ring the job ran on (set by run_job)
+ * @hw_fence: hardware fence of the current run (referenced)
+ * @spare_fence: fence allocated at submit for the first run
+ * @seqno: seqno of the current run
+ * @node: entry in &npu_ring.pending, protected by &npu_ring.lock
+ * @on_ring: @node is linked
+ * @armed: drm_sched_job_arm() was called
+ * @hw_done: the device finished the job before a ring reset; a
+ *	resubmission only signals its fence
+ */
+struct npu_job {
+	struct drm_sched_job base;
+	struct npu_device *ndev;
+	struct npu_file *nfile;
+	struct npu_ctx *ctx;
+	u32 queue_id;
+	u64 cmd_va;
+	u32 cmd_size;
+	struct npu_mapping **maps;
+	u32 nmaps;
+	struct npu_ring *ring;
+	struct dma_fence *hw_fence;
+	struct npu_fence *spare_fence;
+	u32 seqno;
+	struct list_head node;
+	bool on_ring;
+	bool armed;
+	bool hw_done;
+};
+
+#define to_npu_job(j) container_of(j, struct npu_job, base)
+
+/**
+ * struct npu_fence - hardware fence of one job run on a ring
+ * @base: dma fence (context = ring, seqno = ring seqno)
+ * @ring_index: ring it belongs to (names only)
+ */
+struct npu_fence {
+	struct dma_fence base;
+	u32 ring_index;
+};
+
+extern unsigned int npu_job_timeout_ms;
+
+/* register access: callers hold drm_dev_enter() */
+static inline u32 npu_rd(struct npu_device *ndev, u32 reg)
+{
+	return readl(ndev->regs + reg);
+}
+
+static inline void npu_wr(struct npu_device *ndev, u32 reg, u32 val)
+{
+	writel(val, ndev->regs + reg);
+}
+
+static inline u32 npu_ring_rd(struct npu_ring *ring, u32 reg)
+{
+	return npu_rd(ring->ndev, NPU_RING_BASE(ring->index) + reg);
+}
+
+static inline void npu_ring_wr(struct npu_ring *ring, u32 reg, u32 val)
+{
+	npu_wr(ring->ndev, NPU_RING_BASE(ring->index) + reg, val);
+}
+
+u64 npu_rd64(struct npu_device *ndev, u32 lo);
+
+/* npu_mmu.c */
+struct npu_ctx *npu_ctx_create(struct npu_device *ndev);
+void npu_ctx_put(struct npu_ctx *ctx);
+static inline struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
+{
+	kref_get(&ctx->ref);
+	return ctx;
+}
+
+int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo,
+		       struct npu_mapping **out);
+void npu_mapping_put(struct npu_mapping *map);
+static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
+{
+	kref_get(&map->ref);
+	return map;
+}
+
+struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
+
+/* npu_gem.c */
+struct drm_gem_object *npu_gem_create_object(struct drm_device *dev,
+					     size_t size);
+struct drm_gem_object *
+npu_gem_prime_import_sg_table(struct drm_device *dev,
+			      struct dma_buf_attachment *attach,
+			      struct sg_table *sgt);
+struct npu_mapping *npu_bo_find_mapping(struct npu_bo *bo,
+					struct npu_ctx *ctx);
+int npu_ioctl_bo_create(struct drm_device *dev, void *data,
+			struct drm_file *file);
+int npu_ioctl_bo_info(struct drm_device *dev, void *data,
+		      struct drm_file *file);
+int npu_ioctl_userptr(struct drm_device *dev, void *data,
+		      struct drm_file *file);
+int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
+		      struct drm_file *file);
+
+/* npu_job.c */
+int npu_ioctl_queue_create(struct drm_device *dev, void *data,
+			   struct drm_file *file);
+int npu_ioctl_queue_destroy(struct drm_device *dev, void *data,
+			    struct drm_file *file);
+int npu_ioctl_submit(struct drm_device *dev, void *data,
+		     struct drm_file *file);
+void npu_queues_destroy(struct npu_file *nfile);
+void npu_file_put(struct npu_file *nfile);
+extern const struct drm_sched_backend_ops npu_sched_ops;
+
+/* npu_ring.c */
+int npu_rings_init(struct npu_device *ndev);
+void npu_rings_fini(struct npu_device *ndev);
+void npu_rings_hw_start(struct npu_device *ndev);
+void npu_rings_hw_stop(struct npu_device *ndev);
+int npu_irqs_init(struct npu_device *ndev);
+void npu_irqs_fini(struct npu_device *ndev);
+struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job);
+void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad);
+void npu_ring_fail_all(struct npu_ring *ring, int error);
+struct npu_fence *npu_fence_alloc(gfp_t gfp);
+struct dma_fence *npu_fence_signaled(struct npu_ring *ring, int error);
+void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
+		      u32 ring, u32 cause, u32 info, u64 addr);
+
+/* npu_debugfs.c, npu_sysfs.c */
+void npu_debugfs_init(struct drm_minor *minor);
+int npu_sysfs_init(struct npu_device *ndev);
+void npu_sysfs_fini(struct npu_device *ndev);
+
+#endif /* NPU_DRV_H */

@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_gem.c - buffer objects: shmem, device memory, userptr, PRIME import.
+ *
+ * Every BO is mapped into the address space of each file that holds a
+ * handle to it: the GEM open hook creates the mapping (so PRIME imports get
+ * a VA too), the close hook drops the file's reference to it. Jobs hold
+ * their own references, so a VA stays mapped until the last job using it
+ * has finished.
+ */
+#include <linux/dma-buf.h>
+#include <linux/dma-mapping.h>
+#include <linux/mm.h>
+#include <linux/pagemap.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_prime.h>
+#include <drm/drm_utils.h>
+
+#include "npu_drv.h"
+
+/**
+ * npu_bo_find_mapping() - the mapping of @bo in @ctx, if a handle names it
+ * @bo: buffer object
+ * @ctx: context
+ *
+ * Return: the mapping with a new reference, or NULL.
+ */
+struct npu_mapping *npu_bo_find_mapping(struct npu_bo *bo, struct npu_ctx *ctx)
+{
+	struct npu_mapping *map, *found = NULL;
+
+	mutex_lock(&bo->maps_lock);
+	list_for_each_entry(map, &bo->maps, bo_link) {
+		if (map->ctx == ctx) {
+			found = npu_mapping_get(map);
+			break;
+		}
+	}
+	mutex_unlock(&bo->maps_lock);
+	return found;
+}
+
+static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_mapping *map;
+	int ret = 0;
+
+	mutex_lock(&bo->maps_lock);
+	list_for_each_entry(map, &bo->maps, bo_link) {
+		if (map->ctx == nfile->ctx) {
+			map->handles++;
+			goto out;
+		}
+	}
+	ret = npu_mapping_create(nfile->ctx, bo, &map);
+	if (ret)
+		goto out;
+	WRITE_ONCE(map->handles, 1);
+	list_add_tail(&map->bo_link, &bo->maps);
+out:
+	mutex_unlock(&bo->maps_lock);
+	return ret;
+}
+
+static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_mapping *map, *drop = NULL;
+
+	mutex_lock(&bo->maps_lock);
+	list_for_each_entry(map, &bo->maps, bo_link) {
+		if (map->ctx == nfile->ctx) {
+			if (--map->handles == 0) {
+				list_del_init(&map->bo_link);
+				drop = map;
+			}
+			break;
+		}
+	}
+	mutex_unlock(&bo->maps_lock);
+	/* Unmaps now, or when the last job using it is freed. */
+	npu_mapping_put(drop);
+}
+
+static void npu_bo_init_common(struct npu_bo *bo, enum npu_bo_kind kind)
+{
+	bo->kind = kind;
+	atomic_set(&bo->active, 0);
+	mutex_init(&bo->maps_lock);
+	INIT_LIST_HEAD(&bo->maps);
+}
+
+static void npu_bo_free(struct drm_gem_object *obj)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	struct npu_device *ndev = to_npu_device(obj->dev);
+
+	WARN_ON(!list_empty(&bo->maps));
+	mutex_destroy(&bo->maps_lock);
+
+	switch (bo->kind) {
+	case NPU_BO_SHMEM:
+	case NPU_BO_IMPORT:
+		/* frees the sg table, the pages and @bo itself */
+		drm_gem_shmem_free(&bo->base);
+		return;
+	case NPU_BO_DEVMEM:
+		mutex_lock(&ndev->devmem_lock);
+		if (drm_mm_node_allocated(&bo->devmem))
+			drm_mm_remove_node(&bo->devmem);
+		mutex_unlock(&ndev->devmem_lock);
+		break;
+	case NPU_BO_USERPTR:
+		if (bo->sgt) {
+			dma_unmap_sgtable(obj->dev->dev, bo->sgt,
+					  DMA_BIDIRECTIONAL, 0);
+			sg_free_table(bo->sgt);
+			kfree(bo->sgt);
+		}
+		if (bo->pages) {
+			unpin_user_pages_dirty_lock(bo->pages, bo->npages,
+						    !bo->read_only);
+			kvfree(bo->pages);
+		}
+		break;
+	}
+	drm_gem_object_release(obj);
+	kfree(bo);
+}
+
+static struct dma_buf *npu_gem_no_export(struct drm_gem_object *obj,
+					 int flags)
+{
+	/* device memory and pinned user memory are not shared */
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static const struct drm_gem_object_funcs npu_shmem_funcs = {
+	.free = npu_bo_free,
+	.open = npu_gem_open,
+	.close = npu_gem_close,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = drm_gem_shmem_object_mmap,
+	.vm_ops = &drm_gem_shmem_vm_ops,
+};
+
+static const struct drm_gem_object_funcs npu_raw_funcs = {
+	.free = npu_bo_free,
+	.open = npu_gem_open,
+	.close = npu_gem_close,
+	.export = npu_gem_no_export,
+};
+
+/**
+ * npu_gem_create_object() - &drm_driver.gem_create_object for shmem BOs
+ * @dev: DRM device
+ * @size: bytes
+ *
+ * Return: the embedded GEM object or an ERR_PTR.
+ */
+struct drm_gem_object *npu_gem_create_object(struct drm_device *dev,
+					     size_t size)
+{
+	struct npu_bo *bo;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	npu_bo_init_common(bo, NPU_BO_SHMEM);
+	bo->base.base.funcs = &npu_shmem_funcs;
+	bo->base.map_wc = false;
+	return &bo->base.base;
+}
+
+/**
+ * npu_gem_prime_import_sg_table() - import a dma-buf of another device
+ * @dev: DRM device
+ * @attach: attachment
+ * @sgt: its mapped pages
+ *
+ * Return: the new GEM object or an ERR_PTR.
+ */
+struct drm_gem_object *
+npu_gem_prime_import_sg_table(struct drm_device *dev,
+			      struct dma_buf_attachment *attach,
+			      struct sg_table *sgt)
+{
+	struct drm_gem_object *obj;
+	struct npu_bo *bo;
+
+	obj = drm_gem_shmem_prime_import_sg_table(dev, attach, sgt);
+	if (IS_ERR(obj))
+		return obj;
+	bo = to_npu_bo(obj);
+	bo->kind = NPU_BO_IMPORT;
+	bo->sgt = sgt;
+	return obj;
+}
+
+static bool npu_size_ok(u64 size, u64 limit)
+{
+	return size && size <= limit && size <= NPU_MAX_BO_SIZE;
+}
+
+static u64 npu_bo_mmap_offset(struct npu_bo *bo)
+{
+	if (bo->kind != NPU_BO_SHMEM && bo->kind != NPU_BO_IMPORT)
+		return 0;
+	if (drm_gem_create_mmap_offset(&bo->base.base))
+		return 0;
+	return drm_vma_node_offset_addr(&bo->base.base.vma_node);
+}
+
+/* Create the handle (which maps the BO) and report handle and VA. */
+static int npu_bo_publish(struct drm_file *file, struct npu_bo *bo,
+			  u32 *handle, u64 *va)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct npu_mapping *map;
+	int ret;
+
+	ret = drm_gem_handle_create(file, &bo->base.base, handle);
+	/* the handle (if any) now holds the BO */
+	drm_gem_object_put(&bo->base.base);
+	if (ret)
+		return ret;
+	map = npu_bo_find_mapping(bo, nfile->ctx);
+	if (!map)	/* handle closed by another thread meanwhile */
+		return -ENOENT;
+	*va = map->node.start;
+	npu_mapping_put(map);
+	return 0;
+}
+
+static struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size)
+{
+	struct drm_gem_shmem_object *shmem;
+	struct npu_bo *bo;
+	struct sg_table *sgt;
+
+	shmem = drm_gem_shmem_create(&ndev->drm, size);
+	if (IS_ERR(shmem))
+		return ERR_CAST(shmem);
+	bo = to_npu_bo(&shmem->base);
+	sgt = drm_gem_shmem_get_pages_sgt(shmem);
+	if (IS_ERR(sgt)) {
+		drm_gem_object_put(&shmem->base);
+		return ERR_CAST(sgt);
+	}
+	bo->sgt = sgt;
+	return bo;
+}
+
+static struct npu_bo *npu_bo_create_devmem(struct npu_device *ndev, u64 size)
+{
+	struct npu_bo *bo;
+	int ret, idx;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return ERR_PTR(-ENOMEM);
+	npu_bo_init_common(bo, NPU_BO_DEVMEM);
+	bo->flags = DRM_NPU_BO_DEVMEM;
+	bo->base.base.funcs = &npu_raw_funcs;
+	drm_gem_private_object_init(&ndev->drm, &bo->base.base, size);
+
+	mutex_lock(&ndev->devmem_lock);
+	ret = drm_mm_insert_node_generic(&ndev->devmem_mm, &bo->devmem, size,
+					 NPU_PAGE_SIZE, 0, DRM_MM_INSERT_BEST);
+	mutex_unlock(&ndev->devmem_lock);
+	if (ret) {
+		drm_gem_object_put(&bo->base.base);
+		return ERR_PTR(-ENOMEM);
+	}
+
+	/* Never hand out what another process left in device memory. */
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		if (ndev->devmem_bar &&
+		    bo->devmem.start + size <= ndev->devmem_bar_size)
+			memset_io(ndev->devmem_bar + bo->devmem.start, 0, size);
+		drm_dev_exit(idx);
+	}
+	return bo;
+}
+
+/**
+ * npu_ioctl_bo_create() - DRM_IOCTL_NPU_BO_CREATE
+ * @dev: DRM device
+ * @data: &struct drm_npu_bo_create
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_bo_create(struct drm_device *dev, void *data,
+			struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct drm_npu_bo_create *args = data;
+	struct npu_bo *bo;
+	u64 size;
+
+	if (args->flags & ~DRM_NPU_BO_DEVMEM)
+		return -EINVAL;
+	if (args->flags & DRM_NPU_BO_DEVMEM) {
+		if (!npu_size_ok(args->size, ndev->devmem_size))
+			return -EINVAL;
+	} else if (!npu_size_ok(args->size,
+				(u64)totalram_pages() << PAGE_SHIFT)) {
+		return -EINVAL;
+	}
+	size = PAGE_ALIGN(args->size);
+
+	if (args->flags & DRM_NPU_BO_DEVMEM)
+		bo = npu_bo_create_devmem(ndev, size);
+	else
+		bo = npu_bo_create_shmem(ndev, size);
+	if (IS_ERR(bo))
+		return PTR_ERR(bo);
+
+	args->mmap_offset = npu_bo_mmap_offset(bo);
+	return npu_bo_publish(file, bo, &args->handle, &args->va);
+}
+
+/**
+ * npu_ioctl_bo_info() - DRM_IOCTL_NPU_BO_INFO
+ * @dev: DRM device
+ * @data: &struct drm_npu_bo_info
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_bo_info(struct drm_device *dev, void *data,
+		      struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_bo_info *args = data;
+	struct drm_gem_object *obj;
+	struct npu_mapping *map;
+	struct npu_bo *bo;
+
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_npu_bo(obj);
+	map = npu_bo_find_mapping(bo, nfile->ctx);
+	if (!map) {
+		drm_gem_object_put(obj);
+		return -ENOENT;
+	}
+	args->flags = bo->flags;
+	args->size = obj->size;
+	args->va = map->node.start;
+	args->mmap_offset = npu_bo_mmap_offset(bo);
+	npu_mapping_put(map);
+	drm_gem_object_put(obj);
+	return 0;
+}
+
+/**
+ * npu_ioctl_userptr() - DRM_IOCTL_NPU_USERPTR
+ * @dev: DRM device
+ * @data: &struct drm_npu_userptr
+ * @file: DRM file
+ *
+ * Pins the pages (FOLL_LONGTERM, and FOLL_WRITE unless read-only) for the
+ * lifetime of the BO and maps them for DMA.
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_userptr(struct drm_device *dev, void *data,
+		      struct drm_file *file)
+{
+	struct drm_npu_userptr *args = data;
+	unsigned int gup = FOLL_LONGTERM;
+	unsigned long npages;
+	struct npu_bo *bo;
+	long pinned;
+	int ret;
+
+	if (args->flags & ~DRM_NPU_USERPTR_READ_ONLY)
+		return -EINVAL;
+	if (!args->size || !PAGE_ALIGNED(args->addr) ||
+	    !PAGE_ALIGNED(args->size) || args->size > NPU_MAX_BO_SIZE ||
+	    args->addr + args->size < args->addr)
+		return -EINVAL;
+	if (!access_ok(u64_to_user_ptr(args->addr), args->size))
+		return -EFAULT;
+	npages = args->size >> PAGE_SHIFT;
+	if (npages > totalram_pages())
+		return -EINVAL;
+
+	bo = kzalloc(sizeof(*bo), GFP_KERNEL);
+	if (!bo)
+		return -ENOMEM;
+	npu_bo_init_common(bo, NPU_BO_USERPTR);
+	bo->flags = args->flags;
+	bo->read_only = args->flags & DRM_NPU_USERPTR_READ_ONLY;
+	bo->base.base.funcs = &npu_raw_funcs;
+	drm_gem_private_object_init(dev, &bo->base.base, args->size);
+
+	bo->pages = kvmalloc_array(npages, sizeof(*bo->pages), GFP_KERNEL);
+	if (!bo->pages) {
+		ret = -ENOMEM;
+		goto err_put;
+	}
+	if (!bo->read_only)
+		gup |= FOLL_WRITE;
+	pinned = pin_user_pages_fast(args->addr, npages, gup, bo->pages);
+	if (pinned < 0) {
+		ret = pinned;
+		kvfree(bo->pages);
+		bo->pages = NULL;
+		goto err_put;
+	}
+	bo->npages = pinned;
+	if (pinned != npages) {
+		ret = -EFAULT;
+		goto err_put;
+	}
+
+	bo->sgt = kzalloc(sizeof(*bo->sgt), GFP_KERNEL);
+	if (!bo->sgt) {
+		ret = -ENOMEM;
+		goto err_put;
+	}
+	ret = sg_alloc_table_from_pages(bo->sgt, bo->pages, npages, 0,
+					args->size, GFP_KERNEL);
+	if (ret) {
+		kfree(bo->sgt);
+		bo->sgt = NULL;
+		goto err_put;
+	}
+	ret = dma_map_sgtable(dev->dev, bo->sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret) {
+		sg_free_table(bo->sgt);
+		kfree(bo->sgt);
+		bo->sgt = NULL;
+		goto err_put;
+	}
+	return npu_bo_publish(file, bo, &args->handle, &args->va);
+
+err_put:
+	drm_gem_object_put(&bo->base.base);
+	return ret;
+}
+
+/**
+ * npu_ioctl_bo_wait() - DRM_IOCTL_NPU_BO_WAIT
+ * @dev: DRM device
+ * @data: &struct drm_npu_bo_wait
+ * @file: DRM file
+ *
+ * Return: 0 when idle, -ETIME when the absolute timeout passed, or another
+ * negative errno.
+ */
+int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
+		      struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct drm_npu_bo_wait *args = data;
+	struct drm_gem_object *obj;
+	struct npu_bo *bo;
+	long ret;
+
+	if (args->pad)
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	bo = to_npu_bo(obj);
+
+	ret = wait_event_interruptible_timeout(ndev->bo_wq,
+					       !atomic_read(&bo->active),
+			drm_timeout_abs_to_jiffies(args->timeout_ns));
+	if (ret == 0)
+		ret = atomic_read(&bo->active) ? -ETIME : 0;
+	else if (ret > 0)
+		ret = 0;
+	drm_gem_object_put(obj);
+	return ret;
+}

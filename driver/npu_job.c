@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_job.c - queues (scheduler entities), SUBMIT and the scheduler
+ * backend.
+ *
+ * SUBMIT takes an array of jobs. Under the file's submit_lock every job is
+ * validated, initialised and armed in array order (a job may depend on a
+ * fence an earlier job of the same array will signal); only when all of them
+ * are ready are they pushed and their out-syncs installed. On any error all
+ * prepared jobs are cleaned up: nothing is queued, nothing is signalled.
+ */
+#include <linux/dma-fence-chain.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <drm/drm_file.h>
+#include <drm/drm_gem.h>
+#include <drm/drm_syncobj.h>
+
+#include "npu_drv.h"
+#include "npu_trace.h"
+
+/* ---------------------------------------------------------------------- */
+/* files */
+
+static void npu_file_release(struct kref *ref)
+{
+	struct npu_file *nfile = container_of(ref, struct npu_file, ref);
+
+	npu_ctx_put(nfile->ctx);
+	mutex_destroy(&nfile->submit_lock);
+	kfree(nfile);
+}
+
+/**
+ * npu_file_put() - drop a reference to a file's driver state
+ * @nfile: file state
+ */
+void npu_file_put(struct npu_file *nfile)
+{
+	kref_put(&nfile->ref, npu_file_release);
+}
+
+/* ---------------------------------------------------------------------- */
+/* queues */
+
+static void npu_queue_release(struct kref *ref)
+{
+	struct npu_queue *q = container_of(ref, struct npu_queue, ref);
+
+	/* waits for queued jobs to reach the ring, kills the rest */
+	drm_sched_entity_destroy(&q->entity);
+	kfree(q);
+}
+
+static void npu_queue_put(struct npu_queue *q)
+{
+	kref_put(&q->ref, npu_queue_release);
+}
+
+static struct npu_queue *npu_queue_lookup(struct npu_file *nfile, u32 id)
+{
+	struct npu_queue *q;
+
+	xa_lock(&nfile->queues);
+	q = xa_load(&nfile->queues, id);
+	if (q && !kref_get_unless_zero(&q->ref))
+		q = NULL;
+	xa_unlock(&nfile->queues);
+	return q;
+}
+
+static const enum drm_sched_priority npu_prio_map[] = {
+	[DRM_NPU_PRIORITY_LOW] = NPU_SCHED_PRIORITY_LOW,
+	[DRM_NPU_PRIORITY_NORMAL] = DRM_SCHED_PRIORITY_NORMAL,
+	[DRM_NPU_PRIORITY_HIGH] = DRM_SCHED_PRIORITY_HIGH,
+};
+
+/**
+ * npu_ioctl_queue_create() - DRM_IOCTL_NPU_QUEUE_CREATE
+ * @dev: DRM device
+ * @data: &struct drm_npu_queue_create
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_queue_create(struct drm_device *dev, void *data,
+			   struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_queue_create *args = data;
+	struct drm_gpu_scheduler **list;
+	struct drm_gpu_scheduler *one;
+	u32 first, count, id;
+	struct npu_queue *q;
+	int ret;
+
+	if (args->kind == DRM_NPU_RING_KIND_COMPUTE) {
+		first = 0;
+		count = ndev->num_compute;
+		list = ndev->sched_lists[DRM_NPU_RING_KIND_COMPUTE];
+	} else if (args->kind == DRM_NPU_RING_KIND_COPY) {
+		first = ndev->num_compute;
+		count = ndev->num_copy;
+		list = ndev->sched_lists[DRM_NPU_RING_KIND_COPY];
+	} else {
+		return -EINVAL;
+	}
+	if (args->priority > DRM_NPU_PRIORITY_HIGH || args->queue_id)
+		return -EINVAL;
+	if (!count)
+		return -ENODEV;
+	if (args->ring != DRM_NPU_RING_ANY && args->ring >= count)
+		return -EINVAL;
+
+	q = kzalloc(sizeof(*q), GFP_KERNEL);
+	if (!q)
+		return -ENOMEM;
+	kref_init(&q->ref);
+	q->kind = args->kind;
+	q->priority = args->priority;
+	q->ring = args->ring;
+	if (args->ring == DRM_NPU_RING_ANY) {
+		ret = drm_sched_entity_init(&q->entity,
+					    npu_prio_map[args->priority],
+					    list, count, NULL);
+	} else {
+		one = &ndev->rings[first + args->ring].sched;
+		ret = drm_sched_entity_init(&q->entity,
+					    npu_prio_map[args->priority],
+					    &one, 1, NULL);
+	}
+	if (ret) {
+		kfree(q);
+		return ret;
+	}
+
+	ret = xa_alloc(&nfile->queues, &id, q, XA_LIMIT(1, NPU_MAX_QUEUES),
+		       GFP_KERNEL);
+	if (ret) {
+		npu_queue_put(q);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	q->id = id;
+	args->queue_id = id;
+	return 0;
+}
+
+/**
+ * npu_ioctl_queue_destroy() - DRM_IOCTL_NPU_QUEUE_DESTROY
+ * @dev: DRM device
+ * @data: &struct drm_npu_queue_destroy
+ * @file: DRM file
+ *
+ * Jobs already submitted to the queue still run.
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_queue_destroy(struct drm_device *dev, void *data,
+			    struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_queue_destroy *args = data;
+	struct npu_queue *q;
+
+	if (args->pad)
+		return -EINVAL;
+	q = xa_erase(&nfile->queues, args->queue_id);
+	if (!q)
+		return -ENOENT;
+	npu_queue_put(q);
+	return 0;
+}
+
+/**
+ * npu_queues_destroy() - destroy every queue of a closing file
+ * @nfile: file state
+ */
+void npu_queues_destroy(struct npu_file *nfile)
+{
+	struct npu_queue *q;
+	unsigned long id;
+
+	xa_for_each(&nfile->queues, id, q) {
+		xa_erase(&nfile->queues, id);
+		npu_queue_put(q);
+	}
+	xa_destroy(&nfile->queues);
+}
+
+/* ---------------------------------------------------------------------- */
+/* jobs */
+
+static void npu_job_release(struct npu_job *job, bool pushed)
+{
+	struct npu_device *ndev = job->ndev;
+	u32 i;
+
+	for (i = 0; i < job->nmaps; i++) {
+		if (pushed)
+			atomic_dec(&job->maps[i]->bo->active);
+		npu_mapping_put(job->maps[i]);
+	}
+	kvfree(job->maps);
+	dma_fence_put(job->hw_fence);
+	kfree(job->spare_fence);
+	npu_ctx_put(job->ctx);
+	npu_file_put(job->nfile);
+	kfree(job);
+	atomic_dec(&ndev->jobs_alive);
+	wake_up_all(&ndev->bo_wq);
+}
+
+static struct dma_fence *npu_sched_run_job(struct drm_sched_job *sched_job)
+{
+	struct npu_ring *ring = container_of(sched_job->sched, struct npu_ring,
+					     sched);
+	struct npu_job *job = to_npu_job(sched_job);
+	int error = sched_job->s_fence->finished.error;
+
+	if (job->hw_done)	/* finished before a ring reset */
+		return npu_fence_signaled(ring, 0);
+	if (error)		/* guilty, or its queue was killed */
+		return npu_fence_signaled(ring, error);
+	return npu_ring_run(ring, job);
+}
+
+static enum drm_gpu_sched_stat
+npu_sched_timedout_job(struct drm_sched_job *sched_job)
+{
+	struct npu_ring *ring = container_of(sched_job->sched, struct npu_ring,
+					     sched);
+	struct npu_job *job = to_npu_job(sched_job);
+
+	drm_sched_stop(&ring->sched, sched_job);
+	npu_ring_reset(ring, job);
+	drm_sched_resubmit_jobs(&ring->sched);
+	npu_sched_start(&ring->sched);
+	return DRM_GPU_SCHED_STAT_NOMINAL;
+}
+
+static void npu_sched_free_job(struct drm_sched_job *sched_job)
+{
+	struct npu_job *job = to_npu_job(sched_job);
+
+	drm_sched_job_cleanup(sched_job);
+	npu_job_release(job, true);
+}
+
+const struct drm_sched_backend_ops npu_sched_ops = {
+	.run_job = npu_sched_run_job,
+	.timedout_job = npu_sched_timedout_job,
+	.free_job = npu_sched_free_job,
+};
+
+/* An out-sync prepared by the validation pass. */
+struct npu_out_sync {
+	struct drm_syncobj *syncobj;
+	struct dma_fence_chain *chain;
+	u32 handle;
+	u64 point;
+};
+
+/* Per-job state of one SUBMIT while it is being prepared. */
+struct npu_pending {
+	struct npu_job *job;
+	struct npu_queue *queue;
+	struct npu_out_sync *outs;
+	u32 nouts;
+	bool inited;
+};
+
+static int npu_job_add_maps(struct npu_job *job, struct drm_file *file,
+			    const struct drm_npu_job *desc)
+{
+	u32 __user *uhandles = u64_to_user_ptr(desc->bo_handles);
+	u32 n = desc->bo_count + (desc->cmd_size ? 1 : 0);
+	u32 i, handle;
+
+	if (!n)
+		return 0;
+	job->maps = kvcalloc(n, sizeof(*job->maps), GFP_KERNEL);
+	if (!job->maps)
+		return -ENOMEM;
+
+	if (desc->cmd_size) {
+		job->maps[0] = npu_ctx_find_va(job->ctx, desc->cmd_va,
+					       desc->cmd_size);
+		if (!job->maps[0])
+			return -EINVAL;
+		job->nmaps = 1;
+	}
+	for (i = 0; i < desc->bo_count; i++) {
+		struct drm_gem_object *obj;
+		struct npu_mapping *map;
+
+		if (get_user(handle, uhandles + i))
+			return -EFAULT;
+		obj = drm_gem_object_lookup(file, handle);
+		if (!obj)
+			return -ENOENT;
+		map = npu_bo_find_mapping(to_npu_bo(obj), job->ctx);
+		drm_gem_object_put(obj);
+		if (!map)
+			return -ENOENT;
+		job->maps[job->nmaps++] = map;
+	}
+	return 0;
+}
+
+/* Fence of an earlier job of this submission that signals (handle, point). */
+static struct dma_fence *npu_find_local_fence(struct npu_pending *p, u32 n,
+					      u32 handle, u64 point)
+{
+	struct dma_fence *best = NULL;
+	u64 best_point = U64_MAX;
+	u32 i, k;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < p[i].nouts; k++) {
+			struct npu_out_sync *o = &p[i].outs[k];
+
+			if (o->handle != handle)
+				continue;
+			if (!point && !o->point) {
+				/* binary: the latest signaller wins */
+				best = &p[i].job->base.s_fence->finished;
+			} else if (point && o->point >= point &&
+				   o->point < best_point) {
+				best = &p[i].job->base.s_fence->finished;
+				best_point = o->point;
+			}
+		}
+	}
+	return best ? dma_fence_get(best) : NULL;
+}
+
+static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
+				struct drm_file *file,
+				const struct drm_npu_job *desc)
+{
+	struct drm_npu_sync __user *usyncs = u64_to_user_ptr(desc->in_syncs);
+	struct npu_job *job = p[idx].job;
+	struct drm_npu_sync s;
+	struct dma_fence *f;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < desc->in_sync_count; i++) {
+		if (copy_from_user(&s, usyncs + i, sizeof(s)))
+			return -EFAULT;
+		if (s.flags)
+			return -EINVAL;
+		f = npu_find_local_fence(p, idx, s.handle, s.point);
+		if (f) {
+			ret = drm_sched_job_add_dependency(&job->base, f);
+			if (ret)
+				return ret;
+			/* a timeline may also have earlier points pending */
+			if (!s.point)
+				continue;
+			if (drm_syncobj_find_fence(file, s.handle, s.point, 0,
+						   &f))
+				continue;
+		} else {
+			ret = drm_syncobj_find_fence(file, s.handle, s.point,
+						     0, &f);
+			if (ret)
+				return ret;
+		}
+		ret = drm_sched_job_add_dependency(&job->base, f);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int npu_job_get_out_syncs(struct npu_pending *pj, struct drm_file *file,
+				 const struct drm_npu_job *desc)
+{
+	struct drm_npu_sync __user *usyncs = u64_to_user_ptr(desc->out_syncs);
+	struct drm_npu_sync s;
+	u32 i;
+
+	if (!desc->out_sync_count)
+		return 0;
+	pj->outs = kcalloc(desc->out_sync_count, sizeof(*pj->outs),
+			   GFP_KERNEL);
+	if (!pj->outs)
+		return -ENOMEM;
+	for (i = 0; i < desc->out_sync_count; i++) {
+		struct npu_out_sync *o = &pj->outs[i];
+
+		if (copy_from_user(&s, usyncs + i, sizeof(s)))
+			return -EFAULT;
+		if (s.flags)
+			return -EINVAL;
+		o->syncobj = drm_syncobj_find(file, s.handle);
+		if (!o->syncobj)
+			return -ENOENT;
+		pj->nouts++;
+		o->handle = s.handle;
+		o->point = s.point;
+		if (s.point) {
+			o->chain = dma_fence_chain_alloc();
+			if (!o->chain)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
+			   struct npu_pending *p, u32 idx,
+			   const struct drm_npu_job *desc)
+{
+	struct npu_device *ndev = nfile->ndev;
+	struct npu_pending *pj = &p[idx];
+	struct npu_job *job;
+	int ret;
+
+	if (desc->flags)
+		return -EINVAL;
+	if (desc->cmd_size % 4 || desc->cmd_size > NPU_IB_MAX_SIZE)
+		return -EINVAL;
+	if (desc->bo_count > NPU_MAX_JOB_BOS ||
+	    desc->in_sync_count > NPU_MAX_JOB_SYNCS ||
+	    desc->out_sync_count > NPU_MAX_JOB_SYNCS)
+		return -EINVAL;
+
+	pj->queue = npu_queue_lookup(nfile, desc->queue_id);
+	if (!pj->queue)
+		return -ENOENT;
+
+	job = kzalloc(sizeof(*job), GFP_KERNEL);
+	if (!job)
+		return -ENOMEM;
+	atomic_inc(&ndev->jobs_alive);
+	job->ndev = ndev;
+	kref_get(&nfile->ref);
+	job->nfile = nfile;
+	job->ctx = npu_ctx_get(nfile->ctx);
+	job->queue_id = desc->queue_id;
+	job->cmd_va = desc->cmd_va;
+	job->cmd_size = desc->cmd_size;
+	INIT_LIST_HEAD(&job->node);
+	pj->job = job;
+
+	job->spare_fence = npu_fence_alloc(GFP_KERNEL);
+	if (!job->spare_fence)
+		return -ENOMEM;
+	ret = npu_job_add_maps(job, file, desc);
+	if (ret)
+		return ret;
+	ret = npu_job_get_out_syncs(pj, file, desc);
+	if (ret)
+		return ret;
+
+	ret = npu_sched_job_init(&job->base, &pj->queue->entity, nfile,
+				 nfile->client_id);
+	if (ret)
+		return ret;
+	pj->inited = true;
+
+	ret = npu_job_add_in_syncs(p, idx, file, desc);
+	if (ret)
+		return ret;
+
+	drm_sched_job_arm(&job->base);
+	job->armed = true;
+	return 0;
+}
+
+static void npu_pending_cleanup(struct npu_pending *pj)
+{
+	u32 i;
+
+	if (pj->job) {
+		if (pj->inited)
+			drm_sched_job_cleanup(&pj->job->base);
+		npu_job_release(pj->job, false);
+	}
+	for (i = 0; i < pj->nouts; i++) {
+		drm_syncobj_put(pj->outs[i].syncobj);
+		dma_fence_chain_free(pj->outs[i].chain);
+	}
+	kfree(pj->outs);
+	if (pj->queue)
+		npu_queue_put(pj->queue);
+}
+
+static void npu_job_commit(struct npu_pending *pj)
+{
+	struct npu_job *job = pj->job;
+	struct dma_fence *done;
+	u32 i;
+
+	for (i = 0; i < job->nmaps; i++)
+		atomic_inc(&job->maps[i]->bo->active);
+	done = dma_fence_get(&job->base.s_fence->finished);
+	trace_npu_job_submit(job->ctx->id, job->queue_id, done->seqno,
+			     job->cmd_va, job->cmd_size);
+	drm_sched_entity_push_job(&job->base);
+	pj->job = NULL;		/* owned by the scheduler now */
+
+	for (i = 0; i < pj->nouts; i++) {
+		struct npu_out_sync *o = &pj->outs[i];
+
+		if (o->chain) {
+			drm_syncobj_add_point(o->syncobj, o->chain, done,
+					      o->point);
+			o->chain = NULL;
+		} else {
+			drm_syncobj_replace_fence(o->syncobj, done);
+		}
+	}
+	dma_fence_put(done);
+}
+
+/**
+ * npu_ioctl_submit() - DRM_IOCTL_NPU_SUBMIT
+ * @dev: DRM device
+ * @data: &struct drm_npu_submit
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno; on error nothing was queued.
+ */
+int npu_ioctl_submit(struct drm_device *dev, void *data,
+		     struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_submit *args = data;
+	void __user *ujobs = u64_to_user_ptr(args->jobs);
+	struct npu_pending *p;
+	struct drm_npu_job desc;
+	u32 i, n = 0;
+	int ret = 0;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	if (!args->job_count || args->job_count > NPU_MAX_JOBS)
+		return -EINVAL;
+	if (args->job_stride < sizeof(desc) || args->job_stride > PAGE_SIZE)
+		return -EINVAL;
+
+	p = kcalloc(args->job_count, sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+
+	mutex_lock(&nfile->submit_lock);
+	for (i = 0; i < args->job_count; i++) {
+		ret = copy_struct_from_user(&desc, sizeof(desc),
+					    ujobs + (size_t)i * args->job_stride,
+					    args->job_stride);
+		if (ret) {
+			if (ret == -E2BIG)
+				ret = -EINVAL;
+			break;
+		}
+		n = i + 1;
+		ret = npu_job_prepare(nfile, file, p, i, &desc);
+		if (ret)
+			break;
+	}
+	if (!ret) {
+		for (i = 0; i < args->job_count; i++)
+			npu_job_commit(&p[i]);
+	}
+	for (i = 0; i < n; i++)
+		npu_pending_cleanup(&p[i]);
+	mutex_unlock(&nfile->submit_lock);
+	kfree(p);
+	return ret;
+}

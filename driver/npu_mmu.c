@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_mmu.c - device address spaces: contexts, page tables, VA allocation.
+ *
+ * Each context owns a 3-level page table (npu_hw.h: 512 entries per level,
+ * 4 KiB pages, 39-bit VA) in DMA-coherent memory and a drm_mm allocator of
+ * its virtual addresses. A BO is mapped into a context as a struct
+ * npu_mapping; the mapping is torn down when its last reference (the file's
+ * handle, or a job that used it) goes away. Intermediate tables are kept
+ * until the context dies.
+ */
+#include <linux/dma-mapping.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "npu_drv.h"
+
+static struct npu_pt *npu_pt_alloc(struct npu_device *ndev, int level)
+{
+	struct npu_pt *pt;
+
+	pt = kzalloc(sizeof(*pt), GFP_KERNEL);
+	if (!pt)
+		return NULL;
+	pt->entries = dma_alloc_coherent(ndev->drm.dev, NPU_PAGE_SIZE, &pt->dma,
+					 GFP_KERNEL);
+	if (!pt->entries)
+		goto err_free;
+	if (level > 0) {
+		pt->child = kcalloc(NPU_PT_ENTRIES, sizeof(*pt->child),
+				    GFP_KERNEL);
+		if (!pt->child)
+			goto err_dma;
+	}
+	return pt;
+
+err_dma:
+	dma_free_coherent(ndev->drm.dev, NPU_PAGE_SIZE, pt->entries, pt->dma);
+err_free:
+	kfree(pt);
+	return NULL;
+}
+
+static void npu_pt_free(struct npu_device *ndev, struct npu_pt *pt, int level)
+{
+	int i;
+
+	if (!pt)
+		return;
+	if (level > 0) {
+		for (i = 0; i < NPU_PT_ENTRIES; i++)
+			npu_pt_free(ndev, pt->child[i], level - 1);
+		kfree(pt->child);
+	}
+	dma_free_coherent(ndev->drm.dev, NPU_PAGE_SIZE, pt->entries, pt->dma);
+	kfree(pt);
+}
+
+/**
+ * npu_ctx_create() - create an address space
+ * @ndev: device
+ *
+ * Return: the context with one reference, or an ERR_PTR.
+ */
+struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
+{
+	struct npu_ctx *ctx;
+	int id;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return ERR_PTR(-ENOMEM);
+	id = ida_alloc_range(&ndev->ctx_ida, 1, 0xffff, GFP_KERNEL);
+	if (id < 0) {
+		kfree(ctx);
+		return ERR_PTR(id);
+	}
+	ctx->root = npu_pt_alloc(ndev, 2);
+	if (!ctx->root) {
+		ida_free(&ndev->ctx_ida, id);
+		kfree(ctx);
+		return ERR_PTR(-ENOMEM);
+	}
+	kref_init(&ctx->ref);
+	ctx->ndev = ndev;
+	ctx->id = id;
+	ctx->pid = task_tgid_nr(current);
+	mutex_init(&ctx->lock);
+	drm_mm_init(&ctx->va_mm, NPU_VA_START, NPU_VA_END - NPU_VA_START);
+
+	mutex_lock(&ndev->ctx_lock);
+	list_add_tail(&ctx->link, &ndev->ctx_list);
+	mutex_unlock(&ndev->ctx_lock);
+	return ctx;
+}
+
+static void npu_ctx_release(struct kref *ref)
+{
+	struct npu_ctx *ctx = container_of(ref, struct npu_ctx, ref);
+	struct npu_device *ndev = ctx->ndev;
+
+	mutex_lock(&ndev->ctx_lock);
+	list_del(&ctx->link);
+	mutex_unlock(&ndev->ctx_lock);
+
+	/* Every mapping holds a reference: the VA space is empty by now. */
+	drm_mm_takedown(&ctx->va_mm);
+	npu_pt_free(ndev, ctx->root, 2);
+	mutex_destroy(&ctx->lock);
+	ida_free(&ndev->ctx_ida, ctx->id);
+	kfree(ctx);
+}
+
+/**
+ * npu_ctx_put() - drop a context reference
+ * @ctx: context, may be NULL
+ *
+ * Must be called from process context (frees DMA memory).
+ */
+void npu_ctx_put(struct npu_ctx *ctx)
+{
+	if (ctx)
+		kref_put(&ctx->ref, npu_ctx_release);
+}
+
+/* Leaf table for @va, allocating the path to it. */
+static u64 *npu_pt_leaf(struct npu_ctx *ctx, u64 va, bool alloc)
+{
+	struct npu_pt *pt = ctx->root;
+	int level;
+
+	lockdep_assert_held(&ctx->lock);
+
+	for (level = 2; level > 0; level--) {
+		u32 idx = NPU_PT_INDEX(va, level);
+		struct npu_pt *next = pt->child[idx];
+
+		if (!next) {
+			if (!alloc)
+				return NULL;
+			next = npu_pt_alloc(ctx->ndev, level - 1);
+			if (!next)
+				return NULL;
+			pt->child[idx] = next;
+			pt->used++;
+			WRITE_ONCE(pt->entries[idx],
+				   (next->dma & NPU_PTE_ADDR_MASK) |
+				   NPU_PTE_VALID);
+		}
+		pt = next;
+	}
+	return &pt->entries[NPU_PT_INDEX(va, 0)];
+}
+
+static void npu_pt_unmap_range(struct npu_ctx *ctx, u64 va, u64 size)
+{
+	u64 end = va + size;
+
+	lockdep_assert_held(&ctx->lock);
+
+	for (; va < end; va += NPU_PAGE_SIZE) {
+		u64 *pte = npu_pt_leaf(ctx, va, false);
+
+		if (pte)
+			WRITE_ONCE(*pte, 0);
+	}
+}
+
+static int npu_pt_map_page(struct npu_ctx *ctx, u64 va, u64 pte_val)
+{
+	u64 *pte = npu_pt_leaf(ctx, va, true);
+
+	if (!pte)
+		return -ENOMEM;
+	WRITE_ONCE(*pte, pte_val);
+	return 0;
+}
+
+static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
+			 u64 size)
+{
+	u64 flags = NPU_PTE_VALID | (bo->read_only ? 0 : NPU_PTE_WRITE);
+	struct sg_dma_page_iter iter;
+	u64 off = 0;
+	int ret;
+
+	lockdep_assert_held(&ctx->lock);
+
+	if (bo->kind == NPU_BO_DEVMEM) {
+		for (off = 0; off < size; off += NPU_PAGE_SIZE) {
+			ret = npu_pt_map_page(ctx, va + off,
+					      ((bo->devmem.start + off) &
+					       NPU_PTE_ADDR_MASK) |
+					      flags | NPU_PTE_DEVMEM);
+			if (ret)
+				goto err;
+		}
+		return 0;
+	}
+
+	for_each_sgtable_dma_page(bo->sgt, &iter, 0) {
+		dma_addr_t addr = sg_page_iter_dma_address(&iter);
+
+		if (off >= size)
+			break;
+		ret = npu_pt_map_page(ctx, va + off,
+				      (addr & NPU_PTE_ADDR_MASK) | flags);
+		if (ret)
+			goto err;
+		off += NPU_PAGE_SIZE;
+	}
+	if (off < size) {
+		ret = -EINVAL;
+		goto err;
+	}
+	return 0;
+
+err:
+	npu_pt_unmap_range(ctx, va, off);
+	return ret;
+}
+
+/**
+ * npu_mapping_create() - map a BO into a context at a fresh VA
+ * @ctx: context
+ * @bo: BO, whose pages or device memory are already allocated
+ * @out: the new mapping, with one reference
+ *
+ * Return: 0 or a negative errno (-ENOSPC when the VA space is full).
+ */
+int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo,
+		       struct npu_mapping **out)
+{
+	struct npu_mapping *map;
+	u64 size = bo->base.base.size;
+	int ret;
+
+	map = kzalloc(sizeof(*map), GFP_KERNEL);
+	if (!map)
+		return -ENOMEM;
+	kref_init(&map->ref);
+	INIT_LIST_HEAD(&map->bo_link);
+	map->size = size;
+
+	mutex_lock(&ctx->lock);
+	ret = drm_mm_insert_node_generic(&ctx->va_mm, &map->node,
+					 size + NPU_VA_GUARD,
+					 size >= SZ_2M ? SZ_2M : SZ_64K, 0,
+					 DRM_MM_INSERT_BEST);
+	if (ret)
+		goto err_unlock;
+	ret = npu_pt_map_bo(ctx, bo, map->node.start, size);
+	if (ret) {
+		drm_mm_remove_node(&map->node);
+		goto err_unlock;
+	}
+	mutex_unlock(&ctx->lock);
+
+	map->ctx = npu_ctx_get(ctx);
+	drm_gem_object_get(&bo->base.base);
+	map->bo = bo;
+	*out = map;
+	return 0;
+
+err_unlock:
+	mutex_unlock(&ctx->lock);
+	kfree(map);
+	return ret;
+}
+
+static void npu_mapping_release(struct kref *ref)
+{
+	struct npu_mapping *map = container_of(ref, struct npu_mapping, ref);
+	struct npu_ctx *ctx = map->ctx;
+
+	mutex_lock(&ctx->lock);
+	npu_pt_unmap_range(ctx, map->node.start, map->size);
+	drm_mm_remove_node(&map->node);
+	mutex_unlock(&ctx->lock);
+
+	drm_gem_object_put(&map->bo->base.base);
+	npu_ctx_put(ctx);
+	kfree(map);
+}
+
+/**
+ * npu_mapping_put() - drop a mapping reference; the last one unmaps
+ * @map: mapping, may be NULL
+ *
+ * Process context only. The next job of the context flushes the device
+ * TLB (every job starts with SET_CONTEXT + RING_CTRL FLUSH_TLB).
+ */
+void npu_mapping_put(struct npu_mapping *map)
+{
+	if (map)
+		kref_put(&map->ref, npu_mapping_release);
+}
+
+/**
+ * npu_ctx_find_va() - find the live mapping that holds [va, va + size)
+ * @ctx: context
+ * @va: start address
+ * @size: bytes, > 0
+ *
+ * Only mappings still named by a handle are considered.
+ *
+ * Return: the mapping with a new reference, or NULL.
+ */
+struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size)
+{
+	struct npu_mapping *found = NULL;
+	struct drm_mm_node *node;
+
+	if (size == 0 || va + size < va)
+		return NULL;
+
+	mutex_lock(&ctx->lock);
+	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, va + 1) {
+		struct npu_mapping *map =
+			container_of(node, struct npu_mapping, node);
+
+		if (va >= node->start && va + size <= node->start + map->size &&
+		    READ_ONCE(map->handles) && kref_get_unless_zero(&map->ref)) {
+			found = map;
+			break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
+	return found;
+}

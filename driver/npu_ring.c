@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_ring.c - hardware rings: programming, seqno fences, interrupts,
+ * device errors and ring resets.
+ *
+ * Every job occupies one 64-byte slot of its ring:
+ *
+ *   SET_CONTEXT(ctx, pt_root)   4 dw
+ *   RING_CTRL(FLUSH_TLB)        1 dw
+ *   INDIRECT(cmd_va, cmd_size)  4 dw  (NOP when cmd_size == 0)
+ *   FENCE(seqno, fence word, IRQ) 4 dw
+ *   NOP padding                 3 dw
+ *
+ * so packets never straddle the end of the ring. The ring's MSI-X vector
+ * fires after the fence write; the handler retires every job whose seqno has
+ * passed, in order (npu_seqno_passed() is wrap-safe).
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <drm/drm_drv.h>
+#include <drm/drm_print.h>
+
+#include "npu_drv.h"
+#include "npu_trace.h"
+
+static const char *npu_fence_get_driver_name(struct dma_fence *fence)
+{
+	return NPU_DRIVER_NAME;
+}
+
+static const char *npu_fence_get_timeline_name(struct dma_fence *fence)
+{
+	return "npu-ring";
+}
+
+static const struct dma_fence_ops npu_fence_ops = {
+	.get_driver_name = npu_fence_get_driver_name,
+	.get_timeline_name = npu_fence_get_timeline_name,
+};
+
+/**
+ * npu_fence_alloc() - allocate an uninitialised hardware fence
+ * @gfp: allocation flags
+ *
+ * Return: the fence or NULL.
+ */
+struct npu_fence *npu_fence_alloc(gfp_t gfp)
+{
+	return kzalloc(sizeof(struct npu_fence), gfp);
+}
+
+/**
+ * npu_fence_signaled() - a fence of @ring that is already signalled
+ * @ring: ring (fence context)
+ * @error: error to carry, or 0
+ *
+ * Used by run_job for jobs that must not reach the hardware.
+ *
+ * Return: the fence, or an ERR_PTR when out of memory.
+ */
+struct dma_fence *npu_fence_signaled(struct npu_ring *ring, int error)
+{
+	struct npu_fence *f = npu_fence_alloc(GFP_NOWAIT);
+	unsigned long flags;
+
+	if (!f)
+		return ERR_PTR(error ?: -ENOMEM);
+	f->ring_index = ring->index;
+	spin_lock_irqsave(&ring->lock, flags);
+	dma_fence_init(&f->base, &npu_fence_ops, &ring->fence_lock,
+		       ring->fence_context, ring->seqno);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	if (error)
+		dma_fence_set_error(&f->base, error);
+	dma_fence_signal(&f->base);
+	return &f->base;
+}
+
+/**
+ * npu_fault_record() - record an error hit by a job of @nfile
+ * @nfile: file
+ * @kind: DRM_NPU_FAULT_*
+ * @queue_id: queue of the job
+ * @ring: ring index
+ * @cause: enum npu_error
+ * @info: opcode or kernel id
+ * @addr: faulting address
+ */
+void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
+		      u32 ring, u32 cause, u32 info, u64 addr)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&nfile->fault_lock, flags);
+	nfile->fault.count++;
+	nfile->fault.kind = kind;
+	nfile->fault.queue_id = queue_id;
+	nfile->fault.ring = ring;
+	nfile->fault.cause = cause;
+	nfile->fault.info = info;
+	nfile->fault.addr = addr;
+	spin_unlock_irqrestore(&nfile->fault_lock, flags);
+}
+
+static inline u32 npu_ring_slot_mask(void)
+{
+	return NPU_RING_BYTES - 1;
+}
+
+static void npu_ring_emit_job(struct npu_ring *ring, struct npu_job *job)
+{
+	u32 *p = ring->vaddr + ring->tail / 4;
+	u32 *start = p;
+
+	lockdep_assert_held(&ring->lock);
+
+	*p++ = NPU_PKT_HDR(NPU_OP_SET_CONTEXT, 0, 4);
+	*p++ = job->ctx->id;
+	*p++ = lower_32_bits(job->ctx->root->dma);
+	*p++ = upper_32_bits(job->ctx->root->dma);
+	*p++ = NPU_PKT_HDR(NPU_OP_RING_CTRL, NPU_RING_CTRL_FLUSH_TLB, 1);
+	if (job->cmd_size) {
+		*p++ = NPU_PKT_HDR(NPU_OP_INDIRECT, 0, 4);
+		*p++ = job->cmd_size;
+		*p++ = lower_32_bits(job->cmd_va);
+		*p++ = upper_32_bits(job->cmd_va);
+	} else {
+		*p++ = NPU_PKT_HDR(NPU_OP_NOP, 0, 4);
+		*p++ = 0;
+		*p++ = 0;
+		*p++ = 0;
+	}
+	*p++ = NPU_PKT_HDR(NPU_OP_FENCE, NPU_FENCE_IRQ, 4);
+	*p++ = job->seqno;
+	*p++ = lower_32_bits(ring->fence_dma);
+	*p++ = upper_32_bits(ring->fence_dma);
+	*p++ = NPU_PKT_HDR(NPU_OP_NOP, 0, 3);
+	*p++ = 0;
+	*p++ = 0;
+	WARN_ON(p - start != NPU_JOB_SLOT_DW);
+
+	ring->tail = (ring->tail + NPU_JOB_SLOT_DW * 4) & npu_ring_slot_mask();
+}
+
+/**
+ * npu_ring_run() - write a job into its ring and ring the doorbell
+ * @ring: ring chosen by the scheduler
+ * @job: job
+ *
+ * Called from the scheduler's run_job (also on resubmission after a reset).
+ *
+ * Return: the job's new hardware fence (a reference for the scheduler), or
+ * an ERR_PTR.
+ */
+struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job)
+{
+	struct npu_device *ndev = ring->ndev;
+	struct npu_fence *f;
+	unsigned long flags;
+	int idx;
+
+	f = job->spare_fence;
+	job->spare_fence = NULL;
+	if (!f)
+		f = npu_fence_alloc(GFP_NOWAIT);
+	if (!f)
+		return ERR_PTR(-ENOMEM);
+	f->ring_index = ring->index;
+
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		kfree(f);
+		return npu_fence_signaled(ring, -ENODEV);
+	}
+
+	spin_lock_irqsave(&ring->lock, flags);
+	job->seqno = ++ring->seqno;
+	job->ring = ring;
+	dma_fence_init(&f->base, &npu_fence_ops, &ring->fence_lock,
+		       ring->fence_context, job->seqno);
+	dma_fence_put(job->hw_fence);
+	job->hw_fence = dma_fence_get(&f->base);
+	npu_ring_emit_job(ring, job);
+	list_add_tail(&job->node, &ring->pending);
+	job->on_ring = true;
+	ring->stats_submitted++;
+	trace_npu_job_run(ring->index, job->seqno, job->ctx->id, job->cmd_va,
+			  job->cmd_size);
+	/* writel orders the ring and page-table writes before the doorbell */
+	npu_ring_wr(ring, NPU_RING_TAIL, ring->tail);
+	spin_unlock_irqrestore(&ring->lock, flags);
+
+	drm_dev_exit(idx);
+	return &f->base;
+}
+
+/* Retire one job: unlink it and signal its hardware fence. */
+static void npu_ring_retire_job(struct npu_ring *ring, struct npu_job *job,
+				int error)
+{
+	struct dma_fence *f = dma_fence_get(job->hw_fence);
+
+	lockdep_assert_held(&ring->lock);
+
+	list_del_init(&job->node);
+	job->on_ring = false;
+	if (error && !f->error)
+		dma_fence_set_error(f, error);
+	/*
+	 * Kernels whose scheduler does not propagate the parent's error
+	 * (6.1) need it on the finished fence; it is not signalled yet.
+	 */
+	if (f->error && !job->base.s_fence->finished.error)
+		dma_fence_set_error(&job->base.s_fence->finished, f->error);
+	if (f->error)
+		ring->stats_failed++;
+	else
+		ring->stats_completed++;
+	ring->completed = job->seqno;
+	trace_npu_job_done(ring->index, job->seqno, f->error);
+	/* may free @job (scheduler free worker): do not touch it after */
+	dma_fence_signal(f);
+	dma_fence_put(f);
+}
+
+/* Retire the jobs the device has finished. */
+static void npu_ring_retire(struct npu_ring *ring)
+{
+	struct npu_job *job, *tmp;
+	u32 seq = READ_ONCE(*ring->fence_cpu);
+
+	lockdep_assert_held(&ring->lock);
+
+	list_for_each_entry_safe(job, tmp, &ring->pending, node) {
+		if (!npu_seqno_passed(seq, job->seqno))
+			break;
+		npu_ring_retire_job(ring, job, 0);
+	}
+}
+
+static irqreturn_t npu_ring_irq(int irq, void *arg)
+{
+	struct npu_ring *ring = arg;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	npu_ring_retire(ring);
+	spin_unlock_irqrestore(&ring->lock, flags);
+	return IRQ_HANDLED;
+}
+
+/* Device error on @ring: blame the running job, then let the ring go on. */
+static void npu_ring_handle_error(struct npu_ring *ring)
+{
+	u32 cause, ctx, info;
+	struct npu_job *job;
+	u64 addr;
+
+	lockdep_assert_held(&ring->lock);
+
+	cause = npu_ring_rd(ring, NPU_RING_ERROR);
+	ctx = npu_ring_rd(ring, NPU_RING_ERROR_CTX);
+	info = npu_ring_rd(ring, NPU_RING_ERROR_INFO);
+	addr = npu_rd64(ring->ndev, NPU_RING_BASE(ring->index) +
+			NPU_RING_FAULT_LO);
+	ring->stats_faults++;
+
+	/* finished jobs first: the oldest remaining one is the culprit */
+	npu_ring_retire(ring);
+	job = list_first_entry_or_null(&ring->pending, struct npu_job, node);
+	trace_npu_fault(ring->index, job ? job->seqno : 0, ctx, cause, info,
+			addr);
+	if (job) {
+		if (!job->hw_fence->error)
+			dma_fence_set_error(job->hw_fence, -EFAULT);
+		npu_fault_record(job->nfile, DRM_NPU_FAULT_DEVICE,
+				 job->queue_id, ring->index, cause, info, addr);
+	}
+	dev_dbg(ring->ndev->drm.dev,
+		"%s: error %u ctx %u info %#x addr %#llx\n", ring->name,
+		cause, ctx, info, addr);
+
+	npu_wr(ring->ndev, NPU_REG_ERR_PENDING, BIT(ring->index));
+	npu_ring_wr(ring, NPU_RING_CONTROL,
+		    NPU_RING_CTL_ENABLE | NPU_RING_CTL_RESUME);
+}
+
+static irqreturn_t npu_error_irq(int irq, void *arg)
+{
+	struct npu_device *ndev = arg;
+	unsigned long flags;
+	u32 pending;
+	int r;
+
+	pending = npu_rd(ndev, NPU_REG_ERR_PENDING);
+	if (!pending)
+		return IRQ_NONE;
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		if (!(pending & BIT(r)))
+			continue;
+		spin_lock_irqsave(&ring->lock, flags);
+		npu_ring_handle_error(ring);
+		spin_unlock_irqrestore(&ring->lock, flags);
+	}
+	/* bits of rings we do not drive */
+	pending &= ~GENMASK(ndev->num_rings - 1, 0);
+	if (pending)
+		npu_wr(ndev, NPU_REG_ERR_PENDING, pending);
+	return IRQ_HANDLED;
+}
+
+static void npu_ring_hw_program(struct npu_ring *ring)
+{
+	lockdep_assert_held(&ring->lock);
+
+	npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	npu_wr(ring->ndev, NPU_REG_ERR_PENDING, BIT(ring->index));
+	ring->tail = 0;
+	npu_ring_wr(ring, NPU_RING_BASE_LO, lower_32_bits(ring->dma));
+	npu_ring_wr(ring, NPU_RING_BASE_HI, upper_32_bits(ring->dma));
+	npu_ring_wr(ring, NPU_RING_SIZE, NPU_RING_BYTES);
+	npu_ring_wr(ring, NPU_RING_TAIL, 0);
+	npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE);
+}
+
+/**
+ * npu_ring_fail_all() - retire every job on the ring with @error
+ * @ring: ring, whose hardware is stopped or gone
+ * @error: negative errno for the fences
+ */
+void npu_ring_fail_all(struct npu_ring *ring, int error)
+{
+	struct npu_job *job, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ring->lock, flags);
+	list_for_each_entry_safe(job, tmp, &ring->pending, node)
+		npu_ring_retire_job(ring, job, error);
+	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+/**
+ * npu_ring_reset() - recover a ring after a job timeout
+ * @ring: ring whose scheduler is stopped (drm_sched_stop())
+ * @bad: the job that timed out
+ *
+ * Stops the ring, then sorts its jobs by the last seqno the device wrote:
+ * jobs that finished are marked done (run_job will not send them again);
+ * @bad gets -ETIMEDOUT; the jobs queued behind it never started, so they
+ * stay on the scheduler's pending list and drm_sched_resubmit_jobs() writes
+ * them to the ring again. Every old hardware fence is signalled (nobody waits
+ * on them: drm_sched_stop() removed the scheduler's callbacks). Finally the
+ * ring is reprogrammed.
+ */
+void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
+{
+	struct npu_device *ndev = ring->ndev;
+	struct npu_job *job, *tmp;
+	unsigned long flags;
+	bool hw;
+	int idx;
+	u32 seq;
+
+	trace_npu_ring_reset(ring->index, bad ? bad->seqno : 0);
+	dev_warn(ndev->drm.dev, "%s: job timeout, resetting the ring\n",
+		 ring->name);
+
+	spin_lock_irqsave(&ring->lock, flags);
+	hw = drm_dev_enter(&ndev->drm, &idx);
+	if (hw)
+		npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	seq = READ_ONCE(*ring->fence_cpu);
+	list_for_each_entry_safe(job, tmp, &ring->pending, node) {
+		struct dma_fence *f = job->hw_fence;
+		int err = -ECANCELED;
+
+		list_del_init(&job->node);
+		job->on_ring = false;
+		if (npu_seqno_passed(seq, job->seqno)) {
+			job->hw_done = true;
+			err = 0;
+			ring->completed = job->seqno;
+		} else if (job == bad) {
+			err = -ETIMEDOUT;
+			npu_fault_record(bad->nfile, DRM_NPU_FAULT_TIMEOUT,
+					 bad->queue_id, ring->index, 0, 0, 0);
+			dma_fence_set_error(&bad->base.s_fence->finished, err);
+			ring->stats_failed++;
+		}
+		if (err && !f->error)
+			dma_fence_set_error(f, err);
+		dma_fence_signal(f);
+	}
+	ring->stats_resets++;
+	if (hw) {
+		npu_ring_hw_program(ring);
+		drm_dev_exit(idx);
+	}
+	spin_unlock_irqrestore(&ring->lock, flags);
+}
+
+/**
+ * npu_rings_hw_start() - program and enable every ring
+ * @ndev: device (registers mapped)
+ */
+void npu_rings_hw_start(struct npu_device *ndev)
+{
+	unsigned long flags;
+	int r;
+
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		spin_lock_irqsave(&ring->lock, flags);
+		npu_ring_hw_program(ring);
+		spin_unlock_irqrestore(&ring->lock, flags);
+	}
+}
+
+/**
+ * npu_rings_hw_stop() - stop every ring (device removal)
+ * @ndev: device (registers still mapped)
+ */
+void npu_rings_hw_stop(struct npu_device *ndev)
+{
+	int r;
+
+	for (r = 0; r < ndev->num_rings; r++)
+		npu_ring_wr(&ndev->rings[r], NPU_RING_CONTROL,
+			    NPU_RING_CTL_RESET);
+}
+
+/**
+ * npu_rings_init() - allocate the rings and start their schedulers
+ * @ndev: device with num_rings known
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_rings_init(struct npu_device *ndev)
+{
+	struct device *dev = ndev->drm.dev;
+	int r, ret;
+
+	ndev->fence_page = dma_alloc_coherent(dev, PAGE_SIZE,
+					      &ndev->fence_page_dma,
+					      GFP_KERNEL);
+	if (!ndev->fence_page)
+		return -ENOMEM;
+
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+		struct drm_sched_init_args args = {
+			.ops = &npu_sched_ops,
+			.credit_limit = NPU_RING_CREDITS,
+			.hang_limit = 0,
+			.timeout = msecs_to_jiffies(npu_job_timeout_ms),
+			.name = ring->name,
+			.dev = dev,
+		};
+
+		ring->ndev = ndev;
+		ring->index = r;
+		ring->kind = r < ndev->num_compute ? DRM_NPU_RING_KIND_COMPUTE :
+						     DRM_NPU_RING_KIND_COPY;
+		snprintf(ring->name, sizeof(ring->name), "npu-%s%u",
+			 ring->kind == DRM_NPU_RING_KIND_COMPUTE ? "compute" :
+								   "copy",
+			 ring->kind == DRM_NPU_RING_KIND_COMPUTE ? r :
+							r - ndev->num_compute);
+		spin_lock_init(&ring->lock);
+		spin_lock_init(&ring->fence_lock);
+		INIT_LIST_HEAD(&ring->pending);
+		ring->fence_context = dma_fence_context_alloc(1);
+		ring->fence_cpu = ndev->fence_page + r * NPU_FENCE_SLOT;
+		ring->fence_dma = ndev->fence_page_dma + r * NPU_FENCE_SLOT;
+		ring->vaddr = dma_alloc_coherent(dev, NPU_RING_BYTES, &ring->dma,
+						 GFP_KERNEL);
+		if (!ring->vaddr) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		npu_sched_init_args_fill(&args);
+		ret = drm_sched_init(&ring->sched, &args);
+		if (ret) {
+			dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr,
+					  ring->dma);
+			ring->vaddr = NULL;
+			goto err;
+		}
+	}
+	return 0;
+
+err:
+	while (r--) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		drm_sched_fini(&ring->sched);
+		dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr, ring->dma);
+		ring->vaddr = NULL;
+	}
+	dma_free_coherent(dev, PAGE_SIZE, ndev->fence_page,
+			  ndev->fence_page_dma);
+	ndev->fence_page = NULL;
+	return ret;
+}
+
+/**
+ * npu_rings_fini() - stop the schedulers and free the rings
+ * @ndev: device; every file is closed, so no entity is left
+ */
+void npu_rings_fini(struct npu_device *ndev)
+{
+	struct device *dev = ndev->drm.dev;
+	int r;
+
+	if (!ndev->fence_page)
+		return;
+	/* jobs still on their way out of the schedulers */
+	wait_event_timeout(ndev->bo_wq, !atomic_read(&ndev->jobs_alive),
+			   msecs_to_jiffies(5000));
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		drm_sched_fini(&ring->sched);
+		dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr, ring->dma);
+		ring->vaddr = NULL;
+	}
+	dma_free_coherent(dev, PAGE_SIZE, ndev->fence_page,
+			  ndev->fence_page_dma);
+	ndev->fence_page = NULL;
+}
+
+/**
+ * npu_irqs_init() - enable MSI-X and request one vector per ring plus the
+ * error vector
+ * @ndev: device
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_irqs_init(struct npu_device *ndev)
+{
+	struct pci_dev *pdev = ndev->pdev;
+	int nvec = ndev->num_rings + 1;
+	int r, ret;
+
+	ret = pci_alloc_irq_vectors(pdev, nvec, nvec, PCI_IRQ_MSIX);
+	if (ret < 0)
+		return ret;
+
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		ring->irq = pci_irq_vector(pdev, r);
+		ret = request_irq(ring->irq, npu_ring_irq, 0, ring->name, ring);
+		if (ret)
+			goto err;
+	}
+	ndev->err_irq = pci_irq_vector(pdev, ndev->num_rings);
+	ret = request_irq(ndev->err_irq, npu_error_irq, 0, "npu-error", ndev);
+	if (ret)
+		goto err;
+	ndev->irqs_on = true;
+	return 0;
+
+err:
+	while (r--)
+		free_irq(ndev->rings[r].irq, &ndev->rings[r]);
+	pci_free_irq_vectors(pdev);
+	return ret;
+}
+
+/**
+ * npu_irqs_fini() - free the vectors
+ * @ndev: device
+ */
+void npu_irqs_fini(struct npu_device *ndev)
+{
+	int r;
+
+	if (!ndev->irqs_on)
+		return;
+	ndev->irqs_on = false;
+	free_irq(ndev->err_irq, ndev);
+	for (r = 0; r < ndev->num_rings; r++)
+		free_irq(ndev->rings[r].irq, &ndev->rings[r]);
+	pci_free_irq_vectors(ndev->pdev);
+}
