@@ -32,6 +32,7 @@
 #pragma GCC visibility pop
 
 #define NPU_MAX_DEVICES		8
+#define NPU_MAX_RINGS_LIB	16
 #define STREAM_MAGIC		0x5354524dU	/* "STRM" */
 #define EVENT_MAGIC		0x45564e54U	/* "EVNT" */
 #define CMD_RING_SIZE		(64u * 1024)
@@ -160,6 +161,7 @@ struct device {
 	struct npu_stream *legacy;
 	struct npu_stream *streams;	/* all, legacy included */
 	unsigned rr[2];			/* round-robin ring choice */
+	unsigned ring_users[2][NPU_MAX_RINGS_LIB];
 	struct djob *deferred, *deferred_tail;
 	/* errors */
 	npu_status_t sticky;

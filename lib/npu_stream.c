@@ -74,6 +74,9 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s)
 			struct drm_npu_queue_destroy d = { .queue_id = s->queue[q] };
 
 			drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+			if (s->ring[q] < NPU_MAX_RINGS_LIB &&
+			    dev->ring_users[q][s->ring[q]])
+				dev->ring_users[q][s->ring[q]]--;
 		}
 	}
 	if (s->cmd_map)
@@ -83,6 +86,26 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s)
 	pthread_cond_destroy(&s->cb_cond);
 	s->magic = 0;
 	free(s);
+}
+
+/* The ring of kind q with the fewest streams, scanning round-robin from
+ * the last choice so that ties spread out. Caller holds dev->lock. */
+static uint32_t pick_ring(struct device *dev, int q, uint32_t nrings)
+{
+	uint32_t i, best = 0, bu = UINT32_MAX;
+
+	if (nrings > NPU_MAX_RINGS_LIB)
+		nrings = NPU_MAX_RINGS_LIB;
+	for (i = 0; i < nrings; i++) {
+		uint32_t r = (dev->rr[q] + i) % nrings;
+
+		if (dev->ring_users[q][r] < bu) {
+			bu = dev->ring_users[q][r];
+			best = r;
+		}
+	}
+	dev->rr[q] = best + 1;
+	return best;
 }
 
 /* Caller holds dev->lock. */
@@ -122,7 +145,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		memset(&c, 0, sizeof(c));
 		c.kind = kind;
 		c.priority = map_priority(prio);
-		c.ring = dev->rr[q]++ % nrings;
+		c.ring = pick_ring(dev, q, nrings);
 		if (drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) {
 			r = errno;
 			stream_free_resources(dev, s);
@@ -132,6 +155,8 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		}
 		s->queue[q] = c.queue_id;
 		s->ring[q] = c.ring;
+		if (c.ring < NPU_MAX_RINGS_LIB)
+			dev->ring_users[q][c.ring]++;
 	}
 	r = npu_host_bo(dev, CMD_RING_SIZE, &s->cmd_handle, &s->cmd_va,
 			(void **)&s->cmd_map);

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib_basic: devices, memory (malloc, pinned, registered; all copy
+ * directions, pageable staging, memset), kernels against a CPU reference,
+ * and bad input (each must fail cleanly and change nothing).
+ */
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "tap.h"
+
+#define N 100000
+
+static void test_device(void)
+{
+	npu_device_prop p;
+	int n, d;
+	uint64_t c0, c1;
+
+	MUST(npu_device_count(&n));
+	tap_ok(n >= 1, "device count %d", n);
+	MUST(npu_device_get_properties(&p, 0));
+	tap_ok(p.compute_rings >= 1 && p.copy_rings >= 1 && p.compute_units >= 1,
+	       "properties: %s at %s, %u compute + %u copy rings, %u CUs",
+	       p.name, p.node, p.compute_rings, p.copy_rings, p.compute_units);
+	tap_ok(p.devmem_size > 0 && p.clock_hz > 0,
+	       "devmem %llu MiB, clock %llu Hz, timeout %u ms",
+	       (unsigned long long)(p.devmem_size >> 20),
+	       (unsigned long long)p.clock_hz, p.job_timeout_ms);
+	ST(npu_device_get_properties(&p, n), NPU_ERROR_INVALID_DEVICE,
+	   "properties of a device that does not exist");
+	ST(npu_device_set(-1), NPU_ERROR_INVALID_DEVICE, "set device -1");
+	MUST(npu_device_get(&d));
+	tap_ok(d == 0, "current device stays 0");
+	MUST(npu_device_get_clock(&c0));
+	MUST(npu_device_get_clock(&c1));
+	tap_ok(c1 >= c0, "device clock is monotonic");
+}
+
+static void test_memory(void)
+{
+	float *h = malloc(N * sizeof(float)), *r = malloc(N * sizeof(float));
+	float *pin, *reg;
+	void *d, *d2;
+	size_t i;
+	int ok;
+
+	for (i = 0; i < N; i++)
+		h[i] = (float)i * 0.5f;
+	MUST(npu_malloc(&d, N * sizeof(float)));
+	MUST(npu_malloc(&d2, N * sizeof(float)));
+	tap_ok(d && d2 && d != d2, "two device allocations");
+	/* pageable H2D and D2H (staged) */
+	ST(npu_memcpy(d, h, N * sizeof(float), NPU_MEMCPY_HOST_TO_DEVICE),
+	   NPU_SUCCESS, "pageable H2D");
+	memset(r, 0, N * sizeof(float));
+	ST(npu_memcpy(r, d, N * sizeof(float), NPU_MEMCPY_DEVICE_TO_HOST),
+	   NPU_SUCCESS, "pageable D2H");
+	tap_ok(!memcmp(h, r, N * sizeof(float)), "pageable round trip");
+	/* D2D with inferred kind */
+	ST(npu_memcpy(d2, d, N * sizeof(float), NPU_MEMCPY_DEFAULT), NPU_SUCCESS,
+	   "D2D (kind inferred)");
+	/* pinned */
+	MUST(npu_host_alloc((void **)&pin, N * sizeof(float), 0));
+	ST(npu_memcpy(pin, d2, N * sizeof(float), NPU_MEMCPY_DEFAULT), NPU_SUCCESS,
+	   "D2H into pinned (kind inferred)");
+	tap_ok(!memcmp(h, pin, N * sizeof(float)), "pinned result matches");
+	/* small pageable async copy (inline) at an odd offset */
+	{
+		char msg[13] = "hello, npu!!";
+		char back[13] = { 0 };
+
+		ST(npu_memcpy_async((char *)d + 3, msg, 13, NPU_MEMCPY_HOST_TO_DEVICE,
+				    NULL), NPU_SUCCESS, "small pageable async H2D");
+		ST(npu_memcpy(back, (char *)d + 3, 13, NPU_MEMCPY_DEVICE_TO_HOST),
+		   NPU_SUCCESS, "small D2H");
+		tap_ok(!memcmp(msg, back, 13), "inline copy data");
+	}
+	/* registered (userptr) */
+	reg = aligned_alloc(4096, 4 * 4096);
+	for (i = 0; i < 4096; i++)
+		reg[i] = -(float)i;
+	ST(npu_host_register(reg, 4 * 4096, 0), NPU_SUCCESS, "register host memory");
+	ST(npu_host_register(reg + 100, 64, 0), NPU_ERROR_ALREADY_MAPPED,
+	   "overlapping registration is refused");
+	ST(npu_memcpy(d, reg, 4 * 4096, NPU_MEMCPY_DEFAULT), NPU_SUCCESS,
+	   "registered H2D");
+	memset(r, 0, 4 * 4096);
+	MUST(npu_memcpy(r, d, 4 * 4096, NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(!memcmp(r, reg, 4 * 4096), "registered data arrived");
+	ST(npu_host_unregister(reg), NPU_SUCCESS, "unregister");
+	ST(npu_host_unregister(reg), NPU_ERROR_NOT_MAPPED, "unregister twice");
+	free(reg);
+	/* memset, unaligned head and tail */
+	MUST(npu_memset(d, 0, 4096));
+	ST(npu_memset((char *)d + 1, 0xab, 1001), NPU_SUCCESS, "memset unaligned");
+	{
+		unsigned char b[1100];
+
+		MUST(npu_memcpy(b, d, sizeof(b), NPU_MEMCPY_DEVICE_TO_HOST));
+		ok = b[0] == 0 && b[1002] == 0;
+		for (i = 1; i <= 1001; i++)
+			ok &= b[i] == 0xab;
+		tap_ok(ok, "memset wrote exactly bytes 1..1001");
+	}
+	/* bad input */
+	ST(npu_memcpy(r, (char *)d + 8, N * sizeof(float), NPU_MEMCPY_DEVICE_TO_HOST),
+	   NPU_ERROR_INVALID_VALUE, "copy past the end of an allocation");
+	ST(npu_memcpy(d, h, SIZE_MAX - 16, NPU_MEMCPY_HOST_TO_DEVICE),
+	   NPU_ERROR_INVALID_VALUE, "overflowing size");
+	ST(npu_memcpy(h, h + 8, 16, 77), NPU_ERROR_INVALID_VALUE, "unknown kind");
+	ST(npu_memcpy(h, (void *)(uintptr_t)0x1234000, 16, NPU_MEMCPY_DEVICE_TO_HOST),
+	   NPU_ERROR_INVALID_POINTER, "D2H from a pointer that is not device memory");
+	ST(npu_memset(h, 0, 16), NPU_ERROR_INVALID_POINTER, "memset on host memory");
+	ST(npu_free(h), NPU_ERROR_INVALID_POINTER, "free of a foreign pointer");
+	ST(npu_free((char *)d + 4), NPU_ERROR_INVALID_POINTER,
+	   "free of an interior pointer");
+	ST(npu_host_alloc((void **)&r, 16, 0x80), NPU_ERROR_INVALID_VALUE,
+	   "host_alloc with unknown flags");
+	{
+		void *big;
+
+		ST(npu_malloc(&big, (size_t)1 << 62), NPU_ERROR_OUT_OF_MEMORY,
+		   "huge allocation fails");
+		ST(npu_malloc(&big, 0), NPU_SUCCESS, "zero-size allocation");
+		tap_ok(big == NULL, "zero-size allocation is NULL");
+	}
+	/* the allocation is still intact after the failed calls */
+	MUST(npu_memcpy(r, d2, N * sizeof(float), NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(!memcmp(h, r, N * sizeof(float)), "data unchanged by failed calls");
+	ST(npu_free(d), NPU_SUCCESS, "free");
+	ST(npu_free(d), NPU_ERROR_INVALID_POINTER, "double free is detected");
+	MUST(npu_free(d2));
+	MUST(npu_host_free(pin));
+	free(h);
+	free(r);
+}
+
+static void test_kernels(void)
+{
+	const int n = 50000;
+	float *x = malloc(n * 4), *y = malloc(n * 4), *ref = malloc(n * 4);
+	float *out = malloc(n * 4);
+	void *dx, *dy, *dz;
+	npu_kernel_t k;
+	const char *name;
+	unsigned na;
+	int i, ok;
+
+	for (i = 0; i < n; i++) {
+		x[i] = (float)(i % 97) - 40.0f;
+		y[i] = (float)(i % 13) * 0.25f;
+	}
+	MUST(npu_malloc(&dx, n * 4));
+	MUST(npu_malloc(&dy, n * 4));
+	MUST(npu_malloc(&dz, n * 4));
+	MUST(npu_memcpy(dx, x, n * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memcpy(dy, y, n * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	ST(npu_kernel_by_name("saxpy_f32", &k), NPU_SUCCESS, "kernel by name");
+	tap_ok(k == NPU_K_SAXPY_F32, "saxpy_f32 has its id");
+	ST(npu_kernel_by_name("no_such_kernel", &k), NPU_ERROR_INVALID_KERNEL,
+	   "unknown kernel name");
+	ST(npu_kernel_info(NPU_K_GEMM_F32, &name, &na), NPU_SUCCESS, "kernel info");
+	tap_ok(na == 9 && !strcmp(name, "gemm_f32"), "gemm takes 9 args");
+	{
+		uint64_t a[4] = { npu_arg_ptr(dx), npu_arg_ptr(dy), (uint64_t)n,
+				  npu_arg_f32(2.5f) };
+
+		ST(npu_parallel(k, npu_grid(8, 1, 1), a, 4, NULL), NPU_SUCCESS,
+		   "saxpy (parallel)");
+	}
+	MUST(npu_memcpy(out, dy, n * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0, ok = 1; i < n; i++)
+		ok &= feq(out[i], y[i] + 2.5f * x[i]);
+	tap_ok(ok, "saxpy matches the CPU");
+	{
+		uint64_t a[4] = { npu_arg_ptr(dx), npu_arg_ptr(dx), npu_arg_ptr(dz), (uint64_t)n };
+
+		ST(npu_parallel(NPU_K_VADD_F32, npu_grid(3, 2, 1), a, 4, NULL),
+		   NPU_SUCCESS, "vadd");
+	}
+	MUST(npu_memcpy(out, dz, n * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0, ok = 1; i < n; i++)
+		ok &= feq(out[i], 2 * x[i]);
+	tap_ok(ok, "vadd matches the CPU");
+	{
+		uint64_t a[3] = { npu_arg_ptr(dx), npu_arg_ptr(dz), (uint64_t)n };
+
+		ST(npu_parallel(NPU_K_RELU_F32, npu_grid(4, 1, 1), a, 3, NULL),
+		   NPU_SUCCESS, "relu");
+	}
+	MUST(npu_memcpy(out, dz, n * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0, ok = 1; i < n; i++)
+		ok &= feq(out[i], x[i] > 0 ? x[i] : 0);
+	tap_ok(ok, "relu matches the CPU");
+	/* GEMM 37x23 * 23x41 */
+	{
+		const int M = 37, Nn = 41, K = 23;
+		float *A = malloc(M * K * 4), *B = malloc(K * Nn * 4), *C = malloc(M * Nn * 4);
+		void *dA, *dB, *dC;
+		int m, j, kk;
+
+		for (i = 0; i < M * K; i++)
+			A[i] = (float)((i * 7) % 11) - 5.0f;
+		for (i = 0; i < K * Nn; i++)
+			B[i] = (float)((i * 3) % 7) * 0.5f - 1.0f;
+		MUST(npu_malloc(&dA, M * K * 4));
+		MUST(npu_malloc(&dB, K * Nn * 4));
+		MUST(npu_malloc(&dC, M * Nn * 4));
+		MUST(npu_memcpy(dA, A, M * K * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		MUST(npu_memcpy(dB, B, K * Nn * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		MUST(npu_memset(dC, 0, M * Nn * 4));
+		uint64_t a[9] = { npu_arg_ptr(dA), npu_arg_ptr(dB), npu_arg_ptr(dC),
+				  (uint64_t)M, (uint64_t)Nn, (uint64_t)K, 0,
+				  npu_arg_f32(1.0f), npu_arg_f32(0.0f) };
+		ST(npu_parallel(NPU_K_GEMM_F32, npu_grid(4, 4, 1), a, 9, NULL),
+		   NPU_SUCCESS, "gemm");
+		MUST(npu_memcpy(C, dC, M * Nn * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		for (m = 0, ok = 1; m < M; m++)
+			for (j = 0; j < Nn; j++) {
+				float s = 0;
+
+				for (kk = 0; kk < K; kk++)
+					s += A[m * K + kk] * B[kk * Nn + j];
+				ok &= feq(C[m * Nn + j], s);
+			}
+		tap_ok(ok, "gemm matches the CPU");
+		npu_free(dA);
+		npu_free(dB);
+		npu_free(dC);
+		free(A);
+		free(B);
+		free(C);
+	}
+	/* bad launches change nothing */
+	{
+		uint64_t a[4] = { npu_arg_ptr(dx), npu_arg_ptr(dy), (uint64_t)n,
+				  npu_arg_f32(1.0f) };
+		npu_stream_t s;
+
+		MUST(npu_memcpy(ref, dy, n * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		ST(npu_launch((npu_kernel_t)0x777, npu_grid(1, 1, 1), a, 4, NULL, 0),
+		   NPU_ERROR_INVALID_KERNEL, "unknown kernel id");
+		ST(npu_launch(NPU_K_SAXPY_F32, npu_grid(0, 1, 1), a, 4, NULL, 0),
+		   NPU_ERROR_INVALID_CONFIGURATION, "zero grid dimension");
+		ST(npu_launch(NPU_K_SAXPY_F32, npu_grid(1, 1, 1), a, 3, NULL, 0),
+		   NPU_ERROR_INVALID_CONFIGURATION, "wrong argument count");
+		ST(npu_launch(NPU_K_SAXPY_F32, npu_grid(1, 1, 1), NULL, 4, NULL, 0),
+		   NPU_ERROR_INVALID_VALUE, "NULL args");
+		ST(npu_launch(NPU_K_SAXPY_F32, npu_grid(1, 1, 1), a, 4, NULL, 0x100),
+		   NPU_ERROR_INVALID_VALUE, "unknown launch flags");
+		ST(npu_launch(NPU_K_SAXPY_F32, npu_grid(1, 1, 1), a, 4,
+			      (npu_stream_t)(uintptr_t)0xdead0, 0),
+		   NPU_ERROR_INVALID_HANDLE, "foreign stream handle");
+		MUST(npu_stream_create(&s, 0, 0));
+		MUST(npu_stream_destroy(s));
+		ST(npu_launch(NPU_K_SAXPY_F32, npu_grid(1, 1, 1), a, 4, s, 0),
+		   NPU_ERROR_INVALID_HANDLE, "destroyed stream handle");
+		ST(npu_stream_destroy(s), NPU_ERROR_INVALID_HANDLE,
+		   "destroying a stream twice");
+		ST(npu_stream_create(&s, 0x40, 0), NPU_ERROR_INVALID_VALUE,
+		   "unknown stream flags");
+		MUST(npu_device_synchronize());
+		MUST(npu_memcpy(out, dy, n * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		tap_ok(!memcmp(out, ref, n * 4), "failed launches changed nothing");
+	}
+	npu_free(dx);
+	npu_free(dy);
+	npu_free(dz);
+	free(x);
+	free(y);
+	free(ref);
+	free(out);
+}
+
+static void test_errors_api(void)
+{
+	npu_event_t e;
+
+	npu_get_last_error();
+	ST(npu_event_create(NULL, 0), NPU_ERROR_INVALID_VALUE, "NULL event pointer");
+	tap_ok(npu_peek_last_error() == NPU_ERROR_INVALID_VALUE,
+	       "peek returns the last error");
+	tap_ok(npu_peek_last_error() == NPU_ERROR_INVALID_VALUE,
+	       "peek does not reset it");
+	tap_ok(npu_get_last_error() == NPU_ERROR_INVALID_VALUE,
+	       "get returns the last error");
+	tap_ok(npu_get_last_error() == NPU_SUCCESS, "get resets it");
+	ST(npu_event_create(&e, 0x100), NPU_ERROR_INVALID_VALUE, "unknown event flags");
+	tap_ok(strlen(npu_last_error_message()) > 0, "message: %s",
+	       npu_last_error_message());
+	tap_ok(!strcmp(npu_status_string(NPU_SUCCESS), "no error") &&
+	       strlen(npu_status_string((npu_status_t)999)) > 0,
+	       "status strings");
+	ST(npu_event_destroy((npu_event_t)(uintptr_t)0x1000), NPU_ERROR_INVALID_HANDLE,
+	   "foreign event handle");
+	ST(npu_event_query(NULL), NPU_ERROR_INVALID_HANDLE, "NULL event");
+}
+
+int main(void)
+{
+	tap_need_device();
+	test_device();
+	test_memory();
+	test_kernels();
+	test_errors_api();
+	return tap_done();
+}
