@@ -113,12 +113,13 @@ npu_status_t npu_malloc(void **devptr, size_t size)
 
 	if (!devptr)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "devptr is NULL");
-	*devptr = NULL;
 	st = npu_cur_dev(&dev);
 	if (st)
 		return st;
-	if (!size)
+	if (!size) {
+		*devptr = NULL;
 		return NPU_SUCCESS;
+	}
 	if (size > dev->prop.devmem_size || size > UINT64_MAX - PAGE)
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
 				"%zu bytes exceed device memory (%llu)", size,
@@ -196,14 +197,15 @@ npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags)
 
 	if (!ptr)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "ptr is NULL");
-	*ptr = NULL;
 	if (flags)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
 	st = npu_cur_dev(&dev);
 	if (st)
 		return st;
-	if (!size)
+	if (!size) {
+		*ptr = NULL;
 		return NPU_SUCCESS;
+	}
 	if (size > UINT64_MAX / 2)
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "%zu bytes", size);
 	memset(&a, 0, sizeof(a));
