@@ -32,13 +32,14 @@
 #include "migration/vmstate.h"
 #include "npu.h"
 
-/* ------------------------------------------------------------------------
+/*
  * Helpers shared with the engines
  */
 
 uint64_t npu_clock(NpuState *s)
 {
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - qatomic_read(&s->clock_base);
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
+           qatomic_read(&s->clock_base);
 }
 
 void npu_raise(NpuState *s, unsigned vector)
@@ -131,7 +132,7 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
     return MEMTX_OK;
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Reset
  */
 
@@ -202,7 +203,7 @@ static void npu_qdev_reset(DeviceState *dev)
     npu_device_reset(NPU(dev));
 }
 
-/* ------------------------------------------------------------------------
+/*
  * Registers
  */
 
@@ -462,7 +463,7 @@ static const MemoryRegionOps npu_mmio_ops = {
     },
 };
 
-/* ------------------------------------------------------------------------
+/*
  * Realize / unrealize
  */
 

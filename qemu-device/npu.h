@@ -65,8 +65,10 @@ typedef struct NpuRing {
     bool stop;                  /* unrealize: thread exits */
     bool abort;                 /* reset: give up the current packet */
 
-    /* engine-private state (only the ring's thread touches it, except
-     * reset, which runs while the engine is not executing) */
+    /*
+     * Engine-private state: only the ring's thread touches it, except
+     * reset, which runs while the engine is not executing.
+     */
     uint64_t pt_root;
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;

@@ -162,6 +162,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     }
     if (!wait) {
         t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        /* earlier commands' writes are visible before the signal */
         smp_mb();
         v = cpu_to_le32(value);
         if (!npu_vm_rw(job, addr, &v, 4, true, err)) {
@@ -183,6 +184,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         g_usleep(poll_us);
         poll_us = MIN(poll_us * 2, NPU_SEM_POLL_MAX_US);
     }
+    /* later commands' accesses happen after the semaphore was seen */
     smp_mb();
     t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     npu_complete(job, t0, 0, false, 4);
@@ -200,6 +202,7 @@ static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
     if ((NPU_PKT_FLAGS(p[0]) & ~NPU_FENCE_IRQ) || (addr & 3)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
+    /* earlier commands' writes are visible before the seqno */
     smp_mb();
     if (npu_phys_rw(s, addr, &seqno, 4, true) != MEMTX_OK) {
         return npu_set_err(err, NPU_ERR_BAD_DMA, addr);

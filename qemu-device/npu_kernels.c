@@ -20,6 +20,7 @@
 #define NPU_GEMM_MAX_ELEMS  (1ull << 22)        /* per matrix */
 #define NPU_GEMM_MAX_MACS   (1ull << 30)
 #define NPU_SPIN_MAX_NS     10000000000ull      /* 10 s */
+#define NPU_XENT_MIN_P      1e-30f              /* clamp inside log() */
 
 
 static bool npu_kernel_nargs(uint32_t kernel, uint32_t *nargs)
@@ -169,8 +170,9 @@ static bool npu_k_gemm(NpuJob *job, const uint64_t *a, NpuErr *err)
     if (!m || !n) {
         return true;
     }
-    if (!(A = npu_load(job, va_a, m * k, err)) ||
-        !(B = npu_load(job, va_b, k * n, err))) {
+    A = npu_load(job, va_a, m * k, err);
+    B = A ? npu_load(job, va_b, k * n, err) : NULL;
+    if (!B) {
         return false;
     }
     if (beta != 0.0f) {
@@ -178,12 +180,14 @@ static bool npu_k_gemm(NpuJob *job, const uint64_t *a, NpuErr *err)
     } else {
         C = npu_alloc(m * n, va_c, err);
     }
-    if (!C || !(acc = npu_alloc(n, va_c, err))) {
+    acc = C ? npu_alloc(n, va_c, err) : NULL;
+    if (!acc) {
         return false;
     }
     /* op(A) as M x K and op(B) as K x N, row major */
     if (ta) {
-        if (!(opa = npu_alloc(m * k, va_a, err))) {
+        opa = npu_alloc(m * k, va_a, err);
+        if (!opa) {
             return false;
         }
         for (i = 0; i < m; i++) {
@@ -193,7 +197,8 @@ static bool npu_k_gemm(NpuJob *job, const uint64_t *a, NpuErr *err)
         }
     }
     if (tb) {
-        if (!(opb = npu_alloc(k * n, va_b, err))) {
+        opb = npu_alloc(k * n, va_b, err);
+        if (!opb) {
             return false;
         }
         for (l = 0; l < k; l++) {
@@ -261,7 +266,8 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
         float v = npu_f32(a[2]);
 
         n = a[1];
-        if (!(y = npu_alloc(n, a[0], err))) {
+        y = npu_alloc(n, a[0], err);
+        if (!y) {
             return false;
         }
         for (i = 0; i < n; i++) {
@@ -276,11 +282,13 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
         float s = kernel == NPU_KERNEL_RELU_F32 ? 0 : npu_f32(a[3]);
 
         n = a[2];
-        if (!(x = npu_load(job, a[0], n, err))) {
+        x = npu_load(job, a[0], n, err);
+        if (!x) {
             return false;
         }
         if (kernel == NPU_KERNEL_SAXPY_F32) {
-            if (!(y = npu_load(job, a[1], n, err))) {
+            y = npu_load(job, a[1], n, err);
+            if (!y) {
                 return false;
             }
             for (i = 0; i < n; i++) {
@@ -298,8 +306,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
     }
     case NPU_KERNEL_VADD_F32:
         n = a[3];
-        if (!(x = npu_load(job, a[0], n, err)) ||
-            !(y = npu_load(job, a[1], n, err))) {
+        x = npu_load(job, a[0], n, err);
+        y = x ? npu_load(job, a[1], n, err) : NULL;
+        if (!y) {
             return false;
         }
         for (i = 0; i < n; i++) {
@@ -309,8 +318,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
         return npu_store(job, a[2], x, n, err);
     case NPU_KERNEL_RELU_GRAD_F32:
         n = a[3];
-        if (!(x = npu_load(job, a[0], n, err)) ||
-            !(y = npu_load(job, a[1], n, err))) {
+        x = npu_load(job, a[0], n, err);
+        y = x ? npu_load(job, a[1], n, err) : NULL;
+        if (!y) {
             return false;
         }
         for (i = 0; i < n; i++) {
@@ -323,8 +333,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
     case NPU_KERNEL_BIAS_ADD_F32:
         rows = a[2];
         cols = a[3];
-        if (!(x = npu_load(job, a[0], rows * cols, err)) ||
-            !(y = npu_load(job, a[1], cols, err))) {
+        x = npu_load(job, a[0], rows * cols, err);
+        y = x ? npu_load(job, a[1], cols, err) : NULL;
+        if (!y) {
             return false;
         }
         for (r = 0; r < rows; r++) {
@@ -338,8 +349,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
         double sum = 0;
 
         n = a[2];
-        if (!(x = npu_load(job, a[0], n, err)) ||
-            !(y = npu_alloc(1, a[1], err))) {
+        x = npu_load(job, a[0], n, err);
+        y = x ? npu_alloc(1, a[1], err) : NULL;
+        if (!y) {
             return false;
         }
         for (i = 0; i < n; i++) {
@@ -352,8 +364,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
     case NPU_KERNEL_SOFTMAX_F32:
         rows = a[2];
         cols = a[3];
-        if (!(x = npu_load(job, a[0], rows * cols, err)) ||
-            !(y = npu_alloc(rows * cols, a[1], err))) {
+        x = npu_load(job, a[0], rows * cols, err);
+        y = x ? npu_alloc(rows * cols, a[1], err) : NULL;
+        if (!y) {
             return false;
         }
         for (r = 0; r < rows; r++) {
@@ -367,10 +380,11 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
 
         rows = a[4];
         cols = a[5];
-        if (!(x = npu_load(job, a[0], rows * cols, err)) ||
-            !(lab = npu_load(job, a[1], rows, err)) ||
-            !(y = npu_alloc(rows * cols, a[2], err)) ||
-            !(z = npu_alloc(1, a[3], err))) {
+        x = npu_load(job, a[0], rows * cols, err);
+        lab = x ? npu_load(job, a[1], rows, err) : NULL;
+        y = lab ? npu_alloc(rows * cols, a[2], err) : NULL;
+        z = y ? npu_alloc(1, a[3], err) : NULL;
+        if (!z) {
             return false;
         }
         for (r = 0; r < rows; r++) {
@@ -382,7 +396,7 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
                 return false;
             }
             npu_softmax_row(x + r * cols, g, cols);
-            loss -= log(MAX(g[lab[r]], 1e-30f));
+            loss -= log(MAX(g[lab[r]], NPU_XENT_MIN_P));
             g[lab[r]] -= 1.0f;
             for (c = 0; c < cols; c++) {
                 g[c] /= (float)rows;
@@ -396,8 +410,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
     case NPU_KERNEL_COL_SUM_F32:
         rows = a[2];
         cols = a[3];
-        if (!(x = npu_load(job, a[0], rows * cols, err)) ||
-            !(y = npu_alloc(cols, a[1], err))) {
+        x = npu_load(job, a[0], rows * cols, err);
+        y = x ? npu_alloc(cols, a[1], err) : NULL;
+        if (!y) {
             return false;
         }
         for (r = 0; r < rows; r++) {
@@ -412,8 +427,9 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
 
         rows = a[2];
         cols = a[3];
-        if (!(x = npu_load(job, a[0], rows * cols, err)) ||
-            !(out = (uint32_t *)npu_alloc(rows, a[1], err))) {
+        x = npu_load(job, a[0], rows * cols, err);
+        out = x ? (uint32_t *)npu_alloc(rows, a[1], err) : NULL;
+        if (!out) {
             return false;
         }
         for (r = 0; r < rows; r++) {
