@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * npu_test.h - helpers shared by the npu kselftests: device lookup, BOs,
+ * queues, command-buffer packets, submission and syncobj waits.
+ */
+#ifndef NPU_TEST_H
+#define NPU_TEST_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <xf86drm.h>
+
+#include "npu_hw.h"
+#include "drm/npu_accel.h"
+
+#define NPU_TIMEOUT_NS	(10ull * 1000 * 1000 * 1000)
+
+static inline uint64_t npu_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static inline int64_t npu_abs_timeout(uint64_t ns)
+{
+	return (int64_t)(npu_now_ns() + ns);
+}
+
+/* ioctl returning 0 or -errno */
+static inline int npu_ioctl(int fd, unsigned long req, void *arg)
+{
+	return drmIoctl(fd, req, arg) ? -errno : 0;
+}
+
+static inline int npu_try_open(const char *path)
+{
+	drmVersionPtr v;
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	v = drmGetVersion(fd);
+	if (v && !strcmp(v->name, "npu")) {
+		drmFreeVersion(v);
+		return fd;
+	}
+	if (v)
+		drmFreeVersion(v);
+	close(fd);
+	return -1;
+}
+
+/* Open the npu device (accel node on 6.2+, render node on 6.1); -1 if none. */
+static inline int npu_open(void)
+{
+	char path[64];
+	int i, fd;
+
+	for (i = 0; i < 16; i++) {
+		snprintf(path, sizeof(path), "/dev/accel/accel%d", i);
+		fd = npu_try_open(path);
+		if (fd >= 0)
+			return fd;
+	}
+	for (i = 128; i < 192; i++) {
+		snprintf(path, sizeof(path), "/dev/dri/renderD%d", i);
+		fd = npu_try_open(path);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+static inline uint64_t npu_param(int fd, uint32_t param)
+{
+	struct drm_npu_get_param p = { .param = param };
+
+	if (npu_ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p))
+		return 0;
+	return p.value;
+}
+
+struct npu_bo {
+	uint32_t handle;
+	uint64_t size;
+	uint64_t va;
+	uint64_t mmap_offset;
+	void *map;
+};
+
+static inline int npu_bo_new(int fd, uint64_t size, uint32_t flags,
+			     struct npu_bo *bo)
+{
+	struct drm_npu_bo_create c = { .size = size, .flags = flags };
+	int ret;
+
+	memset(bo, 0, sizeof(*bo));
+	ret = npu_ioctl(fd, DRM_IOCTL_NPU_BO_CREATE, &c);
+	if (ret)
+		return ret;
+	bo->handle = c.handle;
+	bo->size = size;
+	bo->va = c.va;
+	bo->mmap_offset = c.mmap_offset;
+	if (!(flags & DRM_NPU_BO_DEVMEM)) {
+		bo->map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       fd, c.mmap_offset);
+		if (bo->map == MAP_FAILED) {
+			bo->map = NULL;
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static inline int npu_gem_close(int fd, uint32_t handle)
+{
+	struct drm_gem_close c = { .handle = handle };
+
+	return npu_ioctl(fd, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
+static inline void npu_bo_free(int fd, struct npu_bo *bo)
+{
+	if (bo->map)
+		munmap(bo->map, bo->size);
+	if (bo->handle)
+		npu_gem_close(fd, bo->handle);
+	memset(bo, 0, sizeof(*bo));
+}
+
+static inline int npu_userptr(int fd, void *addr, uint64_t size,
+			      uint32_t flags, struct npu_bo *bo)
+{
+	struct drm_npu_userptr u = {
+		.addr = (uintptr_t)addr, .size = size, .flags = flags,
+	};
+	int ret;
+
+	memset(bo, 0, sizeof(*bo));
+	ret = npu_ioctl(fd, DRM_IOCTL_NPU_USERPTR, &u);
+	if (ret)
+		return ret;
+	bo->handle = u.handle;
+	bo->size = size;
+	bo->va = u.va;
+	return 0;
+}
+
+static inline int npu_queue_new(int fd, uint32_t kind, uint32_t prio,
+				uint32_t ring, uint32_t *id)
+{
+	struct drm_npu_queue_create q = {
+		.kind = kind, .priority = prio, .ring = ring,
+	};
+	int ret = npu_ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &q);
+
+	if (!ret)
+		*id = q.queue_id;
+	return ret;
+}
+
+static inline int npu_queue_free(int fd, uint32_t id)
+{
+	struct drm_npu_queue_destroy d = { .queue_id = id };
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+}
+
+/* ---- command buffers ---------------------------------------------- */
+
+struct npu_cmd {
+	struct npu_bo bo;
+	uint32_t *p;
+	uint32_t n;	/* dwords written */
+	uint32_t start;	/* first dword of the current job */
+};
+
+static inline int npu_cmd_new(int fd, struct npu_cmd *c, uint64_t size)
+{
+	int ret = npu_bo_new(fd, size, 0, &c->bo);
+
+	c->p = c->bo.map;
+	c->n = 0;
+	c->start = 0;
+	return ret;
+}
+
+static inline void npu_cmd_dw(struct npu_cmd *c, uint32_t v)
+{
+	c->p[c->n++] = v;
+}
+
+static inline void npu_cmd_q(struct npu_cmd *c, uint64_t v)
+{
+	npu_cmd_dw(c, (uint32_t)v);
+	npu_cmd_dw(c, (uint32_t)(v >> 32));
+}
+
+static inline void npu_emit_fill(struct npu_cmd *c, uint64_t dst,
+				 uint32_t value, uint64_t size)
+{
+	npu_cmd_dw(c, NPU_PKT_HDR(NPU_OP_FILL, 0, 6));
+	npu_cmd_dw(c, value);
+	npu_cmd_q(c, dst);
+	npu_cmd_q(c, size);
+}
+
+static inline void npu_emit_copy(struct npu_cmd *c, uint64_t src,
+				 uint64_t dst, uint64_t size)
+{
+	npu_cmd_dw(c, NPU_PKT_HDR(NPU_OP_COPY, 0, 8));
+	npu_cmd_dw(c, 0);
+	npu_cmd_q(c, src);
+	npu_cmd_q(c, dst);
+	npu_cmd_q(c, size);
+}
+
+static inline void npu_emit_launch(struct npu_cmd *c, uint32_t kernel,
+				   uint32_t gx, uint32_t nargs,
+				   const uint64_t *args)
+{
+	uint32_t i;
+
+	npu_cmd_dw(c, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * nargs));
+	npu_cmd_dw(c, kernel);
+	npu_cmd_dw(c, gx);
+	npu_cmd_dw(c, 1);
+	npu_cmd_dw(c, 1);
+	npu_cmd_dw(c, nargs);
+	for (i = 0; i < nargs; i++)
+		npu_cmd_q(c, args[i]);
+}
+
+static inline void npu_emit_timestamp(struct npu_cmd *c, uint64_t dst)
+{
+	npu_cmd_dw(c, NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4));
+	npu_cmd_dw(c, 0);
+	npu_cmd_q(c, dst);
+}
+
+static inline void npu_emit_sem(struct npu_cmd *c, uint32_t op,
+				uint64_t addr, uint32_t value)
+{
+	npu_cmd_dw(c, NPU_PKT_HDR(op, 0, 4));
+	npu_cmd_dw(c, value);
+	npu_cmd_q(c, addr);
+}
+
+/* VA and size of the current job's commands; starts the next job. */
+static inline void npu_cmd_end(struct npu_cmd *c, uint64_t *va, uint32_t *size)
+{
+	*va = c->bo.va + c->start * 4ull;
+	*size = (c->n - c->start) * 4;
+	/* next job starts 64-byte aligned */
+	c->n = (c->n + 15) & ~15u;
+	c->start = c->n;
+}
+
+/* ---- submission ------------------------------------------------------- */
+
+static inline void npu_job_init(struct drm_npu_job *j, uint32_t queue,
+				uint64_t cmd_va, uint32_t cmd_size)
+{
+	memset(j, 0, sizeof(*j));
+	j->queue_id = queue;
+	j->cmd_va = cmd_va;
+	j->cmd_size = cmd_size;
+}
+
+static inline int npu_submit(int fd, struct drm_npu_job *jobs, uint32_t n)
+{
+	struct drm_npu_submit s = {
+		.jobs = (uintptr_t)jobs,
+		.job_count = n,
+		.job_stride = sizeof(*jobs),
+	};
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_SUBMIT, &s);
+}
+
+/* Submit one job with an optional binary out-syncobj. */
+static inline int npu_submit_one(int fd, uint32_t queue, uint64_t cmd_va,
+				 uint32_t cmd_size, uint32_t out_syncobj)
+{
+	struct drm_npu_sync out = { .handle = out_syncobj };
+	struct drm_npu_job j;
+
+	npu_job_init(&j, queue, cmd_va, cmd_size);
+	if (out_syncobj) {
+		j.out_syncs = (uintptr_t)&out;
+		j.out_sync_count = 1;
+	}
+	return npu_submit(fd, &j, 1);
+}
+
+static inline int npu_syncobj_wait(int fd, uint32_t h, uint64_t timeout_ns)
+{
+	int ret = drmSyncobjWait(fd, &h, 1, npu_abs_timeout(timeout_ns),
+				 DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT, NULL);
+
+	return ret ? -errno : 0;
+}
+
+/* Error of the fence in a binary syncobj (0 = success), via sync_file. */
+static inline int npu_syncobj_error(int fd, uint32_t h)
+{
+	struct sync_fence_info_local {
+		char obj_name[32];
+		char driver_name[32];
+		int32_t status;
+		uint32_t flags;
+		uint64_t timestamp_ns;
+	} info;
+	struct sync_file_info_local {
+		char name[32];
+		int32_t status;
+		uint32_t flags;
+		uint32_t num_fences;
+		uint32_t pad;
+		uint64_t sync_fence_info;
+	} fi;
+	int sfd, ret;
+
+	if (drmSyncobjExportSyncFile(fd, h, &sfd))
+		return -999;
+	memset(&fi, 0, sizeof(fi));
+	memset(&info, 0, sizeof(info));
+	fi.num_fences = 1;
+	fi.sync_fence_info = (uintptr_t)&info;
+	/* SYNC_IOC_FILE_INFO */
+	ret = ioctl(sfd, _IOWR('>', 4, struct sync_file_info_local), &fi);
+	close(sfd);
+	if (ret)
+		return -998;
+	return info.status < 0 ? info.status : 0;
+}
+
+static inline float npu_f(uint32_t bits)
+{
+	float f;
+
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static inline uint32_t npu_bits(float f)
+{
+	uint32_t b;
+
+	memcpy(&b, &f, 4);
+	return b;
+}
+
+#endif /* NPU_TEST_H */
