@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_submit_test - jobs of every shape with their results checked: fill,
+ * copies between host, user and device memory, kernels against a CPU
+ * reference, timestamps, empty jobs, ordering within a queue, concurrency
+ * across rings, submission arrays with dependencies, BO_WAIT. Names follow
+ * IGT's panfrost_submit / v3d_submit_cl where the case is the same.
+ */
+#include <math.h>
+#include "npu_test.h"
+#include "kselftest_harness.h"
+
+FIXTURE(npu) {
+	int fd;
+	uint32_t q;		/* compute ring 0 */
+	uint32_t cq;		/* copy ring 0 */
+	uint32_t so;
+	struct npu_cmd cmd;
+};
+
+FIXTURE_SETUP(npu)
+{
+	self->fd = npu_open();
+	if (self->fd < 0)
+		SKIP(return, "no npu device");
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &self->q), 0);
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COPY,
+				DRM_NPU_PRIORITY_NORMAL, 0, &self->cq), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &self->so), 0);
+	ASSERT_EQ(npu_cmd_new(self->fd, &self->cmd, 1 << 16), 0);
+}
+
+FIXTURE_TEARDOWN(npu)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+/* submit the commands emitted since the last job and wait for them */
+static int run_sync(int fd, struct npu_cmd *c, uint32_t queue, uint32_t so)
+{
+	uint64_t va;
+	uint32_t size;
+	int ret;
+
+	npu_cmd_end(c, &va, &size);
+	ret = npu_submit_one(fd, queue, va, size, so);
+	if (ret)
+		return ret;
+	ret = npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS);
+	if (ret)
+		return ret;
+	return npu_syncobj_error(fd, so);
+}
+
+TEST_F(npu, pan_submit_empty_job)
+{
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, 0, 0, self->so), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+}
+
+TEST_F(npu, fill)
+{
+	struct npu_bo b;
+	uint32_t *p;
+	int i;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &b), 0);
+	npu_emit_fill(&self->cmd, b.va + 4096, 0xa5a5a5a5, 8192);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	p = b.map;
+	for (i = 0; i < 16384; i++)
+		ASSERT_EQ(p[i], (i >= 1024 && i < 3072) ? 0xa5a5a5a5 : 0);
+}
+
+TEST_F(npu, copy_host_to_host)
+{
+	struct npu_bo a, b;
+	uint8_t *pa, *pb;
+	int i;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 20, 0, &a), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 20, 0, &b), 0);
+	pa = a.map;
+	pb = b.map;
+	for (i = 0; i < 1 << 20; i++)
+		pa[i] = i * 7 + 3;
+	npu_emit_copy(&self->cmd, a.va + 1, b.va + 5, (1 << 20) - 9);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	for (i = 0; i < (1 << 20) - 9; i++)
+		ASSERT_EQ(pb[i + 5], (uint8_t)((i + 1) * 7 + 3));
+	ASSERT_EQ(pb[0], 0);
+}
+
+TEST_F(npu, copy_through_device_memory)
+{
+	struct drm_npu_bo_create d1 = { .size = 1 << 18,
+					.flags = DRM_NPU_BO_DEVMEM };
+	struct drm_npu_bo_create d2 = d1;
+	struct npu_bo src, dst;
+	uint32_t *ps, *pd;
+	int i;
+
+	if (!npu_param(self->fd, DRM_NPU_PARAM_DEVMEM_SIZE))
+		SKIP(return, "no device memory");
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_CREATE, &d1), 0);
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_CREATE, &d2), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 18, 0, &src), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 18, 0, &dst), 0);
+	ps = src.map;
+	pd = dst.map;
+	for (i = 0; i < 1 << 16; i++)
+		ps[i] = i ^ 0x5555;
+	npu_emit_copy(&self->cmd, src.va, d1.va, 1 << 18);	/* H2D */
+	npu_emit_copy(&self->cmd, d1.va, d2.va, 1 << 18);	/* D2D */
+	npu_emit_copy(&self->cmd, d2.va, dst.va, 1 << 18);	/* D2H */
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	for (i = 0; i < 1 << 16; i++)
+		ASSERT_EQ(pd[i], (uint32_t)(i ^ 0x5555));
+}
+
+TEST_F(npu, devmem_starts_zeroed)
+{
+	struct drm_npu_bo_create d = { .size = 1 << 16,
+				       .flags = DRM_NPU_BO_DEVMEM };
+	struct npu_bo out;
+	uint32_t *p;
+	int i, round;
+
+	if (!npu_param(self->fd, DRM_NPU_PARAM_DEVMEM_SIZE))
+		SKIP(return, "no device memory");
+	for (round = 0; round < 2; round++) {
+		ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_CREATE, &d), 0);
+		ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &out), 0);
+		npu_emit_copy(&self->cmd, d.va, out.va, 1 << 16);
+		/* dirty it for the next round */
+		npu_emit_fill(&self->cmd, d.va, 0xdeadbeef, 1 << 16);
+		ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so),
+			  0);
+		p = out.map;
+		for (i = 0; i < 1 << 14; i++)
+			ASSERT_EQ(p[i], 0);
+		ASSERT_EQ(npu_gem_close(self->fd, d.handle), 0);
+		npu_bo_free(self->fd, &out);
+	}
+}
+
+TEST_F(npu, userptr_zero_copy)
+{
+	uint32_t *in = aligned_alloc(4096, 1 << 16);
+	uint32_t *out = aligned_alloc(4096, 1 << 16);
+	struct npu_bo bin, bout;
+	int i;
+
+	for (i = 0; i < 1 << 14; i++) {
+		in[i] = i * 3;
+		out[i] = 0;
+	}
+	ASSERT_EQ(npu_userptr(self->fd, in, 1 << 16,
+			      DRM_NPU_USERPTR_READ_ONLY, &bin), 0);
+	ASSERT_EQ(npu_userptr(self->fd, out, 1 << 16, 0, &bout), 0);
+	npu_emit_copy(&self->cmd, bin.va, bout.va, 1 << 16);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	for (i = 0; i < 1 << 14; i++)
+		ASSERT_EQ(out[i], (uint32_t)(i * 3));
+	/* the device sees CPU writes made after registration */
+	in[7] = 0x777;
+	npu_emit_copy(&self->cmd, bin.va, bout.va, 64);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	ASSERT_EQ(out[7], 0x777);
+	npu_gem_close(self->fd, bin.handle);
+	npu_gem_close(self->fd, bout.handle);
+	free(in);
+	free(out);
+}
+
+TEST_F(npu, kernel_vadd_vs_cpu)
+{
+	const int n = 100000;
+	struct npu_bo a, b, c;
+	float *pa, *pb, *pc;
+	uint64_t args[4];
+	int i;
+
+	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &a), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &b), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &c), 0);
+	pa = a.map;
+	pb = b.map;
+	pc = c.map;
+	for (i = 0; i < n; i++) {
+		pa[i] = i * 0.5f;
+		pb[i] = 1.0f / (i + 1);
+	}
+	args[0] = a.va;
+	args[1] = b.va;
+	args[2] = c.va;
+	args[3] = n;
+	npu_emit_launch(&self->cmd, NPU_KERNEL_VADD_F32, 8, 4, args);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(pc[i], pa[i] + pb[i]);
+}
+
+TEST_F(npu, kernel_saxpy_vs_cpu)
+{
+	const int n = 4096;
+	struct npu_bo x, y;
+	float *px, *py, ref[4096];
+	uint64_t args[4];
+	int i;
+
+	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &x), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &y), 0);
+	px = x.map;
+	py = y.map;
+	for (i = 0; i < n; i++) {
+		px[i] = i;
+		py[i] = 2.0f - i;
+		ref[i] = py[i] + 1.5f * px[i];
+	}
+	args[0] = x.va;
+	args[1] = y.va;
+	args[2] = n;
+	args[3] = npu_bits(1.5f);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_SAXPY_F32, 3, 4, args);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	for (i = 0; i < n; i++)
+		ASSERT_LT(fabsf(py[i] - ref[i]), 1e-3f);
+}
+
+TEST_F(npu, kernel_gemm_vs_cpu)
+{
+	const int M = 33, N = 17, K = 29;
+	struct npu_bo A, B, C;
+	float *pa, *pb, *pc;
+	uint64_t args[9];
+	int i, j, k;
+
+	ASSERT_EQ(npu_bo_new(self->fd, M * K * 4, 0, &A), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, K * N * 4, 0, &B), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, M * N * 4, 0, &C), 0);
+	pa = A.map;
+	pb = B.map;
+	pc = C.map;
+	for (i = 0; i < M * K; i++)
+		pa[i] = (i % 7) - 3;
+	for (i = 0; i < K * N; i++)
+		pb[i] = (i % 5) * 0.25f;
+	for (i = 0; i < M * N; i++)
+		pc[i] = 1.0f;
+	args[0] = A.va;
+	args[1] = B.va;
+	args[2] = C.va;
+	args[3] = M;
+	args[4] = N;
+	args[5] = K;
+	args[6] = 0;
+	args[7] = npu_bits(2.0f);
+	args[8] = npu_bits(0.5f);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_GEMM_F32, 4, 9, args);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	for (i = 0; i < M; i++) {
+		for (j = 0; j < N; j++) {
+			float acc = 0;
+
+			for (k = 0; k < K; k++)
+				acc += pa[i * K + k] * pb[k * N + j];
+			ASSERT_LT(fabsf(pc[i * N + j] - (2.0f * acc + 0.5f)),
+				  1e-3f);
+		}
+	}
+}
+
+TEST_F(npu, timestamps_monotonic)
+{
+	struct npu_bo t;
+	uint64_t *ts;
+	uint64_t args[1] = { 2000000 };	/* 2 ms */
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &t), 0);
+	ts = t.map;
+	npu_emit_timestamp(&self->cmd, t.va);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, args);
+	npu_emit_timestamp(&self->cmd, t.va + 8);
+	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_NE(ts[0], 0);
+	ASSERT_GT(ts[1], ts[0]);
+	ASSERT_LE(ts[1], npu_param(self->fd, DRM_NPU_PARAM_CLOCK));
+}
+
+/* Jobs of one queue run in order: a slow job, then a fast one. */
+TEST_F(npu, v3d_submit_cl_in_order)
+{
+	struct npu_bo b;
+	uint64_t spin[1] = { 30000000 };	/* 30 ms */
+	struct drm_npu_job j[2];
+	uint64_t va;
+	uint32_t size;
+	uint32_t *p;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	p = b.map;
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_emit_fill(&self->cmd, b.va, 1, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, 0), 0);
+	npu_emit_fill(&self->cmd, b.va, 2, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	npu_job_init(&j[0], self->q, va, size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(p[0], 2);
+}
+
+/* Many jobs on one queue: more than the ring holds, so it wraps. */
+TEST_F(npu, many_jobs_ring_wrap)
+{
+	const int n = 600;
+	struct npu_bo b;
+	uint64_t va;
+	uint32_t size;
+	uint32_t *p;
+	int i;
+
+	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &b), 0);
+	p = b.map;
+	for (i = 0; i < n; i++) {
+		npu_emit_fill(&self->cmd, b.va + i * 4, i + 1, 4);
+		npu_cmd_end(&self->cmd, &va, &size);
+		ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size,
+					 i == n - 1 ? self->so : 0), 0);
+	}
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(p[i], (uint32_t)(i + 1));
+}
+
+/*
+ * Two rings run at the same time: ring 1 waits on a semaphore that ring 0
+ * signals after ring 1's job started. Serialised rings would deadlock.
+ */
+TEST_F(npu, concurrent_rings_semaphore)
+{
+	struct npu_bo sem;
+	uint32_t q1, so1;
+	uint64_t va;
+	uint32_t size;
+	uint64_t spin[1] = { 20000000 };
+
+	if (npu_param(self->fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS) < 2)
+		SKIP(return, "one compute ring");
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 1, &q1), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so1), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &sem), 0);
+
+	npu_emit_sem(&self->cmd, NPU_OP_SEM_WAIT, sem.va, 1);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, q1, va, size, so1), 0);
+
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_emit_sem(&self->cmd, NPU_OP_SEM_SIGNAL, sem.va, 1);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so1, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, so1), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+}
+
+/* One SUBMIT: compute fills A, copy ring copies A to B after it. */
+TEST_F(npu, submit_array_with_dependency)
+{
+	struct drm_npu_sync mid = { 0 }, end = { 0 };
+	struct drm_npu_job j[2];
+	struct npu_bo a, b;
+	uint32_t so_mid;
+	uint64_t va0, va1;
+	uint32_t s0, s1;
+	uint64_t spin[1] = { 20000000 };
+	uint32_t *pb;
+	int i;
+
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so_mid), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &a), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &b), 0);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_emit_fill(&self->cmd, a.va, 0x1234, 1 << 16);
+	npu_cmd_end(&self->cmd, &va0, &s0);
+	npu_emit_copy(&self->cmd, a.va, b.va, 1 << 16);
+	npu_cmd_end(&self->cmd, &va1, &s1);
+
+	mid.handle = so_mid;
+	end.handle = self->so;
+	npu_job_init(&j[0], self->q, va0, s0);
+	j[0].out_syncs = (uintptr_t)&mid;
+	j[0].out_sync_count = 1;
+	j[0].bo_handles = (uintptr_t)&a.handle;
+	j[0].bo_count = 1;
+	npu_job_init(&j[1], self->cq, va1, s1);
+	j[1].in_syncs = (uintptr_t)&mid;
+	j[1].in_sync_count = 1;
+	j[1].out_syncs = (uintptr_t)&end;
+	j[1].out_sync_count = 1;
+	ASSERT_EQ(npu_submit(self->fd, j, 2), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	pb = b.map;
+	for (i = 0; i < 1 << 14; i++)
+		ASSERT_EQ(pb[i], 0x1234);
+}
+
+/* Timeline points out of one submission array, then waited in order. */
+TEST_F(npu, timeline_points)
+{
+	struct drm_npu_sync pts[3];
+	struct drm_npu_job j[3];
+	struct npu_bo b;
+	uint32_t tl;
+	uint64_t va, point;
+	uint32_t size;
+	uint64_t spin[1] = { 10000000 };
+	int i;
+
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &tl), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	for (i = 0; i < 3; i++) {
+		npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+		npu_emit_fill(&self->cmd, b.va + i * 4, i + 10, 4);
+		npu_cmd_end(&self->cmd, &va, &size);
+		npu_job_init(&j[i], self->q, va, size);
+		pts[i].handle = tl;
+		pts[i].flags = 0;
+		pts[i].point = i + 1;
+		j[i].out_syncs = (uintptr_t)&pts[i];
+		j[i].out_sync_count = 1;
+	}
+	/* job 2 also waits for point 2 of the same timeline */
+	j[2].in_syncs = (uintptr_t)&pts[1];
+	j[2].in_sync_count = 1;
+	ASSERT_EQ(npu_submit(self->fd, j, 3), 0);
+	point = 3;
+	ASSERT_EQ(drmSyncobjTimelineWait(self->fd, &tl, &point, 1,
+					 npu_abs_timeout(NPU_TIMEOUT_NS), 0,
+					 NULL), 0);
+	ASSERT_EQ(drmSyncobjQuery(self->fd, &tl, &point, 1), 0);
+	ASSERT_EQ(point, 3);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(((uint32_t *)b.map)[i], (uint32_t)(i + 10));
+}
+
+/* In-fence from an earlier SUBMIT, through a syncobj. */
+TEST_F(npu, v3d_submit_cl_syncobj_chain)
+{
+	struct drm_npu_sync in = { .handle = self->so };
+	struct drm_npu_job j;
+	struct npu_bo b;
+	uint32_t so2;
+	uint64_t va;
+	uint32_t size;
+	uint64_t spin[1] = { 20000000 };
+
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so2), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_emit_fill(&self->cmd, b.va, 5, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	/* on another ring: only the syncobj orders them */
+	npu_emit_copy(&self->cmd, b.va, b.va + 64, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	npu_job_init(&j, self->cq, va, size);
+	j.in_syncs = (uintptr_t)&in;
+	j.in_sync_count = 1;
+	in.handle = self->so;
+	{
+		struct drm_npu_sync out = { .handle = so2 };
+
+		j.out_syncs = (uintptr_t)&out;
+		j.out_sync_count = 1;
+		ASSERT_EQ(npu_submit(self->fd, &j, 1), 0);
+	}
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so2, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(((uint32_t *)b.map)[16], 5);
+}
+
+TEST_F(npu, queue_any_ring_and_priorities)
+{
+	uint32_t qa, qh, ql, so[3];
+	struct npu_bo b;
+	uint64_t va;
+	uint32_t size;
+	int i;
+
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, DRM_NPU_RING_ANY,
+				&qa), 0);
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_HIGH, 0, &qh), 0);
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COPY,
+				DRM_NPU_PRIORITY_LOW, DRM_NPU_RING_ANY, &ql),
+		  0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	uint32_t qs[3] = { qa, qh, ql };
+
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so[i]), 0);
+		npu_emit_fill(&self->cmd, b.va + i * 4, 100 + i, 4);
+		npu_cmd_end(&self->cmd, &va, &size);
+		ASSERT_EQ(npu_submit_one(self->fd, qs[i], va, size, so[i]), 0);
+	}
+	ASSERT_EQ(drmSyncobjWait(self->fd, so, 3,
+				 npu_abs_timeout(NPU_TIMEOUT_NS),
+				 DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL, NULL), 0);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(((uint32_t *)b.map)[i], (uint32_t)(100 + i));
+}
+
+TEST_F(npu, bo_wait_busy_then_idle)
+{
+	struct drm_npu_bo_wait w = { 0 };
+	struct drm_npu_job j;
+	struct npu_bo b;
+	uint64_t va;
+	uint32_t size;
+	uint64_t spin[1] = { 200000000 };	/* 200 ms */
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_cmd_end(&self->cmd, &va, &size);
+	npu_job_init(&j, self->q, va, size);
+	j.bo_handles = (uintptr_t)&b.handle;
+	j.bo_count = 1;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), 0);
+	w.handle = b.handle;
+	w.timeout_ns = npu_abs_timeout(1000000);
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_WAIT, &w), -ETIME);
+	w.timeout_ns = npu_abs_timeout(NPU_TIMEOUT_NS);
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_WAIT, &w), 0);
+}
+
+/* A BO closed while a job uses it stays mapped until the job is done. */
+TEST_F(npu, close_bo_while_job_runs)
+{
+	struct drm_npu_job j;
+	struct npu_bo b, out;
+	uint64_t va;
+	uint32_t size;
+	uint64_t spin[1] = { 50000000 };
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &out), 0);
+	((uint32_t *)b.map)[0] = 0x5a5a;
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_emit_copy(&self->cmd, b.va, out.va, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	npu_job_init(&j, self->q, va, size);
+	j.bo_handles = (uintptr_t)&b.handle;
+	j.bo_count = 1;
+	{
+		struct drm_npu_sync o = { .handle = self->so };
+
+		j.out_syncs = (uintptr_t)&o;
+		j.out_sync_count = 1;
+		ASSERT_EQ(npu_submit(self->fd, &j, 1), 0);
+	}
+	npu_bo_free(self->fd, &b);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+	ASSERT_EQ(((uint32_t *)out.map)[0], 0x5a5a);
+}
+
+/* Destroying a queue lets its submitted jobs finish. */
+TEST_F(npu, queue_destroy_with_jobs)
+{
+	struct npu_bo b;
+	uint64_t va;
+	uint32_t size;
+	uint64_t spin[1] = { 30000000 };
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_emit_fill(&self->cmd, b.va, 9, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	ASSERT_EQ(npu_queue_free(self->fd, self->q), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(((uint32_t *)b.map)[0], 9);
+}
+
+TEST_HARNESS_MAIN
