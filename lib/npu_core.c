@@ -526,39 +526,78 @@ npu_status_t npu_check_faults(struct device *dev)
 	struct drm_npu_get_fault f;
 	struct npu_stream *s, *hit = NULL;
 	npu_status_t st;
-	const char *kname = NULL, *what;
+	const char *kname = NULL;
+	uint32_t kid = UINT32_MAX;
+	char kbuf[64] = "";
 	unsigned nargs;
+	int n;
 
 	memset(&f, 0, sizeof(f));
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f))
 		return dev->sticky;
-	if (f.count == dev->faults_seen)
+	if (f.count == dev->faults_seen) {
+		/* everything complete so far ran without a fault */
+		for (s = dev->streams; s; s = s->next)
+			s->fault_clean = s->tl->completed;
 		return dev->sticky;
+	}
 	dev->faults_seen = f.count;
 	for (s = dev->streams; s; s = s->next)
 		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id)
 			hit = s;
 	if (f.kind == DRM_NPU_FAULT_TIMEOUT) {
 		st = NPU_ERROR_LAUNCH_TIMEOUT;
-		what = "job timed out and was terminated";
+		/* the driver does not say which kernel hung: name the
+		 * stream's first launch after the last fault-free check */
+		if (hit) {
+			unsigned i;
+
+			for (i = 0; i < hit->span_count; i++) {
+				struct cmd_span *sp =
+					&hit->span[(hit->span_head + i) % CMD_INFLIGHT];
+
+				if (sp->point > hit->fault_clean && sp->kernel) {
+					kid = sp->kernel - 1;
+					break;
+				}
+			}
+		}
 	} else if (f.cause == NPU_ERR_MMU_FAULT || f.cause == NPU_ERR_MMU_WRITE ||
 		   f.cause == NPU_ERR_KERNEL_FAULT || f.cause == NPU_ERR_BAD_DMA ||
 		   f.cause == NPU_ERR_DEVMEM_RANGE) {
 		st = NPU_ERROR_ILLEGAL_ADDRESS;
-		what = "illegal address";
 	} else {
 		st = NPU_ERROR_LAUNCH_FAILURE;
-		what = "device error";
 	}
-	if (npu_kernel_info((npu_kernel_t)f.info, &kname, &nargs) != NPU_SUCCESS ||
-	    (hit && f.queue_id != hit->queue[Q_COMPUTE]))
-		kname = NULL;
-	snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
-		 "%s: %s at device address 0x%" PRIx64 " (cause %u, info 0x%x%s%s%s), "
-		 "ring %u, queue %u, stream %p; %u failed job(s) so far",
-		 npu_status_name(st), what, (uint64_t)f.addr, f.cause, f.info,
-		 kname ? ", kernel " : "", kname ? kname : "", "", f.ring,
-		 f.queue_id, (void *)hit, f.count);
+	if (f.kind != DRM_NPU_FAULT_TIMEOUT && (f.info & 0xff) == NPU_OP_LAUNCH)
+		kid = f.info >> 16;
+	if (kid != UINT32_MAX) {
+		if (npu_kernel_info((npu_kernel_t)kid, &kname, &nargs) == NPU_SUCCESS)
+			snprintf(kbuf, sizeof(kbuf), " in kernel %s (id 0x%x)", kname, kid);
+		else
+			snprintf(kbuf, sizeof(kbuf), " in kernel id 0x%x", kid);
+	}
+	if (f.kind == DRM_NPU_FAULT_TIMEOUT)
+		n = snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+			     "%s: job%s did not finish within the driver's %u ms "
+			     "timeout and was terminated",
+			     npu_status_name(st), kbuf, dev->prop.job_timeout_ms);
+	else
+		n = snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+			     "%s: device error %u (%s) at device address 0x%" PRIx64
+			     "%s, packet opcode 0x%02x%s",
+			     npu_status_name(st), f.cause,
+			     f.cause == NPU_ERR_MMU_FAULT ? "page not mapped" :
+			     f.cause == NPU_ERR_MMU_WRITE ? "write to read-only page" :
+			     f.cause == NPU_ERR_KERNEL_FAULT ? "kernel fault" :
+			     f.cause == NPU_ERR_BAD_ARGS ? "bad kernel arguments" :
+			     f.cause == NPU_ERR_BAD_PACKET ? "bad packet" : "other",
+			     (uint64_t)f.addr, kbuf, f.info & 0xff,
+			     f.info & 0x100 ? " in a command buffer" : "");
+	if (n > 0 && (size_t)n < sizeof(dev->sticky_msg))
+		snprintf(dev->sticky_msg + n, sizeof(dev->sticky_msg) - (size_t)n,
+			 "; ring %u, stream %p; %u failed job(s) in this process",
+			 f.ring, (void *)hit, f.count);
 	if (!dev->sticky)
 		dev->sticky = st;
 	if (hit && !hit->sticky)
@@ -748,7 +787,7 @@ static int cmd_reserve(struct device *dev, struct npu_stream *s, uint32_t bytes,
 }
 
 static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
-		       uint64_t point)
+		       uint64_t point, uint32_t kernel)
 {
 	unsigned i = (s->span_head + s->span_count) % CMD_INFLIGHT;
 
@@ -756,6 +795,7 @@ static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
 	s->span[i].start = off;
 	s->span[i].end = off + bytes;
 	s->span[i].point = point;
+	s->span[i].kernel = kernel;
 	s->span_count++;
 	s->cmd_head = off + bytes;
 }
@@ -982,7 +1022,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		ev->next = ev_point;
 	s->last_queue = queue;
 	if (jc->len)
-		cmd_commit(s, jc->off, jc->len, out_pt[0]);
+		cmd_commit(s, jc->off, jc->len, out_pt[0], jc->kernel);
 	jc_release(jc);
 	if (point)
 		*point = out_pt[0];

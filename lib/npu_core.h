@@ -27,6 +27,7 @@ struct jobctx {
 	unsigned ndeps, cap;
 	uint32_t bo[2];
 	unsigned nbo;
+	uint32_t kernel;		/* kernel id + 1 for launches */
 };
 
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)

@@ -87,6 +87,7 @@ struct hostcb {
 struct cmd_span {
 	uint32_t start, end;
 	uint64_t point;
+	uint32_t kernel;		/* kernel id + 1 of a launch, or 0 */
 };
 
 struct device;
@@ -113,6 +114,7 @@ struct npu_stream {
 	unsigned span_head, span_count;
 	/* sticky error */
 	npu_status_t sticky;
+	uint64_t fault_clean;		/* points <= this are known fault-free */
 	/* host function thread */
 	bool cb_started, cb_stop;
 	pthread_t cb_thread;

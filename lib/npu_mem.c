@@ -796,6 +796,7 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 	p->nargs = nargs;
 	if (nargs)
 		memcpy(p->args, args, 8 * nargs);
+	jc.kernel = k->id + 1;
 	st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, NULL);
 	if (st)
 		goto out;
