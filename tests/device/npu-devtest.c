@@ -1810,31 +1810,45 @@ static void test_timing(void)
 	struct buf t, h, d, d2, a, b, c;
 	struct pk p = { .n = 0 };
 	uint64_t ts[2];
-	const uint64_t sz = 1 << 20;
-	/* link 50 MB/s, mem 200 MB/s, 10 Mops per unit */
-	const double link = 50e6, mem = 200e6, mops = 10e6, copy_ns = 100000,
+	const uint64_t sz = 2 << 20;
+	/* link 20 MB/s, mem 80 MB/s, 4 Mops per unit */
+	const double link = 20e6, mem = 80e6, mops = 4e6, copy_ns = 100000,
 		     launch_ns = 200000;
 	bool good;
 
-	start("link-bw-mbps=50,mem-bw-mbps=200,cu-mops=10,launch-ns=200000,"
+	start("link-bw-mbps=20,mem-bw-mbps=80,cu-mops=4,launch-ns=200000,"
 	      "copy-ns=100000,compute-units=4,devmem-size=16M", 0);
-	ok(rd(NPU_REG_LINK_BW_MBPS) == 50 && rd(NPU_REG_DEVMEM_SIZE_LO) == 16u << 20 &&
+	ok(rd(NPU_REG_LINK_BW_MBPS) == 20 && rd(NPU_REG_DEVMEM_SIZE_LO) == 16u << 20 &&
 	   NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 4, "properties reflected in registers");
 	t = alloc_buf(4096, 0, 1);
 	h = alloc_buf(sz, 0, 1);
 	d = alloc_buf(sz, 1, 1);
 	d2 = alloc_buf(sz, 1, 1);
 
+/*
+ * Time a command between two TIMESTAMPs. It must never complete early; on a
+ * loaded host it may be late, so the best of up to three runs must be within
+ * 25% (+ 5 ms) of the model.
+ */
 #define MEASURE(ring, what, expect_ns) do { \
-	p.n = 0; \
-	pk_ts(&p, t.va); \
-	what; \
-	pk_ts(&p, t.va + 8); \
-	good = ring_run(ring, &p, 20000); \
-	buf_read(&t, 0, ts, 16); \
-	double got_ = ts[1] - ts[0], want_ = (expect_ns); \
-	ok(good && got_ >= want_ * 0.99 && got_ <= want_ * 1.25 + 3e6, \
-	   "timing: %s took %.2f ms, model %.2f ms", #what, got_ / 1e6, \
+	double got_ = 0, best_ = 1e30, want_ = (expect_ns); \
+	bool early_ = false; \
+	good = true; \
+	for (int try_ = 0; try_ < 3; try_++) { \
+		p.n = 0; \
+		pk_ts(&p, t.va); \
+		what; \
+		pk_ts(&p, t.va + 8); \
+		good &= ring_run(ring, &p, 20000); \
+		buf_read(&t, 0, ts, 16); \
+		got_ = ts[1] - ts[0]; \
+		early_ |= got_ < want_ * 0.99; \
+		best_ = got_ < best_ ? got_ : best_; \
+		if (best_ <= want_ * 1.25 + 5e6) \
+			break; \
+	} \
+	ok(good && !early_ && best_ <= want_ * 1.25 + 5e6, \
+	   "timing: %s took %.2f ms, model %.2f ms", #what, best_ / 1e6, \
 	   want_ / 1e6); \
 } while (0)
 
@@ -1996,6 +2010,28 @@ static void test_hotplug(void)
 		    "\"id\":\"npu1\",\"addr\":\"4\"}}");
 	ok(r && strstr(r, "\"return\"") && qmp_cmd(q, "{\"execute\":\"query-status\"}"),
 	   "device_add again after removal");
+
+	/* system_reset (the DeviceClass reset) with a hanging kernel */
+	pci_setup();
+	msix_setup();
+	pt_sync();
+	nrings = 6;
+	memset(tail, 0, sizeof(tail));
+	ring_init(0);
+	ring_ctx(0);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 8, 0);
+	ring_submit(0, &p);
+	wr(NPU_REG_SCRATCH, 0x1234);
+	usleep(20000);
+	good = rrd(0, NPU_RING_STATUS) == NPU_RING_STS_ENABLED;
+	r = qmp_cmd(q, "{\"execute\":\"system_reset\"}");
+	good &= r && strstr(r, "\"return\"");
+	usleep(50000);
+	pci_setup();
+	ok(good && rd(NPU_REG_SCRATCH) == 0 && rrd(0, NPU_RING_STATUS) == NPU_RING_STS_IDLE &&
+	   rrd(0, NPU_RING_BASE_LO) == 0 && rrd64(0, NPU_RING_CMDS_LO) == 0,
+	   "system_reset resets the device, aborting a hanging kernel");
 	stop("hotplug instance");
 }
 
