@@ -5,7 +5,9 @@
 #ifndef NPU_TAP_H
 #define NPU_TAP_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
