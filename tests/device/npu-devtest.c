@@ -1715,76 +1715,198 @@ static void test_resets(void)
 	ok(good, "all rings work after the device reset");
 }
 
+/* ------------------------------------------------------------- fuzz */
+
+static struct buf fz_host, fz_dev;
+
+static uint64_t fuzz_va(void)
+{
+	switch (rnd() % 10) {
+	case 0:
+		return rnd64() & ((1ull << 40) - 1);
+	case 1:
+		return fz_dev.va + rnd() % fz_dev.size;
+	case 2:
+		return fz_host.va + fz_host.size + rnd() % 4096;	/* guard */
+	default:
+		return fz_host.va + (rnd() % fz_host.size & (rnd() & 1 ? ~3u : ~0u));
+	}
+}
+
+static uint64_t fuzz_size(void)
+{
+	switch (rnd() % 5) {
+	case 0:
+		return rnd64() >> (rnd() % 64);
+	case 1:
+		return rnd() % 70000;
+	default:
+		return rnd() % 4096;
+	}
+}
+
+static void fuzz_packet(struct pk *p, unsigned r)
+{
+	static const uint8_t ops[] = {
+		NPU_OP_NOP, NPU_OP_COPY, NPU_OP_FILL, NPU_OP_LAUNCH,
+		NPU_OP_LAUNCH, NPU_OP_LAUNCH, NPU_OP_TIMESTAMP, NPU_OP_SEM_WAIT,
+		NPU_OP_SEM_SIGNAL, NPU_OP_INDIRECT, NPU_OP_SET_CONTEXT,
+		NPU_OP_FENCE, NPU_OP_RING_CTRL,
+	};
+	uint32_t op = ops[rnd() % sizeof(ops)];
+	unsigned start = p->n;
+
+	if (rnd() % 10 == 0) {
+		/* anything at all */
+		unsigned len = rnd() % 4 ? 1 + rnd() % 12 : rnd() % 64;
+
+		pk_dw(p, NPU_PKT_HDR(rnd() & 0xff, rnd() % 4 ? 0 : rnd(), len));
+		for (unsigned j = 1; j < len; j++)
+			pk_dw(p, rnd());
+		return;
+	}
+	switch (op) {
+	case NPU_OP_NOP:
+		pk_nop(p, 1 + rnd() % 8);
+		break;
+	case NPU_OP_COPY:
+		pk_copy(p, fuzz_va(), fuzz_va(), fuzz_size());
+		break;
+	case NPU_OP_FILL:
+		pk_fill(p, fuzz_va(), fuzz_size() & (rnd() % 4 ? ~3ull : ~0ull), rnd());
+		break;
+	case NPU_OP_LAUNCH: {
+		uint64_t a[NPU_LAUNCH_MAX_ARGS];
+		uint32_t kernel = rnd() % 8 ? rnd() % 14 :
+				  rnd() % 2 ? 0x100 + rnd() % 4 : rnd();
+
+		for (unsigned j = 0; j < NPU_LAUNCH_MAX_ARGS; j++) {
+			switch (rnd() % 4) {
+			case 0:
+				a[j] = fuzz_va();
+				break;
+			case 1:
+				a[j] = rnd() % 64;
+				break;
+			case 2:
+				a[j] = rnd() % 600;
+				break;
+			default:
+				a[j] = fuzz_size();
+				break;
+			}
+		}
+		if (kernel == NPU_KERNEL_TEST_SPIN)
+			a[0] = rnd() % 2000000;
+		if (kernel == NPU_KERNEL_TEST_HANG && rnd() % 4)
+			kernel = NPU_KERNEL_NOP;
+		pk_launch(p, kernel, 1 + rnd() % 16, rnd() % 4 ? 9 : rnd() % 17, a);
+		p->dw[start + 3] = rnd() % 8 ? 1 : rnd();
+		break;
+	}
+	case NPU_OP_TIMESTAMP:
+		pk_ts(p, fuzz_va());
+		break;
+	case NPU_OP_SEM_WAIT:
+		/* mostly values that pass (0 is always passed by small words) */
+		pk_sem(p, 1, fuzz_va() & ~3ull, rnd() % 8 ? 0 : rnd());
+		break;
+	case NPU_OP_SEM_SIGNAL:
+		pk_sem(p, 0, fuzz_va(), rnd());
+		break;
+	case NPU_OP_INDIRECT:
+		pk_ib(p, fuzz_va() & ~3ull, (rnd() % 1024) * 4);
+		break;
+	case NPU_OP_SET_CONTEXT:
+		pk_ctx(p, rnd(), rnd() % 4 ? PT_PA : rnd() % 2 ? 0 :
+		       rnd64() & ~0xfffull & ((1ull << 40) - 1));
+		break;
+	case NPU_OP_FENCE:
+		pk_fence(p, rnd(), rnd() % 4 ? fence_pa(r) :
+			 (rnd() % 0x40000000) & ~3u, rnd() & 1);
+		break;
+	default:
+		pk_flush(p);
+		break;
+	}
+	/* sometimes corrupt one dword (the header included) */
+	if (rnd() % 8 == 0)
+		p->dw[start + rnd() % (p->n - start)] ^= 1u << (rnd() % 32);
+}
+
 static void test_fuzz(void)
 {
-	const int iters = 4000;
-	struct buf h = alloc_buf(65536, 0, 1);
-	uint64_t t0 = host_ns();
+	const int iters = 20000;
+	uint64_t t0 = host_ns(), cmds = 0;
+	unsigned halts = 0, resets = 0;
+	uint32_t *junk;
 	bool good;
 	int i;
 
+	fz_host = alloc_buf(65536, 0, 1);
+	fz_dev = alloc_buf(65536, 1, 1);
+	/* the host buffer holds random packets, for random IBs */
+	junk = malloc(65536);
+	for (i = 0; i < 16384; ) {
+		struct pk p = { .n = 0 };
+
+		fuzz_packet(&p, 0);
+		for (unsigned j = 0; j < p.n && i < 16384; j++)
+			junk[i++] = p.dw[j];
+	}
+	buf_write(&fz_host, 0, junk, 65536);
+	free(junk);
+
 	for (i = 0; i < iters && !q->dead; i++) {
 		unsigned r = rnd() % nrings;
-		uint32_t k = rnd() % 16;
+		uint32_t k = rnd() % 64;
 
-		if (k < 3) {
-			/* random register write (excluding RESET half the time) */
+		if (k < 2) {
+			/* random register write; the RESET magic now and then */
 			uint32_t off = rnd() % 0x2000 & ~3u;
 
-			if (off == NPU_REG_RESET && (rnd() & 1))
-				continue;
-			wr(off, rnd() % 4 ? rnd() : (rnd() & 0xffff));
-		} else if (k < 4) {
+			if (rnd() % 64 == 0) {
+				wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+				resets++;
+			} else if (off != NPU_REG_RESET) {
+				wr(off, rnd() % 4 ? rnd() : (rnd() & 0xffff));
+			}
+		} else if (k < 3) {
 			rd(rnd() % 0x2000 & ~3u);
-		} else if (k < 5) {
+		} else if (k < 4) {
 			rwr(r, NPU_RING_CONTROL, rnd() & 7);
+		} else if (k < 5) {
+			/* re-program a ring that a random write broke */
+			rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+			tail[r] = 0;
+			ring_init(r);
 		} else {
-			/* random packets: valid opcodes, random fields */
-			static const uint8_t ops[] = {
-				NPU_OP_NOP, NPU_OP_COPY, NPU_OP_FILL, NPU_OP_LAUNCH,
-				NPU_OP_TIMESTAMP, NPU_OP_SEM_WAIT, NPU_OP_SEM_SIGNAL,
-				NPU_OP_INDIRECT, NPU_OP_SET_CONTEXT, NPU_OP_FENCE,
-				NPU_OP_RING_CTRL, 0x99,
-			};
 			struct pk p = { .n = 0 };
-			uint32_t op = ops[rnd() % sizeof(ops)];
-			unsigned len = rnd() % 8 ? 1 + rnd() % 12 : rnd() % 40;
+			unsigned n = 1 + rnd() % 4;
 
-			if (op == NPU_OP_LAUNCH && (rnd() & 1)) {
-				uint64_t a[16];
-				unsigned na = rnd() % 12;
-
-				for (unsigned j = 0; j < 16; j++)
-					a[j] = rnd() % 3 ? h.va + rnd() % 60000 :
-					       rnd() % 4 ? rnd() % 300 : rnd64();
-				pk_launch(&p, rnd() % 4 ? rnd() % 14 : rnd() % 0x110,
-					  1 + rnd() % 16, na, a);
-			} else {
-				pk_dw(&p, NPU_PKT_HDR(op, rnd() % 4 ? 0 : rnd(), len));
-				for (unsigned j = 1; j < len; j++)
-					pk_dw(&p, rnd() % 3 ? rnd() % 2000 :
-					      (uint32_t)(h.va + rnd() % 70000));
-			}
-			/* keep the ring's config sane most of the time */
-			if (rnd() % 8 == 0) {
-				tail[r] = 0;
-				ring_init(r);
-			}
+			for (unsigned j = 0; j < n; j++)
+				fuzz_packet(&p, r);
 			if (p.n < RING_BYTES / 8)
 				ring_submit(r, &p);
-			if (rnd() % 4 == 0)
-				ring_resume(r);
-			if (rnd() % 32 == 0)
-				rwr(r, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+			if (rnd() % 2) {
+				uint32_t pend = rd(NPU_REG_ERR_PENDING);
+
+				halts += __builtin_popcount(pend);
+				for (unsigned j = 0; j < nrings; j++)
+					if (pend & (1u << j))
+						ring_resume(j);
+			}
 		}
 	}
+	for (unsigned r = 0; r < nrings; r++)
+		cmds += rrd64(r, NPU_RING_CMDS_LO);
 	good = !q->dead && qt_alive(q);
-	ok(good, "fuzz: %d random register writes and packets (%.1f s), QEMU responsive",
-	   i, (host_ns() - t0) / 1e9);
+	ok(good, "fuzz: %d iterations in %.1f s (%u halts seen, %u device resets, "
+	   "%llu commands since the last), QEMU responsive", i,
+	   (host_ns() - t0) / 1e9, halts, resets, (unsigned long long)cmds);
 	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
 	pci_setup();
 	msix_setup();
-	pt_sync();
 	for (int t = 0; t < pt_used; t++)
 		pt_dirty[t] = 1;
 	pt_sync();
@@ -1796,9 +1918,9 @@ static void test_fuzz(void)
 		seqno[r] = 0;
 		ring_init(r);
 		ring_ctx(r);
-		pk_fill(&p, h.va, 64, r);
+		pk_fill(&p, fz_host.va, 64, r);
 		if (r < 4)
-			LAUNCH(&p, NPU_KERNEL_FILL_F32, 1, h.va, 4, r);
+			LAUNCH(&p, NPU_KERNEL_FILL_F32, 1, fz_host.va, 4, r);
 		good &= ring_run(r, &p, 5000);
 	}
 	ok(good && rd(NPU_REG_ID) == NPU_ID_MAGIC, "after the fuzz: device reset, all rings work");
