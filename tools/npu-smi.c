@@ -242,9 +242,9 @@ int main(int argc, char **argv)
 				       (unsigned long long)hz, (unsigned long long)feat,
 				       (unsigned long long)tmo);
 			} else {
-				printf("npu%d  %s  [%04x:%04x rev %llx]\n", ndev, node,
+				printf("npu%d  %s  [%04x:%04x rev %u.%u]\n", ndev, node,
 				       (unsigned)(id >> 16), (unsigned)(id & 0xffff),
-				       (unsigned long long)rev);
+				       (unsigned)(rev >> 16), (unsigned)(rev & 0xffff));
 				printf("  rings: %llu compute + %llu copy   compute units: %llu   "
 				       "device memory: %s   clock: %.3f MHz   timing model: %s\n",
 				       (unsigned long long)ncomp, (unsigned long long)ncopy,

@@ -1,0 +1,880 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fmnist-demo - train a 784-128-10 MLP on Fashion-MNIST on the npu and
+ * classify the test set three ways (serial, pipelined over streams, graph).
+ *
+ *   fmnist-demo [--data DIR] [--out DIR] [--batch N] [--lr X] [--train N]
+ *               [--test-batch N] [--streams N] [--ref-seconds S] [--quick]
+ *
+ * Everything the device computes uses its built-in kernels: GEMM (with the
+ * transpose flags for the backward pass), bias add, ReLU and its gradient,
+ * softmax cross-entropy and its gradient, column sums (bias gradients), saxpy
+ * (the SGD update) and argmax (the prediction). Documentation/demo.rst
+ * explains the program and its output line by line.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <drm.h>
+#include "npu.h"
+#include "npu_accel.h"
+
+#define IN	784
+#define HID	128
+#define OUT	10
+#define MAX_STREAMS 8
+#define MAX_RINGS 32
+
+/* ------------------------------------------------------------------------
+ * Helpers
+ */
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "fmnist-demo: ");
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+#define CK(call) do { \
+	npu_status_t st_ = (call); \
+	if (st_ != NPU_SUCCESS) \
+		die("%s:%d: %s: %s (%s)", __FILE__, __LINE__, #call, \
+		    npu_status_name(st_), npu_last_error_message()); \
+} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p)
+		die("out of memory (%zu bytes)", n);
+	return p;
+}
+
+/* ------------------------------------------------------------------------
+ * IDX files (gzip'd), as shipped by Debian's dataset-fashion-mnist
+ */
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint8_t *load_idx(const char *dir, const char *name, uint32_t want_magic,
+			 uint32_t *count, uint32_t item_bytes)
+{
+	char path[1024];
+	uint8_t hdr[16];
+	unsigned hdr_len = want_magic == 0x803 ? 16 : 8;
+	gzFile gz;
+	uint8_t *data;
+	size_t bytes;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	gz = gzopen(path, "rb");
+	if (!gz)
+		die("cannot open %s: %s", path, strerror(errno));
+	if (gzread(gz, hdr, hdr_len) != (int)hdr_len || be32(hdr) != want_magic)
+		die("%s: not an IDX file of the expected kind", path);
+	*count = be32(hdr + 4);
+	if (want_magic == 0x803 && (be32(hdr + 8) * be32(hdr + 12) != item_bytes))
+		die("%s: images are not 28x28", path);
+	bytes = (size_t)*count * item_bytes;
+	data = xmalloc(bytes);
+	if (gzread(gz, data, (unsigned)bytes) != (int)bytes)
+		die("%s: short file", path);
+	gzclose(gz);
+	return data;
+}
+
+static const char *find_data(const char *opt)
+{
+	static const char *const dirs[] = { "/npu/bin/fmnist", "/npu/bin",
+		"/usr/share/datasets/fashion-mnist" };
+	char path[1024];
+	size_t i;
+
+	if (opt)
+		return opt;
+	if (getenv("NPU_FMNIST_DIR"))
+		return getenv("NPU_FMNIST_DIR");
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/t10k-labels-idx1-ubyte.gz", dirs[i]);
+		if (!access(path, R_OK))
+			return dirs[i];
+	}
+	die("Fashion-MNIST not found (install dataset-fashion-mnist or use --data DIR)");
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Device counters, read straight from the driver (the demo is the only user
+ * of the device while it runs).
+ */
+struct counters {
+	struct drm_npu_ring_counters ring[MAX_RINGS];
+	uint32_t nring;
+	uint64_t clock;
+	int ok;
+};
+
+static int cnt_fd = -1;
+
+static void counters_read(struct counters *c)
+{
+	struct drm_npu_counters q;
+
+	memset(c, 0, sizeof(*c));
+	if (cnt_fd < 0)
+		return;
+	memset(&q, 0, sizeof(q));
+	q.rings = (uint64_t)(uintptr_t)c->ring;
+	q.ring_count = MAX_RINGS;
+	if (ioctl(cnt_fd, DRM_IOCTL_NPU_COUNTERS, &q))
+		return;
+	c->nring = q.ring_count < MAX_RINGS ? q.ring_count : MAX_RINGS;
+	c->clock = q.clock;
+	c->ok = 1;
+}
+
+/* ------------------------------------------------------------------------
+ * The model and the device state
+ */
+static npu_device_prop prop;
+static npu_dim3 grid;		/* one block per compute unit */
+
+struct params {			/* device pointers */
+	float *w1, *b1, *w2, *b2;
+};
+
+static void launch(npu_kernel_t k, npu_stream_t s, unsigned n, ...)
+{
+	uint64_t a[NPU_MAX_KERNEL_ARGS];
+	va_list ap;
+	unsigned i;
+
+	va_start(ap, n);
+	for (i = 0; i < n; i++)
+		a[i] = va_arg(ap, uint64_t);
+	va_end(ap);
+	CK(npu_launch(k, grid, a, n, s, NPU_LAUNCH_ASYNC));
+}
+
+#define P(x) npu_arg_ptr(x)
+#define U(x) npu_arg_u64(x)
+#define F(x) npu_arg_f32(x)
+
+static void gemm(npu_stream_t s, const float *a, const float *b, float *c, uint64_t m,
+		 uint64_t n, uint64_t k, unsigned flags, float alpha, float beta)
+{
+	launch(NPU_K_GEMM_F32, s, 9, P(a), P(b), P(c), U(m), U(n), U(k), U(flags),
+	       F(alpha), F(beta));
+}
+
+/* Forward pass of rows images at x (device) to predictions at pred (u32).
+ * h and z are scratch (rows x HID, rows x OUT). */
+static void forward(npu_stream_t s, const struct params *p, const float *x, float *h,
+		    float *z, uint32_t *pred, uint64_t rows)
+{
+	gemm(s, x, p->w1, h, rows, HID, IN, 0, 1.0f, 0.0f);
+	launch(NPU_K_BIAS_ADD_F32, s, 4, P(h), P(p->b1), U(rows), U(HID));
+	launch(NPU_K_RELU_F32, s, 3, P(h), P(h), U(rows * HID));
+	gemm(s, h, p->w2, z, rows, OUT, HID, 0, 1.0f, 0.0f);
+	launch(NPU_K_BIAS_ADD_F32, s, 4, P(z), P(p->b2), U(rows), U(OUT));
+	launch(NPU_K_ARGMAX_F32, s, 4, P(z), P(pred), U(rows), U(OUT));
+}
+
+/* Deterministic pseudo-random numbers (xorshift64*). */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+static float rnd_uniform(float a)
+{
+	return (float)((rnd() >> 11) * (1.0 / 9007199254740992.0) * 2 - 1) * a;
+}
+
+static void to_float(float *dst, const uint8_t *src, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = src[i] * (1.0f / 255.0f);
+}
+
+/* ------------------------------------------------------------------------
+ * Trace of one run, from events: an event is recorded after every command,
+ * so a command spans from its predecessor's completion in the same stream
+ * to its own completion (device clock). Written as Chrome trace JSON.
+ */
+struct tr_cmd {
+	int way, stream;
+	const char *name;
+	int copy;
+	npu_event_t before, after;
+	uint64_t bytes;
+};
+
+static struct tr_cmd *trc;
+static size_t ntrc, trc_cap;
+static int tracing;
+static npu_event_t tr_last[MAX_STREAMS];
+static npu_event_t tr_begins[64];
+static int tr_nbegins;
+static int tr_way;
+
+static npu_event_t tr_event(npu_stream_t s)
+{
+	npu_event_t e;
+
+	CK(npu_event_create(&e, NPU_EVENT_DEFAULT));
+	CK(npu_event_record(e, s));
+	return e;
+}
+
+static void tr_begin(int si, npu_stream_t s)
+{
+	if (tracing && tr_nbegins < 64)
+		tr_begins[tr_nbegins++] = tr_last[si] = tr_event(s);
+}
+
+static void tr_mark(int si, npu_stream_t s, const char *name, int copy, uint64_t bytes)
+{
+	struct tr_cmd *c;
+
+	if (!tracing)
+		return;
+	if (ntrc == trc_cap) {
+		trc_cap = trc_cap ? trc_cap * 2 : 256;
+		trc = realloc(trc, trc_cap * sizeof(*trc));
+		if (!trc)
+			die("out of memory");
+	}
+	c = &trc[ntrc++];
+	c->way = tr_way;
+	c->stream = si;
+	c->name = name;
+	c->copy = copy;
+	c->bytes = bytes;
+	c->before = tr_last[si];
+	c->after = tr_event(s);
+	tr_last[si] = c->after;
+}
+
+static const char *way_names[3] = { "serial (1 stream)", "pipelined", "graph" };
+
+static int write_trace(const char *path, int nstreams)
+{
+	FILE *f = fopen(path, "w");
+	uint64_t t0[3] = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+	double tick_us = 1e6 / (double)(prop.clock_hz ? prop.clock_hz : 1000000000ull);
+	size_t i;
+	int w, s, first = 1;
+
+	if (!f)
+		return -1;
+	for (i = 0; i < ntrc; i++) {
+		uint64_t a;
+
+		if (npu_event_timestamp(trc[i].before, &a) == NPU_SUCCESS && a < t0[trc[i].way])
+			t0[trc[i].way] = a;
+	}
+	fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"source\": \"fmnist-demo "
+		"(event timestamps)\"},\n\"traceEvents\": [\n");
+	for (w = 0; w < 2; w++) {
+		int ns = w == 0 ? 1 : nstreams;
+
+		fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, "
+			"\"args\": {\"name\": \"%s\"}}", first ? "" : ",\n", w, way_names[w]);
+		first = 0;
+		for (s = 0; s < ns; s++)
+			fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, "
+				"\"tid\": %d, \"args\": {\"name\": \"%s stream %d\"}},\n"
+				"{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": %d, "
+				"\"tid\": %d, \"args\": {\"sort_index\": %d}}",
+				w, s, w ? "pipelined" : "serial", s, w, s, w * 100 + s);
+		fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, "
+			"\"tid\": 90, \"args\": {\"name\": \"%s copies (all)\"}},\n"
+			"{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": %d, \"tid\": 90, "
+			"\"args\": {\"sort_index\": %d}},\n"
+			"{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 91, "
+			"\"args\": {\"name\": \"%s kernels (all)\"}},\n"
+			"{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": %d, \"tid\": 91, "
+			"\"args\": {\"sort_index\": %d}}",
+			w, w ? "pipelined" : "serial", w, w * 100 + 50,
+			w, w ? "pipelined" : "serial", w, w * 100 + 51);
+	}
+	for (i = 0; i < ntrc; i++) {
+		uint64_t a, b;
+		double ts, dur;
+
+		if (npu_event_timestamp(trc[i].before, &a) != NPU_SUCCESS ||
+		    npu_event_timestamp(trc[i].after, &b) != NPU_SUCCESS)
+			continue;
+		ts = (double)(a - t0[trc[i].way]) * tick_us;
+		dur = b > a ? (double)(b - a) * tick_us : 0;
+		for (s = 0; s < 2; s++)
+			fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, "
+				"\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"stream\": %d, "
+				"\"bytes\": %llu}}", trc[i].name, trc[i].copy ? "copy" : "kernel",
+				trc[i].way, s ? 90 + !trc[i].copy : trc[i].stream, ts, dur,
+				trc[i].stream, (unsigned long long)trc[i].bytes);
+	}
+	fprintf(f, "\n]}\n");
+	for (i = 0; i < ntrc; i++)
+		npu_event_destroy(trc[i].after);
+	for (w = 0; w < tr_nbegins; w++)
+		npu_event_destroy(tr_begins[w]);
+	ntrc = 0;
+	tr_nbegins = 0;
+	return fclose(f);
+}
+
+/* ------------------------------------------------------------------------
+ * Inference ways
+ */
+struct infer {
+	int nstreams;
+	npu_stream_t s[MAX_STREAMS];
+	float *dx[MAX_STREAMS], *dh[MAX_STREAMS], *dz[MAX_STREAMS];
+	uint32_t *dp[MAX_STREAMS];
+};
+
+struct way_result {
+	double device_ms, wall_ms;
+	struct counters c0, c1;
+	int ran;
+	const char *skip;
+};
+
+/* Classify ntest images (pinned hx, f32) into pinned hpred, batch rows at a
+ * time, batch b on stream b % nstreams: copy in, forward, copy out. */
+static void classify(struct infer *in, int nstreams, const struct params *p, const float *hx,
+		     uint32_t *hpred, uint32_t ntest, uint32_t rows, struct way_result *r)
+{
+	npu_event_t start, done[MAX_STREAMS], end;
+	uint32_t b, nb = (ntest + rows - 1) / rows;
+	double w0;
+	float ms;
+	int i;
+
+	CK(npu_event_create(&start, NPU_EVENT_DEFAULT));
+	CK(npu_event_create(&end, NPU_EVENT_DEFAULT));
+	for (i = 0; i < nstreams; i++)
+		CK(npu_event_create(&done[i], NPU_EVENT_DISABLE_TIMING));
+	CK(npu_device_synchronize());
+	counters_read(&r->c0);
+	w0 = now_s();
+	CK(npu_event_record(start, in->s[0]));
+	for (i = 1; i < nstreams; i++)
+		CK(npu_stream_wait_event(in->s[i], start, 0));
+	for (i = 0; i < nstreams; i++)
+		tr_begin(i, in->s[i]);
+	for (b = 0; b < nb; b++) {
+		int si = (int)(b % (uint32_t)nstreams);
+		npu_stream_t s = in->s[si];
+		uint32_t n = b + 1 < nb ? rows : ntest - b * rows;
+		uint64_t off = (uint64_t)b * rows;
+
+		CK(npu_memcpy_async(in->dx[si], hx + off * IN, (size_t)n * IN * 4,
+				    NPU_MEMCPY_HOST_TO_DEVICE, s));
+		tr_mark(si, s, "H2D images", 1, (uint64_t)n * IN * 4);
+		if (tracing) {	/* the kernels one by one, for the picture */
+			gemm(s, in->dx[si], p->w1, in->dh[si], n, HID, IN, 0, 1.0f, 0.0f);
+			tr_mark(si, s, "gemm 784x128", 0, 0);
+			launch(NPU_K_BIAS_ADD_F32, s, 4, P(in->dh[si]), P(p->b1), U(n), U(HID));
+			launch(NPU_K_RELU_F32, s, 3, P(in->dh[si]), P(in->dh[si]), U((uint64_t)n * HID));
+			tr_mark(si, s, "bias+relu", 0, 0);
+			gemm(s, in->dh[si], p->w2, in->dz[si], n, OUT, HID, 0, 1.0f, 0.0f);
+			launch(NPU_K_BIAS_ADD_F32, s, 4, P(in->dz[si]), P(p->b2), U(n), U(OUT));
+			launch(NPU_K_ARGMAX_F32, s, 4, P(in->dz[si]), P(in->dp[si]), U(n), U(OUT));
+			tr_mark(si, s, "gemm 128x10+argmax", 0, 0);
+		} else {
+			forward(s, p, in->dx[si], in->dh[si], in->dz[si], in->dp[si], n);
+		}
+		CK(npu_memcpy_async(hpred + off, in->dp[si], (size_t)n * 4,
+				    NPU_MEMCPY_DEVICE_TO_HOST, s));
+		tr_mark(si, s, "D2H predictions", 1, (uint64_t)n * 4);
+	}
+	for (i = 1; i < nstreams; i++) {
+		CK(npu_event_record(done[i], in->s[i]));
+		CK(npu_stream_wait_event(in->s[0], done[i], 0));
+	}
+	CK(npu_event_record(end, in->s[0]));
+	CK(npu_event_synchronize(end));
+	r->wall_ms = (now_s() - w0) * 1e3;
+	counters_read(&r->c1);
+	CK(npu_event_elapsed_time(&ms, start, end));
+	r->device_ms = ms;
+	r->ran = 1;
+	npu_event_destroy(start);
+	npu_event_destroy(end);
+	for (i = 0; i < nstreams; i++)
+		npu_event_destroy(done[i]);
+}
+
+/* Busy ms of compute and copy rings between two counter reads. */
+static void engine_busy(const struct way_result *r, double *compute_ms, double *copy_ms,
+			double *max_ring_ms)
+{
+	uint32_t i;
+
+	*compute_ms = *copy_ms = *max_ring_ms = 0;
+	if (!r->c0.ok || !r->c1.ok)
+		return;
+	for (i = 0; i < r->c1.nring; i++) {
+		double ms = (r->c1.ring[i].busy_ns - r->c0.ring[i].busy_ns) / 1e6;
+
+		if (i < prop.compute_rings)
+			*compute_ms += ms;
+		else
+			*copy_ms += ms;
+		if (ms > *max_ring_ms)
+			*max_ring_ms = ms;
+	}
+}
+
+static void print_rings(const char *label, const struct way_result *r)
+{
+	uint32_t i;
+
+	if (!r->c0.ok || !r->c1.ok || r->device_ms <= 0)
+		return;
+	printf("  engine utilization, %s:", label);
+	for (i = 0; i < r->c1.nring; i++) {
+		double ms = (r->c1.ring[i].busy_ns - r->c0.ring[i].busy_ns) / 1e6;
+
+		printf(" %s%u %.0f%%", i < prop.compute_rings ? "compute" : "copy",
+		       i < prop.compute_rings ? i : i - prop.compute_rings,
+		       100 * ms / r->device_ms);
+	}
+	printf("\n");
+}
+
+/* ------------------------------------------------------------------------
+ * CPU reference of the same weights
+ */
+static uint32_t cpu_predict(const float *w1, const float *b1, const float *w2, const float *b2,
+			    const float *x)
+{
+	float h[HID], z[OUT];
+	uint32_t i, j, best = 0;
+
+	for (j = 0; j < HID; j++)
+		h[j] = b1[j];
+	for (i = 0; i < IN; i++) {
+		float xi = x[i];
+		const float *w = w1 + (size_t)i * HID;
+
+		if (xi == 0.0f)
+			continue;
+		for (j = 0; j < HID; j++)
+			h[j] += xi * w[j];
+	}
+	for (j = 0; j < OUT; j++)
+		z[j] = b2[j];
+	for (i = 0; i < HID; i++) {
+		float hi = h[i] > 0 ? h[i] : 0;
+
+		for (j = 0; j < OUT; j++)
+			z[j] += hi * w2[i * OUT + j];
+	}
+	for (j = 1; j < OUT; j++)
+		if (z[j] > z[best])
+			best = j;
+	return best;
+}
+
+/* ------------------------------------------------------------------------
+ */
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: fmnist-demo [--data DIR] [--out DIR] [--batch N] [--lr X] [--train N]\n"
+		"                   [--test-batch N] [--streams N] [--ref-seconds S] [--quick]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *data_opt = NULL, *outdir = NULL;
+	uint32_t batch = 50, test_batch = 1000, ntrain_max = 60000, nstreams = 4;
+	double lr = 0.15, ref_budget = 40;
+	uint32_t ntrain, ntest, nlab, steps, n, i;
+	uint8_t *trX, *trY, *teX, *teY;
+	const char *dir;
+	struct params p;
+	float *hw[4], *dx[2], *dh, *dz, *dgz, *dgh, *dgw1, *dgw2, *dgb1, *dgb2, *dloss, *hloss;
+	uint32_t *dy[2], *perm;
+	float *slot_x[3];
+	uint32_t *slot_y[3];
+	npu_stream_t sc, sk;
+	npu_event_t ev_copied[2], ev_done[2], ev_hfree[3], ev_t0, ev_t1;
+	float train_ms;
+	double w0, train_wall;
+	struct infer inf;
+	struct way_result res[3], traced;
+	float *hx;
+	uint32_t *hpred[3];
+	int ways, w, graph_ok = 0;
+	char path[1024];
+
+	for (i = 1; i < (uint32_t)argc; i++) {
+		const char *a = argv[i], *v = i + 1 < (uint32_t)argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--quick")) {
+			ntrain_max = 6000;
+			continue;
+		}
+		if (!v)
+			usage();
+		if (!strcmp(a, "--data")) data_opt = v;
+		else if (!strcmp(a, "--out")) outdir = v;
+		else if (!strcmp(a, "--batch")) batch = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--lr")) lr = atof(v);
+		else if (!strcmp(a, "--train")) ntrain_max = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--test-batch")) test_batch = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--streams")) nstreams = (uint32_t)atoi(v);
+		else if (!strcmp(a, "--ref-seconds")) ref_budget = atof(v);
+		else usage();
+		i++;
+	}
+	if (batch < 1 || batch > 4096 || test_batch < 1 || test_batch > 5000 || nstreams < 2 ||
+	    nstreams > MAX_STREAMS || lr <= 0)
+		usage();
+	if (!outdir) {
+		struct stat st;
+
+		outdir = !stat("/out", &st) && S_ISDIR(st.st_mode) ? "/out" : ".";
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	/* ---- data */
+	dir = find_data(data_opt);
+	trX = load_idx(dir, "train-images-idx3-ubyte.gz", 0x803, &ntrain, IN);
+	trY = load_idx(dir, "train-labels-idx1-ubyte.gz", 0x801, &nlab, 1);
+	if (nlab != ntrain)
+		die("training images and labels differ in count");
+	teX = load_idx(dir, "t10k-images-idx3-ubyte.gz", 0x803, &ntest, IN);
+	teY = load_idx(dir, "t10k-labels-idx1-ubyte.gz", 0x801, &nlab, 1);
+	if (nlab != ntest)
+		die("test images and labels differ in count");
+	if (ntrain > ntrain_max)
+		ntrain = ntrain_max;
+	steps = ntrain / batch;
+	printf("Fashion-MNIST from %s: %u training images (%u steps of %u), %u test images\n",
+	       dir, ntrain, steps, batch, ntest);
+
+	/* ---- device */
+	CK(npu_device_get_properties(&prop, 0));
+	CK(npu_device_set(0));
+	cnt_fd = open(prop.node, O_RDWR | O_CLOEXEC);
+	grid = npu_grid(prop.compute_units ? prop.compute_units : 1, 1, 1);
+	printf("device: %s (%s): %u compute rings, %u copy rings, %u compute units, "
+	       "%llu MiB, timing model %s (host link %u MB/s, %u M ops/s per unit)\n",
+	       prop.name, prop.node, prop.compute_rings, prop.copy_rings, prop.compute_units,
+	       (unsigned long long)(prop.devmem_size >> 20),
+	       prop.features & NPU_FEATURE_TIMING_MODEL ? "on" : "off", prop.link_bw_mbps,
+	       prop.cu_mops);
+	if (nstreams > prop.compute_rings && prop.compute_rings >= 2)
+		nstreams = prop.compute_rings;
+
+	/* ---- parameters: Glorot-uniform weights, zero biases */
+	{
+		static const size_t cnt[4] = { IN * HID, HID, HID * OUT, OUT };
+		float **dp[4] = { &p.w1, &p.b1, &p.w2, &p.b2 };
+		float a1 = sqrtf(6.0f / (IN + HID)), a2 = sqrtf(6.0f / (HID + OUT));
+
+		for (i = 0; i < 4; i++) {
+			size_t j;
+
+			hw[i] = xmalloc(cnt[i] * 4);
+			for (j = 0; j < cnt[i]; j++)
+				hw[i][j] = i == 0 ? rnd_uniform(a1) : i == 2 ? rnd_uniform(a2) : 0;
+			CK(npu_malloc((void **)dp[i], cnt[i] * 4));
+			CK(npu_memcpy(*dp[i], hw[i], cnt[i] * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		}
+	}
+
+	/* ---- training buffers */
+	for (i = 0; i < 2; i++) {
+		CK(npu_malloc((void **)&dx[i], (size_t)batch * IN * 4));
+		CK(npu_malloc((void **)&dy[i], (size_t)batch * 4));
+		CK(npu_event_create(&ev_copied[i], NPU_EVENT_DISABLE_TIMING));
+		CK(npu_event_create(&ev_done[i], NPU_EVENT_DISABLE_TIMING));
+	}
+	for (i = 0; i < 3; i++) {
+		CK(npu_host_alloc((void **)&slot_x[i], (size_t)batch * IN * 4, 0));
+		CK(npu_host_alloc((void **)&slot_y[i], (size_t)batch * 4, 0));
+		CK(npu_event_create(&ev_hfree[i], NPU_EVENT_DISABLE_TIMING));
+	}
+	CK(npu_malloc((void **)&dh, (size_t)batch * HID * 4));
+	CK(npu_malloc((void **)&dz, (size_t)batch * OUT * 4));
+	CK(npu_malloc((void **)&dgz, (size_t)batch * OUT * 4));
+	CK(npu_malloc((void **)&dgh, (size_t)batch * HID * 4));
+	CK(npu_malloc((void **)&dgw1, (size_t)IN * HID * 4));
+	CK(npu_malloc((void **)&dgw2, (size_t)HID * OUT * 4));
+	CK(npu_malloc((void **)&dgb1, HID * 4));
+	CK(npu_malloc((void **)&dgb2, OUT * 4));
+	CK(npu_malloc((void **)&dloss, (size_t)(steps ? steps : 1) * 4));
+	CK(npu_stream_create(&sc, NPU_STREAM_NON_BLOCKING, 0));
+	CK(npu_stream_create(&sk, NPU_STREAM_NON_BLOCKING, 0));
+	CK(npu_event_create(&ev_t0, NPU_EVENT_DEFAULT));
+	CK(npu_event_create(&ev_t1, NPU_EVENT_DEFAULT));
+	perm = xmalloc((size_t)ntrain * 4);
+	for (i = 0; i < ntrain; i++)
+		perm[i] = i;
+	for (i = ntrain - 1; i > 0; i--) {
+		uint32_t j = (uint32_t)(rnd() % (i + 1)), t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+
+	/* ---- one epoch of minibatch SGD; batch n+1 is copied in (stream sc)
+	 * while step n computes (stream sk). */
+	printf("\n== training: 784-128-10 MLP, one epoch of SGD, batch %u, learning rate %g\n",
+	       batch, lr);
+	w0 = now_s();
+	CK(npu_event_record(ev_t0, sk));
+	for (n = 0; n <= steps; n++) {
+		/* stage batch n (for n < steps) while the device runs step n-1 */
+		if (n < steps) {
+			uint32_t hs = n % 3, ds = n % 2, k;
+
+			CK(npu_event_synchronize(ev_hfree[hs]));
+			for (k = 0; k < batch; k++) {
+				uint32_t img = perm[(size_t)n * batch + k];
+
+				to_float(slot_x[hs] + (size_t)k * IN, trX + (size_t)img * IN, IN);
+				slot_y[hs][k] = trY[img];
+			}
+			CK(npu_stream_wait_event(sc, ev_done[ds], 0));
+			CK(npu_memcpy_async(dx[ds], slot_x[hs], (size_t)batch * IN * 4,
+					    NPU_MEMCPY_HOST_TO_DEVICE, sc));
+			CK(npu_memcpy_async(dy[ds], slot_y[hs], (size_t)batch * 4,
+					    NPU_MEMCPY_HOST_TO_DEVICE, sc));
+			CK(npu_event_record(ev_copied[ds], sc));
+			CK(npu_event_record(ev_hfree[hs], sc));
+		}
+		if (n == 0)
+			continue;
+		/* step n-1 on the compute stream */
+		{
+			uint32_t ds = (n - 1) % 2;
+			float *x = dx[ds];
+
+			CK(npu_stream_wait_event(sk, ev_copied[ds], 0));
+			gemm(sk, x, p.w1, dh, batch, HID, IN, 0, 1.0f, 0.0f);
+			launch(NPU_K_BIAS_ADD_F32, sk, 4, P(dh), P(p.b1), U(batch), U(HID));
+			/* dgh holds relu(h) until dW2 is computed; dh keeps the
+			 * pre-activation for the ReLU gradient */
+			launch(NPU_K_RELU_F32, sk, 3, P(dh), P(dgh), U((uint64_t)batch * HID));
+			gemm(sk, dgh, p.w2, dz, batch, OUT, HID, 0, 1.0f, 0.0f);
+			launch(NPU_K_BIAS_ADD_F32, sk, 4, P(dz), P(p.b2), U(batch), U(OUT));
+			launch(NPU_K_SOFTMAX_XENT_F32, sk, 6, P(dz), P(dy[ds]), P(dgz),
+			       P(dloss + (n - 1)), U(batch), U(OUT));
+			/* backward */
+			gemm(sk, dgh, dgz, dgw2, HID, OUT, batch, NPU_GEMM_TRANSPOSE_A, 1.0f, 0.0f);
+			launch(NPU_K_COL_SUM_F32, sk, 4, P(dgz), P(dgb2), U(batch), U(OUT));
+			gemm(sk, dgz, p.w2, dgh, batch, HID, OUT, NPU_GEMM_TRANSPOSE_B, 1.0f, 0.0f);
+			launch(NPU_K_RELU_GRAD_F32, sk, 4, P(dgh), P(dh), P(dgh), U((uint64_t)batch * HID));
+			gemm(sk, x, dgh, dgw1, IN, HID, batch, NPU_GEMM_TRANSPOSE_A, 1.0f, 0.0f);
+			launch(NPU_K_COL_SUM_F32, sk, 4, P(dgh), P(dgb1), U(batch), U(HID));
+			CK(npu_event_record(ev_done[ds], sk));
+			/* SGD update */
+			launch(NPU_K_SAXPY_F32, sk, 4, P(dgw1), P(p.w1), U(IN * HID), F((float)-lr));
+			launch(NPU_K_SAXPY_F32, sk, 4, P(dgb1), P(p.b1), U(HID), F((float)-lr));
+			launch(NPU_K_SAXPY_F32, sk, 4, P(dgw2), P(p.w2), U(HID * OUT), F((float)-lr));
+			launch(NPU_K_SAXPY_F32, sk, 4, P(dgb2), P(p.b2), U(OUT), F((float)-lr));
+		}
+	}
+	CK(npu_event_record(ev_t1, sk));
+	CK(npu_event_synchronize(ev_t1));
+	train_wall = now_s() - w0;
+	CK(npu_event_elapsed_time(&train_ms, ev_t0, ev_t1));
+	hloss = xmalloc((size_t)(steps ? steps : 1) * 4);
+	CK(npu_memcpy(hloss, dloss, (size_t)steps * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	{
+		uint32_t chunk = steps / 6 ? steps / 6 : 1, s0;
+
+		printf("mean cross-entropy loss by stretch of steps:");
+		for (s0 = 0; s0 < steps; s0 += chunk) {
+			double sum = 0;
+			uint32_t e = s0 + chunk < steps ? s0 + chunk : steps, k;
+
+			for (k = s0; k < e; k++)
+				sum += hloss[k];
+			printf("%s %u-%u: %.3f", s0 ? "," : "", s0, e - 1, sum / (e - s0));
+		}
+		printf("\n");
+	}
+	printf("trained %u images in %.1f ms of device time (%.0f images/s); %.1f s wall clock "
+	       "in the emulated guest\n", steps * batch, train_ms,
+	       train_ms > 0 ? steps * batch / (train_ms / 1e3) : 0.0, train_wall);
+
+	/* ---- classification buffers */
+	CK(npu_host_alloc((void **)&hx, (size_t)ntest * IN * 4, 0));
+	to_float(hx, teX, (size_t)ntest * IN);
+	for (w = 0; w < 3; w++) {
+		CK(npu_host_alloc((void **)&hpred[w], (size_t)ntest * 4, 0));
+		memset(hpred[w], 0xff, (size_t)ntest * 4);
+	}
+	memset(&inf, 0, sizeof(inf));
+	inf.nstreams = (int)nstreams;
+	for (i = 0; i < nstreams; i++) {
+		CK(npu_stream_create(&inf.s[i], NPU_STREAM_NON_BLOCKING, 0));
+		CK(npu_malloc((void **)&inf.dx[i], (size_t)test_batch * IN * 4));
+		CK(npu_malloc((void **)&inf.dh[i], (size_t)test_batch * HID * 4));
+		CK(npu_malloc((void **)&inf.dz[i], (size_t)test_batch * OUT * 4));
+		CK(npu_malloc((void **)&inf.dp[i], (size_t)test_batch * 4));
+	}
+
+	printf("\n== classifying %u test images in batches of %u\n", ntest, test_batch);
+	memset(res, 0, sizeof(res));
+	/* warm-up (first-touch costs of the streams' queues and buffers) */
+	classify(&inf, (int)nstreams, &p, hx, hpred[1], test_batch * nstreams < ntest ?
+		 test_batch * nstreams : ntest, test_batch, &res[1]);
+	classify(&inf, 1, &p, hx, hpred[0], ntest, test_batch, &res[0]);
+	classify(&inf, (int)nstreams, &p, hx, hpred[1], ntest, test_batch, &res[1]);
+	res[2].skip = "skipped: libnpu has no graph API yet";
+	ways = graph_ok ? 3 : 2;
+
+	/* ---- checks */
+	{
+		uint32_t correct[3] = { 0, 0, 0 }, same = 0, refn = 0, refok = 0, stride = 1;
+		double t_ref, rate, c_ms, k_ms, max_ring;
+		double ideal_ms;
+		const char *verdict;
+
+		for (w = 0; w < ways; w++)
+			for (i = 0; i < ntest; i++)
+				correct[w] += hpred[w][i] == teY[i];
+		for (i = 0; i < ntest; i++)
+			same += hpred[0][i] == hpred[1][i] && (!graph_ok || hpred[0][i] == hpred[2][i]);
+
+		/* CPU reference of the same weights (read back from the device) */
+		CK(npu_memcpy(hw[0], p.w1, IN * HID * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		CK(npu_memcpy(hw[1], p.b1, HID * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		CK(npu_memcpy(hw[2], p.w2, HID * OUT * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		CK(npu_memcpy(hw[3], p.b2, OUT * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		t_ref = now_s();
+		for (i = 0; i < 100 && i < ntest; i++, refn++)
+			refok += cpu_predict(hw[0], hw[1], hw[2], hw[3], hx + (size_t)i * IN) ==
+				 hpred[0][i];
+		rate = refn / (now_s() - t_ref + 1e-9);
+		if (rate * ref_budget < ntest)
+			stride = (uint32_t)ceil(ntest / (rate * ref_budget));
+		for (i = 100; i < ntest; i++) {
+			if (stride > 1 && i % stride)
+				continue;
+			refn++;
+			refok += cpu_predict(hw[0], hw[1], hw[2], hw[3], hx + (size_t)i * IN) ==
+				 hpred[0][i];
+		}
+		t_ref = now_s() - t_ref;
+
+		printf("\n%-22s %9s %12s %12s %11s %9s %9s\n", "way", "accuracy", "device_ms",
+		       "images/s", "overlap_eff", "compute%", "copy%");
+		engine_busy(&res[0], &c_ms, &k_ms, &max_ring);
+		/* ideal: the busiest engine class when run alone (serial way) */
+		ideal_ms = c_ms > k_ms ? c_ms : k_ms;
+		for (w = 0; w < 3; w++) {
+			double cm, km, mr, ms = res[w].device_ms;
+
+			if (!res[w].ran) {
+				printf("%-22s %s\n", w == 1 ? "pipelined" : way_names[w], res[w].skip);
+				continue;
+			}
+			engine_busy(&res[w], &cm, &km, &mr);
+			{
+				char label[40];
+
+				if (w == 1)
+					snprintf(label, sizeof(label), "pipelined (%u streams)", nstreams);
+				else
+					snprintf(label, sizeof(label), "%s", way_names[w]);
+				printf("%-22s %8.2f%% %12.2f %12.0f ", label, 100.0 * correct[w] / ntest,
+				       ms, ms > 0 ? ntest / (ms / 1e3) : 0.0);
+			}
+			if (ideal_ms > 0 && ms > 0)
+				printf("%11.3f %8.1f%% %8.1f%%\n", ideal_ms / ms,
+				       100 * cm / ms, 100 * km / ms);
+			else
+				printf("%11s %9s %9s\n", "n/a", "n/a", "n/a");
+		}
+		for (w = 0; w < 3; w++)
+			if (res[w].ran)
+				print_rings(w == 1 ? "pipelined" : way_names[w], &res[w]);
+		printf("(overlap_eff = busiest engine class's time when run alone / measured time; "
+		       "compute%%/copy%% = busy time of all compute/copy rings / measured time, "
+		       "from the device counters)\n");
+		if (ideal_ms > 0) {
+			double pred = res[0].device_ms / ideal_ms;
+			double got = res[0].device_ms / res[1].device_ms;
+
+			printf("timing model: serial = compute %.2f ms + copies %.2f ms -> pipelining "
+			       "can at best reach %.2f ms, a speed-up of %.2fx; measured %.2fx "
+			       "(%.0f%% of the predicted gain)\n", c_ms, k_ms, ideal_ms, pred, got,
+			       pred > 1.0001 ? 100 * (got - 1) / (pred - 1) : 100.0);
+		} else {
+			printf("device counters unavailable: overlap efficiency not computed\n");
+		}
+		printf("predictions identical across the ways: %s (%u of %u)\n",
+		       same == ntest ? "yes" : "NO", same, ntest);
+		printf("CPU reference of the same weights: %u of %u images agree (%.2f%%)%s; "
+		       "%.1f s\n", refok, refn, refn ? 100.0 * refok / refn : 0.0,
+		       stride > 1 ? " [every k-th image: the guest CPU is emulated]" : "", t_ref);
+		printf("wall clock per way (guest, emulated CPU):");
+		for (w = 0; w < ways; w++)
+			printf(" %s %.1f ms%s", w == 1 ? "pipelined" : way_names[w], res[w].wall_ms,
+			       w + 1 < ways ? "," : "\n");
+		verdict = same == ntest && refn && refok * 1000ull >= refn * 999ull &&
+			  correct[0] * 10ull > ntest * 8ull ? "PASS" : "FAIL";
+
+		/* ---- trace of a serial and a pipelined run, from events */
+		tracing = 1;
+		tr_way = 0;
+		classify(&inf, 1, &p, hx, hpred[2], ntest, test_batch, &traced);
+		tr_way = 1;
+		classify(&inf, (int)nstreams, &p, hx, hpred[2], ntest, test_batch, &traced);
+		tracing = 0;
+		snprintf(path, sizeof(path), "%s/fmnist-trace.json", outdir);
+		if (write_trace(path, (int)nstreams))
+			printf("could not write %s: %s\n", path, strerror(errno));
+		else
+			printf("trace (Chrome/Perfetto JSON) of a serial and a pipelined run: %s\n",
+			       path);
+		printf("result: %s (test accuracy %.2f%% > 80%%, ways identical, CPU agreement "
+		       ">= 99.9%%)\n", verdict, 100.0 * correct[0] / ntest);
+		return verdict[0] == 'P' ? 0 : 1;
+	}
+}
