@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * npu_recovery_test - isolation and recovery: device page faults, writes to
+ * read-only memory, hangs and ring resets while other processes' jobs go on,
+ * two processes that cannot see each other's buffers, exit and close with
+ * jobs in flight. Names follow IGT's panfrost_submit / msm tests where the
+ * case is the same.
+ */
+#include <sys/wait.h>
+#include "npu_test.h"
+#include "kselftest_harness.h"
+
+FIXTURE(rec) {
+	int fd;
+	uint32_t q;
+	uint32_t so;
+	struct npu_cmd cmd;
+};
+
+FIXTURE_SETUP(rec)
+{
+	self->fd = npu_open();
+	if (self->fd < 0)
+		SKIP(return, "no npu device");
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &self->q), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &self->so), 0);
+	ASSERT_EQ(npu_cmd_new(self->fd, &self->cmd, 1 << 16), 0);
+}
+
+FIXTURE_TEARDOWN(rec)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+static int submit_wait(int fd, struct npu_cmd *c, uint32_t q, uint32_t so)
+{
+	uint64_t va;
+	uint32_t size;
+	int ret;
+
+	npu_cmd_end(c, &va, &size);
+	ret = npu_submit_one(fd, q, va, size, so);
+	if (ret)
+		return ret;
+	ret = npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS);
+	if (ret)
+		return ret;
+	return npu_syncobj_error(fd, so);
+}
+
+static struct drm_npu_get_fault get_fault(int fd)
+{
+	struct drm_npu_get_fault f;
+
+	memset(&f, 0, sizeof(f));
+	npu_ioctl(fd, DRM_IOCTL_NPU_GET_FAULT, &f);
+	return f;
+}
+
+/* A job reading an unmapped VA fails with -EFAULT; the queue goes on. */
+TEST_F(rec, pan_submit_error_fault)
+{
+	uint64_t args[1] = { 0x7f0000000ull };	/* never handed out */
+	struct drm_npu_get_fault f;
+	struct npu_bo b;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_FAULT, 1, 1, args);
+	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.count, 1);
+	ASSERT_EQ(f.kind, DRM_NPU_FAULT_DEVICE);
+	ASSERT_EQ(f.queue_id, self->q);
+	ASSERT_EQ(f.ring, 0);
+	ASSERT_NE(f.cause, NPU_ERR_NONE);
+	/* the same queue still works */
+	npu_emit_fill(&self->cmd, b.va, 77, 4);
+	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(((uint32_t *)b.map)[0], 77);
+	ASSERT_EQ(get_fault(self->fd).count, 1);
+}
+
+/* A copy into the unmapped guard page after a BO faults with its address. */
+TEST_F(rec, fault_past_bo_end)
+{
+	struct drm_npu_get_fault f;
+	struct npu_bo a, b;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &a), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	npu_emit_copy(&self->cmd, b.va, a.va + 2048, 4096);
+	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.count, 1);
+	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
+	ASSERT_GE(f.addr, a.va + 4096);
+	ASSERT_LT(f.addr, a.va + 8192);
+}
+
+/* The device may not write a read-only userptr. */
+TEST_F(rec, fault_write_read_only_userptr)
+{
+	uint32_t *mem = aligned_alloc(4096, 4096);
+	struct drm_npu_get_fault f;
+	struct npu_bo ro;
+
+	mem[0] = 42;
+	ASSERT_EQ(npu_userptr(self->fd, mem, 4096, DRM_NPU_USERPTR_READ_ONLY,
+			      &ro), 0);
+	npu_emit_fill(&self->cmd, ro.va, 0, 4096);
+	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.cause, NPU_ERR_MMU_WRITE);
+	ASSERT_EQ(mem[0], 42);
+	npu_gem_close(self->fd, ro.handle);
+	free(mem);
+}
+
+/* A privileged packet in a command buffer is refused by the device. */
+TEST_F(rec, privileged_packet_in_ib)
+{
+	npu_cmd_dw(&self->cmd, NPU_PKT_HDR(NPU_OP_FENCE, NPU_FENCE_IRQ, 4));
+	npu_cmd_dw(&self->cmd, 1234);
+	npu_cmd_q(&self->cmd, 0x1000);
+	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	ASSERT_EQ(get_fault(self->fd).cause, NPU_ERR_PRIVILEGED);
+}
+
+/* Faults are reported to the file that owns the job only. */
+TEST_F(rec, fault_reported_to_owner_only)
+{
+	uint64_t args[1] = { 0x7f0000000ull };
+	int fd2 = npu_open();
+
+	ASSERT_GE(fd2, 0);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_FAULT, 1, 1, args);
+	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	ASSERT_EQ(get_fault(self->fd).count, 1);
+	ASSERT_EQ(get_fault(fd2).count, 0);
+	close(fd2);
+}
+
+/* child: n fills on ring `ring`, returns 0 when all results are right */
+static int child_work(int ring, int n)
+{
+	struct npu_cmd c;
+	struct npu_bo b;
+	uint32_t q, so;
+	uint64_t va;
+	uint32_t size;
+	int fd = npu_open(), i;
+
+	if (fd < 0)
+		return 1;
+	if (npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+			  DRM_NPU_PRIORITY_NORMAL, ring, &q) ||
+	    drmSyncobjCreate(fd, 0, &so) || npu_cmd_new(fd, &c, 1 << 16) ||
+	    npu_bo_new(fd, 4096, 0, &b))
+		return 2;
+	for (i = 0; i < n; i++) {
+		npu_emit_fill(&c, b.va, i + 1, 4);
+		npu_cmd_end(&c, &va, &size);
+		if (npu_submit_one(fd, q, va, size, so))
+			return 3;
+		if (npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS) ||
+		    npu_syncobj_error(fd, so))
+			return 4;
+		if (((uint32_t *)b.map)[0] != (uint32_t)(i + 1))
+			return 5;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * A hanging job is killed by the timeout with -ETIMEDOUT and its ring is
+ * reset; meanwhile another process keeps completing jobs on another ring,
+ * and the job queued behind the hang on the same ring still runs.
+ */
+TEST_F(rec, pan_submit_error_hang_recovery)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	struct drm_npu_get_fault f;
+	uint32_t so2;
+	struct npu_bo b;
+	uint64_t va, t0;
+	uint32_t size;
+	int status;
+	pid_t pid;
+
+	if (npu_param(self->fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS) < 2)
+		SKIP(return, "one compute ring");
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so2), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+
+	t0 = npu_now_ns();
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_HANG, 1, 0, NULL);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	npu_emit_fill(&self->cmd, b.va, 0x600d, 4);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, so2), 0);
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(child_work(1, 20));
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	/* the other ring did not wait for the hang to be resolved */
+	ASSERT_EQ(drmSyncobjWait(self->fd, &self->so, 1, 0, 0, NULL), -ETIME);
+
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_GE(npu_now_ns() - t0, timeout_ms * 1000000 / 2);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), -ETIMEDOUT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.count, 1);
+	ASSERT_EQ(f.kind, DRM_NPU_FAULT_TIMEOUT);
+	ASSERT_EQ(f.queue_id, self->q);
+
+	/* the innocent job behind it was resubmitted and completed */
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so2, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, so2), 0);
+	ASSERT_EQ(((uint32_t *)b.map)[0], 0x600d);
+
+	/* the ring works after the reset */
+	ASSERT_EQ(child_work(0, 5), 0);
+}
+
+/* A fault in one process while another process's jobs run on the ring. */
+TEST_F(rec, fault_while_other_process_runs)
+{
+	uint64_t args[1] = { 0x7f0000000ull };
+	int status, i;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(child_work(0, 50));
+	for (i = 0; i < 5; i++) {
+		npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_FAULT, 1, 1, args);
+		ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+			  -EFAULT);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	ASSERT_EQ(get_fault(self->fd).count, 5);
+}
+
+/*
+ * Two processes have separate address spaces: the child gets its own BO at
+ * whatever VA, and can neither read the parent's data through the parent's
+ * VA nor name the parent's BO by handle.
+ */
+TEST_F(rec, isolation_two_processes)
+{
+	struct npu_bo secret;
+	int pfd[2], status;
+	uint64_t secret_va;
+	uint32_t secret_handle;
+	pid_t pid;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &secret), 0);
+	memset(secret.map, 0x5e, 1 << 16);
+	secret_va = secret.va;
+	secret_handle = secret.handle;
+	ASSERT_EQ(pipe(pfd), 0);
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct drm_npu_bo_info info = { .handle = secret_handle };
+		struct npu_cmd c;
+		struct npu_bo out;
+		uint32_t q, so;
+		uint64_t va;
+		uint32_t size;
+		int fd = npu_open(), ret, i;
+		uint8_t *p;
+
+		if (fd < 0)
+			_exit(1);
+		/* the parent's handle number means nothing here */
+		if (npu_ioctl(fd, DRM_IOCTL_NPU_BO_INFO, &info) != -ENOENT)
+			_exit(2);
+		if (npu_queue_new(fd, DRM_NPU_RING_KIND_COPY,
+				  DRM_NPU_PRIORITY_NORMAL, 0, &q) ||
+		    drmSyncobjCreate(fd, 0, &so) ||
+		    npu_cmd_new(fd, &c, 4096) ||
+		    npu_bo_new(fd, 1 << 16, 0, &out))
+			_exit(3);
+		/* reading the parent's VA: unmapped here, or own zeroed BO */
+		npu_emit_copy(&c, secret_va, out.va, 4096);
+		npu_cmd_end(&c, &va, &size);
+		if (npu_submit_one(fd, q, va, size, so) ||
+		    npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS))
+			_exit(4);
+		ret = npu_syncobj_error(fd, so);
+		p = out.map;
+		for (i = 0; i < 4096; i++)
+			if (p[i] == 0x5e)
+				_exit(5);
+		if (ret != -EFAULT && ret != 0)
+			_exit(6);
+		_exit(0);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	close(pfd[0]);
+	close(pfd[1]);
+	ASSERT_EQ(((uint8_t *)secret.map)[100], 0x5e);
+}
+
+/* A process exits with work queued and running: the device goes on. */
+TEST_F(rec, exit_with_jobs_in_flight)
+{
+	int status, round;
+	pid_t pid;
+
+	for (round = 0; round < 3; round++) {
+		pid = fork();
+		ASSERT_GE(pid, 0);
+		if (pid == 0) {
+			uint64_t spin[1] = { 20000000 };
+			struct npu_cmd c;
+			struct npu_bo b;
+			uint32_t q;
+			uint64_t va;
+			uint32_t size;
+			int fd = npu_open(), i;
+
+			if (fd < 0 ||
+			    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+					  DRM_NPU_PRIORITY_NORMAL,
+					  DRM_NPU_RING_ANY, &q) ||
+			    npu_cmd_new(fd, &c, 1 << 16) ||
+			    npu_bo_new(fd, 1 << 20, 0, &b))
+				_exit(1);
+			for (i = 0; i < 20; i++) {
+				npu_emit_launch(&c, NPU_KERNEL_TEST_SPIN, 1, 1,
+						spin);
+				npu_emit_fill(&c, b.va, i, 1 << 20);
+				npu_cmd_end(&c, &va, &size);
+				if (npu_submit_one(fd, q, va, size, 0))
+					_exit(2);
+			}
+			_exit(0);	/* no close, no wait */
+		}
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		ASSERT_TRUE(WIFEXITED(status));
+		ASSERT_EQ(WEXITSTATUS(status), 0);
+	}
+	ASSERT_EQ(child_work(0, 3), 0);
+}
+
+/* close() of the device file with jobs queued behind a running one. */
+TEST_F(rec, close_with_jobs_in_flight)
+{
+	uint64_t spin[1] = { 30000000 };
+	struct npu_cmd c;
+	struct npu_bo b;
+	uint32_t q;
+	uint64_t va;
+	uint32_t size;
+	int fd = npu_open(), i;
+
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &q), 0);
+	ASSERT_EQ(npu_cmd_new(fd, &c, 1 << 16), 0);
+	ASSERT_EQ(npu_bo_new(fd, 4096, 0, &b), 0);
+	for (i = 0; i < 10; i++) {
+		npu_emit_launch(&c, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+		npu_emit_fill(&c, b.va, i, 4);
+		npu_cmd_end(&c, &va, &size);
+		ASSERT_EQ(npu_submit_one(fd, q, va, size, 0), 0);
+	}
+	munmap(c.bo.map, c.bo.size);
+	munmap(b.map, b.size);
+	close(fd);
+	ASSERT_EQ(child_work(0, 3), 0);
+}
+
+/* A process exits while its job hangs: the timeout still cleans up. */
+TEST_F(rec, exit_with_hanging_job)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct npu_cmd c;
+		uint32_t q;
+		uint64_t va;
+		uint32_t size;
+		int fd = npu_open();
+
+		if (fd < 0 ||
+		    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+				  DRM_NPU_PRIORITY_NORMAL, 1, &q) ||
+		    npu_cmd_new(fd, &c, 4096))
+			_exit(1);
+		npu_emit_launch(&c, NPU_KERNEL_TEST_HANG, 1, 0, NULL);
+		npu_cmd_end(&c, &va, &size);
+		if (npu_submit_one(fd, q, va, size, 0))
+			_exit(2);
+		usleep(100000);
+		_exit(0);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	/* after the timeout ring 1 works again */
+	usleep((timeout_ms + 500) * 1000);
+	ASSERT_EQ(child_work(1, 3), 0);
+}
+
+TEST_HARNESS_MAIN
