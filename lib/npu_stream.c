@@ -74,7 +74,7 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s)
 			struct drm_npu_queue_destroy d = { .queue_id = s->queue[q] };
 
 			drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
-			if (s->ring[q] < NPU_MAX_RINGS_LIB &&
+			if (s->ring[q] < NPU_MAX_RINGS_LIB && !s->legacy &&
 			    dev->ring_users[q][s->ring[q]])
 				dev->ring_users[q][s->ring[q]]--;
 		}
@@ -155,7 +155,9 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		}
 		s->queue[q] = c.queue_id;
 		s->ring[q] = c.ring;
-		if (c.ring < NPU_MAX_RINGS_LIB)
+		/* the legacy stream does not count: user streams spread
+		 * over all rings, starting after the legacy stream's */
+		if (c.ring < NPU_MAX_RINGS_LIB && !legacy)
 			dev->ring_users[q][c.ring]++;
 	}
 	r = npu_host_bo(dev, CMD_RING_SIZE, &s->cmd_handle, &s->cmd_va,
