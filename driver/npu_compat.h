@@ -10,13 +10,12 @@
 #ifndef NPU_COMPAT_H
 #define NPU_COMPAT_H
 
-#include <linux/version.h>
 #include <drm/drm_drv.h>
 #include <drm/gpu_scheduler.h>
 
-#if __has_include(<drm/drm_accel.h>)
+/* The accel subsystem (DRIVER_COMPUTE_ACCEL, /dev/accel) came in 6.2. */
+#ifdef NPU_HAVE_ACCEL
 #include <drm/drm_accel.h>
-#define NPU_HAVE_ACCEL 1
 #endif
 
 #ifndef NPU_HAVE_SCHED_INIT_ARGS

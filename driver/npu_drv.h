@@ -4,9 +4,9 @@
  *
  * Object graph (arrows are counted references):
  *
- *   npu_file ──> npu_ctx <── npu_mapping ──> npu_bo (GEM)
+ *   npu_file --> npu_ctx <-- npu_mapping --> npu_bo (GEM)
  *      ^                         ^
- *      └──────── npu_job ────────┘      (a job pins what it uses)
+ *      +-------- npu_job --------+      (a job pins what it uses)
  *
  * Documentation/driver/npu.rst describes the architecture and the locking.
  */
@@ -36,11 +36,11 @@
 #define NPU_MAX_JOB_BOS		1024	/* BO handles of one job */
 #define NPU_MAX_JOB_SYNCS	64	/* in or out syncs of one job */
 #define NPU_MAX_QUEUES		256	/* queues of one file */
-#define NPU_MAX_BO_SIZE		(1ull << 32)	/* 4 GiB per BO */
+#define NPU_MAX_BO_SIZE		BIT_ULL(32)	/* 4 GiB per BO */
 
 /* Device VA layout of a context: nothing below 1 MiB (catches NULL). */
-#define NPU_VA_START		(1ull << 20)
-#define NPU_VA_END		(1ull << NPU_VA_BITS)
+#define NPU_VA_START		BIT_ULL(20)
+#define NPU_VA_END		BIT_ULL(NPU_VA_BITS)
 #define NPU_VA_GUARD		NPU_PAGE_SIZE	/* unmapped gap after each BO */
 
 /* Ring buffers: every job takes one fixed 64-byte slot (16 dwords). */
@@ -90,8 +90,8 @@ struct npu_ring {
 	u32 *fence_cpu;
 	dma_addr_t fence_dma;
 	u64 fence_context;
-	spinlock_t lock;
-	spinlock_t fence_lock;
+	spinlock_t lock;	/* tail, seqno, pending, ring regs */
+	spinlock_t fence_lock;	/* of the hardware dma_fences */
 	u32 tail;
 	u32 seqno;
 	u32 completed;
@@ -158,10 +158,10 @@ struct npu_device {
 	dma_addr_t fence_page_dma;
 	int err_irq;
 	bool irqs_on;
-	struct mutex devmem_lock;
+	struct mutex devmem_lock;	/* devmem_mm */
 	struct drm_mm devmem_mm;
 	struct ida ctx_ida;
-	struct mutex ctx_lock;
+	struct mutex ctx_lock;		/* ctx_list */
 	struct list_head ctx_list;
 	atomic_t jobs_alive;
 	wait_queue_head_t bo_wq;
@@ -199,7 +199,7 @@ struct npu_ctx {
 	struct kref ref;
 	struct npu_device *ndev;
 	u32 id;
-	struct mutex lock;
+	struct mutex lock;	/* page tables, va_mm */
 	struct npu_pt *root;
 	struct drm_mm va_mm;
 	struct list_head link;
@@ -239,7 +239,7 @@ struct npu_bo {
 	struct page **pages;
 	unsigned long npages;
 	atomic_t active;
-	struct mutex maps_lock;
+	struct mutex maps_lock;	/* maps, npu_mapping.handles */
 	struct list_head maps;
 };
 
@@ -305,8 +305,8 @@ struct npu_file {
 	struct npu_ctx *ctx;
 	u64 client_id;
 	struct xarray queues;
-	struct mutex submit_lock;
-	spinlock_t fault_lock;
+	struct mutex submit_lock;	/* arm..push order of SUBMIT */
+	spinlock_t fault_lock;		/* fault */
 	struct drm_npu_get_fault fault;
 };
 

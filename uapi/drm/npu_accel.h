@@ -104,12 +104,12 @@ enum drm_npu_param {
 };
 
 /* DRM_NPU_PARAM_FEATURES bits */
-#define DRM_NPU_FEATURE_TIMING_MODEL	(1ull << 0)	/* durations modelled */
-#define DRM_NPU_FEATURE_DEVMEM		(1ull << 1)	/* device-local BOs */
-#define DRM_NPU_FEATURE_USERPTR		(1ull << 2)	/* DRM_IOCTL_NPU_USERPTR */
-#define DRM_NPU_FEATURE_TIMELINE	(1ull << 3)	/* timeline syncobjs */
-#define DRM_NPU_FEATURE_PRIME		(1ull << 4)	/* PRIME import/export */
-#define DRM_NPU_FEATURE_COUNTERS	(1ull << 5)	/* DRM_IOCTL_NPU_COUNTERS */
+#define DRM_NPU_FEATURE_TIMING_MODEL	(0x1ull)	/* durations modelled */
+#define DRM_NPU_FEATURE_DEVMEM		(0x2ull)	/* device-local BOs */
+#define DRM_NPU_FEATURE_USERPTR		(0x4ull)	/* DRM_IOCTL_NPU_USERPTR */
+#define DRM_NPU_FEATURE_TIMELINE	(0x8ull)	/* timeline syncobjs */
+#define DRM_NPU_FEATURE_PRIME		(0x10ull)	/* PRIME import/export */
+#define DRM_NPU_FEATURE_COUNTERS	(0x20ull)	/* DRM_IOCTL_NPU_COUNTERS */
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -124,7 +124,7 @@ struct drm_npu_get_param {
 };
 
 /* drm_npu_bo_create.flags */
-#define DRM_NPU_BO_DEVMEM	(1u << 0)	/* device-local memory, no mmap */
+#define DRM_NPU_BO_DEVMEM	(0x1u)	/* device-local memory, no mmap */
 
 /**
  * struct drm_npu_bo_create - allocate a buffer object mapped in the context
@@ -159,7 +159,7 @@ struct drm_npu_bo_info {
 };
 
 /* drm_npu_userptr.flags */
-#define DRM_NPU_USERPTR_READ_ONLY	(1u << 0)	/* device may only read */
+#define DRM_NPU_USERPTR_READ_ONLY	(0x1u)	/* device may only read */
 
 /**
  * struct drm_npu_userptr - pin user memory and map it in the context
