@@ -1206,6 +1206,78 @@ static void test_timestamp_ib(void)
 	}
 }
 
+static void test_control(void)
+{
+	struct buf b = alloc_buf(64, 0, 1);
+	struct pk p = { .n = 0 };
+	uint32_t pba;
+	bool good;
+
+	/* a masked vector sets its PBA bit; unmasking delivers the message */
+	qt_writel(q, MSI_PA + 4 * 3, 0);
+	qt_writel(q, BAR4 + 3 * 16 + 12, 1);
+	pk_fence(&p, ++seqno[3], fence_pa(3), 1);
+	ring_submit(3, &p);
+	ring_wait(3, 5000);
+	usleep(20000);
+	pba = qt_readl(q, BAR4 + 2048);
+	good = rrd(3, NPU_RING_FENCE) == seqno[3] && msi_word(3) == 0 &&
+	       (pba & (1u << 3));
+	qt_writel(q, BAR4 + 3 * 16 + 12, 0);
+	ok(good && wait_msi(3, 5000) && !(qt_readl(q, BAR4 + 2048) & (1u << 3)),
+	   "masked MSI-X vector: PBA bit set, message sent on unmask");
+
+	/* clearing ENABLE stops fetching; setting it again goes on */
+	rwr(2, NPU_RING_CONTROL, 0);
+	p.n = 0;
+	pk_fence(&p, ++seqno[2], fence_pa(2), 0);
+	ring_submit(2, &p);
+	usleep(20000);
+	good = rrd(2, NPU_RING_FENCE) != seqno[2] && rrd(2, NPU_RING_STATUS) == 0 &&
+	       rrd(2, NPU_RING_CONTROL) == 0;
+	rwr(2, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE);
+	ring_wait(2, 5000);
+	ok(good && rrd(2, NPU_RING_FENCE) == seqno[2],
+	   "ring stops while ENABLE is clear, runs when it is set again");
+
+	/* 64-bit register writes: BASE as one quadword */
+	rwr(2, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	qt_writeq(q, BAR0 + NPU_RING_BASE(2) + NPU_RING_BASE_LO, 0x0000123400005000ull);
+	good = rrd(2, NPU_RING_BASE_LO) == 0x5000 && rrd(2, NPU_RING_BASE_HI) == 0x1234;
+	ok(good, "64-bit write to BASE_LO sets both halves");
+	tail[2] = 0;
+	ring_init(2);
+	ring_ctx(2);
+
+	/* an error in the middle of an IB: earlier packets took effect */
+	{
+		struct buf ib = alloc_buf(4096, 0, 1);
+		struct pk i = { .n = 0 };
+		uint64_t ts[3] = { 0 };
+		uint32_t after;
+
+		buf_write(&b, 0, ts, 24);
+		pk_ts(&i, b.va);
+		pk_copy(&i, b.va, b.va + 4096 * 64, 8);	/* unmapped */
+		pk_ts(&i, b.va + 8);
+		buf_write(&ib, 0, i.dw, i.n * 4);
+		p.n = 0;
+		pk_ib(&p, ib.va, i.n * 4);
+		after = (tail[2] + 16) % RING_BYTES;
+		pk_ts(&p, b.va + 16);
+		ring_submit(2, &p);
+		good = expect_error(2, NPU_ERR_MMU_FAULT, b.va + 4096 * 64,
+				    0x100 | NPU_OP_COPY);
+		good &= rrd(2, NPU_RING_HEAD) == after;
+		ring_resume(2);
+		ring_wait(2, 5000);
+		buf_read(&b, 0, ts, 24);
+		ok(good && ts[0] && !ts[1] && ts[2] >= ts[0],
+		   "fault inside an IB: earlier IB packets done, rest skipped, "
+		   "RESUME runs the next ring packet");
+	}
+}
+
 static void test_semaphores(void)
 {
 	struct buf s = alloc_buf(4096, 0, 1), t = alloc_buf(64, 1, 1);
@@ -2165,6 +2237,7 @@ static void run_all(void)
 	test_copies();
 	test_kernels();
 	test_timestamp_ib();
+	test_control();
 	test_semaphores();
 	test_faults();
 	test_bounds();
