@@ -128,11 +128,16 @@ struct drm_npu_get_param {
 
 /**
  * struct drm_npu_bo_create - allocate a buffer object mapped in the context
- * @size: in, bytes (rounded up to pages); 0 or larger than memory: -EINVAL
- * @flags: in, DRM_NPU_BO_*
+ * @size: in, bytes (rounded up to pages); 0, more than 4 GiB or more than
+ *	the memory it comes from: -EINVAL
+ * @flags: in, DRM_NPU_BO_*; unknown flags: -EINVAL
  * @handle: out, GEM handle
- * @va: out, device virtual address in the file's context
+ * @va: out, device virtual address in the file's context; an unmapped
+ *	guard page follows the BO
  * @mmap_offset: out, offset for mmap() on the DRM fd (0 for DEVMEM)
+ *
+ * New memory (system or device) is zeroed. Errors: -EINVAL, -ENOMEM,
+ * -ENOSPC (VA space full).
  */
 struct drm_npu_bo_create {
 	__u64 size;
@@ -166,8 +171,13 @@ struct drm_npu_bo_info {
  * @addr: in, page-aligned user address
  * @size: in, page-aligned byte count
  * @flags: in, DRM_NPU_USERPTR_*
- * @handle: out, GEM handle (pages stay pinned until it is closed)
+ * @handle: out, GEM handle (pages stay pinned until it is closed and the
+ *	last job using them has completed)
  * @va: out, device virtual address of @addr
+ *
+ * Errors: -EINVAL (flags, alignment, zero or overflowing range, more than
+ * 4 GiB), -EFAULT (not user memory, not mapped, or read-only memory
+ * without DRM_NPU_USERPTR_READ_ONLY). Userptr BOs cannot be exported.
  */
 struct drm_npu_userptr {
 	__u64 addr;
@@ -194,9 +204,11 @@ struct drm_npu_userptr {
  * @priority: in, DRM_NPU_PRIORITY_*
  * @ring: in, index among the rings of @kind, or DRM_NPU_RING_ANY to let the
  *	scheduler pick the least busy ring whenever the queue goes idle
- * @queue_id: out, id for &struct drm_npu_job
+ * @queue_id: out, id for &struct drm_npu_job (must be 0 on input)
  *
- * Jobs of one queue run in submission order.
+ * Jobs of one queue run in submission order. Errors: -EINVAL (bad kind,
+ * priority or ring), -ENODEV (no ring of @kind), -ENOSPC (the file has
+ * DRM_NPU_PARAM_MAX_QUEUES queues).
  */
 struct drm_npu_queue_create {
 	__u32 kind;
@@ -207,7 +219,7 @@ struct drm_npu_queue_create {
 
 /**
  * struct drm_npu_queue_destroy - destroy a queue (its jobs still complete)
- * @queue_id: in
+ * @queue_id: in; unknown: -ENOENT
  * @pad: must be zero
  */
 struct drm_npu_queue_destroy {
@@ -265,12 +277,22 @@ struct drm_npu_job {
  * struct drm_npu_submit - queue an array of jobs with one system call
  * @jobs: pointer to @job_count jobs, each @job_stride bytes apart
  * @job_count: 1 .. DRM_NPU_PARAM_MAX_JOBS
- * @job_stride: sizeof(struct drm_npu_job) as user space knows it
+ * @job_stride: sizeof(struct drm_npu_job) as user space knows it; at
+ *	least the size of this version of the struct, at most 4096, and any
+ *	bytes beyond the struct the kernel knows must be zero
  * @flags: must be zero
  * @pad: must be zero
  *
  * All jobs are validated (queues, handles, syncobjs, sizes) before any is
  * queued: on an error nothing is queued and nothing is signalled.
+ * Errors: -EINVAL (flags, pads, counts, sizes, strides, a command buffer
+ * not inside one BO, an in-sync without a fence), -ENOENT (unknown queue,
+ * BO or syncobj handle), -EFAULT (unreadable arrays).
+ *
+ * The error of a job's fence tells how it ended: 0, -EFAULT (device
+ * error, see DRM_IOCTL_NPU_GET_FAULT), -ETIMEDOUT (hang, ring reset),
+ * -ECANCELED (lost in a reset), -ENODEV (device unplugged), -ESRCH (queue
+ * destroyed before the job reached the hardware).
  */
 struct drm_npu_submit {
 	__u64 jobs;
@@ -285,6 +307,9 @@ struct drm_npu_submit {
  * @handle: in
  * @pad: must be zero
  * @timeout_ns: absolute CLOCK_MONOTONIC time; -ETIME when it passes
+ *
+ * Waits for every job that listed the BO in &drm_npu_job.bo_handles or
+ * ran commands from it. Errors: -ENOENT (unknown handle), -EINVAL (pad).
  */
 struct drm_npu_bo_wait {
 	__u32 handle;
@@ -339,7 +364,8 @@ struct drm_npu_ring_counters {
  * @cu_count: in, entries in @cu_busy_ns; out, units on the device
  * @clock: out, device clock when the counters were read
  *
- * Fills min(in, out) entries of each array; either pointer may be 0.
+ * Fills min(in, out) entries of each array; a pointer may be 0 when its
+ * count is 0 (-EINVAL otherwise).
  */
 struct drm_npu_counters {
 	__u64 rings;
