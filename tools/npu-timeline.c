@@ -579,7 +579,7 @@ out:
 /* ------------------------------------------------------------------------
  * Layout shared by the SVG and PNG renderers
  */
-#define LABEL_W		200
+static int LABEL_W = 200;
 #define LANE_H		26
 #define TOP		40
 #define BOTTOM		36
@@ -730,6 +730,11 @@ int main(int argc, char **argv)
 		lanes[l].nev = n;
 	}
 
+	for (r = 0; r < nlanes; r++)	/* room for the longest lane name */
+		if ((int)strlen(lanes[r].name) * 8 + 56 > LABEL_W)
+			LABEL_W = (int)strlen(lanes[r].name) * 8 + 56;
+	if (LABEL_W > width / 2)
+		LABEL_W = width / 2;
 	W = width;
 	plot_w = W - LABEL_W - 2 * MARGIN;
 	H = TOP + (int)nlanes * LANE_H + BOTTOM;

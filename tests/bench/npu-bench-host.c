@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-bench-host - the host floors of tests/bench/run.sh: memcpy bandwidth
+ * and a plain reference GEMM on the host CPU, measured right before the
+ * guest runs (the QEMU process that runs the device's copies and kernels
+ * runs on this same host).
+ *
+ *   npu-bench-host [--tiny] [--trials N]   prints JSON on stdout
+ *
+ * memcpy: 16 MiB buffers (the size npu-bench copies), glibc memcpy, MB/s =
+ * 1e6 bytes/s. GEMM: f32 n x n x n (n = 512), the i-k-j triple loop (no
+ * blocking, no SIMD intrinsics; gcc -O2 may vectorise the inner loop), one
+ * thread: the kind of code a device model would run.
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void print_stat(const char *key, double *v, int n, int last)
+{
+	qsort(v, n, sizeof(double), cmp_d);
+	printf("  \"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"trials\": %d}%s\n",
+	       key, n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0], v[n - 1], n,
+	       last ? "" : ",");
+}
+
+int main(int argc, char **argv)
+{
+	int tiny = 0, trials = 7, t, i;
+	size_t bytes, n, e;
+	double mc[64], gf[64];
+	char *a, *b;
+	float *A, *B, *C;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--tiny"))
+			tiny = 1;
+		else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
+			trials = atoi(argv[++i]);
+	}
+	if (trials < 1 || trials > 64)
+		trials = 7;
+	bytes = tiny ? 65536 : 16u << 20;
+	n = tiny ? 32 : 512;
+	e = n * n;
+	a = malloc(bytes);
+	b = malloc(bytes);
+	A = malloc(e * 4);
+	B = malloc(e * 4);
+	C = malloc(e * 4);
+	if (!a || !b || !A || !B || !C)
+		return 1;
+	memset(a, 1, bytes);
+	memset(b, 2, bytes);
+	for (i = 0; i < (int)e; i++) {
+		A[i] = (float)((i * 7) % 13) / 13.0f;
+		B[i] = (float)((i * 5) % 11) / 11.0f;
+	}
+	for (t = 0; t < trials; t++) {
+		double t0 = now_s();
+		int reps = tiny ? 1 : 4, r;
+		size_t p, q, k;
+
+		for (r = 0; r < reps; r++) {
+			memcpy(r % 2 ? a : b, r % 2 ? b : a, bytes);
+			__asm__ volatile("" : : "r"(a), "r"(b) : "memory");
+		}
+		mc[t] = bytes * (double)reps / (now_s() - t0) / 1e6;
+
+		t0 = now_s();
+		memset(C, 0, e * 4);
+		for (p = 0; p < n; p++)
+			for (k = 0; k < n; k++) {
+				float x = A[p * n + k];
+
+				for (q = 0; q < n; q++)
+					C[p * n + q] += x * B[k * n + q];
+			}
+		__asm__ volatile("" : : "r"(C) : "memory");
+		gf[t] = 2.0 * n * n * n / (now_s() - t0) / 1e9;
+	}
+	printf("{\n  \"gemm_n\": %zu,\n  \"gemm_reference\": \"i-k-j triple loop, f32, one thread, "
+	       "gcc -O2\",\n", n);
+	print_stat("host_memcpy_mbps", mc, trials, 0);
+	print_stat("host_gemm_gflops", gf, trials, 1);
+	printf("}\n");
+	return 0;
+}

@@ -1,0 +1,712 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-bench - the speed of every libnpu path, each measured next to its
+ * floor in the same run (Documentation/bench.rst, issue 7).
+ *
+ *   npu-bench [--tiny] [--trials N] [--json FILE] [--model-off]
+ *
+ * Without --model-off (device with its timing model on): launch, round trip,
+ * event and host-function costs against a null ioctl; stream chains of
+ * empty kernels (and graphs, once libnpu has them); the simpleStreams-style
+ * overlap run; concurrency of timed kernels over streams; link bandwidth.
+ * With --model-off (device started with timing=off): DMA copy bandwidth and
+ * GEMM throughput, compared on the host by tests/bench/run.sh with
+ * npu-bench-host's memcpy and reference GEMM figures.
+ *
+ * Every figure is the median of --trials trials (default 7) with min and
+ * max. --tiny runs each measurement once with tiny sizes and prints TAP:
+ * it checks that every path works, never how fast (make test runs it).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <drm.h>
+#include "npu.h"
+#include "npu_accel.h"
+
+#define MAX_TRIALS 31
+#define MAX_S 8
+
+static int tiny, trials = 7, model_off, fails, tap_n;
+static FILE *js;
+static int js_first = 1;
+static npu_device_prop prop;
+static int fd = -1;
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+/* A failed call: in --tiny mode a "not ok" line, else a message; the
+ * measurement that made it is abandoned (returns non-zero). */
+static int failed(const char *what, npu_status_t st)
+{
+	fprintf(stderr, "npu-bench: %s: %s (%s)\n", what, npu_status_name(st),
+		npu_last_error_message());
+	fails++;
+	return -1;
+}
+
+#define CK(call) do { \
+	npu_status_t st_ = (call); \
+	if (st_ != NPU_SUCCESS) \
+		return failed(#call, st_); \
+} while (0)
+
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!tiny)
+		return;
+	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* ------------------------------------------------------------------------
+ * Statistics and JSON output
+ */
+struct stat3 {
+	double med, min, max;
+	int n;
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static struct stat3 stats(const double *v, int n)
+{
+	double s[MAX_TRIALS];
+	struct stat3 r = { 0, 0, 0, n };
+
+	if (n <= 0)
+		return r;
+	memcpy(s, v, n * sizeof(double));
+	qsort(s, n, sizeof(double), cmp_d);
+	r.min = s[0];
+	r.max = s[n - 1];
+	r.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	return r;
+}
+
+static void js_key(const char *key)
+{
+	if (!js)
+		return;
+	fprintf(js, "%s\n  \"%s\": ", js_first ? "" : ",", key);
+	js_first = 0;
+}
+
+/* key: {"median": m, "min": a, "max": b, "trials": n} plus a table row */
+static void emit(const char *key, struct stat3 s, const char *unit, const char *what)
+{
+	if (js) {
+		js_key(key);
+		fprintf(js, "{\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"trials\": %d}",
+			s.med, s.min, s.max, s.n);
+	}
+	if (!tiny)
+		printf("%-28s %12.4g %12.4g %12.4g %-6s %s\n", key, s.med, s.min, s.max, unit, what);
+}
+
+static void emit_ratio(const char *key, const double *num, const double *den, int n,
+		       const char *what)
+{
+	double r[MAX_TRIALS];
+	int i;
+
+	for (i = 0; i < n; i++)
+		r[i] = den[i] > 0 ? num[i] / den[i] : 0;
+	emit(key, stats(r, n), "x", what);
+}
+
+/* A key that could not be measured: null in the JSON, with the reason in
+ * "notes". */
+static char notes[4096];
+
+static void emit_null(const char *key, const char *why)
+{
+	size_t l = strlen(notes);
+
+	if (js) {
+		js_key(key);
+		fprintf(js, "null");
+	}
+	snprintf(notes + l, sizeof(notes) - l, "%s\"%s\": \"%s\"", l ? ", " : "", key, why);
+	if (!tiny)
+		printf("%-28s %12s   %s\n", key, "-", why);
+}
+
+/* ------------------------------------------------------------------------
+ * Floors: a null ioctl and the cheapest fence wait, on our own fd to the
+ * same device node libnpu opened (the same driver path as libnpu's fd).
+ */
+static double null_ioctl_us(int n)
+{
+	struct drm_npu_get_param p;
+	double t0 = now_us();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&p, 0, sizeof(p));
+		p.param = DRM_NPU_PARAM_NUM_CUS;
+		if (ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p))
+			return -1;
+	}
+	return (now_us() - t0) / n;
+}
+
+static uint32_t signalled_syncobj;
+
+static double signalled_wait_us(int n)
+{
+	struct drm_syncobj_wait w;
+	double t0 = now_us();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(&w, 0, sizeof(w));
+		w.handles = (uint64_t)(uintptr_t)&signalled_syncobj;
+		w.count_handles = 1;
+		w.timeout_nsec = INT64_MAX;
+		if (ioctl(fd, DRM_IOCTL_SYNCOBJ_WAIT, &w))
+			return -1;
+	}
+	return (now_us() - t0) / n;
+}
+
+/* ------------------------------------------------------------------------
+ * Host-side costs
+ */
+static npu_stream_t s[MAX_S];
+static const npu_dim3 g1 = { 1, 1, 1 };
+
+static volatile int hits;
+
+static void host_fn(void *user)
+{
+	(*(volatile int *)user)++;
+}
+
+static int bench_calls(void)
+{
+	double nul[MAX_TRIALS], wait[MAX_TRIALS], enq[MAX_TRIALS], rt[MAX_TRIALS];
+	double rec[MAX_TRIALS], qry[MAX_TRIALS], swe[MAX_TRIALS], hf[MAX_TRIALS], floor2[MAX_TRIALS];
+	int n = tiny ? 4 : 400, rtn = tiny ? 2 : 60, t, i, nt = tiny ? 1 : trials;
+	npu_event_t ev[512], done;
+
+	CK(npu_event_create(&done, NPU_EVENT_DISABLE_TIMING));
+	for (i = 0; i < n; i++)
+		CK(npu_event_create(&ev[i], NPU_EVENT_DISABLE_TIMING));
+	for (t = 0; t < nt; t++) {
+		double t0;
+
+		nul[t] = null_ioctl_us(n);
+		wait[t] = signalled_wait_us(n);
+		floor2[t] = nul[t] + wait[t];
+		if (nul[t] < 0 || wait[t] < 0) {
+			fprintf(stderr, "npu-bench: floor ioctls failed: %s\n", strerror(errno));
+			fails++;
+			return -1;
+		}
+		/* async launch of an empty kernel: n launches, then drain */
+		CK(npu_stream_synchronize(s[0]));
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0], NPU_LAUNCH_ASYNC));
+		enq[t] = (now_us() - t0) / n;
+		CK(npu_stream_synchronize(s[0]));
+		/* round trip: launch + synchronize */
+		t0 = now_us();
+		for (i = 0; i < rtn; i++) {
+			CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0], NPU_LAUNCH_ASYNC));
+			CK(npu_stream_synchronize(s[0]));
+		}
+		rt[t] = (now_us() - t0) / rtn;
+		/* event record on an idle stream */
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			CK(npu_event_record(ev[i], s[0]));
+		rec[t] = (now_us() - t0) / n;
+		CK(npu_stream_synchronize(s[0]));
+		/* query of a completed event */
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			if (npu_event_query(ev[i]) != NPU_SUCCESS)
+				return failed("npu_event_query", NPU_ERROR_NOT_READY);
+		qry[t] = (now_us() - t0) / n;
+		/* stream wait on a completed event */
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			CK(npu_stream_wait_event(s[1], ev[i], 0));
+		swe[t] = (now_us() - t0) / n;
+		CK(npu_stream_synchronize(s[1]));
+		/* host function round trip: enqueue + synchronize */
+		t0 = now_us();
+		for (i = 0; i < rtn; i++) {
+			CK(npu_launch_host_func(s[0], host_fn, (void *)&hits));
+			CK(npu_stream_synchronize(s[0]));
+		}
+		hf[t] = (now_us() - t0) / rtn;
+	}
+	if (hits != nt * rtn) {
+		fprintf(stderr, "npu-bench: host function ran %d times, expected %d\n", hits, nt * rtn);
+		fails++;
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		npu_event_destroy(ev[i]);
+	npu_event_destroy(done);
+	emit("null_ioctl_us", stats(nul, nt), "us", "DRM_IOCTL_NPU_GET_PARAM (floor)");
+	emit("signalled_wait_us", stats(wait, nt), "us", "SYNCOBJ_WAIT on a signalled syncobj");
+	emit_ratio("launch_enqueue_ratio", enq, nul, nt, "async npu_launch / null ioctl");
+	emit("launch_enqueue_us", stats(enq, nt), "us", "async npu_launch of an empty kernel");
+	emit_ratio("roundtrip_ratio", rt, floor2, nt, "launch+sync / (null ioctl + signalled wait)");
+	emit("roundtrip_us", stats(rt, nt), "us", "launch + npu_stream_synchronize");
+	emit("event_record_us", stats(rec, nt), "us", "npu_event_record, idle stream");
+	emit("event_query_us", stats(qry, nt), "us", "npu_event_query, completed");
+	emit("stream_wait_event_us", stats(swe, nt), "us", "npu_stream_wait_event, completed");
+	emit("host_func_roundtrip_us", stats(hf, nt), "us", "npu_launch_host_func + synchronize");
+	tap(1, "launch, round trip, events, stream wait");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Chains of N empty kernels: per-iteration time of launch + synchronize,
+ * on a stream (and as a graph once libnpu has graphs).
+ */
+static int bench_chains(void)
+{
+	static const int ns[3] = { 1, 20, 100 };
+	int k, t, it, i, nt = tiny ? 1 : trials, iters = tiny ? 1 : 5;
+
+	for (k = 0; k < 3; k++) {
+		double v[MAX_TRIALS];
+		char key[64];
+		int n = tiny ? (ns[k] > 4 ? 4 : ns[k]) : ns[k];
+
+		for (t = 0; t < nt; t++) {
+			double t0 = now_us();
+
+			for (it = 0; it < iters; it++) {
+				for (i = 0; i < n; i++)
+					CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0], NPU_LAUNCH_ASYNC));
+				CK(npu_stream_synchronize(s[0]));
+			}
+			v[t] = (now_us() - t0) / iters;
+		}
+		snprintf(key, sizeof(key), "stream_chain_us_%d", ns[k]);
+		emit(key, stats(v, nt), "us", "N empty kernels on a stream + synchronize");
+	}
+	for (k = 0; k < 3; k++) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "graph_speedup_%d", ns[k]);
+		emit_null(key, "skipped: libnpu has no graph API yet (lib/npu.h)");
+	}
+	tap(1, "stream chains of empty kernels (graphs: skipped, no graph API)");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Device-timed helpers
+ */
+static npu_event_t e_start, e_end, e_join[MAX_S];
+
+static int region_begin(int nstreams)
+{
+	int i;
+
+	CK(npu_event_record(e_start, s[0]));
+	for (i = 1; i < nstreams; i++)
+		CK(npu_stream_wait_event(s[i], e_start, 0));
+	return 0;
+}
+
+static int region_end(int nstreams, double *ms)
+{
+	float f;
+	int i;
+
+	for (i = 1; i < nstreams; i++) {
+		CK(npu_event_record(e_join[i], s[i]));
+		CK(npu_stream_wait_event(s[0], e_join[i], 0));
+	}
+	CK(npu_event_record(e_end, s[0]));
+	CK(npu_event_synchronize(e_end));
+	CK(npu_event_elapsed_time(&f, e_start, e_end));
+	*ms = f;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * simpleStreams: 16 chunks of copy-in, kernel, copy-out over 4 streams.
+ * what: bit 0 copies, bit 1 kernels.
+ */
+#define CHUNKS 16
+
+static float *h_in, *h_out, *d_buf;
+static size_t chunk_elems;
+
+static int pipeline(int nstreams, int what, double *ms)
+{
+	int c;
+
+	if (region_begin(nstreams))
+		return -1;
+	for (c = 0; c < CHUNKS; c++) {
+		npu_stream_t st = s[c % nstreams];
+		float *d = d_buf + (size_t)c * chunk_elems;
+		size_t bytes = chunk_elems * 4;
+		uint64_t a[4] = { npu_arg_ptr(d), npu_arg_ptr(d), chunk_elems, npu_arg_f32(2.0f) };
+
+		if (what & 1)
+			CK(npu_memcpy_async(d, h_in + (size_t)c * chunk_elems, bytes,
+					    NPU_MEMCPY_HOST_TO_DEVICE, st));
+		if (what & 2)
+			CK(npu_launch(NPU_K_SCALE_F32, npu_grid(prop.compute_units, 1, 1), a, 4, st,
+				      NPU_LAUNCH_ASYNC));
+		if (what & 1)
+			CK(npu_memcpy_async(h_out + (size_t)c * chunk_elems, d, bytes,
+					    NPU_MEMCPY_DEVICE_TO_HOST, st));
+	}
+	return region_end(nstreams, ms);
+}
+
+static FILE *overlap_csv;
+
+static int bench_overlap(void)
+{
+	double all[MAX_TRIALS], cp[MAX_TRIALS], kr[MAX_TRIALS], ser[MAX_TRIALS], ideal[MAX_TRIALS];
+	int t, nt = tiny ? 1 : trials;
+	size_t i, n;
+
+	chunk_elems = tiny ? 1024 : 256 * 1024;	/* 4 KiB or 1 MiB per chunk */
+	n = chunk_elems * CHUNKS;
+	CK(npu_host_alloc((void **)&h_in, n * 4, 0));
+	CK(npu_host_alloc((void **)&h_out, n * 4, 0));
+	CK(npu_malloc((void **)&d_buf, n * 4));
+	for (i = 0; i < n; i++)
+		h_in[i] = (float)(i % 1000);
+	for (t = 0; t < nt; t++) {
+		if (pipeline(1, 3, &ser[t]) || pipeline(4, 1, &cp[t]) || pipeline(4, 2, &kr[t]) ||
+		    pipeline(4, 3, &all[t]))
+			return -1;
+		ideal[t] = cp[t] > kr[t] ? cp[t] : kr[t];
+		if (overlap_csv)
+			fprintf(overlap_csv, "%d,%.4f,%.4f,%.4f,%.4f\n", t, ser[t], cp[t], kr[t], all[t]);
+	}
+	for (i = 0; i < n; i++)
+		if (h_out[i] != 2.0f * (float)(i % 1000)) {
+			fprintf(stderr, "npu-bench: overlap run: wrong result at %zu: %g\n", i, h_out[i]);
+			fails++;
+			return -1;
+		}
+	emit_ratio("overlap_efficiency", ideal, all, nt,
+		   "ideal (busiest engine alone) / measured, 16 chunks, 4 streams");
+	emit("overlap_serial_ms", stats(ser, nt), "ms", "the same work on one stream");
+	emit("overlap_copies_alone_ms", stats(cp, nt), "ms", "copies only, 4 streams");
+	emit("overlap_kernels_alone_ms", stats(kr, nt), "ms", "kernels only, 4 streams");
+	emit("overlap_measured_ms", stats(all, nt), "ms", "copy-in, kernel, copy-out, 4 streams");
+	tap(1, "simpleStreams overlap run (results checked)");
+	npu_host_free(h_in);
+	npu_host_free(h_out);
+	npu_free(d_buf);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Concurrency: N equal timed kernels on N streams vs on one stream.
+ */
+static int bench_concurrency(void)
+{
+	static const int ns[3] = { 2, 4, 8 };
+	uint64_t spin_ns = tiny ? 100000 : 4000000;
+	int k, t, i, nt = tiny ? 1 : trials;
+
+	for (k = 0; k < 3; k++) {
+		double one[MAX_TRIALS], many[MAX_TRIALS], r[MAX_TRIALS];
+		char key[64], what[128];
+		int n = ns[k];
+		double cap = n < (int)prop.compute_rings ? (double)n : (double)prop.compute_rings;
+
+		for (t = 0; t < nt; t++) {
+			uint64_t a[1] = { spin_ns };
+
+			if (region_begin(1))
+				return -1;
+			for (i = 0; i < n; i++)
+				CK(npu_launch(NPU_K_TEST_SPIN, g1, a, 1, s[0], NPU_LAUNCH_ASYNC));
+			if (region_end(1, &one[t]) || region_begin(n))
+				return -1;
+			for (i = 0; i < n; i++)
+				CK(npu_launch(NPU_K_TEST_SPIN, g1, a, 1, s[i], NPU_LAUNCH_ASYNC));
+			if (region_end(n, &many[t]))
+				return -1;
+			r[t] = many[t] > 0 ? one[t] / many[t] : 0;
+		}
+		snprintf(key, sizeof(key), "concurrency_speedup_%d", n);
+		snprintf(what, sizeof(what), "%d x %.1f ms spin: 1 stream / %d streams (cap %.0f)",
+			 n, spin_ns / 1e6, n, cap);
+		emit(key, stats(r, nt), "x", what);
+	}
+	tap(1, "concurrency of timed kernels over 2, 4, 8 streams");
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Copy bandwidth (MB/s = 1e6 bytes/s, as the device's figures): with the
+ * model on compared to the modelled link, with it off reported for run.sh.
+ */
+static int copy_bw(npu_memcpy_kind_t kind, size_t bytes, void *h, void *d, void *d2,
+		   double *mbps)
+{
+	double ms;
+
+	if (region_begin(1))
+		return -1;
+	if (kind == NPU_MEMCPY_HOST_TO_DEVICE)
+		CK(npu_memcpy_async(d, h, bytes, kind, s[0]));
+	else if (kind == NPU_MEMCPY_DEVICE_TO_HOST)
+		CK(npu_memcpy_async(h, d, bytes, kind, s[0]));
+	else
+		CK(npu_memcpy_async(d2, d, bytes, kind, s[0]));
+	if (region_end(1, &ms))
+		return -1;
+	*mbps = ms > 0 ? bytes / (ms * 1e3) : 0;
+	return 0;
+}
+
+static int bench_bandwidth(void)
+{
+	size_t bytes = tiny ? 65536 : 16u << 20;
+	double h2d[MAX_TRIALS], d2h[MAX_TRIALS], d2d[MAX_TRIALS], r[MAX_TRIALS];
+	int t, nt = tiny ? 1 : trials;
+	void *h, *d, *d2;
+
+	CK(npu_host_alloc(&h, bytes, 0));
+	CK(npu_malloc(&d, bytes));
+	CK(npu_malloc(&d2, bytes));
+	memset(h, 1, bytes);
+	for (t = 0; t < nt; t++) {
+		if (copy_bw(NPU_MEMCPY_HOST_TO_DEVICE, bytes, h, d, d2, &h2d[t]) ||
+		    copy_bw(NPU_MEMCPY_DEVICE_TO_HOST, bytes, h, d, d2, &d2h[t]) ||
+		    copy_bw(NPU_MEMCPY_DEVICE_TO_DEVICE, bytes, h, d, d2, &d2d[t]))
+			return -1;
+		r[t] = prop.link_bw_mbps ? h2d[t] / prop.link_bw_mbps : 0;
+	}
+	if (!model_off) {
+		emit("link_bw_ratio", stats(r, nt), "x", "H2D bandwidth / modelled link bandwidth");
+		emit("link_h2d_mbps", stats(h2d, nt), "MB/s", "pinned host -> device, model on");
+		emit("link_d2h_mbps", stats(d2h, nt), "MB/s", "device -> pinned host, model on");
+		emit("link_d2d_mbps", stats(d2d, nt), "MB/s", "device -> device, model on");
+	} else {
+		emit("copy_h2d_mbps", stats(h2d, nt), "MB/s", "pinned host -> device, model off");
+		emit("copy_d2h_mbps", stats(d2h, nt), "MB/s", "device -> pinned host, model off");
+		emit("copy_d2d_mbps", stats(d2d, nt), "MB/s", "device -> device, model off");
+	}
+	tap(1, "copy bandwidth H2D, D2H, D2D (%zu bytes)", bytes);
+	npu_host_free(h);
+	npu_free(d);
+	npu_free(d2);
+	return 0;
+}
+
+/* GEMM throughput, model off: C = A B, n x n x n, checked on a few entries. */
+static int bench_gemm(void)
+{
+	uint64_t n = tiny ? 32 : 512;
+	size_t e = n * n, i;
+	double gf[MAX_TRIALS];
+	int t, nt = tiny ? 1 : trials;
+	float *ha, *hb, *hc, *da, *db, *dc;
+
+	CK(npu_host_alloc((void **)&ha, e * 4, 0));
+	CK(npu_host_alloc((void **)&hb, e * 4, 0));
+	CK(npu_host_alloc((void **)&hc, e * 4, 0));
+	CK(npu_malloc((void **)&da, e * 4));
+	CK(npu_malloc((void **)&db, e * 4));
+	CK(npu_malloc((void **)&dc, e * 4));
+	for (i = 0; i < e; i++) {
+		ha[i] = (float)((i * 7) % 13) / 13.0f;
+		hb[i] = (float)((i * 5) % 11) / 11.0f;
+	}
+	CK(npu_memcpy(da, ha, e * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	CK(npu_memcpy(db, hb, e * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	for (t = 0; t < nt; t++) {
+		uint64_t a[9] = { npu_arg_ptr(da), npu_arg_ptr(db), npu_arg_ptr(dc), n, n, n, 0,
+				  npu_arg_f32(1.0f), npu_arg_f32(0.0f) };
+		double ms;
+
+		if (region_begin(1))
+			return -1;
+		CK(npu_launch(NPU_K_GEMM_F32, npu_grid(prop.compute_units, 1, 1), a, 9, s[0],
+			      NPU_LAUNCH_ASYNC));
+		if (region_end(1, &ms))
+			return -1;
+		gf[t] = ms > 0 ? 2.0 * n * n * n / (ms * 1e6) : 0;
+	}
+	CK(npu_memcpy(hc, dc, e * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0; i < 8; i++) {
+		uint64_t r = (i * 37) % n, c = (i * 91) % n, k;
+		double ref = 0;
+
+		for (k = 0; k < n; k++)
+			ref += (double)ha[r * n + k] * hb[k * n + c];
+		if (fabs(ref - hc[r * n + c]) > 1e-3 * (1 + fabs(ref))) {
+			fprintf(stderr, "npu-bench: gemm wrong at %llu,%llu: %g vs %g\n",
+				(unsigned long long)r, (unsigned long long)c, hc[r * n + c], ref);
+			fails++;
+			return -1;
+		}
+	}
+	{
+		char what[96];
+
+		snprintf(what, sizeof(what), "device GEMM f32 %llux%llux%llu, model off",
+			 (unsigned long long)n, (unsigned long long)n, (unsigned long long)n);
+		emit("gemm_gflops", stats(gf, nt), "GF/s", what);
+	}
+	tap(1, "GEMM %llu^3 throughput (result checked)", (unsigned long long)n);
+	npu_host_free(ha);
+	npu_host_free(hb);
+	npu_host_free(hc);
+	npu_free(da);
+	npu_free(db);
+	npu_free(dc);
+	return 0;
+}
+
+/* ------------------------------------------------------------------------
+ */
+int main(int argc, char **argv)
+{
+	const char *json = NULL, *csv = NULL;
+	struct drm_syncobj_create sc;
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--tiny"))
+			tiny = 1;
+		else if (!strcmp(argv[i], "--model-off"))
+			model_off = 1;
+		else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
+			trials = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+			json = argv[++i];
+		else if (!strcmp(argv[i], "--overlap-csv") && i + 1 < argc)
+			csv = argv[++i];
+		else {
+			fprintf(stderr, "usage: npu-bench [--tiny] [--model-off] [--trials N] "
+				"[--json FILE] [--overlap-csv FILE]\n");
+			return 2;
+		}
+	}
+	if (trials < 1 || trials > MAX_TRIALS)
+		trials = 7;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (tiny)
+		printf("TAP version 13\n1..%d\n", model_off ? 3 : 5);
+	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS) {
+		fprintf(stderr, "npu-bench: no device: %s\n", npu_last_error_message());
+		if (tiny)
+			for (i = 0; i < (model_off ? 3 : 5); i++)
+				tap(0, "no npu device");
+		return 1;
+	}
+	fd = open(prop.node, O_RDWR | O_CLOEXEC);
+	memset(&sc, 0, sizeof(sc));
+	sc.flags = DRM_SYNCOBJ_CREATE_SIGNALED;
+	if (fd < 0 || ioctl(fd, DRM_IOCTL_SYNCOBJ_CREATE, &sc)) {
+		fprintf(stderr, "npu-bench: %s: %s\n", prop.node, strerror(errno));
+		return 1;
+	}
+	signalled_syncobj = sc.handle;
+	if (json) {
+		js = fopen(json, "w");
+		if (!js) {
+			fprintf(stderr, "npu-bench: %s: %s\n", json, strerror(errno));
+			return 1;
+		}
+		fprintf(js, "{\n  \"mode\": \"%s\",\n  \"device\": {\"compute_rings\": %u, "
+			"\"copy_rings\": %u, \"compute_units\": %u, \"link_bw_mbps\": %u, "
+			"\"mem_bw_mbps\": %u, \"cu_mops\": %u, \"launch_ns\": %u, \"copy_ns\": %u, "
+			"\"timing_model\": %s}", model_off ? "model_off" : "model_on",
+			prop.compute_rings, prop.copy_rings, prop.compute_units, prop.link_bw_mbps,
+			prop.mem_bw_mbps, prop.cu_mops, prop.launch_ns, prop.copy_ns,
+			prop.features & NPU_FEATURE_TIMING_MODEL ? "true" : "false");
+		js_first = 0;
+	}
+	if (csv && !tiny) {
+		overlap_csv = fopen(csv, "w");
+		if (overlap_csv)
+			fprintf(overlap_csv, "trial,serial_ms,copies_alone_ms,kernels_alone_ms,"
+				"pipelined_ms\n");
+	}
+	if (model_off != !(prop.features & NPU_FEATURE_TIMING_MODEL))
+		fprintf(stderr, "npu-bench: warning: the device's timing model is %s\n",
+			prop.features & NPU_FEATURE_TIMING_MODEL ? "on" : "off");
+	for (i = 0; i < MAX_S; i++) {
+		if (npu_stream_create(&s[i], NPU_STREAM_NON_BLOCKING, 0) != NPU_SUCCESS ||
+		    npu_event_create(&e_join[i], NPU_EVENT_DISABLE_TIMING) != NPU_SUCCESS) {
+			fprintf(stderr, "npu-bench: stream setup: %s\n", npu_last_error_message());
+			return 1;
+		}
+	}
+	if (npu_event_create(&e_start, NPU_EVENT_DEFAULT) != NPU_SUCCESS ||
+	    npu_event_create(&e_end, NPU_EVENT_DEFAULT) != NPU_SUCCESS) {
+		fprintf(stderr, "npu-bench: event setup: %s\n", npu_last_error_message());
+		return 1;
+	}
+	if (!tiny)
+		printf("%-28s %12s %12s %12s %-6s %s\n", "key", "median", "min", "max", "unit",
+		       "what");
+	if (!model_off) {
+		if (bench_calls())
+			tap(0, "launch, round trip, events, stream wait");
+		if (bench_chains())
+			tap(0, "stream chains of empty kernels");
+		if (bench_overlap())
+			tap(0, "simpleStreams overlap run");
+		if (bench_concurrency())
+			tap(0, "concurrency of timed kernels");
+		if (bench_bandwidth())
+			tap(0, "copy bandwidth");
+	} else {
+		if (bench_bandwidth())
+			tap(0, "copy bandwidth");
+		if (bench_gemm())
+			tap(0, "GEMM throughput");
+		if (npu_device_synchronize() != NPU_SUCCESS)
+			fails++;
+		tap(!fails, "no device errors");
+	}
+	if (js) {
+		fprintf(js, ",\n  \"notes\": {%s}\n}\n", notes);
+		fclose(js);
+	}
+	if (overlap_csv)
+		fclose(overlap_csv);
+	return fails ? 1 : 0;
+}

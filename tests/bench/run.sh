@@ -1,0 +1,187 @@
+#!/bin/bash
+# make bench: run the benchmarks in the guest and write
+# build/bench/results.json, a table, and build/bench/bench.svg
+# (Documentation/bench.rst).
+#
+# Two guest boots: the device with its timing model on (call costs,
+# chains, overlap, concurrency, link bandwidth) and with timing=off (copy
+# bandwidth, GEMM throughput); the host floors (memcpy bandwidth, reference
+# GEMM) are measured by npu-bench-host right before the second boot.
+# Environment: KERNEL (default 6.12), BENCH_TRIALS (default 7).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+kernel=${KERNEL:-6.12}
+trials=${BENCH_TRIALS:-7}
+out=$BUILD/bench
+raw=$out/raw
+
+if [ ! -x "$BUILD/guest/bin/npu-bench" ] || [ ! -x "$BUILD/bench/npu-bench-host" ]; then
+	echo "bench: npu-bench is not built (make -C tests/bench BUILD=$BUILD)" >&2
+	exit 1
+fi
+rm -rf "$raw"
+mkdir -p "$raw/on" "$raw/off"
+rc=0
+
+echo "bench: guest with the timing model on ($trials trials per figure)..."
+bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout 1200 --outdir "$raw/on" \
+	--cmd "npu-bench --trials $trials --json /out/bench.json --overlap-csv /out/overlap.csv" ||
+	rc=1
+echo "bench: host floors (memcpy, reference GEMM)..."
+"$BUILD/bench/npu-bench-host" --trials "$trials" >"$raw/host.json" || rc=1
+echo "bench: guest with the timing model off..."
+bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout 1200 --outdir "$raw/off" \
+	--device-opts ",timing=off" \
+	--cmd "npu-bench --model-off --trials $trials --json /out/bench.json" || rc=1
+
+python3 - "$raw" "$out" "$kernel" <<'PY' || rc=1
+import json, os, sys, datetime
+raw, out, kernel = sys.argv[1:4]
+
+def load(p):
+    try:
+        with open(p) as f:
+            return json.load(f)
+    except Exception as e:
+        print("bench: cannot read %s: %s" % (p, e))
+        return {}
+
+on, off, host = load(raw + "/on/bench.json"), load(raw + "/off/bench.json"), load(raw + "/host.json")
+res = {"date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "kernel": kernel,
+       "device": on.get("device"), "device_model_off": off.get("device"),
+       "gemm_reference": host.get("gemm_reference"), "notes": {}}
+for src in (on, off, host):
+    for k, v in src.items():
+        if k in ("mode", "device", "gemm_reference"):
+            continue
+        if k == "notes":
+            res["notes"].update(v)
+        else:
+            res[k] = v
+
+def med(k):
+    v = res.get(k)
+    return v.get("median") if isinstance(v, dict) else None
+
+def ratio(key, num, den, why):
+    a, b = med(num), med(den)
+    if a is None or not b:
+        res[key] = None
+        res["notes"][key] = "missing %s or %s" % (num, den)
+        return
+    res[key] = {"median": a / b, "of": [num, den], "what": why}
+
+ratio("copy_bw_ratio", "copy_h2d_mbps", "host_memcpy_mbps",
+      "H2D DMA bandwidth with the model off / host memcpy bandwidth (npu-bench-host, same host, "
+      "measured just before the boot; the device cannot measure its own memcpy)")
+ratio("gemm_ratio", "gemm_gflops", "host_gemm_gflops",
+      "device GEMM with the model off / reference GEMM on the host CPU")
+
+targets = [
+    ("launch_enqueue_ratio", "<=", 2.0), ("roundtrip_ratio", None, None),
+    ("event_record_us", None, None), ("event_query_us", None, None),
+    ("stream_wait_event_us", None, None), ("host_func_roundtrip_us", None, None),
+    ("graph_speedup_1", None, None), ("graph_speedup_20", ">=", 6.0),
+    ("graph_speedup_100", ">=", 10.0), ("overlap_efficiency", ">=", 0.90),
+    ("concurrency_speedup_2", "conc", 2), ("concurrency_speedup_4", "conc", 4),
+    ("concurrency_speedup_8", "conc", 8), ("copy_bw_ratio", ">=", 0.7),
+    ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
+]
+rings = (res.get("device") or {}).get("compute_rings") or 1
+print()
+print("%-24s %10s %10s %10s  %-12s %s" % ("key", "median", "min", "max", "target", "verdict"))
+summary = {}
+for key, op, t in targets:
+    v = res.get(key)
+    if not isinstance(v, dict):
+        print("%-24s %10s %10s %10s  %-12s %s" % (key, "-", "", "", "", res["notes"].get(key, "not measured")))
+        summary[key] = "missing"
+        continue
+    m = v["median"]
+    lo, hi = v.get("min", m), v.get("max", m)
+    tgt, verdict = "report", ""
+    if op == "conc":
+        t = 0.95 * min(t, rings)
+        op = ">="
+    if op == "<=":
+        tgt, verdict = "<= %g" % t, "holds" if m <= t else "MISSES"
+    elif op == ">=":
+        tgt, verdict = ">= %.3g" % t, "holds" if m >= t else "MISSES"
+    summary[key] = verdict or "reported"
+    print("%-24s %10.4g %10.4g %10.4g  %-12s %s" % (key, m, lo, hi, tgt, verdict))
+res["verdicts"] = summary
+with open(out + "/results.json", "w") as f:
+    json.dump(res, f, indent=2, sort_keys=True)
+    f.write("\n")
+
+# Picture: stream (and graph) chain time per iteration over N, and the
+# overlap runs per trial.
+W, H = 960, 420
+svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (W, H),
+       '<rect width="100%" height="100%" fill="white"/>',
+       '<text x="20" y="24" font-size="15" font-weight="bold">npu bench %s (Linux %s guest)</text>' % (res["date"], kernel)]
+# left: chain curve
+x0, y0, pw, ph = 70, 60, 360, 300
+ns = [1, 20, 100]
+pts = [(n, med("stream_chain_us_%d" % n)) for n in ns]
+pts = [(n, v) for n, v in pts if v]
+gpts = [(n, med("graph_chain_us_%d" % n)) for n in ns]
+gpts = [(n, v) for n, v in gpts if v]
+ymax = max([v for _, v in pts + gpts] + [1]) * 1.1
+svg.append('<text x="%d" y="%d" font-weight="bold">launch + synchronize of a chain of N empty kernels</text>' % (x0 - 40, y0 - 12))
+svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0 + ph, x0 + pw, y0 + ph))
+svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0, x0, y0 + ph))
+for i in range(6):
+    yv = ymax * i / 5
+    yy = y0 + ph - ph * i / 5
+    svg.append('<text x="%d" y="%.1f" text-anchor="end" font-size="10">%.0f</text>' % (x0 - 4, yy + 3, yv))
+    svg.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (x0, yy, x0 + pw, yy))
+def px(n): return x0 + pw * ns.index(n) / (len(ns) - 1)
+for n in ns:
+    svg.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">N=%d</text>' % (px(n), y0 + ph + 14, n))
+svg.append('<text x="%d" y="%d" font-size="10" transform="rotate(-90 %d %d)">us per iteration (median)</text>' % (x0 - 44, y0 + ph - 60, x0 - 44, y0 + ph - 60))
+for series, colour, name in ((pts, "#1f77b4", "stream"), (gpts, "#d62728", "graph")):
+    if not series:
+        svg.append('<text x="%d" y="%d" fill="%s">%s: %s</text>' % (x0 + 10, y0 + 20 + (name == "graph") * 16, colour, name,
+                   "no data (libnpu has no graph API yet)" if name == "graph" else "no data"))
+        continue
+    d = " ".join("%.1f,%.1f" % (px(n), y0 + ph - ph * v / ymax) for n, v in series)
+    svg.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>' % (d, colour))
+    for n, v in series:
+        svg.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s N=%d: %.1f us</title></circle>' % (px(n), y0 + ph - ph * v / ymax, colour, name, n, v))
+    svg.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x0 + 10, y0 + 20 + (name == "graph") * 16, colour, name))
+# right: overlap runs
+x1 = 520
+rows = []
+try:
+    with open(raw + "/on/overlap.csv") as f:
+        next(f)
+        rows = [list(map(float, l.strip().split(","))) for l in f if l.strip()]
+except Exception:
+    pass
+svg.append('<text x="%d" y="%d" font-weight="bold">simpleStreams: 16 chunks, 4 streams (ms, per trial)</text>' % (x1, y0 - 12))
+if rows:
+    vmax = max(max(r[1:]) for r in rows) * 1.05
+    names = [("serial (1 stream)", 1, "#9e9e9e"), ("copies alone", 2, "#2ca02c"),
+             ("kernels alone", 3, "#ff7f0e"), ("pipelined", 4, "#1f77b4")]
+    bh = ph / (len(rows) * 5 + 1)
+    for i, r in enumerate(rows):
+        for j, (nm, col, c) in enumerate(names):
+            y = y0 + (i * 5 + j) * bh
+            w = 380 * r[col] / vmax
+            svg.append('<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>trial %d %s: %.3f ms</title></rect>' % (x1, y, w, bh * 0.9, c, int(r[0]), nm, r[col]))
+    for j, (nm, col, c) in enumerate(names):
+        svg.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>' % (x1 + j * 105, y0 + ph + 8, c, x1 + j * 105 + 14, y0 + ph + 17, nm))
+    eff = med("overlap_efficiency")
+    if eff:
+        svg.append('<text x="%d" y="%d">overlap efficiency (median) %.3f = max(copies alone, kernels alone) / pipelined</text>' % (x1, y0 + ph + 40, eff))
+else:
+    svg.append('<text x="%d" y="%d">no overlap data</text>' % (x1, y0 + 20))
+svg.append('</svg>')
+with open(out + "/bench.svg", "w") as f:
+    f.write("\n".join(svg) + "\n")
+print()
+print("bench: wrote %s/results.json and %s/bench.svg" % (out, out))
+PY
+exit $rc
