@@ -7,6 +7,7 @@
  * IGT's panfrost_submit / v3d_submit_cl where the case is the same.
  */
 #include <math.h>
+#include <pthread.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -589,6 +590,89 @@ TEST_F(npu, queue_destroy_with_jobs)
 	ASSERT_EQ(npu_queue_free(self->fd, self->q), 0);
 	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
 	ASSERT_EQ(((uint32_t *)b.map)[0], 9);
+}
+
+struct thr {
+	int fd;
+	int idx;
+	int ret;
+};
+
+/* one thread: own queue (any ring), own BO, 100 fills checked in order */
+static void *submit_thread(void *arg)
+{
+	struct thr *t = arg;
+	struct npu_cmd c;
+	struct npu_bo b;
+	uint32_t q, so;
+	uint64_t va;
+	uint32_t size;
+	int i;
+
+	t->ret = 1;
+	if (npu_queue_new(t->fd, t->idx & 1 ? DRM_NPU_RING_KIND_COPY :
+			  DRM_NPU_RING_KIND_COMPUTE, DRM_NPU_PRIORITY_NORMAL,
+			  DRM_NPU_RING_ANY, &q) ||
+	    drmSyncobjCreate(t->fd, 0, &so) || npu_cmd_new(t->fd, &c, 1 << 16))
+		return NULL;
+	for (i = 0; i < 100; i++) {
+		if (npu_bo_new(t->fd, 8192, 0, &b))
+			{ t->ret = 11; return NULL; }
+		npu_emit_fill(&c, b.va, t->idx * 1000 + i, 8192);
+		npu_cmd_end(&c, &va, &size);
+		if (c.n > 16000)
+			c.n = c.start = 0;
+		{
+			struct drm_npu_sync o = { .handle = so };
+			struct drm_npu_job j;
+
+			/* the job lists the BO: closing it below is safe */
+			npu_job_init(&j, q, va, size);
+			j.bo_handles = (uintptr_t)&b.handle;
+			j.bo_count = 1;
+			j.out_syncs = (uintptr_t)&o;
+			j.out_sync_count = 1;
+			if (npu_submit(t->fd, &j, 1)) {
+				t->ret = 12;
+				return NULL;
+			}
+		}
+		/* close the BO while the job may still run */
+		if (i % 3 == 0) {
+			munmap(b.map, b.size);
+			npu_gem_close(t->fd, b.handle);
+			if (npu_syncobj_wait(t->fd, so, NPU_TIMEOUT_NS))
+				{ t->ret = 13; return NULL; }
+			continue;
+		}
+		if (npu_syncobj_wait(t->fd, so, NPU_TIMEOUT_NS) ||
+		    npu_syncobj_error(t->fd, so))
+			{ t->ret = 14; return NULL; }
+		if (((uint32_t *)b.map)[2047] != (uint32_t)(t->idx * 1000 + i))
+			{ t->ret = 15; return NULL; }
+		npu_bo_free(t->fd, &b);
+	}
+	t->ret = 0;
+	return NULL;
+}
+
+/* Threads of one file submit, create and close concurrently. */
+TEST_F(npu, threads_concurrent_submit)
+{
+	struct thr t[6];
+	pthread_t th[6];
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		t[i].fd = self->fd;
+		t[i].idx = i;
+		ASSERT_EQ(pthread_create(&th[i], NULL, submit_thread, &t[i]),
+			  0);
+	}
+	for (i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(t[i].ret, 0);
+	}
 }
 
 TEST_HARNESS_MAIN
