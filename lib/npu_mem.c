@@ -432,7 +432,10 @@ static void put_copy(struct jobctx *jc, uint64_t src, uint64_t dst, uint64_t n)
 static uint64_t put_inline(struct jobctx *jc, const void *data, uint32_t n)
 {
 	uint32_t dw = 2 + (n + 3) / 4;
-	uint32_t *p = npu_job_put(jc, dw * 4);
+	uint32_t *p;
+
+	dw += dw & 1;		/* keep later packets' 64-bit fields aligned */
+	p = npu_job_put(jc, dw * 4);
 
 	p[0] = NPU_PKT_HDR(NPU_OP_NOP, 0, dw);
 	p[1] = 0;
@@ -514,7 +517,7 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 		if (n <= INLINE_COPY_MAX) {
 			struct jobctx jc;
 
-			st = npu_job_begin(dev, s, 16 + (uint32_t)n +
+			st = npu_job_begin(dev, s, 20 + (uint32_t)n +
 					   sizeof(struct npu_pkt_copy), &jc);
 			if (st)
 				return st;
@@ -634,7 +637,7 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 		head = n;
 	body = (n - head) & ~3ull;
 	tail = n - head - body;
-	st = npu_job_begin(dev, s, 2 * (16 + sizeof(struct npu_pkt_copy)) +
+	st = npu_job_begin(dev, s, 2 * (20 + sizeof(struct npu_pkt_copy)) +
 			   sizeof(struct npu_pkt_fill), &jc);
 	if (st)
 		goto out;

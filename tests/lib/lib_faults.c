@@ -37,6 +37,11 @@ static int worker(void)
 	for (i = 0; i < N; i++)
 		if (!feq(o[i], 1.0f + 3.0f * x[i]))
 			return 6;
+	npu_free(dx);
+	npu_free(dy);
+	free(x);
+	free(y);
+	free(o);
 	return 0;
 }
 
