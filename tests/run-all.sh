@@ -5,7 +5,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$top/build}
-res=$BUILD/results
+res=${NPU_RESULTS:-$BUILD/results}
 rm -rf "$res"
 mkdir -p "$res"
 QEMU=${QEMU:-$("$top/scripts/build-qemu.sh")} || { echo "QEMU build failed"; echo "0 passed, 1 failed, 0 skipped"; exit 1; }
