@@ -81,12 +81,19 @@ ratio("copy_bw_ratio", "copy_h2d_mbps", "host_memcpy_mbps",
 ratio("gemm_ratio", "gemm_gflops", "host_gemm_gflops",
       "device GEMM with the model off / reference GEMM on the host CPU")
 
+for n in (1, 20, 100):
+    ratio("graph_speedup_bound_%d" % n, "stream_chain_us_%d" % n, "submit_one_job_us_%d" % n,
+          "upper bound for graph_speedup_%d until libnpu has graphs: stream chain / the same "
+          "chain as one job in one SUBMIT on the raw uAPI" % n)
+
 targets = [
     ("launch_enqueue_ratio", "<=", 2.0), ("roundtrip_ratio", None, None),
     ("event_record_us", None, None), ("event_query_us", None, None),
     ("stream_wait_event_us", None, None), ("host_func_roundtrip_us", None, None),
     ("graph_speedup_1", None, None), ("graph_speedup_20", ">=", 6.0),
-    ("graph_speedup_100", ">=", 10.0), ("overlap_efficiency", ">=", 0.90),
+    ("graph_speedup_100", ">=", 10.0), ("graph_speedup_bound_1", None, None),
+    ("graph_speedup_bound_20", ">=", 6.0), ("graph_speedup_bound_100", ">=", 10.0),
+    ("overlap_efficiency", ">=", 0.90),
     ("concurrency_speedup_2", "conc", 2), ("concurrency_speedup_4", "conc", 4),
     ("concurrency_speedup_8", "conc", 8), ("copy_bw_ratio", ">=", 0.7),
     ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
@@ -131,7 +138,9 @@ pts = [(n, med("stream_chain_us_%d" % n)) for n in ns]
 pts = [(n, v) for n, v in pts if v]
 gpts = [(n, med("graph_chain_us_%d" % n)) for n in ns]
 gpts = [(n, v) for n, v in gpts if v]
-ymax = max([v for _, v in pts + gpts] + [1]) * 1.1
+fpts = [(n, med("submit_one_job_us_%d" % n)) for n in ns]
+fpts = [(n, v) for n, v in fpts if v]
+ymax = max([v for _, v in pts + gpts + fpts] + [1]) * 1.1
 svg.append('<text x="%d" y="%d" font-weight="bold">launch + synchronize of a chain of N empty kernels</text>' % (x0 - 40, y0 - 12))
 svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0 + ph, x0 + pw, y0 + ph))
 svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0, x0, y0 + ph))
@@ -144,16 +153,18 @@ def px(n): return x0 + pw * ns.index(n) / (len(ns) - 1)
 for n in ns:
     svg.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">N=%d</text>' % (px(n), y0 + ph + 14, n))
 svg.append('<text x="%d" y="%d" font-size="10" transform="rotate(-90 %d %d)">us per iteration (median)</text>' % (x0 - 44, y0 + ph - 60, x0 - 44, y0 + ph - 60))
-for series, colour, name in ((pts, "#1f77b4", "stream"), (gpts, "#d62728", "graph")):
+for k, (series, colour, name) in enumerate(((pts, "#1f77b4", "stream (npu_launch x N + sync)"),
+                                            (gpts, "#d62728", "graph"),
+                                            (fpts, "#2ca02c", "uAPI floor: one job, one SUBMIT + wait"))):
     if not series:
-        svg.append('<text x="%d" y="%d" fill="%s">%s: %s</text>' % (x0 + 10, y0 + 20 + (name == "graph") * 16, colour, name,
+        svg.append('<text x="%d" y="%d" fill="%s">%s: %s</text>' % (x0 + 10, y0 + 20 + k * 16, colour, name,
                    "no data (libnpu has no graph API yet)" if name == "graph" else "no data"))
         continue
     d = " ".join("%.1f,%.1f" % (px(n), y0 + ph - ph * v / ymax) for n, v in series)
     svg.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>' % (d, colour))
     for n, v in series:
         svg.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s N=%d: %.1f us</title></circle>' % (px(n), y0 + ph - ph * v / ymax, colour, name, n, v))
-    svg.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x0 + 10, y0 + 20 + (name == "graph") * 16, colour, name))
+    svg.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x0 + 10, y0 + 20 + k * 16, colour, name))
 # right: overlap runs
 x1 = 520
 rows = []
