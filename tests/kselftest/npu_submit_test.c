@@ -598,6 +598,12 @@ struct thr {
 	int ret;
 };
 
+static void *thr_fail(struct thr *t, int step)
+{
+	t->ret = step;
+	return NULL;
+}
+
 /* one thread: own queue (any ring), own BO, 100 fills checked in order */
 static void *submit_thread(void *arg)
 {
@@ -617,7 +623,7 @@ static void *submit_thread(void *arg)
 		return NULL;
 	for (i = 0; i < 100; i++) {
 		if (npu_bo_new(t->fd, 8192, 0, &b))
-			{ t->ret = 11; return NULL; }
+			return thr_fail(t, 11);
 		npu_emit_fill(&c, b.va, t->idx * 1000 + i, 8192);
 		npu_cmd_end(&c, &va, &size);
 		if (c.n > 16000)
@@ -632,24 +638,22 @@ static void *submit_thread(void *arg)
 			j.bo_count = 1;
 			j.out_syncs = (uintptr_t)&o;
 			j.out_sync_count = 1;
-			if (npu_submit(t->fd, &j, 1)) {
-				t->ret = 12;
-				return NULL;
-			}
+			if (npu_submit(t->fd, &j, 1))
+				return thr_fail(t, 12);
 		}
 		/* close the BO while the job may still run */
 		if (i % 3 == 0) {
 			munmap(b.map, b.size);
 			npu_gem_close(t->fd, b.handle);
 			if (npu_syncobj_wait(t->fd, so, NPU_TIMEOUT_NS))
-				{ t->ret = 13; return NULL; }
+				return thr_fail(t, 13);
 			continue;
 		}
 		if (npu_syncobj_wait(t->fd, so, NPU_TIMEOUT_NS) ||
 		    npu_syncobj_error(t->fd, so))
-			{ t->ret = 14; return NULL; }
+			return thr_fail(t, 14);
 		if (((uint32_t *)b.map)[2047] != (uint32_t)(t->idx * 1000 + i))
-			{ t->ret = 15; return NULL; }
+			return thr_fail(t, 15);
 		npu_bo_free(t->fd, &b);
 	}
 	t->ret = 0;
