@@ -338,6 +338,12 @@ static npu_status_t device_open(struct device *d)
 		}
 	}
 	snprintf(pr->node, sizeof(pr->node), "%s", d->node);
+	{
+		const char *m = getenv("NPU_SUBMIT");
+
+		pthread_cond_init(&d->flush_cond, NULL);
+		d->batch = !(m && !strcmp(m, "direct"));
+	}
 	snprintf(pr->name, sizeof(pr->name), "npu %04x:%04x rev %u.%u",
 		 pr->pci_id >> 16, pr->pci_id & 0xffff, pr->revision >> 16,
 		 pr->revision & 0xffff);
@@ -667,6 +673,18 @@ static int submit_now(struct device *dev, uint32_t queue_id, uint64_t cmd_va,
 	return r;
 }
 
+static struct djob *djob_alloc(struct device *dev)
+{
+	struct djob *j = dev->free_djobs;
+
+	if (j) {
+		dev->free_djobs = j->next;
+		memset(j, 0, sizeof(*j));
+		return j;
+	}
+	return calloc(1, sizeof(*j));
+}
+
 static void djob_free(struct device *dev, struct djob *j)
 {
 	unsigned i;
@@ -675,8 +693,10 @@ static void djob_free(struct device *dev, struct djob *j)
 		npu_tl_put(dev, j->deps[i].tl);
 	for (i = 0; i < j->nout; i++)
 		npu_tl_put(dev, j->out[i]);
-	free(j->deps);
-	free(j);
+	if (j->deps != j->inline_deps)
+		free(j->deps);
+	j->next = dev->free_djobs;
+	dev->free_djobs = j;
 }
 
 /* Signal points from the host so that nobody waits forever for a job that
@@ -699,6 +719,11 @@ void npu_flush_deferred(struct device *dev)
 {
 	bool progress = true;
 
+	if (dev->batch) {
+		if (dev->flusher_idle)
+			pthread_cond_signal(&dev->flush_cond);
+		return;
+	}
 	while (progress && dev->deferred) {
 		struct djob **pp = &dev->deferred, *j;
 
@@ -732,6 +757,171 @@ void npu_flush_deferred(struct device *dev)
 			progress = true;
 		}
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * Batched submission. With dev->batch (the default; NPU_SUBMIT=direct turns
+ * it off) an enqueue only writes the command buffer and appends the job to
+ * dev->deferred; a per-device submit thread takes every job that is ready,
+ * in order, and submits up to DRM_NPU_PARAM_MAX_JOBS of them with one
+ * DRM_IOCTL_NPU_SUBMIT (the driver resolves waits on points signalled by
+ * earlier jobs of the same array). While the thread is inside the ioctl,
+ * new launches accumulate, so a burst of launches costs a fraction of an
+ * ioctl each, and the first launch after idle reaches the device after one
+ * thread wake-up. Points are marked submitted when a job is taken into a
+ * batch; that is safe because only this thread submits, in order, and
+ * every wait uses WAIT_FOR_SUBMIT.
+ */
+static unsigned collect_batch(struct device *dev, struct djob **out, unsigned max)
+{
+	struct djob **pp = &dev->deferred, *j;
+	unsigned n = 0, i;
+
+	dev->deferred_tail = NULL;
+	while ((j = *pp)) {
+		bool ready = n < max;
+
+		for (i = 0; i < j->ndeps && ready; i++)
+			ready = dep_ready(&j->deps[i]);
+		if (!ready) {
+			dev->deferred_tail = j;
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		for (i = 0; i < j->nout; i++)
+			j->out[i]->submitted = j->out_pt[i];
+		out[n++] = j;
+	}
+	return n;
+}
+
+static int build_batch(struct device *dev, struct djob **b, unsigned n)
+{
+	unsigned i, k, total = 0, at = 0;
+
+	for (i = 0; i < n; i++)
+		total += b[i]->ndeps + b[i]->nout;
+	if (total > dev->bsyncs_cap) {
+		struct drm_npu_sync *ns = realloc(dev->bsyncs, total * sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		dev->bsyncs = ns;
+		dev->bsyncs_cap = total;
+	}
+	for (i = 0; i < n; i++) {
+		struct djob *j = b[i];
+		struct drm_npu_job *job = &dev->bjobs[i];
+		unsigned in0 = at;
+
+		memset(job, 0, sizeof(*job));
+		for (k = 0; k < j->ndeps; k++) {
+			if (j->deps[k].order_only ||
+			    j->deps[k].point <= j->deps[k].tl->completed)
+				continue;
+			dev->bsyncs[at].handle = j->deps[k].tl->handle;
+			dev->bsyncs[at].flags = 0;
+			dev->bsyncs[at].point = j->deps[k].point;
+			at++;
+		}
+		job->in_syncs = (uintptr_t)&dev->bsyncs[in0];
+		job->in_sync_count = at - in0;
+		job->out_syncs = (uintptr_t)&dev->bsyncs[at];
+		job->out_sync_count = j->nout;
+		for (k = 0; k < j->nout; k++, at++) {
+			dev->bsyncs[at].handle = j->out[k]->handle;
+			dev->bsyncs[at].flags = 0;
+			dev->bsyncs[at].point = j->out_pt[k];
+		}
+		job->queue_id = j->queue_id;
+		job->cmd_va = j->cmd_size ? j->s->cmd_va + j->cmd_off : 0;
+		job->cmd_size = j->cmd_size;
+		job->bo_count = j->nbo;
+		job->bo_handles = (uintptr_t)j->bo;
+	}
+	return 0;
+}
+
+static void batch_failed(struct device *dev, struct djob *j)
+{
+	signal_from_host(dev, j->out, j->out_pt, j->nout);
+	if (!j->s->sticky)
+		j->s->sticky = NPU_ERROR_LAUNCH_FAILURE;
+	if (!dev->sticky) {
+		dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
+		snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+			 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a job: %s",
+			 strerror(errno));
+	}
+}
+
+static void *flusher_main(void *arg)
+{
+	struct device *dev = arg;
+	unsigned max = dev->prop.max_jobs_per_submit;
+	struct djob **b;
+
+	if (!max || max > 64)
+		max = 64;
+	b = calloc(max, sizeof(*b));
+	pthread_mutex_lock(&dev->lock);
+	for (;;) {
+		struct drm_npu_submit sub;
+		unsigned n, i;
+		int r;
+
+		n = b ? collect_batch(dev, b, max) : 0;
+		if (!n) {
+			dev->flusher_idle = true;
+			pthread_cond_wait(&dev->flush_cond, &dev->lock);
+			dev->flusher_idle = false;
+			continue;
+		}
+		r = build_batch(dev, b, n);
+		pthread_mutex_unlock(&dev->lock);
+		if (!r) {
+			memset(&sub, 0, sizeof(sub));
+			sub.jobs = (uintptr_t)dev->bjobs;
+			sub.job_count = n;
+			sub.job_stride = sizeof(struct drm_npu_job);
+			r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+		}
+		pthread_mutex_lock(&dev->lock);
+		if (r) {
+			/* nothing of the array was queued: retry one by one so
+			 * that only the bad job fails */
+			for (i = 0; i < n; i++) {
+				struct djob *j = b[i];
+
+				if (submit_now(dev, j->queue_id,
+					       j->s->cmd_va + j->cmd_off, j->cmd_size,
+					       j->deps, j->ndeps, j->out, j->out_pt,
+					       j->nout, j->bo, j->nbo))
+					batch_failed(dev, j);
+			}
+		}
+		for (i = 0; i < n; i++)
+			djob_free(dev, b[i]);
+	}
+	return NULL;
+}
+
+int npu_start_flusher(struct device *dev)
+{
+	unsigned max = dev->prop.max_jobs_per_submit;
+
+	if (!max || max > 64)
+		max = 64;
+	if (!dev->bjobs) {
+		dev->bjobs = calloc(max, sizeof(*dev->bjobs));
+		if (!dev->bjobs)
+			return -1;
+	}
+	if (pthread_create(&dev->flusher, NULL, flusher_main, dev))
+		return -1;
+	dev->flusher_started = true;
+	return 0;
 }
 
 /* Reserve bytes in the stream's command ring. Caller holds dev->lock (it
@@ -968,6 +1158,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 			}
 		}
 	}
+	if (dev->batch)
+		ready = false;		/* the submit thread submits it */
 	for (i = 0; i < jc->ndeps && ready; i++)
 		ready = dep_ready(&jc->deps[i]);
 	if (ready) {
@@ -982,15 +1174,17 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 					"DRM_IOCTL_NPU_SUBMIT: %s", strerror(-r));
 		}
 	} else {
-		struct djob *j = calloc(1, sizeof(*j));
+		struct djob *j = djob_alloc(dev);
 
 		if (!j) {
 			jc_release(jc);
 			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "deferred job");
 		}
-		j->deps = malloc(jc->ndeps * sizeof(*j->deps));
+		j->deps = jc->ndeps <= INLINE_DEPS ? j->inline_deps :
+			malloc(jc->ndeps * sizeof(*j->deps));
 		if (!j->deps) {
-			free(j);
+			j->deps = j->inline_deps;
+			djob_free(dev, j);
 			jc_release(jc);
 			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "deferred job");
 		}
@@ -1015,6 +1209,15 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		else
 			dev->deferred = j;
 		dev->deferred_tail = j;
+		if (dev->batch) {
+			if (!dev->flusher_started && npu_start_flusher(dev)) {
+				/* no thread: fall back to direct submission */
+				dev->batch = false;
+				npu_flush_deferred(dev);
+			} else if (dev->flusher_idle) {
+				pthread_cond_signal(&dev->flush_cond);
+			}
+		}
 	}
 	commit_stream_deps(dev, s);
 	s->tl->next = out_pt[0];

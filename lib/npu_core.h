@@ -52,6 +52,7 @@ int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
 
 npu_status_t npu_check_faults(struct device *dev);
 void npu_flush_deferred(struct device *dev);
+int npu_start_flusher(struct device *dev);
 
 npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 			   uint32_t max_bytes, struct jobctx *jc);

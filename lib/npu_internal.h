@@ -68,7 +68,8 @@ struct djob {				/* a deferred job */
 	uint32_t queue_id;
 	uint32_t cmd_off, cmd_size;
 	unsigned ndeps;
-	struct dep *deps;		/* refs held */
+	struct dep *deps;		/* refs held; inline_deps or heap */
+	struct dep inline_deps[INLINE_DEPS];
 	unsigned nout;
 	struct tl *out[2];		/* refs held */
 	uint64_t out_pt[2];
@@ -165,6 +166,15 @@ struct device {
 	unsigned rr[2];			/* round-robin ring choice */
 	unsigned ring_users[2][NPU_MAX_RINGS_LIB];
 	struct djob *deferred, *deferred_tail;
+	struct djob *free_djobs;	/* recycled, so enqueue never mallocs */
+	/* batched submission (see npu_core.c) */
+	bool batch;			/* jobs go through the submit thread */
+	bool flusher_started, flusher_idle;
+	pthread_t flusher;
+	pthread_cond_t flush_cond;
+	struct drm_npu_job *bjobs;
+	struct drm_npu_sync *bsyncs;
+	unsigned bsyncs_cap;
 	/* errors */
 	npu_status_t sticky;
 	char sticky_msg[256];

@@ -893,21 +893,17 @@ npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
 	if (e->tl->next) {
 		uint64_t p = e->tl->next;
 
-		if (e->tl->submitted < p) {	/* deferred record: wait */
-			struct tl *t = e->tl;
+		/* the record may still be on its way to the kernel */
+		struct tl *t = e->tl;
 
-			t->refs++;
-			pthread_mutex_unlock(&dev->lock);
-			drmSyncobjTimelineWait(dev->fd, &t->handle, &p, 1, INT64_MAX,
-					       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
-					       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE,
-					       NULL);
-			pthread_mutex_lock(&dev->lock);
-			r = drmSyncobjTransfer(dev->fd, tmp, 0, t->handle, p, 0);
-			npu_tl_put(dev, t);
-		} else {
-			r = drmSyncobjTransfer(dev->fd, tmp, 0, e->tl->handle, p, 0);
-		}
+		t->refs++;
+		pthread_mutex_unlock(&dev->lock);
+		drmSyncobjTimelineWait(dev->fd, &t->handle, &p, 1, INT64_MAX,
+				       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+				       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, NULL);
+		pthread_mutex_lock(&dev->lock);
+		r = drmSyncobjTransfer(dev->fd, tmp, 0, t->handle, p, 0);
+		npu_tl_put(dev, t);
 		if (r) {
 			st = npu_fail(NPU_ERROR_OS, "drmSyncobjTransfer: %s",
 				      strerror(errno));

@@ -28,7 +28,7 @@ int main(void)
 {
 	npu_device_prop p;
 	npu_stream_t s;
-	double t0, best_launch = 1e30, best_ioctl = 1e30;
+	double t0, best_launch = 1e30, best_ioctl = 1e30, sum_launch = 0, sum_ioctl = 0;
 	int r, i, fd;
 
 	tap_need_device();
@@ -51,6 +51,8 @@ int main(void)
 		for (i = 0; i < BATCH; i++)
 			ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &gp);
 		ti = (now_ns() - t0) / BATCH;
+		sum_launch += tl;
+		sum_ioctl += ti;
 		if (tl < best_launch)
 			best_launch = tl;
 		if (ti < best_ioctl)
@@ -96,6 +98,8 @@ int main(void)
 	tap_diag("npu_launch (async, NOP): %.0f ns; GET_PARAM ioctl: %.0f ns; "
 		 "ratio %.2f (best of %d rounds of %d)", best_launch, best_ioctl,
 		 best_launch / best_ioctl, ROUNDS, BATCH);
+	tap_diag("means: npu_launch %.0f ns, GET_PARAM %.0f ns, ratio %.2f",
+		 sum_launch / ROUNDS, sum_ioctl / ROUNDS, sum_launch / sum_ioctl);
 	printf("launch_ns %.0f\nget_param_ns %.0f\n", best_launch, best_ioctl);
 	MUST(npu_stream_destroy(s));
 	close(fd);
