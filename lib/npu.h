@@ -426,8 +426,12 @@ npu_status_t npu_kernel_info(npu_kernel_t kernel, const char **name,
 
 /* Launch kernel over grid with nargs arguments on stream (NULL = legacy
  * default stream) (cudaLaunchKernel). flags: NPU_LAUNCH_ASYNC returns once
- * the job is queued (one ioctl, no allocation); NPU_LAUNCH_SYNC then waits
- * for stream; NPU_LAUNCH_SYNC_DEVICE then waits for the whole device.
+ * the job is queued: the packet is written into the stream's command ring
+ * and the job handed to the device's submit thread, which passes all queued
+ * jobs to the driver in one DRM_IOCTL_NPU_SUBMIT (no system call and no
+ * allocation in the caller; NPU_SUBMIT=direct in the environment makes it
+ * one ioctl per job instead). NPU_LAUNCH_SYNC then waits for stream;
+ * NPU_LAUNCH_SYNC_DEVICE then waits for the whole device.
  * nargs must equal the kernel's argument count
  * (NPU_ERROR_INVALID_CONFIGURATION otherwise, also for a zero grid
  * dimension). Device faults are reported asynchronously (see top). */
