@@ -46,7 +46,12 @@
 /* Ring buffers: every job takes one fixed 64-byte slot (16 dwords). */
 #define NPU_RING_BYTES		(16 * 1024)
 #define NPU_JOB_SLOT_DW		16
-#define NPU_RING_CREDITS	128	/* jobs in flight per ring (< slots) */
+/*
+ * Jobs on one ring at a time (< slots). Enough to keep a ring busy while the
+ * interrupt of the previous job is handled, few enough that queue
+ * priorities decide what runs next when a ring is contended.
+ */
+#define NPU_RING_CREDITS	8
 #define NPU_FENCE_SLOT		64	/* bytes between two rings' seqnos */
 
 struct npu_device;

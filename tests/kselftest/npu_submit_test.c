@@ -592,6 +592,51 @@ TEST_F(npu, queue_destroy_with_jobs)
 	ASSERT_EQ(((uint32_t *)b.map)[0], 9);
 }
 
+/*
+ * A contended ring: low-priority jobs queued first, one high-priority job
+ * after them. The high-priority job overtakes most of them.
+ */
+TEST_F(npu, priority_high_overtakes_low)
+{
+	const int n = 24;
+	uint64_t spin[1] = { 100000000 };	/* 100 ms */
+	uint64_t *ts, va;
+	uint32_t ql, qh, so_hi, size;
+	struct npu_bo t;
+	int i, later = 0;
+
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_LOW, 0, &ql), 0);
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_HIGH, 0, &qh), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so_hi), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &t), 0);
+	ts = t.map;
+
+	/* occupy ring 0 */
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, spin);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, 0), 0);
+	for (i = 0; i < n; i++) {
+		npu_emit_timestamp(&self->cmd, t.va + 8 * i);
+		npu_cmd_end(&self->cmd, &va, &size);
+		ASSERT_EQ(npu_submit_one(self->fd, ql, va, size,
+					 i == n - 1 ? self->so : 0), 0);
+	}
+	npu_emit_timestamp(&self->cmd, t.va + 8 * n);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, qh, va, size, so_hi), 0);
+
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so_hi, NPU_TIMEOUT_NS), 0);
+	for (i = 0; i < n; i++) {
+		ASSERT_NE(ts[i], 0);
+		if (ts[i] > ts[n])
+			later++;
+	}
+	ASSERT_GE(later, n / 2);
+}
+
 struct thr {
 	int fd;
 	int idx;
