@@ -272,6 +272,92 @@ static void test_host_func(void)
 	MUST(npu_host_free(pinned));
 }
 
+/* a host function that blocks until released: later work must wait */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_open, gate_entered;
+
+static void gate(void *p)
+{
+	(void)p;
+	pthread_mutex_lock(&gate_lock);
+	gate_entered = 1;
+	pthread_cond_broadcast(&gate_cond);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static int done_flag;
+
+static void set_done(void *p)
+{
+	(void)p;
+	done_flag = 1;
+}
+
+static void test_blocking_host_func(void)
+{
+	npu_stream_t s, r, w;
+	npu_event_t e;
+	float v;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&r, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&w, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&e, 0));
+	MUST(npu_memset(dx, 0, N * 4));
+	MUST(npu_memset(dy, 0, N * 4));
+	MUST(npu_launch_host_func(s, gate, NULL));
+	fill(dx, 5.0f, s);			/* must wait for the gate */
+	MUST(npu_event_record(e, s));
+	MUST(npu_stream_wait_event(w, e, 0));
+	fill(dy, 6.0f, w);			/* must wait for the event */
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_entered)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	pthread_mutex_unlock(&gate_lock);
+	MUST(spin(r, 20000000));		/* give wrong code a chance */
+	MUST(npu_stream_synchronize(r));
+	MUST(npu_memcpy_async(&v, dx, 4, NPU_MEMCPY_DEVICE_TO_HOST, r));
+	tap_ok(v == 0.0f, "work queued after a blocked host function waits");
+	MUST(npu_memcpy_async(&v, dy, 4, NPU_MEMCPY_DEVICE_TO_HOST, r));
+	tap_ok(v == 0.0f, "and so does another stream waiting on an event "
+	       "recorded behind it");
+	ST(npu_stream_query(s), NPU_ERROR_NOT_READY, "the stream is not idle");
+	ST(npu_event_query(e), NPU_ERROR_NOT_READY, "the event is not complete");
+	pthread_mutex_lock(&gate_lock);
+	gate_open = 1;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	MUST(npu_stream_synchronize(w));
+	MUST(npu_memcpy_async(&v, dx, 4, NPU_MEMCPY_DEVICE_TO_HOST, r));
+	tap_ok(v == 5.0f, "after the release the stream's work ran");
+	MUST(npu_memcpy_async(&v, dy, 4, NPU_MEMCPY_DEVICE_TO_HOST, r));
+	tap_ok(v == 6.0f, "and the waiting stream's work too");
+
+	/* destroy waits for pending work, host functions included */
+	MUST(spin(s, 50000000));
+	MUST(npu_launch_host_func(s, set_done, NULL));
+	ST(npu_stream_destroy(s), NPU_SUCCESS, "destroy a stream with pending work");
+	tap_ok(done_flag == 1, "its pending host function ran before destroy returned");
+
+	/* synchronous npu_memcpy waits for blocking streams (legacy rules) */
+	{
+		npu_stream_t b;
+
+		MUST(npu_stream_create(&b, 0, 0));
+		MUST(spin(b, 50000000));
+		fill(dx, 8.0f, b);
+		MUST(npu_memcpy(&v, dx, 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		tap_ok(v == 8.0f, "npu_memcpy waits for prior work of blocking streams");
+		MUST(npu_stream_destroy(b));
+	}
+	npu_event_destroy(e);
+	MUST(npu_stream_destroy(r));
+	MUST(npu_stream_destroy(w));
+}
+
 int main(void)
 {
 	tap_need_device();
@@ -282,6 +368,7 @@ int main(void)
 	test_legacy();
 	test_parallel_forms();
 	test_host_func();
+	test_blocking_host_func();
 	npu_free(dx);
 	npu_free(dy);
 	return tap_done();
