@@ -1073,6 +1073,8 @@ static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
 		if (st)
 			return st;
 	}
+	if (jc->no_implicit)
+		return NPU_SUCCESS;
 	if (s->legacy) {
 		for (b = dev->streams; b; b = b->next) {
 			if (b->legacy || (b->flags & NPU_STREAM_NON_BLOCKING))
@@ -1091,6 +1093,55 @@ static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
 			if (st)
 				return st;
 		}
+	}
+	return NPU_SUCCESS;
+}
+
+/* A job takes at most 64 in-fences (driver limit). Before a legacy-stream
+ * job that would wait on more than LEGACY_FANIN blocking streams, empty
+ * barrier jobs on the legacy stream absorb them LEGACY_FANIN at a time; the
+ * job itself then waits on the last barrier through stream order. */
+#define LEGACY_FANIN 48
+
+static bool legacy_candidate(const struct npu_stream *b)
+{
+	return !b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
+	       b->tl->next > b->waited_by_legacy && b->tl->next > b->tl->completed;
+}
+
+static npu_status_t legacy_fanin(struct device *dev, struct npu_stream *s,
+				 int queue)
+{
+	struct npu_stream *b, *chunk[LEGACY_FANIN];
+	uint64_t pts[LEGACY_FANIN];
+	unsigned n = 0, k, i;
+	npu_status_t st;
+
+	for (b = dev->streams; b; b = b->next)
+		n += legacy_candidate(b);
+	while (n > LEGACY_FANIN) {
+		struct jobctx jc;
+
+		memset(&jc, 0, sizeof(jc));
+		jc.s = s;
+		jc.no_implicit = true;
+		for (b = dev->streams, k = 0; b && k < LEGACY_FANIN; b = b->next) {
+			if (!legacy_candidate(b))
+				continue;
+			st = npu_job_wait(&jc, b->tl, b->tl->next);
+			if (st) {
+				npu_job_abort(&jc);
+				return st;
+			}
+			chunk[k] = b;
+			pts[k++] = b->tl->next;
+		}
+		st = npu_job_submit(dev, &jc, queue, NULL, 0, NULL);
+		if (st)
+			return st;
+		for (i = 0; i < k; i++)
+			chunk[i]->waited_by_legacy = pts[i];
+		n -= k;
 	}
 	return NPU_SUCCESS;
 }
@@ -1138,6 +1189,13 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	if (!jc->deps) {
 		jc->deps = jc->inline_deps;
 		jc->cap = INLINE_DEPS;
+	}
+	if (s->legacy && !jc->no_implicit) {
+		st = legacy_fanin(dev, s, queue);
+		if (st) {
+			jc_release(jc);
+			return st;
+		}
 	}
 	st = add_stream_deps(dev, jc, queue);
 	if (st) {
@@ -1219,7 +1277,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 			}
 		}
 	}
-	commit_stream_deps(dev, s);
+	if (!jc->no_implicit)
+		commit_stream_deps(dev, s);
 	s->tl->next = out_pt[0];
 	if (ev)
 		ev->next = ev_point;

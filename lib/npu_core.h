@@ -28,6 +28,7 @@ struct jobctx {
 	uint32_t bo[2];
 	unsigned nbo;
 	uint32_t kernel;		/* kernel id + 1 for launches */
+	bool no_implicit;		/* legacy fan-in barrier: own order only */
 };
 
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)

@@ -121,10 +121,43 @@ static void test_fd_leaks(void)
 	       "events, 10 allocations (%d -> %d)", before, after);
 }
 
+/* more blocking streams with pending work than one job can wait on: the
+ * legacy stream must still wait for all of them */
+static void test_many_streams(void)
+{
+	enum { NS = 100, PER = 256 };
+	npu_stream_t s[NS];
+	float *h = malloc(NS * PER * 4);
+	void *d;
+	int i, j, ok = 1;
+
+	MUST(npu_malloc(&d, NS * PER * 4));
+	MUST(npu_memset(d, 0, NS * PER * 4));
+	for (i = 0; i < NS; i++) {
+		uint64_t a[3] = { npu_arg_ptr((char *)d + i * PER * 4), PER,
+				  npu_arg_f32((float)i) };
+
+		MUST(npu_stream_create(&s[i], 0, 0));
+		MUST(spin(s[i], 1000000));
+		MUST(npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3, s[i], 0));
+	}
+	ST(npu_memcpy(h, d, NS * PER * 4, NPU_MEMCPY_DEVICE_TO_HOST), NPU_SUCCESS,
+	   "legacy copy after work on %d blocking streams", NS);
+	for (i = 0; i < NS; i++)
+		for (j = 0; j < PER; j++)
+			ok &= h[i * PER + j] == (float)i;
+	tap_ok(ok, "it waited for all %d streams", NS);
+	for (i = 0; i < NS; i++)
+		MUST(npu_stream_destroy(s[i]));
+	npu_free(d);
+	free(h);
+}
+
 int main(void)
 {
 	tap_need_device();
 	test_threads();
+	test_many_streams();
 	test_fd_leaks();
 	return tap_done();
 }
