@@ -90,15 +90,26 @@ static int npu_debugfs_contexts_show(struct seq_file *m, void *unused)
 DEFINE_SHOW_ATTRIBUTE(npu_debugfs_contexts);
 
 /**
- * npu_debugfs_init() - &drm_driver.debugfs_init
+ * npu_debugfs_create() - create the driver's debugfs files
+ * @ndev: device
+ * @root: directory of the device (NULL: debugfs is off, do nothing)
+ */
+void npu_debugfs_create(struct npu_device *ndev, struct dentry *root)
+{
+	if (IS_ERR_OR_NULL(root))
+		return;
+	debugfs_create_file("rings", 0444, root, ndev,
+			    &npu_debugfs_rings_fops);
+	debugfs_create_file("contexts", 0444, root, ndev,
+			    &npu_debugfs_contexts_fops);
+}
+
+/**
+ * npu_debugfs_init() - &drm_driver.debugfs_init (render-node kernels;
+ * accel kernels do not call it, see npu_probe())
  * @minor: the device's minor
  */
 void npu_debugfs_init(struct drm_minor *minor)
 {
-	struct npu_device *ndev = to_npu_device(minor->dev);
-
-	debugfs_create_file("rings", 0444, minor->debugfs_root, ndev,
-			    &npu_debugfs_rings_fops);
-	debugfs_create_file("contexts", 0444, minor->debugfs_root, ndev,
-			    &npu_debugfs_contexts_fops);
+	npu_debugfs_create(to_npu_device(minor->dev), minor->debugfs_root);
 }

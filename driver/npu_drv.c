@@ -402,6 +402,10 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = drm_dev_register(&ndev->drm, 0);
 	if (ret)
 		goto err_irqs;
+#ifdef NPU_HAVE_ACCEL
+	/* accel minors do not call &drm_driver.debugfs_init */
+	npu_debugfs_create(ndev, ndev->drm.debugfs_root);
+#endif
 	ret = npu_sysfs_init(ndev);
 	if (ret)
 		dev_warn(&pdev->dev, "no sysfs attributes (%d)\n", ret);

@@ -459,6 +459,7 @@ void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 
 /* npu_debugfs.c, npu_sysfs.c */
 void npu_debugfs_init(struct drm_minor *minor);
+void npu_debugfs_create(struct npu_device *ndev, struct dentry *root);
 int npu_sysfs_init(struct npu_device *ndev);
 void npu_sysfs_fini(struct npu_device *ndev);
 

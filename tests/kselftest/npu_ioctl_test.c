@@ -4,6 +4,7 @@
  * PRIME, queues and SUBMIT argument checking, with one negative test per
  * error path (bad flags, pads, handles, sizes, pointers).
  */
+#include <glob.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -861,6 +862,54 @@ TEST_F(dev, unknown_ioctl)
 	ASSERT_EQ(npu_ioctl(self->fd,
 			    DRM_IOWR(DRM_COMMAND_BASE + 0x3f,
 				     struct drm_npu_get_param), &p), -EINVAL);
+}
+
+static int read_all(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY), n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf + total, len - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = 0;
+	return n < 0 ? -1 : total;
+}
+
+/* The sysfs counters and (if mounted) debugfs files read back sanely. */
+TEST_F(dev, sysfs_and_debugfs)
+{
+	static const char *const attrs[] = {
+		"jobs_submitted", "jobs_completed", "jobs_failed", "faults",
+		"resets", "utilization",
+	};
+	static char buf[1 << 16];
+	char path[256];
+	glob_t g;
+	size_t i;
+
+	ASSERT_EQ(glob("/sys/bus/pci/drivers/npu/0000:*/npu", 0, NULL, &g), 0);
+	for (i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", g.gl_pathv[0], attrs[i]);
+		ASSERT_GT(read_all(path, buf, sizeof(buf)), 0);
+	}
+	ASSERT_NE(strstr(buf, "compute0"), NULL);	/* utilization */
+	globfree(&g);
+
+	if (glob("/sys/kernel/debug/{accel,dri}/*/rings", GLOB_BRACE, NULL,
+		 &g))
+		SKIP(return, "debugfs not mounted");
+	for (i = 0; i < g.gl_pathc; i++) {
+		char *dir = g.gl_pathv[i];
+
+		ASSERT_GT(read_all(dir, buf, sizeof(buf)), 0);
+		ASSERT_NE(strstr(buf, "npu-compute0"), NULL);
+		strcpy(strrchr(dir, '/'), "/contexts");
+		ASSERT_GT(read_all(dir, buf, sizeof(buf)), 0);
+		ASSERT_NE(strstr(buf, "ctx "), NULL);
+	}
+	globfree(&g);
 }
 
 TEST_HARNESS_MAIN
