@@ -192,6 +192,12 @@ struct device {
 	unsigned ts_nchunks;
 	int *ts_free;
 	unsigned ts_nfree, ts_free_cap;
+	struct ts_zombie {		/* slots of destroyed events whose */
+		int index;		/* last record is still pending */
+		struct tl *tl;
+		uint64_t point;
+	} *ts_zombies;
+	unsigned ts_nzombies, ts_zombies_cap;
 };
 
 #endif /* NPU_INTERNAL_H */

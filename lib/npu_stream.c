@@ -584,6 +584,18 @@ fail:
  */
 static int ts_alloc(struct device *dev)
 {
+	unsigned z;
+
+	/* reclaim slots of destroyed events once their last record is done */
+	for (z = 0; !dev->ts_nfree && z < dev->ts_nzombies; z++) {
+		struct ts_zombie *zz = &dev->ts_zombies[z];
+
+		if (npu_tl_done(dev, zz->tl, zz->point)) {
+			dev->ts_free[dev->ts_nfree++] = zz->index;
+			npu_tl_put(dev, zz->tl);
+			*zz = dev->ts_zombies[--dev->ts_nzombies];
+		}
+	}
 	if (!dev->ts_nfree) {
 		unsigned c = dev->ts_nchunks, i;
 		int *nf;
@@ -655,8 +667,30 @@ static npu_status_t event_new(struct device *dev, unsigned flags, bool timing,
 static void event_free(struct device *dev, struct npu_event *e)
 {
 	pthread_mutex_lock(&dev->lock);
-	if (e->ts_index >= 0)
+	if (e->ts_index >= 0 && !npu_tl_done(dev, e->tl, e->tl->next)) {
+		/* a pending record will still write the slot: reuse it later */
+		if (dev->ts_nzombies == dev->ts_zombies_cap) {
+			unsigned nc = dev->ts_zombies_cap ? 2 * dev->ts_zombies_cap : 16;
+			struct ts_zombie *nz = realloc(dev->ts_zombies,
+						       nc * sizeof(*nz));
+
+			if (nz) {
+				dev->ts_zombies = nz;
+				dev->ts_zombies_cap = nc;
+			}
+		}
+		if (dev->ts_nzombies < dev->ts_zombies_cap) {
+			struct ts_zombie *zz = &dev->ts_zombies[dev->ts_nzombies++];
+
+			zz->index = e->ts_index;
+			zz->tl = e->tl;
+			zz->point = e->tl->next;
+			e->tl->refs++;
+		}
+		/* (without memory for the list the slot is leaked, not reused) */
+	} else if (e->ts_index >= 0) {
 		dev->ts_free[dev->ts_nfree++] = e->ts_index;
+	}
 	npu_tl_put(dev, e->tl);
 	pthread_mutex_unlock(&dev->lock);
 	e->magic = 0;
