@@ -69,7 +69,15 @@ bool npu_aborted(NpuRing *r)
     return qatomic_read(&r->abort) || qatomic_read(&r->stop);
 }
 
-/* Sleep until the realtime clock reaches deadline; false if aborted. */
+/*
+ * Sleep until the realtime clock reaches deadline; false if aborted. Sleeps
+ * in slices of at most 1 ms (so a reset is noticed quickly) and spins for
+ * the last NPU_SPIN_NS, because a sleep overshoots by the timer slack
+ * (~50 us) and short commands (a few us of launch latency) would otherwise
+ * all take about that long.
+ */
+#define NPU_SPIN_NS 100000
+
 bool npu_sleep_until(NpuRing *r, int64_t deadline)
 {
     for (;;) {
@@ -82,8 +90,10 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
         if (now >= deadline) {
             return true;
         }
-        d = MIN(deadline - now, 1000000);
-        g_usleep(MAX(d / 1000, 1));
+        d = deadline - now;
+        if (d > NPU_SPIN_NS) {
+            g_usleep(MIN(d - NPU_SPIN_NS, 1000000) / 1000 + 1);
+        }
     }
 }
 
