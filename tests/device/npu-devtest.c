@@ -2117,6 +2117,36 @@ static void test_timing(void)
 	stop("timing=off instance");
 }
 
+/* The largest configuration: 16 compute rings, 64 units. */
+static void test_max_config(void)
+{
+	struct pk p = { .n = 0 };
+	bool good = true;
+
+	start("compute-rings=16,copy-rings=0,compute-units=64,devmem-size=1M", 0);
+	ok(nrings == 16 && nvec == 17 && NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 64 &&
+	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 20,
+	   "16 rings, 17 MSI-X vectors, 64 units, 1 MiB device memory");
+	for (unsigned r = 0; r < nrings; r++) {
+		p.n = 0;
+		pk_fence(&p, 0x500 + r, fence_pa(r), 1);
+		ring_submit(r, &p);
+	}
+	for (unsigned r = 0; r < nrings; r++)
+		good &= wait_msi(r, 5000) && rrd(r, NPU_RING_FENCE) == 0x500 + r;
+	ok(good, "fence + MSI-X on each of 16 rings");
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(0x7f, 0, 1));
+	ring_submit(15, &p);
+	ok(expect_error(15, NPU_ERR_BAD_OPCODE, ~0ull, 0x7f) && wait_msi(16, 5000),
+	   "error on ring 15 raises vector 16");
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 100, 1000000);
+	ok(ring_run(0, &p, 5000) && rd(NPU_REG_CU_BUSY_LO(63)) >= 1000000 &&
+	   rd(NPU_REG_CU_BUSY_LO(64)) == 0, "a 100-block launch holds all 64 units");
+	stop("max-config instance");
+}
+
 static int run_capture(const char *const *argv, char *out, size_t max)
 {
 	int pfd[2], status;
@@ -2274,6 +2304,7 @@ static void run_all(void)
 	test_fuzz();
 	stop("main instance");
 	test_timing();
+	test_max_config();
 	test_properties();
 	test_hotplug();
 }
