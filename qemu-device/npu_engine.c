@@ -12,6 +12,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/log.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "npu.h"
@@ -488,6 +489,9 @@ void *npu_ring_thread(void *opaque)
         if (!r->abort && !r->stop) {
             r->head = next;
             if (err.code) {
+                qemu_log_mask(LOG_GUEST_ERROR, "npu: ring %u halted: error %u "
+                              "ctx %u addr 0x%" PRIx64 " info 0x%x\n",
+                              r->idx, err.code, r->context, err.addr, info);
                 r->halted = true;
                 r->error = err.code;
                 r->error_ctx = r->context;
