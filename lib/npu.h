@@ -215,8 +215,11 @@ typedef struct npu_stream *npu_stream_t;
 /* Copy count bytes (cudaMemcpy). Issued on the legacy default stream, so
  * it waits for prior work of all blocking streams (as CUDA). Returns when
  * the copy is complete, except device-to-device copies, which return once
- * queued (as CUDA). Device ranges must lie inside one allocation
- * (NPU_ERROR_INVALID_VALUE otherwise). */
+ * queued (as CUDA). Device and pinned ranges must lie inside one
+ * allocation (NPU_ERROR_INVALID_VALUE otherwise); a pointer that an
+ * explicit kind says is device memory but is not inside a live npu_malloc()
+ * allocation gives NPU_ERROR_INVALID_POINTER. Host-to-host copies are done
+ * by the CPU after the stream's earlier work. */
 npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
 			npu_memcpy_kind_t kind);
 
@@ -235,7 +238,9 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 			      npu_memcpy_kind_t kind, npu_stream_t stream);
 
 /* Set count bytes of device memory to the byte value (cudaMemset):
- * synchronous, on the legacy default stream. */
+ * synchronous, on the legacy default stream. Any alignment and size; the
+ * range must lie inside one npu_malloc() allocation
+ * (NPU_ERROR_INVALID_POINTER / NPU_ERROR_INVALID_VALUE otherwise). */
 npu_status_t npu_memset(void *devptr, int value, size_t count);
 
 /* Queue the same on stream (cudaMemsetAsync). */
