@@ -177,7 +177,7 @@ console=$work/console.log
 qemu_args=(-machine q35 -accel tcg -cpu max -m 1G -smp 2 -nographic -no-reboot
 	-nic none -L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$vmlinuz" -initrd "$work/initrd.gz"
-	-append "console=ttyS0 loglevel=7 panic=-1"
+	-append "console=ttyS0 loglevel=$([ $shell = 1 ] && echo 4 || echo 7) panic=-1"
 	"${qemu_extra[@]}"
 	-chardev "file,id=results,path=$serial_out" -device isa-serial,chardev=results)
 
