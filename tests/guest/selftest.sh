@@ -70,5 +70,20 @@ QEMU_OVERRIDE=$work/crashing-qemu
 check "QEMU crash fails the run" fail 'QEMU exited with status' \
 	"slow sh -c 'sleep 20; echo 1..1; echo ok 1 - fine'"
 
+# The interactive shell (make shell) through a pseudo-terminal.
+n=$((n + 1))
+if [ -f "$BUILD/kmod/$rel/npu.ko" ]; then
+	if QEMU=$QEMU python3 "$top/tests/guest/shell_check.py" "$kernel" >"$work/shell.log" 2>&1; then
+		echo "ok $n - shell: npu loaded and device node present"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - shell: npu loaded and device node present"
+		tail -n 20 "$work/shell.log" | sed 's/^/# /'
+	fi
+else
+	failed=$((failed + 1))
+	echo "not ok $n - shell: no npu.ko for $rel (make modules)"
+fi
+
 echo "1..$n"
 [ $failed = 0 ]
