@@ -43,7 +43,7 @@ pkgs=(
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	linux-source-6.1
 	# guest, library, tests
-	busybox-static cpio xz-utils zstd kmod libdrm-dev gcc make
+	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
 	# demo data
 	dataset-fashion-mnist
 )
