@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <xf86drm.h>
@@ -256,7 +257,13 @@ static void enumerate(void)
 				continue;
 			struct device *d = &devices[ndevices++];
 
-			pthread_mutex_init(&d->lock, NULL);
+			pthread_mutexattr_t ma;
+
+			/* short critical sections: spin a little before sleeping */
+			pthread_mutexattr_init(&ma);
+			pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+			pthread_mutex_init(&d->lock, &ma);
+			pthread_mutexattr_destroy(&ma);
 			d->fd = -1;
 			snprintf(d->node, sizeof(d->node), "%s", names[i]);
 		}
@@ -860,6 +867,7 @@ static void *flusher_main(void *arg)
 {
 	struct device *dev = arg;
 	unsigned max = dev->prop.max_jobs_per_submit;
+	bool idle_once = false;
 	struct djob **b;
 
 	if (!max || max > 64)
@@ -872,6 +880,16 @@ static void *flusher_main(void *arg)
 		int r;
 
 		n = b ? collect_batch(dev, b, max) : 0;
+		if (!n && !idle_once) {
+			/* let a caller that is still queueing add more before
+			 * we sleep and it has to wake us */
+			idle_once = true;
+			pthread_mutex_unlock(&dev->lock);
+			sched_yield();
+			pthread_mutex_lock(&dev->lock);
+			continue;
+		}
+		idle_once = false;
 		if (!n) {
 			dev->flusher_idle = true;
 			pthread_cond_wait(&dev->flush_cond, &dev->lock);
@@ -909,8 +927,17 @@ static void *flusher_main(void *arg)
 
 int npu_start_flusher(struct device *dev)
 {
-	unsigned max = dev->prop.max_jobs_per_submit;
+	unsigned max = dev->prop.max_jobs_per_submit, i;
 
+	/* stock the free list so that bursts do not allocate */
+	for (i = 0; i < CMD_INFLIGHT; i++) {
+		struct djob *j = calloc(1, sizeof(*j));
+
+		if (!j)
+			break;
+		j->next = dev->free_djobs;
+		dev->free_djobs = j;
+	}
 	if (!max || max > 64)
 		max = 64;
 	if (!dev->bjobs) {

@@ -16,6 +16,15 @@
 #define BATCH 256
 #define ROUNDS 8
 
+static double all_launch[ROUNDS], all_ioctl[ROUNDS];
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static double now_ns(void)
 {
 	struct timespec t;
@@ -53,6 +62,9 @@ int main(void)
 		ti = (now_ns() - t0) / BATCH;
 		sum_launch += tl;
 		sum_ioctl += ti;
+		all_launch[r] = tl;
+		all_ioctl[r] = ti;
+		tap_diag("round %d: npu_launch %.0f ns, GET_PARAM %.0f ns", r, tl, ti);
 		if (tl < best_launch)
 			best_launch = tl;
 		if (ti < best_ioctl)
@@ -100,6 +112,11 @@ int main(void)
 		 best_launch / best_ioctl, ROUNDS, BATCH);
 	tap_diag("means: npu_launch %.0f ns, GET_PARAM %.0f ns, ratio %.2f",
 		 sum_launch / ROUNDS, sum_ioctl / ROUNDS, sum_launch / sum_ioctl);
+	qsort(all_launch, ROUNDS, sizeof(double), cmp_d);
+	qsort(all_ioctl, ROUNDS, sizeof(double), cmp_d);
+	tap_diag("medians: npu_launch %.0f ns, GET_PARAM %.0f ns, ratio %.2f",
+		 all_launch[ROUNDS / 2], all_ioctl[ROUNDS / 2],
+		 all_launch[ROUNDS / 2] / all_ioctl[ROUNDS / 2]);
 	printf("launch_ns %.0f\nget_param_ns %.0f\n", best_launch, best_ioctl);
 	MUST(npu_stream_destroy(s));
 	close(fd);
