@@ -36,6 +36,24 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/runner.tap")
 	add_row runner-selftest host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# Kernel style: checkpatch.pl --strict from linux-source-6.1, per file.
+	ksrc=$("$top/scripts/kselftest-headers.sh")/../../..
+	i=0
+	for f in "$top"/driver/*.[ch] "$top"/uapi/drm/*.h "$top"/tests/guest/selftest-module/*.c; do
+		[ -f "$f" ] || continue
+		i=$((i + 1))
+		if perl "$ksrc/scripts/checkpatch.pl" --no-tree --strict --quiet -f "$f" >"$res/host/cp.out" 2>&1; then
+			echo "ok $i - ${f#$top/}"
+		else
+			echo "not ok $i - ${f#$top/}"
+			sed 's/^/# /' "$res/host/cp.out"
+		fi
+	done >"$res/host/checkpatch.tap"
+	rm -f "$res/host/cp.out"
+	read -r p f s < <(tap_count "$res/host/checkpatch.tap")
+	add_row checkpatch host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"

@@ -7,17 +7,15 @@
 #include <linux/module.h>
 #include <linux/bug.h>
 
+static void *npu_selftest_null;
 static char *mode = "warn";
 module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode, "warn: WARN() on load; oops: NULL dereference on load");
 
 static int __init npu_selftest_fault_init(void)
 {
-	if (!strcmp(mode, "oops")) {
-		int *volatile p = NULL;
-
-		return *p;
-	}
+	if (!strcmp(mode, "oops"))
+		return *(int *)READ_ONCE(npu_selftest_null);
 	WARN(1, "npu runner self-test: deliberate warning\n");
 	return -EINVAL;
 }
