@@ -784,15 +784,19 @@ npu_status_t npu_event_query(npu_event_t e)
 {
 	struct device *dev;
 	npu_status_t st = get_event(e);
+	bool known;
 
 	if (st)
 		return st;
 	dev = e->dev;
 	pthread_mutex_lock(&dev->lock);
+	known = e->tl->next <= e->tl->completed;
 	if (!npu_tl_done(dev, e->tl, e->tl->next)) {
 		st = NPU_ERROR_NOT_READY;
 	} else {
-		npu_check_faults(dev);
+		/* ask the driver for faults only when the completion is news */
+		if (!known)
+			npu_check_faults(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);
