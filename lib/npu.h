@@ -198,6 +198,22 @@ npu_status_t npu_host_register(void *ptr, size_t size, unsigned int flags);
  * pointer given there (cudaHostUnregister). Waits for the device first. */
 npu_status_t npu_host_unregister(void *ptr);
 
+/* Share pinned host memory with another process or driver as a dma-buf
+ * file descriptor (PRIME). ptr must be a pointer returned by
+ * npu_host_alloc(); the caller owns *fd. Comparable to
+ * cudaIpcGetMemHandle, but for pinned memory: device memory (npu_malloc)
+ * and registered memory give NPU_ERROR_NOT_SUPPORTED, because the driver
+ * does not export device-local or user-pinned buffers. */
+npu_status_t npu_mem_export_fd(void *ptr, int *fd);
+
+/* Import a dma-buf fd (e.g. from npu_mem_export_fd() in another process):
+ * it becomes pinned host memory of this process, mapped at *ptr, *size
+ * bytes, usable by copies and kernels like npu_host_alloc() memory; release
+ * it with npu_host_free(). The fd is not consumed. Importing a buffer this
+ * process already has gives NPU_ERROR_ALREADY_MAPPED.
+ * (cudaIpcOpenMemHandle / cudaIpcCloseMemHandle.) */
+npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size);
+
 /* Direction of a copy (cudaMemcpyKind, same values). With
  * NPU_MEMCPY_DEFAULT the direction is inferred from the pointers: a pointer
  * inside a live npu_malloc() allocation is device memory, anything else is

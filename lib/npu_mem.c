@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,6 +296,115 @@ npu_status_t npu_host_unregister(void *ptr)
 	if (!ptr)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "ptr is NULL");
 	return release(htab, ptr, true, "npu_host_register");
+}
+
+/* ------------------------------------------------------------------------
+ * PRIME sharing of pinned memory
+ */
+npu_status_t npu_mem_export_fd(void *ptr, int *fd)
+{
+	struct device *dev;
+	struct alloc *a;
+	npu_status_t st;
+	uint32_t handle;
+	bool pinned;
+
+	if (!ptr || !fd)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL pointer or fd");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	a = tab_find(&dev->dmem, (uintptr_t)ptr);
+	if (a && a->key == (uintptr_t)ptr) {
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				"device memory cannot be exported by this driver");
+	}
+	a = tab_find(&dev->hmem, (uintptr_t)ptr);
+	if (!a || a->key != (uintptr_t)ptr) {
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_INVALID_POINTER,
+				"%p is not a pointer returned by npu_host_alloc", ptr);
+	}
+	pinned = a->map != NULL;
+	handle = a->handle;
+	pthread_mutex_unlock(&dev->lock);
+	if (!pinned)
+		return npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				"registered memory cannot be exported by this driver");
+	if (drmPrimeHandleToFD(dev->fd, handle, DRM_CLOEXEC | DRM_RDWR, fd))
+		return npu_fail(errno == EOPNOTSUPP ? NPU_ERROR_NOT_SUPPORTED :
+				NPU_ERROR_OS, "drmPrimeHandleToFD: %s", strerror(errno));
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size)
+{
+	struct device *dev;
+	struct drm_npu_bo_info info;
+	struct alloc a;
+	npu_status_t st;
+	uint32_t handle;
+	unsigned i;
+	void *map;
+
+	if (fd < 0 || !ptr || !size)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "bad fd or NULL output");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	if (drmPrimeFDToHandle(dev->fd, fd, &handle)) {
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "fd %d is not a dma-buf "
+				"this device can import: %s", fd, strerror(errno));
+	}
+	for (i = 0; i < dev->hmem.n; i++)
+		if (dev->hmem.v[i].handle == handle) {
+			void *p = (void *)(uintptr_t)dev->hmem.v[i].key;
+
+			pthread_mutex_unlock(&dev->lock);
+			return npu_fail(NPU_ERROR_ALREADY_MAPPED,
+					"the buffer is already mapped at %p", p);
+		}
+	memset(&info, 0, sizeof(info));
+	info.handle = handle;
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_BO_INFO, &info) ||
+	    (info.flags & DRM_NPU_BO_DEVMEM) || !info.size) {
+		gem_close(dev, handle);
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				"imported buffer cannot be mapped: %s",
+				strerror(errno));
+	}
+	map = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd,
+		   (off_t)info.mmap_offset);
+	if (map == MAP_FAILED) {
+		int e = errno;
+
+		gem_close(dev, handle);
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_OS, "mmap of imported buffer: %s",
+				strerror(e));
+	}
+	memset(&a, 0, sizeof(a));
+	a.key = (uintptr_t)map;
+	a.size = info.size;
+	a.va = info.va;
+	a.handle = handle;
+	a.map = map;
+	a.map_size = info.size;
+	if (tab_insert(&dev->hmem, &a)) {
+		munmap(map, info.size);
+		gem_close(dev, handle);
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
+	}
+	pthread_mutex_unlock(&dev->lock);
+	*ptr = map;
+	*size = info.size;
+	return NPU_SUCCESS;
 }
 
 /* ------------------------------------------------------------------------
