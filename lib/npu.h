@@ -18,7 +18,8 @@
  *    handles, unknown flags, sizes that overflow or run past an allocation,
  *    unknown kernels, bad grids) changes nothing and returns a status that
  *    names the problem; the calling thread's last error and message are set
- *    (npu_get_last_error(), npu_last_error_message()).
+ *    (npu_get_last_error(), npu_last_error_message()). NPU_ERROR_NOT_READY
+ *    from a query is a state, not an error, and does not set it (as CUDA).
  *  - Device-side failures (a page fault, a kernel that does not finish
  *    within the driver's job timeout) are asynchronous: they become *sticky*
  *    errors of the stream that ran the job and of the device (the CUDA
@@ -29,7 +30,8 @@
  *    libnpu (as CUDA).
  *  - Not fork-safe: a child process must not use handles or memory of its
  *    parent (as CUDA). A child that execs may use libnpu afresh; event file
- *    descriptors (npu_event_export_fd()) are the way to share completion.
+ *    descriptors (npu_event_export_fd()) are the way to share completion,
+ *    dma-buf descriptors (npu_mem_export_fd()) the way to share memory.
  */
 #ifndef NPU_H
 #define NPU_H
