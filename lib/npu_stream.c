@@ -242,8 +242,14 @@ npu_status_t npu_stream_create(npu_stream_t *out, unsigned int flags,
 	if (st)
 		return st;
 	if (npu_reg_add(s, REG_STREAM)) {
+		struct npu_stream **pp;
+
 		pthread_mutex_lock(&dev->lock);
-		dev->streams = s->next;		/* s was pushed first */
+		for (pp = &dev->streams; *pp; pp = &(*pp)->next)
+			if (*pp == s) {
+				*pp = s->next;
+				break;
+			}
 		stream_free_resources(dev, s);
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
