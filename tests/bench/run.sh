@@ -51,7 +51,7 @@ def load(p):
         return {}
 
 on, off, host = load(raw + "/on/bench.json"), load(raw + "/off/bench.json"), load(raw + "/host.json")
-res = {"host_load_before": open("/proc/loadavg").read().split()[:3], "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "kernel": kernel,
+res = {"host_loadavg": open("/proc/loadavg").read().split()[:3], "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "kernel": kernel,
        "device": on.get("device"), "device_model_off": off.get("device"),
        "gemm_reference": host.get("gemm_reference"), "notes": {}}
 for src in (on, off, host):
