@@ -32,6 +32,9 @@ guest_cmd='fmnist-demo --out /out '"${DEMO_ARGS:-}"'; rc=$?
 if [ -f /out/fmnist-trace.json ]; then
 	npu-timeline -t "fmnist-demo: serial vs pipelined classification (device time)" /out/fmnist-trace.json /out/fmnist-timeline
 fi
+if [ -f /out/fmnist-libnpu-trace.json ]; then
+	npu-timeline -t "fmnist-demo: libnpu trace, one lane per ring and per stream" /out/fmnist-libnpu-trace.json /out/fmnist-libnpu-timeline
+fi
 echo; npu-smi
 exit $rc'
 echo "demo: booting Linux $kernel with the virtual NPU (-device npu$devopts; TCG, takes a few minutes)..."
@@ -48,7 +51,13 @@ if [ -f "$out/fmnist-trace.json" ] && [ ! -f "$out/fmnist-timeline.png" ] &&
 fi
 echo
 echo "demo: finished in $(( $(date +%s) - start )) s, status $rc"
-for f in fmnist-trace.json fmnist-timeline.svg fmnist-timeline.png; do
+if [ -f "$out/fmnist-libnpu-trace.json" ] && [ ! -f "$out/fmnist-libnpu-timeline.png" ] &&
+   [ -x "$BUILD/tools/npu-timeline" ]; then
+	"$BUILD/tools/npu-timeline" -t "fmnist-demo: libnpu trace, one lane per ring and per stream" \
+		"$out/fmnist-libnpu-trace.json" "$out/fmnist-libnpu-timeline" >/dev/null
+fi
+for f in fmnist-trace.json fmnist-timeline.svg fmnist-timeline.png fmnist-libnpu-trace.json \
+	 fmnist-libnpu-timeline.svg fmnist-libnpu-timeline.png; do
 	if [ -f "$out/$f" ]; then
 		echo "demo: $out/$f"
 	else
