@@ -332,7 +332,6 @@ struct npu_file {
  * @seqno: seqno of the current run
  * @node: entry in &npu_ring.pending, protected by &npu_ring.lock
  * @on_ring: @node is linked
- * @armed: drm_sched_job_arm() was called
  * @hw_done: the device finished the job before a ring reset; a
  *	resubmission only signals its fence
  */
@@ -352,7 +351,6 @@ struct npu_job {
 	u32 seqno;
 	struct list_head node;
 	bool on_ring;
-	bool armed;
 	bool hw_done;
 };
 

@@ -4,9 +4,12 @@
  * backend.
  *
  * SUBMIT takes an array of jobs. Under the file's submit_lock every job is
- * validated, initialised and armed in array order (a job may depend on a
- * fence an earlier job of the same array will signal); only when all of them
- * are ready are they pushed and their out-syncs installed. On any error all
+ * first validated and initialised with its dependencies, in array order;
+ * only when all of them are ready is each one armed, pushed and its
+ * out-syncs installed (arm and push of a job are never separated by another
+ * arm, which load-balanced entities require). A job that depends on an
+ * earlier job of the same array waits on a proxy fence that the earlier
+ * job's finished fence signals once that job is pushed. On any error all
  * prepared jobs are cleaned up: nothing is queued, nothing is signalled.
  */
 #include <linux/dma-fence-chain.h>
@@ -253,6 +256,61 @@ const struct drm_sched_backend_ops npu_sched_ops = {
 	.free_job = npu_sched_free_job,
 };
 
+/*
+ * Proxy fence: stands for the finished fence of an earlier job of the same
+ * SUBMIT, which does not exist before that job is armed.
+ */
+struct npu_proxy {
+	struct dma_fence base;
+	spinlock_t lock;	/* of @base */
+	struct dma_fence_cb cb;
+};
+
+static const char *npu_proxy_driver_name(struct dma_fence *f)
+{
+	return NPU_DRIVER_NAME;
+}
+
+static const char *npu_proxy_timeline_name(struct dma_fence *f)
+{
+	return "npu-submit";
+}
+
+static const struct dma_fence_ops npu_proxy_ops = {
+	.get_driver_name = npu_proxy_driver_name,
+	.get_timeline_name = npu_proxy_timeline_name,
+};
+
+static struct npu_proxy *npu_proxy_create(void)
+{
+	struct npu_proxy *px = kzalloc(sizeof(*px), GFP_KERNEL);
+
+	if (!px)
+		return NULL;
+	spin_lock_init(&px->lock);
+	dma_fence_init(&px->base, &npu_proxy_ops, &px->lock,
+		       dma_fence_context_alloc(1), 1);
+	return px;
+}
+
+static void npu_proxy_signal(struct dma_fence *f, struct dma_fence_cb *cb)
+{
+	struct npu_proxy *px = container_of(cb, struct npu_proxy, cb);
+
+	if (f->error)
+		dma_fence_set_error(&px->base, f->error);
+	dma_fence_signal(&px->base);
+	dma_fence_put(&px->base);	/* the callback's reference */
+}
+
+/* Make @px follow @done (infallible). */
+static void npu_proxy_attach(struct npu_proxy *px, struct dma_fence *done)
+{
+	dma_fence_get(&px->base);
+	if (dma_fence_add_callback(done, &px->cb, npu_proxy_signal))
+		npu_proxy_signal(done, &px->cb);	/* already signalled */
+}
+
 /* An out-sync prepared by the validation pass. */
 struct npu_out_sync {
 	struct drm_syncobj *syncobj;
@@ -266,6 +324,7 @@ struct npu_pending {
 	struct npu_job *job;
 	struct npu_queue *queue;
 	struct npu_out_sync *outs;
+	struct npu_proxy *proxy;
 	u32 nouts;
 	bool inited;
 };
@@ -308,12 +367,15 @@ static int npu_job_add_maps(struct npu_job *job, struct drm_file *file,
 	return 0;
 }
 
-/* Fence of an earlier job of this submission that signals (handle, point). */
+/*
+ * Proxy fence of the earlier job of this submission that signals
+ * (handle, point), or NULL when there is none. -ENOMEM as ERR_PTR.
+ */
 static struct dma_fence *npu_find_local_fence(struct npu_pending *p, u32 n,
 					      u32 handle, u64 point)
 {
-	struct dma_fence *best = NULL;
 	u64 best_point = U64_MAX;
+	int best = -1;
 	u32 i, k;
 
 	for (i = 0; i < n; i++) {
@@ -324,15 +386,22 @@ static struct dma_fence *npu_find_local_fence(struct npu_pending *p, u32 n,
 				continue;
 			if (!point && !o->point) {
 				/* binary: the latest signaller wins */
-				best = &p[i].job->base.s_fence->finished;
+				best = i;
 			} else if (point && o->point >= point &&
 				   o->point < best_point) {
-				best = &p[i].job->base.s_fence->finished;
+				best = i;
 				best_point = o->point;
 			}
 		}
 	}
-	return best ? dma_fence_get(best) : NULL;
+	if (best < 0)
+		return NULL;
+	if (!p[best].proxy) {
+		p[best].proxy = npu_proxy_create();
+		if (!p[best].proxy)
+			return ERR_PTR(-ENOMEM);
+	}
+	return dma_fence_get(&p[best].proxy->base);
 }
 
 static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
@@ -352,6 +421,8 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 		if (s.flags)
 			return -EINVAL;
 		f = npu_find_local_fence(p, idx, s.handle, s.point);
+		if (IS_ERR(f))
+			return PTR_ERR(f);
 		if (f) {
 			ret = drm_sched_job_add_dependency(&job->base, f);
 			if (ret)
@@ -462,13 +533,7 @@ static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
 		return ret;
 	pj->inited = true;
 
-	ret = npu_job_add_in_syncs(p, idx, file, desc);
-	if (ret)
-		return ret;
-
-	drm_sched_job_arm(&job->base);
-	job->armed = true;
-	return 0;
+	return npu_job_add_in_syncs(p, idx, file, desc);
 }
 
 static void npu_pending_cleanup(struct npu_pending *pj)
@@ -485,6 +550,8 @@ static void npu_pending_cleanup(struct npu_pending *pj)
 		dma_fence_chain_free(pj->outs[i].chain);
 	}
 	kfree(pj->outs);
+	if (pj->proxy)
+		dma_fence_put(&pj->proxy->base);
 	if (pj->queue)
 		npu_queue_put(pj->queue);
 }
@@ -495,13 +562,18 @@ static void npu_job_commit(struct npu_pending *pj)
 	struct dma_fence *done;
 	u32 i;
 
+	lockdep_assert_held(&job->nfile->submit_lock);
+
 	for (i = 0; i < job->nmaps; i++)
 		atomic_inc(&job->maps[i]->bo->active);
+	drm_sched_job_arm(&job->base);
 	done = dma_fence_get(&job->base.s_fence->finished);
 	trace_npu_job_submit(job->ctx->id, job->queue_id, done->seqno,
 			     job->cmd_va, job->cmd_size);
 	drm_sched_entity_push_job(&job->base);
 	pj->job = NULL;		/* owned by the scheduler now */
+	if (pj->proxy)
+		npu_proxy_attach(pj->proxy, done);
 
 	for (i = 0; i < pj->nouts; i++) {
 		struct npu_out_sync *o = &pj->outs[i];

@@ -414,6 +414,54 @@ TEST_F(npu, submit_array_with_dependency)
 		ASSERT_EQ(pb[i], 0x1234);
 }
 
+/*
+ * Arrays of jobs for one load-balanced queue, while another queue keeps a
+ * ring busy: the queue may move between rings only when it is idle, and
+ * every job of an array runs, in order.
+ */
+TEST_F(npu, submit_array_balanced_queue)
+{
+	uint64_t spin[1] = { 2000000 };
+	struct drm_npu_job j[8];
+	uint32_t qa, round, so_busy;
+	struct npu_bo b;
+	uint64_t va;
+	uint32_t size;
+	int i;
+
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, DRM_NPU_RING_ANY,
+				&qa), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so_busy), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	for (round = 0; round < 30; round++) {
+		struct drm_npu_sync out = { .handle = self->so };
+
+		if (round % 5 == 0) {
+			npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1,
+					spin);
+			npu_cmd_end(&self->cmd, &va, &size);
+			ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size,
+						 so_busy), 0);
+		}
+		for (i = 0; i < 8; i++) {
+			npu_emit_fill(&self->cmd, b.va + 4 * i,
+				      round * 100 + i, 4 * (8 - i));
+			npu_cmd_end(&self->cmd, &va, &size);
+			npu_job_init(&j[i], qa, va, size);
+		}
+		j[7].out_syncs = (uintptr_t)&out;
+		j[7].out_sync_count = 1;
+		ASSERT_EQ(npu_submit(self->fd, j, 8), 0);
+		ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS),
+			  0);
+		for (i = 0; i < 8; i++)
+			ASSERT_EQ(((uint32_t *)b.map)[i], round * 100 + i);
+		if (self->cmd.n > 12000)
+			self->cmd.n = self->cmd.start = 0;
+	}
+}
+
 /* Timeline points out of one submission array, then waited in order. */
 TEST_F(npu, timeline_points)
 {
