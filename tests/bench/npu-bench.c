@@ -352,14 +352,22 @@ static int bench_chains(void)
 		char key[64];
 		int n = tiny ? (ns[k] > 4 ? 4 : ns[k]) : ns[k];
 
+		int gok = graphs;
+		char gwhy[200] = "";
+
 		(void)gv;
 		(void)sp;
 #ifdef HAVE_NPU_GRAPH
 		npu_graph_exec_t exec = NULL;
 		npu_graph_stats gs0, gs1;
 
-		if (graphs && graph_chain(n, &exec))
-			return -1;
+		if (gok && graph_chain(n, &exec)) {
+			snprintf(gwhy, sizeof(gwhy), "graph of %d kernels: capture/instantiate failed: %s",
+				 n, npu_last_error_message());
+			gok = 0;
+			fails--;	/* reported as null with the reason, not a failure */
+			npu_device_reset();
+		}
 		memset(&gs0, 0, sizeof(gs0));
 		memset(&gs1, 0, sizeof(gs1));
 #endif
@@ -373,13 +381,24 @@ static int bench_chains(void)
 			}
 			v[t] = (now_us() - t0) / iters;
 #ifdef HAVE_NPU_GRAPH
-			if (graphs) {
+			if (gok) {
+				npu_status_t st = NPU_SUCCESS;
+
 				if (t == 0)
 					CK(npu_graph_get_stats(&gs0));
 				t0 = now_us();
-				for (it = 0; it < iters; it++) {
-					CK(npu_graph_launch(exec, s[0]));
-					CK(npu_stream_synchronize(s[0]));
+				for (it = 0; it < iters && st == NPU_SUCCESS; it++) {
+					st = npu_graph_launch(exec, s[0]);
+					if (st == NPU_SUCCESS)
+						st = npu_stream_synchronize(s[0]);
+				}
+				if (st != NPU_SUCCESS) {
+					snprintf(gwhy, sizeof(gwhy), "graph of %d kernels: launch failed: "
+						 "%s (%s)", n, npu_status_name(st),
+						 npu_last_error_message());
+					gok = 0;
+					npu_device_reset();	/* clear the sticky error */
+					continue;
 				}
 				gv[t] = (now_us() - t0) / iters;
 				sp[t] = gv[t] > 0 ? v[t] / gv[t] : 0;
@@ -390,7 +409,11 @@ static int bench_chains(void)
 		}
 		snprintf(key, sizeof(key), "stream_chain_us_%d", ns[k]);
 		emit(key, stats(v, nt), "us", "N empty kernels on a stream + synchronize");
-		if (graphs) {
+		if (graphs && !gok) {
+			snprintf(key, sizeof(key), "graph_speedup_%d", ns[k]);
+			emit_null(key, gwhy);
+		}
+		if (gok) {
 			snprintf(key, sizeof(key), "graph_chain_us_%d", ns[k]);
 			emit(key, stats(gv, nt), "us", "the same chain as one graph launch + synchronize");
 			snprintf(key, sizeof(key), "graph_speedup_%d", ns[k]);
@@ -405,9 +428,12 @@ static int bench_chains(void)
 				snprintf(key, sizeof(key), "graph_submits_per_launch_%d", ns[k]);
 				emit(key, st, "ioctl", "DRM_IOCTL_NPU_SUBMIT per graph launch");
 			}
-			npu_graph_exec_destroy(exec);
 #endif
 		}
+#ifdef HAVE_NPU_GRAPH
+		if (exec)
+			npu_graph_exec_destroy(exec);
+#endif
 	}
 	if (!graphs)
 		for (k = 0; k < 3; k++) {
