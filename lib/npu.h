@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,6 +66,13 @@ typedef enum npu_status {
 	NPU_ERROR_OS = 15,		/* unexpected system call failure */
 	NPU_ERROR_ALREADY_MAPPED = 16,	/* host range already registered */
 	NPU_ERROR_NOT_MAPPED = 17,	/* host range was not registered */
+	/* stream capture (graphs section below) */
+	NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED = 18, /* call illegal while capturing */
+	NPU_ERROR_STREAM_CAPTURE_INVALIDATED = 19, /* capture failed earlier */
+	NPU_ERROR_STREAM_CAPTURE_UNJOINED = 20,	/* a forked stream was not joined */
+	NPU_ERROR_STREAM_CAPTURE_IMPLICIT = 21,	/* legacy stream used during capture */
+	NPU_ERROR_STREAM_CAPTURE_UNMATCHED = 22, /* end without begin / other stream */
+	NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD = 23, /* end on another thread */
 } npu_status_t;
 
 /* Short constant description of a status ("invalid value", ...)
@@ -484,6 +492,311 @@ npu_status_t npu_parallel_async(npu_kernel_t kernel, npu_dim3 grid,
 typedef void (*npu_host_fn_t)(void *user);
 npu_status_t npu_launch_host_func(npu_stream_t stream, npu_host_fn_t fn,
 				  void *user);
+
+/* ========================================================================
+ * Graphs (cudaGraph*). Documentation/lib/graphs.rst is the guide.
+ *
+ * A graph is a set of nodes (kernel, copy, memset, host function, event
+ * record, event wait, empty) with dependency edges. It is built explicitly
+ * (npu_graph_add_*_node) or captured from streams (npu_stream_begin_capture
+ * .. npu_stream_end_capture), then instantiated into an executable graph
+ * that is launched on a stream as a whole:
+ *  - one DRM_IOCTL_NPU_SUBMIT carries every job of the launch (the uAPI's
+ *    job array); each device node is one job on a queue of a compute or
+ *    copy ring chosen at instantiation (independent branches go to
+ *    different rings, so they run concurrently); an edge between nodes on
+ *    different queues is a timeline-syncobj point waited for by the later
+ *    job of the same array, an edge on one queue is queue order: no host
+ *    round trip;
+ *  - host-function nodes run on a library thread when their dependencies
+ *    are complete; the nodes that depend on one are submitted after it
+ *    returned (one more DRM_IOCTL_NPU_SUBMIT per host node that has device
+ *    successors, as host work needs the host);
+ *  - the launch is ordered in its stream like one operation (after earlier
+ *    work of the stream, before later work; legacy-stream rules apply).
+ * Handles are not thread-safe against concurrent modification of the same
+ * graph (as CUDA); different graphs may be used from different threads.
+ * Graph memory operands must be device memory (npu_malloc) or pinned host
+ * memory (npu_host_alloc / npu_host_register): a graph cannot hold a
+ * pageable copy, which needs the host at run time
+ * (NPU_ERROR_INVALID_VALUE when added, NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * when captured).
+ */
+typedef struct npu_graph *npu_graph_t;			/* cudaGraph_t */
+typedef struct npu_graph_node *npu_graph_node_t;	/* cudaGraphNode_t */
+typedef struct npu_graph_exec *npu_graph_exec_t;	/* cudaGraphExec_t */
+
+typedef enum npu_graph_node_type {			/* cudaGraphNodeType */
+	NPU_GRAPH_NODE_KERNEL = 0,
+	NPU_GRAPH_NODE_MEMCPY = 1,
+	NPU_GRAPH_NODE_MEMSET = 2,
+	NPU_GRAPH_NODE_HOST = 3,
+	NPU_GRAPH_NODE_EMPTY = 4,
+	NPU_GRAPH_NODE_EVENT_RECORD = 5,
+	NPU_GRAPH_NODE_EVENT_WAIT = 6,
+} npu_graph_node_type_t;
+
+/* Parameters of a kernel node (cudaKernelNodeParams): as npu_launch(). */
+typedef struct npu_kernel_node_params {
+	npu_kernel_t kernel;
+	npu_dim3 grid;
+	unsigned int nargs;
+	uint64_t args[NPU_MAX_KERNEL_ARGS];
+} npu_kernel_node_params;
+
+/* Create an empty graph on the current device (cudaGraphCreate); flags
+ * must be 0. */
+npu_status_t npu_graph_create(npu_graph_t *graph, unsigned int flags);
+
+/* Destroy a graph and its nodes (cudaGraphDestroy). Executable graphs
+ * instantiated from it stay valid (as CUDA). */
+npu_status_t npu_graph_destroy(npu_graph_t graph);
+
+/* Add a node that depends on deps[0..ndeps) (nodes of the same graph; a
+ * node may be listed once). *node receives the new node. All return
+ * NPU_ERROR_INVALID_VALUE for bad arguments, as the stream calls would.
+ *  kernel:  as npu_launch() (cudaGraphAddKernelNode)
+ *  memcpy:  count bytes, device or pinned memory on both sides, kind as
+ *           npu_memcpy() (cudaGraphAddMemcpyNode1D)
+ *  memset:  count bytes of device memory to value (cudaGraphAddMemsetNode,
+ *           element size 1)
+ *  host:    fn(user) on a library thread (cudaGraphAddHostNode); fn must
+ *           not call libnpu
+ *  event record / wait: record the event at that point of every launch /
+ *           wait for the event's latest record at the time of the launch
+ *           (cudaGraphAddEventRecordNode / cudaGraphAddEventWaitNode)
+ *  empty:   no work, only orders (cudaGraphAddEmptyNode) */
+npu_status_t npu_graph_add_kernel_node(npu_graph_node_t *node, npu_graph_t graph,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       const npu_kernel_node_params *params);
+npu_status_t npu_graph_add_memcpy_node(npu_graph_node_t *node, npu_graph_t graph,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       void *dst, const void *src, size_t count,
+				       npu_memcpy_kind_t kind);
+npu_status_t npu_graph_add_memset_node(npu_graph_node_t *node, npu_graph_t graph,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       void *devptr, int value, size_t count);
+npu_status_t npu_graph_add_host_node(npu_graph_node_t *node, npu_graph_t graph,
+				     const npu_graph_node_t *deps, size_t ndeps,
+				     npu_host_fn_t fn, void *user);
+npu_status_t npu_graph_add_event_record_node(npu_graph_node_t *node,
+					     npu_graph_t graph,
+					     const npu_graph_node_t *deps,
+					     size_t ndeps, npu_event_t event);
+npu_status_t npu_graph_add_event_wait_node(npu_graph_node_t *node,
+					   npu_graph_t graph,
+					   const npu_graph_node_t *deps,
+					   size_t ndeps, npu_event_t event);
+npu_status_t npu_graph_add_empty_node(npu_graph_node_t *node, npu_graph_t graph,
+				      const npu_graph_node_t *deps, size_t ndeps);
+
+/* Add edges from[i] -> to[i] (cudaGraphAddDependencies). An edge that
+ * would close a cycle is refused (NPU_ERROR_INVALID_VALUE). */
+npu_status_t npu_graph_add_dependencies(npu_graph_t graph,
+					const npu_graph_node_t *from,
+					const npu_graph_node_t *to, size_t n);
+
+/* Nodes of a graph in creation order (cudaGraphGetNodes): with nodes NULL
+ * *count receives the number; else up to *count are stored and *count is
+ * set to the number stored. */
+npu_status_t npu_graph_get_nodes(npu_graph_t graph, npu_graph_node_t *nodes,
+				 size_t *count);
+
+/* Type of a node (cudaGraphNodeGetType). */
+npu_status_t npu_graph_node_get_type(npu_graph_node_t node,
+				     npu_graph_node_type_t *type);
+
+/* Parameters of a kernel node of a graph (cudaGraphKernelNodeGetParams /
+ * cudaGraphKernelNodeSetParams): the change affects later instantiations,
+ * not existing executable graphs. */
+npu_status_t npu_graph_kernel_node_get_params(npu_graph_node_t node,
+					      npu_kernel_node_params *params);
+npu_status_t npu_graph_kernel_node_set_params(npu_graph_node_t node,
+					      const npu_kernel_node_params *params);
+
+/* Instantiate (cudaGraphInstantiate): validates the graph, chooses the
+ * queue of every node and reserves command-buffer memory for a few
+ * launches in flight. flags must be 0. Limits: at most
+ * NPU_GRAPH_MAX_NODES nodes, and at most 60 dependencies that cross
+ * queues per node (NPU_ERROR_NOT_SUPPORTED). */
+#define NPU_GRAPH_MAX_NODES	4096
+npu_status_t npu_graph_instantiate(npu_graph_exec_t *exec, npu_graph_t graph,
+				   unsigned int flags);
+
+/* Destroy an executable graph (cudaGraphExecDestroy); launches in flight
+ * complete first. */
+npu_status_t npu_graph_exec_destroy(npu_graph_exec_t exec);
+
+/* Launch the executable graph on stream (NULL = legacy) (cudaGraphLaunch):
+ * returns once its jobs are handed to the driver (in one
+ * DRM_IOCTL_NPU_SUBMIT when the graph has no host nodes). The launch runs
+ * after the stream's earlier work and before its later work; two launches
+ * of one executable graph, on any streams, never overlap each other (as
+ * CUDA). Blocks only if earlier work of the stream has not yet been handed
+ * to the driver (e.g. it waits for a host function), or if four launches of
+ * this executable graph are already in flight. */
+npu_status_t npu_graph_launch(npu_graph_exec_t exec, npu_stream_t stream);
+
+/* Change the parameters of a kernel node in an executable graph
+ * (cudaGraphExecKernelNodeSetParams): node is the node of the graph exec
+ * was instantiated from; the kernel must stay the same (argument values
+ * and grid may change). Launches already made are not affected; the next
+ * launch uses the new values. */
+npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t exec,
+						   npu_graph_node_t node,
+						   const npu_kernel_node_params *params);
+
+/* Stream capture (cudaStreamBeginCapture / cudaStreamEndCapture): while a
+ * stream captures, work queued on it (npu_launch, npu_memcpy_async,
+ * npu_memset_async, npu_launch_host_func, npu_event_record,
+ * npu_stream_wait_event) is not run but added to the capture's graph, with
+ * the dependencies stream order implies. Fork/join as CUDA: an event
+ * recorded in a capturing stream and waited for by another stream makes
+ * that stream join the capture (it captures too, from that point); every
+ * such stream must be joined back into the origin stream (by an event it
+ * records and the origin waits for) before npu_stream_end_capture, else
+ * NPU_ERROR_STREAM_CAPTURE_UNJOINED. Errors, as CUDA:
+ *  - capture on the legacy stream: NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+ *  - npu_stream_synchronize / npu_stream_query of a capturing stream, a
+ *    synchronous copy or memset, npu_device_synchronize while a capture is
+ *    active, a pageable copy: NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the
+ *    capture is invalidated;
+ *  - work on the legacy stream while a blocking stream captures (mode
+ *    GLOBAL or THREAD_LOCAL): NPU_ERROR_STREAM_CAPTURE_IMPLICIT, the
+ *    capture is invalidated;
+ *  - later calls on an invalidated capture: NPU_ERROR_STREAM_CAPTURE_
+ *    INVALIDATED; npu_stream_end_capture then returns it too, with *graph
+ *    NULL, and ends the capture;
+ *  - npu_stream_end_capture on a stream that is not the origin of a
+ *    capture: NPU_ERROR_STREAM_CAPTURE_UNMATCHED; from another thread in
+ *    THREAD_LOCAL mode: NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD.
+ * RELAXED mode allows the synchronising calls listed above for other
+ * streams (device synchronize, legacy stream) and makes them not see the
+ * capture; it is as CUDA's cudaStreamCaptureModeRelaxed. */
+typedef enum npu_stream_capture_mode {
+	NPU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+	NPU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+	NPU_STREAM_CAPTURE_MODE_RELAXED = 2,
+} npu_stream_capture_mode_t;
+
+typedef enum npu_stream_capture_status {
+	NPU_STREAM_CAPTURE_STATUS_NONE = 0,
+	NPU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+	NPU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+} npu_stream_capture_status_t;
+
+npu_status_t npu_stream_begin_capture(npu_stream_t stream,
+				      npu_stream_capture_mode_t mode);
+npu_status_t npu_stream_end_capture(npu_stream_t stream, npu_graph_t *graph);
+
+/* Capture status of a stream (cudaStreamIsCapturing). */
+npu_status_t npu_stream_is_capturing(npu_stream_t stream,
+				     npu_stream_capture_status_t *status);
+
+/* Library statistics, for tests and tools (no CUDA counterpart). Counts
+ * since the process started, all devices. */
+typedef struct npu_graph_stats {
+	uint64_t launches;		/* npu_graph_launch() calls that succeeded */
+	uint64_t submit_ioctls;		/* DRM_IOCTL_NPU_SUBMIT made for them */
+	uint64_t jobs;			/* jobs in those ioctls */
+} npu_graph_stats;
+npu_status_t npu_graph_get_stats(npu_graph_stats *stats);
+
+/* ========================================================================
+ * Profiling (CUPTI-like). Documentation/lib/profiling.rst is the guide.
+ */
+
+/* Device counters, from DRM_IOCTL_NPU_COUNTERS: monotonically increasing
+ * since the device was reset. Rings are numbered compute rings first
+ * (0 .. compute_rings-1), then copy rings. */
+#define NPU_MAX_RINGS		16
+#define NPU_MAX_UNITS		64
+typedef struct npu_ring_counters {
+	uint64_t busy_ns;		/* time spent executing commands */
+	uint64_t commands;		/* commands (packets) completed */
+	uint64_t bytes;			/* bytes moved or touched */
+	uint64_t ops;			/* arithmetic operations */
+} npu_ring_counters;
+
+typedef struct npu_device_counters {
+	uint32_t compute_rings, copy_rings;
+	uint32_t compute_units;
+	uint32_t reserved;
+	uint64_t clock;			/* device clock when read */
+	npu_ring_counters ring[NPU_MAX_RINGS];
+	uint64_t cu_busy_ns[NPU_MAX_UNITS];
+} npu_device_counters;
+
+/* Read the counters of the current device (no CUDA runtime counterpart;
+ * CUPTI's counters). NPU_ERROR_NOT_SUPPORTED without
+ * NPU_FEATURE_COUNTERS. */
+npu_status_t npu_device_get_counters(npu_device_counters *counters);
+
+/* Start / stop the command trace (cudaProfilerStart / cudaProfilerStop
+ * with a CUPTI activity buffer). While on, every kernel, copy and memset
+ * command the library builds (on streams and in graph launches) is
+ * bracketed by two TIMESTAMP packets that write the device clock into a
+ * pinned trace buffer; the library keeps the metadata (device, ring,
+ * stream, kind, kernel, grid, bytes, ops). When off the cost is one
+ * relaxed atomic load per command. The buffer holds NPU_TRACE_CAPACITY
+ * commands; later ones are counted as dropped. npu_profiler_start also
+ * snapshots the counters for npu_profile_report and clears the previous
+ * trace. With NPU_TRACE=<file> in the environment, tracing starts at the
+ * first device use and the JSON is written to <file> at exit. */
+#define NPU_TRACE_CAPACITY	65536
+npu_status_t npu_profiler_start(void);
+npu_status_t npu_profiler_stop(void);
+
+/* One traced command, times in device clock ticks (prop.clock_hz). */
+typedef enum npu_trace_kind {
+	NPU_TRACE_KERNEL = 0,
+	NPU_TRACE_COPY = 1,
+	NPU_TRACE_FILL = 2,
+} npu_trace_kind_t;
+
+typedef struct npu_trace_record {
+	int device;
+	uint32_t ring;			/* global ring index (see counters) */
+	npu_trace_kind_t kind;
+	npu_kernel_t kernel;		/* kernels */
+	npu_dim3 grid;			/* kernels */
+	uint64_t stream_id;		/* 0 legacy, 1.. in creation order;
+					   graph launches: their stream */
+	uint32_t graph;			/* 1 if from a graph launch */
+	uint32_t reserved;
+	uint64_t bytes;			/* copies and fills: bytes;
+					   kernels: modelled bytes touched */
+	uint64_t ops;			/* kernels: operations */
+	uint64_t start, end;		/* device clock ticks */
+} npu_trace_record;
+
+/* Copy the completed records of the current trace (waits for the device)
+ * in issue order: *count in = capacity of records (records may be NULL to
+ * ask for the number), out = number stored / available. */
+npu_status_t npu_trace_get_records(npu_trace_record *records, size_t *count);
+
+/* Write the trace as Chrome trace-event JSON (opens in ui.perfetto.dev
+ * and chrome://tracing; tools/npu-timeline renders it): one process per
+ * device, one thread lane per ring ("compute ring 0", "copy ring 1") and
+ * one per stream ("stream 3"), each command as an "X" event (ts/dur in
+ * microseconds of device time) in its ring's and its stream's lane, with
+ * args {kernel, grid, bytes, ops, stream, ring}. Waits for the device. */
+npu_status_t npu_trace_write_json(const char *path);
+
+/* Print the profile since npu_profiler_start to f: per ring busy time and
+ * utilization, compute-unit occupancy (mean busy fraction of the units),
+ * and per kernel (name and grid) calls, device time, ops, bytes,
+ * arithmetic intensity and the roofline verdict: "compute-bound" when
+ * ops/bytes exceeds the device's ridge point (cu_mops * units used /
+ * mem_bw), else "memory-bound". */
+npu_status_t npu_profile_report(FILE *f);
+
+/* The verdict alone, for a kernel with these arguments and grid:
+ * *compute_bound is 1 or 0; ops and bytes (may be NULL) receive the
+ * modelled counts. */
+npu_status_t npu_kernel_roofline(const npu_kernel_node_params *params,
+				 int *compute_bound, uint64_t *ops,
+				 uint64_t *bytes);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_graph.h"
 
 /* ------------------------------------------------------------------------
  * Per-thread errors
@@ -90,6 +91,13 @@ static const struct {
 	[NPU_ERROR_OS] = { "NPU_ERROR_OS", "OS call failed" },
 	[NPU_ERROR_ALREADY_MAPPED] = { "NPU_ERROR_ALREADY_MAPPED", "host memory already registered" },
 	[NPU_ERROR_NOT_MAPPED] = { "NPU_ERROR_NOT_MAPPED", "host memory not registered" },
+	/* graphs (npu_graph.c) */
+	[NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED] = { "NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing" },
+	[NPU_ERROR_STREAM_CAPTURE_INVALIDATED] = { "NPU_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture" },
+	[NPU_ERROR_STREAM_CAPTURE_UNJOINED] = { "NPU_ERROR_STREAM_CAPTURE_UNJOINED", "capture was not joined to the origin stream" },
+	[NPU_ERROR_STREAM_CAPTURE_IMPLICIT] = { "NPU_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream" },
+	[NPU_ERROR_STREAM_CAPTURE_UNMATCHED] = { "NPU_ERROR_STREAM_CAPTURE_UNMATCHED", "the capture was not initiated in this stream" },
+	[NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD] = { "NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread" },
 };
 
 const char *npu_status_string(npu_status_t st)
@@ -1022,7 +1030,11 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 {
 	uint32_t off = 0;
 	int r;
+	/* profiler trace hook (npu_trace.c): room for two TIMESTAMPs */
+	bool tr = max_bytes && npu_tracing();
 
+	if (tr)
+		max_bytes += NPU_TRACE_BYTES;
 	memset(jc, 0, sizeof(*jc));
 	jc->s = s;
 	if (max_bytes) {
@@ -1035,6 +1047,8 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 	jc->off = off;
 	jc->cmd = s->cmd_map + off;
 	jc->max = max_bytes;
+	if (tr)
+		npu_trace_job_begin(dev, jc);
 	return NPU_SUCCESS;
 }
 
@@ -1213,6 +1227,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	npu_status_t st;
 	int r;
 
+	if (jc->trace)		/* profiler trace hook (npu_trace.c) */
+		npu_trace_job_end(dev, jc, queue);
 	if (!jc->deps) {
 		jc->deps = jc->inline_deps;
 		jc->cap = INLINE_DEPS;

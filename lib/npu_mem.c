@@ -14,6 +14,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_graph.h"
 
 int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
 		uint64_t *va, void **map);
@@ -690,8 +691,15 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 {
 	struct device *dev;
 	struct npu_stream *s;
-	npu_status_t st = npu_get_stream(stream, &dev, &s);
+	npu_status_t st;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_memcpy(stream, dst, src, count, kind, false, &cst))
+			return cst;
+	}
+	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -705,8 +713,15 @@ npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
 {
 	struct device *dev;
 	struct npu_stream *s;
-	npu_status_t st = npu_get_stream(NULL, &dev, &s);
+	npu_status_t st;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_memcpy(NULL, dst, src, count, kind, true, &cst))
+			return cst;
+	}
+	st = npu_get_stream(NULL, &dev, &s);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -725,8 +740,15 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	uint8_t bytes[4];
 	uint32_t pattern;
 	uint64_t va, head, body, tail;
-	npu_status_t st = npu_get_stream(stream, &dev, &s);
+	npu_status_t st;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_memset(stream, devptr, value, n, sync, &cst))
+			return cst;
+	}
+	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
 	memset(bytes, value & 0xff, 4);
@@ -889,6 +911,12 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"grid %ux%ux%u has a zero dimension", grid.x,
 				grid.y, grid.z);
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_launch(stream, kernel, grid, args, nargs, flags, &cst))
+			return cst;
+	}
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;

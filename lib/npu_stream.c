@@ -13,6 +13,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_graph.h"
 
 static void gem_close(struct device *dev, uint32_t handle)
 {
@@ -309,8 +310,15 @@ npu_status_t npu_stream_synchronize(npu_stream_t h)
 {
 	struct device *dev;
 	struct npu_stream *s;
-	npu_status_t st = get_stream(h, &dev, &s);
+	npu_status_t st;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_sync(h, 0, &cst))
+			return cst;
+	}
+	st = get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -323,9 +331,16 @@ npu_status_t npu_stream_query(npu_stream_t h)
 {
 	struct device *dev;
 	struct npu_stream *s;
-	npu_status_t st = get_stream(h, &dev, &s);
+	npu_status_t st;
 	bool done;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_sync(h, 0, &cst))
+			return cst;
+	}
+	st = get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -464,8 +479,15 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 npu_status_t npu_device_synchronize(void)
 {
 	struct device *dev;
-	npu_status_t st = npu_cur_dev(&dev);
+	npu_status_t st;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_sync(NULL, 1, &cst))
+			return cst;
+	}
+	st = npu_cur_dev(&dev);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -540,8 +562,15 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	struct device *dev;
 	struct npu_stream *s;
 	struct hostcb *cb;
-	npu_status_t st = get_stream(h, &dev, &s);
+	npu_status_t st;
 
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (fn && npu_cap_host_func(h, fn, user, &cst))
+			return cst;
+	}
+	st = get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	if (!fn)
@@ -756,6 +785,12 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 
 	if (st)
 		return st;
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (npu_cap_event_record(e, h, &cst))
+			return cst;
+	}
 	st = get_stream(h, &dev, &s);
 	if (st)
 		return st;
@@ -838,6 +873,12 @@ npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
 
 	if (st)
 		return st;
+	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+		npu_status_t cst;
+
+		if (!flags && npu_cap_wait_event(h, e, &cst))
+			return cst;
+	}
 	st = get_stream(h, &dev, &s);
 	if (st)
 		return st;

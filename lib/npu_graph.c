@@ -1,0 +1,2176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_graph.c - graphs: explicit construction, stream capture,
+ * instantiation and launch as one DRM_IOCTL_NPU_SUBMIT.
+ * Documentation/lib/graphs.rst describes the design.
+ *
+ * Launch model. Graph jobs run on a per-device pool of queues, one per
+ * ring, each with its own timeline syncobj; every job signals the next
+ * point of its queue's timeline (points follow submission order, which is
+ * queue order). A job waits for a predecessor on another queue through that
+ * predecessor's (timeline, point) - a job of the same array - and for one
+ * on the same queue by queue order alone. Root jobs wait for the launch's
+ * entry dependencies (the stream's previous point, the legacy-stream rules,
+ * the previous launch of the same executable graph); a final zero-length
+ * join job waits for the sinks and signals the stream's point and the
+ * executable graph's done timeline. Host nodes run on a thread of the
+ * launch; the jobs after them are submitted when they return.
+ *
+ * Locking: x->lock (one launch of an exec at a time) -> dev->lock -> the
+ * trace lock; cap_lock (capture state) is taken before dev->lock (the
+ * capture hooks run before the calls lock the device).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xf86drm.h>
+
+#include "npu_graph.h"
+
+int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
+		uint64_t *va, void **map);
+void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
+		      uint64_t size);
+npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
+			    struct npu_stream **s);
+
+#define GRAPH_MAGIC	0x47525048u
+#define NODE_MAGIC	0x4e4f4445u
+#define EXEC_MAGIC	0x47455843u
+enum { REG_GRAPH = 10, REG_EXEC = 11 };
+#define EXEC_SLOTS	4		/* launches in flight per exec */
+#define MAX_CROSS_DEPS	60
+
+atomic_int npu_capture_active;
+
+static _Atomic uint64_t st_launches, st_ioctls, st_jobs;
+
+struct npu_graph_node {
+	uint32_t magic;
+	struct npu_graph *g;
+	unsigned idx;
+	npu_graph_node_type_t type;
+	struct npu_graph_node **preds;
+	unsigned npreds, cap;
+	npu_kernel_node_params kp;
+	void *dst;
+	const void *src;
+	size_t count;
+	npu_memcpy_kind_t kind;
+	int value;
+	npu_host_fn_t fn;
+	void *user;
+	npu_event_t ev;
+};
+
+struct npu_graph {
+	uint32_t magic;
+	struct device *dev;
+	struct npu_graph_node **nodes;
+	unsigned n, cap;
+};
+
+struct xnode {
+	npu_graph_node_type_t type;
+	struct npu_graph_node *orig;
+	npu_kernel_node_params kp;
+	uint64_t dst_va, src_va, count;
+	uint32_t bo[2];
+	unsigned nbo;
+	int value;
+	npu_host_fn_t fn;
+	void *user;
+	npu_event_t ev;
+	int q;				/* Q_COMPUTE / Q_COPY */
+	uint32_t ring;			/* ring index within the kind */
+	unsigned *preds, npreds;
+	bool sink;
+	uint32_t off, size;		/* place in a command slot */
+};
+
+struct npu_graph_exec {
+	uint32_t magic;
+	struct device *dev;
+	struct xnode *x;
+	unsigned n;
+	bool has_host;
+	pthread_mutex_t lock;
+	uint64_t launches;
+	struct tl *done;		/* point n: launch n complete */
+	uint32_t cmd_handle;
+	uint8_t *cmd_map;
+	uint64_t cmd_va;
+	uint32_t slot_size;
+};
+
+/* per-device queue pool, created on first instantiation */
+static struct gpool {
+	struct device *dev;
+	uint32_t queue[2][NPU_MAX_RINGS_LIB];
+	struct tl *tl[2][NPU_MAX_RINGS_LIB];
+	unsigned nq[2];
+} pools[NPU_MAX_DEVICES];
+
+/* Caller holds dev->lock. */
+static struct gpool *pool_get(struct device *dev)
+{
+	int i, q;
+	unsigned r;
+
+	for (i = 0; i < NPU_MAX_DEVICES; i++)
+		if (pools[i].dev == dev)
+			return &pools[i];
+	for (i = 0; i < NPU_MAX_DEVICES && pools[i].dev; i++)
+		;
+	if (i == NPU_MAX_DEVICES)
+		return NULL;
+	for (q = 0; q < 2; q++) {
+		unsigned nr = q == Q_COMPUTE ? dev->prop.compute_rings :
+			dev->prop.copy_rings;
+
+		if (nr > NPU_MAX_RINGS_LIB)
+			nr = NPU_MAX_RINGS_LIB;
+		for (r = 0; r < nr; r++) {
+			struct drm_npu_queue_create c;
+
+			memset(&c, 0, sizeof(c));
+			c.kind = q == Q_COMPUTE ? DRM_NPU_RING_KIND_COMPUTE :
+				DRM_NPU_RING_KIND_COPY;
+			c.priority = DRM_NPU_PRIORITY_NORMAL;
+			c.ring = r;
+			if (drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c))
+				return NULL;	/* (queues made so far leak) */
+			pools[i].queue[q][r] = c.queue_id;
+			pools[i].tl[q][r] = npu_tl_new(dev);
+			if (!pools[i].tl[q][r])
+				return NULL;
+			pools[i].nq[q] = r + 1;
+		}
+	}
+	pools[i].dev = dev;
+	return &pools[i];
+}
+
+/* ------------------------------------------------------------------------
+ * Graph construction
+ */
+static npu_status_t check_graph(npu_graph_t g)
+{
+	if (!g || !npu_reg_check(g, REG_GRAPH))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"graph %p is not a live graph", (void *)g);
+	return NPU_SUCCESS;
+}
+
+static bool node_ok(npu_graph_t g, npu_graph_node_t n)
+{
+	return n && n->magic == NODE_MAGIC && n->g == g && n->idx < g->n &&
+	       g->nodes[n->idx] == n;
+}
+
+static npu_status_t graph_new(struct device *dev, npu_graph_t *out)
+{
+	struct npu_graph *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph");
+	g->magic = GRAPH_MAGIC;
+	g->dev = dev;
+	if (npu_reg_add(g, REG_GRAPH)) {
+		free(g);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
+	}
+	*out = g;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_create(npu_graph_t *out, unsigned int flags)
+{
+	struct device *dev;
+	npu_status_t st;
+
+	if (!out)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "graph pointer is NULL");
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags must be 0");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	return graph_new(dev, out);
+}
+
+static void graph_free(struct npu_graph *g)
+{
+	unsigned i;
+
+	for (i = 0; i < g->n; i++) {
+		g->nodes[i]->magic = 0;
+		free(g->nodes[i]->preds);
+		free(g->nodes[i]);
+	}
+	free(g->nodes);
+	g->magic = 0;
+	free(g);
+}
+
+npu_status_t npu_graph_destroy(npu_graph_t g)
+{
+	if (!g || !npu_reg_remove(g, REG_GRAPH))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"graph %p is not a live graph", (void *)g);
+	graph_free(g);
+	return NPU_SUCCESS;
+}
+
+static int add_pred(struct npu_graph_node *n, struct npu_graph_node *p)
+{
+	unsigned i;
+
+	for (i = 0; i < n->npreds; i++)
+		if (n->preds[i] == p)
+			return 0;
+	if (n->npreds == n->cap) {
+		unsigned nc = n->cap ? 2 * n->cap : 4;
+		struct npu_graph_node **np = realloc(n->preds, nc * sizeof(*np));
+
+		if (!np)
+			return -1;
+		n->preds = np;
+		n->cap = nc;
+	}
+	n->preds[n->npreds++] = p;
+	return 0;
+}
+
+/* New node with its dependencies; NULL (and the error set) on failure. */
+static struct npu_graph_node *node_new(npu_graph_t g, npu_graph_node_type_t t,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       npu_status_t *st)
+{
+	struct npu_graph_node *n;
+	size_t i;
+
+	if (ndeps && !deps) {
+		*st = npu_fail(NPU_ERROR_INVALID_VALUE, "deps is NULL");
+		return NULL;
+	}
+	for (i = 0; i < ndeps; i++)
+		if (!node_ok(g, deps[i])) {
+			*st = npu_fail(NPU_ERROR_INVALID_VALUE,
+				       "dependency %zu is not a node of the graph", i);
+			return NULL;
+		}
+	if (g->n >= NPU_GRAPH_MAX_NODES) {
+		*st = npu_fail(NPU_ERROR_NOT_SUPPORTED, "more than %u nodes",
+			       NPU_GRAPH_MAX_NODES);
+		return NULL;
+	}
+	if (g->n == g->cap) {
+		unsigned nc = g->cap ? 2 * g->cap : 16;
+		struct npu_graph_node **nn = realloc(g->nodes, nc * sizeof(*nn));
+
+		if (!nn) {
+			*st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph node");
+			return NULL;
+		}
+		g->nodes = nn;
+		g->cap = nc;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		*st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph node");
+		return NULL;
+	}
+	n->magic = NODE_MAGIC;
+	n->g = g;
+	n->type = t;
+	for (i = 0; i < ndeps; i++)
+		if (add_pred(n, deps[i])) {
+			free(n->preds);
+			free(n);
+			*st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph node");
+			return NULL;
+		}
+	n->idx = g->n;
+	g->nodes[g->n++] = n;
+	*st = NPU_SUCCESS;
+	return n;
+}
+
+static npu_status_t check_kparams(const npu_kernel_node_params *p)
+{
+	unsigned nargs;
+
+	if (!p)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "params is NULL");
+	if (npu_kernel_info(p->kernel, NULL, &nargs))
+		return npu_fail(NPU_ERROR_INVALID_KERNEL, "unknown kernel id 0x%x",
+				(unsigned)p->kernel);
+	if (p->nargs != nargs)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"kernel takes %u arguments, not %u", nargs, p->nargs);
+	if (!p->grid.x || !p->grid.y || !p->grid.z)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"grid has a zero dimension");
+	return NPU_SUCCESS;
+}
+
+static struct alloc *find_alloc(struct alloc_table *t, uint64_t p)
+{
+	unsigned i;
+
+	for (i = 0; i < t->n; i++)
+		if (p >= t->v[i].key && p < t->v[i].key + t->v[i].size)
+			return &t->v[i];
+	return NULL;
+}
+
+/* Device VA and BO of [p, p+n): device memory (want 1), pinned host (0) or
+ * either (-1). Caller holds dev->lock. */
+static npu_status_t resolve(struct device *dev, const void *ptr, uint64_t n,
+			    int want, uint64_t *va, uint32_t *bo, bool *pageable)
+{
+	uint64_t p = (uintptr_t)ptr;
+	struct alloc *a = NULL;
+
+	*pageable = false;
+	if (!ptr)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL pointer");
+	if (want != 0)
+		a = find_alloc(&dev->dmem, p);
+	if (!a && want == 1)
+		return npu_fail(NPU_ERROR_INVALID_POINTER,
+				"%p is not device memory from npu_malloc", ptr);
+	if (!a)
+		a = find_alloc(&dev->hmem, p);
+	if (!a) {
+		*pageable = true;
+		return npu_fail(NPU_ERROR_INVALID_VALUE,
+				"%p is pageable host memory: a graph needs device or pinned memory",
+				ptr);
+	}
+	if (p + n > a->key + a->size || p + n < p)
+		return npu_fail(NPU_ERROR_INVALID_VALUE,
+				"[%p, +%llu) runs past the end of its allocation", ptr,
+				(unsigned long long)n);
+	*va = a->va + (p - a->key);
+	*bo = a->handle;
+	return NPU_SUCCESS;
+}
+
+static npu_status_t check_copy(struct device *dev, void *dst, const void *src,
+			       size_t count, npu_memcpy_kind_t kind,
+			       uint64_t *dva, uint64_t *sva, uint32_t bo[2],
+			       bool *pageable, bool locked)
+{
+	int wd, ws;
+	npu_status_t st;
+
+	switch (kind) {
+	case NPU_MEMCPY_HOST_TO_HOST:	wd = 0;  ws = 0;  break;
+	case NPU_MEMCPY_HOST_TO_DEVICE:	wd = 1;  ws = 0;  break;
+	case NPU_MEMCPY_DEVICE_TO_HOST:	wd = 0;  ws = 1;  break;
+	case NPU_MEMCPY_DEVICE_TO_DEVICE: wd = 1; ws = 1; break;
+	case NPU_MEMCPY_DEFAULT:	wd = -1; ws = -1; break;
+	default:
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown copy kind %d",
+				(int)kind);
+	}
+	if (!count)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is 0");
+	if (!locked)
+		pthread_mutex_lock(&dev->lock);
+	st = resolve(dev, dst, count, wd, dva, &bo[0], pageable);
+	if (!st)
+		st = resolve(dev, src, count, ws, sva, &bo[1], pageable);
+	if (!locked)
+		pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+#define ADD_NODE_PROLOGUE(type)						\
+	npu_status_t st = check_graph(g);				\
+	struct npu_graph_node *n;					\
+	if (st)								\
+		return st;						\
+	if (!node)							\
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "node is NULL");
+
+npu_status_t npu_graph_add_kernel_node(npu_graph_node_t *node, npu_graph_t g,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       const npu_kernel_node_params *p)
+{
+	ADD_NODE_PROLOGUE(NPU_GRAPH_NODE_KERNEL)
+	st = check_kparams(p);
+	if (st)
+		return st;
+	n = node_new(g, NPU_GRAPH_NODE_KERNEL, deps, ndeps, &st);
+	if (!n)
+		return st;
+	n->kp = *p;
+	*node = n;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_add_memcpy_node(npu_graph_node_t *node, npu_graph_t g,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       void *dst, const void *src, size_t count,
+				       npu_memcpy_kind_t kind)
+{
+	uint64_t a, b;
+	uint32_t bo[2];
+	bool pg;
+
+	ADD_NODE_PROLOGUE(NPU_GRAPH_NODE_MEMCPY)
+	st = check_copy(g->dev, dst, src, count, kind, &a, &b, bo, &pg, false);
+	if (st)
+		return st;
+	n = node_new(g, NPU_GRAPH_NODE_MEMCPY, deps, ndeps, &st);
+	if (!n)
+		return st;
+	n->dst = dst;
+	n->src = src;
+	n->count = count;
+	n->kind = kind;
+	*node = n;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_add_memset_node(npu_graph_node_t *node, npu_graph_t g,
+				       const npu_graph_node_t *deps, size_t ndeps,
+				       void *devptr, int value, size_t count)
+{
+	uint64_t va;
+	uint32_t bo;
+	bool pg;
+
+	ADD_NODE_PROLOGUE(NPU_GRAPH_NODE_MEMSET)
+	if (!count)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is 0");
+	pthread_mutex_lock(&g->dev->lock);
+	st = resolve(g->dev, devptr, count, 1, &va, &bo, &pg);
+	pthread_mutex_unlock(&g->dev->lock);
+	if (st)
+		return st;
+	n = node_new(g, NPU_GRAPH_NODE_MEMSET, deps, ndeps, &st);
+	if (!n)
+		return st;
+	n->dst = devptr;
+	n->value = value;
+	n->count = count;
+	*node = n;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_add_host_node(npu_graph_node_t *node, npu_graph_t g,
+				     const npu_graph_node_t *deps, size_t ndeps,
+				     npu_host_fn_t fn, void *user)
+{
+	ADD_NODE_PROLOGUE(NPU_GRAPH_NODE_HOST)
+	if (!fn)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "host function is NULL");
+	n = node_new(g, NPU_GRAPH_NODE_HOST, deps, ndeps, &st);
+	if (!n)
+		return st;
+	n->fn = fn;
+	n->user = user;
+	*node = n;
+	return NPU_SUCCESS;
+}
+
+static npu_status_t add_event_node(npu_graph_node_t *node, npu_graph_t g,
+				   const npu_graph_node_t *deps, size_t ndeps,
+				   npu_event_t e, npu_graph_node_type_t t)
+{
+	ADD_NODE_PROLOGUE(t)
+	if (!e || !npu_reg_check(e, REG_EVENT))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE, "event %p is not live",
+				(void *)e);
+	if (e->dev != g->dev)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"event and graph belong to different devices");
+	if (t == NPU_GRAPH_NODE_EVENT_RECORD && e->imported)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"an imported event cannot be recorded");
+	n = node_new(g, t, deps, ndeps, &st);
+	if (!n)
+		return st;
+	n->ev = e;
+	*node = n;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_add_event_record_node(npu_graph_node_t *node,
+					     npu_graph_t g,
+					     const npu_graph_node_t *deps,
+					     size_t ndeps, npu_event_t e)
+{
+	return add_event_node(node, g, deps, ndeps, e, NPU_GRAPH_NODE_EVENT_RECORD);
+}
+
+npu_status_t npu_graph_add_event_wait_node(npu_graph_node_t *node,
+					   npu_graph_t g,
+					   const npu_graph_node_t *deps,
+					   size_t ndeps, npu_event_t e)
+{
+	return add_event_node(node, g, deps, ndeps, e, NPU_GRAPH_NODE_EVENT_WAIT);
+}
+
+npu_status_t npu_graph_add_empty_node(npu_graph_node_t *node, npu_graph_t g,
+				      const npu_graph_node_t *deps, size_t ndeps)
+{
+	ADD_NODE_PROLOGUE(NPU_GRAPH_NODE_EMPTY)
+	n = node_new(g, NPU_GRAPH_NODE_EMPTY, deps, ndeps, &st);
+	if (!n)
+		return st;
+	*node = n;
+	return NPU_SUCCESS;
+}
+
+/* Is a an ancestor of (or equal to) b? */
+static bool reaches(struct npu_graph *g, struct npu_graph_node *a,
+		    struct npu_graph_node *b)
+{
+	unsigned *stack, sp = 0, i;
+	bool *seen, found = false;
+
+	if (a == b)
+		return true;
+	stack = malloc(g->n * sizeof(*stack));
+	seen = calloc(g->n, sizeof(*seen));
+	if (!stack || !seen) {
+		free(stack);
+		free(seen);
+		return true;		/* refuse when unsure */
+	}
+	stack[sp++] = b->idx;
+	seen[b->idx] = true;
+	while (sp && !found) {
+		struct npu_graph_node *n = g->nodes[stack[--sp]];
+
+		for (i = 0; i < n->npreds; i++) {
+			struct npu_graph_node *p = n->preds[i];
+
+			if (p == a) {
+				found = true;
+				break;
+			}
+			if (!seen[p->idx]) {
+				seen[p->idx] = true;
+				stack[sp++] = p->idx;
+			}
+		}
+	}
+	free(stack);
+	free(seen);
+	return found;
+}
+
+npu_status_t npu_graph_add_dependencies(npu_graph_t g, const npu_graph_node_t *from,
+					const npu_graph_node_t *to, size_t n)
+{
+	npu_status_t st = check_graph(g);
+	size_t i;
+
+	if (st)
+		return st;
+	if (n && (!from || !to))
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL arrays");
+	for (i = 0; i < n; i++)
+		if (!node_ok(g, from[i]) || !node_ok(g, to[i]))
+			return npu_fail(NPU_ERROR_INVALID_VALUE,
+					"edge %zu: not nodes of the graph", i);
+	for (i = 0; i < n; i++) {
+		if (reaches(g, to[i], from[i]))
+			return npu_fail(NPU_ERROR_INVALID_VALUE,
+					"edge %zu would make a cycle", i);
+		if (add_pred(to[i], from[i]))
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "edge");
+	}
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_get_nodes(npu_graph_t g, npu_graph_node_t *nodes,
+				 size_t *count)
+{
+	npu_status_t st = check_graph(g);
+	size_t i;
+
+	if (st)
+		return st;
+	if (!count)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is NULL");
+	if (!nodes) {
+		*count = g->n;
+		return NPU_SUCCESS;
+	}
+	for (i = 0; i < *count && i < g->n; i++)
+		nodes[i] = g->nodes[i];
+	*count = i;
+	return NPU_SUCCESS;
+}
+
+static npu_status_t check_node(npu_graph_node_t n)
+{
+	if (!n || n->magic != NODE_MAGIC || !npu_reg_check(n->g, REG_GRAPH))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE, "not a live graph node");
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_node_get_type(npu_graph_node_t n, npu_graph_node_type_t *t)
+{
+	npu_status_t st = check_node(n);
+
+	if (st)
+		return st;
+	if (!t)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "type is NULL");
+	*t = n->type;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_kernel_node_get_params(npu_graph_node_t n,
+					      npu_kernel_node_params *p)
+{
+	npu_status_t st = check_node(n);
+
+	if (st)
+		return st;
+	if (!p || n->type != NPU_GRAPH_NODE_KERNEL)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "not a kernel node");
+	*p = n->kp;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_kernel_node_set_params(npu_graph_node_t n,
+					      const npu_kernel_node_params *p)
+{
+	npu_status_t st = check_node(n);
+
+	if (st)
+		return st;
+	if (n->type != NPU_GRAPH_NODE_KERNEL)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "not a kernel node");
+	st = check_kparams(p);
+	if (st)
+		return st;
+	n->kp = *p;
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Instantiation
+ */
+static uint32_t node_bytes(const struct xnode *x)
+{
+	uint32_t b = 0;
+
+	switch (x->type) {
+	case NPU_GRAPH_NODE_KERNEL:
+		b = sizeof(struct npu_pkt_launch) + 8 * x->kp.nargs;
+		break;
+	case NPU_GRAPH_NODE_MEMCPY:
+		b = sizeof(struct npu_pkt_copy);
+		break;
+	case NPU_GRAPH_NODE_MEMSET:
+		b = 2 * (16 + sizeof(struct npu_pkt_copy)) + sizeof(struct npu_pkt_fill);
+		break;
+	case NPU_GRAPH_NODE_EVENT_RECORD:
+		b = sizeof(struct npu_pkt_timestamp);
+		break;
+	default:
+		return 0;
+	}
+	return (b + NPU_TRACE_BYTES + 7) & ~7u;
+}
+
+static void exec_free(struct npu_graph_exec *x)
+{
+	unsigned i;
+
+	if (x->x)
+		for (i = 0; i < x->n; i++)
+			free(x->x[i].preds);
+	free(x->x);
+	if (x->cmd_map)
+		npu_host_bo_free(x->dev, x->cmd_handle, x->cmd_map,
+				 (uint64_t)x->slot_size * EXEC_SLOTS);
+	if (x->done) {
+		pthread_mutex_lock(&x->dev->lock);
+		npu_tl_put(x->dev, x->done);
+		pthread_mutex_unlock(&x->dev->lock);
+	}
+	pthread_mutex_destroy(&x->lock);
+	x->magic = 0;
+	free(x);
+}
+
+npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
+				   unsigned int flags)
+{
+	struct npu_graph_exec *x;
+	struct device *dev;
+	struct gpool *pool;
+	unsigned *order, *indeg, *pos, i, k, head = 0, tail = 0;
+	unsigned *load[2];
+	bool *passed;
+	npu_status_t st = check_graph(g);
+
+	if (st)
+		return st;
+	if (!out)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "exec pointer is NULL");
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags must be 0");
+	dev = g->dev;
+	x = calloc(1, sizeof(*x));
+	order = calloc(g->n + 1, sizeof(*order));
+	indeg = calloc(g->n + 1, sizeof(*indeg));
+	pos = calloc(g->n + 1, sizeof(*pos));
+	passed = calloc(g->n + 1, sizeof(*passed));
+	load[0] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
+	load[1] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
+	if (!x || !order || !indeg || !pos || !passed || !load[0] || !load[1]) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+		goto fail;
+	}
+	x->magic = EXEC_MAGIC;
+	x->dev = dev;
+	pthread_mutex_init(&x->lock, NULL);
+	x->n = g->n;
+	x->x = calloc(g->n + 1, sizeof(*x->x));
+	if (!x->x) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+		goto fail;
+	}
+	/* topological order (Kahn), stable in creation order */
+	for (i = 0; i < g->n; i++)
+		indeg[i] = g->nodes[i]->npreds;
+	for (i = 0; i < g->n; i++)
+		if (!indeg[i])
+			order[tail++] = i;
+	while (head < tail) {
+		unsigned u = order[head++], v;
+
+		for (v = 0; v < g->n; v++) {
+			struct npu_graph_node *n = g->nodes[v];
+
+			for (k = 0; k < n->npreds; k++)
+				if (n->preds[k]->idx == u && --indeg[v] == 0)
+					order[tail++] = v;
+		}
+	}
+	if (tail != g->n) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE, "the graph has a cycle");
+		goto fail;
+	}
+	for (i = 0; i < g->n; i++)
+		pos[order[i]] = i;
+	pthread_mutex_lock(&dev->lock);
+	pool = pool_get(dev);
+	if (!pool) {
+		pthread_mutex_unlock(&dev->lock);
+		st = npu_fail(NPU_ERROR_OS, "graph queues: %s", strerror(errno));
+		goto fail;
+	}
+	for (i = 0; i < g->n && !st; i++) {
+		struct npu_graph_node *n = g->nodes[order[i]];
+		struct xnode *xn = &x->x[i];
+		bool pg;
+		unsigned cross = 0;
+
+		xn->type = n->type;
+		xn->orig = n;
+		xn->kp = n->kp;
+		xn->fn = n->fn;
+		xn->user = n->user;
+		xn->ev = n->ev;
+		xn->value = n->value;
+		xn->count = n->count;
+		xn->sink = true;
+		if (n->type == NPU_GRAPH_NODE_MEMCPY) {
+			st = check_copy(dev, n->dst, n->src, n->count, n->kind,
+					&xn->dst_va, &xn->src_va, xn->bo, &pg, true);
+			xn->nbo = xn->bo[0] == xn->bo[1] ? 1 : 2;
+		} else if (n->type == NPU_GRAPH_NODE_MEMSET) {
+			st = check_copy(dev, n->dst, n->dst, n->count,
+					NPU_MEMCPY_DEVICE_TO_DEVICE, &xn->dst_va,
+					&xn->src_va, xn->bo, &pg, true);
+			xn->nbo = 1;
+		}
+		if (st)
+			break;
+		if (n->type == NPU_GRAPH_NODE_HOST)
+			x->has_host = true;
+		xn->q = (n->type == NPU_GRAPH_NODE_MEMCPY ||
+			 n->type == NPU_GRAPH_NODE_MEMSET) && pool->nq[Q_COPY] ?
+			Q_COPY : Q_COMPUTE;
+		xn->preds = calloc(n->npreds + 1, sizeof(unsigned));
+		if (!xn->preds) {
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+			break;
+		}
+		xn->npreds = n->npreds;
+		xn->ring = UINT32_MAX;
+		for (k = 0; k < n->npreds; k++) {
+			unsigned p = pos[n->preds[k]->idx];
+			struct xnode *xp = &x->x[p];
+
+			xn->preds[k] = p;
+			xp->sink = false;
+			/* continue a predecessor's queue (a chain) */
+			if (xn->ring == UINT32_MAX && !passed[p] &&
+			    xp->type != NPU_GRAPH_NODE_HOST && xp->q == xn->q) {
+				xn->ring = xp->ring;
+				passed[p] = true;
+			}
+		}
+		if (xn->ring == UINT32_MAX) {
+			uint32_t r, best = 0;
+
+			for (r = 1; r < pool->nq[xn->q]; r++)
+				if (load[xn->q][r] < load[xn->q][best])
+					best = r;
+			xn->ring = best;
+		}
+		load[xn->q][xn->ring]++;
+		for (k = 0; k < n->npreds; k++) {
+			struct xnode *xp = &x->x[xn->preds[k]];
+
+			if (xp->type == NPU_GRAPH_NODE_HOST || xp->q != xn->q ||
+			    xp->ring != xn->ring)
+				cross++;
+		}
+		if (cross > MAX_CROSS_DEPS)
+			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				      "a node has more than %u dependencies on other queues",
+				      MAX_CROSS_DEPS);
+		xn->off = x->slot_size;
+		xn->size = node_bytes(xn);
+		x->slot_size += xn->size;
+	}
+	if (!st) {
+		unsigned sinks = 0;
+
+		for (i = 0; i < x->n; i++)
+			sinks += x->x[i].sink;
+		if (sinks > MAX_CROSS_DEPS)
+			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				      "more than %u nodes without successors; join them with an empty node",
+				      MAX_CROSS_DEPS);
+	}
+	if (!st) {
+		void *m;
+
+		x->slot_size = (x->slot_size + 4095) & ~4095u;
+		if (!x->slot_size)
+			x->slot_size = 4096;
+		if (npu_host_bo(dev, (uint64_t)x->slot_size * EXEC_SLOTS,
+				&x->cmd_handle, &x->cmd_va, &m))
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph command buffer");
+		else
+			x->cmd_map = m;
+	}
+	if (!st) {
+		x->done = npu_tl_new(dev);
+		if (!x->done)
+			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", strerror(errno));
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!st && npu_reg_add(x, REG_EXEC))
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
+	if (st)
+		goto fail;
+	free(order);
+	free(indeg);
+	free(pos);
+	free(passed);
+	free(load[0]);
+	free(load[1]);
+	*out = x;
+	return NPU_SUCCESS;
+fail:
+	if (x)
+		exec_free(x);
+	free(order);
+	free(indeg);
+	free(pos);
+	free(passed);
+	free(load[0]);
+	free(load[1]);
+	return st;
+}
+
+static npu_status_t check_exec(npu_graph_exec_t x)
+{
+	if (!x || !npu_reg_check(x, REG_EXEC))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"%p is not a live executable graph", (void *)x);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_exec_destroy(npu_graph_exec_t x)
+{
+	struct device *dev;
+
+	if (!x || !npu_reg_remove(x, REG_EXEC))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"%p is not a live executable graph", (void *)x);
+	dev = x->dev;
+	pthread_mutex_lock(&x->lock);
+	pthread_mutex_lock(&dev->lock);
+	if (x->launches)
+		npu_tl_wait_locked(dev, x->done, x->launches);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&x->lock);
+	exec_free(x);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t x,
+						   npu_graph_node_t node,
+						   const npu_kernel_node_params *p)
+{
+	npu_status_t st = check_exec(x);
+	unsigned i;
+
+	if (st)
+		return st;
+	st = check_kparams(p);
+	if (st)
+		return st;
+	pthread_mutex_lock(&x->lock);
+	for (i = 0; i < x->n; i++)
+		if (x->x[i].orig == node)
+			break;
+	if (i == x->n || x->x[i].type != NPU_GRAPH_NODE_KERNEL) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE,
+			      "node is not a kernel node of the executable graph");
+	} else if (x->x[i].kp.kernel != p->kernel) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE,
+			      "the kernel of a node cannot change");
+	} else {
+		x->x[i].kp = *p;	/* used from the next launch on */
+	}
+	pthread_mutex_unlock(&x->lock);
+	return st;
+}
+
+npu_status_t npu_graph_get_stats(npu_graph_stats *s)
+{
+	if (!s)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "stats is NULL");
+	s->launches = atomic_load(&st_launches);
+	s->submit_ioctls = atomic_load(&st_ioctls);
+	s->jobs = atomic_load(&st_jobs);
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Launch
+ */
+struct launch {
+	struct npu_graph_exec *x;
+	struct device *dev;
+	struct npu_stream *s;
+	struct gpool *pool;
+	uint64_t n;			/* launch number */
+	uint8_t *cmd;
+	uint64_t cmd_va;
+	struct dep entry[NPU_MAX_RINGS_LIB * 2 + 8];
+	unsigned nentry;
+	uint64_t P;			/* stream point of the join */
+	struct tl *host_tl;
+	uint64_t host_pt;
+	uint64_t *pt;			/* per node: point signalled, 0 = not yet */
+	struct tl **ptl;		/* per node: timeline of that point */
+	uint64_t *evpt;			/* event nodes: event point */
+	bool joined;
+};
+
+static void launch_free(struct launch *L)
+{
+	unsigned i;
+
+	for (i = 0; i < L->nentry; i++)
+		npu_tl_put(L->dev, L->entry[i].tl);
+	if (L->host_tl)
+		npu_tl_put(L->dev, L->host_tl);
+	npu_tl_put(L->dev, L->s->tl);
+	free(L->pt);
+	free(L->ptl);
+	free(L->evpt);
+	free(L);
+}
+
+static uint64_t ev_ts_va(struct device *dev, int idx, uint64_t gen)
+{
+	unsigned c = (unsigned)idx / TS_EVENTS_PER_CHUNK;
+	unsigned e = (unsigned)idx % TS_EVENTS_PER_CHUNK;
+
+	return dev->ts_chunk[c].va + 8 * (e * TS_SLOTS_PER_EVENT +
+					  gen % TS_SLOTS_PER_EVENT);
+}
+
+/* Write node i's packets at cmd (VA va); returns bytes. */
+static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va)
+{
+	struct xnode *xn = &L->x->x[i];
+	uint32_t len = 0;
+
+	switch (xn->type) {
+	case NPU_GRAPH_NODE_KERNEL: {
+		struct npu_pkt_launch p;
+
+		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * xn->kp.nargs);
+		p.kernel = (uint32_t)xn->kp.kernel;
+		p.grid[0] = xn->kp.grid.x;
+		p.grid[1] = xn->kp.grid.y;
+		p.grid[2] = xn->kp.grid.z;
+		p.nargs = xn->kp.nargs;
+		memcpy(cmd, &p, sizeof(p));
+		memcpy(cmd + sizeof(p), xn->kp.args, 8 * xn->kp.nargs);
+		len = sizeof(p) + 8 * xn->kp.nargs;
+		break;
+	}
+	case NPU_GRAPH_NODE_MEMCPY: {
+		struct npu_pkt_copy c = {
+			.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
+			.src = xn->src_va, .dst = xn->dst_va, .size = xn->count,
+		};
+
+		memcpy(cmd, &c, sizeof(c));
+		len = sizeof(c);
+		break;
+	}
+	case NPU_GRAPH_NODE_MEMSET: {
+		uint8_t bytes[4];
+		uint64_t d = xn->dst_va, n = xn->count, head, body, tail;
+		uint32_t pattern;
+		unsigned part;
+
+		memset(bytes, xn->value & 0xff, 4);
+		memcpy(&pattern, bytes, 4);
+		head = (4 - (d & 3)) & 3;
+		if (head > n)
+			head = n;
+		body = (n - head) & ~3ull;
+		tail = n - head - body;
+		for (part = 0; part < 3; part++) {
+			uint64_t sz = part == 0 ? head : part == 1 ? body : tail;
+			uint64_t at = part == 0 ? d : part == 1 ? d + head : d + head + body;
+
+			if (!sz)
+				continue;
+			if (part == 1) {
+				struct npu_pkt_fill f = {
+					.header = NPU_PKT_HDR(NPU_OP_FILL, 0, 6),
+					.value = pattern, .dst = at, .size = sz,
+				};
+
+				memcpy(cmd + len, &f, sizeof(f));
+				len += sizeof(f);
+			} else {
+				uint32_t nop[4] = { NPU_PKT_HDR(NPU_OP_NOP, 0, 4), 0,
+						    pattern, 0 };
+				struct npu_pkt_copy c = {
+					.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
+					.src = va + len + 8, .dst = at, .size = sz,
+				};
+
+				memcpy(cmd + len, nop, sizeof(nop));
+				len += sizeof(nop);
+				memcpy(cmd + len, &c, sizeof(c));
+				len += sizeof(c);
+			}
+		}
+		break;
+	}
+	case NPU_GRAPH_NODE_EVENT_RECORD:
+		if (xn->ev->ts_index >= 0) {
+			struct npu_pkt_timestamp t = {
+				.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4),
+				.dst = ev_ts_va(L->dev, xn->ev->ts_index, L->evpt[i]),
+			};
+
+			memcpy(cmd, &t, sizeof(t));
+			len = sizeof(t);
+		}
+		break;
+	default:
+		break;
+	}
+	return len;
+}
+
+static void put_ts(uint8_t *at, uint64_t va)
+{
+	struct npu_pkt_timestamp t = {
+		.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4), .dst = va,
+	};
+
+	memcpy(at, &t, sizeof(t));
+}
+
+/* Submit, in one ioctl, every device node whose predecessors have all been
+ * submitted (or, for host nodes, have returned), and the join once every
+ * sink is. Caller holds dev->lock. */
+static npu_status_t submit_ready(struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	struct device *dev = L->dev;
+	struct drm_npu_job *jobs;
+	struct drm_npu_sync *sy;
+	unsigned i, k, nj = 0, ns = 0, cap_s;
+	unsigned *jn;			/* job -> node, UINT_MAX for the join */
+	struct drm_npu_submit sub;
+	bool all_sinks = true, tracing = npu_tracing();
+	int r;
+
+	jobs = calloc(x->n + 1, sizeof(*jobs));
+	jn = calloc(x->n + 1, sizeof(*jn));
+	cap_s = 4 + 2 * L->nentry;
+	for (i = 0; i < x->n; i++)
+		cap_s += x->x[i].npreds + L->nentry + 3;
+	sy = calloc(cap_s + x->n, sizeof(*sy));
+	if (!jobs || !jn || !sy) {
+		free(jobs);
+		free(jn);
+		free(sy);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
+	}
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		struct drm_npu_job *j;
+		uint8_t *cmd = L->cmd + xn->off;
+		uint64_t va = L->cmd_va + xn->off;
+		uint32_t len = 0, slot = 0, in0;
+		bool ready = !L->pt[i] && xn->type != NPU_GRAPH_NODE_HOST;
+
+		for (k = 0; k < xn->npreds && ready; k++)
+			ready = L->pt[xn->preds[k]] != 0;
+		if (!ready)
+			continue;
+		j = &jobs[nj];
+		jn[nj++] = i;
+		j->queue_id = L->pool->queue[xn->q][xn->ring];
+		/* waits */
+		in0 = ns;
+		if (!xn->npreds)
+			for (k = 0; k < L->nentry; k++) {
+				sy[ns].handle = L->entry[k].tl->handle;
+				sy[ns++].point = L->entry[k].point;
+			}
+		for (k = 0; k < xn->npreds; k++) {
+			struct xnode *xp = &x->x[xn->preds[k]];
+
+			if (xp->type != NPU_GRAPH_NODE_HOST && xp->q == xn->q &&
+			    xp->ring == xn->ring)
+				continue;	/* queue order */
+			sy[ns].handle = L->ptl[xn->preds[k]]->handle;
+			sy[ns++].point = L->pt[xn->preds[k]];
+		}
+		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+			sy[ns].handle = xn->ev->tl->handle;
+			sy[ns++].point = L->evpt[i];
+		}
+		j->in_syncs = (uintptr_t)&sy[in0];
+		j->in_sync_count = ns - in0;
+		/* command */
+		if (tracing && (xn->type == NPU_GRAPH_NODE_KERNEL ||
+				xn->type == NPU_GRAPH_NODE_MEMCPY ||
+				xn->type == NPU_GRAPH_NODE_MEMSET)) {
+			uint64_t tva;
+
+			slot = npu_trace_slot(dev, &tva);
+			if (slot) {
+				put_ts(cmd, tva);
+				len = 16;
+				len += put_node(L, i, cmd + len, va + len);
+				npu_trace_fill(dev, slot, cmd + 16, len - 16,
+					       npu_ring_global(dev, xn->q, xn->ring),
+					       L->s, true);
+				put_ts(cmd + len, tva + 8);
+				len += 16;
+			}
+		}
+		if (!slot)
+			len = put_node(L, i, cmd, va);
+		j->cmd_va = len ? va : 0;
+		j->cmd_size = len;
+		j->bo_handles = (uintptr_t)xn->bo;
+		j->bo_count = xn->nbo;
+		/* signals */
+		L->ptl[i] = L->pool->tl[xn->q][xn->ring];
+		L->pt[i] = ++L->ptl[i]->next;
+		j->out_syncs = (uintptr_t)&sy[ns];
+		sy[ns].handle = L->ptl[i]->handle;
+		sy[ns++].point = L->pt[i];
+		if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+			sy[ns].handle = xn->ev->tl->handle;
+			sy[ns++].point = L->evpt[i];
+		}
+		j->out_sync_count = (uint32_t)(&sy[ns] - (struct drm_npu_sync *)(uintptr_t)j->out_syncs);
+	}
+	for (i = 0; i < x->n; i++)
+		if (x->x[i].sink && !L->pt[i])
+			all_sinks = false;
+	if (all_sinks && !L->joined) {
+		struct drm_npu_job *j = &jobs[nj];
+		unsigned in0 = ns;
+
+		jn[nj++] = UINT32_MAX;
+		j->queue_id = L->s->queue[Q_COMPUTE];
+		for (i = 0; i < x->n; i++)
+			if (x->x[i].sink) {
+				sy[ns].handle = L->ptl[i]->handle;
+				sy[ns++].point = L->pt[i];
+			}
+		if (!x->n)
+			for (k = 0; k < L->nentry; k++) {
+				sy[ns].handle = L->entry[k].tl->handle;
+				sy[ns++].point = L->entry[k].point;
+			}
+		j->in_syncs = (uintptr_t)&sy[in0];
+		j->in_sync_count = ns - in0;
+		j->out_syncs = (uintptr_t)&sy[ns];
+		sy[ns].handle = L->s->tl->handle;
+		sy[ns++].point = L->P;
+		sy[ns].handle = x->done->handle;
+		sy[ns++].point = L->n;
+		j->out_sync_count = 2;
+		L->joined = true;
+	}
+	r = 0;
+	if (nj) {
+		memset(&sub, 0, sizeof(sub));
+		sub.jobs = (uintptr_t)jobs;
+		sub.job_count = nj;
+		sub.job_stride = sizeof(*jobs);
+		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+		atomic_fetch_add(&st_ioctls, 1);
+		atomic_fetch_add(&st_jobs, nj);
+	}
+	for (i = 0; i < nj; i++) {
+		struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)jobs[i].out_syncs;
+
+		for (k = 0; k < jobs[i].out_sync_count; k++) {
+			uint64_t pt = o[k].point;
+
+			if (r)		/* nobody may wait forever */
+				drmSyncobjTimelineSignal(dev->fd, &o[k].handle,
+							 &pt, 1);
+		}
+		if (jn[i] == UINT32_MAX) {
+			if (L->P > L->s->tl->submitted)
+				L->s->tl->submitted = L->P;
+			if (L->n > x->done->submitted)
+				x->done->submitted = L->n;
+		} else {
+			struct xnode *xn = &x->x[jn[i]];
+
+			if (L->pt[jn[i]] > L->ptl[jn[i]]->submitted)
+				L->ptl[jn[i]]->submitted = L->pt[jn[i]];
+			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+			    L->evpt[jn[i]] > xn->ev->tl->submitted)
+				xn->ev->tl->submitted = L->evpt[jn[i]];
+		}
+	}
+	free(jobs);
+	free(jn);
+	free(sy);
+	if (nj)
+		npu_flush_deferred(dev);
+	if (r) {
+		if (!dev->sticky) {
+			dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
+			snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+				 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a graph launch: %s",
+				 strerror(-r));
+		}
+		return npu_fail(NPU_ERROR_LAUNCH_FAILURE,
+				"DRM_IOCTL_NPU_SUBMIT (graph): %s", strerror(-r));
+	}
+	return NPU_SUCCESS;
+}
+
+/* Host nodes, in topological order, on a thread of the launch. */
+static void *host_main(void *arg)
+{
+	struct launch *L = arg;
+	struct npu_graph_exec *x = L->x;
+	struct device *dev = L->dev;
+	unsigned i, k;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		uint32_t h[MAX_CROSS_DEPS + NPU_MAX_RINGS_LIB * 2 + 8];
+		uint64_t p[MAX_CROSS_DEPS + NPU_MAX_RINGS_LIB * 2 + 8];
+		unsigned nw = 0;
+		bool run;
+
+		if (xn->type != NPU_GRAPH_NODE_HOST)
+			continue;
+		if (!xn->npreds)
+			for (k = 0; k < L->nentry; k++) {
+				h[nw] = L->entry[k].tl->handle;
+				p[nw++] = L->entry[k].point;
+			}
+		for (k = 0; k < xn->npreds && nw < MAX_CROSS_DEPS + 8; k++) {
+			h[nw] = L->ptl[xn->preds[k]]->handle;
+			p[nw++] = L->pt[xn->preds[k]];
+		}
+		pthread_mutex_unlock(&dev->lock);
+		npu_wait_points(dev, h, p, nw);
+		pthread_mutex_lock(&dev->lock);
+		npu_check_faults(dev);
+		run = !dev->sticky;
+		pthread_mutex_unlock(&dev->lock);
+		if (run)
+			xn->fn(xn->user);
+		pthread_mutex_lock(&dev->lock);
+		L->pt[i] = ++L->host_pt;
+		L->ptl[i] = L->host_tl;
+		drmSyncobjTimelineSignal(dev->fd, &L->host_tl->handle, &L->pt[i], 1);
+		L->host_tl->submitted = L->pt[i];
+		submit_ready(L);
+	}
+	if (!L->joined)
+		submit_ready(L);
+	launch_free(L);
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+static void add_entry(struct launch *L, struct tl *t, uint64_t point)
+{
+	unsigned i;
+
+	if (!point || point <= t->completed)
+		return;
+	for (i = 0; i < L->nentry; i++)
+		if (L->entry[i].tl == t) {
+			if (point > L->entry[i].point)
+				L->entry[i].point = point;
+			return;
+		}
+	if (L->nentry < sizeof(L->entry) / sizeof(L->entry[0])) {
+		t->refs++;
+		L->entry[L->nentry].tl = t;
+		L->entry[L->nentry].order_only = false;
+		L->entry[L->nentry++].point = point;
+	}
+}
+
+/* Wait until (t, point) has a fence in the kernel (not for its
+ * completion). Caller holds dev->lock; it is dropped while waiting. */
+static void wait_available(struct device *dev, struct tl *t, uint64_t point)
+{
+	uint32_t h = t->handle;
+
+	if (!point || npu_tl_done(dev, t, point))
+		return;
+	t->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	drmSyncobjTimelineWait(dev->fd, &h, &point, 1, INT64_MAX,
+			       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+			       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, NULL);
+	pthread_mutex_lock(&dev->lock);
+	npu_tl_put(dev, t);
+}
+
+static bool cap_stream_capturing(struct npu_stream *s);
+
+npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
+{
+	struct device *dev;
+	struct npu_stream *s, *b;
+	struct launch *L;
+	npu_status_t st = check_exec(x);
+	unsigned i;
+	struct { struct tl *t; uint64_t p; } *avail = NULL;
+	unsigned navail = 0;
+
+	if (st)
+		return st;
+	st = npu_get_stream(h, &dev, &s);
+	if (st)
+		return st;
+	if (x->dev != dev)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"graph and stream belong to different devices");
+	if (npu_capturing() && cap_stream_capturing(s))
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				"launching a graph into a capture is not supported");
+	L = calloc(1, sizeof(*L));
+	avail = calloc(2 * x->n + NPU_MAX_RINGS_LIB * 2 + 64, sizeof(*avail));
+	if (L) {
+		L->pt = calloc(x->n + 1, sizeof(*L->pt));
+		L->ptl = calloc(x->n + 1, sizeof(*L->ptl));
+		L->evpt = calloc(x->n + 1, sizeof(*L->evpt));
+	}
+	if (!L || !avail || !L->pt || !L->ptl || !L->evpt) {
+		if (L) {
+			free(L->pt);
+			free(L->ptl);
+			free(L->evpt);
+		}
+		free(L);
+		free(avail);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
+	}
+	pthread_mutex_lock(&x->lock);
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto fail;
+	}
+	L->x = x;
+	L->dev = dev;
+	L->s = s;
+	L->pool = pool_get(dev);
+	L->n = x->launches + 1;
+	if (x->has_host) {
+		L->host_tl = npu_tl_new(dev);
+		if (!L->host_tl) {
+			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	/* a command slot of EXEC_SLOTS: wait for the launch that used it */
+	if (L->n > EXEC_SLOTS &&
+	    npu_tl_wait_locked(dev, x->done, L->n - EXEC_SLOTS)) {
+		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+		goto fail;
+	}
+	L->cmd = x->cmd_map + (L->n % EXEC_SLOTS) * x->slot_size;
+	L->cmd_va = x->cmd_va + (L->n % EXEC_SLOTS) * x->slot_size;
+	/* entry dependencies: stream order, legacy rules, previous launch */
+	npu_tl_done(dev, s->tl, s->tl->next);
+	add_entry(L, s->tl, s->tl->next);
+	if (s->legacy) {
+		for (b = dev->streams; b; b = b->next)
+			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
+			    b->tl->next > b->waited_by_legacy) {
+				npu_tl_done(dev, b->tl, b->tl->next);
+				add_entry(L, b->tl, b->tl->next);
+				b->waited_by_legacy = b->tl->next;
+			}
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+		struct tl *l = dev->legacy->tl;
+
+		if (l->next > s->legacy_seen) {
+			npu_tl_done(dev, l, l->next);
+			add_entry(L, l, l->next);
+			s->legacy_seen = l->next;
+		}
+	}
+	if (x->launches)
+		add_entry(L, x->done, x->launches);
+	for (i = 0; i < L->nentry; i++) {
+		avail[navail].t = L->entry[i].tl;
+		avail[navail++].p = L->entry[i].point;
+	}
+	/* events: waits see the latest record now; records take new points */
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+
+		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT) {
+			struct npu_event *e = xn->ev;
+
+			if (!npu_reg_check(e, REG_EVENT)) {
+				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
+					      "an event of the graph was destroyed");
+				goto fail;
+			}
+			if (e->tl->next && !npu_tl_done(dev, e->tl, e->tl->next)) {
+				L->evpt[i] = e->tl->next;
+				avail[navail].t = e->tl;
+				avail[navail++].p = e->tl->next;
+			}
+		} else if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+			struct npu_event *e = xn->ev;
+
+			if (!npu_reg_check(e, REG_EVENT)) {
+				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
+					      "an event of the graph was destroyed");
+				goto fail;
+			}
+			if (e->tl->next) {
+				avail[navail].t = e->tl;
+				avail[navail++].p = e->tl->next;
+			}
+			L->evpt[i] = ++e->tl->next;
+		}
+	}
+	/* reserve the stream point: later work of the stream follows it */
+	L->P = ++s->tl->next;
+	s->last_queue = Q_NONE;
+	s->tl->refs++;
+	x->launches = L->n;
+	for (i = 0; i < navail; i++) {
+		avail[i].t->refs++;
+		wait_available(dev, avail[i].t, avail[i].p);
+		npu_tl_put(dev, avail[i].t);
+	}
+	st = submit_ready(L);
+	atomic_fetch_add(&st_launches, 1);
+	if (x->has_host && !st) {
+		pthread_t th;
+		pthread_attr_t at;
+
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &at, host_main, L)) {
+			pthread_attr_destroy(&at);
+			/* run them here instead */
+			pthread_mutex_unlock(&dev->lock);
+			host_main(L);
+			pthread_mutex_lock(&dev->lock);
+		} else {
+			pthread_attr_destroy(&at);
+		}
+		L = NULL;
+	}
+	if (L)
+		launch_free(L);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&x->lock);
+	free(avail);
+	return st;
+fail:
+	if (L->host_tl)
+		npu_tl_put(dev, L->host_tl);
+	free(L->pt);
+	free(L->ptl);
+	free(L->evpt);
+	for (i = 0; i < L->nentry; i++)
+		npu_tl_put(dev, L->entry[i].tl);
+	free(L);
+	free(avail);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&x->lock);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Stream capture
+ */
+struct capture {
+	struct device *dev;
+	struct npu_graph *g;
+	npu_stream_capture_mode_t mode;
+	pthread_t thread;
+	struct npu_stream *origin;
+	bool invalid;
+};
+
+struct capstream {			/* a stream taking part in a capture */
+	struct capstream *next;
+	struct npu_stream *s;
+	struct capture *c;
+	struct npu_graph_node **front;	/* the next node depends on these */
+	unsigned nfront, cap;
+};
+
+struct capevent {			/* an event recorded during capture */
+	struct capevent *next;
+	struct npu_event *e;
+	struct capture *c;
+	struct npu_graph_node **front;
+	unsigned nfront;
+};
+
+static pthread_mutex_t cap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct capstream *capstreams;
+static struct capevent *capevents;
+
+static struct capstream *cs_find(struct npu_stream *s)
+{
+	struct capstream *c;
+
+	for (c = capstreams; c; c = c->next)
+		if (c->s == s)
+			return c;
+	return NULL;
+}
+
+static struct capevent *ce_find(struct npu_event *e)
+{
+	struct capevent *c;
+
+	for (c = capevents; c; c = c->next)
+		if (c->e == e)
+			return c;
+	return NULL;
+}
+
+static bool cap_stream_capturing(struct npu_stream *s)
+{
+	bool r;
+
+	pthread_mutex_lock(&cap_lock);
+	r = cs_find(s) != NULL;
+	pthread_mutex_unlock(&cap_lock);
+	return r;
+}
+
+static int front_set(struct capstream *cs, struct npu_graph_node **v, unsigned n)
+{
+	if (n > cs->cap) {
+		struct npu_graph_node **nf = realloc(cs->front, n * sizeof(*nf));
+
+		if (!nf)
+			return -1;
+		cs->front = nf;
+		cs->cap = n;
+	}
+	if (n)
+		memcpy(cs->front, v, n * sizeof(*v));
+	cs->nfront = n;
+	return 0;
+}
+
+static int front_add(struct capstream *cs, struct npu_graph_node **v, unsigned n)
+{
+	unsigned i, k;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < cs->nfront; k++)
+			if (cs->front[k] == v[i])
+				break;
+		if (k < cs->nfront)
+			continue;
+		if (cs->nfront == cs->cap) {
+			unsigned nc = cs->cap ? 2 * cs->cap : 4;
+			struct npu_graph_node **nf = realloc(cs->front, nc * sizeof(*nf));
+
+			if (!nf)
+				return -1;
+			cs->front = nf;
+			cs->cap = nc;
+		}
+		cs->front[cs->nfront++] = v[i];
+	}
+	return 0;
+}
+
+static void invalidate(struct capture *c)
+{
+	c->invalid = true;
+}
+
+/* Invalidate every non-relaxed capture of dev; true if there was one.
+ * Caller holds cap_lock. */
+static bool invalidate_global(struct device *dev)
+{
+	struct capstream *cs;
+	bool any = false;
+
+	for (cs = capstreams; cs; cs = cs->next)
+		if (cs->c->dev == dev && cs->c->mode != NPU_STREAM_CAPTURE_MODE_RELAXED) {
+			invalidate(cs->c);
+			any = true;
+		}
+	return any;
+}
+
+/* Common part of the enqueue hooks. Returns: 1 and *cs for a capturing
+ * stream (cap_lock held on return), 0 (not handled, lock released), or -1
+ * (handled with *st, lock released). */
+static int cap_enter(npu_stream_t h, struct capstream **csp, npu_status_t *st,
+		     bool sync)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct capstream *cs;
+
+	if (npu_get_stream(h, &dev, &s)) {
+		npu_get_last_error();	/* the call itself reports it */
+		return 0;
+	}
+	pthread_mutex_lock(&cap_lock);
+	cs = cs_find(s);
+	if (cs) {
+		if (cs->c->invalid) {
+			pthread_mutex_unlock(&cap_lock);
+			*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+				       "the stream's capture was invalidated earlier");
+			return -1;
+		}
+		*csp = cs;
+		return 1;
+	}
+	if (s->legacy && invalidate_global(dev)) {
+		pthread_mutex_unlock(&cap_lock);
+		*st = sync ? npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				      "synchronous operation while a stream captures; the capture is invalidated") :
+			npu_fail(NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
+				 "legacy stream used while a stream captures; the capture is invalidated");
+		return -1;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return 0;
+}
+
+/* Add node n after the stream's frontier; it becomes the frontier. Caller
+ * holds cap_lock. */
+static npu_status_t cap_node(struct capstream *cs, struct npu_graph_node *n)
+{
+	unsigned i;
+
+	for (i = 0; i < cs->nfront; i++)
+		if (add_pred(n, cs->front[i]))
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
+	if (front_set(cs, &n, 1))
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
+	return NPU_SUCCESS;
+}
+
+static bool cap_done(struct capstream *cs, npu_graph_node_t n, npu_status_t st,
+		     npu_status_t *out)
+{
+	if (!st)
+		st = cap_node(cs, n);
+	if (st)
+		invalidate(cs->c);
+	pthread_mutex_unlock(&cap_lock);
+	*out = st;
+	return true;
+}
+
+bool npu_cap_launch(npu_stream_t h, npu_kernel_t kernel, npu_dim3 grid,
+		    const uint64_t *args, unsigned nargs, unsigned flags,
+		    npu_status_t *st)
+{
+	struct capstream *cs = NULL;
+	npu_kernel_node_params p;
+	npu_graph_node_t n = NULL;
+	npu_status_t r;
+	int e = cap_enter(h, &cs, st, false);
+
+	if (e <= 0)
+		return e < 0;
+	if (flags & (NPU_LAUNCH_SYNC | NPU_LAUNCH_SYNC_DEVICE)) {
+		invalidate(cs->c);
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "a synchronous launch on a capturing stream; the capture is invalidated");
+		return true;
+	}
+	memset(&p, 0, sizeof(p));
+	p.kernel = kernel;
+	p.grid = grid;
+	p.nargs = nargs;
+	if (nargs > NPU_MAX_KERNEL_ARGS || (nargs && !args)) {
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_INVALID_VALUE, "bad arguments");
+		return true;
+	}
+	if (nargs)
+		memcpy(p.args, args, 8 * nargs);
+	r = npu_graph_add_kernel_node(&n, cs->c->g, NULL, 0, &p);
+	return cap_done(cs, n, r, st);
+}
+
+bool npu_cap_memcpy(npu_stream_t h, void *dst, const void *src, size_t count,
+		    npu_memcpy_kind_t kind, bool sync, npu_status_t *st)
+{
+	struct capstream *cs = NULL;
+	npu_graph_node_t n = NULL;
+	uint64_t a, b;
+	uint32_t bo[2];
+	bool pg = false;
+	npu_status_t r;
+	int e = cap_enter(h, &cs, st, sync);
+
+	if (e <= 0)
+		return e < 0;
+	r = check_copy(cs->c->dev, dst, src, count, kind, &a, &b, bo, &pg, false);
+	if (r && pg) {
+		invalidate(cs->c);
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "a copy to or from pageable memory cannot be captured; the capture is invalidated");
+		return true;
+	}
+	if (!r)
+		r = npu_graph_add_memcpy_node(&n, cs->c->g, NULL, 0, dst, src,
+					      count, kind);
+	return cap_done(cs, n, r, st);
+}
+
+bool npu_cap_memset(npu_stream_t h, void *p, int value, size_t count, bool sync,
+		    npu_status_t *st)
+{
+	struct capstream *cs = NULL;
+	npu_graph_node_t n = NULL;
+	npu_status_t r;
+	int e = cap_enter(h, &cs, st, sync);
+
+	if (e <= 0)
+		return e < 0;
+	r = npu_graph_add_memset_node(&n, cs->c->g, NULL, 0, p, value, count);
+	return cap_done(cs, n, r, st);
+}
+
+bool npu_cap_host_func(npu_stream_t h, npu_host_fn_t fn, void *user,
+		       npu_status_t *st)
+{
+	struct capstream *cs = NULL;
+	npu_graph_node_t n = NULL;
+	npu_status_t r;
+	int e = cap_enter(h, &cs, st, false);
+
+	if (e <= 0)
+		return e < 0;
+	r = npu_graph_add_host_node(&n, cs->c->g, NULL, 0, fn, user);
+	return cap_done(cs, n, r, st);
+}
+
+bool npu_cap_event_record(npu_event_t ev, npu_stream_t h, npu_status_t *st)
+{
+	struct capstream *cs = NULL;
+	struct capevent *ce;
+	int e;
+
+	if (!ev || !npu_reg_check(ev, REG_EVENT))
+		return false;
+	e = cap_enter(h, &cs, st, false);
+	if (e < 0)
+		return true;
+	if (e == 0) {
+		/* a normal record replaces a capture-time one */
+		pthread_mutex_lock(&cap_lock);
+		ce = ce_find(ev);
+		if (ce) {
+			struct capevent **pp;
+
+			for (pp = &capevents; *pp != ce; pp = &(*pp)->next)
+				;
+			*pp = ce->next;
+			free(ce->front);
+			free(ce);
+		}
+		pthread_mutex_unlock(&cap_lock);
+		return false;
+	}
+	/* inside a capture the event marks the stream's frontier (fork/join) */
+	ce = ce_find(ev);
+	if (!ce) {
+		ce = calloc(1, sizeof(*ce));
+		if (!ce) {
+			invalidate(cs->c);
+			pthread_mutex_unlock(&cap_lock);
+			*st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
+			return true;
+		}
+		ce->e = ev;
+		ce->next = capevents;
+		capevents = ce;
+	}
+	free(ce->front);
+	ce->front = cs->nfront ? malloc(cs->nfront * sizeof(*ce->front)) : NULL;
+	ce->nfront = ce->front ? cs->nfront : 0;
+	if (ce->front)
+		memcpy(ce->front, cs->front, cs->nfront * sizeof(*ce->front));
+	ce->c = cs->c;
+	pthread_mutex_unlock(&cap_lock);
+	*st = NPU_SUCCESS;
+	return true;
+}
+
+bool npu_cap_wait_event(npu_stream_t h, npu_event_t ev, npu_status_t *st)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct capstream *cs;
+	struct capevent *ce;
+	npu_graph_node_t n = NULL;
+	npu_status_t r;
+
+	if (!ev || !npu_reg_check(ev, REG_EVENT) || npu_get_stream(h, &dev, &s)) {
+		npu_get_last_error();
+		return false;
+	}
+	pthread_mutex_lock(&cap_lock);
+	cs = cs_find(s);
+	ce = ce_find(ev);
+	if (cs && cs->c->invalid) {
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+			       "the stream's capture was invalidated earlier");
+		return true;
+	}
+	if (ce && ce->c->invalid && !cs) {
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+			       "the event's capture was invalidated earlier");
+		return true;
+	}
+	if (ce && cs && ce->c != cs->c) {
+		invalidate(cs->c);
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "the event was recorded in another capture");
+		return true;
+	}
+	if (ce && cs) {			/* join */
+		r = front_add(cs, ce->front, ce->nfront) ?
+			npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture") : NPU_SUCCESS;
+		if (r)
+			invalidate(cs->c);
+		pthread_mutex_unlock(&cap_lock);
+		*st = r;
+		return true;
+	}
+	if (ce) {			/* fork: s joins the capture */
+		if (s->legacy) {
+			invalidate(ce->c);
+			pthread_mutex_unlock(&cap_lock);
+			*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
+				       "the legacy stream cannot join a capture");
+			return true;
+		}
+		cs = calloc(1, sizeof(*cs));
+		if (!cs || front_set(cs, ce->front, ce->nfront)) {
+			free(cs);
+			invalidate(ce->c);
+			pthread_mutex_unlock(&cap_lock);
+			*st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
+			return true;
+		}
+		cs->s = s;
+		cs->c = ce->c;
+		cs->next = capstreams;
+		capstreams = cs;
+		pthread_mutex_unlock(&cap_lock);
+		*st = NPU_SUCCESS;
+		return true;
+	}
+	if (cs) {			/* an event from outside: a wait node */
+		r = npu_graph_add_event_wait_node(&n, cs->c->g, NULL, 0, ev);
+		return cap_done(cs, n, r, st);
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return false;
+}
+
+bool npu_cap_sync(npu_stream_t h, int what, npu_status_t *st)
+{
+	struct device *dev;
+	struct npu_stream *s = NULL;
+	struct capstream *cs;
+	bool handled = false;
+
+	if (what == 1) {
+		if (npu_cur_dev(&dev))
+			return false;
+	} else if (npu_get_stream(h, &dev, &s)) {
+		npu_get_last_error();
+		return false;
+	}
+	pthread_mutex_lock(&cap_lock);
+	cs = s ? cs_find(s) : NULL;
+	if (cs) {
+		invalidate(cs->c);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "synchronize or query of a capturing stream; the capture is invalidated");
+		handled = true;
+	} else if ((what == 1 || s->legacy) && invalidate_global(dev)) {
+		*st = npu_fail(what == 1 ? NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED :
+			       NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
+			       "synchronization with a capturing stream; the capture is invalidated");
+		handled = true;
+	}
+	pthread_mutex_unlock(&cap_lock);
+	return handled;
+}
+
+npu_status_t npu_stream_begin_capture(npu_stream_t h, npu_stream_capture_mode_t mode)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct capstream *cs;
+	struct capture *c;
+	npu_status_t st = npu_get_stream(h, &dev, &s);
+
+	if (st)
+		return st;
+	if ((unsigned)mode > NPU_STREAM_CAPTURE_MODE_RELAXED)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown capture mode %d",
+				(int)mode);
+	if (s->legacy)
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				"the legacy stream cannot be captured");
+	c = calloc(1, sizeof(*c));
+	cs = calloc(1, sizeof(*cs));
+	if (!c || !cs) {
+		free(c);
+		free(cs);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
+	}
+	st = graph_new(dev, &c->g);
+	if (st) {
+		free(c);
+		free(cs);
+		return st;
+	}
+	c->dev = dev;
+	c->mode = mode;
+	c->thread = pthread_self();
+	c->origin = s;
+	cs->s = s;
+	cs->c = c;
+	pthread_mutex_lock(&cap_lock);
+	if (cs_find(s)) {
+		pthread_mutex_unlock(&cap_lock);
+		npu_graph_destroy(c->g);
+		free(c);
+		free(cs);
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				"the stream is already capturing");
+	}
+	cs->next = capstreams;
+	capstreams = cs;
+	atomic_fetch_add(&npu_capture_active, 1);
+	pthread_mutex_unlock(&cap_lock);
+	return NPU_SUCCESS;
+}
+
+/* Mark the ancestors of v[0..n) (and themselves). */
+static void mark_up(struct npu_graph *g, bool *seen, struct npu_graph_node **v,
+		    unsigned n)
+{
+	unsigned *stack = malloc((g->n + 1) * sizeof(*stack)), sp = 0, i;
+
+	if (!stack)
+		return;
+	for (i = 0; i < n; i++)
+		if (!seen[v[i]->idx]) {
+			seen[v[i]->idx] = true;
+			stack[sp++] = v[i]->idx;
+		}
+	while (sp) {
+		struct npu_graph_node *x = g->nodes[stack[--sp]];
+
+		for (i = 0; i < x->npreds; i++)
+			if (!seen[x->preds[i]->idx]) {
+				seen[x->preds[i]->idx] = true;
+				stack[sp++] = x->preds[i]->idx;
+			}
+	}
+	free(stack);
+}
+
+npu_status_t npu_stream_end_capture(npu_stream_t h, npu_graph_t *graph)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct capstream *cs, **pp;
+	struct capevent **pe;
+	struct capture *c;
+	npu_status_t st = npu_get_stream(h, &dev, &s);
+	bool *seen;
+
+	if (st)
+		return st;
+	if (!graph)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "graph pointer is NULL");
+	*graph = NULL;
+	pthread_mutex_lock(&cap_lock);
+	cs = cs_find(s);
+	if (!cs || cs->c->origin != s) {
+		pthread_mutex_unlock(&cap_lock);
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNMATCHED,
+				"the stream is not the origin of a capture");
+	}
+	c = cs->c;
+	if (c->mode == NPU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    !pthread_equal(c->thread, pthread_self())) {
+		pthread_mutex_unlock(&cap_lock);
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+				"a thread-local capture must end on its thread");
+	}
+	if (c->invalid) {
+		st = npu_fail(NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+			      "the capture was invalidated by an earlier error");
+	} else {
+		/* every other stream's last work must lead into the origin */
+		seen = calloc(c->g->n + 1, sizeof(*seen));
+		if (!seen) {
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
+		} else {
+			struct capstream *o;
+
+			mark_up(c->g, seen, cs->front, cs->nfront);
+			for (o = capstreams; o && !st; o = o->next) {
+				unsigned i;
+
+				if (o->c != c || o == cs)
+					continue;
+				for (i = 0; i < o->nfront; i++)
+					if (!seen[o->front[i]->idx])
+						st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNJOINED,
+							      "a stream forked into the capture was not joined back into the origin stream");
+			}
+			free(seen);
+		}
+	}
+	/* end the capture on every stream that took part */
+	for (pp = &capstreams; *pp;) {
+		if ((*pp)->c == c) {
+			struct capstream *d = *pp;
+
+			*pp = d->next;
+			free(d->front);
+			free(d);
+		} else {
+			pp = &(*pp)->next;
+		}
+	}
+	for (pe = &capevents; *pe;) {
+		if ((*pe)->c == c) {
+			struct capevent *d = *pe;
+
+			*pe = d->next;
+			free(d->front);
+			free(d);
+		} else {
+			pe = &(*pe)->next;
+		}
+	}
+	atomic_fetch_sub(&npu_capture_active, 1);
+	pthread_mutex_unlock(&cap_lock);
+	if (st)
+		npu_graph_destroy(c->g);
+	else
+		*graph = c->g;
+	free(c);
+	return st;
+}
+
+npu_status_t npu_stream_is_capturing(npu_stream_t h,
+				     npu_stream_capture_status_t *status)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct capstream *cs;
+	npu_status_t st = npu_get_stream(h, &dev, &s);
+
+	if (st)
+		return st;
+	if (!status)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "status is NULL");
+	pthread_mutex_lock(&cap_lock);
+	cs = cs_find(s);
+	*status = !cs ? NPU_STREAM_CAPTURE_STATUS_NONE :
+		cs->c->invalid ? NPU_STREAM_CAPTURE_STATUS_INVALIDATED :
+		NPU_STREAM_CAPTURE_STATUS_ACTIVE;
+	pthread_mutex_unlock(&cap_lock);
+	return NPU_SUCCESS;
+}

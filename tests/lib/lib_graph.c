@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib_graph: graphs built explicitly and captured from streams. Results
+ * are compared with a CPU reference of the same work; ordering is checked
+ * through data and device timestamps (the profiler trace), never wall
+ * time. The number of DRM_IOCTL_NPU_SUBMIT per launch is counted by
+ * wrapping ioctl() (this program's definition takes precedence over
+ * libc's for libdrm) and through npu_graph_get_stats().
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "drm/npu_accel.h"
+
+#include "tap.h"
+
+static atomic_ulong n_submit;
+
+int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (req == DRM_IOCTL_NPU_SUBMIT)
+		atomic_fetch_add(&n_submit, 1);
+	return (int)syscall(SYS_ioctl, fd, req, arg);
+}
+
+#define N 8192
+
+static float *hx, *hy, *hout, ref[N];
+static void *dx, *dy, *dz, *dw;
+static npu_graph_node_t nn;
+
+static npu_kernel_node_params kscale(void *x, void *y, float a, uint32_t blocks)
+{
+	npu_kernel_node_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.kernel = NPU_K_SCALE_F32;
+	p.grid = npu_grid(blocks, 1, 1);
+	p.nargs = 4;
+	p.args[0] = npu_arg_ptr(x);
+	p.args[1] = npu_arg_ptr(y);
+	p.args[2] = N;
+	p.args[3] = npu_arg_f32(a);
+	return p;
+}
+
+static npu_kernel_node_params kvadd(void *a, void *b, void *c)
+{
+	npu_kernel_node_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.kernel = NPU_K_VADD_F32;
+	p.grid = npu_grid(4, 1, 1);
+	p.nargs = 4;
+	p.args[0] = npu_arg_ptr(a);
+	p.args[1] = npu_arg_ptr(b);
+	p.args[2] = npu_arg_ptr(c);
+	p.args[3] = N;
+	return p;
+}
+
+static npu_kernel_node_params kspin(uint64_t ns)
+{
+	npu_kernel_node_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.kernel = NPU_K_TEST_SPIN;
+	p.grid = npu_grid(1, 1, 1);
+	p.nargs = 1;
+	p.args[0] = ns;
+	return p;
+}
+
+static void init_inputs(void)
+{
+	int i;
+
+	for (i = 0; i < N; i++) {
+		hx[i] = (float)(i % 97) * 0.5f;
+		hy[i] = (float)(i % 13) - 3.0f;
+		hout[i] = -1;
+	}
+}
+
+static int same(const float *a, const float *b)
+{
+	int i;
+
+	for (i = 0; i < N; i++)
+		if (!feq(a[i], b[i]))
+			return 0;
+	return 1;
+}
+
+/* Diamond across copy and compute rings:
+ *   copy x in, copy y in -> (z = 2x) and (w = 3y) -> z = z + w -> copy z out
+ * plus a memset of hout's device twin that precedes the last copy. */
+static npu_graph_t diamond(void)
+{
+	npu_graph_t g;
+	npu_graph_node_t cx, cy, s1, s2, add, ms, out;
+	npu_kernel_node_params p;
+
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_memcpy_node(&cx, g, NULL, 0, dx, hx, N * 4,
+				       NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_graph_add_memcpy_node(&cy, g, NULL, 0, dy, hy, N * 4,
+				       NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_graph_add_memset_node(&ms, g, NULL, 0, dz, 0, N * 4));
+	p = kscale(dx, dz, 2.0f, 4);
+	MUST(npu_graph_add_kernel_node(&s1, g, (npu_graph_node_t[]){ cx, ms }, 2, &p));
+	p = kscale(dy, dw, 3.0f, 4);
+	MUST(npu_graph_add_kernel_node(&s2, g, &cy, 1, &p));
+	p = kvadd(dz, dw, dz);
+	MUST(npu_graph_add_kernel_node(&add, g, (npu_graph_node_t[]){ s1, s2 }, 2, &p));
+	MUST(npu_graph_add_memcpy_node(&out, g, &add, 1, hout, dz, N * 4,
+				       NPU_MEMCPY_DEVICE_TO_HOST));
+	nn = s1;
+	return g;
+}
+
+static void test_diamond(void)
+{
+	npu_graph_t g = diamond();
+	npu_graph_exec_t x;
+	npu_stream_t s;
+	npu_graph_stats a, b;
+	unsigned long before;
+	size_t cnt = 0;
+	int i;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_get_nodes(g, NULL, &cnt));
+	tap_ok(cnt == 7, "explicit graph has 7 nodes (%zu)", cnt);
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	for (i = 0; i < N; i++)
+		ref[i] = 2.0f * hx[i] + 3.0f * hy[i];
+	MUST(npu_device_synchronize());
+	npu_graph_get_stats(&a);
+	before = atomic_load(&n_submit);
+	MUST(npu_graph_launch(x, s));
+	tap_ok(atomic_load(&n_submit) - before == 1,
+	       "one graph launch (7 nodes + join) is one DRM_IOCTL_NPU_SUBMIT (%lu)",
+	       atomic_load(&n_submit) - before);
+	MUST(npu_stream_synchronize(s));
+	npu_graph_get_stats(&b);
+	tap_ok(b.submit_ioctls - a.submit_ioctls == 1 && b.jobs - a.jobs == 8 &&
+	       b.launches - a.launches == 1,
+	       "npu_graph_get_stats: 1 launch, 1 ioctl, 8 jobs (%llu, %llu, %llu)",
+	       (unsigned long long)(b.launches - a.launches),
+	       (unsigned long long)(b.submit_ioctls - a.submit_ioctls),
+	       (unsigned long long)(b.jobs - a.jobs));
+	tap_ok(same(hout, ref), "diamond over copy and compute rings equals the CPU reference");
+
+	/* the same work issued on streams gives the same result */
+	{
+		npu_stream_t s2;
+		npu_event_t e;
+		float *h2 = malloc(N * 4);
+		uint64_t a1[4] = { npu_arg_ptr(dx), npu_arg_ptr(dz), N, npu_arg_f32(2.0f) };
+		uint64_t a2[4] = { npu_arg_ptr(dy), npu_arg_ptr(dw), N, npu_arg_f32(3.0f) };
+		uint64_t a3[4] = { npu_arg_ptr(dz), npu_arg_ptr(dw), npu_arg_ptr(dz), N };
+
+		MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+		MUST(npu_event_create(&e, 0));
+		MUST(npu_memcpy_async(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s));
+		MUST(npu_memcpy_async(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s2));
+		MUST(npu_memset_async(dz, 0, N * 4, s));
+		MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(4, 1, 1), a1, 4, s, 0));
+		MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(4, 1, 1), a2, 4, s2, 0));
+		MUST(npu_event_record(e, s2));
+		MUST(npu_stream_wait_event(s, e, 0));
+		MUST(npu_launch(NPU_K_VADD_F32, npu_grid(4, 1, 1), a3, 4, s, 0));
+		MUST(npu_memcpy_async(h2, dz, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+		MUST(npu_stream_synchronize(s));
+		tap_ok(memcmp(h2, hout, N * 4) == 0,
+		       "graph result is bit-identical to the same work on streams");
+		npu_event_destroy(e);
+		npu_stream_destroy(s2);
+		free(h2);
+	}
+
+	/* update a kernel node of the instance: z = 5x instead of 2x */
+	{
+		npu_kernel_node_params p = kscale(dx, dz, 5.0f, 2);
+
+		ST(npu_graph_exec_kernel_node_set_params(x, nn, &p), NPU_SUCCESS,
+		   "npu_graph_exec_kernel_node_set_params");
+		p.kernel = NPU_K_RELU_F32;
+		p.nargs = 3;
+		ST(npu_graph_exec_kernel_node_set_params(x, nn, &p), NPU_ERROR_INVALID_VALUE,
+		   "changing the kernel of an instantiated node is refused");
+		for (i = 0; i < N; i++)
+			ref[i] = 5.0f * hx[i] + 3.0f * hy[i];
+		before = atomic_load(&n_submit);
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_stream_synchronize(s));
+		tap_ok(same(hout, ref), "relaunch after the update uses the new arguments");
+		tap_ok(atomic_load(&n_submit) - before == 1, "relaunch: one submit ioctl");
+	}
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	MUST(npu_stream_destroy(s));
+}
+
+/* Fan-out / fan-in: memset, then 8 independent kernels (4 rings), then a
+ * chain of vadds joins them; copy out. */
+static void test_fan(void)
+{
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t src, k[8], j = NULL, out;
+	npu_stream_t s;
+	void *buf[8];
+	unsigned long before;
+	int i, e;
+
+	MUST(npu_stream_create(&s, 0, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_memcpy_node(&src, g, NULL, 0, dx, hx, N * 4,
+				       NPU_MEMCPY_DEFAULT));
+	for (i = 0; i < 8; i++) {
+		npu_kernel_node_params p = kscale(dx, NULL, (float)(i + 1), 1);
+
+		MUST(npu_malloc(&buf[i], N * 4));
+		p.args[1] = npu_arg_ptr(buf[i]);
+		MUST(npu_graph_add_kernel_node(&k[i], g, &src, 1, &p));
+	}
+	for (i = 1; i < 8; i++) {
+		npu_kernel_node_params p = kvadd(buf[0], buf[i], buf[0]);
+		npu_graph_node_t d[2] = { j ? j : k[0], k[i] };
+
+		MUST(npu_graph_add_kernel_node(&j, g, d, 2, &p));
+	}
+	MUST(npu_graph_add_memcpy_node(&out, g, &j, 1, hout, buf[0], N * 4,
+				       NPU_MEMCPY_DEFAULT));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	for (i = 0; i < N; i++)
+		ref[i] = 36.0f * hx[i];
+	MUST(npu_device_synchronize());
+	before = atomic_load(&n_submit);
+	MUST(npu_graph_launch(x, s));
+	e = (int)(atomic_load(&n_submit) - before);
+	MUST(npu_stream_synchronize(s));
+	tap_ok(same(hout, ref), "fan-out 8 / fan-in 8 equals the CPU reference");
+	tap_ok(e == 1, "fan-out/fan-in launch: %d submit ioctl(s)", e);
+	/* a legacy-stream launch waits for earlier blocking work and vice versa */
+	init_inputs();
+	for (i = 0; i < N; i++)
+		hx[i] += 1.0f;
+	for (i = 0; i < N; i++)
+		ref[i] = 36.0f * hx[i];
+	MUST(npu_graph_launch(x, NULL));
+	MUST(npu_stream_synchronize(NULL));
+	tap_ok(same(hout, ref), "launch on the legacy stream");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	for (i = 0; i < 8; i++)
+		npu_free(buf[i]);
+	npu_stream_destroy(s);
+}
+
+/* One instance launched twice (also on two streams) is ordered: y = 2y
+ * twice gives 4y, and the trace shows the second launch's spin starting
+ * after the first one's ended. */
+static void test_twice(void)
+{
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t a, b;
+	npu_kernel_node_params p = kspin(20000000);
+	npu_stream_t s1, s2;
+	npu_trace_record r[16];
+	size_t n = 16;
+	int i, nspin = 0;
+	uint64_t e0 = 0, s1t = 0;
+
+	MUST(npu_stream_create(&s1, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_kernel_node(&a, g, NULL, 0, &p));
+	p = kscale(dy, dy, 2.0f, 3);
+	MUST(npu_graph_add_kernel_node(&b, g, &a, 1, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_start());
+	MUST(npu_graph_launch(x, s1));
+	MUST(npu_graph_launch(x, s2));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_stop());
+	MUST(npu_memcpy(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0; i < N; i++)
+		ref[i] = 4.0f * hy[i];
+	tap_ok(same(hout, ref), "two launches of one instance on two streams: 4y");
+	MUST(npu_trace_get_records(r, &n));
+	for (i = 0; i < (int)n; i++)
+		if (r[i].kind == NPU_TRACE_KERNEL && r[i].kernel == NPU_K_TEST_SPIN) {
+			if (nspin++ == 0)
+				e0 = r[i].end;
+			else
+				s1t = r[i].start;
+		}
+	tap_ok(nspin == 2 && s1t >= e0,
+	       "second launch starts after the first ended (device time, %d spins)", nspin);
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s1);
+	npu_stream_destroy(s2);
+}
+
+/* Host and event nodes */
+static float *pin;
+static atomic_int host_ran;
+
+static void host_fn(void *u)
+{
+	int i;
+	float *h = u;
+
+	/* reads the result of the copy before it, writes the input of the
+	 * copy after it */
+	for (i = 0; i < N; i++)
+		h[i] = hout[i] + 1.0f;
+	atomic_fetch_add(&host_ran, 1);
+}
+
+static void test_host_event(void)
+{
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t c1, k1, c2, h, c3, k2, c4, er;
+	npu_kernel_node_params p;
+	npu_stream_t s;
+	npu_event_t ev;
+	int i;
+
+	MUST(npu_host_alloc((void **)&pin, N * 4, 0));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&ev, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_memcpy_node(&c1, g, NULL, 0, dx, hx, N * 4, NPU_MEMCPY_DEFAULT));
+	p = kscale(dx, dz, 2.0f, 2);
+	MUST(npu_graph_add_kernel_node(&k1, g, &c1, 1, &p));
+	MUST(npu_graph_add_memcpy_node(&c2, g, &k1, 1, hout, dz, N * 4, NPU_MEMCPY_DEFAULT));
+	MUST(npu_graph_add_host_node(&h, g, &c2, 1, host_fn, pin));
+	MUST(npu_graph_add_memcpy_node(&c3, g, &h, 1, dw, pin, N * 4, NPU_MEMCPY_DEFAULT));
+	p = kscale(dw, dw, 3.0f, 2);
+	MUST(npu_graph_add_kernel_node(&k2, g, &c3, 1, &p));
+	MUST(npu_graph_add_memcpy_node(&c4, g, &k2, 1, hout, dw, N * 4, NPU_MEMCPY_DEFAULT));
+	MUST(npu_graph_add_event_record_node(&er, g, &c4, 1, ev));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	for (i = 0; i < N; i++)
+		ref[i] = 3.0f * (2.0f * hx[i] + 1.0f);
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_event_synchronize(ev));
+	tap_ok(same(hout, ref) && atomic_load(&host_ran) == 1,
+	       "host node runs between its device predecessors and successors");
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "stream after a graph with a host node");
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(same(hout, ref) && atomic_load(&host_ran) == 3, "relaunched twice: host node ran 3 times");
+	{
+		uint64_t t;
+
+		ST(npu_event_timestamp(ev, &t), NPU_SUCCESS, "event record node has a device timestamp");
+	}
+	/* an event wait node: the graph waits for an event recorded on a stream */
+	{
+		npu_graph_t g2;
+		npu_graph_exec_t x2;
+		npu_graph_node_t w, k;
+		npu_stream_t s2;
+		npu_event_t e2;
+		uint64_t sa[1] = { 30000000 };
+		uint64_t fa[3] = { npu_arg_ptr(dw), N, npu_arg_f32(7.0f) };
+
+		MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+		MUST(npu_event_create(&e2, 0));
+		MUST(npu_graph_create(&g2, 0));
+		MUST(npu_graph_add_event_wait_node(&w, g2, NULL, 0, e2));
+		p = kscale(dw, dz, 1.0f, 1);
+		MUST(npu_graph_add_kernel_node(&k, g2, &w, 1, &p));
+		MUST(npu_graph_instantiate(&x2, g2, 0));
+		/* s2: spin, then fill w = 7, record e2; the graph copies w -> z */
+		MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), sa, 1, s2, 0));
+		MUST(npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), fa, 3, s2, 0));
+		MUST(npu_event_record(e2, s2));
+		MUST(npu_graph_launch(x2, s));
+		MUST(npu_memcpy_async(hout, dz, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+		MUST(npu_stream_synchronize(s));
+		tap_ok(hout[0] == 7.0f && hout[N - 1] == 7.0f,
+		       "event wait node waits for the stream's record");
+		npu_graph_exec_destroy(x2);
+		npu_graph_destroy(g2);
+		npu_event_destroy(e2);
+		npu_stream_destroy(s2);
+	}
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_event_destroy(ev);
+	npu_stream_destroy(s);
+}
+
+/* Capture with fork/join into a second stream */
+static void test_capture(void)
+{
+	npu_stream_t s1, s2;
+	npu_event_t fork, join;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_stream_capture_status_t cs;
+	uint64_t a1[4] = { npu_arg_ptr(dx), npu_arg_ptr(dz), N, npu_arg_f32(2.0f) };
+	uint64_t a2[4] = { npu_arg_ptr(dy), npu_arg_ptr(dw), N, npu_arg_f32(3.0f) };
+	uint64_t a3[4] = { npu_arg_ptr(dz), npu_arg_ptr(dw), npu_arg_ptr(dz), N };
+	size_t cnt = 0;
+	unsigned long before;
+	int i;
+
+	MUST(npu_stream_create(&s1, 0, 0));
+	MUST(npu_stream_create(&s2, 0, 0));
+	MUST(npu_event_create(&fork, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_event_create(&join, NPU_EVENT_DISABLE_TIMING));
+	init_inputs();
+	before = atomic_load(&n_submit);
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	MUST(npu_stream_is_capturing(s1, &cs));
+	tap_ok(cs == NPU_STREAM_CAPTURE_STATUS_ACTIVE, "capturing stream reports ACTIVE");
+	MUST(npu_memcpy_async(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s1));
+	MUST(npu_event_record(fork, s1));
+	MUST(npu_stream_wait_event(s2, fork, 0));
+	MUST(npu_stream_is_capturing(s2, &cs));
+	tap_ok(cs == NPU_STREAM_CAPTURE_STATUS_ACTIVE, "waiting on a captured event joins s2 to the capture");
+	MUST(npu_memcpy_async(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s2));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a2, 4, s2, 0));
+	MUST(npu_event_record(join, s2));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
+	MUST(npu_stream_wait_event(s1, join, 0));
+	MUST(npu_launch(NPU_K_VADD_F32, npu_grid(2, 1, 1), a3, 4, s1, 0));
+	MUST(npu_memcpy_async(hout, dz, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s1));
+	MUST(npu_stream_end_capture(s1, &g));
+	tap_ok(atomic_load(&n_submit) == before, "nothing was submitted during capture");
+	MUST(npu_stream_is_capturing(s2, &cs));
+	tap_ok(cs == NPU_STREAM_CAPTURE_STATUS_NONE, "end of capture ends it on the joined stream too");
+	MUST(npu_graph_get_nodes(g, NULL, &cnt));
+	tap_ok(cnt == 6, "captured graph has 6 nodes (%zu)", cnt);
+	tap_ok(hout[0] == -1.0f, "captured work did not run");
+	MUST(npu_graph_instantiate(&x, g, 0));
+	for (i = 0; i < N; i++)
+		ref[i] = 2.0f * hx[i] + 3.0f * hy[i];
+	MUST(npu_device_synchronize());
+	before = atomic_load(&n_submit);
+	MUST(npu_graph_launch(x, s1));
+	tap_ok(atomic_load(&n_submit) - before == 1, "captured graph: one submit ioctl per launch");
+	MUST(npu_stream_synchronize(s1));
+	tap_ok(same(hout, ref), "captured fork/join graph equals the CPU reference");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+
+	/* errors */
+	ST(npu_stream_begin_capture(NULL, NPU_STREAM_CAPTURE_MODE_GLOBAL),
+	   NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED, "the legacy stream cannot capture");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_UNMATCHED,
+	   "end_capture without begin: UNMATCHED");
+
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
+	ST(npu_stream_synchronize(s1), NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	   "synchronize on a capturing stream: UNSUPPORTED");
+	MUST(npu_stream_is_capturing(s1, &cs));
+	tap_ok(cs == NPU_STREAM_CAPTURE_STATUS_INVALIDATED, "... and the capture is invalidated");
+	ST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0),
+	   NPU_ERROR_STREAM_CAPTURE_INVALIDATED, "work on an invalidated capture: INVALIDATED");
+	g = (npu_graph_t)1;
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+	   "end_capture of an invalidated capture: INVALIDATED");
+	tap_ok(g == NULL, "... with no graph");
+
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	ST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, NULL, 0),
+	   NPU_ERROR_STREAM_CAPTURE_IMPLICIT, "legacy-stream work during a global capture: IMPLICIT");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+	   "... which invalidates the capture");
+
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	ST(npu_device_synchronize(), NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	   "device synchronize during a global capture: UNSUPPORTED");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+	   "... which invalidates the capture");
+
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	ST(npu_memcpy_async(dx, ref, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s1),
+	   NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED, "pageable copy in a capture: UNSUPPORTED");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+	   "... which invalidates the capture");
+
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
+	MUST(npu_event_record(fork, s1));
+	MUST(npu_stream_wait_event(s2, fork, 0));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a2, 4, s2, 0));
+	ST(npu_stream_end_capture(s2, &g), NPU_ERROR_STREAM_CAPTURE_UNMATCHED,
+	   "end_capture on a forked (not origin) stream: UNMATCHED");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_UNJOINED,
+	   "fork without join: UNJOINED");
+	MUST(npu_stream_is_capturing(s2, &cs));
+	tap_ok(cs == NPU_STREAM_CAPTURE_STATUS_NONE && g == NULL,
+	       "... the capture ended on both streams, no graph");
+
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_RELAXED));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
+	ST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a2, 4, NULL, 0), NPU_SUCCESS,
+	   "relaxed capture: the legacy stream may run work");
+	ST(npu_stream_end_capture(s1, &g), NPU_SUCCESS, "relaxed capture ends with a graph");
+	npu_graph_destroy(g);
+
+	/* streams keep working after all this */
+	MUST(npu_device_synchronize());
+	MUST(npu_memcpy(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
+	MUST(npu_memcpy_async(hout, dz, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s1));
+	MUST(npu_stream_synchronize(s1));
+	tap_ok(feq(hout[5], 2.0f * hx[5]), "streams work normally after captures");
+	npu_event_destroy(fork);
+	npu_event_destroy(join);
+	npu_stream_destroy(s1);
+	npu_stream_destroy(s2);
+}
+
+static void test_errors(void)
+{
+	npu_graph_t g;
+	npu_graph_node_t a, b;
+	npu_kernel_node_params p = kspin(1000);
+	float pageable[16];
+
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_kernel_node(&a, g, NULL, 0, &p));
+	MUST(npu_graph_add_kernel_node(&b, g, &a, 1, &p));
+	ST(npu_graph_add_dependencies(g, &b, &a, 1), NPU_ERROR_INVALID_VALUE,
+	   "an edge closing a cycle is refused");
+	ST(npu_graph_add_memcpy_node(&a, g, NULL, 0, dx, pageable, 64, NPU_MEMCPY_DEFAULT),
+	   NPU_ERROR_INVALID_VALUE, "pageable memory in a memcpy node is refused");
+	p.nargs = 3;
+	ST(npu_graph_add_kernel_node(&a, g, NULL, 0, &p), NPU_ERROR_INVALID_CONFIGURATION,
+	   "wrong argument count in a kernel node");
+	ST(npu_graph_launch(NULL, NULL), NPU_ERROR_INVALID_HANDLE, "launch of a NULL exec");
+	MUST(npu_graph_destroy(g));
+	ST(npu_graph_destroy(g), NPU_ERROR_INVALID_HANDLE, "destroy twice");
+}
+
+int main(void)
+{
+	tap_need_device();
+	MUST(npu_host_alloc((void **)&hx, N * 4, 0));
+	MUST(npu_host_alloc((void **)&hy, N * 4, 0));
+	MUST(npu_host_alloc((void **)&hout, N * 4, 0));
+	MUST(npu_malloc(&dx, N * 4));
+	MUST(npu_malloc(&dy, N * 4));
+	MUST(npu_malloc(&dz, N * 4));
+	MUST(npu_malloc(&dw, N * 4));
+	test_diamond();
+	test_fan();
+	test_twice();
+	test_host_event();
+	test_capture();
+	test_errors();
+	return tap_done();
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib_profile: device counters, the command trace (device timestamps),
+ * its Chrome trace JSON, and the roofline verdicts of the profile report.
+ * Overlap and ordering are judged from device timestamps only.
+ */
+#include "tap.h"
+
+#define N (1 << 16)
+
+/* A minimal JSON syntax check: returns the end of the value or NULL. */
+static const char *jvalue(const char *p);
+
+static const char *ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *jstring(const char *p)
+{
+	if (*p != '"')
+		return NULL;
+	for (p++; *p && *p != '"'; p++)
+		if (*p == '\\' && p[1])
+			p++;
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *jvalue(const char *p)
+{
+	p = ws(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		int obj = *p == '{';
+
+		p = ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (obj) {
+				p = jstring(ws(p));
+				if (!p)
+					return NULL;
+				p = ws(p);
+				if (*p++ != ':')
+					return NULL;
+			}
+			p = jvalue(p);
+			if (!p)
+				return NULL;
+			p = ws(p);
+			if (*p == ',') {
+				p++;
+				continue;
+			}
+			return *p == close ? p + 1 : NULL;
+		}
+	}
+	if (*p == '"')
+		return jstring(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	if (*p == '-' || (*p >= '0' && *p <= '9')) {
+		char *e;
+
+		strtod(p, &e);
+		return e;
+	}
+	return NULL;
+}
+
+static int count_str(const char *s, const char *w)
+{
+	int n = 0;
+
+	while ((s = strstr(s, w))) {
+		n++;
+		s += strlen(w);
+	}
+	return n;
+}
+
+static npu_device_prop prop;
+
+static uint64_t sum_rings(const npu_device_counters *c, int copy, int field)
+{
+	uint32_t r, a = copy ? c->compute_rings : 0;
+	uint32_t b = copy ? c->compute_rings + c->copy_rings : c->compute_rings;
+	uint64_t v = 0;
+
+	for (r = a; r < b; r++)
+		v += field == 0 ? c->ring[r].commands : field == 1 ? c->ring[r].bytes :
+			field == 2 ? c->ring[r].ops : c->ring[r].busy_ns;
+	return v;
+}
+
+static void test_counters(void *da, void *db, void *dc, float *h)
+{
+	npu_device_counters c0, c1;
+	uint64_t a[4] = { npu_arg_ptr(da), npu_arg_ptr(db), npu_arg_ptr(dc), N };
+	npu_stream_t s;
+	int i;
+
+	if (!(prop.features & NPU_FEATURE_COUNTERS)) {
+		tap_skip("device has no counters");
+		return;
+	}
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_device_synchronize());
+	MUST(npu_device_get_counters(&c0));
+	tap_ok(c0.compute_rings == prop.compute_rings && c0.compute_units == prop.compute_units,
+	       "counters describe %u compute rings, %u units", c0.compute_rings,
+	       c0.compute_units);
+	for (i = 0; i < 10; i++)
+		MUST(npu_launch(NPU_K_VADD_F32, npu_grid(4, 1, 1), a, 4, s, 0));
+	MUST(npu_memcpy_async(da, h, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s));
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_device_get_counters(&c1));
+	/* a job is its packets plus the driver's FENCE packet */
+	tap_ok(sum_rings(&c1, 0, 0) - sum_rings(&c0, 0, 0) >= 10 &&
+	       sum_rings(&c1, 0, 0) - sum_rings(&c0, 0, 0) <= 20,
+	       "compute commands +10 launches (+ fences) (%llu)",
+	       (unsigned long long)(sum_rings(&c1, 0, 0) - sum_rings(&c0, 0, 0)));
+	tap_ok(sum_rings(&c1, 0, 2) - sum_rings(&c0, 0, 2) == 10ull * N,
+	       "compute ops +10 * n (%llu)",
+	       (unsigned long long)(sum_rings(&c1, 0, 2) - sum_rings(&c0, 0, 2)));
+	if (prop.copy_rings) {
+		uint64_t dc_ = sum_rings(&c1, 1, 0) - sum_rings(&c0, 1, 0);
+		uint64_t db_ = sum_rings(&c1, 1, 1) - sum_rings(&c0, 1, 1);
+
+		tap_ok(dc_ >= 1 && dc_ <= 2 && db_ >= 4ull * N && db_ <= 4ull * N + 64,
+		       "copy rings: +1 copy (+ fence), +%d bytes (%llu, %llu)", 4 * N,
+		       (unsigned long long)dc_, (unsigned long long)db_);
+	}
+	{
+		uint64_t b0 = 0, b1 = 0;
+
+		for (i = 0; i < (int)c0.compute_units; i++) {
+			b0 += c0.cu_busy_ns[i];
+			b1 += c1.cu_busy_ns[i];
+		}
+		tap_ok(b1 > b0 && sum_rings(&c1, 0, 3) > sum_rings(&c0, 0, 3),
+		       "ring and unit busy time increase");
+	}
+	tap_ok(c1.clock > c0.clock, "counter clock advances");
+	npu_stream_destroy(s);
+}
+
+static void test_trace(void *da, void *db, void *dc, float *h)
+{
+	npu_stream_t s, s1, s2;
+	uint64_t a[4] = { npu_arg_ptr(da), npu_arg_ptr(db), npu_arg_ptr(dc), N };
+	uint64_t sp[1] = { 30000000 };
+	npu_trace_record *r;
+	size_t n = 0, i;
+	int issued = 0, ok_se = 1, ok_order = 1, k;
+	uint64_t id_s = 0, id_1 = 0, id_2 = 0;
+	npu_trace_record *sp1 = NULL, *sp2 = NULL;
+	FILE *f;
+	char *json;
+	long len;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s1, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_start());
+	for (k = 0; k < 4; k++) {
+		MUST(npu_memcpy_async(da, h, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s));
+		MUST(npu_launch(NPU_K_VADD_F32, npu_grid(4, 1, 1), a, 4, s, 0));
+		MUST(npu_memset_async(db, 0, N * 4, s));
+		MUST(npu_memcpy_async(h, dc, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+		issued += 4;
+	}
+	MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), sp, 1, s1, 0));
+	MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), sp, 1, s2, 0));
+	issued += 2;
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_stop());
+	/* not traced */
+	MUST(npu_launch(NPU_K_VADD_F32, npu_grid(4, 1, 1), a, 4, s, 0));
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_trace_get_records(NULL, &n));
+	tap_ok((int)n == issued, "one trace record per command (%zu of %d)", n, issued);
+	r = calloc(n + 1, sizeof(*r));
+	MUST(npu_trace_get_records(r, &n));
+	for (i = 0; i < n; i++)
+		if (r[i].start > r[i].end || !r[i].start)
+			ok_se = 0;
+	tap_ok(ok_se, "every record has 0 < start <= end (device clock)");
+	if (n >= (size_t)issued) {
+		id_s = r[0].stream_id;
+		id_1 = r[n - 2].stream_id;
+		id_2 = r[n - 1].stream_id;
+		sp1 = &r[n - 2];
+		sp2 = &r[n - 1];
+	}
+	{
+		uint64_t last_end = 0;
+		int cnt = 0;
+
+		for (i = 0; i < n; i++) {
+			if (r[i].stream_id != id_s)
+				continue;
+			if (r[i].start < last_end)
+				ok_order = 0;
+			last_end = r[i].end;
+			cnt++;
+		}
+		tap_ok(ok_order && cnt == 16,
+		       "records of one stream are ordered and do not overlap (%d)", cnt);
+	}
+	tap_ok(n >= 16 && r[1].kind == NPU_TRACE_KERNEL && r[1].kernel == NPU_K_VADD_F32 &&
+	       r[1].grid.x == 4 && r[0].kind == NPU_TRACE_COPY && r[0].bytes == 4ull * N &&
+	       r[2].kind == NPU_TRACE_FILL && r[2].bytes == 4ull * N,
+	       "records carry kind, kernel, grid and bytes");
+	tap_ok(prop.copy_rings == 0 || (n >= 2 && r[0].ring >= prop.compute_rings &&
+					r[1].ring < prop.compute_rings),
+	       "copies on a copy ring, kernels on a compute ring");
+	tap_ok(sp1 && sp2 && id_1 != id_2 && sp1->kernel == NPU_K_TEST_SPIN &&
+	       sp1->start < sp2->end && sp2->start < sp1->end,
+	       "spin kernels on two streams overlap in device time");
+	/* JSON */
+	MUST(npu_trace_write_json("trace.json"));
+	f = fopen("trace.json", "r");
+	tap_ok(f != NULL, "trace.json written");
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	json = calloc(1, (size_t)len + 1);
+	if (fread(json, 1, (size_t)len, f) != (size_t)len)
+		len = 0;
+	fclose(f);
+	{
+		const char *e = jvalue(json);
+
+		tap_ok(e && *ws(e) == 0, "trace JSON parses");
+	}
+	tap_ok(strstr(json, "\"traceEvents\":[") != NULL &&
+	       count_str(json, "\"ph\":\"X\"") == 2 * (int)n,
+	       "traceEvents holds one event per record in its ring lane and one in its stream lane");
+	tap_ok(strstr(json, "\"name\":\"thread_name\"") && strstr(json, "compute ring") &&
+	       strstr(json, "\"name\":\"stream "),
+	       "lanes are named per ring and per stream");
+	free(json);
+	free(r);
+	npu_stream_destroy(s);
+	npu_stream_destroy(s1);
+	npu_stream_destroy(s2);
+}
+
+static void test_roofline(void)
+{
+	npu_kernel_node_params g, v;
+	void *A, *B, *C, *x, *y, *z;
+	int cb = -1, vb = -1;
+	uint64_t ops, bytes;
+	const uint32_t M = 256;
+	npu_stream_t s;
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *mf;
+
+	MUST(npu_malloc(&A, M * M * 4));
+	MUST(npu_malloc(&B, M * M * 4));
+	MUST(npu_malloc(&C, M * M * 4));
+	MUST(npu_malloc(&x, N * 4));
+	MUST(npu_malloc(&y, N * 4));
+	MUST(npu_malloc(&z, N * 4));
+	memset(&g, 0, sizeof(g));
+	g.kernel = NPU_K_GEMM_F32;
+	g.grid = npu_grid(prop.compute_units, 1, 1);
+	g.nargs = 9;
+	g.args[0] = npu_arg_ptr(A);
+	g.args[1] = npu_arg_ptr(B);
+	g.args[2] = npu_arg_ptr(C);
+	g.args[3] = M;
+	g.args[4] = M;
+	g.args[5] = M;
+	g.args[6] = 0;
+	g.args[7] = npu_arg_f32(1.0f);
+	g.args[8] = npu_arg_f32(0.0f);
+	memset(&v, 0, sizeof(v));
+	v.kernel = NPU_K_VADD_F32;
+	v.grid = npu_grid(prop.compute_units, 1, 1);
+	v.nargs = 4;
+	v.args[0] = npu_arg_ptr(x);
+	v.args[1] = npu_arg_ptr(y);
+	v.args[2] = npu_arg_ptr(z);
+	v.args[3] = N;
+	MUST(npu_kernel_roofline(&g, &cb, &ops, &bytes));
+	tap_ok(cb == 1 && ops == 2ull * M * M * M + 3ull * M * M,
+	       "GEMM %ux%ux%u is compute-bound (%llu ops, %llu bytes)", M, M, M,
+	       (unsigned long long)ops, (unsigned long long)bytes);
+	MUST(npu_kernel_roofline(&v, &vb, &ops, &bytes));
+	tap_ok(vb == 0 && ops == N && bytes == 12ull * N, "vector add is memory-bound");
+	/* the report says the same from a trace */
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_start());
+	MUST(npu_launch(g.kernel, g.grid, g.args, 9, s, 0));
+	MUST(npu_launch(v.kernel, v.grid, v.args, 4, s, 0));
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_profiler_stop());
+	mf = open_memstream(&buf, &blen);
+	MUST(npu_profile_report(mf));
+	fclose(mf);
+	fputs(buf, stdout);
+	{
+		char *gl = strstr(buf, "\ngemm_f32"), *vl = strstr(buf, "\nvadd_f32");
+		char *ge = gl ? strchr(gl + 1, '\n') : NULL, *ve = vl ? strchr(vl + 1, '\n') : NULL;
+		char *gc = gl ? strstr(gl, "compute-bound") : NULL;
+		char *vm = vl ? strstr(vl, "memory-bound") : NULL;
+
+		tap_ok(gc && (!ge || gc < ge), "report: gemm_f32 compute-bound");
+		tap_ok(vm && (!ve || vm < ve), "report: vadd_f32 memory-bound");
+	}
+	tap_ok(strstr(buf, "util%") && strstr(buf, "compute-unit occupancy"),
+	       "report has engine utilization and unit occupancy");
+	free(buf);
+	npu_stream_destroy(s);
+	npu_free(A);
+	npu_free(B);
+	npu_free(C);
+	npu_free(x);
+	npu_free(y);
+	npu_free(z);
+}
+
+int main(void)
+{
+	void *da, *db, *dc;
+	float *h;
+
+	tap_need_device();
+	MUST(npu_device_get_properties(&prop, 0));
+	MUST(npu_malloc(&da, N * 4));
+	MUST(npu_malloc(&db, N * 4));
+	MUST(npu_malloc(&dc, N * 4));
+	MUST(npu_host_alloc((void **)&h, N * 4, 0));
+	test_counters(da, db, dc, h);
+	test_trace(da, db, dc, h);
+	test_roofline();
+	return tap_done();
+}
