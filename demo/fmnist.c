@@ -602,7 +602,9 @@ graph_fail:
 		npu_graph_exec_destroy(gexec);
 	if (graph)
 		npu_graph_destroy(graph);
-	CK(npu_device_synchronize());
+	/* a failed launch leaves a sticky error: wait for the device and clear
+	 * it, so that the other ways go on */
+	npu_device_reset();
 	r->ran = 0;
 #endif
 }
@@ -1084,8 +1086,9 @@ int main(int argc, char **argv)
 				st = npu_trace_write_json(path);
 			}
 			if (st == NPU_SUCCESS) {
-				printf("libnpu trace (every command, ring and stream lanes) of a serial, a "
-				       "pipelined%s run: %s\n", graph_ok ? " and a graph" : "", path);
+				printf("libnpu trace (every command, ring and stream lanes) of %s run: %s\n",
+				       graph_ok ? "a serial, a pipelined and a graph" :
+				       "a serial and a pipelined", path);
 				if (npu_profile_report)
 					npu_profile_report(stdout);
 			} else {
