@@ -1124,7 +1124,7 @@ static npu_status_t submit_ready(struct launch *L)
 	struct device *dev = L->dev;
 	struct drm_npu_job *jobs;
 	struct drm_npu_sync *sy;
-	unsigned i, k, nj = 0, ns = 0, cap_s;
+	unsigned i, k, nj = 0, ns = 0, cap_s, maxj, sent = 0;
 	unsigned *jn;			/* job -> node, UINT_MAX for the join */
 	struct drm_npu_submit sub;
 	bool all_sinks = true, tracing = npu_tracing();
@@ -1244,15 +1244,23 @@ static npu_status_t submit_ready(struct launch *L)
 		j->out_sync_count = 2;
 		L->joined = true;
 	}
+	/* one ioctl, or several in order when the launch has more jobs than
+	 * the driver takes in one (DRM_NPU_PARAM_MAX_JOBS) */
 	r = 0;
-	if (nj) {
+	maxj = dev->prop.max_jobs_per_submit ? dev->prop.max_jobs_per_submit : 64;
+	while (sent < nj && !r) {
+		unsigned c = nj - sent < maxj ? nj - sent : maxj;
+
 		memset(&sub, 0, sizeof(sub));
-		sub.jobs = (uintptr_t)jobs;
-		sub.job_count = nj;
+		sub.jobs = (uintptr_t)&jobs[sent];
+		sub.job_count = c;
 		sub.job_stride = sizeof(*jobs);
 		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
 		atomic_fetch_add(&st_ioctls, 1);
-		atomic_fetch_add(&st_jobs, nj);
+		if (!r) {
+			atomic_fetch_add(&st_jobs, c);
+			sent += c;
+		}
 	}
 	for (i = 0; i < nj; i++) {
 		struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)jobs[i].out_syncs;
@@ -1260,7 +1268,7 @@ static npu_status_t submit_ready(struct launch *L)
 		for (k = 0; k < jobs[i].out_sync_count; k++) {
 			uint64_t pt = o[k].point;
 
-			if (r)		/* nobody may wait forever */
+			if (i >= sent)	/* not queued: nobody may wait forever */
 				drmSyncobjTimelineSignal(dev->fd, &o[k].handle,
 							 &pt, 1);
 		}

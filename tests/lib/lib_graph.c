@@ -541,6 +541,50 @@ static void test_capture(void)
 	npu_stream_destroy(s2);
 }
 
+/* A chain longer than the driver's jobs per SUBMIT: several ioctls, in
+ * order, still no host round trip. */
+static void test_long_chain(void)
+{
+	npu_device_prop prop;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t prev = NULL, n;
+	npu_stream_t s;
+	unsigned long before, got, want;
+	const int len = 100;
+	int i;
+
+	MUST(npu_device_get_properties(&prop, 0));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	for (i = 0; i < len; i++) {
+		npu_kernel_node_params p = kscale(dx, dy, 1.0f, 1);
+
+		p.kernel = NPU_K_SAXPY_F32;	/* y += 1 * x */
+		MUST(npu_graph_add_kernel_node(&n, g, prev ? &prev : NULL, prev ? 1 : 0, &p));
+		prev = n;
+	}
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	MUST(npu_memcpy(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_device_synchronize());
+	before = atomic_load(&n_submit);
+	MUST(npu_graph_launch(x, s));
+	got = atomic_load(&n_submit) - before;
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_memcpy(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0; i < N; i++)
+		ref[i] = hy[i] + (float)len * hx[i];
+	tap_ok(same(hout, ref), "chain of %d kernels equals the CPU reference", len);
+	want = (len + 1 + prop.max_jobs_per_submit - 1) / prop.max_jobs_per_submit;
+	tap_ok(got == want, "%d jobs in %lu submit ioctl(s) of at most %u jobs (%lu)",
+	       len + 1, want, prop.max_jobs_per_submit, got);
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s);
+}
+
 static void test_errors(void)
 {
 	npu_graph_t g;
@@ -578,6 +622,7 @@ int main(void)
 	test_twice();
 	test_host_event();
 	test_capture();
+	test_long_chain();
 	test_errors();
 	return tap_done();
 }
