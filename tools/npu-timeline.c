@@ -455,7 +455,7 @@ static int cmp_event_ts(const void *a, const void *b)
 static uint32_t colour_of(const char *name)
 {
 	static const uint32_t pal[] = {
-		0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x59a14f, 0xedc948,
+		0x4e79a7, 0xf28e2b, 0xe15759, 0x76b7b2, 0x8cd17d, 0xedc948,
 		0xb07aa1, 0xff9da7, 0x9c755f, 0xbab0ac, 0x1f77b4, 0x17becf,
 	};
 	uint32_t h = 2166136261u;
@@ -467,6 +467,11 @@ static uint32_t colour_of(const char *name)
 		return 0xd62728;
 	if (!strncmp(name, "D2D", 3) || !strncmp(name, "copy D2D", 8))
 		return 0x8c564b;
+	/* other copies and fills (e.g. libnpu's "copy 4096 B") */
+	if (!strncmp(name, "copy", 4) || !strncmp(name, "memcpy", 6))
+		return 0x59a14f;
+	if (!strncmp(name, "fill", 4) || !strncmp(name, "memset", 6))
+		return 0x9c9c9c;
 	for (; *name; name++)
 		h = (h ^ (unsigned char)*name) * 16777619u;
 	return pal[h % (sizeof(pal) / sizeof(pal[0]))];
