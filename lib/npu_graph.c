@@ -104,6 +104,11 @@ struct npu_graph_exec {
 	uint8_t *cmd_map;
 	uint64_t cmd_va;
 	uint32_t slot_size;
+	uint32_t chunk_off;		/* packed jobs (see submit_ready) */
+	uint32_t sem_handle;		/* a semaphore word per node */
+	void *sem_map;
+	uint64_t sem_va;
+	uint64_t sem_size;
 };
 
 /* per-device queue pool, created on first instantiation */
@@ -698,6 +703,8 @@ static void exec_free(struct npu_graph_exec *x)
 	if (x->cmd_map)
 		npu_host_bo_free(x->dev, x->cmd_handle, x->cmd_map,
 				 (uint64_t)x->slot_size * EXEC_SLOTS);
+	if (x->sem_map)
+		npu_host_bo_free(x->dev, x->sem_handle, x->sem_map, x->sem_size);
 	if (x->done) {
 		pthread_mutex_lock(&x->dev->lock);
 		npu_tl_put(x->dev, x->done);
@@ -861,6 +868,21 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
 				      "more than %u nodes without successors; join them with an empty node",
 				      MAX_CROSS_DEPS);
+	}
+	if (!st) {
+		void *m;
+
+		/* room for the packed form: semaphore packets around nodes */
+		x->chunk_off = x->slot_size;
+		for (i = 0; i < x->n; i++)
+			x->slot_size += ((x->x[i].size + 16 * (x->x[i].npreds + 1)) + 7) & ~7u;
+		x->sem_size = ((uint64_t)4 * x->n + 4095) & ~4095ull;
+		if (!x->sem_size)
+			x->sem_size = 4096;
+		if (npu_host_bo(dev, x->sem_size, &x->sem_handle, &x->sem_va, &m))
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph semaphores");
+		else
+			x->sem_map = m;
 	}
 	if (!st) {
 		void *m;
@@ -1115,114 +1137,280 @@ static void put_ts(uint8_t *at, uint64_t va)
 	memcpy(at, &t, sizeof(t));
 }
 
-/* Submit, in one ioctl, every device node whose predecessors have all been
- * submitted (or, for host nodes, have returned), and the join once every
- * sink is. Caller holds dev->lock. */
+static void put_sem(uint8_t *at, uint32_t op, uint32_t value, uint64_t va)
+{
+	struct npu_pkt_sem p = {
+		.header = NPU_PKT_HDR(op, 0, 4), .value = value, .addr = va,
+	};
+
+	memcpy(at, &p, sizeof(p));
+}
+
+/* Packets of node i, bracketed by trace TIMESTAMPs when tracing. */
+static uint32_t put_traced(struct launch *L, unsigned i, uint8_t *cmd,
+			   uint64_t va, bool tracing)
+{
+	struct xnode *xn = &L->x->x[i];
+	struct device *dev = L->dev;
+	uint32_t len, slot = 0;
+	uint64_t tva;
+
+	if (tracing && (xn->type == NPU_GRAPH_NODE_KERNEL ||
+			xn->type == NPU_GRAPH_NODE_MEMCPY ||
+			xn->type == NPU_GRAPH_NODE_MEMSET))
+		slot = npu_trace_slot(dev, &tva);
+	if (!slot)
+		return put_node(L, i, cmd, va);
+	put_ts(cmd, tva);
+	len = 16;
+	len += put_node(L, i, cmd + len, va + len);
+	npu_trace_fill(dev, slot, cmd + 16, len - 16,
+		       npu_ring_global(dev, xn->q, xn->ring), L->s, true);
+	put_ts(cmd + len, tva + 8);
+	return len + 16;
+}
+
+static bool same_queue(const struct xnode *a, const struct xnode *b)
+{
+	return a->type != NPU_GRAPH_NODE_HOST && b->type != NPU_GRAPH_NODE_HOST &&
+	       a->q == b->q && a->ring == b->ring;
+}
+
+/* Submit every device node whose predecessors have all been submitted (or,
+ * for host nodes, have returned), and the join once every sink is.
+ *
+ * Normally each node is one job and all go in one DRM_IOCTL_NPU_SUBMIT.
+ * When there are more than the driver takes in one call
+ * (DRM_NPU_PARAM_MAX_JOBS), the nodes of each queue are packed into a few
+ * jobs ("chunks") and edges between queues inside the launch become device
+ * semaphores (SEM_SIGNAL after a node, SEM_WAIT before its successor on
+ * another ring), so the launch is still one ioctl. A gate job first waits
+ * for every external dependency, and every chunk waits for the gate: a
+ * chunk reaches its ring only when nothing outside the launch can hold it
+ * up, and each ring runs its chunks in topological order, so the
+ * semaphore waits cannot deadlock. Caller holds dev->lock. */
 static npu_status_t submit_ready(struct launch *L)
 {
 	struct npu_graph_exec *x = L->x;
 	struct device *dev = L->dev;
 	struct drm_npu_job *jobs;
 	struct drm_npu_sync *sy;
-	unsigned i, k, nj = 0, ns = 0, cap_s, maxj, sent = 0;
-	unsigned *jn;			/* job -> node, UINT_MAX for the join */
+	unsigned i, k, q, nj = 0, ns = 0, cap_s, maxj, sent = 0, nready = 0;
+	bool *now;			/* node submitted by this call */
 	struct drm_npu_submit sub;
-	bool all_sinks = true, tracing = npu_tracing();
+	bool all_sinks = true, tracing = npu_tracing(), chunked, join_now = false;
 	int r;
 
-	jobs = calloc(x->n + 1, sizeof(*jobs));
-	jn = calloc(x->n + 1, sizeof(*jn));
-	cap_s = 4 + 2 * L->nentry;
+	maxj = dev->prop.max_jobs_per_submit ? dev->prop.max_jobs_per_submit : 64;
+	jobs = calloc(x->n + 2, sizeof(*jobs));
+	now = calloc(x->n + 1, sizeof(*now));
+	cap_s = 8 + 2 * L->nentry;
 	for (i = 0; i < x->n; i++)
-		cap_s += x->x[i].npreds + L->nentry + 3;
+		cap_s += x->x[i].npreds + L->nentry + 4;
 	sy = calloc(cap_s + x->n, sizeof(*sy));
-	if (!jobs || !jn || !sy) {
+	if (!jobs || !now || !sy) {
 		free(jobs);
-		free(jn);
+		free(now);
 		free(sy);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
 	}
+	/* the ready set, in topological order */
 	for (i = 0; i < x->n; i++) {
 		struct xnode *xn = &x->x[i];
-		struct drm_npu_job *j;
-		uint8_t *cmd = L->cmd + xn->off;
-		uint64_t va = L->cmd_va + xn->off;
-		uint32_t len = 0, slot = 0, in0;
 		bool ready = !L->pt[i] && xn->type != NPU_GRAPH_NODE_HOST;
 
 		for (k = 0; k < xn->npreds && ready; k++)
-			ready = L->pt[xn->preds[k]] != 0;
-		if (!ready)
-			continue;
-		j = &jobs[nj];
-		jn[nj++] = i;
-		j->queue_id = L->pool->queue[xn->q][xn->ring];
-		/* waits */
-		in0 = ns;
-		if (!xn->npreds)
-			for (k = 0; k < L->nentry; k++) {
-				sy[ns].handle = L->entry[k].tl->handle;
-				sy[ns++].point = L->entry[k].point;
-			}
-		for (k = 0; k < xn->npreds; k++) {
-			struct xnode *xp = &x->x[xn->preds[k]];
+			ready = L->pt[xn->preds[k]] != 0 || now[xn->preds[k]];
+		now[i] = ready;
+		nready += ready;
+	}
+	chunked = nready + 1 > maxj && maxj >= 4;
+	if (!chunked) {
+		for (i = 0; i < x->n; i++) {
+			struct xnode *xn = &x->x[i];
+			struct drm_npu_job *j;
+			uint32_t len, in0;
 
-			if (xp->type != NPU_GRAPH_NODE_HOST && xp->q == xn->q &&
-			    xp->ring == xn->ring)
-				continue;	/* queue order */
-			sy[ns].handle = L->ptl[xn->preds[k]]->handle;
-			sy[ns++].point = L->pt[xn->preds[k]];
-		}
-		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
-			sy[ns].handle = xn->ev->tl->handle;
-			sy[ns++].point = L->evpt[i];
-		}
-		j->in_syncs = (uintptr_t)&sy[in0];
-		j->in_sync_count = ns - in0;
-		/* command */
-		if (tracing && (xn->type == NPU_GRAPH_NODE_KERNEL ||
-				xn->type == NPU_GRAPH_NODE_MEMCPY ||
-				xn->type == NPU_GRAPH_NODE_MEMSET)) {
-			uint64_t tva;
-
-			slot = npu_trace_slot(dev, &tva);
-			if (slot) {
-				put_ts(cmd, tva);
-				len = 16;
-				len += put_node(L, i, cmd + len, va + len);
-				npu_trace_fill(dev, slot, cmd + 16, len - 16,
-					       npu_ring_global(dev, xn->q, xn->ring),
-					       L->s, true);
-				put_ts(cmd + len, tva + 8);
-				len += 16;
+			if (!now[i])
+				continue;
+			j = &jobs[nj++];
+			j->queue_id = L->pool->queue[xn->q][xn->ring];
+			in0 = ns;
+			if (!xn->npreds)
+				for (k = 0; k < L->nentry; k++) {
+					sy[ns].handle = L->entry[k].tl->handle;
+					sy[ns++].point = L->entry[k].point;
+				}
+			for (k = 0; k < xn->npreds; k++) {
+				if (same_queue(&x->x[xn->preds[k]], xn))
+					continue;	/* queue order */
+				sy[ns].handle = L->ptl[xn->preds[k]]->handle;
+				sy[ns++].point = L->pt[xn->preds[k]];
+			}
+			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+				sy[ns].handle = xn->ev->tl->handle;
+				sy[ns++].point = L->evpt[i];
+			}
+			j->in_syncs = (uintptr_t)&sy[in0];
+			j->in_sync_count = ns - in0;
+			len = put_traced(L, i, L->cmd + xn->off, L->cmd_va + xn->off,
+					 tracing);
+			j->cmd_va = len ? L->cmd_va + xn->off : 0;
+			j->cmd_size = len;
+			j->bo_handles = (uintptr_t)xn->bo;
+			j->bo_count = xn->nbo;
+			L->ptl[i] = L->pool->tl[xn->q][xn->ring];
+			L->pt[i] = ++L->ptl[i]->next;
+			j->out_syncs = (uintptr_t)&sy[ns];
+			sy[ns].handle = L->ptl[i]->handle;
+			sy[ns++].point = L->pt[i];
+			j->out_sync_count = 1;
+			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+				sy[ns].handle = xn->ev->tl->handle;
+				sy[ns++].point = L->evpt[i];
+				j->out_sync_count = 2;
 			}
 		}
-		if (!slot)
-			len = put_node(L, i, cmd, va);
-		j->cmd_va = len ? va : 0;
-		j->cmd_size = len;
-		j->bo_handles = (uintptr_t)xn->bo;
-		j->bo_count = xn->nbo;
-		/* signals */
-		L->ptl[i] = L->pool->tl[xn->q][xn->ring];
-		L->pt[i] = ++L->ptl[i]->next;
-		j->out_syncs = (uintptr_t)&sy[ns];
-		sy[ns].handle = L->ptl[i]->handle;
-		sy[ns++].point = L->pt[i];
-		if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
-			sy[ns].handle = xn->ev->tl->handle;
-			sy[ns++].point = L->evpt[i];
+	} else {
+		/* gate: every external dependency of the launch */
+		struct drm_npu_job *gate = &jobs[nj++];
+		struct tl *gtl = L->pool->tl[Q_COMPUTE][0];
+		uint64_t gpt;
+		unsigned per_q[2][NPU_MAX_RINGS_LIB], budget = maxj - 2, rr;
+		uint32_t at = x->chunk_off;
+		uint32_t n32 = (uint32_t)L->n;
+
+		gate->queue_id = L->pool->queue[Q_COMPUTE][0];
+		gate->in_syncs = (uintptr_t)&sy[ns];
+		for (k = 0; k < L->nentry; k++) {
+			sy[ns].handle = L->entry[k].tl->handle;
+			sy[ns++].point = L->entry[k].point;
 		}
-		j->out_sync_count = (uint32_t)(&sy[ns] - (struct drm_npu_sync *)(uintptr_t)j->out_syncs);
+		for (i = 0; i < x->n; i++) {
+			struct xnode *xn = &x->x[i];
+
+			if (!now[i])
+				continue;
+			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i] &&
+			    ns - (unsigned)((struct drm_npu_sync *)(uintptr_t)gate->in_syncs - sy) < 60) {
+				sy[ns].handle = xn->ev->tl->handle;
+				sy[ns++].point = L->evpt[i];
+			}
+			/* host predecessors (earlier phases) and predecessors
+			 * submitted by earlier calls: fences, at the gate */
+			for (k = 0; k < xn->npreds; k++) {
+				unsigned p = xn->preds[k];
+
+				if (now[p] || same_queue(&x->x[p], xn))
+					continue;
+				if (ns - (unsigned)((struct drm_npu_sync *)(uintptr_t)gate->in_syncs - sy) < 60) {
+					sy[ns].handle = L->ptl[p]->handle;
+					sy[ns++].point = L->pt[p];
+				}
+			}
+		}
+		gate->in_sync_count = (uint32_t)(&sy[ns] - (struct drm_npu_sync *)(uintptr_t)gate->in_syncs);
+		gpt = ++gtl->next;
+		gate->out_syncs = (uintptr_t)&sy[ns];
+		sy[ns].handle = gtl->handle;
+		sy[ns++].point = gpt;
+		gate->out_sync_count = 1;
+		/* chunks per queue, in proportion to its nodes */
+		memset(per_q, 0, sizeof(per_q));
+		for (i = 0; i < x->n; i++)
+			if (now[i])
+				per_q[x->x[i].q][x->x[i].ring]++;
+		for (q = 0; q < 2; q++)
+			for (rr = 0; rr < NPU_MAX_RINGS_LIB; rr++) {
+				unsigned cnt = per_q[q][rr], nch, size, done_ = 0;
+				struct drm_npu_job *j = NULL;
+				uint32_t len = 0, base = 0;
+
+				if (!cnt)
+					continue;
+				nch = (unsigned)((uint64_t)budget * cnt / nready);
+				if (!nch)
+					nch = 1;
+				size = (cnt + nch - 1) / nch;
+				for (i = 0; i < x->n; i++) {
+					struct xnode *xn = &x->x[i];
+					uint8_t *c;
+					uint64_t cva;
+
+					if (!now[i] || xn->q != (int)q || xn->ring != rr)
+						continue;
+					if (!j) {
+						j = &jobs[nj++];
+						j->queue_id = L->pool->queue[q][rr];
+						j->in_syncs = (uintptr_t)&sy[ns];
+						sy[ns].handle = gtl->handle;
+						sy[ns++].point = gpt;
+						j->in_sync_count = 1;
+						j->out_syncs = (uintptr_t)&sy[ns];
+						sy[ns].handle = L->pool->tl[q][rr]->handle;
+						sy[ns++].point = ++L->pool->tl[q][rr]->next;
+						j->out_sync_count = 1;
+						base = at;
+						len = 0;
+					}
+					c = L->cmd + base + len;
+					cva = L->cmd_va + base + len;
+					for (k = 0; k < xn->npreds; k++) {
+						unsigned p = xn->preds[k];
+
+						if (!now[p] || same_queue(&x->x[p], xn))
+							continue;
+						put_sem(c, NPU_OP_SEM_WAIT, n32,
+							x->sem_va + 4ull * p);
+						c += 16;
+						cva += 16;
+						len += 16;
+					}
+					k = put_traced(L, i, c, cva, tracing);
+					len += k;
+					put_sem(c + k, NPU_OP_SEM_SIGNAL, n32,
+						x->sem_va + 4ull * i);
+					len += 16;
+					L->ptl[i] = L->pool->tl[q][rr];
+					if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+					    j->out_sync_count < 2) {
+						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+						/* (one event record per chunk
+						 * signals its timeline) */
+						o[1].handle = xn->ev->tl->handle;
+						o[1].point = L->evpt[i];
+						ns++;
+						j->out_sync_count = 2;
+					}
+					/* a chunk signals one event: end it after
+					 * an event record */
+					if (++done_ % size == 0 || done_ == cnt ||
+					    xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+						unsigned m;
+
+						j->cmd_va = L->cmd_va + base;
+						j->cmd_size = len;
+						/* every node of the chunk is done
+						 * at the chunk's point */
+						for (m = 0; m <= i; m++)
+							if (now[m] && L->ptl[m] == L->pool->tl[q][rr] &&
+							    !L->pt[m])
+								L->pt[m] = o[0].point;
+						at = (base + len + 7) & ~7u;
+						j = NULL;
+					}
+				}
+			}
 	}
 	for (i = 0; i < x->n; i++)
 		if (x->x[i].sink && !L->pt[i])
 			all_sinks = false;
 	if (all_sinks && !L->joined) {
-		struct drm_npu_job *j = &jobs[nj];
+		struct drm_npu_job *j = &jobs[nj++];
 		unsigned in0 = ns;
 
-		jn[nj++] = UINT32_MAX;
 		j->queue_id = L->s->queue[Q_COMPUTE];
 		for (i = 0; i < x->n; i++)
 			if (x->x[i].sink) {
@@ -1243,11 +1431,11 @@ static npu_status_t submit_ready(struct launch *L)
 		sy[ns++].point = L->n;
 		j->out_sync_count = 2;
 		L->joined = true;
+		join_now = true;
 	}
-	/* one ioctl, or several in order when the launch has more jobs than
-	 * the driver takes in one (DRM_NPU_PARAM_MAX_JOBS) */
+	/* one ioctl; several in order only if the driver's limit is below the
+	 * smallest packing (never with the default 64) */
 	r = 0;
-	maxj = dev->prop.max_jobs_per_submit ? dev->prop.max_jobs_per_submit : 64;
 	while (sent < nj && !r) {
 		unsigned c = nj - sent < maxj ? nj - sent : maxj;
 
@@ -1272,23 +1460,26 @@ static npu_status_t submit_ready(struct launch *L)
 				drmSyncobjTimelineSignal(dev->fd, &o[k].handle,
 							 &pt, 1);
 		}
-		if (jn[i] == UINT32_MAX) {
-			if (L->P > L->s->tl->submitted)
-				L->s->tl->submitted = L->P;
-			if (L->n > x->done->submitted)
-				x->done->submitted = L->n;
-		} else {
-			struct xnode *xn = &x->x[jn[i]];
+	}
+	/* the points now exist in the kernel */
+	for (q = 0; q < 2 && nj; q++)
+		for (k = 0; k < L->pool->nq[q]; k++)
+			L->pool->tl[q][k]->submitted = L->pool->tl[q][k]->next;
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
 
-			if (L->pt[jn[i]] > L->ptl[jn[i]]->submitted)
-				L->ptl[jn[i]]->submitted = L->pt[jn[i]];
-			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
-			    L->evpt[jn[i]] > xn->ev->tl->submitted)
-				xn->ev->tl->submitted = L->evpt[jn[i]];
-		}
+		if (now[i] && xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+		    L->evpt[i] > xn->ev->tl->submitted)
+			xn->ev->tl->submitted = L->evpt[i];
+	}
+	if (join_now) {
+		if (L->P > L->s->tl->submitted)
+			L->s->tl->submitted = L->P;
+		if (L->n > x->done->submitted)
+			x->done->submitted = L->n;
 	}
 	free(jobs);
-	free(jn);
+	free(now);
 	free(sy);
 	if (nj)
 		npu_flush_deferred(dev);
