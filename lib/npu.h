@@ -507,7 +507,10 @@ npu_status_t npu_launch_host_func(npu_stream_t stream, npu_host_fn_t fn,
  *    different rings, so they run concurrently); an edge between nodes on
  *    different queues is a timeline-syncobj point waited for by the later
  *    job of the same array, an edge on one queue is queue order: no host
- *    round trip;
+ *    round trip. A launch with more nodes than the driver takes jobs per
+ *    SUBMIT (DRM_NPU_PARAM_MAX_JOBS, 64) packs each queue's nodes into a
+ *    few jobs and carries the edges across rings by device semaphores
+ *    (SEM_SIGNAL / SEM_WAIT packets), still in one ioctl;
  *  - host-function nodes run on a library thread when their dependencies
  *    are complete; the nodes that depend on one are submitted after it
  *    returned (one more DRM_IOCTL_NPU_SUBMIT per host node that has device

@@ -612,6 +612,8 @@ static void test_long_chain(void)
 			for (i = 0; i < N; i++)
 				ref[i] = i < B * sl ? 2.0f * hx[i] : -1.0f;
 			MUST(npu_device_synchronize());
+			if (rep == 2)
+				MUST(npu_profiler_start());
 			before = atomic_load(&n_submit);
 			MUST(npu_graph_launch(x, s));
 			got = atomic_load(&n_submit) - before;
@@ -619,6 +621,29 @@ static void test_long_chain(void)
 			tap_ok(same(hout, ref) && got == 1,
 			       "pipeline of %d nodes across rings, launch %d: correct, %lu ioctl(s)",
 			       3 * B, rep + 1, got);
+		}
+		{
+			/* the packed jobs keep the pipeline's concurrency: a
+			 * copy overlaps a kernel in device time */
+			static npu_trace_record r[512];
+			size_t nr = 512, a, b2;
+			int ov = 0, nk = 0, nc = 0;
+
+			MUST(npu_profiler_stop());
+			MUST(npu_trace_get_records(r, &nr));
+			for (a = 0; a < nr; a++) {
+				nk += r[a].kind == NPU_TRACE_KERNEL;
+				nc += r[a].kind == NPU_TRACE_COPY;
+				for (b2 = 0; b2 < nr && !ov; b2++)
+					if (r[a].kind == NPU_TRACE_KERNEL &&
+					    r[b2].kind == NPU_TRACE_COPY &&
+					    r[a].start < r[b2].end && r[b2].start < r[a].end)
+						ov = 1;
+			}
+			tap_ok(nk == B && nc == 2 * B, "traced %d kernels and %d copies of the packed launch",
+			       nk, nc);
+			tap_ok(ov || !prop.copy_rings,
+			       "a copy overlaps a kernel (semaphores, not serialisation)");
 		}
 		MUST(npu_graph_exec_destroy(x));
 		MUST(npu_graph_destroy(g));
