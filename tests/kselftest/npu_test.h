@@ -61,6 +61,25 @@ static inline int npu_try_open(const char *path)
 	return -1;
 }
 
+/*
+ * Fault-injection runs (debug kernel, failslab/fail_page_alloc with
+ * task-filter): NPU_FAULT_INJECT=1 marks the process once the device is
+ * open, so the allocations of the ioctls fail, not those of exec().
+ */
+static inline void npu_fault_inject_start(void)
+{
+	int fd;
+
+	if (!getenv("NPU_FAULT_INJECT"))
+		return;
+	fd = open("/proc/self/make-it-fail", O_WRONLY);
+	if (fd >= 0) {
+		if (write(fd, "1", 1) < 0)
+			perror("make-it-fail");
+		close(fd);
+	}
+}
+
 /* Open the npu device (accel node on 6.2+, render node on 6.1); -1 if none. */
 static inline int npu_open(void)
 {
@@ -71,15 +90,18 @@ static inline int npu_open(void)
 		snprintf(path, sizeof(path), "/dev/accel/accel%d", i);
 		fd = npu_try_open(path);
 		if (fd >= 0)
-			return fd;
+			goto found;
 	}
 	for (i = 128; i < 192; i++) {
 		snprintf(path, sizeof(path), "/dev/dri/renderD%d", i);
 		fd = npu_try_open(path);
 		if (fd >= 0)
-			return fd;
+			goto found;
 	}
 	return -1;
+found:
+	npu_fault_inject_start();
+	return fd;
 }
 
 static inline uint64_t npu_param(int fd, uint32_t param)
