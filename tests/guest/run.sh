@@ -215,7 +215,7 @@ fi
 klog=$work/kernel.log
 { cat "$console" 2>/dev/null
   sed -n '/^@@NPU-DMESG-BEGIN/,/^@@NPU-DMESG-END/p' "$serial_out" 2>/dev/null; } >"$klog"
-bad='unreferenced object|Oops|BUG:|WARNING:|KASAN|UBSAN|lockdep|possible recursive locking|possible circular locking|kmemleak|Kernel panic|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption'
+bad='unreferenced object|suspected memory leak|Oops|BUG:|WARNING:|UBSAN:|INFO: possible|INFO: task .* blocked|turning off the locking correctness validator|Kernel panic|general protection fault|Call Trace:|refcount_t:|list_add corruption|list_del corruption'
 if grep -aEq "$bad" "$klog"; then
 	echo "run.sh: FAIL: guest kernel log has a report:" >&2
 	grep -aE -m 20 -A 12 "$bad" "$klog" | sed 's/^/  | /' >&2
