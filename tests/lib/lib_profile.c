@@ -333,11 +333,62 @@ static void test_roofline(void)
 	npu_free(z);
 }
 
-int main(void)
+/* NPU_TRACE=file: a child traced from its first command, JSON at exit */
+static int env_child(void)
+{
+	void *d;
+	uint64_t a[3];
+	int i;
+
+	if (npu_malloc(&d, 4096))
+		return 1;
+	a[0] = npu_arg_ptr(d);
+	a[1] = 1024;
+	a[2] = npu_arg_f32(1.0f);
+	for (i = 0; i < 3; i++)
+		if (npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3, NULL, 0))
+			return 1;
+	return npu_device_synchronize() ? 1 : 0;
+}
+
+static void test_env(const char *self)
+{
+	char cmd[512];
+	FILE *f;
+	char *json;
+	long len;
+	int rc;
+
+	unlink("env-trace.json");
+	snprintf(cmd, sizeof(cmd), "NPU_TRACE=env-trace.json %s --env-child", self);
+	rc = system(cmd);
+	f = fopen("env-trace.json", "r");
+	tap_ok(rc == 0 && f, "NPU_TRACE=file: the child wrote its trace at exit");
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	json = calloc(1, (size_t)len + 1);
+	if (fread(json, 1, (size_t)len, f) != (size_t)len)
+		len = 0;
+	fclose(f);
+	{
+		const char *e = jvalue(json);
+
+		tap_ok(e && *ws(e) == 0 && count_str(json, "\"ph\":\"X\"") == 6,
+		       "... valid JSON with its 3 kernels (in ring and stream lanes)");
+	}
+	free(json);
+}
+
+int main(int argc, char **argv)
 {
 	void *da, *db, *dc;
 	float *h;
 
+	if (argc > 1 && !strcmp(argv[1], "--env-child"))
+		return env_child();
 	tap_need_device();
 	MUST(npu_device_get_properties(&prop, 0));
 	MUST(npu_malloc(&da, N * 4));
@@ -347,5 +398,6 @@ int main(void)
 	test_counters(da, db, dc, h);
 	test_trace(da, db, dc, h);
 	test_roofline();
+	test_env(argv[0]);
 	return tap_done();
 }
