@@ -12,7 +12,7 @@ BUILD := $(TOP)/build
 KERNELS ?= 6.1 6.12 debug
 KERNEL ?= 6.12
 CMD ?= true
-export BUILD
+export BUILD KERNEL
 
 .PHONY: test-debug all setup qemu modules lib tests test test-runner shell guest-run demo bench \
 	install clean checkpatch
@@ -68,6 +68,9 @@ test-debug: qemu modules lib tests
 # must each fail the run.
 test-runner: qemu modules
 	@bash tests/guest/selftest.sh
+
+# Targets that boot one kernel build npu.ko for that kernel only.
+shell guest-run demo bench: KERNELS = $(KERNEL)
 
 shell: qemu modules lib tests
 	@bash tests/guest/run.sh --kernel $(KERNEL) --shell
