@@ -673,9 +673,10 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t exec,
  *  - npu_stream_end_capture on a stream that is not the origin of a
  *    capture: NPU_ERROR_STREAM_CAPTURE_UNMATCHED; from another thread in
  *    THREAD_LOCAL mode: NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD.
- * RELAXED mode allows the synchronising calls listed above for other
- * streams (device synchronize, legacy stream) and makes them not see the
- * capture; it is as CUDA's cudaStreamCaptureModeRelaxed. */
+ * Modes as CUDA's cudaStreamCaptureMode: GLOBAL forbids the unsafe calls
+ * above (device synchronize, synchronous copies, legacy-stream work) in
+ * every thread while the capture lasts, THREAD_LOCAL only in the thread
+ * that began it, RELAXED nowhere. */
 typedef enum npu_stream_capture_mode {
 	NPU_STREAM_CAPTURE_MODE_GLOBAL = 0,
 	NPU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,

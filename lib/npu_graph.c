@@ -1863,15 +1863,18 @@ static void invalidate(struct capture *c)
 	c->invalid = true;
 }
 
-/* Invalidate every non-relaxed capture of dev; true if there was one.
- * Caller holds cap_lock. */
+/* Invalidate the captures of dev that forbid unsafe calls from this thread
+ * (GLOBAL: any thread; THREAD_LOCAL: the capturing thread; RELAXED: none);
+ * true if there was one. Caller holds cap_lock. */
 static bool invalidate_global(struct device *dev)
 {
 	struct capstream *cs;
 	bool any = false;
 
 	for (cs = capstreams; cs; cs = cs->next)
-		if (cs->c->dev == dev && cs->c->mode != NPU_STREAM_CAPTURE_MODE_RELAXED) {
+		if (cs->c->dev == dev && cs->c->mode != NPU_STREAM_CAPTURE_MODE_RELAXED &&
+		    (cs->c->mode == NPU_STREAM_CAPTURE_MODE_GLOBAL ||
+		     pthread_equal(cs->c->thread, pthread_self()))) {
 			invalidate(cs->c);
 			any = true;
 		}

@@ -8,6 +8,7 @@
  * libc's for libdrm) and through npu_graph_get_stats().
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/ioctl.h>
@@ -416,6 +417,26 @@ static void test_host_event(void)
 	npu_stream_destroy(s);
 }
 
+static void *other_thread(void *arg)
+{
+	*(npu_status_t *)arg = npu_device_synchronize();
+	return NULL;
+}
+
+struct endarg {
+	npu_stream_t s;
+	npu_status_t *st;
+};
+
+static void *end_other_thread(void *arg)
+{
+	struct endarg *a = arg;
+	npu_graph_t g = NULL;
+
+	*a->st = npu_stream_end_capture(a->s, &g);
+	return NULL;
+}
+
 /* Capture with fork/join into a second stream */
 static void test_capture(void)
 {
@@ -520,6 +541,32 @@ static void test_capture(void)
 	MUST(npu_stream_is_capturing(s2, &cs));
 	tap_ok(cs == NPU_STREAM_CAPTURE_STATUS_NONE && g == NULL,
 	       "... the capture ended on both streams, no graph");
+
+	/* THREAD_LOCAL: only the capturing thread is restricted */
+	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
+	{
+		pthread_t t;
+		npu_status_t other = NPU_ERROR_OS;
+
+		pthread_create(&t, NULL, other_thread, &other);
+		pthread_join(t, NULL);
+		tap_ok(other == NPU_SUCCESS,
+		       "thread-local capture: another thread may synchronize the device");
+	}
+	{
+		pthread_t t;
+		npu_status_t other = NPU_ERROR_OS;
+
+		pthread_create(&t, NULL, end_other_thread, &(struct endarg){ s1, &other });
+		pthread_join(t, NULL);
+		tap_ok(other == NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+		       "thread-local capture ended from another thread: WRONG_THREAD");
+	}
+	ST(npu_device_synchronize(), NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	   "... but the capturing thread may not");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+	   "... which invalidates its capture");
 
 	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_RELAXED));
 	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
