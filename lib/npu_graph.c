@@ -88,6 +88,7 @@ struct xnode {
 	uint32_t ring;			/* ring index within the kind */
 	unsigned *preds, npreds;
 	bool sink;
+	bool xo;			/* has a successor on another queue */
 	uint32_t off, size;		/* place in a command slot */
 };
 
@@ -848,8 +849,10 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 			struct xnode *xp = &x->x[xn->preds[k]];
 
 			if (xp->type == NPU_GRAPH_NODE_HOST || xp->q != xn->q ||
-			    xp->ring != xn->ring)
+			    xp->ring != xn->ring || xn->type == NPU_GRAPH_NODE_HOST) {
 				cross++;
+				xp->xo = true;
+			}
 		}
 		if (cross > MAX_CROSS_DEPS)
 			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
@@ -1196,6 +1199,8 @@ static npu_status_t submit_ready(struct launch *L)
 	struct drm_npu_job *jobs;
 	struct drm_npu_sync *sy;
 	unsigned i, k, q, nj = 0, ns = 0, cap_s, maxj, sent = 0, nready = 0;
+	unsigned nmerged = 0;
+	int *job_of;
 	bool *now;			/* node submitted by this call */
 	struct drm_npu_submit sub;
 	bool all_sinks = true, tracing = npu_tracing(), chunked, join_now = false;
@@ -1224,53 +1229,114 @@ static npu_status_t submit_ready(struct launch *L)
 		now[i] = ready;
 		nready += ready;
 	}
-	chunked = nready + 1 > maxj && maxj >= 4;
-	if (!chunked) {
+	/* One job per node, except that a node whose predecessors are all in
+	 * the open job of its queue joins that job, as long as no node of
+	 * that job has a successor on another queue (that successor would wait
+	 * for the whole job): chains collapse into one job without delaying
+	 * anybody. */
+	job_of = calloc(x->n + 1, sizeof(*job_of));
+	if (!job_of) {
+		free(jobs);
+		free(now);
+		free(sy);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
+	}
+	{
+		int open_j[2][NPU_MAX_RINGS_LIB];
+
+		memset(open_j, 0xff, sizeof(open_j));
 		for (i = 0; i < x->n; i++) {
 			struct xnode *xn = &x->x[i];
-			struct drm_npu_job *j;
-			uint32_t len, in0;
+			int *o = &open_j[xn->q][xn->ring];
+			bool merge = *o >= 0 && xn->npreds &&
+				xn->type != NPU_GRAPH_NODE_EVENT_WAIT;
 
 			if (!now[i])
 				continue;
-			j = &jobs[nj++];
-			j->queue_id = L->pool->queue[xn->q][xn->ring];
-			in0 = ns;
-			if (!xn->npreds)
-				for (k = 0; k < L->nentry; k++) {
-					sy[ns].handle = L->entry[k].tl->handle;
-					sy[ns++].point = L->entry[k].point;
+			for (k = 0; k < xn->npreds && merge; k++)
+				merge = now[xn->preds[k]] && job_of[xn->preds[k]] == *o;
+			job_of[i] = merge ? *o : (int)nmerged++;
+			*o = job_of[i];
+			if (xn->xo || xn->type == NPU_GRAPH_NODE_EVENT_RECORD)
+				*o = -1;
+		}
+	}
+	chunked = nmerged + 1 > maxj && maxj >= 4;
+	if (!chunked) {
+		/* build the jobs chosen above, then lay their packets out
+		 * contiguously */
+		uint64_t *jpt = calloc(x->n + 2, sizeof(*jpt));
+		uint32_t at = x->chunk_off;
+		unsigned jj;
+
+		if (!jpt) {
+			free(job_of);
+			free(jobs);
+			free(now);
+			free(sy);
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
+		}
+		for (i = 0; i < x->n; i++) {
+			struct xnode *xn = &x->x[i];
+			struct drm_npu_job *j;
+			uint32_t in0;
+
+			if (!now[i])
+				continue;
+			if (job_of[i] < (int)nj) {
+				j = &jobs[job_of[i]];
+			} else {
+				j = &jobs[nj++];	/* job_of[i] == nj - 1 */
+				j->queue_id = L->pool->queue[xn->q][xn->ring];
+				in0 = ns;
+				if (!xn->npreds)
+					for (k = 0; k < L->nentry; k++) {
+						sy[ns].handle = L->entry[k].tl->handle;
+						sy[ns++].point = L->entry[k].point;
+					}
+				for (k = 0; k < xn->npreds; k++) {
+					if (same_queue(&x->x[xn->preds[k]], xn))
+						continue;	/* queue order */
+					sy[ns].handle = L->ptl[xn->preds[k]]->handle;
+					sy[ns++].point = L->pt[xn->preds[k]];
 				}
-			for (k = 0; k < xn->npreds; k++) {
-				if (same_queue(&x->x[xn->preds[k]], xn))
-					continue;	/* queue order */
-				sy[ns].handle = L->ptl[xn->preds[k]]->handle;
-				sy[ns++].point = L->pt[xn->preds[k]];
+				if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+					sy[ns].handle = xn->ev->tl->handle;
+					sy[ns++].point = L->evpt[i];
+				}
+				j->in_syncs = (uintptr_t)&sy[in0];
+				j->in_sync_count = ns - in0;
+				j->bo_handles = (uintptr_t)xn->bo;
+				j->bo_count = xn->nbo;
+				jpt[job_of[i]] = ++L->pool->tl[xn->q][xn->ring]->next;
+				j->out_syncs = (uintptr_t)&sy[ns];
+				sy[ns].handle = L->pool->tl[xn->q][xn->ring]->handle;
+				sy[ns].point = jpt[job_of[i]];
+				ns += 2;	/* room for an event */
+				j->out_sync_count = 1;
 			}
-			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
-				sy[ns].handle = xn->ev->tl->handle;
-				sy[ns++].point = L->evpt[i];
-			}
-			j->in_syncs = (uintptr_t)&sy[in0];
-			j->in_sync_count = ns - in0;
-			len = put_traced(L, i, L->cmd + xn->off, L->cmd_va + xn->off,
-					 tracing);
-			j->cmd_va = len ? L->cmd_va + xn->off : 0;
-			j->cmd_size = len;
-			j->bo_handles = (uintptr_t)xn->bo;
-			j->bo_count = xn->nbo;
-			L->ptl[i] = L->pool->tl[xn->q][xn->ring];
-			L->pt[i] = ++L->ptl[i]->next;
-			j->out_syncs = (uintptr_t)&sy[ns];
-			sy[ns].handle = L->ptl[i]->handle;
-			sy[ns++].point = L->pt[i];
-			j->out_sync_count = 1;
 			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
-				sy[ns].handle = xn->ev->tl->handle;
-				sy[ns++].point = L->evpt[i];
+				struct drm_npu_sync *o2 = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+				o2[1].handle = xn->ev->tl->handle;
+				o2[1].point = L->evpt[i];
 				j->out_sync_count = 2;
 			}
+			L->ptl[i] = L->pool->tl[xn->q][xn->ring];
+			L->pt[i] = jpt[job_of[i]];
 		}
+		for (jj = 0; jj < nj; jj++) {
+			uint32_t base = at, len = 0;
+
+			for (i = 0; i < x->n; i++)
+				if (now[i] && job_of[i] == (int)jj)
+					len += put_traced(L, i, L->cmd + base + len,
+							  L->cmd_va + base + len, tracing);
+			jobs[jj].cmd_va = len ? L->cmd_va + base : 0;
+			jobs[jj].cmd_size = len;
+			at = (base + len + 7) & ~7u;
+		}
+		free(jpt);
 	} else {
 		/* gate: every external dependency of the launch */
 		struct drm_npu_job *gate = &jobs[nj++];
@@ -1481,6 +1547,7 @@ static npu_status_t submit_ready(struct launch *L)
 	free(jobs);
 	free(now);
 	free(sy);
+	free(job_of);
 	if (nj)
 		npu_flush_deferred(dev);
 	if (r) {

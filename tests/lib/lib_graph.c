@@ -627,6 +627,17 @@ static void test_long_chain(void)
 	want = 1;
 	tap_ok(got == want, "%d nodes (driver takes %u jobs per SUBMIT): %lu submit ioctl(s)",
 	       len, prop.max_jobs_per_submit, got);
+	{
+		npu_graph_stats st0, st1;
+
+		MUST(npu_graph_get_stats(&st0));
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_stream_synchronize(s));
+		MUST(npu_graph_get_stats(&st1));
+		tap_ok(st1.jobs - st0.jobs == 2,
+		       "a chain on one queue is one job (+ the join): %llu jobs",
+		       (unsigned long long)(st1.jobs - st0.jobs));
+	}
 	MUST(npu_graph_exec_destroy(x));
 	MUST(npu_graph_destroy(g));
 
@@ -700,9 +711,14 @@ static void test_long_chain(void)
 		MUST(npu_graph_create(&g, 0));
 		MUST(npu_graph_add_kernel_node(&k0, g, NULL, 0, &p));
 		MUST(npu_graph_add_kernel_node(&sp, g, &k0, 1, &q));
-		for (i = 0; i < 68; i++)
-			MUST(npu_graph_add_memcpy_node(&c, g, c ? &c : &k0, 1, hout + i, dz,
+		/* each copy after k0 and the previous copy: no chain merging,
+		 * 68 jobs, so the launch is packed */
+		for (i = 0; i < 68; i++) {
+			npu_graph_node_t d[2] = { k0, c };
+
+			MUST(npu_graph_add_memcpy_node(&c, g, d, c ? 2 : 1, hout + i, dz,
 						       4, NPU_MEMCPY_DEFAULT));
+		}
 		MUST(npu_graph_instantiate(&x, g, 0));
 		MUST(npu_device_synchronize());
 		MUST(npu_profiler_start());
