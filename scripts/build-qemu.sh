@@ -10,7 +10,7 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/npu}
+CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/npu}
 mkdir -p "$CACHE/qemu"
 
 ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/{print $2}' |

@@ -2,7 +2,7 @@
 # Extract kselftest_harness.h and kselftest.h (and checkpatch.pl) from
 # Debian's linux-source-6.1 into the cache; print the include directory.
 set -euo pipefail
-CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/npu}
+CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/npu}
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n1)
 if [ -z "$tarball" ]; then
 	echo "kselftest-headers: linux-source-6.1 not installed (scripts/setup.sh)" >&2

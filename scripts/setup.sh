@@ -3,7 +3,7 @@
 # A stamp under the cache dir (keyed by this script) skips the work next time.
 set -euo pipefail
 
-CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/npu}
+CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/npu}
 mkdir -p "$CACHE"
 key=$(sha256sum "$0" | cut -c1-16)
 stamp="$CACHE/setup-$key.done"
