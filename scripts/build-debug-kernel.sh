@@ -7,7 +7,7 @@
 #   bzImage, build/ (kernel tree to build modules against),
 #   root/lib/modules/<release>/, release
 set -euo pipefail
-CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/npu}
+CACHE=${NPU_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/npu}
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -n1)
 [ -n "$tarball" ] || { echo "build-debug-kernel: no linux-source-6.1" >&2; exit 1; }
 key=$( (stat -c %s-%Y "$tarball"; cat "$0") | sha256sum | cut -c1-16)
