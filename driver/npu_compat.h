@@ -33,16 +33,25 @@
  * npu_sched_init_args_fill() - fill the parts of drm_sched_init_args that
  * only some kernels have
  * @args: arguments being prepared
+ * @wq: workqueue for run_job and free_job, where the scheduler takes one
  */
-static inline void npu_sched_init_args_fill(struct drm_sched_init_args *args)
+static inline void npu_sched_init_args_fill(struct drm_sched_init_args *args,
+					    struct workqueue_struct *wq)
 {
 #ifdef NPU_HAVE_SCHED_NUM_RQS
 	args->num_rqs = DRM_SCHED_PRIORITY_COUNT;
 #endif
 #ifdef NPU_HAVE_SCHED_SUBMIT_WQ
-	args->submit_wq = NULL;	/* the scheduler allocates an ordered wq */
+	args->submit_wq = wq;
 #endif
 }
+
+/* Whether the scheduler runs jobs from a workqueue (6.8+) or a kthread. */
+#ifdef NPU_HAVE_SCHED_SUBMIT_WQ
+#define NPU_SCHED_USES_WQ	1
+#else
+#define NPU_SCHED_USES_WQ	0
+#endif
 
 /**
  * npu_sched_job_init() - drm_sched_job_init() with one credit per job

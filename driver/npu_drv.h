@@ -140,6 +140,8 @@ struct npu_ring {
  * @ctx_list: live contexts (&npu_ctx.link), for debugfs
  * @jobs_alive: jobs created and not yet freed
  * @bo_wq: woken whenever a job retires (BO_WAIT sleeps here)
+ * @sched_wq: per-CPU high-priority workqueue running the schedulers'
+ *	run_job and free_job work (kernels whose scheduler uses a workqueue)
  * @sysfs_done: sysfs group created
  */
 struct npu_device {
@@ -170,6 +172,7 @@ struct npu_device {
 	struct list_head ctx_list;
 	atomic_t jobs_alive;
 	wait_queue_head_t bo_wq;
+	struct workqueue_struct *sched_wq;
 	bool sysfs_done;
 };
 

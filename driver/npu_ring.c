@@ -20,6 +20,7 @@
 #include <linux/interrupt.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_print.h>
 
@@ -451,6 +452,25 @@ int npu_rings_init(struct npu_device *ndev)
 	if (!ndev->fence_page)
 		return -ENOMEM;
 
+	/*
+	 * Where the scheduler runs from a workqueue, give it one that is
+	 * per-CPU and high-priority, shared by every ring: run_job then
+	 * executes on the CPU that pushed the job, as soon as SUBMIT returns,
+	 * and free_job on the CPU that took the interrupt. The scheduler's
+	 * default (an unbound ordered queue per ring) wakes a worker on
+	 * another CPU instead: an IPI and a wake-up from idle on the way from
+	 * SUBMIT to the doorbell.
+	 */
+	if (NPU_SCHED_USES_WQ) {
+		ndev->sched_wq = alloc_workqueue("npu-sched",
+						 WQ_HIGHPRI | WQ_MEM_RECLAIM,
+						 0);
+		if (!ndev->sched_wq) {
+			ret = -ENOMEM;
+			goto err_wq;
+		}
+	}
+
 	for (r = 0; r < ndev->num_rings; r++) {
 		struct npu_ring *ring = &ndev->rings[r];
 		struct drm_sched_init_args args = {
@@ -483,7 +503,7 @@ int npu_rings_init(struct npu_device *ndev)
 			ret = -ENOMEM;
 			goto err;
 		}
-		npu_sched_init_args_fill(&args);
+		npu_sched_init_args_fill(&args, ndev->sched_wq);
 		ret = drm_sched_init(&ring->sched, &args);
 		if (ret) {
 			dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr,
@@ -502,6 +522,11 @@ err:
 		dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr, ring->dma);
 		ring->vaddr = NULL;
 	}
+	if (ndev->sched_wq) {
+		destroy_workqueue(ndev->sched_wq);
+		ndev->sched_wq = NULL;
+	}
+err_wq:
 	dma_free_coherent(dev, PAGE_SIZE, ndev->fence_page,
 			  ndev->fence_page_dma);
 	ndev->fence_page = NULL;
@@ -528,6 +553,10 @@ void npu_rings_fini(struct npu_device *ndev)
 		drm_sched_fini(&ring->sched);
 		dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr, ring->dma);
 		ring->vaddr = NULL;
+	}
+	if (ndev->sched_wq) {
+		destroy_workqueue(ndev->sched_wq);
+		ndev->sched_wq = NULL;
 	}
 	dma_free_coherent(dev, PAGE_SIZE, ndev->fence_page,
 			  ndev->fence_page_dma);
