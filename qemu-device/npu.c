@@ -303,8 +303,16 @@ static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
     return v;
 }
 
+/*
+ * The engine thread is woken after the ring lock is dropped: woken while the
+ * lock is still held, it would run only to block on the lock again (two
+ * context switches instead of one on the doorbell path). The waiter checks
+ * its condition under the lock, so no wake-up is lost.
+ */
 static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
 {
+    bool wake = false;
+
     qemu_mutex_lock(&r->lock);
     switch (off) {
     case NPU_RING_BASE_LO:
@@ -318,7 +326,7 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
         break;
     case NPU_RING_TAIL:
         r->tail = val;
-        qemu_cond_broadcast(&r->cond);
+        wake = true;
         break;
     case NPU_RING_CONTROL:
         if (val & NPU_RING_CTL_RESET) {
@@ -330,7 +338,7 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
         if (val & NPU_RING_CTL_RESUME) {
             r->halted = false;
         }
-        qemu_cond_broadcast(&r->cond);
+        wake = true;
         break;
     default:
         qemu_log_mask(LOG_GUEST_ERROR, "npu: write 0x%x to read-only or "
@@ -339,6 +347,9 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
         break;
     }
     qemu_mutex_unlock(&r->lock);
+    if (wake) {
+        qemu_cond_broadcast(&r->cond);
+    }
 }
 
 static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
