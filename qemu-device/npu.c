@@ -13,8 +13,8 @@
  * protecting its registers, taken by the MMIO handlers and briefly by the
  * ring's engine thread. Lock order: ring lock, then reg_lock or cu_lock.
  * Engine threads never take the BQL; interrupts they raise are delivered by
- * a bottom half, and their DMA is restricted to RAM (npu_phys_rw), so they
- * never dispatch an MMIO access.
+ * a bottom half, and their DMA is restricted to RAM (npu_phys_rw and the
+ * COPY/FILL fast path in npu_mmu.c), so they never dispatch an MMIO access.
  */
 
 #include "qemu/osdep.h"

@@ -136,6 +136,8 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
 
 /* npu_engine.c */
 void *npu_ring_thread(void *opaque);
+bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
+                      uint64_t dst, uint64_t len);
 uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes);
 bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
                   uint64_t bytes);

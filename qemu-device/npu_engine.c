@@ -83,8 +83,9 @@ static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
         if (npu_aborted(job->ring)) {
             return true;
         }
-        if (!npu_vm_rw(job, src + off, buf, n, false, err) ||
-            !npu_vm_rw(job, dst + off, buf, n, true, err)) {
+        if (!npu_vm_copy_fast(job, src + off, NULL, dst + off, n) &&
+            (!npu_vm_rw(job, src + off, buf, n, false, err) ||
+             !npu_vm_rw(job, dst + off, buf, n, true, err))) {
             return false;
         }
         if (job->host_bytes != host) {
@@ -122,7 +123,8 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
         if (npu_aborted(job->ring)) {
             return true;
         }
-        if (!npu_vm_rw(job, dst + off, buf, n, true, err)) {
+        if (!npu_vm_copy_fast(job, 0, buf, dst + off, n) &&
+            !npu_vm_rw(job, dst + off, buf, n, true, err)) {
             return false;
         }
         if (job->host_bytes != host) {

@@ -11,6 +11,9 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/rcu.h"
+#include "exec/memory.h"
+#include "sysemu/dma.h"
 #include "npu.h"
 
 void npu_tlb_flush(NpuRing *r)
@@ -120,5 +123,219 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
         p += n;
         len -= n;
     }
+    return true;
+}
+
+/*
+ * Fast path for COPY and FILL: one memcpy between host pointers instead of a
+ * copy into a bounce buffer and another out of it.
+ */
+
+#define NPU_FAST_SEGS 32
+
+typedef struct NpuSeg {
+    uint8_t *ptr;
+    void *map;                  /* guest RAM mapping to release, or NULL */
+    uint64_t pa;
+    uint64_t len;
+    bool dev;
+} NpuSeg;
+
+static void npu_segs_unmap(NpuState *s, NpuSeg *seg, unsigned nseg,
+                           bool is_write, bool done)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    unsigned i;
+
+    for (i = 0; i < nseg; i++) {
+        if (seg[i].map) {
+            dma_memory_unmap(as, seg[i].map, seg[i].len,
+                             is_write ? DMA_DIRECTION_FROM_DEVICE
+                                      : DMA_DIRECTION_TO_DEVICE,
+                             done ? seg[i].len : 0);
+            seg[i].map = NULL;
+        }
+    }
+}
+
+/*
+ * Translate [va, va + len) into runs of contiguous device memory or guest
+ * RAM and get a host pointer for each. False (nothing mapped, no error
+ * recorded) if any page faults, is not RAM or cannot be mapped whole: the
+ * caller then takes the page-by-page path, which reports the error.
+ */
+static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
+                       NpuSeg *seg, unsigned *nseg_out)
+{
+    NpuState *s = job->ring->s;
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    unsigned nseg = 0, i;
+
+    while (len) {
+        uint64_t off = va & (NPU_PAGE_SIZE - 1);
+        uint64_t n = MIN(len, NPU_PAGE_SIZE - off);
+        uint64_t pte, addr;
+        bool dev;
+        NpuErr e;
+
+        if (!npu_translate(job, va, is_write, &pte, &e)) {
+            return false;
+        }
+        addr = (pte & NPU_PTE_ADDR_MASK) + off;
+        dev = pte & NPU_PTE_DEVMEM;
+        if (nseg && seg[nseg - 1].dev == dev &&
+            seg[nseg - 1].pa + seg[nseg - 1].len == addr) {
+            seg[nseg - 1].len += n;
+        } else {
+            if (nseg == NPU_FAST_SEGS) {
+                return false;
+            }
+            seg[nseg].pa = addr;
+            seg[nseg].len = n;
+            seg[nseg].dev = dev;
+            seg[nseg].map = NULL;
+            seg[nseg].ptr = NULL;
+            nseg++;
+        }
+        va += n;
+        len -= n;
+    }
+
+    for (i = 0; i < nseg; i++) {
+        NpuSeg *g = &seg[i];
+        dma_addr_t ml = g->len;
+        hwaddr xlat, l = g->len;
+        bool ok;
+
+        if (g->dev) {
+            if (g->pa + g->len < g->pa || g->pa + g->len > s->devmem_size) {
+                goto fail;
+            }
+            g->ptr = s->devmem_ptr + g->pa;
+            continue;
+        }
+        if (g->pa + g->len < g->pa) {
+            goto fail;
+        }
+        /* same rule as npu_phys_rw: only plain, writable-if-written RAM */
+        WITH_RCU_READ_LOCK_GUARD() {
+            MemoryRegion *mr = address_space_translate(as, g->pa, &xlat, &l,
+                                                       is_write,
+                                                       MEMTXATTRS_UNSPECIFIED);
+            ok = memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)
+                 && !(is_write && (mr->readonly || mr->rom_device));
+        }
+        if (!ok || l < g->len) {
+            goto fail;
+        }
+        g->map = dma_memory_map(as, g->pa, &ml,
+                                is_write ? DMA_DIRECTION_FROM_DEVICE
+                                         : DMA_DIRECTION_TO_DEVICE,
+                                MEMTXATTRS_UNSPECIFIED);
+        if (!g->map) {
+            goto fail;
+        }
+        if (ml < g->len) {
+            dma_memory_unmap(as, g->map, ml,
+                             is_write ? DMA_DIRECTION_FROM_DEVICE
+                                      : DMA_DIRECTION_TO_DEVICE, 0);
+            g->map = NULL;
+            goto fail;
+        }
+        g->ptr = g->map;
+    }
+    *nseg_out = nseg;
+    return true;
+
+fail:
+    npu_segs_unmap(s, seg, nseg, is_write, false);
+    return false;
+}
+
+static bool npu_segs_overlap(const NpuSeg *a, unsigned na, const NpuSeg *b,
+                             unsigned nb)
+{
+    unsigned i, j;
+
+    for (i = 0; i < na; i++) {
+        for (j = 0; j < nb; j++) {
+            if (a[i].ptr < b[j].ptr + b[j].len &&
+                b[j].ptr < a[i].ptr + a[i].len) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void npu_segs_account(NpuJob *job, const NpuSeg *seg, unsigned nseg)
+{
+    unsigned i;
+
+    for (i = 0; i < nseg; i++) {
+        if (seg[i].dev) {
+            job->dev_bytes += seg[i].len;
+        } else {
+            job->host_bytes += seg[i].len;
+        }
+    }
+}
+
+/*
+ * Copy len bytes from device virtual address src (or, if src_buf is set,
+ * from src_buf) to device virtual address dst directly between host
+ * pointers, accounting the bytes as npu_vm_rw would. False if the fast path
+ * does not apply (a page faults or is not plain RAM, or source and
+ * destination overlap); nothing has been written then.
+ */
+bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
+                      uint64_t dst, uint64_t len)
+{
+    NpuState *s = job->ring->s;
+    NpuSeg sseg[NPU_FAST_SEGS], dseg[NPU_FAST_SEGS];
+    unsigned ns = 0, nd = 0, i = 0, j;
+    uint64_t soff = 0;
+
+    if (!len) {
+        return false;
+    }
+    if (src_buf) {
+        sseg[0].ptr = (uint8_t *)src_buf;
+        sseg[0].map = NULL;
+        sseg[0].len = len;
+        ns = 1;
+    } else if (!npu_vm_map(job, src, len, false, sseg, &ns)) {
+        return false;
+    }
+    if (!npu_vm_map(job, dst, len, true, dseg, &nd)) {
+        npu_segs_unmap(s, sseg, ns, false, false);
+        return false;
+    }
+    if (npu_segs_overlap(sseg, ns, dseg, nd)) {
+        npu_segs_unmap(s, dseg, nd, true, false);
+        npu_segs_unmap(s, sseg, ns, false, false);
+        return false;
+    }
+    for (j = 0; j < nd; j++) {
+        uint64_t doff = 0;
+
+        while (doff < dseg[j].len) {
+            uint64_t n = MIN(dseg[j].len - doff, sseg[i].len - soff);
+
+            memcpy(dseg[j].ptr + doff, sseg[i].ptr + soff, n);
+            doff += n;
+            soff += n;
+            if (soff == sseg[i].len) {
+                i++;
+                soff = 0;
+            }
+        }
+    }
+    if (!src_buf) {
+        npu_segs_account(job, sseg, ns);
+    }
+    npu_segs_account(job, dseg, nd);
+    npu_segs_unmap(s, dseg, nd, true, true);
+    npu_segs_unmap(s, sseg, ns, false, true);
     return true;
 }
