@@ -8,7 +8,7 @@
 
 SHELL := /bin/bash
 TOP := $(CURDIR)
-BUILD := $(TOP)/build
+BUILD ?= $(TOP)/build
 KERNELS ?= 6.1 6.12 debug
 KERNEL ?= 6.12
 CMD ?= true
