@@ -9,7 +9,7 @@
 SHELL := /bin/bash
 TOP := $(CURDIR)
 BUILD ?= $(TOP)/build
-KERNELS ?= 6.1 6.12 debug
+KERNELS ?= 6.1 6.12
 KERNEL ?= 6.12
 CMD ?= true
 export BUILD KERNEL

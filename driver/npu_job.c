@@ -52,6 +52,13 @@ static void npu_queue_release(struct kref *ref)
 
 	/* waits for queued jobs to reach the ring, kills the rest */
 	drm_sched_entity_destroy(&q->entity);
+	/*
+	 * 6.1's drm_sched_entity_fini() skips waiting when the job queue is
+	 * empty, but the scheduler thread may still be between popping our
+	 * last job and completing entity_idle: wait for it (KASAN found the
+	 * use-after-free). Harmless on kernels that already wait.
+	 */
+	wait_for_completion(&q->entity.entity_idle);
 	kfree(q);
 }
 
