@@ -30,13 +30,6 @@
 
 #include "npu_graph.h"
 
-int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
-		uint64_t *va, void **map);
-void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
-		      uint64_t size);
-npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
-			    struct npu_stream **s);
-
 #define GRAPH_MAGIC	0x47525048u
 #define NODE_MAGIC	0x4e4f4445u
 #define EXEC_MAGIC	0x47455843u

@@ -200,4 +200,12 @@ struct device {
 	unsigned ts_nzombies, ts_zombies_cap;
 };
 
+/* npu_stream.c: pinned host BOs (command rings, staging) and handle lookup */
+int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
+		uint64_t *va, void **map);
+void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
+		      uint64_t size);
+npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
+			    struct npu_stream **s);
+
 #endif /* NPU_INTERNAL_H */

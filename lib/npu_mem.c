@@ -16,12 +16,6 @@
 #include "npu_core.h"
 #include "npu_graph.h"
 
-int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
-		uint64_t *va, void **map);
-void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
-		      uint64_t size);
-npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
-			    struct npu_stream **s);
 npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s);
 npu_status_t npu_dev_sync_locked(struct device *dev);
 

@@ -16,9 +16,6 @@
 
 #include "npu_graph.h"
 
-int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
-		uint64_t *va, void **map);
-
 atomic_int npu_trace_active;
 
 struct trec {

@@ -34,22 +34,6 @@ FIXTURE_TEARDOWN(rec)
 		close(self->fd);
 }
 
-static int submit_wait(int fd, struct npu_cmd *c, uint32_t q, uint32_t so)
-{
-	uint64_t va;
-	uint32_t size;
-	int ret;
-
-	npu_cmd_end(c, &va, &size);
-	ret = npu_submit_one(fd, q, va, size, so);
-	if (ret)
-		return ret;
-	ret = npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS);
-	if (ret)
-		return ret;
-	return npu_syncobj_error(fd, so);
-}
-
 static struct drm_npu_get_fault get_fault(int fd)
 {
 	struct drm_npu_get_fault f;
@@ -68,7 +52,7 @@ TEST_F(rec, pan_submit_error_fault)
 
 	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
 	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_FAULT, 1, 1, args);
-	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
 		  -EFAULT);
 	f = get_fault(self->fd);
 	ASSERT_EQ(f.count, 1);
@@ -78,7 +62,7 @@ TEST_F(rec, pan_submit_error_fault)
 	ASSERT_NE(f.cause, NPU_ERR_NONE);
 	/* the same queue still works */
 	npu_emit_fill(&self->cmd, b.va, 77, 4);
-	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
 	ASSERT_EQ(((uint32_t *)b.map)[0], 77);
 	ASSERT_EQ(get_fault(self->fd).count, 1);
 }
@@ -92,7 +76,7 @@ TEST_F(rec, fault_past_bo_end)
 	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &a), 0);
 	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
 	npu_emit_copy(&self->cmd, b.va, a.va + 2048, 4096);
-	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
 		  -EFAULT);
 	f = get_fault(self->fd);
 	ASSERT_EQ(f.count, 1);
@@ -112,7 +96,7 @@ TEST_F(rec, fault_write_read_only_userptr)
 	ASSERT_EQ(npu_userptr(self->fd, mem, 4096, DRM_NPU_USERPTR_READ_ONLY,
 			      &ro), 0);
 	npu_emit_fill(&self->cmd, ro.va, 0, 4096);
-	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
 		  -EFAULT);
 	f = get_fault(self->fd);
 	ASSERT_EQ(f.cause, NPU_ERR_MMU_WRITE);
@@ -127,7 +111,7 @@ TEST_F(rec, privileged_packet_in_ib)
 	npu_cmd_dw(&self->cmd, NPU_PKT_HDR(NPU_OP_FENCE, NPU_FENCE_IRQ, 4));
 	npu_cmd_dw(&self->cmd, 1234);
 	npu_cmd_q(&self->cmd, 0x1000);
-	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
 		  -EFAULT);
 	ASSERT_EQ(get_fault(self->fd).cause, NPU_ERR_PRIVILEGED);
 }
@@ -140,7 +124,7 @@ TEST_F(rec, fault_reported_to_owner_only)
 
 	ASSERT_GE(fd2, 0);
 	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_FAULT, 1, 1, args);
-	ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
 		  -EFAULT);
 	ASSERT_EQ(get_fault(self->fd).count, 1);
 	ASSERT_EQ(get_fault(fd2).count, 0);
@@ -251,7 +235,7 @@ TEST_F(rec, fault_while_other_process_runs)
 		_exit(child_work(0, 50));
 	for (i = 0; i < 5; i++) {
 		npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_FAULT, 1, 1, args);
-		ASSERT_EQ(submit_wait(self->fd, &self->cmd, self->q, self->so),
+		ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
 			  -EFAULT);
 	}
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);

@@ -38,23 +38,6 @@ FIXTURE_TEARDOWN(npu)
 		close(self->fd);
 }
 
-/* submit the commands emitted since the last job and wait for them */
-static int run_sync(int fd, struct npu_cmd *c, uint32_t queue, uint32_t so)
-{
-	uint64_t va;
-	uint32_t size;
-	int ret;
-
-	npu_cmd_end(c, &va, &size);
-	ret = npu_submit_one(fd, queue, va, size, so);
-	if (ret)
-		return ret;
-	ret = npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS);
-	if (ret)
-		return ret;
-	return npu_syncobj_error(fd, so);
-}
-
 TEST_F(npu, pan_submit_empty_job)
 {
 	ASSERT_EQ(npu_submit_one(self->fd, self->q, 0, 0, self->so), 0);
@@ -70,7 +53,7 @@ TEST_F(npu, fill)
 
 	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &b), 0);
 	npu_emit_fill(&self->cmd, b.va + 4096, 0xa5a5a5a5, 8192);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
 	p = b.map;
 	for (i = 0; i < 16384; i++)
 		ASSERT_EQ(p[i], (i >= 1024 && i < 3072) ? 0xa5a5a5a5 : 0);
@@ -89,7 +72,7 @@ TEST_F(npu, copy_host_to_host)
 	for (i = 0; i < 1 << 20; i++)
 		pa[i] = i * 7 + 3;
 	npu_emit_copy(&self->cmd, a.va + 1, b.va + 5, (1 << 20) - 9);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
 	for (i = 0; i < (1 << 20) - 9; i++)
 		ASSERT_EQ(pb[i + 5], (uint8_t)((i + 1) * 7 + 3));
 	ASSERT_EQ(pb[0], 0);
@@ -117,7 +100,7 @@ TEST_F(npu, copy_through_device_memory)
 	npu_emit_copy(&self->cmd, src.va, d1.va, 1 << 18);	/* H2D */
 	npu_emit_copy(&self->cmd, d1.va, d2.va, 1 << 18);	/* D2D */
 	npu_emit_copy(&self->cmd, d2.va, dst.va, 1 << 18);	/* D2H */
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
 	for (i = 0; i < 1 << 16; i++)
 		ASSERT_EQ(pd[i], (uint32_t)(i ^ 0x5555));
 }
@@ -138,7 +121,7 @@ TEST_F(npu, devmem_starts_zeroed)
 		npu_emit_copy(&self->cmd, d.va, out.va, 1 << 16);
 		/* dirty it for the next round */
 		npu_emit_fill(&self->cmd, d.va, 0xdeadbeef, 1 << 16);
-		ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so),
+		ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->cq, self->so),
 			  0);
 		p = out.map;
 		for (i = 0; i < 1 << 14; i++)
@@ -163,13 +146,13 @@ TEST_F(npu, userptr_zero_copy)
 			      DRM_NPU_USERPTR_READ_ONLY, &bin), 0);
 	ASSERT_EQ(npu_userptr(self->fd, out, 1 << 16, 0, &bout), 0);
 	npu_emit_copy(&self->cmd, bin.va, bout.va, 1 << 16);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
 	for (i = 0; i < 1 << 14; i++)
 		ASSERT_EQ(out[i], (uint32_t)(i * 3));
 	/* the device sees CPU writes made after registration */
 	in[7] = 0x777;
 	npu_emit_copy(&self->cmd, bin.va, bout.va, 64);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->cq, self->so), 0);
 	ASSERT_EQ(out[7], 0x777);
 	npu_gem_close(self->fd, bin.handle);
 	npu_gem_close(self->fd, bout.handle);
@@ -200,7 +183,7 @@ TEST_F(npu, kernel_vadd_vs_cpu)
 	args[2] = c.va;
 	args[3] = n;
 	npu_emit_launch(&self->cmd, NPU_KERNEL_VADD_F32, 8, 4, args);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(pc[i], pa[i] + pb[i]);
 }
@@ -227,7 +210,7 @@ TEST_F(npu, kernel_saxpy_vs_cpu)
 	args[2] = n;
 	args[3] = npu_bits(1.5f);
 	npu_emit_launch(&self->cmd, NPU_KERNEL_SAXPY_F32, 3, 4, args);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
 	for (i = 0; i < n; i++)
 		ASSERT_LT(fabsf(py[i] - ref[i]), 1e-3f);
 }
@@ -262,7 +245,7 @@ TEST_F(npu, kernel_gemm_vs_cpu)
 	args[7] = npu_bits(2.0f);
 	args[8] = npu_bits(0.5f);
 	npu_emit_launch(&self->cmd, NPU_KERNEL_GEMM_F32, 4, 9, args);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
 	for (i = 0; i < M; i++) {
 		for (j = 0; j < N; j++) {
 			float acc = 0;
@@ -286,7 +269,7 @@ TEST_F(npu, timestamps_monotonic)
 	npu_emit_timestamp(&self->cmd, t.va);
 	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, args);
 	npu_emit_timestamp(&self->cmd, t.va + 8);
-	ASSERT_EQ(run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
 	ASSERT_NE(ts[0], 0);
 	ASSERT_GT(ts[1], ts[0]);
 	ASSERT_LE(ts[1], npu_param(self->fd, DRM_NPU_PARAM_CLOCK));

@@ -385,4 +385,22 @@ static inline uint32_t npu_bits(float f)
 	return b;
 }
 
+/* submit the commands emitted since the last job, wait, return its error */
+static inline int npu_run_sync(int fd, struct npu_cmd *c, uint32_t queue,
+			       uint32_t so)
+{
+	uint64_t va;
+	uint32_t size;
+	int ret;
+
+	npu_cmd_end(c, &va, &size);
+	ret = npu_submit_one(fd, queue, va, size, so);
+	if (ret)
+		return ret;
+	ret = npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS);
+	if (ret)
+		return ret;
+	return npu_syncobj_error(fd, so);
+}
+
 #endif /* NPU_TEST_H */
