@@ -58,6 +58,8 @@ static int npu_open(struct drm_device *dev, struct drm_file *file)
 	nfile->client_id = npu_file_client_id(file);
 	xa_init_flags(&nfile->queues, XA_FLAGS_ALLOC1);
 	mutex_init(&nfile->submit_lock);
+	mutex_init(&nfile->vm_lock);
+	xa_init_flags(&nfile->ctxs, XA_FLAGS_ALLOC1);
 	spin_lock_init(&nfile->fault_lock);
 	nfile->ctx = npu_ctx_create(ndev);
 	if (IS_ERR(nfile->ctx)) {
@@ -79,6 +81,7 @@ static void npu_postclose(struct drm_device *dev, struct drm_file *file)
 
 	/* GEM handles are gone already; jobs keep what they use alive. */
 	npu_queues_destroy(nfile);
+	npu_file_ctxs_destroy(nfile);
 	npu_file_put(nfile);
 }
 
@@ -121,7 +124,8 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 		args->value = DRM_NPU_FEATURE_USERPTR |
 			      DRM_NPU_FEATURE_TIMELINE |
 			      DRM_NPU_FEATURE_PRIME |
-			      DRM_NPU_FEATURE_COUNTERS;
+			      DRM_NPU_FEATURE_COUNTERS |
+			      DRM_NPU_FEATURE_CONTEXTS;
 		if (ndev->features & NPU_FEATURE_TIMING)
 			args->value |= DRM_NPU_FEATURE_TIMING_MODEL;
 		if (ndev->devmem_size)
@@ -150,6 +154,9 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 		break;
 	case DRM_NPU_PARAM_VA_START:
 		args->value = NPU_VA_START;
+		break;
+	case DRM_NPU_PARAM_MAX_CONTEXTS:
+		args->value = NPU_MAX_CTXS;
 		break;
 	case DRM_NPU_PARAM_CLOCK:
 	case DRM_NPU_PARAM_LINK_BW_MBPS:
@@ -257,6 +264,12 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_BO_WAIT, npu_ioctl_bo_wait, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_GET_FAULT, npu_ioctl_get_fault, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_COUNTERS, npu_ioctl_counters, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_CTX_CREATE, npu_ioctl_ctx_create,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_CTX_DESTROY, npu_ioctl_ctx_destroy,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_MAP, npu_ioctl_bo_map, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_UNMAP, npu_ioctl_bo_unmap, DRM_RENDER_ALLOW),
 };
 
 #ifdef NPU_HAVE_ACCEL

@@ -36,6 +36,7 @@
 #define NPU_MAX_JOB_BOS		1024	/* BO handles of one job */
 #define NPU_MAX_JOB_SYNCS	64	/* in or out syncs of one job */
 #define NPU_MAX_QUEUES		256	/* queues of one file */
+#define NPU_MAX_CTXS		64	/* extra contexts of one file */
 #define NPU_MAX_BO_SIZE		BIT_ULL(32)	/* 4 GiB per BO */
 
 /* Device VA layout of a context: nothing below 1 MiB (catches NULL). */
@@ -193,15 +194,19 @@ struct npu_pt {
 };
 
 /**
- * struct npu_ctx - a device address space (one per open file)
- * @ref: references: the file, every mapping, every job
+ * struct npu_ctx - a device address space
+ * @ref: references: the file (default context) or its context id (extra
+ *	contexts), every mapping, every queue, every job
  * @ndev: device
- * @id: context id written in SET_CONTEXT (1..)
+ * @id: context id written in SET_CONTEXT (1..), device-wide
  * @lock: protects @root (all page tables), @va_mm and the mappings' nodes
  * @root: level-2 page table
  * @va_mm: allocator of device virtual addresses
  * @link: entry in &npu_device.ctx_list
  * @pid: process that created it (debugfs)
+ * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
+ * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
+ *	the owning file's &npu_file.vm_lock
  */
 struct npu_ctx {
 	struct kref ref;
@@ -212,6 +217,8 @@ struct npu_ctx {
 	struct drm_mm va_mm;
 	struct list_head link;
 	pid_t pid;
+	atomic_t queues;
+	struct list_head binds;
 };
 
 /* Kinds of buffer object. */
@@ -258,14 +265,18 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
 
 /**
  * struct npu_mapping - a BO mapped at a VA in a context
- * @ref: references: the handle(s) of the file, every job using it
+ * @ref: references: the handle(s) of the file or the BO_MAP binding,
+ *	every job using it
  * @ctx: context (referenced)
  * @bo: BO (GEM reference)
- * @node: VA range (&npu_ctx.va_mm), BO size plus a guard page
+ * @node: VA range (&npu_ctx.va_mm): BO size plus a guard page, or exactly
+ *	the BO size for a fixed address
  * @size: mapped bytes
- * @handles: handles of the context's file that name the BO; protected by
- *	&npu_bo.maps_lock
+ * @handles: default context: handles of the file that name the BO; extra
+ *	context: 1 while bound by BO_MAP. Protected by &npu_bo.maps_lock;
+ *	0 means the mapping only lives on for jobs that still use it
  * @bo_link: entry in &npu_bo.maps while @handles > 0
+ * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP
  */
 struct npu_mapping {
 	struct kref ref;
@@ -275,7 +286,12 @@ struct npu_mapping {
 	u64 size;
 	u32 handles;
 	struct list_head bo_link;
+	struct list_head ctx_link;
 };
+
+/* npu_mapping_create() flags */
+#define NPU_MAP_FIXED		BIT(0)	/* at the given VA */
+#define NPU_MAP_READ_ONLY	BIT(1)	/* no device writes */
 
 /**
  * struct npu_queue - a submission queue (scheduler entity)
@@ -285,10 +301,12 @@ struct npu_mapping {
  * @kind: DRM_NPU_RING_KIND_*
  * @priority: DRM_NPU_PRIORITY_*
  * @ring: ring index within @kind, or DRM_NPU_RING_ANY
+ * @ctx: context its jobs run in (referenced, counted in &npu_ctx.queues)
  */
 struct npu_queue {
 	struct kref ref;
 	struct drm_sched_entity entity;
+	struct npu_ctx *ctx;
 	u32 id;
 	u32 kind;
 	u32 priority;
@@ -299,7 +317,10 @@ struct npu_queue {
  * struct npu_file - driver state of one open file
  * @ref: references: the DRM file, every job
  * @ndev: device
- * @ctx: the file's address space
+ * @ctx: the file's default address space (context id 0 in the uAPI)
+ * @vm_lock: protects the extra contexts' &npu_ctx.binds and serialises
+ *	CTX_DESTROY, BO_MAP and BO_UNMAP; taken before &npu_bo.maps_lock
+ * @ctxs: extra context id -> &struct npu_ctx (xarray has its own lock)
  * @client_id: DRM client id, for the scheduler
  * @queues: queue id -> &struct npu_queue (xarray has its own lock)
  * @submit_lock: serialises SUBMIT so that jobs are armed and pushed in
@@ -311,6 +332,8 @@ struct npu_file {
 	struct kref ref;
 	struct npu_device *ndev;
 	struct npu_ctx *ctx;
+	struct mutex vm_lock;		/* extra contexts' binds */
+	struct xarray ctxs;
 	u64 client_id;
 	struct xarray queues;
 	struct mutex submit_lock;	/* arm..push order of SUBMIT */
@@ -403,8 +426,8 @@ static inline struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
 	return ctx;
 }
 
-int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo,
-		       struct npu_mapping **out);
+int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
+		       u32 flags, struct npu_mapping **out);
 void npu_mapping_put(struct npu_mapping *map);
 static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 {
@@ -413,6 +436,16 @@ static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 }
 
 struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
+struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id);
+void npu_file_ctxs_destroy(struct npu_file *nfile);
+int npu_ioctl_ctx_create(struct drm_device *dev, void *data,
+			 struct drm_file *file);
+int npu_ioctl_ctx_destroy(struct drm_device *dev, void *data,
+			  struct drm_file *file);
+int npu_ioctl_bo_map(struct drm_device *dev, void *data,
+		     struct drm_file *file);
+int npu_ioctl_bo_unmap(struct drm_device *dev, void *data,
+		       struct drm_file *file);
 
 /* npu_gem.c */
 struct drm_gem_object *npu_gem_create_object(struct drm_device *dev,

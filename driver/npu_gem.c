@@ -60,7 +60,7 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 			goto out;
 		}
 	}
-	ret = npu_mapping_create(nfile->ctx, bo, &map);
+	ret = npu_mapping_create(nfile->ctx, bo, 0, 0, &map);
 	if (ret)
 		goto out;
 	WRITE_ONCE(map->handles, 1);

@@ -30,6 +30,7 @@ static void npu_file_release(struct kref *ref)
 	struct npu_file *nfile = container_of(ref, struct npu_file, ref);
 
 	npu_ctx_put(nfile->ctx);
+	mutex_destroy(&nfile->vm_lock);
 	mutex_destroy(&nfile->submit_lock);
 	kfree(nfile);
 }
@@ -59,6 +60,8 @@ static void npu_queue_release(struct kref *ref)
 	 * use-after-free). Harmless on kernels that already wait.
 	 */
 	wait_for_completion(&q->entity.entity_idle);
+	atomic_dec(&q->ctx->queues);
+	npu_ctx_put(q->ctx);
 	kfree(q);
 }
 
@@ -116,7 +119,8 @@ int npu_ioctl_queue_create(struct drm_device *dev, void *data,
 	} else {
 		return -EINVAL;
 	}
-	if (args->priority > DRM_NPU_PRIORITY_HIGH || args->queue_id)
+	if (args->priority > DRM_NPU_PRIORITY_HIGH || args->queue_id ||
+	    args->pad)
 		return -EINVAL;
 	if (!count)
 		return -ENODEV;
@@ -143,6 +147,18 @@ int npu_ioctl_queue_create(struct drm_device *dev, void *data,
 	if (ret) {
 		kfree(q);
 		return ret;
+	}
+
+	/* vm_lock: CTX_DESTROY must see the queue counted or the id gone */
+	mutex_lock(&nfile->vm_lock);
+	q->ctx = npu_file_ctx_lookup(nfile, args->ctx_id);
+	if (q->ctx)
+		atomic_inc(&q->ctx->queues);
+	mutex_unlock(&nfile->vm_lock);
+	if (!q->ctx) {
+		drm_sched_entity_destroy(&q->entity);
+		kfree(q);
+		return -ENOENT;
 	}
 
 	ret = xa_alloc(&nfile->queues, &id, q, XA_LIMIT(1, NPU_MAX_QUEUES),
@@ -517,7 +533,7 @@ static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
 	job->ndev = ndev;
 	kref_get(&nfile->ref);
 	job->nfile = nfile;
-	job->ctx = npu_ctx_get(nfile->ctx);
+	job->ctx = npu_ctx_get(pj->queue->ctx);
 	job->queue_id = desc->queue_id;
 	job->cmd_va = desc->cmd_va;
 	job->cmd_size = desc->cmd_size;

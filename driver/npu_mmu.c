@@ -86,6 +86,8 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	ctx->id = id;
 	ctx->pid = task_tgid_nr(current);
 	mutex_init(&ctx->lock);
+	atomic_set(&ctx->queues, 0);
+	INIT_LIST_HEAD(&ctx->binds);
 	drm_mm_init(&ctx->va_mm, NPU_VA_START, NPU_VA_END - NPU_VA_START);
 
 	mutex_lock(&ndev->ctx_lock);
@@ -177,9 +179,9 @@ static int npu_pt_map_page(struct npu_ctx *ctx, u64 va, u64 pte_val)
 }
 
 static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
-			 u64 size)
+			 u64 size, bool read_only)
 {
-	u64 flags = NPU_PTE_VALID | (bo->read_only ? 0 : NPU_PTE_WRITE);
+	u64 flags = NPU_PTE_VALID | (read_only ? 0 : NPU_PTE_WRITE);
 	struct sg_dma_page_iter iter;
 	u64 off = 0;
 	int ret;
@@ -221,16 +223,24 @@ err:
 }
 
 /**
- * npu_mapping_create() - map a BO into a context at a fresh VA
+ * npu_mapping_create() - map a BO into a context
  * @ctx: context
  * @bo: BO, whose pages or device memory are already allocated
+ * @va: with %NPU_MAP_FIXED the page-aligned address to map at, which the
+ *	caller checked to lie in [NPU_VA_START, NPU_VA_END); otherwise unused
+ * @flags: NPU_MAP_*
  * @out: the new mapping, with one reference
  *
- * Return: 0 or a negative errno (-ENOSPC when the VA space is full).
+ * Without %NPU_MAP_FIXED the VA is chosen here and an unmapped guard page
+ * follows the BO.
+ *
+ * Return: 0 or a negative errno: -ENOSPC when the VA space is full, -EBUSY
+ * when a fixed range overlaps another mapping.
  */
-int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo,
-		       struct npu_mapping **out)
+int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
+		       u32 flags, struct npu_mapping **out)
 {
+	bool read_only = bo->read_only || (flags & NPU_MAP_READ_ONLY);
 	struct npu_mapping *map;
 	u64 size = bo->base.base.size;
 	int ret;
@@ -240,16 +250,25 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo,
 		return -ENOMEM;
 	kref_init(&map->ref);
 	INIT_LIST_HEAD(&map->bo_link);
+	INIT_LIST_HEAD(&map->ctx_link);
 	map->size = size;
 
 	mutex_lock(&ctx->lock);
-	ret = drm_mm_insert_node_generic(&ctx->va_mm, &map->node,
-					 size + NPU_VA_GUARD,
-					 size >= SZ_2M ? SZ_2M : SZ_64K, 0,
-					 DRM_MM_INSERT_BEST);
+	if (flags & NPU_MAP_FIXED) {
+		map->node.start = va;
+		map->node.size = size;
+		ret = drm_mm_reserve_node(&ctx->va_mm, &map->node);
+		if (ret == -ENOSPC)
+			ret = -EBUSY;
+	} else {
+		ret = drm_mm_insert_node_generic(&ctx->va_mm, &map->node,
+						 size + NPU_VA_GUARD,
+						 size >= SZ_2M ? SZ_2M : SZ_64K,
+						 0, DRM_MM_INSERT_BEST);
+	}
 	if (ret)
 		goto err_unlock;
-	ret = npu_pt_map_bo(ctx, bo, map->node.start, size);
+	ret = npu_pt_map_bo(ctx, bo, map->node.start, size, read_only);
 	if (ret) {
 		drm_mm_remove_node(&map->node);
 		goto err_unlock;

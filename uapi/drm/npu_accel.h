@@ -27,6 +27,10 @@ extern "C" {
 #define DRM_NPU_BO_WAIT		0x07
 #define DRM_NPU_GET_FAULT	0x08
 #define DRM_NPU_COUNTERS	0x09
+#define DRM_NPU_CTX_CREATE	0x0a
+#define DRM_NPU_CTX_DESTROY	0x0b
+#define DRM_NPU_BO_MAP		0x0c
+#define DRM_NPU_BO_UNMAP	0x0d
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -50,6 +54,15 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_FAULT, struct drm_npu_get_fault)
 #define DRM_IOCTL_NPU_COUNTERS \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_COUNTERS, struct drm_npu_counters)
+#define DRM_IOCTL_NPU_CTX_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_CTX_CREATE, struct drm_npu_ctx_create)
+#define DRM_IOCTL_NPU_CTX_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_CTX_DESTROY, \
+		struct drm_npu_ctx_destroy)
+#define DRM_IOCTL_NPU_BO_MAP \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_MAP, struct drm_npu_bo_map)
+#define DRM_IOCTL_NPU_BO_UNMAP \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_UNMAP, struct drm_npu_bo_unmap)
 
 /**
  * enum drm_npu_param - what DRM_IOCTL_NPU_GET_PARAM can read
@@ -77,6 +90,8 @@ extern "C" {
  * @DRM_NPU_PARAM_MAX_QUEUES: most queues one file can have at a time
  * @DRM_NPU_PARAM_VA_START: lowest device virtual address the kernel hands
  *	out (VAs below it are never mapped, so a NULL pointer faults)
+ * @DRM_NPU_PARAM_MAX_CONTEXTS: most extra contexts (DRM_IOCTL_NPU_CTX_CREATE)
+ *	one file can have at a time, besides its default context
  */
 enum drm_npu_param {
 	DRM_NPU_PARAM_DEVICE_ID = 0,
@@ -101,6 +116,7 @@ enum drm_npu_param {
 	DRM_NPU_PARAM_MAX_JOB_SYNCS = 19,
 	DRM_NPU_PARAM_MAX_QUEUES = 20,
 	DRM_NPU_PARAM_VA_START = 21,
+	DRM_NPU_PARAM_MAX_CONTEXTS = 22,
 };
 
 /* DRM_NPU_PARAM_FEATURES bits */
@@ -110,6 +126,7 @@ enum drm_npu_param {
 #define DRM_NPU_FEATURE_TIMELINE	(0x8ull)	/* timeline syncobjs */
 #define DRM_NPU_FEATURE_PRIME		(0x10ull)	/* PRIME import/export */
 #define DRM_NPU_FEATURE_COUNTERS	(0x20ull)	/* DRM_IOCTL_NPU_COUNTERS */
+#define DRM_NPU_FEATURE_CONTEXTS	(0x80ull)	/* CTX_CREATE, BO_MAP */
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -205,16 +222,22 @@ struct drm_npu_userptr {
  * @ring: in, index among the rings of @kind, or DRM_NPU_RING_ANY to let the
  *	scheduler pick the least busy ring whenever the queue goes idle
  * @queue_id: out, id for &struct drm_npu_job (must be 0 on input)
+ * @ctx_id: in, context the queue's jobs run in: 0 for the file's default
+ *	context, or an id from DRM_IOCTL_NPU_CTX_CREATE (user space built
+ *	against an older header passes 0 implicitly)
+ * @pad: must be zero
  *
  * Jobs of one queue run in submission order. Errors: -EINVAL (bad kind,
- * priority or ring), -ENODEV (no ring of @kind), -ENOSPC (the file has
- * DRM_NPU_PARAM_MAX_QUEUES queues).
+ * priority, ring or pad), -ENODEV (no ring of @kind), -ENOENT (unknown
+ * @ctx_id), -ENOSPC (the file has DRM_NPU_PARAM_MAX_QUEUES queues).
  */
 struct drm_npu_queue_create {
 	__u32 kind;
 	__u32 priority;
 	__u32 ring;
 	__u32 queue_id;
+	__u32 ctx_id;
+	__u32 pad;
 };
 
 /**
@@ -373,6 +396,87 @@ struct drm_npu_counters {
 	__u32 ring_count;
 	__u32 cu_count;
 	__u64 clock;
+};
+
+/**
+ * struct drm_npu_ctx_create - create an extra device address space
+ * @flags: in, must be zero
+ * @ctx_id: out, 1 .. DRM_NPU_PARAM_MAX_CONTEXTS (must be 0 on input)
+ *
+ * Every open file has a default context (id 0) in which each of its GEM
+ * handles is mapped at a kernel-chosen VA. An extra context starts empty,
+ * with its own page tables: buffers appear in it only through
+ * DRM_IOCTL_NPU_BO_MAP, at VAs the caller may choose, and jobs run in it
+ * when they are submitted to a queue created with its id. Contexts of one
+ * file, like those of different files, cannot reach each other's mappings.
+ * Errors: -EINVAL (flags, @ctx_id), -ENOSPC (the file has
+ * DRM_NPU_PARAM_MAX_CONTEXTS extra contexts), -ENOMEM.
+ */
+struct drm_npu_ctx_create {
+	__u32 flags;
+	__u32 ctx_id;
+};
+
+/**
+ * struct drm_npu_ctx_destroy - destroy an extra context
+ * @ctx_id: in; 0 or unknown: -ENOENT
+ * @pad: must be zero
+ *
+ * Unmaps every buffer mapped in the context (each mapping is torn down
+ * when the last job that used it has finished). Errors: -EBUSY while a
+ * queue created on the context exists (destroy the queues first).
+ */
+struct drm_npu_ctx_destroy {
+	__u32 ctx_id;
+	__u32 pad;
+};
+
+/* drm_npu_bo_map.flags */
+#define DRM_NPU_BO_MAP_FIXED		(0x1u)	/* map at @va exactly */
+#define DRM_NPU_BO_MAP_READ_ONLY	(0x2u)	/* device may only read */
+
+/**
+ * struct drm_npu_bo_map - map a buffer object into an extra context
+ * @handle: in, GEM handle
+ * @ctx_id: in, context from DRM_IOCTL_NPU_CTX_CREATE (the default context,
+ *	0, maps every handle by itself: -EINVAL)
+ * @flags: in, DRM_NPU_BO_MAP_*
+ * @pad: must be zero
+ * @va: in with DRM_NPU_BO_MAP_FIXED: page-aligned address at or above
+ *	DRM_NPU_PARAM_VA_START whose range ends within
+ *	DRM_NPU_PARAM_VA_SIZE; otherwise must be 0. Out: the mapped address.
+ *
+ * A buffer is mapped at most once per context. The mapping holds its own
+ * reference to the buffer: closing the handle does not unmap it, and it
+ * lives until DRM_IOCTL_NPU_BO_UNMAP, DRM_IOCTL_NPU_CTX_DESTROY or close()
+ * of the file, and after that until the last job using it has finished.
+ * Errors: -EINVAL (flags, pad, @ctx_id 0, @va), -ENOENT (unknown handle
+ * or context), -EEXIST (already mapped in this context), -EBUSY (a fixed
+ * range overlaps a mapping, possibly one still used by a running job),
+ * -ENOSPC (VA space full), -ENOMEM.
+ */
+struct drm_npu_bo_map {
+	__u32 handle;
+	__u32 ctx_id;
+	__u32 flags;
+	__u32 pad;
+	__u64 va;
+};
+
+/**
+ * struct drm_npu_bo_unmap - remove a mapping made by DRM_IOCTL_NPU_BO_MAP
+ * @ctx_id: in, extra context
+ * @pad: must be zero
+ * @va: in, start address the mapping was given
+ *
+ * Jobs already submitted keep the range mapped until they finish; later
+ * jobs of the context fault on it. Errors: -EINVAL (pad), -ENOENT (unknown
+ * context, or no mapping starts at @va).
+ */
+struct drm_npu_bo_unmap {
+	__u32 ctx_id;
+	__u32 pad;
+	__u64 va;
 };
 
 #if defined(__cplusplus)
