@@ -200,6 +200,65 @@ static inline int npu_queue_free(int fd, uint32_t id)
 	return npu_ioctl(fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
 }
 
+/* ---- extra contexts (DRM_NPU_FEATURE_CONTEXTS) ------------------------ */
+
+static inline int npu_ctx_new(int fd, uint32_t *id)
+{
+	struct drm_npu_ctx_create c = { 0 };
+	int ret = npu_ioctl(fd, DRM_IOCTL_NPU_CTX_CREATE, &c);
+
+	if (!ret)
+		*id = c.ctx_id;
+	return ret;
+}
+
+static inline int npu_ctx_free(int fd, uint32_t id)
+{
+	struct drm_npu_ctx_destroy d = { .ctx_id = id };
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_CTX_DESTROY, &d);
+}
+
+/*
+ * Map a GEM handle into an extra context. With DRM_NPU_BO_MAP_FIXED *va is
+ * the address to map at; otherwise pass *va = 0. On success *va is the
+ * mapped address.
+ */
+static inline int npu_bo_map(int fd, uint32_t handle, uint32_t ctx_id,
+			     uint32_t flags, uint64_t *va)
+{
+	struct drm_npu_bo_map m = {
+		.handle = handle, .ctx_id = ctx_id, .flags = flags, .va = *va,
+	};
+	int ret = npu_ioctl(fd, DRM_IOCTL_NPU_BO_MAP, &m);
+
+	if (!ret)
+		*va = m.va;
+	return ret;
+}
+
+static inline int npu_bo_unmap(int fd, uint32_t ctx_id, uint64_t va)
+{
+	struct drm_npu_bo_unmap u = { .ctx_id = ctx_id, .va = va };
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_BO_UNMAP, &u);
+}
+
+/* a queue whose jobs run in context ctx_id (0: the default context) */
+static inline int npu_queue_new_ctx(int fd, uint32_t kind, uint32_t prio,
+				    uint32_t ring, uint32_t ctx_id,
+				    uint32_t *id)
+{
+	struct drm_npu_queue_create q = {
+		.kind = kind, .priority = prio, .ring = ring, .ctx_id = ctx_id,
+	};
+	int ret = npu_ioctl(fd, DRM_IOCTL_NPU_QUEUE_CREATE, &q);
+
+	if (!ret)
+		*id = q.queue_id;
+	return ret;
+}
+
 /* ---- command buffers ---------------------------------------------- */
 
 struct npu_cmd {
@@ -288,6 +347,17 @@ static inline void npu_cmd_end(struct npu_cmd *c, uint64_t *va, uint32_t *size)
 	/* next job starts 64-byte aligned */
 	c->n = (c->n + 15) & ~15u;
 	c->start = c->n;
+}
+
+/*
+ * As npu_cmd_end(), for a job run in a context where the command buffer's
+ * BO is mapped at base (BO_MAP) instead of at its default-context VA.
+ */
+static inline void npu_cmd_end_at(struct npu_cmd *c, uint64_t base,
+				  uint64_t *va, uint32_t *size)
+{
+	npu_cmd_end(c, va, size);
+	*va = *va - c->bo.va + base;
 }
 
 /* ---- submission ------------------------------------------------------- */
