@@ -10,6 +10,7 @@
 #ifndef NPU_COMPAT_H
 #define NPU_COMPAT_H
 
+#include <linux/mm.h>
 #include <drm/drm_drv.h>
 #include <drm/gpu_scheduler.h>
 
@@ -108,5 +109,22 @@ static inline void npu_sched_start(struct drm_gpu_scheduler *sched)
 #else
 #define NPU_DRIVER_PRIME_MMAP
 #endif
+
+/**
+ * npu_vm_flags_set() - set flags of a VMA being set up by mmap()
+ * @vma: the new mapping
+ * @flags: VM_* flags to add
+ *
+ * vm_flags became read-only with vm_flags_set() as its writer in 6.3.
+ */
+static inline void npu_vm_flags_set(struct vm_area_struct *vma,
+				    vm_flags_t flags)
+{
+#ifdef NPU_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
 
 #endif /* NPU_COMPAT_H */

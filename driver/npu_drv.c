@@ -130,6 +130,8 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 			args->value |= DRM_NPU_FEATURE_TIMING_MODEL;
 		if (ndev->devmem_size)
 			args->value |= DRM_NPU_FEATURE_DEVMEM;
+		if (ndev->devmem_size && ndev->devmem_bar_size)
+			args->value |= DRM_NPU_FEATURE_DEVMEM_MMAP;
 		break;
 	case DRM_NPU_PARAM_VA_SIZE:
 		args->value = NPU_VA_END - NPU_VA_START;
@@ -441,7 +443,13 @@ static void npu_remove(struct pci_dev *pdev)
 	int r;
 
 	npu_sysfs_fini(ndev);
-	/* new ioctls fail with -ENODEV; waits for drm_dev_enter() sections */
+	/*
+	 * New ioctls fail with -ENODEV; waits for drm_dev_enter() sections.
+	 * It then zaps every user mapping of the device's BOs
+	 * (unmap_mapping_range() on the DRM device's address space): the next
+	 * access to a device-memory mapping faults, and npu_devmem_fault()
+	 * answers SIGBUS, so no process keeps access to the BAR.
+	 */
 	drm_dev_unplug(&ndev->drm);
 	npu_rings_hw_stop(ndev);
 	npu_wr(ndev, NPU_REG_RESET, NPU_RESET_MAGIC);

@@ -117,7 +117,8 @@ struct npu_ring {
  * @regs: BAR0 registers; only touched inside drm_dev_enter()/exit()
  * @devmem_bar: write-combined mapping of the device memory BAR (used to
  *	clear new device-memory BOs), or NULL
- * @devmem_bar_size: bytes mapped at @devmem_bar
+ * @devmem_bar_size: bytes mapped at @devmem_bar; device-memory BOs inside
+ *	this part of the BAR can be mmapped by user space
  * @devmem_size: bytes of device memory (NPU_REG_DEVMEM_SIZE)
  * @version: NPU_REG_VERSION
  * @caps: NPU_REG_CAPS

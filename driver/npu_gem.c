@@ -12,6 +12,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
+#include <linux/pci.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -165,6 +166,139 @@ static const struct drm_gem_object_funcs npu_raw_funcs = {
 	.export = npu_gem_no_export,
 };
 
+/* ---------------------------------------------------------------------- */
+/* CPU mappings of device memory, through the device-memory BAR */
+
+/* Pages mapped per fault: a sequential sweep faults once per 64 KiB. */
+#define NPU_DEVMEM_FAULT_AROUND	16
+
+/**
+ * npu_devmem_bo_in_bar() - whether the CPU can reach a device-memory BO
+ * @bo: buffer object of kind NPU_BO_DEVMEM
+ *
+ * Return: true if the whole device-memory range of @bo lies inside the
+ * part of the device-memory BAR the driver mapped at probe.
+ */
+static bool npu_devmem_bo_in_bar(struct npu_bo *bo)
+{
+	struct npu_device *ndev = to_npu_device(bo->base.base.dev);
+
+	return drm_mm_node_allocated(&bo->devmem) &&
+	       bo->devmem.start + bo->base.base.size <= ndev->devmem_bar_size;
+}
+
+/**
+ * npu_devmem_fault() - &vm_operations_struct.fault of device-memory BOs
+ * @vmf: the fault
+ *
+ * Inserts the PFN of the BAR page behind the faulting page, and of up to
+ * NPU_DEVMEM_FAULT_AROUND - 1 following pages of the BO inside the VMA.
+ * PFNs are inserted only inside drm_dev_enter(): once the device is
+ * unplugged (drm_dev_unplug() zaps every PTE of the device's mappings
+ * after its last drm_dev_enter() section has ended) every access to the
+ * mapping faults here again and gets SIGBUS, so nobody keeps access to the
+ * BAR after the driver let go of the device.
+ *
+ * Return: VM_FAULT_NOPAGE, VM_FAULT_SIGBUS after unplug or outside the BO,
+ * or the error of vmf_insert_pfn().
+ */
+static vm_fault_t npu_devmem_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct drm_gem_object *obj = vma->vm_private_data;
+	struct npu_device *ndev = to_npu_device(obj->dev);
+	struct npu_bo *bo = to_npu_bo(obj);
+	unsigned long page, npages, addr, pfn, i;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+	int idx;
+
+	if (!drm_dev_enter(obj->dev, &idx))
+		return VM_FAULT_SIGBUS;
+
+	/* page within the BO; vm_pgoff follows VMA splits and mremap() */
+	page = vmf->pgoff - drm_vma_node_start(&obj->vma_node);
+	npages = obj->size >> PAGE_SHIFT;
+	if (page >= npages)
+		goto out;
+	pfn = PHYS_PFN(pci_resource_start(ndev->pdev, NPU_BAR_DEVMEM) +
+		       bo->devmem.start) + page;
+	addr = vmf->address & PAGE_MASK;
+	ret = vmf_insert_pfn(vma, addr, pfn);
+	for (i = 1; i < NPU_DEVMEM_FAULT_AROUND && ret == VM_FAULT_NOPAGE;
+	     i++) {
+		addr += PAGE_SIZE;
+		if (page + i >= npages || addr >= vma->vm_end)
+			break;
+		/* best effort: the next access faults again if this fails */
+		if (vmf_insert_pfn(vma, addr, pfn + i) != VM_FAULT_NOPAGE)
+			break;
+	}
+out:
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static const struct vm_operations_struct npu_devmem_vm_ops = {
+	.fault = npu_devmem_fault,
+	/* each VMA holds a GEM reference: the memory stays the BO's */
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+/**
+ * npu_devmem_mmap() - &drm_gem_object_funcs.mmap of device-memory BOs
+ * @obj: GEM object; drm_gem_mmap() checked the offset, the size and that
+ *	the file holds a handle
+ * @vma: the new mapping
+ *
+ * Makes @vma a write-combined PFN mapping of the BO's part of the
+ * device-memory BAR; npu_devmem_fault() fills it in. Private (copy-on-write)
+ * mappings of device memory are refused.
+ *
+ * Return: 0 or -EINVAL.
+ */
+static int npu_devmem_mmap(struct drm_gem_object *obj,
+			   struct vm_area_struct *vma)
+{
+	if (!npu_devmem_bo_in_bar(to_npu_bo(obj)) ||
+	    is_cow_mapping(vma->vm_flags))
+		return -EINVAL;
+	npu_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_page_prot =
+		pgprot_writecombine(vm_get_page_prot(vma->vm_flags));
+	vma->vm_page_prot = pgprot_decrypted(vma->vm_page_prot);
+	return 0;
+}
+
+static const struct drm_gem_object_funcs npu_devmem_funcs = {
+	.free = npu_bo_free,
+	.open = npu_gem_open,
+	.close = npu_gem_close,
+	.export = npu_gem_no_export,
+	.mmap = npu_devmem_mmap,
+	.vm_ops = &npu_devmem_vm_ops,
+};
+
+/**
+ * npu_bo_cpu_mappable() - whether mmap() on the DRM file can map a BO
+ * @bo: buffer object
+ *
+ * Return: true for system-memory BOs and for device-memory BOs inside the
+ * device-memory BAR.
+ */
+static bool npu_bo_cpu_mappable(struct npu_bo *bo)
+{
+	switch (bo->kind) {
+	case NPU_BO_SHMEM:
+	case NPU_BO_IMPORT:
+		return true;
+	case NPU_BO_DEVMEM:
+		return npu_devmem_bo_in_bar(bo);
+	default:
+		return false;
+	}
+}
+
 /**
  * npu_gem_create_object() - &drm_driver.gem_create_object for shmem BOs
  * @dev: DRM device
@@ -218,7 +352,7 @@ static bool npu_size_ok(u64 size, u64 limit)
 
 static u64 npu_bo_mmap_offset(struct npu_bo *bo)
 {
-	if (bo->kind != NPU_BO_SHMEM && bo->kind != NPU_BO_IMPORT)
+	if (!npu_bo_cpu_mappable(bo))
 		return 0;
 	if (drm_gem_create_mmap_offset(&bo->base.base))
 		return 0;
@@ -275,7 +409,7 @@ static struct npu_bo *npu_bo_create_devmem(struct npu_device *ndev, u64 size)
 		return ERR_PTR(-ENOMEM);
 	npu_bo_init_common(bo, NPU_BO_DEVMEM);
 	bo->flags = DRM_NPU_BO_DEVMEM;
-	bo->base.base.funcs = &npu_raw_funcs;
+	bo->base.base.funcs = &npu_devmem_funcs;
 	drm_gem_private_object_init(&ndev->drm, &bo->base.base, size);
 
 	mutex_lock(&ndev->devmem_lock);

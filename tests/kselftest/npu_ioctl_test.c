@@ -127,10 +127,14 @@ TEST_F(dev, bo_create_devmem)
 		SKIP(return, "no device memory");
 	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_CREATE, &c), 0);
 	ASSERT_NE(c.va, 0);
-	ASSERT_EQ(c.mmap_offset, 0);
+	/* CPU-mappable through the BAR where the device has one */
+	ASSERT_EQ(c.mmap_offset != 0,
+		  !!(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+		     DRM_NPU_FEATURE_DEVMEM_MMAP));
 	info.handle = c.handle;
 	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_BO_INFO, &info), 0);
 	ASSERT_EQ(info.flags, DRM_NPU_BO_DEVMEM);
+	ASSERT_EQ(info.mmap_offset, c.mmap_offset);
 	ASSERT_EQ(npu_gem_close(self->fd, c.handle), 0);
 }
 

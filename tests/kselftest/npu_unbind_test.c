@@ -2,11 +2,14 @@
 /*
  * npu_unbind_test - unbinding the driver from the PCI device while files
  * are open and jobs are in flight: ioctls fail with -ENODEV, fences of lost
- * jobs signal with an error, mappings and close stay safe; rebinding brings
- * a working device back. Run last: it unbinds the device.
+ * jobs signal with an error, mappings and close stay safe, CPU mappings of
+ * device memory give SIGBUS; rebinding brings a working device back. Run
+ * last: it unbinds the device.
  */
 #include <glob.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -122,6 +125,88 @@ TEST(unbind_with_jobs_in_flight)
 	ASSERT_EQ(spin_job(fd, &c, q, 1000, so), 0);
 	ASSERT_EQ(npu_syncobj_wait(fd, so, NPU_TIMEOUT_NS), 0);
 	ASSERT_EQ(npu_syncobj_error(fd, so), 0);
+	close(fd);
+}
+
+/* 0 if a child touching @p (read, or write if @write) dies of SIGBUS */
+static int child_gets_sigbus(volatile uint32_t *p, int write)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (write)
+			p[1] = 1;
+		else
+			(void)p[0];
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS ? 0 : -1;
+}
+
+/*
+ * A CPU mapping of device memory loses its access to the BAR when the
+ * driver is unbound (SIGBUS, also after a rebind), and stays safe to
+ * unmap; the rebound device maps device memory again.
+ */
+TEST(unbind_devmem_mapping)
+{
+	volatile uint32_t *p;
+	struct npu_bo d;
+	char addr[64];
+	int fd, i;
+
+	fd = npu_open();
+	if (fd < 0 || pci_addr(addr, sizeof(addr)))
+		SKIP(return, "no npu device bound");
+	if (!(npu_param(fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_DEVMEM_MMAP)) {
+		close(fd);
+		SKIP(return, "device memory not CPU-mappable");
+	}
+	ASSERT_EQ(npu_bo_new(fd, 1 << 16, DRM_NPU_BO_DEVMEM, &d), 0);
+	ASSERT_NE(d.mmap_offset, 0);
+	d.map = mmap(NULL, d.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		     d.mmap_offset);
+	ASSERT_NE(d.map, MAP_FAILED);
+	p = d.map;
+	/* populate the page tables: unbind must take them away */
+	for (i = 0; i < (1 << 16) / 4; i++)
+		p[i] = i;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ASSERT_EQ(p[1000], 1000);
+	ASSERT_EQ(child_gets_sigbus(p, 0), -1);	/* still mapped */
+
+	ASSERT_EQ(sysfs_write(DRV "/unbind", addr), 0);
+	ASSERT_EQ(child_gets_sigbus(p, 0), 0);
+	ASSERT_EQ(child_gets_sigbus(p, 1), 0);
+	/* no new mapping either */
+	ASSERT_EQ(mmap(NULL, d.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		       d.mmap_offset), MAP_FAILED);
+	ASSERT_EQ(errno, ENODEV);
+
+	ASSERT_EQ(sysfs_write(DRV "/bind", addr), 0);
+	/* the old file belongs to the unplugged device */
+	ASSERT_EQ(child_gets_sigbus(p, 0), 0);
+	ASSERT_EQ(munmap(d.map, d.size), 0);
+	close(fd);
+
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(npu_bo_new(fd, 1 << 16, DRM_NPU_BO_DEVMEM, &d), 0);
+	d.map = mmap(NULL, d.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		     d.mmap_offset);
+	ASSERT_NE(d.map, MAP_FAILED);
+	p = d.map;
+	ASSERT_EQ(p[1000], 0);		/* zeroed for the new owner */
+	p[1000] = 0x1234;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ASSERT_EQ(p[1000], 0x1234);
+	npu_bo_free(fd, &d);
 	close(fd);
 }
 

@@ -126,6 +126,7 @@ enum drm_npu_param {
 #define DRM_NPU_FEATURE_TIMELINE	(0x8ull)	/* timeline syncobjs */
 #define DRM_NPU_FEATURE_PRIME		(0x10ull)	/* PRIME import/export */
 #define DRM_NPU_FEATURE_COUNTERS	(0x20ull)	/* DRM_IOCTL_NPU_COUNTERS */
+#define DRM_NPU_FEATURE_DEVMEM_MMAP	(0x40ull)	/* mmap of DEVMEM BOs */
 #define DRM_NPU_FEATURE_CONTEXTS	(0x80ull)	/* CTX_CREATE, BO_MAP */
 
 /**
@@ -141,7 +142,7 @@ struct drm_npu_get_param {
 };
 
 /* drm_npu_bo_create.flags */
-#define DRM_NPU_BO_DEVMEM	(0x1u)	/* device-local memory, no mmap */
+#define DRM_NPU_BO_DEVMEM	(0x1u)	/* device-local memory */
 
 /**
  * struct drm_npu_bo_create - allocate a buffer object mapped in the context
@@ -151,7 +152,12 @@ struct drm_npu_get_param {
  * @handle: out, GEM handle
  * @va: out, device virtual address in the file's context; an unmapped
  *	guard page follows the BO
- * @mmap_offset: out, offset for mmap() on the DRM fd (0 for DEVMEM)
+ * @mmap_offset: out, offset for mmap() on the DRM fd of the whole BO,
+ *	or 0 if the CPU cannot map it. A DEVMEM BO is mappable (through the
+ *	device-memory PCI BAR, write-combined) when the device reports
+ *	DRM_NPU_FEATURE_DEVMEM_MMAP and the BO lies inside the BAR; only
+ *	MAP_SHARED mappings are allowed, and access gets SIGBUS once the
+ *	device is unplugged.
  *
  * New memory (system or device) is zeroed. Errors: -EINVAL, -ENOMEM,
  * -ENOSPC (VA space full).
