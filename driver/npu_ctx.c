@@ -9,8 +9,8 @@
  * &npu_mapping.handles is 1 while it is bound; it sits on the BO's list of
  * mappings (so SUBMIT finds it from a handle) and on the context's list of
  * bindings (so CTX_DESTROY and close() can drop it). Unbinding only drops
- * the binding's reference: jobs that use the mapping keep it, and its page
- * table entries, until they are freed.
+ * the binding's reference once the jobs that may use it are freed
+ * (npu_ctx_retire_mapping()): the page table entries stay until then.
  *
  * Lock order: &npu_file.vm_lock, then &npu_bo.maps_lock, then &npu_ctx.lock.
  */
@@ -54,8 +54,7 @@ static void npu_ctx_unbind(struct npu_file *nfile, struct npu_mapping *map)
 	WRITE_ONCE(map->handles, 0);
 	mutex_unlock(&bo->maps_lock);
 	list_del_init(&map->ctx_link);
-	/* unmaps now, or when the last job using it is freed */
-	npu_mapping_put(map);
+	npu_ctx_retire_mapping(map->ctx, map);
 }
 
 static void npu_ctx_unbind_all(struct npu_file *nfile, struct npu_ctx *ctx)
@@ -178,6 +177,30 @@ static int npu_bo_map_check(const struct drm_npu_bo_map *args, u64 size)
 	return 0;
 }
 
+/*
+ * Map, and if a fixed range is only held by unbound mappings whose jobs
+ * have all signalled, wait (briefly: the scheduler is freeing those jobs)
+ * for the range to be released, so that a range is reusable as soon as the
+ * jobs that used it have completed.
+ */
+static int npu_bo_map_fixed_retry(struct npu_ctx *ctx, struct npu_bo *bo,
+				  u64 va, u32 flags, struct npu_mapping **map)
+{
+	unsigned long deadline = jiffies + HZ;
+	int ret, reaps;
+
+	for (;;) {
+		reaps = atomic_read(&ctx->reaps);
+		ret = npu_mapping_create(ctx, bo, va, flags, map);
+		if (ret != -EBUSY || time_after(jiffies, deadline) ||
+		    !npu_ctx_range_retiring(ctx, va, bo->base.base.size))
+			return ret;
+		wait_event_timeout(ctx->reap_wq,
+				   atomic_read(&ctx->reaps) != reaps,
+				   msecs_to_jiffies(20));
+	}
+}
+
 /**
  * npu_ioctl_bo_map() - DRM_IOCTL_NPU_BO_MAP
  * @dev: DRM device
@@ -228,7 +251,7 @@ int npu_ioctl_bo_map(struct drm_device *dev, void *data,
 		}
 	}
 	if (!ret)
-		ret = npu_mapping_create(ctx, bo, args->va, flags, &map);
+		ret = npu_bo_map_fixed_retry(ctx, bo, args->va, flags, &map);
 	if (!ret) {
 		WRITE_ONCE(map->handles, 1);
 		list_add_tail(&map->bo_link, &bo->maps);

@@ -208,6 +208,13 @@ struct npu_pt {
  * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
  * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
  *	the owning file's &npu_file.vm_lock
+ * @track_lock: protects @next_seq, @jobs and @retiring
+ * @next_seq: sequence number the next pushed job of the context gets
+ * @jobs: pushed jobs not yet freed, in push order (&npu_job.ctx_link)
+ * @retiring: unbound mappings waiting for the jobs pushed before their
+ *	unbinding to be freed, in unbinding order (&npu_mapping.ctx_link)
+ * @reaps: bumped whenever retiring mappings are released
+ * @reap_wq: woken with @reaps
  */
 struct npu_ctx {
 	struct kref ref;
@@ -220,6 +227,12 @@ struct npu_ctx {
 	pid_t pid;
 	atomic_t queues;
 	struct list_head binds;
+	spinlock_t track_lock;	/* next_seq, jobs, retiring */
+	u64 next_seq;
+	struct list_head jobs;
+	struct list_head retiring;
+	atomic_t reaps;
+	wait_queue_head_t reap_wq;
 };
 
 /* Kinds of buffer object. */
@@ -277,7 +290,9 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
  *	context: 1 while bound by BO_MAP. Protected by &npu_bo.maps_lock;
  *	0 means the mapping only lives on for jobs that still use it
  * @bo_link: entry in &npu_bo.maps while @handles > 0
- * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP
+ * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP, then in
+ *	&npu_ctx.retiring until the jobs pushed before it was unbound are freed
+ * @retire_seq: &npu_ctx.next_seq when it was unbound
  */
 struct npu_mapping {
 	struct kref ref;
@@ -288,6 +303,7 @@ struct npu_mapping {
 	u32 handles;
 	struct list_head bo_link;
 	struct list_head ctx_link;
+	u64 retire_seq;
 };
 
 /* npu_mapping_create() flags */
@@ -358,6 +374,9 @@ struct npu_file {
  * @spare_fence: fence allocated at submit for the first run
  * @seqno: seqno of the current run
  * @node: entry in &npu_ring.pending, protected by &npu_ring.lock
+ * @ctx_seq: position in the context's push order
+ * @ctx_link: entry in &npu_ctx.jobs from push to free
+ * @done: finished fence, referenced while on &npu_ctx.jobs
  * @on_ring: @node is linked
  * @hw_done: the device finished the job before a ring reset; a
  *	resubmission only signals its fence
@@ -377,6 +396,9 @@ struct npu_job {
 	struct npu_fence *spare_fence;
 	u32 seqno;
 	struct list_head node;
+	u64 ctx_seq;
+	struct list_head ctx_link;
+	struct dma_fence *done;
 	bool on_ring;
 	bool hw_done;
 };
@@ -437,6 +459,10 @@ static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 }
 
 struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
+void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job);
+void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job);
+void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map);
+bool npu_ctx_range_retiring(struct npu_ctx *ctx, u64 va, u64 size);
 struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id);
 void npu_file_ctxs_destroy(struct npu_file *nfile);
 int npu_ioctl_ctx_create(struct drm_device *dev, void *data,

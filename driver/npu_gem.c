@@ -88,8 +88,9 @@ static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 		}
 	}
 	mutex_unlock(&bo->maps_lock);
-	/* Unmaps now, or when the last job using it is freed. */
-	npu_mapping_put(drop);
+	/* unmaps once the jobs that may use it are freed */
+	if (drop)
+		npu_ctx_retire_mapping(nfile->ctx, drop);
 }
 
 static void npu_bo_init_common(struct npu_bo *bo, enum npu_bo_kind kind)

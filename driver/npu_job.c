@@ -228,6 +228,7 @@ static void npu_job_release(struct npu_job *job, bool pushed)
 		npu_mapping_put(job->maps[i]);
 	}
 	kvfree(job->maps);
+	npu_ctx_untrack_job(job->ctx, job);
 	dma_fence_put(job->hw_fence);
 	kfree(job->spare_fence);
 	npu_ctx_put(job->ctx);
@@ -538,6 +539,7 @@ static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
 	job->cmd_va = desc->cmd_va;
 	job->cmd_size = desc->cmd_size;
 	INIT_LIST_HEAD(&job->node);
+	INIT_LIST_HEAD(&job->ctx_link);
 	pj->job = job;
 
 	job->spare_fence = npu_fence_alloc(GFP_KERNEL);
@@ -590,6 +592,7 @@ static void npu_job_commit(struct npu_pending *pj)
 	for (i = 0; i < job->nmaps; i++)
 		atomic_inc(&job->maps[i]->bo->active);
 	drm_sched_job_arm(&job->base);
+	npu_ctx_track_job(job->ctx, job);
 	done = dma_fence_get(&job->base.s_fence->finished);
 	trace_npu_job_submit(job->ctx->id, job->queue_id, done->seqno,
 			     job->cmd_va, job->cmd_size);

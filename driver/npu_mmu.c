@@ -8,6 +8,13 @@
  * npu_mapping; the mapping is torn down when its last reference (the file's
  * handle, or a job that used it) goes away. Intermediate tables are kept
  * until the context dies.
+ *
+ * A job may use VAs of BOs it does not list (pointers inside kernel
+ * arguments), so unbinding a BO (last handle closed, BO_UNMAP, CTX_DESTROY)
+ * does not drop the binding's reference at once: the mapping waits on the
+ * context's retiring list until every job of the context pushed before the
+ * unbinding has been freed. Jobs get a context-wide sequence number when
+ * they are pushed; the oldest job still alive bounds what can be released.
  */
 #include <linux/dma-mapping.h>
 #include <linux/scatterlist.h>
@@ -88,6 +95,11 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	mutex_init(&ctx->lock);
 	atomic_set(&ctx->queues, 0);
 	INIT_LIST_HEAD(&ctx->binds);
+	spin_lock_init(&ctx->track_lock);
+	INIT_LIST_HEAD(&ctx->jobs);
+	INIT_LIST_HEAD(&ctx->retiring);
+	atomic_set(&ctx->reaps, 0);
+	init_waitqueue_head(&ctx->reap_wq);
 	drm_mm_init(&ctx->va_mm, NPU_VA_START, NPU_VA_END - NPU_VA_START);
 
 	mutex_lock(&ndev->ctx_lock);
@@ -346,4 +358,139 @@ struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size)
 	}
 	mutex_unlock(&ctx->lock);
 	return found;
+}
+
+/* Sequence number of the oldest pushed job of @ctx that is not freed. */
+static u64 npu_ctx_oldest_job(struct npu_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->track_lock);
+
+	if (list_empty(&ctx->jobs))
+		return ctx->next_seq;
+	return list_first_entry(&ctx->jobs, struct npu_job, ctx_link)->ctx_seq;
+}
+
+/* Release the retiring mappings that no live job can still be using. */
+static void npu_ctx_reap(struct npu_ctx *ctx)
+{
+	struct npu_mapping *map, *tmp;
+	LIST_HEAD(done);
+	u64 oldest;
+
+	spin_lock(&ctx->track_lock);
+	oldest = npu_ctx_oldest_job(ctx);
+	list_for_each_entry_safe(map, tmp, &ctx->retiring, ctx_link) {
+		if (map->retire_seq > oldest)
+			break;
+		list_move_tail(&map->ctx_link, &done);
+	}
+	spin_unlock(&ctx->track_lock);
+
+	if (list_empty(&done))
+		return;
+	list_for_each_entry_safe(map, tmp, &done, ctx_link) {
+		list_del_init(&map->ctx_link);
+		npu_mapping_put(map);
+	}
+	atomic_inc(&ctx->reaps);
+	wake_up_all(&ctx->reap_wq);
+}
+
+/**
+ * npu_ctx_track_job() - record a job that is about to be pushed
+ * @ctx: the job's context
+ * @job: armed job; its finished fence is referenced until it is untracked
+ */
+void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job)
+{
+	job->done = dma_fence_get(&job->base.s_fence->finished);
+	spin_lock(&ctx->track_lock);
+	job->ctx_seq = ctx->next_seq++;
+	list_add_tail(&job->ctx_link, &ctx->jobs);
+	spin_unlock(&ctx->track_lock);
+}
+
+/**
+ * npu_ctx_untrack_job() - forget a job being freed (no-op if never pushed)
+ * @ctx: the job's context
+ * @job: job
+ *
+ * Releases the mappings that were only waiting for this job.
+ */
+void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job)
+{
+	if (list_empty(&job->ctx_link))
+		return;
+	spin_lock(&ctx->track_lock);
+	list_del_init(&job->ctx_link);
+	spin_unlock(&ctx->track_lock);
+	dma_fence_put(job->done);
+	job->done = NULL;
+	npu_ctx_reap(ctx);
+}
+
+/**
+ * npu_ctx_retire_mapping() - drop an unbound mapping's binding reference
+ * @ctx: context of @map
+ * @map: mapping no longer on its BO's list (&npu_mapping.handles is 0)
+ *
+ * The reference is dropped now if no job of the context is alive, else
+ * when every job pushed so far has been freed.
+ */
+void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map)
+{
+	spin_lock(&ctx->track_lock);
+	map->retire_seq = ctx->next_seq;
+	list_add_tail(&map->ctx_link, &ctx->retiring);
+	spin_unlock(&ctx->track_lock);
+	npu_ctx_reap(ctx);
+}
+
+/* Have all jobs pushed before sequence number @seq signalled? */
+static bool npu_ctx_signalled_before(struct npu_ctx *ctx, u64 seq)
+{
+	struct npu_job *job;
+	bool ret = true;
+
+	spin_lock(&ctx->track_lock);
+	list_for_each_entry(job, &ctx->jobs, ctx_link) {
+		if (job->ctx_seq >= seq)
+			break;
+		if (!dma_fence_is_signaled(job->done)) {
+			ret = false;
+			break;
+		}
+	}
+	spin_unlock(&ctx->track_lock);
+	return ret;
+}
+
+/**
+ * npu_ctx_range_retiring() - is a VA range about to become free?
+ * @ctx: context
+ * @va: start
+ * @size: bytes
+ *
+ * Return: true if every mapping overlapping the range is unbound and every
+ * job that could still use it has signalled, so that the range is free as
+ * soon as the scheduler has freed those jobs.
+ */
+bool npu_ctx_range_retiring(struct npu_ctx *ctx, u64 va, u64 size)
+{
+	struct drm_mm_node *node;
+	bool ret = true;
+
+	mutex_lock(&ctx->lock);
+	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, va + size) {
+		struct npu_mapping *map =
+			container_of(node, struct npu_mapping, node);
+
+		if (READ_ONCE(map->handles) ||
+		    !npu_ctx_signalled_before(ctx, map->retire_seq)) {
+			ret = false;
+			break;
+		}
+	}
+	mutex_unlock(&ctx->lock);
+	return ret;
 }
