@@ -458,7 +458,8 @@ struct drm_npu_ctx_destroy {
  * of the file, and after that until the last job using it has finished.
  * Errors: -EINVAL (flags, pad, @ctx_id 0, @va), -ENOENT (unknown handle
  * or context), -EEXIST (already mapped in this context), -EBUSY (a fixed
- * range overlaps a mapping, possibly one still used by a running job),
+ * range overlaps a mapping, or one unmapped while jobs of the context
+ * submitted before the unmap have not all completed),
  * -ENOSPC (VA space full), -ENOMEM.
  */
 struct drm_npu_bo_map {
@@ -475,8 +476,9 @@ struct drm_npu_bo_map {
  * @pad: must be zero
  * @va: in, start address the mapping was given
  *
- * Jobs already submitted keep the range mapped until they finish; later
- * jobs of the context fault on it. Errors: -EINVAL (pad), -ENOENT (unknown
+ * The range stays mapped until every job of the context submitted before
+ * the unmap has finished (listed or not, a job may use the BO); later jobs
+ * cannot name the BO in the context. Errors: -EINVAL (pad), -ENOENT (unknown
  * context, or no mapping starts at @va).
  */
 struct drm_npu_bo_unmap {
