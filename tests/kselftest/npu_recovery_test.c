@@ -105,6 +105,40 @@ TEST_F(rec, fault_write_read_only_userptr)
 	free(mem);
 }
 
+/*
+ * A (buggy) job uses a BO it did not list, and the BO is closed while the
+ * job runs: it is unmapped at once, and the unmap makes every ring drop
+ * its cached translations (NPU_REG_MMU_INVALIDATE). The job's SEM_WAIT,
+ * polling the BO through a cached translation, faults at its next poll
+ * instead of polling the freed page until the job timeout.
+ */
+TEST_F(rec, unlisted_bo_closed_under_running_job)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	struct drm_npu_get_fault f;
+	uint64_t va, bo_va, t0;
+	struct npu_bo b;
+	uint32_t size;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	bo_va = b.va;
+	npu_emit_sem(&self->cmd, NPU_OP_SEM_WAIT, b.va, 1);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	usleep(100000);
+	ASSERT_EQ(drmSyncobjWait(self->fd, &self->so, 1, 0, 0, NULL), -ETIME);
+	t0 = npu_now_ns();
+	npu_bo_free(self->fd, &b);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_LT(npu_now_ns() - t0, timeout_ms * 1000000 / 2);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.kind, DRM_NPU_FAULT_DEVICE);
+	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
+	ASSERT_EQ(f.addr, bo_va);
+}
+
 /* A privileged packet in a command buffer is refused by the device. */
 TEST_F(rec, privileged_packet_in_ib)
 {
