@@ -389,7 +389,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ida_init(&ndev->ctx_ida);
 	mutex_init(&ndev->ctx_lock);
 	INIT_LIST_HEAD(&ndev->ctx_list);
-	init_waitqueue_head(&ndev->bo_wq);
+	init_waitqueue_head(&ndev->jobs_wq);
 	atomic_set(&ndev->jobs_alive, 0);
 
 	ret = npu_rings_init(ndev);

@@ -141,7 +141,8 @@ struct npu_ring {
  * @ctx_lock: protects @ctx_list
  * @ctx_list: live contexts (&npu_ctx.link), for debugfs
  * @jobs_alive: jobs created and not yet freed
- * @bo_wq: woken whenever a job retires (BO_WAIT sleeps here)
+ * @jobs_wq: woken whenever a job is freed (npu_rings_fini() waits here for
+ *	@jobs_alive to drop to 0)
  * @sched_wq: per-CPU high-priority workqueue running the schedulers'
  *	run_job and free_job work (kernels whose scheduler uses a workqueue)
  * @sysfs_done: sysfs group created
@@ -173,7 +174,7 @@ struct npu_device {
 	struct mutex ctx_lock;		/* ctx_list */
 	struct list_head ctx_list;
 	atomic_t jobs_alive;
-	wait_queue_head_t bo_wq;
+	wait_queue_head_t jobs_wq;
 	struct workqueue_struct *sched_wq;
 	bool sysfs_done;
 };
@@ -253,7 +254,6 @@ enum npu_bo_kind {
  * @devmem: range of device memory (DEVMEM)
  * @pages: pinned user pages (USERPTR)
  * @npages: entries in @pages
- * @active: jobs that use the BO and have not been freed yet
  * @maps_lock: protects @maps
  * @maps: mappings of the BO in contexts that hold a handle to it
  *	(&npu_mapping.bo_link)
@@ -267,7 +267,6 @@ struct npu_bo {
 	struct drm_mm_node devmem;
 	struct page **pages;
 	unsigned long npages;
-	atomic_t active;
 	struct mutex maps_lock;	/* maps, npu_mapping.handles */
 	struct list_head maps;
 };

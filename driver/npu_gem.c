@@ -10,6 +10,7 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/pci.h>
@@ -96,7 +97,6 @@ static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 static void npu_bo_init_common(struct npu_bo *bo, enum npu_bo_kind kind)
 {
 	bo->kind = kind;
-	atomic_set(&bo->active, 0);
 	mutex_init(&bo->maps_lock);
 	INIT_LIST_HEAD(&bo->maps);
 }
@@ -599,16 +599,19 @@ err_put:
  * @data: &struct drm_npu_bo_wait
  * @file: DRM file
  *
+ * Waits, interruptibly, for every fence in the BO's reservation object
+ * (readers and writers): the finished fences that SUBMIT added for each job
+ * that listed the BO or ran commands from it, and for a PRIME import the
+ * fences other users of the exporter's buffer added.
+ *
  * Return: 0 when idle, -ETIME when the absolute timeout passed, or another
  * negative errno.
  */
 int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
 		      struct drm_file *file)
 {
-	struct npu_device *ndev = to_npu_device(dev);
 	struct drm_npu_bo_wait *args = data;
 	struct drm_gem_object *obj;
-	struct npu_bo *bo;
 	long ret;
 
 	if (args->pad)
@@ -616,13 +619,12 @@ int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
 	obj = drm_gem_object_lookup(file, args->handle);
 	if (!obj)
 		return -ENOENT;
-	bo = to_npu_bo(obj);
 
-	ret = wait_event_interruptible_timeout(ndev->bo_wq,
-					       !atomic_read(&bo->active),
-			drm_timeout_abs_to_jiffies(args->timeout_ns));
+	/* a timeout already passed (0 jiffies) only tests the fences */
+	ret = dma_resv_wait_timeout(obj->resv, DMA_RESV_USAGE_READ, true,
+				    drm_timeout_abs_to_jiffies(args->timeout_ns));
 	if (ret == 0)
-		ret = atomic_read(&bo->active) ? -ETIME : 0;
+		ret = -ETIME;
 	else if (ret > 0)
 		ret = 0;
 	drm_gem_object_put(obj);

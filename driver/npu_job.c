@@ -9,11 +9,16 @@
  * out-syncs installed (arm and push of a job are never separated by another
  * arm, which load-balanced entities require). A job that depends on an
  * earlier job of the same array waits on a proxy fence that the earlier
- * job's finished fence signals once that job is pushed. On any error all
+ * job's finished fence signals once that job is pushed. Before the push,
+ * the reservation objects of every BO the jobs use are locked together and
+ * a fence slot is reserved for each job that uses them; each job's finished
+ * fence is added to them between its arm and its push. On any error all
  * prepared jobs are cleaned up: nothing is queued, nothing is signalled.
  */
 #include <linux/dma-fence-chain.h>
+#include <linux/dma-resv.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/uaccess.h>
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
@@ -217,16 +222,13 @@ void npu_queues_destroy(struct npu_file *nfile)
 /* ---------------------------------------------------------------------- */
 /* jobs */
 
-static void npu_job_release(struct npu_job *job, bool pushed)
+static void npu_job_release(struct npu_job *job)
 {
 	struct npu_device *ndev = job->ndev;
 	u32 i;
 
-	for (i = 0; i < job->nmaps; i++) {
-		if (pushed)
-			atomic_dec(&job->maps[i]->bo->active);
+	for (i = 0; i < job->nmaps; i++)
 		npu_mapping_put(job->maps[i]);
-	}
 	kvfree(job->maps);
 	npu_ctx_untrack_job(job->ctx, job);
 	dma_fence_put(job->hw_fence);
@@ -235,7 +237,7 @@ static void npu_job_release(struct npu_job *job, bool pushed)
 	npu_file_put(job->nfile);
 	kfree(job);
 	atomic_dec(&ndev->jobs_alive);
-	wake_up_all(&ndev->bo_wq);
+	wake_up_all(&ndev->jobs_wq);
 }
 
 static struct dma_fence *npu_sched_run_job(struct drm_sched_job *sched_job)
@@ -271,7 +273,7 @@ static void npu_sched_free_job(struct drm_sched_job *sched_job)
 	struct npu_job *job = to_npu_job(sched_job);
 
 	drm_sched_job_cleanup(sched_job);
-	npu_job_release(job, true);
+	npu_job_release(job);
 }
 
 const struct drm_sched_backend_ops npu_sched_ops = {
@@ -568,7 +570,7 @@ static void npu_pending_cleanup(struct npu_pending *pj)
 	if (pj->job) {
 		if (pj->inited)
 			drm_sched_job_cleanup(&pj->job->base);
-		npu_job_release(pj->job, false);
+		npu_job_release(pj->job);
 	}
 	for (i = 0; i < pj->nouts; i++) {
 		drm_syncobj_put(pj->outs[i].syncobj);
@@ -581,6 +583,166 @@ static void npu_pending_cleanup(struct npu_pending *pj)
 		npu_queue_put(pj->queue);
 }
 
+/*
+ * Reservation objects of one SUBMIT: one entry per distinct dma_resv among
+ * the BOs of all its jobs (listed BOs and command buffers; a PRIME import
+ * has its exporter's), with a GEM reference that keeps the object, hence
+ * the resv, alive while it is locked, and the number of fence slots it
+ * needs: one per (job, BO) pair naming it.
+ */
+struct npu_resv_entry {
+	struct drm_gem_object *obj;
+	u32 slots;
+};
+
+struct npu_resvs {
+	struct ww_acquire_ctx ticket;
+	struct npu_resv_entry *e;
+	u32 count;
+	bool locked;
+};
+
+/* sort() order: by address of the reservation object */
+static int npu_resv_entry_cmp(const void *a, const void *b)
+{
+	const struct npu_resv_entry *x = a, *y = b;
+	uintptr_t rx = (uintptr_t)x->obj->resv, ry = (uintptr_t)y->obj->resv;
+
+	return rx < ry ? -1 : rx > ry;
+}
+
+/* Collect the distinct reservation objects of the prepared jobs. */
+static int npu_resvs_collect(struct npu_resvs *rs, struct npu_pending *p,
+			     u32 n)
+{
+	struct npu_resv_entry *e;
+	u32 total = 0, i, k, m = 0;
+
+	for (i = 0; i < n; i++)
+		total += p[i].job->nmaps;
+	if (!total)
+		return 0;
+	e = kvmalloc_array(total, sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		for (k = 0; k < p[i].job->nmaps; k++)
+			e[m++].obj = &p[i].job->maps[k]->bo->base.base;
+	sort(e, total, sizeof(*e), npu_resv_entry_cmp, NULL);
+	for (i = 0; i < total; i++) {
+		if (rs->count && e[i].obj->resv == e[rs->count - 1].obj->resv) {
+			e[rs->count - 1].slots++;
+			continue;
+		}
+		e[rs->count].obj = e[i].obj;
+		e[rs->count].slots = 1;
+		drm_gem_object_get(e[i].obj);
+		rs->count++;
+	}
+	rs->e = e;
+	return 0;
+}
+
+static void npu_resvs_unlock(struct npu_resvs *rs)
+{
+	u32 i;
+
+	if (!rs->locked)
+		return;
+	for (i = 0; i < rs->count; i++)
+		dma_resv_unlock(rs->e[i].obj->resv);
+	ww_acquire_fini(&rs->ticket);
+	rs->locked = false;
+}
+
+/*
+ * Lock every reservation object of the SUBMIT (wound/wait: on -EDEADLK drop
+ * them all, wait for the contended one, start again) and reserve the fence
+ * slots, so that adding the fences in the push phase cannot fail. No user
+ * memory may be touched from here to npu_resvs_fini() (the fault path
+ * takes the mmap lock, then reservation locks).
+ */
+static int npu_resvs_lock(struct npu_resvs *rs)
+{
+	int count = rs->count, contended = -1, ret, i, j;
+
+	if (!count)
+		return 0;
+	ww_acquire_init(&rs->ticket, &reservation_ww_class);
+retry:
+	if (contended >= 0) {
+		ret = dma_resv_lock_slow_interruptible(rs->e[contended].obj->resv,
+						       &rs->ticket);
+		if (ret)
+			goto err_fini;
+	}
+	for (i = 0; i < count; i++) {
+		if (i == contended)
+			continue;
+		ret = dma_resv_lock_interruptible(rs->e[i].obj->resv,
+						  &rs->ticket);
+		if (!ret)
+			continue;
+		/* holding 0 .. i - 1 (contended among them or after them) */
+		for (j = 0; j < i; j++)
+			dma_resv_unlock(rs->e[j].obj->resv);
+		if (contended > i)
+			dma_resv_unlock(rs->e[contended].obj->resv);
+		if (ret != -EDEADLK)
+			goto err_fini;
+		contended = i;
+		goto retry;
+	}
+	ww_acquire_done(&rs->ticket);
+	rs->locked = true;
+
+	for (i = 0; i < count; i++) {
+		ret = dma_resv_reserve_fences(rs->e[i].obj->resv,
+					      rs->e[i].slots);
+		if (ret) {
+			npu_resvs_unlock(rs);
+			return ret;
+		}
+	}
+	return 0;
+
+err_fini:
+	ww_acquire_fini(&rs->ticket);
+	return ret;
+}
+
+/* Unlock and drop the references; may free BOs, so no lock may be held. */
+static void npu_resvs_fini(struct npu_resvs *rs)
+{
+	u32 i;
+
+	npu_resvs_unlock(rs);
+	for (i = 0; i < rs->count; i++)
+		drm_gem_object_put(rs->e[i].obj);
+	kvfree(rs->e);
+}
+
+/*
+ * The job's finished fence goes into the reservation object of every BO it
+ * uses: WRITE usage through a writable mapping, READ through a read-only
+ * one (read-only userptr). BO_WAIT, dma-buf poll and other drivers sharing
+ * the buffer see it; npu itself does not wait for fences it finds there
+ * (jobs are ordered explicitly, with syncobjs).
+ */
+static void npu_job_add_resv_fences(struct npu_job *job,
+				    struct dma_fence *done)
+{
+	u32 i;
+
+	for (i = 0; i < job->nmaps; i++) {
+		struct npu_bo *bo = job->maps[i]->bo;
+
+		dma_resv_add_fence(bo->base.base.resv, done,
+				   bo->read_only ? DMA_RESV_USAGE_READ :
+						   DMA_RESV_USAGE_WRITE);
+	}
+}
+
 static void npu_job_commit(struct npu_pending *pj)
 {
 	struct npu_job *job = pj->job;
@@ -589,11 +751,10 @@ static void npu_job_commit(struct npu_pending *pj)
 
 	lockdep_assert_held(&job->nfile->submit_lock);
 
-	for (i = 0; i < job->nmaps; i++)
-		atomic_inc(&job->maps[i]->bo->active);
 	drm_sched_job_arm(&job->base);
 	npu_ctx_track_job(job->ctx, job);
 	done = dma_fence_get(&job->base.s_fence->finished);
+	npu_job_add_resv_fences(job, done);
 	trace_npu_job_submit(job->ctx->id, job->queue_id, done->seqno,
 			     job->cmd_va, job->cmd_size);
 	drm_sched_entity_push_job(&job->base);
@@ -629,6 +790,7 @@ int npu_ioctl_submit(struct drm_device *dev, void *data,
 	struct npu_file *nfile = file->driver_priv;
 	struct drm_npu_submit *args = data;
 	void __user *ujobs = u64_to_user_ptr(args->jobs);
+	struct npu_resvs rs = { };
 	struct npu_pending *p;
 	struct drm_npu_job desc;
 	u32 i, n = 0;
@@ -660,10 +822,15 @@ int npu_ioctl_submit(struct drm_device *dev, void *data,
 		if (ret)
 			break;
 	}
+	if (!ret)
+		ret = npu_resvs_collect(&rs, p, args->job_count);
+	if (!ret)
+		ret = npu_resvs_lock(&rs);
 	if (!ret) {
 		for (i = 0; i < args->job_count; i++)
 			npu_job_commit(&p[i]);
 	}
+	npu_resvs_fini(&rs);
 	for (i = 0; i < n; i++)
 		npu_pending_cleanup(&p[i]);
 	mutex_unlock(&nfile->submit_lock);

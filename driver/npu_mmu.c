@@ -19,6 +19,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <drm/drm_drv.h>
 
 #include "npu_drv.h"
 
@@ -299,6 +300,28 @@ err_unlock:
 	return ret;
 }
 
+/*
+ * Make every ring forget translations of @ctx: a job of the context still
+ * running on another ring may have cached PTEs just cleared. The write
+ * completes once no ring uses such a translation any more, so the pages can
+ * be freed afterwards. Nothing to do once the device is gone (it was reset).
+ */
+static void npu_ctx_invalidate(struct npu_ctx *ctx)
+{
+	struct npu_device *ndev = ctx->ndev;
+	int idx;
+
+	lockdep_assert_held(&ctx->lock);
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return;
+	/* writel orders the PTE writes before it */
+	npu_wr(ndev, NPU_REG_MMU_INVALIDATE, ctx->id);
+	/* PCI writes are posted: a read waits for the invalidation to finish */
+	npu_rd(ndev, NPU_REG_MMU_INVALIDATE);
+	drm_dev_exit(idx);
+}
+
 static void npu_mapping_release(struct kref *ref)
 {
 	struct npu_mapping *map = container_of(ref, struct npu_mapping, ref);
@@ -306,6 +329,8 @@ static void npu_mapping_release(struct kref *ref)
 
 	mutex_lock(&ctx->lock);
 	npu_pt_unmap_range(ctx, map->node.start, map->size);
+	/* before the VA can be reused and the BO's pages freed */
+	npu_ctx_invalidate(ctx);
 	drm_mm_remove_node(&map->node);
 	mutex_unlock(&ctx->lock);
 
@@ -318,8 +343,9 @@ static void npu_mapping_release(struct kref *ref)
  * npu_mapping_put() - drop a mapping reference; the last one unmaps
  * @map: mapping, may be NULL
  *
- * Process context only. The next job of the context flushes the device
- * TLB (every job starts with SET_CONTEXT + RING_CTRL FLUSH_TLB).
+ * Process context only. The last reference clears the PTEs and has every
+ * ring drop its cached translations of the context (NPU_REG_MMU_INVALIDATE)
+ * before the BO reference is dropped.
  */
 void npu_mapping_put(struct npu_mapping *map)
 {

@@ -545,7 +545,7 @@ void npu_rings_fini(struct npu_device *ndev)
 	if (!ndev->fence_page)
 		return;
 	/* jobs still on their way out of the schedulers */
-	wait_event_timeout(ndev->bo_wq, !atomic_read(&ndev->jobs_alive),
+	wait_event_timeout(ndev->jobs_wq, !atomic_read(&ndev->jobs_alive),
 			   msecs_to_jiffies(5000));
 	for (r = 0; r < ndev->num_rings; r++) {
 		struct npu_ring *ring = &ndev->rings[r];

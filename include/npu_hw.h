@@ -56,6 +56,13 @@
 #define NPU_RESET_MAGIC		0x52534554	/* "RSET" */
 #define NPU_REG_ERR_PENDING	0x034	/* RW1C: bit r = ring r halted */
 #define NPU_REG_SCRATCH		0x038	/* RW: free for software */
+/*
+ * WO: context id whose cached translations every ring drops, 0 = all
+ * contexts. The write completes when no ring still uses a translation it
+ * obtained before the write (see Documentation/hw/npu.rst, MMU). Reads 0.
+ */
+#define NPU_REG_MMU_INVALIDATE	0x03c
+#define NPU_MMU_INVALIDATE_ALL	0
 
 /* Timing model figures (RO), as set by the device's properties. */
 #define NPU_REG_LINK_BW_MBPS	0x040	/* host link bandwidth, MB/s */
@@ -238,8 +245,8 @@ struct npu_pkt_fence {
 	uint64_t addr;
 };
 
-/* RING_CTRL (ring only): flags NPU_RING_CTRL_FLUSH_TLB drops cached
- * translations (the driver sends it after changing page tables).
+/* RING_CTRL (ring only): flags NPU_RING_CTRL_FLUSH_TLB drops the ring's
+ * cached translations. NPU_REG_MMU_INVALIDATE does so for every ring.
  */
 #define NPU_RING_CTRL_FLUSH_TLB	0x01
 struct npu_pkt_ring_ctrl {

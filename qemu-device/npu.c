@@ -12,6 +12,8 @@
  * Locking: the BQL serialises register accesses. Each ring has a mutex
  * protecting its registers, taken by the MMIO handlers and briefly by the
  * ring's engine thread. Lock order: ring lock, then reg_lock or cu_lock.
+ * MMU_INVALIDATE takes no lock: it synchronises with the engines through
+ * atomics (npu_mmu.c).
  * Engine threads never take the BQL; interrupts they raise are delivered by
  * a bottom half, and their DMA is restricted to RAM (npu_phys_rw and the
  * COPY/FILL fast path in npu_mmu.c), so they never dispatch an MMIO access.
@@ -169,8 +171,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     r->error_ctx = 0;
     r->fault = 0;
     r->error_info = 0;
-    r->pt_root = 0;
-    npu_tlb_flush(r);
+    npu_mmu_set_context(r, 0, 0);
     if (counters) {
         r->base = 0;
         r->size = 0;
@@ -420,6 +421,7 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case NPU_REG_COPY_NS:
         return s->copy_ns;
     case NPU_REG_RESET:
+    case NPU_REG_MMU_INVALIDATE:
         return 0;
     default:
         qemu_log_mask(LOG_GUEST_ERROR, "npu: read of unknown register 0x%"
@@ -460,6 +462,9 @@ static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
         break;
     case NPU_REG_SCRATCH:
         s->scratch = val;
+        break;
+    case NPU_REG_MMU_INVALIDATE:
+        npu_mmu_invalidate(s, val);
         break;
     default:
         qemu_log_mask(LOG_GUEST_ERROR, "npu: write 0x%x to read-only or "

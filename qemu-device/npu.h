@@ -66,10 +66,20 @@ typedef struct NpuRing {
     bool abort;                 /* reset: give up the current packet */
 
     /*
+     * MMU invalidation (NPU_REG_MMU_INVALIDATE): shared between the engine
+     * and the register handler without a lock, accessed with atomics only
+     * (the protocol is described in npu_mmu.c).
+     */
+    uint32_t mmu_ctx;           /* context of the TLB entries (engine sets) */
+    uint32_t mmu_gen;           /* += 2 by each invalidation of the ring */
+    uint32_t mmu_busy;          /* mmu_gen | 1 during an access, else 0 */
+
+    /*
      * Engine-private state: only the ring's thread touches it, except
      * reset, which runs while the engine is not executing.
      */
     uint64_t pt_root;
+    uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;
 
@@ -131,6 +141,8 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
 
 /* npu_mmu.c */
 void npu_tlb_flush(NpuRing *r);
+void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root);
+void npu_mmu_invalidate(NpuState *s, uint32_t ctx);
 bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
                bool is_write, NpuErr *err);
 

@@ -379,8 +379,7 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         if (root & (NPU_PAGE_SIZE - 1)) {
             return npu_set_err(err, NPU_ERR_BAD_PACKET, root);
         }
-        r->pt_root = root;
-        npu_tlb_flush(r);
+        npu_mmu_set_context(r, p[1], root);
         qemu_mutex_lock(&r->lock);
         r->context = p[1];
         qemu_mutex_unlock(&r->lock);

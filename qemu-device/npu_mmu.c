@@ -5,12 +5,39 @@
  *
  * Three-level page tables in guest memory (npu_hw.h), walked with DMA and
  * cached per ring in a small direct-mapped TLB that SET_CONTEXT, the
- * RING_CTRL FLUSH_TLB packet and ring reset drop. Only valid leaf entries are
- * cached; faults are never cached.
+ * RING_CTRL FLUSH_TLB packet, ring reset and the MMU_INVALIDATE register
+ * drop. Only valid leaf entries are cached; faults are never cached.
+ *
+ * MMU_INVALIDATE is written under the BQL while the ring threads translate
+ * without it. The protocol, per ring, with atomics only:
+ *
+ * - The engine publishes the context its TLB belongs to in mmu_ctx.
+ * - Every access through the MMU (one page of npu_vm_rw, or one chunk of
+ *   the COPY/FILL fast path: its translations and its data transfer) is
+ *   bracketed by npu_access_begin/end. Begin stores mmu_busy = mmu_gen | 1
+ *   (the generation as first read), issues a full barrier, reads mmu_gen
+ *   again with acquire and drops the TLB if it was filled under another
+ *   generation. End stores mmu_busy = 0 with release.
+ * - The register handler issues a full barrier, and for every ring whose
+ *   mmu_ctx matches adds 2 to mmu_gen (sequentially consistent), then waits
+ *   until mmu_busy is 0 or belongs to an access that began with the new
+ *   generation.
+ *
+ * The guest wrote its page tables before the register. Both sides write
+ * one variable, fence, then read the other side's variable (mmu_ctx and
+ * mmu_busy against the page tables and mmu_gen), so at least one of them
+ * sees the other's write: either the handler sees the ring busy in the
+ * context and waits for the access to end, or the access sees the new
+ * generation (and, through the acquire, the new page tables). An access
+ * that saw the old generation finished its data transfer before the
+ * handler returns (release/acquire on mmu_busy). Hence: once the register
+ * write has completed, no ring uses a translation of that context obtained
+ * before it.
  */
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
+#include "qemu/processor.h"
 #include "qemu/rcu.h"
 #include "exec/memory.h"
 #include "sysemu/dma.h"
@@ -23,6 +50,72 @@ void npu_tlb_flush(NpuRing *r)
     for (i = 0; i < NPU_TLB_ENTRIES; i++) {
         r->tlb[i].vpn = UINT64_MAX;
         r->tlb[i].pte = 0;
+    }
+}
+
+/*
+ * Switch the ring to another address space (SET_CONTEXT; ring reset with
+ * ctx = pt_root = 0). Engine thread, or reset while the engine is idle.
+ */
+void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root)
+{
+    /* ordered before the next walk by the barrier in npu_access_begin */
+    qatomic_set(&r->mmu_ctx, ctx);
+    r->pt_root = pt_root;
+    npu_tlb_flush(r);
+}
+
+static void npu_access_begin(NpuRing *r)
+{
+    uint32_t gen = qatomic_read(&r->mmu_gen);
+
+    qatomic_set(&r->mmu_busy, gen | 1);
+    /* publish busy (and mmu_ctx) before reading mmu_gen and page tables */
+    smp_mb();
+    gen = qatomic_load_acquire(&r->mmu_gen);
+    if (gen != r->tlb_gen) {
+        npu_tlb_flush(r);
+        r->tlb_gen = gen;
+    }
+}
+
+static void npu_access_end(NpuRing *r)
+{
+    /* the access's reads and writes are complete before busy is cleared */
+    qatomic_store_release(&r->mmu_busy, 0);
+}
+
+/*
+ * NPU_REG_MMU_INVALIDATE: every ring in context ctx (every ring if ctx is
+ * NPU_MMU_INVALIDATE_ALL) drops its cached translations before its next
+ * access; returns when no ring is still in an access that began before.
+ * Called with the BQL held. Accesses never block (RAM only, no locks), so
+ * the wait is short: at most one page or one 64 KiB chunk per ring.
+ */
+void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
+{
+    unsigned i;
+
+    /* the guest's page-table writes before reading the rings' state */
+    smp_mb();
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+        uint32_t gen, busy;
+        unsigned spins = 0;
+
+        if (ctx != NPU_MMU_INVALIDATE_ALL &&
+            qatomic_read(&r->mmu_ctx) != ctx) {
+            continue;
+        }
+        gen = qatomic_add_fetch(&r->mmu_gen, 2);
+        while ((busy = qatomic_load_acquire(&r->mmu_busy)) != 0 &&
+               busy != (gen | 1)) {
+            if (++spins < 1000) {
+                cpu_relax();
+            } else {
+                g_usleep(10);
+            }
+        }
     }
 }
 
@@ -100,13 +193,14 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
         uint64_t off = va & (NPU_PAGE_SIZE - 1);
         uint64_t n = MIN(len, NPU_PAGE_SIZE - off);
         uint64_t pte, addr;
+        bool ok = true;
 
+        npu_access_begin(job->ring);
         if (!npu_translate(job, va, is_write, &pte, err)) {
-            return false;
-        }
-        addr = (pte & NPU_PTE_ADDR_MASK) + off;
-        if (pte & NPU_PTE_DEVMEM) {
+            ok = false;
+        } else if (pte & NPU_PTE_DEVMEM) {
             /* the page lies entirely inside device memory (checked) */
+            addr = (pte & NPU_PTE_ADDR_MASK) + off;
             if (is_write) {
                 memcpy(s->devmem_ptr + addr, p, n);
             } else {
@@ -114,10 +208,16 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
             }
             job->dev_bytes += n;
         } else {
+            addr = (pte & NPU_PTE_ADDR_MASK) + off;
             if (npu_phys_rw(s, addr, p, n, is_write) != MEMTX_OK) {
-                return npu_fail(err, NPU_ERR_BAD_DMA, addr);
+                ok = npu_fail(err, NPU_ERR_BAD_DMA, addr);
+            } else {
+                job->host_bytes += n;
             }
-            job->host_bytes += n;
+        }
+        npu_access_end(job->ring);
+        if (!ok) {
+            return false;
         }
         va += n;
         p += n;
@@ -281,15 +381,9 @@ static void npu_segs_account(NpuJob *job, const NpuSeg *seg, unsigned nseg)
     }
 }
 
-/*
- * Copy len bytes from device virtual address src (or, if src_buf is set,
- * from src_buf) to device virtual address dst directly between host
- * pointers, accounting the bytes as npu_vm_rw would. False if the fast path
- * does not apply (a page faults or is not plain RAM, or source and
- * destination overlap); nothing has been written then.
- */
-bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
-                      uint64_t dst, uint64_t len)
+static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
+                                    const void *src_buf, uint64_t dst,
+                                    uint64_t len)
 {
     NpuState *s = job->ring->s;
     NpuSeg sseg[NPU_FAST_SEGS], dseg[NPU_FAST_SEGS];
@@ -338,4 +432,23 @@ bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
     npu_segs_unmap(s, dseg, nd, true, true);
     npu_segs_unmap(s, sseg, ns, false, true);
     return true;
+}
+
+/*
+ * Copy len bytes from device virtual address src (or, if src_buf is set,
+ * from src_buf) to device virtual address dst directly between host
+ * pointers, accounting the bytes as npu_vm_rw would. False if the fast path
+ * does not apply (a page faults or is not plain RAM, or source and
+ * destination overlap); nothing has been written then. The translations
+ * and the copy are one access (see MMU_INVALIDATE above).
+ */
+bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
+                      uint64_t dst, uint64_t len)
+{
+    bool done;
+
+    npu_access_begin(job->ring);
+    done = npu_vm_copy_fast_access(job, src, src_buf, dst, len);
+    npu_access_end(job->ring);
+    return done;
 }

@@ -1624,6 +1624,218 @@ static void test_tlb(void)
 	   "translations are cached until RING_CTRL FLUSH_TLB");
 }
 
+/* Run "COPY va -> dst" on ring r; returns the word it read. */
+static uint32_t copy_word(int r, uint64_t va, const struct buf *out,
+			  uint64_t off)
+{
+	struct pk p = { .n = 0 };
+	uint32_t v = 0;
+
+	pk_copy(&p, va, out->va + off, 4);
+	if (!ring_run(r, &p, 5000))
+		return 0xdead;
+	buf_read(out, off, &v, 4);
+	return v;
+}
+
+/*
+ * MMU_INVALIDATE: a ring keeps using its cached translation after the PTE
+ * changed in guest memory, until the register is written with its context
+ * (or 0); rings in other contexts keep theirs.
+ */
+static void test_mmu_invalidate(void)
+{
+	struct buf a = alloc_buf(4096, 0, 1), b = alloc_buf(4096, 0, 1);
+	struct buf out = alloc_buf(4096, 0, 1);
+	const uint32_t va_a = 0xaaaa0001, va_b = 0xbbbb0002, other = CTX_ID + 1;
+	uint64_t va = va_next;
+	uint32_t zero = 0, one = 1;
+	struct pk p = { .n = 0 };
+	bool good = true;
+	int r;
+
+	va_next += 2 * 4096;
+	buf_write(&a, 0, &va_a, 4);
+	buf_write(&b, 0, &va_b, 4);
+	/* rings 0 and 1 run in CTX_ID, ring 2 in another context id */
+	pk_ctx(&p, other, PT_PA);
+	ring_submit(2, &p);
+	ring_wait(2, 2000);
+	good &= rrd(2, NPU_RING_CONTEXT) == other;
+
+	pt_map(va, NPU_PTE_VALID | a.base);
+	pt_sync();
+	for (r = 0; r < 3; r++)
+		good &= copy_word(r, va, &out, 4 * r) == va_a;
+	ok(good && rd(NPU_REG_MMU_INVALIDATE) == 0,
+	   "MMU_INVALIDATE reads 0; three rings cached the translation");
+
+	pt_map(va, NPU_PTE_VALID | b.base);
+	pt_sync();
+	good = true;
+	for (r = 0; r < 3; r++)
+		good &= copy_word(r, va, &out, 4 * r) == va_a;
+	ok(good, "PTE changed in guest memory: rings still use the old page");
+
+	wr(NPU_REG_MMU_INVALIDATE, CTX_ID + 100);
+	good = true;
+	for (r = 0; r < 3; r++)
+		good &= copy_word(r, va, &out, 4 * r) == va_a;
+	ok(good, "MMU_INVALIDATE of an unused context changes nothing");
+
+	wr(NPU_REG_MMU_INVALIDATE, CTX_ID);
+	good = copy_word(0, va, &out, 0) == va_b &&
+	       copy_word(1, va, &out, 4) == va_b &&
+	       copy_word(2, va, &out, 8) == va_a;
+	ok(good, "MMU_INVALIDATE(ctx): both rings of ctx use the new page, "
+	   "the ring in another context keeps its translation");
+
+	wr(NPU_REG_MMU_INVALIDATE, other);
+	ok(copy_word(2, va, &out, 8) == va_b,
+	   "MMU_INVALIDATE(other ctx) reaches the ring in that context");
+
+	pt_map(va, NPU_PTE_VALID | a.base);
+	pt_sync();
+	wr(NPU_REG_MMU_INVALIDATE, NPU_MMU_INVALIDATE_ALL);
+	good = true;
+	for (r = 0; r < 3; r++)
+		good &= copy_word(r, va, &out, 4 * r) == va_a;
+	ok(good, "MMU_INVALIDATE(0) reaches every context");
+
+	/*
+	 * A running command picks up the change: SEM_WAIT polls the word at va
+	 * (page a, 0); va is moved to page b (1). It stays stalled on the
+	 * cached page until the invalidation, then completes.
+	 */
+	buf_write(&a, 0, &zero, 4);
+	buf_write(&b, 0, &one, 4);
+	p.n = 0;
+	pk_sem(&p, 1, va, 1);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	usleep(20000);
+	pt_map(va, NPU_PTE_VALID | b.base);
+	pt_sync();
+	usleep(50000);
+	good = !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	wr(NPU_REG_MMU_INVALIDATE, other);
+	usleep(20000);
+	good &= !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	wr(NPU_REG_MMU_INVALIDATE, CTX_ID);
+	ok(good && ring_wait(0, 5000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
+	   rrd(0, NPU_RING_FENCE) == seqno[0],
+	   "SEM_WAIT in progress keeps the stale page until MMU_INVALIDATE(ctx)");
+
+	p.n = 0;
+	pk_ctx(&p, CTX_ID, PT_PA);
+	ring_submit(2, &p);
+	ring_wait(2, 2000);
+	ok(rrd(2, NPU_RING_CONTEXT) == CTX_ID, "ring 2 back in CTX_ID");
+}
+
+/*
+ * MMU_INVALIDATE while every ring streams data through the MMU (fast-path
+ * copies and page-by-page kernel accesses): each write waits for the rings'
+ * accesses in progress, nothing hangs and the data is right.
+ */
+static void test_mmu_invalidate_busy(void)
+{
+	const size_t n = 262144;	/* 1 MiB */
+	struct buf src = alloc_buf(n * 4, 0, 1), dst[6], scaled;
+	float *x = malloc(n * 4), *y;
+	uint64_t t0, worst = 0;
+	struct pk p;
+	bool good = true;
+	int i, r, writes = 0, busy = 0;
+
+	for (size_t k = 0; k < n; k++)
+		x[k] = (float)k;
+	buf_write(&src, 0, x, n * 4);
+	scaled = alloc_buf(n * 4, 1, 1);
+	for (r = 0; r < 6; r++)
+		dst[r] = alloc_buf(n * 4, r & 1, 1);
+	for (r = 0; r < 6; r++) {
+		p.n = 0;
+		for (i = 0; i < 32; i++)
+			pk_copy(&p, src.va, dst[r].va, n * 4);
+		if (r == 3)
+			for (i = 0; i < 16; i++)
+				LAUNCH(&p, NPU_KERNEL_SCALE_F32, 4, src.va,
+				       scaled.va, n, fbits(2.0f));
+		pk_fence(&p, ++seqno[r], fence_pa(r), 0);
+		ring_submit(r, &p);
+	}
+	for (r = 0; r < 6; r++)
+		busy += !(rrd(r, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	t0 = host_ns();
+	while (writes < 200 && host_ns() - t0 < 1000000000ull) {
+		uint64_t t1 = host_ns();
+
+		wr(NPU_REG_MMU_INVALIDATE,
+		   writes++ & 1 ? CTX_ID : NPU_MMU_INVALIDATE_ALL);
+		if (host_ns() - t1 > worst)
+			worst = host_ns() - t1;
+	}
+	for (r = 0; r < 6; r++) {
+		good &= ring_wait(r, 20000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
+			rrd(r, NPU_RING_FENCE) == seqno[r];
+		y = fget(&dst[r], n);
+		good &= !memcmp(x, y, n * 4);
+		free(y);
+	}
+	y = fget(&scaled, n);
+	for (size_t k = 0; k < n; k++)
+		good &= y[k] == 2.0f * x[k];
+	free(y);
+	free(x);
+	ok(good && busy && qt_alive(q),
+	   "%d MMU_INVALIDATE writes while %d rings copy and scale: data "
+	   "right (slowest write %.2f ms)", writes, busy, worst / 1e6);
+}
+
+/*
+ * Once MMU_INVALIDATE has returned, no access through the old translation
+ * is still in flight: a FILL over 32 MiB of VA that all alias page P is
+ * moved to page Q; after the write returns, P is overwritten by the test
+ * and must keep that content (the device does not write P any more).
+ */
+static void test_mmu_invalidate_inflight(void)
+{
+	const uint64_t span = 32ull << 20;
+	struct buf pb = alloc_buf(4096, 0, 1), qb = alloc_buf(4096, 0, 1);
+	uint64_t va = va_next, off;
+	uint32_t pg[1024];
+	struct pk p = { .n = 0 };
+	bool busy, clean = true, filled = true;
+	int i;
+
+	va_next += span + 4096;
+	for (off = 0; off < span; off += 4096)
+		pt_map(va + off, NPU_PTE_VALID | NPU_PTE_WRITE | pb.base);
+	pt_sync();
+	for (i = 0; i < 8; i++)
+		pk_fill(&p, va, span, 0x11111111);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	usleep(5000);
+	busy = !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	for (off = 0; off < span; off += 4096)
+		pt_map(va + off, NPU_PTE_VALID | NPU_PTE_WRITE | qb.base);
+	pt_sync();
+	wr(NPU_REG_MMU_INVALIDATE, CTX_ID);
+	qt_memset(q, pb.base, 0x5e, 4096);
+	ring_wait(0, 20000);
+	qt_memread(q, pb.base, pg, 4096);
+	for (i = 0; i < 1024; i++)
+		clean &= pg[i] == 0x5e5e5e5e;
+	qt_memread(q, qb.base, pg, 4096);
+	for (i = 0; i < 1024; i++)
+		filled &= pg[i] == 0x11111111;
+	ok(clean && filled && rrd(0, NPU_RING_FENCE) == seqno[0],
+	   "no write to the old page after MMU_INVALIDATE returned (FILL %s "
+	   "at the write)", busy ? "running" : "already done");
+}
+
 static void test_concurrency(void)
 {
 	struct buf t = alloc_buf(4096, 0, 1);
@@ -2326,6 +2538,9 @@ static void run_all(void)
 	test_bounds();
 	test_bad_packets();
 	test_tlb();
+	test_mmu_invalidate();
+	test_mmu_invalidate_busy();
+	test_mmu_invalidate_inflight();
 	test_concurrency();
 	test_resets();
 	test_fuzz();

@@ -105,6 +105,94 @@ TEST_F(rec, fault_write_read_only_userptr)
 	free(mem);
 }
 
+/*
+ * A job uses a BO it did not list (its address travels inside the command
+ * stream), and the BO's handle is closed while the job runs: the BO stays
+ * mapped until every job of the context submitted before the close has
+ * finished, so the job completes normally once the CPU releases it
+ * through the mapping it kept.
+ */
+TEST_F(rec, unlisted_bo_closed_under_running_job_stays_mapped)
+{
+	struct npu_bo b;
+	uint64_t va;
+	uint32_t size;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	npu_emit_sem(&self->cmd, NPU_OP_SEM_WAIT, b.va, 1);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	usleep(100000);
+	ASSERT_EQ(drmSyncobjWait(self->fd, &self->so, 1, 0, 0, NULL), -ETIME);
+	ASSERT_EQ(npu_gem_close(self->fd, b.handle), 0);
+	usleep(100000);
+	/* still polling the same pages: release it through the CPU mapping */
+	((volatile uint32_t *)b.map)[0] = 1;
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+	ASSERT_EQ(get_fault(self->fd).count, 0);
+	munmap(b.map, b.size);
+}
+
+/*
+ * A (buggy) job submitted after a BO's handle was closed still uses the
+ * BO's address, and holds a cached translation of it while an earlier job
+ * keeps the BO mapped. When that earlier job finishes the BO is unmapped
+ * and freed, and the unmap makes every ring drop its cached translations
+ * (NPU_REG_MMU_INVALIDATE): the buggy job's SEM_WAIT faults at its next
+ * poll instead of polling the freed page until the job timeout.
+ */
+TEST_F(rec, unlisted_bo_freed_under_later_job_faults)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	uint32_t ring2 = npu_param(self->fd,
+				   DRM_NPU_PARAM_NUM_COMPUTE_RINGS) > 1 ? 1 : 0;
+	uint32_t kind2 = ring2 ? DRM_NPU_RING_KIND_COMPUTE :
+				 DRM_NPU_RING_KIND_COPY;
+	struct drm_npu_get_fault f;
+	uint64_t va, va2, bo_va, t0;
+	struct npu_bo b, gate;
+	struct npu_cmd cmd2;
+	uint32_t size, size2, q2, so2;
+
+	ASSERT_EQ(npu_queue_new(self->fd, kind2, DRM_NPU_PRIORITY_NORMAL, 0,
+				&q2), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so2), 0);
+	ASSERT_EQ(npu_cmd_new(self->fd, &cmd2, 4096), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &gate), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	bo_va = b.va;
+
+	/* earlier job: holds the context's retiring mappings until the gate */
+	npu_emit_sem(&self->cmd, NPU_OP_SEM_WAIT, gate.va, 1);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	usleep(100000);
+	npu_bo_free(self->fd, &b);
+
+	/* later job on another ring polls the closed BO (value never 1) */
+	npu_emit_sem(&cmd2, NPU_OP_SEM_WAIT, bo_va, 1);
+	npu_cmd_end(&cmd2, &va2, &size2);
+	ASSERT_EQ(npu_submit_one(self->fd, q2, va2, size2, so2), 0);
+	usleep(200000);
+	ASSERT_EQ(drmSyncobjWait(self->fd, &so2, 1, 0, 0, NULL), -ETIME);
+
+	t0 = npu_now_ns();
+	((volatile uint32_t *)gate.map)[0] = 1;
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so2, NPU_TIMEOUT_NS), 0);
+	ASSERT_LT(npu_now_ns() - t0, timeout_ms * 1000000 / 2);
+	ASSERT_EQ(npu_syncobj_error(self->fd, so2), -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.kind, DRM_NPU_FAULT_DEVICE);
+	ASSERT_EQ(f.queue_id, q2);
+	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
+	ASSERT_EQ(f.addr, bo_va);
+	npu_bo_free(self->fd, &gate);
+}
+
 /* A privileged packet in a command buffer is refused by the device. */
 TEST_F(rec, privileged_packet_in_ib)
 {

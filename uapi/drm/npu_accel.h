@@ -338,7 +338,9 @@ struct drm_npu_submit {
  * @timeout_ns: absolute CLOCK_MONOTONIC time; -ETIME when it passes
  *
  * Waits for every job that listed the BO in &drm_npu_job.bo_handles or
- * ran commands from it. Errors: -ENOENT (unknown handle), -EINVAL (pad).
+ * ran commands from it: for all fences in the BO's reservation object,
+ * which also holds those of other users of a buffer shared with PRIME.
+ * Errors: -ENOENT (unknown handle), -EINVAL (pad).
  */
 struct drm_npu_bo_wait {
 	__u32 handle;
