@@ -44,6 +44,8 @@ pkgs=(
 	linux-source-6.1
 	# guest, library, tests
 	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
+	# Documentation/ check (tests/docs-check.py)
+	python3-docutils
 	# demo data
 	dataset-fashion-mnist
 )

@@ -54,6 +54,13 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/checkpatch.tap")
 	add_row checkpatch host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# Documentation/ must parse as reStructuredText without warnings.
+	/usr/bin/python3 "$top/tests/docs-check.py" "$top" >"$res/host/docs.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/docs.tap"
+	read -r p f s < <(tap_count "$res/host/docs.tap")
+	add_row docs host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"
