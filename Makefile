@@ -9,7 +9,9 @@
 SHELL := /bin/bash
 TOP := $(CURDIR)
 BUILD ?= $(TOP)/build
-KERNELS ?= 6.1 6.12
+# Debian's two LTS kernels, and the debug kernel (KASAN, lockdep, kmemleak)
+# built from linux-source-6.1: every guest suite runs on all three.
+KERNELS ?= 6.1 6.12 debug
 KERNEL ?= 6.12
 CMD ?= true
 export BUILD KERNEL
