@@ -365,7 +365,7 @@ static void test_gemm(void)
 	npu_tune_result r[NG];
 	const char *names[NG] = { "gemm 256^3 grid 1", "gemm 256^3 grid 2",
 				  "gemm 256^3 grid 4", "gemm 256^3 grid 8" };
-	double model[NG], ops = 2.0 * M * M * M + 3.0 * M * M;
+	double model[NG], ops = 2.0 * M * M * M + 3.0 * M * M, x;
 	npu_tune_config c;
 	int best[NPU_TUNE_MODES];
 	void *A, *B, *C;
@@ -411,14 +411,18 @@ static void test_gemm(void)
 	/* grid 1 takes >= model[0]; the others are bounded by the host's
 	 * own arithmetic when it is slower than the model (tuning.rst):
 	 * the model's ordering shows only when the data separates it */
-	if (r[NG - 1].mode[0].max_ms < 0.8 * model[0])
+	x = r[1].mode[0].median_ms;
+	for (i = 2; i < NG; i++)
+		if (r[i].mode[0].median_ms < x)
+			x = r[i].mode[0].median_ms;
+	if (x < 0.8 * model[0])
 		tap_ok(best[0] != 0, "grid 1 (one unit, >= %.1f ms) is not the "
 		       "best: the best takes %.2f ms", model[0],
 		       r[best[0]].mode[0].median_ms);
 	else
 		tap_skip("the host computes this GEMM slower than one unit's "
-			 "model (grid 8 max %.2f ms vs %.2f ms): no ordering "
-			 "to check", r[NG - 1].mode[0].max_ms, model[0]);
+			 "model (best median of grids 2-8 %.2f ms vs %.2f ms): "
+			 "no ordering to check", x, model[0]);
 	tap_ok(r[NG - 1].mode[1].median_ms >= 0.9 * r[NG - 1].mode[0].min_ms,
 	       "grid 8 under an all-units load (median %.2f ms) is not faster "
 	       "than isolated (min %.2f ms)", r[NG - 1].mode[1].median_ms,
