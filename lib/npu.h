@@ -805,6 +805,159 @@ npu_status_t npu_kernel_roofline(const npu_kernel_node_params *params,
 				 int *compute_bound, uint64_t *ops,
 				 uint64_t *bytes);
 
+/* ========================================================================
+ * Auto-tuning. Documentation/lib/tuning.rst is the guide.
+ *
+ * npu_tune() measures N candidate configurations of one piece of work and
+ * reports, per candidate, device-timed statistics and, per mode, the
+ * fastest candidate. No CUDA runtime counterpart (the role of Triton's
+ * autotuner or cuBLASLt's heuristics + timing loop).
+ *
+ * A candidate is whatever the caller's enqueue function puts on the
+ * streams it is given (a kernel with a grid, a split into several
+ * launches, over several streams, with copies...), or, for the common
+ * case, one kernel launch described by an npu_kernel_node_params. Each
+ * run of a candidate is bracketed by two timing events on streams[0], so
+ * its time is elapsed *device* time (npu_event_elapsed_time), never the
+ * host clock: from the moment the stream reached the run to the moment
+ * all of the run's work, on all of its streams, had completed. With
+ * nstreams > 1 the tuner forks the extra streams from streams[0] before
+ * the enqueue function and joins them back after it (events), so the
+ * function only enqueues.
+ *
+ * Modes:
+ *  NPU_TUNE_ISOLATED    one candidate at a time on a device that has no
+ *                       other work of this process: npu_tune() first waits
+ *                       for the device (npu_device_synchronize), then runs
+ *                       warmup + runs runs of each candidate in turn.
+ *  NPU_TUNE_UNDER_LOAD  candidates measured while other work competes for
+ *                       the device's rings and compute units:
+ *                       `concurrency` candidates are evaluated at the same
+ *                       time, each on its own streams (so each one's load
+ *                       is the others), and, if `load` is set, the
+ *                       caller's background load runs on `load_streams`
+ *                       further streams, started before the first run
+ *                       and kept queued (two instances per load stream)
+ *                       until the last timed run has completed. While
+ *                       timed work remains, a set of streams whose own
+ *                       candidates are done keeps running (untimed) runs
+ *                       of other candidates, so the load does not thin
+ *                       out towards the end.
+ * The same candidate set can be measured in both modes in one call.
+ *
+ * Failures are per candidate: a candidate whose enqueue function fails
+ * (e.g. NPU_ERROR_INVALID_CONFIGURATION for a bad grid), or whose work
+ * faults on the device (NPU_ERROR_ILLEGAL_ADDRESS, NPU_ERROR_LAUNCH_
+ * TIMEOUT...), is reported with that status and message, gets no times,
+ * is not run again (nor in the other mode), and tuning goes on. A device
+ * fault is, as always, a sticky error (see top): npu_tune() waits until
+ * its streams are idle, attributes the fault to the candidate whose
+ * streams ran the failed job, and clears the sticky errors its own work
+ * caused -- only if every job that failed since npu_tune() started ran on
+ * a tuner's stream and no other stream has a sticky error. Until then (a few milliseconds) other threads that
+ * submit work see the sticky error, as they would after any fault. A
+ * fault of any other work of the process is not cleared: npu_tune()
+ * stops and returns it, like every call that submits work.
+ *
+ * Runtime notes: the enqueue and load functions run on the calling
+ * thread, and must enqueue only (no synchronisation of the given
+ * streams), on the given streams only (work they fork to other streams is
+ * neither timed nor attributed). npu_tune() is thread-safe; concurrent
+ * calls (or other work of the process) share the device, so they load
+ * each other's measurements. Stream capture: not capturable; while a
+ * capture forbids npu_device_synchronize() (GLOBAL anywhere, THREAD_LOCAL
+ * in the capturing thread) npu_tune() fails the same way. Under the timing model (NPU_FEATURE_TIMING_
+ * MODEL) a command's device time is at least its modelled duration; where
+ * the host needs longer to compute a kernel (big kernels at the default
+ * figures), the host's speed shows in the times: see tuning.rst.
+ */
+#define NPU_TUNE_MAX_CANDIDATES	1024
+#define NPU_TUNE_MAX_RUNS	1000	/* runs, and warmup runs, per mode */
+#define NPU_TUNE_MAX_STREAMS	16	/* streams per candidate, concurrency,
+					   load streams */
+
+typedef enum npu_tune_mode {
+	NPU_TUNE_MODE_ISOLATED = 0,
+	NPU_TUNE_MODE_UNDER_LOAD = 1,
+} npu_tune_mode_t;
+#define NPU_TUNE_MODES		2
+
+/* npu_tune_config.modes */
+#define NPU_TUNE_ISOLATED	(1u << NPU_TUNE_MODE_ISOLATED)
+#define NPU_TUNE_UNDER_LOAD	(1u << NPU_TUNE_MODE_UNDER_LOAD)
+
+/* Enqueue candidate (or load instance) `index` on streams[0..nstreams);
+ * return NPU_SUCCESS or the status of the call that failed. */
+typedef npu_status_t (*npu_tune_enqueue_fn)(unsigned int index,
+					    const npu_stream_t *streams,
+					    unsigned int nstreams, void *user);
+
+typedef struct npu_tune_config {
+	unsigned int candidates;	/* N: 1 .. NPU_TUNE_MAX_CANDIDATES */
+	/* exactly one of: */
+	npu_tune_enqueue_fn enqueue;	/* candidate i = enqueue(i, ...) */
+	const npu_kernel_node_params *kernels; /* candidate i = npu_launch of
+					   kernels[i] on streams[0] */
+	void *user;			/* passed to enqueue */
+	unsigned int modes;		/* NPU_TUNE_ISOLATED | NPU_TUNE_UNDER_LOAD;
+					   0 = both */
+	unsigned int runs;		/* timed runs per candidate and mode;
+					   0 = 10 */
+	unsigned int warmup;		/* untimed runs before them (as given;
+					   1 is a good choice) */
+	unsigned int streams;		/* nstreams given to enqueue; 0 = 1 */
+	unsigned int concurrency;	/* under load: sets of streams that run
+					   candidates at once; 0 = min(N,
+					   compute rings). A set with nothing
+					   (left) to measure runs untimed runs
+					   of the other candidates */
+	npu_tune_enqueue_fn load;	/* under load: background work, one
+					   instance = load(j, &load_stream_j, 1,
+					   load_user); NULL = none */
+	void *load_user;
+	unsigned int load_streams;	/* 0 = 1 if load is set */
+	unsigned int flags;		/* must be 0 */
+} npu_tune_config;
+
+/* Statistics of one candidate in one mode, in milliseconds of device
+ * time. status: NPU_SUCCESS; the candidate's error; or
+ * NPU_ERROR_NOT_READY if the mode was not requested or tuning stopped
+ * before the candidate's runs were complete (runs then says how many
+ * were). */
+typedef struct npu_tune_stats {
+	npu_status_t status;
+	unsigned int runs;		/* timed runs measured */
+	float min_ms, median_ms, mean_ms, max_ms;
+} npu_tune_stats;
+
+typedef struct npu_tune_result {
+	npu_tune_stats mode[NPU_TUNE_MODES];	/* [NPU_TUNE_MODE_*] */
+	char message[256];		/* why it failed (the message
+					   npu_last_error_message() gave: fault
+					   address, kernel, ring), else "" */
+} npu_tune_result;
+
+/* Tune: fill results[0..config->candidates) and, if best (an array of
+ * NPU_TUNE_MODES ints) is not NULL, best[mode] = the index of the candidate with the lowest median time in
+ * that mode among those that succeeded (lowest index on a tie), -1 if
+ * none did or the mode was not requested.
+ * Returns NPU_SUCCESS when tuning ran to the end, also if candidates
+ * failed (see their status). Errors, with nothing run and results
+ * untouched: NPU_ERROR_INVALID_VALUE for NULL config or results, 0 or more
+ * than NPU_TUNE_MAX_CANDIDATES candidates, neither or both of enqueue and
+ * kernels, unknown modes or flags, runs or warmup above
+ * NPU_TUNE_MAX_RUNS, streams / concurrency / load_streams above
+ * NPU_TUNE_MAX_STREAMS, load_streams without load, or NPU_TUNE_UNDER_LOAD
+ * with no load at all (no load function and concurrency 1); the device's
+ * sticky error if it has one on entry; what npu_device_synchronize()
+ * returns. Errors after tuning started (results filled as far as it got):
+ * a fault of work that is not the tuner's (its sticky error, left set);
+ * a failure of the load (its status; the load's own device fault is
+ * cleared); NPU_ERROR_OUT_OF_MEMORY / NPU_ERROR_OS. On NPU_SUCCESS the
+ * calling thread's last error is what it was before the call. */
+npu_status_t npu_tune(const npu_tune_config *config, npu_tune_result *results,
+		      int *best);
+
 #ifdef __cplusplus
 }
 #endif

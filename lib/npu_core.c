@@ -50,6 +50,11 @@ npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st)
 	return st;
 }
 
+void npu_set_last_error(npu_status_t st)
+{
+	tls_last_error = st;
+}
+
 npu_status_t npu_get_last_error(void)
 {
 	npu_status_t st = tls_last_error;
@@ -562,10 +567,14 @@ npu_status_t npu_check_faults(struct device *dev)
 			s->fault_clean = s->tl->completed;
 		return dev->sticky;
 	}
-	dev->faults_seen = f.count;
 	for (s = dev->streams; s; s = s->next)
 		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id)
 			hit = s;
+	/* the failed jobs since the last check, counted against the tuner
+	 * when the latest one ran on a stream of npu_tune() (npu_tune.c) */
+	if (hit && hit->tune)
+		dev->faults_tune += f.count - dev->faults_seen;
+	dev->faults_seen = f.count;
 	if (f.kind == DRM_NPU_FAULT_TIMEOUT) {
 		st = NPU_ERROR_LAUNCH_TIMEOUT;
 		/* the driver does not say which kernel hung: name the

@@ -35,6 +35,7 @@ struct jobctx {
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st);
+void npu_set_last_error(npu_status_t st);	/* status only, no message */
 
 int npu_reg_add(const void *p, int type);
 bool npu_reg_check(const void *p, int type);

@@ -115,6 +115,7 @@ struct npu_stream {
 	unsigned span_head, span_count;
 	/* sticky error */
 	npu_status_t sticky;
+	bool tune;			/* a stream of npu_tune() (npu_tune.c) */
 	uint64_t fault_clean;		/* points <= this are known fault-free */
 	/* host function thread */
 	bool cb_started, cb_stop;
@@ -179,6 +180,7 @@ struct device {
 	npu_status_t sticky;
 	char sticky_msg[256];
 	uint32_t faults_seen;
+	uint32_t faults_tune;		/* of those, on npu_tune() streams */
 	/* memory */
 	struct alloc_table dmem, hmem;
 	struct staging staging[STAGING_MAX];
