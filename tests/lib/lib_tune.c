@@ -419,10 +419,10 @@ static void test_gemm(void)
 		tap_ok(best[0] != 0, "grid 1 (one unit, >= %.1f ms) is not the "
 		       "best: the best takes %.2f ms", model[0],
 		       r[best[0]].mode[0].median_ms);
-	else
-		tap_skip("the host computes this GEMM slower than one unit's "
-			 "model (best median of grids 2-8 %.2f ms vs %.2f ms): "
-			 "no ordering to check", x, model[0]);
+	else	/* not a test: nothing the model guarantees to check */
+		printf("# the host computes this GEMM slower than one unit's "
+		       "model (best median of grids 2-8 %.2f ms vs %.2f ms): "
+		       "no ordering to check\n", x, model[0]);
 	tap_ok(r[NG - 1].mode[1].median_ms >= 0.9 * r[NG - 1].mode[0].min_ms,
 	       "grid 8 under an all-units load (median %.2f ms) is not faster "
 	       "than isolated (min %.2f ms)", r[NG - 1].mode[1].median_ms,
