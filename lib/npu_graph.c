@@ -9,12 +9,15 @@
  * point of its queue's timeline (points follow submission order, which is
  * queue order). A job waits for a predecessor on another queue through that
  * predecessor's (timeline, point) - a job of the same array - and for one
- * on the same queue by queue order alone. Root jobs wait for the launch's
- * entry dependencies (the stream's previous point, the legacy-stream rules,
- * the previous launch of the same executable graph); a final zero-length
- * join job waits for the sinks and signals the stream's point and the
- * executable graph's done timeline. Host nodes run on a thread of the
- * launch; the jobs after them are submitted when they return.
+ * on the same queue by queue order alone. A chain of nodes on one queue is
+ * one job (its nodes' packets one after the other in one command buffer).
+ * Root jobs wait for the launch's entry dependencies (the stream's previous
+ * point, the legacy-stream rules, the previous launch of the same
+ * executable graph); the job holding every sink signals the stream's point
+ * and the executable graph's done timeline, or, when the sinks are in
+ * several jobs, a final zero-length join job waits for them and signals
+ * those. Host nodes run on a thread of the launch; the jobs after them are
+ * submitted when they return.
  *
  * Locking: x->lock (one launch of an exec at a time) -> dev->lock -> the
  * trace lock; cap_lock (capture state) is taken before dev->lock (the
@@ -36,6 +39,9 @@
 enum { REG_GRAPH = 10, REG_EXEC = 11 };
 #define EXEC_SLOTS	4		/* launches in flight per exec */
 #define MAX_CROSS_DEPS	60
+#define JOB_BOS		1024		/* BO handles per job (npu.ko's limit) */
+#define JOB_OUTS	4		/* out-syncs reserved per job: queue
+					 * point, event, stream point, done */
 
 atomic_int npu_capture_active;
 
@@ -1175,7 +1181,8 @@ static bool same_queue(const struct xnode *a, const struct xnode *b)
 /* Submit every device node whose predecessors have all been submitted (or,
  * for host nodes, have returned), and the join once every sink is.
  *
- * Normally each node is one job and all go in one DRM_IOCTL_NPU_SUBMIT.
+ * Normally each chain of nodes on one queue is one job (see below) and all
+ * go in one DRM_IOCTL_NPU_SUBMIT.
  * When there are more than the driver takes in one call
  * (DRM_NPU_PARAM_MAX_JOBS), the nodes of each queue are packed into a few
  * jobs ("chunks") and edges between queues inside the launch become device
@@ -1192,8 +1199,9 @@ static npu_status_t submit_ready(struct launch *L)
 	struct drm_npu_job *jobs;
 	struct drm_npu_sync *sy;
 	unsigned i, k, q, nj = 0, ns = 0, cap_s, maxj, sent = 0, nready = 0;
-	unsigned nmerged = 0;
+	unsigned nmerged = 0, nb = 0;
 	int *job_of;
+	uint32_t *bos;			/* the jobs' BO handles */
 	bool *now;			/* node submitted by this call */
 	struct drm_npu_submit sub;
 	bool all_sinks = true, tracing = npu_tracing(), chunked, join_now = false;
@@ -1204,12 +1212,14 @@ static npu_status_t submit_ready(struct launch *L)
 	now = calloc(x->n + 1, sizeof(*now));
 	cap_s = 8 + 2 * L->nentry;
 	for (i = 0; i < x->n; i++)
-		cap_s += x->x[i].npreds + L->nentry + 4;
+		cap_s += x->x[i].npreds + L->nentry + 2 + JOB_OUTS;
 	sy = calloc(cap_s + x->n, sizeof(*sy));
-	if (!jobs || !now || !sy) {
+	bos = calloc(2 * x->n + 2, sizeof(*bos));
+	if (!jobs || !now || !sy || !bos) {
 		free(jobs);
 		free(now);
 		free(sy);
+		free(bos);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
 	}
 	/* the ready set, in topological order */
@@ -1226,23 +1236,36 @@ static npu_status_t submit_ready(struct launch *L)
 	 * the open job of its queue joins that job, as long as no node of
 	 * that job has a successor on another queue (that successor would wait
 	 * for the whole job): chains collapse into one job without delaying
-	 * anybody. */
+	 * anybody. Packets of one command buffer run one after the other on
+	 * the ring (each completes before the next starts, see
+	 * Documentation/hw/npu.rst, "Ring protocol"), so no barrier is needed
+	 * between the merged nodes. A node that needs a fence of its own ends
+	 * the open job: an event record (its event's timeline is signalled
+	 * with the job's fence) and a node with a successor on another queue;
+	 * an event wait (an in-fence) and a root (the entry fences) start
+	 * one; host nodes are no jobs. A job also ends before its BO handles
+	 * would exceed the driver's limit. */
 	job_of = calloc(x->n + 1, sizeof(*job_of));
 	if (!job_of) {
 		free(jobs);
 		free(now);
 		free(sy);
+		free(bos);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
 	}
 	{
 		int open_j[2][NPU_MAX_RINGS_LIB];
+		unsigned open_bo[2][NPU_MAX_RINGS_LIB];
 
 		memset(open_j, 0xff, sizeof(open_j));
+		memset(open_bo, 0, sizeof(open_bo));
 		for (i = 0; i < x->n; i++) {
 			struct xnode *xn = &x->x[i];
 			int *o = &open_j[xn->q][xn->ring];
+			unsigned *ob = &open_bo[xn->q][xn->ring];
 			bool merge = *o >= 0 && xn->npreds &&
-				xn->type != NPU_GRAPH_NODE_EVENT_WAIT;
+				xn->type != NPU_GRAPH_NODE_EVENT_WAIT &&
+				*ob + xn->nbo <= JOB_BOS;
 
 			if (!now[i])
 				continue;
@@ -1250,6 +1273,7 @@ static npu_status_t submit_ready(struct launch *L)
 				merge = now[xn->preds[k]] && job_of[xn->preds[k]] == *o;
 			job_of[i] = merge ? *o : (int)nmerged++;
 			*o = job_of[i];
+			*ob = merge ? *ob + xn->nbo : xn->nbo;
 			if (xn->xo || xn->type == NPU_GRAPH_NODE_EVENT_RECORD)
 				*o = -1;
 		}
@@ -1267,6 +1291,7 @@ static npu_status_t submit_ready(struct launch *L)
 			free(jobs);
 			free(now);
 			free(sy);
+			free(bos);
 			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
 		}
 		for (i = 0; i < x->n; i++) {
@@ -1299,13 +1324,12 @@ static npu_status_t submit_ready(struct launch *L)
 				}
 				j->in_syncs = (uintptr_t)&sy[in0];
 				j->in_sync_count = ns - in0;
-				j->bo_handles = (uintptr_t)xn->bo;
-				j->bo_count = xn->nbo;
 				jpt[job_of[i]] = ++L->pool->tl[xn->q][xn->ring]->next;
 				j->out_syncs = (uintptr_t)&sy[ns];
 				sy[ns].handle = L->pool->tl[xn->q][xn->ring]->handle;
 				sy[ns].point = jpt[job_of[i]];
-				ns += 2;	/* room for an event */
+				/* room for an event and the join's two points */
+				ns += JOB_OUTS;
 				j->out_sync_count = 1;
 			}
 			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
@@ -1320,13 +1344,22 @@ static npu_status_t submit_ready(struct launch *L)
 		}
 		for (jj = 0; jj < nj; jj++) {
 			uint32_t base = at, len = 0;
+			unsigned b0 = nb;
 
 			for (i = 0; i < x->n; i++)
-				if (now[i] && job_of[i] == (int)jj)
+				if (now[i] && job_of[i] == (int)jj) {
 					len += put_traced(L, i, L->cmd + base + len,
 							  L->cmd_va + base + len, tracing);
+					/* every node's BOs stay mapped until
+					 * the job is done */
+					for (k = 0; k < x->x[i].nbo; k++)
+						if (nb == b0 || bos[nb - 1] != x->x[i].bo[k])
+							bos[nb++] = x->x[i].bo[k];
+				}
 			jobs[jj].cmd_va = len ? L->cmd_va + base : 0;
 			jobs[jj].cmd_size = len;
+			jobs[jj].bo_handles = (uintptr_t)&bos[b0];
+			jobs[jj].bo_count = nb - b0;
 			at = (base + len + 7) & ~7u;
 		}
 		free(jpt);
@@ -1409,9 +1442,16 @@ static npu_status_t submit_ready(struct launch *L)
 						sy[ns].handle = L->pool->tl[q][rr]->handle;
 						sy[ns++].point = ++L->pool->tl[q][rr]->next;
 						j->out_sync_count = 1;
+						j->bo_handles = (uintptr_t)&bos[nb];
 						base = at;
 						len = 0;
 					}
+					for (k = 0; k < xn->nbo; k++)
+						if (j->bo_count < JOB_BOS &&
+						    (!j->bo_count || bos[nb - 1] != xn->bo[k])) {
+							bos[nb++] = xn->bo[k];
+							j->bo_count++;
+						}
 					c = L->cmd + base + len;
 					cva = L->cmd_va + base + len;
 					for (k = 0; k < xn->npreds; k++) {
@@ -1466,6 +1506,35 @@ static npu_status_t submit_ready(struct launch *L)
 	for (i = 0; i < x->n; i++)
 		if (x->x[i].sink && !L->pt[i])
 			all_sinks = false;
+	/* When every sink is in one job of this call, that job completes
+	 * after every node (each node is an ancestor of a sink, reached
+	 * through packet order, queue order or an in-fence) and after the
+	 * entry dependencies (through the roots): it signals the stream's
+	 * point and the done point itself, and no join job is needed (a
+	 * chain is then one job in all). */
+	if (all_sinks && !L->joined && !chunked && x->n) {
+		int sj = -1;
+
+		for (i = 0; i < x->n && sj != -2; i++) {
+			if (!x->x[i].sink)
+				continue;
+			if (!now[i] || (sj >= 0 && job_of[i] != sj))
+				sj = -2;
+			else
+				sj = job_of[i];
+		}
+		if (sj >= 0) {
+			struct drm_npu_job *j = &jobs[sj];
+			struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+			o[j->out_sync_count].handle = L->s->tl->handle;
+			o[j->out_sync_count++].point = L->P;
+			o[j->out_sync_count].handle = x->done->handle;
+			o[j->out_sync_count++].point = L->n;
+			L->joined = true;
+			join_now = true;
+		}
+	}
 	if (all_sinks && !L->joined) {
 		struct drm_npu_job *j = &jobs[nj++];
 		unsigned in0 = ns;
@@ -1540,6 +1609,7 @@ static npu_status_t submit_ready(struct launch *L)
 	free(jobs);
 	free(now);
 	free(sy);
+	free(bos);
 	free(job_of);
 	if (nj)
 		npu_flush_deferred(dev);
@@ -1728,8 +1798,12 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 			s->legacy_seen = l->next;
 		}
 	}
-	if (x->launches)
+	if (x->launches) {
+		/* known complete (the usual case after a synchronize): no
+		 * in-fence for it */
+		npu_tl_done(dev, x->done, x->launches);
 		add_entry(L, x->done, x->launches);
+	}
 	for (i = 0; i < L->nentry; i++) {
 		avail[navail].t = L->entry[i].tl;
 		avail[navail++].p = L->entry[i].point;

@@ -3,9 +3,9 @@
  * lib_graph: graphs built explicitly and captured from streams. Results
  * are compared with a CPU reference of the same work; ordering is checked
  * through data and device timestamps (the profiler trace), never wall
- * time. The number of DRM_IOCTL_NPU_SUBMIT per launch is counted by
- * wrapping ioctl() (this program's definition takes precedence over
- * libc's for libdrm) and through npu_graph_get_stats().
+ * time. The number of DRM_IOCTL_NPU_SUBMIT per launch, and of jobs in
+ * them, is counted by wrapping ioctl() (this program's definition takes
+ * precedence over libc's for libdrm) and through npu_graph_get_stats().
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -18,7 +18,7 @@
 
 #include "tap.h"
 
-static atomic_ulong n_submit;
+static atomic_ulong n_submit, n_jobs;
 
 int ioctl(int fd, unsigned long req, ...)
 {
@@ -28,8 +28,10 @@ int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	if (req == DRM_IOCTL_NPU_SUBMIT)
+	if (req == DRM_IOCTL_NPU_SUBMIT) {
 		atomic_fetch_add(&n_submit, 1);
+		atomic_fetch_add(&n_jobs, ((struct drm_npu_submit *)arg)->job_count);
+	}
 	return (int)syscall(SYS_ioctl, fd, req, arg);
 }
 
@@ -155,9 +157,11 @@ static void test_diamond(void)
 	       atomic_load(&n_submit) - before);
 	MUST(npu_stream_synchronize(s));
 	npu_graph_get_stats(&b);
-	tap_ok(b.submit_ioctls - a.submit_ioctls == 1 && b.jobs - a.jobs == 8 &&
+	/* 7 nodes on 2 copy and 2 compute rings: no two are a chain on one
+	 * ring, so 7 jobs; the only sink's job signals the stream (no join) */
+	tap_ok(b.submit_ioctls - a.submit_ioctls == 1 && b.jobs - a.jobs == 7 &&
 	       b.launches - a.launches == 1,
-	       "npu_graph_get_stats: 1 launch, 1 ioctl, 8 jobs (%llu, %llu, %llu)",
+	       "npu_graph_get_stats: 1 launch, 1 ioctl, 7 jobs (%llu, %llu, %llu)",
 	       (unsigned long long)(b.launches - a.launches),
 	       (unsigned long long)(b.submit_ioctls - a.submit_ioctls),
 	       (unsigned long long)(b.jobs - a.jobs));
@@ -223,7 +227,7 @@ static void test_fan(void)
 	npu_graph_node_t src, k[8], j = NULL, out;
 	npu_stream_t s;
 	void *buf[8];
-	unsigned long before;
+	unsigned long before, jobs0, nj;
 	int i, e;
 
 	MUST(npu_stream_create(&s, 0, 0));
@@ -251,11 +255,17 @@ static void test_fan(void)
 		ref[i] = 36.0f * hx[i];
 	MUST(npu_device_synchronize());
 	before = atomic_load(&n_submit);
+	jobs0 = atomic_load(&n_jobs);
 	MUST(npu_graph_launch(x, s));
 	e = (int)(atomic_load(&n_submit) - before);
+	nj = atomic_load(&n_jobs) - jobs0;
 	MUST(npu_stream_synchronize(s));
 	tap_ok(same(hout, ref), "fan-out 8 / fan-in 8 equals the CPU reference");
 	tap_ok(e == 1, "fan-out/fan-in launch: %d submit ioctl(s)", e);
+	/* the 8 branches run on 4 rings: at least the copy in, one job per
+	 * ring of branches and the copy out */
+	tap_ok(nj >= 6 && nj <= 18, "fan-out/fan-in launch is not merged into one job: %lu jobs",
+	       nj);
 	/* a legacy-stream launch waits for earlier blocking work and vice versa */
 	init_inputs();
 	for (i = 0; i < N; i++)
@@ -634,8 +644,8 @@ static void test_long_chain(void)
 		MUST(npu_graph_launch(x, s));
 		MUST(npu_stream_synchronize(s));
 		MUST(npu_graph_get_stats(&st1));
-		tap_ok(st1.jobs - st0.jobs == 2,
-		       "a chain on one queue is one job (+ the join): %llu jobs",
+		tap_ok(st1.jobs - st0.jobs == 1,
+		       "a chain on one queue is one job (no join): %llu jobs",
 		       (unsigned long long)(st1.jobs - st0.jobs));
 	}
 	MUST(npu_graph_exec_destroy(x));
@@ -743,6 +753,253 @@ static void test_long_chain(void)
 	npu_stream_destroy(s);
 }
 
+/* A chain of CHAIN kernel nodes on one ring becomes one job of CHAIN
+ * LAUNCH packets (and no join job: the job signals the stream). Node i is
+ * y = -y (even i) or y += a_i * x (odd i), with grid.x = i + 1: the two
+ * do not commute, so any change of order shows in the data, and the grid
+ * names the node in the trace. */
+#define CHAIN 20
+static float chain_a[CHAIN];
+
+static npu_kernel_node_params chain_node(int i)
+{
+	npu_kernel_node_params p = kscale(dy, dy, -1.0f, (uint32_t)i + 1);
+
+	if (i % 2) {
+		p.kernel = NPU_K_SAXPY_F32;	/* y += a x */
+		p.args[0] = npu_arg_ptr(dx);
+		p.args[3] = npu_arg_f32(chain_a[i]);
+	}
+	return p;
+}
+
+static void chain_ref(float *y)
+{
+	int i, e;
+
+	for (i = 0; i < CHAIN; i++)
+		for (e = 0; e < N; e++)
+			y[e] = i % 2 ? y[e] + chain_a[i] * hx[e] : -y[e];
+}
+
+static void test_merged_chain(void)
+{
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t nd[CHAIN];
+	npu_stream_t s, s2;
+	npu_graph_stats a, b;
+	unsigned long sub0, job0;
+	int i;
+
+	for (i = 0; i < CHAIN; i++)
+		chain_a[i] = (float)(i + 1);
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	for (i = 0; i < CHAIN; i++) {
+		npu_kernel_node_params p = chain_node(i);
+
+		MUST(npu_graph_add_kernel_node(&nd[i], g, i ? &nd[i - 1] : NULL, i ? 1 : 0, &p));
+	}
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	MUST(npu_memcpy(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_device_synchronize());
+	memcpy(ref, hy, N * 4);
+	chain_ref(ref);
+
+	/* one launch: one SUBMIT with one job; the stream's copy right after
+	 * it (no synchronize in between) sees the whole chain */
+	MUST(npu_graph_get_stats(&a));
+	sub0 = atomic_load(&n_submit);
+	job0 = atomic_load(&n_jobs);
+	MUST(npu_profiler_start());
+	MUST(npu_graph_launch(x, s));
+	tap_ok(atomic_load(&n_submit) - sub0 == 1 && atomic_load(&n_jobs) - job0 == 1,
+	       "chain of %d kernel nodes: 1 SUBMIT carrying 1 job (%lu, %lu)", CHAIN,
+	       atomic_load(&n_submit) - sub0, atomic_load(&n_jobs) - job0);
+	MUST(npu_memcpy_async(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_profiler_stop());
+	MUST(npu_graph_get_stats(&b));
+	tap_ok(b.jobs - a.jobs == 1 && b.submit_ioctls - a.submit_ioctls == 1,
+	       "npu_graph_get_stats agrees: %llu job(s), %llu ioctl(s)",
+	       (unsigned long long)(b.jobs - a.jobs),
+	       (unsigned long long)(b.submit_ioctls - a.submit_ioctls));
+	tap_ok(same(hout, ref), "merged chain equals the CPU reference (node order kept)");
+	{
+		npu_trace_record r[64];
+		size_t nr = 64, k, pk = 0;
+		int ok = 1, nk = 0;
+
+		MUST(npu_trace_get_records(r, &nr));
+		for (k = 0; k < nr; k++) {
+			if (r[k].kind != NPU_TRACE_KERNEL)
+				continue;
+			if (r[k].grid.x != (uint32_t)nk + 1 || !r[k].graph ||
+			    r[k].kernel != (nk % 2 ? NPU_K_SAXPY_F32 : NPU_K_SCALE_F32) ||
+			    r[k].end < r[k].start ||
+			    (nk && (r[k].start < r[pk].end || r[k].ring != r[pk].ring)))
+				ok = 0;
+			pk = k;
+			nk++;
+		}
+		tap_ok(ok && nk == CHAIN,
+		       "trace: %d per-node kernel records of the merged job, in node order, "
+		       "each after the previous one ended", nk);
+	}
+
+	/* an exec update of a node in the middle of the merged job, between
+	 * two launches in flight on two streams: the first keeps the old
+	 * arguments, the second runs after it with the new ones */
+	{
+		npu_kernel_node_params p;
+
+		MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		MUST(npu_device_synchronize());
+		memcpy(ref, hy, N * 4);
+		chain_ref(ref);
+		MUST(npu_graph_launch(x, s));
+		chain_a[9] = -7.0f;
+		p = chain_node(9);
+		p.grid = npu_grid(3, 1, 1);
+		ST(npu_graph_exec_kernel_node_set_params(x, nd[9], &p), NPU_SUCCESS,
+		   "exec update of a node inside the merged job");
+		sub0 = atomic_load(&n_submit);
+		job0 = atomic_load(&n_jobs);
+		MUST(npu_graph_launch(x, s2));
+		tap_ok(atomic_load(&n_submit) - sub0 == 1 && atomic_load(&n_jobs) - job0 == 1,
+		       "the relaunch on another stream is again 1 SUBMIT, 1 job");
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_device_synchronize());
+		chain_ref(ref);
+		chain_ref(ref);
+		MUST(npu_memcpy(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		tap_ok(same(hout, ref),
+		       "3 launches in flight (s, s2, s) around the update run in launch order "
+		       "with the arguments of their launch");
+	}
+
+	/* an event recorded on the stream after the launch, waited for by
+	 * another stream: that stream sees the whole chain */
+	{
+		npu_event_t ev;
+
+		MUST(npu_event_create(&ev, 0));
+		MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		MUST(npu_device_synchronize());
+		memcpy(ref, hy, N * 4);
+		chain_ref(ref);
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_event_record(ev, s));
+		MUST(npu_stream_wait_event(s2, ev, 0));
+		MUST(npu_memcpy_async(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s2));
+		MUST(npu_stream_synchronize(s2));
+		tap_ok(same(hout, ref), "an event recorded after the launch covers the whole chain");
+		npu_event_destroy(ev);
+	}
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+
+	/* memcpy nodes merge too, on a copy ring: x -> z -> w -> out */
+	{
+		npu_graph_node_t c1, c2, c3;
+
+		MUST(npu_graph_create(&g, 0));
+		MUST(npu_graph_add_memcpy_node(&c1, g, NULL, 0, dz, hx, N * 4, NPU_MEMCPY_DEFAULT));
+		MUST(npu_graph_add_memcpy_node(&c2, g, &c1, 1, dw, dz, N * 4, NPU_MEMCPY_DEFAULT));
+		MUST(npu_graph_add_memcpy_node(&c3, g, &c2, 1, hout, dw, N * 4, NPU_MEMCPY_DEFAULT));
+		MUST(npu_graph_instantiate(&x, g, 0));
+		init_inputs();
+		MUST(npu_memset(dz, 0, N * 4));
+		MUST(npu_memset(dw, 0, N * 4));
+		job0 = atomic_load(&n_jobs);
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_stream_synchronize(s));
+		tap_ok(same(hout, hx) && atomic_load(&n_jobs) - job0 == 1,
+		       "chain of 3 copies: one job, correct (%lu jobs)",
+		       atomic_load(&n_jobs) - job0);
+		MUST(npu_graph_exec_destroy(x));
+		MUST(npu_graph_destroy(g));
+	}
+	npu_stream_destroy(s);
+	npu_stream_destroy(s2);
+}
+
+/* A page fault in the middle of a merged chain is reported as for any
+ * graph job: the device's sticky error, seen by the launching stream,
+ * naming the kernel and the address; npu_device_reset() recovers. */
+static void test_merged_fault(void)
+{
+	npu_device_prop prop;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t prev = NULL, n;
+	npu_stream_t s;
+	unsigned long job0;
+	uint64_t bad;
+	char hex[32];
+	int i;
+
+	MUST(npu_device_get_properties(&prop, 0));
+	bad = prop.va_size ? ((prop.va_size - 0x200000) & ~0xfffull) : 0x7f00000000ull;
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	for (i = 0; i < CHAIN; i++) {
+		npu_kernel_node_params p = kscale(dx, dy, 1.0f, 1);
+
+		p.kernel = NPU_K_SAXPY_F32;
+		if (i == CHAIN / 2) {
+			p = kspin(0);
+			p.kernel = NPU_K_TEST_FAULT;
+			p.args[0] = bad;
+		}
+		MUST(npu_graph_add_kernel_node(&n, g, prev ? &prev : NULL, prev ? 1 : 0, &p));
+		prev = n;
+	}
+	MUST(npu_graph_instantiate(&x, g, 0));
+	MUST(npu_device_synchronize());
+	job0 = atomic_load(&n_jobs);
+	MUST(npu_graph_launch(x, s));
+	tap_ok(atomic_load(&n_jobs) - job0 == 1, "chain with a faulting node is one job");
+	ST(npu_stream_synchronize(s), NPU_ERROR_ILLEGAL_ADDRESS,
+	   "the fault in the merged job is reported on the launching stream");
+	tap_diag("message: %s", npu_last_error_message());
+	snprintf(hex, sizeof(hex), "%llx", (unsigned long long)bad);
+	tap_ok(strstr(npu_last_error_message(), "test_fault") &&
+	       strstr(npu_last_error_message(), hex),
+	       "the message names the kernel and the address 0x%s", hex);
+	ST(npu_device_synchronize(), NPU_ERROR_ILLEGAL_ADDRESS, "it is the device's sticky error");
+	ST(npu_graph_launch(x, s), NPU_ERROR_ILLEGAL_ADDRESS, "a new launch is refused with it");
+	ST(npu_device_reset(), NPU_SUCCESS, "npu_device_reset clears it");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	/* the graph queues work again */
+	{
+		npu_graph_node_t k1, k2;
+		npu_kernel_node_params p = kscale(dx, dz, 2.0f, 2);
+
+		MUST(npu_graph_create(&g, 0));
+		MUST(npu_graph_add_kernel_node(&k1, g, NULL, 0, &p));
+		p = kscale(dz, dz, 3.0f, 2);
+		MUST(npu_graph_add_kernel_node(&k2, g, &k1, 1, &p));
+		MUST(npu_graph_instantiate(&x, g, 0));
+		init_inputs();
+		MUST(npu_memcpy(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		for (i = 0; i < N; i++)
+			ref[i] = 6.0f * hx[i];
+		ST(npu_graph_launch(x, s), NPU_SUCCESS, "graphs launch again after the reset");
+		MUST(npu_stream_synchronize(s));
+		MUST(npu_memcpy(hout, dz, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		tap_ok(same(hout, ref), "and compute the right result");
+		MUST(npu_graph_exec_destroy(x));
+		MUST(npu_graph_destroy(g));
+	}
+	npu_stream_destroy(s);
+}
+
 static void test_errors(void)
 {
 	npu_graph_t g;
@@ -781,6 +1038,8 @@ int main(void)
 	test_host_event();
 	test_capture();
 	test_long_chain();
+	test_merged_chain();
 	test_errors();
+	test_merged_fault();	/* last: it leaves a fault in the driver's log */
 	return tap_done();
 }
