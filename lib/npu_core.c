@@ -524,13 +524,25 @@ int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
 }
 
 /* Wait for one point of a timeline; takes and drops dev->lock around the
- * wait. Caller holds dev->lock and keeps a reference to t. */
+ * wait. Caller holds dev->lock and keeps a reference to t.
+ * npu_tl_wait_locked first asks the kernel whether the point is complete
+ * (SYNCOBJ_QUERY, without dropping the lock when it is);
+ * npu_tl_wait_now trusts only the cache and otherwise waits at once: one
+ * ioctl instead of two when the point is still pending (a wait on a
+ * complete point returns at once). */
 int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point)
+{
+	if (npu_tl_done(dev, t, point))
+		return 0;
+	return npu_tl_wait_now(dev, t, point);
+}
+
+int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 {
 	uint32_t h = t->handle;
 	int r;
 
-	if (npu_tl_done(dev, t, point))
+	if (!point || point <= t->completed)
 		return 0;
 	t->refs++;
 	pthread_mutex_unlock(&dev->lock);

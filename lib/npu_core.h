@@ -50,6 +50,7 @@ struct tl *npu_tl_new(struct device *dev);
 void npu_tl_put(struct device *dev, struct tl *t);
 bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point);
 int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point);
+int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point);
 int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
 		    unsigned n);
 

@@ -100,6 +100,11 @@ struct npu_graph_exec {
 	pthread_mutex_t lock;
 	uint64_t launches;
 	struct tl *done;		/* point n: launch n complete */
+	/* the stream point of the latest launch: the job that signals
+	 * done's point n signals it too, so once it is known complete
+	 * (a synchronize caches that) so is launch n, without a query */
+	struct tl *last_tl;		/* a reference */
+	uint64_t last_pt;
 	uint32_t cmd_handle;
 	uint8_t *cmd_map;
 	uint64_t cmd_va;
@@ -708,6 +713,8 @@ static void exec_free(struct npu_graph_exec *x)
 	if (x->done) {
 		pthread_mutex_lock(&x->dev->lock);
 		npu_tl_put(x->dev, x->done);
+		if (x->last_tl)
+			npu_tl_put(x->dev, x->last_tl);
 		pthread_mutex_unlock(&x->dev->lock);
 	}
 	pthread_mutex_destroy(&x->lock);
@@ -1533,6 +1540,23 @@ static npu_status_t submit_ready(struct launch *L)
 			o[j->out_sync_count++].point = L->n;
 			L->joined = true;
 			join_now = true;
+			/* The whole launch is this one job (a chain) and no
+			 * later phase refers to its nodes: the ring
+			 * timeline's point is waited on by nobody, so the
+			 * job does not signal it (one syncobj point less in
+			 * the SUBMIT) and the point is given back. */
+			if (nj == 1 && !x->has_host && o[0].handle == L->ptl[0]->handle &&
+			    L->ptl[0]->next == o[0].point) {
+				struct tl *rt = L->ptl[0];
+
+				for (i = 0; i < x->n; i++) {
+					L->ptl[i] = L->s->tl;
+					L->pt[i] = L->P;
+				}
+				rt->next--;
+				memmove(o, o + 1, (j->out_sync_count - 1) * sizeof(*o));
+				j->out_sync_count--;
+			}
 		}
 	}
 	if (all_sinks && !L->joined) {
@@ -1800,7 +1824,12 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	}
 	if (x->launches) {
 		/* known complete (the usual case after a synchronize): no
-		 * in-fence for it */
+		 * in-fence for it. The stream point of that launch is
+		 * signalled by the same job as done's point: when the
+		 * stream's cache has it, no SYNCOBJ_QUERY is needed. */
+		if (x->last_tl && x->last_pt <= x->last_tl->completed &&
+		    x->done->completed < x->launches)
+			x->done->completed = x->launches;
 		npu_tl_done(dev, x->done, x->launches);
 		add_entry(L, x->done, x->launches);
 	}
@@ -1845,6 +1874,11 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	s->last_queue = Q_NONE;
 	s->tl->refs++;
 	x->launches = L->n;
+	s->tl->refs++;
+	if (x->last_tl)
+		npu_tl_put(dev, x->last_tl);
+	x->last_tl = s->tl;
+	x->last_pt = L->P;
 	for (i = 0; i < navail; i++) {
 		avail[i].t->refs++;
 		wait_available(dev, avail[i].t, avail[i].p);

@@ -300,7 +300,8 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 
 	if (st)
 		return st;
-	if (npu_tl_wait_locked(dev, s->tl, s->tl->next))
+	/* one wait ioctl, no query first (the point is usually pending) */
+	if (npu_tl_wait_now(dev, s->tl, s->tl->next))
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 	npu_check_faults(dev);
 	return sticky_of(dev, s);
