@@ -89,7 +89,16 @@ struct xnode {
 	bool sink;
 	bool xo;			/* has a successor on another queue */
 	uint32_t off, size;		/* place in a command slot */
+	uint32_t plen;			/* bytes of its packets in a prebuilt
+					 * slot (untraced) */
 };
+
+struct avail_pt {			/* a point to wait for availability */
+	struct tl *t;
+	uint64_t p;
+};
+
+struct launch;
 
 struct npu_graph_exec {
 	uint32_t magic;
@@ -114,6 +123,29 @@ struct npu_graph_exec {
 	void *sem_map;
 	uint64_t sem_va;
 	uint64_t sem_size;
+	/* Prebuilt command slots. An untraced launch of a graph without
+	 * host nodes lays its packets out the same way every time, so each
+	 * of the EXEC_SLOTS command slots keeps the packets its last such
+	 * launch wrote: slot_gen[s] == gen says slot s holds the packets of
+	 * the current parameters (gen moves on with every
+	 * npu_graph_exec_kernel_node_set_params); then a launch only
+	 * rewrites the event record packets (their timestamp slot changes
+	 * with each record). 0: to be rebuilt. Under x->lock. */
+	uint64_t gen;
+	uint64_t slot_gen[EXEC_SLOTS];
+	/* Launch scratch, so that a launch does not allocate: the arrays
+	 * of submit_ready (only used within one call, under dev->lock), the
+	 * availability list of npu_graph_launch (under x->lock) and, for a
+	 * graph without host nodes, its struct launch (under x->lock; a
+	 * launch with host nodes outlives the call, it allocates its own). */
+	struct drm_npu_job *s_jobs;
+	struct drm_npu_sync *s_sy;
+	uint32_t *s_bos;
+	bool *s_now;
+	int *s_job_of;
+	uint64_t *s_jpt;
+	struct avail_pt *s_avail;
+	struct launch *s_L;
 };
 
 /* per-device queue pool, created on first instantiation */
@@ -697,6 +729,20 @@ static uint32_t node_bytes(const struct xnode *x)
 	return (b + NPU_TRACE_BYTES + 7) & ~7u;
 }
 
+static void launch_scratch_free(struct launch *L);
+static struct launch *launch_scratch_new(unsigned n);
+#define MAX_ENTRY	(NPU_MAX_RINGS_LIB * 2 + 8)
+
+/* Sync entries submit_ready needs with nentry entry dependencies. */
+static unsigned sync_cap(const struct npu_graph_exec *x, unsigned nentry)
+{
+	unsigned i, cap = 8 + 2 * nentry;
+
+	for (i = 0; i < x->n; i++)
+		cap += x->x[i].npreds + nentry + 2 + JOB_OUTS;
+	return cap + x->n;
+}
+
 static void exec_free(struct npu_graph_exec *x)
 {
 	unsigned i;
@@ -705,6 +751,14 @@ static void exec_free(struct npu_graph_exec *x)
 		for (i = 0; i < x->n; i++)
 			free(x->x[i].preds);
 	free(x->x);
+	free(x->s_jobs);
+	free(x->s_sy);
+	free(x->s_bos);
+	free(x->s_now);
+	free(x->s_job_of);
+	free(x->s_jpt);
+	free(x->s_avail);
+	launch_scratch_free(x->s_L);
 	if (x->cmd_map)
 		npu_host_bo_free(x->dev, x->cmd_handle, x->cmd_map,
 				 (uint64_t)x->slot_size * EXEC_SLOTS);
@@ -869,6 +923,23 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		x->slot_size += xn->size;
 	}
 	if (!st) {
+		/* launch scratch (see struct npu_graph_exec) */
+		x->gen = 1;
+		x->s_jobs = calloc(x->n + 2, sizeof(*x->s_jobs));
+		x->s_sy = calloc(sync_cap(x, MAX_ENTRY), sizeof(*x->s_sy));
+		x->s_bos = calloc(2 * x->n + 2, sizeof(*x->s_bos));
+		x->s_now = calloc(x->n + 1, sizeof(*x->s_now));
+		x->s_job_of = calloc(x->n + 1, sizeof(*x->s_job_of));
+		x->s_jpt = calloc(x->n + 2, sizeof(*x->s_jpt));
+		x->s_avail = calloc(2 * x->n + MAX_ENTRY + 64, sizeof(*x->s_avail));
+		if (!x->has_host)
+			x->s_L = launch_scratch_new(x->n);
+		if (!x->s_jobs || !x->s_sy || !x->s_bos || !x->s_now ||
+		    !x->s_job_of || !x->s_jpt || !x->s_avail ||
+		    (!x->has_host && !x->s_L))
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+	}
+	if (!st) {
 		unsigned sinks = 0;
 
 		for (i = 0; i < x->n; i++)
@@ -985,6 +1056,7 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t x,
 			      "the kernel of a node cannot change");
 	} else {
 		x->x[i].kp = *p;	/* used from the next launch on */
+		x->gen++;		/* the prebuilt slots have the old */
 	}
 	pthread_mutex_unlock(&x->lock);
 	return st;
@@ -1011,8 +1083,10 @@ struct launch {
 	uint64_t n;			/* launch number */
 	uint8_t *cmd;
 	uint64_t cmd_va;
-	struct dep entry[NPU_MAX_RINGS_LIB * 2 + 8];
+	struct dep entry[MAX_ENTRY];
 	unsigned nentry;
+	unsigned slot;			/* command slot: n % EXEC_SLOTS */
+	bool owned;			/* allocated for this launch */
 	uint64_t P;			/* stream point of the join */
 	struct tl *host_tl;
 	uint64_t host_pt;
@@ -1021,6 +1095,66 @@ struct launch {
 	uint64_t *evpt;			/* event nodes: event point */
 	bool joined;
 };
+
+static void launch_scratch_free(struct launch *L)
+{
+	if (!L)
+		return;
+	free(L->pt);
+	free(L->ptl);
+	free(L->evpt);
+	free(L);
+}
+
+static struct launch *launch_scratch_new(unsigned n)
+{
+	struct launch *L = calloc(1, sizeof(*L));
+
+	if (!L)
+		return NULL;
+	L->pt = calloc(n + 1, sizeof(*L->pt));
+	L->ptl = calloc(n + 1, sizeof(*L->ptl));
+	L->evpt = calloc(n + 1, sizeof(*L->evpt));
+	if (!L->pt || !L->ptl || !L->evpt) {
+		launch_scratch_free(L);
+		return NULL;
+	}
+	return L;
+}
+
+/* The launch state: the exec's own for a graph without host nodes (the
+ * launch ends within npu_graph_launch, under x->lock), else a new one (it
+ * lives on in the host-node thread). Returned cleared. */
+static struct launch *launch_get(struct npu_graph_exec *x)
+{
+	struct launch *L = x->s_L;
+
+	if (!L) {
+		L = launch_scratch_new(x->n);
+		if (L)
+			L->owned = true;
+		return L;
+	}
+	{
+		uint64_t *pt = L->pt, *evpt = L->evpt;
+		struct tl **ptl = L->ptl;
+
+		memset(L, 0, sizeof(*L));
+		memset(pt, 0, (x->n + 1) * sizeof(*pt));
+		memset(ptl, 0, (x->n + 1) * sizeof(*ptl));
+		memset(evpt, 0, (x->n + 1) * sizeof(*evpt));
+		L->pt = pt;
+		L->ptl = ptl;
+		L->evpt = evpt;
+	}
+	return L;
+}
+
+static void launch_release(struct launch *L)
+{
+	if (L->owned)
+		launch_scratch_free(L);
+}
 
 static void launch_free(struct launch *L)
 {
@@ -1031,10 +1165,7 @@ static void launch_free(struct launch *L)
 	if (L->host_tl)
 		npu_tl_put(L->dev, L->host_tl);
 	npu_tl_put(L->dev, L->s->tl);
-	free(L->pt);
-	free(L->ptl);
-	free(L->evpt);
-	free(L);
+	launch_release(L);
 }
 
 static uint64_t ev_ts_va(struct device *dev, int idx, uint64_t gen)
@@ -1215,20 +1346,17 @@ static npu_status_t submit_ready(struct launch *L)
 	int r;
 
 	maxj = dev->prop.max_jobs_per_submit ? dev->prop.max_jobs_per_submit : 64;
-	jobs = calloc(x->n + 2, sizeof(*jobs));
-	now = calloc(x->n + 1, sizeof(*now));
-	cap_s = 8 + 2 * L->nentry;
-	for (i = 0; i < x->n; i++)
-		cap_s += x->x[i].npreds + L->nentry + 2 + JOB_OUTS;
-	sy = calloc(cap_s + x->n, sizeof(*sy));
-	bos = calloc(2 * x->n + 2, sizeof(*bos));
-	if (!jobs || !now || !sy || !bos) {
-		free(jobs);
-		free(now);
-		free(sy);
-		free(bos);
-		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
-	}
+	/* the exec's scratch arrays (used only within this call, which
+	 * holds dev->lock throughout), cleared as far as used */
+	jobs = x->s_jobs;
+	now = x->s_now;
+	sy = x->s_sy;
+	bos = x->s_bos;
+	job_of = x->s_job_of;
+	cap_s = sync_cap(x, L->nentry);
+	memset(jobs, 0, (x->n + 2) * sizeof(*jobs));
+	memset(now, 0, (x->n + 1) * sizeof(*now));
+	memset(sy, 0, cap_s * sizeof(*sy));
 	/* the ready set, in topological order */
 	for (i = 0; i < x->n; i++) {
 		struct xnode *xn = &x->x[i];
@@ -1252,14 +1380,6 @@ static npu_status_t submit_ready(struct launch *L)
 	 * an event wait (an in-fence) and a root (the entry fences) start
 	 * one; host nodes are no jobs. A job also ends before its BO handles
 	 * would exceed the driver's limit. */
-	job_of = calloc(x->n + 1, sizeof(*job_of));
-	if (!job_of) {
-		free(jobs);
-		free(now);
-		free(sy);
-		free(bos);
-		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
-	}
 	{
 		int open_j[2][NPU_MAX_RINGS_LIB];
 		unsigned open_bo[2][NPU_MAX_RINGS_LIB];
@@ -1289,18 +1409,25 @@ static npu_status_t submit_ready(struct launch *L)
 	if (!chunked) {
 		/* build the jobs chosen above, then lay their packets out
 		 * contiguously */
-		uint64_t *jpt = calloc(x->n + 2, sizeof(*jpt));
+		uint64_t *jpt = x->s_jpt;
 		uint32_t at = x->chunk_off;
 		unsigned jj;
+		/* An untraced launch of a graph without host nodes (every
+		 * node is submitted by this one call) always lays its packets
+		 * out the same way: the slot may hold them already (see
+		 * struct npu_graph_exec); an event record node's length must
+		 * still be the one built (its event has timing or not). */
+		bool pre = !tracing && !x->has_host && nready == x->n;
+		bool valid = pre && x->slot_gen[L->slot] == x->gen;
 
-		if (!jpt) {
-			free(job_of);
-			free(jobs);
-			free(now);
-			free(sy);
-			free(bos);
-			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
-		}
+		for (i = 0; i < x->n && valid; i++)
+			if (x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD &&
+			    x->x[i].plen != (x->x[i].ev->ts_index >= 0 ?
+					     sizeof(struct npu_pkt_timestamp) : 0u)) {
+				x->gen++;	/* every slot's layout is off */
+				valid = false;
+			}
+		memset(jpt, 0, (x->n + 2) * sizeof(*jpt));
 		for (i = 0; i < x->n; i++) {
 			struct xnode *xn = &x->x[i];
 			struct drm_npu_job *j;
@@ -1355,8 +1482,15 @@ static npu_status_t submit_ready(struct launch *L)
 
 			for (i = 0; i < x->n; i++)
 				if (now[i] && job_of[i] == (int)jj) {
-					len += put_traced(L, i, L->cmd + base + len,
-							  L->cmd_va + base + len, tracing);
+					if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD) {
+						len += x->x[i].plen;	/* prebuilt */
+					} else {
+						k = put_traced(L, i, L->cmd + base + len,
+							       L->cmd_va + base + len, tracing);
+						if (pre)
+							x->x[i].plen = k;
+						len += k;
+					}
 					/* every node's BOs stay mapped until
 					 * the job is done */
 					for (k = 0; k < x->x[i].nbo; k++)
@@ -1369,8 +1503,10 @@ static npu_status_t submit_ready(struct launch *L)
 			jobs[jj].bo_count = nb - b0;
 			at = (base + len + 7) & ~7u;
 		}
-		free(jpt);
+		/* the slot now holds this layout, or something else */
+		x->slot_gen[L->slot] = pre ? x->gen : 0;
 	} else {
+		x->slot_gen[L->slot] = 0;
 		/* gate: every external dependency of the launch */
 		struct drm_npu_job *gate = &jobs[nj++];
 		struct tl *gtl = L->pool->tl[Q_COMPUTE][0];
@@ -1630,11 +1766,6 @@ static npu_status_t submit_ready(struct launch *L)
 		if (L->n > x->done->submitted)
 			x->done->submitted = L->n;
 	}
-	free(jobs);
-	free(now);
-	free(sy);
-	free(bos);
-	free(job_of);
 	if (nj)
 		npu_flush_deferred(dev);
 	if (r) {
@@ -1745,7 +1876,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	struct launch *L;
 	npu_status_t st = check_exec(x);
 	unsigned i;
-	struct { struct tl *t; uint64_t p; } *avail = NULL;
+	struct avail_pt *avail;
 	unsigned navail = 0;
 
 	if (st)
@@ -1759,24 +1890,15 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	if (npu_capturing() && cap_stream_capturing(s))
 		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
 				"launching a graph into a capture is not supported");
-	L = calloc(1, sizeof(*L));
-	avail = calloc(2 * x->n + NPU_MAX_RINGS_LIB * 2 + 64, sizeof(*avail));
-	if (L) {
-		L->pt = calloc(x->n + 1, sizeof(*L->pt));
-		L->ptl = calloc(x->n + 1, sizeof(*L->ptl));
-		L->evpt = calloc(x->n + 1, sizeof(*L->evpt));
-	}
-	if (!L || !avail || !L->pt || !L->ptl || !L->evpt) {
-		if (L) {
-			free(L->pt);
-			free(L->ptl);
-			free(L->evpt);
-		}
-		free(L);
-		free(avail);
+	/* no allocation for a graph without host nodes: the launch state
+	 * and the lists are the exec's, under x->lock */
+	pthread_mutex_lock(&x->lock);
+	avail = x->s_avail;
+	L = launch_get(x);
+	if (!L) {
+		pthread_mutex_unlock(&x->lock);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
 	}
-	pthread_mutex_lock(&x->lock);
 	pthread_mutex_lock(&dev->lock);
 	if (dev->sticky) {
 		st = npu_fail_sticky(dev, dev->sticky);
@@ -1800,8 +1922,9 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 		goto fail;
 	}
-	L->cmd = x->cmd_map + (L->n % EXEC_SLOTS) * x->slot_size;
-	L->cmd_va = x->cmd_va + (L->n % EXEC_SLOTS) * x->slot_size;
+	L->slot = (unsigned)(L->n % EXEC_SLOTS);
+	L->cmd = x->cmd_map + L->slot * x->slot_size;
+	L->cmd_va = x->cmd_va + L->slot * x->slot_size;
 	/* entry dependencies: stream order, legacy rules, previous launch */
 	npu_tl_done(dev, s->tl, s->tl->next);
 	add_entry(L, s->tl, s->tl->next);
@@ -1907,18 +2030,13 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		launch_free(L);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&x->lock);
-	free(avail);
 	return st;
 fail:
 	if (L->host_tl)
 		npu_tl_put(dev, L->host_tl);
-	free(L->pt);
-	free(L->ptl);
-	free(L->evpt);
 	for (i = 0; i < L->nentry; i++)
 		npu_tl_put(dev, L->entry[i].tl);
-	free(L);
-	free(avail);
+	launch_release(L);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&x->lock);
 	return st;

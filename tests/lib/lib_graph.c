@@ -928,6 +928,123 @@ static void test_merged_chain(void)
 	npu_stream_destroy(s2);
 }
 
+/* Prebuilt command slots: an untraced launch of a graph without host nodes
+ * reuses the packets its command slot kept from an earlier launch (the
+ * exec has EXEC_SLOTS = 4 of them), rewriting only what changes. More
+ * launches than slots, in flight on two streams, with exec updates and a
+ * traced launch in between, must each run with the parameters of their
+ * launch; a memset node (its packets point into the slot) and an event
+ * record node (its timestamp slot changes per record) stay correct. */
+static void test_prebuilt(void)
+{
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t nd[CHAIN], ms, er;
+	npu_stream_t s, s2;
+	unsigned long sub0, job0;
+	int i, l, onejob = 1;
+
+	for (i = 0; i < CHAIN; i++)
+		chain_a[i] = (float)(i % 5) - 2.0f;
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	for (i = 0; i < CHAIN; i++) {
+		npu_kernel_node_params p = chain_node(i);
+
+		MUST(npu_graph_add_kernel_node(&nd[i], g, i ? &nd[i - 1] : NULL, i ? 1 : 0, &p));
+	}
+	MUST(npu_graph_instantiate(&x, g, 0));
+	init_inputs();
+	MUST(npu_memcpy(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_device_synchronize());
+	memcpy(ref, hy, N * 4);
+	for (l = 0; l < 11; l++) {
+		if (l == 3 || l == 6 || l == 9) {
+			npu_kernel_node_params p;
+
+			chain_a[5] = (float)l;
+			p = chain_node(5);
+			p.grid = npu_grid((uint32_t)l, 1, 1);
+			MUST(npu_graph_exec_kernel_node_set_params(x, nd[5], &p));
+		}
+		chain_ref(ref);
+		sub0 = atomic_load(&n_submit);
+		job0 = atomic_load(&n_jobs);
+		if (l == 7) {
+			npu_trace_record r[64];
+			size_t nr = 64, k;
+			int nk = 0;
+
+			MUST(npu_device_synchronize());
+			MUST(npu_profiler_start());
+			MUST(npu_graph_launch(x, s));
+			MUST(npu_stream_synchronize(s));
+			MUST(npu_profiler_stop());
+			MUST(npu_trace_get_records(r, &nr));
+			for (k = 0; k < nr; k++)
+				nk += r[k].kind == NPU_TRACE_KERNEL && r[k].graph;
+			tap_ok(nk == CHAIN, "a traced launch between prebuilt ones: %d kernel records", nk);
+		} else {
+			MUST(npu_graph_launch(x, l % 2 ? s2 : s));
+		}
+		if (atomic_load(&n_submit) - sub0 != 1 || atomic_load(&n_jobs) - job0 != 1)
+			onejob = 0;
+	}
+	MUST(npu_device_synchronize());
+	MUST(npu_memcpy(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(onejob, "every launch of the chain is 1 SUBMIT, 1 job");
+	tap_ok(same(hout, ref),
+	       "11 launches in flight on 2 streams (4 command slots), 3 exec updates "
+	       "and a traced launch in between: each ran with its launch's arguments");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+
+	/* memset (unaligned: NOP-embedded pattern + COPY from the slot) and
+	 * an event record with timing */
+	{
+		npu_event_t e0, ev;
+		unsigned char *b = (unsigned char *)hout;
+		size_t nb = N * 4, k;
+		int okd = 1, okt = 1;
+
+		MUST(npu_event_create(&e0, 0));
+		MUST(npu_event_create(&ev, 0));
+		MUST(npu_graph_create(&g, 0));
+		MUST(npu_graph_add_memset_node(&ms, g, NULL, 0, (char *)dz + 1, 0x5a, nb - 3));
+		MUST(npu_graph_add_event_record_node(&er, g, &ms, 1, ev));
+		MUST(npu_graph_instantiate(&x, g, 0));
+		for (l = 0; l < 7; l++) {
+			float ms_ = -1;
+
+			MUST(npu_memset_async(dz, 0, nb, s));
+			/* records outside the graph too: the node's record
+			 * numbers (timestamp slots) do not follow the exec's
+			 * command slots */
+			if (l % 2)
+				MUST(npu_event_record(ev, s));
+			MUST(npu_event_record(e0, s));
+			MUST(npu_graph_launch(x, s));
+			MUST(npu_memcpy_async(hout, dz, nb, NPU_MEMCPY_DEVICE_TO_HOST, s));
+			MUST(npu_stream_synchronize(s));
+			for (k = 0; k < nb; k++)
+				if (b[k] != (k == 0 || k >= nb - 2 ? 0 : 0x5a))
+					okd = 0;
+			if (npu_event_elapsed_time(&ms_, e0, ev) != NPU_SUCCESS || ms_ < 0)
+				okt = 0;
+		}
+		tap_ok(okd, "7 launches of an unaligned memset node from prebuilt slots: data right");
+		tap_ok(okt, "its event record node timestamps each record (elapsed >= 0)");
+		MUST(npu_graph_exec_destroy(x));
+		MUST(npu_graph_destroy(g));
+		npu_event_destroy(e0);
+		npu_event_destroy(ev);
+	}
+	npu_stream_destroy(s);
+	npu_stream_destroy(s2);
+}
+
 /* A page fault in the middle of a merged chain is reported as for any
  * graph job: the device's sticky error, seen by the launching stream,
  * naming the kernel and the address; npu_device_reset() recovers. */
@@ -1039,6 +1156,7 @@ int main(void)
 	test_capture();
 	test_long_chain();
 	test_merged_chain();
+	test_prebuilt();
 	test_errors();
 	test_merged_fault();	/* last: it leaves a fault in the driver's log */
 	return tap_done();
