@@ -42,6 +42,14 @@ struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id)
 	return ctx;
 }
 
+/* Extra context @ctx_id of the file (NULL for 0 or an unknown id). */
+static struct npu_ctx *npu_extra_ctx(struct npu_file *nfile, u32 ctx_id)
+{
+	lockdep_assert_held(&nfile->vm_lock);
+
+	return ctx_id ? xa_load(&nfile->ctxs, ctx_id) : NULL;
+}
+
 /* Drop the BO_MAP binding of @map; the caller holds the file's vm_lock. */
 static void npu_ctx_unbind(struct npu_file *nfile, struct npu_mapping *map)
 {
@@ -140,11 +148,9 @@ int npu_ioctl_ctx_destroy(struct drm_device *dev, void *data,
 
 	if (args->pad)
 		return -EINVAL;
-	if (!args->ctx_id)
-		return -ENOENT;
 
 	mutex_lock(&nfile->vm_lock);
-	ctx = xa_load(&nfile->ctxs, args->ctx_id);
+	ctx = npu_extra_ctx(nfile, args->ctx_id);
 	if (!ctx) {
 		ret = -ENOENT;
 		goto out;
@@ -238,7 +244,7 @@ int npu_ioctl_bo_map(struct drm_device *dev, void *data,
 		flags |= NPU_MAP_READ_ONLY;
 
 	mutex_lock(&nfile->vm_lock);
-	ctx = xa_load(&nfile->ctxs, args->ctx_id);
+	ctx = npu_extra_ctx(nfile, args->ctx_id);
 	if (!ctx) {
 		ret = -ENOENT;
 		goto out_unlock;
@@ -287,11 +293,9 @@ int npu_ioctl_bo_unmap(struct drm_device *dev, void *data,
 
 	if (args->pad)
 		return -EINVAL;
-	if (!args->ctx_id)
-		return -ENOENT;
 
 	mutex_lock(&nfile->vm_lock);
-	ctx = xa_load(&nfile->ctxs, args->ctx_id);
+	ctx = npu_extra_ctx(nfile, args->ctx_id);
 	if (ctx) {
 		list_for_each_entry(map, &ctx->binds, ctx_link) {
 			if (map->node.start == args->va) {

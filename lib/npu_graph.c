@@ -411,16 +411,9 @@ static npu_status_t check_copy(struct device *dev, void *dst, const void *src,
 	int wd, ws;
 	npu_status_t st;
 
-	switch (kind) {
-	case NPU_MEMCPY_HOST_TO_HOST:	wd = 0;  ws = 0;  break;
-	case NPU_MEMCPY_HOST_TO_DEVICE:	wd = 1;  ws = 0;  break;
-	case NPU_MEMCPY_DEVICE_TO_HOST:	wd = 0;  ws = 1;  break;
-	case NPU_MEMCPY_DEVICE_TO_DEVICE: wd = 1; ws = 1; break;
-	case NPU_MEMCPY_DEFAULT:	wd = -1; ws = -1; break;
-	default:
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown copy kind %d",
-				(int)kind);
-	}
+	st = npu_copy_kind_sides(kind, &wd, &ws);
+	if (st)
+		return st;
 	if (!count)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is 0");
 	if (!locked)

@@ -210,4 +210,8 @@ void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
 npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
 			    struct npu_stream **s);
 
+/* npu_mem.c: device (1) / host (0) / either (-1) side of each copy end */
+npu_status_t npu_copy_kind_sides(npu_memcpy_kind_t kind, int *dst_dev,
+				 int *src_dev);
+
 #endif /* NPU_INTERNAL_H */

@@ -571,6 +571,26 @@ static npu_status_t copy_job(struct device *dev, struct npu_stream *s,
 	return npu_job_submit(dev, &jc, Q_COPY, NULL, 0, point);
 }
 
+/*
+ * Which side of a copy must be device memory, from its kind: 1 device,
+ * 0 host, -1 either (NPU_MEMCPY_DEFAULT infers it from the pointer).
+ */
+npu_status_t npu_copy_kind_sides(npu_memcpy_kind_t kind, int *dst_dev,
+				 int *src_dev)
+{
+	switch (kind) {
+	case NPU_MEMCPY_HOST_TO_HOST:	*dst_dev = 0;  *src_dev = 0;  break;
+	case NPU_MEMCPY_HOST_TO_DEVICE:	*dst_dev = 1;  *src_dev = 0;  break;
+	case NPU_MEMCPY_DEVICE_TO_HOST:	*dst_dev = 0;  *src_dev = 1;  break;
+	case NPU_MEMCPY_DEVICE_TO_DEVICE: *dst_dev = 1; *src_dev = 1; break;
+	case NPU_MEMCPY_DEFAULT:	*dst_dev = -1; *src_dev = -1; break;
+	default:
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown copy kind %d",
+				(int)kind);
+	}
+	return NPU_SUCCESS;
+}
+
 /* Enqueue a copy of n bytes on s; sync: wait for completion (CUDA's
  * synchronous cudaMemcpy rules). Caller holds dev->lock. */
 static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
@@ -582,16 +602,9 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 	int wd, ws;
 	uint64_t point = 0;
 
-	switch (kind) {
-	case NPU_MEMCPY_HOST_TO_HOST:	wd = 0;  ws = 0;  break;
-	case NPU_MEMCPY_HOST_TO_DEVICE:	wd = 1;  ws = 0;  break;
-	case NPU_MEMCPY_DEVICE_TO_HOST:	wd = 0;  ws = 1;  break;
-	case NPU_MEMCPY_DEVICE_TO_DEVICE: wd = 1; ws = 1; break;
-	case NPU_MEMCPY_DEFAULT:	wd = -1; ws = -1; break;
-	default:
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown copy kind %d",
-				(int)kind);
-	}
+	st = npu_copy_kind_sides(kind, &wd, &ws);
+	if (st)
+		return st;
 	st = classify(dev, dst, n, wd, &dl, "destination");
 	if (!st)
 		st = classify(dev, src, n, ws, &sl, "source");

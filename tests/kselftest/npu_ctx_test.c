@@ -203,32 +203,11 @@ static void emit_gate(struct npu_cmd *c, uint64_t ctl_va)
 /* the fence status of a sync_file after waiting for it, or -ETIME */
 static int sync_file_wait(int sfd, int timeout_ms)
 {
-	struct sync_fence_info_local {
-		char obj_name[32];
-		char driver_name[32];
-		int32_t status;
-		uint32_t flags;
-		uint64_t timestamp_ns;
-	} info;
-	struct sync_file_info_local {
-		char name[32];
-		int32_t status;
-		uint32_t flags;
-		uint32_t num_fences;
-		uint32_t pad;
-		uint64_t sync_fence_info;
-	} fi;
 	struct pollfd p = { .fd = sfd, .events = POLLIN };
 
 	if (poll(&p, 1, timeout_ms) != 1)
 		return -ETIME;
-	memset(&fi, 0, sizeof(fi));
-	memset(&info, 0, sizeof(info));
-	fi.num_fences = 1;
-	fi.sync_fence_info = (uintptr_t)&info;
-	if (ioctl(sfd, _IOWR('>', 4, struct sync_file_info_local), &fi))
-		return -998;
-	return info.status < 0 ? info.status : 0;
+	return npu_sync_file_error(sfd);
 }
 
 /* live contexts of the device, from debugfs; -1 if debugfs is not there */

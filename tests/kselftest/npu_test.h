@@ -405,8 +405,11 @@ static inline int npu_syncobj_wait(int fd, uint32_t h, uint64_t timeout_ns)
 	return ret ? -errno : 0;
 }
 
-/* Error of the fence in a binary syncobj (0 = success), via sync_file. */
-static inline int npu_syncobj_error(int fd, uint32_t h)
+/*
+ * Error of the (single) fence of a sync_file: 0 = success or not signalled
+ * yet, a negative errno, or -998 when SYNC_IOC_FILE_INFO fails.
+ */
+static inline int npu_sync_file_error(int sfd)
 {
 	struct sync_fence_info_local {
 		char obj_name[32];
@@ -423,20 +426,27 @@ static inline int npu_syncobj_error(int fd, uint32_t h)
 		uint32_t pad;
 		uint64_t sync_fence_info;
 	} fi;
-	int sfd, ret;
 
-	if (drmSyncobjExportSyncFile(fd, h, &sfd))
-		return -999;
 	memset(&fi, 0, sizeof(fi));
 	memset(&info, 0, sizeof(info));
 	fi.num_fences = 1;
 	fi.sync_fence_info = (uintptr_t)&info;
 	/* SYNC_IOC_FILE_INFO */
-	ret = ioctl(sfd, _IOWR('>', 4, struct sync_file_info_local), &fi);
-	close(sfd);
-	if (ret)
+	if (ioctl(sfd, _IOWR('>', 4, struct sync_file_info_local), &fi))
 		return -998;
 	return info.status < 0 ? info.status : 0;
+}
+
+/* Error of the fence in a binary syncobj (0 = success), via sync_file. */
+static inline int npu_syncobj_error(int fd, uint32_t h)
+{
+	int sfd, ret;
+
+	if (drmSyncobjExportSyncFile(fd, h, &sfd))
+		return -999;
+	ret = npu_sync_file_error(sfd);
+	close(sfd);
+	return ret;
 }
 
 static inline float npu_f(uint32_t bits)
