@@ -5,6 +5,7 @@
 #   make bench           benchmarks, results in build/bench/results.json
 #   make shell KERNEL=6.12   interactive shell in a guest with npu.ko loaded
 #   make guest-run KERNEL=6.1 CMD='...'   one command in a guest
+#   make boot-soak KERNEL=6.12 N=50        boot a kernel N times, every log clean
 
 SHELL := /bin/bash
 TOP := $(CURDIR)
@@ -14,9 +15,10 @@ BUILD ?= $(TOP)/build
 KERNELS ?= 6.1 6.12 debug
 KERNEL ?= 6.12
 CMD ?= true
+N ?= 50
 export BUILD KERNEL
 
-.PHONY: test-debug all setup qemu modules lib tests test test-runner shell guest-run demo bench \
+.PHONY: boot-soak test-debug all setup qemu modules lib tests test test-runner shell guest-run demo bench \
 	install clean checkpatch
 
 all: qemu modules lib tests
@@ -72,13 +74,16 @@ test-runner: qemu modules
 	@bash tests/guest/selftest.sh
 
 # Targets that boot one kernel build npu.ko for that kernel only.
-shell guest-run demo bench: KERNELS = $(KERNEL)
+shell guest-run demo bench boot-soak: KERNELS = $(KERNEL)
 
 shell: qemu modules lib tests
 	@bash tests/guest/run.sh --kernel $(KERNEL) --shell
 
 guest-run: qemu modules lib tests
 	@bash tests/guest/run.sh --kernel $(KERNEL) --cmd '$(CMD)'
+
+boot-soak: qemu modules
+	@bash tests/guest/boot-soak.sh $(KERNEL) $(N)
 
 demo: qemu modules lib tests
 	@bash demo/run.sh

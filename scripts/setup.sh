@@ -42,6 +42,8 @@ pkgs=(
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	linux-source-6.1
+	# debug kernel build from linux-source-6.1 (bc: timeconst.h; libelf: objtool)
+	bc libelf-dev
 	# guest, library, tests
 	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
 	# Documentation/ check (tests/docs-check.py)

@@ -11,7 +11,8 @@
 #          --outdir DIR (files the guest writes to /out are copied here),
 #          --no-npu (do not insmod npu.ko).
 # Environment: QEMU (binary; default: scripts/build-qemu.sh), BUILD (build dir),
-#              NPU_MODPARAMS (module parameters for npu.ko).
+#              NPU_MODPARAMS (module parameters for npu.ko), NPU_TCG_THREAD
+#              (single, the default, or multi: TCG threads for the vCPUs).
 #
 # Exit status is non-zero when QEMU crashes or times out, when the guest does
 # not finish, when any suite fails, or when the guest kernel log shows an
@@ -174,7 +175,14 @@ echo "${NPU_MODPARAMS:-}" >"$root/modparams"
 [ $npu = 1 ] && qemu_extra=(-device "npu$devopts") || qemu_extra=()
 serial_out=$work/ttyS1.log
 console=$work/console.log
-qemu_args=(-machine q35 -accel tcg -cpu max -m 1G -smp 2 -nographic -no-reboot
+# One TCG thread runs both vCPUs: QEMU 7.2's multi-threaded TCG can execute
+# stale translations of code that another vCPU is patching (the kernel's
+# static keys at boot), which oopses the guest on an int3 at random
+# (Documentation/testing.rst, "Reliable boots"). NPU_TCG_THREAD=multi
+# brings back one thread per vCPU.
+tcg_thread=${NPU_TCG_THREAD:-single}
+case "$tcg_thread" in single|multi) ;; *) die "NPU_TCG_THREAD must be single or multi" ;; esac
+qemu_args=(-machine q35 -accel "tcg,thread=$tcg_thread" -cpu max -m 1G -smp 2 -nographic -no-reboot
 	-nic none -L /usr/share/seabios -L /usr/share/qemu
 	-kernel "$vmlinuz" -initrd "$work/initrd.gz"
 	-append "console=ttyS0 loglevel=$([ $shell = 1 ] && echo 4 || echo 7) panic=-1"
