@@ -444,10 +444,20 @@ static void test_gemm(void)
 		printf("# the host computes this GEMM slower than one unit's "
 		       "model (best median of grids 2-8 %.2f ms vs %.2f ms): "
 		       "no ordering to check\n", x, model[0]);
-	tap_ok(r[NG - 1].mode[1].median_ms >= 0.9 * r[NG - 1].mode[0].min_ms,
-	       "grid 8 under an all-units load (median %.2f ms) is not faster "
-	       "than isolated (min %.2f ms)", r[NG - 1].mode[1].median_ms,
-	       r[NG - 1].mode[0].min_ms);
+	/* the load can only delay grid 8, but when the host's arithmetic,
+	 * not the model, sets its time, both figures follow the host's load
+	 * at the moment they were taken (25 ms under load vs 49 ms isolated
+	 * was seen on a busy host): compare only model-bound figures */
+	x = r[NG - 1].mode[0].min_ms;
+	if (x <= 1.1 * model[NG - 1])
+		tap_ok(r[NG - 1].mode[1].median_ms >= 0.9 * x,
+		       "grid 8 under an all-units load (median %.2f ms) is not "
+		       "faster than isolated (min %.2f ms)",
+		       r[NG - 1].mode[1].median_ms, x);
+	else	/* not a test: nothing the model guarantees to check */
+		printf("# grid 8 isolated (min %.2f ms) is host-bound, not "
+		       "model-bound (%.2f ms): under-load vs isolated not "
+		       "compared\n", x, model[NG - 1]);
 	npu_free(A);
 	npu_free(B);
 	npu_free(C);
