@@ -9,7 +9,7 @@
  * &npu_mapping.handles is 1 while it is bound; it sits on the BO's list of
  * mappings (so SUBMIT finds it from a handle) and on the context's list of
  * bindings (so CTX_DESTROY and close() can drop it). Unbinding only drops
- * the binding's reference once the jobs that may use it are freed
+ * the binding's reference once the jobs that may use it have completed
  * (npu_ctx_retire_mapping()): the page table entries stay until then.
  *
  * Lock order: &npu_file.vm_lock, then &npu_bo.maps_lock, then &npu_ctx.lock.
@@ -178,27 +178,18 @@ static int npu_bo_map_check(const struct drm_npu_bo_map *args, u64 size)
 }
 
 /*
- * Map, and if a fixed range is only held by unbound mappings whose jobs
- * have all signalled, wait (briefly: the scheduler is freeing those jobs)
- * for the range to be released, so that a range is reusable as soon as the
+ * Map; a fixed range still held by unbound mappings whose jobs have all
+ * signalled is released first, so that a range is reusable as soon as the
  * jobs that used it have completed.
  */
-static int npu_bo_map_fixed_retry(struct npu_ctx *ctx, struct npu_bo *bo,
-				  u64 va, u32 flags, struct npu_mapping **map)
+static int npu_bo_map_reaping(struct npu_ctx *ctx, struct npu_bo *bo,
+			      u64 va, u32 flags, struct npu_mapping **map)
 {
-	unsigned long deadline = jiffies + HZ;
-	int ret, reaps;
+	int ret = npu_mapping_create(ctx, bo, va, flags, map);
 
-	for (;;) {
-		reaps = atomic_read(&ctx->reaps);
-		ret = npu_mapping_create(ctx, bo, va, flags, map);
-		if (ret != -EBUSY || time_after(jiffies, deadline) ||
-		    !npu_ctx_range_retiring(ctx, va, bo->base.base.size))
-			return ret;
-		wait_event_timeout(ctx->reap_wq,
-				   atomic_read(&ctx->reaps) != reaps,
-				   msecs_to_jiffies(20));
-	}
+	if (ret != -EBUSY || !npu_ctx_reap(ctx))
+		return ret;
+	return npu_mapping_create(ctx, bo, va, flags, map);
 }
 
 /**
@@ -251,7 +242,7 @@ int npu_ioctl_bo_map(struct drm_device *dev, void *data,
 		}
 	}
 	if (!ret)
-		ret = npu_bo_map_fixed_retry(ctx, bo, args->va, flags, &map);
+		ret = npu_bo_map_reaping(ctx, bo, args->va, flags, &map);
 	if (!ret) {
 		WRITE_ONCE(map->handles, 1);
 		list_add_tail(&map->bo_link, &bo->maps);

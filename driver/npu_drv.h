@@ -213,9 +213,7 @@ struct npu_pt {
  * @next_seq: sequence number the next pushed job of the context gets
  * @jobs: pushed jobs not yet freed, in push order (&npu_job.ctx_link)
  * @retiring: unbound mappings waiting for the jobs pushed before their
- *	unbinding to be freed, in unbinding order (&npu_mapping.ctx_link)
- * @reaps: bumped whenever retiring mappings are released
- * @reap_wq: woken with @reaps
+ *	unbinding to signal, in unbinding order (&npu_mapping.ctx_link)
  */
 struct npu_ctx {
 	struct kref ref;
@@ -232,8 +230,6 @@ struct npu_ctx {
 	u64 next_seq;
 	struct list_head jobs;
 	struct list_head retiring;
-	atomic_t reaps;
-	wait_queue_head_t reap_wq;
 };
 
 /* Kinds of buffer object. */
@@ -290,7 +286,7 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
  *	0 means the mapping only lives on for jobs that still use it
  * @bo_link: entry in &npu_bo.maps while @handles > 0
  * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP, then in
- *	&npu_ctx.retiring until the jobs pushed before it was unbound are freed
+ *	&npu_ctx.retiring until the jobs pushed before it was unbound signal
  * @retire_seq: &npu_ctx.next_seq when it was unbound
  */
 struct npu_mapping {
@@ -461,7 +457,7 @@ struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
 void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map);
-bool npu_ctx_range_retiring(struct npu_ctx *ctx, u64 va, u64 size);
+bool npu_ctx_reap(struct npu_ctx *ctx);
 struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id);
 void npu_file_ctxs_destroy(struct npu_file *nfile);
 int npu_ioctl_ctx_create(struct drm_device *dev, void *data,

@@ -89,7 +89,7 @@ static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 		}
 	}
 	mutex_unlock(&bo->maps_lock);
-	/* unmaps once the jobs that may use it are freed */
+	/* unmaps once the jobs that may use it have completed */
 	if (drop)
 		npu_ctx_retire_mapping(nfile->ctx, drop);
 }

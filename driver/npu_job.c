@@ -537,6 +537,8 @@ static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
 	kref_get(&nfile->ref);
 	job->nfile = nfile;
 	job->ctx = npu_ctx_get(pj->queue->ctx);
+	/* what older jobs have signalled for must not be reachable by this one */
+	npu_ctx_reap(job->ctx);
 	job->queue_id = desc->queue_id;
 	job->cmd_va = desc->cmd_va;
 	job->cmd_size = desc->cmd_size;

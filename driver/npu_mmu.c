@@ -13,8 +13,8 @@
  * arguments), so unbinding a BO (last handle closed, BO_UNMAP, CTX_DESTROY)
  * does not drop the binding's reference at once: the mapping waits on the
  * context's retiring list until every job of the context pushed before the
- * unbinding has been freed. Jobs get a context-wide sequence number when
- * they are pushed; the oldest job still alive bounds what can be released.
+ * unbinding has signalled. Jobs get a context-wide sequence number when
+ * they are pushed and stay on the context's job list until they are freed.
  */
 #include <linux/dma-mapping.h>
 #include <linux/scatterlist.h>
@@ -99,8 +99,6 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	spin_lock_init(&ctx->track_lock);
 	INIT_LIST_HEAD(&ctx->jobs);
 	INIT_LIST_HEAD(&ctx->retiring);
-	atomic_set(&ctx->reaps, 0);
-	init_waitqueue_head(&ctx->reap_wq);
 	drm_mm_init(&ctx->va_mm, NPU_VA_START, NPU_VA_END - NPU_VA_START);
 
 	mutex_lock(&ndev->ctx_lock);
@@ -386,40 +384,53 @@ struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size)
 	return found;
 }
 
-/* Sequence number of the oldest pushed job of @ctx that is not freed. */
-static u64 npu_ctx_oldest_job(struct npu_ctx *ctx)
+/* Have all jobs of @ctx pushed before sequence number @seq signalled? */
+static bool npu_ctx_signalled_before(struct npu_ctx *ctx, u64 seq)
 {
+	struct npu_job *job;
+
 	lockdep_assert_held(&ctx->track_lock);
 
-	if (list_empty(&ctx->jobs))
-		return ctx->next_seq;
-	return list_first_entry(&ctx->jobs, struct npu_job, ctx_link)->ctx_seq;
+	list_for_each_entry(job, &ctx->jobs, ctx_link) {
+		if (job->ctx_seq >= seq)
+			break;
+		if (!dma_fence_is_signaled(job->done))
+			return false;
+	}
+	return true;
 }
 
-/* Release the retiring mappings that no live job can still be using. */
-static void npu_ctx_reap(struct npu_ctx *ctx)
+/**
+ * npu_ctx_reap() - release the retiring mappings no job can still be using
+ * @ctx: context
+ *
+ * A mapping is released once every job of the context pushed before it was
+ * unbound has signalled (a signalled job is off the hardware, even after a
+ * ring reset), not when the scheduler frees those jobs later: a job pushed
+ * after a wait must find the range unmapped. Process context.
+ *
+ * Return: true if a mapping was released.
+ */
+bool npu_ctx_reap(struct npu_ctx *ctx)
 {
 	struct npu_mapping *map, *tmp;
 	LIST_HEAD(done);
-	u64 oldest;
 
 	spin_lock(&ctx->track_lock);
-	oldest = npu_ctx_oldest_job(ctx);
 	list_for_each_entry_safe(map, tmp, &ctx->retiring, ctx_link) {
-		if (map->retire_seq > oldest)
+		if (!npu_ctx_signalled_before(ctx, map->retire_seq))
 			break;
 		list_move_tail(&map->ctx_link, &done);
 	}
 	spin_unlock(&ctx->track_lock);
 
 	if (list_empty(&done))
-		return;
+		return false;
 	list_for_each_entry_safe(map, tmp, &done, ctx_link) {
 		list_del_init(&map->ctx_link);
 		npu_mapping_put(map);
 	}
-	atomic_inc(&ctx->reaps);
-	wake_up_all(&ctx->reap_wq);
+	return true;
 }
 
 /**
@@ -460,8 +471,9 @@ void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job)
  * @ctx: context of @map
  * @map: mapping no longer on its BO's list (&npu_mapping.handles is 0)
  *
- * The reference is dropped now if no job of the context is alive, else
- * when every job pushed so far has been freed.
+ * The reference is dropped once every job pushed so far has signalled:
+ * checked now, and again at every SUBMIT in the context, whenever a job is
+ * freed and when a fixed BO_MAP finds the range taken.
  */
 void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map)
 {
@@ -470,53 +482,4 @@ void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map)
 	list_add_tail(&map->ctx_link, &ctx->retiring);
 	spin_unlock(&ctx->track_lock);
 	npu_ctx_reap(ctx);
-}
-
-/* Have all jobs pushed before sequence number @seq signalled? */
-static bool npu_ctx_signalled_before(struct npu_ctx *ctx, u64 seq)
-{
-	struct npu_job *job;
-	bool ret = true;
-
-	spin_lock(&ctx->track_lock);
-	list_for_each_entry(job, &ctx->jobs, ctx_link) {
-		if (job->ctx_seq >= seq)
-			break;
-		if (!dma_fence_is_signaled(job->done)) {
-			ret = false;
-			break;
-		}
-	}
-	spin_unlock(&ctx->track_lock);
-	return ret;
-}
-
-/**
- * npu_ctx_range_retiring() - is a VA range about to become free?
- * @ctx: context
- * @va: start
- * @size: bytes
- *
- * Return: true if every mapping overlapping the range is unbound and every
- * job that could still use it has signalled, so that the range is free as
- * soon as the scheduler has freed those jobs.
- */
-bool npu_ctx_range_retiring(struct npu_ctx *ctx, u64 va, u64 size)
-{
-	struct drm_mm_node *node;
-	bool ret = true;
-
-	mutex_lock(&ctx->lock);
-	drm_mm_for_each_node_in_range(node, &ctx->va_mm, va, va + size) {
-		struct npu_mapping *map =
-			container_of(node, struct npu_mapping, node);
-
-		if (READ_ONCE(map->handles) ||
-		    !npu_ctx_signalled_before(ctx, map->retire_seq)) {
-			ret = false;
-			break;
-		}
-	}
-	mutex_unlock(&ctx->lock);
-	return ret;
 }

@@ -14,6 +14,8 @@
  */
 #include <glob.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
@@ -1734,6 +1736,81 @@ TEST_F(ctx, handle_closed_mapping_keeps_bo)
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), -EFAULT);
 	ASSERT_EQ(get_fault(self->fd).addr, DATA_VA);
 	ASSERT_EQ(first_ne(out.map, 1 << 14, 0x77), -1);
+}
+
+/* Keep every CPU busy with children that die with the calling process. */
+static int hogs_start(pid_t *pids, int max)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	int i;
+
+	if (n < 1 || n > max)
+		n = max;
+	for (i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			return i;
+		if (pids[i] == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (;;)
+				;
+		}
+	}
+	return n;
+}
+
+static void hogs_stop(const pid_t *pids, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+}
+
+/*
+ * Once every job submitted before BO_UNMAP has completed, the next job
+ * faults on the range, however soon after the wait the unmap comes: the
+ * scheduler frees completed jobs later, from a worker that busy CPUs delay.
+ */
+TEST_F(ctx, unmap_after_wait_faults_next_job)
+{
+	struct npu_bo d, out;
+	pid_t hogs[8];
+	struct xctx x;
+	int nhogs, round, faulted = 0, landed = -1;
+
+	ASSERT_EQ(xctx_new(self->fd, &self->cmd, DRM_NPU_RING_KIND_COPY, 0,
+			   &x), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, PG, 0, &d), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, PG, 0, &out), 0);
+	ASSERT_EQ(map_at(self->fd, out.handle, x.id, DATA2_VA, 0), 0);
+	nhogs = hogs_start(hogs, 8);
+	for (round = 0; round < 300; round++) {
+		if (map_at(self->fd, d.handle, x.id, DATA_VA, 0))
+			break;
+		npu_emit_fill(&self->cmd, DATA_VA, round, PG);
+		npu_emit_copy(&self->cmd, DATA_VA, DATA2_VA, PG);
+		if (run_ctx(self->fd, &self->cmd, x.q, self->so) ||
+		    first_ne(out.map, PG / 4, round) != -1 ||
+		    npu_bo_unmap(self->fd, x.id, DATA_VA))
+			break;
+		npu_emit_fill(&self->cmd, DATA_VA, 0xdead, PG);
+		if (run_ctx(self->fd, &self->cmd, x.q, self->so) != -EFAULT ||
+		    get_fault(self->fd).addr != DATA_VA ||
+		    first_ne(d.map, PG / 4, round) != -1) {
+			landed = round;
+			break;
+		}
+		faulted++;
+	}
+	hogs_stop(hogs, nhogs);
+	TH_LOG("%d CPU hogs, %d rounds faulted", nhogs, faulted);
+	EXPECT_EQ(landed, -1)
+		TH_LOG("round %d: the job after the unmap did not fault",
+		       landed);
+	EXPECT_EQ(faulted, 300);
 }
 
 /* A closed handle mapped in two contexts lives until both are gone. */
