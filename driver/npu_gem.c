@@ -101,6 +101,12 @@ static void npu_bo_init_common(struct npu_bo *bo, enum npu_bo_kind kind)
 	INIT_LIST_HEAD(&bo->maps);
 }
 
+/* Pages pinned without FOLL_WRITE: an IOMMU must not let the device write */
+static enum dma_data_direction npu_userptr_dma_dir(struct npu_bo *bo)
+{
+	return bo->read_only ? DMA_TO_DEVICE : DMA_BIDIRECTIONAL;
+}
+
 static void npu_bo_free(struct drm_gem_object *obj)
 {
 	struct npu_bo *bo = to_npu_bo(obj);
@@ -124,7 +130,7 @@ static void npu_bo_free(struct drm_gem_object *obj)
 	case NPU_BO_USERPTR:
 		if (bo->sgt) {
 			dma_unmap_sgtable(obj->dev->dev, bo->sgt,
-					  DMA_BIDIRECTIONAL, 0);
+					  npu_userptr_dma_dir(bo), 0);
 			sg_free_table(bo->sgt);
 			kfree(bo->sgt);
 		}
@@ -579,7 +585,7 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 		bo->sgt = NULL;
 		goto err_put;
 	}
-	ret = dma_map_sgtable(dev->dev, bo->sgt, DMA_BIDIRECTIONAL, 0);
+	ret = dma_map_sgtable(dev->dev, bo->sgt, npu_userptr_dma_dir(bo), 0);
 	if (ret) {
 		sg_free_table(bo->sgt);
 		kfree(bo->sgt);

@@ -15,6 +15,7 @@
  * fence is added to them between its arm and its push. On any error all
  * prepared jobs are cleaned up: nothing is queued, nothing is signalled.
  */
+#include <linux/capability.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-resv.h>
 #include <linux/slab.h>
@@ -127,6 +128,9 @@ int npu_ioctl_queue_create(struct drm_device *dev, void *data,
 	if (args->priority > DRM_NPU_PRIORITY_HIGH || args->queue_id ||
 	    args->pad)
 		return -EINVAL;
+	/* drm_sched serves higher run queues first: others could starve */
+	if (args->priority == DRM_NPU_PRIORITY_HIGH && !capable(CAP_SYS_NICE))
+		return -EACCES;
 	if (!count)
 		return -ENODEV;
 	if (args->ring != DRM_NPU_RING_ANY && args->ring >= count)

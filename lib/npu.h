@@ -299,7 +299,9 @@ npu_status_t npu_stream_priority_range(int *least, int *greatest);
 
 /* Create a stream (cudaStreamCreateWithPriority). flags:
  * NPU_STREAM_DEFAULT or NPU_STREAM_NON_BLOCKING. priority outside the range
- * is clamped (as CUDA). Priority orders jobs waiting for the same ring. */
+ * is clamped (as CUDA). Priority orders jobs waiting for the same ring.
+ * The highest (-1) needs CAP_SYS_NICE; without it the stream gets 0, which
+ * npu_stream_get_priority() reports. */
 npu_status_t npu_stream_create(npu_stream_t *stream, unsigned int flags,
 			       int priority);
 
@@ -328,7 +330,7 @@ typedef struct npu_event *npu_event_t;
 npu_status_t npu_stream_wait_event(npu_stream_t stream, npu_event_t event,
 				   unsigned int flags);
 
-/* Priority a stream was created with (cudaStreamGetPriority). */
+/* Priority a stream was created with, after clamping (cudaStreamGetPriority). */
 npu_status_t npu_stream_get_priority(npu_stream_t stream, int *priority);
 
 /* Flags a stream was created with (cudaStreamGetFlags). */

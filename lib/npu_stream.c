@@ -147,8 +147,15 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		c.kind = kind;
 		c.priority = map_priority(prio);
 		c.ring = pick_ring(dev, q, nrings);
-		if (drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c)) {
-			r = errno;
+		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c) ? errno : 0;
+		if (r == EACCES && c.priority == DRM_NPU_PRIORITY_HIGH) {
+			/* high needs CAP_SYS_NICE: the default instead */
+			prio = s->priority = 0;
+			c.priority = map_priority(prio);
+			r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c) ?
+			    errno : 0;
+		}
+		if (r) {
 			stream_free_resources(dev, s);
 			return npu_fail(r == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 					NPU_ERROR_OS, "DRM_IOCTL_NPU_QUEUE_CREATE: %s",

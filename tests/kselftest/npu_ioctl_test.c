@@ -5,6 +5,9 @@
  * error path (bad flags, pads, handles, sizes, pointers).
  */
 #include <glob.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -391,6 +394,58 @@ TEST_F(dev, queue_create_destroy)
 	ASSERT_EQ(npu_queue_free(self->fd, id), 0);
 	ASSERT_EQ(npu_queue_free(self->fd, id), -ENOENT);
 	ASSERT_EQ(npu_queue_free(self->fd, id2), 0);
+}
+
+/* Drop CAP_SYS_NICE from the calling process's effective set. */
+static int drop_sys_nice(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[CAP_TO_INDEX(CAP_SYS_NICE)].effective &= ~CAP_TO_MASK(CAP_SYS_NICE);
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+/*
+ * The scheduler serves high-priority queues first, so they need
+ * CAP_SYS_NICE (as amdgpu's contexts do); low and normal do not.
+ */
+TEST_F(dev, queue_create_high_needs_cap_sys_nice)
+{
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		uint32_t id;
+
+		if (drop_sys_nice())
+			_exit(10);
+		if (npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				  DRM_NPU_PRIORITY_HIGH, DRM_NPU_RING_ANY,
+				  &id) != -EACCES)
+			_exit(11);
+		if (npu_queue_new(self->fd, DRM_NPU_RING_KIND_COPY,
+				  DRM_NPU_PRIORITY_HIGH, 0, &id) != -EACCES)
+			_exit(12);
+		if (npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				  DRM_NPU_PRIORITY_NORMAL, 0, &id) ||
+		    npu_queue_free(self->fd, id))
+			_exit(13);
+		if (npu_queue_new(self->fd, DRM_NPU_RING_KIND_COPY,
+				  DRM_NPU_PRIORITY_LOW, 0, &id) ||
+		    npu_queue_free(self->fd, id))
+			_exit(14);
+		_exit(0);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0)
+		TH_LOG("child step %d failed (10: capset)", WEXITSTATUS(status));
 }
 
 TEST_F(dev, queue_create_bad_kind)

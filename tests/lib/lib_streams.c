@@ -2,14 +2,17 @@
 /*
  * lib_streams: in-order streams, concurrency across streams (device
  * timestamps overlap), CUDA's legacy default stream rules, the four Choreo
- * parallel-by forms and host functions. Ordering is checked through data
+ * parallel-by forms, host functions and stream priorities. Ordering is checked through data
  * (a later kernel consumes what an earlier one wrote) and device
  * timestamps, never wall-clock time.
  */
+#include "tap.h"
+
+#include <linux/capability.h>
 #include <pthread.h>
 #include <stdatomic.h>
-
-#include "tap.h"
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #define LONG_NS 300000000ull	/* 300 ms of device time */
 #define N 4096
@@ -358,8 +361,87 @@ static void test_blocking_host_func(void)
 	MUST(npu_stream_destroy(w));
 }
 
+/*
+ * Stream priorities (cudaStreamCreateWithPriority): clamped to the range;
+ * the highest needs CAP_SYS_NICE from the driver, and without it the
+ * stream is created at the default priority, which it then reports.
+ * Status of the child: 0 or the failing step.
+ */
+static int priorities(int expect_high)
+{
+	uint32_t *p;
+	npu_stream_t s;
+	int least, greatest, prio, i;
+
+	if (npu_stream_priority_range(&least, &greatest) || least != 1 ||
+	    greatest != -1)
+		return 1;
+	if (npu_stream_create(&s, NPU_STREAM_DEFAULT, -5) ||
+	    npu_stream_get_priority(s, &prio) || prio != expect_high)
+		return 2;
+	if (npu_malloc((void **)&p, 4096) ||
+	    npu_memset_async(p, 0x5a, 4096, s) || npu_stream_synchronize(s))
+		return 3;
+	if (npu_memcpy(hbuf, p, 4096, NPU_MEMCPY_DEVICE_TO_HOST))
+		return 4;
+	for (i = 0; i < 1024; i++)
+		if (((uint32_t *)hbuf)[i] != 0x5a5a5a5au)
+			return 5;
+	if (npu_stream_destroy(s) || npu_free(p))
+		return 6;
+	if (npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 7) ||
+	    npu_stream_get_priority(s, &prio) || prio != 1 ||
+	    npu_stream_destroy(s))
+		return 7;
+	return 0;
+}
+
+static int drop_sys_nice(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return -1;
+	d[CAP_TO_INDEX(CAP_SYS_NICE)].effective &= ~CAP_TO_MASK(CAP_SYS_NICE);
+	return syscall(SYS_capset, &h, d) ? -1 : 0;
+}
+
+/* In fresh children: the library must not be initialised across fork(). */
+static void test_priorities(void)
+{
+	int drop, status;
+
+	for (drop = 0; drop < 2; drop++) {
+		pid_t pid = fork();
+
+		if (pid == 0) {
+			int n = 0;
+
+			if (drop && drop_sys_nice())
+				_exit(100);
+			if (npu_device_count(&n) || n < 1)
+				_exit(99);	/* main() reports the skip */
+			_exit(priorities(drop ? 0 : -1));
+		}
+		status = -1;
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 99)
+			return;
+		tap_ok(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		       "priority -5 gives %s%s (child status %d)",
+		       drop ? "0 without CAP_SYS_NICE" : "-1",
+		       ", 7 gives 1, the stream works",
+		       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+}
+
 int main(void)
 {
+	test_priorities();	/* first: forks before the library starts */
 	tap_need_device();
 	MUST(npu_malloc(&dx, N * 4));
 	MUST(npu_malloc(&dy, N * 4));

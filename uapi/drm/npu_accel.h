@@ -224,7 +224,7 @@ struct drm_npu_userptr {
 /**
  * struct drm_npu_queue_create - create a submission queue
  * @kind: in, DRM_NPU_RING_KIND_*
- * @priority: in, DRM_NPU_PRIORITY_*
+ * @priority: in, DRM_NPU_PRIORITY_*; HIGH needs CAP_SYS_NICE
  * @ring: in, index among the rings of @kind, or DRM_NPU_RING_ANY to let the
  *	scheduler pick the least busy ring whenever the queue goes idle
  * @queue_id: out, id for &struct drm_npu_job (must be 0 on input)
@@ -234,8 +234,9 @@ struct drm_npu_userptr {
  * @pad: must be zero
  *
  * Jobs of one queue run in submission order. Errors: -EINVAL (bad kind,
- * priority, ring or pad), -ENODEV (no ring of @kind), -ENOENT (unknown
- * @ctx_id), -ENOSPC (the file has DRM_NPU_PARAM_MAX_QUEUES queues).
+ * priority, ring or pad), -EACCES (HIGH without CAP_SYS_NICE), -ENODEV
+ * (no ring of @kind), -ENOENT (unknown @ctx_id), -ENOSPC (the file has
+ * DRM_NPU_PARAM_MAX_QUEUES queues).
  */
 struct drm_npu_queue_create {
 	__u32 kind;
