@@ -208,48 +208,60 @@ static int npu_ioctl_get_fault(struct drm_device *dev, void *data,
 	return 0;
 }
 
+/*
+ * Registers are read into kernel buffers inside drm_dev_enter() and copied
+ * out after drm_dev_exit(): a user buffer that faults slowly (userfaultfd,
+ * FUSE) must not hold off device removal.
+ */
 static int npu_ioctl_counters(struct drm_device *dev, void *data,
 			      struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(dev);
 	struct drm_npu_counters *args = data;
-	struct drm_npu_ring_counters __user *urings;
-	u64 __user *ucus;
+	struct drm_npu_ring_counters *rings;
 	u32 i, nr, nc;
 	int idx, ret = 0;
+	u64 *cus;
 
 	if ((args->ring_count && !args->rings) ||
 	    (args->cu_count && !args->cu_busy_ns))
 		return -EINVAL;
-	urings = u64_to_user_ptr(args->rings);
-	ucus = u64_to_user_ptr(args->cu_busy_ns);
 	nr = min(args->ring_count, ndev->num_rings);
 	nc = min(args->cu_count, ndev->num_cus);
+	rings = kcalloc(nr, sizeof(*rings), GFP_KERNEL);
+	cus = kcalloc(nc, sizeof(*cus), GFP_KERNEL);
+	if ((nr && !rings) || (nc && !cus)) {
+		ret = -ENOMEM;
+		goto out;
+	}
 
-	if (!drm_dev_enter(dev, &idx))
-		return -ENODEV;
+	if (!drm_dev_enter(dev, &idx)) {
+		ret = -ENODEV;
+		goto out;
+	}
 	args->clock = npu_rd64(ndev, NPU_REG_CLOCK_LO);
-	for (i = 0; i < nr && !ret; i++) {
+	for (i = 0; i < nr; i++) {
 		u32 base = NPU_RING_BASE(i);
-		struct drm_npu_ring_counters c = {
-			.busy_ns = npu_rd64(ndev, base + NPU_RING_BUSY_LO),
-			.commands = npu_rd64(ndev, base + NPU_RING_CMDS_LO),
-			.bytes = npu_rd64(ndev, base + NPU_RING_BYTES_LO),
-			.ops = npu_rd64(ndev, base + NPU_RING_OPS_LO),
-		};
 
-		if (copy_to_user(&urings[i], &c, sizeof(c)))
-			ret = -EFAULT;
+		rings[i].busy_ns = npu_rd64(ndev, base + NPU_RING_BUSY_LO);
+		rings[i].commands = npu_rd64(ndev, base + NPU_RING_CMDS_LO);
+		rings[i].bytes = npu_rd64(ndev, base + NPU_RING_BYTES_LO);
+		rings[i].ops = npu_rd64(ndev, base + NPU_RING_OPS_LO);
 	}
-	for (i = 0; i < nc && !ret; i++) {
-		u64 v = npu_rd64(ndev, NPU_REG_CU_BUSY_LO(i));
-
-		if (put_user(v, &ucus[i]))
-			ret = -EFAULT;
-	}
+	for (i = 0; i < nc; i++)
+		cus[i] = npu_rd64(ndev, NPU_REG_CU_BUSY_LO(i));
 	drm_dev_exit(idx);
+
+	if (copy_to_user(u64_to_user_ptr(args->rings), rings,
+			 nr * sizeof(*rings)) ||
+	    copy_to_user(u64_to_user_ptr(args->cu_busy_ns), cus,
+			 nc * sizeof(*cus)))
+		ret = -EFAULT;
 	args->ring_count = ndev->num_rings;
 	args->cu_count = ndev->num_cus;
+out:
+	kfree(rings);
+	kfree(cus);
 	return ret;
 }
 

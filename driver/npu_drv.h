@@ -209,7 +209,8 @@ struct npu_pt {
  * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
  * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
  *	the owning file's &npu_file.vm_lock
- * @track_lock: protects @next_seq, @jobs and @retiring
+ * @track_lock: protects @next_seq, @jobs, @retiring and the mapping
+ *	references of the pushed jobs (&npu_job.maps)
  * @next_seq: sequence number the next pushed job of the context gets
  * @jobs: pushed jobs not yet freed, in push order (&npu_job.ctx_link)
  * @retiring: unbound mappings waiting for the jobs pushed before their
@@ -226,7 +227,7 @@ struct npu_ctx {
 	pid_t pid;
 	atomic_t queues;
 	struct list_head binds;
-	spinlock_t track_lock;	/* next_seq, jobs, retiring */
+	spinlock_t track_lock;	/* next_seq, jobs, retiring, jobs' maps */
 	u64 next_seq;
 	struct list_head jobs;
 	struct list_head retiring;
@@ -362,7 +363,9 @@ struct npu_file {
  * @queue_id: queue it was submitted to (fault records)
  * @cmd_va: command buffer VA
  * @cmd_size: command buffer bytes (0: fence only)
- * @maps: mappings the job uses (referenced), @nmaps of them
+ * @maps: mappings the job uses (referenced), @nmaps of them; once the job
+ *	is pushed, protected by &npu_ctx.track_lock and dropped when it has
+ *	signalled (npu_ctx_reap()) or is freed
  * @nmaps: entries in @maps
  * @ring: ring the job ran on (set by run_job)
  * @hw_fence: hardware fence of the current run (referenced)

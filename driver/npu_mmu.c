@@ -189,6 +189,28 @@ static int npu_pt_map_page(struct npu_ctx *ctx, u64 va, u64 pte_val)
 	return 0;
 }
 
+/*
+ * Make every ring forget translations of @ctx: a job of the context still
+ * running on another ring may have cached PTEs just cleared. The write
+ * completes once no ring uses such a translation any more, so the pages can
+ * be freed afterwards. Nothing to do once the device is gone (it was reset).
+ */
+static void npu_ctx_invalidate(struct npu_ctx *ctx)
+{
+	struct npu_device *ndev = ctx->ndev;
+	int idx;
+
+	lockdep_assert_held(&ctx->lock);
+
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return;
+	/* writel orders the PTE writes before it */
+	npu_wr(ndev, NPU_REG_MMU_INVALIDATE, ctx->id);
+	/* PCI writes are posted: a read waits for the invalidation to finish */
+	npu_rd(ndev, NPU_REG_MMU_INVALIDATE);
+	drm_dev_exit(idx);
+}
+
 static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 			 u64 size, bool read_only)
 {
@@ -211,16 +233,23 @@ static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 		return 0;
 	}
 
+	/* a CPU page may hold several device pages (16K, 64K kernels) */
+	BUILD_BUG_ON(PAGE_SIZE % NPU_PAGE_SIZE);
 	for_each_sgtable_dma_page(bo->sgt, &iter, 0) {
 		dma_addr_t addr = sg_page_iter_dma_address(&iter);
+		u64 sub;
 
+		for (sub = 0; sub < PAGE_SIZE && off < size;
+		     sub += NPU_PAGE_SIZE) {
+			ret = npu_pt_map_page(ctx, va + off,
+					      ((addr + sub) &
+					       NPU_PTE_ADDR_MASK) | flags);
+			if (ret)
+				goto err;
+			off += NPU_PAGE_SIZE;
+		}
 		if (off >= size)
 			break;
-		ret = npu_pt_map_page(ctx, va + off,
-				      (addr & NPU_PTE_ADDR_MASK) | flags);
-		if (ret)
-			goto err;
-		off += NPU_PAGE_SIZE;
 	}
 	if (off < size) {
 		ret = -EINVAL;
@@ -230,6 +259,8 @@ static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 
 err:
 	npu_pt_unmap_range(ctx, va, off);
+	/* a job may have reached the new PTEs already */
+	npu_ctx_invalidate(ctx);
 	return ret;
 }
 
@@ -263,6 +294,10 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 	INIT_LIST_HEAD(&map->bo_link);
 	INIT_LIST_HEAD(&map->ctx_link);
 	map->size = size;
+	/* complete before the node is visible (debugfs walks va_mm) */
+	map->ctx = npu_ctx_get(ctx);
+	drm_gem_object_get(&bo->base.base);
+	map->bo = bo;
 
 	mutex_lock(&ctx->lock);
 	if (flags & NPU_MAP_FIXED) {
@@ -285,39 +320,15 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 		goto err_unlock;
 	}
 	mutex_unlock(&ctx->lock);
-
-	map->ctx = npu_ctx_get(ctx);
-	drm_gem_object_get(&bo->base.base);
-	map->bo = bo;
 	*out = map;
 	return 0;
 
 err_unlock:
 	mutex_unlock(&ctx->lock);
+	drm_gem_object_put(&bo->base.base);
+	npu_ctx_put(ctx);
 	kfree(map);
 	return ret;
-}
-
-/*
- * Make every ring forget translations of @ctx: a job of the context still
- * running on another ring may have cached PTEs just cleared. The write
- * completes once no ring uses such a translation any more, so the pages can
- * be freed afterwards. Nothing to do once the device is gone (it was reset).
- */
-static void npu_ctx_invalidate(struct npu_ctx *ctx)
-{
-	struct npu_device *ndev = ctx->ndev;
-	int idx;
-
-	lockdep_assert_held(&ctx->lock);
-
-	if (!drm_dev_enter(&ndev->drm, &idx))
-		return;
-	/* writel orders the PTE writes before it */
-	npu_wr(ndev, NPU_REG_MMU_INVALIDATE, ctx->id);
-	/* PCI writes are posted: a read waits for the invalidation to finish */
-	npu_rd(ndev, NPU_REG_MMU_INVALIDATE);
-	drm_dev_exit(idx);
 }
 
 static void npu_mapping_release(struct kref *ref)
@@ -400,21 +411,65 @@ static bool npu_ctx_signalled_before(struct npu_ctx *ctx, u64 seq)
 	return true;
 }
 
+/* Drop an array of mapping references taken off a job. */
+static void npu_job_maps_put(struct npu_mapping **maps, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		npu_mapping_put(maps[i]);
+	kvfree(maps);
+}
+
+/* Take the mapping references off a job (caller holds track_lock). */
+static u32 npu_job_maps_take(struct npu_job *job, struct npu_mapping ***maps)
+{
+	u32 n = job->nmaps;
+
+	lockdep_assert_held(&job->ctx->track_lock);
+
+	*maps = job->maps;
+	job->maps = NULL;
+	job->nmaps = 0;
+	return n;
+}
+
 /**
- * npu_ctx_reap() - release the retiring mappings no job can still be using
+ * npu_ctx_reap() - drop what no job of a context can still be using
  * @ctx: context
  *
- * A mapping is released once every job of the context pushed before it was
- * unbound has signalled (a signalled job is off the hardware, even after a
- * ring reset), not when the scheduler frees those jobs later: a job pushed
- * after a wait must find the range unmapped. Process context.
+ * A signalled job's mapping references (its BO list) and a retiring
+ * mapping whose older jobs have all signalled are dropped now (a signalled
+ * job is off the hardware, even after a ring reset), not when the
+ * scheduler frees the jobs later: a job pushed after a wait must find an
+ * unmapped range unmapped, and a fixed BO_MAP must find it free. Process
+ * context.
  *
- * Return: true if a mapping was released.
+ * Return: true if a reference was dropped.
  */
 bool npu_ctx_reap(struct npu_ctx *ctx)
 {
-	struct npu_mapping *map, *tmp;
+	struct npu_mapping *map, *tmp, **maps;
+	struct npu_job *job;
+	bool dropped = false;
 	LIST_HEAD(done);
+	u32 n;
+
+	do {
+		n = 0;
+		spin_lock(&ctx->track_lock);
+		list_for_each_entry(job, &ctx->jobs, ctx_link) {
+			if (job->nmaps && dma_fence_is_signaled(job->done)) {
+				n = npu_job_maps_take(job, &maps);
+				break;
+			}
+		}
+		spin_unlock(&ctx->track_lock);
+		if (n) {
+			npu_job_maps_put(maps, n);
+			dropped = true;
+		}
+	} while (n);
 
 	spin_lock(&ctx->track_lock);
 	list_for_each_entry_safe(map, tmp, &ctx->retiring, ctx_link) {
@@ -424,13 +479,12 @@ bool npu_ctx_reap(struct npu_ctx *ctx)
 	}
 	spin_unlock(&ctx->track_lock);
 
-	if (list_empty(&done))
-		return false;
 	list_for_each_entry_safe(map, tmp, &done, ctx_link) {
 		list_del_init(&map->ctx_link);
 		npu_mapping_put(map);
+		dropped = true;
 	}
-	return true;
+	return dropped;
 }
 
 /**
@@ -452,15 +506,21 @@ void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job)
  * @ctx: the job's context
  * @job: job
  *
- * Releases the mappings that were only waiting for this job.
+ * Drops the job's mapping references unless npu_ctx_reap() already did, and
+ * releases the mappings that were only waiting for this job.
  */
 void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job)
 {
+	struct npu_mapping **maps;
+	u32 n;
+
 	if (list_empty(&job->ctx_link))
 		return;
 	spin_lock(&ctx->track_lock);
 	list_del_init(&job->ctx_link);
+	n = npu_job_maps_take(job, &maps);
 	spin_unlock(&ctx->track_lock);
+	npu_job_maps_put(maps, n);
 	dma_fence_put(job->done);
 	job->done = NULL;
 	npu_ctx_reap(ctx);
