@@ -18,9 +18,22 @@
 #include "npu_drv.h"
 
 unsigned int npu_job_timeout_ms = 2000;
-module_param_named(job_timeout_ms, npu_job_timeout_ms, uint, 0444);
+
+/* 0 would time every job out at once */
+static int npu_param_set_timeout(const char *val,
+				 const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, UINT_MAX);
+}
+
+static const struct kernel_param_ops npu_timeout_ops = {
+	.set = npu_param_set_timeout,
+	.get = param_get_uint,
+};
+
+module_param_cb(job_timeout_ms, &npu_timeout_ops, &npu_job_timeout_ms, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "Job timeout before the ring is reset, ms (default 2000)");
+		 "Job timeout before the ring is reset, ms, >= 1 (default 2000)");
 
 /**
  * npu_rd64() - read a 64-bit register pair, low half first
