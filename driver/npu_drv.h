@@ -251,6 +251,8 @@ enum npu_bo_kind {
  * @devmem: range of device memory (DEVMEM)
  * @pages: pinned user pages (USERPTR)
  * @npages: entries in @pages
+ * @pin_mm: USERPTR: the mm whose &mm_struct.pinned_vm is charged with the
+ *	BO's pages (held by mmgrab()), NULL if not charged
  * @maps_lock: protects @maps
  * @maps: mappings of the BO in contexts that hold a handle to it
  *	(&npu_mapping.bo_link)
@@ -264,6 +266,7 @@ struct npu_bo {
 	struct drm_mm_node devmem;
 	struct page **pages;
 	unsigned long npages;
+	struct mm_struct *pin_mm;
 	struct mutex maps_lock;	/* maps, npu_mapping.handles */
 	struct list_head maps;
 };

@@ -8,6 +8,7 @@
  * their own references, so a VA stays mapped until the last job using it
  * has finished.
  */
+#include <linux/capability.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
@@ -15,6 +16,8 @@
 #include <linux/pagemap.h>
 #include <linux/pci.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -101,6 +104,35 @@ static void npu_bo_init_common(struct npu_bo *bo, enum npu_bo_kind kind)
 	INIT_LIST_HEAD(&bo->maps);
 }
 
+/*
+ * Long-term pins count against RLIMIT_MEMLOCK like mlock() (as RDMA's umem
+ * does): pinned_vm is atomic, so no mmap_lock is needed here or at free.
+ */
+static int npu_userptr_charge(struct npu_bo *bo)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long npages = bo->base.base.size >> PAGE_SHIFT;
+	struct mm_struct *mm = current->mm;
+
+	if (atomic64_add_return(npages, &mm->pinned_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	bo->pin_mm = mm;
+	return 0;
+}
+
+static void npu_userptr_uncharge(struct npu_bo *bo)
+{
+	if (!bo->pin_mm)
+		return;
+	atomic64_sub(bo->base.base.size >> PAGE_SHIFT, &bo->pin_mm->pinned_vm);
+	mmdrop(bo->pin_mm);
+	bo->pin_mm = NULL;
+}
+
 /* Pages pinned without FOLL_WRITE: an IOMMU must not let the device write */
 static enum dma_data_direction npu_userptr_dma_dir(struct npu_bo *bo)
 {
@@ -139,6 +171,7 @@ static void npu_bo_free(struct drm_gem_object *obj)
 						    !bo->read_only);
 			kvfree(bo->pages);
 		}
+		npu_userptr_uncharge(bo);
 		break;
 	}
 	drm_gem_object_release(obj);
@@ -518,7 +551,8 @@ int npu_ioctl_bo_info(struct drm_device *dev, void *data,
  * @file: DRM file
  *
  * Pins the pages (FOLL_LONGTERM, and FOLL_WRITE unless read-only) for the
- * lifetime of the BO and maps them for DMA.
+ * lifetime of the BO and maps them for DMA. The pages are charged to the
+ * caller's pinned_vm: -ENOMEM past RLIMIT_MEMLOCK without CAP_IPC_LOCK.
  *
  * Return: 0 or a negative errno.
  */
@@ -553,6 +587,9 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 	bo->base.base.funcs = &npu_raw_funcs;
 	drm_gem_private_object_init(dev, &bo->base.base, args->size);
 
+	ret = npu_userptr_charge(bo);
+	if (ret)
+		goto err_put;
 	bo->pages = kvmalloc_array(npages, sizeof(*bo->pages), GFP_KERNEL);
 	if (!bo->pages) {
 		ret = -ENOMEM;

@@ -6,6 +6,7 @@
  */
 #include <glob.h>
 #include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "npu_test.h"
@@ -215,6 +216,20 @@ TEST_F(dev, mmap_bad_offset)
 
 /* ---- USERPTR -------------------------------------------------------- */
 
+/* Drop @cap from the calling process's effective set. */
+static int drop_cap(int cap)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	d[CAP_TO_INDEX(cap)].effective &= ~CAP_TO_MASK(cap);
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
 TEST_F(dev, userptr_basic)
 {
 	void *mem = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
@@ -229,6 +244,75 @@ TEST_F(dev, userptr_basic)
 			      DRM_NPU_USERPTR_READ_ONLY, &bo), 0);
 	ASSERT_EQ(npu_gem_close(self->fd, bo.handle), 0);
 	munmap(mem, 65536);
+}
+
+/* Pinned-page count of this process (/proc/self/status VmPin), KiB. */
+static long vm_pin_kb(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * Userptr pages are charged to the process's pinned_vm against
+ * RLIMIT_MEMLOCK (unless CAP_IPC_LOCK), and uncharged when the BO goes.
+ * Status of the child: 0 or the failing step.
+ */
+static int userptr_memlock_child(int fd)
+{
+	const size_t sz = 16 * 4096;
+	struct rlimit rl;
+	struct npu_bo a, b;
+	long base;
+	char *mem = mmap(NULL, 2 * sz, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (mem == MAP_FAILED || drop_cap(CAP_IPC_LOCK))
+		return 1;
+	base = vm_pin_kb();
+	if (base < 0)
+		return 2;
+	rl.rlim_cur = rl.rlim_max = base * 1024 + sz;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return 3;
+	if (npu_userptr(fd, mem, sz, 0, &a))
+		return 4;
+	if (vm_pin_kb() != base + (long)(sz / 1024))
+		return 5;
+	if (npu_userptr(fd, mem + sz, 4096, 0, &b) != -ENOMEM)
+		return 6;		/* one page past the limit */
+	if (vm_pin_kb() != base + (long)(sz / 1024))
+		return 7;
+	if (npu_gem_close(fd, a.handle) || vm_pin_kb() != base)
+		return 8;
+	if (npu_userptr(fd, mem + sz, sz, DRM_NPU_USERPTR_READ_ONLY, &b))
+		return 9;		/* the limit is free again */
+	if (npu_gem_close(fd, b.handle) || vm_pin_kb() != base)
+		return 10;
+	return 0;
+}
+
+TEST_F(dev, userptr_charged_to_memlock)
+{
+	pid_t pid = fork();
+	int status;
+
+	ASSERT_GE(pid, 0);
+	if (pid == 0)
+		_exit(userptr_memlock_child(self->fd));
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(WEXITSTATUS(status), 0)
+		TH_LOG("child step %d failed", WEXITSTATUS(status));
 }
 
 TEST_F(dev, userptr_unaligned_addr)
@@ -396,20 +480,6 @@ TEST_F(dev, queue_create_destroy)
 	ASSERT_EQ(npu_queue_free(self->fd, id2), 0);
 }
 
-/* Drop CAP_SYS_NICE from the calling process's effective set. */
-static int drop_sys_nice(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	d[CAP_TO_INDEX(CAP_SYS_NICE)].effective &= ~CAP_TO_MASK(CAP_SYS_NICE);
-	return syscall(SYS_capset, &h, d) ? -errno : 0;
-}
-
 /*
  * The scheduler serves high-priority queues first, so they need
  * CAP_SYS_NICE (as amdgpu's contexts do); low and normal do not.
@@ -423,7 +493,7 @@ TEST_F(dev, queue_create_high_needs_cap_sys_nice)
 	if (pid == 0) {
 		uint32_t id;
 
-		if (drop_sys_nice())
+		if (drop_cap(CAP_SYS_NICE))
 			_exit(10);
 		if (npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
 				  DRM_NPU_PRIORITY_HIGH, DRM_NPU_RING_ANY,

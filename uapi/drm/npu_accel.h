@@ -200,7 +200,9 @@ struct drm_npu_bo_info {
  *
  * Errors: -EINVAL (flags, alignment, zero or overflowing range, more than
  * 4 GiB), -EFAULT (not user memory, not mapped, or read-only memory
- * without DRM_NPU_USERPTR_READ_ONLY). Userptr BOs cannot be exported.
+ * without DRM_NPU_USERPTR_READ_ONLY), -ENOMEM (also: the pages would take
+ * the caller past RLIMIT_MEMLOCK, without CAP_IPC_LOCK). Userptr BOs
+ * cannot be exported.
  */
 struct drm_npu_userptr {
 	__u64 addr;
