@@ -367,8 +367,9 @@ struct npu_file {
  * @cmd_va: command buffer VA
  * @cmd_size: command buffer bytes (0: fence only)
  * @maps: mappings the job uses (referenced), @nmaps of them; once the job
- *	is pushed, protected by &npu_ctx.track_lock and dropped when it has
- *	signalled (npu_ctx_reap()) or is freed
+ *	is pushed, protected by &npu_ctx.track_lock and dropped when it and
+ *	the older jobs of the context have signalled (npu_ctx_reap()) or when
+ *	it is freed
  * @nmaps: entries in @maps
  * @ring: ring the job ran on (set by run_job)
  * @hw_fence: hardware fence of the current run (referenced)

@@ -438,38 +438,44 @@ static u32 npu_job_maps_take(struct npu_job *job, struct npu_mapping ***maps)
  * npu_ctx_reap() - drop what no job of a context can still be using
  * @ctx: context
  *
- * A signalled job's mapping references (its BO list) and a retiring
- * mapping whose older jobs have all signalled are dropped now (a signalled
- * job is off the hardware, even after a ring reset), not when the
- * scheduler frees the jobs later: a job pushed after a wait must find an
- * unmapped range unmapped, and a fixed BO_MAP must find it free. Process
- * context.
+ * The mapping references (BO lists) of the signalled jobs pushed before the
+ * oldest unsignalled one, and every retiring mapping whose older jobs have
+ * all signalled, are dropped now (a signalled job is off the hardware, even
+ * after a ring reset), not when the scheduler frees the jobs later: a job
+ * pushed after a wait must find an unmapped range unmapped, and a fixed
+ * BO_MAP must find it free. Process context.
  *
  * Return: true if a reference was dropped.
  */
 bool npu_ctx_reap(struct npu_ctx *ctx)
 {
-	struct npu_mapping *map, *tmp, **maps;
+	struct {
+		struct npu_mapping **maps;
+		u32 n;
+	} take[8];
+	struct npu_mapping *map, *tmp;
 	struct npu_job *job;
 	bool dropped = false;
 	LIST_HEAD(done);
-	u32 n;
+	int i, k;
 
 	do {
-		n = 0;
+		k = 0;
 		spin_lock(&ctx->track_lock);
 		list_for_each_entry(job, &ctx->jobs, ctx_link) {
-			if (job->nmaps && dma_fence_is_signaled(job->done)) {
-				n = npu_job_maps_take(job, &maps);
+			if (!dma_fence_is_signaled(job->done))
 				break;
-			}
+			if (!job->nmaps)
+				continue;
+			take[k].n = npu_job_maps_take(job, &take[k].maps);
+			if (++k == ARRAY_SIZE(take))
+				break;
 		}
 		spin_unlock(&ctx->track_lock);
-		if (n) {
-			npu_job_maps_put(maps, n);
-			dropped = true;
-		}
-	} while (n);
+		for (i = 0; i < k; i++)
+			npu_job_maps_put(take[i].maps, take[i].n);
+		dropped |= k > 0;
+	} while (k == ARRAY_SIZE(take));
 
 	spin_lock(&ctx->track_lock);
 	list_for_each_entry_safe(map, tmp, &ctx->retiring, ctx_link) {
