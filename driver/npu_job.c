@@ -229,13 +229,8 @@ void npu_queues_destroy(struct npu_file *nfile)
 static void npu_job_release(struct npu_job *job)
 {
 	struct npu_device *ndev = job->ndev;
-	u32 i;
 
-	/* a pushed job's references go with its tracking, or went earlier */
 	npu_ctx_untrack_job(job->ctx, job);
-	for (i = 0; i < job->nmaps; i++)
-		npu_mapping_put(job->maps[i]);
-	kvfree(job->maps);
 	dma_fence_put(job->hw_fence);
 	kfree(job->spare_fence);
 	npu_ctx_put(job->ctx);

@@ -508,25 +508,27 @@ void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job)
 }
 
 /**
- * npu_ctx_untrack_job() - forget a job being freed (no-op if never pushed)
+ * npu_ctx_untrack_job() - forget a job being freed
  * @ctx: the job's context
- * @job: job
+ * @job: job, pushed or not
  *
  * Drops the job's mapping references unless npu_ctx_reap() already did, and
- * releases the mappings that were only waiting for this job.
+ * for a pushed job releases the mappings that were only waiting for it.
  */
 void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job)
 {
 	struct npu_mapping **maps;
+	bool pushed;
 	u32 n;
 
-	if (list_empty(&job->ctx_link))
-		return;
 	spin_lock(&ctx->track_lock);
+	pushed = !list_empty(&job->ctx_link);
 	list_del_init(&job->ctx_link);
 	n = npu_job_maps_take(job, &maps);
 	spin_unlock(&ctx->track_lock);
 	npu_job_maps_put(maps, n);
+	if (!pushed)
+		return;
 	dma_fence_put(job->done);
 	job->done = NULL;
 	npu_ctx_reap(ctx);

@@ -5,11 +5,10 @@
  * error path (bad flags, pads, handles, sizes, pointers).
  */
 #include <glob.h>
-#include <linux/capability.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include "npu_test.h"
+#include "../common/npu_caps.h"
 #include "kselftest_harness.h"
 
 FIXTURE(dev) {
@@ -216,20 +215,6 @@ TEST_F(dev, mmap_bad_offset)
 
 /* ---- USERPTR -------------------------------------------------------- */
 
-/* Drop @cap from the calling process's effective set. */
-static int drop_cap(int cap)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	d[CAP_TO_INDEX(cap)].effective &= ~CAP_TO_MASK(cap);
-	return syscall(SYS_capset, &h, d) ? -errno : 0;
-}
-
 TEST_F(dev, userptr_basic)
 {
 	void *mem = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
@@ -276,7 +261,7 @@ static int userptr_memlock_child(int fd)
 	char *mem = mmap(NULL, 2 * sz, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (mem == MAP_FAILED || drop_cap(CAP_IPC_LOCK))
+	if (mem == MAP_FAILED || npu_drop_cap(CAP_IPC_LOCK))
 		return 1;
 	base = vm_pin_kb();
 	if (base < 0)
@@ -493,7 +478,7 @@ TEST_F(dev, queue_create_high_needs_cap_sys_nice)
 	if (pid == 0) {
 		uint32_t id;
 
-		if (drop_cap(CAP_SYS_NICE))
+		if (npu_drop_cap(CAP_SYS_NICE))
 			_exit(10);
 		if (npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
 				  DRM_NPU_PRIORITY_HIGH, DRM_NPU_RING_ANY,

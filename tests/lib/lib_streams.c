@@ -8,11 +8,11 @@
  */
 #include "tap.h"
 
-#include <linux/capability.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
+
+#include "../common/npu_caps.h"
 
 #define LONG_NS 300000000ull	/* 300 ms of device time */
 #define N 4096
@@ -396,19 +396,6 @@ static int priorities(int expect_high)
 	return 0;
 }
 
-static int drop_sys_nice(void)
-{
-	struct __user_cap_header_struct h = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-
-	if (syscall(SYS_capget, &h, d))
-		return -1;
-	d[CAP_TO_INDEX(CAP_SYS_NICE)].effective &= ~CAP_TO_MASK(CAP_SYS_NICE);
-	return syscall(SYS_capset, &h, d) ? -1 : 0;
-}
-
 /* In fresh children: the library must not be initialised across fork(). */
 static void test_priorities(void)
 {
@@ -420,7 +407,7 @@ static void test_priorities(void)
 		if (pid == 0) {
 			int n = 0;
 
-			if (drop && drop_sys_nice())
+			if (drop && npu_drop_cap(CAP_SYS_NICE))
 				_exit(100);
 			if (npu_device_count(&n) || n < 1)
 				_exit(99);	/* main() reports the skip */
