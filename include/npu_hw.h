@@ -70,10 +70,23 @@
 #define NPU_REG_CU_MOPS		0x048	/* per compute unit, M ops/s */
 #define NPU_REG_LAUNCH_NS	0x04c	/* kernel launch latency, ns */
 #define NPU_REG_COPY_NS		0x050	/* copy setup latency, ns */
+/* Programmable compute units (RO), as set by the device's properties. */
+#define NPU_REG_CU_THREADS	0x054	/* hardware thread slots per unit */
+#define NPU_REG_CU_SCRATCH	0x058	/* scratchpad bytes per unit */
+#define NPU_REG_CU_CLOCK_MHZ	0x05c	/* compute unit clock, MHz */
 
 /* Per compute unit busy time in ns (RO, 64 bit), at CU_BUSY(cu). */
 #define NPU_REG_CU_BUSY_LO(cu)	(0x800 + (cu) * 8)
 #define NPU_REG_CU_BUSY_HI(cu)	(0x804 + (cu) * 8)
+
+/*
+ * Per compute unit cycle counters (RO, 64 bit): cycles with at least one
+ * resident block, and instructions retired, at CU_CYCLES(cu) / CU_INSTRS(cu).
+ */
+#define NPU_REG_CU_CYCLES_LO(cu)	(0xa00 + (cu) * 16)
+#define NPU_REG_CU_CYCLES_HI(cu)	(0xa04 + (cu) * 16)
+#define NPU_REG_CU_INSTRS_LO(cu)	(0xa08 + (cu) * 16)
+#define NPU_REG_CU_INSTRS_HI(cu)	(0xa0c + (cu) * 16)
 
 /* ------------------------------------------------------------------------
  * Ring registers. Rings 0 .. compute_rings-1 are compute rings, the rest
@@ -114,6 +127,14 @@
 #define NPU_RING_BYTES_HI	0x54
 #define NPU_RING_OPS_LO		0x58	/* arithmetic operations */
 #define NPU_RING_OPS_HI		0x5c
+/* Where a compute-unit fault happened (RO, valid when ERROR is a fault of a
+ * LAUNCH_CODE thread; FAULT holds the data address or the PC).
+ */
+#define NPU_RING_FAULT_PC_LO	0x60	/* PC of the faulting instruction */
+#define NPU_RING_FAULT_PC_HI	0x64
+#define NPU_RING_FAULT_BLOCK	0x68	/* linear block index in the grid */
+#define NPU_RING_FAULT_THREAD	0x6c	/* linear thread index in the block */
+#define NPU_RING_FAULT_UNIT	0x70	/* compute unit */
 
 #define NPU_RING_SIZE_MIN	4096u
 #define NPU_RING_SIZE_MAX	(1u << 20)
@@ -133,6 +154,11 @@ enum npu_error {
 	NPU_ERR_RING_CONFIG = 10,	/* bad ring base/size/tail */
 	NPU_ERR_NO_CONTEXT = 11,	/* user packet before SET_CONTEXT */
 	NPU_ERR_KERNEL_FAULT = 12,	/* the fault test kernel */
+	/* faults of LAUNCH_CODE threads (FAULT_PC/BLOCK/THREAD/UNIT say where) */
+	NPU_ERR_CU_ILLEGAL = 13,	/* illegal or privileged instruction */
+	NPU_ERR_CU_MISALIGNED = 14,	/* misaligned PC, load, store or AMO */
+	NPU_ERR_CU_LOCAL_RANGE = 15,	/* outside scratchpad, stack or params */
+	NPU_ERR_CU_BREAK = 16,		/* EBREAK */
 	NPU_ERR_COUNT
 };
 
@@ -158,6 +184,7 @@ enum npu_opcode {
 	NPU_OP_TIMESTAMP = 0x13,
 	NPU_OP_SEM_WAIT = 0x14,
 	NPU_OP_SEM_SIGNAL = 0x15,
+	NPU_OP_LAUNCH_CODE = 0x16,
 	/* privileged: ring only, refused in an indirect buffer */
 	NPU_OP_INDIRECT = 0x80,
 	NPU_OP_SET_CONTEXT = 0x81,
@@ -195,6 +222,47 @@ struct npu_pkt_launch {
 	uint32_t nargs;		/* <= NPU_LAUNCH_MAX_ARGS */
 	uint64_t args[];	/* addresses and scalars, per kernel */
 };
+
+/*
+ * LAUNCH_CODE: run a RISC-V kernel (RV64G code at VA entry) over a grid of
+ * blocks of threads on the compute units (Documentation/hw/npu.rst,
+ * "Compute units"). Every field is validated before any block runs; a bad
+ * field halts the ring with NPU_ERR_BAD_PACKET and FAULT = the address of
+ * the field's first dword.
+ */
+#define NPU_CODE_MAX_ARGS	16
+#define NPU_CODE_MAX_THREADS	1024	/* threads per block, upper bound */
+#define NPU_CODE_MAX_STACK	(64u << 10)	/* stack bytes per thread */
+#define NPU_CODE_MAX_PRINTF	(16u << 20)	/* printf buffer bytes */
+#define NPU_CODE_MAX_TRACE	(256u << 20)	/* trace buffer bytes */
+/* flags */
+#define NPU_CODE_ITRACE		0x1	/* trace instructions of trace_block */
+#define NPU_CODE_FLAGS_ALL	0x1
+struct npu_pkt_launch_code {
+	uint32_t header;	/* NPU_OP_LAUNCH_CODE, 24 + 2 * nargs dwords */
+	uint32_t flags;		/* NPU_CODE_* */
+	uint64_t entry;		/* VA of the first instruction, 4-byte aligned */
+	uint32_t grid[3];	/* blocks in x, y, z: each >= 1, product < 2^32 */
+	uint32_t block[3];	/* threads per block: each >= 1, product <=
+				 * NPU_REG_CU_THREADS */
+	uint32_t scratch_bytes;	/* per block, <= NPU_REG_CU_SCRATCH */
+	uint32_t stack_bytes;	/* per thread, multiple of 16,
+				 * <= NPU_CODE_MAX_STACK */
+	uint64_t stats;		/* VA of struct npu_launch_stats, 8-aligned,
+				 * or 0 */
+	uint64_t trace;		/* VA of the trace buffer, 8-aligned, or 0 */
+	uint32_t trace_bytes;	/* size of the trace buffer,
+				 * <= NPU_CODE_MAX_TRACE */
+	uint32_t sample_period;	/* PC sampling: cycles between samples of a
+				 * unit, 0 = off (needs trace) */
+	uint32_t trace_block;	/* linear block index, with NPU_CODE_ITRACE */
+	uint32_t nargs;		/* <= NPU_CODE_MAX_ARGS */
+	uint64_t printf_buf;	/* VA of the printf buffer, 8-aligned, or 0 */
+	uint32_t printf_bytes;	/* its size, <= NPU_CODE_MAX_PRINTF */
+	uint32_t reserved;	/* must be 0 */
+	uint64_t args[];	/* a0..a7 = args[0..7]; all at NPU_LOCAL_PARAMS */
+};
+#define NPU_PKT_LAUNCH_CODE_DW	24
 
 /* TIMESTAMP: write the 64-bit device clock to dst when all earlier
  * commands of the ring have completed.
@@ -318,5 +386,135 @@ enum npu_kernel {
 
 #define NPU_GEMM_TRANS_A	0x1
 #define NPU_GEMM_TRANS_B	0x2
+
+/* ------------------------------------------------------------------------
+ * Compute units: the programmer's model of a LAUNCH_CODE thread (RV64G:
+ * RV64IMAFD, Zicsr, Zifencei; no compressed instructions; little endian).
+ *
+ * Addresses below 2^39 are device VAs translated by the MMU in the launch's
+ * context. Above them, three local windows and the exit address:
+ */
+#define NPU_LOCAL_SCRATCH	0x10000000000ull /* block's scratchpad */
+#define NPU_LOCAL_STACK		0x20000000000ull /* thread's stack; sp starts
+						  * at its end */
+#define NPU_LOCAL_PARAMS	0x30000000000ull /* launch args, read only */
+#define NPU_LOCAL_WINDOW	0x10000000000ull /* size of each window */
+#define NPU_EXIT_PC		0x40000000000ull /* ra at entry: the thread
+						  * ends when it jumps here */
+
+/* Read-only custom CSRs (csrr rd, csr). */
+#define NPU_CSR_BLOCK_X		0xcc0	/* block index in the grid */
+#define NPU_CSR_BLOCK_Y		0xcc1
+#define NPU_CSR_BLOCK_Z		0xcc2
+#define NPU_CSR_GRID_X		0xcc3	/* grid size in blocks */
+#define NPU_CSR_GRID_Y		0xcc4
+#define NPU_CSR_GRID_Z		0xcc5
+#define NPU_CSR_THREAD_X	0xcc6	/* thread index in the block */
+#define NPU_CSR_THREAD_Y	0xcc7
+#define NPU_CSR_THREAD_Z	0xcc8
+#define NPU_CSR_BDIM_X		0xcc9	/* block size in threads */
+#define NPU_CSR_BDIM_Y		0xcca
+#define NPU_CSR_BDIM_Z		0xccb
+#define NPU_CSR_UNIT		0xccc	/* compute unit running the block */
+#define NPU_CSR_SLOT		0xccd	/* hardware thread slot on the unit */
+#define NPU_CSR_SCRATCH_BYTES	0xcce	/* the block's scratchpad size */
+#define NPU_CSR_STACK_BYTES	0xccf	/* the thread's stack size */
+#define NPU_CSR_NARGS		0xcd0	/* number of launch arguments */
+/* Write-only custom CSRs (csrw csr, rs1); reads are illegal. */
+#define NPU_CSR_BARRIER		0x8c0	/* wait for the block's threads */
+#define NPU_CSR_PRINTF		0x8c1	/* append the record at VA rs1 */
+/* Standard counters: cycle = the unit's cycle counter, time = the device
+ * clock in ns, instret = instructions the thread retired.
+ */
+
+/*
+ * Stall reasons, Nsight Compute's names: per launch, every thread-cycle of a
+ * resident thread is counted under exactly one of them.
+ */
+enum npu_stall {
+	NPU_STALL_SELECTED = 0,		/* issued an instruction */
+	NPU_STALL_NOT_SELECTED = 1,	/* ready, another thread issued */
+	NPU_STALL_WAIT = 2,		/* fixed-latency dependency */
+	NPU_STALL_SHORT_SCOREBOARD = 3,	/* scratchpad or div/sqrt result */
+	NPU_STALL_LONG_SCOREBOARD = 4,	/* device or host memory result */
+	NPU_STALL_MATH_PIPE_THROTTLE = 5, /* divide/sqrt unit busy */
+	NPU_STALL_LG_THROTTLE = 6,	/* memory request queue full */
+	NPU_STALL_BARRIER = 7,		/* waiting at the block barrier */
+	NPU_STALL_BRANCH_RESOLVING = 8,	/* taken branch or jump */
+	NPU_STALL_COUNT
+};
+
+/* Memory spaces for byte counters. */
+enum npu_space {
+	NPU_SPACE_SCRATCH = 0,		/* the block's scratchpad */
+	NPU_SPACE_STACK = 1,		/* thread stacks and params */
+	NPU_SPACE_DEVICE = 2,		/* device memory */
+	NPU_SPACE_HOST = 3,		/* host memory over the link */
+	NPU_SPACE_COUNT
+};
+
+/* Per-launch statistics, written at the launch's end to its stats VA. */
+struct npu_launch_stats {
+	uint64_t start_ns;	/* device clock when the first block started */
+	uint64_t end_ns;	/* ... and when the last block ended */
+	uint64_t cycles;	/* unit cycles from first start to last end */
+	uint64_t instructions;	/* retired, all threads */
+	uint64_t blocks;
+	uint64_t thread_cycles;	/* resident thread-slot cycles (sum) */
+	uint64_t unit_cycles;	/* unit cycles with a block of the launch */
+	uint64_t stall[NPU_STALL_COUNT];	/* thread-cycles by reason */
+	uint64_t bytes_read[NPU_SPACE_COUNT];
+	uint64_t bytes_written[NPU_SPACE_COUNT];
+	uint64_t trace_records;	/* records written to the trace buffer */
+	uint64_t trace_lost;	/* records dropped: buffer full */
+	uint64_t printf_records;
+	uint64_t printf_lost;
+};
+
+/*
+ * Trace buffer: a header, then records. The device fills it from the
+ * start; a record that does not fit is counted in lost, never written.
+ */
+#define NPU_TRACE_MAGIC		0x5254504e	/* "NPTR" */
+struct npu_trace_header {
+	uint32_t magic;
+	uint32_t record_bytes;	/* sizeof(struct npu_trace_record) */
+	uint64_t records;
+	uint64_t lost;
+};
+#define NPU_TRACE_SAMPLE	1	/* PC sample of a resident thread */
+#define NPU_TRACE_INSN		2	/* one instruction of trace_block */
+struct npu_trace_record {
+	uint64_t cycle;		/* unit cycle */
+	uint64_t pc;
+	uint64_t addr;		/* INSN: memory address accessed, else 0 */
+	uint32_t insn;		/* INSN: instruction word */
+	uint32_t block;		/* linear block index */
+	uint16_t thread;	/* linear thread index in the block */
+	uint8_t unit;
+	uint8_t kind;		/* NPU_TRACE_* */
+	uint8_t stall;		/* SAMPLE: enum npu_stall of the thread */
+	uint8_t reserved[3];
+};
+
+/*
+ * printf buffer: a header, then records. A thread writes NPU_CSR_PRINTF
+ * with the VA of a record it built (its first dword = the record's size in
+ * bytes, 8..NPU_PRINTF_MAX_RECORD, a multiple of 8); the device appends
+ * the thread's record after an npu_printf_record header, in the order
+ * the writes retire. A record that does not fit is counted in lost.
+ */
+#define NPU_PRINTF_MAX_RECORD	512
+struct npu_printf_header {
+	uint32_t used;		/* bytes of records after this header */
+	uint32_t lost;		/* records dropped: buffer full */
+};
+struct npu_printf_record {
+	uint32_t bytes;		/* this header plus the payload */
+	uint32_t block;		/* linear block index */
+	uint32_t thread;	/* linear thread index in the block */
+	uint32_t reserved;
+	/* then the thread's record, bytes - 16 bytes */
+};
 
 #endif /* NPU_HW_H */

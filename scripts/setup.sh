@@ -46,6 +46,8 @@ pkgs=(
 	bc libelf-dev
 	# guest, library, tests
 	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
+	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
+	clang lld llvm
 	# Documentation/ check (tests/docs-check.py)
 	python3-docutils
 	# demo data
