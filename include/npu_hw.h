@@ -475,16 +475,16 @@ struct npu_launch_stats {
  * Trace buffer: a header, then records. The device fills it from the
  * start; a record that does not fit is counted in lost, never written.
  */
-#define NPU_TRACE_MAGIC		0x5254504e	/* "NPTR" */
-struct npu_trace_header {
+#define NPU_CU_TRACE_MAGIC	0x5254504e	/* "NPTR" */
+struct npu_cu_trace_header {
 	uint32_t magic;
-	uint32_t record_bytes;	/* sizeof(struct npu_trace_record) */
+	uint32_t record_bytes;	/* sizeof(struct npu_cu_trace_record) */
 	uint64_t records;
 	uint64_t lost;
 };
-#define NPU_TRACE_SAMPLE	1	/* PC sample of a resident thread */
-#define NPU_TRACE_INSN		2	/* one instruction of trace_block */
-struct npu_trace_record {
+#define NPU_CU_TRACE_SAMPLE	1	/* PC sample of a resident thread */
+#define NPU_CU_TRACE_INSN	2	/* one instruction of trace_block */
+struct npu_cu_trace_record {
 	uint64_t cycle;		/* unit cycle */
 	uint64_t pc;
 	uint64_t addr;		/* INSN: memory address accessed, else 0 */
@@ -492,7 +492,7 @@ struct npu_trace_record {
 	uint32_t block;		/* linear block index */
 	uint16_t thread;	/* linear thread index in the block */
 	uint8_t unit;
-	uint8_t kind;		/* NPU_TRACE_* */
+	uint8_t kind;		/* NPU_CU_TRACE_* */
 	uint8_t stall;		/* SAMPLE: enum npu_stall of the thread */
 	uint8_t reserved[3];
 };
