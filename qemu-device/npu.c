@@ -5,8 +5,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Every ring is an independent command processor running on its own
- * QemuThread; see npu_engine.c (packets), npu_mmu.c (address translation)
- * and npu_kernels.c (built-in kernels). Documentation/hw/npu.rst is the
+ * QemuThread; see npu_engine.c (packets), npu_mmu.c (address translation),
+ * npu_cu.c (compute units, block dispatcher), npu_rv.c (their RV64G
+ * instructions) and npu_kernels.c (built-in kernels). Documentation/hw/npu.rst is the
  * description of the device seen by software.
  *
  * Locking: the BQL serialises register accesses. Each ring has a mutex
@@ -157,7 +158,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
     qemu_mutex_lock(&s->cu_lock);
-    qemu_cond_broadcast(&s->cu_cond);
+    qemu_cond_broadcast(&s->cu_cond);   /* a ring thread waiting for units */
     qemu_mutex_unlock(&s->cu_lock);
     while (r->running) {
         qemu_cond_wait(&r->cond, &r->lock);
@@ -171,6 +172,10 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     r->error_ctx = 0;
     r->fault = 0;
     r->error_info = 0;
+    r->fault_pc = 0;
+    r->fault_block = 0;
+    r->fault_thread = 0;
+    r->fault_unit = 0;
     npu_mmu_set_context(r, 0, 0);
     if (counters) {
         r->base = 0;
@@ -196,10 +201,7 @@ static void npu_device_reset(NpuState *s)
     for (i = 0; i < s->nrings; i++) {
         npu_ring_reset(&s->rings[i], true);
     }
-    qemu_mutex_lock(&s->cu_lock);
-    s->cu_free = s->n_cus == 64 ? UINT64_MAX : (1ull << s->n_cus) - 1;
-    memset(s->cu_busy, 0, sizeof(s->cu_busy));
-    qemu_mutex_unlock(&s->cu_lock);
+    npu_cu_reset(s);
     qemu_mutex_lock(&s->reg_lock);
     s->err_pending = 0;
     s->scratch = 0;
@@ -270,6 +272,21 @@ static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
         break;
     case NPU_RING_ERROR_INFO:
         v = r->error_info;
+        break;
+    case NPU_RING_FAULT_PC_LO:
+        v = (uint32_t)r->fault_pc;
+        break;
+    case NPU_RING_FAULT_PC_HI:
+        v = r->fault_pc >> 32;
+        break;
+    case NPU_RING_FAULT_BLOCK:
+        v = r->fault_block;
+        break;
+    case NPU_RING_FAULT_THREAD:
+        v = r->fault_thread;
+        break;
+    case NPU_RING_FAULT_UNIT:
+        v = r->fault_unit;
         break;
     case NPU_RING_BUSY_LO:
         v = (uint32_t)r->busy_ns;
@@ -366,13 +383,20 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
         }
         return 0;
     }
+    if (addr >= NPU_REG_CU_CYCLES_LO(0)) {
+        unsigned cu = (addr - NPU_REG_CU_CYCLES_LO(0)) / 16;
+
+        if (cu < s->n_cus && addr < NPU_REG_CU_CYCLES_LO(NPU_MAX_CUS)) {
+            v = npu_cu_counter(s, cu, addr & 8 ? 2 : 1);
+            return addr & 4 ? v >> 32 : (uint32_t)v;
+        }
+        return 0;
+    }
     if (addr >= NPU_REG_CU_BUSY_LO(0)) {
         unsigned cu = (addr - NPU_REG_CU_BUSY_LO(0)) / 8;
 
-        if (cu < s->n_cus) {
-            qemu_mutex_lock(&s->cu_lock);
-            v = s->cu_busy[cu];
-            qemu_mutex_unlock(&s->cu_lock);
+        if (cu < s->n_cus && addr < NPU_REG_CU_BUSY_LO(NPU_MAX_CUS)) {
+            v = npu_cu_counter(s, cu, 0);
             return addr & 4 ? v >> 32 : (uint32_t)v;
         }
         return 0;
@@ -420,6 +444,12 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
         return s->launch_ns;
     case NPU_REG_COPY_NS:
         return s->copy_ns;
+    case NPU_REG_CU_THREADS:
+        return s->cu_threads;
+    case NPU_REG_CU_SCRATCH:
+        return s->cu_scratch_kib * 1024u;
+    case NPU_REG_CU_CLOCK_MHZ:
+        return s->cu_clock_mhz;
     case NPU_REG_RESET:
     case NPU_REG_MMU_INVALIDATE:
         return 0;
@@ -505,6 +535,7 @@ static void npu_stop_threads(NpuState *s, unsigned n)
         qemu_cond_broadcast(&r->cond);
         qemu_mutex_unlock(&r->lock);
     }
+    /* ring threads waiting in the dispatcher cancel their launches */
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
@@ -545,6 +576,19 @@ static bool npu_check_props(NpuState *s, Error **errp)
     }
     if (s->launch_ns > 1000000000 || s->copy_ns > 1000000000) {
         error_setg(errp, "npu: launch-ns and copy-ns must be <= 1e9");
+        return false;
+    }
+    if (s->cu_threads < 1 || s->cu_threads > NPU_CODE_MAX_THREADS) {
+        error_setg(errp, "npu: cu-threads must be 1..%d",
+                   NPU_CODE_MAX_THREADS);
+        return false;
+    }
+    if (s->cu_scratch_kib > 16 * 1024) {
+        error_setg(errp, "npu: cu-scratch-kib must be <= 16384");
+        return false;
+    }
+    if (s->cu_clock_mhz < 1 || s->cu_clock_mhz > 10000) {
+        error_setg(errp, "npu: cu-clock-mhz must be 1..10000");
         return false;
     }
     return true;
@@ -594,7 +638,6 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     qemu_mutex_init(&s->cu_lock);
     qemu_cond_init(&s->cu_cond);
     s->irq_bh = qemu_bh_new(npu_irq_bh, s);
-    s->cu_free = s->n_cus == 64 ? UINT64_MAX : (1ull << s->n_cus) - 1;
     s->clock_base = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 
     for (i = 0; i < s->nrings; i++) {
@@ -611,6 +654,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
         qemu_thread_create(&r->thread, r->name, npu_ring_thread, r,
                            QEMU_THREAD_JOINABLE);
     }
+    npu_cu_init(s);
 }
 
 static void npu_exit(PCIDevice *pdev)
@@ -618,6 +662,7 @@ static void npu_exit(PCIDevice *pdev)
     NpuState *s = NPU(pdev);
 
     npu_stop_threads(s, s->nrings);
+    npu_cu_fini(s);
     qemu_bh_delete(s->irq_bh);
     s->irq_bh = NULL;
     qemu_cond_destroy(&s->cu_cond);
@@ -637,6 +682,9 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("cu-mops", NpuState, cu_mops, 2000),
     DEFINE_PROP_UINT32("launch-ns", NpuState, launch_ns, 4000),
     DEFINE_PROP_UINT32("copy-ns", NpuState, copy_ns, 2000),
+    DEFINE_PROP_UINT32("cu-threads", NpuState, cu_threads, 16),
+    DEFINE_PROP_UINT32("cu-scratch-kib", NpuState, cu_scratch_kib, 64),
+    DEFINE_PROP_UINT32("cu-clock-mhz", NpuState, cu_clock_mhz, 1000),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -26,11 +26,21 @@ typedef struct NpuTlbEntry {
     uint64_t pte;       /* leaf entry */
 } NpuTlbEntry;
 
-/* Outcome of a command: error code, faulting address, error info. */
+/*
+ * Outcome of a command: error code and faulting address; for a fault of a
+ * LAUNCH_CODE thread also where it happened (cu set).
+ */
 typedef struct NpuErr {
     uint32_t code;
     uint64_t addr;
+    bool cu;
+    uint64_t pc;
+    uint32_t block;
+    uint32_t thread;
+    uint32_t unit;
 } NpuErr;
+
+typedef struct NpuCuState NpuCuState;
 
 typedef struct NpuRing {
     NpuState *s;
@@ -55,6 +65,10 @@ typedef struct NpuRing {
     uint32_t error_ctx;
     uint64_t fault;
     uint32_t error_info;
+    uint64_t fault_pc;
+    uint32_t fault_block;
+    uint32_t fault_thread;
+    uint32_t fault_unit;
     uint64_t busy_ns;
     uint64_t cmds;
     uint64_t bytes;
@@ -101,6 +115,9 @@ struct NpuState {
     uint32_t cu_mops;
     uint32_t launch_ns;
     uint32_t copy_ns;
+    uint32_t cu_threads;
+    uint32_t cu_scratch_kib;
+    uint32_t cu_clock_mhz;
 
     unsigned nrings;
     NpuRing rings[NPU_MAX_RINGS];
@@ -112,11 +129,15 @@ struct NpuState {
     uint32_t clock_hi_latch;
     int64_t clock_base;         /* QEMU_CLOCK_REALTIME at reset */
 
-    /* compute unit pool, shared by the compute rings */
+    /*
+     * Compute units and the block dispatcher shared by the compute rings
+     * (npu_cu.c): cu_lock protects the launch queue and the units' state,
+     * cu_cond signals a launch queued, cancelled or finished.
+     */
     QemuMutex cu_lock;
     QemuCond cu_cond;
-    uint64_t cu_free;           /* bitmap of free units */
-    uint64_t cu_busy[NPU_MAX_CUS];
+    QemuThread cu_thread;
+    NpuCuState *cu;
 
     /* interrupts raised by engine threads, delivered by a bottom half */
     QEMUBH *irq_bh;
@@ -141,6 +162,10 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
 
 /* npu_mmu.c */
 void npu_tlb_flush(NpuRing *r);
+void npu_mmu_access_begin(NpuRing *r);
+void npu_mmu_access_end(NpuRing *r);
+bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
+                       uint64_t *pte_out, NpuErr *err);
 void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root);
 void npu_mmu_invalidate(NpuState *s, uint32_t ctx);
 bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
@@ -157,5 +182,14 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
 /* npu_kernels.c */
 bool npu_launch(NpuJob *job, const uint32_t *pkt, unsigned ndw,
                 uint64_t pkt_addr, NpuErr *err);
+
+/* npu_cu.c */
+void npu_cu_init(NpuState *s);
+void npu_cu_fini(NpuState *s);
+void npu_cu_reset(NpuState *s);
+uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which);
+bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns);
+bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
+                     uint64_t pkt_addr, NpuErr *err);
 
 #endif

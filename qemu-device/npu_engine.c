@@ -17,7 +17,7 @@
 #include "qemu/timer.h"
 #include "npu.h"
 
-#define NPU_PKT_MAX_DW      (6 + 2 * NPU_LAUNCH_MAX_ARGS)
+#define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 #define NPU_CHUNK           (64 * 1024)
 #define NPU_COPY_MAX        (1ull << 30)
 #define NPU_SEM_POLL_MAX_US 500
@@ -252,6 +252,7 @@ static bool npu_op_known(uint32_t op)
     case NPU_OP_COPY:
     case NPU_OP_FILL:
     case NPU_OP_LAUNCH:
+    case NPU_OP_LAUNCH_CODE:
     case NPU_OP_TIMESTAMP:
     case NPU_OP_SEM_WAIT:
     case NPU_OP_SEM_SIGNAL:
@@ -347,7 +348,7 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     if (op != NPU_OP_FENCE && op != NPU_OP_RING_CTRL && NPU_PKT_FLAGS(p[0])) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
-    if (op == NPU_OP_LAUNCH && r->copy) {
+    if ((op == NPU_OP_LAUNCH || op == NPU_OP_LAUNCH_CODE) && r->copy) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
     if (!NPU_OP_IS_PRIVILEGED(op) || op == NPU_OP_INDIRECT) {
@@ -366,6 +367,8 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
             *info |= (p[1] & 0xffff) << 16;
         }
         return npu_launch(job, p, ndw, pkt_addr, err);
+    case NPU_OP_LAUNCH_CODE:
+        return npu_launch_code(job, p, ndw, pkt_addr, err);
     case NPU_OP_TIMESTAMP:
         return npu_exec_timestamp(job, p, err);
     case NPU_OP_SEM_WAIT:
@@ -498,6 +501,10 @@ void *npu_ring_thread(void *opaque)
                 r->error_ctx = r->context;
                 r->fault = err.addr;
                 r->error_info = info;
+                r->fault_pc = err.pc;
+                r->fault_block = err.block;
+                r->fault_thread = err.thread;
+                r->fault_unit = err.unit;
                 qemu_mutex_lock(&s->reg_lock);
                 s->err_pending |= 1u << r->idx;
                 qemu_mutex_unlock(&s->reg_lock);

@@ -3,10 +3,10 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
- * A launch takes k = min(blocks, free units) compute units from the pool
- * shared by all compute rings (waiting while none is free), copies its
- * operands through the MMU into host buffers, computes, writes the results
- * back and holds the units until its modelled duration has passed.
+ * A launch copies its operands through the MMU into host buffers, computes,
+ * writes the results back, then has k = min(blocks, units) fixed-function
+ * blocks hold whole units in the block dispatcher (npu_cu.c), shared with
+ * user kernels, until its modelled duration has passed.
  */
 
 #include "qemu/osdep.h"
@@ -449,10 +449,7 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
     case NPU_KERNEL_TEST_SPIN:
         return true;
     case NPU_KERNEL_TEST_HANG:
-        while (!npu_aborted(job->ring)) {
-            g_usleep(1000);
-        }
-        return true;
+        return true;            /* the units are held in npu_launch() */
     case NPU_KERNEL_TEST_FAULT: {
         uint32_t w;
 
@@ -468,42 +465,6 @@ static bool npu_kernel_run(NpuJob *job, uint32_t kernel, const uint64_t *a,
     return false;
 }
 
-/* Take up to want units (at least one); 0 if the ring was reset. */
-static unsigned npu_cu_acquire(NpuState *s, NpuRing *r, uint64_t want,
-                               uint64_t *mask)
-{
-    unsigned k = 0;
-
-    qemu_mutex_lock(&s->cu_lock);
-    while (!s->cu_free && !npu_aborted(r)) {
-        qemu_cond_wait(&s->cu_cond, &s->cu_lock);
-    }
-    *mask = 0;
-    if (!npu_aborted(r)) {
-        while (s->cu_free && k < want) {
-            uint64_t bit = s->cu_free & -s->cu_free;
-
-            s->cu_free &= ~bit;
-            *mask |= bit;
-            k++;
-        }
-    }
-    qemu_mutex_unlock(&s->cu_lock);
-    return k;
-}
-
-static void npu_cu_release(NpuState *s, uint64_t mask, uint64_t ns)
-{
-    qemu_mutex_lock(&s->cu_lock);
-    s->cu_free |= mask;
-    while (mask) {
-        s->cu_busy[ctz64(mask)] += ns;
-        mask &= mask - 1;
-    }
-    qemu_cond_broadcast(&s->cu_cond);
-    qemu_mutex_unlock(&s->cu_lock);
-}
-
 bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
                 uint64_t pkt_addr, NpuErr *err)
 {
@@ -511,9 +472,9 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     NpuState *s = r->s;
     uint32_t kernel, nargs, need, i;
     uint64_t args[NPU_LAUNCH_MAX_ARGS] = { 0 };
-    uint64_t blocks, mask, model, compute_ns, mem_ns;
+    uint64_t blocks, model, compute_ns, mem_ns;
+    int64_t t0, hold;
     unsigned k;
-    int64_t t0;
     bool ok;
 
     if (ndw < 6) {
@@ -550,23 +511,34 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
         return false;
     }
 
-    k = npu_cu_acquire(s, r, blocks, &mask);
-    if (!k) {
-        return true;            /* reset while waiting for units */
-    }
+    k = MIN(blocks, s->n_cus);
     t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    ok = npu_kernel_run(job, kernel, args, err);
-    if (ok) {
-        if (kernel == NPU_KERNEL_TEST_SPIN) {
-            model = (s->timing ? s->launch_ns : 0) + args[0];
-        } else {
-            compute_ns = job->ops / k * 1000 / s->cu_mops;
-            mem_ns = npu_bytes_ns(s, job->host_bytes, job->dev_bytes);
-            model = s->launch_ns + MAX(compute_ns, mem_ns);
-        }
-        npu_complete(job, t0, model, kernel == NPU_KERNEL_TEST_SPIN,
-                     job->host_bytes + job->dev_bytes);
+    if (kernel == NPU_KERNEL_TEST_HANG) {
+        /* holds its units until the ring is reset */
+        npu_cu_run_fixed(job, k, INT64_MAX);
+        return true;
     }
-    npu_cu_release(s, mask, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0);
+    ok = npu_kernel_run(job, kernel, args, err);
+    if (!ok || npu_aborted(r)) {
+        return ok;
+    }
+    if (kernel == NPU_KERNEL_TEST_SPIN) {
+        model = (s->timing ? s->launch_ns : 0) + args[0];
+    } else {
+        compute_ns = job->ops / k * 1000 / s->cu_mops;
+        mem_ns = npu_bytes_ns(s, job->host_bytes, job->dev_bytes);
+        model = s->launch_ns + MAX(compute_ns, mem_ns);
+    }
+    if (!s->timing && kernel != NPU_KERNEL_TEST_SPIN) {
+        model = 0;
+    }
+    /* the units are held for what the computation left of the model */
+    hold = MAX((int64_t)MIN(model, INT64_MAX / 4) -
+               (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0), 0);
+    if (!npu_cu_run_fixed(job, k, hold)) {
+        return true;            /* reset while holding units */
+    }
+    npu_complete(job, t0, model, kernel == NPU_KERNEL_TEST_SPIN,
+                 job->host_bytes + job->dev_bytes);
     return ok;
 }

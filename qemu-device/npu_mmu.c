@@ -12,9 +12,11 @@
  * without it. The protocol, per ring, with atomics only:
  *
  * - The engine publishes the context its TLB belongs to in mmu_ctx.
- * - Every access through the MMU (one page of npu_vm_rw, or one chunk of
- *   the COPY/FILL fast path: its translations and its data transfer) is
- *   bracketed by npu_access_begin/end. Begin stores mmu_busy = mmu_gen | 1
+ * - Every access through the MMU (one page of npu_vm_rw, one chunk of
+ *   the COPY/FILL fast path: its translations and its data transfer, or
+ *   one quantum of the compute units running the ring's launch, npu_cu.c)
+ *   is bracketed by npu_mmu_access_begin/end. Begin stores
+ *   mmu_busy = mmu_gen | 1
  *   (the generation as first read), issues a full barrier, reads mmu_gen
  *   again with acquire and drops the TLB if it was filled under another
  *   generation. End stores mmu_busy = 0 with release.
@@ -59,13 +61,13 @@ void npu_tlb_flush(NpuRing *r)
  */
 void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root)
 {
-    /* ordered before the next walk by the barrier in npu_access_begin */
+    /* ordered before the next walk by the barrier in npu_mmu_access_begin */
     qatomic_set(&r->mmu_ctx, ctx);
     r->pt_root = pt_root;
     npu_tlb_flush(r);
 }
 
-static void npu_access_begin(NpuRing *r)
+void npu_mmu_access_begin(NpuRing *r)
 {
     uint32_t gen = qatomic_read(&r->mmu_gen);
 
@@ -79,7 +81,7 @@ static void npu_access_begin(NpuRing *r)
     }
 }
 
-static void npu_access_end(NpuRing *r)
+void npu_mmu_access_end(NpuRing *r)
 {
     /* the access's reads and writes are complete before busy is cleared */
     qatomic_store_release(&r->mmu_busy, 0);
@@ -126,11 +128,13 @@ static bool npu_fail(NpuErr *err, uint32_t code, uint64_t addr)
     return false;
 }
 
-/* Translate va to its leaf entry, checking permissions and bounds. */
-static bool npu_translate(NpuJob *job, uint64_t va, bool is_write,
-                          uint64_t *pte_out, NpuErr *err)
+/*
+ * Translate va to its leaf entry in the ring's context, checking
+ * permissions and bounds. Inside npu_mmu_access_begin/end.
+ */
+bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
+                       uint64_t *pte_out, NpuErr *err)
 {
-    NpuRing *r = job->ring;
     NpuState *s = r->s;
     uint64_t vpn = va >> NPU_PAGE_SHIFT;
     NpuTlbEntry *t = &r->tlb[vpn % NPU_TLB_ENTRIES];
@@ -195,8 +199,8 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
         uint64_t pte, addr;
         bool ok = true;
 
-        npu_access_begin(job->ring);
-        if (!npu_translate(job, va, is_write, &pte, err)) {
+        npu_mmu_access_begin(job->ring);
+        if (!npu_mmu_translate(job->ring, va, is_write, &pte, err)) {
             ok = false;
         } else if (pte & NPU_PTE_DEVMEM) {
             /* the page lies entirely inside device memory (checked) */
@@ -215,7 +219,7 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
                 job->host_bytes += n;
             }
         }
-        npu_access_end(job->ring);
+        npu_mmu_access_end(job->ring);
         if (!ok) {
             return false;
         }
@@ -278,7 +282,7 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
         bool dev;
         NpuErr e;
 
-        if (!npu_translate(job, va, is_write, &pte, &e)) {
+        if (!npu_mmu_translate(job->ring, va, is_write, &pte, &e)) {
             return false;
         }
         addr = (pte & NPU_PTE_ADDR_MASK) + off;
@@ -447,8 +451,8 @@ bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
 {
     bool done;
 
-    npu_access_begin(job->ring);
+    npu_mmu_access_begin(job->ring);
     done = npu_vm_copy_fast_access(job, src, src_buf, dst, len);
-    npu_access_end(job->ring);
+    npu_mmu_access_end(job->ring);
     return done;
 }

@@ -69,6 +69,16 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	read -r p f s < <(tap_count "$res/host/device.tap")
 	add_row device host "$p" "$f" "$s"
 fi
+for t in cutest:device-cu isatest:device-isa; do
+	prog=${t%%:*} name=${t#*:}
+	if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-$prog" ]; then
+		echo "== $name tests (qtest)" >&2
+		"$BUILD/device/npu-$prog" "$QEMU" >"$res/host/$name.tap" 2>"$res/host/$name.err"
+		echo "# exit status $?" >>"$res/host/$name.tap"
+		read -r p f s < <(tap_count "$res/host/$name.tap")
+		add_row "$name" host "$p" "$f" "$s"
+	fi
+done
 
 for k in "$@"; do
 	out=$res/$k

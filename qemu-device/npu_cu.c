@@ -1,0 +1,1588 @@
+/*
+ * npu - virtual NPU PCI device: compute units and the block dispatcher.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * One thread ("npu-cu") runs every compute unit. The compute rings queue
+ * launches: LAUNCH_CODE (RISC-V blocks of threads) and LAUNCH (a built-in
+ * kernel, computed by the ring thread, whose blocks then hold whole units
+ * for their modelled time). The dispatcher places blocks on units as thread
+ * slots and scratchpad free up, in launch order: a launch's blocks are all
+ * placed before the next launch's, and blocks of several launches (rings,
+ * contexts) share a unit.
+ *
+ * Units advance in lockstep quanta of NPU_CU_QUANTUM cycles. Within a
+ * quantum each unit runs its cycle model: in-order, fine-grained
+ * multithreaded, one instruction per cycle from the first ready thread
+ * after the last one that issued; a per-thread scoreboard holds the cycle
+ * at which each register's value is ready. Every thread-cycle of a resident
+ * thread is charged to one stall reason (enum npu_stall). The result is a
+ * function of the launches and their inputs only, so cycle counts repeat
+ * exactly. With the timing model on, cycles are paced to wall time at
+ * cu-clock-mhz (the units never run ahead of their modelled time).
+ *
+ * Locking: cu_lock protects everything here; the npu-cu thread holds it
+ * while it runs a quantum. The thread never takes a ring's lock: a launch
+ * carries its outcome back to the waiting ring thread. During a quantum
+ * the thread uses the MMU state of every ring with a resident launch; the
+ * ring thread is blocked in npu_cu_wait() meanwhile, and MMU_INVALIDATE
+ * waits for the quantum to end (npu_mmu_access_begin/end).
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/host-utils.h"
+#include "qemu/queue.h"
+#include "qemu/rcu.h"
+#include "qemu/timer.h"
+#include "npu.h"
+#include "npu_rv.h"
+
+#define NPU_CU_QUANTUM      1024        /* cycles between unit switches */
+#define NPU_CODE_PAGES      16          /* decoded code pages per launch */
+#define NPU_DTLB            64          /* data translations per launch */
+#define NPU_MEM_QUEUE       8           /* memory requests in flight/unit */
+#define NPU_SECTOR          32          /* bytes per memory transaction */
+#define NPU_PACE_SLACK_NS   1000000     /* re-anchor when this far behind */
+#define NPU_NREGS           64          /* x0-x31, f0-f31 */
+
+/* Latency table in cycles (Documentation/hw/npu.rst, "Cycle model"). */
+enum {
+    NPU_LAT_ALU = 1,
+    NPU_LAT_BRANCH = 2,         /* bubble after a taken branch or jump */
+    NPU_LAT_MUL = 3,
+    NPU_LAT_DIV = 16,           /* not pipelined */
+    NPU_LAT_FP = 4,
+    NPU_LAT_FDIV = 16,          /* not pipelined */
+    NPU_LAT_LOCAL = 4,          /* scratchpad, stack, params */
+    NPU_LAT_DEVICE = 120,
+    NPU_LAT_HOST = 800,
+    NPU_LAT_AMO = 4,            /* added to the memory latency */
+};
+
+typedef struct NpuLaunch NpuLaunch;
+
+typedef struct NpuBlock {
+    NpuLaunch *l;
+    uint32_t idx;               /* linear block index */
+    uint32_t bx, by, bz;
+    uint8_t *scratch;
+    uint32_t nthreads;
+    uint32_t live;              /* threads that have not ended */
+    uint32_t at_barrier;
+    int64_t fixed_end;          /* fixed-function block: wall deadline */
+    int64_t fixed_start;
+} NpuBlock;
+
+typedef struct NpuSlot {
+    NpuBlock *blk;              /* NULL: free */
+    bool live;                  /* running, not ended */
+    bool barrier;               /* waiting at the block barrier */
+    uint32_t tid;
+    uint32_t tx, ty, tz;
+    uint8_t *stack;
+    NpuRvHart h;
+    uint64_t ready[NPU_NREGS];  /* cycle the register's value is ready */
+    uint8_t why[NPU_NREGS];     /* stall reason while waiting for it */
+    uint64_t issue_at;          /* no issue before (branch bubble) */
+    uint8_t stall;              /* reason of the current cycle */
+} NpuSlot;
+
+typedef struct NpuUnit {
+    NpuSlot *slot;
+    uint32_t free_slots;
+    uint32_t free_scratch;
+    NpuBlock **blocks;          /* resident blocks */
+    uint32_t nblocks;
+    uint32_t ncode;             /* of which LAUNCH_CODE blocks */
+    uint64_t cycle;
+    uint64_t div_free;          /* integer divider free at */
+    uint64_t fdiv_free;         /* FP divide/sqrt unit free at */
+    uint64_t mem_done[NPU_MEM_QUEUE];
+    uint64_t dev_free;          /* device memory share free at, 1/256 cy */
+    uint64_t host_free;         /* link share free at, 1/256 cycle */
+    uint32_t rr;                /* slot that issued last */
+    uint64_t busy_cycles;       /* cycles with a LAUNCH_CODE block */
+    uint64_t instrs;
+    uint64_t fixed_ns;          /* wall time held by fixed blocks */
+} NpuUnit;
+
+typedef struct NpuCodePage {
+    uint64_t vpn;               /* UINT64_MAX: empty */
+    NpuRvInsn *insn;            /* 1024 decoded words */
+} NpuCodePage;
+
+typedef struct NpuDtlb {
+    uint64_t vpn;               /* UINT64_MAX: empty */
+    uint64_t pte;
+} NpuDtlb;
+
+struct NpuLaunch {
+    NpuRing *ring;
+    bool fixed;                 /* built-in kernel: whole-unit blocks */
+    int64_t fixed_ns;
+
+    uint32_t flags;
+    uint64_t entry;
+    uint32_t grid[3];
+    uint32_t bdim[3];
+    uint32_t nthreads;
+    uint32_t scratch;
+    uint32_t stack;
+    uint64_t stats_va;
+    uint64_t trace_va;
+    uint32_t trace_bytes;
+    uint32_t sample_period;
+    uint32_t trace_block;
+    uint64_t printf_va;
+    uint32_t printf_bytes;
+    uint32_t nargs;
+    uint8_t params[NPU_CODE_MAX_ARGS * 8];
+
+    uint64_t nblocks;
+    uint64_t next_block;        /* next to place */
+    uint64_t done_blocks;
+    uint32_t resident;
+
+    bool cancel;                /* ring reset: drop the blocks */
+    bool failed;
+    bool finished;              /* the ring thread may go on */
+    NpuErr err;
+
+    uint32_t gen;               /* ring->tlb_gen the caches are valid for */
+    NpuCodePage code[NPU_CODE_PAGES];
+    NpuDtlb dtlb[NPU_DTLB];
+
+    bool started;
+    uint64_t first_cycle;
+    uint64_t last_cycle;
+    uint64_t seen;              /* stamp: counted in this charge */
+    struct npu_launch_stats st;
+    uint32_t printf_used;
+
+    QTAILQ_ENTRY(NpuLaunch) next;
+};
+
+struct NpuCuState {
+    NpuUnit unit[NPU_MAX_CUS];
+    QTAILQ_HEAD(, NpuLaunch) queue;
+    uint64_t cycle;             /* start of the current quantum */
+    uint32_t active;            /* units with LAUNCH_CODE blocks */
+    bool stop;
+    bool anchored;
+    int64_t wall_anchor;
+    uint64_t cycle_anchor;
+    uint64_t stamp;
+};
+
+/* What one executing instruction did, filled by the memory callbacks. */
+typedef struct NpuExec {
+    NpuState *s;
+    NpuUnit *u;
+    NpuSlot *t;
+    NpuLaunch *l;
+    uint64_t cycle;
+    int space;                  /* enum npu_space of the access, or -1 */
+    bool barrier;
+} NpuExec;
+
+static int64_t npu_now(void)
+{
+    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+}
+
+static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
+                        const NpuSlot *t, unsigned unit)
+{
+    if (l->failed) {
+        return;
+    }
+    l->failed = true;
+    l->err.code = code;
+    l->err.addr = addr;
+    if (t) {
+        l->err.cu = true;
+        l->err.pc = t->h.pc;
+        l->err.block = t->blk->idx;
+        l->err.thread = t->tid;
+        l->err.unit = unit;
+    }
+}
+
+/*
+ * Memory through the launch's context
+ */
+
+static void npu_launch_flush(NpuLaunch *l)
+{
+    unsigned i;
+
+    for (i = 0; i < NPU_CODE_PAGES; i++) {
+        l->code[i].vpn = UINT64_MAX;
+    }
+    for (i = 0; i < NPU_DTLB; i++) {
+        l->dtlb[i].vpn = UINT64_MAX;
+    }
+}
+
+static uint32_t npu_cu_translate(NpuLaunch *l, uint64_t va, bool is_write,
+                                 uint64_t *pte)
+{
+    uint64_t vpn = va >> NPU_PAGE_SHIFT;
+    NpuDtlb *e = &l->dtlb[vpn % NPU_DTLB];
+    NpuErr err = { 0 };
+
+    if (e->vpn != vpn) {
+        if (!npu_mmu_translate(l->ring, va, false, &e->pte, &err)) {
+            e->vpn = UINT64_MAX;
+            return err.code;
+        }
+        e->vpn = vpn;
+    }
+    if (is_write && !(e->pte & NPU_PTE_WRITE)) {
+        return NPU_ERR_MMU_WRITE;
+    }
+    *pte = e->pte;
+    return 0;
+}
+
+/* Access len bytes (within one page) at va; *space gets where they were. */
+static uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va,
+                             void *buf, unsigned len, bool is_write,
+                             int *space)
+{
+    uint64_t pte, pa;
+    uint32_t code = npu_cu_translate(l, va, is_write, &pte);
+
+    if (code) {
+        return code;
+    }
+    pa = (pte & NPU_PTE_ADDR_MASK) + (va & (NPU_PAGE_SIZE - 1));
+    if (pte & NPU_PTE_DEVMEM) {
+        if (is_write) {
+            memcpy(s->devmem_ptr + pa, buf, len);
+        } else {
+            memcpy(buf, s->devmem_ptr + pa, len);
+        }
+        *space = NPU_SPACE_DEVICE;
+        return 0;
+    }
+    if (npu_phys_rw(s, pa, buf, len, is_write) != MEMTX_OK) {
+        return NPU_ERR_BAD_DMA;
+    }
+    *space = NPU_SPACE_HOST;
+    return 0;
+}
+
+/* Larger transfers for the device's own records (stats, traces, printf). */
+static bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va,
+                         const void *buf, uint64_t len)
+{
+    const uint8_t *p = buf;
+    int space;
+
+    while (len) {
+        unsigned n = MIN(len, NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1)));
+        uint32_t code = npu_cu_vm_rw(s, l, va, (void *)p, n, true, &space);
+
+        if (code) {
+            npu_cu_fail(l, code, va, NULL, 0);
+            return false;
+        }
+        va += n;
+        p += n;
+        len -= n;
+    }
+    return true;
+}
+
+/* The local windows: scratchpad, stack, params. NULL if va is not in one. */
+static uint8_t *npu_cu_local(NpuExec *x, uint64_t va, unsigned size,
+                             bool is_write, uint32_t *code, int *space)
+{
+    uint64_t win = va & ~(NPU_LOCAL_WINDOW - 1), off = va - win;
+    uint64_t limit;
+    uint8_t *base;
+
+    *code = 0;
+    if (win == NPU_LOCAL_SCRATCH) {
+        base = x->t->blk->scratch;
+        limit = x->l->scratch;
+        *space = NPU_SPACE_SCRATCH;
+    } else if (win == NPU_LOCAL_STACK) {
+        base = x->t->stack;
+        limit = x->l->stack;
+        *space = NPU_SPACE_STACK;
+    } else if (win == NPU_LOCAL_PARAMS && !is_write) {
+        base = x->l->params;
+        limit = x->l->nargs * 8;
+        *space = NPU_SPACE_STACK;
+    } else {
+        *code = win == NPU_LOCAL_PARAMS ? NPU_ERR_CU_LOCAL_RANGE
+                                        : NPU_ERR_MMU_FAULT;
+        return NULL;
+    }
+    if (off + size > limit) {
+        *code = NPU_ERR_CU_LOCAL_RANGE;
+        return NULL;
+    }
+    return base + off;
+}
+
+static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
+                              uint64_t *val, bool is_write)
+{
+    uint8_t buf[8];
+    uint32_t code;
+
+    if (va >> NPU_VA_BITS) {
+        uint8_t *p = npu_cu_local(x, va, size, is_write, &code, &x->space);
+
+        if (!p) {
+            return code;
+        }
+        if (is_write) {
+            stn_le_p(p, size, *val);
+        } else {
+            *val = ldn_le_p(p, size);
+        }
+    } else if (is_write) {
+        stn_le_p(buf, size, *val);
+        code = npu_cu_vm_rw(x->s, x->l, va, buf, size, true, &x->space);
+        if (code) {
+            return code;
+        }
+    } else {
+        code = npu_cu_vm_rw(x->s, x->l, va, buf, size, false, &x->space);
+        if (code) {
+            return code;
+        }
+        *val = ldn_le_p(buf, size);
+    }
+    if (is_write) {
+        x->l->st.bytes_written[x->space] += size;
+    } else {
+        x->l->st.bytes_read[x->space] += size;
+    }
+    return 0;
+}
+
+static uint32_t npu_cu_load(void *opaque, uint64_t va, unsigned size,
+                            uint64_t *val)
+{
+    return npu_cu_access(opaque, va, size, val, false);
+}
+
+static uint32_t npu_cu_store(void *opaque, uint64_t va, unsigned size,
+                             uint64_t val)
+{
+    return npu_cu_access(opaque, va, size, &val, true);
+}
+
+static bool npu_cu_csr_read(void *opaque, unsigned csr, uint64_t *val)
+{
+    NpuExec *x = opaque;
+    NpuSlot *t = x->t;
+    NpuLaunch *l = x->l;
+
+    switch (csr) {
+    case 0xc00:                 /* cycle */
+        *val = x->cycle;
+        return true;
+    case 0xc01:                 /* time */
+        *val = npu_clock(x->s);
+        return true;
+    case NPU_CSR_BLOCK_X:
+        *val = t->blk->bx;
+        return true;
+    case NPU_CSR_BLOCK_Y:
+        *val = t->blk->by;
+        return true;
+    case NPU_CSR_BLOCK_Z:
+        *val = t->blk->bz;
+        return true;
+    case NPU_CSR_GRID_X:
+    case NPU_CSR_GRID_Y:
+    case NPU_CSR_GRID_Z:
+        *val = l->grid[csr - NPU_CSR_GRID_X];
+        return true;
+    case NPU_CSR_THREAD_X:
+        *val = t->tx;
+        return true;
+    case NPU_CSR_THREAD_Y:
+        *val = t->ty;
+        return true;
+    case NPU_CSR_THREAD_Z:
+        *val = t->tz;
+        return true;
+    case NPU_CSR_BDIM_X:
+    case NPU_CSR_BDIM_Y:
+    case NPU_CSR_BDIM_Z:
+        *val = l->bdim[csr - NPU_CSR_BDIM_X];
+        return true;
+    case NPU_CSR_UNIT:
+        *val = x->u - x->s->cu->unit;
+        return true;
+    case NPU_CSR_SLOT:
+        *val = t - x->u->slot;
+        return true;
+    case NPU_CSR_SCRATCH_BYTES:
+        *val = l->scratch;
+        return true;
+    case NPU_CSR_STACK_BYTES:
+        *val = l->stack;
+        return true;
+    case NPU_CSR_NARGS:
+        *val = l->nargs;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* NPU_CSR_PRINTF: append the thread's record to the launch's buffer. */
+static uint32_t npu_cu_printf(NpuExec *x, uint64_t va)
+{
+    NpuLaunch *l = x->l;
+    uint8_t rec[sizeof(struct npu_printf_record) + NPU_PRINTF_MAX_RECORD];
+    struct npu_printf_record *h = (void *)rec;
+    uint64_t v, off;
+    uint32_t bytes, code, i;
+
+    if (va & 7) {
+        return NPU_ERR_CU_MISALIGNED;
+    }
+    code = npu_cu_load(x, va, 4, &v);
+    if (code) {
+        return code;
+    }
+    bytes = v;
+    if (bytes < 8 || bytes > NPU_PRINTF_MAX_RECORD || bytes % 8) {
+        return NPU_ERR_BAD_ARGS;
+    }
+    for (i = 0; i < bytes; i += 8) {
+        code = npu_cu_load(x, va + i, 8, &v);
+        if (code) {
+            return code;
+        }
+        stq_le_p(rec + sizeof(*h) + i, v);
+    }
+    if (!l->printf_va) {
+        return 0;
+    }
+    off = sizeof(struct npu_printf_header) + l->printf_used;
+    if (off + sizeof(*h) + bytes > l->printf_bytes) {
+        l->st.printf_lost++;
+        return 0;
+    }
+    h->bytes = cpu_to_le32(sizeof(*h) + bytes);
+    h->block = cpu_to_le32(x->t->blk->idx);
+    h->thread = cpu_to_le32(x->t->tid);
+    h->reserved = 0;
+    if (!npu_cu_write(x->s, l, l->printf_va + off, rec, sizeof(*h) + bytes)) {
+        return l->err.code;
+    }
+    l->printf_used += sizeof(*h) + bytes;
+    l->st.printf_records++;
+    return 0;
+}
+
+static uint32_t npu_cu_csr_write(void *opaque, unsigned csr, uint64_t val)
+{
+    NpuExec *x = opaque;
+
+    switch (csr) {
+    case NPU_CSR_BARRIER:
+        x->barrier = true;
+        return 0;
+    case NPU_CSR_PRINTF:
+        return npu_cu_printf(x, val);
+    default:
+        return NPU_ERR_CU_ILLEGAL;
+    }
+}
+
+static const NpuRvOps npu_cu_ops = {
+    .load = npu_cu_load,
+    .store = npu_cu_store,
+    .csr_read = npu_cu_csr_read,
+    .csr_write = npu_cu_csr_write,
+};
+
+/* Decoded instruction at pc, decoding its page on first use. */
+static const NpuRvInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
+                                     uint32_t *code)
+{
+    uint64_t vpn = pc >> NPU_PAGE_SHIFT;
+    NpuCodePage *cp = &l->code[vpn % NPU_CODE_PAGES];
+    uint32_t words[NPU_PAGE_SIZE / 4];
+    int space;
+    unsigned i;
+
+    if (cp->vpn != vpn) {
+        if (pc >> NPU_VA_BITS) {
+            *code = NPU_ERR_MMU_FAULT;
+            return NULL;
+        }
+        *code = npu_cu_vm_rw(s, l, pc & ~(NPU_PAGE_SIZE - 1), words,
+                             NPU_PAGE_SIZE, false, &space);
+        if (*code) {
+            return NULL;
+        }
+        if (!cp->insn) {
+            cp->insn = g_new(NpuRvInsn, NPU_PAGE_SIZE / 4);
+        }
+        for (i = 0; i < NPU_PAGE_SIZE / 4; i++) {
+            NpuRvInsn *d = &cp->insn[i];
+            uint32_t w = le32_to_cpu(words[i]);
+
+            if (!npu_rv_decode(w, d)) {
+                memset(d, 0, sizeof(*d));
+                d->word = w;
+                d->cls = NPU_RV_NCLASSES;       /* illegal */
+            }
+        }
+        cp->vpn = vpn;
+    }
+    return &cp->insn[(pc & (NPU_PAGE_SIZE - 1)) >> 2];
+}
+
+/*
+ * Traces
+ */
+
+static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
+                         unsigned unit, uint64_t cycle, uint8_t kind,
+                         uint8_t stall, uint32_t insn, uint64_t addr)
+{
+    struct npu_cu_trace_record rec;
+    uint64_t n = l->st.trace_records;
+    uint64_t off = sizeof(struct npu_cu_trace_header) + n * sizeof(rec);
+
+    if (l->failed) {
+        return;
+    }
+    if (off + sizeof(rec) > l->trace_bytes) {
+        l->st.trace_lost++;
+        return;
+    }
+    memset(&rec, 0, sizeof(rec));
+    rec.cycle = cpu_to_le64(cycle);
+    rec.pc = cpu_to_le64(t->h.pc);
+    rec.addr = cpu_to_le64(addr);
+    rec.insn = cpu_to_le32(insn);
+    rec.block = cpu_to_le32(t->blk->idx);
+    rec.thread = cpu_to_le16(t->tid);
+    rec.unit = unit;
+    rec.kind = kind;
+    rec.stall = stall;
+    if (npu_cu_write(s, l, l->trace_va + off, &rec, sizeof(rec))) {
+        l->st.trace_records++;
+    }
+}
+
+/* PC samples of thread t at the sample points in [c, c + n). */
+static void npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit,
+                          uint64_t c, uint64_t n, uint8_t stall)
+{
+    NpuLaunch *l = t->blk->l;
+    uint64_t p = ROUND_UP(c, l->sample_period);
+
+    for (; p < c + n; p += l->sample_period) {
+        npu_cu_trace(s, l, t, unit, p, NPU_CU_TRACE_SAMPLE, stall, 0, 0);
+    }
+}
+
+/*
+ * The cycle model of one unit
+ */
+
+static unsigned npu_reg_index(bool fp, unsigned r)
+{
+    return fp ? 32 + r : r;
+}
+
+/* Memory space an access at va falls in (for latency), -1 if it faults. */
+static int npu_cu_space_of(NpuLaunch *l, uint64_t va)
+{
+    uint64_t pte;
+
+    if (va >> NPU_VA_BITS) {
+        return NPU_SPACE_SCRATCH;       /* all local windows: on the unit */
+    }
+    if (npu_cu_translate(l, va, false, &pte)) {
+        return -1;
+    }
+    return pte & NPU_PTE_DEVMEM ? NPU_SPACE_DEVICE : NPU_SPACE_HOST;
+}
+
+/*
+ * Earliest cycle >= c at which t can issue its next instruction d, and the
+ * stall reason until then. A fetch fault issues at once (and faults).
+ */
+static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuRvInsn *d,
+                             uint64_t c, uint8_t *why)
+{
+    uint64_t when = MAX(c, t->issue_at);
+    unsigned i;
+
+    *why = t->issue_at > c ? NPU_STALL_BRANCH_RESOLVING : NPU_STALL_SELECTED;
+    if (t->barrier) {
+        *why = NPU_STALL_BARRIER;
+        return UINT64_MAX;
+    }
+    if (!d || d->cls == NPU_RV_NCLASSES) {
+        return when;
+    }
+    {
+        unsigned regs[4], nr = 0;
+
+        if (d->flags & NPU_RV_RS1_X) {
+            regs[nr++] = npu_reg_index(false, d->rs1);
+        } else if (d->flags & NPU_RV_RS1_F) {
+            regs[nr++] = npu_reg_index(true, d->rs1);
+        }
+        if (d->flags & NPU_RV_RS2_X) {
+            regs[nr++] = npu_reg_index(false, d->rs2);
+        } else if (d->flags & NPU_RV_RS2_F) {
+            regs[nr++] = npu_reg_index(true, d->rs2);
+        }
+        if (d->flags & NPU_RV_RS3_F) {
+            regs[nr++] = npu_reg_index(true, d->rs3);
+        }
+        /* in-order: a write waits for an older write of the same register */
+        if (d->flags & NPU_RV_RD_X) {
+            regs[nr++] = npu_reg_index(false, d->rd);
+        } else if (d->flags & NPU_RV_RD_F) {
+            regs[nr++] = npu_reg_index(true, d->rd);
+        }
+        for (i = 0; i < nr; i++) {
+            if (t->ready[regs[i]] > when) {
+                when = t->ready[regs[i]];
+                *why = t->why[regs[i]];
+            }
+        }
+    }
+    if (d->cls == NPU_RV_DIV && u->div_free > when) {
+        when = u->div_free;
+        *why = NPU_STALL_MATH_PIPE_THROTTLE;
+    }
+    if (d->cls == NPU_RV_FDIV && u->fdiv_free > when) {
+        when = u->fdiv_free;
+        *why = NPU_STALL_MATH_PIPE_THROTTLE;
+    }
+    if (d->cls == NPU_RV_LOAD || d->cls == NPU_RV_STORE ||
+        d->cls == NPU_RV_AMO) {
+        uint64_t va = t->h.x[d->rs1] + d->imm;
+        uint64_t first = UINT64_MAX;
+        unsigned busy = 0;
+
+        if (d->cls == NPU_RV_AMO) {
+            va = t->h.x[d->rs1];
+        }
+        if (npu_cu_space_of(t->blk->l, va) >= NPU_SPACE_DEVICE) {
+            for (i = 0; i < NPU_MEM_QUEUE; i++) {
+                if (u->mem_done[i] > when) {
+                    busy++;
+                    first = MIN(first, u->mem_done[i]);
+                }
+            }
+            if (busy == NPU_MEM_QUEUE) {
+                when = first;
+                *why = NPU_STALL_LG_THROTTLE;
+            }
+        }
+    }
+    return when;
+}
+
+/* Queue a memory request of the unit; returns the cycle its data is back. */
+static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
+                                   uint64_t c)
+{
+    NpuCuState *cs = s->cu;
+    uint64_t *chan, start, per, lat;
+    unsigned i, slot = 0;
+
+    if (space == NPU_SPACE_DEVICE) {
+        chan = &u->dev_free;
+        per = ((uint64_t)NPU_SECTOR * MAX(cs->active, 1) * s->cu_clock_mhz
+               << 8) / s->mem_bw;
+        lat = NPU_LAT_DEVICE;
+    } else {
+        chan = &u->host_free;
+        per = ((uint64_t)NPU_SECTOR * MAX(cs->active, 1) * s->cu_clock_mhz
+               << 8) / s->link_bw;
+        lat = NPU_LAT_HOST;
+    }
+    start = MAX(c << 8, *chan);
+    *chan = start + MAX(per, 1);
+    lat += (start >> 8) - c;
+    for (i = 1; i < NPU_MEM_QUEUE; i++) {
+        if (u->mem_done[i] < u->mem_done[slot]) {
+            slot = i;
+        }
+    }
+    u->mem_done[slot] = c + lat;
+    return c + lat;
+}
+
+static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b);
+
+/* Thread t ended: its block may end, or a barrier may now be complete. */
+static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
+                              uint64_t c)
+{
+    NpuBlock *b = t->blk;
+    unsigned i;
+
+    t->live = false;
+    b->live--;
+    if (b->live && b->at_barrier == b->live) {
+        for (i = 0; i < s->cu_threads; i++) {
+            if (u->slot[i].blk == b && u->slot[i].barrier) {
+                u->slot[i].barrier = false;
+                u->slot[i].issue_at = c + 1;
+            }
+        }
+        b->at_barrier = 0;
+    }
+    if (!b->live) {
+        b->l->last_cycle = MAX(b->l->last_cycle, c + 1);
+        npu_block_free(s, u, b);
+    }
+}
+
+/* Issue d for t at cycle c. */
+static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
+                         const NpuRvInsn *d, uint32_t fetch_err, uint64_t c)
+{
+    NpuLaunch *l = t->blk->l;
+    unsigned unit = u - s->cu->unit;
+    NpuExec x = { .s = s, .u = u, .t = t, .l = l, .cycle = c, .space = -1 };
+    uint64_t fault = 0, maddr = 0, pc = t->h.pc, lat = NPU_LAT_ALU;
+    uint8_t why = NPU_STALL_WAIT;
+    uint32_t res;
+
+    if (!d) {
+        npu_cu_fail(l, fetch_err, pc, t, unit);
+        return;
+    }
+    if (d->cls == NPU_RV_NCLASSES) {
+        npu_cu_fail(l, NPU_ERR_CU_ILLEGAL, pc, t, unit);
+        return;
+    }
+    res = npu_rv_exec(&t->h, d, &npu_cu_ops, &x, &fault, &maddr);
+    if (res && res != NPU_RV_ECALL) {
+        npu_cu_fail(l, res, fault, t, unit);
+        return;
+    }
+    if ((l->flags & NPU_CODE_ITRACE) && t->blk->idx == l->trace_block) {
+        NpuRvHart after = t->h;
+
+        t->h.pc = pc;
+        npu_cu_trace(s, l, t, unit, c, NPU_CU_TRACE_INSN, NPU_STALL_SELECTED,
+                     d->word, maddr);
+        t->h = after;
+    }
+    u->instrs++;
+    l->st.instructions++;
+    if (res == NPU_RV_ECALL) {
+        npu_cu_thread_end(s, u, t, c);
+        return;
+    }
+
+    switch (d->cls) {
+    case NPU_RV_BRANCH:
+    case NPU_RV_JUMP:
+        if (t->h.pc != pc + 4) {
+            t->issue_at = c + 1 + NPU_LAT_BRANCH;
+        }
+        break;
+    case NPU_RV_MUL:
+        lat = NPU_LAT_MUL;
+        break;
+    case NPU_RV_DIV:
+        lat = NPU_LAT_DIV;
+        why = NPU_STALL_SHORT_SCOREBOARD;
+        u->div_free = c + NPU_LAT_DIV;
+        break;
+    case NPU_RV_FP:
+        lat = NPU_LAT_FP;
+        break;
+    case NPU_RV_FDIV:
+        lat = NPU_LAT_FDIV;
+        why = NPU_STALL_SHORT_SCOREBOARD;
+        u->fdiv_free = c + NPU_LAT_FDIV;
+        break;
+    case NPU_RV_LOAD:
+    case NPU_RV_STORE:
+    case NPU_RV_AMO:
+        if (x.space == NPU_SPACE_DEVICE || x.space == NPU_SPACE_HOST) {
+            lat = npu_cu_mem_request(s, u, x.space, c) - c;
+            why = NPU_STALL_LONG_SCOREBOARD;
+        } else {
+            lat = NPU_LAT_LOCAL;
+            why = NPU_STALL_SHORT_SCOREBOARD;
+        }
+        if (d->cls == NPU_RV_AMO) {
+            lat += NPU_LAT_AMO;
+        }
+        break;
+    default:
+        break;
+    }
+    if (d->flags & (NPU_RV_RD_X | NPU_RV_RD_F)) {
+        unsigned r = npu_reg_index(d->flags & NPU_RV_RD_F, d->rd);
+
+        t->ready[r] = MAX(t->ready[r], c + lat);
+        t->why[r] = why;
+    }
+    if (x.barrier) {
+        NpuBlock *b = t->blk;
+
+        t->barrier = true;
+        if (++b->at_barrier == b->live) {
+            unsigned i;
+
+            for (i = 0; i < s->cu_threads; i++) {
+                if (u->slot[i].blk == b) {
+                    u->slot[i].barrier = false;
+                    u->slot[i].issue_at = MAX(u->slot[i].issue_at, c + 1);
+                }
+            }
+            b->at_barrier = 0;
+        }
+    }
+    if (t->h.pc == NPU_EXIT_PC) {
+        npu_cu_thread_end(s, u, t, c);
+    }
+}
+
+/* Account n cycles from c: every live thread under its current reason. */
+static void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n)
+{
+    NpuCuState *cs = s->cu;
+    unsigned i, unit = u - cs->unit;
+
+    cs->stamp++;
+    for (i = 0; i < u->nblocks; i++) {
+        NpuLaunch *l = u->blocks[i]->l;
+
+        if (!l->fixed && l->seen != cs->stamp) {
+            l->seen = cs->stamp;
+            l->st.unit_cycles += n;
+        }
+    }
+    for (i = 0; i < s->cu_threads; i++) {
+        NpuSlot *t = &u->slot[i];
+        NpuLaunch *l;
+
+        if (!t->blk || !t->live || t->blk->l->fixed) {
+            continue;
+        }
+        l = t->blk->l;
+        l->st.thread_cycles += n;
+        l->st.stall[t->stall] += n;
+        if (l->sample_period && !l->failed) {
+            npu_cu_sample(s, t, unit, c, n, t->stall);
+        }
+    }
+    if (u->ncode) {
+        u->busy_cycles += n;
+    }
+}
+
+/* Run unit u from its current cycle up to end. */
+static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
+{
+    unsigned nt = s->cu_threads;
+
+    while (u->cycle < end && u->ncode) {
+        uint64_t c = u->cycle, wake = UINT64_MAX;
+        const NpuRvInsn *pick_d = NULL;
+        uint32_t pick_err = 0;
+        int pick = -1;
+        unsigned k;
+
+        for (k = 0; k < nt; k++) {
+            unsigned i = (u->rr + 1 + k) % nt;
+            NpuSlot *t = &u->slot[i];
+            const NpuRvInsn *d = NULL;
+            uint32_t ferr = 0;
+            uint64_t when;
+
+            if (!t->blk || !t->live || t->blk->l->fixed) {
+                continue;
+            }
+            if (t->blk->l->failed) {
+                t->stall = NPU_STALL_WAIT;
+                continue;
+            }
+            if (!t->barrier) {
+                d = npu_cu_fetch(s, t->blk->l, t->h.pc, &ferr);
+            }
+            when = npu_cu_ready(u, t, d, c, &t->stall);
+            if (when <= c) {
+                if (pick < 0) {
+                    pick = i;
+                    pick_d = d;
+                    pick_err = ferr;
+                    t->stall = NPU_STALL_SELECTED;
+                } else {
+                    t->stall = NPU_STALL_NOT_SELECTED;
+                }
+            } else {
+                wake = MIN(wake, when);
+            }
+        }
+        if (pick < 0) {
+            /* nothing can issue: jump to the first wake-up */
+            uint64_t to = MIN(wake, end);
+
+            if (to <= c) {
+                to = c + 1;
+            }
+            npu_cu_charge(s, u, c, to - c);
+            u->cycle = to;
+            continue;
+        }
+        npu_cu_charge(s, u, c, 1);
+        u->rr = pick;
+        u->cycle = c + 1;
+        npu_cu_issue(s, u, &u->slot[pick], pick_d, pick_err, c);
+    }
+    if (u->cycle < end) {
+        u->cycle = end;
+    }
+}
+
+/*
+ * Dispatcher
+ */
+
+static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
+{
+    NpuLaunch *l = b->l;
+    unsigned i;
+
+    for (i = 0; i < s->cu_threads; i++) {
+        NpuSlot *t = &u->slot[i];
+
+        if (t->blk == b) {
+            g_free(t->stack);
+            t->stack = NULL;
+            t->blk = NULL;
+            t->live = false;
+            t->barrier = false;
+            u->free_slots++;
+        }
+    }
+    for (i = 0; i < u->nblocks; i++) {
+        if (u->blocks[i] == b) {
+            u->blocks[i] = u->blocks[--u->nblocks];
+            break;
+        }
+    }
+    if (l->fixed) {
+        u->fixed_ns += MAX(npu_now() - b->fixed_start, 0);
+    } else {
+        u->ncode--;
+        u->free_scratch += l->scratch;
+    }
+    l->resident--;
+    l->done_blocks++;
+    g_free(b->scratch);
+    g_free(b);
+}
+
+/* Place the next block of l on unit u at the unit's cycle, if it fits. */
+static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
+{
+    uint64_t c;
+    NpuBlock *b;
+    uint64_t idx = l->next_block;
+    unsigned i, tid = 0;
+
+    if (u->cycle < s->cu->cycle) {
+        u->cycle = s->cu->cycle;        /* an idle unit catches up */
+    }
+    c = u->cycle;
+    if (l->fixed) {
+        if (u->nblocks) {
+            return false;
+        }
+    } else if (u->free_slots < l->nthreads || u->free_scratch < l->scratch ||
+               u->nblocks > u->ncode) {
+        return false;
+    }
+    b = g_new0(NpuBlock, 1);
+    b->l = l;
+    b->idx = idx;
+    u->blocks[u->nblocks++] = b;
+    l->next_block++;
+    l->resident++;
+    l->st.blocks++;
+    if (!l->started) {
+        l->started = true;
+        l->first_cycle = c;
+        l->st.start_ns = npu_clock(s);
+    }
+    if (l->fixed) {
+        b->fixed_start = npu_now();
+        b->fixed_end = b->fixed_start + l->fixed_ns;
+        return true;
+    }
+    b->bx = idx % l->grid[0];
+    b->by = idx / l->grid[0] % l->grid[1];
+    b->bz = idx / l->grid[0] / l->grid[1];
+    b->nthreads = b->live = l->nthreads;
+    b->scratch = g_malloc0(MAX(l->scratch, 1));
+    u->free_scratch -= l->scratch;
+    u->ncode++;
+    for (i = 0; i < s->cu_threads && tid < l->nthreads; i++) {
+        NpuSlot *t = &u->slot[i];
+
+        if (t->blk) {
+            continue;
+        }
+        memset(t, 0, sizeof(*t));
+        t->blk = b;
+        t->live = true;
+        t->tid = tid;
+        t->tx = tid % l->bdim[0];
+        t->ty = tid / l->bdim[0] % l->bdim[1];
+        t->tz = tid / l->bdim[0] / l->bdim[1];
+        t->stack = g_malloc0(MAX(l->stack, 1));
+        t->h.pc = l->entry;
+        t->h.x[1] = NPU_EXIT_PC;
+        t->h.x[2] = NPU_LOCAL_STACK + l->stack;
+        t->issue_at = c;
+        u->free_slots--;
+        tid++;
+    }
+    for (i = 0; i < 8; i++) {
+        uint64_t v;
+
+        memcpy(&v, l->params + 8 * i, 8);
+        for (tid = 0; tid < s->cu_threads; tid++) {
+            if (u->slot[tid].blk == b) {
+                u->slot[tid].h.x[10 + i] = le64_to_cpu(v);
+            }
+        }
+    }
+    return true;
+}
+
+/* Unit with the most free thread slots that can take l's next block. */
+static NpuUnit *npu_cu_pick_unit(NpuState *s, NpuLaunch *l)
+{
+    NpuUnit *best = NULL;
+    unsigned i;
+
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        if (l->fixed ? u->nblocks != 0
+                     : (u->free_slots < l->nthreads ||
+                        u->free_scratch < l->scratch ||
+                        u->nblocks > u->ncode)) {
+            continue;
+        }
+        if (!best || u->free_slots > best->free_slots) {
+            best = u;
+        }
+    }
+    return best;
+}
+
+/* Place blocks in launch order; a launch goes only when the older ones
+ * have all their blocks placed. */
+static void npu_cu_dispatch(NpuState *s)
+{
+    NpuLaunch *l;
+
+    QTAILQ_FOREACH(l, &s->cu->queue, next) {
+        if (l->cancel || l->failed) {
+            continue;
+        }
+        while (l->next_block < l->nblocks) {
+            NpuUnit *u = npu_cu_pick_unit(s, l);
+
+            if (!u) {
+                return;
+            }
+            npu_block_place(s, u, l);
+        }
+    }
+}
+
+/* Write the launch's records; then the ring thread may go on. */
+static void npu_launch_finish(NpuState *s, NpuLaunch *l)
+{
+    if (!l->fixed && !l->failed && !l->cancel) {
+        npu_mmu_access_begin(l->ring);
+        if (l->gen != l->ring->tlb_gen) {
+            npu_launch_flush(l);
+            l->gen = l->ring->tlb_gen;
+        }
+        l->st.cycles = l->last_cycle - l->first_cycle;
+        l->st.end_ns = npu_clock(s);
+        if (l->trace_va) {
+            struct npu_cu_trace_header h = {
+                .magic = cpu_to_le32(NPU_CU_TRACE_MAGIC),
+                .record_bytes = cpu_to_le32(sizeof(struct npu_cu_trace_record)),
+                .records = cpu_to_le64(l->st.trace_records),
+                .lost = cpu_to_le64(l->st.trace_lost),
+            };
+
+            npu_cu_write(s, l, l->trace_va, &h, sizeof(h));
+        }
+        if (l->printf_va) {
+            struct npu_printf_header h = {
+                .used = cpu_to_le32(l->printf_used),
+                .lost = cpu_to_le32(l->st.printf_lost),
+            };
+
+            npu_cu_write(s, l, l->printf_va, &h, sizeof(h));
+        }
+        if (l->stats_va && !l->failed) {
+            uint64_t buf[sizeof(l->st) / 8];
+            unsigned i;
+
+            memcpy(buf, &l->st, sizeof(buf));
+            for (i = 0; i < ARRAY_SIZE(buf); i++) {
+                buf[i] = cpu_to_le64(buf[i]);
+            }
+            npu_cu_write(s, l, l->stats_va, buf, sizeof(buf));
+        }
+        npu_mmu_access_end(l->ring);
+    }
+    QTAILQ_REMOVE(&s->cu->queue, l, next);
+    l->finished = true;
+    qemu_cond_broadcast(&s->cu_cond);
+}
+
+/* Drop the resident blocks of failed and cancelled launches; finish the
+ * launches that are done. */
+static void npu_cu_reap(NpuState *s, int64_t now)
+{
+    NpuLaunch *l, *nx;
+    unsigned i, j;
+
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        for (j = 0; j < u->nblocks;) {
+            NpuBlock *b = u->blocks[j];
+
+            if (b->l->cancel || b->l->failed ||
+                (b->l->fixed && now >= b->fixed_end)) {
+                npu_block_free(s, u, b);        /* moves the last block here */
+            } else {
+                j++;
+            }
+        }
+    }
+    QTAILQ_FOREACH_SAFE(l, &s->cu->queue, next, nx) {
+        if (((l->cancel || l->failed) && !l->resident) ||
+            l->done_blocks == l->nblocks) {
+            npu_launch_finish(s, l);
+        }
+    }
+}
+
+static void npu_cu_pace(NpuState *s)
+{
+    NpuCuState *cs = s->cu;
+    int64_t now = npu_now(), target;
+
+    if (!s->timing) {
+        return;
+    }
+    if (!cs->anchored) {
+        cs->anchored = true;
+        cs->wall_anchor = now;
+        cs->cycle_anchor = cs->cycle;
+        return;
+    }
+    target = cs->wall_anchor +
+             (int64_t)((cs->cycle - cs->cycle_anchor) * 1000 /
+                       s->cu_clock_mhz);
+    if (now > target + NPU_PACE_SLACK_NS) {
+        /* the host is slower than the model: do not catch up later */
+        cs->wall_anchor = now;
+        cs->cycle_anchor = cs->cycle;
+    } else if (target > now) {
+        qemu_mutex_unlock(&s->cu_lock);
+        g_usleep((target - now) / 1000 + 1);
+        qemu_mutex_lock(&s->cu_lock);
+    }
+}
+
+/* Wait for work: a new launch, a cancel, or the next fixed block's end. */
+static void npu_cu_idle(NpuState *s)
+{
+    int64_t deadline = INT64_MAX, now;
+    unsigned i, j;
+
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        for (j = 0; j < u->nblocks; j++) {
+            deadline = MIN(deadline, u->blocks[j]->fixed_end);
+        }
+    }
+    s->cu->anchored = false;
+    if (deadline == INT64_MAX) {
+        qemu_cond_wait(&s->cu_cond, &s->cu_lock);
+        return;
+    }
+    now = npu_now();
+    if (deadline - now > 1100000) {
+        qemu_cond_timedwait(&s->cu_cond, &s->cu_lock,
+                            MIN((deadline - now - 100000) / 1000000, 1000));
+    } else if (deadline - now > 200000) {
+        qemu_mutex_unlock(&s->cu_lock);
+        g_usleep((deadline - now - 100000) / 1000);
+        qemu_mutex_lock(&s->cu_lock);
+    } else if (deadline > now) {
+        /* sleeps overshoot by the timer slack: wait out the end briefly */
+        qemu_mutex_unlock(&s->cu_lock);
+        g_usleep(MIN((deadline - now) / 1000, 20));
+        qemu_mutex_lock(&s->cu_lock);
+    }
+}
+
+static void *npu_cu_thread(void *opaque)
+{
+    NpuState *s = opaque;
+    NpuCuState *cs = s->cu;
+
+    rcu_register_thread();
+    qemu_mutex_lock(&s->cu_lock);
+    while (!cs->stop) {
+        NpuRing *rings[NPU_MAX_RINGS];
+        unsigned nr = 0, i, j;
+        NpuLaunch *l;
+
+        npu_cu_reap(s, npu_now());
+        npu_cu_dispatch(s);
+        cs->active = 0;
+        for (i = 0; i < s->n_cus; i++) {
+            cs->active += cs->unit[i].ncode != 0;
+        }
+        if (!cs->active) {
+                npu_cu_idle(s);
+            continue;
+        }
+        /* one MMU access per ring for the quantum (see npu_mmu.c) */
+        QTAILQ_FOREACH(l, &cs->queue, next) {
+            if (!l->fixed && l->resident) {
+                npu_mmu_access_begin(l->ring);
+                if (l->gen != l->ring->tlb_gen) {
+                    npu_launch_flush(l);
+                    l->gen = l->ring->tlb_gen;
+                }
+                rings[nr++] = l->ring;
+            }
+        }
+        for (i = 0; i < s->n_cus; i++) {
+            NpuUnit *u = &cs->unit[i];
+
+            if (u->cycle < cs->cycle) {
+                u->cycle = cs->cycle;
+            }
+            npu_unit_run(s, u, cs->cycle + NPU_CU_QUANTUM);
+            /* blocks that ended freed room: refill within the quantum */
+            npu_cu_dispatch(s);
+        }
+        for (j = 0; j < nr; j++) {
+            npu_mmu_access_end(rings[j]);
+        }
+        cs->cycle += NPU_CU_QUANTUM;
+        npu_cu_pace(s);
+    }
+    /* unrealize: release every waiting ring thread */
+    while (!QTAILQ_EMPTY(&cs->queue)) {
+        QTAILQ_FIRST(&cs->queue)->cancel = true;
+        npu_cu_reap(s, INT64_MAX);
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+    rcu_unregister_thread();
+    return NULL;
+}
+
+/*
+ * Ring side
+ */
+
+/* Queue l and wait until it finished or the ring is reset; false if reset. */
+static bool npu_cu_submit_wait(NpuState *s, NpuRing *r, NpuLaunch *l)
+{
+    bool cancelled;
+
+    npu_launch_flush(l);
+    l->gen = UINT32_MAX;
+    qemu_mutex_lock(&s->cu_lock);
+    QTAILQ_INSERT_TAIL(&s->cu->queue, l, next);
+    qemu_cond_broadcast(&s->cu_cond);
+    while (!l->finished) {
+        if (npu_aborted(r) && !l->cancel) {
+            l->cancel = true;
+            qemu_cond_broadcast(&s->cu_cond);
+        }
+        qemu_cond_wait(&s->cu_cond, &s->cu_lock);
+    }
+    cancelled = l->cancel;
+    qemu_mutex_unlock(&s->cu_lock);
+    return !cancelled;
+}
+
+static void npu_launch_free(NpuLaunch *l)
+{
+    unsigned i;
+
+    for (i = 0; i < NPU_CODE_PAGES; i++) {
+        g_free(l->code[i].insn);
+    }
+    g_free(l);
+}
+
+/*
+ * A built-in kernel's blocks: each holds a whole unit for ns of wall time
+ * (its modelled duration still to run). False if the ring was reset.
+ */
+bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
+{
+    NpuRing *r = job->ring;
+    NpuLaunch *l = g_new0(NpuLaunch, 1);
+    bool ok;
+
+    l->ring = r;
+    l->fixed = true;
+    l->fixed_ns = MIN(ns, INT64_MAX / 4);
+    l->nblocks = MAX(blocks, 1);
+    ok = npu_cu_submit_wait(r->s, r, l);
+    npu_launch_free(l);
+    return ok;
+}
+
+static bool npu_bad_field(NpuErr *err, uint64_t pkt_addr, unsigned dw)
+{
+    err->code = NPU_ERR_BAD_PACKET;
+    err->addr = pkt_addr + 4 * dw;
+    return false;
+}
+
+/* LAUNCH_CODE: validate every field, then run the grid. */
+bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
+                     uint64_t pkt_addr, NpuErr *err)
+{
+    NpuRing *r = job->ring;
+    NpuState *s = r->s;
+    g_autofree NpuLaunch *l = NULL;
+    uint64_t blocks, threads;
+    int64_t t0 = npu_now();
+    unsigned i;
+    bool ok;
+
+    if (ndw < NPU_PKT_LAUNCH_CODE_DW) {
+        return npu_bad_field(err, pkt_addr, 0);
+    }
+    l = g_new0(NpuLaunch, 1);
+    l->ring = r;
+    l->flags = p[1];
+    l->entry = p[2] | (uint64_t)p[3] << 32;
+    for (i = 0; i < 3; i++) {
+        l->grid[i] = p[4 + i];
+        l->bdim[i] = p[7 + i];
+    }
+    l->scratch = p[10];
+    l->stack = p[11];
+    l->stats_va = p[12] | (uint64_t)p[13] << 32;
+    l->trace_va = p[14] | (uint64_t)p[15] << 32;
+    l->trace_bytes = p[16];
+    l->sample_period = p[17];
+    l->trace_block = p[18];
+    l->nargs = p[19];
+    l->printf_va = p[20] | (uint64_t)p[21] << 32;
+    l->printf_bytes = p[22];
+
+    if (l->nargs > NPU_CODE_MAX_ARGS) {
+        return npu_bad_field(err, pkt_addr, 19);
+    }
+    if (ndw != NPU_PKT_LAUNCH_CODE_DW + 2 * l->nargs) {
+        return npu_bad_field(err, pkt_addr, 0);
+    }
+    if (l->flags & ~NPU_CODE_FLAGS_ALL) {
+        return npu_bad_field(err, pkt_addr, 1);
+    }
+    if ((l->entry & 3) || (l->entry >> NPU_VA_BITS)) {
+        return npu_bad_field(err, pkt_addr, 2);
+    }
+    blocks = 1;
+    threads = 1;
+    for (i = 0; i < 3; i++) {
+        if (!l->grid[i]) {
+            return npu_bad_field(err, pkt_addr, 4 + i);
+        }
+        blocks *= l->grid[i];
+        if (blocks > UINT32_MAX) {
+            return npu_bad_field(err, pkt_addr, 4 + i);
+        }
+        if (!l->bdim[i]) {
+            return npu_bad_field(err, pkt_addr, 7 + i);
+        }
+        threads *= l->bdim[i];
+        if (threads > s->cu_threads) {
+            return npu_bad_field(err, pkt_addr, 7 + i);
+        }
+    }
+    if (l->scratch > s->cu_scratch_kib * 1024u) {
+        return npu_bad_field(err, pkt_addr, 10);
+    }
+    if ((l->stack % 16) || l->stack > NPU_CODE_MAX_STACK) {
+        return npu_bad_field(err, pkt_addr, 11);
+    }
+    if (l->stats_va & 7) {
+        return npu_bad_field(err, pkt_addr, 12);
+    }
+    if (l->trace_va & 7) {
+        return npu_bad_field(err, pkt_addr, 14);
+    }
+    if (l->trace_bytes > NPU_CODE_MAX_TRACE ||
+        (l->trace_va &&
+         l->trace_bytes < sizeof(struct npu_cu_trace_header))) {
+        return npu_bad_field(err, pkt_addr, 16);
+    }
+    if (l->sample_period && !l->trace_va) {
+        return npu_bad_field(err, pkt_addr, 17);
+    }
+    if ((l->flags & NPU_CODE_ITRACE) &&
+        (!l->trace_va || l->trace_block >= blocks)) {
+        return npu_bad_field(err, pkt_addr, 18);
+    }
+    if (l->printf_va & 7) {
+        return npu_bad_field(err, pkt_addr, 20);
+    }
+    if (l->printf_bytes > NPU_CODE_MAX_PRINTF ||
+        (l->printf_va &&
+         l->printf_bytes < sizeof(struct npu_printf_header))) {
+        return npu_bad_field(err, pkt_addr, 22);
+    }
+    if (p[23]) {
+        return npu_bad_field(err, pkt_addr, 23);
+    }
+    for (i = 0; i < l->nargs; i++) {
+        stl_le_p(l->params + 8 * i, p[24 + 2 * i]);
+        stl_le_p(l->params + 8 * i + 4, p[25 + 2 * i]);
+    }
+    l->nblocks = blocks;
+    l->nthreads = threads;
+
+    ok = npu_cu_submit_wait(s, r, l);
+    for (i = 0; i < NPU_CODE_PAGES; i++) {
+        g_free(l->code[i].insn);
+    }
+    if (!ok) {
+        return true;            /* reset: the ring is being torn down */
+    }
+    if (l->failed) {
+        *err = l->err;
+        return false;
+    }
+    for (i = 0; i < NPU_SPACE_COUNT; i++) {
+        uint64_t n = l->st.bytes_read[i] + l->st.bytes_written[i];
+
+        if (i == NPU_SPACE_HOST) {
+            job->host_bytes += n;
+        } else if (i == NPU_SPACE_DEVICE) {
+            job->dev_bytes += n;
+        }
+    }
+    job->ops = l->st.instructions;
+    npu_complete(job, t0, s->launch_ns, false,
+                 job->host_bytes + job->dev_bytes);
+    return true;
+}
+
+/*
+ * Device side
+ */
+
+/* which: 0 = busy ns (CU_BUSY), 1 = busy cycles, 2 = instructions */
+uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which)
+{
+    NpuUnit *u = &s->cu->unit[cu];
+    uint64_t v;
+
+    qemu_mutex_lock(&s->cu_lock);
+    switch (which) {
+    case 0:
+        v = u->fixed_ns + u->busy_cycles * 1000 / s->cu_clock_mhz;
+        break;
+    case 1:
+        v = u->busy_cycles;
+        break;
+    default:
+        v = u->instrs;
+        break;
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+    return v;
+}
+
+/* Device reset, after every ring was reset (no launch is queued). */
+void npu_cu_reset(NpuState *s)
+{
+    unsigned i;
+
+    qemu_mutex_lock(&s->cu_lock);
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        u->busy_cycles = 0;
+        u->instrs = 0;
+        u->fixed_ns = 0;
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+}
+
+void npu_cu_init(NpuState *s)
+{
+    NpuCuState *cs = g_new0(NpuCuState, 1);
+    unsigned i;
+
+    QTAILQ_INIT(&cs->queue);
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &cs->unit[i];
+
+        u->slot = g_new0(NpuSlot, s->cu_threads);
+        u->blocks = g_new0(NpuBlock *, s->cu_threads);
+        u->free_slots = s->cu_threads;
+        u->free_scratch = s->cu_scratch_kib * 1024u;
+    }
+    s->cu = cs;
+    qemu_thread_create(&s->cu_thread, "npu-cu", npu_cu_thread, s,
+                       QEMU_THREAD_JOINABLE);
+}
+
+/* Unrealize, after the ring threads have stopped. */
+void npu_cu_fini(NpuState *s)
+{
+    NpuCuState *cs = s->cu;
+    unsigned i;
+
+    qemu_mutex_lock(&s->cu_lock);
+    cs->stop = true;
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    qemu_thread_join(&s->cu_thread);
+    for (i = 0; i < s->n_cus; i++) {
+        g_free(cs->unit[i].slot);
+        g_free(cs->unit[i].blocks);
+    }
+    g_free(cs);
+    s->cu = NULL;
+}
