@@ -457,6 +457,7 @@ enum npu_space {
 struct npu_launch_stats {
 	uint64_t start_ns;	/* device clock when the first block started */
 	uint64_t end_ns;	/* ... and when the last block ended */
+	uint64_t start_cycle;	/* device cycle when the first block started */
 	uint64_t cycles;	/* unit cycles from first start to last end */
 	uint64_t instructions;	/* retired, all threads */
 	uint64_t blocks;

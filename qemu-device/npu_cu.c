@@ -1126,6 +1126,7 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
             npu_launch_flush(l);
             l->gen = l->ring->tlb_gen;
         }
+        l->st.start_cycle = l->first_cycle;
         l->st.cycles = l->last_cycle - l->first_cycle;
         l->st.end_ns = npu_clock(s);
         if (l->trace_va) {

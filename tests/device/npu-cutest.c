@@ -76,10 +76,174 @@ static void test_iota(void)
 	}
 }
 
+/* Run l on ring r with a statistics record; false if it did not complete. */
+static bool run_stats(int r, struct launch *l, struct npu_launch_stats *st)
+{
+	struct buf sb = alloc_buf(sizeof(*st), 0, 1);
+	struct pk p = { .n = 0 };
+	bool done;
+
+	l->stats = sb.va;
+	pk_launch_code(&p, l);
+	done = ring_run(r, &p, 60000);
+	*st = read_stats(&sb);
+	return done;
+}
+
+static double frac(const struct npu_launch_stats *st, unsigned why)
+{
+	return st->thread_cycles ? (double)st->stall[why] / st->thread_cycles
+				 : 0;
+}
+
+static void diag_stalls(const char *what, const struct npu_launch_stats *st)
+{
+	static const char *const names[NPU_STALL_COUNT] = {
+		"selected", "not_selected", "wait", "short_scoreboard",
+		"long_scoreboard", "math_pipe_throttle", "lg_throttle",
+		"barrier", "branch_resolving",
+	};
+	char line[512];
+	int n = 0;
+
+	for (unsigned i = 0; i < NPU_STALL_COUNT; i++)
+		n += snprintf(line + n, sizeof(line) - n, " %s %.3f", names[i],
+			      frac(st, i));
+	diag("%s: %llu cycles, IPC %.3f,%s", what,
+	     (unsigned long long)st->cycles,
+	     st->cycles ? (double)st->instructions / st->cycles : 0, line);
+}
+
+/* The stall reason that dominates matches what the code waits for. */
+static void test_stall_reasons(void)
+{
+	struct npu_launch_stats st;
+	struct buf out = alloc_buf(4096, 1, 1);
+	struct buf list = alloc_buf(64 * 4096, 1, 1);
+	struct launch l;
+	uint64_t next;
+	bool done;
+
+	load_kernel("fpchain", 1);
+	l = (struct launch){ .stack = 64, .nargs = 2, .args = { out.va, 2000 } };
+	done = run_stats(0, &l, &st);
+	ok(done && frac(&st, NPU_STALL_WAIT) > 0.6,
+	   "dependent FP chain: mostly 'wait' (%.2f)",
+	   frac(&st, NPU_STALL_WAIT));
+	diag_stalls("fpchain", &st);
+
+	/* a list that jumps a page each hop: x -> 37x + 11 mod 64 is one cycle */
+	for (unsigned i = 0; i < 64; i++) {
+		unsigned j = (i * 37 + 11) % 64;
+
+		next = list.va + j * 4096 + (j % 8) * 64;
+		buf_write(&list, i * 4096 + (i % 8) * 64, &next, 8);
+	}
+	load_kernel("chase", 1);
+	l = (struct launch){ .stack = 64, .nargs = 3,
+			     .args = { list.va, 500, out.va } };
+	done = run_stats(0, &l, &st);
+	ok(done && frac(&st, NPU_STALL_LONG_SCOREBOARD) > 0.8,
+	   "pointer chase in device memory: mostly 'long_scoreboard' (%.2f)",
+	   frac(&st, NPU_STALL_LONG_SCOREBOARD));
+	diag_stalls("chase", &st);
+
+	load_kernel("barrier", 1);
+	l = (struct launch){ .block = { 8 }, .scratch = 64, .stack = 64,
+			     .nargs = 2, .args = { out.va, 3000 } };
+	done = run_stats(0, &l, &st);
+	ok(done && frac(&st, NPU_STALL_BARRIER) > 0.6,
+	   "uneven barrier (one thread works, seven wait): mostly 'barrier' "
+	   "(%.2f)", frac(&st, NPU_STALL_BARRIER));
+	diag_stalls("barrier", &st);
+	{
+		uint64_t v[8], first;
+		bool same = true;
+
+		buf_read(&out, 0, v, sizeof(v));
+		first = v[0];
+		for (int i = 0; i < 8; i++)
+			same &= v[i] == first && first != 0;
+		ok(same, "barrier: every thread read thread 0's scratchpad "
+		   "write after it");
+	}
+}
+
+/* IPC per unit rises with resident threads on a latency-bound kernel. */
+static void test_occupancy_curve(void)
+{
+	struct buf a = alloc_buf(64 * 1024, 1, 1);
+	struct buf out = alloc_buf(8 * 1024, 1, 1);
+	double ipc[6], bound;
+	unsigned threads[6] = { 1, 2, 4, 8, 16 }, nt = 5;
+	struct npu_launch_stats st;
+	bool rising = true;
+
+	load_kernel("memlat", 1);
+	for (unsigned i = 0; i < nt; i++) {
+		struct launch l = { .block = { threads[i] }, .stack = 64,
+				    .nargs = 4,
+				    .args = { a.va, 200, 16 * 1024 - 1, out.va } };
+
+		run_stats(0, &l, &st);
+		ipc[i] = (double)st.instructions / st.cycles;
+		diag("memlat, %u threads: IPC %.3f, achieved occupancy %.2f, "
+		     "long_scoreboard %.2f, lg_throttle %.2f", threads[i],
+		     ipc[i], (double)st.thread_cycles / st.unit_cycles /
+		     rd(NPU_REG_CU_THREADS),
+		     frac(&st, NPU_STALL_LONG_SCOREBOARD),
+		     frac(&st, NPU_STALL_LG_THROTTLE));
+		if (i && i < 4 && !(ipc[i] > 1.6 * ipc[i - 1]))
+			rising = false;
+	}
+	ok(rising, "latency-bound kernel: IPC rises with resident threads "
+	   "1 -> 8 (%.3f %.3f %.3f %.3f)", ipc[0], ipc[1], ipc[2], ipc[3]);
+	/*
+	 * The model's bound: 8 loads in flight per unit, 120 cycles each
+	 * (Documentation/hw/npu.rst), so IPC <= instructions per load * 8 / 120.
+	 */
+	bound = (double)st.instructions / (16 * 200) * 8 / 120;
+	ok(ipc[4] <= bound * 1.02 && ipc[4] >= bound * 0.85 &&
+	   frac(&st, NPU_STALL_LG_THROTTLE) > 0.2,
+	   "16 threads: at the memory request queue's bound (IPC %.3f, bound "
+	   "%.3f, lg_throttle %.2f)", ipc[4], bound,
+	   frac(&st, NPU_STALL_LG_THROTTLE));
+}
+
+/* The same launch gives the same cycles and stalls, run after run. */
+static void test_deterministic(void)
+{
+	struct buf a = alloc_buf(64 * 1024, 1, 1);
+	struct buf out = alloc_buf(8 * 1024, 1, 1);
+	struct npu_launch_stats first, st;
+	bool same = true;
+
+	load_kernel("memlat", 1);
+	for (int run = 0; run < 10; run++) {
+		struct launch l = { .grid = { 12 }, .block = { 6 }, .stack = 64,
+				    .nargs = 4,
+				    .args = { a.va, 300, 16 * 1024 - 1, out.va } };
+
+		run_stats(0, &l, &st);
+		if (!run)
+			first = st;
+		else if (st.cycles != first.cycles ||
+			 st.instructions != first.instructions ||
+			 memcmp(st.stall, first.stall, sizeof(st.stall)))
+			same = false;
+	}
+	ok(same && first.cycles, "10 runs of a 12-block launch: identical "
+	   "cycles (%llu) and stall counts",
+	   (unsigned long long)first.cycles);
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
 	test_iota();
+	test_stall_reasons();
+	test_occupancy_curve();
+	test_deterministic();
 	stop("compute-unit instance");
 }
 
