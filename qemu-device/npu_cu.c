@@ -21,12 +21,17 @@
  * exactly. With the timing model on, cycles are paced to wall time at
  * cu-clock-mhz (the units never run ahead of their modelled time).
  *
- * Locking: cu_lock protects everything here; the npu-cu thread holds it
- * while it runs a quantum. The thread never takes a ring's lock: a launch
- * carries its outcome back to the waiting ring thread. During a quantum
- * the thread uses the MMU state of every ring with a resident launch; the
- * ring thread is blocked in npu_cu_wait() meanwhile, and MMU_INVALIDATE
- * waits for the quantum to end (npu_mmu_access_begin/end).
+ * Locking: cu_lock protects the incoming launches and the launches'
+ * cancel and finished flags, which the ring threads use. The queue, the
+ * units, the
+ * blocks and the rest of each launch belong to the npu-cu thread, which
+ * runs a quantum without the lock (so rings can queue and cancel
+ * meanwhile); the per-unit counters read by MMIO are atomics. The thread
+ * never takes a ring's lock: a launch carries its outcome back to the
+ * waiting ring thread. During a quantum the thread uses the MMU state of
+ * every ring with a resident launch; that ring's thread is blocked in
+ * npu_cu_submit_wait() meanwhile, and MMU_INVALIDATE waits for the quantum
+ * to end (npu_mmu_access_begin/end).
  */
 
 #include "qemu/osdep.h"
@@ -102,6 +107,7 @@ typedef struct NpuUnit {
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
     uint32_t rr;                /* slot that issued last */
+    /* counters, read by MMIO without the npu-cu thread: atomics */
     uint64_t busy_cycles;       /* cycles with a LAUNCH_CODE block */
     uint64_t instrs;
     uint64_t fixed_ns;          /* wall time held by fixed blocks */
@@ -165,7 +171,8 @@ struct NpuLaunch {
 
 struct NpuCuState {
     NpuUnit unit[NPU_MAX_CUS];
-    QTAILQ_HEAD(, NpuLaunch) queue;
+    QTAILQ_HEAD(, NpuLaunch) incoming;  /* queued by rings, cu_lock */
+    QTAILQ_HEAD(, NpuLaunch) queue;     /* the npu-cu thread's */
     uint64_t cycle;             /* start of the current quantum */
     uint32_t active;            /* units with LAUNCH_CODE blocks */
     bool stop;
@@ -785,7 +792,7 @@ static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
                      d->word, maddr);
         t->h = after;
     }
-    u->instrs++;
+    qatomic_set(&u->instrs, u->instrs + 1);
     l->st.instructions++;
     if (res == NPU_RV_ECALL) {
         npu_cu_thread_end(s, u, t, c);
@@ -889,7 +896,7 @@ static void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n)
         }
     }
     if (u->ncode) {
-        u->busy_cycles += n;
+        qatomic_set(&u->busy_cycles, u->busy_cycles + n);
     }
 }
 
@@ -985,7 +992,8 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
         }
     }
     if (l->fixed) {
-        u->fixed_ns += MAX(npu_now() - b->fixed_start, 0);
+        qatomic_set(&u->fixed_ns,
+                    u->fixed_ns + MAX(npu_now() - b->fixed_start, 0));
     } else {
         u->ncode--;
         u->free_scratch += l->scratch;
@@ -1094,6 +1102,19 @@ static NpuUnit *npu_cu_pick_unit(NpuState *s, NpuLaunch *l)
         }
     }
     return best;
+}
+
+/* Has a queued launch blocks left to place? */
+static bool npu_cu_waiting(NpuState *s)
+{
+    NpuLaunch *l;
+
+    QTAILQ_FOREACH(l, &s->cu->queue, next) {
+        if (l->next_block < l->nblocks) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Place blocks in launch order; a launch goes only when the older ones
@@ -1255,6 +1276,17 @@ static void npu_cu_idle(NpuState *s)
     }
 }
 
+/* Move the launches the rings queued to the thread's own queue. */
+static void npu_cu_take_incoming(NpuCuState *cs)
+{
+    while (!QTAILQ_EMPTY(&cs->incoming)) {
+        NpuLaunch *l = QTAILQ_FIRST(&cs->incoming);
+
+        QTAILQ_REMOVE(&cs->incoming, l, next);
+        QTAILQ_INSERT_TAIL(&cs->queue, l, next);
+    }
+}
+
 static void *npu_cu_thread(void *opaque)
 {
     NpuState *s = opaque;
@@ -1267,6 +1299,7 @@ static void *npu_cu_thread(void *opaque)
         unsigned nr = 0, i, j;
         NpuLaunch *l;
 
+        npu_cu_take_incoming(cs);
         npu_cu_reap(s, npu_now());
         npu_cu_dispatch(s);
         cs->active = 0;
@@ -1288,6 +1321,8 @@ static void *npu_cu_thread(void *opaque)
                 rings[nr++] = l->ring;
             }
         }
+        /* the quantum runs unlocked: rings queue and cancel meanwhile */
+        qemu_mutex_unlock(&s->cu_lock);
         for (i = 0; i < s->n_cus; i++) {
             NpuUnit *u = &cs->unit[i];
 
@@ -1296,15 +1331,21 @@ static void *npu_cu_thread(void *opaque)
             }
             npu_unit_run(s, u, cs->cycle + NPU_CU_QUANTUM);
             /* blocks that ended freed room: refill within the quantum */
-            npu_cu_dispatch(s);
+            if (npu_cu_waiting(s)) {
+                qemu_mutex_lock(&s->cu_lock);
+                npu_cu_dispatch(s);
+                qemu_mutex_unlock(&s->cu_lock);
+            }
         }
         for (j = 0; j < nr; j++) {
             npu_mmu_access_end(rings[j]);
         }
+        qemu_mutex_lock(&s->cu_lock);
         cs->cycle += NPU_CU_QUANTUM;
         npu_cu_pace(s);
     }
     /* unrealize: release every waiting ring thread */
+    npu_cu_take_incoming(cs);
     while (!QTAILQ_EMPTY(&cs->queue)) {
         QTAILQ_FIRST(&cs->queue)->cancel = true;
         npu_cu_reap(s, INT64_MAX);
@@ -1326,7 +1367,7 @@ static bool npu_cu_submit_wait(NpuState *s, NpuRing *r, NpuLaunch *l)
     npu_launch_flush(l);
     l->gen = UINT32_MAX;
     qemu_mutex_lock(&s->cu_lock);
-    QTAILQ_INSERT_TAIL(&s->cu->queue, l, next);
+    QTAILQ_INSERT_TAIL(&s->cu->incoming, l, next);
     qemu_cond_broadcast(&s->cu_cond);
     while (!l->finished) {
         if (npu_aborted(r) && !l->cancel) {
@@ -1518,19 +1559,18 @@ uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which)
     NpuUnit *u = &s->cu->unit[cu];
     uint64_t v;
 
-    qemu_mutex_lock(&s->cu_lock);
     switch (which) {
     case 0:
-        v = u->fixed_ns + u->busy_cycles * 1000 / s->cu_clock_mhz;
+        v = qatomic_read(&u->fixed_ns) +
+            qatomic_read(&u->busy_cycles) * 1000 / s->cu_clock_mhz;
         break;
     case 1:
-        v = u->busy_cycles;
+        v = qatomic_read(&u->busy_cycles);
         break;
     default:
-        v = u->instrs;
+        v = qatomic_read(&u->instrs);
         break;
     }
-    qemu_mutex_unlock(&s->cu_lock);
     return v;
 }
 
@@ -1539,15 +1579,13 @@ void npu_cu_reset(NpuState *s)
 {
     unsigned i;
 
-    qemu_mutex_lock(&s->cu_lock);
     for (i = 0; i < s->n_cus; i++) {
         NpuUnit *u = &s->cu->unit[i];
 
-        u->busy_cycles = 0;
-        u->instrs = 0;
-        u->fixed_ns = 0;
+        qatomic_set(&u->busy_cycles, 0);
+        qatomic_set(&u->instrs, 0);
+        qatomic_set(&u->fixed_ns, 0);
     }
-    qemu_mutex_unlock(&s->cu_lock);
 }
 
 void npu_cu_init(NpuState *s)
@@ -1555,6 +1593,7 @@ void npu_cu_init(NpuState *s)
     NpuCuState *cs = g_new0(NpuCuState, 1);
     unsigned i;
 
+    QTAILQ_INIT(&cs->incoming);
     QTAILQ_INIT(&cs->queue);
     for (i = 0; i < s->n_cus; i++) {
         NpuUnit *u = &cs->unit[i];

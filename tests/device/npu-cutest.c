@@ -10,8 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "devlib.h"
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 static struct npu_launch_stats read_stats(const struct buf *b)
 {
@@ -237,6 +241,268 @@ static void test_deterministic(void)
 	   (unsigned long long)first.cycles);
 }
 
+/* Submit without waiting (the caller waits with ring_wait). */
+static void submit_launch(int r, struct launch *l, const struct buf *sb)
+{
+	struct pk p = { .n = 0 };
+
+	l->stats = sb->va;
+	pk_launch_code(&p, l);
+	pk_fence(&p, ++seqno[r], fence_pa(r), 0);
+	ring_submit(r, &p);
+}
+
+static bool completed(int r)
+{
+	return ring_wait(r, 60000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED)
+	       && rrd(r, NPU_RING_FENCE) == seqno[r];
+}
+
+/*
+ * Blocks go to units as room frees up: two launches whose blocks each fill
+ * half the units run side by side; a grid larger than the device runs in
+ * waves; built-in kernels hold units beside user kernels.
+ */
+static void test_dispatcher(void)
+{
+	unsigned ncu = NPU_CAPS_CUS(rd(NPU_REG_CAPS));
+	unsigned nthr = rd(NPU_REG_CU_THREADS);
+	struct buf out[2] = { alloc_buf(4096, 1, 1), alloc_buf(4096, 1, 1) };
+	struct buf sb[2] = { alloc_buf(4096, 0, 1), alloc_buf(4096, 0, 1) };
+	struct npu_launch_stats st[2];
+	uint64_t units[2][2 * 64], seen = 0, span;
+	const uint64_t n = 200000;
+	bool disjoint = true, both;
+
+	load_kernel("spin", 1);
+	for (int r = 0; r < 2; r++) {
+		struct launch l = { .grid = { ncu / 2 }, .block = { nthr },
+				    .stack = 64, .nargs = 2,
+				    .args = { n, out[r].va } };
+
+		submit_launch(r, &l, &sb[r]);
+	}
+	both = completed(0) & completed(1);
+	for (int r = 0; r < 2; r++) {
+		st[r] = read_stats(&sb[r]);
+		buf_read(&out[r], 0, units[r], 16 * (ncu / 2));
+		for (unsigned b = 0; b < ncu / 2; b++) {
+			if (seen & (1ull << units[r][2 * b]))
+				disjoint = false;
+			seen |= 1ull << units[r][2 * b];
+		}
+	}
+	span = MAX(st[0].start_cycle + st[0].cycles,
+		   st[1].start_cycle + st[1].cycles) -
+	       MIN(st[0].start_cycle, st[1].start_cycle);
+	ok(both && disjoint && seen == (ncu == 64 ? ~0ull : (1ull << ncu) - 1)
+	   && span < n * 3 / 2,
+	   "two rings, %u unit-filling blocks each: every unit used once, both "
+	   "in %llu cycles (one takes %llu)", ncu / 2,
+	   (unsigned long long)span, (unsigned long long)st[0].cycles);
+
+	{
+		struct launch l = { .grid = { 3 * ncu }, .block = { nthr },
+				    .stack = 64, .nargs = 2,
+				    .args = { n, out[0].va } };
+		struct buf big = alloc_buf(16 * 3 * 64, 1, 1);
+
+		l.args[1] = big.va;
+		submit_launch(0, &l, &sb[0]);
+		both = completed(0);
+		st[0] = read_stats(&sb[0]);
+		ok(both && st[0].cycles >= 3 * n && st[0].cycles < 3 * n + n / 2,
+		   "%u unit-filling blocks on %u units run in 3 waves (%llu "
+		   "cycles, %llu per block)", 3 * ncu, ncu,
+		   (unsigned long long)st[0].cycles, (unsigned long long)n);
+		l.grid[0] = 2 * ncu;
+		l.block[0] = nthr / 2;
+		submit_launch(0, &l, &sb[0]);
+		both = completed(0);
+		st[0] = read_stats(&sb[0]);
+		ok(both && st[0].cycles < n + n / 2,
+		   "%u half-unit blocks share the %u units: one wave (%llu "
+		   "cycles)", 2 * ncu, ncu, (unsigned long long)st[0].cycles);
+	}
+}
+
+/* A built-in kernel's blocks hold whole units; user blocks use the rest. */
+static void test_shared_with_builtin(void)
+{
+	unsigned ncu = NPU_CAPS_CUS(rd(NPU_REG_CAPS));
+	unsigned nthr = rd(NPU_REG_CU_THREADS);
+	struct buf out = alloc_buf(4096, 1, 1), sb = alloc_buf(4096, 0, 1);
+	struct buf ts = alloc_buf(4096, 0, 1);
+	struct npu_launch_stats st;
+	struct pk p = { .n = 0 };
+	uint64_t spin_end;
+	bool done;
+
+	load_kernel("spin", 1);
+	for (int half = 1; half >= 0; half--) {
+		struct launch l = { .grid = { ncu / 2 }, .block = { nthr },
+				    .stack = 64, .nargs = 2,
+				    .args = { 2000, out.va } };
+
+		/* 300 ms of a built-in kernel on half (or all) the units */
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, half ? ncu / 2 : ncu,
+		       300000000);
+		pk_ts(&p, ts.va);
+		pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+		ring_submit(1, &p);
+		usleep(50000);
+		submit_launch(0, &l, &sb);
+		done = completed(0) & completed(1);
+		st = read_stats(&sb);
+		buf_read(&ts, 0, &spin_end, 8);
+		if (half)
+			ok(done && st.end_ns < spin_end,
+			   "user kernel runs on the units a built-in kernel "
+			   "leaves free (ends %.1f ms before it)",
+			   (spin_end - st.end_ns) / 1e6);
+		else
+			ok(done && st.start_ns >= spin_end - 1000000,
+			   "user kernel waits while a built-in kernel holds "
+			   "every unit (starts %.1f ms after its end)",
+			   ((double)st.start_ns - spin_end) / 1e6);
+	}
+}
+
+/* PC samples and the instruction trace of one block. */
+static void test_traces(void)
+{
+	struct buf out = alloc_buf(4 * 256, 1, 1);
+	struct buf tb = alloc_buf(1 << 20, 0, 1);
+	struct buf code;
+	struct npu_cu_trace_header h;
+	struct npu_launch_stats st;
+	struct launch l = { .grid = { 16 }, .block = { 16 }, .stack = 256,
+			    .nargs = 3, .args = { out.va, 3, 7 } };
+	uint32_t img[256];
+	bool good = true;
+	uint64_t i;
+
+	load_kernel("iota", 0);
+	code.va = DEVTEST_CODE_VA;
+	(void)code;
+	l.trace = tb.va;
+	l.trace_bytes = 1 << 20;
+	l.flags = NPU_CODE_ITRACE;
+	l.trace_block = 5;
+	run_stats(0, &l, &st);
+	buf_read(&tb, 0, &h, sizeof(h));
+	/* the image, to compare instruction words */
+	{
+		FILE *f;
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s/iota.bin", kernel_dir);
+		f = fopen(path, "rb");
+		memset(img, 0, sizeof(img));
+		if (!f || fread(img, 1, sizeof(img), f) == 0)
+			good = false;
+		if (f)
+			fclose(f);
+	}
+	for (i = 0; i < h.records && good; i++) {
+		struct npu_cu_trace_record r;
+		uint64_t off;
+
+		buf_read(&tb, sizeof(h) + i * sizeof(r), &r, sizeof(r));
+		off = (r.pc - DEVTEST_CODE_VA) / 4;
+		if (r.kind != NPU_CU_TRACE_INSN || r.block != 5 ||
+		    off >= 256 || img[off] != r.insn) {
+			diag("record %llu: kind %u block %u pc 0x%llx insn 0x%x",
+			     (unsigned long long)i, r.kind, r.block,
+			     (unsigned long long)r.pc, r.insn);
+			good = false;
+		}
+		if (r.insn == 0x00b52023 && r.addr != out.va + 4 *
+		    (5 * 16 + r.thread))	/* sw a1, 0(a0): the store */
+			good = false;
+	}
+	ok(good && h.magic == NPU_CU_TRACE_MAGIC &&
+	   h.record_bytes == sizeof(struct npu_cu_trace_record) &&
+	   h.records == st.instructions / 16 && !h.lost,
+	   "instruction trace of block 5: %llu records (of %llu instructions), "
+	   "PCs, words and store addresses match", (unsigned long long)h.records,
+	   (unsigned long long)st.instructions);
+
+	l.flags = 0;
+	l.sample_period = 64;
+	run_stats(0, &l, &st);
+	buf_read(&tb, 0, &h, sizeof(h));
+	good = h.records > st.thread_cycles / 64 / 2 &&
+	       h.records <= st.thread_cycles / 64 + 256;
+	for (i = 0; i < h.records && good; i++) {
+		struct npu_cu_trace_record r;
+
+		buf_read(&tb, sizeof(h) + i * sizeof(r), &r, sizeof(r));
+		if (r.kind != NPU_CU_TRACE_SAMPLE || r.cycle % 64 ||
+		    r.stall >= NPU_STALL_COUNT || r.block >= 16 ||
+		    r.thread >= 16 || r.pc < DEVTEST_CODE_VA ||
+		    r.pc >= DEVTEST_CODE_VA + 1024)
+			good = false;
+	}
+	ok(good, "PC sampling every 64 cycles: %llu samples of %llu "
+	   "thread-cycles, each a resident thread's PC and stall reason",
+	   (unsigned long long)h.records,
+	   (unsigned long long)st.thread_cycles);
+
+	l.trace_bytes = sizeof(h) + 10 * sizeof(struct npu_cu_trace_record) + 8;
+	run_stats(0, &l, &st);
+	buf_read(&tb, 0, &h, sizeof(h));
+	ok(h.records == 10 && h.lost > 0 && st.trace_lost == h.lost,
+	   "a full trace buffer keeps 10 records and counts %llu lost",
+	   (unsigned long long)h.lost);
+}
+
+/* Device printf: records appended in order, a full buffer counts losses. */
+static void test_printf(void)
+{
+	struct buf pb = alloc_buf(64 * 1024, 0, 1);
+	struct npu_printf_header h;
+	struct npu_launch_stats st;
+	struct launch l = { .grid = { 4 }, .block = { 8 }, .stack = 256,
+			    .printf_buf = pb.va, .printf_bytes = 64 * 1024 };
+	unsigned seen[32] = { 0 }, n = 0;
+	uint64_t off;
+	bool good = true;
+
+	load_kernel("printf", 1);
+	run_stats(0, &l, &st);
+	buf_read(&pb, 0, &h, sizeof(h));
+	for (off = sizeof(h); off < sizeof(h) + h.used;) {
+		struct npu_printf_record r;
+		uint32_t rec[6];
+
+		buf_read(&pb, off, &r, sizeof(r));
+		buf_read(&pb, off + sizeof(r), rec, sizeof(rec));
+		if (r.bytes != sizeof(r) + 24 || rec[0] != 24 ||
+		    rec[1] != r.block || rec[2] != r.thread ||
+		    rec[4] != (r.block * 8 + r.thread) * 10 ||
+		    r.block >= 4 || r.thread >= 8) {
+			good = false;
+			break;
+		}
+		seen[r.block * 8 + r.thread]++;
+		n++;
+		off += r.bytes;
+	}
+	for (int i = 0; i < 32; i++)
+		good &= seen[i] == 1;
+	ok(good && n == 32 && !h.lost && st.printf_records == 32,
+	   "printf: 32 threads' records, each once, with block and thread");
+
+	l.printf_bytes = sizeof(h) + 5 * 40 + 39;
+	run_stats(0, &l, &st);
+	buf_read(&pb, 0, &h, sizeof(h));
+	ok(h.used == 5 * 40 && h.lost == 27 && st.printf_lost == 27,
+	   "printf into a buffer for 5 records: 5 kept, 27 counted lost "
+	   "(used %u, lost %u)", h.used, h.lost);
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -244,6 +510,10 @@ static void run_all(void)
 	test_stall_reasons();
 	test_occupancy_curve();
 	test_deterministic();
+	test_dispatcher();
+	test_shared_with_builtin();
+	test_traces();
+	test_printf();
 	stop("compute-unit instance");
 }
 
