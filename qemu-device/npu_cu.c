@@ -43,7 +43,7 @@
 #include "npu.h"
 #include "npu_rv.h"
 
-#define NPU_CU_QUANTUM      1024        /* cycles between unit switches */
+#define NPU_CU_QUANTUM      4096        /* cycles between unit switches */
 #define NPU_CODE_PAGES      16          /* decoded code pages per launch */
 #define NPU_DTLB            64          /* data translations per launch */
 #define NPU_MEM_QUEUE       8           /* memory requests in flight/unit */
@@ -66,6 +66,13 @@ enum {
 };
 
 typedef struct NpuLaunch NpuLaunch;
+
+/* A decoded instruction and the registers its issue waits for. */
+typedef struct NpuCuInsn {
+    NpuRvInsn d;                /* d.cls == NPU_RV_NCLASSES: illegal */
+    uint8_t regs[4];            /* scoreboard indices: sources, then rd */
+    uint8_t nregs;
+} NpuCuInsn;
 
 typedef struct NpuBlock {
     NpuLaunch *l;
@@ -91,6 +98,11 @@ typedef struct NpuSlot {
     uint8_t why[NPU_NREGS];     /* stall reason while waiting for it */
     uint64_t issue_at;          /* no issue before (branch bubble) */
     uint8_t stall;              /* reason of the current cycle */
+    /* the decoded instruction at d_pc, valid while code_epoch is d_epoch */
+    const NpuCuInsn *d;
+    uint64_t d_pc;
+    uint64_t d_epoch;
+    uint32_t d_err;
 } NpuSlot;
 
 typedef struct NpuUnit {
@@ -100,13 +112,18 @@ typedef struct NpuUnit {
     NpuBlock **blocks;          /* resident blocks */
     uint32_t nblocks;
     uint32_t ncode;             /* of which LAUNCH_CODE blocks */
+    uint16_t *live;             /* slots of running threads, in order */
+    uint32_t nlive;
+    NpuLaunch **launches;       /* LAUNCH_CODE launches with blocks here */
+    uint32_t *nblocks_of;       /* ... and how many blocks each */
+    uint32_t nlaunches;
     uint64_t cycle;
     uint64_t div_free;          /* integer divider free at */
     uint64_t fdiv_free;         /* FP divide/sqrt unit free at */
     uint64_t mem_done[NPU_MEM_QUEUE];
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
-    uint32_t rr;                /* slot that issued last */
+    uint32_t rr;                /* position in live[] that issued last */
     /* counters, read by MMIO without the npu-cu thread: atomics */
     uint64_t busy_cycles;       /* cycles with a LAUNCH_CODE block */
     uint64_t instrs;
@@ -115,7 +132,7 @@ typedef struct NpuUnit {
 
 typedef struct NpuCodePage {
     uint64_t vpn;               /* UINT64_MAX: empty */
-    NpuRvInsn *insn;            /* 1024 decoded words */
+    NpuCuInsn *insn;            /* 1024 decoded words */
 } NpuCodePage;
 
 typedef struct NpuDtlb {
@@ -156,13 +173,13 @@ struct NpuLaunch {
     NpuErr err;
 
     uint32_t gen;               /* ring->tlb_gen the caches are valid for */
+    uint64_t code_epoch;        /* changes whenever code[] changes */
     NpuCodePage code[NPU_CODE_PAGES];
     NpuDtlb dtlb[NPU_DTLB];
 
     bool started;
     uint64_t first_cycle;
     uint64_t last_cycle;
-    uint64_t seen;              /* stamp: counted in this charge */
     struct npu_launch_stats st;
     uint32_t printf_used;
 
@@ -179,7 +196,6 @@ struct NpuCuState {
     bool anchored;
     int64_t wall_anchor;
     uint64_t cycle_anchor;
-    uint64_t stamp;
 };
 
 /* What one executing instruction did, filled by the memory callbacks. */
@@ -227,6 +243,7 @@ static void npu_launch_flush(NpuLaunch *l)
     for (i = 0; i < NPU_CODE_PAGES; i++) {
         l->code[i].vpn = UINT64_MAX;
     }
+    l->code_epoch++;
     for (i = 0; i < NPU_DTLB; i++) {
         l->dtlb[i].vpn = UINT64_MAX;
     }
@@ -516,8 +533,41 @@ static const NpuRvOps npu_cu_ops = {
     .csr_write = npu_cu_csr_write,
 };
 
+static unsigned npu_reg_index(bool fp, unsigned r)
+{
+    return fp ? 32 + r : r;
+}
+
+/* The registers d's issue waits for (in order: a write waits for an
+ * older write of the same register too). */
+static void npu_cu_deps(NpuCuInsn *ci)
+{
+    const NpuRvInsn *d = &ci->d;
+    unsigned nr = 0;
+
+    if (d->flags & NPU_RV_RS1_X) {
+        ci->regs[nr++] = npu_reg_index(false, d->rs1);
+    } else if (d->flags & NPU_RV_RS1_F) {
+        ci->regs[nr++] = npu_reg_index(true, d->rs1);
+    }
+    if (d->flags & NPU_RV_RS2_X) {
+        ci->regs[nr++] = npu_reg_index(false, d->rs2);
+    } else if (d->flags & NPU_RV_RS2_F) {
+        ci->regs[nr++] = npu_reg_index(true, d->rs2);
+    }
+    if (d->flags & NPU_RV_RS3_F) {
+        ci->regs[nr++] = npu_reg_index(true, d->rs3);
+    }
+    if (d->flags & NPU_RV_RD_X) {
+        ci->regs[nr++] = npu_reg_index(false, d->rd);
+    } else if (d->flags & NPU_RV_RD_F) {
+        ci->regs[nr++] = npu_reg_index(true, d->rd);
+    }
+    ci->nregs = nr;
+}
+
 /* Decoded instruction at pc, decoding its page on first use. */
-static const NpuRvInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
+static const NpuCuInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
                                      uint32_t *code)
 {
     uint64_t vpn = pc >> NPU_PAGE_SHIFT;
@@ -537,19 +587,21 @@ static const NpuRvInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
             return NULL;
         }
         if (!cp->insn) {
-            cp->insn = g_new(NpuRvInsn, NPU_PAGE_SIZE / 4);
+            cp->insn = g_new(NpuCuInsn, NPU_PAGE_SIZE / 4);
         }
         for (i = 0; i < NPU_PAGE_SIZE / 4; i++) {
-            NpuRvInsn *d = &cp->insn[i];
+            NpuCuInsn *ci = &cp->insn[i];
             uint32_t w = le32_to_cpu(words[i]);
 
-            if (!npu_rv_decode(w, d)) {
-                memset(d, 0, sizeof(*d));
-                d->word = w;
-                d->cls = NPU_RV_NCLASSES;       /* illegal */
+            if (!npu_rv_decode(w, &ci->d)) {
+                memset(ci, 0, sizeof(*ci));
+                ci->d.word = w;
+                ci->d.cls = NPU_RV_NCLASSES;
             }
+            npu_cu_deps(ci);
         }
         cp->vpn = vpn;
+        l->code_epoch++;
     }
     return &cp->insn[(pc & (NPU_PAGE_SIZE - 1)) >> 2];
 }
@@ -589,7 +641,7 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
 }
 
 /* PC samples of thread t at the sample points in [c, c + n). */
-static void npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit,
+static void __attribute__((noinline)) npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit,
                           uint64_t c, uint64_t n, uint8_t stall)
 {
     NpuLaunch *l = t->blk->l;
@@ -603,11 +655,6 @@ static void npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit,
 /*
  * The cycle model of one unit
  */
-
-static unsigned npu_reg_index(bool fp, unsigned r)
-{
-    return fp ? 32 + r : r;
-}
 
 /* Memory space an access at va falls in (for latency), -1 if it faults. */
 static int npu_cu_space_of(NpuLaunch *l, uint64_t va)
@@ -627,10 +674,11 @@ static int npu_cu_space_of(NpuLaunch *l, uint64_t va)
  * Earliest cycle >= c at which t can issue its next instruction d, and the
  * stall reason until then. A fetch fault issues at once (and faults).
  */
-static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuRvInsn *d,
+static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci,
                              uint64_t c, uint8_t *why)
 {
     uint64_t when = MAX(c, t->issue_at);
+    const NpuRvInsn *d = ci ? &ci->d : NULL;
     unsigned i;
 
     *why = t->issue_at > c ? NPU_STALL_BRANCH_RESOLVING : NPU_STALL_SELECTED;
@@ -641,33 +689,10 @@ static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuRvInsn *d,
     if (!d || d->cls == NPU_RV_NCLASSES) {
         return when;
     }
-    {
-        unsigned regs[4], nr = 0;
-
-        if (d->flags & NPU_RV_RS1_X) {
-            regs[nr++] = npu_reg_index(false, d->rs1);
-        } else if (d->flags & NPU_RV_RS1_F) {
-            regs[nr++] = npu_reg_index(true, d->rs1);
-        }
-        if (d->flags & NPU_RV_RS2_X) {
-            regs[nr++] = npu_reg_index(false, d->rs2);
-        } else if (d->flags & NPU_RV_RS2_F) {
-            regs[nr++] = npu_reg_index(true, d->rs2);
-        }
-        if (d->flags & NPU_RV_RS3_F) {
-            regs[nr++] = npu_reg_index(true, d->rs3);
-        }
-        /* in-order: a write waits for an older write of the same register */
-        if (d->flags & NPU_RV_RD_X) {
-            regs[nr++] = npu_reg_index(false, d->rd);
-        } else if (d->flags & NPU_RV_RD_F) {
-            regs[nr++] = npu_reg_index(true, d->rd);
-        }
-        for (i = 0; i < nr; i++) {
-            if (t->ready[regs[i]] > when) {
-                when = t->ready[regs[i]];
-                *why = t->why[regs[i]];
-            }
+    for (i = 0; i < ci->nregs; i++) {
+        if (t->ready[ci->regs[i]] > when) {
+            when = t->ready[ci->regs[i]];
+            *why = t->why[ci->regs[i]];
         }
     }
     if (d->cls == NPU_RV_DIV && u->div_free > when) {
@@ -736,6 +761,45 @@ static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
 
 static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b);
 
+/* Take slot i off the unit's list of running threads. */
+static void npu_unit_unlive(NpuUnit *u, unsigned i)
+{
+    unsigned k;
+
+    for (k = 0; k < u->nlive; k++) {
+        if (u->live[k] == i) {
+            memmove(&u->live[k], &u->live[k + 1],
+                    (u->nlive - k - 1) * sizeof(u->live[0]));
+            u->nlive--;
+            if (u->rr >= k && u->rr) {
+                u->rr--;
+            }
+            return;
+        }
+    }
+}
+
+/* Count a block of l as resident on u (add > 0) or gone (add < 0). */
+static void npu_unit_launch(NpuUnit *u, NpuLaunch *l, int add)
+{
+    unsigned i;
+
+    for (i = 0; i < u->nlaunches && u->launches[i] != l; i++) {
+        continue;
+    }
+    if (i == u->nlaunches) {
+        u->launches[i] = l;
+        u->nblocks_of[i] = 0;
+        u->nlaunches++;
+    }
+    u->nblocks_of[i] += add;
+    if (!u->nblocks_of[i]) {
+        u->nlaunches--;
+        u->launches[i] = u->launches[u->nlaunches];
+        u->nblocks_of[i] = u->nblocks_of[u->nlaunches];
+    }
+}
+
 /* Thread t ended: its block may end, or a barrier may now be complete. */
 static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
                               uint64_t c)
@@ -743,6 +807,7 @@ static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
     NpuBlock *b = t->blk;
     unsigned i;
 
+    npu_unit_unlive(u, t - u->slot);
     t->live = false;
     b->live--;
     if (b->live && b->at_barrier == b->live) {
@@ -762,8 +827,9 @@ static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
 
 /* Issue d for t at cycle c. */
 static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
-                         const NpuRvInsn *d, uint32_t fetch_err, uint64_t c)
+                         const NpuCuInsn *ci, uint32_t fetch_err, uint64_t c)
 {
+    const NpuRvInsn *d = ci ? &ci->d : NULL;
     NpuLaunch *l = t->blk->l;
     unsigned unit = u - s->cu->unit;
     NpuExec x = { .s = s, .u = u, .t = t, .l = l, .cycle = c, .space = -1 };
@@ -867,28 +933,18 @@ static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
 }
 
 /* Account n cycles from c: every live thread under its current reason. */
-static void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n)
+static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n)
 {
     NpuCuState *cs = s->cu;
     unsigned i, unit = u - cs->unit;
 
-    cs->stamp++;
-    for (i = 0; i < u->nblocks; i++) {
-        NpuLaunch *l = u->blocks[i]->l;
-
-        if (!l->fixed && l->seen != cs->stamp) {
-            l->seen = cs->stamp;
-            l->st.unit_cycles += n;
-        }
+    for (i = 0; i < u->nlaunches; i++) {
+        u->launches[i]->st.unit_cycles += n;
     }
-    for (i = 0; i < s->cu_threads; i++) {
-        NpuSlot *t = &u->slot[i];
-        NpuLaunch *l;
+    for (i = 0; i < u->nlive; i++) {
+        NpuSlot *t = &u->slot[u->live[i]];
+        NpuLaunch *l = t->blk->l;
 
-        if (!t->blk || !t->live || t->blk->l->fixed) {
-            continue;
-        }
-        l = t->blk->l;
         l->st.thread_cycles += n;
         l->st.stall[t->stall] += n;
         if (l->sample_period && !l->failed) {
@@ -903,38 +959,45 @@ static void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n)
 /* Run unit u from its current cycle up to end. */
 static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
 {
-    unsigned nt = s->cu_threads;
-
-    while (u->cycle < end && u->ncode) {
+    while (u->cycle < end && u->nlive) {
         uint64_t c = u->cycle, wake = UINT64_MAX;
-        const NpuRvInsn *pick_d = NULL;
-        uint32_t pick_err = 0;
+        const NpuCuInsn *pick_d = NULL;
+        uint32_t pick_err = 0, nl = u->nlive;
         int pick = -1;
-        unsigned k;
+        unsigned k, pos = u->rr + 1 >= nl ? 0 : u->rr + 1;
 
-        for (k = 0; k < nt; k++) {
-            unsigned i = (u->rr + 1 + k) % nt;
-            NpuSlot *t = &u->slot[i];
-            const NpuRvInsn *d = NULL;
-            uint32_t ferr = 0;
+        for (k = 0; k < nl; k++, pos = pos + 1 == nl ? 0 : pos + 1) {
+            NpuSlot *t = &u->slot[u->live[pos]];
+            NpuLaunch *l = t->blk->l;
+            const NpuCuInsn *d = NULL;
             uint64_t when;
 
-            if (!t->blk || !t->live || t->blk->l->fixed) {
-                continue;
-            }
-            if (t->blk->l->failed) {
+            if (l->failed) {
                 t->stall = NPU_STALL_WAIT;
                 continue;
             }
             if (!t->barrier) {
-                d = npu_cu_fetch(s, t->blk->l, t->h.pc, &ferr);
+                if (t->d_pc != t->h.pc || t->d_epoch != l->code_epoch) {
+                    uint64_t vpn = t->h.pc >> NPU_PAGE_SHIFT;
+                    NpuCodePage *cp = &l->code[vpn % NPU_CODE_PAGES];
+
+                    if (cp->vpn == vpn) {
+                        t->d = &cp->insn[(t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2];
+                        t->d_err = 0;
+                    } else {
+                        t->d = npu_cu_fetch(s, l, t->h.pc, &t->d_err);
+                    }
+                    t->d_pc = t->h.pc;
+                    t->d_epoch = l->code_epoch;
+                }
+                d = t->d;
             }
             when = npu_cu_ready(u, t, d, c, &t->stall);
             if (when <= c) {
                 if (pick < 0) {
-                    pick = i;
+                    pick = pos;
                     pick_d = d;
-                    pick_err = ferr;
+                    pick_err = t->d_err;
                     t->stall = NPU_STALL_SELECTED;
                 } else {
                     t->stall = NPU_STALL_NOT_SELECTED;
@@ -957,7 +1020,7 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         npu_cu_charge(s, u, c, 1);
         u->rr = pick;
         u->cycle = c + 1;
-        npu_cu_issue(s, u, &u->slot[pick], pick_d, pick_err, c);
+        npu_cu_issue(s, u, &u->slot[u->live[pick]], pick_d, pick_err, c);
     }
     if (u->cycle < end) {
         u->cycle = end;
@@ -977,6 +1040,9 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
         NpuSlot *t = &u->slot[i];
 
         if (t->blk == b) {
+            if (t->live) {
+                npu_unit_unlive(u, i);
+            }
             g_free(t->stack);
             t->stack = NULL;
             t->blk = NULL;
@@ -997,6 +1063,7 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
     } else {
         u->ncode--;
         u->free_scratch += l->scratch;
+        npu_unit_launch(u, l, -1);
     }
     l->resident--;
     l->done_blocks++;
@@ -1066,9 +1133,22 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
         t->h.x[1] = NPU_EXIT_PC;
         t->h.x[2] = NPU_LOCAL_STACK + l->stack;
         t->issue_at = c;
+        t->d_pc = UINT64_MAX;
         u->free_slots--;
         tid++;
+        /* keep live[] in slot order (the round robin's order) */
+        {
+            unsigned k = u->nlive;
+
+            while (k && u->live[k - 1] > i) {
+                u->live[k] = u->live[k - 1];
+                k--;
+            }
+            u->live[k] = i;
+            u->nlive++;
+        }
     }
+    npu_unit_launch(u, l, 1);
     for (i = 0; i < 8; i++) {
         uint64_t v;
 
@@ -1600,6 +1680,9 @@ void npu_cu_init(NpuState *s)
 
         u->slot = g_new0(NpuSlot, s->cu_threads);
         u->blocks = g_new0(NpuBlock *, s->cu_threads);
+        u->live = g_new0(uint16_t, s->cu_threads);
+        u->launches = g_new0(NpuLaunch *, s->cu_threads);
+        u->nblocks_of = g_new0(uint32_t, s->cu_threads);
         u->free_slots = s->cu_threads;
         u->free_scratch = s->cu_scratch_kib * 1024u;
     }
@@ -1622,6 +1705,9 @@ void npu_cu_fini(NpuState *s)
     for (i = 0; i < s->n_cus; i++) {
         g_free(cs->unit[i].slot);
         g_free(cs->unit[i].blocks);
+        g_free(cs->unit[i].live);
+        g_free(cs->unit[i].launches);
+        g_free(cs->unit[i].nblocks_of);
     }
     g_free(cs);
     s->cu = NULL;

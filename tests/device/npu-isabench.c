@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-isabench: how fast the compute units interpret RISC-V (make bench).
+ * One thread of one block runs a compute-bound loop (kernels/bench_compute.h)
+ * with the cycle model on; the same C runs natively on the host in the same
+ * process. Prints JSON: isa_mips (instructions retired per host second) and
+ * isa_native_ratio (native time / device time for the same work), each the
+ * median of the trials, plus the raw figures.
+ * Usage: npu-isabench <qemu-system-x86_64> [trials]
+ */
+#define _GNU_SOURCE
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devlib.h"
+#include "kernels/bench_compute.h"
+
+#define N_DEVICE	4000000ul
+#define N_NATIVE	400000000ul
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int main(int argc, char **argv)
+{
+	int trials = argc > 2 ? atoi(argv[2]) : 5;
+	double mips[32], ratio[32], dev_s = 0, nat_s = 0;
+	uint64_t instr = 0, cycles = 0;
+	char *self;
+
+	if (argc < 2 || trials < 1 || trials > 32) {
+		fprintf(stderr, "usage: %s <qemu-system-x86_64> [trials]\n",
+			argv[0]);
+		return 2;
+	}
+	qemu_bin = argv[1];
+	self = strdup(argv[0]);
+	if (asprintf((char **)&kernel_dir, "%s/kernels", dirname(self)) < 0)
+		return 2;
+	start(NULL, 0);
+	load_kernel("bench_compute", 1);
+	for (int t = 0; t < trials; t++) {
+		struct buf out = alloc_buf(4096, 1, 1);
+		struct buf sb = alloc_buf(4096, 0, 1);
+		struct launch l = { .stack = 64, .stats = sb.va, .nargs = 3,
+				    .args = { out.va, N_DEVICE, 12345 + t } };
+		struct npu_launch_stats st;
+		struct pk p = { .n = 0 };
+		uint64_t t0, t1, got;
+		volatile unsigned long want;
+
+		pk_launch_code(&p, &l);
+		t0 = host_ns();
+		if (!ring_run(0, &p, 120000)) {
+			fprintf(stderr, "npu-isabench: the launch failed\n");
+			return 1;
+		}
+		t1 = host_ns();
+		buf_read(&sb, 0, &st, sizeof(st));
+		buf_read(&out, 0, &got, 8);
+		dev_s = (t1 - t0) / 1e9;
+		instr = st.instructions;
+		cycles = st.cycles;
+		if (got != bench_compute(N_DEVICE, 12345 + t)) {
+			fprintf(stderr, "npu-isabench: device result differs\n");
+			return 1;
+		}
+		t0 = host_ns();
+		want = bench_compute(N_NATIVE, 12345 + t);
+		t1 = host_ns();
+		(void)want;
+		nat_s = (t1 - t0) / 1e9 * N_DEVICE / N_NATIVE;
+		mips[t] = instr / dev_s / 1e6;
+		ratio[t] = nat_s / dev_s;
+	}
+	qt_quit(q);
+	fprintf(stderr, "npu-isabench: %llu instructions, %llu cycles, %.3f s "
+		"on the device, %.5f s native\n", (unsigned long long)instr,
+		(unsigned long long)cycles, dev_s, nat_s);
+	printf("{\"isa_mips\": {\"median\": %.2f, \"trials\": %d, \"what\": "
+	       "\"RISC-V instructions retired per host second, one thread, "
+	       "cycle model on\"}, \"isa_native_ratio\": {\"median\": %.5f, "
+	       "\"what\": \"native host time / device interpretation time "
+	       "for the same C\"}}\n", median(mips, trials), trials,
+	       median(ratio, trials));
+	return 0;
+}
