@@ -88,6 +88,7 @@ typedef struct NpuBlock {
 
 typedef struct NpuSlot {
     NpuBlock *blk;              /* NULL: free */
+    NpuLaunch *l;               /* blk->l */
     bool live;                  /* running, not ended */
     bool barrier;               /* waiting at the block barrier */
     uint32_t tid;
@@ -644,7 +645,7 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
 static void __attribute__((noinline)) npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit,
                           uint64_t c, uint64_t n, uint8_t stall)
 {
-    NpuLaunch *l = t->blk->l;
+    NpuLaunch *l = t->l;
     uint64_t p = ROUND_UP(c, l->sample_period);
 
     for (; p < c + n; p += l->sample_period) {
@@ -712,7 +713,7 @@ static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci,
         if (d->cls == NPU_RV_AMO) {
             va = t->h.x[d->rs1];
         }
-        if (npu_cu_space_of(t->blk->l, va) >= NPU_SPACE_DEVICE) {
+        if (npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
             for (i = 0; i < NPU_MEM_QUEUE; i++) {
                 if (u->mem_done[i] > when) {
                     busy++;
@@ -830,7 +831,7 @@ static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
                          const NpuCuInsn *ci, uint32_t fetch_err, uint64_t c)
 {
     const NpuRvInsn *d = ci ? &ci->d : NULL;
-    NpuLaunch *l = t->blk->l;
+    NpuLaunch *l = t->l;
     unsigned unit = u - s->cu->unit;
     NpuExec x = { .s = s, .u = u, .t = t, .l = l, .cycle = c, .space = -1 };
     uint64_t fault = 0, maddr = 0, pc = t->h.pc, lat = NPU_LAT_ALU;
@@ -943,7 +944,7 @@ static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n
     }
     for (i = 0; i < u->nlive; i++) {
         NpuSlot *t = &u->slot[u->live[i]];
-        NpuLaunch *l = t->blk->l;
+        NpuLaunch *l = t->l;
 
         l->st.thread_cycles += n;
         l->st.stall[t->stall] += n;
@@ -968,7 +969,7 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
 
         for (k = 0; k < nl; k++, pos = pos + 1 == nl ? 0 : pos + 1) {
             NpuSlot *t = &u->slot[u->live[pos]];
-            NpuLaunch *l = t->blk->l;
+            NpuLaunch *l = t->l;
             const NpuCuInsn *d = NULL;
             uint64_t when;
 
@@ -1123,6 +1124,7 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
         }
         memset(t, 0, sizeof(*t));
         t->blk = b;
+        t->l = l;
         t->live = true;
         t->tid = tid;
         t->tx = tid % l->bdim[0];

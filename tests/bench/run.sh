@@ -38,6 +38,10 @@ bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout 1200 --outdir "$raw/
 	--device-opts ",timing=off" \
 	--cmd "npu-bench --model-off --trials $trials --json /out/bench.json" || rc=1
 
+echo "bench: compute units (qtest, no guest)..."
+qemu=$("$top/scripts/build-qemu.sh") &&
+	"$BUILD/device/npu-isabench" "$qemu" "$trials" >"$raw/isa.json" || rc=1
+
 python3 - "$raw" "$out" "$kernel" <<'PY' || rc=1
 import json, os, sys, datetime
 raw, out, kernel = sys.argv[1:4]
@@ -51,10 +55,11 @@ def load(p):
         return {}
 
 on, off, host = load(raw + "/on/bench.json"), load(raw + "/off/bench.json"), load(raw + "/host.json")
+isa = load(raw + "/isa.json")
 res = {"host_loadavg": open("/proc/loadavg").read().split()[:3], "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "kernel": kernel,
        "device": on.get("device"), "device_model_off": off.get("device"),
        "gemm_reference": host.get("gemm_reference"), "notes": {}}
-for src in (on, off, host):
+for src in (on, off, host, isa):
     for k, v in src.items():
         if k in ("mode", "device", "gemm_reference"):
             continue
@@ -97,6 +102,7 @@ targets = [
     ("concurrency_speedup_2", "conc", 2), ("concurrency_speedup_4", "conc", 4),
     ("concurrency_speedup_8", "conc", 8), ("copy_bw_ratio", ">=", 0.7),
     ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
+    ("isa_mips", ">=", 50.0), ("isa_native_ratio", None, None),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1
 print()
@@ -120,6 +126,10 @@ for key, op, t in targets:
         tgt, verdict = ">= %.3g" % t, "holds" if m >= t else "MISSES"
     summary[key] = verdict or "reported"
     print("%-24s %10.4g %10.4g %10.4g  %-12s %s" % (key, m, lo, hi, tgt, verdict))
+curve = res.get("occupancy_curve")
+if isinstance(curve, dict) and curve.get("points"):
+    print("occupancy curve (IPC of one unit, latency-bound kernel; model bound %.3f): %s" % (
+        curve["bound"], ", ".join("%d threads %.3f" % (t, v) for t, v in curve["points"])))
 res["verdicts"] = summary
 with open(out + "/results.json", "w") as f:
     json.dump(res, f, indent=2, sort_keys=True)

@@ -5,7 +5,9 @@
  * with the cycle model on; the same C runs natively on the host in the same
  * process. Prints JSON: isa_mips (instructions retired per host second) and
  * isa_native_ratio (native time / device time for the same work), each the
- * median of the trials, plus the raw figures.
+ * median of the trials, and the occupancy curve: IPC of one unit running a
+ * latency-bound kernel (kernels/memlat.c) with 1, 2, 4, 8 and 16 resident
+ * threads, next to the model's bound (memory queue / latency).
  * Usage: npu-isabench <qemu-system-x86_64> [trials]
  */
 #define _GNU_SOURCE
@@ -38,6 +40,8 @@ int main(int argc, char **argv)
 	int trials = argc > 2 ? atoi(argv[2]) : 5;
 	double mips[32], ratio[32], dev_s = 0, nat_s = 0;
 	uint64_t instr = 0, cycles = 0;
+	unsigned curve_t[16], curve_n = 0;
+	double curve_ipc[16], curve_bound = 0;
 	char *self;
 
 	if (argc < 2 || trials < 1 || trials > 32) {
@@ -85,6 +89,34 @@ int main(int argc, char **argv)
 		mips[t] = instr / dev_s / 1e6;
 		ratio[t] = nat_s / dev_s;
 	}
+	/* the occupancy curve */
+	{
+		struct buf a = alloc_buf(64 * 1024, 1, 1);
+		struct buf out = alloc_buf(8 * 1024, 1, 1);
+		struct buf sb = alloc_buf(4096, 0, 1);
+		unsigned nthr = rd(NPU_REG_CU_THREADS);
+
+		load_kernel("memlat", 1);
+		for (unsigned t = 1; t <= nthr && t <= 64; t *= 2) {
+			struct launch l = { .block = { t }, .stack = 64,
+					    .stats = sb.va, .nargs = 4,
+					    .args = { a.va, 200, 16 * 1024 - 1,
+						      out.va } };
+			struct npu_launch_stats st;
+			struct pk p = { .n = 0 };
+
+			pk_launch_code(&p, &l);
+			if (!ring_run(0, &p, 120000)) {
+				fprintf(stderr, "npu-isabench: memlat failed\n");
+				return 1;
+			}
+			buf_read(&sb, 0, &st, sizeof(st));
+			curve_t[curve_n] = t;
+			curve_ipc[curve_n] = (double)st.instructions / st.cycles;
+			curve_bound = (double)st.instructions / (t * 200) * 8 / 120;
+			curve_n++;
+		}
+	}
 	qt_quit(q);
 	fprintf(stderr, "npu-isabench: %llu instructions, %llu cycles, %.3f s "
 		"on the device, %.5f s native\n", (unsigned long long)instr,
@@ -93,7 +125,12 @@ int main(int argc, char **argv)
 	       "\"RISC-V instructions retired per host second, one thread, "
 	       "cycle model on\"}, \"isa_native_ratio\": {\"median\": %.5f, "
 	       "\"what\": \"native host time / device interpretation time "
-	       "for the same C\"}}\n", median(mips, trials), trials,
-	       median(ratio, trials));
+	       "for the same C\"}, \"occupancy_curve\": {\"what\": \"IPC of "
+	       "one unit on a latency-bound kernel by resident threads\", "
+	       "\"bound\": %.4f, \"points\": [", median(mips, trials), trials,
+	       median(ratio, trials), curve_bound);
+	for (unsigned i = 0; i < curve_n; i++)
+		printf("%s[%u, %.4f]", i ? ", " : "", curve_t[i], curve_ipc[i]);
+	printf("]}}\n");
 	return 0;
 }
