@@ -145,6 +145,17 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 			args->value |= DRM_NPU_FEATURE_DEVMEM;
 		if (ndev->devmem_size && ndev->devmem_bar_size)
 			args->value |= DRM_NPU_FEATURE_DEVMEM_MMAP;
+		if (ndev->features & NPU_FEATURE_USER_CODE)
+			args->value |= DRM_NPU_FEATURE_USER_CODE;
+		break;
+	case DRM_NPU_PARAM_CU_THREADS:
+		args->value = ndev->cu_threads;
+		break;
+	case DRM_NPU_PARAM_CU_SCRATCH_BYTES:
+		args->value = ndev->cu_scratch;
+		break;
+	case DRM_NPU_PARAM_CU_CLOCK_MHZ:
+		args->value = ndev->cu_clock_mhz;
 		break;
 	case DRM_NPU_PARAM_VA_SIZE:
 		args->value = NPU_VA_END - NPU_VA_START;
@@ -363,6 +374,11 @@ static int npu_hw_init(struct npu_device *ndev)
 	ndev->num_compute = NPU_CAPS_COMPUTE_RINGS(ndev->caps);
 	ndev->num_copy = NPU_CAPS_COPY_RINGS(ndev->caps);
 	ndev->num_cus = min_t(u32, NPU_CAPS_CUS(ndev->caps), NPU_MAX_CUS);
+	if (ndev->features & NPU_FEATURE_USER_CODE) {
+		ndev->cu_threads = npu_rd(ndev, NPU_REG_CU_THREADS);
+		ndev->cu_scratch = npu_rd(ndev, NPU_REG_CU_SCRATCH);
+		ndev->cu_clock_mhz = npu_rd(ndev, NPU_REG_CU_CLOCK_MHZ);
+	}
 	if (ndev->num_compute + ndev->num_copy > NPU_MAX_RINGS ||
 	    ndev->num_compute + ndev->num_copy == 0) {
 		dev_err(&pdev->dev, "bad caps %#x\n", ndev->caps);

@@ -128,6 +128,10 @@ struct npu_ring {
  * @num_compute: compute rings
  * @num_copy: copy rings
  * @num_cus: compute units
+ * @cu_threads: thread slots per unit (NPU_REG_CU_THREADS), 0 if the units
+ *	run no user code (no NPU_FEATURE_USER_CODE)
+ * @cu_scratch: scratchpad bytes per unit (NPU_REG_CU_SCRATCH)
+ * @cu_clock_mhz: unit clock (NPU_REG_CU_CLOCK_MHZ)
  * @rings: the rings, @num_rings of them
  * @sched_lists: schedulers of the compute / copy rings, for load-balanced
  *	queues (entities keep a pointer to the list)
@@ -162,6 +166,9 @@ struct npu_device {
 	u32 num_compute;
 	u32 num_copy;
 	u32 num_cus;
+	u32 cu_threads;
+	u32 cu_scratch;
+	u32 cu_clock_mhz;
 	struct npu_ring rings[NPU_MAX_RINGS];
 	struct drm_gpu_scheduler *sched_lists[2][NPU_MAX_RINGS];
 	void *fence_page;
@@ -518,7 +525,8 @@ void npu_ring_fail_all(struct npu_ring *ring, int error);
 struct npu_fence *npu_fence_alloc(gfp_t gfp);
 struct dma_fence *npu_fence_signaled(struct npu_ring *ring, int error);
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
-		      u32 ring, u32 cause, u32 info, u64 addr);
+		      u32 ring, u32 cause, u32 info, u64 addr,
+		      const struct drm_npu_get_fault *where);
 
 /* npu_debugfs.c, npu_sysfs.c */
 void npu_debugfs_init(struct drm_minor *minor);

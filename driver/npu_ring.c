@@ -89,9 +89,12 @@ struct dma_fence *npu_fence_signaled(struct npu_ring *ring, int error)
  * @cause: enum npu_error
  * @info: opcode or kernel id
  * @addr: faulting address
+ * @where: for a compute-unit thread's fault, its pc, block, thread and unit
+ *	(the other fields of @where are ignored); NULL otherwise
  */
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
-		      u32 ring, u32 cause, u32 info, u64 addr)
+		      u32 ring, u32 cause, u32 info, u64 addr,
+		      const struct drm_npu_get_fault *where)
 {
 	unsigned long flags;
 
@@ -103,6 +106,10 @@ void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 	nfile->fault.cause = cause;
 	nfile->fault.info = info;
 	nfile->fault.addr = addr;
+	nfile->fault.pc = where ? where->pc : 0;
+	nfile->fault.block = where ? where->block : 0;
+	nfile->fault.thread = where ? where->thread : 0;
+	nfile->fault.unit = where ? where->unit : 0;
 	spin_unlock_irqrestore(&nfile->fault_lock, flags);
 }
 
@@ -255,6 +262,7 @@ static irqreturn_t npu_ring_irq(int irq, void *arg)
 /* Device error on @ring: blame the running job, then let the ring go on. */
 static void npu_ring_handle_error(struct npu_ring *ring)
 {
+	struct drm_npu_get_fault where = {};
 	u32 cause, ctx, info;
 	struct npu_job *job;
 	u64 addr;
@@ -266,6 +274,13 @@ static void npu_ring_handle_error(struct npu_ring *ring)
 	info = npu_ring_rd(ring, NPU_RING_ERROR_INFO);
 	addr = npu_rd64(ring->ndev, NPU_RING_BASE(ring->index) +
 			NPU_RING_FAULT_LO);
+	if (ring->ndev->features & NPU_FEATURE_USER_CODE) {
+		where.pc = npu_rd64(ring->ndev, NPU_RING_BASE(ring->index) +
+				    NPU_RING_FAULT_PC_LO);
+		where.block = npu_ring_rd(ring, NPU_RING_FAULT_BLOCK);
+		where.thread = npu_ring_rd(ring, NPU_RING_FAULT_THREAD);
+		where.unit = npu_ring_rd(ring, NPU_RING_FAULT_UNIT);
+	}
 	ring->stats_faults++;
 
 	/* finished jobs first: the oldest remaining one is the culprit */
@@ -277,7 +292,8 @@ static void npu_ring_handle_error(struct npu_ring *ring)
 		if (!job->hw_fence->error)
 			dma_fence_set_error(job->hw_fence, -EFAULT);
 		npu_fault_record(job->nfile, DRM_NPU_FAULT_DEVICE,
-				 job->queue_id, ring->index, cause, info, addr);
+				 job->queue_id, ring->index, cause, info, addr,
+				 &where);
 	}
 	dev_dbg(ring->ndev->drm.dev,
 		"%s: error %u ctx %u info %#x addr %#llx\n", ring->name,
@@ -388,7 +404,8 @@ void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 		} else if (job == bad) {
 			err = -ETIMEDOUT;
 			npu_fault_record(bad->nfile, DRM_NPU_FAULT_TIMEOUT,
-					 bad->queue_id, ring->index, 0, 0, 0);
+					 bad->queue_id, ring->index, 0, 0, 0,
+					 NULL);
 			dma_fence_set_error(&bad->base.s_fence->finished, err);
 			ring->stats_failed++;
 		}

@@ -409,7 +409,7 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case NPU_REG_CAPS:
         return s->n_compute | s->n_copy << 8 | s->n_cus << 16;
     case NPU_REG_FEATURES:
-        return s->timing ? NPU_FEATURE_TIMING : 0;
+        return (s->timing ? NPU_FEATURE_TIMING : 0) | NPU_FEATURE_USER_CODE;
     case NPU_REG_DEVMEM_SIZE_LO:
         return (uint32_t)s->devmem_size;
     case NPU_REG_DEVMEM_SIZE_HI:

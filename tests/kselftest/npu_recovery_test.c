@@ -67,6 +67,88 @@ TEST_F(rec, pan_submit_error_fault)
 	ASSERT_EQ(get_fault(self->fd).count, 1);
 }
 
+/*
+ * RV64G code for LAUNCH_CODE (assembled with clang-14 + ld.lld at 0):
+ * kernel_store: out[block_x] = a1 (a0 = out).
+ * kernel_fault: block 2, thread 1 stores to a0 (unmapped); others return.
+ */
+static const uint32_t kernel_store[] = {
+	0xcc0022f3,	/* csrr t0, block_x */
+	0x00229293,	/* slli t0, t0, 2 */
+	0x005502b3,	/* add t0, a0, t0 */
+	0x00b2a023,	/* sw a1, 0(t0) */
+	0x00008067,	/* ret */
+};
+
+static const uint32_t kernel_fault[] = {
+	0xcc0022f3,	/* csrr t0, block_x */
+	0x00200313,	/* li t1, 2 */
+	0x00629a63,	/* bne t0, t1, end */
+	0xcc6022f3,	/* csrr t0, thread_x */
+	0x00100313,	/* li t1, 1 */
+	0x00629463,	/* bne t0, t1, end */
+	0x00052023,	/* sw zero, 0(a0) */
+	0x00008067,	/* end: ret */
+};
+
+/* A user kernel runs through the whole stack: each block stores a word. */
+TEST_F(rec, user_kernel_runs)
+{
+	uint64_t args[2];
+	struct npu_bo code, out;
+	uint32_t *o;
+	int i;
+
+	if (!(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_USER_CODE))
+		SKIP(return, "no user code on this device");
+	ASSERT_GE(npu_param(self->fd, DRM_NPU_PARAM_CU_THREADS), 1);
+	ASSERT_GT(npu_param(self->fd, DRM_NPU_PARAM_CU_SCRATCH_BYTES), 0);
+	ASSERT_GT(npu_param(self->fd, DRM_NPU_PARAM_CU_CLOCK_MHZ), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &code), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &out), 0);
+	memcpy(code.map, kernel_store, sizeof(kernel_store));
+	args[0] = out.va;
+	args[1] = 0x5eed;
+	npu_emit_launch_code(&self->cmd, code.va, 8, 4, 2, args);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	o = out.map;
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(o[i], 0x5eed);
+	ASSERT_EQ(o[8], 0);
+	ASSERT_EQ(get_fault(self->fd).count, 0);
+}
+
+/* GET_FAULT names the instruction, block, thread and unit of a fault. */
+TEST_F(rec, user_kernel_fault_where)
+{
+	uint64_t args[1] = { 0x7f0000000ull };	/* never handed out */
+	struct drm_npu_get_fault f;
+	struct npu_bo code;
+
+	if (!(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_USER_CODE))
+		SKIP(return, "no user code on this device");
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &code), 0);
+	memcpy(code.map, kernel_fault, sizeof(kernel_fault));
+	npu_emit_launch_code(&self->cmd, code.va, 4, 2, 1, args);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.count, 1);
+	ASSERT_EQ(f.kind, DRM_NPU_FAULT_DEVICE);
+	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
+	ASSERT_EQ(f.addr, args[0]);
+	ASSERT_EQ(f.pc, code.va + 6 * 4);
+	ASSERT_EQ(f.block, 2);
+	ASSERT_EQ(f.thread, 1);
+	ASSERT_LT(f.unit, npu_param(self->fd, DRM_NPU_PARAM_NUM_CUS));
+	/* the queue goes on */
+	memcpy(code.map, kernel_store, sizeof(kernel_store));
+	npu_emit_fill(&self->cmd, code.va + 2048, 0, 64);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+}
+
 /* A copy into the unmapped guard page after a BO faults with its address. */
 TEST_F(rec, fault_past_bo_end)
 {

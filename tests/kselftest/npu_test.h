@@ -324,6 +324,38 @@ static inline void npu_emit_launch(struct npu_cmd *c, uint32_t kernel,
 		npu_cmd_q(c, args[i]);
 }
 
+/* LAUNCH_CODE of RISC-V code at entry over gx blocks of bx threads. */
+static inline void npu_emit_launch_code(struct npu_cmd *c, uint64_t entry,
+					uint32_t gx, uint32_t bx,
+					uint32_t nargs, const uint64_t *args)
+{
+	uint32_t i;
+
+	npu_cmd_dw(c, NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
+				  NPU_PKT_LAUNCH_CODE_DW + 2 * nargs));
+	npu_cmd_dw(c, 0);		/* flags */
+	npu_cmd_q(c, entry);
+	npu_cmd_dw(c, gx);
+	npu_cmd_dw(c, 1);
+	npu_cmd_dw(c, 1);
+	npu_cmd_dw(c, bx);
+	npu_cmd_dw(c, 1);
+	npu_cmd_dw(c, 1);
+	npu_cmd_dw(c, 0);		/* scratchpad */
+	npu_cmd_dw(c, 256);		/* stack per thread */
+	npu_cmd_q(c, 0);		/* stats */
+	npu_cmd_q(c, 0);		/* trace */
+	npu_cmd_dw(c, 0);
+	npu_cmd_dw(c, 0);
+	npu_cmd_dw(c, 0);
+	npu_cmd_dw(c, nargs);
+	npu_cmd_q(c, 0);		/* printf */
+	npu_cmd_dw(c, 0);
+	npu_cmd_dw(c, 0);
+	for (i = 0; i < nargs; i++)
+		npu_cmd_q(c, args[i]);
+}
+
 static inline void npu_emit_timestamp(struct npu_cmd *c, uint64_t dst)
 {
 	npu_cmd_dw(c, NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4));

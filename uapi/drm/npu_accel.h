@@ -92,6 +92,10 @@ extern "C" {
  *	out (VAs below it are never mapped, so a NULL pointer faults)
  * @DRM_NPU_PARAM_MAX_CONTEXTS: most extra contexts (DRM_IOCTL_NPU_CTX_CREATE)
  *	one file can have at a time, besides its default context
+ * @DRM_NPU_PARAM_CU_THREADS: hardware thread slots of one compute unit
+ *	(with DRM_NPU_FEATURE_USER_CODE, else 0)
+ * @DRM_NPU_PARAM_CU_SCRATCH_BYTES: scratchpad bytes of one compute unit
+ * @DRM_NPU_PARAM_CU_CLOCK_MHZ: compute unit clock, MHz
  */
 enum drm_npu_param {
 	DRM_NPU_PARAM_DEVICE_ID = 0,
@@ -117,6 +121,9 @@ enum drm_npu_param {
 	DRM_NPU_PARAM_MAX_QUEUES = 20,
 	DRM_NPU_PARAM_VA_START = 21,
 	DRM_NPU_PARAM_MAX_CONTEXTS = 22,
+	DRM_NPU_PARAM_CU_THREADS = 23,
+	DRM_NPU_PARAM_CU_SCRATCH_BYTES = 24,
+	DRM_NPU_PARAM_CU_CLOCK_MHZ = 25,
 };
 
 /* DRM_NPU_PARAM_FEATURES bits */
@@ -128,6 +135,7 @@ enum drm_npu_param {
 #define DRM_NPU_FEATURE_COUNTERS	(0x20ull)	/* DRM_IOCTL_NPU_COUNTERS */
 #define DRM_NPU_FEATURE_DEVMEM_MMAP	(0x40ull)	/* mmap of DEVMEM BOs */
 #define DRM_NPU_FEATURE_CONTEXTS	(0x80ull)	/* CTX_CREATE, BO_MAP */
+#define DRM_NPU_FEATURE_USER_CODE	(0x100ull)	/* LAUNCH_CODE packets */
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -365,6 +373,12 @@ struct drm_npu_bo_wait {
  * @cause: out, device error code (npu_hw.h enum npu_error)
  * @info: out, opcode or kernel id at the error
  * @addr: out, faulting device address, if any
+ * @pc: out, for a fault of a compute-unit thread (cause NPU_ERR_CU_* or a
+ *	memory fault of a LAUNCH_CODE kernel): the faulting instruction's
+ *	address; else 0
+ * @block: out, with @pc: linear index of the faulting block in the grid
+ * @thread: out, with @pc: linear index of the faulting thread in its block
+ * @unit: out, with @pc: compute unit that ran it
  */
 struct drm_npu_get_fault {
 	__u32 count;
@@ -374,6 +388,11 @@ struct drm_npu_get_fault {
 	__u32 cause;
 	__u32 info;
 	__u64 addr;
+	__u64 pc;
+	__u32 block;
+	__u32 thread;
+	__u32 unit;
+	__u32 pad;
 };
 
 /**
