@@ -48,6 +48,7 @@
 #define NPU_REG_FEATURES	0x00c	/* RO: NPU_FEATURE_* */
 #define NPU_FEATURE_TIMING	(1u << 0)	/* timing model is on */
 #define NPU_FEATURE_USER_CODE	(1u << 1)	/* LAUNCH_CODE, RISC-V units */
+#define NPU_FEATURE_VIRTUAL_TIME (1u << 2)	/* device clock = model time */
 #define NPU_REG_DEVMEM_SIZE_LO	0x010	/* RO: bytes of device memory */
 #define NPU_REG_DEVMEM_SIZE_HI	0x014
 #define NPU_REG_CLOCK_HZ	0x018	/* RO: device clock rate (ticks/s) */

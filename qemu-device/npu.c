@@ -41,6 +41,9 @@
 
 uint64_t npu_clock(NpuState *s)
 {
+    if (s->vtime) {
+        return npu_vt_now(s);
+    }
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
            qatomic_read(&s->clock_base);
 }
@@ -157,6 +160,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     qemu_mutex_lock(&r->lock);
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
+    npu_vt_ring_reset(r);               /* a ring waiting for the clock */
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);   /* a ring thread waiting for units */
     qemu_mutex_unlock(&s->cu_lock);
@@ -202,6 +206,7 @@ static void npu_device_reset(NpuState *s)
         npu_ring_reset(&s->rings[i], true);
     }
     npu_cu_reset(s);
+    npu_vt_reset(s);
     qemu_mutex_lock(&s->reg_lock);
     s->err_pending = 0;
     s->scratch = 0;
@@ -409,7 +414,8 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     case NPU_REG_CAPS:
         return s->n_compute | s->n_copy << 8 | s->n_cus << 16;
     case NPU_REG_FEATURES:
-        return (s->timing ? NPU_FEATURE_TIMING : 0) | NPU_FEATURE_USER_CODE;
+        return (s->timing ? NPU_FEATURE_TIMING : 0) | NPU_FEATURE_USER_CODE |
+               (s->vtime ? NPU_FEATURE_VIRTUAL_TIME : 0);
     case NPU_REG_DEVMEM_SIZE_LO:
         return (uint32_t)s->devmem_size;
     case NPU_REG_DEVMEM_SIZE_HI:
@@ -536,6 +542,7 @@ static void npu_stop_threads(NpuState *s, unsigned n)
         qemu_mutex_unlock(&r->lock);
     }
     /* ring threads waiting in the dispatcher cancel their launches */
+    npu_vt_kick(s);
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
@@ -550,6 +557,21 @@ static void npu_stop_threads(NpuState *s, unsigned n)
 
 static bool npu_check_props(NpuState *s, Error **errp)
 {
+    const char *mode = s->timing_mode ? s->timing_mode : "on";
+
+    if (!strcmp(mode, "on") || !strcmp(mode, "true")) {
+        s->timing = true;
+        s->vtime = false;
+    } else if (!strcmp(mode, "off") || !strcmp(mode, "false")) {
+        s->timing = false;
+        s->vtime = false;
+    } else if (!strcmp(mode, "virtual")) {
+        s->timing = true;
+        s->vtime = true;
+    } else {
+        error_setg(errp, "npu: timing must be on, off or virtual");
+        return false;
+    }
     if (s->n_compute < 1 || s->n_compute > NPU_MAX_RINGS) {
         error_setg(errp, "npu: compute-rings must be 1..%d", NPU_MAX_RINGS);
         return false;
@@ -635,6 +657,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     }
 
     qemu_mutex_init(&s->reg_lock);
+    npu_vt_init(s);
     qemu_mutex_init(&s->cu_lock);
     qemu_cond_init(&s->cu_cond);
     s->irq_bh = qemu_bh_new(npu_irq_bh, s);
@@ -663,6 +686,7 @@ static void npu_exit(PCIDevice *pdev)
 
     npu_stop_threads(s, s->nrings);
     npu_cu_fini(s);
+    npu_vt_fini(s);
     qemu_bh_delete(s->irq_bh);
     s->irq_bh = NULL;
     qemu_cond_destroy(&s->cu_cond);
@@ -676,7 +700,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("copy-rings", NpuState, n_copy, 2),
     DEFINE_PROP_UINT32("compute-units", NpuState, n_cus, 8),
     DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 64 * MiB),
-    DEFINE_PROP_BOOL("timing", NpuState, timing, true),
+    DEFINE_PROP_STRING("timing", NpuState, timing_mode),
     DEFINE_PROP_UINT32("link-bw-mbps", NpuState, link_bw, 4000),
     DEFINE_PROP_UINT32("mem-bw-mbps", NpuState, mem_bw, 32000),
     DEFINE_PROP_UINT32("cu-mops", NpuState, cu_mops, 2000),

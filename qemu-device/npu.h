@@ -42,6 +42,21 @@ typedef struct NpuErr {
 
 typedef struct NpuCuState NpuCuState;
 
+/* Deterministic device time (npu_vtime.c): engines are the rings and,
+ * last, the compute units. */
+#define NPU_VT_ENGINES  (NPU_MAX_RINGS + 1)
+#define NPU_VT_CU       NPU_MAX_RINGS
+enum { NPU_VT_IDLE, NPU_VT_RUN, NPU_VT_WAIT, NPU_VT_BLOCKED };
+
+typedef struct NpuVtime {
+    QemuMutex lock;             /* protects everything here */
+    QemuCond cond;              /* an engine was made to run */
+    uint64_t now;               /* the device clock, ns */
+    uint64_t cu_time;           /* how far the units have simulated, ns */
+    uint8_t state[NPU_VT_ENGINES];
+    uint64_t until[NPU_VT_ENGINES];     /* NPU_VT_WAIT: until when */
+} NpuVtime;
+
 typedef struct NpuRing {
     NpuState *s;
     unsigned idx;
@@ -70,6 +85,15 @@ typedef struct NpuRing {
     uint32_t fault_thread;
     uint32_t fault_unit;
     uint64_t busy_ns;
+    /*
+     * timing=virtual: the ring's present and its command's start (the
+     * engine's own), and the semaphore it is blocked on (under vt.lock).
+     */
+    uint64_t vt;
+    uint64_t vt_start;
+    bool vt_sem;
+    uint64_t vt_sem_addr;
+    uint32_t vt_sem_value;
     uint64_t cmds;
     uint64_t bytes;
     uint64_t ops;
@@ -109,7 +133,9 @@ struct NpuState {
     uint32_t n_copy;
     uint32_t n_cus;
     uint64_t devmem_size;
-    bool timing;
+    char *timing_mode;          /* property: on, off or virtual */
+    bool timing;                /* the timing model is on */
+    bool vtime;                 /* ... with the virtual device clock */
     uint32_t link_bw;
     uint32_t mem_bw;
     uint32_t cu_mops;
@@ -138,6 +164,8 @@ struct NpuState {
     QemuCond cu_cond;
     QemuThread cu_thread;
     NpuCuState *cu;
+
+    NpuVtime vt;
 
     /* interrupts raised by engine threads, delivered by a bottom half */
     QEMUBH *irq_bh;
@@ -182,6 +210,24 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
 /* npu_kernels.c */
 bool npu_launch(NpuJob *job, const uint32_t *pkt, unsigned ndw,
                 uint64_t pkt_addr, NpuErr *err);
+
+/* npu_vtime.c */
+void npu_vt_init(NpuState *s);
+void npu_vt_fini(NpuState *s);
+void npu_vt_reset(NpuState *s);
+void npu_vt_ring_reset(NpuRing *r);
+void npu_vt_kick(NpuState *s);
+uint64_t npu_vt_now(NpuState *s);
+void npu_vt_ring_active(NpuRing *r);
+void npu_vt_ring_idle(NpuRing *r);
+bool npu_vt_complete(NpuRing *r, uint64_t model_ns);
+bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value);
+void npu_vt_cu_submit(NpuRing *r);
+void npu_vt_cu_poke(NpuState *s);
+void npu_vt_cu_finished(NpuRing *r, uint64_t end_ns);
+bool npu_vt_cu_wait(NpuRing *r);
+bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
+                    uint64_t *now, uint64_t *horizon, const bool *stop);
 
 /* npu_cu.c */
 void npu_cu_init(NpuState *s);

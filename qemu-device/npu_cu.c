@@ -84,6 +84,7 @@ typedef struct NpuBlock {
     uint32_t at_barrier;
     int64_t fixed_end;          /* fixed-function block: wall deadline */
     int64_t fixed_start;
+    uint64_t fixed_end_cycle;   /* ... in cycles (timing=virtual) */
 } NpuBlock;
 
 typedef struct NpuSlot {
@@ -184,6 +185,7 @@ struct NpuLaunch {
     struct npu_launch_stats st;
     uint32_t printf_used;
 
+    uint64_t vt_submit;         /* timing=virtual: ring's present */
     QTAILQ_ENTRY(NpuLaunch) next;
 };
 
@@ -214,6 +216,22 @@ static int64_t npu_now(void)
 {
     return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
 }
+
+/* Unit cycles and device ns (timing=virtual: exact, cycles from 0). */
+static uint64_t npu_c2ns(NpuState *s, uint64_t c)
+{
+    return muldiv64(c, 1000, s->cu_clock_mhz);
+}
+
+static uint64_t npu_ns2c(NpuState *s, uint64_t ns, bool up)
+{
+    uint64_t c = muldiv64(ns, s->cu_clock_mhz, 1000);
+
+    return up && npu_c2ns(s, c) < ns ? c + 1 : c;
+}
+
+/* A fixed-function block this long never ends by itself (TEST_HANG). */
+#define NPU_FIXED_FOREVER   (INT64_MAX / 8)
 
 static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
                         const NpuSlot *t, unsigned unit)
@@ -1061,6 +1079,8 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
     if (l->fixed) {
         qatomic_set(&u->fixed_ns,
                     u->fixed_ns + MAX(npu_now() - b->fixed_start, 0));
+        l->last_cycle = MAX(l->last_cycle,
+                            MIN(b->fixed_end_cycle, s->cu->cycle));
     } else {
         u->ncode--;
         u->free_scratch += l->scratch;
@@ -1102,11 +1122,13 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
     if (!l->started) {
         l->started = true;
         l->first_cycle = c;
-        l->st.start_ns = npu_clock(s);
+        l->st.start_ns = s->vtime ? npu_c2ns(s, c) : npu_clock(s);
     }
     if (l->fixed) {
         b->fixed_start = npu_now();
         b->fixed_end = b->fixed_start + l->fixed_ns;
+        b->fixed_end_cycle = l->fixed_ns >= NPU_FIXED_FOREVER ? UINT64_MAX :
+                             c + npu_ns2c(s, l->fixed_ns, true);
         return true;
     }
     b->bx = idx % l->grid[0];
@@ -1231,7 +1253,7 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
         }
         l->st.start_cycle = l->first_cycle;
         l->st.cycles = l->last_cycle - l->first_cycle;
-        l->st.end_ns = npu_clock(s);
+        l->st.end_ns = s->vtime ? npu_c2ns(s, l->last_cycle) : npu_clock(s);
         if (l->trace_va) {
             struct npu_cu_trace_header h = {
                 .magic = cpu_to_le32(NPU_CU_TRACE_MAGIC),
@@ -1262,6 +1284,9 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
         }
         npu_mmu_access_end(l->ring);
     }
+    if (s->vtime && !l->cancel) {
+        npu_vt_cu_finished(l->ring, npu_c2ns(s, l->last_cycle));
+    }
     QTAILQ_REMOVE(&s->cu->queue, l, next);
     l->finished = true;
     qemu_cond_broadcast(&s->cu_cond);
@@ -1280,8 +1305,10 @@ static void npu_cu_reap(NpuState *s, int64_t now)
         for (j = 0; j < u->nblocks;) {
             NpuBlock *b = u->blocks[j];
 
-            if (b->l->cancel || b->l->failed ||
-                (b->l->fixed && now >= b->fixed_end)) {
+            bool ended = s->vtime ? b->fixed_end_cycle <= s->cu->cycle
+                                  : now >= b->fixed_end;
+
+            if (b->l->cancel || b->l->failed || (b->l->fixed && ended)) {
                 npu_block_free(s, u, b);        /* moves the last block here */
             } else {
                 j++;
@@ -1358,15 +1385,147 @@ static void npu_cu_idle(NpuState *s)
     }
 }
 
-/* Move the launches the rings queued to the thread's own queue. */
+/*
+ * Move the launches the rings queued to the thread's own queue, ordered by
+ * the time their rings queued them, then by ring (with timing=virtual,
+ * rings queueing at the same time may do so in any order on the host).
+ */
 static void npu_cu_take_incoming(NpuCuState *cs)
 {
     while (!QTAILQ_EMPTY(&cs->incoming)) {
-        NpuLaunch *l = QTAILQ_FIRST(&cs->incoming);
+        NpuLaunch *l, *first = QTAILQ_FIRST(&cs->incoming);
 
-        QTAILQ_REMOVE(&cs->incoming, l, next);
-        QTAILQ_INSERT_TAIL(&cs->queue, l, next);
+        QTAILQ_FOREACH(l, &cs->incoming, next) {
+            if (l->vt_submit < first->vt_submit ||
+                (l->vt_submit == first->vt_submit &&
+                 l->ring->idx < first->ring->idx)) {
+                first = l;
+            }
+        }
+        QTAILQ_REMOVE(&cs->incoming, first, next);
+        QTAILQ_INSERT_TAIL(&cs->queue, first, next);
     }
+}
+
+/* Run every unit from the current cycle to end (cu_lock held, dropped). */
+static void npu_cu_run_units(NpuState *s, uint64_t end)
+{
+    NpuCuState *cs = s->cu;
+    NpuRing *rings[NPU_MAX_RINGS];
+    unsigned nr = 0, i, j;
+    NpuLaunch *l;
+
+    /* one MMU access per ring for the quantum (see npu_mmu.c) */
+    QTAILQ_FOREACH(l, &cs->queue, next) {
+        if (!l->fixed && l->resident) {
+            npu_mmu_access_begin(l->ring);
+            if (l->gen != l->ring->tlb_gen) {
+                npu_launch_flush(l);
+                l->gen = l->ring->tlb_gen;
+            }
+            rings[nr++] = l->ring;
+        }
+    }
+    /* the quantum runs unlocked: rings queue and cancel meanwhile */
+    qemu_mutex_unlock(&s->cu_lock);
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &cs->unit[i];
+
+        if (u->cycle < cs->cycle) {
+            u->cycle = cs->cycle;
+        }
+        npu_unit_run(s, u, end);
+        /* blocks that ended freed room: refill within the quantum */
+        if (npu_cu_waiting(s)) {
+            qemu_mutex_lock(&s->cu_lock);
+            npu_cu_dispatch(s);
+            qemu_mutex_unlock(&s->cu_lock);
+        }
+    }
+    for (j = 0; j < nr; j++) {
+        npu_mmu_access_end(rings[j]);
+    }
+    qemu_mutex_lock(&s->cu_lock);
+    cs->cycle = end;
+}
+
+static unsigned npu_cu_count_active(NpuState *s)
+{
+    unsigned i, n = 0;
+
+    for (i = 0; i < s->n_cus; i++) {
+        n += s->cu->unit[i].ncode != 0;
+    }
+    return n;
+}
+
+/* The earliest end of a fixed-function block, in cycles (timing=virtual). */
+static uint64_t npu_cu_next_fixed(NpuState *s)
+{
+    uint64_t next = UINT64_MAX;
+    unsigned i, j;
+
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        for (j = 0; j < u->nblocks; j++) {
+            if (u->blocks[j]->l->fixed) {
+                next = MIN(next, u->blocks[j]->fixed_end_cycle);
+            }
+        }
+    }
+    return next;
+}
+
+/*
+ * timing=virtual: the units are one engine of the virtual clock. They go
+ * on only when the clock has reached them and no ring runs, take the
+ * launches queued until then, and simulate up to the earliest time a ring
+ * waits for (a launch queued later starts at the next step: at most one
+ * quantum late, deterministically).
+ */
+static void npu_cu_loop_virtual(NpuState *s)
+{
+    NpuCuState *cs = s->cu;
+    uint64_t want = UINT64_MAX;         /* cycle the units wait for */
+
+    qemu_mutex_unlock(&s->cu_lock);
+    for (;;) {
+        uint64_t now, horizon, end, next;
+
+        if (!npu_vt_cu_step(s, npu_c2ns(s, cs->cycle),
+                            want == UINT64_MAX ? UINT64_MAX
+                                               : npu_c2ns(s, want),
+                            &now, &horizon, &cs->stop)) {
+            break;
+        }
+        qemu_mutex_lock(&s->cu_lock);
+        if (want != UINT64_MAX && now >= npu_c2ns(s, want)) {
+            cs->cycle = MAX(cs->cycle, want);
+        } else {
+            cs->cycle = MAX(cs->cycle, npu_ns2c(s, now, false));
+        }
+        npu_cu_take_incoming(cs);
+        npu_cu_reap(s, 0);
+        npu_cu_dispatch(s);
+        cs->active = npu_cu_count_active(s);
+        next = npu_cu_next_fixed(s);
+        if (!cs->active) {
+            want = next;
+            qemu_mutex_unlock(&s->cu_lock);
+            continue;
+        }
+        end = cs->cycle + NPU_CU_QUANTUM;
+        if (horizon != UINT64_MAX) {
+            end = MIN(end, MAX(npu_ns2c(s, horizon, true), cs->cycle + 1));
+        }
+        end = MIN(end, MAX(next, cs->cycle + 1));
+        npu_cu_run_units(s, end);
+        npu_cu_reap(s, 0);
+        want = cs->cycle;
+        qemu_mutex_unlock(&s->cu_lock);
+    }
+    qemu_mutex_lock(&s->cu_lock);
 }
 
 static void *npu_cu_thread(void *opaque)
@@ -1376,54 +1535,19 @@ static void *npu_cu_thread(void *opaque)
 
     rcu_register_thread();
     qemu_mutex_lock(&s->cu_lock);
+    if (s->vtime) {
+        npu_cu_loop_virtual(s);
+    }
     while (!cs->stop) {
-        NpuRing *rings[NPU_MAX_RINGS];
-        unsigned nr = 0, i, j;
-        NpuLaunch *l;
-
         npu_cu_take_incoming(cs);
         npu_cu_reap(s, npu_now());
         npu_cu_dispatch(s);
-        cs->active = 0;
-        for (i = 0; i < s->n_cus; i++) {
-            cs->active += cs->unit[i].ncode != 0;
-        }
+        cs->active = npu_cu_count_active(s);
         if (!cs->active) {
-                npu_cu_idle(s);
+            npu_cu_idle(s);
             continue;
         }
-        /* one MMU access per ring for the quantum (see npu_mmu.c) */
-        QTAILQ_FOREACH(l, &cs->queue, next) {
-            if (!l->fixed && l->resident) {
-                npu_mmu_access_begin(l->ring);
-                if (l->gen != l->ring->tlb_gen) {
-                    npu_launch_flush(l);
-                    l->gen = l->ring->tlb_gen;
-                }
-                rings[nr++] = l->ring;
-            }
-        }
-        /* the quantum runs unlocked: rings queue and cancel meanwhile */
-        qemu_mutex_unlock(&s->cu_lock);
-        for (i = 0; i < s->n_cus; i++) {
-            NpuUnit *u = &cs->unit[i];
-
-            if (u->cycle < cs->cycle) {
-                u->cycle = cs->cycle;
-            }
-            npu_unit_run(s, u, cs->cycle + NPU_CU_QUANTUM);
-            /* blocks that ended freed room: refill within the quantum */
-            if (npu_cu_waiting(s)) {
-                qemu_mutex_lock(&s->cu_lock);
-                npu_cu_dispatch(s);
-                qemu_mutex_unlock(&s->cu_lock);
-            }
-        }
-        for (j = 0; j < nr; j++) {
-            npu_mmu_access_end(rings[j]);
-        }
-        qemu_mutex_lock(&s->cu_lock);
-        cs->cycle += NPU_CU_QUANTUM;
+        npu_cu_run_units(s, cs->cycle + NPU_CU_QUANTUM);
         npu_cu_pace(s);
     }
     /* unrealize: release every waiting ring thread */
@@ -1448,18 +1572,28 @@ static bool npu_cu_submit_wait(NpuState *s, NpuRing *r, NpuLaunch *l)
 
     npu_launch_flush(l);
     l->gen = UINT32_MAX;
+    l->vt_submit = r->vt;
     qemu_mutex_lock(&s->cu_lock);
     QTAILQ_INSERT_TAIL(&s->cu->incoming, l, next);
     qemu_cond_broadcast(&s->cu_cond);
+    if (s->vtime) {
+        npu_vt_cu_submit(r);
+    }
     while (!l->finished) {
         if (npu_aborted(r) && !l->cancel) {
             l->cancel = true;
             qemu_cond_broadcast(&s->cu_cond);
+            if (s->vtime) {
+                npu_vt_cu_poke(s);
+            }
         }
         qemu_cond_wait(&s->cu_cond, &s->cu_lock);
     }
     cancelled = l->cancel;
     qemu_mutex_unlock(&s->cu_lock);
+    if (s->vtime && !cancelled && !npu_vt_cu_wait(r)) {
+        return false;
+    }
     return !cancelled;
 }
 
@@ -1700,9 +1834,10 @@ void npu_cu_fini(NpuState *s)
     unsigned i;
 
     qemu_mutex_lock(&s->cu_lock);
-    cs->stop = true;
+    qatomic_set(&cs->stop, true);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
+    npu_vt_kick(s);
     qemu_thread_join(&s->cu_thread);
     for (i = 0; i < s->n_cus; i++) {
         g_free(cs->unit[i].slot);

@@ -46,6 +46,18 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
     NpuRing *r = job->ring;
     int64_t end;
 
+    if (r->s->vtime) {
+        if (!npu_vt_complete(r, model_ns) || npu_aborted(r)) {
+            return false;
+        }
+        qemu_mutex_lock(&r->lock);
+        r->busy_ns += r->vt - r->vt_start;
+        r->cmds++;
+        r->bytes += bytes;
+        r->ops += job->ops;
+        qemu_mutex_unlock(&r->lock);
+        return true;
+    }
     if ((r->s->timing || force) &&
         !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns, INT64_MAX / 2))) {
         return false;
@@ -141,7 +153,8 @@ static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
     uint64_t dst = ldq_le_p(p + 2);
     int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-    uint64_t ts = cpu_to_le64(npu_clock(job->ring->s));
+    NpuRing *r = job->ring;
+    uint64_t ts = cpu_to_le64(r->s->vtime ? r->vt : npu_clock(r->s));
 
     if (!npu_vm_rw(job, dst, &ts, 8, true, err)) {
         return false;
@@ -183,6 +196,12 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         }
         if (npu_aborted(r)) {
             return true;
+        }
+        if (r->s->vtime) {
+            if (!npu_vt_sem_block(r, addr, value)) {
+                return true;
+            }
+            continue;
         }
         g_usleep(poll_us);
         poll_us = MIN(poll_us * 2, NPU_SEM_POLL_MAX_US);
@@ -332,6 +351,7 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
 
     *info = op | (in_ib ? 0x100 : 0);
     job->host_bytes = job->dev_bytes = job->ops = 0;
+    r->vt_start = r->vt;
 
     if (!npu_op_known(op)) {
         return npu_set_err(err, NPU_ERR_BAD_OPCODE, pkt_addr);
@@ -476,8 +496,14 @@ void *npu_ring_thread(void *opaque)
         NpuErr err = { 0 };
 
         if (r->abort || !r->enabled || r->halted || r->head == r->tail) {
+            if (s->vtime) {
+                npu_vt_ring_idle(r);
+            }
             qemu_cond_wait(&r->cond, &r->lock);
             continue;
+        }
+        if (s->vtime) {
+            npu_vt_ring_active(r);
         }
         base = r->base;
         size = r->size;

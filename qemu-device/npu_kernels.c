@@ -534,7 +534,8 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
     /* the units are held for what the computation left of the model */
     hold = MAX((int64_t)MIN(model, INT64_MAX / 4) -
-               (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0), 0);
+               (s->vtime ? 0 : qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0),
+               0);
     if (!npu_cu_run_fixed(job, k, hold)) {
         return true;            /* reset while holding units */
     }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "devlib.h"
@@ -508,6 +510,152 @@ static void test_printf(void)
 	   "(used %u, lost %u)", h.used, h.lost);
 }
 
+/*
+ * One multi-ring workload with timing=virtual: copies, built-in and user
+ * kernels, semaphores between rings. Every ring first waits for a "go"
+ * semaphore the host writes once everything is queued. Fills ts[] with
+ * every timestamp; false if a ring did not finish.
+ */
+#define VT_TS 12
+
+static bool vt_workload(uint64_t ts_out[VT_TS], uint64_t *cycles)
+{
+	struct buf ts = alloc_buf(4096, 0, 1), sem = alloc_buf(4096, 0, 1);
+	struct buf h = alloc_buf(1 << 20, 0, 1), d = alloc_buf(1 << 20, 1, 1);
+	struct buf a = alloc_buf(64 * 1024, 1, 1), out = alloc_buf(8192, 1, 1);
+	struct buf sb = alloc_buf(4096, 0, 1);
+	unsigned copy = NPU_CAPS_COMPUTE_RINGS(rd(NPU_REG_CAPS));
+	struct launch mem = { .grid = { 4 }, .block = { 8 }, .stack = 64,
+			      .stats = sb.va, .nargs = 4,
+			      .args = { a.va, 100, 16 * 1024 - 1, out.va } };
+	struct pk p;
+	bool good = true;
+	int r;
+
+	load_kernel("memlat", 1);
+	/* ring 0: copy, GEMM-free built-in work, signal, user kernel */
+	p.n = 0;
+	pk_sem(&p, 1, sem.va, 1);
+	pk_ts(&p, ts.va + 0 * 8);
+	pk_copy(&p, h.va, d.va, 1 << 20);
+	pk_ts(&p, ts.va + 1 * 8);
+	LAUNCH(&p, NPU_KERNEL_SCALE_F32, 4, d.va, d.va, 1 << 18, fbits(2));
+	pk_ts(&p, ts.va + 2 * 8);
+	pk_sem(&p, 0, sem.va + 4, 1);
+	pk_launch_code(&p, &mem);
+	pk_ts(&p, ts.va + 3 * 8);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	/* ring 1: a spin on half the units, then wait for ring 0's signal */
+	p.n = 0;
+	pk_sem(&p, 1, sem.va, 1);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 4, 100000);
+	pk_ts(&p, ts.va + 4 * 8);
+	pk_sem(&p, 1, sem.va + 4, 1);
+	pk_ts(&p, ts.va + 5 * 8);
+	pk_fill(&p, d.va, 1 << 16, 7);
+	pk_ts(&p, ts.va + 6 * 8);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+	ring_submit(1, &p);
+	/* ring 2: a user kernel beside them */
+	p.n = 0;
+	pk_sem(&p, 1, sem.va, 1);
+	mem.stats = 0;
+	mem.args[3] = out.va + 4096;
+	pk_launch_code(&p, &mem);
+	pk_ts(&p, ts.va + 7 * 8);
+	pk_fence(&p, ++seqno[2], fence_pa(2), 0);
+	ring_submit(2, &p);
+	/* a copy ring: two copies */
+	p.n = 0;
+	pk_sem(&p, 1, sem.va, 1);
+	pk_copy(&p, d.va, h.va, 1 << 19);
+	pk_ts(&p, ts.va + 8 * 8);
+	pk_copy(&p, h.va, d.va + (1 << 19), 1 << 19);
+	pk_ts(&p, ts.va + 9 * 8);
+	pk_fence(&p, ++seqno[copy], fence_pa(copy), 0);
+	ring_submit(copy, &p);
+
+	usleep(20000);		/* let every ring block on "go" */
+	qt_writel(q, buf_phys(&sem, 0), 1);
+	for (r = 0; r < 3; r++)
+		good &= completed(r);
+	good &= completed(copy);
+	buf_read(&ts, 0, ts_out, 10 * 8);
+	ts_out[10] = rd(NPU_REG_CLOCK_LO);
+	ts_out[10] |= (uint64_t)rd(NPU_REG_CLOCK_HI) << 32;
+	ts_out[11] = qt_readl(q, buf_phys(&sem, 4));
+	*cycles = read_stats(&sb).cycles;
+	return good;
+}
+
+/* timing=virtual: device time is the model's, identical run after run. */
+static void test_virtual_time(void)
+{
+	uint64_t first[VT_TS], ts[VT_TS], cyc0 = 0, cyc;
+	bool same = true, good = true;
+	int hogs[2] = { 0, 0 };
+
+	for (int run = 0; run < 5; run++) {
+		if (run == 3) {
+			/* the host fully loaded by two busy processes */
+			for (int i = 0; i < 2; i++) {
+				hogs[i] = fork();
+				if (hogs[i] == 0) {
+					for (volatile unsigned long x = 0;; x++)
+						;
+				}
+			}
+		}
+		start("timing=virtual", 0);
+		good &= !!(rd(NPU_REG_FEATURES) & NPU_FEATURE_VIRTUAL_TIME);
+		good &= vt_workload(ts, &cyc);
+		stop("timing=virtual instance");
+		if (run == 3) {
+			for (int i = 0; i < 2; i++) {
+				kill(hogs[i], SIGKILL);
+				waitpid(hogs[i], NULL, 0);
+			}
+		}
+		if (!run) {
+			memcpy(first, ts, sizeof(ts));
+			cyc0 = cyc;
+			continue;
+		}
+		for (int i = 0; i < VT_TS; i++) {
+			if (ts[i] != first[i]) {
+				diag("run %d: timestamp %d is %llu, first run %llu",
+				     run, i, (unsigned long long)ts[i],
+				     (unsigned long long)first[i]);
+				same = false;
+			}
+		}
+		if (cyc != cyc0) {
+			diag("run %d: the user kernel took %llu cycles, first "
+			     "run %llu", run, (unsigned long long)cyc,
+			     (unsigned long long)cyc0);
+			same = false;
+		}
+	}
+	for (int i = 0; i < 10; i++)
+		diag("timestamp %d: %llu ns", i, (unsigned long long)first[i]);
+	ok(good && same, "timing=virtual: 5 runs of a 4-ring workload (one "
+	   "with the host loaded by 2 busy processes) give identical device "
+	   "timestamps");
+	/* the times are the model's: 1 MiB over a 4000 MB/s link + 2 us */
+	ok(first[0] == 0 && first[1] - first[0] == 2000 + (1 << 20) / 4,
+	   "timing=virtual: the 1 MiB copy takes exactly its modelled %d ns",
+	   2000 + (1 << 20) / 4);
+	/* ring 1 is released exactly when ring 0 signals */
+	ok(first[5] == first[2] && first[5] >= first[4],
+	   "timing=virtual: a SEM_WAIT ends at the signalling ring's time "
+	   "(%llu = %llu)", (unsigned long long)first[5],
+	   (unsigned long long)first[2]);
+	ok(first[10] >= first[3] && first[10] >= first[9],
+	   "timing=virtual: the device clock stands at the last completion "
+	   "when idle (%llu ns)", (unsigned long long)first[10]);
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -520,6 +668,7 @@ static void run_all(void)
 	test_traces();
 	test_printf();
 	stop("compute-unit instance");
+	test_virtual_time();
 }
 
 int main(int argc, char **argv)

@@ -39,7 +39,8 @@ static void test_identity(void)
 	ok(NPU_CAPS_COMPUTE_RINGS(caps) == 4 && NPU_CAPS_COPY_RINGS(caps) == 2 &&
 	   NPU_CAPS_CUS(caps) == 8, "CAPS 0x%x: 4 compute, 2 copy, 8 units",
 	   caps);
-	ok(rd(NPU_REG_FEATURES) == NPU_FEATURE_TIMING &&
+	ok(rd(NPU_REG_FEATURES) ==
+	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE) &&
 	   rd(NPU_REG_DEVMEM_SIZE_LO) == 64u << 20 &&
 	   rd(NPU_REG_DEVMEM_SIZE_HI) == 0 &&
 	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
@@ -1701,7 +1702,8 @@ static void test_timing(void)
 	pk_ts(&p, t.va + 8);
 	good = ring_run(0, &p, 20000);
 	buf_read(&t, 0, ts, 16);
-	ok(good && rd(NPU_REG_FEATURES) == 0 && ts[1] - ts[0] < 500000000ull,
+	ok(good && rd(NPU_REG_FEATURES) == NPU_FEATURE_USER_CODE &&
+	   ts[1] - ts[0] < 500000000ull,
 	   "timing=off: a copy + kernel modelled at seconds takes %.1f ms",
 	   (ts[1] - ts[0]) / 1e6);
 	MEASURE(0, LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 20000000), 20e6);

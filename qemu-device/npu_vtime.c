@@ -1,0 +1,360 @@
+/*
+ * npu - virtual NPU PCI device: deterministic device time (timing=virtual).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The device clock is a virtual clock that advances by modelled durations
+ * only. Every engine (each ring, and the compute units as one) is in one
+ * of four states:
+ *
+ *   RUN      executing, at the present (its time is the clock's)
+ *   WAIT     done with its present work until a given time (a command's
+ *            modelled end, or the compute units' next step)
+ *   BLOCKED  a ring in SEM_WAIT, or waiting for its launch's blocks
+ *   IDLE     nothing to do
+ *
+ * The clock moves only when no engine is in RUN: first every ring blocked
+ * on a semaphore re-reads it (so a semaphore signalled by another ring at
+ * time t releases its waiter at t, however late the waiter's thread would
+ * have looked), then the clock jumps to the earliest WAIT time and every
+ * engine waiting for that time runs. Engines execute their commands
+ * without any wall-clock sleep; a command's start is the later of its
+ * ring's previous completion and the present when its ring got the work or
+ * was released. So timestamps, overlaps and speed-ups follow from the
+ * model alone, whatever the host's load; only work that the host starts or
+ * releases while the device runs lands at a time that depends on when the
+ * host did it.
+ *
+ * Locking: vt_lock protects all of NpuVtime; vt_cond is broadcast whenever
+ * an engine is made to run. Lock order: a ring's lock, cu_lock, vt_lock.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/timer.h"
+#include "npu.h"
+
+#define NPU_VT_POLL_MS  1       /* blocked rings re-read host semaphores */
+
+static bool npu_vt_sem_ready(NpuRing *r)
+{
+    NpuJob job = { .ring = r };
+    NpuErr err = { 0 };
+    uint32_t v;
+
+    /* an unreadable semaphore releases the ring: SEM_WAIT reports it */
+    if (!npu_vm_rw(&job, r->vt_sem_addr, &v, 4, false, &err)) {
+        return true;
+    }
+    return npu_seqno_passed(le32_to_cpu(v), r->vt_sem_value);
+}
+
+/* Move the clock if no engine runs. vt_lock held. */
+static void npu_vt_advance(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+    uint64_t next = UINT64_MAX;
+    bool woke = false;
+    unsigned e;
+
+    for (e = 0; e < NPU_VT_ENGINES; e++) {
+        if (vt->state[e] == NPU_VT_RUN) {
+            return;
+        }
+    }
+    for (e = 0; e < s->nrings; e++) {
+        NpuRing *r = &s->rings[e];
+
+        if (vt->state[e] == NPU_VT_BLOCKED && r->vt_sem &&
+            npu_vt_sem_ready(r)) {
+            vt->state[e] = NPU_VT_RUN;
+            r->vt = vt->now;
+            woke = true;
+        }
+    }
+    if (woke) {
+        qemu_cond_broadcast(&vt->cond);
+        return;
+    }
+    for (e = 0; e < NPU_VT_ENGINES; e++) {
+        if (vt->state[e] == NPU_VT_WAIT) {
+            next = MIN(next, vt->until[e]);
+        }
+    }
+    if (next == UINT64_MAX) {
+        return;
+    }
+    vt->now = MAX(vt->now, next);
+    for (e = 0; e < NPU_VT_ENGINES; e++) {
+        if (vt->state[e] == NPU_VT_WAIT && vt->until[e] <= vt->now) {
+            vt->state[e] = NPU_VT_RUN;
+            if (e < s->nrings) {
+                s->rings[e].vt = vt->now;
+            }
+        }
+    }
+    qemu_cond_broadcast(&vt->cond);
+}
+
+uint64_t npu_vt_now(NpuState *s)
+{
+    uint64_t now;
+
+    qemu_mutex_lock(&s->vt.lock);
+    now = s->vt.now;
+    qemu_mutex_unlock(&s->vt.lock);
+    return now;
+}
+
+/* A ring takes up work: it starts at the present. */
+void npu_vt_ring_active(NpuRing *r)
+{
+    NpuVtime *vt = &r->s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    if (vt->state[r->idx] != NPU_VT_RUN) {
+        vt->state[r->idx] = NPU_VT_RUN;
+        r->vt = MAX(r->vt, vt->now);
+    }
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* A ring has nothing to do (or was reset). */
+void npu_vt_ring_idle(NpuRing *r)
+{
+    NpuVtime *vt = &r->s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->state[r->idx] = NPU_VT_IDLE;
+    r->vt_sem = false;
+    npu_vt_advance(r->s);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* Wait while engine e is not running; false if the ring was aborted. */
+static bool npu_vt_wait_run(NpuState *s, unsigned e, NpuRing *r)
+{
+    NpuVtime *vt = &s->vt;
+
+    while (vt->state[e] != NPU_VT_RUN) {
+        if (r && npu_aborted(r)) {
+            vt->state[e] = NPU_VT_IDLE;
+            r->vt_sem = false;
+            npu_vt_advance(s);
+            return false;
+        }
+        if (r && r->vt_sem && vt->state[e] == NPU_VT_BLOCKED) {
+            /* a semaphore the host may write: look now and then */
+            qemu_cond_timedwait(&vt->cond, &vt->lock, NPU_VT_POLL_MS);
+            if (vt->state[e] == NPU_VT_BLOCKED && npu_vt_sem_ready(r)) {
+                vt->state[e] = NPU_VT_RUN;
+                r->vt = vt->now;
+            }
+        } else {
+            qemu_cond_wait(&vt->cond, &vt->lock);
+        }
+    }
+    return true;
+}
+
+/*
+ * The ring's command that started at r->vt_start ends no earlier than
+ * model_ns after it (and not before the ring's present): wait for the
+ * clock to get there. False if the ring was reset meanwhile.
+ */
+bool npu_vt_complete(NpuRing *r, uint64_t model_ns)
+{
+    NpuState *s = r->s;
+    NpuVtime *vt = &s->vt;
+    uint64_t end = MAX(r->vt, r->vt_start + MIN(model_ns, UINT64_MAX / 4));
+    bool ok = true;
+
+    qemu_mutex_lock(&vt->lock);
+    if (end > vt->now) {
+        vt->state[r->idx] = NPU_VT_WAIT;
+        vt->until[r->idx] = end;
+        npu_vt_advance(s);
+        ok = npu_vt_wait_run(s, r->idx, r);
+    }
+    if (ok) {
+        r->vt = MAX(end, vt->now);
+    }
+    qemu_mutex_unlock(&vt->lock);
+    return ok;
+}
+
+/*
+ * SEM_WAIT found the semaphore at addr short of value: block until it is
+ * there (re-read whenever the clock would move, and every
+ * NPU_VT_POLL_MS for writes by the host). False if the ring was reset.
+ */
+bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value)
+{
+    NpuState *s = r->s;
+    NpuVtime *vt = &s->vt;
+    bool ok;
+
+    qemu_mutex_lock(&vt->lock);
+    r->vt_sem = true;
+    r->vt_sem_addr = addr;
+    r->vt_sem_value = value;
+    vt->state[r->idx] = NPU_VT_BLOCKED;
+    npu_vt_advance(s);
+    ok = npu_vt_wait_run(s, r->idx, r);
+    r->vt_sem = false;
+    qemu_mutex_unlock(&vt->lock);
+    return ok;
+}
+
+/*
+ * A ring hands work to the compute units and blocks until they finish it
+ * (npu_vt_cu_finished() then sets when). The units, if idle or only
+ * holding fixed-function blocks, look at the queue at the present.
+ */
+void npu_vt_cu_submit(NpuRing *r)
+{
+    NpuState *s = r->s;
+    NpuVtime *vt = &s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    r->vt_sem = false;
+    vt->state[r->idx] = NPU_VT_BLOCKED;
+    if (vt->state[NPU_VT_CU] == NPU_VT_IDLE ||
+        (vt->state[NPU_VT_CU] == NPU_VT_WAIT &&
+         vt->until[NPU_VT_CU] > MAX(vt->now, vt->cu_time))) {
+        vt->state[NPU_VT_CU] = NPU_VT_WAIT;
+        vt->until[NPU_VT_CU] = MAX(vt->now, vt->cu_time);
+    }
+    npu_vt_advance(s);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* A launch was cancelled: the units look at their queue at the present. */
+void npu_vt_cu_poke(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    if (vt->state[NPU_VT_CU] == NPU_VT_WAIT &&
+        vt->until[NPU_VT_CU] > MAX(vt->now, vt->cu_time)) {
+        vt->until[NPU_VT_CU] = MAX(vt->now, vt->cu_time);
+    }
+    npu_vt_advance(s);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* The compute units finished r's launch at end_ns. npu-cu thread. */
+void npu_vt_cu_finished(NpuRing *r, uint64_t end_ns)
+{
+    NpuVtime *vt = &r->s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    if (vt->state[r->idx] == NPU_VT_BLOCKED) {
+        vt->state[r->idx] = NPU_VT_WAIT;
+        vt->until[r->idx] = MAX(end_ns, vt->now);
+    }
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* The ring waits for the time its launch ended. False if reset. */
+bool npu_vt_cu_wait(NpuRing *r)
+{
+    NpuState *s = r->s;
+    NpuVtime *vt = &s->vt;
+    bool ok;
+
+    qemu_mutex_lock(&vt->lock);
+    npu_vt_advance(s);
+    ok = npu_vt_wait_run(s, r->idx, r);
+    if (ok) {
+        r->vt = MAX(r->vt, vt->now);
+    }
+    qemu_mutex_unlock(&vt->lock);
+    return ok;
+}
+
+/*
+ * The compute units reached cu_ns and next need the clock at until_ns
+ * (UINT64_MAX: nothing to do until work arrives). Returns the present
+ * once they may go on, with every ring quiet, and the earliest time any
+ * ring waits for (the horizon the units may simulate up to) in *horizon.
+ * False when stop is set.
+ */
+bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
+                    uint64_t *now, uint64_t *horizon, const bool *stop)
+{
+    NpuVtime *vt = &s->vt;
+    unsigned e;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->cu_time = cu_ns;
+    if (until_ns == UINT64_MAX) {
+        vt->state[NPU_VT_CU] = NPU_VT_IDLE;
+    } else {
+        vt->state[NPU_VT_CU] = NPU_VT_WAIT;
+        vt->until[NPU_VT_CU] = MAX(until_ns, cu_ns);
+    }
+    npu_vt_advance(s);
+    while (vt->state[NPU_VT_CU] != NPU_VT_RUN && !qatomic_read(stop)) {
+        qemu_cond_timedwait(&vt->cond, &vt->lock, 100);
+    }
+    *now = vt->now;
+    *horizon = UINT64_MAX;
+    for (e = 0; e < s->nrings; e++) {
+        if (vt->state[e] == NPU_VT_WAIT) {
+            *horizon = MIN(*horizon, vt->until[e]);
+        }
+    }
+    qemu_mutex_unlock(&vt->lock);
+    return !qatomic_read(stop);
+}
+
+/* Wake the npu-cu thread (unrealize). */
+void npu_vt_kick(NpuState *s)
+{
+    qemu_mutex_lock(&s->vt.lock);
+    qemu_cond_broadcast(&s->vt.cond);
+    qemu_mutex_unlock(&s->vt.lock);
+}
+
+/* A ring was reset: whatever it waited for, it is idle at the present. */
+void npu_vt_ring_reset(NpuRing *r)
+{
+    NpuVtime *vt = &r->s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    qemu_cond_broadcast(&vt->cond);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* Device reset: the clock restarts at 0. No engine is running. */
+void npu_vt_reset(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+    unsigned e;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->now = 0;
+    vt->cu_time = 0;
+    for (e = 0; e < s->nrings; e++) {
+        s->rings[e].vt = 0;
+        s->rings[e].vt_start = 0;
+        if (vt->state[e] != NPU_VT_RUN) {
+            vt->state[e] = NPU_VT_IDLE;
+        }
+    }
+    qemu_cond_broadcast(&vt->cond);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+void npu_vt_init(NpuState *s)
+{
+    qemu_mutex_init(&s->vt.lock);
+    qemu_cond_init(&s->vt.cond);
+}
+
+void npu_vt_fini(NpuState *s)
+{
+    qemu_cond_destroy(&s->vt.cond);
+    qemu_mutex_destroy(&s->vt.lock);
+}
