@@ -1128,18 +1128,31 @@ static void test_fuzz_packets(void)
 
 static void run_all(void)
 {
-	start("timing=off", 0);
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} tests[] = {
+		{ "conformance", test_conformance },
+		{ "rvchk", test_rvchk },
+		{ "atomics", test_atomics },
+		{ "faults", test_faults },
+		{ "fault_other_ring", test_fault_other_ring },
+		{ "loop_reset", test_loop_reset },
+		{ "scratch_isolation", test_scratch_isolation },
+		{ "validation", test_validation },
+		{ "fuzz_code", test_fuzz_code },
+		{ "fuzz_packets", test_fuzz_packets },
+	};
+	/* NPU_ISATEST=name,name runs only those (for debugging) */
+	const char *only = getenv("NPU_ISATEST");
+	const char *opts = getenv("NPU_ISATEST_DEVOPTS");
+
+	/* no pacing to wall time: the interpreter runs flat out */
+	start(opts ? opts : "timing=off", 0);
 	cu_threads = rd(NPU_REG_CU_THREADS);
-	test_conformance();
-	test_rvchk();
-	test_atomics();
-	test_faults();
-	test_fault_other_ring();
-	test_loop_reset();
-	test_scratch_isolation();
-	test_validation();
-	test_fuzz_code();
-	test_fuzz_packets();
+	for (unsigned i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!only || strstr(only, tests[i].name))
+			tests[i].fn();
 	stop("isa instance");
 }
 

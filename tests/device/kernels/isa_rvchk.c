@@ -118,7 +118,7 @@ KERNEL void kmain(struct chk *out, unsigned int *mem)
 	CHK(0, XF1("fclass.s", BOX(QNAN_S)));
 	CHK(0, XF1("fclass.s", 0x3f800000ul));			/* unboxed */
 	CHK(0, XF1("fclass.d", SNAN_D));
-	CHK(0, XF1("fclass.d", 0x800fffffffffffful));
+	CHK(0, XF1("fclass.d", 1ul << 63 | 0xffffffffffffful));
 	/* division edge cases */
 	CHK(0, XX2("div", 5l, 0l));
 	CHK(0, XX2("divu", 5l, 0l));
