@@ -19,6 +19,7 @@
 
 #define RES_VA		0x5000000000ull	/* fuzz code pages */
 #define FZ_PAGES	16
+#define ARRAY_N(a)	(sizeof(a) / sizeof((a)[0]))
 
 static unsigned cu_threads;
 
@@ -179,7 +180,7 @@ static void gen_case(struct conf_case *k, unsigned fn)
 
 static void test_conformance(void)
 {
-	const unsigned per_fn = 320, n = CF_COUNT * per_fn;
+	const unsigned per_fn = 2048, n = CF_COUNT * per_fn;
 	struct conf_case *cases = calloc(n, sizeof(*cases));
 	struct conf_res *res = calloc(n, sizeof(*res));
 	struct buf cb = alloc_buf((uint64_t)n * sizeof(*cases), 1, 0);
@@ -200,20 +201,28 @@ static void test_conformance(void)
 
 		/* every pair of edge values first where there are two operands */
 		if (conf_kind[fn] == CK_INT) {
-			for (unsigned a = 0; a < 12 && i < per_fn; a++)
-				for (unsigned b = 0; b < 12 && i < per_fn; b++, i++) {
+			for (unsigned a = 0; a < ARRAY_N(int_edges); a++)
+				for (unsigned b = 0; b < ARRAY_N(int_edges); b++, i++) {
 					k[i].fn = fn;
 					k[i].a = int_edges[a];
 					k[i].b = int_edges[b];
 				}
 		} else if (conf_kind[fn] == CK_F32 || conf_kind[fn] == CK_F64) {
-			for (unsigned a = 0; a < 16 && i < per_fn; a++)
-				for (unsigned b = 0; b < 8 && i < per_fn; b++, i++) {
+			/* c from the edges too, for the fused multiply-adds */
+			unsigned ne = conf_kind[fn] == CK_F32 ?
+				      ARRAY_N(f32_edges) : ARRAY_N(f64_edges);
+
+			for (unsigned a = 0; a < ne; a++)
+				for (unsigned b = 0; b < ne; b++, i++) {
 					gen_case(&k[i], fn);
 					k[i].a = conf_kind[fn] == CK_F32 ?
 						 f32_edges[a] : f64_edges[a];
 					k[i].b = conf_kind[fn] == CK_F32 ?
 						 f32_edges[b] : f64_edges[b];
+					if (rnd() % 2)
+						k[i].c = conf_kind[fn] == CK_F32 ?
+							 f32_edges[rnd() % ne] :
+							 f64_edges[rnd() % ne];
 				}
 		}
 		pairs += i;
@@ -475,13 +484,59 @@ static void test_atomics(void)
 		     (unsigned long long)got.and64, (unsigned long long)w.and64,
 		     (unsigned long long)got.xor64, (unsigned long long)w.xor64,
 		     got.or32, w.or32, got.and32, w.and32, got.xor32, w.xor32);
-	ok(ran && !memcmp(&got, &w, sizeof(w)),
-	   "atomics: %u threads x %u rounds (%u blocks): add/CAS (LR/SC) "
-	   "counters exact (%u), min/max/and/or/xor on 32 and 64 bits exact",
-	   nt, iters, blocks, got.add32);
+	ok(ran && got.add32 == w.add32 && got.add64 == w.add64 &&
+	   got.min32 == w.min32 && got.max32 == w.max32 &&
+	   got.minu64 == w.minu64 && got.maxu64 == w.maxu64 &&
+	   got.or64 == w.or64 && got.and64 == w.and64 && got.xor64 == w.xor64 &&
+	   got.or32 == w.or32 && got.and32 == w.and32 && got.xor32 == w.xor32,
+	   "atomics: %u threads x %u rounds (%u blocks): AMO add/min/max/and/"
+	   "or/xor on 32 and 64 bits exact (add32 %u)", nt, iters, blocks,
+	   got.add32);
+	if (got.cas32 != w.cas32 || got.cas64 != w.cas64)
+		diag("LR/SC compare-exchange loops lost %u of %u increments (32 "
+		     "bit) and %llu of %llu (64 bit): an SC succeeded after "
+		     "another thread stored to the reserved word", w.cas32 -
+		     got.cas32, w.cas32,
+		     (unsigned long long)((w.cas64 - got.cas64) / 0x10000000),
+		     (unsigned long long)(w.cas64 / 0x10000000));
+	ok(ran && got.cas32 == w.cas32 && got.cas64 == w.cas64,
+	   "atomics: compare-exchange loops (LR/SC) from %u threads: counters "
+	   "exact (32 bit %u of %u, 64 bit 0x%llx of 0x%llx)", nt, got.cas32,
+	   w.cas32, (unsigned long long)got.cas64,
+	   (unsigned long long)w.cas64);
 	ok(ran && sum == want_sum, "atomics: exchanges conserve the values "
 	   "(sum 0x%llx, want 0x%llx)", (unsigned long long)sum,
 	   (unsigned long long)want_sum);
+}
+
+/* An SC must fail after another thread stored to the reserved word. */
+static void test_lrsc(void)
+{
+	struct buf wb = alloc_buf(4096, 1, 1), ob = alloc_buf(4096, 1, 1);
+	struct launch l = {
+		.block = { 2 }, .stack = 256, .nargs = 2,
+		.args = { wb.va, ob.va },
+	};
+	struct pk p = { .n = 0 };
+	uint32_t init[2] = { 11, 22 };
+	uint64_t o[4];
+	bool ran;
+
+	buf_write(&wb, 0, init, sizeof(init));
+	load_kernel("isa_lrsc", 1);
+	pk_launch_code(&p, &l);
+	ran = ring_run(0, &p, 10000);
+	if (!ran)
+		expect_error(0, 0, ~0ull, ~0u);
+	buf_read(&ob, 0, o, sizeof(o));
+	ok(ran && o[0] != 0 && o[1] == 77, "LR/SC: thread 0's sc.w after "
+	   "thread 1's sw to the reserved word fails (sc.w returned %llu, "
+	   "word %llu; want nonzero, 77)", (unsigned long long)o[0],
+	   (unsigned long long)o[1]);
+	ok(ran && o[2] != 0 && o[3] == 66, "LR/SC: thread 0's sc.w after "
+	   "thread 1's LR/SC to the reserved word fails (sc.w returned %llu, "
+	   "word %llu; want nonzero, 66)", (unsigned long long)o[2],
+	   (unsigned long long)o[3]);
 }
 
 /* ------------------------------------------------------------ faults */
@@ -771,6 +826,8 @@ static void test_validation(void)
 		}
 		if (bad[i].dw == 3)
 			want_dw = 2;	/* the entry's first dword */
+		if (i == 19)
+			want_dw = 0;	/* the header's length is what is wrong */
 		ring_submit(0, &p);
 		if (!expect_error(0, NPU_ERR_BAD_PACKET, pkt + 4 * want_dw,
 				  NPU_OP_LAUNCH_CODE)) {
@@ -923,11 +980,6 @@ static struct {
 static unsigned fzp_n, fz_wrong;
 static uint32_t fz_ring_base;
 
-static uint32_t pick(uint32_t common, uint32_t rare)
-{
-	return rnd() % 10 < 8 ? common : rare;
-}
-
 static uint32_t predict(const uint32_t *p, uint32_t ndw)
 {
 	uint32_t bad = 0, nargs = p[19], flags = p[1];
@@ -984,53 +1036,80 @@ static uint32_t predict(const uint32_t *p, uint32_t ndw)
 	return bad;
 }
 
+static uint32_t fuzz_dword(void)
+{
+	static const uint32_t edge[] = {
+		0, 1, 2, 3, 4, 8, 15, 16, 17, 24, 64, 1024, 4096, 65535, 65536,
+		65537, NPU_CODE_MAX_PRINTF, NPU_CODE_MAX_PRINTF + 1,
+		NPU_CODE_MAX_TRACE, NPU_CODE_MAX_TRACE + 1, 0x10000000,
+		0x7fffffff, 0x80000000, 0xffffffff,
+	};
+
+	return rnd() % 2 ? edge[rnd() % ARRAY_N(edge)] : rnd();
+}
+
+/*
+ * A LAUNCH_CODE packet: 4 in 10 valid (with stats, traces and printf
+ * buffers at times), 4 in 10 valid but for one or two random fields,
+ * 2 in 10 random in every field. Valid launches run isa_fault's M_NONE.
+ */
 static void fuzz_launch_packet(struct pk *p, const struct buf *db)
 {
-	unsigned start = p->n, nargs = rnd() % 17, hdr_args = nargs;
-	uint32_t *d;
+	unsigned start = p->n, nargs = rnd() % 17, kind = rnd() % 10;
 	uint64_t v;
+	uint32_t *d;
 
-	if (rnd() % 20 == 0)
-		hdr_args = rnd() % 17;
 	pk_dw(p, NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
-			     NPU_PKT_LAUNCH_CODE_DW + 2 * hdr_args));
-	for (unsigned i = 1; i < NPU_PKT_LAUNCH_CODE_DW + 2 * hdr_args; i++)
+			     NPU_PKT_LAUNCH_CODE_DW + 2 * nargs));
+	for (unsigned i = 1; i < NPU_PKT_LAUNCH_CODE_DW + 2 * nargs; i++)
 		pk_dw(p, 0);
 	d = p->dw + start;
-	d[1] = pick(rnd() % 8 ? 0 : NPU_CODE_ITRACE, rnd());
-	v = DEVTEST_CODE_VA;
-	if (rnd() % 10 >= 8)
-		v = rnd() % 2 ? DEVTEST_CODE_VA + (rnd() & 3) :
-		    rnd64() >> (rnd() % 32);
-	d[2] = (uint32_t)v;
-	d[3] = v >> 32;
-	for (unsigned i = 0; i < 3; i++) {
-		d[4 + i] = pick(1 + rnd() % 3, rnd() % 2 ? 0 : rnd());
-		d[7 + i] = pick(1 + rnd() % 4, rnd() % 2 ? 0 : rnd());
+	d[2] = (uint32_t)DEVTEST_CODE_VA;
+	d[3] = DEVTEST_CODE_VA >> 32;
+	for (unsigned i = 0; i < 3; i++)
+		d[4 + i] = 1 + rnd() % 3;
+	d[7] = 1 + rnd() % 4;
+	d[8] = 1 + rnd() % 2;
+	d[9] = 1;
+	d[10] = rnd() % 8192;
+	d[11] = 16 * (rnd() % 64);
+	if (rnd() % 2) {
+		v = db->va + 8 * (rnd() % 64);
+		d[12] = (uint32_t)v;
+		d[13] = v >> 32;
 	}
-	d[10] = pick(rnd() % 8192, rnd() % 2 ? rnd() % (64 * 1024 + 64) : rnd());
-	d[11] = pick(16 * (rnd() % 64), rnd() % 2 ? rnd() % 4096 : rnd());
-	v = pick(0, 1) ? (rnd() % 2 ? db->va + 8 * (rnd() % 512) : rnd64()) : 0;
-	d[12] = (uint32_t)v;
-	d[13] = v >> 32;
-	v = pick(0, 1) ? (rnd() % 2 ? db->va + 4096 : rnd64() >> (rnd() % 40)) : 0;
-	d[14] = (uint32_t)v;
-	d[15] = v >> 32;
-	d[16] = pick(v ? 4096 : 0, rnd() % 2 ? rnd() % 64 : rnd());
-	d[17] = pick(0, rnd() % 3 ? rnd() % 512 : rnd());
-	d[18] = pick(0, rnd() % 8);
-	d[19] = pick(nargs, rnd() % 2 ? rnd() % 40 : rnd());
-	v = pick(0, 1) ? (rnd() % 2 ? db->va + 8192 : rnd64() >> (rnd() % 40)) : 0;
-	d[20] = (uint32_t)v;
-	d[21] = v >> 32;
-	d[22] = pick(v ? 4096 : 0, rnd() % 2 ? rnd() % 32 : rnd());
-	d[23] = rnd() % 32 ? 0 : rnd();
-	for (unsigned i = 0; i < 2 * hdr_args; i++)
+	if (rnd() % 3 == 0) {
+		v = db->va + 4096;
+		d[14] = (uint32_t)v;
+		d[15] = v >> 32;
+		d[16] = 24 + rnd() % 4072;
+		d[17] = rnd() % 2 ? 0 : 1 + rnd() % 300;
+		if (rnd() % 2) {
+			d[1] = NPU_CODE_ITRACE;
+			d[18] = rnd() % (d[4] * d[5] * d[6]);
+		}
+	}
+	if (rnd() % 3 == 0) {
+		v = db->va + 8192;
+		d[20] = (uint32_t)v;
+		d[21] = v >> 32;
+		d[22] = 8 + rnd() % 4088;
+	}
+	d[19] = nargs;
+	for (unsigned i = 0; i < 2 * nargs; i++)
 		d[24 + i] = rnd();
+	if (kind >= 8) {
+		for (unsigned i = 1; i < NPU_PKT_LAUNCH_CODE_DW; i++)
+			if (rnd() % 2)
+				d[i] = fuzz_dword();
+	} else if (kind >= 4) {
+		for (unsigned n = 1 + rnd() % 2; n; n--)
+			d[1 + rnd() % (NPU_PKT_LAUNCH_CODE_DW - 1)] = fuzz_dword();
+	}
 	/* arguments: mode M_NONE, no chosen block: the kernel just returns */
-	if (hdr_args > 0)
+	if (nargs > 0)
 		d[24] = d[25] = 0;
-	if (hdr_args > 1)
+	if (nargs > 1)
 		d[26] = d[27] = ~0u;
 	/* a valid grid stays small: the launches must end */
 	if ((uint64_t)d[4] * d[5] * d[6] > 64 &&
@@ -1126,34 +1205,61 @@ static void test_fuzz_packets(void)
 
 /* ------------------------------------------------------------- main */
 
+/*
+ * Three instances: the main one without pacing (the interpreter runs flat
+ * out), one for the endless kernel (if a ring reset cannot stop it, QEMU
+ * stops answering and only that instance is lost), and one whose units
+ * are paced at 20 MHz for the random code, which may loop and then needs
+ * a ring reset.
+ */
+static const struct {
+	const char *name;
+	int inst;
+	void (*fn)(void);
+} tests[] = {
+	{ "conformance", 0, test_conformance },
+	{ "rvchk", 0, test_rvchk },
+	{ "atomics", 0, test_atomics },
+	{ "lrsc", 0, test_lrsc },
+	{ "faults", 0, test_faults },
+	{ "fault_other_ring", 0, test_fault_other_ring },
+	{ "scratch_isolation", 0, test_scratch_isolation },
+	{ "validation", 0, test_validation },
+	{ "fuzz_packets", 0, test_fuzz_packets },
+	{ "loop_reset", 1, test_loop_reset },
+	{ "loop_reset_paced", 2, test_loop_reset },
+	{ "fuzz_code", 2, test_fuzz_code },
+};
+
 static void run_all(void)
 {
-	static const struct {
-		const char *name;
-		void (*fn)(void);
-	} tests[] = {
-		{ "conformance", test_conformance },
-		{ "rvchk", test_rvchk },
-		{ "atomics", test_atomics },
-		{ "faults", test_faults },
-		{ "fault_other_ring", test_fault_other_ring },
-		{ "loop_reset", test_loop_reset },
-		{ "scratch_isolation", test_scratch_isolation },
-		{ "validation", test_validation },
-		{ "fuzz_code", test_fuzz_code },
-		{ "fuzz_packets", test_fuzz_packets },
+	static const char *const inst_opts[] = {
+		"timing=off", "timing=off", "cu-clock-mhz=20",
+	};
+	static const char *const inst_name[] = {
+		"main instance", "endless-kernel instance", "paced instance",
 	};
 	/* NPU_ISATEST=name,name runs only those (for debugging) */
 	const char *only = getenv("NPU_ISATEST");
-	const char *opts = getenv("NPU_ISATEST_DEVOPTS");
 
-	/* no pacing to wall time: the interpreter runs flat out */
-	start(opts ? opts : "timing=off", 0);
-	cu_threads = rd(NPU_REG_CU_THREADS);
-	for (unsigned i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
-		if (!only || strstr(only, tests[i].name))
+	for (int inst = 0; inst < 3; inst++) {
+		bool started = false;
+
+		for (unsigned i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+			if (tests[i].inst != inst ||
+			    (only && !strstr(only, tests[i].name)))
+				continue;
+			if (!started) {
+				start(inst_opts[inst], 0);
+				cu_threads = rd(NPU_REG_CU_THREADS);
+				started = true;
+			}
+			diag("%s (%s)", tests[i].name, inst_opts[inst]);
 			tests[i].fn();
-	stop("isa instance");
+		}
+		if (started)
+			stop(inst_name[inst]);
+	}
 }
 
 int main(int argc, char **argv)
