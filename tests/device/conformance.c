@@ -72,6 +72,7 @@ static inline uint64_t canon_d(uint64_t v)
 #define rv_cvt_l_d(x, rm)	RV_CVT("fcvt.l.d", x, rm)
 #define rv_cvt_lu_d(x, rm)	RV_CVT("fcvt.lu.d", x, rm)
 #define rv_fma_nv(a, b)		((void)(a), (void)(b))	/* the hardware's */
+#define rv_rmm_fix(k, r)	(r)	/* the hardware rounds RMM itself */
 
 #else
 /* ------------------------------------------------------- host (x86-64) */
@@ -252,6 +253,121 @@ static void rv_fma_nv(double a, double b)
 		volatile double zero = 0.0, nv = zero / zero;
 
 		(void)nv;
+	}
+}
+
+/*
+ * RMM (round to nearest, ties to max magnitude) has no x86 mode: the host
+ * runs those cases in RNE (which raises the same flags: a tie is always
+ * inexact and never changes overflow or tininess) and then moves a result
+ * whose exact value lies halfway to the neighbour of larger magnitude.
+ * The exact value comes from a wider type: f32 operations in double, f64
+ * ones in binary128, integers in 128 bits. Sums whose exponents are too
+ * far apart to be exact are too far from a midpoint to tie; quotients
+ * round to a midpoint only when they are one. Square roots never tie;
+ * fused multiply-adds are not run in RMM.
+ */
+static uint64_t bits_of_f(float f)
+{
+	union { float f; uint32_t u; } x = { .f = f };
+
+	return x.u;
+}
+
+static uint64_t bits_of_d(double f)
+{
+	union { double f; uint64_t u; } x = { .f = f };
+
+	return x.u;
+}
+
+static float rmm_s(double x, float rn)
+{
+	float o = (double)rn < x ? nextafterf(rn, INFINITY) : nextafterf(rn, -INFINITY);
+
+	if (isinf(rn) || isnan(rn) || (double)rn == x)
+		return rn;
+	if (x - (double)rn == (double)o - x)
+		return fabsf(o) > fabsf(rn) ? o : rn;
+	return rn;
+}
+
+static double rmm_d(__float128 x, double rn)
+{
+	double o = (__float128)rn < x ? nextafter(rn, INFINITY) : nextafter(rn, -INFINITY);
+
+	if (isinf(rn) || isnan(rn) || (__float128)rn == x)
+		return rn;
+	if (x - (__float128)rn == (__float128)o - x)
+		return fabs(o) > fabs(rn) ? o : rn;
+	return rn;
+}
+
+/* an integer's RMM rounding, from its RNE rounding rn and neighbour o */
+static double rmm_i(__int128 x, double rn, double o)
+{
+	__int128 d1 = x - (__int128)rn, d2 = (__int128)o - x;
+
+	if (d1 && (d1 < 0 ? -d1 : d1) == (d2 < 0 ? -d2 : d2))
+		return fabs(o) > fabs(rn) ? o : rn;
+	return rn;
+}
+
+static uint64_t rv_rmm_fix(const struct conf_case *k, uint64_t r)
+{
+	union { uint32_t u; float f; } a = { .u = (uint32_t)k->a },
+		b = { .u = (uint32_t)k->b }, fr = { .u = (uint32_t)r };
+	union { uint64_t u; double f; } da = { .u = k->a }, db = { .u = k->b },
+		dr = { .u = r };
+	__int128 ix;
+	float fo;
+	double o;
+
+	if (k->rm != 4)
+		return r;
+	switch (k->fn) {
+	case CF_FADD_S:
+		return canon_s(bits_of_f(rmm_s((double)a.f + b.f, fr.f)));
+	case CF_FSUB_S:
+		return canon_s(bits_of_f(rmm_s((double)a.f - b.f, fr.f)));
+	case CF_FMUL_S:
+		return canon_s(bits_of_f(rmm_s((double)a.f * b.f, fr.f)));
+	case CF_FDIV_S:
+		return canon_s(bits_of_f(rmm_s((double)a.f / b.f, fr.f)));
+	case CF_CVT_S_D:
+		return canon_s(bits_of_f(rmm_s(da.f, fr.f)));
+	case CF_FADD_D:
+		return canon_d(bits_of_d(rmm_d((__float128)da.f + db.f, dr.f)));
+	case CF_FSUB_D:
+		return canon_d(bits_of_d(rmm_d((__float128)da.f - db.f, dr.f)));
+	case CF_FMUL_D:
+		return canon_d(bits_of_d(rmm_d((__float128)da.f * db.f, dr.f)));
+	case CF_FDIV_D:
+		return canon_d(bits_of_d(rmm_d((__float128)da.f / db.f, dr.f)));
+	case CF_CVT_S_W:
+	case CF_CVT_S_WU:
+	case CF_CVT_S_L:
+	case CF_CVT_S_LU:
+		ix = k->fn == CF_CVT_S_W ? (__int128)(int32_t)k->a :
+		     k->fn == CF_CVT_S_WU ? (__int128)(uint32_t)k->a :
+		     k->fn == CF_CVT_S_L ? (__int128)(int64_t)k->a :
+		     (__int128)k->a;
+		fo = (__int128)fr.f < ix ? nextafterf(fr.f, INFINITY) :
+		     nextafterf(fr.f, -INFINITY);
+		return bits_of_f((float)rmm_i(ix, fr.f, fo));
+	case CF_CVT_D_W:
+	case CF_CVT_D_WU:
+	case CF_CVT_D_L:
+	case CF_CVT_D_LU:
+		ix = k->fn == CF_CVT_D_W ? (__int128)(int32_t)k->a :
+		     k->fn == CF_CVT_D_WU ? (__int128)(uint32_t)k->a :
+		     k->fn == CF_CVT_D_L ? (__int128)(int64_t)k->a :
+		     (__int128)k->a;
+		o = (__int128)dr.f < ix ? nextafter(dr.f, INFINITY) :
+		    nextafter(dr.f, -INFINITY);
+		return bits_of_d(rmm_i(ix, dr.f, o));
+	default:
+		return r;
 	}
 }
 
@@ -623,5 +739,5 @@ uint64_t conf_eval(const struct conf_case *k, uint32_t *flags)
 	else
 		r = conf_i2f(k->fn, k->a);
 	*flags = cf_leave();
-	return r;
+	return rv_rmm_fix(k, r);
 }

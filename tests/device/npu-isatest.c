@@ -159,23 +159,44 @@ static void gen_case(struct conf_case *k, unsigned fn)
 		k->a = gen_f32();
 		k->b = gen_f32();
 		k->c = gen_f32();
-		k->rm = rnd() % 4;
+		k->rm = rnd() % 5;
 		break;
 	case CK_F64:
 		k->a = gen_f64();
 		k->b = gen_f64();
 		k->c = gen_f64();
-		k->rm = rnd() % 4;
+		k->rm = rnd() % 5;
 		break;
 	case CK_I2F:
 		k->a = gen_int();
-		k->rm = rnd() % 4;
+		k->rm = rnd() % 5;
 		break;
 	default:
 		k->a = gen_f2i(conf_kind[fn] == CK_F2I_D);
 		k->rm = rnd() % 5;
 		break;
 	}
+	/* b near half an ulp of a: ties in sums, for the rounding modes */
+	if (rnd() % 4 == 0 && (fn == CF_FADD_S || fn == CF_FSUB_S)) {
+		uint32_t e = (k->a >> 23) & 0xff;
+
+		if (e > 30 && e < 250)
+			k->b = (uint64_t)(rnd() & 0x80000000) |
+			       (e - 24 - rnd() % 2) << 23 |
+			       (rnd() % 4 ? 0 : rnd() & 0x7fffff);
+	}
+	if (rnd() % 4 == 0 && (fn == CF_FADD_D || fn == CF_FSUB_D)) {
+		uint64_t e = (k->a >> 52) & 0x7ff;
+
+		if (e > 60 && e < 2000)
+			k->b = (rnd64() & (1ull << 63)) |
+			       (e - 53 - rnd() % 2) << 52 |
+			       (rnd() % 4 ? 0 : rnd64() & 0xfffffffffffffull);
+	}
+	/* no RMM for the fused multiply-adds (see conformance.c) */
+	if (k->rm == 4 && ((fn >= CF_FMADD_S && fn <= CF_FNMSUB_S) ||
+			   (fn >= CF_FMADD_D && fn <= CF_FNMSUB_D)))
+		k->rm = 0;
 }
 
 static void test_conformance(void)
