@@ -17,11 +17,12 @@
 #include "conformance.h"
 #include "devlib.h"
 
-#define RES_VA		0x5000000000ull	/* fuzz code pages */
+#define FZ_CODE_VA	0x5000000000ull	/* fuzz code pages */
 #define FZ_PAGES	16
 #define ARRAY_N(a)	(sizeof(a) / sizeof((a)[0]))
 
 static unsigned cu_threads;
+static const char *inst_opts;	/* the current instance's device options */
 
 /* ----------------------------------------------------- conformance */
 
@@ -724,11 +725,13 @@ static void test_loop_reset(void)
 	busy = rrd(0, NPU_RING_STATUS);
 	ring_reset(0);
 	after = ring_wait(0, 5000);
+	if (q->dead)
+		diag("QEMU stopped answering during the ring reset");
 	ok(!(busy & (NPU_RING_STS_IDLE | NPU_RING_STS_HALTED)) &&
 	   after == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
-	   good_launch(0), "endless kernel: still running after 300 ms "
+	   good_launch(0), "endless kernel (%s): still running after 300 ms "
 	   "(status 0x%x), a ring reset stops it (status 0x%x), then a good "
-	   "launch runs", busy, after);
+	   "launch runs", inst_opts, busy, after);
 }
 
 /* A later launch's blocks never see an earlier block's scratchpad. */
@@ -949,7 +952,7 @@ static void test_fuzz_code(void)
 	unsigned iters = 0, hangs = 0;
 
 	data = alloc_buf(16384, 1, 1);
-	va_next = RES_VA;
+	va_next = FZ_CODE_VA;
 	code = alloc_buf(FZ_PAGES * 4096, 1, 0);
 	va_next = save;
 	rng_state = 0xc0de;
@@ -1254,7 +1257,7 @@ static const struct {
 
 static void run_all(void)
 {
-	static const char *const inst_opts[] = {
+	static const char *const inst_opt[] = {
 		"timing=off", "timing=off", "cu-clock-mhz=20",
 	};
 	static const char *const inst_name[] = {
@@ -1271,11 +1274,12 @@ static void run_all(void)
 			    (only && !strstr(only, tests[i].name)))
 				continue;
 			if (!started) {
-				start(inst_opts[inst], 0);
+				start(inst_opt[inst], 0);
 				cu_threads = rd(NPU_REG_CU_THREADS);
 				started = true;
 			}
-			diag("%s (%s)", tests[i].name, inst_opts[inst]);
+			inst_opts = inst_opt[inst];
+			diag("%s (%s)", tests[i].name, inst_opts);
 			tests[i].fn();
 		}
 		if (started)
