@@ -195,6 +195,7 @@ struct NpuCuState {
     QTAILQ_HEAD(, NpuLaunch) queue;     /* the npu-cu thread's */
     uint64_t cycle;             /* start of the current quantum */
     uint32_t active;            /* units with LAUNCH_CODE blocks */
+    uint32_t nreserved;         /* threads holding an LR reservation */
     bool stop;
     bool anchored;
     int64_t wall_anchor;
@@ -372,6 +373,30 @@ static uint8_t *npu_cu_local(NpuExec *x, uint64_t va, unsigned size,
     return base + off;
 }
 
+/*
+ * A store to va breaks the LR reservations other threads hold on its
+ * 8-byte granule (any unit, any launch: a spurious SC failure is allowed).
+ */
+static void npu_cu_break_reservations(NpuExec *x, uint64_t va)
+{
+    NpuState *s = x->s;
+    unsigned i, k;
+
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        for (k = 0; k < u->nlive; k++) {
+            NpuSlot *t = &u->slot[u->live[k]];
+
+            if (t != x->t && t->h.reserved &&
+                !((t->h.reserved_addr ^ va) & ~7ull)) {
+                t->h.reserved = false;
+                s->cu->nreserved--;
+            }
+        }
+    }
+}
+
 static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
                               uint64_t *val, bool is_write)
 {
@@ -394,6 +419,9 @@ static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
         code = npu_cu_vm_rw(x->s, x->l, va, buf, size, true, &x->space);
         if (code) {
             return code;
+        }
+        if (x->s->cu->nreserved) {
+            npu_cu_break_reservations(x, va);
         }
     } else {
         code = npu_cu_vm_rw(x->s, x->l, va, buf, size, false, &x->space);
@@ -854,6 +882,7 @@ static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
     NpuExec x = { .s = s, .u = u, .t = t, .l = l, .cycle = c, .space = -1 };
     uint64_t fault = 0, maddr = 0, pc = t->h.pc, lat = NPU_LAT_ALU;
     uint8_t why = NPU_STALL_WAIT;
+    bool reserved = t->h.reserved;
     uint32_t res;
 
     if (!d) {
@@ -865,6 +894,9 @@ static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
         return;
     }
     res = npu_rv_exec(&t->h, d, &npu_cu_ops, &x, &fault, &maddr);
+    if (t->h.reserved != reserved) {
+        s->cu->nreserved += t->h.reserved ? 1 : -1;
+    }
     if (res && res != NPU_RV_ECALL) {
         npu_cu_fail(l, res, fault, t, unit);
         return;
@@ -1061,6 +1093,10 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
         if (t->blk == b) {
             if (t->live) {
                 npu_unit_unlive(u, i);
+            }
+            if (t->h.reserved) {
+                t->h.reserved = false;
+                s->cu->nreserved--;
             }
             g_free(t->stack);
             t->stack = NULL;
