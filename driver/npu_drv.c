@@ -243,9 +243,9 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	struct npu_device *ndev = to_npu_device(dev);
 	struct drm_npu_counters *args = data;
 	struct drm_npu_ring_counters *rings;
+	u64 *cus, *cycles = NULL, *instrs = NULL;
 	u32 i, nr, nc;
 	int idx, ret = 0;
-	u64 *cus;
 
 	if ((args->ring_count && !args->rings) ||
 	    (args->cu_count && !args->cu_busy_ns))
@@ -254,7 +254,13 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	nc = min(args->cu_count, ndev->num_cus);
 	rings = kcalloc(nr, sizeof(*rings), GFP_KERNEL);
 	cus = kcalloc(nc, sizeof(*cus), GFP_KERNEL);
-	if ((nr && !rings) || (nc && !cus)) {
+	if (args->cu_cycles)
+		cycles = kcalloc(nc, sizeof(*cycles), GFP_KERNEL);
+	if (args->cu_instructions)
+		instrs = kcalloc(nc, sizeof(*instrs), GFP_KERNEL);
+	if ((nr && !rings) || (nc && !cus) ||
+	    (nc && args->cu_cycles && !cycles) ||
+	    (nc && args->cu_instructions && !instrs)) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -272,20 +278,33 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 		rings[i].bytes = npu_rd64(ndev, base + NPU_RING_BYTES_LO);
 		rings[i].ops = npu_rd64(ndev, base + NPU_RING_OPS_LO);
 	}
-	for (i = 0; i < nc; i++)
+	for (i = 0; i < nc; i++) {
 		cus[i] = npu_rd64(ndev, NPU_REG_CU_BUSY_LO(i));
+		if (!(ndev->features & NPU_FEATURE_USER_CODE))
+			continue;
+		if (cycles)
+			cycles[i] = npu_rd64(ndev, NPU_REG_CU_CYCLES_LO(i));
+		if (instrs)
+			instrs[i] = npu_rd64(ndev, NPU_REG_CU_INSTRS_LO(i));
+	}
 	drm_dev_exit(idx);
 
 	if (copy_to_user(u64_to_user_ptr(args->rings), rings,
 			 nr * sizeof(*rings)) ||
 	    copy_to_user(u64_to_user_ptr(args->cu_busy_ns), cus,
-			 nc * sizeof(*cus)))
+			 nc * sizeof(*cus)) ||
+	    (cycles && copy_to_user(u64_to_user_ptr(args->cu_cycles), cycles,
+				    nc * sizeof(*cycles))) ||
+	    (instrs && copy_to_user(u64_to_user_ptr(args->cu_instructions),
+				    instrs, nc * sizeof(*instrs))))
 		ret = -EFAULT;
 	args->ring_count = ndev->num_rings;
 	args->cu_count = ndev->num_cus;
 out:
 	kfree(rings);
 	kfree(cus);
+	kfree(cycles);
+	kfree(instrs);
 	return ret;
 }
 

@@ -119,6 +119,42 @@ TEST_F(rec, user_kernel_runs)
 	ASSERT_EQ(get_fault(self->fd).count, 0);
 }
 
+/* COUNTERS: 8 blocks of 4 threads retire 5 instructions each. */
+TEST_F(rec, user_kernel_counters)
+{
+	uint64_t cyc[NPU_MAX_CUS], ins[NPU_MAX_CUS], busy[NPU_MAX_CUS];
+	uint64_t args[2], before = 0, after = 0, cycles = 0;
+	struct drm_npu_counters c = {
+		.cu_busy_ns = (uintptr_t)busy,
+		.cu_cycles = (uintptr_t)cyc,
+		.cu_instructions = (uintptr_t)ins,
+		.cu_count = NPU_MAX_CUS,
+	};
+	struct npu_bo code, out;
+	uint32_t i;
+
+	if (!(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_USER_CODE))
+		SKIP(return, "no user code on this device");
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &code), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &out), 0);
+	memcpy(code.map, kernel_store, sizeof(kernel_store));
+	args[0] = out.va;
+	args[1] = 1;
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), 0);
+	for (i = 0; i < c.cu_count; i++)
+		before += ins[i];
+	npu_emit_launch_code(&self->cmd, code.va, 8, 4, 2, args);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), 0);
+	for (i = 0; i < c.cu_count; i++) {
+		after += ins[i];
+		cycles += cyc[i];
+	}
+	ASSERT_EQ(after - before, 8 * 4 * 5);
+	ASSERT_GT(cycles, 0);
+}
+
 /* GET_FAULT names the instruction, block, thread and unit of a fault. */
 TEST_F(rec, user_kernel_fault_where)
 {

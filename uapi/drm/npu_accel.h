@@ -416,6 +416,11 @@ struct drm_npu_ring_counters {
  * @ring_count: in, entries in @rings; out, rings on the device
  * @cu_count: in, entries in @cu_busy_ns; out, units on the device
  * @clock: out, device clock when the counters were read
+ * @cu_cycles: pointer to an array of @cu_count __u64, cycles each compute
+ *	unit had a user-kernel (LAUNCH_CODE) block resident, or 0 for none
+ * @cu_instructions: pointer to an array of @cu_count __u64, instructions
+ *	each unit retired, or 0 for none (both stay 0 on a device without
+ *	DRM_NPU_FEATURE_USER_CODE)
  *
  * Fills min(in, out) entries of each array; a pointer may be 0 when its
  * count is 0 (-EINVAL otherwise).
@@ -426,6 +431,8 @@ struct drm_npu_counters {
 	__u32 ring_count;
 	__u32 cu_count;
 	__u64 clock;
+	__u64 cu_cycles;
+	__u64 cu_instructions;
 };
 
 /**
