@@ -7,8 +7,9 @@
  * Every ring is an independent command processor running on its own
  * QemuThread; see npu_engine.c (packets), npu_mmu.c (address translation),
  * npu_cu.c (compute units, block dispatcher), npu_rv.c (their RV64G
- * instructions) and npu_kernels.c (built-in kernels). Documentation/hw/npu.rst is the
- * description of the device seen by software.
+ * instructions), npu_vtime.c (timing=virtual) and npu_kernels.c (built-in
+ * kernels). Documentation/hw/npu.rst is the description of the device seen
+ * by software.
  *
  * Locking: the BQL serialises register accesses. Each ring has a mutex
  * protecting its registers, taken by the MMIO handlers and briefly by the

@@ -42,8 +42,10 @@ typedef struct NpuErr {
 
 typedef struct NpuCuState NpuCuState;
 
-/* Deterministic device time (npu_vtime.c): engines are the rings and,
- * last, the compute units. */
+/*
+ * Deterministic device time (npu_vtime.c): engines are the rings and,
+ * last, the compute units.
+ */
 #define NPU_VT_ENGINES  (NPU_MAX_RINGS + 1)
 #define NPU_VT_CU       NPU_MAX_RINGS
 enum { NPU_VT_IDLE, NPU_VT_RUN, NPU_VT_WAIT, NPU_VT_BLOCKED };

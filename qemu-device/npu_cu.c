@@ -585,8 +585,10 @@ static unsigned npu_reg_index(bool fp, unsigned r)
     return fp ? 32 + r : r;
 }
 
-/* The registers d's issue waits for (in order: a write waits for an
- * older write of the same register too). */
+/*
+ * The registers d's issue waits for (in order: a write waits for an
+ * older write of the same register too).
+ */
 static void npu_cu_deps(NpuCuInsn *ci)
 {
     const NpuRvInsn *d = &ci->d;
@@ -688,8 +690,9 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
 }
 
 /* PC samples of thread t at the sample points in [c, c + n). */
-static void __attribute__((noinline)) npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit,
-                          uint64_t c, uint64_t n, uint8_t stall)
+static void __attribute__((noinline))
+npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit, uint64_t c, uint64_t n,
+              uint8_t stall)
 {
     NpuLaunch *l = t->l;
     uint64_t p = ROUND_UP(c, l->sample_period);
@@ -984,7 +987,8 @@ static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
 }
 
 /* Account n cycles from c: every live thread under its current reason. */
-static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n)
+static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c,
+                                 uint64_t n)
 {
     NpuCuState *cs = s->cu;
     unsigned i, unit = u - cs->unit;
@@ -1257,8 +1261,10 @@ static bool npu_cu_waiting(NpuState *s)
     return false;
 }
 
-/* Place blocks in launch order; a launch goes only when the older ones
- * have all their blocks placed. */
+/*
+ * Place blocks in launch order; a launch goes only when the older ones
+ * have all their blocks placed.
+ */
 static void npu_cu_dispatch(NpuState *s)
 {
     NpuLaunch *l;
@@ -1328,8 +1334,10 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
     qemu_cond_broadcast(&s->cu_cond);
 }
 
-/* Drop the resident blocks of failed and cancelled launches; finish the
- * launches that are done. */
+/*
+ * Drop the resident blocks of failed and cancelled launches; finish the
+ * launches that are done.
+ */
 static void npu_cu_reap(NpuState *s, int64_t now)
 {
     NpuLaunch *l, *nx;
