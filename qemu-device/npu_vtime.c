@@ -207,6 +207,22 @@ bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value)
 }
 
 /*
+ * The units look at their queue as soon as the clock allows: at the
+ * present, unless they have simulated past it. vt_lock held.
+ */
+static void npu_vt_cu_look(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+    uint64_t when = MAX(vt->now, vt->cu_time);
+
+    if (vt->state[NPU_VT_CU] == NPU_VT_IDLE ||
+        (vt->state[NPU_VT_CU] == NPU_VT_WAIT && vt->until[NPU_VT_CU] > when)) {
+        vt->state[NPU_VT_CU] = NPU_VT_WAIT;
+        vt->until[NPU_VT_CU] = when;
+    }
+}
+
+/*
  * A ring hands work to the compute units and blocks until they finish it
  * (npu_vt_cu_finished() then sets when). The units, if idle or only
  * holding fixed-function blocks, look at the queue at the present.
@@ -219,12 +235,7 @@ void npu_vt_cu_submit(NpuRing *r)
     qemu_mutex_lock(&vt->lock);
     r->vt_sem = false;
     vt->state[r->idx] = NPU_VT_BLOCKED;
-    if (vt->state[NPU_VT_CU] == NPU_VT_IDLE ||
-        (vt->state[NPU_VT_CU] == NPU_VT_WAIT &&
-         vt->until[NPU_VT_CU] > MAX(vt->now, vt->cu_time))) {
-        vt->state[NPU_VT_CU] = NPU_VT_WAIT;
-        vt->until[NPU_VT_CU] = MAX(vt->now, vt->cu_time);
-    }
+    npu_vt_cu_look(s);
     npu_vt_advance(s);
     qemu_mutex_unlock(&vt->lock);
 }
@@ -235,10 +246,7 @@ void npu_vt_cu_poke(NpuState *s)
     NpuVtime *vt = &s->vt;
 
     qemu_mutex_lock(&vt->lock);
-    if (vt->state[NPU_VT_CU] == NPU_VT_WAIT &&
-        vt->until[NPU_VT_CU] > MAX(vt->now, vt->cu_time)) {
-        vt->until[NPU_VT_CU] = MAX(vt->now, vt->cu_time);
-    }
+    npu_vt_cu_look(s);
     npu_vt_advance(s);
     qemu_mutex_unlock(&vt->lock);
 }

@@ -651,6 +651,26 @@ static void test_virtual_time(void)
 	   "timing=virtual: a SEM_WAIT ends at the signalling ring's time "
 	   "(%llu = %llu)", (unsigned long long)first[5],
 	   (unsigned long long)first[2]);
+	/* a kernel that never ends: the ring reset still recovers it */
+	start("timing=virtual", 0);
+	{
+		struct pk p = { .n = 0 };
+		bool hung, idle, again;
+
+		LAUNCH(&p, NPU_KERNEL_TEST_HANG, 2);
+		ring_submit(0, &p);
+		usleep(50000);
+		hung = rrd(0, NPU_RING_STATUS) == NPU_RING_STS_ENABLED;
+		ring_reset(0);
+		idle = rrd(0, NPU_RING_STATUS) ==
+		       (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_NOP, 8);
+		again = ring_run(0, &p, 5000);
+		ok(hung && idle && again, "timing=virtual: a hung kernel is "
+		   "stopped by a ring reset, and the ring runs again");
+	}
+	stop("timing=virtual instance");
 	ok(first[10] >= first[3] && first[10] >= first[9],
 	   "timing=virtual: the device clock stands at the last completion "
 	   "when idle (%llu ns)", (unsigned long long)first[10]);
