@@ -155,6 +155,28 @@ TEST_F(rec, user_kernel_counters)
 	ASSERT_GT(cycles, 0);
 }
 
+/* A user kernel that loops forever is a hang the job timeout recovers. */
+TEST_F(rec, user_kernel_endless_loop)
+{
+	static const uint32_t loop[] = { 0x0000006f };	/* j . */
+	struct npu_bo code, b;
+
+	if (!(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_USER_CODE))
+		SKIP(return, "no user code on this device");
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &code), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	memcpy(code.map, loop, sizeof(loop));
+	npu_emit_launch_code(&self->cmd, code.va, 2, 2, 0, NULL);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
+		  -ETIMEDOUT);
+	ASSERT_EQ(get_fault(self->fd).kind, DRM_NPU_FAULT_TIMEOUT);
+	/* the queue works after the reset */
+	npu_emit_fill(&self->cmd, b.va, 0x600d, 4);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(((uint32_t *)b.map)[0], 0x600d);
+}
+
 /* GET_FAULT names the instruction, block, thread and unit of a fault. */
 TEST_F(rec, user_kernel_fault_where)
 {
