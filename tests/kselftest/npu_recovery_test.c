@@ -146,6 +146,7 @@ TEST_F(rec, user_kernel_counters)
 		before += ins[i];
 	npu_emit_launch_code(&self->cmd, code.va, 8, 4, 2, args);
 	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	c.ring_count = 0;	/* out: the device's rings; no array given */
 	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), 0);
 	for (i = 0; i < c.cu_count; i++) {
 		after += ins[i];
