@@ -875,9 +875,49 @@ static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
     }
 }
 
+/*
+ * A failed launch's threads stop at once, on every unit; its blocks go at
+ * the end of the quantum (npu_cu_reap).
+ */
+static void npu_cu_stop_launch(NpuState *s, NpuLaunch *l)
+{
+    unsigned i, k;
+
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        for (k = 0; k < u->nlive;) {
+            NpuSlot *t = &u->slot[u->live[k]];
+
+            if (t->l == l) {
+                npu_unit_unlive(u, u->live[k]);
+                t->live = false;
+            } else {
+                k++;
+            }
+        }
+    }
+}
+
+static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
+                             const NpuCuInsn *ci, uint32_t fetch_err,
+                             uint64_t c);
+
 /* Issue d for t at cycle c. */
 static void npu_cu_issue(NpuState *s, NpuUnit *u, NpuSlot *t,
                          const NpuCuInsn *ci, uint32_t fetch_err, uint64_t c)
+{
+    NpuLaunch *l = t->l;
+
+    npu_cu_issue_one(s, u, t, ci, fetch_err, c);
+    if (l->failed) {
+        npu_cu_stop_launch(s, l);
+    }
+}
+
+static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
+                             const NpuCuInsn *ci, uint32_t fetch_err,
+                             uint64_t c)
 {
     const NpuRvInsn *d = ci ? &ci->d : NULL;
     NpuLaunch *l = t->l;
@@ -1027,10 +1067,6 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
             const NpuCuInsn *d = NULL;
             uint64_t when;
 
-            if (l->failed) {
-                t->stall = NPU_STALL_WAIT;
-                continue;
-            }
             if (!t->barrier) {
                 if (t->d_pc != t->h.pc || t->d_epoch != l->code_epoch) {
                     uint64_t vpn = t->h.pc >> NPU_PAGE_SHIFT;
