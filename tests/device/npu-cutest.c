@@ -303,6 +303,34 @@ static void test_dispatcher(void)
 	   "in %llu cycles (one takes %llu)", ncu / 2,
 	   (unsigned long long)span, (unsigned long long)st[0].cycles);
 
+	/* blocks of two launches resident on one unit at once */
+	for (int r = 0; r < 2; r++) {
+		struct launch l = { .grid = { ncu }, .block = { nthr / 2 },
+				    .stack = 64, .nargs = 2,
+				    .args = { n, out[r].va } };
+
+		submit_launch(r, &l, &sb[r]);
+	}
+	both = completed(0) & completed(1);
+	seen = 0;
+	for (int r = 0; r < 2; r++) {
+		uint64_t mask = 0;
+
+		st[r] = read_stats(&sb[r]);
+		buf_read(&out[r], 0, units[r], 16 * ncu);
+		for (unsigned b = 0; b < ncu; b++)
+			mask |= 1ull << units[r][2 * b];
+		seen = r ? seen & mask : mask;
+	}
+	span = MAX(st[0].start_cycle + st[0].cycles,
+		   st[1].start_cycle + st[1].cycles) -
+	       MIN(st[0].start_cycle, st[1].start_cycle);
+	ok(both && seen == (ncu == 64 ? ~0ull : (1ull << ncu) - 1) &&
+	   span < n * 3 / 2,
+	   "two rings' half-unit blocks share every unit: both launches on "
+	   "all %u units, together in %llu cycles (one takes %llu)", ncu,
+	   (unsigned long long)span, (unsigned long long)st[0].cycles);
+
 	{
 		struct launch l = { .grid = { 3 * ncu }, .block = { nthr },
 				    .stack = 64, .nargs = 2,
