@@ -84,6 +84,7 @@ typedef struct NpuBlock {
     uint32_t at_barrier;
     int64_t fixed_end;          /* fixed-function block: wall deadline */
     int64_t fixed_start;
+    bool direct;                /* placed and freed by its ring's thread */
     uint64_t fixed_end_cycle;   /* ... in cycles (timing=virtual) */
 } NpuBlock;
 
@@ -1155,8 +1156,10 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
     if (l->fixed) {
         qatomic_set(&u->fixed_ns,
                     u->fixed_ns + MAX(npu_now() - b->fixed_start, 0));
-        l->last_cycle = MAX(l->last_cycle,
-                            MIN(b->fixed_end_cycle, s->cu->cycle));
+        if (s->vtime) {
+            l->last_cycle = MAX(l->last_cycle,
+                                MIN(b->fixed_end_cycle, s->cu->cycle));
+        }
     } else {
         u->ncode--;
         u->free_scratch += l->scratch;
@@ -1388,7 +1391,10 @@ static void npu_cu_reap(NpuState *s, int64_t now)
             bool ended = s->vtime ? b->fixed_end_cycle <= s->cu->cycle
                                   : now >= b->fixed_end;
 
-            if (b->l->cancel || b->l->failed || (b->l->fixed && ended)) {
+            if (b->direct) {
+                j++;
+            } else if (b->l->cancel || b->l->failed ||
+                       (b->l->fixed && ended)) {
                 npu_block_free(s, u, b);        /* moves the last block here */
             } else {
                 j++;
@@ -1441,7 +1447,9 @@ static void npu_cu_idle(NpuState *s)
         NpuUnit *u = &s->cu->unit[i];
 
         for (j = 0; j < u->nblocks; j++) {
-            deadline = MIN(deadline, u->blocks[j]->fixed_end);
+            if (!u->blocks[j]->direct) {
+                deadline = MIN(deadline, u->blocks[j]->fixed_end);
+            }
         }
     }
     s->cu->anchored = false;
@@ -1458,9 +1466,11 @@ static void npu_cu_idle(NpuState *s)
         g_usleep((deadline - now - 100000) / 1000);
         qemu_mutex_lock(&s->cu_lock);
     } else if (deadline > now) {
-        /* sleeps overshoot by the timer slack: wait out the end briefly */
+        /* sleeps overshoot by the timer slack: spin out the end */
         qemu_mutex_unlock(&s->cu_lock);
-        g_usleep(MIN((deadline - now) / 1000, 20));
+        while (npu_now() < deadline) {
+            cpu_relax();
+        }
         qemu_mutex_lock(&s->cu_lock);
     }
 }
@@ -1688,12 +1698,68 @@ static void npu_launch_free(NpuLaunch *l)
 }
 
 /*
+ * The common case without a round trip through the npu-cu thread (which
+ * costs two thread wake-ups per launch): nothing is queued and enough
+ * units are empty, so the ring's thread holds them itself, sleeping out
+ * the time as other commands do. A unit holding a fixed-function block has
+ * no LAUNCH_CODE block, so the npu-cu thread's quantum never touches it;
+ * cu_lock covers the placing and freeing. False if it does not apply.
+ */
+static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
+{
+    NpuCuState *cs = s->cu;
+    NpuUnit *held[NPU_MAX_CUS];
+    unsigned i, n = 0, k;
+
+    qemu_mutex_lock(&s->cu_lock);
+    if (!QTAILQ_EMPTY(&cs->incoming) || !QTAILQ_EMPTY(&cs->queue)) {
+        qemu_mutex_unlock(&s->cu_lock);
+        return false;
+    }
+    for (i = 0; i < s->n_cus && n < l->nblocks; i++) {
+        if (!cs->unit[i].nblocks) {
+            held[n++] = &cs->unit[i];
+        }
+    }
+    if (n < l->nblocks) {
+        qemu_mutex_unlock(&s->cu_lock);
+        return false;
+    }
+    for (k = 0; k < n; k++) {
+        npu_block_place(s, held[k], l);
+        held[k]->blocks[held[k]->nblocks - 1]->direct = true;
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+
+    *ok = npu_sleep_until(l->ring, npu_now() + l->fixed_ns);
+
+    qemu_mutex_lock(&s->cu_lock);
+    for (k = 0; k < n; k++) {
+        NpuUnit *u = held[k];
+
+        for (i = 0; i < u->nblocks; i++) {
+            if (u->blocks[i]->l == l) {
+                npu_block_free(s, u, u->blocks[i]);
+                break;
+            }
+        }
+    }
+    /* units freed: launches queued meanwhile may go now */
+    if (!QTAILQ_EMPTY(&cs->incoming) || !QTAILQ_EMPTY(&cs->queue)) {
+        qemu_cond_broadcast(&s->cu_cond);
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+    return true;
+}
+
+/*
  * A built-in kernel's blocks: each holds a whole unit for ns of wall time
  * (its modelled duration still to run). False if the ring was reset.
  */
 bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
 {
     NpuRing *r = job->ring;
+    NpuState *s = r->s;
     NpuLaunch *l = g_new0(NpuLaunch, 1);
     bool ok;
 
@@ -1701,7 +1767,11 @@ bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
     l->fixed = true;
     l->fixed_ns = MIN(ns, INT64_MAX / 4);
     l->nblocks = MAX(blocks, 1);
-    ok = npu_cu_submit_wait(r->s, r, l);
+    if (!s->vtime && npu_cu_run_fixed_direct(s, l, &ok)) {
+        npu_launch_free(l);
+        return ok;
+    }
+    ok = npu_cu_submit_wait(s, r, l);
     npu_launch_free(l);
     return ok;
 }
