@@ -168,7 +168,7 @@ int wait_msi(unsigned v, int timeout_ms)
 {
 	uint64_t end = host_ns() + timeout_ms * 1000000ull;
 
-	while (host_ns() < end) {
+	while (host_ns() < end && !q->dead) {
 		if (msi_word(v) == 0x1000 + v)
 			return 1;
 		usleep(200);
@@ -455,7 +455,8 @@ uint32_t ring_wait(int r, int timeout_ms)
 {
 	uint64_t end = host_ns() + timeout_ms * 1000000ull;
 
-	while (host_ns() < end) {
+	/* a QEMU that stopped answering answers no more: do not wait for it */
+	while (host_ns() < end && !q->dead) {
 		uint32_t st = rrd(r, NPU_RING_STATUS);
 
 		if (st & (NPU_RING_STS_IDLE | NPU_RING_STS_HALTED))
