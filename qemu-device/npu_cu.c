@@ -1174,6 +1174,8 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
 /* Place the next block of l on unit u at the unit's cycle, if it fits. */
 static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
 {
+    g_autofree uint8_t **stacks = NULL;
+    uint8_t *scratch = NULL;
     uint64_t c;
     NpuBlock *b;
     uint64_t idx = l->next_block;
@@ -1190,6 +1192,29 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
     } else if (u->free_slots < l->nthreads || u->free_scratch < l->scratch ||
                u->nblocks > u->ncode) {
         return false;
+    }
+    if (!l->fixed) {
+        /*
+         * Host memory for the block's scratchpad and stacks: at the
+         * largest settings that is gigabytes, so a failure fails the
+         * launch instead of QEMU.
+         */
+        stacks = g_new0(uint8_t *, l->nthreads);
+        scratch = g_try_malloc0(MAX(l->scratch, 1));
+        for (i = 0; scratch && i < l->nthreads; i++) {
+            stacks[i] = g_try_malloc0(MAX(l->stack, 1));
+            if (!stacks[i]) {
+                break;
+            }
+        }
+        if (!scratch || i < l->nthreads) {
+            for (i = 0; i < l->nthreads; i++) {
+                g_free(stacks[i]);
+            }
+            g_free(scratch);
+            npu_cu_fail(l, NPU_ERR_BAD_ARGS, 0, NULL, 0);
+            return false;
+        }
     }
     b = g_new0(NpuBlock, 1);
     b->l = l;
@@ -1214,7 +1239,7 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
     b->by = idx / l->grid[0] % l->grid[1];
     b->bz = idx / l->grid[0] / l->grid[1];
     b->nthreads = b->live = l->nthreads;
-    b->scratch = g_malloc0(MAX(l->scratch, 1));
+    b->scratch = scratch;
     u->free_scratch -= l->scratch;
     u->ncode++;
     for (i = 0; i < s->cu_threads && tid < l->nthreads; i++) {
@@ -1231,7 +1256,7 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
         t->tx = tid % l->bdim[0];
         t->ty = tid / l->bdim[0] % l->bdim[1];
         t->tz = tid / l->bdim[0] / l->bdim[1];
-        t->stack = g_malloc0(MAX(l->stack, 1));
+        t->stack = stacks[tid];
         t->h.pc = l->entry;
         t->h.x[1] = NPU_EXIT_PC;
         t->h.x[2] = NPU_LOCAL_STACK + l->stack;
@@ -1318,7 +1343,9 @@ static void npu_cu_dispatch(NpuState *s)
             if (!u) {
                 return;
             }
-            npu_block_place(s, u, l);
+            if (!npu_block_place(s, u, l)) {
+                break;
+            }
         }
     }
 }
