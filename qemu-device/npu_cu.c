@@ -79,7 +79,6 @@ typedef struct NpuBlock {
     uint32_t idx;               /* linear block index */
     uint32_t bx, by, bz;
     uint8_t *scratch;
-    uint32_t nthreads;
     uint32_t live;              /* threads that have not ended */
     uint32_t at_barrier;
     int64_t fixed_end;          /* fixed-function block: wall deadline */
@@ -1171,6 +1170,20 @@ static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
     g_free(b);
 }
 
+/*
+ * Does a block of l fit on u? A fixed-function block needs an empty unit;
+ * a LAUNCH_CODE block needs thread slots and scratchpad, on a unit that
+ * holds no fixed-function block.
+ */
+static bool npu_unit_fits(const NpuUnit *u, const NpuLaunch *l)
+{
+    if (l->fixed) {
+        return !u->nblocks;
+    }
+    return u->free_slots >= l->nthreads && u->free_scratch >= l->scratch &&
+           u->nblocks == u->ncode;
+}
+
 /* Place the next block of l on unit u at the unit's cycle, if it fits. */
 static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
 {
@@ -1179,18 +1192,13 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
     uint64_t c;
     NpuBlock *b;
     uint64_t idx = l->next_block;
-    unsigned i, tid = 0;
+    unsigned i, k, tid = 0;
 
     if (u->cycle < s->cu->cycle) {
         u->cycle = s->cu->cycle;        /* an idle unit catches up */
     }
     c = u->cycle;
-    if (l->fixed) {
-        if (u->nblocks) {
-            return false;
-        }
-    } else if (u->free_slots < l->nthreads || u->free_scratch < l->scratch ||
-               u->nblocks > u->ncode) {
+    if (!npu_unit_fits(u, l)) {
         return false;
     }
     if (!l->fixed) {
@@ -1238,7 +1246,7 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
     b->bx = idx % l->grid[0];
     b->by = idx / l->grid[0] % l->grid[1];
     b->bz = idx / l->grid[0] / l->grid[1];
-    b->nthreads = b->live = l->nthreads;
+    b->live = l->nthreads;
     b->scratch = scratch;
     u->free_scratch -= l->scratch;
     u->ncode++;
@@ -1260,33 +1268,21 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
         t->h.pc = l->entry;
         t->h.x[1] = NPU_EXIT_PC;
         t->h.x[2] = NPU_LOCAL_STACK + l->stack;
+        for (k = 0; k < 8; k++) {       /* a0..a7 */
+            t->h.x[10 + k] = ldq_le_p(l->params + 8 * k);
+        }
         t->issue_at = c;
         t->d_pc = UINT64_MAX;
         u->free_slots--;
         tid++;
         /* keep live[] in slot order (the round robin's order) */
-        {
-            unsigned k = u->nlive;
-
-            while (k && u->live[k - 1] > i) {
-                u->live[k] = u->live[k - 1];
-                k--;
-            }
-            u->live[k] = i;
-            u->nlive++;
+        for (k = u->nlive; k && u->live[k - 1] > i; k--) {
+            u->live[k] = u->live[k - 1];
         }
+        u->live[k] = i;
+        u->nlive++;
     }
     npu_unit_launch(u, l, 1);
-    for (i = 0; i < 8; i++) {
-        uint64_t v;
-
-        memcpy(&v, l->params + 8 * i, 8);
-        for (tid = 0; tid < s->cu_threads; tid++) {
-            if (u->slot[tid].blk == b) {
-                u->slot[tid].h.x[10 + i] = le64_to_cpu(v);
-            }
-        }
-    }
     return true;
 }
 
@@ -1299,10 +1295,7 @@ static NpuUnit *npu_cu_pick_unit(NpuState *s, NpuLaunch *l)
     for (i = 0; i < s->n_cus; i++) {
         NpuUnit *u = &s->cu->unit[i];
 
-        if (l->fixed ? u->nblocks != 0
-                     : (u->free_slots < l->nthreads ||
-                        u->free_scratch < l->scratch ||
-                        u->nblocks > u->ncode)) {
+        if (!npu_unit_fits(u, l)) {
             continue;
         }
         if (!best || u->free_slots > best->free_slots) {
@@ -1724,6 +1717,8 @@ static void npu_launch_free(NpuLaunch *l)
     g_free(l);
 }
 
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpuLaunch, npu_launch_free)
+
 /*
  * The common case without a round trip through the npu-cu thread (which
  * costs two thread wake-ups per launch): nothing is queued and enough
@@ -1744,7 +1739,7 @@ static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
         return false;
     }
     for (i = 0; i < s->n_cus && n < l->nblocks; i++) {
-        if (!cs->unit[i].nblocks) {
+        if (npu_unit_fits(&cs->unit[i], l)) {
             held[n++] = &cs->unit[i];
         }
     }
@@ -1816,7 +1811,7 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
 {
     NpuRing *r = job->ring;
     NpuState *s = r->s;
-    g_autofree NpuLaunch *l = NULL;
+    g_autoptr(NpuLaunch) l = NULL;
     uint64_t blocks, threads;
     int64_t t0 = npu_now();
     unsigned i;
@@ -1917,9 +1912,6 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
     l->nthreads = threads;
 
     ok = npu_cu_submit_wait(s, r, l);
-    for (i = 0; i < NPU_CODE_PAGES; i++) {
-        g_free(l->code[i].insn);
-    }
     if (!ok) {
         return true;            /* reset: the ring is being torn down */
     }
@@ -1927,15 +1919,10 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
         *err = l->err;
         return false;
     }
-    for (i = 0; i < NPU_SPACE_COUNT; i++) {
-        uint64_t n = l->st.bytes_read[i] + l->st.bytes_written[i];
-
-        if (i == NPU_SPACE_HOST) {
-            job->host_bytes += n;
-        } else if (i == NPU_SPACE_DEVICE) {
-            job->dev_bytes += n;
-        }
-    }
+    job->host_bytes += l->st.bytes_read[NPU_SPACE_HOST] +
+                       l->st.bytes_written[NPU_SPACE_HOST];
+    job->dev_bytes += l->st.bytes_read[NPU_SPACE_DEVICE] +
+                      l->st.bytes_written[NPU_SPACE_DEVICE];
     job->ops = l->st.instructions;
     npu_complete(job, t0, s->launch_ns, false,
                  job->host_bytes + job->dev_bytes);

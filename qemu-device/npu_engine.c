@@ -44,30 +44,24 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
                   uint64_t bytes)
 {
     NpuRing *r = job->ring;
-    int64_t end;
+    uint64_t busy;
 
     if (r->s->vtime) {
-        if (!npu_vt_complete(r, model_ns) || npu_aborted(r)) {
+        if (!npu_vt_complete(r, model_ns)) {
             return false;
         }
-        qemu_mutex_lock(&r->lock);
-        r->busy_ns += r->vt - r->vt_start;
-        r->cmds++;
-        r->bytes += bytes;
-        r->ops += job->ops;
-        qemu_mutex_unlock(&r->lock);
-        return true;
-    }
-    if ((r->s->timing || force) &&
-        !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns, INT64_MAX / 2))) {
+    } else if ((r->s->timing || force) &&
+               !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns,
+                                                     INT64_MAX / 2))) {
         return false;
     }
     if (npu_aborted(r)) {
         return false;
     }
-    end = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    busy = r->s->vtime ? r->vt - r->vt_start
+                       : qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0;
     qemu_mutex_lock(&r->lock);
-    r->busy_ns += end - t0;
+    r->busy_ns += busy;
     r->cmds++;
     r->bytes += bytes;
     r->ops += job->ops;

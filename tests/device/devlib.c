@@ -11,6 +11,7 @@
  *   0xfe010000                 BAR4 (MSI-X)
  */
 #define _GNU_SOURCE
+#include <libgen.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -612,6 +613,37 @@ bool close_enough(const float *got, const float *want, size_t n,
 /* ------------------------------------------------------ compute units */
 
 const char *kernel_dir;
+
+void set_kernel_dir(const char *argv0)
+{
+	char *self = strdup(argv0);
+	char *dir;
+
+	if (!self || asprintf(&dir, "%s/kernels", dirname(self)) < 0) {
+		printf("Bail out! out of memory\n");
+		exit(2);
+	}
+	kernel_dir = dir;
+	free(self);
+}
+
+int devtest_main(int argc, char **argv, void (*run_all)(void))
+{
+	uint64_t t0 = host_ns();
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s <qemu-system-x86_64>\n", argv[0]);
+		return 2;
+	}
+	qemu_bin = argv[1];
+	set_kernel_dir(argv[0]);
+	printf("TAP version 13\n");
+	run_all();
+	printf("1..%d\n", test_no);
+	diag("%d tests, %d failed, %.1f s", test_no, failures,
+	     (host_ns() - t0) / 1e9);
+	return failures ? 1 : 0;
+}
 
 void load_kernel(const char *name, int dev)
 {

@@ -115,6 +115,13 @@ bool close_enough(const float *got, const float *want, size_t n, float tol, cons
 /* Compute-unit kernels (kernels/NAME.c, built into $BUILD/device/kernels). */
 #define DEVTEST_CODE_VA	0x4000000000ull	/* kernels/kernel.ld */
 extern const char *kernel_dir;
+/* kernel_dir = the kernels/ directory beside the program argv0. */
+void set_kernel_dir(const char *argv0);
+/*
+ * The device tests' main: argv[1] is the QEMU binary; prints TAP 13 around
+ * run_all() and a summary line. Returns the exit status.
+ */
+int devtest_main(int argc, char **argv, void (*run_all)(void));
 /* Map the kernel image name.bin at DEVTEST_CODE_VA (device memory if dev,
  * else host memory, read-only) with extra zeroed pages after it, and
  * invalidate the device's translations. Exits if the image is missing. */

@@ -6,7 +6,6 @@
  * from the kernels/ directory beside this program.
  */
 #define _GNU_SOURCE
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -721,21 +720,5 @@ static void run_all(void)
 
 int main(int argc, char **argv)
 {
-	uint64_t t0 = host_ns();
-	char *self;
-
-	if (argc < 2) {
-		fprintf(stderr, "usage: %s <qemu-system-x86_64>\n", argv[0]);
-		return 2;
-	}
-	qemu_bin = argv[1];
-	self = strdup(argv[0]);
-	if (asprintf((char **)&kernel_dir, "%s/kernels", dirname(self)) < 0)
-		return 2;
-	printf("TAP version 13\n");
-	run_all();
-	printf("1..%d\n", test_no);
-	diag("%d tests, %d failed, %.1f s", test_no, failures,
-	     (host_ns() - t0) / 1e9);
-	return failures ? 1 : 0;
+	return devtest_main(argc, argv, run_all);
 }

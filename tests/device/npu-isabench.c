@@ -11,7 +11,6 @@
  * Usage: npu-isabench <qemu-system-x86_64> [trials]
  */
 #define _GNU_SOURCE
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +41,6 @@ int main(int argc, char **argv)
 	uint64_t instr = 0, cycles = 0;
 	unsigned curve_t[16], curve_n = 0;
 	double curve_ipc[16], curve_bound = 0;
-	char *self;
 
 	if (argc < 2 || trials < 1 || trials > 32) {
 		fprintf(stderr, "usage: %s <qemu-system-x86_64> [trials]\n",
@@ -50,9 +48,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	qemu_bin = argv[1];
-	self = strdup(argv[0]);
-	if (asprintf((char **)&kernel_dir, "%s/kernels", dirname(self)) < 0)
-		return 2;
+	set_kernel_dir(argv[0]);
 	start(NULL, 0);
 	load_kernel("bench_compute", 1);
 	for (int t = 0; t < trials; t++) {
