@@ -330,6 +330,38 @@ typedef struct npu_event *npu_event_t;
 npu_status_t npu_stream_wait_event(npu_stream_t stream, npu_event_t event,
 				   unsigned int flags);
 
+/* Stream memory operations (cuStreamWaitValue32 / cuStreamWriteValue32).
+ * addr is a 4-byte aligned word in device memory (npu_malloc) or in pinned
+ * host memory (npu_host_alloc / npu_host_register), which the host may
+ * read and write directly (as a volatile or atomic uint32_t).
+ *
+ * npu_stream_wait_value32: later work of stream starts only once the word
+ * at addr, compared as a wrapping sequence number, has reached value
+ * ((int32_t)(*addr - value) >= 0: CUDA's CU_STREAM_WAIT_VALUE_GEQ). The
+ * wait happens on the device: the stream's later work is already
+ * submitted behind it, so releasing it costs one store. Like a long
+ * kernel, a waiting stream holds its hardware ring, and streams sharing
+ * that ring (there are fewer rings than streams) wait behind it: release
+ * a wait from the host or from work that cannot be queued behind it. A
+ * wait never released is a hung job that the driver's job timeout ends
+ * (NPU_ERROR_LAUNCH_TIMEOUT, sticky).
+ *
+ * npu_stream_write_value32: store value at addr once the stream's earlier
+ * work has completed.
+ *
+ * A common use is a start gate: the stream writes an "arrived" word, then
+ * waits on a gate word; work queued behind it has provably not started
+ * until the host, having seen the arrived word, stores the gate.
+ *
+ * flags must be 0. Errors: NPU_ERROR_INVALID_VALUE (misaligned, flags),
+ * NPU_ERROR_INVALID_POINTER (addr is neither device nor pinned memory),
+ * NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED on a capturing stream (graphs have
+ * no memory-operation nodes yet). */
+npu_status_t npu_stream_wait_value32(npu_stream_t stream, uint32_t *addr,
+				     uint32_t value, unsigned int flags);
+npu_status_t npu_stream_write_value32(npu_stream_t stream, uint32_t *addr,
+				      uint32_t value, unsigned int flags);
+
 /* Priority a stream was created with, after clamping (cudaStreamGetPriority). */
 npu_status_t npu_stream_get_priority(npu_stream_t stream, int *priority);
 

@@ -814,6 +814,74 @@ npu_status_t npu_memset_async(void *devptr, int value, size_t count,
 }
 
 /* ------------------------------------------------------------------------
+ * Stream memory operations: one SEM_WAIT or SEM_SIGNAL packet, on the
+ * stream's current queue so that the work behind a wait is already on the
+ * same ring (a job on the other queue would reach its ring only after the
+ * wait's fence).
+ */
+static npu_status_t value_op(npu_stream_t stream, uint32_t *addr,
+			     uint32_t value, unsigned int flags, uint32_t op)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct npu_pkt_sem *p;
+	struct jobctx jc;
+	struct loc l;
+	npu_status_t st;
+
+	if (npu_capturing()) {
+		npu_stream_capture_status_t cs = NPU_STREAM_CAPTURE_STATUS_NONE;
+
+		if (!npu_stream_is_capturing(stream, &cs) &&
+		    cs != NPU_STREAM_CAPTURE_STATUS_NONE)
+			return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+					"stream memory operations cannot be "
+					"captured");
+	}
+	st = npu_get_stream(stream, &dev, &s);
+	if (st)
+		return st;
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
+	if ((uintptr_t)addr & 3)
+		return npu_fail(NPU_ERROR_INVALID_VALUE,
+				"address %p is not 4-byte aligned", (void *)addr);
+	pthread_mutex_lock(&dev->lock);
+	st = classify(dev, addr, 4, -1, &l, "address");
+	if (!st && l.kind == LOC_PAGEABLE)
+		st = npu_fail(NPU_ERROR_INVALID_POINTER,
+			      "address %p is neither device nor pinned host "
+			      "memory", (void *)addr);
+	if (!st && dev->sticky)
+		st = npu_fail_sticky(dev, dev->sticky);
+	if (!st)
+		st = npu_job_begin(dev, s, sizeof(*p), &jc);
+	if (!st) {
+		p = npu_job_put(&jc, sizeof(*p));
+		p->header = NPU_PKT_HDR(op, 0, 4);
+		p->value = value;
+		p->addr = l.va;
+		add_bo(&jc, &l);
+		st = npu_job_submit(dev, &jc, s->last_queue == Q_NONE ?
+				    Q_COMPUTE : s->last_queue, NULL, 0, NULL);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_stream_wait_value32(npu_stream_t stream, uint32_t *addr,
+				     uint32_t value, unsigned int flags)
+{
+	return value_op(stream, addr, value, flags, NPU_OP_SEM_WAIT);
+}
+
+npu_status_t npu_stream_write_value32(npu_stream_t stream, uint32_t *addr,
+				      uint32_t value, unsigned int flags)
+{
+	return value_op(stream, addr, value, flags, NPU_OP_SEM_SIGNAL);
+}
+
+/* ------------------------------------------------------------------------
  * Kernels
  */
 static const struct kinfo {

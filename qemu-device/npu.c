@@ -51,6 +51,7 @@ uint64_t npu_clock(NpuState *s)
 
 void npu_raise(NpuState *s, unsigned vector)
 {
+    npu_vt_host_touch(s);
     qatomic_or(&s->irq_pending, 1u << vector);
     qemu_bh_schedule(s->irq_bh);
 }
@@ -472,6 +473,7 @@ static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 {
     NpuState *s = opaque;
 
+    npu_vt_host_touch(s);
     if (addr >= NPU_RING_BASE(0)) {
         unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;
 
@@ -614,6 +616,10 @@ static bool npu_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: cu-clock-mhz must be 1..10000");
         return false;
     }
+    if (s->vt_settle_us > 1000000) {
+        error_setg(errp, "npu: vt-settle-us must be <= 1000000");
+        return false;
+    }
     return true;
 }
 
@@ -710,6 +716,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("cu-threads", NpuState, cu_threads, 16),
     DEFINE_PROP_UINT32("cu-scratch-kib", NpuState, cu_scratch_kib, 64),
     DEFINE_PROP_UINT32("cu-clock-mhz", NpuState, cu_clock_mhz, 1000),
+    DEFINE_PROP_UINT32("vt-settle-us", NpuState, vt_settle_us, 5000),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -57,6 +57,8 @@ typedef struct NpuVtime {
     uint64_t cu_time;           /* how far the units have simulated, ns */
     uint8_t state[NPU_VT_ENGINES];
     uint64_t until[NPU_VT_ENGINES];     /* NPU_VT_WAIT: until when */
+    bool deferred;              /* a move waits for the host to settle */
+    int64_t host_touch;         /* last MMIO write or IRQ, wall ns; atomic */
 } NpuVtime;
 
 typedef struct NpuRing {
@@ -146,6 +148,7 @@ struct NpuState {
     uint32_t cu_threads;
     uint32_t cu_scratch_kib;
     uint32_t cu_clock_mhz;
+    uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
 
     unsigned nrings;
     NpuRing rings[NPU_MAX_RINGS];
@@ -219,6 +222,7 @@ void npu_vt_fini(NpuState *s);
 void npu_vt_reset(NpuState *s);
 void npu_vt_ring_reset(NpuRing *r);
 void npu_vt_kick(NpuState *s);
+void npu_vt_host_touch(NpuState *s);
 uint64_t npu_vt_now(NpuState *s);
 void npu_vt_ring_active(NpuRing *r);
 void npu_vt_ring_idle(NpuRing *r);

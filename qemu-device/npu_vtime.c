@@ -25,6 +25,13 @@
  * releases while the device runs lands at a time that depends on when the
  * host did it.
  *
+ * The host reacts to the device (an interrupt, then drm_sched pushes the
+ * jobs that waited for it, or the library queues more): so the clock
+ * moves forward only once the host has left the device alone (no MMIO
+ * write, no interrupt) for vt-settle-us of wall time. Then work that
+ * depends on a completion reaches its ring before the clock passes the
+ * completion, provided the host reacts within the settle time.
+ *
  * Locking: vt_lock protects all of NpuVtime; vt_cond is broadcast whenever
  * an engine is made to run. Lock order: a ring's lock, cu_lock, vt_lock.
  */
@@ -35,6 +42,35 @@
 #include "npu.h"
 
 #define NPU_VT_POLL_MS  1       /* blocked rings re-read host semaphores */
+
+void npu_vt_host_touch(NpuState *s)
+{
+    if (s->vtime) {
+        qatomic_set(&s->vt.host_touch,
+                    qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    }
+}
+
+/*
+ * Has the host been quiet for the settle time? Else mark the move
+ * deferred: waiting engines then retry every millisecond. vt_lock held.
+ */
+static bool npu_vt_settled(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+    int64_t quiet = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
+                    qatomic_read(&vt->host_touch);
+
+    if (quiet >= (int64_t)s->vt_settle_us * 1000) {
+        vt->deferred = false;
+        return true;
+    }
+    if (!vt->deferred) {
+        vt->deferred = true;
+        qemu_cond_broadcast(&vt->cond);
+    }
+    return false;
+}
 
 static bool npu_vt_sem_ready(NpuRing *r)
 {
@@ -81,7 +117,7 @@ static void npu_vt_advance(NpuState *s)
             next = MIN(next, vt->until[e]);
         }
     }
-    if (next == UINT64_MAX) {
+    if (next == UINT64_MAX || (next > vt->now && !npu_vt_settled(s))) {
         return;
     }
     vt->now = MAX(vt->now, next);
@@ -150,6 +186,9 @@ static bool npu_vt_wait_run(NpuState *s, unsigned e, NpuRing *r)
                 vt->state[e] = NPU_VT_RUN;
                 r->vt = vt->now;
             }
+        } else if (vt->deferred) {
+            qemu_cond_timedwait(&vt->cond, &vt->lock, NPU_VT_POLL_MS);
+            npu_vt_advance(s);
         } else {
             qemu_cond_wait(&vt->cond, &vt->lock);
         }
@@ -304,7 +343,12 @@ bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
     }
     npu_vt_advance(s);
     while (vt->state[NPU_VT_CU] != NPU_VT_RUN && !qatomic_read(stop)) {
-        qemu_cond_timedwait(&vt->cond, &vt->lock, 100);
+        if (vt->deferred) {
+            qemu_cond_timedwait(&vt->cond, &vt->lock, NPU_VT_POLL_MS);
+            npu_vt_advance(s);
+        } else {
+            qemu_cond_timedwait(&vt->cond, &vt->lock, 100);
+        }
     }
     *now = vt->now;
     *horizon = UINT64_MAX;

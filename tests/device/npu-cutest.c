@@ -703,6 +703,66 @@ static void test_virtual_time(void)
 	   "when idle (%llu ns)", (unsigned long long)first[10]);
 }
 
+/*
+ * timing=virtual: the clock waits for the host to settle, so work the host
+ * queues in reaction to a completion interrupt starts at that completion,
+ * even while another ring's long kernel would let the clock run ahead
+ * (with vt-settle-us=0 it starts when the device saw it: after the kernel).
+ */
+static uint64_t vt_reaction(const char *devopts)
+{
+	uint64_t t[3] = { 0, 0, 0 };
+	struct buf ts, sem;
+	struct pk p;
+
+	start(devopts, 0);
+	ts = alloc_buf(4096, 0, 1);
+	sem = alloc_buf(4096, 0, 1);
+	/* ring 0: 50 ms of spin on half the units */
+	p.n = 0;
+	pk_sem(&p, 1, sem.va, 1);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 4, 50000000);
+	pk_ts(&p, ts.va + 0);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	/* ring 1: 1 ms of spin, then a fence with an interrupt */
+	p.n = 0;
+	pk_sem(&p, 1, sem.va, 1);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 4, 1000000);
+	pk_ts(&p, ts.va + 8);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 1);
+	ring_submit(1, &p);
+	usleep(20000);
+	qt_writel(q, buf_phys(&sem, 0), 1);
+	/* the host reacts to ring 1's interrupt: a timestamp on ring 2 */
+	if (wait_msi(1, 10000) && completed(1)) {
+		p.n = 0;
+		pk_ts(&p, ts.va + 16);
+		pk_fence(&p, ++seqno[2], fence_pa(2), 0);
+		ring_submit(2, &p);
+		completed(2);
+	}
+	completed(0);
+	buf_read(&ts, 0, t, sizeof(t));
+	stop("timing=virtual instance");
+	diag("%s: ring 1 done at %llu ns, the host's reaction at %llu ns, "
+	     "ring 0 done at %llu ns", devopts, (unsigned long long)t[1],
+	     (unsigned long long)t[2], (unsigned long long)t[0]);
+	return t[1] && t[2] == t[1] ? 0 : t[2] ? t[2] : UINT64_MAX;
+}
+
+static void test_virtual_settle(void)
+{
+	uint64_t r = vt_reaction("timing=virtual");
+
+	ok(r == 0, "timing=virtual: work queued in reaction to an interrupt "
+	   "starts at the completion it followed, not after another ring's "
+	   "50 ms kernel");
+	r = vt_reaction("timing=virtual,vt-settle-us=0");
+	ok(r != 0 && r != UINT64_MAX, "timing=virtual,vt-settle-us=0: without "
+	   "the settle time it starts later (%llu ns)", (unsigned long long)r);
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -716,6 +776,7 @@ static void run_all(void)
 	test_printf();
 	stop("compute-unit instance");
 	test_virtual_time();
+	test_virtual_settle();
 }
 
 int main(int argc, char **argv)

@@ -25,7 +25,7 @@ check() { # name expected(pass|fail) reason-regex suites-line [env...]
 	shift 4
 	n=$((n + 1))
 	echo "$line" >"$work/suites"
-	out=$(env "$@" NPU_RESULTS="$work/results" NPU_SUITES="$work/suites" NPU_SKIP_DEVICE=1 \
+	out=$(env "$@" NPU_RESULTS="$work/results" NPU_SUITES="$work/suites" NPU_VTIME_SUITES= NPU_SKIP_DEVICE=1 \
 		NPU_RUNNER_ARGS="--no-npu" NPU_EXTRA_BIN="$work/bin" QEMU="${QEMU_OVERRIDE:-$QEMU}" \
 		bash "$top/tests/run-all.sh" "$kernel" 2>&1)
 	rc=$?

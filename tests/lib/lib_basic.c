@@ -297,6 +297,85 @@ static void test_errors_api(void)
 	ST(npu_event_query(NULL), NPU_ERROR_INVALID_HANDLE, "NULL event");
 }
 
+/* Stream memory operations: a wait holds the stream's later work until the
+ * host (or a write on another stream) releases it; writes land in stream
+ * order, in pinned and device memory; bad addresses and flags fail. */
+static void test_value_ops(void)
+{
+	npu_stream_t s, w;
+	npu_graph_t gr;
+	uint32_t *h, v = 0, pageable[2];
+	void *d;
+	float f = 0;
+
+	MUST(npu_host_alloc((void **)&h, 64, 0));
+	memset(h, 0, 64);
+	MUST(npu_malloc(&d, 64));
+	MUST(npu_memset(d, 0, 64));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&w, NPU_STREAM_NON_BLOCKING, 0));
+
+	ST(npu_stream_write_value32(s, &h[1], 7, 0), NPU_SUCCESS,
+	   "write a value to pinned memory");
+	ST(npu_stream_wait_value32(s, &h[0], 5, 0), NPU_SUCCESS,
+	   "wait for a value in pinned memory");
+	ST(npu_stream_write_value32(s, &h[2], 9, 0), NPU_SUCCESS,
+	   "a write behind the wait");
+	{
+		uint64_t a[3] = { npu_arg_ptr(d), 4, npu_arg_f32(3.0f) };
+
+		MUST(npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3, s, 0));
+	}
+	/* the first write is done once the stream reached the wait */
+	for (v = 0; v < 10000 && __atomic_load_n(&h[1], __ATOMIC_ACQUIRE) != 7; v++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	tap_ok(h[1] == 7, "the write before the wait landed");
+	ST(npu_stream_query(s), NPU_ERROR_NOT_READY, "the stream waits");
+	tap_ok(h[2] == 0, "nothing behind the wait ran");
+	__atomic_store_n(&h[0], 4, __ATOMIC_RELEASE);
+	nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);
+	ST(npu_stream_query(s), NPU_ERROR_NOT_READY,
+	   "a smaller value does not release it (>= comparison)");
+	/* released by a write of another stream, to device memory too */
+	ST(npu_stream_write_value32(w, &h[0], 5, 0), NPU_SUCCESS,
+	   "another stream writes the value");
+	ST(npu_stream_write_value32(w, (uint32_t *)d + 8, 0xabcd, 0), NPU_SUCCESS,
+	   "write a value to device memory");
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_stream_synchronize(w));
+	tap_ok(h[2] == 9, "released: the work behind the wait ran");
+	MUST(npu_memcpy(&f, d, 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	MUST(npu_memcpy(&v, (uint32_t *)d + 8, 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(f == 3.0f && v == 0xabcd, "kernel behind the wait ran; device "
+	       "word written (0x%x)", v);
+	/* a wrapping sequence number: 0x00000002 is past 0xfffffffe */
+	h[3] = 2;
+	ST(npu_stream_wait_value32(s, &h[3], 0xfffffffeu, 0), NPU_SUCCESS,
+	   "wait across the 32-bit wrap");
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "is satisfied at once");
+
+	ST(npu_stream_wait_value32(s, (uint32_t *)((char *)h + 2), 1, 0),
+	   NPU_ERROR_INVALID_VALUE, "misaligned address");
+	ST(npu_stream_write_value32(s, &pageable[0], 1, 0),
+	   NPU_ERROR_INVALID_POINTER, "pageable memory");
+	ST(npu_stream_wait_value32(s, &h[0], 1, 1), NPU_ERROR_INVALID_VALUE,
+	   "unknown flags");
+	ST(npu_stream_write_value32(s, NULL, 1, 0), NPU_ERROR_INVALID_VALUE,
+	   "NULL address");
+	ST(npu_stream_write_value32((npu_stream_t)(uintptr_t)0x1000, &h[0], 1, 0),
+	   NPU_ERROR_INVALID_HANDLE, "foreign stream");
+	MUST(npu_stream_begin_capture(s, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	ST(npu_stream_wait_value32(s, &h[0], 1, 0),
+	   NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED, "not during capture");
+	MUST(npu_stream_end_capture(s, &gr));
+	npu_graph_destroy(gr);
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "the stream is fine after all");
+	MUST(npu_stream_destroy(s));
+	MUST(npu_stream_destroy(w));
+	MUST(npu_free(d));
+	MUST(npu_host_free(h));
+}
+
 int main(void)
 {
 	tap_need_device();
@@ -304,5 +383,6 @@ int main(void)
 	test_memory();
 	test_kernels();
 	test_errors_api();
+	test_value_ops();
 	return tap_done();
 }

@@ -69,6 +69,7 @@ static void test_timing(void)
 {
 	npu_stream_t s;
 	npu_event_t ev[4], nt;
+	struct start_gate g;
 	float ms[3], tmp;
 	int i, mono = 1;
 
@@ -76,6 +77,8 @@ static void test_timing(void)
 	for (i = 0; i < 4; i++)
 		MUST(npu_event_create(&ev[i], 0));
 	MUST(npu_event_create(&nt, NPU_EVENT_DISABLE_TIMING | NPU_EVENT_BLOCKING_SYNC));
+	start_gate_init(&g, 1);
+	start_gate_enter(&g, 0, s);
 	MUST(npu_event_record(ev[0], s));
 	for (i = 1; i < 4; i++) {
 		MUST(spin(s, SPIN_NS / 4 * (uint64_t)i));
@@ -84,6 +87,7 @@ static void test_timing(void)
 	MUST(npu_event_record(nt, s));
 	ST(npu_event_elapsed_time(&tmp, ev[0], ev[3]), NPU_ERROR_NOT_READY,
 	   "elapsed time before completion: not ready");
+	tap_ok(start_gate_open(&g), "the stream reached its gate");
 	MUST(npu_event_synchronize(ev[3]));
 	for (i = 0; i < 3; i++) {
 		MUST(npu_event_elapsed_time(&ms[i], ev[0], ev[i + 1]));
@@ -103,10 +107,12 @@ static void test_timing(void)
 
 	/* re-recording captures the latest record */
 	MUST(npu_event_record(ev[1], s));
+	start_gate_enter(&g, 0, s);
 	MUST(spin(s, SPIN_NS));
 	MUST(npu_event_record(ev[1], s));
 	ST(npu_event_query(ev[1]), NPU_ERROR_NOT_READY,
-	   "re-recorded event is not ready while the later work runs");
+	   "re-recorded event is not ready while the later work waits");
+	start_gate_open(&g);
 	MUST(npu_event_synchronize(ev[1]));
 	MUST(npu_event_record(ev[2], s));
 	MUST(npu_event_synchronize(ev[2]));
@@ -117,6 +123,7 @@ static void test_timing(void)
 		npu_event_destroy(ev[i]);
 	npu_event_destroy(nt);
 	MUST(npu_stream_destroy(s));
+	start_gate_fini(&g);
 }
 
 static void test_cross_stream(void)
@@ -162,6 +169,7 @@ static void test_fd(const char *self)
 {
 	npu_stream_t s, s2;
 	npu_event_t e, imp;
+	struct start_gate g;
 	int fd, fds_before, status;
 	struct pollfd p;
 	pid_t pid;
@@ -169,7 +177,9 @@ static void test_fd(const char *self)
 	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
 	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
 	MUST(npu_event_create(&e, 0));
+	start_gate_init(&g, 1);
 	fds_before = count_fds();
+	start_gate_enter(&g, 0, s);
 	MUST(spin(s, SPIN_NS));
 	MUST(npu_event_record(e, s));
 	ST(npu_event_export_fd(e, &fd), NPU_SUCCESS, "export event as sync_file");
@@ -179,6 +189,7 @@ static void test_fd(const char *self)
 	ST(npu_event_import_fd(&imp, fd), NPU_SUCCESS, "import the sync_file");
 	ST(npu_event_query(imp), NPU_ERROR_NOT_READY, "imported event not ready yet");
 	MUST(npu_stream_wait_event(s2, imp, 0));
+	tap_ok(start_gate_open(&g), "the stream reached its gate");
 
 	pid = fork();
 	if (pid == 0) {
@@ -206,6 +217,7 @@ static void test_fd(const char *self)
 	npu_event_destroy(e);
 	MUST(npu_stream_destroy(s));
 	MUST(npu_stream_destroy(s2));
+	start_gate_fini(&g);
 }
 
 int main(int argc, char **argv)

@@ -172,6 +172,7 @@ static void test_legacy(void)
 static void test_parallel_forms(void)
 {
 	npu_stream_t s, o;
+	struct start_gate g;
 	uint64_t a[1] = { LONG_NS };
 
 	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
@@ -182,13 +183,17 @@ static void test_parallel_forms(void)
 	   "parallel<s>");
 	ST(npu_stream_query(s), NPU_SUCCESS, "parallel<s> returned with s idle");
 
-	/* parallel.async<s>: launch on s, return at once */
+	/* parallel.async<s>: launch on s, return at once (behind a closed
+	 * gate, so the kernel cannot have run yet) */
+	start_gate_init(&g, 1);
+	start_gate_enter(&g, 0, s);
 	ST(npu_parallel_async(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), a, 1, s),
 	   NPU_SUCCESS, "parallel.async<s>");
 	ST(npu_stream_query(s), NPU_ERROR_NOT_READY,
-	   "parallel.async<s> returned while the kernel runs");
+	   "parallel.async<s> returned without waiting for the kernel");
 	ST(npu_stream_query(NULL), NPU_SUCCESS,
 	   "parallel.async<s> did not use the default stream");
+	start_gate_open(&g);
 	MUST(npu_stream_synchronize(s));
 
 	/* parallel: launch, then synchronize the whole device */
@@ -199,10 +204,12 @@ static void test_parallel_forms(void)
 	   "parallel synchronized the whole device (other stream idle too)");
 
 	/* parallel.async: default stream, return at once */
+	start_gate_enter(&g, 0, NULL);
 	ST(npu_parallel_async(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), a, 1, NULL),
 	   NPU_SUCCESS, "parallel.async");
 	ST(npu_stream_query(NULL), NPU_ERROR_NOT_READY,
 	   "parallel.async queued on the default stream and returned");
+	start_gate_open(&g);
 	MUST(npu_device_synchronize());
 	ST(npu_stream_query(NULL), NPU_SUCCESS, "device synchronize drains it");
 
@@ -212,6 +219,7 @@ static void test_parallel_forms(void)
 	ST(npu_stream_query(s), NPU_SUCCESS, "NPU_LAUNCH_SYNC waited");
 	MUST(npu_stream_destroy(s));
 	MUST(npu_stream_destroy(o));
+	start_gate_fini(&g);
 }
 
 /* host functions */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "npu.h"
@@ -136,6 +137,59 @@ static inline npu_status_t spin(npu_stream_t s, uint64_t ns)
 static inline int feq(float a, float b)
 {
 	return fabsf(a - b) <= 1e-4f * (1.0f + fabsf(b));
+}
+
+/* A start gate (npu_stream_wait_value32 on pinned memory): each stream of a
+ * round announces itself and waits at the gate on the device; the host opens
+ * the gate once all of them are there. Work behind a closed gate has provably
+ * not started, so NOT_READY windows need no long kernels and hold whatever
+ * the timing mode. A waiting stream holds its ring: gate several streams
+ * only if they are on distinct rings. */
+struct start_gate {
+	uint32_t *w;		/* w[0]: the gate, w[1 + i]: stream i arrived */
+	unsigned n;
+	uint32_t seq;		/* the current round */
+};
+
+static inline void start_gate_init(struct start_gate *g, unsigned n)
+{
+	void *p;
+
+	MUST(npu_host_alloc(&p, 4 * (n + 1), 0));
+	memset(p, 0, 4 * (n + 1));
+	g->w = p;
+	g->n = n;
+	g->seq = 1;
+}
+
+/* Queue stream i of the current round behind the gate. */
+static inline void start_gate_enter(struct start_gate *g, unsigned i, npu_stream_t s)
+{
+	MUST(npu_stream_write_value32(s, &g->w[1 + i], g->seq, 0));
+	MUST(npu_stream_wait_value32(s, &g->w[0], g->seq, 0));
+}
+
+/* Wait (up to 10 s) for every stream of the round at the gate, open it and
+ * start the next round; returns whether all had arrived. */
+static inline int start_gate_open(struct start_gate *g)
+{
+	unsigned i, ms, here = 0;
+
+	for (ms = 0; ms < 10000; ms++) {
+		for (here = 0, i = 1; i <= g->n; i++)
+			here += __atomic_load_n(&g->w[i], __ATOMIC_ACQUIRE) == g->seq;
+		if (here == g->n)
+			break;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	__atomic_store_n(&g->w[0], g->seq, __ATOMIC_RELEASE);
+	g->seq++;
+	return here == g->n;
+}
+
+static inline void start_gate_fini(struct start_gate *g)
+{
+	MUST(npu_host_free(g->w));
 }
 
 #endif
