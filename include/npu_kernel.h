@@ -10,11 +10,31 @@
  * eight arguments, sp at the end of its stack and ra = NPU_EXIT_PC, so a
  * plain C function is a kernel: it ends when it returns. The programmer's
  * model (CSRs, local windows) is in npu_hw.h and Documentation/hw/npu.rst.
+ *
+ * Kernels for libnpu are compiled by npu-cc into code objects
+ * (npu_code.h) and defined with NPU_KERNEL, which records their name and
+ * argument layout for the loader:
+ *
+ *   NPU_KERNEL(saxpy, (float, a), (const float *, x), (float *, y),
+ *              (unsigned, n))
+ *   {
+ *           unsigned i = npu_block_index() * npu_block_threads() +
+ *                        npu_thread_index();
+ *
+ *           if (i < n)
+ *                   y[i] += a * x[i];
+ *   }
+ *
+ * Up to NPU_CODE_MAX_ARGS scalar or pointer parameters of at most 8 bytes.
+ * NPU_KERNEL_EX(name, scratch_bytes, max_threads, stack_bytes, ...) also
+ * declares the static scratchpad per block, the largest block the kernel
+ * supports and the stack it needs per thread (0: defaults).
  */
 #ifndef NPU_KERNEL_H
 #define NPU_KERNEL_H
 
 #include "npu_hw.h"
+#include "npu_code.h"
 
 #define NPU_KSTR_(x)	#x
 #define NPU_KSTR(x)	NPU_KSTR_(x)
@@ -101,5 +121,152 @@ static inline unsigned long npu_instret(void)
 	__asm__ volatile("rdinstret %0" : "=r"(v));
 	return v;
 }
+
+/* Atomics on device memory (RV64A), returning the old value. */
+#define npu_atomic_add(p, v)	__atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_and(p, v)	__atomic_fetch_and((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_or(p, v)	__atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_xor(p, v)	__atomic_fetch_xor((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_min(p, v)	__atomic_fetch_min((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_max(p, v)	__atomic_fetch_max((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_exch(p, v)	__atomic_exchange_n((p), (v), __ATOMIC_RELAXED)
+#define npu_atomic_cas(p, expected, desired) __extension__ ({ \
+	__typeof__(*(p)) e_ = (expected); \
+	__atomic_compare_exchange_n((p), &e_, (desired), 0, __ATOMIC_RELAXED, \
+				    __ATOMIC_RELAXED); \
+	e_; })
+
+/* Float add (no AMO for floats: a compare-and-swap loop). */
+static inline float npu_atomic_add_f32(float *p, float v)
+{
+	unsigned int *w = (unsigned int *)p, old = *(volatile unsigned int *)w, nw;
+	float f;
+
+	do {
+		__builtin_memcpy(&f, &old, 4);
+		f += v;
+		__builtin_memcpy(&nw, &f, 4);
+	} while (!__atomic_compare_exchange_n(w, &old, nw, 0, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	__builtin_memcpy(&f, &old, 4);
+	return f;
+}
+
+/*
+ * printf as in CUDA: the record (format address and values) goes to the
+ * launch's printf buffer; the library formats it on the host when the
+ * host observes the launch's completion. Conversions: d i u o x X c s p
+ * e E f F g G a A with flags, width, precision (also *) and length
+ * modifiers; %s strings must lie in the code object (string literals).
+ * Returns the number of values recorded. From the code object's runtime.
+ */
+int npu_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+#ifndef NPU_NO_PRINTF_MACRO
+#define printf npu_printf
+#endif
+
+/* ---- kernel definitions: NPU_KERNEL(name, (type, arg), ...) ---- */
+#define NPU__N(...) NPU__N_(0, ##__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define NPU__N_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, n, ...) n
+#define NPU__CAT(a, b) NPU__CAT_(a, b)
+#define NPU__CAT_(a, b) a##b
+#define NPU__T(t, n) t
+#define NPU__D(t, n) t n
+/* one 64-bit argument word as the parameter's type (its low bytes) */
+#define NPU__L(i, t, n) __extension__ ({ t v_; \
+	__builtin_memcpy(&v_, &npu__p[i], sizeof(v_)); v_; })
+#define NPU__K(t, n) (_Generic((NPU__T(t, n))0, float: NPU_CODE_ARG_FLOAT, \
+	double: NPU_CODE_ARG_FLOAT, default: \
+	__builtin_classify_type((NPU__T(t, n))0) == 5 ? NPU_CODE_ARG_PTR : \
+	NPU_CODE_ARG_INT))
+#define NPU__PARAMS_0() void
+#define NPU__PARAMS_1(p0) NPU__D p0
+#define NPU__PARAMS_2(p0, p1) NPU__D p0, NPU__D p1
+#define NPU__PARAMS_3(p0, p1, p2) NPU__D p0, NPU__D p1, NPU__D p2
+#define NPU__PARAMS_4(p0, p1, p2, p3) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3
+#define NPU__PARAMS_5(p0, p1, p2, p3, p4) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4
+#define NPU__PARAMS_6(p0, p1, p2, p3, p4, p5) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5
+#define NPU__PARAMS_7(p0, p1, p2, p3, p4, p5, p6) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6
+#define NPU__PARAMS_8(p0, p1, p2, p3, p4, p5, p6, p7) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7
+#define NPU__PARAMS_9(p0, p1, p2, p3, p4, p5, p6, p7, p8) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8
+#define NPU__PARAMS_10(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9
+#define NPU__PARAMS_11(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9, NPU__D p10
+#define NPU__PARAMS_12(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9, NPU__D p10, NPU__D p11
+#define NPU__PARAMS_13(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9, NPU__D p10, NPU__D p11, NPU__D p12
+#define NPU__PARAMS_14(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9, NPU__D p10, NPU__D p11, NPU__D p12, NPU__D p13
+#define NPU__PARAMS_15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9, NPU__D p10, NPU__D p11, NPU__D p12, NPU__D p13, NPU__D p14
+#define NPU__PARAMS_16(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15) NPU__D p0, NPU__D p1, NPU__D p2, NPU__D p3, NPU__D p4, NPU__D p5, NPU__D p6, NPU__D p7, NPU__D p8, NPU__D p9, NPU__D p10, NPU__D p11, NPU__D p12, NPU__D p13, NPU__D p14, NPU__D p15
+#define NPU__SIZES_0()
+#define NPU__SIZES_1(p0) sizeof(NPU__T p0)
+#define NPU__SIZES_2(p0, p1) sizeof(NPU__T p0), sizeof(NPU__T p1)
+#define NPU__SIZES_3(p0, p1, p2) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2)
+#define NPU__SIZES_4(p0, p1, p2, p3) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3)
+#define NPU__SIZES_5(p0, p1, p2, p3, p4) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4)
+#define NPU__SIZES_6(p0, p1, p2, p3, p4, p5) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5)
+#define NPU__SIZES_7(p0, p1, p2, p3, p4, p5, p6) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6)
+#define NPU__SIZES_8(p0, p1, p2, p3, p4, p5, p6, p7) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7)
+#define NPU__SIZES_9(p0, p1, p2, p3, p4, p5, p6, p7, p8) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8)
+#define NPU__SIZES_10(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9)
+#define NPU__SIZES_11(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9), sizeof(NPU__T p10)
+#define NPU__SIZES_12(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9), sizeof(NPU__T p10), sizeof(NPU__T p11)
+#define NPU__SIZES_13(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9), sizeof(NPU__T p10), sizeof(NPU__T p11), sizeof(NPU__T p12)
+#define NPU__SIZES_14(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9), sizeof(NPU__T p10), sizeof(NPU__T p11), sizeof(NPU__T p12), sizeof(NPU__T p13)
+#define NPU__SIZES_15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9), sizeof(NPU__T p10), sizeof(NPU__T p11), sizeof(NPU__T p12), sizeof(NPU__T p13), sizeof(NPU__T p14)
+#define NPU__SIZES_16(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15) sizeof(NPU__T p0), sizeof(NPU__T p1), sizeof(NPU__T p2), sizeof(NPU__T p3), sizeof(NPU__T p4), sizeof(NPU__T p5), sizeof(NPU__T p6), sizeof(NPU__T p7), sizeof(NPU__T p8), sizeof(NPU__T p9), sizeof(NPU__T p10), sizeof(NPU__T p11), sizeof(NPU__T p12), sizeof(NPU__T p13), sizeof(NPU__T p14), sizeof(NPU__T p15)
+#define NPU__KINDS_0()
+#define NPU__KINDS_1(p0) NPU__K p0
+#define NPU__KINDS_2(p0, p1) NPU__K p0, NPU__K p1
+#define NPU__KINDS_3(p0, p1, p2) NPU__K p0, NPU__K p1, NPU__K p2
+#define NPU__KINDS_4(p0, p1, p2, p3) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3
+#define NPU__KINDS_5(p0, p1, p2, p3, p4) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4
+#define NPU__KINDS_6(p0, p1, p2, p3, p4, p5) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5
+#define NPU__KINDS_7(p0, p1, p2, p3, p4, p5, p6) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6
+#define NPU__KINDS_8(p0, p1, p2, p3, p4, p5, p6, p7) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7
+#define NPU__KINDS_9(p0, p1, p2, p3, p4, p5, p6, p7, p8) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8
+#define NPU__KINDS_10(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9
+#define NPU__KINDS_11(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9, NPU__K p10
+#define NPU__KINDS_12(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9, NPU__K p10, NPU__K p11
+#define NPU__KINDS_13(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9, NPU__K p10, NPU__K p11, NPU__K p12
+#define NPU__KINDS_14(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9, NPU__K p10, NPU__K p11, NPU__K p12, NPU__K p13
+#define NPU__KINDS_15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9, NPU__K p10, NPU__K p11, NPU__K p12, NPU__K p13, NPU__K p14
+#define NPU__KINDS_16(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15) NPU__K p0, NPU__K p1, NPU__K p2, NPU__K p3, NPU__K p4, NPU__K p5, NPU__K p6, NPU__K p7, NPU__K p8, NPU__K p9, NPU__K p10, NPU__K p11, NPU__K p12, NPU__K p13, NPU__K p14, NPU__K p15
+#define NPU__LOADS_0()
+#define NPU__LOADS_1(p0) NPU__LI(0, p0)
+#define NPU__LOADS_2(p0, p1) NPU__LI(0, p0), NPU__LI(1, p1)
+#define NPU__LOADS_3(p0, p1, p2) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2)
+#define NPU__LOADS_4(p0, p1, p2, p3) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3)
+#define NPU__LOADS_5(p0, p1, p2, p3, p4) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4)
+#define NPU__LOADS_6(p0, p1, p2, p3, p4, p5) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5)
+#define NPU__LOADS_7(p0, p1, p2, p3, p4, p5, p6) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6)
+#define NPU__LOADS_8(p0, p1, p2, p3, p4, p5, p6, p7) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7)
+#define NPU__LOADS_9(p0, p1, p2, p3, p4, p5, p6, p7, p8) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8)
+#define NPU__LOADS_10(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9)
+#define NPU__LOADS_11(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9), NPU__LI(10, p10)
+#define NPU__LOADS_12(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9), NPU__LI(10, p10), NPU__LI(11, p11)
+#define NPU__LOADS_13(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9), NPU__LI(10, p10), NPU__LI(11, p11), NPU__LI(12, p12)
+#define NPU__LOADS_14(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9), NPU__LI(10, p10), NPU__LI(11, p11), NPU__LI(12, p12), NPU__LI(13, p13)
+#define NPU__LOADS_15(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9), NPU__LI(10, p10), NPU__LI(11, p11), NPU__LI(12, p12), NPU__LI(13, p13), NPU__LI(14, p14)
+#define NPU__LOADS_16(p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15) NPU__LI(0, p0), NPU__LI(1, p1), NPU__LI(2, p2), NPU__LI(3, p3), NPU__LI(4, p4), NPU__LI(5, p5), NPU__LI(6, p6), NPU__LI(7, p7), NPU__LI(8, p8), NPU__LI(9, p9), NPU__LI(10, p10), NPU__LI(11, p11), NPU__LI(12, p12), NPU__LI(13, p13), NPU__LI(14, p14), NPU__LI(15, p15)
+#define NPU__LI(i, p) NPU__L(i, NPU__T p, 0)
+
+/* Define kernel `name` with parameters given as (type, name) pairs. */
+#define NPU_KERNEL(name, ...) NPU_KERNEL_EX(name, 0, 0, 0, ##__VA_ARGS__)
+
+#define NPU_KERNEL_EX(name, scratch, max_threads, stack, ...) \
+	static void name(NPU__CAT(NPU__PARAMS_, NPU__N(__VA_ARGS__))(__VA_ARGS__)); \
+	__attribute__((used, section(NPU_CODE_DESC_SECTION))) \
+	const struct npu_code_desc npu__desc_##name = { \
+		NPU_CODE_DESC_MAGIC, NPU_CODE_VERSION, #name, \
+		NPU__N(__VA_ARGS__), (scratch), (max_threads), (stack), \
+		{ NPU__CAT(NPU__SIZES_, NPU__N(__VA_ARGS__))(__VA_ARGS__) }, \
+		{ NPU__CAT(NPU__KINDS_, NPU__N(__VA_ARGS__))(__VA_ARGS__) } }; \
+	__attribute__((used, noinline)) void __npu_entry_##name(void) \
+	{ \
+		const unsigned long long *npu__p = \
+			(const unsigned long long *)NPU_LOCAL_PARAMS; \
+		(void)npu__p; \
+		name(NPU__CAT(NPU__LOADS_, NPU__N(__VA_ARGS__))(__VA_ARGS__)); \
+	} \
+	static void name(NPU__CAT(NPU__PARAMS_, NPU__N(__VA_ARGS__))(__VA_ARGS__))
 
 #endif /* NPU_KERNEL_H */

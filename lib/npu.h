@@ -73,6 +73,10 @@ typedef enum npu_status {
 	NPU_ERROR_STREAM_CAPTURE_IMPLICIT = 21,	/* legacy stream used during capture */
 	NPU_ERROR_STREAM_CAPTURE_UNMATCHED = 22, /* end without begin / other stream */
 	NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD = 23, /* end on another thread */
+	/* code objects (user kernels section below) */
+	NPU_ERROR_INVALID_IMAGE = 24,	/* malformed or foreign code object */
+	NPU_ERROR_NOT_FOUND = 25,	/* no kernel of that name */
+	NPU_ERROR_FILE_NOT_FOUND = 26,	/* no such code object file */
 } npu_status_t;
 
 /* Short constant description of a status ("invalid value", ...)
@@ -116,6 +120,7 @@ const char *npu_last_error_message(void);
 #define NPU_FEATURE_TIMELINE		(1ull << 3)
 #define NPU_FEATURE_PRIME		(1ull << 4)
 #define NPU_FEATURE_COUNTERS		(1ull << 5)
+#define NPU_FEATURE_USER_KERNELS	(1ull << 8)	/* runs user kernels */
 
 typedef struct npu_device_prop {
 	char name[64];			/* "npu" plus PCI ids */
@@ -138,6 +143,10 @@ typedef struct npu_device_prop {
 	uint32_t cu_mops;		/* per compute unit, M ops/s */
 	uint32_t launch_ns;		/* kernel launch latency */
 	uint32_t copy_ns;		/* copy setup latency */
+	/* compute units (with NPU_FEATURE_USER_KERNELS) */
+	uint32_t unit_threads;		/* hardware thread slots per unit */
+	uint32_t unit_scratch_bytes;	/* scratchpad per unit */
+	uint32_t unit_clock_mhz;	/* unit clock */
 	int stream_priority_least;	/* see npu_stream_create() */
 	int stream_priority_greatest;
 } npu_device_prop;
@@ -526,6 +535,91 @@ npu_status_t npu_parallel_async(npu_kernel_t kernel, npu_dim3 grid,
 typedef void (*npu_host_fn_t)(void *user);
 npu_status_t npu_launch_host_func(npu_stream_t stream, npu_host_fn_t fn,
 				  void *user);
+
+/* ------------------------------------------------------------------------
+ * User kernels (cuModuleLoad, cuModuleGetFunction, cuLaunchKernel)
+ *
+ * Kernels are C functions for the compute units, written with npu_kernel.h
+ * and compiled by npu-cc into a code object (an ELF file, npu_code.h);
+ * Documentation/lib/kernels.rst is the guide. A module is a loaded code
+ * object: its image lives in device memory of the current device until it
+ * is unloaded. A function is one kernel of a module; its handle is valid
+ * until the module is unloaded.
+ */
+typedef struct npu_module *npu_module_t;
+typedef struct npu_function *npu_function_t;
+
+/* Load the code object at path (cuModuleLoad) / in memory
+ * (cuModuleLoadData; the image is copied) onto the current device.
+ * Errors, with nothing loaded: NPU_ERROR_FILE_NOT_FOUND;
+ * NPU_ERROR_INVALID_IMAGE (not an ELF, truncated, another architecture or
+ * ABI, compressed instructions, relocations other than R_RISCV_RELATIVE, no
+ * or malformed kernel descriptors, a kernel without entry, a static
+ * scratchpad larger than a unit's), with a message naming the problem;
+ * NPU_ERROR_NOT_SUPPORTED if the device runs no user code. */
+npu_status_t npu_module_load(npu_module_t *module, const char *path);
+npu_status_t npu_module_load_data(npu_module_t *module, const void *image,
+				  size_t size);
+
+/* Unload (cuModuleUnload): waits for the device's work first (a kernel of
+ * the module may be running), then frees its image; its functions become
+ * invalid handles. */
+npu_status_t npu_module_unload(npu_module_t module);
+
+/* The kernel named name (cuModuleGetFunction); NPU_ERROR_NOT_FOUND if the
+ * module has none. */
+npu_status_t npu_module_get_function(npu_function_t *function,
+				     npu_module_t module, const char *name);
+
+/* Launch function over grid blocks of block threads (cuLaunchKernel) on
+ * stream (NULL: the legacy default stream, with its rules) and return.
+ * scratch_bytes: dynamic scratchpad per block, added to the kernel's
+ * static one. args[i] points to the value of argument i, of the size the
+ * kernel declared (NULL allowed for a kernel without arguments). Every
+ * block runs on one unit with its threads' slots and its scratchpad; see
+ * the occupancy functions below. Errors, with nothing queued:
+ * NPU_ERROR_INVALID_HANDLE (function), NPU_ERROR_INVALID_CONFIGURATION
+ * (a zero grid or block dimension, more threads per block than
+ * NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, more scratchpad than a unit
+ * has), NPU_ERROR_INVALID_VALUE (args NULL for a kernel with arguments),
+ * the device's sticky error. A fault of the kernel is a sticky error whose
+ * message names the kernel, its source line (with -g) and the address.
+ * Its printf output is written to stdout when a synchronize or a query
+ * sees the launch complete, launches in submission order. */
+npu_status_t npu_launch_kernel(npu_function_t function, npu_dim3 grid,
+			       npu_dim3 block, unsigned int scratch_bytes,
+			       npu_stream_t stream, void **args);
+
+/* cuFuncGetAttribute */
+typedef enum npu_func_attribute {
+	NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,	/* device and kernel limit */
+	NPU_FUNC_ATTRIBUTE_SCRATCH_SIZE_BYTES = 1,	/* static scratchpad */
+	NPU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SCRATCH_SIZE_BYTES = 2,
+	NPU_FUNC_ATTRIBUTE_STACK_SIZE_BYTES = 3,	/* per thread */
+	NPU_FUNC_ATTRIBUTE_NUM_ARGS = 4,
+} npu_func_attribute_t;
+npu_status_t npu_func_get_attribute(int *value, npu_func_attribute_t attr,
+				    npu_function_t function);
+
+/* Occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor): how many
+ * blocks of block_threads threads and dyn_scratch bytes of dynamic
+ * scratchpad fit on one compute unit at once, by the device's rule: a
+ * block needs its threads' slots (prop.unit_threads per unit) and its
+ * scratchpad (prop.unit_scratch_bytes per unit). Occupancy is then
+ * blocks * block_threads / prop.unit_threads. */
+npu_status_t npu_occupancy_max_active_blocks_per_unit(int *blocks,
+						      npu_function_t function,
+						      int block_threads,
+						      size_t dyn_scratch);
+
+/* The block size with the most resident threads per unit, the largest on
+ * a tie (cudaOccupancyMaxPotentialBlockSize), at most block_limit threads
+ * (0: no limit), and the grid that fills every unit with such blocks. */
+npu_status_t npu_occupancy_max_potential_block_size(int *min_grid,
+						    int *block_threads,
+						    npu_function_t function,
+						    size_t dyn_scratch,
+						    int block_limit);
 
 /* ========================================================================
  * Graphs (cudaGraph*). Documentation/lib/graphs.rst is the guide.

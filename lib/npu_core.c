@@ -103,6 +103,10 @@ static const struct {
 	[NPU_ERROR_STREAM_CAPTURE_IMPLICIT] = { "NPU_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream" },
 	[NPU_ERROR_STREAM_CAPTURE_UNMATCHED] = { "NPU_ERROR_STREAM_CAPTURE_UNMATCHED", "the capture was not initiated in this stream" },
 	[NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD] = { "NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD", "attempt to terminate a thread-local capture sequence from another thread" },
+	/* code objects (npu_module.c) */
+	[NPU_ERROR_INVALID_IMAGE] = { "NPU_ERROR_INVALID_IMAGE", "device kernel image is invalid" },
+	[NPU_ERROR_NOT_FOUND] = { "NPU_ERROR_NOT_FOUND", "named symbol not found" },
+	[NPU_ERROR_FILE_NOT_FOUND] = { "NPU_ERROR_FILE_NOT_FOUND", "file not found" },
 };
 
 const char *npu_status_string(npu_status_t st)
@@ -327,6 +331,9 @@ static npu_status_t device_open(struct device *d)
 		P(DRM_NPU_PARAM_MAX_JOBS, max_jobs_per_submit),
 		P(DRM_NPU_PARAM_MAX_CMD_SIZE, max_cmd_size),
 		P(DRM_NPU_PARAM_JOB_TIMEOUT_MS, job_timeout_ms),
+		P(DRM_NPU_PARAM_CU_THREADS, unit_threads),
+		P(DRM_NPU_PARAM_CU_SCRATCH_BYTES, unit_scratch_bytes),
+		P(DRM_NPU_PARAM_CU_CLOCK_MHZ, unit_clock_mhz),
 #undef P
 	};
 	npu_device_prop *pr = &d->prop;
@@ -559,6 +566,8 @@ int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
  * failure becomes the sticky error of the stream that owns the queue and of
  * the device. Caller holds dev->lock.
  */
+void (*npu_fault_pc_hook)(uint64_t pc, char *buf, size_t n);
+
 npu_status_t npu_check_faults(struct device *dev)
 {
 	struct drm_npu_get_fault f;
@@ -566,7 +575,7 @@ npu_status_t npu_check_faults(struct device *dev)
 	npu_status_t st;
 	const char *kname = NULL;
 	uint32_t kid = UINT32_MAX;
-	char kbuf[64] = "";
+	char kbuf[200] = "";
 	unsigned nargs;
 	int n;
 
@@ -613,7 +622,15 @@ npu_status_t npu_check_faults(struct device *dev)
 	}
 	if (f.kind != DRM_NPU_FAULT_TIMEOUT && (f.info & 0xff) == NPU_OP_LAUNCH)
 		kid = f.info >> 16;
-	if (kid != UINT32_MAX) {
+	if (f.kind != DRM_NPU_FAULT_TIMEOUT &&
+	    (f.info & 0xff) == NPU_OP_LAUNCH_CODE && f.pc) {
+		char where[160] = "";
+
+		if (npu_fault_pc_hook)
+			npu_fault_pc_hook(f.pc, where, sizeof(where));
+		snprintf(kbuf, sizeof(kbuf), "%s, block %u thread %u",
+			 where[0] ? where : " in a user kernel", f.block, f.thread);
+	} else if (kid != UINT32_MAX) {
 		if (npu_kernel_info((npu_kernel_t)kid, &kname, &nargs) == NPU_SUCCESS)
 			snprintf(kbuf, sizeof(kbuf), " in kernel %s (id 0x%x)", kname, kid);
 		else

@@ -178,7 +178,7 @@ struct device {
 	unsigned bsyncs_cap;
 	/* errors */
 	npu_status_t sticky;
-	char sticky_msg[256];
+	char sticky_msg[384];
 	uint32_t faults_seen;
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */
 	/* memory */
@@ -200,6 +200,7 @@ struct device {
 		uint64_t point;
 	} *ts_zombies;
 	unsigned ts_nzombies, ts_zombies_cap;
+	struct printf_pool *printf_pool;	/* device printf (npu_printf.c) */
 };
 
 /* npu_stream.c: pinned host BOs (command rings, staging) and handle lookup */

@@ -13,6 +13,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_printf.h"
 #include "npu_graph.h"
 
 static void gem_close(struct device *dev, uint32_t handle)
@@ -311,6 +312,7 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 	if (npu_tl_wait_now(dev, s->tl, s->tl->next))
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 	npu_check_faults(dev);
+	npu_printf_flush(dev);
 	return sticky_of(dev, s);
 }
 
@@ -362,6 +364,7 @@ npu_status_t npu_stream_query(npu_stream_t h)
 	}
 	if (done) {
 		npu_check_faults(dev);
+		npu_printf_flush(dev);
 		st = sticky_of(dev, s);
 	} else {
 		st = NPU_ERROR_NOT_READY;
@@ -481,6 +484,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	if (r)
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 	npu_check_faults(dev);
+	npu_printf_flush(dev);
 	return sticky_of(dev, NULL);
 }
 
@@ -846,6 +850,7 @@ npu_status_t npu_event_query(npu_event_t e)
 		/* ask the driver for faults only when the completion is news */
 		if (!known)
 			npu_check_faults(dev);
+		npu_printf_flush(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -865,6 +870,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 	} else {
 		npu_check_faults(dev);
+		npu_printf_flush(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);

@@ -46,6 +46,8 @@ pkgs=(
 	bc libelf-dev
 	# guest, library, tests
 	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
+	# code objects (libelf) and their DWARF (libdw) in libnpu
+	libdw-dev
 	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
 	clang lld llvm
 	# Documentation/ check (tests/docs-check.py)

@@ -62,6 +62,13 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/docs.tap")
 	add_row docs host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# npu-cc and the kernel headers as installed by `make install`.
+	bash "$top/tests/toolchain/install-check.sh" >"$res/host/toolchain.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/toolchain.tap"
+	read -r p f s < <(tap_count "$res/host/toolchain.tap")
+	add_row toolchain host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"

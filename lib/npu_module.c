@@ -1,0 +1,768 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_module.c - code objects (npu_code.h): load, look up, unload; kernel
+ * attributes and the occupancy calculator (Documentation/lib/kernels.rst).
+ *
+ * Loading parses the ELF with elfutils' libelf, checks everything the
+ * device and the loader rely on, copies the PT_LOAD segments into one
+ * device allocation, applies the R_RISCV_RELATIVE relocations and keeps a
+ * host copy of the relocated image (device printf reads its format strings
+ * there). Nothing is allocated before every check passed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <stdarg.h>
+#include <libelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "npu_core.h"
+#include "npu_code.h"
+#include "npu_module.h"
+
+#ifndef EM_RISCV
+#define EM_RISCV		243
+#endif
+#define EF_RISCV_RVC		0x0001
+#define EF_RISCV_FLOAT_ABI	0x0006
+#define EF_RISCV_FLOAT_ABI_DOUBLE 0x0004
+#define R_RISCV_NONE		0
+#define R_RISCV_RELATIVE	3
+
+#define MODULE_MAGIC		0x4d4f444cU	/* "MODL" */
+#define FUNC_MAGIC		0x46554e43U	/* "FUNC" */
+#define MODULE_MAX_SPAN		(256u << 20)	/* loaded image bytes */
+#define DEFAULT_STACK		2048u		/* per thread, see kernels.rst */
+
+static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct npu_module *modules;		/* every loaded module */
+
+static npu_status_t bad(const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static npu_status_t bad(const char *what, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return npu_fail(NPU_ERROR_INVALID_IMAGE, "code object %s: %s", what, msg);
+}
+
+/* The checked layout of an ELF image, before anything is allocated. */
+struct layout {
+	uint64_t span;			/* bytes from 0 to the last segment end */
+	Elf_Scn *desc;			/* NPU_CODE_DESC_SECTION */
+	Elf_Scn *symtab;
+	unsigned nrela;
+	Elf_Scn *rela[4];
+};
+
+static npu_status_t check_elf(Elf *e, const void *image, size_t size,
+			      const char *what, struct layout *L)
+{
+	const unsigned char *id = image;
+	GElf_Ehdr eh;
+	size_t nph, shstr, i;
+	Elf_Scn *scn = NULL;
+
+	memset(L, 0, sizeof(*L));
+	if (size < EI_NIDENT || memcmp(id, ELFMAG, SELFMAG))
+		return bad(what, "not an ELF file");
+	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh))
+		return bad(what, "malformed ELF header (%s)", elf_errmsg(-1));
+	if (id[EI_CLASS] != ELFCLASS64 || id[EI_DATA] != ELFDATA2LSB)
+		return bad(what, "not a 64-bit little-endian ELF");
+	if (eh.e_machine != EM_RISCV)
+		return bad(what, "built for machine %u, not RISC-V (%u): compile "
+			   "kernels with npu-cc", eh.e_machine, EM_RISCV);
+	if (eh.e_type != ET_DYN)
+		return bad(what, "ELF type %u, not a position-independent code "
+			   "object (link with npu-cc)", eh.e_type);
+	if ((eh.e_flags & EF_RISCV_FLOAT_ABI) != EF_RISCV_FLOAT_ABI_DOUBLE)
+		return bad(what, "not the double-float ABI (lp64d)");
+	if (eh.e_flags & EF_RISCV_RVC)
+		return bad(what, "uses compressed instructions, which the "
+			   "compute units do not run (rv64g)");
+	if (eh.e_shoff > size || (uint64_t)eh.e_shnum * eh.e_shentsize >
+	    size - eh.e_shoff || eh.e_phoff > size ||
+	    (uint64_t)eh.e_phnum * eh.e_phentsize > size - eh.e_phoff)
+		return bad(what, "headers past the end of the file (%zu bytes: "
+			   "truncated?)", size);
+	if (elf_getphdrnum(e, &nph))
+		return bad(what, "malformed program headers");
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph))
+			return bad(what, "malformed program header %zu", i);
+		if (ph.p_type != PT_LOAD)
+			continue;
+		if (ph.p_filesz > ph.p_memsz || ph.p_offset > size ||
+		    ph.p_filesz > size - ph.p_offset)
+			return bad(what, "segment %zu runs past the file "
+				   "(truncated?)", i);
+		if (ph.p_vaddr > MODULE_MAX_SPAN ||
+		    ph.p_memsz > MODULE_MAX_SPAN - ph.p_vaddr)
+			return bad(what, "segment %zu is larger than %u MiB", i,
+				   MODULE_MAX_SPAN >> 20);
+		if (ph.p_vaddr + ph.p_memsz > L->span)
+			L->span = ph.p_vaddr + ph.p_memsz;
+	}
+	if (!L->span)
+		return bad(what, "no loadable segment");
+	if (elf_getshdrstrndx(e, &shstr))
+		return bad(what, "malformed section headers");
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			return bad(what, "malformed section header");
+		name = elf_strptr(e, shstr, sh.sh_name);
+		if (sh.sh_type != SHT_NOBITS && sh.sh_type != SHT_NULL &&
+		    (sh.sh_offset > size || sh.sh_size > size - sh.sh_offset))
+			return bad(what, "section %s runs past the file "
+				   "(truncated?)", name ? name : "?");
+		if (sh.sh_type == SHT_SYMTAB)
+			L->symtab = scn;
+		else if (sh.sh_type == SHT_REL)
+			return bad(what, "REL relocations are not supported");
+		else if (sh.sh_type == SHT_RELA && (sh.sh_flags & SHF_ALLOC)) {
+			if (L->nrela == 4)
+				return bad(what, "too many relocation sections");
+			L->rela[L->nrela++] = scn;
+		}
+		if (name && !strcmp(name, NPU_CODE_DESC_SECTION))
+			L->desc = scn;
+	}
+	if (!L->desc)
+		return bad(what, "no %s section: no kernel defined with "
+			   "NPU_KERNEL", NPU_CODE_DESC_SECTION);
+	if (!L->symtab)
+		return bad(what, "no symbol table (stripped?)");
+	return NPU_SUCCESS;
+}
+
+static bool entry_of(Elf *e, Elf_Scn *symtab, const char *kname,
+		     uint64_t *value)
+{
+	char want[NPU_CODE_NAME_MAX + 32];
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t i, n;
+
+	snprintf(want, sizeof(want), NPU_CODE_ENTRY_PREFIX "%s", kname);
+	if (!gelf_getshdr(symtab, &sh) || !(d = elf_getdata(symtab, NULL)) ||
+	    !sh.sh_entsize)
+		return false;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (!gelf_getsym(d, (int)i, &sym) ||
+		    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+			continue;
+		name = elf_strptr(e, sh.sh_link, sym.st_name);
+		if (name && !strcmp(name, want)) {
+			*value = sym.st_value;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool has_symbol(Elf *e, Elf_Scn *symtab, const char *want)
+{
+	GElf_Shdr sh;
+	Elf_Data *d;
+	size_t i, n;
+
+	if (!gelf_getshdr(symtab, &sh) || !(d = elf_getdata(symtab, NULL)) ||
+	    !sh.sh_entsize)
+		return false;
+	n = sh.sh_size / sh.sh_entsize;
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+		const char *name;
+
+		if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
+		    (name = elf_strptr(e, sh.sh_link, sym.st_name)) &&
+		    !strcmp(name, want))
+			return true;
+	}
+	return false;
+}
+
+/* Read and check the kernel descriptors into m->funcs. */
+static npu_status_t read_kernels(struct device *dev, Elf *e,
+				 const struct layout *L, const char *what,
+				 struct npu_module *m)
+{
+	Elf_Data *d = elf_getdata(L->desc, NULL);
+	const struct npu_code_desc *k;
+	size_t n, i, j;
+
+	if (!d || !d->d_buf || d->d_size % sizeof(*k))
+		return bad(what, "%s is %zu bytes, not a whole number of "
+			   "kernel descriptors", NPU_CODE_DESC_SECTION,
+			   d ? d->d_size : 0);
+	n = d->d_size / sizeof(*k);
+	if (!n)
+		return bad(what, "defines no kernel");
+	m->funcs = calloc(n, sizeof(*m->funcs));
+	if (!m->funcs)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "kernel table");
+	m->nfuncs = (unsigned)n;
+	for (i = 0; i < n; i++) {
+		struct npu_function *f = &m->funcs[i];
+		uint64_t entry;
+
+		k = (const struct npu_code_desc *)d->d_buf + i;
+		memcpy(&f->desc, k, sizeof(*k));
+		k = &f->desc;
+		if (k->magic != NPU_CODE_DESC_MAGIC || k->version != NPU_CODE_VERSION)
+			return bad(what, "kernel descriptor %zu has magic 0x%x "
+				   "version %u (npu-cc of another version?)", i,
+				   k->magic, k->version);
+		if (!memchr(k->name, 0, sizeof(k->name)) || !k->name[0])
+			return bad(what, "kernel descriptor %zu has no name", i);
+		if (k->nargs > NPU_CODE_MAX_ARGS)
+			return bad(what, "kernel %s has %u arguments (at most %u)",
+				   k->name, k->nargs, NPU_CODE_MAX_ARGS);
+		for (j = 0; j < k->nargs; j++)
+			if ((k->arg_size[j] != 1 && k->arg_size[j] != 2 &&
+			     k->arg_size[j] != 4 && k->arg_size[j] != 8) ||
+			    k->arg_kind[j] > NPU_CODE_ARG_FLOAT)
+				return bad(what, "kernel %s: argument %zu has size "
+					   "%u kind %u", k->name, j,
+					   k->arg_size[j], k->arg_kind[j]);
+		if (k->max_threads > NPU_CODE_MAX_THREADS)
+			return bad(what, "kernel %s: max_threads %u > %u",
+				   k->name, k->max_threads, NPU_CODE_MAX_THREADS);
+		if (k->stack_bytes > NPU_CODE_MAX_STACK || k->stack_bytes % 16)
+			return bad(what, "kernel %s: stack of %u bytes (a multiple "
+				   "of 16, at most %u)", k->name, k->stack_bytes,
+				   NPU_CODE_MAX_STACK);
+		if (k->scratch_bytes > dev->prop.unit_scratch_bytes)
+			return bad(what, "kernel %s needs %u bytes of scratchpad; "
+				   "a unit has %u", k->name, k->scratch_bytes,
+				   dev->prop.unit_scratch_bytes);
+		for (j = 0; j < i; j++)
+			if (!strcmp(m->funcs[j].desc.name, k->name))
+				return bad(what, "kernel %s is defined twice",
+					   k->name);
+		if (!entry_of(e, L->symtab, k->name, &entry))
+			return bad(what, "kernel %s has no entry symbol "
+				   NPU_CODE_ENTRY_PREFIX "%s", k->name, k->name);
+		if (entry >= L->span || entry % 4)
+			return bad(what, "kernel %s: entry 0x%llx outside the "
+				   "image or misaligned", k->name,
+				   (unsigned long long)entry);
+		f->magic = FUNC_MAGIC;
+		f->mod = m;
+		f->entry_off = entry;
+		f->stack_bytes = k->stack_bytes ? k->stack_bytes : DEFAULT_STACK;
+	}
+	return NPU_SUCCESS;
+}
+
+/* Copy the segments to img and apply the relocations for base. */
+static npu_status_t relocate(Elf *e, const struct layout *L, const uint8_t *file,
+			     uint8_t *img, uint64_t base, const char *what)
+{
+	size_t nph, i, r;
+
+	elf_getphdrnum(e, &nph);
+	for (i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+			memcpy(img + ph.p_vaddr, file + ph.p_offset, ph.p_filesz);
+	}
+	for (r = 0; r < L->nrela; r++) {
+		Elf_Data *d = elf_getdata(L->rela[r], NULL);
+		GElf_Shdr sh;
+		size_t n;
+
+		if (!d || !gelf_getshdr(L->rela[r], &sh) || !sh.sh_entsize)
+			return bad(what, "malformed relocation section");
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Rela ra;
+			uint64_t v;
+
+			if (!gelf_getrela(d, (int)i, &ra))
+				return bad(what, "malformed relocation %zu", i);
+			if (GELF_R_TYPE(ra.r_info) == R_RISCV_NONE)
+				continue;
+			if (GELF_R_TYPE(ra.r_info) != R_RISCV_RELATIVE)
+				return bad(what, "relocation type %u is not "
+					   "supported (only R_RISCV_RELATIVE)",
+					   (unsigned)GELF_R_TYPE(ra.r_info));
+			if (ra.r_offset > L->span - 8)
+				return bad(what, "relocation at 0x%llx outside "
+					   "the image",
+					   (unsigned long long)ra.r_offset);
+			v = base + (uint64_t)ra.r_addend;
+			memcpy(img + ra.r_offset, &v, 8);
+		}
+	}
+	return NPU_SUCCESS;
+}
+
+/* The function symbol of e containing off: its name without the entry
+ * prefix (the kernel's name), or NULL. */
+static const char *func_at(Elf *e, uint64_t off)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		size_t i, n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		n = sh.sh_size / sh.sh_entsize;
+		for (i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *name;
+			size_t pl = strlen(NPU_CODE_ENTRY_PREFIX);
+
+			if (!gelf_getsym(d, (int)i, &sym) ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    off < sym.st_value || off >= sym.st_value + sym.st_size)
+				continue;
+			name = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (name && !strncmp(name, NPU_CODE_ENTRY_PREFIX, pl))
+				name += pl;
+			return name;
+		}
+	}
+	return NULL;
+}
+
+/* The compile unit holding off (clang writes no .debug_aranges, so walk
+ * the units' ranges when the index is missing). */
+static bool cu_of(Dwarf *dw, uint64_t off, Dwarf_Die *cu)
+{
+	Dwarf_Off o = 0, next;
+	size_t hsize;
+
+	if (dwarf_addrdie(dw, off, cu))
+		return true;
+	while (!dwarf_nextcu(dw, o, &next, &hsize, NULL, NULL, NULL)) {
+		if (dwarf_offdie(dw, o + hsize, cu) && dwarf_haspc(cu, off) > 0)
+			return true;
+		o = next;
+	}
+	return false;
+}
+
+/* npu_fault_pc_hook: " in kernel K (module) at pc P (file.c:line)". */
+static void describe_pc(uint64_t pc, char *buf, size_t n)
+{
+	struct npu_module *m;
+
+	pthread_mutex_lock(&mod_lock);
+	for (m = modules; m; m = m->next)
+		if (pc >= m->base && pc < m->base + m->size)
+			break;
+	if (m) {
+		uint64_t off = pc - m->base;
+		Elf *e = elf_memory(m->file, m->file_size);
+		Dwarf *dw = e ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
+		const char *fn = e ? func_at(e, off) : NULL, *src = NULL;
+		char line[128] = "";
+		Dwarf_Die cu;
+		int lineno = 0;
+
+		if (dw && cu_of(dw, off, &cu)) {
+			Dwarf_Line *l = dwarf_getsrc_die(&cu, off);
+
+			if (l && !dwarf_lineno(l, &lineno))
+				src = dwarf_linesrc(l, NULL, NULL);
+		}
+		if (src)
+			snprintf(line, sizeof(line), " (%s:%d)", src, lineno);
+		snprintf(buf, n, " in kernel %s (%s) at pc 0x%llx%s",
+			 fn ? fn : "?", m->name, (unsigned long long)pc, line);
+		if (dw)
+			dwarf_end(dw);
+		if (e)
+			elf_end(e);
+	}
+	pthread_mutex_unlock(&mod_lock);
+}
+
+static void module_free(struct npu_module *m)
+{
+	if (!m)
+		return;
+	if (m->funcs)
+		for (unsigned i = 0; i < m->nfuncs; i++)
+			m->funcs[i].magic = 0;
+	free(m->funcs);
+	free(m->image);
+	free(m->file);
+	m->magic = 0;
+	free(m);
+}
+
+static npu_status_t load(npu_module_t *out, const void *image, size_t size,
+			 const char *what, bool owned)
+{
+	struct npu_module *m = NULL;
+	struct device *dev;
+	struct layout L;
+	npu_status_t st;
+	Elf *e = NULL;
+	void *dptr = NULL;
+
+	if (!out || !image)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL %s",
+				out ? "image" : "module pointer");
+	*out = NULL;
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	if (!(dev->prop.features & NPU_FEATURE_USER_KERNELS))
+		return npu_fail(NPU_ERROR_NOT_SUPPORTED, "the device runs no "
+				"user code (no NPU_FEATURE_USER_KERNELS)");
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "libelf: %s",
+				elf_errmsg(-1));
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "module");
+	if (owned) {
+		m->file = (void *)image;
+	} else {
+		m->file = malloc(size ? size : 1);
+		if (!m->file) {
+			free(m);
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "module image");
+		}
+		memcpy(m->file, image, size);
+	}
+	m->file_size = size;
+	snprintf(m->name, sizeof(m->name), "%s", what);
+	e = elf_memory(m->file, size);
+	if (!e) {
+		st = bad(what, "not an ELF file (%s)", elf_errmsg(-1));
+		goto fail;
+	}
+	st = check_elf(e, m->file, size, what, &L);
+	if (!st)
+		st = read_kernels(dev, e, &L, what, m);
+	if (st)
+		goto fail;
+	m->uses_printf = has_symbol(e, L.symtab, "npu_printf");
+	m->size = (L.span + 4095) & ~4095ull;
+	m->image = calloc(1, m->size);
+	if (!m->image) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "module image");
+		goto fail;
+	}
+	st = npu_malloc(&dptr, m->size);
+	if (st)
+		goto fail;
+	m->base = (uint64_t)(uintptr_t)dptr;
+	st = relocate(e, &L, m->file, m->image, m->base, what);
+	if (!st)
+		st = npu_memcpy(dptr, m->image, m->size,
+				NPU_MEMCPY_HOST_TO_DEVICE);
+	if (st)
+		goto fail;
+	elf_end(e);
+	m->magic = MODULE_MAGIC;
+	m->dev = dev;
+	for (unsigned i = 0; i < m->nfuncs; i++)
+		m->funcs[i].entry = m->base + m->funcs[i].entry_off;
+	pthread_mutex_lock(&mod_lock);
+	m->next = modules;
+	modules = m;
+	npu_fault_pc_hook = describe_pc;
+	pthread_mutex_unlock(&mod_lock);
+	*out = m;
+	return NPU_SUCCESS;
+fail:
+	if (dptr)
+		npu_free(dptr);
+	if (e)
+		elf_end(e);
+	module_free(m);
+	return st;
+}
+
+npu_status_t npu_module_load_data(npu_module_t *module, const void *image,
+				  size_t size)
+{
+	return load(module, image, size, "(memory)", false);
+}
+
+npu_status_t npu_module_load(npu_module_t *module, const char *path)
+{
+	struct stat sb;
+	void *buf;
+	ssize_t r;
+	size_t got = 0;
+	npu_status_t st;
+	int fd;
+
+	if (module)
+		*module = NULL;
+	if (!path || !module)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL %s",
+				path ? "module pointer" : "path");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return npu_fail(errno == ENOENT ? NPU_ERROR_FILE_NOT_FOUND :
+				NPU_ERROR_OS, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
+	    sb.st_size > 2 * (off_t)MODULE_MAX_SPAN) {
+		close(fd);
+		return npu_fail(NPU_ERROR_INVALID_IMAGE, "%s: not a regular file "
+				"of a plausible size", path);
+	}
+	buf = malloc(sb.st_size ? (size_t)sb.st_size : 1);
+	if (!buf) {
+		close(fd);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "%s", path);
+	}
+	while (got < (size_t)sb.st_size &&
+	       (r = read(fd, (char *)buf + got, (size_t)sb.st_size - got)) > 0)
+		got += (size_t)r;
+	close(fd);
+	if (got != (size_t)sb.st_size) {
+		free(buf);
+		return npu_fail(NPU_ERROR_OS, "%s: short read", path);
+	}
+	st = load(module, buf, got, path, true);
+	if (st && !(module && *module))
+		free(buf);
+	return st;
+}
+
+static npu_status_t get_module(npu_module_t m)
+{
+	bool ok = false;
+	struct npu_module *x;
+
+	pthread_mutex_lock(&mod_lock);
+	for (x = modules; x; x = x->next)
+		if (x == m)
+			ok = x->magic == MODULE_MAGIC;
+	pthread_mutex_unlock(&mod_lock);
+	return ok ? NPU_SUCCESS : npu_fail(NPU_ERROR_INVALID_HANDLE,
+					   "not a loaded module");
+}
+
+npu_status_t npu_module_unload(npu_module_t m)
+{
+	struct npu_module **pp;
+	npu_status_t st = get_module(m);
+
+	if (st)
+		return st;
+	/* its kernels may still run: let them end, print what they printed */
+	st = npu_device_synchronize();
+	pthread_mutex_lock(&mod_lock);
+	for (pp = &modules; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	pthread_mutex_unlock(&mod_lock);
+	npu_free((void *)(uintptr_t)m->base);
+	module_free(m);
+	return st;
+}
+
+npu_status_t npu_module_get_function(npu_function_t *f, npu_module_t m,
+				     const char *name)
+{
+	npu_status_t st;
+
+	if (!f || !name)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL %s",
+				f ? "name" : "function pointer");
+	st = get_module(m);
+	if (st)
+		return st;
+	for (unsigned i = 0; i < m->nfuncs; i++)
+		if (!strcmp(m->funcs[i].desc.name, name)) {
+			*f = &m->funcs[i];
+			return NPU_SUCCESS;
+		}
+	return npu_fail(NPU_ERROR_NOT_FOUND, "no kernel \"%s\" in %s", name,
+			m->name);
+}
+
+npu_status_t npu_function_check(npu_function_t f)
+{
+	bool ok = false;
+	struct npu_module *x;
+
+	pthread_mutex_lock(&mod_lock);
+	for (x = modules; x && !ok; x = x->next)
+		ok = f >= x->funcs && f < x->funcs + x->nfuncs &&
+		     f->magic == FUNC_MAGIC;
+	pthread_mutex_unlock(&mod_lock);
+	return ok ? NPU_SUCCESS : npu_fail(NPU_ERROR_INVALID_HANDLE,
+					   "not a function of a loaded module");
+}
+
+/* Copy at most n bytes of the NUL-terminated string at device address va
+ * inside a loaded module into buf; false if va is in none. */
+bool npu_module_string(uint64_t va, char *buf, size_t n)
+{
+	struct npu_module *m;
+	bool ok = false;
+
+	pthread_mutex_lock(&mod_lock);
+	for (m = modules; m && !ok; m = m->next) {
+		if (va < m->base || va >= m->base + m->size)
+			continue;
+		const char *s = (const char *)m->image + (va - m->base);
+		size_t max = m->base + m->size - va, len = strnlen(s, max);
+
+		if (len < max) {
+			snprintf(buf, n, "%s", s);
+			ok = true;
+		}
+	}
+	pthread_mutex_unlock(&mod_lock);
+	return ok;
+}
+
+npu_status_t npu_func_get_attribute(int *value, npu_func_attribute_t attr,
+				    npu_function_t f)
+{
+	npu_status_t st;
+	struct device *dev;
+
+	if (!value)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL value");
+	st = npu_function_check(f);
+	if (st)
+		return st;
+	dev = f->mod->dev;
+	switch (attr) {
+	case NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		*value = (int)npu_func_max_threads(f);
+		break;
+	case NPU_FUNC_ATTRIBUTE_SCRATCH_SIZE_BYTES:
+		*value = (int)f->desc.scratch_bytes;
+		break;
+	case NPU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SCRATCH_SIZE_BYTES:
+		*value = (int)(dev->prop.unit_scratch_bytes - f->desc.scratch_bytes);
+		break;
+	case NPU_FUNC_ATTRIBUTE_STACK_SIZE_BYTES:
+		*value = (int)f->stack_bytes;
+		break;
+	case NPU_FUNC_ATTRIBUTE_NUM_ARGS:
+		*value = (int)f->desc.nargs;
+		break;
+	default:
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown attribute %d",
+				(int)attr);
+	}
+	return NPU_SUCCESS;
+}
+
+unsigned npu_func_max_threads(npu_function_t f)
+{
+	unsigned t = f->mod->dev->prop.unit_threads;
+
+	if (t > NPU_CODE_MAX_THREADS)
+		t = NPU_CODE_MAX_THREADS;
+	if (f->desc.max_threads && f->desc.max_threads < t)
+		t = f->desc.max_threads;
+	return t;
+}
+
+/* Blocks of f resident on one unit at once (the device's fit rule: thread
+ * slots and scratchpad). */
+static unsigned blocks_per_unit(npu_function_t f, unsigned threads,
+				size_t dyn_scratch)
+{
+	const npu_device_prop *p = &f->mod->dev->prop;
+	unsigned n = p->unit_threads / threads;
+	size_t scratch = f->desc.scratch_bytes + dyn_scratch;
+
+	if (scratch && p->unit_scratch_bytes / scratch < n)
+		n = (unsigned)(p->unit_scratch_bytes / scratch);
+	return n;
+}
+
+npu_status_t npu_occupancy_max_active_blocks_per_unit(int *blocks,
+						      npu_function_t f,
+						      int block_threads,
+						      size_t dyn_scratch)
+{
+	npu_status_t st;
+
+	if (!blocks)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL blocks");
+	st = npu_function_check(f);
+	if (st)
+		return st;
+	if (block_threads <= 0 || (unsigned)block_threads > npu_func_max_threads(f))
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "block of %d threads "
+				"(kernel %s takes 1..%u)", block_threads,
+				f->desc.name, npu_func_max_threads(f));
+	if (dyn_scratch > f->mod->dev->prop.unit_scratch_bytes)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "%zu bytes of dynamic "
+				"scratchpad (a unit has %u)", dyn_scratch,
+				f->mod->dev->prop.unit_scratch_bytes);
+	*blocks = (int)blocks_per_unit(f, (unsigned)block_threads, dyn_scratch);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_occupancy_max_potential_block_size(int *min_grid,
+						    int *block_threads,
+						    npu_function_t f,
+						    size_t dyn_scratch,
+						    int block_limit)
+{
+	unsigned best = 0, best_active = 0, t, max;
+	npu_status_t st;
+
+	if (!min_grid || !block_threads)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL output");
+	st = npu_function_check(f);
+	if (st)
+		return st;
+	if (block_limit < 0)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "negative block limit");
+	max = npu_func_max_threads(f);
+	if (block_limit && (unsigned)block_limit < max)
+		max = (unsigned)block_limit;
+	for (t = max; t >= 1; t--) {
+		unsigned active = blocks_per_unit(f, t, dyn_scratch) * t;
+
+		if (active > best_active) {
+			best_active = active;
+			best = t;
+		}
+	}
+	if (!best)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s with %zu "
+				"bytes of dynamic scratchpad fits no unit",
+				f->desc.name, dyn_scratch);
+	*block_threads = (int)best;
+	*min_grid = (int)(blocks_per_unit(f, best, dyn_scratch) *
+			  f->mod->dev->prop.compute_units);
+	return NPU_SUCCESS;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_module.h - loaded code objects and their kernels (npu_module.c),
+ * shared with user-kernel launches (npu_ukernel.c) and device printf
+ * (npu_printf.c).
+ */
+#ifndef NPU_MODULE_H
+#define NPU_MODULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npu_code.h"
+#include "npu_internal.h"
+
+struct npu_function {
+	uint32_t magic;
+	struct npu_module *mod;
+	struct npu_code_desc desc;	/* as in the code object, checked */
+	uint64_t entry_off;		/* entry, from the image's start */
+	uint64_t entry;			/* ... its device address */
+	unsigned stack_bytes;		/* per thread */
+};
+
+struct npu_module {
+	uint32_t magic;
+	struct npu_module *next;	/* every loaded module (mod_lock) */
+	struct device *dev;
+	char name[128];			/* file name, or "(memory)" */
+	void *file;			/* the code object as given */
+	size_t file_size;
+	uint8_t *image;			/* relocated image, host copy */
+	uint64_t base;			/* its device address (npu_malloc) */
+	uint64_t size;
+	bool uses_printf;
+	unsigned nfuncs;
+	struct npu_function *funcs;
+};
+
+npu_status_t npu_function_check(npu_function_t f);
+unsigned npu_func_max_threads(npu_function_t f);
+bool npu_module_string(uint64_t va, char *buf, size_t n);
+
+#endif /* NPU_MODULE_H */

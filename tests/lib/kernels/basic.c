@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+/* Kernels of lib_kernels: arithmetic, a float argument, block barrier and
+ * scratchpad, atomics, printf, relocated data and a fault. */
+#include <npu_kernel.h>
+
+static unsigned global_id(void)
+{
+	return npu_block_index() * npu_block_threads() + npu_thread_index();
+}
+
+static unsigned global_size(void)
+{
+	return npu_grid_x() * npu_grid_y() * npu_grid_z() * npu_block_threads();
+}
+
+/* c = a + b, grid-stride */
+NPU_KERNEL(vadd, (const float *, a), (const float *, b), (float *, c),
+	   (unsigned, n))
+{
+	for (unsigned i = global_id(); i < n; i += global_size())
+		c[i] = a[i] + b[i];
+}
+
+/* y = a * x + y with a float and a 64-bit integer argument */
+NPU_KERNEL(saxpy, (float, a), (const float *, x), (float *, y),
+	   (unsigned long, n))
+{
+	for (unsigned long i = global_id(); i < n; i += global_size())
+		y[i] = a * x[i] + y[i];
+}
+
+/* out[block] = sum of in[block * threads .. +threads), through the block's
+ * scratchpad and barrier (tree reduction); static scratchpad of 4 KiB */
+NPU_KERNEL_EX(block_sum, 4096, 256, 0, (const int *, in), (int *, out))
+{
+	int *s = npu_scratch();
+	unsigned t = npu_thread_index(), n = npu_block_threads();
+
+	s[t] = in[npu_block_index() * n + t];
+	npu_barrier();
+	for (unsigned half = n / 2; half; half /= 2) {
+		if (t < half)
+			s[t] += s[t + half];
+		npu_barrier();
+	}
+	if (!t)
+		out[npu_block_index()] = s[0];
+}
+
+/* hist[v % bins]++ for every value, with device atomics */
+NPU_KERNEL(histogram, (const unsigned *, v), (unsigned, n), (unsigned *, hist),
+	   (unsigned, bins))
+{
+	for (unsigned i = global_id(); i < n; i += global_size())
+		npu_atomic_add(&hist[v[i] % bins], 1u);
+}
+
+static const char *const words[] = { "zero", "one", "two", "three" };
+
+/* every thread prints one line; the strings come from a table of
+ * pointers (relocated at load) */
+NPU_KERNEL(hello, (int, tag), (double, x))
+{
+	unsigned b = npu_block_index(), t = npu_thread_index();
+
+	printf("# hello %d: block %u thread %u %s x=%.3f %5.1f|%-4x|%c|%%\n", tag,
+	       b, t, words[t % 4], x, x * 2, b * 16 + t, 'A' + (int)t);
+}
+
+/* many records: more than a printf buffer holds */
+NPU_KERNEL(chatty, (int, lines))
+{
+	for (int i = 0; i < lines; i++)
+		printf("# chatty block %u thread %u line %d of %d\n",
+		       npu_block_index(), npu_thread_index(), i, lines);
+}
+
+/* thread 3 of block 1 stores to p, an address nobody mapped */
+NPU_KERNEL(bad_store, (int *, p))
+{
+	if (npu_block_index() == 1 && npu_thread_index() == 3)
+		*p = 42;
+}
+
+/* no arguments at all */
+NPU_KERNEL(noargs)
+{
+}

@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib_kernels: user kernels compiled by npu-cc (kernels/basic.c): loading
+ * from a file and from memory, every bad code object refused with a
+ * message, functions and their attributes, the occupancy calculator,
+ * launches checked against CPU references (float arguments, barrier and
+ * scratchpad, atomics), streams and events, device printf (content, order,
+ * overflow), and a fault that names the kernel and its source line.
+ */
+#include "tap.h"
+
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+static char kpath[PATH_MAX];
+static npu_device_prop prop;
+
+static void *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	void *b = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b = malloc(len > 0 ? (size_t)len : 1);
+	if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
+		free(b);
+		b = NULL;
+	}
+	fclose(f);
+	*n = (size_t)len;
+	return b;
+}
+
+/* Run fn with stdout (fd 1) or stderr (fd 2) going to a file; return what
+ * was written there (malloc'ed). */
+static char *capture(int fd, void (*fn)(void *), void *arg)
+{
+	char tmpl[] = "/tmp/lib_kernels.XXXXXX";
+	int t = mkstemp(tmpl), saved = dup(fd);
+	size_t n = 0;
+	char *out;
+
+	fflush(stdout);
+	fflush(stderr);
+	dup2(t, fd);
+	fn(arg);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(saved, fd);
+	close(saved);
+	close(t);
+	out = slurp(tmpl, &n);
+	unlink(tmpl);
+	if (out) {
+		out = realloc(out, n + 1);
+		out[n] = 0;
+	}
+	return out;
+}
+
+static int count_lines(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static void test_load_errors(void)
+{
+	npu_module_t m = (npu_module_t)(uintptr_t)1;
+	size_t n = 0, en = 0;
+	uint8_t *img = slurp(kpath, &n), *bad;
+	void *exe = slurp("/proc/self/exe", &en);
+	int fds = count_fds();
+
+	tap_ok(img && n > 1024, "read the code object (%zu bytes)", n);
+	ST(npu_module_load(&m, "/nonexistent/k.npu"), NPU_ERROR_FILE_NOT_FOUND,
+	   "a missing file");
+	tap_ok(m == NULL, "and the module pointer is NULL");
+	ST(npu_module_load(NULL, kpath), NPU_ERROR_INVALID_VALUE, "NULL module");
+	ST(npu_module_load_data(&m, "hello", 5), NPU_ERROR_INVALID_IMAGE,
+	   "five bytes that are not an ELF");
+	tap_ok(strstr(npu_last_error_message(), "not an ELF") != NULL,
+	       "message: %s", npu_last_error_message());
+	ST(npu_module_load_data(&m, img, 200), NPU_ERROR_INVALID_IMAGE,
+	   "a truncated code object");
+	tap_diag("%s", npu_last_error_message());
+	ST(npu_module_load_data(&m, img, n / 2), NPU_ERROR_INVALID_IMAGE,
+	   "half a code object");
+	tap_diag("%s", npu_last_error_message());
+	ST(npu_module_load_data(&m, exe, en), NPU_ERROR_INVALID_IMAGE,
+	   "an x86-64 program");
+	tap_ok(strstr(npu_last_error_message(), "RISC-V") != NULL,
+	       "its message names the architecture: %s",
+	       npu_last_error_message());
+	bad = malloc(n);
+	memcpy(bad, img, n);
+	for (size_t i = 0; i + 4 <= n; i++)	/* the first descriptor's magic */
+		if (!memcmp(bad + i, "NPUK", 4)) {
+			bad[i] = 'X';
+			break;
+		}
+	ST(npu_module_load_data(&m, bad, n), NPU_ERROR_INVALID_IMAGE,
+	   "a kernel descriptor with a bad magic");
+	tap_diag("%s", npu_last_error_message());
+	memcpy(bad, img, n);
+	bad[0x12] = 62;				/* e_machine = EM_X86_64 */
+	ST(npu_module_load_data(&m, bad, n), NPU_ERROR_INVALID_IMAGE,
+	   "a RISC-V image relabelled for another machine");
+	memcpy(bad, img, n);
+	bad[0x30] |= 1;				/* e_flags |= EF_RISCV_RVC */
+	ST(npu_module_load_data(&m, bad, n), NPU_ERROR_INVALID_IMAGE,
+	   "compressed instructions");
+	tap_ok(strstr(npu_last_error_message(), "compressed") != NULL,
+	       "message: %s", npu_last_error_message());
+	tap_ok(count_fds() == fds, "no file descriptor leaked");
+	free(bad);
+	free(exe);
+	free(img);
+}
+
+static void test_module(npu_module_t *mp, npu_module_t *mem)
+{
+	npu_function_t f, g;
+	size_t n = 0;
+	void *img = slurp(kpath, &n);
+	int v, blocks, grid, bt;
+
+	ST(npu_module_load(mp, kpath), NPU_SUCCESS, "load %s", kpath);
+	ST(npu_module_load_data(mem, img, n), NPU_SUCCESS, "load the same "
+	   "code object from memory");
+	memset(img, 0, n);		/* it was copied */
+	free(img);
+	ST(npu_module_get_function(&f, *mp, "vadd"), NPU_SUCCESS, "get vadd");
+	ST(npu_module_get_function(&g, *mp, "nope"), NPU_ERROR_NOT_FOUND,
+	   "an unknown kernel name");
+	tap_ok(strstr(npu_last_error_message(), "nope") != NULL, "message: %s",
+	       npu_last_error_message());
+	ST(npu_module_get_function(&g, (npu_module_t)(uintptr_t)64, "vadd"),
+	   NPU_ERROR_INVALID_HANDLE, "a foreign module handle");
+	MUST(npu_func_get_attribute(&v, NPU_FUNC_ATTRIBUTE_NUM_ARGS, f));
+	tap_ok(v == 4, "vadd takes 4 arguments (%d)", v);
+	MUST(npu_func_get_attribute(&v, NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
+	tap_ok(v == (int)prop.unit_threads || v == 1024,
+	       "vadd: up to %d threads per block (a unit has %u slots)", v,
+	       prop.unit_threads);
+	MUST(npu_module_get_function(&g, *mp, "block_sum"));
+	MUST(npu_func_get_attribute(&v, NPU_FUNC_ATTRIBUTE_SCRATCH_SIZE_BYTES, g));
+	tap_ok(v == 4096, "block_sum declares 4096 bytes of static scratchpad");
+	MUST(npu_func_get_attribute(&v, NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, g));
+	tap_ok(v == (int)(prop.unit_threads < 256 ? prop.unit_threads : 256),
+	       "and at most 256 threads (%d)", v);
+	ST(npu_func_get_attribute(&v, (npu_func_attribute_t)99, f),
+	   NPU_ERROR_INVALID_VALUE, "an unknown attribute");
+
+	/* occupancy: slots and scratchpad both bound it */
+	MUST(npu_occupancy_max_active_blocks_per_unit(&blocks, f, 4, 0));
+	tap_ok(blocks == (int)(prop.unit_threads / 4),
+	       "4-thread blocks of vadd: %d per unit (%u slots)", blocks,
+	       prop.unit_threads);
+	MUST(npu_occupancy_max_active_blocks_per_unit(&blocks, g, 1, 0));
+	tap_ok(blocks == (int)(prop.unit_scratch_bytes / 4096 < prop.unit_threads ?
+			       prop.unit_scratch_bytes / 4096 : prop.unit_threads),
+	       "1-thread blocks of block_sum: %d per unit (4 KiB of %u each)",
+	       blocks, prop.unit_scratch_bytes);
+	ST(npu_occupancy_max_active_blocks_per_unit(&blocks, f, 0, 0),
+	   NPU_ERROR_INVALID_VALUE, "a block of 0 threads");
+	MUST(npu_occupancy_max_potential_block_size(&grid, &bt, f, 0, 0));
+	tap_ok(bt * (int)(prop.unit_threads / bt) == (int)prop.unit_threads &&
+	       grid == (int)(prop.unit_threads / bt * prop.compute_units),
+	       "best block for vadd: %d threads, grid %d fills the device", bt,
+	       grid);
+}
+
+static void test_launches(npu_module_t m, npu_module_t mem)
+{
+	enum { N = 10000 };
+	npu_function_t vadd, saxpy, bsum, hist, noargs, vadd2;
+	float *ha = malloc(N * 4), *hb = malloc(N * 4), *hc = malloc(N * 4);
+	unsigned *hv = malloc(N * 4), hh[16], want[16];
+	int hin[8 * 1024], hout[8], ok = 1;
+	unsigned T = prop.unit_threads;
+	void *a, *b, *c, *in, *out, *hg;
+	npu_stream_t s, s2;
+	npu_event_t e;
+	unsigned n = N, bins = 16;
+	unsigned long nl = N;
+	float alpha = 2.5f;
+	void *args[4];
+
+	MUST(npu_module_get_function(&vadd, m, "vadd"));
+	MUST(npu_module_get_function(&vadd2, mem, "vadd"));
+	MUST(npu_module_get_function(&saxpy, m, "saxpy"));
+	MUST(npu_module_get_function(&bsum, m, "block_sum"));
+	MUST(npu_module_get_function(&hist, m, "histogram"));
+	MUST(npu_module_get_function(&noargs, m, "noargs"));
+	MUST(npu_malloc(&a, N * 4));
+	MUST(npu_malloc(&b, N * 4));
+	MUST(npu_malloc(&c, N * 4));
+	for (int i = 0; i < N; i++) {
+		ha[i] = (float)i * 0.5f;
+		hb[i] = 1000.0f - (float)i;
+		hv[i] = (unsigned)(i * 7919u);
+	}
+	MUST(npu_memcpy(a, ha, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memcpy(b, hb, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&e, 0));
+
+	args[0] = &a;
+	args[1] = &b;
+	args[2] = &c;
+	args[3] = &n;
+	ST(npu_launch_kernel(vadd, npu_grid(8, 1, 1), npu_grid(T, 1, 1), 0, s, args),
+	   NPU_SUCCESS, "launch vadd: 8 blocks of %u threads, grid-stride", T);
+	MUST(npu_memcpy_async(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	for (int i = 0; i < N; i++)
+		ok &= hc[i] == ha[i] + hb[i];
+	tap_ok(ok, "vadd matches the CPU on %d elements", N);
+
+	/* the module loaded from memory is a second, independent copy */
+	MUST(npu_memset(c, 0, N * 4));
+	ST(npu_launch_kernel(vadd2, npu_grid(3, 2, 1), npu_grid(T / 4, 2, 2), 0,
+			     NULL, args), NPU_SUCCESS,
+	   "vadd of the in-memory module, 3x2 blocks of %ux2x2 on the legacy "
+	   "stream", T / 4);
+	MUST(npu_memcpy(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	ok = 1;
+	for (int i = 0; i < N; i++)
+		ok &= hc[i] == ha[i] + hb[i];
+	tap_ok(ok, "and matches the CPU");
+
+	/* float and 64-bit arguments; ordering through an event */
+	MUST(npu_memcpy(c, hb, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	args[0] = &alpha;
+	args[1] = &a;
+	args[2] = &c;
+	args[3] = &nl;
+	MUST(npu_launch_kernel(saxpy, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, s,
+			       args));
+	MUST(npu_event_record(e, s));
+	MUST(npu_stream_wait_event(s2, e, 0));
+	MUST(npu_launch_kernel(saxpy, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, s2,
+			       args));
+	MUST(npu_memcpy_async(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s2));
+	MUST(npu_stream_synchronize(s2));
+	ok = 1;
+	for (int i = 0; i < N; i++)
+		ok &= feq(hc[i], hb[i] + 2 * alpha * ha[i]);
+	tap_ok(ok, "saxpy (float a = 2.5, unsigned long n) twice, the second "
+	       "on another stream after an event: y + 2ax");
+
+	/* barrier and scratchpad: 8 blocks of T threads */
+	for (int i = 0; i < 8 * (int)T; i++)
+		hin[i] = i * 3 - 100;
+	MUST(npu_malloc(&in, sizeof(hin)));
+	MUST(npu_malloc(&out, sizeof(hout)));
+	MUST(npu_memcpy(in, hin, sizeof(hin), NPU_MEMCPY_HOST_TO_DEVICE));
+	args[0] = &in;
+	args[1] = &out;
+	MUST(npu_launch_kernel(bsum, npu_grid(8, 1, 1), npu_grid(T, 1, 1), 0, s,
+			       args));
+	MUST(npu_memcpy_async(hout, out, sizeof(hout), NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	ok = 1;
+	for (int blk = 0; blk < 8; blk++) {
+		int sum = 0;
+
+		for (int t = 0; t < (int)T; t++)
+			sum += hin[blk * T + t];
+		ok &= hout[blk] == sum;
+	}
+	tap_ok(ok, "block_sum: a tree reduction through the scratchpad and the "
+	       "barrier, per block");
+
+	/* atomics */
+	MUST(npu_malloc(&hg, sizeof(hh)));
+	MUST(npu_memset(hg, 0, sizeof(hh)));
+	MUST(npu_memcpy(a, hv, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	memset(want, 0, sizeof(want));
+	for (int i = 0; i < N; i++)
+		want[hv[i] % bins]++;
+	args[0] = &a;
+	args[1] = &n;
+	args[2] = &hg;
+	args[3] = &bins;
+	MUST(npu_launch_kernel(hist, npu_grid(6, 1, 1), npu_grid(T, 1, 1), 0, s,
+			       args));
+	MUST(npu_memcpy_async(hh, hg, sizeof(hh), NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(!memcmp(hh, want, sizeof(hh)), "histogram with device atomics "
+	       "from %u threads matches the CPU", 6 * T);
+
+	/* bad launches change nothing */
+	ST(npu_launch_kernel(noargs, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0, s,
+			     NULL), NPU_SUCCESS, "a kernel without arguments, "
+	   "args NULL");
+	ST(npu_launch_kernel(vadd, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0, s,
+			     NULL), NPU_ERROR_INVALID_VALUE,
+	   "args NULL for a kernel with arguments");
+	ST(npu_launch_kernel(vadd, npu_grid(0, 1, 1), npu_grid(1, 1, 1), 0, s,
+			     args), NPU_ERROR_INVALID_CONFIGURATION, "grid x 0");
+	ST(npu_launch_kernel(vadd, npu_grid(1, 1, 1), npu_grid(1, 0, 1), 0, s,
+			     args), NPU_ERROR_INVALID_CONFIGURATION, "block y 0");
+	ST(npu_launch_kernel(vadd, npu_grid(1, 1, 1),
+			     npu_grid(prop.unit_threads + 1, 1, 1), 0, s, args),
+	   NPU_ERROR_INVALID_CONFIGURATION, "more threads per block than a "
+	   "unit has slots");
+	tap_diag("%s", npu_last_error_message());
+	ST(npu_launch_kernel(bsum, npu_grid(1, 1, 1), npu_grid(T + 1, 1, 1), 0, s,
+			     args), NPU_ERROR_INVALID_CONFIGURATION,
+	   "more threads than the kernel's maximum");
+	ST(npu_launch_kernel(bsum, npu_grid(1, 1, 1), npu_grid(T, 1, 1),
+			     prop.unit_scratch_bytes - 4095, s, args),
+	   NPU_ERROR_INVALID_CONFIGURATION, "static + dynamic scratchpad "
+	   "larger than a unit's");
+	ST(npu_launch_kernel((npu_function_t)(uintptr_t)8, npu_grid(1, 1, 1),
+			     npu_grid(1, 1, 1), 0, s, args),
+	   NPU_ERROR_INVALID_HANDLE, "a foreign function handle");
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "the stream is fine");
+
+	npu_event_destroy(e);
+	MUST(npu_stream_destroy(s));
+	MUST(npu_stream_destroy(s2));
+	npu_free(a);
+	npu_free(b);
+	npu_free(c);
+	npu_free(in);
+	npu_free(out);
+	npu_free(hg);
+	free(ha);
+	free(hb);
+	free(hc);
+	free(hv);
+}
+
+struct pf {
+	npu_module_t m;
+	int lines;
+};
+
+static void run_hello(void *p)
+{
+	struct pf *x = p;
+	npu_function_t f;
+	int tag = 7;
+	double xv = 1.25;
+	void *args[2] = { &tag, &xv };
+
+	MUST(npu_module_get_function(&f, x->m, "hello"));
+	MUST(npu_launch_kernel(f, npu_grid(2, 1, 1), npu_grid(3, 1, 1), 0, NULL,
+			       args));
+	tag = 8;
+	xv = -3.5;
+	MUST(npu_launch_kernel(f, npu_grid(1, 1, 1), npu_grid(2, 1, 1), 0, NULL,
+			       args));
+	MUST(npu_device_synchronize());
+}
+
+static void run_chatty(void *p)
+{
+	struct pf *x = p;
+	npu_function_t f;
+	void *args[1] = { &x->lines };
+
+	MUST(npu_module_get_function(&f, x->m, "chatty"));
+	MUST(npu_launch_kernel(f, npu_grid(4, 1, 1), npu_grid(16, 1, 1), 0, NULL,
+			       args));
+	MUST(npu_device_synchronize());
+}
+
+static char *err_of_chatty;
+
+static void run_chatty_err(void *p)
+{
+	err_of_chatty = capture(1, run_chatty, p);
+}
+
+static void test_printf(npu_module_t m)
+{
+	struct pf x = { .m = m, .lines = 2 };
+	char *out = capture(1, run_hello, &x), *err;
+	const char *a1 = "# hello 7: block 1 thread 2 two x=1.250   2.5|12  |C|%\n";
+	const char *b0 = "# hello 8: block 0 thread 1 one x=-3.500  -7.0|1   |B|%\n";
+
+	tap_ok(out && count_lines(out, "# hello 7:") == 6 &&
+	       count_lines(out, "# hello 8:") == 2,
+	       "device printf: 6 lines of the first launch, 2 of the second");
+	tap_ok(out && strstr(out, a1) && strstr(out, b0),
+	       "formatted as the C library would: %%s from a relocated table, "
+	       "%%.3f, %%5.1f, %%-4x, %%c, %%%%");
+	{
+		const char *last7 = NULL;
+
+		for (const char *q = out; q && (q = strstr(q, "# hello 7:")); q++)
+			last7 = q;
+		tap_ok(last7 && strstr(out, "# hello 8:") > last7,
+		       "launches print in submission order");
+	}
+	if (out && !strstr(out, a1))
+		tap_diag("got: %s", out);
+	free(out);
+
+	x.lines = 2;
+	out = capture(1, run_chatty, &x);
+	tap_ok(out && count_lines(out, "# chatty") == 4 * 16 * 2,
+	       "64 threads x 2 lines: all 128 printed");
+	free(out);
+	/* 64 threads x 24 records of 64 bytes: more than a 16 KiB buffer */
+	x.lines = 24;
+	err = capture(2, run_chatty_err, &x);
+	out = err_of_chatty;
+	tap_ok(out && count_lines(out, "# chatty") > 100 &&
+	       count_lines(out, "# chatty") < 64 * 24,
+	       "a full printf buffer keeps what fits (%d of 1536 lines)",
+	       out ? count_lines(out, "# chatty") : -1);
+	tap_ok(err && strstr(err, "lost") && strstr(err, "chatty"),
+	       "and the loss is reported with a count: %s", err ? err : "");
+	free(out);
+	free(err);
+}
+
+static void test_fault(npu_module_t m)
+{
+	npu_function_t f;
+	void *p = (void *)(uintptr_t)0x7ff0000000ull;	/* never mapped */
+	void *args[1] = { &p };
+	const char *msg;
+
+	MUST(npu_module_get_function(&f, m, "bad_store"));
+	MUST(npu_launch_kernel(f, npu_grid(2, 1, 1), npu_grid(4, 1, 1), 0, NULL,
+			       args));
+	ST(npu_device_synchronize(), NPU_ERROR_ILLEGAL_ADDRESS,
+	   "a kernel that stores to an unmapped address: a sticky error");
+	msg = npu_last_error_message();
+	tap_ok(strstr(msg, "bad_store") && strstr(msg, "basic.c:") &&
+	       strstr(msg, "7ff0000000") && strstr(msg, "block 1 thread 3"),
+	       "its message names the kernel, the source line, the address, "
+	       "the block and thread: %s", msg);
+	MUST(npu_device_reset());
+}
+
+int main(int argc, char **argv)
+{
+	npu_module_t m, mem;
+	char self[PATH_MAX];
+	ssize_t n;
+
+	(void)argc;
+	(void)argv;
+	tap_need_device();
+	MUST(npu_device_get_properties(&prop, 0));
+	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
+		tap_ok(0, "the device runs user kernels");
+		return tap_done();
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	snprintf(kpath, sizeof(kpath), "%s/kernels/basic.npu", dirname(self));
+	test_load_errors();
+	test_module(&m, &mem);
+	test_launches(m, mem);
+	test_printf(m);
+	test_fault(m);
+	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
+	ST(npu_module_unload(m), NPU_ERROR_INVALID_HANDLE, "unload twice");
+	ST(npu_module_unload(mem), NPU_SUCCESS, "unload the in-memory module");
+	return tap_done();
+}

@@ -1,0 +1,87 @@
+#!/bin/bash
+# npu-cc and npu_kernel.h after `make install` (TAP): install into a scratch
+# root, then compile kernels with nothing but the installed files and
+# Debian's clang, found through pkg-config; link a host program against
+# the installed libnpu the same way.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+n=0
+check() { # description, command...
+	local what=$1
+	shift
+	n=$((n + 1))
+	if "$@" >"$root/out" 2>&1; then
+		echo "ok $n - $what"
+	else
+		echo "not ok $n - $what"
+		sed 's/^/# /' "$root/out" | head -20
+	fi
+}
+
+check "make install into a scratch root" \
+	make -s -C "$top" BUILD="$BUILD" install DESTDIR="$root" PREFIX=/usr
+usr=$root/usr
+check "installed: npu-cc, npu.h, npu_kernel.h, npu_code.h, npu_hw.h, the runtime, the linker script, libnpu.pc" \
+	test -x "$usr/bin/npu-cc" -a -f "$usr/include/npu.h" \
+	-a -f "$usr/include/npu/npu_kernel.h" -a -f "$usr/include/npu/npu_code.h" \
+	-a -f "$usr/include/npu/npu_hw.h" -a -f "$usr/lib/npu/npu-rt.o" \
+	-a -f "$usr/lib/npu/npu-module.ld" -a -f "$usr/lib/pkgconfig/libnpu.pc"
+export PKG_CONFIG_PATH=$usr/lib/pkgconfig
+npucc=$(pkg-config --define-prefix --variable=npucc libnpu)
+kinc=$(pkg-config --define-prefix --variable=kernelincludedir libnpu)
+check "pkg-config names the installed npu-cc ($npucc) and kernel headers" \
+	test "$npucc" = "$usr/bin/npu-cc" -a "$kinc" = "$usr/include/npu"
+
+mkdir -p "$root/work"
+cat >"$root/work/scale.c" <<'K'
+#include <npu_kernel.h>
+
+NPU_KERNEL(scale, (float *, x), (float, a), (unsigned, n))
+{
+	unsigned i = npu_block_index() * npu_block_threads() + npu_thread_index();
+
+	if (i < n)
+		x[i] *= a;
+	if (!i)
+		printf("scaled %u values by %f\n", n, a);
+}
+K
+cd "$root/work" || exit 1
+# only the installed files: a clean environment, the build tree out of reach
+check "the installed npu-cc compiles a kernel (-g)" \
+	env -i PATH=/usr/bin:/bin "$npucc" -g -Wall -Werror scale.c -o scale.npu
+check "the code object is a RISC-V position-independent ELF with the kernel's descriptor and entry" \
+	bash -c 'llvm-readelf -h -S scale.npu | grep -q "Machine: *RISC-V" &&
+		 llvm-readelf -h scale.npu | grep -q "DYN" &&
+		 llvm-readelf -S scale.npu | grep -q "\.npu\.kernels" &&
+		 llvm-nm scale.npu | grep -q " T __npu_entry_scale$"'
+check "-g keeps DWARF line tables" \
+	bash -c 'llvm-readelf -S scale.npu | grep -q "\.debug_line"'
+check "without -g there is none" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$npucc"'" scale.c -o plain.npu &&
+		 ! llvm-readelf -S plain.npu | grep -q "\.debug_"'
+check "-c then link: two steps give a code object too" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$npucc"'" -c scale.c -o s.o &&
+		 env -i PATH=/usr/bin:/bin "'"$npucc"'" s.o -o two.npu &&
+		 llvm-nm two.npu | grep -q __npu_entry_scale'
+echo 'NPU_KERNEL(broken, (int, x)) { return x; }' >broken.c
+check "a kernel that does not compile: npu-cc fails with clang's error" \
+	bash -c '! env -i PATH=/usr/bin:/bin "'"$npucc"'" broken.c -o b.npu 2>err &&
+		 grep -q "error:" err && test ! -e b.npu'
+check "npu-cc --help" "$npucc" --help
+cat >"$root/work/host.c" <<'H'
+#include <npu.h>
+int main(void)
+{
+	npu_module_t m;
+
+	return npu_module_load(&m, "scale.npu") == NPU_SUCCESS ? 0 : 1;
+}
+H
+check "a host program builds against the installed libnpu with pkg-config" \
+	bash -c 'cc -Wall -Werror host.c -o host $(pkg-config --define-prefix --cflags libnpu) \
+		 $(pkg-config --define-prefix --libs libnpu)'
+echo "1..$n"

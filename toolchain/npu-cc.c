@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-cc - compile kernel C files into an npu code object (npu_code.h).
+ *
+ * A driver over Debian's clang and ld.lld, nothing of its own: each .c is
+ * compiled for the compute units (RV64G, double-float ABI, no compressed
+ * instructions, position independent, freestanding) against the installed
+ * npu_kernel.h, then everything is linked with the npu runtime by the npu
+ * linker script into a position-independent ELF the library loads.
+ *
+ *   npu-cc [options] file.c|file.o ... [-o out.npu]
+ *
+ * Its files are found relative to the executable: ../include/npu (the
+ * device headers) and ../lib/npu (npu-rt.o, npu-module.ld), as installed
+ * by `make install` and as staged in the build tree.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <libgen.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_ARGS	512
+
+struct argv {
+	char *v[MAX_ARGS];
+	int n;
+};
+
+static bool verbose;
+
+static void add(struct argv *a, const char *s)
+{
+	if (a->n >= MAX_ARGS - 1) {
+		fprintf(stderr, "npu-cc: too many arguments\n");
+		exit(2);
+	}
+	a->v[a->n++] = strdup(s);
+	a->v[a->n] = NULL;
+}
+
+static int run(struct argv *a)
+{
+	pid_t pid;
+	int st, i;
+
+	if (verbose) {
+		for (i = 0; i < a->n; i++)
+			fprintf(stderr, "%s%s", i ? " " : "", a->v[i]);
+		fputc('\n', stderr);
+	}
+	st = posix_spawnp(&pid, a->v[0], NULL, NULL, a->v, environ);
+	if (st) {
+		fprintf(stderr, "npu-cc: cannot run %s: %s (install clang and "
+			"lld)\n", a->v[0], strerror(st));
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: npu-cc [options] file.c|file.o ... [-o out.npu]\n"
+"Compile npu kernels (C with npu_kernel.h) into a code object.\n"
+"  -o FILE        output (default: the first file with .npu)\n"
+"  -c             compile only: one RISC-V object per .c file\n"
+"  -g             keep DWARF (source lines in fault messages and profiles)\n"
+"  -O0..-O3, -Os  optimisation (default -O2)\n"
+"  -D NAME[=VAL]  define a macro; -U NAME undefine it\n"
+"  -I DIR         add an include directory\n"
+"  -W...          passed to clang (e.g. -Wall -Werror)\n"
+"  -v, --verbose  print the commands run\n"
+"  --print-include-dir, --print-lib-dir  where npu-cc's files are\n"
+"  -h, --help     this text\n"
+"Environment: NPU_CLANG, NPU_LLD (default clang, ld.lld).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "print-include-dir", no_argument, NULL, 1 },
+		{ "print-lib-dir", no_argument, NULL, 2 },
+		{ NULL, 0, NULL, 0 },
+	};
+	char self[PATH_MAX], inc[PATH_MAX + 32], lib[PATH_MAX + 32], path[PATH_MAX + 64];
+	struct argv cflags = { .n = 0 }, objs = { .n = 0 }, tmps = { .n = 0 };
+	const char *out = NULL, *opt = "-O2", *clang, *lld;
+	bool compile_only = false, debug = false, failed = false;
+	ssize_t len;
+	int c, i, print = 0;
+
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0) {
+		perror("npu-cc: /proc/self/exe");
+		return 2;
+	}
+	self[len] = 0;
+	dirname(self);			/* .../bin */
+	snprintf(inc, sizeof(inc), "%s/../include/npu", self);
+	snprintf(lib, sizeof(lib), "%s/../lib/npu", self);
+	clang = getenv("NPU_CLANG") ? getenv("NPU_CLANG") : "clang";
+	lld = getenv("NPU_LLD") ? getenv("NPU_LLD") : "ld.lld";
+
+	while ((c = getopt_long(argc, argv, "o:cgO:D:U:I:W:vh", longopts, NULL)) != -1) {
+		char buf[PATH_MAX + 4];
+
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'c': compile_only = true; break;
+		case 'g': debug = true; break;
+		case 'O':
+			if (strlen(optarg) != 1 || !strchr("0123s", optarg[0])) {
+				fprintf(stderr, "npu-cc: bad optimisation -O%s\n", optarg);
+				return 2;
+			}
+			snprintf(buf, sizeof(buf), "-O%s", optarg);
+			opt = strdup(buf);
+			break;
+		case 'D': case 'U': case 'I': case 'W':
+			snprintf(buf, sizeof(buf), "-%c%s", c, optarg);
+			add(&cflags, buf);
+			break;
+		case 'v': verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		case 1: case 2: print = c; break;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (print) {
+		printf("%s\n", realpath(print == 1 ? inc : lib, path) ? path :
+		       (print == 1 ? inc : lib));
+		return 0;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "npu-cc: no input files\n");
+		usage(stderr);
+		return 2;
+	}
+	if (compile_only && out && argc - optind > 1) {
+		fprintf(stderr, "npu-cc: -c -o with several input files\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/npu-rt.o", lib);
+	if (!compile_only && access(path, R_OK)) {
+		fprintf(stderr, "npu-cc: missing %s (is npu-cc installed?)\n", path);
+		return 2;
+	}
+	for (i = optind; i < argc && !failed; i++) {
+		const char *src = argv[i];
+		struct argv cc = { .n = 0 };
+		char obj[PATH_MAX + 8];
+		int k;
+
+		if (ends_with(src, ".o")) {
+			add(&objs, src);
+			continue;
+		}
+		if (!ends_with(src, ".c")) {
+			fprintf(stderr, "npu-cc: %s: not a .c or .o file\n", src);
+			failed = true;
+			break;
+		}
+		if (compile_only) {
+			if (out) {
+				snprintf(obj, sizeof(obj), "%s", out);
+			} else {
+				snprintf(obj, sizeof(obj), "%s", src);
+				obj[strlen(obj) - 1] = 'o';
+				snprintf(obj, sizeof(obj), "%s", basename(strdup(obj)));
+			}
+		} else {
+			int fd;
+
+			snprintf(obj, sizeof(obj), "%s/npu-cc-XXXXXX.o",
+				 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+			fd = mkstemps(obj, 2);
+			if (fd < 0) {
+				perror("npu-cc: temporary file");
+				failed = true;
+				break;
+			}
+			close(fd);
+			add(&tmps, obj);
+		}
+		add(&cc, clang);
+		add(&cc, "--target=riscv64-unknown-elf");
+		add(&cc, "-march=rv64g");
+		add(&cc, "-mabi=lp64d");
+		add(&cc, "-mcmodel=medany");
+		add(&cc, "-mno-relax");
+		add(&cc, "-fPIE");
+		add(&cc, "-ffreestanding");
+		add(&cc, "-nostdlib");
+		add(&cc, "-fno-common");
+		add(&cc, opt);
+		if (debug)
+			add(&cc, "-g");
+		add(&cc, "-isystem");
+		add(&cc, inc);
+		for (k = 0; k < cflags.n; k++)
+			add(&cc, cflags.v[k]);
+		add(&cc, "-c");
+		add(&cc, src);
+		add(&cc, "-o");
+		add(&cc, obj);
+		if (run(&cc))
+			failed = true;
+		add(&objs, obj);
+	}
+	if (!failed && !compile_only) {
+		struct argv ld = { .n = 0 };
+		char def[PATH_MAX + 8];
+
+		if (!out) {
+			snprintf(def, sizeof(def), "%s", basename(strdup(argv[optind])));
+			if (ends_with(def, ".c") || ends_with(def, ".o"))
+				def[strlen(def) - 2] = 0;
+			strcat(def, ".npu");
+			out = def;
+		}
+		add(&ld, lld);
+		add(&ld, "-pie");
+		add(&ld, "--no-dynamic-linker");
+		add(&ld, "-z");
+		add(&ld, "max-page-size=4096");
+		add(&ld, "--entry=0");
+		add(&ld, "-T");
+		snprintf(path, sizeof(path), "%s/npu-module.ld", lib);
+		add(&ld, path);
+		if (!debug)
+			add(&ld, "--strip-debug");
+		add(&ld, "-o");
+		add(&ld, out);
+		for (i = 0; i < objs.n; i++)
+			add(&ld, objs.v[i]);
+		snprintf(path, sizeof(path), "%s/npu-rt.o", lib);
+		add(&ld, path);
+		if (run(&ld))
+			failed = true;
+	}
+	for (i = 0; i < tmps.n; i++)
+		unlink(tmps.v[i]);
+	return failed ? 1 : 0;
+}
