@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <npu.h>
 
@@ -45,5 +46,29 @@ static inline void print_device(void)
 }
 
 static inline uint64_t arg_f(float f) { return npu_arg_f32(f); }
+
+/* Load kernels/<name>.npu from next to the program (npu-cc output). */
+static inline npu_module_t load_kernels(const char *name)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	npu_module_t m;
+
+	self[n > 0 ? n : 0] = 0;
+	if (strrchr(self, '/'))
+		*strrchr(self, '/') = 0;
+	snprintf(path, sizeof(path), "%s/kernels/%s.npu", self, name);
+	CHECK(npu_module_load(&m, path));
+	return m;
+}
+
+/* Device milliseconds between two completed events. */
+static inline float event_ms(npu_event_t a, npu_event_t b)
+{
+	float ms;
+
+	CHECK(npu_event_elapsed_time(&ms, a, b));
+	return ms;
+}
 
 #endif

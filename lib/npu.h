@@ -197,9 +197,22 @@ npu_status_t npu_malloc(void **devptr, size_t size);
 npu_status_t npu_free(void *devptr);
 
 /* Allocate size bytes of pinned host memory that the device reads and
- * writes directly (cudaMallocHost / cudaHostAlloc with default flags).
- * flags must be 0. */
+ * writes directly (cudaMallocHost / cudaHostAlloc). flags: 0, or
+ * NPU_HOST_ALLOC_MAPPED / NPU_HOST_ALLOC_PORTABLE, accepted for CUDA code:
+ * all pinned memory is mapped into the device address space and usable on
+ * every stream. */
+#define NPU_HOST_ALLOC_DEFAULT		0u
+#define NPU_HOST_ALLOC_PORTABLE		(1u << 0)
+#define NPU_HOST_ALLOC_MAPPED		(1u << 1)
 npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags);
+
+/* The device address of pinned host memory (cudaHostGetDevicePointer), for
+ * kernels that read and write it directly over the link: host_ptr inside
+ * an npu_host_alloc() or npu_host_register() range (else
+ * NPU_ERROR_INVALID_VALUE); flags must be 0. The device address differs
+ * from the host pointer: pass the device address to kernels. */
+npu_status_t npu_host_get_device_pointer(void **devptr, void *host_ptr,
+					 unsigned int flags);
 
 /* Free pinned host memory; waits for the device first (cudaFreeHost). */
 npu_status_t npu_host_free(void *ptr);
@@ -590,6 +603,17 @@ npu_status_t npu_launch_kernel(npu_function_t function, npu_dim3 grid,
 			       npu_dim3 block, unsigned int scratch_bytes,
 			       npu_stream_t stream, void **args);
 
+/* The Choreo parallel-by forms with a user kernel, as npu_parallel() and
+ * npu_parallel_async() for built-in ones: launch, then synchronize stream
+ * (or, on the legacy stream, the device) / return at once. */
+npu_status_t npu_parallel_kernel(npu_function_t function, npu_dim3 grid,
+				 npu_dim3 block, unsigned int scratch_bytes,
+				 npu_stream_t stream, void **args);
+npu_status_t npu_parallel_kernel_async(npu_function_t function,
+				       npu_dim3 grid, npu_dim3 block,
+				       unsigned int scratch_bytes,
+				       npu_stream_t stream, void **args);
+
 /* cuFuncGetAttribute */
 typedef enum npu_func_attribute {
 	NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0,	/* device and kernel limit */
@@ -925,6 +949,48 @@ npu_status_t npu_trace_write_json(const char *path);
  * ops/bytes exceeds the device's ridge point (cu_mops * units used /
  * mem_bw), else "memory-bound". */
 npu_status_t npu_profile_report(FILE *f);
+
+/* Profiles of user kernels (npu_launch_kernel) launched while the profiler
+ * runs, one per kernel, its launches summed. The device counts every
+ * thread-cycle of a resident thread under one stall reason, named as
+ * Nsight Compute names them (npu_profile_stall_name(): selected,
+ * not_selected, wait, short_scoreboard, long_scoreboard,
+ * math_pipe_throttle, lg_throttle, barrier, branch_resolving), and samples
+ * every resident thread's PC every 997 unit cycles; npu_profile_report()
+ * prints the hot spots by source line (DWARF of code objects built with
+ * npu-cc -g). Documentation/lib/profiling.rst explains each figure. */
+#define NPU_PROFILE_STALLS	9
+#define NPU_PROFILE_SPACES	4	/* scratchpad, stack, device, host */
+typedef struct npu_kernel_profile {
+	char name[64];
+	char module[128];
+	uint64_t launches;
+	double time_ms;			/* device time, first block to last */
+	uint64_t blocks;
+	uint64_t cycles;		/* unit cycles, first start to last end */
+	uint64_t instructions;		/* retired by all threads */
+	uint64_t thread_cycles;		/* resident thread-slot cycles */
+	uint64_t unit_cycles;		/* unit cycles holding a block of it */
+	uint64_t stall[NPU_PROFILE_STALLS];	/* thread-cycles by reason */
+	uint64_t bytes_read[NPU_PROFILE_SPACES];
+	uint64_t bytes_written[NPU_PROFILE_SPACES];
+	uint64_t samples;		/* PC samples taken */
+	uint64_t sample_stall[NPU_PROFILE_STALLS];	/* ... by reason */
+	uint64_t samples_lost;		/* trace buffer full */
+	double ipc;			/* instructions / unit_cycles */
+	double achieved_occupancy;	/* thread_cycles / (unit_cycles *
+					   unit_threads) */
+	double theoretical_occupancy;	/* the occupancy calculator's, mean
+					   over launches */
+	int memory_bound;		/* long_scoreboard + lg_throttle exceed
+					   selected + not_selected + wait +
+					   math_pipe_throttle */
+} npu_kernel_profile;
+
+/* Fill out[0..*count) and set *count to the number of profiles (out may be
+ * NULL to ask for the number). */
+npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count);
+const char *npu_profile_stall_name(unsigned int reason);
 
 /* The verdict alone, for a kernel with these arguments and grid:
  * *compute_bound is 1 or 0; ops and bytes (may be NULL) receive the

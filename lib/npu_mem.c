@@ -193,7 +193,7 @@ npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags)
 
 	if (!ptr)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "ptr is NULL");
-	if (flags)
+	if (flags & ~(NPU_HOST_ALLOC_PORTABLE | NPU_HOST_ALLOC_MAPPED))
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
 	st = npu_cur_dev(&dev);
 	if (st)
@@ -454,6 +454,32 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 	l->va = 0;
 	l->handle = 0;
 	return NPU_SUCCESS;
+}
+
+npu_status_t npu_host_get_device_pointer(void **devptr, void *host_ptr,
+					 unsigned int flags)
+{
+	struct device *dev;
+	struct loc l;
+	npu_status_t st;
+
+	if (!devptr)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "devptr is NULL");
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown flags 0x%x", flags);
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	st = classify(dev, host_ptr, 1, 0, &l, "host pointer");
+	if (!st && l.kind != LOC_PINNED)
+		st = npu_fail(NPU_ERROR_INVALID_VALUE, "%p is not pinned host "
+			      "memory (npu_host_alloc / npu_host_register)",
+			      host_ptr);
+	pthread_mutex_unlock(&dev->lock);
+	if (!st)
+		*devptr = (void *)(uintptr_t)l.va;
+	return st;
 }
 
 /* ------------------------------------------------------------------------

@@ -352,6 +352,17 @@ static const char *func_at(Elf *e, uint64_t off)
 	return NULL;
 }
 
+/* The module's ELF and DWARF handles, opened once. mod_lock held. */
+static Elf *module_elf(struct npu_module *m)
+{
+	if (!m->elf) {
+		m->elf = elf_memory(m->file, m->file_size);
+		if (m->elf)
+			m->dwarf = dwarf_begin_elf(m->elf, DWARF_C_READ, NULL);
+	}
+	return m->elf;
+}
+
 /* The compile unit holding off (clang writes no .debug_aranges, so walk
  * the units' ranges when the index is missing). */
 static bool cu_of(Dwarf *dw, uint64_t off, Dwarf_Die *cu)
@@ -380,8 +391,8 @@ static void describe_pc(uint64_t pc, char *buf, size_t n)
 			break;
 	if (m) {
 		uint64_t off = pc - m->base;
-		Elf *e = elf_memory(m->file, m->file_size);
-		Dwarf *dw = e ? dwarf_begin_elf(e, DWARF_C_READ, NULL) : NULL;
+		Elf *e = module_elf(m);
+		Dwarf *dw = m->dwarf;
 		const char *fn = e ? func_at(e, off) : NULL, *src = NULL;
 		char line[128] = "";
 		Dwarf_Die cu;
@@ -397,10 +408,40 @@ static void describe_pc(uint64_t pc, char *buf, size_t n)
 			snprintf(line, sizeof(line), " (%s:%d)", src, lineno);
 		snprintf(buf, n, " in kernel %s (%s) at pc 0x%llx%s",
 			 fn ? fn : "?", m->name, (unsigned long long)pc, line);
-		if (dw)
-			dwarf_end(dw);
-		if (e)
-			elf_end(e);
+	}
+	pthread_mutex_unlock(&mod_lock);
+}
+
+/* "file.c:12" for a device PC inside a loaded module (its DWARF), else
+ * "kernel+0x40", else "0x...". */
+void npu_module_line(uint64_t pc, char *buf, size_t n)
+{
+	struct npu_module *m;
+
+	snprintf(buf, n, "0x%llx", (unsigned long long)pc);
+	pthread_mutex_lock(&mod_lock);
+	for (m = modules; m; m = m->next)
+		if (pc >= m->base && pc < m->base + m->size)
+			break;
+	if (m) {
+		uint64_t off = pc - m->base;
+		Elf *e = module_elf(m);
+		Dwarf *dw = m->dwarf;
+		const char *fn = e ? func_at(e, off) : NULL, *src = NULL;
+		Dwarf_Die cu;
+		int lineno = 0;
+
+		if (dw && cu_of(dw, off, &cu)) {
+			Dwarf_Line *l = dwarf_getsrc_die(&cu, off);
+
+			if (l && !dwarf_lineno(l, &lineno))
+				src = dwarf_linesrc(l, NULL, NULL);
+		}
+		if (src)
+			snprintf(buf, n, "%s:%d", strrchr(src, '/') ?
+				 strrchr(src, '/') + 1 : src, lineno);
+		else if (fn)
+			snprintf(buf, n, "%s+0x%llx", fn, (unsigned long long)off);
 	}
 	pthread_mutex_unlock(&mod_lock);
 }
@@ -412,6 +453,10 @@ static void module_free(struct npu_module *m)
 	if (m->funcs)
 		for (unsigned i = 0; i < m->nfuncs; i++)
 			m->funcs[i].magic = 0;
+	if (m->dwarf)
+		dwarf_end(m->dwarf);
+	if (m->elf)
+		elf_end(m->elf);
 	free(m->funcs);
 	free(m->image);
 	free(m->file);

@@ -34,6 +34,8 @@ struct npu_module {
 	uint64_t base;			/* its device address (npu_malloc) */
 	uint64_t size;
 	bool uses_printf;
+	void *elf, *dwarf;		/* Elf * and Dwarf * of file, opened on
+					   first use (mod_lock) */
 	unsigned nfuncs;
 	struct npu_function *funcs;
 };
@@ -41,5 +43,6 @@ struct npu_module {
 npu_status_t npu_function_check(npu_function_t f);
 unsigned npu_func_max_threads(npu_function_t f);
 bool npu_module_string(uint64_t va, char *buf, size_t n);
+void npu_module_line(uint64_t pc, char *buf, size_t n);
 
 #endif /* NPU_MODULE_H */

@@ -13,6 +13,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_kprofile.h"
 #include "npu_printf.h"
 #include "npu_graph.h"
 
@@ -313,6 +314,7 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 	npu_check_faults(dev);
 	npu_printf_flush(dev);
+	npu_kprofile_harvest(dev);
 	return sticky_of(dev, s);
 }
 
@@ -365,6 +367,7 @@ npu_status_t npu_stream_query(npu_stream_t h)
 	if (done) {
 		npu_check_faults(dev);
 		npu_printf_flush(dev);
+	npu_kprofile_harvest(dev);
 		st = sticky_of(dev, s);
 	} else {
 		st = NPU_ERROR_NOT_READY;
@@ -485,6 +488,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
 	npu_check_faults(dev);
 	npu_printf_flush(dev);
+	npu_kprofile_harvest(dev);
 	return sticky_of(dev, NULL);
 }
 
@@ -851,6 +855,7 @@ npu_status_t npu_event_query(npu_event_t e)
 		if (!known)
 			npu_check_faults(dev);
 		npu_printf_flush(dev);
+	npu_kprofile_harvest(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -871,6 +876,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 	} else {
 		npu_check_faults(dev);
 		npu_printf_flush(dev);
+	npu_kprofile_harvest(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);

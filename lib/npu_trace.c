@@ -15,6 +15,7 @@
 #include <xf86drm.h>
 
 #include "npu_graph.h"
+#include "npu_kprofile.h"
 
 atomic_int npu_trace_active;
 
@@ -334,6 +335,7 @@ npu_status_t npu_profiler_start(void)
 	 * first (documented) */
 	nrec = 0;
 	ndropped = 0;
+	npu_kprofile_reset();
 	tdev[d].have_start = read_counters(dev, &tdev[d].start) == NPU_SUCCESS;
 	atomic_store(&npu_trace_active, 1);
 	pthread_mutex_unlock(&tlock);
@@ -744,6 +746,7 @@ npu_status_t npu_profile_report(FILE *f)
 	}
 	if (ndropped)
 		fprintf(f, "%u commands not traced (buffer full)\n", ndropped);
+	npu_kprofile_report(dev, f);
 	free(agg);
 	free(v);
 	return NPU_SUCCESS;

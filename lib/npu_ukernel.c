@@ -7,6 +7,7 @@
 
 #include "npu_core.h"
 #include "npu_graph.h"
+#include "npu_kprofile.h"
 #include "npu_module.h"
 #include "npu_printf.h"
 
@@ -21,8 +22,9 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	struct npu_stream *s;
 	struct jobctx jc;
 	uint64_t pva = 0, point = 0;
-	uint32_t pbytes = 0;
-	int slot = -1;
+	uint64_t stats_va = 0, trace_va = 0;
+	uint32_t pbytes = 0, trace_bytes = 0, period = 0;
+	int slot = -1, kslot = -1;
 	npu_status_t st;
 	unsigned i;
 
@@ -87,6 +89,10 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		if (st)
 			goto out;
 	}
+	if (npu_tracing() &&
+	    !npu_kprofile_slot(dev, f, (unsigned)threads, scratch, &kslot,
+			       &stats_va, &trace_va, &trace_bytes, &period))
+		kslot = -1;
 	st = npu_job_begin(dev, s, sizeof(*p) + 8 * k->nargs, &jc);
 	if (st)
 		goto out;
@@ -106,15 +112,45 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	p->nargs = k->nargs;
 	p->printf_buf = pva;
 	p->printf_bytes = pbytes;
+	p->stats = stats_va;
+	p->trace = trace_va;
+	p->trace_bytes = trace_bytes;
+	p->sample_period = period;
 	memcpy(p->args, words, 8 * k->nargs);
 	st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, &point);
 	if (!st && slot >= 0) {
 		npu_printf_track(dev, slot, s->tl, point);
 		slot = -1;
 	}
+	if (!st && kslot >= 0) {
+		npu_kprofile_track(dev, kslot, s->tl, point);
+		kslot = -1;
+	}
 out:
 	if (slot >= 0)
 		npu_printf_cancel(dev, slot);
+	if (kslot >= 0)
+		npu_kprofile_cancel(dev, kslot);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
+}
+
+npu_status_t npu_parallel_kernel(npu_function_t f, npu_dim3 grid,
+				 npu_dim3 block, unsigned int scratch_bytes,
+				 npu_stream_t stream, void **args)
+{
+	npu_status_t st = npu_launch_kernel(f, grid, block, scratch_bytes,
+					    stream, args);
+
+	if (st)
+		return st;
+	return stream ? npu_stream_synchronize(stream) : npu_device_synchronize();
+}
+
+npu_status_t npu_parallel_kernel_async(npu_function_t f, npu_dim3 grid,
+				       npu_dim3 block,
+				       unsigned int scratch_bytes,
+				       npu_stream_t stream, void **args)
+{
+	return npu_launch_kernel(f, grid, block, scratch_bytes, stream, args);
 }

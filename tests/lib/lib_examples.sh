@@ -4,7 +4,8 @@
 # printed as TAP comments.
 n=0
 for e in asyncAPI simpleStreams simpleMultiCopy concurrentKernels \
-	simpleCallback streamPriorities autoTune; do
+	simpleCallback streamPriorities autoTune vectorAdd matrixMul histogram \
+	reduction; do
 	n=$((n + 1))
 	if ! command -v "$e" >/dev/null 2>&1; then
 		echo "ok $n - # SKIP $e not built"

@@ -431,6 +431,184 @@ static void test_printf(npu_module_t m)
 	free(err);
 }
 
+/* Mapped pinned memory: kernels use it through its device pointer. */
+static void test_mapped(npu_module_t m)
+{
+	enum { N = 3000 };
+	unsigned *h, *r, n = N, ok = 1;
+	void *dp = NULL, *dr = NULL, *dev, *args[2];
+	npu_function_t f;
+	npu_stream_t s;
+	char pageable[64];
+
+	MUST(npu_module_get_function(&f, m, "incr"));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	ST(npu_host_alloc((void **)&h, N * 4, NPU_HOST_ALLOC_MAPPED |
+			  NPU_HOST_ALLOC_PORTABLE), NPU_SUCCESS,
+	   "npu_host_alloc with NPU_HOST_ALLOC_MAPPED");
+	for (unsigned i = 0; i < N; i++)
+		h[i] = i * 3;
+	ST(npu_host_get_device_pointer(&dp, h, 0), NPU_SUCCESS,
+	   "its device pointer");
+	tap_ok(dp && dp != (void *)h, "differs from the host pointer (%p, %p)",
+	       dp, (void *)h);
+	args[0] = &dp;
+	args[1] = &n;
+	ST(npu_parallel_kernel(f, npu_grid(4, 1, 1), npu_grid(prop.unit_threads, 1, 1),
+			       0, s, args), NPU_SUCCESS,
+	   "parallel<s> with a user kernel: launch and synchronize s");
+	for (unsigned i = 0; i < N; i++)
+		ok &= h[i] == i * 3 + 1;
+	tap_ok(ok, "the kernel read and wrote pinned memory over the link");
+	{
+		void *mid = NULL;
+
+		MUST(npu_host_get_device_pointer(&mid, h + 100, 0));
+		tap_ok((char *)mid == (char *)dp + 400, "an inner pointer maps to "
+		       "the same offset");
+	}
+	/* registered memory too */
+	r = aligned_alloc(4096, 4 * 4096);
+	for (unsigned i = 0; i < 4096; i++)
+		r[i] = 7;
+	MUST(npu_host_register(r, 4 * 4096, 0));
+	ST(npu_host_get_device_pointer(&dr, r, 0), NPU_SUCCESS,
+	   "device pointer of registered memory");
+	n = 4096;
+	args[0] = &dr;
+	ST(npu_parallel_kernel_async(f, npu_grid(2, 1, 1),
+				     npu_grid(prop.unit_threads, 1, 1), 0, NULL,
+				     args), NPU_SUCCESS,
+	   "parallel.async with a user kernel on the legacy stream");
+	MUST(npu_device_synchronize());
+	ok = 1;
+	for (unsigned i = 0; i < 4096; i++)
+		ok &= r[i] == 8;
+	tap_ok(ok, "the kernel incremented registered host memory");
+	MUST(npu_host_unregister(r));
+	free(r);
+	ST(npu_host_get_device_pointer(&dp, pageable, 0), NPU_ERROR_INVALID_VALUE,
+	   "pageable memory has no device pointer");
+	MUST(npu_malloc(&dev, 64));
+	ST(npu_host_get_device_pointer(&dp, dev, 0), NPU_ERROR_INVALID_VALUE,
+	   "nor has device memory");
+	ST(npu_host_get_device_pointer(&dp, h, 1), NPU_ERROR_INVALID_VALUE,
+	   "unknown flags");
+	ST(npu_host_alloc((void **)&r, 64, 4), NPU_ERROR_INVALID_VALUE,
+	   "unknown allocation flags");
+	npu_free(dev);
+	MUST(npu_host_free(h));
+	MUST(npu_stream_destroy(s));
+}
+
+static const npu_kernel_profile *find_prof(const npu_kernel_profile *v,
+					    size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].name, name))
+			return &v[i];
+	return NULL;
+}
+
+static void report_to(void *p)
+{
+	MUST(npu_profile_report(p ? p : stdout));
+}
+
+/* The profiler: counters per kernel, occupancy against the calculator,
+ * stall breakdown and verdict, PC samples by source line. */
+static void test_profile(npu_module_t m)
+{
+	enum { N = 20000 };
+	npu_function_t fma, vadd;
+	npu_kernel_profile prof[8];
+	const npu_kernel_profile *pf, *pv;
+	unsigned T = prop.unit_threads, iters = 2000, n = N;
+	void *out, *a, *b, *c, *args[4];
+	size_t np = 8;
+	int blocks;
+	char *rep;
+
+	MUST(npu_module_get_function(&fma, m, "fma_chain"));
+	MUST(npu_module_get_function(&vadd, m, "vadd"));
+	MUST(npu_malloc(&out, 4 * 4096));
+	MUST(npu_malloc(&a, N * 4));
+	MUST(npu_malloc(&b, N * 4));
+	MUST(npu_malloc(&c, N * 4));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_start());
+	/* fills the device: a unit's worth of threads on every unit */
+	args[0] = &out;
+	args[1] = &iters;
+	MUST(npu_occupancy_max_active_blocks_per_unit(&blocks, fma, T / 2, 0));
+	MUST(npu_launch_kernel(fma, npu_grid(blocks * prop.compute_units, 1, 1),
+			       npu_grid(T / 2, 1, 1), 0, NULL, args));
+	args[0] = &a;
+	args[1] = &b;
+	args[2] = &c;
+	args[3] = &n;
+	MUST(npu_launch_kernel(vadd, npu_grid(prop.compute_units, 1, 1),
+			       npu_grid(T, 1, 1), 0, NULL, args));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_stop());
+	ST(npu_profile_get_kernels(prof, &np), NPU_SUCCESS, "kernel profiles");
+	pf = find_prof(prof, np, "fma_chain");
+	pv = find_prof(prof, np, "vadd");
+	tap_ok(np == 2 && pf && pv && pf->launches == 1 && pv->launches == 1,
+	       "one profile per kernel launched (%zu)", np);
+	if (!pf || !pv)
+		return;
+	tap_ok(pf->instructions > (uint64_t)iters * 2 * T * prop.compute_units &&
+	       pf->blocks == (uint64_t)blocks * prop.compute_units && pf->ipc > 0,
+	       "fma_chain: %llu instructions, %llu blocks, IPC %.3f",
+	       (unsigned long long)pf->instructions,
+	       (unsigned long long)pf->blocks, pf->ipc);
+	tap_ok(pf->theoretical_occupancy == 1.0 &&
+	       fabs(pf->achieved_occupancy - pf->theoretical_occupancy) < 0.1,
+	       "a launch that fills the device: achieved occupancy %.3f, the "
+	       "calculator's %.3f", pf->achieved_occupancy,
+	       pf->theoretical_occupancy);
+	tap_ok(!pf->memory_bound && pf->ipc > 0.9 &&
+	       pf->stall[0] + pf->stall[1] > 10 * (pf->stall[4] + pf->stall[6]),
+	       "the FP chain is compute-bound: issue-limited (IPC %.3f; selected "
+	       "+ not_selected %llu >> long_scoreboard + lg_throttle %llu "
+	       "thread-cycles)", pf->ipc,
+	       (unsigned long long)(pf->stall[0] + pf->stall[1]),
+	       (unsigned long long)(pf->stall[4] + pf->stall[6]));
+	tap_ok(pv->memory_bound && pv->bytes_read[2] >= 2ull * N * 4 &&
+	       pv->bytes_written[2] >= (uint64_t)N * 4,
+	       "vadd is memory-bound and read %llu, wrote %llu device bytes",
+	       (unsigned long long)pv->bytes_read[2],
+	       (unsigned long long)pv->bytes_written[2]);
+	{
+		uint64_t sum = 0;
+
+		for (int i = 0; i < NPU_PROFILE_STALLS; i++)
+			sum += pf->stall[i];
+		tap_ok(sum == pf->thread_cycles, "stall reasons sum to the "
+		       "resident thread-cycles (%llu)",
+		       (unsigned long long)sum);
+	}
+	tap_ok(pf->samples > 10 && !strcmp(npu_profile_stall_name(4),
+					   "long_scoreboard"),
+	       "fma_chain: %llu PC samples", (unsigned long long)pf->samples);
+	rep = capture(1, report_to, NULL);
+	tap_ok(rep && strstr(rep, "fma_chain") && strstr(rep, "achieved") &&
+	       strstr(rep, "compute-bound") && strstr(rep, "memory-bound") &&
+	       strstr(rep, "hot spots") && strstr(rep, "basic.c:"),
+	       "the report has occupancy, verdicts and hot spots by line");
+	if (rep)
+		for (char *l = strtok(rep, "\n"); l; l = strtok(NULL, "\n"))
+			if (strstr(l, "hot spots") || strstr(l, "occupancy:") ||
+			    strstr(l, "verdict") || strstr(l, "thread-cycles:"))
+				tap_diag("%s", l);
+	free(rep);
+	npu_free(out);
+	npu_free(a);
+	npu_free(b);
+	npu_free(c);
+}
+
 static void test_fault(npu_module_t m)
 {
 	npu_function_t f;
@@ -472,6 +650,8 @@ int main(int argc, char **argv)
 	test_module(&m, &mem);
 	test_launches(m, mem);
 	test_printf(m);
+	test_mapped(m);
+	test_profile(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
 	ST(npu_module_unload(m), NPU_ERROR_INVALID_HANDLE, "unload twice");

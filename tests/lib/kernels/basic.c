@@ -86,3 +86,22 @@ NPU_KERNEL(bad_store, (int *, p))
 NPU_KERNEL(noargs)
 {
 }
+
+/* p[i] += 1 for i < n: p may be pinned host memory (its device pointer) */
+NPU_KERNEL(incr, (unsigned *, p), (unsigned, n))
+{
+	for (unsigned i = global_id(); i < n; i += global_size())
+		p[i] += 1;
+}
+
+/* a dependent floating-point chain: compute-bound */
+NPU_KERNEL(fma_chain, (float *, out), (unsigned, iters))
+{
+	float a = (float)npu_thread_index(), b = 1.0001f;
+
+	for (unsigned i = 0; i < iters; i++) {
+		a = a * b + 0.5f;
+		b = b * 0.9999f + 0.0001f;
+	}
+	out[global_id()] = a + b;
+}

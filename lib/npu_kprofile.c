@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_kprofile.c - profiles of user kernels (Documentation/lib/profiling.rst):
+ * while the profiler runs, each user-kernel launch gets a statistics record
+ * and a PC-sampling trace buffer (pinned memory, a pool); when a
+ * synchronize or a query sees the launch complete, its counters are added
+ * to its kernel's profile and its samples to per-source-line counts (the
+ * code object's DWARF, through npu_module.c). npu_profile_report() prints
+ * them; npu_profile_get_kernels() returns them.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_core.h"
+#include "npu_kprofile.h"
+#include "npu_module.h"
+
+#define NSLOTS		128
+#define TRACE_BYTES	(16u << 10)
+#define STATS_BYTES	256u
+#define SLOT_BYTES	(STATS_BYTES + TRACE_BYTES)
+#define SAMPLE_PERIOD	997		/* cycles, prime: no aliasing with loops */
+#define MAX_KERNELS	256
+#define MAX_LINES	64		/* hot-spot lines kept per kernel */
+
+_Static_assert(sizeof(struct npu_launch_stats) <= STATS_BYTES, "stats slot");
+_Static_assert(NPU_PROFILE_STALLS == NPU_STALL_COUNT &&
+	       NPU_PROFILE_SPACES == NPU_SPACE_COUNT, "npu.h mirrors npu_hw.h");
+
+struct kslot {
+	bool used, tracked;
+	struct tl *tl;
+	uint64_t point;
+	int kernel;			/* index in kern[] */
+};
+
+struct line_count {
+	char where[96];			/* "file.c:12" or "kernel+0x40" */
+	uint64_t n;
+};
+
+struct kern {
+	npu_kernel_profile p;
+	double theor_sum;		/* theoretical occupancy x launches */
+	struct line_count line[MAX_LINES];
+	unsigned nlines;
+	uint64_t other_samples;		/* beyond MAX_LINES distinct lines */
+};
+
+/* klock nests inside dev->lock; it protects everything below */
+static pthread_mutex_t klock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct device *dev;
+	uint32_t handle;
+	uint8_t *map;
+	uint64_t va;
+	struct kslot slot[NSLOTS];
+} pool;
+static struct kern *kern;
+static unsigned nkern;
+static uint64_t unprofiled;		/* launches with no free slot */
+
+static const char *const stall_names[NPU_PROFILE_STALLS] = {
+	"selected", "not_selected", "wait", "short_scoreboard",
+	"long_scoreboard", "math_pipe_throttle", "lg_throttle", "barrier",
+	"branch_resolving",
+};
+
+const char *npu_profile_stall_name(unsigned int reason)
+{
+	return reason < NPU_PROFILE_STALLS ? stall_names[reason] : "?";
+}
+
+static int kern_index(const char *name, const char *module)
+{
+	unsigned i;
+
+	for (i = 0; i < nkern; i++)
+		if (!strcmp(kern[i].p.name, name) &&
+		    !strcmp(kern[i].p.module, module))
+			return (int)i;
+	if (nkern == MAX_KERNELS)
+		return -1;
+	if (!kern) {
+		kern = calloc(MAX_KERNELS, sizeof(*kern));
+		if (!kern)
+			return -1;
+	}
+	snprintf(kern[nkern].p.name, sizeof(kern[nkern].p.name), "%s", name);
+	snprintf(kern[nkern].p.module, sizeof(kern[nkern].p.module), "%s", module);
+	return (int)nkern++;
+}
+
+bool npu_kprofile_slot(struct device *dev, npu_function_t f,
+		       unsigned block_threads, uint64_t scratch, int *slot,
+		       uint64_t *stats_va, uint64_t *trace_va, uint32_t *trace_bytes,
+		       uint32_t *period)
+{
+	unsigned i, per_unit, threads = dev->prop.unit_threads;
+	int k;
+
+	npu_kprofile_harvest(dev);
+	pthread_mutex_lock(&klock);
+	if (!pool.dev) {
+		if (npu_host_bo(dev, (uint64_t)SLOT_BYTES * NSLOTS, &pool.handle,
+				&pool.va, (void **)&pool.map)) {
+			pthread_mutex_unlock(&klock);
+			return false;
+		}
+		pool.dev = dev;
+	}
+	k = kern_index(f->desc.name, f->mod->name);
+	for (i = 0; i < NSLOTS && pool.slot[i].used; i++)
+		;
+	if (pool.dev != dev || k < 0 || i == NSLOTS) {
+		unprofiled++;
+		pthread_mutex_unlock(&klock);
+		return false;
+	}
+	/* the occupancy calculator's figure for this configuration */
+	per_unit = threads / block_threads;
+	if (scratch && dev->prop.unit_scratch_bytes / scratch < per_unit)
+		per_unit = (unsigned)(dev->prop.unit_scratch_bytes / scratch);
+	kern[k].theor_sum += threads ? (double)per_unit * block_threads / threads : 0;
+	memset(pool.map + (size_t)i * SLOT_BYTES, 0, STATS_BYTES +
+	       sizeof(struct npu_cu_trace_header));
+	pool.slot[i].used = true;
+	pool.slot[i].tracked = false;
+	pool.slot[i].kernel = k;
+	*slot = (int)i;
+	*stats_va = pool.va + (uint64_t)i * SLOT_BYTES;
+	*trace_va = *stats_va + STATS_BYTES;
+	*trace_bytes = TRACE_BYTES;
+	*period = SAMPLE_PERIOD;
+	pthread_mutex_unlock(&klock);
+	return true;
+}
+
+void npu_kprofile_track(struct device *dev, int slot, struct tl *tl,
+			uint64_t point)
+{
+	(void)dev;
+	pthread_mutex_lock(&klock);
+	tl->refs++;
+	pool.slot[slot].tl = tl;
+	pool.slot[slot].point = point;
+	pool.slot[slot].tracked = true;
+	pthread_mutex_unlock(&klock);
+}
+
+static void slot_free(struct device *dev, struct kslot *s)
+{
+	if (s->tl)
+		npu_tl_put(dev, s->tl);
+	memset(s, 0, sizeof(*s));
+}
+
+void npu_kprofile_cancel(struct device *dev, int slot)
+{
+	pthread_mutex_lock(&klock);
+	slot_free(dev, &pool.slot[slot]);
+	pthread_mutex_unlock(&klock);
+}
+
+static void add_sample(struct kern *k, const char *where)
+{
+	unsigned i;
+
+	for (i = 0; i < k->nlines; i++)
+		if (!strcmp(k->line[i].where, where)) {
+			k->line[i].n++;
+			return;
+		}
+	if (k->nlines == MAX_LINES) {
+		k->other_samples++;
+		return;
+	}
+	snprintf(k->line[k->nlines].where, sizeof(k->line[0].where), "%s", where);
+	k->line[k->nlines++].n = 1;
+}
+
+/* Add a completed launch to its kernel's profile. klock held. */
+static void take(struct kslot *s, const uint8_t *base)
+{
+	struct npu_launch_stats st;
+	struct npu_cu_trace_header th;
+	struct kern *k = &kern[s->kernel];
+	npu_kernel_profile *p = &k->p;
+	uint64_t i, n;
+
+	memcpy(&st, base, sizeof(st));
+	if (!st.end_ns)
+		return;			/* it failed: nothing was written */
+	p->launches++;
+	p->time_ms += (double)(st.end_ns - st.start_ns) / 1e6;
+	p->cycles += st.cycles;
+	p->instructions += st.instructions;
+	p->blocks += st.blocks;
+	p->thread_cycles += st.thread_cycles;
+	p->unit_cycles += st.unit_cycles;
+	for (i = 0; i < NPU_STALL_COUNT; i++)
+		p->stall[i] += st.stall[i];
+	for (i = 0; i < NPU_SPACE_COUNT; i++) {
+		p->bytes_read[i] += st.bytes_read[i];
+		p->bytes_written[i] += st.bytes_written[i];
+	}
+	memcpy(&th, base + STATS_BYTES, sizeof(th));
+	if (th.magic != NPU_CU_TRACE_MAGIC ||
+	    th.record_bytes != sizeof(struct npu_cu_trace_record))
+		return;
+	p->samples_lost += th.lost;
+	n = th.records;
+	if (n > (TRACE_BYTES - sizeof(th)) / sizeof(struct npu_cu_trace_record))
+		n = (TRACE_BYTES - sizeof(th)) / sizeof(struct npu_cu_trace_record);
+	for (i = 0; i < n; i++) {
+		struct npu_cu_trace_record r;
+		char where[96];
+
+		memcpy(&r, base + STATS_BYTES + sizeof(th) + i * sizeof(r),
+		       sizeof(r));
+		if (r.kind != NPU_CU_TRACE_SAMPLE)
+			continue;
+		p->samples++;
+		if (r.stall < NPU_STALL_COUNT)
+			p->sample_stall[r.stall]++;
+		npu_module_line(r.pc, where, sizeof(where));
+		add_sample(k, where);
+	}
+}
+
+void npu_kprofile_harvest(struct device *dev)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&klock);
+	for (i = 0; pool.dev == dev && i < NSLOTS; i++) {
+		struct kslot *s = &pool.slot[i];
+
+		if (!s->used || !s->tracked || !npu_tl_done(dev, s->tl, s->point))
+			continue;
+		take(s, pool.map + (size_t)i * SLOT_BYTES);
+		slot_free(dev, s);
+	}
+	pthread_mutex_unlock(&klock);
+}
+
+/* Derived figures of a profile. */
+static void derive(struct kern *k, const npu_device_prop *prop)
+{
+	npu_kernel_profile *p = &k->p;
+	uint64_t mem, cmp;
+
+	p->ipc = p->unit_cycles ? (double)p->instructions / p->unit_cycles : 0;
+	p->achieved_occupancy = p->unit_cycles && prop->unit_threads ?
+		(double)p->thread_cycles / ((double)p->unit_cycles *
+					    prop->unit_threads) : 0;
+	p->theoretical_occupancy = p->launches ? k->theor_sum / p->launches : 0;
+	mem = p->stall[NPU_STALL_LONG_SCOREBOARD] + p->stall[NPU_STALL_LG_THROTTLE];
+	cmp = p->stall[NPU_STALL_WAIT] + p->stall[NPU_STALL_MATH_PIPE_THROTTLE] +
+	      p->stall[NPU_STALL_SELECTED] + p->stall[NPU_STALL_NOT_SELECTED];
+	p->memory_bound = mem > cmp;
+}
+
+npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count)
+{
+	struct device *dev;
+	npu_status_t st;
+	size_t i, n;
+
+	if (!count)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is NULL");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	npu_kprofile_harvest(dev);
+	pthread_mutex_lock(&klock);
+	n = 0;
+	for (i = 0; i < nkern; i++) {
+		if (!kern[i].p.launches)
+			continue;
+		derive(&kern[i], &dev->prop);
+		if (out && n < *count)
+			out[n] = kern[i].p;
+		n++;
+	}
+	pthread_mutex_unlock(&klock);
+	pthread_mutex_unlock(&dev->lock);
+	*count = n;
+	return NPU_SUCCESS;
+}
+
+static int cmp_lines(const void *a, const void *b)
+{
+	const struct line_count *x = a, *y = b;
+
+	return x->n < y->n ? 1 : x->n > y->n ? -1 : strcmp(x->where, y->where);
+}
+
+void npu_kprofile_report(struct device *dev, FILE *f)
+{
+	unsigned i, j;
+
+	pthread_mutex_lock(&dev->lock);
+	npu_kprofile_harvest(dev);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_lock(&klock);
+	if (!nkern) {
+		pthread_mutex_unlock(&klock);
+		return;
+	}
+	fprintf(f, "user kernels (per kernel, all its profiled launches):\n");
+	for (i = 0; i < nkern; i++) {
+		struct kern *k = &kern[i];
+		npu_kernel_profile *p = &k->p;
+		uint64_t stalled = 0, dev_bytes, order[NPU_STALL_COUNT];
+
+		if (!p->launches)
+			continue;
+		derive(k, &dev->prop);
+		dev_bytes = p->bytes_read[NPU_SPACE_DEVICE] +
+			    p->bytes_written[NPU_SPACE_DEVICE];
+		fprintf(f, "  %s (%s): %" PRIu64 " launch(es), %.3f ms, %" PRIu64
+			" blocks, %" PRIu64 " instructions\n", p->name, p->module,
+			p->launches, p->time_ms, p->blocks, p->instructions);
+		fprintf(f, "    occupancy: theoretical %.1f%%, achieved %.1f%%; "
+			"IPC %.3f per unit\n", 100 * p->theoretical_occupancy,
+			100 * p->achieved_occupancy, p->ipc);
+		fprintf(f, "    memory: device %.3f GB/s (%" PRIu64 " bytes), host "
+			"%" PRIu64 " bytes, scratchpad %" PRIu64 " bytes\n",
+			p->time_ms > 0 ? dev_bytes / (p->time_ms * 1e6) : 0.0,
+			dev_bytes, p->bytes_read[NPU_SPACE_HOST] +
+			p->bytes_written[NPU_SPACE_HOST],
+			p->bytes_read[NPU_SPACE_SCRATCH] +
+			p->bytes_written[NPU_SPACE_SCRATCH]);
+		for (j = 0; j < NPU_STALL_COUNT; j++) {
+			stalled += p->stall[j];
+			order[j] = j;
+		}
+		for (j = 1; j < NPU_STALL_COUNT; j++)	/* by thread-cycles */
+			for (unsigned q = j; q && p->stall[order[q]] >
+			     p->stall[order[q - 1]]; q--) {
+				uint64_t t = order[q];
+
+				order[q] = order[q - 1];
+				order[q - 1] = t;
+			}
+		fprintf(f, "    thread-cycles:");
+		for (j = 0; j < NPU_STALL_COUNT && p->stall[order[j]]; j++)
+			fprintf(f, " %s %.1f%%", stall_names[order[j]],
+				stalled ? 100.0 * p->stall[order[j]] / stalled : 0.0);
+		fprintf(f, "\n    verdict: %s\n", p->memory_bound ?
+			"memory-bound (waiting for device or host memory: "
+			"long_scoreboard + lg_throttle exceed issue and "
+			"arithmetic)" : "compute-bound (issue: selected + "
+			"not_selected, and arithmetic dependencies exceed "
+			"memory waits)");
+		if (p->samples) {
+			qsort(k->line, k->nlines, sizeof(k->line[0]), cmp_lines);
+			fprintf(f, "    hot spots (%" PRIu64 " PC samples every %u "
+				"cycles):", p->samples, SAMPLE_PERIOD);
+			for (j = 0; j < k->nlines && j < 5; j++)
+				fprintf(f, " %s %.1f%%", k->line[j].where,
+					100.0 * k->line[j].n / p->samples);
+			fprintf(f, "\n");
+		}
+	}
+	if (unprofiled)
+		fprintf(f, "  (%" PRIu64 " launch(es) not profiled: every "
+			"statistics buffer was in use)\n", unprofiled);
+	pthread_mutex_unlock(&klock);
+}
+
+void npu_kprofile_reset(void)
+{
+	unsigned i;
+
+	/* keep the names: launches still in flight refer to them */
+	pthread_mutex_lock(&klock);
+	for (i = 0; i < nkern; i++) {
+		struct kern *k = &kern[i];
+		npu_kernel_profile keep = k->p;
+
+		memset(k, 0, sizeof(*k));
+		memcpy(k->p.name, keep.name, sizeof(keep.name));
+		memcpy(k->p.module, keep.module, sizeof(keep.module));
+	}
+	unprofiled = 0;
+	pthread_mutex_unlock(&klock);
+}
