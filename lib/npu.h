@@ -691,13 +691,30 @@ typedef enum npu_graph_node_type {			/* cudaGraphNodeType */
 	NPU_GRAPH_NODE_EVENT_WAIT = 6,
 } npu_graph_node_type_t;
 
-/* Parameters of a kernel node (cudaKernelNodeParams): as npu_launch(). */
+/* Parameters of a kernel node (cudaKernelNodeParams): a built-in kernel as
+ * npu_launch() (function NULL), or a user kernel as npu_launch_kernel()
+ * (function set, kernel ignored), whose argument values are held in the
+ * low bytes of args[i]: fill such params with
+ * npu_kernel_node_params_init(). A user kernel's printf output in a graph
+ * is not kept (its records are discarded), and graph launches are not in
+ * the user-kernel profiles. */
 typedef struct npu_kernel_node_params {
 	npu_kernel_t kernel;
 	npu_dim3 grid;
 	unsigned int nargs;
 	uint64_t args[NPU_MAX_KERNEL_ARGS];
+	npu_function_t function;	/* user kernel, or NULL */
+	npu_dim3 block;			/* user kernel: threads per block */
+	unsigned int scratch_bytes;	/* user kernel: dynamic scratchpad */
 } npu_kernel_node_params;
+
+/* Params of a user-kernel node, checked and packed as npu_launch_kernel()
+ * would (same errors). */
+npu_status_t npu_kernel_node_params_init(npu_kernel_node_params *params,
+					 npu_function_t function,
+					 npu_dim3 grid, npu_dim3 block,
+					 unsigned int scratch_bytes,
+					 void **args);
 
 /* Create an empty graph on the current device (cudaGraphCreate); flags
  * must be 0. */

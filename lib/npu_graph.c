@@ -32,6 +32,7 @@
 #include <xf86drm.h>
 
 #include "npu_graph.h"
+#include "npu_module.h"
 
 #define GRAPH_MAGIC	0x47525048u
 #define NODE_MAGIC	0x4e4f4445u
@@ -345,9 +346,22 @@ static struct npu_graph_node *node_new(npu_graph_t g, npu_graph_node_type_t t,
 static npu_status_t check_kparams(const npu_kernel_node_params *p)
 {
 	unsigned nargs;
+	npu_status_t st;
 
 	if (!p)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "params is NULL");
+	if (p->function) {	/* a user kernel (npu_module.c) */
+		st = npu_function_check(p->function);
+		if (!st)
+			st = npu_ukernel_check(p->function, p->grid, p->block,
+					       p->scratch_bytes);
+		if (!st && p->nargs != p->function->desc.nargs)
+			st = npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				      "kernel %s takes %u arguments, not %u",
+				      p->function->desc.name,
+				      p->function->desc.nargs, p->nargs);
+		return st;
+	}
 	if (npu_kernel_info(p->kernel, NULL, &nargs))
 		return npu_fail(NPU_ERROR_INVALID_KERNEL, "unknown kernel id 0x%x",
 				(unsigned)p->kernel);
@@ -705,7 +719,8 @@ static uint32_t node_bytes(const struct xnode *x)
 
 	switch (x->type) {
 	case NPU_GRAPH_NODE_KERNEL:
-		b = sizeof(struct npu_pkt_launch) + 8 * x->kp.nargs;
+		b = (x->kp.function ? sizeof(struct npu_pkt_launch_code) :
+		     sizeof(struct npu_pkt_launch)) + 8 * x->kp.nargs;
 		break;
 	case NPU_GRAPH_NODE_MEMCPY:
 		b = sizeof(struct npu_pkt_copy);
@@ -1044,7 +1059,8 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t x,
 	if (i == x->n || x->x[i].type != NPU_GRAPH_NODE_KERNEL) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE,
 			      "node is not a kernel node of the executable graph");
-	} else if (x->x[i].kp.kernel != p->kernel) {
+	} else if (x->x[i].kp.function != p->function ||
+		   (!p->function && x->x[i].kp.kernel != p->kernel)) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE,
 			      "the kernel of a node cannot change");
 	} else {
@@ -1180,6 +1196,13 @@ static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va
 	case NPU_GRAPH_NODE_KERNEL: {
 		struct npu_pkt_launch p;
 
+		if (xn->kp.function) {
+			len = npu_ukernel_packet(cmd, xn->kp.function,
+						 xn->kp.grid, xn->kp.block,
+						 xn->kp.scratch_bytes,
+						 xn->kp.args, NULL);
+			break;
+		}
 		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * xn->kp.nargs);
 		p.kernel = (uint32_t)xn->kp.kernel;
 		p.grid[0] = xn->kp.grid.x;
@@ -2654,4 +2677,18 @@ npu_status_t npu_stream_is_capturing(npu_stream_t h,
 		NPU_STREAM_CAPTURE_STATUS_ACTIVE;
 	pthread_mutex_unlock(&cap_lock);
 	return NPU_SUCCESS;
+}
+
+bool npu_cap_kernel_node(npu_stream_t h, const npu_kernel_node_params *p,
+			 npu_status_t *st)
+{
+	struct capstream *cs = NULL;
+	npu_graph_node_t n = NULL;
+	npu_status_t r;
+	int e = cap_enter(h, &cs, st, false);
+
+	if (e <= 0)
+		return e < 0;
+	r = npu_graph_add_kernel_node(&n, cs->c->g, NULL, 0, p);
+	return cap_done(cs, n, r, st);
 }

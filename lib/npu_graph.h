@@ -27,6 +27,9 @@ static inline bool npu_capturing(void)
 bool npu_cap_launch(npu_stream_t h, npu_kernel_t kernel, npu_dim3 grid,
 		    const uint64_t *args, unsigned nargs, unsigned flags,
 		    npu_status_t *st);
+/* a user-kernel launch (npu_ukernel.c), as complete node params */
+bool npu_cap_kernel_node(npu_stream_t h, const npu_kernel_node_params *p,
+			 npu_status_t *st);
 bool npu_cap_memcpy(npu_stream_t h, void *dst, const void *src, size_t n,
 		    npu_memcpy_kind_t kind, bool sync, npu_status_t *st);
 bool npu_cap_memset(npu_stream_t h, void *p, int value, size_t n, bool sync,

@@ -811,3 +811,83 @@ npu_status_t npu_occupancy_max_potential_block_size(int *min_grid,
 			  f->mod->dev->prop.compute_units);
 	return NPU_SUCCESS;
 }
+
+npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+			       uint64_t scratch_bytes)
+{
+	const struct npu_code_desc *k = &f->desc;
+	uint64_t threads = (uint64_t)block.x * block.y * block.z;
+	uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
+	uint64_t scratch = (uint64_t)k->scratch_bytes + scratch_bytes;
+
+	if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"kernel %s: grid %ux%ux%u, block %ux%ux%u has a "
+				"zero dimension", k->name, grid.x, grid.y, grid.z,
+				block.x, block.y, block.z);
+	if (threads > npu_func_max_threads(f))
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"kernel %s: %llu threads per block, at most %u",
+				k->name, (unsigned long long)threads,
+				npu_func_max_threads(f));
+	if (blocks > UINT32_MAX)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"kernel %s: %llu blocks, fewer than 2^32 please",
+				k->name, (unsigned long long)blocks);
+	if (scratch > f->mod->dev->prop.unit_scratch_bytes)
+		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
+				"kernel %s: %llu bytes of scratchpad per block "
+				"(%u static), a unit has %u", k->name,
+				(unsigned long long)scratch, k->scratch_bytes,
+				f->mod->dev->prop.unit_scratch_bytes);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
+{
+	const struct npu_code_desc *k = &f->desc;
+	unsigned i;
+
+	memset(words, 0, 8 * NPU_CODE_MAX_ARGS);
+	if (k->nargs && !args)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s takes %u "
+				"arguments; args is NULL", k->name, k->nargs);
+	for (i = 0; i < k->nargs; i++) {
+		if (!args[i])
+			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s: "
+					"args[%u] is NULL", k->name, i);
+		memcpy(&words[i], args[i], k->arg_size[i]);
+	}
+	return NPU_SUCCESS;
+}
+
+uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
+			    npu_dim3 block, uint64_t scratch_bytes,
+			    const uint64_t *words,
+			    const struct npu_pkt_launch_code *extra)
+{
+	struct npu_pkt_launch_code p;
+	unsigned nargs = f->desc.nargs;
+
+	if (extra)
+		p = *extra;
+	else
+		memset(&p, 0, sizeof(p));
+	p.header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
+			       NPU_PKT_LAUNCH_CODE_DW + 2 * nargs);
+	p.flags = 0;
+	p.entry = f->entry;
+	p.grid[0] = grid.x;
+	p.grid[1] = grid.y;
+	p.grid[2] = grid.z;
+	p.block[0] = block.x;
+	p.block[1] = block.y;
+	p.block[2] = block.z;
+	p.scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
+	p.stack_bytes = f->stack_bytes;
+	p.nargs = nargs;
+	p.reserved = 0;
+	memcpy(cmd, &p, sizeof(p));
+	memcpy(cmd + sizeof(p), words, 8 * nargs);
+	return (uint32_t)(sizeof(p) + 8 * nargs);
+}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "npu_code.h"
+#include "npu_hw.h"
 #include "npu_internal.h"
 
 struct npu_function {
@@ -44,5 +45,17 @@ npu_status_t npu_function_check(npu_function_t f);
 unsigned npu_func_max_threads(npu_function_t f);
 bool npu_module_string(uint64_t va, char *buf, size_t n);
 void npu_module_line(uint64_t pc, char *buf, size_t n);
+
+/* A launch of f: check its configuration (the error is set), pack its
+ * arguments (args[i] points to argument i) into words[NPU_CODE_MAX_ARGS],
+ * write its LAUNCH_CODE packet at cmd (extra: printf, statistics and trace
+ * fields, or NULL) and return the packet's bytes. */
+npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+			       uint64_t scratch_bytes);
+npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words);
+uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
+			    npu_dim3 block, uint64_t scratch_bytes,
+			    const uint64_t *words,
+			    const struct npu_pkt_launch_code *extra);
 
 #endif /* NPU_MODULE_H */

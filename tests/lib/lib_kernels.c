@@ -501,6 +501,133 @@ static void test_mapped(npu_module_t m)
 	MUST(npu_stream_destroy(s));
 }
 
+/* User kernels as graph nodes, with parameter updates, and captured. */
+static void test_graphs(npu_module_t m)
+{
+	enum { N = 4000 };
+	npu_function_t vadd, saxpy, noargs;
+	npu_kernel_node_params pv, ps, bad;
+	npu_graph_node_t nv, ns, n2[8];
+	npu_graph_t g, cg;
+	npu_graph_exec_t x, cx;
+	float *ha = malloc(N * 4), *hb = malloc(N * 4), *hc = malloc(N * 4);
+	float alpha = 2.0f;
+	unsigned n = N, T = prop.unit_threads;
+	unsigned long nl = N;
+	void *a, *b, *c, *args[4];
+	npu_stream_t s;
+	size_t nn = 8;
+	int ok;
+
+	MUST(npu_module_get_function(&vadd, m, "vadd"));
+	MUST(npu_module_get_function(&saxpy, m, "saxpy"));
+	MUST(npu_module_get_function(&noargs, m, "noargs"));
+	MUST(npu_malloc(&a, N * 4));
+	MUST(npu_malloc(&b, N * 4));
+	MUST(npu_malloc(&c, N * 4));
+	for (int i = 0; i < N; i++) {
+		ha[i] = (float)(i % 100);
+		hb[i] = 0.25f * (float)i;
+	}
+	MUST(npu_memcpy(a, ha, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memcpy(b, hb, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memset(c, 0, N * 4));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+
+	/* c = a + b, then c += alpha * a */
+	args[0] = &a;
+	args[1] = &b;
+	args[2] = &c;
+	args[3] = &n;
+	ST(npu_kernel_node_params_init(&pv, vadd, npu_grid(4, 1, 1),
+				       npu_grid(T, 1, 1), 0, args), NPU_SUCCESS,
+	   "node params of a user kernel");
+	args[0] = &alpha;
+	args[1] = &a;
+	args[2] = &c;
+	args[3] = &nl;
+	MUST(npu_kernel_node_params_init(&ps, saxpy, npu_grid(4, 1, 1),
+					 npu_grid(T, 1, 1), 0, args));
+	ST(npu_kernel_node_params_init(&bad, vadd, npu_grid(0, 1, 1),
+				       npu_grid(T, 1, 1), 0, args),
+	   NPU_ERROR_INVALID_CONFIGURATION, "params with a zero grid");
+	MUST(npu_graph_create(&g, 0));
+	ST(npu_graph_add_kernel_node(&nv, g, NULL, 0, &pv), NPU_SUCCESS,
+	   "a user-kernel node");
+	MUST(npu_graph_add_kernel_node(&ns, g, &nv, 1, &ps));
+	bad = pv;
+	bad.block = npu_grid(T + 1, 1, 1);
+	ST(npu_graph_add_kernel_node(&n2[0], g, NULL, 0, &bad),
+	   NPU_ERROR_INVALID_CONFIGURATION, "a node with too large a block");
+	MUST(npu_graph_instantiate(&x, g, 0));
+	for (int k = 0; k < 3; k++)
+		MUST(npu_graph_launch(x, s));
+	MUST(npu_memcpy_async(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	ok = 1;
+	for (int i = 0; i < N; i++)
+		ok &= feq(hc[i], 3 * ha[i] + hb[i]);
+	tap_ok(ok, "a graph of two user kernels, launched 3 times: c = a + b + 2a");
+	alpha = 1.0f;
+	MUST(npu_kernel_node_params_init(&ps, saxpy, npu_grid(2, 1, 1),
+					 npu_grid(T / 2, 1, 1), 0, args));
+	ST(npu_graph_exec_kernel_node_set_params(x, ns, &ps), NPU_SUCCESS,
+	   "update the executable node: alpha 1, another grid");
+	ST(npu_graph_exec_kernel_node_set_params(x, ns, &pv),
+	   NPU_ERROR_INVALID_VALUE, "but not its kernel");
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_memcpy_async(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	ok = 1;
+	for (int i = 0; i < N; i++)
+		ok &= feq(hc[i], 2 * ha[i] + hb[i]);
+	tap_ok(ok, "the updated graph computes c = a + b + a");
+
+	/* the same through stream capture */
+	MUST(npu_memset(c, 0, N * 4));
+	MUST(npu_stream_begin_capture(s, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	args[0] = &a;
+	args[1] = &b;
+	args[2] = &c;
+	args[3] = &n;
+	ST(npu_launch_kernel(vadd, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, s,
+			     args), NPU_SUCCESS, "a user kernel launched while "
+	   "capturing");
+	alpha = 3.0f;
+	args[0] = &alpha;
+	args[1] = &a;
+	args[2] = &c;
+	args[3] = &nl;
+	MUST(npu_launch_kernel(saxpy, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, s,
+			       args));
+	MUST(npu_launch_kernel(noargs, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0,
+			       s, NULL));
+	ST(npu_stream_end_capture(s, &cg), NPU_SUCCESS, "end the capture");
+	MUST(npu_graph_get_nodes(cg, n2, &nn));
+	tap_ok(nn == 3, "the captured graph has 3 kernel nodes (%zu)", nn);
+	MUST(npu_memcpy(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(hc[5] == 0, "nothing ran while capturing");
+	MUST(npu_graph_instantiate(&cx, cg, 0));
+	MUST(npu_graph_launch(cx, s));
+	MUST(npu_memcpy_async(hc, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	ok = 1;
+	for (int i = 0; i < N; i++)
+		ok &= feq(hc[i], 4 * ha[i] + hb[i]);
+	tap_ok(ok, "the captured graph computes c = a + b + 3a");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_exec_destroy(cx));
+	MUST(npu_graph_destroy(g));
+	MUST(npu_graph_destroy(cg));
+	MUST(npu_stream_destroy(s));
+	npu_free(a);
+	npu_free(b);
+	npu_free(c);
+	free(ha);
+	free(hb);
+	free(hc);
+}
+
 static const npu_kernel_profile *find_prof(const npu_kernel_profile *v,
 					    size_t n, const char *name)
 {
@@ -651,6 +778,7 @@ int main(int argc, char **argv)
 	test_launches(m, mem);
 	test_printf(m);
 	test_mapped(m);
+	test_graphs(m);
 	test_profile(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
