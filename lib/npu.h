@@ -1107,7 +1107,8 @@ typedef struct npu_tune_config {
 	unsigned int candidates;	/* N: 1 .. NPU_TUNE_MAX_CANDIDATES */
 	/* exactly one of: */
 	npu_tune_enqueue_fn enqueue;	/* candidate i = enqueue(i, ...) */
-	const npu_kernel_node_params *kernels; /* candidate i = npu_launch of
+	const npu_kernel_node_params *kernels; /* candidate i = npu_launch (or,
+					   with a function, npu_launch_kernel) of
 					   kernels[i] on streams[0] */
 	void *user;			/* passed to enqueue */
 	unsigned int modes;		/* NPU_TUNE_ISOLATED | NPU_TUNE_UNDER_LOAD;

@@ -96,6 +96,15 @@ static npu_status_t launch_kernel(unsigned int i, const npu_stream_t *s,
 	if (p->nargs > NPU_MAX_KERNEL_ARGS)
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"candidate %u: %u kernel arguments", i, p->nargs);
+	if (p->function) {	/* a user kernel: argument i in args[i] */
+		void *a[NPU_MAX_KERNEL_ARGS];
+		unsigned k;
+
+		for (k = 0; k < p->nargs; k++)
+			a[k] = (void *)&p->args[k];
+		return npu_launch_kernel(p->function, p->grid, p->block,
+					 p->scratch_bytes, s[0], a);
+	}
 	return npu_launch(p->kernel, p->grid, p->args, p->nargs, s[0],
 			  NPU_LAUNCH_ASYNC);
 }

@@ -628,6 +628,43 @@ static void test_graphs(npu_module_t m)
 	free(hc);
 }
 
+/* npu_tune over user kernels (the kernels[] form): block sizes of a
+ * compute-bound kernel, both modes. */
+static void test_tune(npu_module_t m)
+{
+	npu_kernel_node_params kp[3];
+	npu_tune_result r[3];
+	npu_tune_config c;
+	npu_function_t f;
+	unsigned iters = 300, T = prop.unit_threads;
+	int best[NPU_TUNE_MODES], ok = 1;
+	void *out, *args[2] = { &out, &iters };
+
+	MUST(npu_module_get_function(&f, m, "fma_chain"));
+	MUST(npu_malloc(&out, 4 * 4096));
+	/* the same 2 * units * T threads in blocks of T, T/2, T/4 */
+	for (unsigned i = 0; i < 3; i++)
+		MUST(npu_kernel_node_params_init(&kp[i], f,
+						 npu_grid(2 * prop.compute_units << i, 1, 1),
+						 npu_grid(T >> i, 1, 1), 0, args));
+	memset(&c, 0, sizeof(c));
+	c.candidates = 3;
+	c.kernels = kp;
+	c.runs = 3;
+	c.warmup = 1;
+	ST(npu_tune(&c, r, best), NPU_SUCCESS, "npu_tune of a user kernel's "
+	   "block size, isolated and under load of the others");
+	for (unsigned i = 0; i < 3; i++) {
+		tap_diag("block %u: isolated median %.3f ms, under load %.3f ms",
+			 T >> i, r[i].mode[0].median_ms, r[i].mode[1].median_ms);
+		ok &= r[i].mode[0].status == NPU_SUCCESS && r[i].mode[0].runs == 3 &&
+		      r[i].mode[0].min_ms > 0 && r[i].mode[1].status == NPU_SUCCESS;
+	}
+	tap_ok(ok && best[0] >= 0 && best[1] >= 0, "every candidate measured in "
+	       "both modes; best #%d isolated, #%d under load", best[0], best[1]);
+	npu_free(out);
+}
+
 static const npu_kernel_profile *find_prof(const npu_kernel_profile *v,
 					    size_t n, const char *name)
 {
@@ -779,6 +816,7 @@ int main(int argc, char **argv)
 	test_printf(m);
 	test_mapped(m);
 	test_graphs(m);
+	test_tune(m);
 	test_profile(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
