@@ -13,6 +13,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 static char kpath[PATH_MAX];
 static npu_device_prop prop;
@@ -793,22 +794,90 @@ static void test_fault(npu_module_t m)
 	MUST(npu_device_reset());
 }
 
+/* The second process: its own code object, its own launches. */
+static int child(const char *dir)
+{
+	enum { N = 2048 };
+	unsigned *h = malloc(N * 4), n = N, tag, bad = 0;
+	char path[PATH_MAX + 32];
+	npu_function_t f;
+	npu_module_t m;
+	void *d, *args[3] = { &d, &n, &tag };
+
+	snprintf(path, sizeof(path), "%s/kernels/other.npu", dir);
+	if (npu_module_load(&m, path) || npu_module_get_function(&f, m, "pattern") ||
+	    npu_malloc(&d, N * 4))
+		return 2;
+	for (tag = 0; tag < 30; tag++) {
+		if (npu_launch_kernel(f, npu_grid(N / 16, 1, 1), npu_grid(16, 1, 1),
+				      0, NULL, args) ||
+		    npu_memcpy(h, d, N * 4, NPU_MEMCPY_DEVICE_TO_HOST))
+			return 3;
+		for (unsigned i = 0; i < N; i++)
+			bad += h[i] != i * 3 + tag;
+	}
+	npu_module_unload(m);
+	return bad ? 4 : 0;
+}
+
+/* Two processes load different code objects and run them at once. */
+static void test_two_processes(npu_module_t m, const char *self_path)
+{
+	enum { N = 4096 };
+	float *h = malloc(N * 4), *r = malloc(N * 4);
+	unsigned n = N, bad = 0;
+	void *a, *c, *args[4] = { &a, &a, &c, &n };
+	npu_function_t f;
+	int status;
+	pid_t pid;
+
+	MUST(npu_module_get_function(&f, m, "vadd"));
+	MUST(npu_malloc(&a, N * 4));
+	MUST(npu_malloc(&c, N * 4));
+	for (int i = 0; i < N; i++)
+		h[i] = (float)i;
+	MUST(npu_memcpy(a, h, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	pid = fork();
+	if (pid == 0) {
+		execl(self_path, self_path, "--child", (char *)NULL);
+		_exit(127);
+	}
+	for (int k = 0; k < 30; k++) {
+		MUST(npu_launch_kernel(f, npu_grid(N / 16, 1, 1),
+				       npu_grid(16, 1, 1), 0, NULL, args));
+		MUST(npu_memcpy(r, c, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		for (int i = 0; i < N; i++)
+			bad += r[i] != 2 * h[i];
+	}
+	waitpid(pid, &status, 0);
+	tap_ok(!bad, "this process ran its kernel 30 times, right every time");
+	tap_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "meanwhile another process loaded another code object and ran "
+	       "its kernel 30 times, right every time (exit %d)",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	npu_free(a);
+	npu_free(c);
+	free(h);
+	free(r);
+}
+
 int main(int argc, char **argv)
 {
 	npu_module_t m, mem;
-	char self[PATH_MAX];
+	char self[PATH_MAX], exe[PATH_MAX];
 	ssize_t n;
 
-	(void)argc;
-	(void)argv;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = 0;
+	snprintf(exe, sizeof(exe), "%s", self);
+	if (argc == 2 && !strcmp(argv[1], "--child"))
+		return child(dirname(self));
 	tap_need_device();
 	MUST(npu_device_get_properties(&prop, 0));
 	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
 		tap_ok(0, "the device runs user kernels");
 		return tap_done();
 	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = 0;
 	snprintf(kpath, sizeof(kpath), "%s/kernels/basic.npu", dirname(self));
 	test_load_errors();
 	test_module(&m, &mem);
@@ -817,6 +886,7 @@ int main(int argc, char **argv)
 	test_mapped(m);
 	test_graphs(m);
 	test_tune(m);
+	test_two_processes(m, exe);
 	test_profile(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
