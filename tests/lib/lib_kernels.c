@@ -817,6 +817,8 @@ static int child(const char *dir)
 			bad += h[i] != i * 3 + tag;
 	}
 	npu_module_unload(m);
+	npu_free(d);
+	free(h);
 	return bad ? 4 : 0;
 }
 
