@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -806,6 +807,134 @@ static int bench_bandwidth(void)
 }
 
 /* GEMM throughput, model off: C = A B, n x n x n, checked on a few entries. */
+/* ------------------------------------------------------------------------
+ * User kernels: loading a code object, async launch cost against the
+ * null ioctl (as launch_enqueue_ratio for built-ins), and the tiled SGEMM
+ * of the matrixMul example against its naive kernel and the built-in GEMM.
+ */
+static int kernel_path(char *buf, size_t n, const char *name)
+{
+	char self[PATH_MAX];
+	ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (l <= 0)
+		return -1;
+	self[l] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(buf, n, "%s/kernels/%s.npu", self, name);
+	return 0;
+}
+
+static float sgemm_ms(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+		      unsigned scratch, void **args)
+{
+	float ms = -1;
+
+	CK(npu_event_record(e_s[0], s[0]));
+	CK(npu_launch_kernel(f, grid, block, scratch, s[0], args));
+	CK(npu_event_record(e_e[0], s[0]));
+	CK(npu_event_synchronize(e_e[0]));
+	CK(npu_event_elapsed_time(&ms, e_s[0], e_e[0]));
+	return ms;
+}
+
+static int bench_user_kernels(void)
+{
+	double load[MAX_TRIALS], enq[MAX_TRIALS], nul[MAX_TRIALS];
+	double naive_r[MAX_TRIALS], builtin_r[MAX_TRIALS];
+	int n = tiny ? 4 : 400, t, i, nt = tiny ? 1 : trials;
+	char path[PATH_MAX + 32], mpath[PATH_MAX + 32];
+	unsigned zero = 0, tag = 0, M = 64, T = 16, P = 4;
+	npu_function_t pat, naive, tiled;
+	npu_module_t m, mm;
+	void *out = NULL, *pargs[3] = { &out, &zero, &tag };
+
+	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
+		emit_null("user_launch_enqueue_ratio", "the device runs no user kernels");
+		return tiny ? -1 : 0;
+	}
+	if (kernel_path(path, sizeof(path), "other") ||
+	    kernel_path(mpath, sizeof(mpath), "matrixMul"))
+		return -1;
+	for (t = 0; t < nt; t++) {
+		double t0 = now_us();
+
+		CK(npu_module_load(&m, path));
+		load[t] = now_us() - t0;
+		if (t < nt - 1)
+			CK(npu_module_unload(m));
+	}
+	CK(npu_module_get_function(&pat, m, "pattern"));
+	CK(npu_malloc(&out, 4096));
+	for (t = 0; t < nt; t++) {
+		double t0;
+
+		nul[t] = null_ioctl_us(n);
+		CK(npu_stream_synchronize(s[0]));
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			CK(npu_launch_kernel(pat, g1, g1, 0, s[0], pargs));
+		enq[t] = (now_us() - t0) / n;
+		CK(npu_stream_synchronize(s[0]));
+	}
+	emit("module_load_us", stats(load, nt), "us",
+	     "npu_module_load of a small code object (other.npu)");
+	emit_ratio("user_launch_enqueue_ratio", enq, nul, nt,
+		   "async npu_launch_kernel / null ioctl");
+	emit("user_launch_enqueue_us", stats(enq, nt), "us",
+	     "async npu_launch_kernel of a one-thread kernel");
+	tap(1, "user kernels: load, %d async launches", n);
+	CK(npu_module_unload(m));
+	npu_free(out);
+	if (tiny)
+		return 0;
+	CK(npu_module_load(&mm, mpath));
+	CK(npu_module_get_function(&naive, mm, "sgemm_naive"));
+	CK(npu_module_get_function(&tiled, mm, "sgemm_tiled"));
+	{
+		void *a, *b, *c, *args[7] = { &a, &b, &c, &M, &M, &M, &T };
+		uint64_t ga[9];
+
+		CK(npu_malloc(&a, 4 * M * M));
+		CK(npu_malloc(&b, 4 * M * M));
+		CK(npu_malloc(&c, 4 * M * M));
+		CK(npu_memset(a, 0, 4 * M * M));
+		CK(npu_memset(b, 0, 4 * M * M));
+		ga[0] = npu_arg_ptr(a);
+		ga[1] = npu_arg_ptr(b);
+		ga[2] = npu_arg_ptr(c);
+		ga[3] = ga[4] = ga[5] = M;
+		ga[6] = 0;
+		ga[7] = npu_arg_f32(1.0f);
+		ga[8] = npu_arg_f32(0.0f);
+		for (t = 0; t < nt; t++) {
+			float nv = sgemm_ms(naive, npu_grid(M * M / prop.unit_threads, 1, 1),
+					    npu_grid(prop.unit_threads, 1, 1), 0, args);
+			float tv = sgemm_ms(tiled, npu_grid(M / T, M / T, 1),
+					    npu_grid(P, 1, 1), 2 * T * T * 4, args);
+			float bv;
+
+			CK(npu_event_record(e_s[0], s[0]));
+			CK(npu_launch(NPU_K_GEMM_F32, npu_grid(prop.compute_units, 1, 1),
+				      ga, 9, s[0], NPU_LAUNCH_ASYNC));
+			CK(npu_event_record(e_e[0], s[0]));
+			CK(npu_event_synchronize(e_e[0]));
+			CK(npu_event_elapsed_time(&bv, e_s[0], e_e[0]));
+			naive_r[t] = tv > 0 ? nv / tv : 0;
+			builtin_r[t] = bv > 0 ? tv / bv : 0;
+		}
+		emit("sgemm_tuned_vs_naive", stats(naive_r, nt), "x",
+		     "user SGEMM 64^3: naive / tiled (tile 16, 4 threads) device time");
+		emit("sgemm_tuned_vs_builtin", stats(builtin_r, nt), "x",
+		     "user tiled SGEMM / built-in GEMM device time (report)");
+		npu_free(a);
+		npu_free(b);
+		npu_free(c);
+	}
+	CK(npu_module_unload(mm));
+	return 0;
+}
+
 static int bench_gemm(void)
 {
 	uint64_t n = tiny ? 32 : 512;
@@ -903,11 +1032,11 @@ int main(int argc, char **argv)
 		trials = 7;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (tiny)	/* every path once, whatever the device's timing model */
-		printf("TAP version 13\n1..8\n");
+		printf("TAP version 13\n1..9\n");
 	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS) {
 		fprintf(stderr, "npu-bench: no device: %s\n", npu_last_error_message());
 		if (tiny)
-			for (i = 0; i < 8; i++)
+			for (i = 0; i < 9; i++)
 				tap(0, "no npu device");
 		return 1;
 	}
@@ -969,6 +1098,8 @@ int main(int argc, char **argv)
 			tap(0, "concurrency of timed kernels");
 		if (bench_bandwidth())
 			tap(0, "copy bandwidth");
+		if (bench_user_kernels())
+			tap(0, "user kernels");
 	}
 	if (model_off || tiny) {
 		if (!tiny && bench_bandwidth())
