@@ -11,7 +11,7 @@
  *   npu-cc [options] file.c|file.o ... [-o out.npu]
  *
  * Its files are found relative to the executable: ../include/npu (the
- * device headers) and ../lib/npu (npu-rt.o, npu-module.ld), as installed
+ * device headers) and ../lib/npu (libnpu-rt.a, npu-module.ld), as installed
  * by `make install` and as staged in the build tree.
  */
 #define _GNU_SOURCE
@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "npu-cc: -c -o with several input files\n");
 		return 2;
 	}
-	snprintf(path, sizeof(path), "%s/npu-rt.o", lib);
+	snprintf(path, sizeof(path), "%s/libnpu-rt.a", lib);
 	if (!compile_only && access(path, R_OK)) {
 		fprintf(stderr, "npu-cc: missing %s (is npu-cc installed?)\n", path);
 		return 2;
@@ -255,7 +255,7 @@ int main(int argc, char **argv)
 		add(&ld, out);
 		for (i = 0; i < objs.n; i++)
 			add(&ld, objs.v[i]);
-		snprintf(path, sizeof(path), "%s/npu-rt.o", lib);
+		snprintf(path, sizeof(path), "%s/libnpu-rt.a", lib);
 		add(&ld, path);
 		if (run(&ld))
 			failed = true;

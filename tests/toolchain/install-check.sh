@@ -27,7 +27,7 @@ usr=$root/usr
 check "installed: npu-cc, npu.h, npu_kernel.h, npu_code.h, npu_hw.h, the runtime, the linker script, libnpu.pc" \
 	test -x "$usr/bin/npu-cc" -a -f "$usr/include/npu.h" \
 	-a -f "$usr/include/npu/npu_kernel.h" -a -f "$usr/include/npu/npu_code.h" \
-	-a -f "$usr/include/npu/npu_hw.h" -a -f "$usr/lib/npu/npu-rt.o" \
+	-a -f "$usr/include/npu/npu_hw.h" -a -f "$usr/lib/npu/libnpu-rt.a" \
 	-a -f "$usr/lib/npu/npu-module.ld" -a -f "$usr/lib/pkgconfig/libnpu.pc"
 export PKG_CONFIG_PATH=$usr/lib/pkgconfig
 npucc=$(pkg-config --define-prefix --variable=npucc libnpu)
@@ -58,6 +58,18 @@ check "the code object is a RISC-V position-independent ELF with the kernel's de
 		 llvm-readelf -h scale.npu | grep -q "DYN" &&
 		 llvm-readelf -S scale.npu | grep -q "\.npu\.kernels" &&
 		 llvm-nm scale.npu | grep -q " T __npu_entry_scale$"'
+cat >"$root/work/quiet.c" <<'K'
+#include <npu_kernel.h>
+
+NPU_KERNEL(quiet, (int *, p))
+{
+	*p = 1;
+}
+K
+check "the runtime's printf is linked only into code objects that call it" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$npucc"'" quiet.c -o quiet.npu &&
+		 ! llvm-nm quiet.npu | grep -q " npu_printf$" &&
+		 llvm-nm scale.npu | grep -q " T npu_printf$"'
 check "-g keeps DWARF line tables" \
 	bash -c 'llvm-readelf -S scale.npu | grep -q "\.debug_line"'
 check "without -g there is none" \
