@@ -1004,6 +1004,22 @@ typedef struct npu_kernel_profile {
 					   math_pipe_throttle */
 } npu_kernel_profile;
 
+/* Run one launch of function (as npu_launch_kernel, on the legacy stream,
+ * then synchronize the device) with the instruction trace of block
+ * trace_block (linear index), and write the trace to json_path as a
+ * Chrome/Perfetto timeline: one lane per unit and thread, one event per
+ * instruction from its issue to the thread's next issue (ts in
+ * microseconds of unit cycles), named by its source line (npu-cc -g) or
+ * kernel+offset, with its PC, instruction word and memory address. The
+ * device keeps the first 65,536 instructions; *instructions (if not NULL)
+ * gets how many were written, *lost how many did not fit.
+ * tools/npu-timeline draws the file. */
+npu_status_t npu_kernel_trace(npu_function_t function, npu_dim3 grid,
+			      npu_dim3 block, unsigned int scratch_bytes,
+			      void **args, unsigned int trace_block,
+			      const char *json_path, uint64_t *instructions,
+			      uint64_t *lost);
+
 /* Fill out[0..*count) and set *count to the number of profiles (out may be
  * NULL to ask for the number). */
 npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count);

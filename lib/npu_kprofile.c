@@ -8,6 +8,7 @@
  * code object's DWARF, through npu_module.c). npu_profile_report() prints
  * them; npu_profile_get_kernels() returns them.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,4 +390,183 @@ void npu_kprofile_reset(void)
 	}
 	unprofiled = 0;
 	pthread_mutex_unlock(&klock);
+}
+
+/* ------------------------------------------------------------------------
+ * Instruction trace of one block, as Chrome/Perfetto JSON.
+ */
+#define ITRACE_RECORDS	65536u
+#define PC_CACHE	1024
+
+struct pc_line {
+	uint64_t pc;
+	bool valid;
+	char where[96];
+};
+
+/* s as the body of a JSON string (quotes, backslashes, controls escaped) */
+static void json_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static npu_status_t itrace_json(const char *path, const uint8_t *buf,
+				uint64_t n, double mhz, const char *kernel,
+				unsigned trace_block)
+{
+	const struct npu_cu_trace_record *r = (const void *)buf;
+	uint64_t *next = malloc((n ? n : 1) * sizeof(*next));
+	struct pc_line *cache = calloc(PC_CACHE, sizeof(*cache));
+	uint64_t later[NPU_CODE_MAX_THREADS];
+	bool named[NPU_CODE_MAX_THREADS];
+	FILE *f;
+	uint64_t i;
+
+	if (!next || !cache) {
+		free(next);
+		free(cache);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "trace");
+	}
+	/* each instruction lasts until its thread's next issue (one block:
+	 * one unit, threads < NPU_CODE_MAX_THREADS) */
+	for (i = 0; i < NPU_CODE_MAX_THREADS; i++)
+		later[i] = UINT64_MAX;
+	for (i = n; i-- > 0;) {
+		unsigned t = r[i].thread % NPU_CODE_MAX_THREADS;
+
+		next[i] = later[t] == UINT64_MAX ? r[i].cycle + 1 : later[t];
+		later[t] = r[i].cycle;
+	}
+	f = fopen(path, "w");
+	if (!f) {
+		free(next);
+		free(cache);
+		return npu_fail(NPU_ERROR_OS, "%s: %s", path, strerror(errno));
+	}
+	memset(named, 0, sizeof(named));
+	fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
+	for (i = 0; i < n; i++) {
+		unsigned t = r[i].thread % NPU_CODE_MAX_THREADS;
+
+		if (named[t])
+			continue;
+		named[t] = true;
+		fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, "
+			"\"tid\": %u, \"args\": {\"name\": \"unit %u, ", r[i].unit,
+			r[i].thread, r[i].unit);
+		json_str(f, kernel);
+		fprintf(f, " block %u thread %u\"}},\n", trace_block, r[i].thread);
+	}
+	for (i = 0; i < n; i++) {
+		/* loops repeat PCs: a small direct-mapped cache of lines */
+		struct pc_line *c = &cache[(r[i].pc >> 2) % PC_CACHE];
+
+		if (!c->valid || c->pc != r[i].pc) {
+			npu_module_line(r[i].pc, c->where, sizeof(c->where));
+			c->pc = r[i].pc;
+			c->valid = true;
+		}
+		fprintf(f, "{\"name\": \"");
+		json_str(f, c->where);
+		fprintf(f, "\", \"ph\": \"X\", \"pid\": %u, \"tid\": %u, \"ts\": "
+			"%.4f, \"dur\": %.4f, \"args\": {\"cycle\": %" PRIu64
+			", \"pc\": \"0x%" PRIx64 "\", \"insn\": \"0x%08x\", "
+			"\"addr\": \"0x%" PRIx64 "\"}}%s\n", r[i].unit, r[i].thread,
+			r[i].cycle / mhz, (next[i] - r[i].cycle) / mhz, r[i].cycle,
+			r[i].pc, r[i].insn, r[i].addr, i + 1 < n ? "," : "");
+	}
+	fprintf(f, "]}\n");
+	free(next);
+	free(cache);
+	if (fclose(f))
+		return npu_fail(NPU_ERROR_OS, "%s: %s", path, strerror(errno));
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+			      unsigned int scratch_bytes, void **args,
+			      unsigned int trace_block, const char *json_path,
+			      uint64_t *instructions, uint64_t *lost)
+{
+	uint64_t words[NPU_CODE_MAX_ARGS], bytes, n;
+	struct npu_pkt_launch_code extra;
+	struct npu_cu_trace_header th;
+	struct npu_stream *s;
+	struct device *dev;
+	struct jobctx jc;
+	npu_status_t st;
+	uint8_t *buf = NULL;
+	void *dbuf = NULL;
+	double mhz;
+
+	if (!json_path)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "json_path is NULL");
+	st = npu_function_check(f);
+	if (!st)
+		st = npu_ukernel_check(f, grid, block, scratch_bytes);
+	if (!st)
+		st = npu_ukernel_pack(f, args, words);
+	if (st)
+		return st;
+	if ((uint64_t)trace_block >= (uint64_t)grid.x * grid.y * grid.z)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "trace_block %u: the grid "
+				"has %llu blocks", trace_block,
+				(unsigned long long)grid.x * grid.y * grid.z);
+	bytes = sizeof(th) + (uint64_t)ITRACE_RECORDS *
+		sizeof(struct npu_cu_trace_record);
+	st = npu_host_alloc((void **)&buf, bytes, 0);
+	if (!st)
+		st = npu_host_get_device_pointer(&dbuf, buf, 0);
+	if (!st)
+		st = npu_get_stream(NULL, &dev, &s);
+	if (st)
+		goto out;
+	memset(buf, 0, sizeof(th));
+	memset(&extra, 0, sizeof(extra));
+	extra.flags = NPU_CODE_ITRACE;
+	extra.trace = (uint64_t)(uintptr_t)dbuf;
+	extra.trace_bytes = (uint32_t)bytes;
+	extra.trace_block = trace_block;
+	pthread_mutex_lock(&dev->lock);
+	st = dev->sticky ? npu_fail_sticky(dev, dev->sticky) :
+	     npu_job_begin(dev, s, sizeof(extra) + 8 * f->desc.nargs, &jc);
+	if (!st) {
+		npu_ukernel_packet(npu_job_put(&jc, sizeof(extra) +
+					       8 * f->desc.nargs),
+				   f, grid, block, scratch_bytes, words, &extra);
+		st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, NULL);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!st)
+		st = npu_device_synchronize();
+	if (st)
+		goto out;
+	memcpy(&th, buf, sizeof(th));
+	if (th.magic != NPU_CU_TRACE_MAGIC ||
+	    th.record_bytes != sizeof(struct npu_cu_trace_record)) {
+		st = npu_fail(NPU_ERROR_LAUNCH_FAILURE, "no instruction trace "
+			      "was written");
+		goto out;
+	}
+	n = th.records < ITRACE_RECORDS ? th.records : ITRACE_RECORDS;
+	mhz = dev->prop.unit_clock_mhz ? dev->prop.unit_clock_mhz : 1000;
+	st = itrace_json(json_path, buf + sizeof(th), n, mhz, f->desc.name,
+			 trace_block);
+	if (!st && instructions)
+		*instructions = n;
+	if (!st && lost)
+		*lost = th.lost;
+out:
+	if (buf)
+		npu_host_free(buf);
+	return st;
 }

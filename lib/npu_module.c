@@ -875,7 +875,7 @@ uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 		memset(&p, 0, sizeof(p));
 	p.header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
 			       NPU_PKT_LAUNCH_CODE_DW + 2 * nargs);
-	p.flags = 0;
+	p.flags = extra ? extra->flags : 0;
 	p.entry = f->entry;
 	p.grid[0] = grid.x;
 	p.grid[1] = grid.y;

@@ -774,6 +774,58 @@ static void test_profile(npu_module_t m)
 	npu_free(c);
 }
 
+/* The instruction trace of one block as a Chrome/Perfetto timeline, and
+ * its picture (npu-timeline). */
+static void test_itrace(npu_module_t m)
+{
+	enum { N = 256 };
+	npu_function_t f;
+	unsigned n = N, T = prop.unit_threads;
+	uint64_t insns = 0, lost = 1;
+	void *a, *b, *c, *args[4] = { &a, &b, &c, &n };
+	size_t len = 0;
+	char *json, *out;
+	int lanes = 0;
+
+	MUST(npu_module_get_function(&f, m, "vadd"));
+	MUST(npu_malloc(&a, N * 4));
+	MUST(npu_malloc(&b, N * 4));
+	MUST(npu_malloc(&c, N * 4));
+	ST(npu_kernel_trace(f, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, args, 2,
+			    "itrace.json", &insns, &lost), NPU_SUCCESS,
+	   "instruction trace of block 2 of vadd");
+	json = slurp("itrace.json", &len);
+	tap_ok(json && insns > 20 * T && lost == 0 &&
+	       count_lines(json, "\"ph\": \"X\"") == (int)insns,
+	       "one event per instruction (%llu, none lost)",
+	       (unsigned long long)insns);
+	tap_ok(json && count_lines(json, "\"thread_name\"") == (int)T &&
+	       strstr(json, "block 2 thread 0") && strstr(json, "basic.c:") &&
+	       strstr(json, "\"insn\": \"0x"),
+	       "a lane per thread of the block, events named by source line");
+	ST(npu_kernel_trace(f, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, args, 4,
+			    "x.json", NULL, NULL), NPU_ERROR_INVALID_VALUE,
+	   "a trace block outside the grid");
+	if (system("npu-timeline -t vadd itrace.json itrace > timeline.txt 2>&1") == 0) {
+		out = slurp("timeline.txt", &len);
+		if (out) {
+			out = realloc(out, len + 1);
+			out[len] = 0;
+			lanes = count_lines(out, "block 2 thread");
+		}
+		tap_ok(lanes == (int)T && !access("itrace.svg", R_OK) &&
+		       !access("itrace.png", R_OK),
+		       "npu-timeline draws it: %d lanes, SVG and PNG", lanes);
+		free(out);
+	} else {
+		tap_ok(0, "npu-timeline draws it");
+	}
+	free(json);
+	npu_free(a);
+	npu_free(b);
+	npu_free(c);
+}
+
 static void test_fault(npu_module_t m)
 {
 	npu_function_t f;
@@ -890,6 +942,7 @@ int main(int argc, char **argv)
 	test_tune(m);
 	test_two_processes(m, exe);
 	test_profile(m);
+	test_itrace(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
 	ST(npu_module_unload(m), NPU_ERROR_INVALID_HANDLE, "unload twice");
