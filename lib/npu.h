@@ -1186,6 +1186,71 @@ typedef struct npu_tune_result {
 npu_status_t npu_tune(const npu_tune_config *config, npu_tune_result *results,
 		      int *best);
 
+/* Tuning over a parameter space. Each point of the space (one value per
+ * parameter, the points that valid() accepts) is the kernel built from
+ * one source with -D<name>=<value> per parameter by npu-cc --cache (built
+ * on demand, cached by content in cache_dir), launched by launch() and
+ * measured with npu_tune in batches of up to batch candidates at once, in
+ * isolation (one after the other) or under each other's load. Strategies:
+ * exhaustive (every point), random sampling and Bayesian optimisation (a
+ * Gaussian-process surrogate of log time with expected improvement, as
+ * Kernel Tuner's bayes_opt; GSL's linear algebra), the last two within
+ * budget evaluations. */
+#define NPU_TUNE_SPACE_MAX_PARAMS	8
+
+typedef enum npu_tune_strategy {
+	NPU_TUNE_EXHAUSTIVE = 0,
+	NPU_TUNE_RANDOM = 1,
+	NPU_TUNE_BAYES = 2,
+} npu_tune_strategy_t;
+
+typedef struct npu_tune_param {
+	const char *name;		/* the macro npu-cc defines */
+	unsigned int nvalues;
+	const long *values;
+} npu_tune_param;
+
+typedef struct npu_tune_space_config {
+	const char *source;		/* the kernel's C file */
+	const char *kernel;		/* its kernel name */
+	const npu_tune_param *params;
+	unsigned int nparams;		/* 1 .. NPU_TUNE_SPACE_MAX_PARAMS */
+	/* 1 if the point (one value per parameter) is allowed; NULL: all */
+	int (*valid)(const long *values, void *user);
+	/* queue one run of the point's kernel on stream */
+	npu_status_t (*launch)(npu_function_t function, const long *values,
+			       npu_stream_t stream, void *user);
+	void *user;
+	npu_tune_strategy_t strategy;
+	unsigned int budget;		/* evaluations, random and Bayes; 0 = all */
+	unsigned int batch;		/* candidates per iteration; 0 = 4 */
+	unsigned int runs;		/* timed runs per candidate; 0 = 3 */
+	unsigned int mode;		/* NPU_TUNE_MODE_ISOLATED / _UNDER_LOAD */
+	unsigned int seed;		/* random and Bayes; 0 = 1 */
+	const char *cache_dir;		/* NULL: $NPU_TUNE_CACHE, else
+					   ./npu-tune-cache */
+	const char *npu_cc;		/* NULL: $NPU_CC, else npu-cc in PATH */
+	unsigned int flags;		/* must be 0 */
+} npu_tune_space_config;
+
+typedef struct npu_tune_space_result {
+	long best[NPU_TUNE_SPACE_MAX_PARAMS];	/* the best point's values */
+	float best_ms;			/* its median device time */
+	unsigned int points;		/* valid points in the space */
+	unsigned int evaluations;	/* points measured (or failed) */
+	unsigned int evaluations_to_best; /* evaluations until the best */
+	unsigned int failed;		/* points that did not build or run */
+} npu_tune_space_result;
+
+/* Search; times (if not NULL, result->points floats) gets each valid
+ * point's median in enumeration order (first parameter fastest), NAN if
+ * not measured. Errors: NPU_ERROR_INVALID_VALUE (config), no valid point,
+ * NPU_ERROR_FILE_NOT_FOUND (source), NPU_ERROR_LAUNCH_FAILURE if no point
+ * could be measured, and npu_tune's errors. Points that fail to build or
+ * run are counted in failed and skipped. */
+npu_status_t npu_tune_space(const npu_tune_space_config *config,
+			    npu_tune_space_result *result, float *times);
+
 #ifdef __cplusplus
 }
 #endif

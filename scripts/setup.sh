@@ -46,8 +46,9 @@ pkgs=(
 	bc libelf-dev
 	# guest, library, tests
 	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
-	# code objects (libelf) and their DWARF (libdw) in libnpu
-	libdw-dev
+	# code objects (libelf) and their DWARF (libdw) in libnpu; GSL for the
+	# tuner's Gaussian process
+	libdw-dev libgsl-dev
 	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
 	clang lld llvm
 	# Documentation/ check (tests/docs-check.py)

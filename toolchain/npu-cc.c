@@ -21,9 +21,11 @@
 #include <libgen.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -77,6 +79,78 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
+/* FNV-1a, 64 bits */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--) {
+		h ^= *b++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t fnv_file(uint64_t h, const char *path, bool *ok)
+{
+	char buf[8192];
+	size_t n;
+	FILE *f = fopen(path, "rb");
+
+	if (!f) {
+		fprintf(stderr, "npu-cc: %s: %s\n", path, strerror(errno));
+		*ok = false;
+		return h;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		h = fnv(h, buf, n);
+	fclose(f);
+	return fnv(h, "", 1);
+}
+
+/* DIR/<first input's base name>-<key>.npu, the key over every input file,
+ * every option that changes the object, the headers and the runtime. */
+static int cache_name(char *buf, size_t n, const char *dir, int argc,
+		      char **argv, int first, const struct argv *cflags,
+		      const char *opt, bool debug, const char *inc,
+		      const char *lib)
+{
+	static const char *const deps[] = {
+		"include/npu/npu_kernel.h", "include/npu/npu_code.h",
+		"include/npu/npu_hw.h", "lib/npu/libnpu-rt.a",
+		"lib/npu/npu-module.ld",
+	};
+	uint64_t h = 0xcbf29ce484222325ull;
+	char base[PATH_MAX], path[PATH_MAX + 64];
+	bool ok = true;
+	unsigned i;
+	int k;
+
+	for (k = first; k < argc; k++)
+		h = fnv_file(h, argv[k], &ok);
+	for (k = 0; k < cflags->n; k++)
+		h = fnv(h, cflags->v[k], strlen(cflags->v[k]) + 1);
+	h = fnv(h, opt, strlen(opt) + 1);
+	h = fnv(h, debug ? "g" : "-", 1);
+	for (i = 0; i < sizeof(deps) / sizeof(deps[0]); i++) {
+		snprintf(path, sizeof(path), "%s/../../%s", inc, deps[i]);
+		h = fnv_file(h, path, &ok);
+	}
+	(void)lib;
+	if (!ok)
+		return -1;
+	snprintf(base, sizeof(base), "%s", argv[first]);
+	if (strrchr(base, '.'))
+		*strrchr(base, '.') = 0;
+	snprintf(buf, n, "%s/%s-%016llx.npu", dir, basename(base),
+		 (unsigned long long)h);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "npu-cc: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -90,6 +164,9 @@ static void usage(FILE *f)
 "  -I DIR         add an include directory\n"
 "  -W...          passed to clang (e.g. -Wall -Werror)\n"
 "  -v, --verbose  print the commands run\n"
+"  --cache DIR    build into DIR under a name keyed by everything that\n"
+"                 makes the object (sources, options, headers, runtime)\n"
+"                 unless it is there already; print its path\n"
 "  --print-include-dir, --print-lib-dir  where npu-cc's files are\n"
 "  -h, --help     this text\n"
 "Environment: NPU_CLANG, NPU_LLD (default clang, ld.lld).\n");
@@ -102,11 +179,13 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "print-include-dir", no_argument, NULL, 1 },
 		{ "print-lib-dir", no_argument, NULL, 2 },
+		{ "cache", required_argument, NULL, 3 },
 		{ NULL, 0, NULL, 0 },
 	};
 	char self[PATH_MAX], inc[PATH_MAX + 32], lib[PATH_MAX + 32], path[PATH_MAX + 64];
 	struct argv cflags = { .n = 0 }, objs = { .n = 0 }, tmps = { .n = 0 };
-	const char *out = NULL, *opt = "-O2", *clang, *lld;
+	const char *out = NULL, *opt = "-O2", *clang, *lld, *cache = NULL;
+	char cached[PATH_MAX + 64];
 	bool compile_only = false, debug = false, failed = false;
 	ssize_t len;
 	int c, i, print = 0;
@@ -145,6 +224,7 @@ int main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		case 1: case 2: print = c; break;
+		case 3: cache = optarg; break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -161,6 +241,22 @@ int main(int argc, char **argv)
 	if (compile_only && out && argc - optind > 1) {
 		fprintf(stderr, "npu-cc: -c -o with several input files\n");
 		return 2;
+	}
+	if (cache) {
+		if (compile_only || out) {
+			fprintf(stderr, "npu-cc: --cache names the output itself "
+				"(no -c, no -o)\n");
+			return 2;
+		}
+		if (cache_name(cached, sizeof(cached), cache, argc, argv, optind,
+			       &cflags, opt, debug, inc, lib))
+			return 2;
+		if (!access(cached, R_OK)) {
+			printf("%s\n", cached);
+			return 0;
+		}
+		if (asprintf((char **)&out, "%s.tmp.%d", cached, (int)getpid()) < 0)
+			return 2;
 	}
 	snprintf(path, sizeof(path), "%s/libnpu-rt.a", lib);
 	if (!compile_only && access(path, R_OK)) {
@@ -262,5 +358,16 @@ int main(int argc, char **argv)
 	}
 	for (i = 0; i < tmps.n; i++)
 		unlink(tmps.v[i]);
+	if (cache && !failed) {
+		/* in place at once: concurrent builders see all or nothing */
+		if (rename(out, cached)) {
+			perror("npu-cc: cache");
+			unlink(out);
+			return 1;
+		}
+		printf("%s\n", cached);
+	} else if (cache) {
+		unlink(out);
+	}
 	return failed ? 1 : 0;
 }

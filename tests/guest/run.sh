@@ -94,6 +94,8 @@ done <"$modlist"
 if [ -d "$BUILD/guest/bin" ]; then cp -a "$BUILD/guest/bin/." "$root/npu/bin/"; fi
 if [ -n "$extra_bin" ]; then cp -a "$extra_bin/." "$root/npu/bin/"; fi
 if [ -d "$BUILD/guest/lib" ]; then cp -a "$BUILD/guest/lib/." "$root/npu/lib/"; fi
+# the kernel toolchain's tree: npu-cc finds cached code objects by key
+if [ -d "$BUILD/sdk" ]; then cp -a "$BUILD/sdk" "$root/npu/sdk"; fi
 for f in "$root"/npu/bin/* "$root"/npu/lib/*.so*; do
 	[ -f "$f" ] && [ -x "$f" -o "${f%.so*}" != "$f" ] || continue
 	LD_LIBRARY_PATH=$root/npu/lib ldd "$f" 2>/dev/null | awk '/=> \//{print $3} /^\t\/lib/{print $1}' |
@@ -129,7 +131,7 @@ chmod +x "$root/job.sh"
 cat >"$root/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
-export PATH=/npu/bin:/bin:/sbin LD_LIBRARY_PATH=/npu/lib HOME=/tmp
+export PATH=/npu/bin:/npu/sdk/bin:/bin:/sbin LD_LIBRARY_PATH=/npu/lib HOME=/tmp
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
