@@ -115,19 +115,11 @@ boot() {
 # The suites that assert relations of device times (overlap, concurrency,
 # tuning winners, NOT_READY windows) run on a device with deterministic
 # time (timing=virtual), so no result depends on the host being quiet;
-# the others run with wall-clock pacing, the device's default. The debug
-# kernel runs both lists in its one boot, for its checkers.
+# the others run with wall-clock pacing, the device's default.
 vsuites=${NPU_VTIME_SUITES-$top/tests/guest-suites-vtime}
 for k in "$@"; do
-	if [ "$k" = debug ] || [ -z "$vsuites" ]; then
-		both=$(mktemp)
-		cat "$suites" ${vsuites:+"$vsuites"} >"$both"
-		boot "$k" "$k" "$both"
-		rm -f "$both"
-	else
-		boot "$k" "$k" "$suites"
-		boot "$k-vt" "$k" "$vsuites" ",timing=virtual"
-	fi
+	boot "$k" "$k" "$suites"
+	[ -z "$vsuites" ] || boot "$k-vt" "$k" "$vsuites" ",timing=virtual"
 done
 
 printf '%-28s %-8s %6s %6s %6s\n' suite kernel pass fail skip
