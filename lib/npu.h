@@ -944,7 +944,11 @@ typedef struct npu_trace_record {
 					   kernels: modelled bytes touched */
 	uint64_t ops;			/* kernels: operations */
 	uint64_t start, end;		/* device clock ticks */
+	char name[32];			/* kernels: the kernel's name */
+	npu_dim3 block;			/* user kernels: threads per block */
 } npu_trace_record;
+/* npu_trace_record.kernel of a user kernel (npu_launch_kernel) */
+#define NPU_TRACE_USER_KERNEL	((npu_kernel_t)0xffff)
 
 /* Copy the completed records of the current trace (waits for the device)
  * in issue order: *count in = capacity of records (records may be NULL to

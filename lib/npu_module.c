@@ -446,6 +446,22 @@ void npu_module_line(uint64_t pc, char *buf, size_t n)
 	pthread_mutex_unlock(&mod_lock);
 }
 
+bool npu_module_kernel_name(uint64_t entry, char *buf, size_t n)
+{
+	struct npu_module *m;
+	bool ok = false;
+
+	pthread_mutex_lock(&mod_lock);
+	for (m = modules; m && !ok; m = m->next)
+		for (unsigned i = 0; i < m->nfuncs && !ok; i++)
+			if (m->funcs[i].entry == entry) {
+				snprintf(buf, n, "%s", m->funcs[i].desc.name);
+				ok = true;
+			}
+	pthread_mutex_unlock(&mod_lock);
+	return ok;
+}
+
 static void module_free(struct npu_module *m)
 {
 	if (!m)

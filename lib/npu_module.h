@@ -45,6 +45,7 @@ npu_status_t npu_function_check(npu_function_t f);
 unsigned npu_func_max_threads(npu_function_t f);
 bool npu_module_string(uint64_t va, char *buf, size_t n);
 void npu_module_line(uint64_t pc, char *buf, size_t n);
+bool npu_module_kernel_name(uint64_t entry, char *buf, size_t n);
 
 /* A launch of f: check its configuration (the error is set), pack its
  * arguments (args[i] points to argument i) into words[NPU_CODE_MAX_ARGS],

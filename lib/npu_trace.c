@@ -16,6 +16,7 @@
 
 #include "npu_graph.h"
 #include "npu_kprofile.h"
+#include "npu_module.h"
 
 atomic_int npu_trace_active;
 
@@ -24,7 +25,8 @@ struct trec {
 	uint32_t ring;
 	uint8_t valid, graph, kind;
 	uint32_t kernel;
-	npu_dim3 grid;
+	npu_dim3 grid, block;
+	char name[32];			/* user kernels */
 	uint64_t stream_id;
 	uint64_t bytes, ops;
 };
@@ -214,6 +216,19 @@ void npu_trace_fill(struct device *dev, uint32_t slot, const uint8_t *cmd,
 			any = true;
 			break;
 		}
+		case NPU_OP_LAUNCH_CODE: {
+			struct npu_pkt_launch_code p;
+
+			memcpy(&p, cmd + off, sizeof(p));
+			r->kind = NPU_TRACE_KERNEL;
+			r->kernel = (uint32_t)NPU_TRACE_USER_KERNEL;
+			r->grid = npu_grid(p.grid[0], p.grid[1], p.grid[2]);
+			r->block = npu_grid(p.block[0], p.block[1], p.block[2]);
+			if (!npu_module_kernel_name(p.entry, r->name, sizeof(r->name)))
+				snprintf(r->name, sizeof(r->name), "user kernel");
+			any = true;
+			break;
+		}
 		case NPU_OP_COPY: {
 			struct npu_pkt_copy p;
 
@@ -368,6 +383,15 @@ static int dev_ordinal(struct device *dev)
 }
 
 /* Snapshot of the valid records; waits for every device that has some. */
+static const char *kname(uint32_t k)
+{
+	const char *n = NULL;
+
+	if (npu_kernel_info((npu_kernel_t)k, &n, NULL) || !n)
+		return "kernel";
+	return n;
+}
+
 static npu_status_t snapshot(npu_trace_record **out, size_t *n)
 {
 	npu_trace_record *v;
@@ -422,6 +446,10 @@ static npu_status_t snapshot(npu_trace_record **out, size_t *n)
 		o->kind = (npu_trace_kind_t)r->kind;
 		o->kernel = (npu_kernel_t)r->kernel;
 		o->grid = r->grid;
+		o->block = r->block;
+		if (r->kind == NPU_TRACE_KERNEL)
+			snprintf(o->name, sizeof(o->name), "%s", r->name[0] ?
+				 r->name : kname(r->kernel));
 		o->stream_id = r->stream_id;
 		o->graph = r->graph;
 		o->bytes = r->bytes;
@@ -457,15 +485,6 @@ npu_status_t npu_trace_get_records(npu_trace_record *records, size_t *count)
 	return NPU_SUCCESS;
 }
 
-static const char *kname(uint32_t k)
-{
-	const char *n = NULL;
-
-	if (npu_kernel_info((npu_kernel_t)k, &n, NULL) || !n)
-		return "kernel";
-	return n;
-}
-
 static void ring_name(char *buf, size_t sz, const npu_device_prop *p, uint32_t r)
 {
 	if (r < p->compute_rings)
@@ -477,7 +496,7 @@ static void ring_name(char *buf, size_t sz, const npu_device_prop *p, uint32_t r
 static void rec_name(char *buf, size_t sz, const npu_trace_record *r)
 {
 	if (r->kind == NPU_TRACE_KERNEL)
-		snprintf(buf, sz, "%s", kname(r->kernel));
+		snprintf(buf, sz, "%s", r->name);
 	else if (r->kind == NPU_TRACE_FILL)
 		snprintf(buf, sz, "memset %" PRIu64 " B", r->bytes);
 	else
@@ -702,7 +721,9 @@ npu_status_t npu_profile_report(FILE *f)
 	for (i = 0; i < n; i++) {
 		size_t k;
 
-		if (v[i].kind != NPU_TRACE_KERNEL)
+		/* user kernels have their own section (npu_kprofile.c) */
+		if (v[i].kind != NPU_TRACE_KERNEL ||
+		    v[i].kernel == NPU_TRACE_USER_KERNEL)
 			continue;
 		for (k = 0; k < na; k++)
 			if (agg[k].kernel == (uint32_t)v[i].kernel &&

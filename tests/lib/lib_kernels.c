@@ -716,6 +716,31 @@ static void test_profile(npu_module_t m)
 			       npu_grid(T, 1, 1), 0, NULL, args));
 	MUST(npu_device_synchronize());
 	MUST(npu_profiler_stop());
+	{
+		npu_trace_record tr[16];
+		size_t nt = 16, found = 0, len = 0;
+		char *json;
+
+		MUST(npu_trace_get_records(tr, &nt));
+		for (size_t i = 0; i < nt; i++)
+			found += tr[i].kind == NPU_TRACE_KERNEL &&
+				 tr[i].kernel == NPU_TRACE_USER_KERNEL &&
+				 ((!strcmp(tr[i].name, "fma_chain") &&
+				   tr[i].block.x == T / 2) ||
+				  (!strcmp(tr[i].name, "vadd") && tr[i].block.x == T)) &&
+				 tr[i].end > tr[i].start;
+		MUST(npu_trace_write_json("ktrace.json"));
+		json = slurp("ktrace.json", &len);
+		if (json) {
+			json = realloc(json, len + 1);
+			json[len] = 0;
+		}
+		tap_ok(found == 2 && json && strstr(json, "\"fma_chain\"") &&
+		       strstr(json, "\"vadd\""), "the command trace and its JSON "
+		       "name both user kernels, with their block sizes (%zu of %zu "
+		       "records)", found, nt);
+		free(json);
+	}
 	ST(npu_profile_get_kernels(prof, &np), NPU_SUCCESS, "kernel profiles");
 	pf = find_prof(prof, np, "fma_chain");
 	pv = find_prof(prof, np, "vadd");
