@@ -510,11 +510,7 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 
 	if (!json_path)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "json_path is NULL");
-	st = npu_function_check(f);
-	if (!st)
-		st = npu_ukernel_check(f, grid, block, scratch_bytes);
-	if (!st)
-		st = npu_ukernel_pack(f, args, words);
+	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
 	if (st)
 		return st;
 	if ((uint64_t)trace_block >= (uint64_t)grid.x * grid.y * grid.z)

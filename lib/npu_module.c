@@ -151,15 +151,14 @@ static npu_status_t check_elf(Elf *e, const void *image, size_t size,
 	return NPU_SUCCESS;
 }
 
-static bool entry_of(Elf *e, Elf_Scn *symtab, const char *kname,
-		     uint64_t *value)
+/* The defined symbol want in symtab (functions only if func): its value. */
+static bool find_symbol(Elf *e, Elf_Scn *symtab, const char *want, bool func,
+			uint64_t *value)
 {
-	char want[NPU_CODE_NAME_MAX + 32];
 	GElf_Shdr sh;
 	Elf_Data *d;
 	size_t i, n;
 
-	snprintf(want, sizeof(want), NPU_CODE_ENTRY_PREFIX "%s", kname);
 	if (!gelf_getshdr(symtab, &sh) || !(d = elf_getdata(symtab, NULL)) ||
 	    !sh.sh_entsize)
 		return false;
@@ -168,38 +167,26 @@ static bool entry_of(Elf *e, Elf_Scn *symtab, const char *kname,
 		GElf_Sym sym;
 		const char *name;
 
-		if (!gelf_getsym(d, (int)i, &sym) ||
-		    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+		if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+		    (func && GELF_ST_TYPE(sym.st_info) != STT_FUNC))
 			continue;
 		name = elf_strptr(e, sh.sh_link, sym.st_name);
 		if (name && !strcmp(name, want)) {
-			*value = sym.st_value;
+			if (value)
+				*value = sym.st_value;
 			return true;
 		}
 	}
 	return false;
 }
 
-static bool has_symbol(Elf *e, Elf_Scn *symtab, const char *want)
+static bool entry_of(Elf *e, Elf_Scn *symtab, const char *kname,
+		     uint64_t *value)
 {
-	GElf_Shdr sh;
-	Elf_Data *d;
-	size_t i, n;
+	char want[NPU_CODE_NAME_MAX + 32];
 
-	if (!gelf_getshdr(symtab, &sh) || !(d = elf_getdata(symtab, NULL)) ||
-	    !sh.sh_entsize)
-		return false;
-	n = sh.sh_size / sh.sh_entsize;
-	for (i = 0; i < n; i++) {
-		GElf_Sym sym;
-		const char *name;
-
-		if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx != SHN_UNDEF &&
-		    (name = elf_strptr(e, sh.sh_link, sym.st_name)) &&
-		    !strcmp(name, want))
-			return true;
-	}
-	return false;
+	snprintf(want, sizeof(want), NPU_CODE_ENTRY_PREFIX "%s", kname);
+	return find_symbol(e, symtab, want, true, value);
 }
 
 /* Read and check the kernel descriptors into m->funcs. */
@@ -380,34 +367,48 @@ static bool cu_of(Dwarf *dw, uint64_t off, Dwarf_Die *cu)
 	return false;
 }
 
+/* Where a device PC is: its module, function and source line (any may
+ * be missing). mod_lock held. */
+struct where {
+	struct npu_module *m;
+	const char *fn, *src;
+	int line;
+};
+
+static void where_of(uint64_t pc, struct where *w)
+{
+	memset(w, 0, sizeof(*w));
+	for (w->m = modules; w->m; w->m = w->m->next)
+		if (pc >= w->m->base && pc < w->m->base + w->m->size)
+			break;
+	if (w->m) {
+		uint64_t off = pc - w->m->base;
+		Elf *e = module_elf(w->m);
+		Dwarf_Die cu;
+
+		w->fn = e ? func_at(e, off) : NULL;
+		if (w->m->dwarf && cu_of(w->m->dwarf, off, &cu)) {
+			Dwarf_Line *l = dwarf_getsrc_die(&cu, off);
+
+			if (l && !dwarf_lineno(l, &w->line))
+				w->src = dwarf_linesrc(l, NULL, NULL);
+		}
+	}
+}
+
 /* npu_fault_pc_hook: " in kernel K (module) at pc P (file.c:line)". */
 static void describe_pc(uint64_t pc, char *buf, size_t n)
 {
-	struct npu_module *m;
+	struct where w;
+	char line[128] = "";
 
 	pthread_mutex_lock(&mod_lock);
-	for (m = modules; m; m = m->next)
-		if (pc >= m->base && pc < m->base + m->size)
-			break;
-	if (m) {
-		uint64_t off = pc - m->base;
-		Elf *e = module_elf(m);
-		Dwarf *dw = m->dwarf;
-		const char *fn = e ? func_at(e, off) : NULL, *src = NULL;
-		char line[128] = "";
-		Dwarf_Die cu;
-		int lineno = 0;
-
-		if (dw && cu_of(dw, off, &cu)) {
-			Dwarf_Line *l = dwarf_getsrc_die(&cu, off);
-
-			if (l && !dwarf_lineno(l, &lineno))
-				src = dwarf_linesrc(l, NULL, NULL);
-		}
-		if (src)
-			snprintf(line, sizeof(line), " (%s:%d)", src, lineno);
+	where_of(pc, &w);
+	if (w.m) {
+		if (w.src)
+			snprintf(line, sizeof(line), " (%s:%d)", w.src, w.line);
 		snprintf(buf, n, " in kernel %s (%s) at pc 0x%llx%s",
-			 fn ? fn : "?", m->name, (unsigned long long)pc, line);
+			 w.fn ? w.fn : "?", w.m->name, (unsigned long long)pc, line);
 	}
 	pthread_mutex_unlock(&mod_lock);
 }
@@ -416,33 +417,17 @@ static void describe_pc(uint64_t pc, char *buf, size_t n)
  * "kernel+0x40", else "0x...". */
 void npu_module_line(uint64_t pc, char *buf, size_t n)
 {
-	struct npu_module *m;
+	struct where w;
 
 	snprintf(buf, n, "0x%llx", (unsigned long long)pc);
 	pthread_mutex_lock(&mod_lock);
-	for (m = modules; m; m = m->next)
-		if (pc >= m->base && pc < m->base + m->size)
-			break;
-	if (m) {
-		uint64_t off = pc - m->base;
-		Elf *e = module_elf(m);
-		Dwarf *dw = m->dwarf;
-		const char *fn = e ? func_at(e, off) : NULL, *src = NULL;
-		Dwarf_Die cu;
-		int lineno = 0;
-
-		if (dw && cu_of(dw, off, &cu)) {
-			Dwarf_Line *l = dwarf_getsrc_die(&cu, off);
-
-			if (l && !dwarf_lineno(l, &lineno))
-				src = dwarf_linesrc(l, NULL, NULL);
-		}
-		if (src)
-			snprintf(buf, n, "%s:%d", strrchr(src, '/') ?
-				 strrchr(src, '/') + 1 : src, lineno);
-		else if (fn)
-			snprintf(buf, n, "%s+0x%llx", fn, (unsigned long long)off);
-	}
+	where_of(pc, &w);
+	if (w.src)
+		snprintf(buf, n, "%s:%d", strrchr(w.src, '/') ?
+			 strrchr(w.src, '/') + 1 : w.src, w.line);
+	else if (w.fn)
+		snprintf(buf, n, "%s+0x%llx", w.fn,
+			 (unsigned long long)(pc - w.m->base));
 	pthread_mutex_unlock(&mod_lock);
 }
 
@@ -528,7 +513,7 @@ static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 		st = read_kernels(dev, e, &L, what, m);
 	if (st)
 		goto fail;
-	m->uses_printf = has_symbol(e, L.symtab, "npu_printf");
+	m->uses_printf = find_symbol(e, L.symtab, "npu_printf", false, NULL);
 	m->size = (L.span + 4095) & ~4095ull;
 	m->image = calloc(1, m->size);
 	if (!m->image) {
@@ -857,6 +842,19 @@ npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 				(unsigned long long)scratch, k->scratch_bytes,
 				f->mod->dev->prop.unit_scratch_bytes);
 	return NPU_SUCCESS;
+}
+
+npu_status_t npu_ukernel_prepare(npu_function_t f, npu_dim3 grid,
+				 npu_dim3 block, uint64_t scratch_bytes,
+				 void **args, uint64_t *words)
+{
+	npu_status_t st = npu_function_check(f);
+
+	if (!st)
+		st = npu_ukernel_check(f, grid, block, scratch_bytes);
+	if (!st)
+		st = npu_ukernel_pack(f, args, words);
+	return st;
 }
 
 npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)

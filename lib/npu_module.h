@@ -54,6 +54,10 @@ bool npu_module_kernel_name(uint64_t entry, char *buf, size_t n);
 npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       uint64_t scratch_bytes);
 npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words);
+/* all three: the function handle, the configuration, the arguments */
+npu_status_t npu_ukernel_prepare(npu_function_t f, npu_dim3 grid,
+				 npu_dim3 block, uint64_t scratch_bytes,
+				 void **args, uint64_t *words);
 uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 			    npu_dim3 block, uint64_t scratch_bytes,
 			    const uint64_t *words,

@@ -26,11 +26,7 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	npu_status_t st;
 	uint8_t *cmd;
 
-	st = npu_function_check(f);
-	if (!st)
-		st = npu_ukernel_check(f, grid, block, scratch_bytes);
-	if (!st)
-		st = npu_ukernel_pack(f, args, words);
+	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
 	if (st)
 		return st;
 	k = &f->desc;
@@ -107,11 +103,7 @@ npu_status_t npu_kernel_node_params_init(npu_kernel_node_params *p,
 
 	if (!p)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "params is NULL");
-	st = npu_function_check(f);
-	if (!st)
-		st = npu_ukernel_check(f, grid, block, scratch_bytes);
-	if (!st)
-		st = npu_ukernel_pack(f, args, words);
+	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
 	if (st)
 		return st;
 	memset(p, 0, sizeof(*p));
