@@ -265,9 +265,16 @@ npu_status_t npu_printf_slot(struct device *dev, const char *kernel,
 				break;
 		if (i < NSLOTS)
 			break;
+		/* a slot not yet tracked belongs to a launch being queued by
+		 * another thread (npu_job_begin may drop dev->lock) */
 		for (i = 0; i < NSLOTS; i++)
-			if (!oldest || pool->slot[i].seq < oldest->seq)
+			if (pool->slot[i].tracked &&
+			    (!oldest || pool->slot[i].seq < oldest->seq))
 				oldest = &pool->slot[i];
+		if (!oldest)
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "every printf "
+					"buffer is taken by a launch being "
+					"queued");
 		if (npu_tl_wait_locked(dev, oldest->tl, oldest->point))
 			return npu_fail(NPU_ERROR_OS, "waiting for a printf buffer");
 	}
@@ -296,20 +303,4 @@ void npu_printf_track(struct device *dev, int slot, struct tl *tl,
 void npu_printf_cancel(struct device *dev, int slot)
 {
 	release(dev, &dev->printf_pool->slot[slot]);
-}
-
-void npu_printf_fini(struct device *dev)
-{
-	struct printf_pool *pool = dev->printf_pool;
-	unsigned i;
-
-	if (!pool)
-		return;
-	for (i = 0; i < NSLOTS; i++)
-		if (pool->slot[i].used)
-			release(dev, &pool->slot[i]);
-	npu_host_bo_free(dev, pool->handle, pool->map,
-			 (uint64_t)SLOT_BYTES * NSLOTS);
-	free(pool);
-	dev->printf_pool = NULL;
 }

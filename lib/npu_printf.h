@@ -18,6 +18,5 @@ void npu_printf_track(struct device *dev, int slot, struct tl *tl,
 void npu_printf_cancel(struct device *dev, int slot);
 /* Print what completed launches printed, in submission order. */
 void npu_printf_flush(struct device *dev);
-void npu_printf_fini(struct device *dev);
 
 #endif /* NPU_PRINTF_H */
