@@ -35,6 +35,7 @@ for i, f in enumerate(files, 1):
     docutils.core.publish_doctree(
         f.read_text(), source_path=str(f),
         settings_overrides={"warning_stream": err, "report_level": 2,
+                            "syntax_highlight": "none",
                             "halt_level": 5})
     rel = f.relative_to(top)
     if err.getvalue():
