@@ -15,6 +15,7 @@
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <libelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@
 
 static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct npu_module *modules;		/* every loaded module */
+static atomic_uint mod_gen;			/* modules unloaded so far */
 
 static npu_status_t bad(const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -629,6 +631,7 @@ npu_status_t npu_module_unload(npu_module_t m)
 			*pp = m->next;
 			break;
 		}
+	atomic_fetch_add_explicit(&mod_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&mod_lock);
 	npu_free((void *)(uintptr_t)m->base);
 	module_free(m);
@@ -657,16 +660,29 @@ npu_status_t npu_module_get_function(npu_function_t *f, npu_module_t m,
 
 npu_status_t npu_function_check(npu_function_t f)
 {
+	/* the thread's last valid function, while no module was unloaded:
+	 * launching one kernel again and again takes no lock */
+	static __thread npu_function_t last;
+	static __thread unsigned last_gen;
+	unsigned gen;
 	bool ok = false;
 	struct npu_module *x;
 
+	if (f && f == last &&
+	    last_gen == atomic_load_explicit(&mod_gen, memory_order_acquire))
+		return NPU_SUCCESS;
 	pthread_mutex_lock(&mod_lock);
+	gen = atomic_load_explicit(&mod_gen, memory_order_relaxed);
 	for (x = modules; x && !ok; x = x->next)
 		ok = f >= x->funcs && f < x->funcs + x->nfuncs &&
 		     f->magic == FUNC_MAGIC;
 	pthread_mutex_unlock(&mod_lock);
-	return ok ? NPU_SUCCESS : npu_fail(NPU_ERROR_INVALID_HANDLE,
-					   "not a function of a loaded module");
+	if (!ok)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"not a function of a loaded module");
+	last = f;
+	last_gen = gen;
+	return NPU_SUCCESS;
 }
 
 /* Copy at most n bytes of the NUL-terminated string at device address va
@@ -862,7 +878,6 @@ npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
 	const struct npu_code_desc *k = &f->desc;
 	unsigned i;
 
-	memset(words, 0, 8 * NPU_CODE_MAX_ARGS);
 	if (k->nargs && !args)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s takes %u "
 				"arguments; args is NULL", k->name, k->nargs);
@@ -870,6 +885,7 @@ npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
 		if (!args[i])
 			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s: "
 					"args[%u] is NULL", k->name, i);
+		words[i] = 0;
 		memcpy(&words[i], args[i], k->arg_size[i]);
 	}
 	return NPU_SUCCESS;
@@ -880,28 +896,27 @@ uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 			    const uint64_t *words,
 			    const struct npu_pkt_launch_code *extra)
 {
-	struct npu_pkt_launch_code p;
+	/* cmd is 8-aligned (command buffers are built in place) */
+	struct npu_pkt_launch_code *p = (void *)cmd;
 	unsigned nargs = f->desc.nargs;
 
 	if (extra)
-		p = *extra;
+		*p = *extra;
 	else
-		memset(&p, 0, sizeof(p));
-	p.header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
-			       NPU_PKT_LAUNCH_CODE_DW + 2 * nargs);
-	p.flags = extra ? extra->flags : 0;
-	p.entry = f->entry;
-	p.grid[0] = grid.x;
-	p.grid[1] = grid.y;
-	p.grid[2] = grid.z;
-	p.block[0] = block.x;
-	p.block[1] = block.y;
-	p.block[2] = block.z;
-	p.scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
-	p.stack_bytes = f->stack_bytes;
-	p.nargs = nargs;
-	p.reserved = 0;
-	memcpy(cmd, &p, sizeof(p));
-	memcpy(cmd + sizeof(p), words, 8 * nargs);
-	return (uint32_t)(sizeof(p) + 8 * nargs);
+		memset(p, 0, sizeof(*p));
+	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
+				NPU_PKT_LAUNCH_CODE_DW + 2 * nargs);
+	p->entry = f->entry;
+	p->grid[0] = grid.x;
+	p->grid[1] = grid.y;
+	p->grid[2] = grid.z;
+	p->block[0] = block.x;
+	p->block[1] = block.y;
+	p->block[2] = block.z;
+	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
+	p->stack_bytes = f->stack_bytes;
+	p->nargs = nargs;
+	p->reserved = 0;
+	memcpy(p->args, words, 8 * nargs);
+	return (uint32_t)(sizeof(*p) + 8 * nargs);
 }
