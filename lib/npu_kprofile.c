@@ -502,7 +502,6 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	struct npu_cu_trace_header th;
 	struct npu_stream *s;
 	struct device *dev;
-	struct jobctx jc;
 	npu_status_t st;
 	uint8_t *buf = NULL;
 	void *dbuf = NULL;
@@ -534,13 +533,8 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	extra.trace_block = trace_block;
 	pthread_mutex_lock(&dev->lock);
 	st = dev->sticky ? npu_fail_sticky(dev, dev->sticky) :
-	     npu_job_begin(dev, s, sizeof(extra) + 8 * f->desc.nargs, &jc);
-	if (!st) {
-		npu_ukernel_packet(npu_job_put(&jc, sizeof(extra) +
-					       8 * f->desc.nargs),
-				   f, grid, block, scratch_bytes, words, &extra);
-		st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, NULL);
-	}
+	     npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, words,
+				&extra, NULL);
 	pthread_mutex_unlock(&dev->lock);
 	if (!st)
 		st = npu_device_synchronize();

@@ -891,6 +891,23 @@ npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
 	return NPU_SUCCESS;
 }
 
+npu_status_t npu_ukernel_submit(struct device *dev, struct npu_stream *s,
+				npu_function_t f, npu_dim3 grid, npu_dim3 block,
+				uint64_t scratch_bytes, const uint64_t *words,
+				const struct npu_pkt_launch_code *extra,
+				uint64_t *point)
+{
+	uint32_t bytes = sizeof(*extra) + 8 * f->desc.nargs;
+	struct jobctx jc;
+	npu_status_t st = npu_job_begin(dev, s, bytes, &jc);
+
+	if (st)
+		return st;
+	npu_ukernel_packet(npu_job_put(&jc, bytes), f, grid, block,
+			   scratch_bytes, words, extra);
+	return npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, point);
+}
+
 uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 			    npu_dim3 block, uint64_t scratch_bytes,
 			    const uint64_t *words,

@@ -58,6 +58,12 @@ npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words);
 npu_status_t npu_ukernel_prepare(npu_function_t f, npu_dim3 grid,
 				 npu_dim3 block, uint64_t scratch_bytes,
 				 void **args, uint64_t *words);
+/* ... and queue it as one job on s's compute queue (dev->lock held) */
+npu_status_t npu_ukernel_submit(struct device *dev, struct npu_stream *s,
+				npu_function_t f, npu_dim3 grid, npu_dim3 block,
+				uint64_t scratch_bytes, const uint64_t *words,
+				const struct npu_pkt_launch_code *extra,
+				uint64_t *point);
 uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 			    npu_dim3 block, uint64_t scratch_bytes,
 			    const uint64_t *words,

@@ -66,7 +66,6 @@ static void format_record(FILE *out, const char *fmt, const uint64_t *v,
 		char spec[64], tmp[512];
 		const char *start = p;
 		size_t sl;
-		int len = 0;
 
 		if (*p != '%') {
 			fputc(*p++, out);
@@ -91,10 +90,8 @@ static void format_record(FILE *out, const char *fmt, const uint64_t *v,
 			while (*p >= '0' && *p <= '9')
 				p++;
 		}
-		while (*p && strchr("hlzjtL", *p)) {
-			len += *p == 'l';
+		while (*p && strchr("hlzjtL", *p))
 			p++;
-		}
 		if (!*p) {
 			fputs(start, out);
 			break;
@@ -169,7 +166,6 @@ static void format_record(FILE *out, const char *fmt, const uint64_t *v,
 					 start);
 				break;
 			}
-			(void)len;
 			fputs(tmp, out);
 		}
 		p++;

@@ -20,11 +20,9 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	const struct npu_code_desc *k;
 	struct device *dev;
 	struct npu_stream *s;
-	struct jobctx jc;
 	uint32_t pbytes = 0;
 	int slot = -1, kslot = -1;
 	npu_status_t st;
-	uint8_t *cmd;
 
 	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
 	if (st)
@@ -69,12 +67,8 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       &extra.stats, &extra.trace, &extra.trace_bytes,
 			       &extra.sample_period))
 		kslot = -1;
-	st = npu_job_begin(dev, s, sizeof(extra) + 8 * k->nargs, &jc);
-	if (st)
-		goto out;
-	cmd = npu_job_put(&jc, sizeof(extra) + 8 * k->nargs);
-	npu_ukernel_packet(cmd, f, grid, block, scratch_bytes, words, &extra);
-	st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, &point);
+	st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, words,
+				&extra, &point);
 	if (!st && slot >= 0) {
 		npu_printf_track(dev, slot, s->tl, point);
 		slot = -1;
