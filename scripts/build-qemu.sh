@@ -27,6 +27,15 @@ if [ -x "$bin" ]; then
 	exit 0
 fi
 
+# One build at a time: clones share the cache, and a second configure would
+# remove the first one's build directory under it.
+exec 9>"$CACHE/qemu/.lock"
+flock 9
+if [ -x "$bin" ]; then
+	echo "$bin"
+	exit 0
+fi
+
 src="$CACHE/qemu/src-$ver"
 if [ ! -f "$src/.unpacked" ]; then
 	rm -rf "$src" "$src.tmp"
