@@ -497,7 +497,7 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			      unsigned int trace_block, const char *json_path,
 			      uint64_t *instructions, uint64_t *lost)
 {
-	uint64_t words[NPU_CODE_MAX_ARGS], bytes, n;
+	uint64_t bytes, n;
 	struct npu_pkt_launch_code extra;
 	struct npu_cu_trace_header th;
 	struct npu_stream *s;
@@ -509,7 +509,7 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 
 	if (!json_path)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "json_path is NULL");
-	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
+	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (st)
 		return st;
 	if ((uint64_t)trace_block >= (uint64_t)grid.x * grid.y * grid.z)
@@ -533,7 +533,7 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	extra.trace_block = trace_block;
 	pthread_mutex_lock(&dev->lock);
 	st = dev->sticky ? npu_fail_sticky(dev, dev->sticky) :
-	     npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, words,
+	     npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, args,
 				&extra, NULL);
 	pthread_mutex_unlock(&dev->lock);
 	if (!st)

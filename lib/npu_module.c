@@ -42,7 +42,7 @@
 
 static pthread_mutex_t mod_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct npu_module *modules;		/* every loaded module */
-static atomic_uint mod_gen;			/* modules unloaded so far */
+atomic_uint npu_mod_gen;			/* modules unloaded so far */
 
 static npu_status_t bad(const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -192,6 +192,20 @@ static bool entry_of(Elf *e, Elf_Scn *symtab, const char *kname,
 }
 
 /* Read and check the kernel descriptors into m->funcs. */
+
+/* The largest block of kernel k: the unit's thread slots, the code object
+ * format's limit and the kernel's own. */
+static unsigned func_max_threads(const struct device *dev,
+				 const struct npu_code_desc *k)
+{
+	unsigned t = dev->prop.unit_threads;
+
+	if (t > NPU_CODE_MAX_THREADS)
+		t = NPU_CODE_MAX_THREADS;
+	if (k->max_threads && k->max_threads < t)
+		t = k->max_threads;
+	return t;
+}
 static npu_status_t read_kernels(struct device *dev, Elf *e,
 				 const struct layout *L, const char *what,
 				 struct npu_module *m)
@@ -260,6 +274,7 @@ static npu_status_t read_kernels(struct device *dev, Elf *e,
 		f->mod = m;
 		f->entry_off = entry;
 		f->stack_bytes = k->stack_bytes ? k->stack_bytes : DEFAULT_STACK;
+		f->max_threads = func_max_threads(dev, k);
 	}
 	return NPU_SUCCESS;
 }
@@ -535,8 +550,18 @@ static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 	elf_end(e);
 	m->magic = MODULE_MAGIC;
 	m->dev = dev;
-	for (unsigned i = 0; i < m->nfuncs; i++)
-		m->funcs[i].entry = m->base + m->funcs[i].entry_off;
+	for (unsigned i = 0; i < m->nfuncs; i++) {
+		struct npu_function *f = &m->funcs[i];
+		struct npu_pkt_launch_code *t = &f->packet;
+
+		f->entry = m->base + f->entry_off;
+		memset(t, 0, sizeof(*t));
+		t->header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
+					NPU_PKT_LAUNCH_CODE_DW + 2 * f->desc.nargs);
+		t->entry = f->entry;
+		t->stack_bytes = f->stack_bytes;
+		t->nargs = f->desc.nargs;
+	}
 	pthread_mutex_lock(&mod_lock);
 	m->next = modules;
 	modules = m;
@@ -631,7 +656,7 @@ npu_status_t npu_module_unload(npu_module_t m)
 			*pp = m->next;
 			break;
 		}
-	atomic_fetch_add_explicit(&mod_gen, 1, memory_order_release);
+	atomic_fetch_add_explicit(&npu_mod_gen, 1, memory_order_release);
 	pthread_mutex_unlock(&mod_lock);
 	npu_free((void *)(uintptr_t)m->base);
 	module_free(m);
@@ -658,21 +683,17 @@ npu_status_t npu_module_get_function(npu_function_t *f, npu_module_t m,
 			m->name);
 }
 
-npu_status_t npu_function_check(npu_function_t f)
+__thread npu_function_t npu_last_function;
+__thread unsigned npu_last_function_gen;
+
+npu_status_t npu_function_check_slow(npu_function_t f)
 {
-	/* the thread's last valid function, while no module was unloaded:
-	 * launching one kernel again and again takes no lock */
-	static __thread npu_function_t last;
-	static __thread unsigned last_gen;
 	unsigned gen;
 	bool ok = false;
 	struct npu_module *x;
 
-	if (f && f == last &&
-	    last_gen == atomic_load_explicit(&mod_gen, memory_order_acquire))
-		return NPU_SUCCESS;
 	pthread_mutex_lock(&mod_lock);
-	gen = atomic_load_explicit(&mod_gen, memory_order_relaxed);
+	gen = atomic_load_explicit(&npu_mod_gen, memory_order_relaxed);
 	for (x = modules; x && !ok; x = x->next)
 		ok = f >= x->funcs && f < x->funcs + x->nfuncs &&
 		     f->magic == FUNC_MAGIC;
@@ -680,8 +701,8 @@ npu_status_t npu_function_check(npu_function_t f)
 	if (!ok)
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
 				"not a function of a loaded module");
-	last = f;
-	last_gen = gen;
+	npu_last_function = f;
+	npu_last_function_gen = gen;
 	return NPU_SUCCESS;
 }
 
@@ -722,7 +743,7 @@ npu_status_t npu_func_get_attribute(int *value, npu_func_attribute_t attr,
 	dev = f->mod->dev;
 	switch (attr) {
 	case NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-		*value = (int)npu_func_max_threads(f);
+		*value = (int)f->max_threads;
 		break;
 	case NPU_FUNC_ATTRIBUTE_SCRATCH_SIZE_BYTES:
 		*value = (int)f->desc.scratch_bytes;
@@ -743,16 +764,6 @@ npu_status_t npu_func_get_attribute(int *value, npu_func_attribute_t attr,
 	return NPU_SUCCESS;
 }
 
-unsigned npu_func_max_threads(npu_function_t f)
-{
-	unsigned t = f->mod->dev->prop.unit_threads;
-
-	if (t > NPU_CODE_MAX_THREADS)
-		t = NPU_CODE_MAX_THREADS;
-	if (f->desc.max_threads && f->desc.max_threads < t)
-		t = f->desc.max_threads;
-	return t;
-}
 
 /* Blocks of f resident on one unit at once (the device's fit rule: thread
  * slots and scratchpad). */
@@ -780,10 +791,10 @@ npu_status_t npu_occupancy_max_active_blocks_per_unit(int *blocks,
 	st = npu_function_check(f);
 	if (st)
 		return st;
-	if (block_threads <= 0 || (unsigned)block_threads > npu_func_max_threads(f))
+	if (block_threads <= 0 || (unsigned)block_threads > f->max_threads)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "block of %d threads "
 				"(kernel %s takes 1..%u)", block_threads,
-				f->desc.name, npu_func_max_threads(f));
+				f->desc.name, f->max_threads);
 	if (dyn_scratch > f->mod->dev->prop.unit_scratch_bytes)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "%zu bytes of dynamic "
 				"scratchpad (a unit has %u)", dyn_scratch,
@@ -808,7 +819,7 @@ npu_status_t npu_occupancy_max_potential_block_size(int *min_grid,
 		return st;
 	if (block_limit < 0)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "negative block limit");
-	max = npu_func_max_threads(f);
+	max = f->max_threads;
 	if (block_limit && (unsigned)block_limit < max)
 		max = (unsigned)block_limit;
 	for (t = max; t >= 1; t--) {
@@ -829,6 +840,21 @@ npu_status_t npu_occupancy_max_potential_block_size(int *min_grid,
 	return NPU_SUCCESS;
 }
 
+/* What is wrong with args (npu_ukernel_prepare found something). */
+npu_status_t npu_ukernel_args_fail(npu_function_t f, void **args)
+{
+	const struct npu_code_desc *k = &f->desc;
+	unsigned i;
+
+	if (!args)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s takes %u "
+				"arguments; args is NULL", k->name, k->nargs);
+	for (i = 0; i < k->nargs && args[i]; i++)
+		;
+	return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s: args[%u] is NULL",
+			k->name, i);
+}
+
 npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       uint64_t scratch_bytes)
 {
@@ -842,11 +868,11 @@ npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 				"kernel %s: grid %ux%ux%u, block %ux%ux%u has a "
 				"zero dimension", k->name, grid.x, grid.y, grid.z,
 				block.x, block.y, block.z);
-	if (threads > npu_func_max_threads(f))
+	if (threads > f->max_threads)
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"kernel %s: %llu threads per block, at most %u",
 				k->name, (unsigned long long)threads,
-				npu_func_max_threads(f));
+				f->max_threads);
 	if (blocks > UINT32_MAX)
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"kernel %s: %llu blocks, fewer than 2^32 please",
@@ -860,80 +886,3 @@ npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	return NPU_SUCCESS;
 }
 
-npu_status_t npu_ukernel_prepare(npu_function_t f, npu_dim3 grid,
-				 npu_dim3 block, uint64_t scratch_bytes,
-				 void **args, uint64_t *words)
-{
-	npu_status_t st = npu_function_check(f);
-
-	if (!st)
-		st = npu_ukernel_check(f, grid, block, scratch_bytes);
-	if (!st)
-		st = npu_ukernel_pack(f, args, words);
-	return st;
-}
-
-npu_status_t npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
-{
-	const struct npu_code_desc *k = &f->desc;
-	unsigned i;
-
-	if (k->nargs && !args)
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s takes %u "
-				"arguments; args is NULL", k->name, k->nargs);
-	for (i = 0; i < k->nargs; i++) {
-		if (!args[i])
-			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel %s: "
-					"args[%u] is NULL", k->name, i);
-		words[i] = 0;
-		memcpy(&words[i], args[i], k->arg_size[i]);
-	}
-	return NPU_SUCCESS;
-}
-
-npu_status_t npu_ukernel_submit(struct device *dev, struct npu_stream *s,
-				npu_function_t f, npu_dim3 grid, npu_dim3 block,
-				uint64_t scratch_bytes, const uint64_t *words,
-				const struct npu_pkt_launch_code *extra,
-				uint64_t *point)
-{
-	uint32_t bytes = sizeof(*extra) + 8 * f->desc.nargs;
-	struct jobctx jc;
-	npu_status_t st = npu_job_begin(dev, s, bytes, &jc);
-
-	if (st)
-		return st;
-	npu_ukernel_packet(npu_job_put(&jc, bytes), f, grid, block,
-			   scratch_bytes, words, extra);
-	return npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, point);
-}
-
-uint32_t npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
-			    npu_dim3 block, uint64_t scratch_bytes,
-			    const uint64_t *words,
-			    const struct npu_pkt_launch_code *extra)
-{
-	/* cmd is 8-aligned (command buffers are built in place) */
-	struct npu_pkt_launch_code *p = (void *)cmd;
-	unsigned nargs = f->desc.nargs;
-
-	if (extra)
-		*p = *extra;
-	else
-		memset(p, 0, sizeof(*p));
-	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
-				NPU_PKT_LAUNCH_CODE_DW + 2 * nargs);
-	p->entry = f->entry;
-	p->grid[0] = grid.x;
-	p->grid[1] = grid.y;
-	p->grid[2] = grid.z;
-	p->block[0] = block.x;
-	p->block[1] = block.y;
-	p->block[2] = block.z;
-	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
-	p->stack_bytes = f->stack_bytes;
-	p->nargs = nargs;
-	p->reserved = 0;
-	memcpy(p->args, words, 8 * nargs);
-	return (uint32_t)(sizeof(*p) + 8 * nargs);
-}

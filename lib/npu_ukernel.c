@@ -15,8 +15,8 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       unsigned int scratch_bytes, npu_stream_t stream,
 			       void **args)
 {
-	uint64_t words[NPU_CODE_MAX_ARGS], pva = 0, point = 0;
-	struct npu_pkt_launch_code extra;
+	uint64_t pva = 0, point = 0;
+	struct npu_pkt_launch_code extra, *x = NULL;
 	const struct npu_code_desc *k;
 	struct device *dev;
 	struct npu_stream *s;
@@ -24,7 +24,7 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	int slot = -1, kslot = -1;
 	npu_status_t st;
 
-	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
+	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (st)
 		return st;
 	k = &f->desc;
@@ -38,7 +38,7 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		p.block = block;
 		p.scratch_bytes = scratch_bytes;
 		p.nargs = k->nargs;
-		memcpy(p.args, words, 8 * k->nargs);
+		npu_ukernel_pack(f, args, p.args);
 		if (npu_cap_kernel_node(stream, &p, &cst))
 			return cst;
 	}
@@ -48,11 +48,14 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	if (dev != f->mod->dev)
 		return npu_fail(NPU_ERROR_INVALID_HANDLE, "kernel %s was loaded "
 				"on another device", k->name);
-	memset(&extra, 0, sizeof(extra));
 	pthread_mutex_lock(&dev->lock);
 	if (dev->sticky) {
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
+	}
+	if (f->mod->uses_printf || npu_tracing()) {
+		memset(&extra, 0, sizeof(extra));
+		x = &extra;
 	}
 	if (f->mod->uses_printf) {
 		st = npu_printf_slot(dev, k->name, &slot, &pva, &pbytes);
@@ -67,8 +70,8 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       &extra.stats, &extra.trace, &extra.trace_bytes,
 			       &extra.sample_period))
 		kslot = -1;
-	st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, words,
-				&extra, &point);
+	st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, args,
+				x, &point);
 	if (!st && slot >= 0) {
 		npu_printf_track(dev, slot, s->tl, point);
 		slot = -1;
@@ -92,12 +95,11 @@ npu_status_t npu_kernel_node_params_init(npu_kernel_node_params *p,
 					 unsigned int scratch_bytes,
 					 void **args)
 {
-	uint64_t words[NPU_CODE_MAX_ARGS];
 	npu_status_t st;
 
 	if (!p)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "params is NULL");
-	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args, words);
+	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (st)
 		return st;
 	memset(p, 0, sizeof(*p));
@@ -106,7 +108,7 @@ npu_status_t npu_kernel_node_params_init(npu_kernel_node_params *p,
 	p->block = block;
 	p->scratch_bytes = scratch_bytes;
 	p->nargs = f->desc.nargs;
-	memcpy(p->args, words, 8 * p->nargs);
+	npu_ukernel_pack(f, args, p->args);
 	return NPU_SUCCESS;
 }
 
