@@ -29,11 +29,14 @@ static void *slurp(const char *path, size_t *n)
 	fseek(f, 0, SEEK_END);
 	len = ftell(f);
 	fseek(f, 0, SEEK_SET);
-	b = malloc(len > 0 ? (size_t)len : 1);
+	/* NUL-terminated: callers search it as a string */
+	b = malloc(len > 0 ? (size_t)len + 1 : 1);
 	if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
 		free(b);
 		b = NULL;
 	}
+	if (b)
+		((char *)b)[len > 0 ? len : 0] = 0;
 	fclose(f);
 	*n = (size_t)len;
 	return b;
@@ -1085,6 +1088,7 @@ static void test_graph_profile(npu_module_t m)
 	npu_free(out);
 	free(chain);
 }
+
 /* The instruction trace of one block as a Chrome/Perfetto timeline, and
  * its picture (npu-timeline). */
 static void test_itrace(npu_module_t m)
