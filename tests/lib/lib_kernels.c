@@ -454,8 +454,14 @@ static void hello_tags(const char *out, char *tags, size_t size)
 struct gpf {
 	npu_module_t m;
 	int captured;		/* built by stream capture, else by nodes */
+	int host;		/* a host node between the two nodes */
 	int tag0;		/* nodes print tag0, tag0 + 1; then tag0 + 2 */
 };
+
+static void host_step(void *p)
+{
+	(*(int *)p)++;
+}
 
 /* Two printing kernel nodes (the second after the first), launched twice;
  * the executable graph destroyed with both launches pending; then a stream
@@ -465,11 +471,11 @@ static void run_graph_hello(void *p)
 	struct gpf *x = p;
 	npu_function_t f;
 	npu_kernel_node_params kp[2];
-	npu_graph_node_t nd[2];
+	npu_graph_node_t nd[2], hn, *pred;
 	npu_graph_t g;
 	npu_graph_exec_t ge;
 	npu_stream_t s;
-	int tag[2] = { x->tag0, x->tag0 + 1 }, last = x->tag0 + 2;
+	int tag[2] = { x->tag0, x->tag0 + 1 }, last = x->tag0 + 2, steps = 0;
 	double xv = 0.5;
 	void *args[2][2] = { { &tag[0], &xv }, { &tag[1], &xv } };
 	void *largs[2] = { &last, &xv };
@@ -489,7 +495,13 @@ static void run_graph_hello(void *p)
 							 npu_grid(1, 1, 1),
 							 npu_grid(2, 1, 1), 0,
 							 args[i]));
-			MUST(npu_graph_add_kernel_node(&nd[i], g, i ? nd : NULL,
+			pred = i ? nd : NULL;
+			if (i && x->host) {
+				MUST(npu_graph_add_host_node(&hn, g, nd, 1,
+							     host_step, &steps));
+				pred = &hn;
+			}
+			MUST(npu_graph_add_kernel_node(&nd[i], g, pred,
 						       i ? 1 : 0, &kp[i]));
 		}
 	}
@@ -500,6 +512,8 @@ static void run_graph_hello(void *p)
 	MUST(npu_launch_kernel(f, npu_grid(1, 1, 1), npu_grid(2, 1, 1), 0, s,
 			       largs));
 	MUST(npu_stream_synchronize(s));
+	if (x->host && steps != 2)
+		tap_diag("the host node ran %d times", steps);
 	MUST(npu_graph_destroy(g));
 	MUST(npu_stream_destroy(s));
 }
@@ -593,6 +607,16 @@ static void test_graph_printf(npu_module_t m)
 	       "(wanted %s)", tags, want);
 	free(out);
 	x.captured = 0;
+	x.host = 1;
+	x.tag0 = 61;
+	want = "61 61 62 62 61 61 62 62 63 63";
+	out = capture(1, run_graph_hello, &x);
+	hello_tags(out ? out : "", tags, sizeof(tags));
+	tap_ok(!strcmp(tags, want), "the same with a host node between the two "
+	       "(the second is queued by the launch's host thread): %s (wanted "
+	       "%s)", tags, want);
+	free(out);
+	x.host = 0;
 	x.tag0 = 41;
 	out = capture(1, run_graph_many, &x);
 	tap_ok(out && count_lines(out, "# hello 41:") == 70,
