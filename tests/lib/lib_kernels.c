@@ -5,7 +5,8 @@
  * message, functions and their attributes, the occupancy calculator,
  * launches checked against CPU references (float arguments, barrier and
  * scratchpad, atomics), streams and events, device printf (content, order,
- * overflow), and a fault that names the kernel and its source line.
+ * overflow) on streams and in graph launches, the profiler on both, and a
+ * fault that names the kernel and its source line.
  */
 #include "tap.h"
 
