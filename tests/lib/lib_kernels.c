@@ -466,7 +466,8 @@ static void host_step(void *p)
 
 /* Two printing kernel nodes (the second after the first), launched twice;
  * the executable graph destroyed with both launches pending; then a stream
- * launch, and one synchronize. */
+ * launch, and what sees them complete: an event synchronize (captured), a
+ * stream query (with a host node) or a stream synchronize. */
 static void run_graph_hello(void *p)
 {
 	struct gpf *x = p;
@@ -512,7 +513,22 @@ static void run_graph_hello(void *p)
 	MUST(npu_graph_exec_destroy(ge));
 	MUST(npu_launch_kernel(f, npu_grid(1, 1, 1), npu_grid(2, 1, 1), 0, s,
 			       largs));
-	MUST(npu_stream_synchronize(s));
+	if (x->captured) {
+		npu_event_t e;
+
+		MUST(npu_event_create(&e, 0));
+		MUST(npu_event_record(e, s));
+		MUST(npu_event_synchronize(e));
+		MUST(npu_event_destroy(e));
+	} else if (x->host) {
+		npu_status_t st;
+
+		while ((st = npu_stream_query(s)) == NPU_ERROR_NOT_READY)
+			usleep(1000);
+		MUST(st);
+	} else {
+		MUST(npu_stream_synchronize(s));
+	}
 	if (x->host && steps != 2)
 		tap_diag("the host node ran %d times", steps);
 	MUST(npu_graph_destroy(g));
@@ -597,15 +613,16 @@ static void test_graph_printf(npu_module_t m)
 	out = capture(1, run_graph_hello, &x);
 	hello_tags(out ? out : "", tags, sizeof(tags));
 	tap_ok(!strcmp(tags, want), "a graph of two printing nodes, launched "
-	       "twice, then a stream launch: %s (wanted %s)", tags, want);
+	       "twice, then a stream launch, a stream synchronize: %s (wanted %s)",
+	       tags, want);
 	free(out);
 	x.captured = 1;
 	x.tag0 = 31;
 	want = "31 31 32 32 31 31 32 32 33 33";
 	out = capture(1, run_graph_hello, &x);
 	hello_tags(out ? out : "", tags, sizeof(tags));
-	tap_ok(!strcmp(tags, want), "the same graph by stream capture: %s "
-	       "(wanted %s)", tags, want);
+	tap_ok(!strcmp(tags, want), "the same graph by stream capture, an event "
+	       "synchronize: %s (wanted %s)", tags, want);
 	free(out);
 	x.captured = 0;
 	x.host = 1;
@@ -614,7 +631,8 @@ static void test_graph_printf(npu_module_t m)
 	out = capture(1, run_graph_hello, &x);
 	hello_tags(out ? out : "", tags, sizeof(tags));
 	tap_ok(!strcmp(tags, want), "the same with a host node between the two "
-	       "(the second is queued by the launch's host thread): %s (wanted "
+	       "(the second is queued by the launch's host thread), stream queries: "
+	       "%s (wanted "
 	       "%s)", tags, want);
 	free(out);
 	x.host = 0;
