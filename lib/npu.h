@@ -695,9 +695,11 @@ typedef enum npu_graph_node_type {			/* cudaGraphNodeType */
  * npu_launch() (function NULL), or a user kernel as npu_launch_kernel()
  * (function set, kernel ignored), whose argument values are held in the
  * low bytes of args[i]: fill such params with
- * npu_kernel_node_params_init(). A user kernel's printf output in a graph
- * is not kept (its records are discarded), and graph launches are not in
- * the user-kernel profiles. */
+ * npu_kernel_node_params_init(). Each graph launch gives its user-kernel
+ * nodes their own printf buffers: their output is written to stdout when a
+ * synchronize or a query sees that launch complete, in stream order with
+ * the stream's other launches. While the profiler runs, each node of each
+ * launch is profiled as a launch of its kernel. */
 typedef struct npu_kernel_node_params {
 	npu_kernel_t kernel;
 	npu_dim3 grid;
@@ -971,8 +973,9 @@ npu_status_t npu_trace_write_json(const char *path);
  * mem_bw), else "memory-bound". */
 npu_status_t npu_profile_report(FILE *f);
 
-/* Profiles of user kernels (npu_launch_kernel) launched while the profiler
- * runs, one per kernel, its launches summed. The device counts every
+/* Profiles of user kernels (npu_launch_kernel, and kernel nodes of graph
+ * launches) launched while the profiler runs, one per kernel, its launches
+ * summed. The device counts every
  * thread-cycle of a resident thread under one stall reason, named as
  * Nsight Compute names them (npu_profile_stall_name(): selected,
  * not_selected, wait, short_scoreboard, long_scoreboard,

@@ -1102,6 +1102,10 @@ struct launch {
 	uint64_t *pt;			/* per node: point signalled, 0 = not yet */
 	struct tl **ptl;		/* per node: timeline of that point */
 	uint64_t *evpt;			/* event nodes: event point */
+	/* user-kernel nodes: this launch's printf buffer and profile slot,
+	 * and the packet fields that name them */
+	struct ukernel_slots *uks;
+	struct npu_pkt_launch_code *extra;
 	bool joined;
 };
 
@@ -1112,6 +1116,8 @@ static void launch_scratch_free(struct launch *L)
 	free(L->pt);
 	free(L->ptl);
 	free(L->evpt);
+	free(L->uks);
+	free(L->extra);
 	free(L);
 }
 
@@ -1124,7 +1130,9 @@ static struct launch *launch_scratch_new(unsigned n)
 	L->pt = calloc(n + 1, sizeof(*L->pt));
 	L->ptl = calloc(n + 1, sizeof(*L->ptl));
 	L->evpt = calloc(n + 1, sizeof(*L->evpt));
-	if (!L->pt || !L->ptl || !L->evpt) {
+	L->uks = calloc(n + 1, sizeof(*L->uks));
+	L->extra = calloc(n + 1, sizeof(*L->extra));
+	if (!L->pt || !L->ptl || !L->evpt || !L->uks || !L->extra) {
 		launch_scratch_free(L);
 		return NULL;
 	}
@@ -1140,13 +1148,14 @@ static struct launch *launch_get(struct npu_graph_exec *x)
 
 	if (!L) {
 		L = launch_scratch_new(x->n);
-		if (L)
-			L->owned = true;
-		return L;
-	}
-	{
+		if (!L)
+			return NULL;
+		L->owned = true;
+	} else {
 		uint64_t *pt = L->pt, *evpt = L->evpt;
 		struct tl **ptl = L->ptl;
+		struct ukernel_slots *uks = L->uks;
+		struct npu_pkt_launch_code *extra = L->extra;
 
 		memset(L, 0, sizeof(*L));
 		memset(pt, 0, (x->n + 1) * sizeof(*pt));
@@ -1155,7 +1164,11 @@ static struct launch *launch_get(struct npu_graph_exec *x)
 		L->pt = pt;
 		L->ptl = ptl;
 		L->evpt = evpt;
+		L->uks = uks;
+		L->extra = extra;
 	}
+	/* no slots yet: ints of all ones are -1 */
+	memset(L->uks, 0xff, (x->n + 1) * sizeof(*L->uks));
 	return L;
 }
 
@@ -1200,7 +1213,7 @@ static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va
 			len = npu_ukernel_packet(cmd, xn->kp.function,
 						 xn->kp.grid, xn->kp.block,
 						 xn->kp.scratch_bytes,
-						 xn->kp.args, NULL);
+						 xn->kp.args, &L->extra[i]);
 			break;
 		}
 		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * xn->kp.nargs);
@@ -1324,6 +1337,63 @@ static uint32_t put_traced(struct launch *L, unsigned i, uint8_t *cmd,
 		       npu_ring_global(dev, xn->q, xn->ring), L->s, true);
 	put_ts(cmd + len, tva + 8);
 	return len + 16;
+}
+
+/* A user-kernel node whose packet names this launch's printf buffer: it is
+ * written by every launch, never kept from a prebuilt slot. (While the
+ * profiler runs no slot is prebuilt.) */
+static bool per_launch(const struct xnode *xn)
+{
+	return xn->type == NPU_GRAPH_NODE_KERNEL && xn->kp.function &&
+	       xn->kp.function->mod->uses_printf;
+}
+
+/* Each user-kernel node's printf buffer and profile slot for this launch,
+ * as for a stream launch (npu_ukernel_slots_take); a node for which no
+ * printf buffer is left (every one is held by this or other launches being
+ * queued) runs without one, and that is said on stderr. Caller holds
+ * dev->lock (dropped while waiting for a buffer). */
+static npu_status_t launch_slots_take(struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	unsigned i, printless = 0;
+
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		bool none;
+		npu_status_t st;
+
+		if (xn->type != NPU_GRAPH_NODE_KERNEL || !xn->kp.function)
+			continue;
+		st = npu_ukernel_slots_take(L->dev, xn->kp.function,
+					    xn->kp.block, xn->kp.scratch_bytes,
+					    true, &L->extra[i], &L->uks[i],
+					    &none);
+		if (st)
+			return st;
+		printless += none;
+	}
+	if (printless)
+		fprintf(stderr, "npu: %u kernel node(s) of a graph launch ran "
+			"without a printf buffer (all were in use by launches "
+			"being queued): their printf output is lost\n",
+			printless);
+	return NPU_SUCCESS;
+}
+
+/* Once the launch is queued, its nodes' slots are complete with the
+ * launch's stream point (the join signals it after every node), in stream
+ * order with the stream's other launches; else they are given back. */
+static void launch_slots_end(struct launch *L, bool queued)
+{
+	unsigned i;
+
+	for (i = 0; i < L->x->n; i++) {
+		if (queued)
+			npu_ukernel_slots_track(L->dev, &L->uks[i], L->s->tl,
+						L->P);
+		npu_ukernel_slots_cancel(L->dev, &L->uks[i]);
+	}
 }
 
 static bool same_queue(const struct xnode *a, const struct xnode *b)
@@ -1498,7 +1568,8 @@ static npu_status_t submit_ready(struct launch *L)
 
 			for (i = 0; i < x->n; i++)
 				if (now[i] && job_of[i] == (int)jj) {
-					if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD) {
+					if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD &&
+					    !per_launch(&x->x[i])) {
 						len += x->x[i].plen;	/* prebuilt */
 					} else {
 						k = put_traced(L, i, L->cmd + base + len,
@@ -1932,6 +2003,10 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 			goto fail;
 		}
 	}
+	/* before the entry dependencies: it may wait for a printf buffer */
+	st = launch_slots_take(L);
+	if (st)
+		goto fail;
 	/* a command slot of EXEC_SLOTS: wait for the launch that used it */
 	if (L->n > EXEC_SLOTS &&
 	    npu_tl_wait_locked(dev, x->done, L->n - EXEC_SLOTS)) {
@@ -2024,6 +2099,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		npu_tl_put(dev, avail[i].t);
 	}
 	st = submit_ready(L);
+	launch_slots_end(L, !st);
 	atomic_fetch_add(&st_launches, 1);
 	if (x->has_host && !st) {
 		pthread_t th;
@@ -2048,6 +2124,8 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	pthread_mutex_unlock(&x->lock);
 	return st;
 fail:
+	if (L->x)
+		launch_slots_end(L, false);
 	if (L->host_tl)
 		npu_tl_put(dev, L->host_tl);
 	for (i = 0; i < L->nentry; i++)

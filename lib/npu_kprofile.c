@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * npu_kprofile.c - profiles of user kernels (Documentation/lib/profiling.rst):
- * while the profiler runs, each user-kernel launch gets a statistics record
+ * while the profiler runs, each user-kernel launch (a stream launch, or a
+ * kernel node of a graph launch) gets a statistics record
  * and a PC-sampling trace buffer (pinned memory, a pool); when a
  * synchronize or a query sees the launch complete, its counters are added
  * to its kernel's profile and its samples to per-source-line counts (the

@@ -201,4 +201,26 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 	return npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, point);
 }
 
+/* The per-launch buffers of one launch of a user kernel (dev->lock held):
+ * a device printf buffer when its module calls printf (npu_printf.c), a
+ * statistics and sample slot while the profiler runs (npu_kprofile.c; none
+ * free: the launch goes unprofiled and is counted). Their addresses go
+ * into extra's fields. Without a printf buffer a launch fails, unless
+ * printless_ok (a graph launch with more printing nodes than buffers):
+ * then it goes without one and *printless says so. Once the launch's
+ * packet is queued, track them with the (timeline, point) that says it is
+ * complete; else cancel them. */
+struct ukernel_slots {
+	int printf_slot;		/* -1: none */
+	int profile_slot;		/* -1: none */
+};
+npu_status_t npu_ukernel_slots_take(struct device *dev, npu_function_t f,
+				    npu_dim3 block, uint64_t scratch_bytes,
+				    bool printless_ok,
+				    struct npu_pkt_launch_code *extra,
+				    struct ukernel_slots *sl, bool *printless);
+void npu_ukernel_slots_track(struct device *dev, struct ukernel_slots *sl,
+			     struct tl *tl, uint64_t point);
+void npu_ukernel_slots_cancel(struct device *dev, struct ukernel_slots *sl);
+
 #endif /* NPU_MODULE_H */

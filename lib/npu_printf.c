@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * npu_printf.c - device printf (as CUDA's): each launch of a kernel that
- * calls npu_printf gets a buffer from a pool of pinned memory; when a
+ * calls npu_printf (a stream launch, or a kernel node of a graph launch)
+ * gets a buffer from a pool of pinned memory; when a
  * synchronize or a query sees the launch complete, its records are
  * formatted here and written to stdout, launches in submission order. A
  * full buffer drops records and the device counts them; the count is

@@ -15,13 +15,12 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       unsigned int scratch_bytes, npu_stream_t stream,
 			       void **args)
 {
-	uint64_t pva = 0, point = 0;
+	uint64_t point = 0;
 	struct npu_pkt_launch_code extra, *x = NULL;
 	const struct npu_code_desc *k;
 	struct device *dev;
 	struct npu_stream *s;
-	uint32_t pbytes = 0;
-	int slot = -1, kslot = -1;
+	struct ukernel_slots sl = { -1, -1 };
 	npu_status_t st;
 
 	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
@@ -53,40 +52,86 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
 	}
+	/* printf buffer and profile slot: only when used (a launch's common
+	 * path makes no call a built-in launch does not make) */
 	if (f->mod->uses_printf || npu_tracing()) {
-		memset(&extra, 0, sizeof(extra));
 		x = &extra;
-	}
-	if (f->mod->uses_printf) {
-		st = npu_printf_slot(dev, k->name, &slot, &pva, &pbytes);
+		st = npu_ukernel_slots_take(dev, f, block, scratch_bytes, false,
+					    x, &sl, NULL);
 		if (st)
 			goto out;
-		extra.printf_buf = pva;
-		extra.printf_bytes = pbytes;
+	}
+	st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, args, x,
+				&point);
+	if (!st && x)
+		npu_ukernel_slots_track(dev, &sl, s->tl, point);
+out:
+	if (x)
+		npu_ukernel_slots_cancel(dev, &sl);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_ukernel_slots_take(struct device *dev, npu_function_t f,
+				    npu_dim3 block, uint64_t scratch_bytes,
+				    bool printless_ok,
+				    struct npu_pkt_launch_code *extra,
+				    struct ukernel_slots *sl, bool *printless)
+{
+	const struct npu_code_desc *k = &f->desc;
+	npu_status_t st;
+
+	memset(extra, 0, sizeof(*extra));
+	sl->printf_slot = -1;
+	sl->profile_slot = -1;
+	if (printless)
+		*printless = false;
+	if (f->mod->uses_printf) {
+		npu_status_t before = npu_peek_last_error();
+		uint64_t va;
+		uint32_t bytes;
+
+		st = npu_printf_slot(dev, k->name, &sl->printf_slot, &va, &bytes);
+		if (st && !printless_ok)
+			return st;
+		if (st) {
+			/* not an error of the call: its lines are lost */
+			npu_set_last_error(before);
+			sl->printf_slot = -1;
+			*printless = true;
+		} else {
+			extra->printf_buf = va;
+			extra->printf_bytes = bytes;
+		}
 	}
 	if (npu_tracing() &&
 	    !npu_kprofile_slot(dev, f, block.x * block.y * block.z,
-			       k->scratch_bytes + (uint64_t)scratch_bytes, &kslot,
-			       &extra.stats, &extra.trace, &extra.trace_bytes,
-			       &extra.sample_period))
-		kslot = -1;
-	st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, args,
-				x, &point);
-	if (!st && slot >= 0) {
-		npu_printf_track(dev, slot, s->tl, point);
-		slot = -1;
-	}
-	if (!st && kslot >= 0) {
-		npu_kprofile_track(dev, kslot, s->tl, point);
-		kslot = -1;
-	}
-out:
-	if (slot >= 0)
-		npu_printf_cancel(dev, slot);
-	if (kslot >= 0)
-		npu_kprofile_cancel(dev, kslot);
-	pthread_mutex_unlock(&dev->lock);
-	return st;
+			       k->scratch_bytes + scratch_bytes,
+			       &sl->profile_slot, &extra->stats, &extra->trace,
+			       &extra->trace_bytes, &extra->sample_period))
+		sl->profile_slot = -1;
+	return NPU_SUCCESS;
+}
+
+void npu_ukernel_slots_track(struct device *dev, struct ukernel_slots *sl,
+			     struct tl *tl, uint64_t point)
+{
+	if (sl->printf_slot >= 0)
+		npu_printf_track(dev, sl->printf_slot, tl, point);
+	if (sl->profile_slot >= 0)
+		npu_kprofile_track(dev, sl->profile_slot, tl, point);
+	sl->printf_slot = -1;	/* theirs now: nothing to cancel */
+	sl->profile_slot = -1;
+}
+
+void npu_ukernel_slots_cancel(struct device *dev, struct ukernel_slots *sl)
+{
+	if (sl->printf_slot >= 0)
+		npu_printf_cancel(dev, sl->printf_slot);
+	if (sl->profile_slot >= 0)
+		npu_kprofile_cancel(dev, sl->profile_slot);
+	sl->printf_slot = -1;
+	sl->profile_slot = -1;
 }
 
 npu_status_t npu_kernel_node_params_init(npu_kernel_node_params *p,

@@ -5,7 +5,8 @@
  * message, functions and their attributes, the occupancy calculator,
  * launches checked against CPU references (float arguments, barrier and
  * scratchpad, atomics), streams and events, device printf (content, order,
- * overflow), and a fault that names the kernel and its source line.
+ * overflow) on streams and in graph launches, the profiler on both, and a
+ * fault that names the kernel and its source line.
  */
 #include "tap.h"
 
@@ -29,11 +30,14 @@ static void *slurp(const char *path, size_t *n)
 	fseek(f, 0, SEEK_END);
 	len = ftell(f);
 	fseek(f, 0, SEEK_SET);
-	b = malloc(len > 0 ? (size_t)len : 1);
+	/* NUL-terminated: callers search it as a string */
+	b = malloc(len > 0 ? (size_t)len + 1 : 1);
 	if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
 		free(b);
 		b = NULL;
 	}
+	if (b)
+		((char *)b)[len > 0 ? len : 0] = 0;
 	fclose(f);
 	*n = (size_t)len;
 	return b;
@@ -432,6 +436,230 @@ static void test_printf(npu_module_t m)
 	free(err);
 }
 
+/* The tags of the "# hello N:" lines of out, in order, as "N N ..." */
+static void hello_tags(const char *out, char *tags, size_t size)
+{
+	size_t len = 0;
+
+	tags[0] = 0;
+	for (const char *q = out; q && (q = strstr(q, "# hello ")); q++) {
+		int tag = atoi(q + 8);
+
+		len += (size_t)snprintf(tags + len, len < size ? size - len : 0,
+					"%s%d", len ? " " : "", tag);
+		if (len >= size)
+			break;
+	}
+}
+
+struct gpf {
+	npu_module_t m;
+	int captured;		/* built by stream capture, else by nodes */
+	int host;		/* a host node between the two nodes */
+	int tag0;		/* nodes print tag0, tag0 + 1; then tag0 + 2 */
+};
+
+static void host_step(void *p)
+{
+	(*(int *)p)++;
+}
+
+/* Two printing kernel nodes (the second after the first), launched twice;
+ * the executable graph destroyed with both launches pending; then a stream
+ * launch, and what sees them complete: an event synchronize (captured), a
+ * stream query (with a host node) or a stream synchronize. */
+static void run_graph_hello(void *p)
+{
+	struct gpf *x = p;
+	npu_function_t f;
+	npu_kernel_node_params kp[2];
+	npu_graph_node_t nd[2], hn, *pred;
+	npu_graph_t g;
+	npu_graph_exec_t ge;
+	npu_stream_t s;
+	int tag[2] = { x->tag0, x->tag0 + 1 }, last = x->tag0 + 2, steps = 0;
+	double xv = 0.5;
+	void *args[2][2] = { { &tag[0], &xv }, { &tag[1], &xv } };
+	void *largs[2] = { &last, &xv };
+
+	MUST(npu_module_get_function(&f, x->m, "hello"));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	if (x->captured) {
+		MUST(npu_stream_begin_capture(s, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+		for (int i = 0; i < 2; i++)
+			MUST(npu_launch_kernel(f, npu_grid(1, 1, 1),
+					       npu_grid(2, 1, 1), 0, s, args[i]));
+		MUST(npu_stream_end_capture(s, &g));
+	} else {
+		MUST(npu_graph_create(&g, 0));
+		for (int i = 0; i < 2; i++) {
+			MUST(npu_kernel_node_params_init(&kp[i], f,
+							 npu_grid(1, 1, 1),
+							 npu_grid(2, 1, 1), 0,
+							 args[i]));
+			pred = i ? nd : NULL;
+			if (i && x->host) {
+				MUST(npu_graph_add_host_node(&hn, g, nd, 1,
+							     host_step, &steps));
+				pred = &hn;
+			}
+			MUST(npu_graph_add_kernel_node(&nd[i], g, pred,
+						       i ? 1 : 0, &kp[i]));
+		}
+	}
+	MUST(npu_graph_instantiate(&ge, g, 0));
+	MUST(npu_graph_launch(ge, s));
+	MUST(npu_graph_launch(ge, s));
+	MUST(npu_graph_exec_destroy(ge));
+	MUST(npu_launch_kernel(f, npu_grid(1, 1, 1), npu_grid(2, 1, 1), 0, s,
+			       largs));
+	if (x->captured) {
+		npu_event_t e;
+
+		MUST(npu_event_create(&e, 0));
+		MUST(npu_event_record(e, s));
+		MUST(npu_event_synchronize(e));
+		MUST(npu_event_destroy(e));
+	} else if (x->host) {
+		npu_status_t st;
+
+		while ((st = npu_stream_query(s)) == NPU_ERROR_NOT_READY)
+			usleep(1000);
+		MUST(st);
+	} else {
+		MUST(npu_stream_synchronize(s));
+	}
+	if (x->host && steps != 2)
+		tap_diag("the host node ran %d times", steps);
+	MUST(npu_graph_destroy(g));
+	MUST(npu_stream_destroy(s));
+}
+
+/* A graph of one printing node launched more times than there are printf
+ * buffers, with no synchronize in between. */
+static void run_graph_many(void *p)
+{
+	struct gpf *x = p;
+	npu_function_t f;
+	npu_kernel_node_params kp;
+	npu_graph_node_t nd;
+	npu_graph_t g;
+	npu_graph_exec_t ge;
+	int tag = x->tag0;
+	double xv = 1;
+	void *args[2] = { &tag, &xv };
+
+	MUST(npu_module_get_function(&f, x->m, "hello"));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_kernel_node_params_init(&kp, f, npu_grid(1, 1, 1),
+					 npu_grid(1, 1, 1), 0, args));
+	MUST(npu_graph_add_kernel_node(&nd, g, NULL, 0, &kp));
+	MUST(npu_graph_instantiate(&ge, g, 0));
+	for (int i = 0; i < 70; i++)
+		MUST(npu_graph_launch(ge, NULL));
+	MUST(npu_device_synchronize());
+	MUST(npu_graph_exec_destroy(ge));
+	MUST(npu_graph_destroy(g));
+}
+
+static char *out_of_graph;
+
+/* chatty (overflows its buffer) then hello in one graph, then a stream
+ * launch of hello; stdout into out_of_graph */
+static void run_graph_chatty(void *p)
+{
+	struct gpf *x = p;
+	npu_function_t fc, fh;
+	npu_kernel_node_params kp[2];
+	npu_graph_node_t nd[2];
+	npu_graph_t g;
+	npu_graph_exec_t ge;
+	int lines = 24, tag = x->tag0, last = x->tag0 + 1;
+	double xv = 2;
+	void *cargs[1] = { &lines }, *hargs[2] = { &tag, &xv };
+	void *largs[2] = { &last, &xv };
+
+	MUST(npu_module_get_function(&fc, x->m, "chatty"));
+	MUST(npu_module_get_function(&fh, x->m, "hello"));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_kernel_node_params_init(&kp[0], fc, npu_grid(4, 1, 1),
+					 npu_grid(16, 1, 1), 0, cargs));
+	MUST(npu_kernel_node_params_init(&kp[1], fh, npu_grid(1, 1, 1),
+					 npu_grid(1, 1, 1), 0, hargs));
+	MUST(npu_graph_add_kernel_node(&nd[0], g, NULL, 0, &kp[0]));
+	MUST(npu_graph_add_kernel_node(&nd[1], g, nd, 1, &kp[1]));
+	MUST(npu_graph_instantiate(&ge, g, 0));
+	MUST(npu_graph_launch(ge, NULL));
+	MUST(npu_launch_kernel(fh, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0, NULL,
+			       largs));
+	MUST(npu_device_synchronize());
+	MUST(npu_graph_exec_destroy(ge));
+	MUST(npu_graph_destroy(g));
+}
+
+static void run_graph_chatty_err(void *p)
+{
+	out_of_graph = capture(1, run_graph_chatty, p);
+}
+
+/* Device printf in graph launches: each launch prints when a synchronize
+ * sees it complete, in stream order with the stream's other launches. */
+static void test_graph_printf(npu_module_t m)
+{
+	struct gpf x = { .m = m, .tag0 = 21 };
+	char tags[256], *out, *err;
+	const char *want = "21 21 22 22 21 21 22 22 23 23";
+
+	out = capture(1, run_graph_hello, &x);
+	hello_tags(out ? out : "", tags, sizeof(tags));
+	tap_ok(!strcmp(tags, want), "a graph of two printing nodes, launched "
+	       "twice, then a stream launch, a stream synchronize: %s (wanted %s)",
+	       tags, want);
+	free(out);
+	x.captured = 1;
+	x.tag0 = 31;
+	want = "31 31 32 32 31 31 32 32 33 33";
+	out = capture(1, run_graph_hello, &x);
+	hello_tags(out ? out : "", tags, sizeof(tags));
+	tap_ok(!strcmp(tags, want), "the same graph by stream capture, an event "
+	       "synchronize: %s (wanted %s)", tags, want);
+	free(out);
+	x.captured = 0;
+	x.host = 1;
+	x.tag0 = 61;
+	want = "61 61 62 62 61 61 62 62 63 63";
+	out = capture(1, run_graph_hello, &x);
+	hello_tags(out ? out : "", tags, sizeof(tags));
+	tap_ok(!strcmp(tags, want), "the same with a host node between the two "
+	       "(the second is queued by the launch's host thread), stream queries: "
+	       "%s (wanted "
+	       "%s)", tags, want);
+	free(out);
+	x.host = 0;
+	x.tag0 = 41;
+	out = capture(1, run_graph_many, &x);
+	tap_ok(out && count_lines(out, "# hello 41:") == 70,
+	       "70 launches of a graph, no synchronize between: each printed "
+	       "(%d lines)", out ? count_lines(out, "# hello 41:") : -1);
+	free(out);
+	x.tag0 = 51;
+	err = capture(2, run_graph_chatty_err, &x);
+	out = out_of_graph;
+	hello_tags(out ? out : "", tags, sizeof(tags));
+	tap_ok(out && count_lines(out, "# chatty") > 100 &&
+	       count_lines(out, "# chatty") < 64 * 24 && !strcmp(tags, "51 52") &&
+	       strstr(out, "# hello 51:") > strstr(out, "# chatty"),
+	       "a graph node overflowing its printf buffer keeps what fits "
+	       "(%d lines); the next node and a stream launch print (%s)",
+	       out ? count_lines(out, "# chatty") : -1, tags);
+	tap_ok(err && strstr(err, "lost") && strstr(err, "chatty") &&
+	       count_lines(err, "lost") == 1,
+	       "the graph launch's loss is reported with a count: %s",
+	       err ? err : "");
+	free(out);
+	free(err);
+}
+
 /* Mapped pinned memory: kernels use it through its device pointer. */
 static void test_mapped(npu_module_t m)
 {
@@ -799,6 +1027,111 @@ static void test_profile(npu_module_t m)
 	npu_free(c);
 }
 
+
+static void run_chain(void *p)
+{
+	MUST(npu_graph_launch(p, NULL));
+	MUST(npu_device_synchronize());
+}
+
+/* The profiler on graph launches: each user-kernel node of each launch is
+ * profiled like a stream launch; with every statistics buffer in use a
+ * node goes unprofiled and the report counts it. */
+static void test_graph_profile(npu_module_t m)
+{
+	enum { CHAIN = 130 };	/* more nodes than statistics buffers (128) */
+	npu_function_t fma, noargs;
+	npu_kernel_profile prof[8];
+	const npu_kernel_profile *pf, *pn;
+	npu_kernel_node_params kp;
+	npu_graph_node_t nd, *chain = calloc(CHAIN, sizeof(*chain));
+	npu_graph_t g, cg;
+	npu_graph_exec_t ge, cge;
+	unsigned T = prop.unit_threads, iters = 500, grid = 2 * prop.compute_units;
+	uint64_t stalls = 0, sampled = 0;
+	void *out, *args[2] = { &out, &iters };
+	size_t np = 8;
+	char *rep, *err;
+
+	MUST(npu_module_get_function(&fma, m, "fma_chain"));
+	MUST(npu_module_get_function(&noargs, m, "noargs"));
+	MUST(npu_malloc(&out, 4 * 4096));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_kernel_node_params_init(&kp, fma, npu_grid(grid, 1, 1),
+					 npu_grid(T / 2, 1, 1), 0, args));
+	MUST(npu_graph_add_kernel_node(&nd, g, NULL, 0, &kp));
+	MUST(npu_graph_instantiate(&ge, g, 0));
+	MUST(npu_device_synchronize());
+	MUST(npu_profiler_start());
+	MUST(npu_graph_launch(ge, NULL));
+	MUST(npu_graph_launch(ge, NULL));
+	MUST(npu_device_synchronize());
+	ST(npu_profile_get_kernels(prof, &np), NPU_SUCCESS,
+	   "kernel profiles after graph launches");
+	pf = find_prof(prof, np, "fma_chain");
+	tap_ok(np == 1 && pf && pf->launches == 2 &&
+	       pf->blocks == 2ull * grid &&
+	       pf->instructions > 2ull * iters * grid * (T / 2),
+	       "two graph launches of fma_chain profiled: %llu launch(es), %llu "
+	       "blocks, %llu instructions", pf ? (unsigned long long)pf->launches : 0,
+	       pf ? (unsigned long long)pf->blocks : 0,
+	       pf ? (unsigned long long)pf->instructions : 0);
+	if (pf) {
+		for (int i = 0; i < NPU_PROFILE_STALLS; i++) {
+			stalls += pf->stall[i];
+			sampled += pf->sample_stall[i];
+		}
+		tap_ok(stalls == pf->thread_cycles && pf->samples > 10 &&
+		       sampled == pf->samples && !pf->memory_bound,
+		       "its stall reasons sum to its thread-cycles (%llu) and its "
+		       "%llu PC samples by reason to %llu; compute-bound",
+		       (unsigned long long)stalls,
+		       (unsigned long long)pf->samples,
+		       (unsigned long long)sampled);
+	} else {
+		tap_ok(0, "its stall reasons");
+	}
+	rep = capture(1, report_to, NULL);
+	tap_ok(rep && strstr(rep, "fma_chain") && strstr(rep, "2 launch(es)") &&
+	       strstr(rep, "hot spots") && !strstr(rep, "not profiled"),
+	       "the report has the graph's kernel, its launches and hot spots");
+	free(rep);
+
+	/* a chain of CHAIN nodes: one launch takes every statistics buffer */
+	MUST(npu_graph_create(&cg, 0));
+	MUST(npu_kernel_node_params_init(&kp, noargs, npu_grid(1, 1, 1),
+					 npu_grid(1, 1, 1), 0, NULL));
+	for (int i = 0; i < CHAIN; i++)
+		MUST(npu_graph_add_kernel_node(&chain[i], cg, i ? &chain[i - 1] : NULL,
+					       i ? 1 : 0, &kp));
+	MUST(npu_graph_instantiate(&cge, cg, 0));
+	err = capture(2, run_chain, cge);
+	/* its module calls printf: 64 nodes get the 64 printf buffers */
+	tap_ok(err && strstr(err, "npu: 66 kernel node(s) of a graph launch ran "
+			     "without a printf buffer"),
+	       "the 66 nodes left without a printf buffer are reported: %s",
+	       err ? err : "");
+	free(err);
+	np = 8;
+	MUST(npu_profile_get_kernels(prof, &np));
+	pn = find_prof(prof, np, "noargs");
+	tap_ok(pn && pn->launches == 128, "a launch of %d nodes: 128 profiled "
+	       "(%llu)", CHAIN, pn ? (unsigned long long)pn->launches : 0);
+	rep = capture(1, report_to, NULL);
+	tap_ok(rep && strstr(rep, "(2 launch(es) not profiled"),
+	       "and the report counts the 2 that were not");
+	if (rep && !strstr(rep, "(2 launch(es) not profiled"))
+		tap_diag("%s", rep);
+	free(rep);
+	MUST(npu_profiler_stop());
+	MUST(npu_graph_exec_destroy(ge));
+	MUST(npu_graph_exec_destroy(cge));
+	MUST(npu_graph_destroy(g));
+	MUST(npu_graph_destroy(cg));
+	npu_free(out);
+	free(chain);
+}
+
 /* The instruction trace of one block as a Chrome/Perfetto timeline, and
  * its picture (npu-timeline). */
 static void test_itrace(npu_module_t m)
@@ -964,9 +1297,11 @@ int main(int argc, char **argv)
 	test_printf(m);
 	test_mapped(m);
 	test_graphs(m);
+	test_graph_printf(m);
 	test_tune(m);
 	test_two_processes(m, exe);
 	test_profile(m);
+	test_graph_profile(m);
 	test_itrace(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
