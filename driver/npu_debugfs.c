@@ -102,6 +102,8 @@ void npu_debugfs_create(struct npu_device *ndev, struct dentry *root)
 			    &npu_debugfs_rings_fops);
 	debugfs_create_file("contexts", 0444, root, ndev,
 			    &npu_debugfs_contexts_fops);
+	/* for tests: hold a timed-out ring this long before resetting it */
+	debugfs_create_u32("reset_delay_ms", 0600, root, &ndev->reset_delay_ms);
 }
 
 /**

@@ -150,6 +150,8 @@ struct npu_ring {
  * @sched_wq: per-CPU high-priority workqueue running the schedulers'
  *	run_job and free_job work (kernels whose scheduler uses a workqueue)
  * @sysfs_done: sysfs group created
+ * @reset_delay_ms: debugfs test knob: a timed-out ring waits this long
+ *	between stopping its scheduler and its reset
  */
 struct npu_device {
 	struct drm_device drm;
@@ -184,6 +186,7 @@ struct npu_device {
 	wait_queue_head_t jobs_wq;
 	struct workqueue_struct *sched_wq;
 	bool sysfs_done;
+	u32 reset_delay_ms;
 };
 
 #define to_npu_device(d) container_of(d, struct npu_device, drm)
@@ -379,16 +382,14 @@ struct npu_file {
  *	it is freed
  * @nmaps: entries in @maps
  * @ring: ring the job ran on (set by run_job)
- * @hw_fence: hardware fence of the current run (referenced)
- * @spare_fence: fence allocated at submit for the first run
- * @seqno: seqno of the current run
+ * @hw_fence: hardware fence (referenced), set by run_job
+ * @spare_fence: fence allocated at submit, used by run_job
+ * @seqno: seqno on its ring
  * @node: entry in &npu_ring.pending, protected by &npu_ring.lock
  * @ctx_seq: position in the context's push order
  * @ctx_link: entry in &npu_ctx.jobs from push to free
  * @done: finished fence, referenced while on &npu_ctx.jobs
  * @on_ring: @node is linked
- * @hw_done: the device finished the job before a ring reset; a
- *	resubmission only signals its fence
  */
 struct npu_job {
 	struct drm_sched_job base;
@@ -409,7 +410,6 @@ struct npu_job {
 	struct list_head ctx_link;
 	struct dma_fence *done;
 	bool on_ring;
-	bool hw_done;
 };
 
 #define to_npu_job(j) container_of(j, struct npu_job, base)
@@ -523,7 +523,6 @@ struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job);
 void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad);
 void npu_ring_fail_all(struct npu_ring *ring, int error);
 struct npu_fence *npu_fence_alloc(gfp_t gfp);
-struct dma_fence *npu_fence_signaled(struct npu_ring *ring, int error);
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 		      u32 ring, u32 cause, u32 info, u64 addr,
 		      const struct drm_npu_get_fault *where);

@@ -16,6 +16,7 @@
  * prepared jobs are cleaned up: nothing is queued, nothing is signalled.
  */
 #include <linux/capability.h>
+#include <linux/delay.h>
 #include <linux/dma-fence-chain.h>
 #include <linux/dma-resv.h>
 #include <linux/slab.h>
@@ -247,10 +248,8 @@ static struct dma_fence *npu_sched_run_job(struct drm_sched_job *sched_job)
 	struct npu_job *job = to_npu_job(sched_job);
 	int error = sched_job->s_fence->finished.error;
 
-	if (job->hw_done)	/* finished before a ring reset */
-		return npu_fence_signaled(ring, 0);
-	if (error)		/* guilty, or its queue was killed */
-		return npu_fence_signaled(ring, error);
+	if (error)		/* its queue was killed: the scheduler ends it */
+		return ERR_PTR(error);
 	return npu_ring_run(ring, job);
 }
 
@@ -262,8 +261,10 @@ npu_sched_timedout_job(struct drm_sched_job *sched_job)
 	struct npu_job *job = to_npu_job(sched_job);
 
 	drm_sched_stop(&ring->sched, sched_job);
+	/* debugfs test knob: lets a job complete in this window */
+	if (ring->ndev->reset_delay_ms)
+		msleep(ring->ndev->reset_delay_ms);
 	npu_ring_reset(ring, job);
-	drm_sched_resubmit_jobs(&ring->sched);
 	npu_sched_start(&ring->sched);
 	return DRM_GPU_SCHED_STAT_NOMINAL;
 }

@@ -54,33 +54,6 @@ struct npu_fence *npu_fence_alloc(gfp_t gfp)
 }
 
 /**
- * npu_fence_signaled() - a fence of @ring that is already signalled
- * @ring: ring (fence context)
- * @error: error to carry, or 0
- *
- * Used by run_job for jobs that must not reach the hardware.
- *
- * Return: the fence, or an ERR_PTR when out of memory.
- */
-struct dma_fence *npu_fence_signaled(struct npu_ring *ring, int error)
-{
-	struct npu_fence *f = npu_fence_alloc(GFP_NOWAIT);
-	unsigned long flags;
-
-	if (!f)
-		return ERR_PTR(error ?: -ENOMEM);
-	f->ring_index = ring->index;
-	spin_lock_irqsave(&ring->lock, flags);
-	dma_fence_init(&f->base, &npu_fence_ops, &ring->fence_lock,
-		       ring->fence_context, ring->seqno);
-	spin_unlock_irqrestore(&ring->lock, flags);
-	if (error)
-		dma_fence_set_error(&f->base, error);
-	dma_fence_signal(&f->base);
-	return &f->base;
-}
-
-/**
  * npu_fault_record() - record an error hit by a job of @nfile
  * @nfile: file
  * @kind: DRM_NPU_FAULT_*
@@ -158,10 +131,10 @@ static void npu_ring_emit_job(struct npu_ring *ring, struct npu_job *job)
  * @ring: ring chosen by the scheduler
  * @job: job
  *
- * Called from the scheduler's run_job (also on resubmission after a reset).
+ * Called from the scheduler's run_job, once per job.
  *
- * Return: the job's new hardware fence (a reference for the scheduler), or
- * an ERR_PTR.
+ * Return: the job's hardware fence (a reference for the scheduler), or an
+ * ERR_PTR.
  */
 struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job)
 {
@@ -180,7 +153,7 @@ struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job)
 
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		kfree(f);
-		return npu_fence_signaled(ring, -ENODEV);
+		return ERR_PTR(-ENODEV);
 	}
 
 	spin_lock_irqsave(&ring->lock, flags);
@@ -188,7 +161,6 @@ struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job)
 	job->ring = ring;
 	dma_fence_init(&f->base, &npu_fence_ops, &ring->fence_lock,
 		       ring->fence_context, job->seqno);
-	dma_fence_put(job->hw_fence);
 	job->hw_fence = dma_fence_get(&f->base);
 	npu_ring_emit_job(ring, job);
 	list_add_tail(&job->node, &ring->pending);
@@ -366,16 +338,19 @@ void npu_ring_fail_all(struct npu_ring *ring, int error)
  * @bad: the job that timed out
  *
  * Stops the ring, then sorts its jobs by the last seqno the device wrote:
- * jobs that finished are marked done (run_job will not send them again);
- * @bad gets -ETIMEDOUT; the jobs queued behind it never started, so they
- * stay on the scheduler's pending list and drm_sched_resubmit_jobs() writes
- * them to the ring again. Every old hardware fence is signalled (nobody waits
- * on them: drm_sched_stop() removed the scheduler's callbacks). Finally the
- * ring is reprogrammed.
+ * jobs that finished retire as they would have; @bad, unless it finished
+ * in the meantime, retires with -ETIMEDOUT; the jobs queued behind it never
+ * started (a ring runs one job at a time, in order), so they are written to
+ * the reprogrammed ring again, with the hardware fences they have. Nothing
+ * runs twice: a job that completed after drm_sched_stop() was retired by
+ * the interrupt and is no longer on the ring. Finally every job on the
+ * scheduler's pending list gets its hardware fence back as parent (which
+ * drm_sched_stop() dropped), for drm_sched_start().
  */
 void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 {
 	struct npu_device *ndev = ring->ndev;
+	struct drm_sched_job *sched_job;
 	struct npu_job *job, *tmp;
 	unsigned long flags;
 	bool hw;
@@ -392,33 +367,34 @@ void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 		npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
 	seq = READ_ONCE(*ring->fence_cpu);
 	list_for_each_entry_safe(job, tmp, &ring->pending, node) {
-		struct dma_fence *f = job->hw_fence;
-		int err = -ECANCELED;
-
-		list_del_init(&job->node);
-		job->on_ring = false;
 		if (npu_seqno_passed(seq, job->seqno)) {
-			job->hw_done = true;
-			err = 0;
-			ring->completed = job->seqno;
+			npu_ring_retire_job(ring, job, 0);
 		} else if (job == bad) {
-			err = -ETIMEDOUT;
 			npu_fault_record(bad->nfile, DRM_NPU_FAULT_TIMEOUT,
 					 bad->queue_id, ring->index, 0, 0, 0,
 					 NULL);
-			dma_fence_set_error(&bad->base.s_fence->finished, err);
-			ring->stats_failed++;
+			npu_ring_retire_job(ring, job, -ETIMEDOUT);
 		}
-		if (err && !f->error)
-			dma_fence_set_error(f, err);
-		dma_fence_signal(f);
 	}
 	ring->stats_resets++;
 	if (hw) {
 		npu_ring_hw_program(ring);
+		list_for_each_entry(job, &ring->pending, node)
+			npu_ring_emit_job(ring, job);
+		npu_ring_wr(ring, NPU_RING_TAIL, ring->tail);
 		drm_dev_exit(idx);
+	} else {
+		list_for_each_entry_safe(job, tmp, &ring->pending, node)
+			npu_ring_retire_job(ring, job, -ENODEV);
 	}
 	spin_unlock_irqrestore(&ring->lock, flags);
+
+	/* the scheduler is stopped: its pending list holds still */
+	list_for_each_entry(sched_job, &ring->sched.pending_list, list) {
+		job = to_npu_job(sched_job);
+		if (!sched_job->s_fence->parent && job->hw_fence)
+			sched_job->s_fence->parent = dma_fence_get(job->hw_fence);
+	}
 }
 
 /**

@@ -6,6 +6,8 @@
  * jobs in flight. Names follow IGT's panfrost_submit / msm tests where the
  * case is the same.
  */
+#include <fcntl.h>
+#include <glob.h>
 #include <sys/wait.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
@@ -447,6 +449,89 @@ TEST_F(rec, pan_submit_error_hang_recovery)
 	ASSERT_EQ(npu_syncobj_error(self->fd, so2), 0);
 	ASSERT_EQ(((uint32_t *)b.map)[0], 0x600d);
 
+	/* the ring works after the reset */
+	ASSERT_EQ(child_work(0, 5), 0);
+}
+
+/* Sum of the device's ring resets (sysfs npu/resets); -1 if absent. */
+static long ring_resets(void)
+{
+	glob_t g;
+	long v = -1;
+	FILE *f;
+
+	if (glob("/sys/bus/pci/drivers/npu/0000:*/npu/resets", 0, NULL, &g))
+		return -1;
+	f = fopen(g.gl_pathv[0], "r");
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	globfree(&g);
+	return v;
+}
+
+/* Write the debugfs knob that holds a timed-out ring between stopping its
+ * scheduler and resetting it; false if debugfs or the knob is missing. */
+static bool set_reset_delay_ms(unsigned int ms)
+{
+	char buf[16];
+	glob_t g;
+	bool ok;
+	int fd;
+
+	if (glob("/sys/kernel/debug/{accel,dri}/*/reset_delay_ms", GLOB_BRACE,
+		 NULL, &g))
+		return false;
+	fd = open(g.gl_pathv[0], O_WRONLY);
+	globfree(&g);
+	if (fd < 0)
+		return false;
+	snprintf(buf, sizeof(buf), "%u", ms);
+	ok = write(fd, buf, strlen(buf)) == (ssize_t)strlen(buf);
+	close(fd);
+	return ok;
+}
+
+/*
+ * A job that times out but completes while its ring is being recovered
+ * (after the scheduler stopped, before the ring reset) ran once and
+ * succeeded: it must not run again. Its first commands copy a to b, then
+ * overwrite a: a second run would copy the new a into b.
+ */
+TEST_F(rec, timed_out_job_completing_during_reset_runs_once)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	uint64_t spin_ns = (timeout_ms + 300) * 1000000ull;
+	struct npu_bo a, b;
+	long resets;
+	uint64_t va;
+	uint32_t size;
+
+	if (!set_reset_delay_ms(1000))
+		SKIP(return, "no debugfs reset_delay_ms");
+	resets = ring_resets();
+	ASSERT_GE(resets, 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &a), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &b), 0);
+	((uint32_t *)a.map)[0] = 0x1111;
+	((uint32_t *)b.map)[0] = 0;
+	npu_emit_copy(&self->cmd, a.va, b.va, 4);
+	npu_emit_fill(&self->cmd, a.va, 0x2222, 4);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, &spin_ns);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	/* long enough for a second run and a second timeout to show */
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->so,
+				   (3 * timeout_ms + 4000) * 1000000ull), 0);
+	set_reset_delay_ms(0);
+	/* the timeout fired once, and the job's own completion counted */
+	EXPECT_EQ(ring_resets(), resets + 1);
+	EXPECT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+	EXPECT_EQ(((uint32_t *)b.map)[0], 0x1111);
+	EXPECT_EQ(((uint32_t *)a.map)[0], 0x2222);
 	/* the ring works after the reset */
 	ASSERT_EQ(child_work(0, 5), 0);
 }
