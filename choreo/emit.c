@@ -380,8 +380,8 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		fputs("\tif (n_ > m_)\n\t\tNPU_CO_TRAP();\n", o);
 	else
 		fprintf(o, "\tif (n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
-			"\t\tnpu__bad = 1;\n\t\tn_ = 0;\n\t}\n", emit_path_literal(),
-			d->loc.line);
+			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n"
+			"\t}\n", emit_path_literal(), d->loc.line);
 	emit_indent(em);
 	fprintf(o, "\tfor (long long i_ = 0; i_ < n_; i_++)\n");
 	emit_indent(em);
@@ -390,22 +390,37 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	fputs("}\n", o);
 }
 
-/* in a block with threads, block-level side effects are done once, by
- * thread 0 (values of locals are computed by every thread) */
+/* does writing s's data touch memory other threads see: shared data and
+ * the host's (a kernel's local data is private to each thread) */
+static bool visible(const struct sym *s)
+{
+	return s->level == 0 || s->storage == ST_SHARED;
+}
+
+/* In a block with threads, block-level side effects on visible memory are
+ * done once, by thread 0; everything else (locals, local data) by every
+ * thread alike, so that each thread's private copy holds the values the
+ * block computed. */
 static bool single_thread(struct emitter *em, const struct node *s)
 {
+	const struct node *e;
+
 	if (!em->device || s->level != 1 || !em->kernel->nthread_pars ||
 	    em->kernel->grid_is_threads)
 		return false;
 	switch (s->kind) {
 	case N_PRINT:
-	case N_DMA:
 		return true;
+	case N_DMA:
+		return s->kids[1]->kind != N_SPANDECL && visible(s->kids[1]->sym);
 	case N_ASSIGN:
-		return s->kids[0]->kind == E_AT;
+		return s->kids[0]->kind == E_AT && visible(s->kids[0]->sym);
 	case N_EXPRSTMT:
-		return s->kids[0]->kind == E_CALL ||
-		       s->kids[0]->kids[0]->kind == E_AT;
+		e = s->kids[0];
+		if (e->kind == E_CALL)
+			return e->nkids == 2 && e->kids[0]->kind == E_AT &&
+			       visible(e->kids[0]->sym);
+		return e->kids[0]->kind == E_AT && visible(e->kids[0]->sym);
 	default:
 		return false;
 	}
@@ -602,17 +617,8 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		diag_error(s->loc, "not supported yet: this statement");
 	}
 check:
-	/* host: a bad index or copy ends the function with an error */
-	if (!em->device && s->kind != N_PARALLEL && s->kind != N_RETURN) {
-		emit_indent(em);
-		fputs("if (npu__bad) {\n", o);
-		emit_indent(em);
-		fputs("\tnpu__st = NPU_ERROR_INVALID_VALUE;\n", o);
-		emit_indent(em);
-		fputs("\tgoto npu__out;\n", o);
-		emit_indent(em);
-		fputs("}\n", o);
-	}
+	/* host: a bad index or copy has left through npu__out */
+	return;
 }
 
 void emit_block(struct emitter *em, const struct node *b)

@@ -40,8 +40,13 @@ static const char prelude[] =
 "static void npu_co_fail(const char *file, int line, npu_status_t st)\n"
 "{\n"
 "\tfflush(stdout);\n"
-"\tfprintf(stderr, \"%s:%d: error: %s: %s\\n\", file, line,\n"
-"\t\tnpu_status_name(st), npu_last_error_message());\n"
+"\tconst char *msg = npu_last_error_message();\n"
+"\n"
+"\t/* libnpu's message names the status (and a fault's kernel and line) */\n"
+"\tif (msg && *msg)\n"
+"\t\tfprintf(stderr, \"%s:%d: error: %s\\n\", file, line, msg);\n"
+"\telse\n"
+"\t\tfprintf(stderr, \"%s:%d: error: %s\\n\", file, line, npu_status_name(st));\n"
 "}\n"
 "\n"
 "__attribute__((unused))\n"
@@ -64,8 +69,8 @@ static const char prelude[] =
 "#define NPU_CO_HIX(i, n, line, name) __extension__ ({ long long i_ = (i); \\\n"
 "\tif ((unsigned long long)i_ >= (unsigned long long)(n)) { \\\n"
 "\t\tnpu_co_bad_index(NPU_CO_FILE, line, name, i_, (n)); \\\n"
-"\t\tnpu__bad = 1; \\\n"
-"\t\ti_ = 0; \\\n"
+"\t\tnpu__st = NPU_ERROR_INVALID_VALUE; \\\n"
+"\t\tgoto npu__out; \\\n"
 "\t} \\\n"
 "\ti_; })\n"
 "\n"
@@ -178,15 +183,33 @@ static const char prelude[] =
 
 static const struct node *cur_func;
 
-void host_prototype(FILE *o, const struct node *f)
+/* the parameter's name in C: its Choreo name, unless that is a C word */
+static const char *param_name(const struct node *p, bool definition)
+{
+	static const char *const c_words[] = {
+		"auto", "break", "case", "char", "const", "continue", "default",
+		"do", "double", "else", "enum", "extern", "float", "for", "goto",
+		"if", "inline", "int", "long", "register", "restrict", "return",
+		"short", "signed", "sizeof", "static", "struct", "switch",
+		"typedef", "union", "unsigned", "void", "volatile", "while",
+		"npu_ret", "bool", "true", "false",
+	};
+	unsigned i;
+
+	if (definition || !strncmp(p->name, "npu_", 4) || p->name[0] == '_')
+		return p->sym->cname;
+	for (i = 0; i < sizeof(c_words) / sizeof(c_words[0]); i++)
+		if (!strcmp(p->name, c_words[i]))
+			return p->sym->cname;
+	return p->name;
+}
+
+static void prototype(FILE *o, const struct node *f, bool definition)
 {
 	const struct node *params = f->kids[0];
 	int i;
 
-	if (f->type.kind == TY_VOID || f->type.kind == TY_SPAN)
-		fputs("npu_status_t ", o);
-	else
-		fputs("npu_status_t ", o);
+	fputs("npu_status_t ", o);
 	fprintf(o, "%s(", f->name);
 	for (i = 0; i < params->nkids; i++) {
 		const struct node *p = params->kids[i];
@@ -194,11 +217,13 @@ void host_prototype(FILE *o, const struct node *f)
 		if (i)
 			fputs(", ", o);
 		if (p->type.kind == TY_STREAM)
-			fprintf(o, "npu_stream_t %s", p->sym->cname);
+			fprintf(o, "npu_stream_t %s", param_name(p, definition));
 		else if (p->type.kind == TY_SPAN)
-			fprintf(o, "struct npu_choreo_view %s_view", p->sym->cname);
+			fprintf(o, "struct npu_choreo_view %s%s", param_name(p, definition),
+				definition ? "_view" : "");
 		else
-			fprintf(o, "%s %s", c_scalar_type(p->type.elem), p->sym->cname);
+			fprintf(o, "%s %s", c_scalar_type(p->type.elem),
+				param_name(p, definition));
 	}
 	if (f->type.kind == TY_SPAN)
 		fprintf(o, "%sstruct npu_choreo_view *npu_ret", i ? ", " : "");
@@ -207,6 +232,11 @@ void host_prototype(FILE *o, const struct node *f)
 	else if (!i)
 		fputs("void", o);
 	fputc(')', o);
+}
+
+void host_prototype(FILE *o, const struct node *f)
+{
+	prototype(o, f, false);
 }
 
 void host_emit_span_decl(struct emitter *em, const struct node *d)
@@ -287,12 +317,6 @@ void host_emit_return(struct emitter *em, const struct node *r)
 		fprintf(o, "\t*npu_ret = (%s)(", c_scalar_type(f->type.elem));
 		emit_expr(em, r->kids[0]);
 		fputs(");\n", o);
-		emit_indent(em);
-		fputs("\tif (npu__bad) {\n", o);
-		emit_indent(em);
-		fputs("\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n", o);
-		emit_indent(em);
-		fputs("\t}\n", o);
 	}
 	emit_indent(em);
 	fputs("\tgoto npu__out;\n", o);
@@ -357,9 +381,9 @@ void host_emit_launch(struct emitter *em, const struct node *par)
 
 			/* spanned data goes as its device address */
 			if (types[i][strlen(types[i]) - 1] == '*')
-				fprintf(o, "%s&%s_dev", i ? ", " : " ", nm);
+				fprintf(o, "%s(void *)&%s_dev", i ? ", " : " ", nm);
 			else
-				fprintf(o, "%s&%s", i ? ", " : " ", nm);
+				fprintf(o, "%s(void *)&%s", i ? ", " : " ", nm);
 		}
 		fputs(" };\n", o);
 	} else {
@@ -463,12 +487,12 @@ static void emit_function(FILE *o, const struct node *f, struct program *prog)
 	em.kernel = prog->kernels;
 	cur_func = f;
 	emit_line(&em, f->loc);
-	host_prototype(o, f);
+	prototype(o, f, true);
 	fputs("\n{\n"
 	      "\tnpu_status_t npu__st = NPU_SUCCESS;\n"
-	      "\tint npu__bad = 0;\n"
+
 	      "\tstruct npu_co_allocs npu__allocs = { NULL, 0, 0 };\n\n"
-	      "\t(void)npu__bad;\n", o);
+	      , o);
 	emit_params(&em, f);
 	if (prog->nkernels) {
 		fputs("\tpthread_once(&npu_co_once, npu_co_load);\n"

@@ -936,8 +936,8 @@ static void check_stmt(struct node *s)
 			break;
 		}
 		a = check_lvalue(s->kids[0]);
-		check_mutable(s->kids[0]);
 		check_assignable(s->kids[1]->loc, a, b);
+		check_mutable(s->kids[0]);
 		if (strcmp(s->name, "="))
 			want_numeric(s->kids[1], b);
 		break;
