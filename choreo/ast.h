@@ -63,6 +63,7 @@ struct node {
 	enum node_kind kind;
 	struct loc loc;
 	char *name;		/* identifier, operator, builtin, string text */
+	char *alias;		/* N_RANGE: the loop variable's own name */
 	long long ival;		/* literal; flags (see below) */
 	double fval;
 	int flag;		/* kind-specific: async, mutable, storage, ... */

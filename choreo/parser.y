@@ -100,7 +100,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
-%type <n> withins within bound ranges range bnd idlist if_stmt
+%type <n> withins within bound ranges range range_of bnd idlist if_stmt
 %type <k> scalar_type async_opt level_opt
 %type <n> stream_opt ret_type
 
@@ -217,6 +217,7 @@ stmt
 		$$->loc = L(@1);
 		$$->flag = $1;
 	}
+	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
 	| WAIT idlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
@@ -446,8 +447,14 @@ ranges
 	| ranges ',' range	{ $$ = node_add($1, $3); }
 	;
 
-/* N_RANGE: kids lower offset, upper offset, step (each may be an empty block) */
+/* N_RANGE: kids lower offset, upper offset, step (each may be an empty
+ * block); name the bounded variable, alias the loop's own name if given */
 range
+	: range_of		{ $$ = $1; }
+	| IDENT '=' range_of	{ $$ = $3; $$->alias = $1; $$->loc = L(@1); }
+	;
+
+range_of
 	: IDENT			{
 		$$ = mk(N_RANGE, @1);
 		$$->name = $1;

@@ -617,6 +617,35 @@ static void declare_withins(struct node *withins)
 		struct node *w = withins->kids[i];
 		struct node *names = w->kids[0], *bounds = w->kids[1];
 
+		/* [a.span]: one bound per dimension of a */
+		for (k = 0; k < bounds->nkids; k++) {
+			struct node *b = bounds->kids[k];
+
+			if (b->kind == E_SPAN && b->ival < 0) {
+				struct node *nb = node_new(N_BLOCK, bounds->loc);
+				struct sym *s = resolve(b);
+				int d, j;
+
+				if (s->type.kind != TY_SPAN)
+					diag_error(b->loc, "type mismatch: '%s' is not spanned "
+						   "data", s->name);
+				for (j = 0; j < bounds->nkids; j++) {
+					if (j != k) {
+						node_add(nb, bounds->kids[j]);
+						continue;
+					}
+					for (d = 0; d < s->type.rank; d++) {
+						struct node *de = node_new(E_SPAN, b->loc);
+
+						de->name = b->name;
+						de->ival = d;
+						node_add(nb, de);
+					}
+				}
+				w->kids[1] = bounds = nb;
+				k = -1;
+			}
+		}
 		for (k = 0; k < bounds->nkids; k++) {
 			struct type t = check_expr(bounds->kids[k]);
 
@@ -768,7 +797,7 @@ static void check_foreach(struct node *f)
 			}
 			/* the bound is evaluated where the variable was declared */
 			id = node_new(E_ID, r->loc);
-			id->name = r->name;
+			id->name = r->alias ? r->alias : r->name;
 			ns = declare_bounded(id, s->ubound, SY_LOOPVAR);
 			ns->decl = r;
 			r->sym = ns;
@@ -938,8 +967,13 @@ static void check_stmt(struct node *s)
 		a = check_lvalue(s->kids[0]);
 		check_assignable(s->kids[1]->loc, a, b);
 		check_mutable(s->kids[0]);
-		if (strcmp(s->name, "="))
+		if (strcmp(s->name, "=")) {
 			want_numeric(s->kids[1], b);
+			if (strchr("%&|^<>", s->name[0]) &&
+			    (!is_integer(a) || !is_integer(b)))
+				diag_error(s->loc, "type mismatch: '%s' needs integers",
+					   s->name);
+		}
 		break;
 	case N_EXPRSTMT:
 		check_expr(s->kids[0]);

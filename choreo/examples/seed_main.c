@@ -78,6 +78,16 @@ int main(void)
 		printf("device memory: %g %g %g\n", fa[0], fa[7], fa[8]);
 		CHECK(npu_free(d));
 	}
+	{
+		struct npu_choreo_view x = b, y = b;
+
+		y.dims[0] = 4;	/* N is 8 by x */
+		st = axpy(2.0f, x, y);
+		printf("N mismatch: %s\n", npu_status_name(st));
+		CHECK(axpy(2.0f, b, b));
+		printf("axpy: %g %g\n", fb[0], fb[7]);
+		bad |= fb[7] != 3.0f * 71;
+	}
 	printf("%s\n", bad || total != 30 ? "FAILED" : "seed ok");
 	return bad || total != 30;
 }
