@@ -114,7 +114,7 @@ static void emit_call(struct emitter *em, const struct node *e)
 	enum elem el;
 
 	if (!strcmp(n, "__min") || !strcmp(n, "__max")) {
-		fputs("({ __typeof__((", em->o);
+		fputs("__extension__ ({ __typeof__((", em->o);
 		emit_expr(em, e->kids[0]);
 		fputs(") + (", em->o);
 		emit_expr(em, e->kids[1]);
@@ -149,7 +149,7 @@ static void emit_call(struct emitter *em, const struct node *e)
 	/* host code runs on one thread: a read-modify-write returning the old
 	 * value (the host does not race the device: launches complete first
 	 * unless .async, and then the host must not touch the data anyway) */
-	fprintf(em->o, "({ %s *p_ = &", c_scalar_type(el));
+	fprintf(em->o, "__extension__ ({ %s *p_ = &", c_scalar_type(el));
 	emit_at(em, at);
 	fprintf(em->o, "; %s o_ = *p_, v_ = (%s)(", c_scalar_type(el),
 		c_scalar_type(el));

@@ -391,9 +391,9 @@ int main(int argc, char **argv)
 	}
 	{
 		char *cc = getenv("CC") ? getenv("CC") : "cc";
-		char *build_argv[] = { cc, "-std=gnu11", "-O2", "-g", "-fPIC", "-pthread",
+		char *build_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
 				       incflag, "-c", host_c, "-o", (char *)out, NULL };
-		char *exe_argv[] = { cc, "-std=gnu11", "-O2", "-g", "-pthread", incflag,
+		char *exe_argv[] = { cc, "-std=c11", "-O2", "-g", "-pthread", incflag,
 				     host_c, "-o", (char *)out, libflag, rpath, "-lnpu",
 				     NULL };
 
