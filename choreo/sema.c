@@ -379,6 +379,7 @@ static struct type check_expr(struct node *e)
 		if (s->kind != SY_FUTURE)
 			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
 		capture(s->target, e->loc);
+		e->sym = s->target;	/* f.data is the buffer f copied into */
 		t = s->target->type;
 		break;
 	case E_COUNT:
@@ -846,9 +847,26 @@ static void check_dma(struct node *d)
 
 		if (dt.kind != TY_SPAN)
 			diag_error(dst->loc, "type mismatch: dma.copy needs spanned data");
+		long long sn = 1, dn = 1, v;
+		bool known = true;
+		int k;
+
 		if (dt.elem != st.elem)
 			diag_error(dst->loc, "type mismatch: dma.copy from %s to %s",
 				   elem_name(st.elem), elem_name(dt.elem));
+		for (k = 0; k < src->sym->type.rank; k++)
+			if (span_dim_const(src->sym, k, &v))
+				sn *= v;
+			else
+				known = false;
+		for (k = 0; k < dst->sym->type.rank; k++)
+			if (span_dim_const(dst->sym, k, &v))
+				dn *= v;
+			else
+				known = false;
+		if (known && sn != dn)
+			diag_error(dst->loc, "type mismatch: dma.copy of %lld elements "
+				   "into %lld", sn, dn);
 	}
 	if (d->nkids > 2) {
 		struct node *f = d->kids[2];
