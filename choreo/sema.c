@@ -700,7 +700,7 @@ static void check_parallel(struct node *p)
 		diag_error(p->loc, "not supported yet: a parallel inside a "
 			   "thread-level parallel");
 	}
-	if (stream->kind == E_ID && (cur_level > 0 || p->ival))
+	if (stream->kind == E_ID && (cur_level > 0 || p->ival || thread_level))
 		diag_error(stream->loc, "stream binding is only allowed on a "
 			   "block-level parallel");
 	parby_parts(p, &names, &nnames, &extents, &nextents);
