@@ -163,6 +163,15 @@ param
 		$$->name = $5;
 		set_span_type(&$$->type, $1, $3);
 	}
+	| STORAGE ETYPE '[' dims ']' IDENT {
+		/* parameters are the caller's (global) memory */
+		if ($1 != ST_GLOBAL)
+			diag_error(L(@1), "not supported yet: %s parameters",
+				   $1 == ST_SHARED ? "shared" : "local");
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $2, $4);
+	}
 	;
 
 scalar_type

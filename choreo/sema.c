@@ -74,7 +74,13 @@ static struct sym *declare(const char *name, enum sym_kind kind,
 {
 	struct sym *s = xmalloc(sizeof(*s));
 	char buf[256];
+	int i;
 
+	for (i = 0; i < scope->n; i++)
+		if (!strcmp(scope->syms[i]->name, name) &&
+		    !(kind == SY_FUTURE && scope->syms[i]->kind == SY_FUTURE))
+			diag_error(decl ? decl->loc : (struct loc){ 0, 0 },
+				   "'%s' is declared already", name);
 	s->kind = kind;
 	s->name = xstrdup(name);
 	s->level = cur_level;
@@ -700,6 +706,8 @@ static void check_parallel(struct node *p)
 		diag_error(p->loc, "not supported yet: a parallel inside a "
 			   "thread-level parallel");
 	}
+	if ((cur_level > 0 || p->ival) && p->flag)
+		diag_error(p->loc, "inner parallel-by level can not be asynchronous");
 	if (stream->kind == E_ID && (cur_level > 0 || p->ival || thread_level))
 		diag_error(stream->loc, "stream binding is only allowed on a "
 			   "block-level parallel");
@@ -762,7 +770,7 @@ static void check_parallel(struct node *p)
 		int saved_loops = loop_depth;
 
 		loop_depth = 0;
-		check_body(p->kids[2]);
+		check_block(p->kids[2]);
 		loop_depth = saved_loops;
 	}
 	pop_scope();
@@ -810,7 +818,7 @@ static void check_foreach(struct node *f)
 	}
 	f->level = cur_level;
 	loop_depth++;
-	check_body(f->kids[1]);
+	check_block(f->kids[1]);	/* the body may not redeclare them */
 	loop_depth--;
 	pop_scope();
 }
