@@ -218,6 +218,20 @@ static struct sym *resolve(struct node *id)
 	return s;
 }
 
+/* an expression checked elsewhere (a bound) used again in a kernel:
+ * capture what it refers to, keeping its bindings */
+static void capture_expr(const struct node *e)
+{
+	int i;
+
+	if (e->sym)
+		capture(e->sym, e->loc);
+	if (e->kind == E_UBOUND && e->kids[0]->sym && e->kids[0]->sym->ubound)
+		capture_expr(e->kids[0]->sym->ubound);
+	for (i = 0; i < e->nkids; i++)
+		capture_expr(e->kids[i]);
+}
+
 static struct type arith(struct type a, struct type b)
 {
 	if (a.elem == EL_F64 || b.elem == EL_F64)
@@ -399,6 +413,7 @@ static struct type check_expr(struct node *e)
 		if (!s->ubound)
 			diag_error(e->loc, "type mismatch: '%s' is not a bounded variable",
 				   s->name);
+		capture_expr(s->ubound);
 		t = scalar(EL_INT);
 		break;
 	case E_CAST:
@@ -813,7 +828,7 @@ static void check_foreach(struct node *f)
 			if (s->level == 0)
 				capture(s, r->loc);	/* the bound's own captures */
 			/* capture what the bound refers to */
-			check_expr(s->ubound);
+			capture_expr(s->ubound);
 		}
 	}
 	f->level = cur_level;
