@@ -273,7 +273,8 @@ decl
 		$$ = $2;
 		for (i = 0; i < $$->nkids; i++) {
 			set_scalar_type(&$$->kids[i]->type, $1);
-			$$->kids[i]->flag = $1 != EL_INT;	/* element types are mutable */
+			/* element types are mutable, int and bool are not */
+			$$->kids[i]->flag = $1 != EL_INT && $1 != EL_BOOL;
 		}
 	}
 	| MUTABLE scalar_type declarators {

@@ -480,8 +480,13 @@ static struct type check_expr(struct node *e)
 /* value of type `from` stored into a `to` */
 static void check_assignable(struct loc loc, struct type to, struct type from)
 {
-	if (to.kind == TY_SCALAR && from.kind == TY_SCALAR)
+	if (to.kind == TY_SCALAR && from.kind == TY_SCALAR) {
+		/* Choreo: `bool b = 0;` is an error */
+		if (to.elem == EL_BOOL && from.elem != EL_BOOL)
+			diag_error(loc, "type mismatch: cannot assign a number to a "
+				   "boolean");
 		return;
+	}
 	if (to.kind == TY_SCALAR && from.kind == TY_SPAN)
 		diag_error(loc, "type mismatch: cannot assign spanned data to a scalar");
 	if (to.kind == TY_SCALAR && from.kind == TY_STRING)
@@ -847,7 +852,6 @@ static void check_dma(struct node *d)
 		diag_error(src->loc, "type mismatch: dma.copy needs spanned data");
 	if (dst->kind == E_ID && !dst->name) {
 		/* `=> shared`: a new buffer shaped like the source */
-		struct sym *b;
 		char name[64];
 
 		if (dst->flag == ST_SHARED && !cur_kernel)
@@ -857,14 +861,11 @@ static void check_dma(struct node *d)
 		dst->kind = N_SPANDECL;
 		dst->name = xstrdup(name);
 		dst->type = src->sym->type;
-		dst->type.dims[0] = dst->type.dims[0];
 		dst->flag = dst->flag == ST_SHARED ? ST_SHARED : ST_LOCAL;
 		if (!cur_kernel)
 			dst->flag = ST_DEFAULT;
 		dst->level = cur_level;
 		check_span_decl(dst);
-		b = dst->sym;
-		(void)b;
 	} else {
 		struct type dt = check_expr(dst);
 
@@ -902,7 +903,7 @@ static void check_dma(struct node *d)
 			diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
 		s = declare(f->name, SY_FUTURE, d);
 		s->type.kind = TY_FUTURE;
-		s->target = dst->kind == N_SPANDECL ? dst->sym : dst->sym;
+		s->target = dst->sym;
 		f->sym = s;
 	}
 }
@@ -995,11 +996,13 @@ static void check_stmt(struct node *s)
 			node_add(s, d);
 			if (b.kind == TY_SPAN)
 				diag_error(d->loc, "not supported yet: aliasing spanned data");
+			if (b.kind == TY_STRING)
+				diag_error(d->loc, "not supported yet: string variables");
 			check_assignable(d->loc, scalar(EL_INT), b);
 			{
 				struct sym *sy = declare(d->name, SY_VAR, d);
 
-				sy->type = b.elem == EL_BOOL || b.kind != TY_SCALAR ? b : b;
+				sy->type = b;
 				d->type = b;
 				d->sym = sy;
 			}
@@ -1138,7 +1141,8 @@ static void check_func(struct node *f)
 			}
 		s = declare(p->name, SY_PARAM, p);
 		s->type = p->type;
-		s->mutable_ = p->type.kind == TY_SCALAR && p->type.elem != EL_INT;
+		s->mutable_ = p->type.kind == TY_SCALAR && p->type.elem != EL_INT &&
+			      p->type.elem != EL_BOOL;
 		p->sym = s;
 	}
 	/* dimension symbols know the parameter that binds them */
