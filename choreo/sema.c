@@ -214,7 +214,11 @@ static struct sym *resolve(struct node *id)
 	id->sym = s;
 	if (s->level > deepest_ref)
 		deepest_ref = s->level;
-	capture(s, id->loc);
+	/* a future is not an argument: the buffer it copied into is */
+	if (s->kind == SY_FUTURE)
+		capture(s->target, id->loc);
+	else
+		capture(s, id->loc);
 	return s;
 }
 
@@ -1176,12 +1180,37 @@ static void check_func(struct node *f)
 	pop_scope();
 }
 
+/* a __co__ function is a C function of the same name */
+static void check_func_name(const struct node *f)
+{
+	static const char *const taken[] = {
+		"auto", "break", "case", "char", "const", "continue", "default",
+		"do", "double", "else", "enum", "extern", "float", "for", "goto",
+		"if", "inline", "int", "long", "register", "restrict", "return",
+		"short", "signed", "sizeof", "static", "struct", "switch",
+		"typedef", "union", "unsigned", "void", "volatile", "while",
+		"main", "printf", "fflush", "memset", "memcpy", "malloc", "free",
+		"realloc", "exit", "abort",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+		if (!strcmp(f->name, taken[i]))
+			diag_error(f->loc, "not supported yet: a __co__ function named "
+				   "'%s' (a C name)", f->name);
+	if (!strncmp(f->name, "npu_", 4) || !strncmp(f->name, "__", 2) ||
+	    strstr(f->name, "__parallel"))
+		diag_error(f->loc, "not supported yet: a __co__ function named '%s' "
+			   "(reserved for generated code)", f->name);
+}
+
 void sema_program(struct program *prog)
 {
 	int i, k;
 
 	program = prog;
 	for (i = 0; i < prog->root->nkids; i++) {
+		check_func_name(prog->root->kids[i]);
 		for (k = 0; k < i; k++)
 			if (!strcmp(prog->root->kids[k]->name, prog->root->kids[i]->name))
 				diag_error(prog->root->kids[i]->loc, "type mismatch: '%s' "
