@@ -233,7 +233,11 @@ static const struct node *pick_entry(struct program *prog, const char *entry)
 	if (n == 1)
 		return found;
 	if (!n) {
-		fprintf(stderr, "npu-choreo: no parameterless __co__ function to run\n");
+		fprintf(stderr, "npu-choreo: no parameterless __co__ function to run "
+			"(functions:");
+		for (i = 0; i < prog->root->nkids; i++)
+			fprintf(stderr, " %s", prog->root->kids[i]->name);
+		fprintf(stderr, "%s)\n", prog->root->nkids ? "" : " none");
 		exit(1);
 	}
 	fprintf(stderr, "npu-choreo: several parameterless __co__ functions, "
