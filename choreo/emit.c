@@ -426,11 +426,68 @@ static bool single_thread(struct emitter *em, const struct node *s)
 	}
 }
 
+/* an atomic or ++/-- on memory other threads see, inside e */
+static const struct node *shared_effect(const struct node *e)
+{
+	const struct node *f;
+	int i;
+
+	if (!e)
+		return NULL;
+	if (e->kind == E_CALL && strncmp(e->name, "__atomic_", 9) == 0 &&
+	    visible(e->kids[0]->sym))
+		return e;
+	if (e->kind == E_INCDEC && e->kids[0]->kind == E_AT &&
+	    visible(e->kids[0]->sym))
+		return e;
+	for (i = 0; i < e->nkids; i++) {
+		f = shared_effect(e->kids[i]);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+/* Block-level code that every thread runs must not change memory the
+ * others see: it would happen once per thread. */
+static void check_every_thread(struct emitter *em, const struct node *s)
+{
+	const struct node *e = NULL;
+	int i;
+
+	if (!em->device || s->level != 1 || !em->kernel->nthread_pars ||
+	    em->kernel->grid_is_threads || single_thread(em, s))
+		return;
+	switch (s->kind) {
+	case N_BLOCK:
+		if (s->flag)
+			for (i = 0; i < s->nkids && !e; i++)
+				e = s->kids[i]->nkids ? shared_effect(s->kids[i]->kids[0]) : NULL;
+		break;
+	case N_ASSIGN:
+		e = shared_effect(s->kids[1]);
+		break;
+	case N_IF:
+	case N_WHILE:
+	case N_RETURN:
+		e = s->nkids ? shared_effect(s->kids[0]) : NULL;
+		break;
+	default:
+		break;
+	}
+	if (e)
+		diag_error(e->loc, "not supported yet: an atomic or ++/-- on shared "
+			   "data in block-level code whose result every thread "
+			   "needs");
+}
+
 void emit_stmt(struct emitter *em, const struct node *s)
 {
 	FILE *o = em->o;
 	int i;
 	bool once = single_thread(em, s);
+
+	check_every_thread(em, s);
 
 	if (s->kind == N_BLOCK && s->flag) {
 		for (i = 0; i < s->nkids; i++) {
