@@ -31,6 +31,7 @@ enum type_kind {
 	TY_STRING,
 	TY_FUTURE,	/* result of dma.copy */
 	TY_VOID,
+	TY_TUPLE,	/* a bounded ituple: rank bounded integers */
 };
 
 #define MAX_RANK 4
@@ -54,7 +55,7 @@ enum node_kind {
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
-	E_DATA, E_DIMLIST,
+	E_DATA, E_DIMLIST, E_ELEM,
 };
 
 struct sym;
@@ -86,6 +87,7 @@ enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER };
 
 enum sym_kind {
 	SY_PARAM, SY_DIM, SY_VAR, SY_SPAN, SY_PVAR, SY_LOOPVAR, SY_FUTURE,
+	SY_TUPLE,
 };
 
 struct sym {
@@ -101,6 +103,7 @@ struct sym {
 	struct sym *dim_of;	/* SY_DIM: the parameter that binds it */
 	int dim_index;
 	struct sym *target;	/* SY_FUTURE: the buffer it copies into */
+	struct sym *elems[MAX_RANK];	/* SY_TUPLE: its bounded integers */
 	long shared_offset;	/* shared spans: byte offset in the scratchpad */
 	struct sym *next_in_func;
 };

@@ -282,6 +282,11 @@ static void emit_print(struct emitter *em, const struct node *p)
 			}
 		} else if (a->ety.kind == TY_STRING) {
 			fputs("%s", o);
+		} else if (a->ety.kind == TY_TUPLE) {
+			fputc('{', o);
+			for (k = 0; k < a->sym->type.rank; k++)
+				fputs(k ? ", %lld" : "%lld", o);
+			fputc('}', o);
 		} else if (a->kind == E_SPAN && a->ival < 0) {
 			fputc('[', o);
 			for (k = 0; k < a->sym->type.rank; k++)
@@ -303,6 +308,11 @@ static void emit_print(struct emitter *em, const struct node *p)
 
 		if (a->kind == E_STRING)
 			continue;
+		if (a->ety.kind == TY_TUPLE) {
+			for (k = 0; k < a->sym->type.rank; k++)
+				fprintf(o, ", (long long)%s", a->kids[k]->sym->cname);
+			continue;
+		}
 		if (a->kind == E_SPAN && a->ival < 0) {
 			for (k = 0; k < a->sym->type.rank; k++) {
 				fputs(", (long long)", o);

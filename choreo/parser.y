@@ -504,6 +504,10 @@ expr
 	| IDENT SPAN		{ $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = -1; }
 	| IDENT SPAN '(' INTLIT ')' { $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = $4; }
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
+	| IDENT '(' expr ')'	{
+		/* element of an ituple: idx(0) */
+		$$ = mk2(E_ELEM, @1, NULL, ident(@1, $1), $3);
+	}
 	| '(' expr ')'		{ $$ = $2; }
 	| '(' scalar_type ')' expr %prec UNARY {
 		$$ = mk2(E_CAST, @1, NULL, $4, NULL);

@@ -86,8 +86,16 @@ static struct sym *declare(const char *name, enum sym_kind kind,
 	s->level = cur_level;
 	s->decl = decl;
 	snprintf(buf, sizeof(buf), "v_%s", name);
-	while (cname_taken(buf))
+	/* the integers of an ituple are named idx(0), idx(1) */
+	for (i = 0; buf[i]; i++)
+		if (buf[i] == '(' || buf[i] == ')')
+			buf[i] = '_';
+	while (cname_taken(buf)) {
 		snprintf(buf, sizeof(buf), "v_%s_%d", name, ++name_uses);
+		for (i = 0; buf[i]; i++)
+			if (buf[i] == '(' || buf[i] == ')')
+				buf[i] = '_';
+	}
 	s->cname = xstrdup(buf);
 	s->next_in_func = func_syms;
 	func_syms = s;
@@ -214,11 +222,19 @@ static struct sym *resolve(struct node *id)
 	id->sym = s;
 	if (s->level > deepest_ref)
 		deepest_ref = s->level;
-	/* a future is not an argument: the buffer it copied into is */
-	if (s->kind == SY_FUTURE)
+	/* a future is not an argument: the buffer it copied into is; an
+	 * ituple's integers are */
+	if (s->kind == SY_FUTURE) {
 		capture(s->target, id->loc);
-	else
+	} else if (s->kind == SY_TUPLE) {
+		int k;
+
+		/* by name: a foreach may have re-bound them */
+		for (k = 0; k < s->type.rank; k++)
+			capture(lookup(s->elems[k]->name), id->loc);
+	} else {
 		capture(s, id->loc);
+	}
 	return s;
 }
 
@@ -255,6 +271,7 @@ static const char *kind_text(struct type t)
 	case TY_STRING: return "a string";
 	case TY_FUTURE: return "a future";
 	case TY_VOID: return "void";
+	case TY_TUPLE: return "an ituple";
 	default: return t.elem == EL_BOOL ? "a boolean" : "a number";
 	}
 }
@@ -281,6 +298,27 @@ static struct type check_at(struct node *e)
 	e->sym = s;
 	if (s->type.kind != TY_SPAN)
 		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+	/* an ituple index stands for its integers */
+	for (i = 0; i < e->nkids; i++) {
+		struct node *ix = e->kids[i];
+		struct sym *t;
+		int k;
+
+		if (ix->kind != E_ID || !(t = lookup(ix->name)) || t->kind != SY_TUPLE)
+			continue;
+		if (e->nkids - 1 + t->type.rank > MAX_RANK)
+			diag_error(ix->loc, "type mismatch: too many indices");
+		memmove(&e->kids[i + t->type.rank], &e->kids[i + 1],
+			(e->nkids - i - 1) * sizeof(e->kids[0]));
+		for (k = 0; k < t->type.rank; k++) {
+			struct node *el = node_new(E_ID, ix->loc);
+
+			el->name = t->elems[k]->name;
+			e->kids[i + k] = el;
+		}
+		e->nkids += t->type.rank - 1;
+		i += t->type.rank - 1;
+	}
 	if (e->nkids != s->type.rank)
 		diag_error(e->loc, "type mismatch: '%s' has rank %d but .at() has %d "
 			   "index%s", s->name, s->type.rank, e->nkids,
@@ -383,6 +421,23 @@ static struct type check_expr(struct node *e)
 	case E_AT:
 		t = check_at(e);
 		break;
+	case E_ELEM: {
+		long long k;
+
+		s = resolve(e->kids[0]);
+		if (s->kind != SY_TUPLE)
+			diag_error(e->loc, "type mismatch: '%s' is not an ituple", s->name);
+		if (!const_eval(e->kids[1], &k) || k < 0 || k >= s->type.rank)
+			diag_error(e->kids[1]->loc, "type mismatch: element of an ituple "
+				   "of rank %d needs a constant index below it",
+				   s->type.rank);
+		/* it is that bounded integer */
+		e->kind = E_ID;
+		e->name = s->elems[k]->name;
+		e->nkids = 0;
+		t = check_expr(e);
+		break;
+	}
 	case E_SPAN:
 		s = resolve(e);
 		if (s->type.kind != TY_SPAN)
@@ -684,12 +739,40 @@ static void declare_withins(struct node *withins)
 				diag_error(bounds->kids[k]->loc, "type mismatch: a bound "
 					   "must be an integer");
 		}
+		if (names->nkids == 1 && bounds->nkids > 1 && !w->name) {
+			/* `idx in [m, n]`: an ituple of hidden bounded integers */
+			struct node *tn = node_new(E_ID, names->kids[0]->loc);
+
+			tn->name = names->kids[0]->name;
+			w->name = tn->name;
+			names = node_new(N_BLOCK, names->loc);
+			for (k = 0; k < bounds->nkids; k++) {
+				struct node *id = node_new(E_ID, tn->loc);
+				char buf[256];
+
+				snprintf(buf, sizeof(buf), "%s(%d)", tn->name, k);
+				id->name = xstrdup(buf);
+				node_add(names, id);
+			}
+			w->kids[0] = names;
+		}
 		if (names->nkids != bounds->nkids)
-			diag_error(w->loc, names->nkids == 1 ? "not supported yet: ituple"
-				   : "type mismatch: %d names but %d bounds",
+			diag_error(w->loc, "type mismatch: %d names but %d bounds",
 				   names->nkids, bounds->nkids);
+		if (names->nkids > MAX_RANK && w->name)
+			diag_error(w->loc, "not supported yet: an ituple of rank %d",
+				   names->nkids);
 		for (k = 0; k < names->nkids; k++)
 			declare_bounded(names->kids[k], bounds->kids[k], SY_LOOPVAR);
+		if (w->name) {
+			/* `idx = {x, y} in [...]` or the hidden form: idx names them */
+			struct sym *t = declare(w->name, SY_TUPLE, w);
+
+			t->type.kind = TY_TUPLE;
+			t->type.rank = names->nkids;
+			for (k = 0; k < names->nkids; k++)
+				t->elems[k] = names->kids[k]->sym;
+		}
 	}
 }
 
@@ -811,6 +894,34 @@ static void check_foreach(struct node *f)
 	if (f->flag) {
 		declare_withins(items);
 	} else {
+		struct node *expanded = node_new(N_BLOCK, items->loc);
+
+		/* `foreach idx` over an ituple: its integers, outer to inner */
+		for (i = 0; i < items->nkids; i++) {
+			struct node *r = items->kids[i];
+			struct sym *s = lookup(r->name);
+			int k;
+
+			if (!s || s->kind != SY_TUPLE) {
+				node_add(expanded, r);
+				continue;
+			}
+			if (r->nkids)
+				diag_error(r->loc, "type mismatch: a range applies to a "
+					   "bounded integer, not to the ituple '%s'", r->name);
+			if (r->alias)
+				diag_error(r->loc, "not supported yet: a local name for "
+					   "an ituple");
+			for (k = 0; k < s->type.rank; k++) {
+				struct node *er = node_new(N_RANGE, r->loc);
+
+				er->name = s->elems[k]->name;
+				er->ival = 1;	/* belongs to the ituple below */
+				node_add(expanded, er);
+			}
+			r->sym = s;
+		}
+		f->kids[0] = items = expanded;
 		for (i = 0; i < items->nkids; i++) {
 			struct node *r = items->kids[i], *id;
 			struct sym *s = lookup(r->name), *ns;
@@ -838,6 +949,29 @@ static void check_foreach(struct node *f)
 				capture(s, r->loc);	/* the bound's own captures */
 			/* capture what the bound refers to */
 			capture_expr(s->ubound);
+		}
+		/* an ituple iterated here names this loop's integers */
+		for (i = 0; i < items->nkids; i++) {
+			struct node *r = items->kids[i];
+			char base[256];
+			struct sym *t, *old;
+			int k;
+
+			if (!r->ival || !strchr(r->name, '('))
+				continue;
+			snprintf(base, sizeof(base), "%s", r->name);
+			*strchr(base, '(') = 0;
+			old = lookup(base);
+			if (!old || old->kind != SY_TUPLE || lookup(base)->decl == f)
+				continue;
+			t = declare(base, SY_TUPLE, f);
+			t->type = old->type;
+			for (k = 0; k < t->type.rank; k++) {
+				char en[300];
+
+				snprintf(en, sizeof(en), "%s(%d)", base, k);
+				t->elems[k] = lookup(en);
+			}
 		}
 	}
 	f->level = cur_level;
@@ -963,6 +1097,19 @@ static void check_print(struct node *p)
 		if (t.kind == TY_SPAN)
 			diag_error(p->kids[i]->loc, "type mismatch: cannot print spanned "
 				   "data (print an element or its .span)");
+		if (t.kind == TY_TUPLE) {
+			/* printed as its integers' current values */
+			struct node *a = p->kids[i];
+			int k;
+
+			for (k = 0; k < t.rank; k++) {
+				struct node *el = node_new(E_ID, a->loc);
+
+				el->name = a->sym->elems[k]->name;
+				check_expr(el);
+				node_add(a, el);
+			}
+		}
 		if (t.kind == TY_STREAM || t.kind == TY_FUTURE)
 			diag_error(p->kids[i]->loc, "type mismatch: cannot print %s",
 				   kind_text(t));
