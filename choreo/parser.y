@@ -401,6 +401,21 @@ parby
 		node_add($$, node_add(mk(N_BLOCK, @1), ident(@1, $1)));
 		node_add($$, $3);
 	}
+	| IDENT BY '[' args ']'	{
+		/* Choreo tolerates `parallel p by [2]` */
+		if ($4->nkids != 1)
+			diag_error(L(@1), "type mismatch: the parallel variable '%s' "
+				   "can not be assigned multiple bounds", $1);
+		$$ = mk(N_PARBY, @1);
+		node_add($$, node_add(mk(N_BLOCK, @1), ident(@1, $1)));
+		node_add($$, $4->kids[0]);
+	}
+	| BY '[' args ']'	{
+		$$ = mk(N_PARBY, @1);
+		node_add($$, mk(N_BLOCK, @1));
+		node_add($$, $3);
+		$$->ival = 1;
+	}
 	| '{' idlist '}' BY '[' args ']' {
 		$$ = mk(N_PARBY, @1);
 		node_add($$, $2);
