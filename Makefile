@@ -50,6 +50,7 @@ lib: setup
 	@if [ -f lib/Makefile ]; then \
 		$(MAKE) -s -C lib BUILD=$(BUILD) && \
 		$(MAKE) -s -C toolchain BUILD=$(BUILD) && \
+		$(MAKE) -s -C choreo BUILD=$(BUILD) && \
 		mkdir -p $(BUILD)/guest/lib && cp -a $(BUILD)/lib/libnpu.so* $(BUILD)/guest/lib/; \
 	fi
 
@@ -95,6 +96,7 @@ bench: qemu modules lib tests
 install: lib
 	@$(MAKE) -s -C lib BUILD=$(BUILD) install
 	@$(MAKE) -s -C toolchain BUILD=$(BUILD) install
+	@$(MAKE) -s -C choreo BUILD=$(BUILD) install
 
 checkpatch:
 	@d=$$(bash scripts/kselftest-headers.sh)/../../..; \

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/* ast.c - node construction and element type facts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+
+void *xmalloc(size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+
+	if (!p) {
+		fprintf(stderr, "npu-choreo: out of memory\n");
+		exit(2);
+	}
+	return p;
+}
+
+char *xstrdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(xmalloc(n), s, n);
+}
+
+struct node *node_new(enum node_kind kind, struct loc loc)
+{
+	struct node *n = xmalloc(sizeof(*n));
+
+	n->kind = kind;
+	n->loc = loc;
+	n->kernel = -1;
+	return n;
+}
+
+struct node *node_add(struct node *parent, struct node *kid)
+{
+	if (parent->nkids == parent->cap) {
+		parent->cap = parent->cap ? 2 * parent->cap : 4;
+		parent->kids = realloc(parent->kids,
+				       parent->cap * sizeof(*parent->kids));
+		if (!parent->kids) {
+			fprintf(stderr, "npu-choreo: out of memory\n");
+			exit(2);
+		}
+	}
+	parent->kids[parent->nkids++] = kid;
+	return parent;
+}
+
+static const struct {
+	const char *name, *ctype;
+	size_t size;
+} elems[] = {
+	[EL_U8] = { "u8", "uint8_t", 1 },
+	[EL_S8] = { "s8", "int8_t", 1 },
+	[EL_U16] = { "u16", "uint16_t", 2 },
+	[EL_S16] = { "s16", "int16_t", 2 },
+	[EL_U32] = { "u32", "uint32_t", 4 },
+	[EL_S32] = { "s32", "int32_t", 4 },
+	[EL_S64] = { "s64", "int64_t", 8 },
+	[EL_F32] = { "f32", "float", 4 },
+	[EL_F64] = { "f64", "double", 8 },
+	[EL_INT] = { "int", "int", 4 },
+	[EL_BOOL] = { "bool", "_Bool", 1 },
+	[EL_VOID] = { "void", "void", 0 },
+	[EL_NONE] = { "?", "long long", 8 },
+};
+
+const char *elem_name(enum elem e)
+{
+	return elems[e].name;
+}
+
+const char *elem_ctype(enum elem e)
+{
+	return elems[e].ctype;
+}
+
+size_t elem_size(enum elem e)
+{
+	return elems[e].size;
+}
+
+bool elem_is_float(enum elem e)
+{
+	return e == EL_F32 || e == EL_F64;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ast.h - the syntax tree of npu-choreo: one generic node type (a kind,
+ * a source location, a few scalar fields and a list of children), the
+ * types of the language subset, and the symbols that sema.c binds.
+ */
+#ifndef NPU_CHOREO_AST_H
+#define NPU_CHOREO_AST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct loc {
+	int line, col;
+};
+
+/* Element and scalar types; the order of the first nine is the order of
+ * enum npu_choreo_elem in npu_choreo.h. */
+enum elem {
+	EL_U8, EL_S8, EL_U16, EL_S16, EL_U32, EL_S32, EL_S64, EL_F32, EL_F64,
+	EL_INT,		/* `int`: immutable unless declared mutable */
+	EL_BOOL,
+	EL_VOID,
+	EL_NONE,
+};
+
+enum type_kind {
+	TY_SCALAR,	/* elem */
+	TY_SPAN,	/* spanned data of elem, rank dims */
+	TY_STREAM,
+	TY_STRING,
+	TY_FUTURE,	/* result of dma.copy */
+	TY_VOID,
+	TY_TUPLE,	/* a bounded ituple: rank bounded integers */
+};
+
+#define MAX_RANK 4
+
+struct node;
+
+struct type {
+	enum type_kind kind;
+	enum elem elem;
+	int rank;
+	struct node *dims[MAX_RANK];	/* expressions (parameters: id/literal) */
+};
+
+enum node_kind {
+	/* top level */
+	N_PROGRAM, N_FUNC, N_PARAM,
+	/* statements */
+	N_BLOCK, N_DECL, N_SPANDECL, N_PARALLEL, N_PARBY, N_WITH, N_WITHIN,
+	N_FOREACH, N_RANGE, N_WHILE, N_IF, N_BREAK, N_CONTINUE, N_RETURN,
+	N_EXPRSTMT, N_ASSIGN, N_PRINT, N_SYNC, N_DMA, N_WAIT,
+	/* expressions */
+	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
+	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
+	E_DATA, E_DIMLIST, E_ELEM,
+};
+
+struct sym;
+
+struct node {
+	enum node_kind kind;
+	struct loc loc;
+	char *name;		/* identifier, operator, builtin, string text */
+	char *alias;		/* N_RANGE: the loop variable's own name */
+	long long ival;		/* literal; flags (see below) */
+	double fval;
+	int flag;		/* kind-specific: async, mutable, storage, ... */
+	struct type type;	/* declared type (N_PARAM, N_DECL, N_FUNC) */
+	struct node **kids;
+	int nkids, cap;
+	/* filled by sema */
+	struct sym *sym;	/* E_ID, declarations */
+	struct type ety;	/* type of an expression */
+	int level;		/* 0 host, 1 block body, 2 thread body */
+	int kernel;		/* N_PARALLEL at block level: kernel number */
+	struct node *par;	/* enclosing block-level N_PARALLEL */
+};
+
+/* storage classes (N_SPANDECL flag, DMA target) */
+enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
+
+/* parallel levels (N_PARBY flag) */
+enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER };
+
+enum sym_kind {
+	SY_PARAM, SY_DIM, SY_VAR, SY_SPAN, SY_PVAR, SY_LOOPVAR, SY_FUTURE,
+	SY_TUPLE,
+};
+
+struct sym {
+	enum sym_kind kind;
+	char *name;
+	char *cname;		/* name in the generated C */
+	struct type type;
+	bool mutable_;
+	int level;		/* where it was declared */
+	enum storage storage;
+	struct node *decl;
+	struct node *ubound;	/* bounded variables: upper bound */
+	struct sym *dim_of;	/* SY_DIM: the parameter that binds it */
+	int dim_index;
+	struct sym *target;	/* SY_FUTURE: the buffer it copies into */
+	struct sym *elems[MAX_RANK];	/* SY_TUPLE: its bounded integers */
+	long shared_offset;	/* shared spans: byte offset in the scratchpad */
+	struct sym *next_in_func;
+};
+
+struct node *node_new(enum node_kind kind, struct loc loc);
+struct node *node_add(struct node *parent, struct node *kid);
+char *xstrdup(const char *s);
+void *xmalloc(size_t n);
+const char *elem_name(enum elem e);
+const char *elem_ctype(enum elem e);
+size_t elem_size(enum elem e);
+bool elem_is_float(enum elem e);
+
+#endif

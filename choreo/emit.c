@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: MIT
+/* emit.c - expressions and statements as C, for kernels and host code. */
+#include <math.h>
+#include <string.h>
+
+#include "diag.h"
+#include "emit.h"
+
+static char path_literal[4200];
+
+const char *emit_path_literal(void)
+{
+	const char *p = diag_path();
+	char *q = path_literal;
+
+	if (*q)
+		return path_literal;
+	*q++ = '"';
+	for (; *p && q < path_literal + sizeof(path_literal) - 4; p++) {
+		if (*p == '"' || *p == '\\')
+			*q++ = '\\';
+		*q++ = *p;
+	}
+	*q++ = '"';
+	*q = 0;
+	return path_literal;
+}
+
+const char *c_scalar_type(enum elem e)
+{
+	return elem_ctype(e == EL_NONE ? EL_S64 : e);
+}
+
+const char *c_elem_enum(enum elem e)
+{
+	static const char *const names[] = {
+		"NPU_CHOREO_U8", "NPU_CHOREO_S8", "NPU_CHOREO_U16",
+		"NPU_CHOREO_S16", "NPU_CHOREO_U32", "NPU_CHOREO_S32",
+		"NPU_CHOREO_S64", "NPU_CHOREO_F32", "NPU_CHOREO_F64",
+	};
+
+	return e <= EL_F64 ? names[e] : "NPU_CHOREO_S32";
+}
+
+void emit_indent(struct emitter *em)
+{
+	int i;
+
+	for (i = 0; i < em->indent; i++)
+		fputc('\t', em->o);
+}
+
+void emit_line(struct emitter *em, struct loc loc)
+{
+	fprintf(em->o, "#line %d %s\n", loc.line, emit_path_literal());
+}
+
+void emit_dim(struct emitter *em, const struct sym *s, int k)
+{
+	long long v;
+
+	if (span_dim_const(s, k, &v))
+		fprintf(em->o, "%lldL", v);
+	else
+		fprintf(em->o, "%s_d%d", s->cname, k);
+}
+
+static void emit_count(struct emitter *em, const struct sym *s)
+{
+	int k;
+
+	fputs("((long long)", em->o);
+	for (k = 0; k < s->type.rank; k++) {
+		if (k)
+			fputs(" * (long long)", em->o);
+		emit_dim(em, s, k);
+	}
+	if (!s->type.rank)
+		fputs("1", em->o);
+	fputc(')', em->o);
+}
+
+/* the element: data[row-major index], each index checked against its
+ * dimension (a kernel faults at its .co line; the host reports it) */
+static void emit_at(struct emitter *em, const struct node *e)
+{
+	const struct sym *s = e->sym;
+	int k;
+
+	fprintf(em->o, "%s[", s->cname);
+	for (k = 0; k < e->nkids; k++)
+		fputc('(', em->o);
+	for (k = 0; k < e->nkids; k++) {
+		if (k) {
+			fputs(" * (long long)", em->o);
+			emit_dim(em, s, k);
+			fputs(" + ", em->o);
+		}
+		fputs(em->device ? "NPU_CO_IX(" : "NPU_CO_HIX(", em->o);
+		emit_expr(em, e->kids[k]);
+		fputs(", ", em->o);
+		emit_dim(em, s, k);
+		if (!em->device)
+			fprintf(em->o, ", %d, \"%s\"", e->loc.line, s->name);
+		fputs("))", em->o);
+	}
+	fputc(']', em->o);
+}
+
+static void emit_call(struct emitter *em, const struct node *e)
+{
+	const char *n = e->name;
+	const struct node *at, *v;
+	enum elem el;
+
+	if (!strcmp(n, "__min") || !strcmp(n, "__max")) {
+		fputs("__extension__ ({ __typeof__((", em->o);
+		emit_expr(em, e->kids[0]);
+		fputs(") + (", em->o);
+		emit_expr(em, e->kids[1]);
+		fputs(")) a_ = (", em->o);
+		emit_expr(em, e->kids[0]);
+		fputs("), b_ = (", em->o);
+		emit_expr(em, e->kids[1]);
+		fprintf(em->o, "); a_ %s b_ ? a_ : b_; })", n[3] == 'i' ? "<" : ">");
+		return;
+	}
+	at = e->kids[0];
+	v = e->kids[1];
+	el = at->sym->type.elem;
+	if (em->device) {
+		const char *op = n + strlen("__atomic_");
+
+		if (el == EL_F32 && !strcmp(op, "add"))
+			fputs("npu_atomic_add_f32(&", em->o);
+		else if (el == EL_F32 && !strcmp(op, "sub"))
+			fputs("npu_atomic_add_f32(&", em->o);
+		else if (!strcmp(op, "sub"))
+			fputs("npu_atomic_add(&", em->o);
+		else
+			fprintf(em->o, "npu_atomic_%s(&", op);
+		emit_at(em, at);
+		fprintf(em->o, ", (%s)(%s", c_scalar_type(el),
+			!strcmp(op, "sub") ? "-(" : "(");
+		emit_expr(em, v);
+		fputs(")))", em->o);
+		return;
+	}
+	/* host code runs on one thread: a read-modify-write returning the old
+	 * value (the host does not race the device: launches complete first
+	 * unless .async, and then the host must not touch the data anyway) */
+	fprintf(em->o, "__extension__ ({ %s *p_ = &", c_scalar_type(el));
+	emit_at(em, at);
+	fprintf(em->o, "; %s o_ = *p_, v_ = (%s)(", c_scalar_type(el),
+		c_scalar_type(el));
+	emit_expr(em, v);
+	fputs("); ", em->o);
+	n += strlen("__atomic_");
+	if (!strcmp(n, "add"))
+		fputs("*p_ = o_ + v_;", em->o);
+	else if (!strcmp(n, "sub"))
+		fputs("*p_ = o_ - v_;", em->o);
+	else if (!strcmp(n, "min"))
+		fputs("*p_ = v_ < o_ ? v_ : o_;", em->o);
+	else if (!strcmp(n, "max"))
+		fputs("*p_ = v_ > o_ ? v_ : o_;", em->o);
+	else if (!strcmp(n, "exch"))
+		fputs("*p_ = v_;", em->o);
+	else if (!strcmp(n, "and"))
+		fputs("*p_ = o_ & v_;", em->o);
+	else if (!strcmp(n, "or"))
+		fputs("*p_ = o_ | v_;", em->o);
+	else
+		fputs("*p_ = o_ ^ v_;", em->o);
+	fputs(" o_; })", em->o);
+}
+
+void emit_expr(struct emitter *em, const struct node *e)
+{
+	FILE *o = em->o;
+	long long v;
+
+	switch (e->kind) {
+	case E_INT:
+		if (e->ival > 2147483647LL || e->ival < -2147483647LL)
+			fprintf(o, "%lldLL", e->ival);
+		else
+			fprintf(o, "%lld", e->ival);
+		break;
+	case E_FLOAT:
+		if (isinf(e->fval))
+			fputs("__builtin_inf()", o);
+		else
+			fprintf(o, "%.17e", e->fval);
+		break;
+	case E_BOOL:
+		fprintf(o, "((_Bool)%lld)", e->ival);
+		break;
+	case E_ID:
+		fputs(e->sym->cname, o);
+		break;
+	case E_AT:
+		emit_at(em, e);
+		break;
+	case E_SPAN:
+		emit_dim(em, e->sym, (int)e->ival);
+		break;
+	case E_COUNT:
+		emit_count(em, e->kids[0]->sym);
+		break;
+	case E_UBOUND:
+		if (const_eval(e, &v)) {
+			fprintf(o, "%lld", v);
+		} else {
+			fputs("((int)(", o);
+			emit_expr(em, e->kids[0]->sym->ubound);
+			fputs("))", o);
+		}
+		break;
+	case E_CAST:
+		fprintf(o, "((%s)(", c_scalar_type(e->type.elem));
+		emit_expr(em, e->kids[0]);
+		fputs("))", o);
+		break;
+	case E_CALL:
+		emit_call(em, e);
+		break;
+	case E_INCDEC:
+		fputc('(', o);
+		if (e->name[0] != 'p')
+			fputs(e->name, o);
+		emit_expr(em, e->kids[0]);
+		if (e->name[0] == 'p')
+			fputs(e->name + 4, o);
+		fputc(')', o);
+		break;
+	case E_UNARY:
+		fprintf(o, "(%s(", e->name);
+		emit_expr(em, e->kids[0]);
+		fputs("))", o);
+		break;
+	case E_BINARY:
+		fputs("((", o);
+		emit_expr(em, e->kids[0]);
+		fprintf(o, ") %s (", e->name);
+		emit_expr(em, e->kids[1]);
+		fputs("))", o);
+		break;
+	case E_TERNARY:
+		fputs("((", o);
+		emit_expr(em, e->kids[0]);
+		fputs(") ? (", o);
+		emit_expr(em, e->kids[1]);
+		fputs(") : (", o);
+		emit_expr(em, e->kids[2]);
+		fputs("))", o);
+		break;
+	default:
+		diag_error(e->loc, "not supported yet: this expression here");
+	}
+}
+
+/* println as Choreo's runtime prints: integers %lld, floats %f, booleans
+ * true/false, shapes [d0, d1]; arguments separated by one space */
+static void emit_print(struct emitter *em, const struct node *p)
+{
+	FILE *o = em->o;
+	int i, k;
+
+	fputs("printf(\"", o);
+	for (i = 0; i < p->nkids; i++) {
+		const struct node *a = p->kids[i];
+		const char *c;
+
+		if (i)
+			fputc(' ', o);
+		if (a->kind == E_STRING) {
+			for (c = a->name; *c; c++) {
+				if (*c == '%')
+					fputc('%', o);
+				fputc(*c, o);
+			}
+		} else if (a->ety.kind == TY_STRING) {
+			fputs("%s", o);
+		} else if (a->ety.kind == TY_TUPLE) {
+			fputc('{', o);
+			for (k = 0; k < a->sym->type.rank; k++)
+				fputs(k ? ", %lld" : "%lld", o);
+			fputc('}', o);
+		} else if (a->kind == E_SPAN && a->ival < 0) {
+			fputc('[', o);
+			for (k = 0; k < a->sym->type.rank; k++)
+				fputs(k ? ", %lld" : "%lld", o);
+			fputc(']', o);
+		} else if (a->ety.elem == EL_BOOL) {
+			fputs("%s", o);
+		} else if (elem_is_float(a->ety.elem)) {
+			fputs("%f", o);
+		} else {
+			fputs("%lld", o);
+		}
+	}
+	if (p->flag)
+		fputs("\\n", o);
+	fputc('"', o);
+	for (i = 0; i < p->nkids; i++) {
+		const struct node *a = p->kids[i];
+
+		if (a->kind == E_STRING)
+			continue;
+		if (a->ety.kind == TY_TUPLE) {
+			for (k = 0; k < a->sym->type.rank; k++)
+				fprintf(o, ", (long long)%s", a->kids[k]->sym->cname);
+			continue;
+		}
+		if (a->kind == E_SPAN && a->ival < 0) {
+			for (k = 0; k < a->sym->type.rank; k++) {
+				fputs(", (long long)", o);
+				emit_dim(em, a->sym, k);
+			}
+			continue;
+		}
+		fputs(", ", o);
+		if (a->ety.elem == EL_BOOL) {
+			fputc('(', o);
+			emit_expr(em, a);
+			fputs(") ? \"true\" : \"false\"", o);
+		} else if (elem_is_float(a->ety.elem)) {
+			fputs("(double)(", o);
+			emit_expr(em, a);
+			fputc(')', o);
+		} else {
+			fputs("(long long)(", o);
+			emit_expr(em, a);
+			fputc(')', o);
+		}
+	}
+	fputs(");\n", o);
+	if (!em->device) {
+		/* keep host lines in order with the device's, which libnpu
+		 * writes to the same stdout when launches complete */
+		emit_indent(em);
+		fputs("fflush(stdout);\n", o);
+	}
+}
+
+static void emit_scalar_decl(struct emitter *em, const struct node *d)
+{
+	FILE *o = em->o;
+
+	fprintf(o, "%s %s = ", c_scalar_type(d->sym->type.elem), d->sym->cname);
+	if (d->nkids) {
+		fprintf(o, "(%s)(", c_scalar_type(d->sym->type.elem));
+		emit_expr(em, d->kids[0]);
+		fputs(");\n", o);
+	} else {
+		fputs("0;\n", o);
+	}
+	/* a never-read local is no error in Choreo */
+	emit_indent(em);
+	fprintf(o, "(void)%s;\n", d->sym->cname);
+}
+
+/* copy |src| elements; the element loop also serves spans whose data
+ * lives in the scratchpad or on the stack */
+static void emit_dma(struct emitter *em, const struct node *d)
+{
+	FILE *o = em->o;
+	const struct node *src = d->kids[0], *dst = d->kids[1];
+	const struct sym *ss = src->sym, *ds;
+
+	if (dst->kind == N_SPANDECL) {
+		if (em->device)
+			kernel_emit_span_decl(em, dst);
+		else
+			host_emit_span_decl(em, dst);
+		emit_indent(em);
+	}
+	ds = dst->sym;
+	fputs("{\n", o);
+	emit_indent(em);
+	fputs("\tlong long n_ = ", o);
+	emit_count(em, ss);
+	fputs(", m_ = ", o);
+	emit_count(em, ds);
+	fputs(";\n", o);
+	emit_indent(em);
+	if (em->device)
+		/* a shape mismatch faults at this line */
+		fputs("\tif (n_ > m_)\n\t\tNPU_CO_TRAP();\n", o);
+	else
+		fprintf(o, "\tif (n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
+			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n"
+			"\t}\n", emit_path_literal(), d->loc.line);
+	emit_indent(em);
+	fprintf(o, "\tfor (long long i_ = 0; i_ < n_; i_++)\n");
+	emit_indent(em);
+	fprintf(o, "\t\t%s[i_] = %s[i_];\n", ds->cname, ss->cname);
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
+/* does writing s's data touch memory other threads see: shared data and
+ * the host's (a kernel's local data is private to each thread) */
+static bool visible(const struct sym *s)
+{
+	return s->level == 0 || s->storage == ST_SHARED;
+}
+
+/* In a block with threads, block-level side effects on visible memory are
+ * done once, by thread 0; everything else (locals, local data) by every
+ * thread alike, so that each thread's private copy holds the values the
+ * block computed. */
+static bool single_thread(struct emitter *em, const struct node *s)
+{
+	const struct node *e;
+
+	if (!em->device || s->level != 1 || !em->kernel->nthread_pars ||
+	    em->kernel->grid_is_threads)
+		return false;
+	switch (s->kind) {
+	case N_PRINT:
+		return true;
+	case N_DMA:
+		return s->kids[1]->kind != N_SPANDECL && visible(s->kids[1]->sym);
+	case N_ASSIGN:
+		return s->kids[0]->kind == E_AT && visible(s->kids[0]->sym);
+	case N_EXPRSTMT:
+		e = s->kids[0];
+		if (e->kind == E_CALL)
+			return e->nkids == 2 && e->kids[0]->kind == E_AT &&
+			       visible(e->kids[0]->sym);
+		return e->kids[0]->kind == E_AT && visible(e->kids[0]->sym);
+	default:
+		return false;
+	}
+}
+
+/* an atomic or ++/-- on memory other threads see, inside e */
+static const struct node *shared_effect(const struct node *e)
+{
+	const struct node *f;
+	int i;
+
+	if (!e)
+		return NULL;
+	if (e->kind == E_CALL && strncmp(e->name, "__atomic_", 9) == 0 &&
+	    visible(e->kids[0]->sym))
+		return e;
+	if (e->kind == E_INCDEC && e->kids[0]->kind == E_AT &&
+	    visible(e->kids[0]->sym))
+		return e;
+	for (i = 0; i < e->nkids; i++) {
+		f = shared_effect(e->kids[i]);
+		if (f)
+			return f;
+	}
+	return NULL;
+}
+
+/* Block-level code that every thread runs must not change memory the
+ * others see: it would happen once per thread. */
+static void check_every_thread(struct emitter *em, const struct node *s)
+{
+	const struct node *e = NULL;
+	int i;
+
+	if (!em->device || s->level != 1 || !em->kernel->nthread_pars ||
+	    em->kernel->grid_is_threads || single_thread(em, s))
+		return;
+	switch (s->kind) {
+	case N_BLOCK:
+		if (s->flag)
+			for (i = 0; i < s->nkids && !e; i++)
+				e = s->kids[i]->nkids ? shared_effect(s->kids[i]->kids[0]) : NULL;
+		break;
+	case N_ASSIGN:
+		e = shared_effect(s->kids[1]);
+		break;
+	case N_IF:
+	case N_WHILE:
+	case N_RETURN:
+		e = s->nkids ? shared_effect(s->kids[0]) : NULL;
+		break;
+	default:
+		break;
+	}
+	if (e)
+		diag_error(e->loc, "not supported yet: an atomic or ++/-- on shared "
+			   "data in block-level code whose result every thread "
+			   "needs");
+}
+
+void emit_stmt(struct emitter *em, const struct node *s)
+{
+	FILE *o = em->o;
+	int i;
+	bool once = single_thread(em, s);
+
+	check_every_thread(em, s);
+
+	if (s->kind == N_BLOCK && s->flag) {
+		for (i = 0; i < s->nkids; i++) {
+			const struct node *d = s->kids[i];
+
+			emit_line(em, d->loc);
+			emit_indent(em);
+			if (d->kind == N_DECL)
+				emit_scalar_decl(em, d);
+			else if (em->device)
+				kernel_emit_span_decl(em, d);
+			else
+				host_emit_span_decl(em, d);
+		}
+		goto check;
+	}
+	emit_line(em, s->loc);
+	emit_indent(em);
+	if (once)
+		fputs("if (npu_thread_index() == 0) ", o);
+	switch (s->kind) {
+	case N_BLOCK:
+		fputs("{\n", o);
+		em->indent++;
+		emit_block(em, s);
+		em->indent--;
+		emit_indent(em);
+		fputs("}\n", o);
+		break;
+	case N_ASSIGN:
+		emit_expr(em, s->kids[0]);
+		fprintf(o, " %s ", s->name);
+		emit_expr(em, s->kids[1]);
+		fputs(";\n", o);
+		break;
+	case N_EXPRSTMT:
+		fputs("(void)", o);
+		emit_expr(em, s->kids[0]);
+		fputs(";\n", o);
+		break;
+	case N_PRINT:
+		emit_print(em, s);
+		break;
+	case N_SYNC:
+		fputs(em->device ? "npu_barrier();\n" : ";\n", o);
+		break;
+	case N_WAIT:
+		/* dma.copy.async copies at once (allowed to complete early):
+		 * waiting has nothing left to do */
+		fputs(";\n", o);
+		break;
+	case N_DMA:
+		emit_dma(em, s);
+		break;
+	case N_RETURN:
+		if (em->device)
+			fputs("return;\n", o);
+		else
+			host_emit_return(em, s);
+		break;
+	case N_BREAK:
+		fputs("break;\n", o);
+		break;
+	case N_CONTINUE:
+		fputs("continue;\n", o);
+		break;
+	case N_PARALLEL:
+		if (em->device)
+			kernel_emit_thread_parallel(em, s);
+		else
+			host_emit_launch(em, s);
+		break;
+	case N_WITH:
+		fputs("{\n", o);
+		em->indent++;
+		for (i = 0; i < s->kids[0]->nkids; i++) {
+			const struct node *names = s->kids[0]->kids[i]->kids[0];
+			int k;
+
+			for (k = 0; k < names->nkids; k++) {
+				emit_indent(em);
+				/* outside foreach a bounded variable is 0 */
+				fprintf(o, "const int %s = 0;\n(void)%s;\n",
+					names->kids[k]->sym->cname,
+					names->kids[k]->sym->cname);
+			}
+		}
+		emit_block(em, s->kids[1]);
+		em->indent--;
+		emit_indent(em);
+		fputs("}\n", o);
+		break;
+	case N_FOREACH: {
+		const struct node *items = s->kids[0];
+		int loops = 0, k;
+
+		fputs("{\n", o);
+		for (i = 0; i < items->nkids; i++) {
+			const struct node *it = items->kids[i];
+
+			if (s->flag) {
+				const struct node *names = it->kids[0];
+
+				for (k = 0; k < names->nkids; k++, loops++) {
+					const struct sym *v = names->kids[k]->sym;
+
+					emit_indent(em);
+					fprintf(o, "for (int %s = 0; %s < (", v->cname, v->cname);
+					emit_expr(em, v->ubound);
+					fprintf(o, "); %s++)\n", v->cname);
+				}
+			} else {
+				const struct sym *v = it->sym;
+
+				emit_indent(em);
+				fprintf(o, "for (int %s = 0", v->cname);
+				if (it->nkids > 0 && it->kids[0]->kind != N_BLOCK) {
+					fputs(" + (", o);
+					emit_expr(em, it->kids[0]);
+					fputc(')', o);
+				}
+				fprintf(o, "; %s < (", v->cname);
+				emit_expr(em, v->ubound);
+				fputc(')', o);
+				if (it->nkids > 1 && it->kids[1]->kind != N_BLOCK) {
+					fputs(" + (", o);
+					emit_expr(em, it->kids[1]);
+					fputc(')', o);
+				}
+				fprintf(o, "; %s += ", v->cname);
+				if (it->nkids > 2 && it->kids[2]->kind != N_BLOCK) {
+					fputc('(', o);
+					emit_expr(em, it->kids[2]);
+					fputs(")", o);
+				} else {
+					fputs("1", o);
+				}
+				fputs(")\n", o);
+				loops++;
+			}
+		}
+		emit_indent(em);
+		fputs("{\n", o);
+		em->indent++;
+		emit_block(em, s->kids[1]);
+		em->indent--;
+		emit_indent(em);
+		fputs("}\n", o);
+		emit_indent(em);
+		fputs("}\n", o);
+		(void)loops;
+		break;
+	}
+	case N_WHILE:
+		fputs("while (", o);
+		emit_expr(em, s->kids[0]);
+		fputs(") {\n", o);
+		em->indent++;
+		emit_block(em, s->kids[1]);
+		em->indent--;
+		emit_indent(em);
+		fputs("}\n", o);
+		break;
+	case N_IF:
+		fputs("if (", o);
+		emit_expr(em, s->kids[0]);
+		fputs(") {\n", o);
+		em->indent++;
+		emit_block(em, s->kids[1]);
+		em->indent--;
+		emit_indent(em);
+		fputs("}", o);
+		if (s->nkids > 2) {
+			fputs(" else {\n", o);
+			em->indent++;
+			emit_block(em, s->kids[2]);
+			em->indent--;
+			emit_indent(em);
+			fputs("}", o);
+		}
+		fputc('\n', o);
+		break;
+	default:
+		diag_error(s->loc, "not supported yet: this statement");
+	}
+check:
+	/* host: a bad index or copy has left through npu__out */
+	return;
+}
+
+void emit_block(struct emitter *em, const struct node *b)
+{
+	int i;
+
+	for (i = 0; i < b->nkids; i++)
+		emit_stmt(em, b->kids[i]);
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* host_gen.h - host C over libnpu: one C function per __co__ function. */
+#ifndef NPU_CHOREO_HOST_GEN_H
+#define NPU_CHOREO_HOST_GEN_H
+
+#include <stdio.h>
+
+#include "sema.h"
+
+/* image: the code object's bytes (NULL if no kernels) */
+void host_gen(FILE *o, struct program *prog, const unsigned char *image,
+	      size_t image_size);
+/* the C prototype of f, without a trailing ';' */
+void host_prototype(FILE *o, const struct node *f);
+/* main() calling the parameterless function f, for `npu-choreo exe` */
+void host_gen_main(FILE *o, const struct node *f);
+
+#endif

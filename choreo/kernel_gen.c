@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+/*
+ * kernel_gen.c - kernel C for npu-cc. Each block-level parallel becomes
+ * an NPU_KERNEL whose arguments are the host values its body captures
+ * (scalars by value; spanned data as its device pointer followed by its
+ * dimensions that are not compile-time constants). Blocks of the grid are
+ * the outer level, threads of a block the inner `: thread` level. shared
+ * data lives in the block's scratchpad (the launch's dynamic scratchpad),
+ * local data in C arrays on the thread's stack.
+ */
+#include <string.h>
+
+#include "diag.h"
+#include "emit.h"
+#include "kernel_gen.h"
+
+int kernel_args(const struct kernel *k, const char *types[], const char *names[],
+		char buf[][96], int max)
+{
+	int i, d, n = 0;
+	long long v;
+
+	for (i = 0; i < k->ncaps && n < max; i++) {
+		const struct sym *s = k->caps[i];
+
+		if (s->type.kind == TY_SPAN) {
+			snprintf(buf[n], sizeof(buf[n]), "%s *", elem_ctype(s->type.elem));
+			types[n] = buf[n];
+			names[n++] = s->cname;
+			for (d = 0; d < s->type.rank && n < max; d++) {
+				if (span_dim_const(s, d, &v))
+					continue;
+				snprintf(buf[n], sizeof(buf[n]), "%s_d%d", s->cname, d);
+				types[n] = "unsigned long";
+				names[n] = buf[n];
+				n++;
+			}
+		} else {
+			types[n] = c_scalar_type(s->type.elem);
+			names[n++] = s->cname;
+		}
+	}
+	return n;
+}
+
+/* bind the names of one level from a linear index: row-major over the
+ * extents, as Choreo's {i, j} by [m, n] */
+static void emit_level_names(struct emitter *em, const struct node *par,
+			     const char *linear)
+{
+	struct node **names, **extents;
+	int nnames, nextents, i, k;
+
+	parby_parts(par, &names, &nnames, &extents, &nextents);
+	for (i = 0; i < nnames; i++) {
+		emit_indent(em);
+		fprintf(em->o, "const int %s = (int)((%s)", names[i]->sym->cname, linear);
+		for (k = i + 1; k < nextents; k++) {
+			fputs(" / (unsigned long)(", em->o);
+			emit_expr(em, extents[k]);
+			fputc(')', em->o);
+		}
+		if (nextents > 1) {
+			fputs(" % (unsigned long)(", em->o);
+			emit_expr(em, extents[nnames > 1 ? i : 0]);
+			fputc(')', em->o);
+		}
+		fprintf(em->o, ");\n");
+		emit_indent(em);
+		fprintf(em->o, "(void)%s;\n", names[i]->sym->cname);
+	}
+}
+
+static void emit_extent_product(struct emitter *em, const struct node *par)
+{
+	struct node **names, **extents;
+	int nnames, nextents, i;
+
+	parby_parts(par, &names, &nnames, &extents, &nextents);
+	fputs("((unsigned long)1", em->o);
+	for (i = 0; i < nextents; i++) {
+		fputs(" * (unsigned long)(", em->o);
+		emit_expr(em, extents[i]);
+		fputc(')', em->o);
+	}
+	fputc(')', em->o);
+}
+
+void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
+{
+	FILE *o = em->o;
+
+	/* what the block did before is visible to the threads, and what they
+	 * did to the block after */
+	fputs("{\n", o);
+	em->indent++;
+	emit_indent(em);
+	fputs("npu_barrier();\n", o);
+	emit_indent(em);
+	fputs("if (npu_thread_index() < ", o);
+	emit_extent_product(em, par);
+	fputs(") {\n", o);
+	em->indent++;
+	emit_level_names(em, par, "npu_thread_index()");
+	emit_block(em, par->kids[2]);
+	em->indent--;
+	emit_indent(em);
+	fputs("}\n", o);
+	emit_indent(em);
+	fputs("npu_barrier();\n", o);
+	em->indent--;
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
+void kernel_emit_span_decl(struct emitter *em, const struct node *d)
+{
+	const struct sym *s = d->sym;
+	FILE *o = em->o;
+	long long count = 1, v;
+	int k;
+
+	for (k = 0; k < s->type.rank; k++) {
+		span_dim_const(s, k, &v);
+		count *= v;
+	}
+	if (s->storage == ST_SHARED)
+		fprintf(o, "%s *const %s = (%s *)(npu__scratch + %ld);\n",
+			elem_ctype(s->type.elem), s->cname, elem_ctype(s->type.elem),
+			s->shared_offset);
+	else
+		fprintf(o, "%s %s[%lld];\n", elem_ctype(s->type.elem), s->cname, count);
+	emit_indent(em);
+	fprintf(o, "(void)%s;\n", s->cname);
+	if (d->nkids) {
+		emit_indent(em);
+		fprintf(o, "for (long i_ = 0; i_ < %lld; i_++)\n", count);
+		emit_indent(em);
+		fprintf(o, "\t%s[i_] = (%s)(", s->cname, elem_ctype(s->type.elem));
+		emit_expr(em, d->kids[0]);
+		fputs(");\n", o);
+	}
+}
+
+static void emit_kernel(FILE *o, struct kernel *k, int index)
+{
+	struct emitter em = { .o = o, .device = true, .kernel = k,
+			      .kernel_index = index, .indent = 1 };
+	const char *types[NPU_MAX_KERNEL_ARGS], *names[NPU_MAX_KERNEL_ARGS];
+	char buf[NPU_MAX_KERNEL_ARGS][96];
+	int n, i;
+	long stack = 0;
+
+	n = kernel_args(k, types, names, buf, NPU_MAX_KERNEL_ARGS);
+	if (k->local_bytes) {
+		stack = (k->local_bytes + 8192 + 4095) & ~4095L;
+		if (stack > 64 * 1024)
+			diag_error(k->par->loc, "not supported yet: %ld bytes of local "
+				   "data per thread", k->local_bytes);
+	}
+	emit_line(&em, k->par->loc);
+	fprintf(o, "NPU_KERNEL_EX(%s, 0, 0, %ld", k->name, stack);
+	for (i = 0; i < n; i++)
+		fprintf(o, ", (%s, %s)", types[i], names[i]);
+	fputs(")\n{\n", o);
+	if (k->shared_bytes)
+		fputs("\tchar *const npu__scratch = (char *)npu_scratch();\n", o);
+	for (i = 0; i < n; i++)
+		fprintf(o, "\t(void)%s;\n", names[i]);
+	if (k->grid_is_threads) {
+		/* one block whose threads are this level */
+		fputs("\tif (npu_thread_index() < ", o);
+		emit_extent_product(&em, k->par);
+		fputs(") {\n", o);
+		em.indent++;
+		emit_level_names(&em, k->par, "npu_thread_index()");
+		emit_block(&em, k->par->kids[2]);
+		em.indent--;
+		fputs("\t}\n", o);
+	} else {
+		emit_level_names(&em, k->par, "npu_block_index()");
+		emit_block(&em, k->par->kids[2]);
+	}
+	fputs("}\n\n", o);
+}
+
+void kernel_gen(FILE *o, struct program *prog)
+{
+	int i;
+
+	fputs("/* generated by npu-choreo: the device kernels */\n"
+	      "#include <npu_kernel.h>\n"
+	      "#include <stdint.h>\n\n"
+	      "/* an out-of-bounds index faults here: the fault names the .co\n"
+	      " * line of the access (#line), and nothing is written */\n"
+	      "#define NPU_CO_TRAP() (*(volatile int *)(unsigned long)16 = 0)\n"
+	      "#define NPU_CO_IX(i, n) __extension__ ({ long long i_ = (i); \\\n"
+	      "\tif ((unsigned long long)i_ >= (unsigned long long)(n)) \\\n"
+	      "\t\tNPU_CO_TRAP(); \\\n"
+	      "\ti_; })\n\n", o);
+	for (i = 0; i < prog->nkernels; i++)
+		emit_kernel(o, &prog->kernels[i], i);
+}

@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu-choreo - compile Choreo __co__ functions for the npu.
+ *
+ *   npu-choreo build FILE.co -o FILE.o [--header FILE.h]
+ *   npu-choreo exe FILE.co -o PROG [--entry NAME]
+ *   npu-choreo run FILE.co [--entry NAME] [--guest KERNEL]
+ *
+ * Front end (lexer.l, parser.y, sema.c), then kernel C (kernel_gen.c)
+ * compiled by npu-cc -O2 -g into a code object, then host C (host_gen.c)
+ * embedding that object, compiled by cc against npu.h and npu_choreo.h.
+ * Its files are found relative to the executable, as npu-cc's are:
+ * ../include (npu.h, npu/npu_choreo.h), npu-cc beside it, and libnpu in
+ * ../lib (installed) or ../../lib (the staged build tree).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ast.h"
+#include "diag.h"
+#include "host_gen.h"
+#include "kernel_gen.h"
+#include "sema.h"
+
+extern char **environ;
+extern struct node *parse_result;
+int yyparse(void);
+void lexer_start(FILE *in);
+
+static bool verbose, keep_temps;
+static char bindir[PATH_MAX], incdir[PATH_MAX + 16], libdir[PATH_MAX + 16];
+static char tmpdir[PATH_MAX];
+
+/* snprintf for paths: a path that does not fit is an error, not a
+ * silently different path */
+static void pathf(char *buf, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void pathf(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+	if (len < 0 || (size_t)len >= n) {
+		fprintf(stderr, "npu-choreo: path too long: %s\n", buf);
+		exit(2);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: npu-choreo build FILE.co -o FILE.o [--header FILE.h]\n"
+"       npu-choreo exe FILE.co -o PROG [--entry NAME]\n"
+"       npu-choreo run FILE.co [--entry NAME] [--guest KERNEL]\n"
+"Compile Choreo __co__ functions for the npu: each parallel-by body\n"
+"becomes a kernel (npu-cc), the rest host C over libnpu.\n"
+"  -o FILE          output\n"
+"  --header FILE.h  build: declare the functions for C callers\n"
+"  --entry NAME     exe/run: the parameterless __co__ function to run\n"
+"  --guest KERNEL   run: in a guest of the source tree (tests/guest/run.sh)\n"
+"  --keep-temps     keep the generated C (its directory is printed)\n"
+"  -v               print the commands run\n");
+}
+
+static int run_argv(char *const argv[])
+{
+	pid_t pid;
+	int st, i;
+
+	if (verbose) {
+		for (i = 0; argv[i]; i++)
+			fprintf(stderr, "%s%s", i ? " " : "", argv[i]);
+		fputc('\n', stderr);
+	}
+	st = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+	if (st) {
+		fprintf(stderr, "npu-choreo: cannot run %s: %s\n", argv[0], strerror(st));
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+static void find_sdk(void)
+{
+	char self[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0) {
+		perror("npu-choreo: /proc/self/exe");
+		exit(2);
+	}
+	self[n] = 0;
+	pathf(bindir, sizeof(bindir), "%s", dirname(self));
+	pathf(incdir, sizeof(incdir), "%s/../include", bindir);
+	/* installed: PREFIX/lib; staged: build/sdk/bin -> build/lib */
+	pathf(libdir, sizeof(libdir), "%s/../lib", bindir);
+	pathf(path, sizeof(path), "%s/libnpu.so", libdir);
+	if (access(path, R_OK))
+		pathf(libdir, sizeof(libdir), "%s/../../lib", bindir);
+	if (realpath(libdir, path))
+		pathf(libdir, sizeof(libdir), "%s", path);
+	if (realpath(incdir, path))
+		pathf(incdir, sizeof(incdir), "%s", path);
+}
+
+static char *read_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, got;
+
+	if (!f)
+		return NULL;
+	do {
+		if (n + 4096 + 1 > cap) {
+			cap = 2 * cap + 8192;
+			buf = realloc(buf, cap);
+			if (!buf)
+				exit(2);
+		}
+		got = fread(buf + n, 1, cap - n - 1, f);
+		n += got;
+	} while (got);
+	fclose(f);
+	buf[n] = 0;
+	if (size)
+		*size = n;
+	return buf;
+}
+
+static void cleanup(void)
+{
+	char *argv[] = { "rm", "-rf", tmpdir, NULL };
+
+	if (!tmpdir[0])
+		return;
+	if (keep_temps) {
+		fprintf(stderr, "npu-choreo: generated files in %s\n", tmpdir);
+		return;
+	}
+	run_argv(argv);
+}
+
+static FILE *open_out(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f) {
+		fprintf(stderr, "npu-choreo: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+	return f;
+}
+
+/* the kernels as a code object; NULL if there are none */
+static unsigned char *build_kernels(struct program *prog, size_t *size)
+{
+	char src[PATH_MAX + 32], obj[PATH_MAX + 32], npucc[PATH_MAX + 16];
+	unsigned char *image;
+	FILE *f;
+
+	*size = 0;
+	if (!prog->nkernels)
+		return NULL;
+	pathf(src, sizeof(src), "%s/kernels.c", tmpdir);
+	pathf(obj, sizeof(obj), "%s/kernels.npu", tmpdir);
+	pathf(npucc, sizeof(npucc), "%s/npu-cc", bindir);
+	f = open_out(src);
+	kernel_gen(f, prog);
+	fclose(f);
+	{
+		char *argv[] = { npucc, "-O2", "-g", src, "-o", obj, NULL };
+
+		if (run_argv(argv)) {
+			fprintf(stderr, "npu-choreo: npu-cc failed on the generated "
+				"kernels (%s)\n", src);
+			keep_temps = true;
+			exit(1);
+		}
+	}
+	image = (unsigned char *)read_file(obj, size);
+	if (!image) {
+		fprintf(stderr, "npu-choreo: %s: %s\n", obj, strerror(errno));
+		exit(1);
+	}
+	return image;
+}
+
+static const struct node *pick_entry(struct program *prog, const char *entry)
+{
+	const struct node *found = NULL;
+	int i, n = 0;
+
+	for (i = 0; i < prog->root->nkids; i++) {
+		const struct node *f = prog->root->kids[i];
+
+		if (entry && !strcmp(f->name, entry)) {
+			if (f->kids[0]->nkids) {
+				fprintf(stderr, "npu-choreo: '%s' has parameters: the entry "
+					"must have none\n", entry);
+				exit(1);
+			}
+			return f;
+		}
+		if (!f->kids[0]->nkids) {
+			found = f;
+			n++;
+		}
+	}
+	if (entry) {
+		fprintf(stderr, "npu-choreo: no __co__ function '%s'\n", entry);
+		exit(1);
+	}
+	if (n == 1)
+		return found;
+	if (!n) {
+		fprintf(stderr, "npu-choreo: no parameterless __co__ function to run "
+			"(functions:");
+		for (i = 0; i < prog->root->nkids; i++)
+			fprintf(stderr, " %s", prog->root->kids[i]->name);
+		fprintf(stderr, "%s)\n", prog->root->nkids ? "" : " none");
+		exit(1);
+	}
+	fprintf(stderr, "npu-choreo: several parameterless __co__ functions, "
+		"choose one with --entry:");
+	for (i = 0; i < prog->root->nkids; i++)
+		if (!prog->root->kids[i]->kids[0]->nkids)
+			fprintf(stderr, " %s", prog->root->kids[i]->name);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static void write_header(struct program *prog, const char *path)
+{
+	FILE *f = open_out(path);
+	int i;
+
+	fprintf(f, "/* generated by npu-choreo from %s */\n"
+		"#ifndef NPU_CHOREO_GENERATED_H\n#define NPU_CHOREO_GENERATED_H\n\n"
+		"#include <stdbool.h>\n#include <npu.h>\n#include <npu/npu_choreo.h>\n\n"
+		"#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", diag_path());
+	for (i = 0; i < prog->root->nkids; i++) {
+		host_prototype(f, prog->root->kids[i]);
+		fputs(";\n", f);
+	}
+	fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", f);
+	if (fclose(f)) {
+		fprintf(stderr, "npu-choreo: %s: %s\n", path, strerror(errno));
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd, *file = NULL, *out = NULL, *header = NULL;
+	const char *entry = NULL, *guest = NULL;
+	struct program prog = { 0 };
+	const struct node *main_fn = NULL;
+	char host_c[PATH_MAX + 32], prog_path[PATH_MAX + 64], incflag[PATH_MAX + 32];
+	char libflag[PATH_MAX + 32], rpath[PATH_MAX + 32];
+	unsigned char *image;
+	size_t image_size;
+	char *text;
+	FILE *in, *f;
+	int i, rc;
+
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "build") && strcmp(cmd, "exe") && strcmp(cmd, "run")) {
+		fprintf(stderr, "npu-choreo: unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	for (i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char **opt = NULL;
+
+		if (!strcmp(a, "-o"))
+			opt = &out;
+		else if (!strcmp(a, "--header"))
+			opt = &header;
+		else if (!strcmp(a, "--entry"))
+			opt = &entry;
+		else if (!strcmp(a, "--guest"))
+			opt = &guest;
+		else if (!strcmp(a, "-v"))
+			verbose = true;
+		else if (!strcmp(a, "--keep-temps"))
+			keep_temps = true;
+		else if (a[0] == '-') {
+			fprintf(stderr, "npu-choreo: unknown option '%s'\n", a);
+			return 2;
+		} else if (!file) {
+			file = a;
+		} else {
+			fprintf(stderr, "npu-choreo: one input file only\n");
+			return 2;
+		}
+		if (opt) {
+			if (++i >= argc) {
+				fprintf(stderr, "npu-choreo: %s needs a value\n", a);
+				return 2;
+			}
+			*opt = argv[i];
+		}
+	}
+	if (!file) {
+		fprintf(stderr, "npu-choreo: no input file\n");
+		return 2;
+	}
+	if (strcmp(cmd, "run") && !out) {
+		fprintf(stderr, "npu-choreo: %s needs -o\n", cmd);
+		return 2;
+	}
+	if ((header && strcmp(cmd, "build")) || (guest && strcmp(cmd, "run")) ||
+	    (entry && !strcmp(cmd, "build"))) {
+		fprintf(stderr, "npu-choreo: option not valid for '%s'\n", cmd);
+		return 2;
+	}
+	text = read_file(file, NULL);
+	in = fopen(file, "r");
+	if (!text || !in) {
+		fprintf(stderr, "npu-choreo: %s: %s\n", file, strerror(errno));
+		return 1;
+	}
+	diag_set_source(file, text);
+	lexer_start(in);
+	if (yyparse())
+		return 1;
+	fclose(in);
+	prog.root = parse_result;
+	sema_program(&prog);
+	if (strcmp(cmd, "build"))
+		main_fn = pick_entry(&prog, entry);
+	if (header)
+		write_header(&prog, header);
+
+	find_sdk();
+	pathf(tmpdir, sizeof(tmpdir), "%s/npu-choreo-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		perror("npu-choreo: temporary directory");
+		return 2;
+	}
+	atexit(cleanup);
+	image = build_kernels(&prog, &image_size);
+	pathf(host_c, sizeof(host_c), "%s/host.c", tmpdir);
+	f = open_out(host_c);
+	host_gen(f, &prog, image, image_size);
+	if (main_fn)
+		host_gen_main(f, main_fn);
+	if (fclose(f)) {
+		perror("npu-choreo: host.c");
+		return 2;
+	}
+	pathf(incflag, sizeof(incflag), "-I%s", incdir);
+	pathf(libflag, sizeof(libflag), "-L%s", libdir);
+	pathf(rpath, sizeof(rpath), "-Wl,-rpath,%s", libdir);
+	if (!strcmp(cmd, "run")) {
+		if (guest) {
+			/* the guest runs what is in build/guest/bin (/npu/bin) */
+			char base[PATH_MAX], dir[PATH_MAX + 32];
+
+			pathf(base, sizeof(base), "%s", file);
+			pathf(dir, sizeof(dir), "%s/../../guest/bin/choreo", bindir);
+			mkdir(dir, 0755);
+			*strrchr(base, '.') = strrchr(base, '.') ? 0 : 0;
+			pathf(prog_path, sizeof(prog_path), "%s/%s", dir, basename(base));
+		} else {
+			pathf(prog_path, sizeof(prog_path), "%s/prog", tmpdir);
+		}
+		out = prog_path;
+	}
+	{
+		char *cc = getenv("CC") ? getenv("CC") : "cc";
+		char *build_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
+				       incflag, "-c", host_c, "-o", (char *)out, NULL };
+		char *exe_argv[] = { cc, "-std=c11", "-O2", "-g", "-pthread", incflag,
+				     host_c, "-o", (char *)out, libflag, rpath, "-lnpu",
+				     NULL };
+
+		rc = run_argv(!strcmp(cmd, "build") ? build_argv : exe_argv);
+		if (rc) {
+			fprintf(stderr, "npu-choreo: cc failed on the generated host "
+				"code (%s)\n", host_c);
+			keep_temps = true;
+			return 1;
+		}
+	}
+	if (strcmp(cmd, "run"))
+		return 0;
+	if (guest) {
+		char script[PATH_MAX + 64], cmdline[PATH_MAX + 64], *b;
+		char *argv_run[] = { "bash", script, "--kernel", (char *)guest,
+				     "--cmd", cmdline, NULL };
+
+		pathf(script, sizeof(script), "%s/../../../tests/guest/run.sh", bindir);
+		if (access(script, R_OK)) {
+			fprintf(stderr, "npu-choreo: --guest works in the source tree "
+				"only (no %s)\n", script);
+			return 2;
+		}
+		b = basename(prog_path);
+		pathf(cmdline, sizeof(cmdline), "/npu/bin/choreo/%s", b);
+		return run_argv(argv_run);
+	}
+	{
+		char *argv_run[] = { prog_path, NULL };
+
+		return run_argv(argv_run);
+	}
+}

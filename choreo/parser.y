@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * parser.y - the grammar of the Choreo subset (Choreo's own syntax, see
+ * lib/parser.yy of the Choreo compiler): __co__ functions, declarations,
+ * parallel-by, with/foreach/while/if, assignments, dma.copy, wait,
+ * sync.shared, println. It only builds the tree (ast.h); sema.c checks it.
+ */
+%define parse.error verbose
+%locations
+%expect 2
+
+%code requires {
+#include "ast.h"
+}
+
+%code {
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "diag.h"
+
+int yylex(void);
+static void yyerror(const char *msg);
+
+struct node *parse_result;
+
+#define L(at) ((struct loc){ (at).first_line, (at).first_column })
+
+static struct node *mk(enum node_kind k, YYLTYPE at)
+{
+	return node_new(k, L(at));
+}
+
+static struct node *mk2(enum node_kind k, YYLTYPE at, const char *name,
+			struct node *a, struct node *b)
+{
+	struct node *n = mk(k, at);
+
+	n->name = name ? xstrdup(name) : NULL;
+	if (a)
+		node_add(n, a);
+	if (b)
+		node_add(n, b);
+	return n;
+}
+
+static struct node *ident(YYLTYPE at, char *name)
+{
+	struct node *n = mk(E_ID, at);
+
+	n->name = name;
+	return n;
+}
+
+static void set_span_type(struct type *t, int elem, struct node *dims)
+{
+	int i;
+
+	t->kind = TY_SPAN;
+	t->elem = elem;
+	t->rank = 0;
+	if (dims->nkids > MAX_RANK)
+		diag_error(dims->loc, "not supported yet: rank %d (at most %d)",
+			   dims->nkids, MAX_RANK);
+	for (i = 0; i < dims->nkids; i++)
+		t->dims[t->rank++] = dims->kids[i];
+}
+
+static void set_scalar_type(struct type *t, int elem)
+{
+	t->kind = TY_SCALAR;
+	t->elem = elem;
+}
+}
+
+%union {
+	long long i;
+	double f;
+	char *s;
+	int k;
+	struct node *n;
+}
+
+%token CO "__co__" VOID "void" INT "int" BOOL "bool" MUTABLE "mutable"
+%token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
+%token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
+%token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
+%token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
+%token COPY ".copy" DATA ".data" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
+%token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
+%token <k> PRINTLN "println" BOOLLIT "boolean"
+%token <s> IDENT "identifier" STRING "string" BUILTIN "built-in"
+%token <s> OPASSIGN "compound assignment"
+%token <i> INTLIT "integer"
+%token <f> FLOATLIT "floating-point number"
+
+%type <n> program func params param stmts stmt stmts_block decl declarators
+%type <n> declarator span_decl span_items span_item dims dim expr args
+%type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
+%type <n> withins within bound ranges range range_of bnd idlist if_stmt
+%type <k> scalar_type async_opt level_opt
+%type <n> stream_opt ret_type
+
+%precedence IFX
+%precedence ELSE
+%right '?' ':'
+%left OROR
+%left ANDAND
+%left '|'
+%left '^'
+%left '&'
+%left EQ NE
+%left '<' '>' LE GE
+%left SHL SHR
+%left '+' '-'
+%left '*' '/' '%'
+%precedence UNARY
+
+%%
+
+program
+	: %empty		{ $$ = node_new(N_PROGRAM, (struct loc){ 1, 1 }); parse_result = $$; }
+	| program func		{ $$ = node_add($1, $2); }
+	;
+
+func
+	: CO ret_type IDENT '(' params ')' '{' stmts '}' {
+		$$ = mk(N_FUNC, @3);
+		$$->name = $3;
+		$$->type = $2->type;
+		node_add($$, $5);
+		node_add($$, $8);
+	}
+	| CO ret_type IDENT '(' ')' '{' stmts '}' {
+		$$ = mk(N_FUNC, @3);
+		$$->name = $3;
+		$$->type = $2->type;
+		node_add($$, mk(N_BLOCK, @4));
+		node_add($$, $7);
+	}
+	;
+
+ret_type
+	: VOID			{ $$ = mk(N_PARAM, @1); $$->type.kind = TY_VOID; $$->type.elem = EL_VOID; }
+	| scalar_type		{ $$ = mk(N_PARAM, @1); set_scalar_type(&$$->type, $1); }
+	| ETYPE '[' dims ']'	{ $$ = mk(N_PARAM, @1); set_span_type(&$$->type, $1, $3); }
+	| STREAM		{ diag_error(L(@1), "type mismatch: a __co__ function cannot return a stream"); }
+	;
+
+params
+	: param			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| params ',' param	{ $$ = node_add($1, $3); }
+	;
+
+param
+	: STREAM IDENT		{ $$ = mk(N_PARAM, @2); $$->name = $2; $$->type.kind = TY_STREAM; }
+	| scalar_type IDENT	{ $$ = mk(N_PARAM, @2); $$->name = $2; set_scalar_type(&$$->type, $1); }
+	| ETYPE '[' dims ']' IDENT {
+		$$ = mk(N_PARAM, @5);
+		$$->name = $5;
+		set_span_type(&$$->type, $1, $3);
+	}
+	| STORAGE ETYPE '[' dims ']' IDENT {
+		/* parameters are the caller's (global) memory */
+		if ($1 != ST_GLOBAL)
+			diag_error(L(@1), "not supported yet: %s parameters",
+				   $1 == ST_SHARED ? "shared" : "local");
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $2, $4);
+	}
+	;
+
+scalar_type
+	: INT			{ $$ = EL_INT; }
+	| BOOL			{ $$ = EL_BOOL; }
+	| ETYPE			{ $$ = $1; }
+	;
+
+dims
+	: dim			{ $$ = node_add(mk(E_DIMLIST, @1), $1); }
+	| dims ',' dim		{ $$ = node_add($1, $3); }
+	;
+
+dim
+	: expr			{ $$ = $1; }
+	;
+
+stmts
+	: %empty		{ $$ = node_new(N_BLOCK, (struct loc){ @$.first_line, @$.first_column }); }
+	| stmts stmt		{ $$ = node_add($1, $2); }
+	;
+
+stmts_block
+	: '{' stmts '}'		{ $$ = $2; $$->loc = L(@1); }
+	| stmt			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| ';'			{ $$ = mk(N_BLOCK, @1); }
+	;
+
+stmt
+	: decl ';'		{ $$ = $1; }
+	| span_decl ';'		{ $$ = $1; }
+	| lvalue '=' expr ';'	{ $$ = mk2(N_ASSIGN, @2, "=", $1, $3); }
+	| lvalue OPASSIGN expr ';' { $$ = mk2(N_ASSIGN, @2, $2, $1, $3); }
+	| lvalue '=' dma_expr ';' { $$ = $3; node_add($$, $1); }
+	| dma_expr ';'		{ $$ = $1; }
+	| lvalue INC ';'	{ $$ = mk2(N_EXPRSTMT, @1, NULL, mk2(E_INCDEC, @2, "post++", $1, NULL), NULL); }
+	| lvalue DEC ';'	{ $$ = mk2(N_EXPRSTMT, @1, NULL, mk2(E_INCDEC, @2, "post--", $1, NULL), NULL); }
+	| INC lvalue ';'	{ $$ = mk2(N_EXPRSTMT, @1, NULL, mk2(E_INCDEC, @1, "++", $2, NULL), NULL); }
+	| DEC lvalue ';'	{ $$ = mk2(N_EXPRSTMT, @1, NULL, mk2(E_INCDEC, @1, "--", $2, NULL), NULL); }
+	| BUILTIN '(' args ')' ';' {
+		struct node *c = mk(E_CALL, @1);
+
+		c->name = $1;
+		c->kids = $3->kids;
+		c->nkids = $3->nkids;
+		c->cap = $3->cap;
+		$$ = mk2(N_EXPRSTMT, @1, NULL, c, NULL);
+	}
+	| PRINTLN '(' args_opt ')' ';' {
+		$$ = $3;
+		$$->kind = N_PRINT;
+		$$->loc = L(@1);
+		$$->flag = $1;
+	}
+	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
+	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
+	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
+	| WAIT idlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
+	| RETURN ';'		{ $$ = mk(N_RETURN, @1); }
+	| RETURN expr ';'	{ $$ = node_add(mk(N_RETURN, @1), $2); }
+	| BREAK ';'		{ $$ = mk(N_BREAK, @1); }
+	| CONTINUE ';'		{ $$ = mk(N_CONTINUE, @1); }
+	| parallel		{ $$ = $1; }
+	| with			{ $$ = $1; }
+	| foreach		{ $$ = $1; }
+	| WHILE '(' expr ')' stmts_block { $$ = mk2(N_WHILE, @1, NULL, $3, $5); }
+	| if_stmt		{ $$ = $1; }
+	;
+
+if_stmt
+	: IF '(' expr ')' stmts_block %prec IFX { $$ = mk2(N_IF, @1, NULL, $3, $5); }
+	| IF '(' expr ')' stmts_block ELSE stmts_block {
+		$$ = mk2(N_IF, @1, NULL, $3, $5);
+		node_add($$, $7);
+	}
+	;
+
+lvalue
+	: IDENT			{ $$ = ident(@1, $1); }
+	| IDENT AT '(' args ')'	{
+		$$ = $4;
+		$$->kind = E_AT;
+		$$->loc = L(@1);
+		$$->name = $1;
+	}
+	| IDENT DATA AT '(' args ')' {
+		$$ = $5;
+		$$->kind = E_AT;
+		$$->loc = L(@1);
+		$$->name = $1;
+		$$->flag = 1;	/* through a future's .data */
+	}
+	;
+
+decl
+	: scalar_type declarators {
+		int i;
+
+		$$ = $2;
+		for (i = 0; i < $$->nkids; i++) {
+			set_scalar_type(&$$->kids[i]->type, $1);
+			/* element types are mutable, int and bool are not */
+			$$->kids[i]->flag = $1 != EL_INT && $1 != EL_BOOL;
+		}
+	}
+	| MUTABLE scalar_type declarators {
+		int i;
+
+		$$ = $3;
+		for (i = 0; i < $$->nkids; i++) {
+			set_scalar_type(&$$->kids[i]->type, $2);
+			$$->kids[i]->flag = 1;
+		}
+	}
+	| MUTABLE declarators {
+		int i;
+
+		$$ = $2;
+		for (i = 0; i < $$->nkids; i++) {
+			$$->kids[i]->type.kind = TY_SCALAR;
+			$$->kids[i]->type.elem = EL_NONE;	/* from the initialiser */
+			$$->kids[i]->flag = 1;
+		}
+	}
+	;
+
+declarators
+	: declarator		{ $$ = node_add(mk(N_BLOCK, @1), $1); $$->flag = 1; }
+	| declarators ',' declarator { $$ = node_add($1, $3); }
+	;
+
+declarator
+	: IDENT			{ $$ = mk(N_DECL, @1); $$->name = $1; }
+	| IDENT '=' expr	{ $$ = node_add(mk(N_DECL, @1), $3); $$->name = $1; }
+	;
+
+span_decl
+	: ETYPE '[' dims ']' span_items {
+		int i;
+
+		$$ = $5;
+		for (i = 0; i < $$->nkids; i++)
+			set_span_type(&$$->kids[i]->type, $1, $3);
+	}
+	| STORAGE ETYPE '[' dims ']' span_items {
+		int i;
+
+		$$ = $6;
+		for (i = 0; i < $$->nkids; i++) {
+			set_span_type(&$$->kids[i]->type, $2, $4);
+			$$->kids[i]->flag = $1;
+		}
+	}
+	;
+
+span_items
+	: span_item		{ $$ = node_add(mk(N_BLOCK, @1), $1); $$->flag = 1; }
+	| span_items ',' span_item { $$ = node_add($1, $3); }
+	;
+
+span_item
+	: IDENT			{ $$ = mk(N_SPANDECL, @1); $$->name = $1; }
+	| IDENT '{' expr '}'	{ $$ = node_add(mk(N_SPANDECL, @1), $3); $$->name = $1; }
+	| IDENT '=' '{' expr '}' { $$ = node_add(mk(N_SPANDECL, @1), $4); $$->name = $1; }
+	;
+
+dma_expr
+	: DMA COPY async_opt expr TRANS expr {
+		$$ = mk2(N_DMA, @1, NULL, $4, $6);
+		$$->flag = $3;
+	}
+	| DMA COPY async_opt expr TRANS STORAGE {
+		struct node *t = mk(E_ID, @6);
+
+		t->flag = $6;	/* a new buffer of that storage */
+		$$ = mk2(N_DMA, @1, NULL, $4, t);
+		$$->flag = $3;
+	}
+	| DMA '.' IDENT		{ diag_error(L(@3), "not supported yet: dma.%s", $3); }
+	;
+
+async_opt
+	: %empty		{ $$ = 0; }
+	| ASYNC			{ $$ = 1; }
+	;
+
+parallel
+	: PARALLEL async_opt stream_opt parbys stmts_block {
+		struct node *body = $5, *lvl = NULL;
+		int i;
+
+		/* one N_PARALLEL per level, outermost first: kid 0 its
+		 * N_PARBY, kid 1 the stream binding (an empty block if none),
+		 * kid 2 the body (a block holding the next level) */
+		for (i = $4->nkids - 1; i >= 0; i--) {
+			lvl = mk(N_PARALLEL, @1);
+			node_add(lvl, $4->kids[i]);
+			node_add(lvl, i == 0 && $3 ? $3 : mk(N_BLOCK, @1));
+			node_add(lvl, body);
+			lvl->ival = i > 0;	/* an inner level of a list */
+			body = node_add(mk(N_BLOCK, @1), lvl);
+		}
+		lvl->flag = $2;
+		$$ = lvl;
+	}
+	;
+
+stream_opt
+	: %empty		{ $$ = NULL; }
+	| '<' IDENT '>'		{ $$ = ident(@2, $2); }
+	;
+
+parbys
+	: parby level_opt	{ $1->flag = $2; $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| parbys ',' parby level_opt { $3->flag = $4; $$ = node_add($1, $3); }
+	;
+
+level_opt
+	: %empty		{ $$ = PB_NONE; }
+	| ':' PBLEVEL		{ $$ = $2; }
+	;
+
+parby
+	: BY expr		{ $$ = mk(N_PARBY, @1); node_add($$, mk(N_BLOCK, @1)); node_add($$, $2); }
+	| IDENT BY expr		{
+		$$ = mk(N_PARBY, @1);
+		node_add($$, node_add(mk(N_BLOCK, @1), ident(@1, $1)));
+		node_add($$, $3);
+	}
+	| IDENT BY '[' args ']'	{
+		/* Choreo tolerates `parallel p by [2]` */
+		if ($4->nkids != 1)
+			diag_error(L(@1), "type mismatch: the parallel variable '%s' "
+				   "can not be assigned multiple bounds", $1);
+		$$ = mk(N_PARBY, @1);
+		node_add($$, node_add(mk(N_BLOCK, @1), ident(@1, $1)));
+		node_add($$, $4->kids[0]);
+	}
+	| BY '[' args ']'	{
+		$$ = mk(N_PARBY, @1);
+		node_add($$, mk(N_BLOCK, @1));
+		node_add($$, $3);
+		$$->ival = 1;
+	}
+	| '{' idlist '}' BY '[' args ']' {
+		$$ = mk(N_PARBY, @1);
+		node_add($$, $2);
+		node_add($$, $6);
+		$$->ival = 1;	/* bracketed: one extent per name */
+	}
+	| IDENT '=' '{' idlist '}' BY '[' args ']' {
+		$$ = mk(N_PARBY, @1);
+		node_add($$, $4);
+		node_add($$, $8);
+		$$->ival = 1;
+		$$->name = $1;
+	}
+	;
+
+idlist
+	: IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
+	| idlist ',' IDENT	{ $$ = node_add($1, ident(@3, $3)); }
+	;
+
+with
+	: WITH withins stmts_block { $$ = mk2(N_WITH, @1, NULL, $2, $3); }
+	;
+
+foreach
+	: FOREACH withins stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $3); $$->flag = 1; }
+	| FOREACH ranges stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $3); }
+	;
+
+withins
+	: within		{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| withins ',' within	{ $$ = node_add($1, $3); }
+	;
+
+/* N_WITHIN: kid 0 the names (a block of E_ID), kid 1 the bounds */
+within
+	: IDENT IN bound	{
+		$$ = mk2(N_WITHIN, @1, NULL, node_add(mk(N_BLOCK, @1), ident(@1, $1)), $3);
+	}
+	| '{' idlist '}' IN bound { $$ = mk2(N_WITHIN, @1, NULL, $2, $5); }
+	| IDENT '=' '{' idlist '}' IN bound {
+		$$ = mk2(N_WITHIN, @1, NULL, $4, $7);
+		$$->name = $1;
+	}
+	;
+
+bound
+	: expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| '[' args ']'		{ $$ = $2; }
+	;
+
+ranges
+	: range			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| ranges ',' range	{ $$ = node_add($1, $3); }
+	;
+
+/* N_RANGE: kids lower offset, upper offset, step (each may be an empty
+ * block); name the bounded variable, alias the loop's own name if given */
+range
+	: range_of		{ $$ = $1; }
+	| IDENT '=' range_of	{ $$ = $3; $$->alias = $1; $$->loc = L(@1); }
+	;
+
+range_of
+	: IDENT			{
+		$$ = mk(N_RANGE, @1);
+		$$->name = $1;
+	}
+	| IDENT '(' bnd ':' bnd ')' {
+		$$ = mk2(N_RANGE, @1, NULL, $3, $5);
+		$$->name = $1;
+	}
+	| IDENT '(' bnd ':' bnd ':' bnd ')' {
+		$$ = mk2(N_RANGE, @1, NULL, $3, $5);
+		node_add($$, $7);
+		$$->name = $1;
+	}
+	;
+
+bnd
+	: %empty		{ $$ = mk(N_BLOCK, @$); }
+	| expr			{ $$ = $1; }
+	;
+
+args_opt
+	: %empty		{ $$ = mk(N_BLOCK, @$); }
+	| args			{ $$ = $1; }
+	;
+
+args
+	: expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| args ',' expr		{ $$ = node_add($1, $3); }
+	;
+
+expr
+	: INTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; }
+	| FLOATLIT		{ $$ = mk(E_FLOAT, @1); $$->fval = $1; }
+	| BOOLLIT		{ $$ = mk(E_BOOL, @1); $$->ival = $1; }
+	| STRING		{ $$ = mk(E_STRING, @1); $$->name = $1; }
+	| lvalue		{ $$ = $1; }
+	| IDENT SPAN		{ $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = -1; }
+	| IDENT SPAN '(' INTLIT ')' { $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = $4; }
+	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
+	| IDENT '(' expr ')'	{
+		/* element of an ituple: idx(0) */
+		$$ = mk2(E_ELEM, @1, NULL, ident(@1, $1), $3);
+	}
+	| '(' expr ')'		{ $$ = $2; }
+	| '(' scalar_type ')' expr %prec UNARY {
+		$$ = mk2(E_CAST, @1, NULL, $4, NULL);
+		set_scalar_type(&$$->type, $2);
+	}
+	| TO '<' scalar_type '>' '(' expr ')' {
+		$$ = mk2(E_CAST, @1, NULL, $6, NULL);
+		set_scalar_type(&$$->type, $3);
+	}
+	| BUILTIN '(' args ')'	{
+		$$ = $3;
+		$$->kind = E_CALL;
+		$$->loc = L(@1);
+		$$->name = $1;
+	}
+	| '#' IDENT		{ $$ = mk2(E_UBOUND, @1, NULL, ident(@2, $2), NULL); }
+	| '|' IDENT '|'		{ $$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL); }
+	| '|' IDENT SPAN '|'	{ $$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL); }
+	| lvalue INC		{ $$ = mk2(E_INCDEC, @2, "post++", $1, NULL); }
+	| lvalue DEC		{ $$ = mk2(E_INCDEC, @2, "post--", $1, NULL); }
+	| INC lvalue %prec UNARY { $$ = mk2(E_INCDEC, @1, "++", $2, NULL); }
+	| DEC lvalue %prec UNARY { $$ = mk2(E_INCDEC, @1, "--", $2, NULL); }
+	| '&' lvalue %prec UNARY { $$ = mk2(E_ADDR, @1, "&", $2, NULL); }
+	| '-' expr %prec UNARY	{ $$ = mk2(E_UNARY, @1, "-", $2, NULL); }
+	| '+' expr %prec UNARY	{ $$ = mk2(E_UNARY, @1, "+", $2, NULL); }
+	| '!' expr %prec UNARY	{ $$ = mk2(E_UNARY, @1, "!", $2, NULL); }
+	| '~' expr %prec UNARY	{ $$ = mk2(E_UNARY, @1, "~", $2, NULL); }
+	| expr '?' expr ':' expr {
+		$$ = mk2(E_TERNARY, @2, "?", $1, $3);
+		node_add($$, $5);
+	}
+	| expr OROR expr	{ $$ = mk2(E_BINARY, @2, "||", $1, $3); }
+	| expr ANDAND expr	{ $$ = mk2(E_BINARY, @2, "&&", $1, $3); }
+	| expr '|' expr		{ $$ = mk2(E_BINARY, @2, "|", $1, $3); }
+	| expr '^' expr		{ $$ = mk2(E_BINARY, @2, "^", $1, $3); }
+	| expr '&' expr		{ $$ = mk2(E_BINARY, @2, "&", $1, $3); }
+	| expr EQ expr		{ $$ = mk2(E_BINARY, @2, "==", $1, $3); }
+	| expr NE expr		{ $$ = mk2(E_BINARY, @2, "!=", $1, $3); }
+	| expr '<' expr		{ $$ = mk2(E_BINARY, @2, "<", $1, $3); }
+	| expr '>' expr		{ $$ = mk2(E_BINARY, @2, ">", $1, $3); }
+	| expr LE expr		{ $$ = mk2(E_BINARY, @2, "<=", $1, $3); }
+	| expr GE expr		{ $$ = mk2(E_BINARY, @2, ">=", $1, $3); }
+	| expr SHL expr		{ $$ = mk2(E_BINARY, @2, "<<", $1, $3); }
+	| expr SHR expr		{ $$ = mk2(E_BINARY, @2, ">>", $1, $3); }
+	| expr '+' expr		{ $$ = mk2(E_BINARY, @2, "+", $1, $3); }
+	| expr '-' expr		{ $$ = mk2(E_BINARY, @2, "-", $1, $3); }
+	| expr '*' expr		{ $$ = mk2(E_BINARY, @2, "*", $1, $3); }
+	| expr '/' expr		{ $$ = mk2(E_BINARY, @2, "/", $1, $3); }
+	| expr '%' expr		{ $$ = mk2(E_BINARY, @2, "%", $1, $3); }
+	;
+
+%%
+
+static void yyerror(const char *msg)
+{
+	diag_error(L(yylloc), "%s", msg);
+}

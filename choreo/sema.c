@@ -1,0 +1,1367 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sema.c - binds every identifier to its symbol, gives every expression a
+ * type, enforces the rules of the subset (mutability, stream bindings,
+ * parallel levels) and collects, per block-level parallel, the kernel it
+ * becomes: the host values its body captures, its thread-level parallels,
+ * its scratchpad (shared) and stack (local) data.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "sema.h"
+
+struct scope {
+	struct sym **syms;
+	int n, cap;
+	struct scope *up;
+};
+
+/* walking state */
+static struct scope *scope;
+static struct program *program;
+static struct node *cur_func;
+static struct kernel *cur_kernel;	/* inside a parallel body */
+static int cur_level;			/* 0 host, 1 block body, 2 thread body */
+static int loop_depth;
+static int name_uses;
+static struct sym *func_syms;
+static int deepest_ref;			/* highest level of a symbol referenced */
+
+static void check_stmt(struct node *s);
+static void check_block(struct node *b);
+static struct type check_expr(struct node *e);
+
+static void push_scope(void)
+{
+	struct scope *s = xmalloc(sizeof(*s));
+
+	s->up = scope;
+	scope = s;
+}
+
+static void pop_scope(void)
+{
+	scope = scope->up;
+}
+
+static struct sym *lookup(const char *name)
+{
+	struct scope *s;
+	int i;
+
+	for (s = scope; s; s = s->up)
+		for (i = s->n - 1; i >= 0; i--)
+			if (!strcmp(s->syms[i]->name, name))
+				return s->syms[i];
+	return NULL;
+}
+
+static bool cname_taken(const char *cname)
+{
+	struct sym *s;
+
+	for (s = func_syms; s; s = s->next_in_func)
+		if (!strcmp(s->cname, cname))
+			return true;
+	return false;
+}
+
+static struct sym *declare(const char *name, enum sym_kind kind,
+			   struct node *decl)
+{
+	struct sym *s = xmalloc(sizeof(*s));
+	char buf[256];
+	int i;
+
+	for (i = 0; i < scope->n; i++)
+		if (!strcmp(scope->syms[i]->name, name) &&
+		    !(kind == SY_FUTURE && scope->syms[i]->kind == SY_FUTURE))
+			diag_error(decl ? decl->loc : (struct loc){ 0, 0 },
+				   "'%s' is declared already", name);
+	s->kind = kind;
+	s->name = xstrdup(name);
+	s->level = cur_level;
+	s->decl = decl;
+	snprintf(buf, sizeof(buf), "v_%s", name);
+	/* the integers of an ituple are named idx(0), idx(1) */
+	for (i = 0; buf[i]; i++)
+		if (buf[i] == '(' || buf[i] == ')')
+			buf[i] = '_';
+	while (cname_taken(buf)) {
+		snprintf(buf, sizeof(buf), "v_%s_%d", name, ++name_uses);
+		for (i = 0; buf[i]; i++)
+			if (buf[i] == '(' || buf[i] == ')')
+				buf[i] = '_';
+	}
+	s->cname = xstrdup(buf);
+	s->next_in_func = func_syms;
+	func_syms = s;
+	if (scope->n == scope->cap) {
+		scope->cap = scope->cap ? 2 * scope->cap : 8;
+		scope->syms = realloc(scope->syms, scope->cap * sizeof(*scope->syms));
+		if (!scope->syms)
+			exit(2);
+	}
+	scope->syms[scope->n++] = s;
+	return s;
+}
+
+static struct type scalar(enum elem e)
+{
+	struct type t = { .kind = TY_SCALAR, .elem = e };
+
+	return t;
+}
+
+static bool is_numeric(struct type t)
+{
+	return t.kind == TY_SCALAR && t.elem != EL_VOID;
+}
+
+static bool is_integer(struct type t)
+{
+	return is_numeric(t) && !elem_is_float(t.elem);
+}
+
+bool const_eval(const struct node *e, long long *v)
+{
+	long long a, b;
+
+	switch (e->kind) {
+	case E_INT:
+		*v = e->ival;
+		return true;
+	case E_UNARY:
+		if (!const_eval(e->kids[0], &a))
+			return false;
+		if (!strcmp(e->name, "-"))
+			*v = -a;
+		else if (!strcmp(e->name, "+"))
+			*v = a;
+		else
+			return false;
+		return true;
+	case E_UBOUND:
+		return e->kids[0]->sym && e->kids[0]->sym->ubound &&
+		       const_eval(e->kids[0]->sym->ubound, v);
+	case E_BINARY:
+		if (!const_eval(e->kids[0], &a) || !const_eval(e->kids[1], &b))
+			return false;
+		switch (e->name[0]) {
+		case '+': *v = a + b; return true;
+		case '-': *v = a - b; return true;
+		case '*': *v = a * b; return true;
+		case '/': if (!b) return false; *v = a / b; return true;
+		case '%': if (!b) return false; *v = a % b; return true;
+		default: return false;
+		}
+	default:
+		return false;
+	}
+}
+
+bool span_dim_const(const struct sym *s, int k, long long *v)
+{
+	return const_eval(s->type.dims[k], v);
+}
+
+void parby_parts(const struct node *par, struct node ***names, int *nnames,
+		 struct node ***extents, int *nextents)
+{
+	struct node *pb = par->kids[0];
+
+	*names = pb->kids[0]->kids;
+	*nnames = pb->kids[0]->nkids;
+	if (pb->ival) {
+		*extents = pb->kids[1]->kids;
+		*nextents = pb->kids[1]->nkids;
+	} else {
+		*extents = &pb->kids[1];
+		*nextents = 1;
+	}
+}
+
+/* a host symbol used inside a kernel becomes one of its arguments */
+static void capture(struct sym *s, struct loc loc)
+{
+	struct kernel *k = cur_kernel;
+	int i, n = 1;
+
+	if (!k || s->level > 0)
+		return;
+	for (i = 0; i < k->ncaps; i++)
+		if (k->caps[i] == s)
+			return;
+	if (s->type.kind == TY_STREAM)
+		diag_error(loc, "not supported yet: stream '%s' in a parallel body", s->name);
+	if (s->type.kind == TY_FUTURE)
+		diag_error(loc, "not supported yet: future '%s' in a parallel body", s->name);
+	if (s->type.kind == TY_SPAN) {
+		long long v;
+
+		for (i = 0; i < s->type.rank; i++)
+			if (!span_dim_const(s, i, &v))
+				n++;
+	}
+	if (k->ncaps == MAX_CAPTURES || k->nargs + n > NPU_MAX_KERNEL_ARGS)
+		diag_error(loc, "not supported yet: more than %d captured values",
+			   NPU_MAX_KERNEL_ARGS);
+	k->caps[k->ncaps++] = s;
+	k->nargs += n;
+}
+
+static struct sym *resolve(struct node *id)
+{
+	struct sym *s = lookup(id->name);
+
+	if (!s)
+		diag_error(id->loc, "unknown identifier '%s'", id->name);
+	id->sym = s;
+	if (s->level > deepest_ref)
+		deepest_ref = s->level;
+	/* a future is not an argument: the buffer it copied into is; an
+	 * ituple's integers are */
+	if (s->kind == SY_FUTURE) {
+		capture(s->target, id->loc);
+	} else if (s->kind == SY_TUPLE) {
+		int k;
+
+		/* by name: a foreach may have re-bound them */
+		for (k = 0; k < s->type.rank; k++)
+			capture(lookup(s->elems[k]->name), id->loc);
+	} else {
+		capture(s, id->loc);
+	}
+	return s;
+}
+
+/* an expression checked elsewhere (a bound) used again in a kernel:
+ * capture what it refers to, keeping its bindings */
+static void capture_expr(const struct node *e)
+{
+	int i;
+
+	if (e->sym)
+		capture(e->sym, e->loc);
+	if (e->kind == E_UBOUND && e->kids[0]->sym && e->kids[0]->sym->ubound)
+		capture_expr(e->kids[0]->sym->ubound);
+	for (i = 0; i < e->nkids; i++)
+		capture_expr(e->kids[i]);
+}
+
+static struct type arith(struct type a, struct type b)
+{
+	if (a.elem == EL_F64 || b.elem == EL_F64)
+		return scalar(EL_F64);
+	if (elem_is_float(a.elem) || elem_is_float(b.elem))
+		return scalar(EL_F32);
+	if (a.elem == EL_S64 || b.elem == EL_S64)
+		return scalar(EL_S64);
+	return scalar(EL_INT);
+}
+
+static const char *kind_text(struct type t)
+{
+	switch (t.kind) {
+	case TY_SPAN: return "spanned data";
+	case TY_STREAM: return "a stream";
+	case TY_STRING: return "a string";
+	case TY_FUTURE: return "a future";
+	case TY_VOID: return "void";
+	case TY_TUPLE: return "an ituple";
+	default: return t.elem == EL_BOOL ? "a boolean" : "a number";
+	}
+}
+
+static void want_numeric(struct node *e, struct type t)
+{
+	if (!is_numeric(t))
+		diag_error(e->loc, "type mismatch: %s where a number is expected",
+			   kind_text(t));
+}
+
+static struct type check_at(struct node *e)
+{
+	struct sym *s = resolve(&(struct node){ .kind = E_ID, .loc = e->loc,
+						 .name = e->name });
+	int i;
+
+	if (e->flag) {		/* f.data.at(...) */
+		if (s->kind != SY_FUTURE)
+			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
+		s = s->target;
+		capture(s, e->loc);
+	}
+	e->sym = s;
+	if (s->type.kind != TY_SPAN)
+		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+	/* an ituple index stands for its integers */
+	for (i = 0; i < e->nkids; i++) {
+		struct node *ix = e->kids[i];
+		struct sym *t;
+		int k;
+
+		if (ix->kind != E_ID || !(t = lookup(ix->name)) || t->kind != SY_TUPLE)
+			continue;
+		if (e->nkids - 1 + t->type.rank > MAX_RANK)
+			diag_error(ix->loc, "type mismatch: too many indices");
+		memmove(&e->kids[i + t->type.rank], &e->kids[i + 1],
+			(e->nkids - i - 1) * sizeof(e->kids[0]));
+		for (k = 0; k < t->type.rank; k++) {
+			struct node *el = node_new(E_ID, ix->loc);
+
+			el->name = t->elems[k]->name;
+			e->kids[i + k] = el;
+		}
+		e->nkids += t->type.rank - 1;
+		i += t->type.rank - 1;
+	}
+	if (e->nkids != s->type.rank)
+		diag_error(e->loc, "type mismatch: '%s' has rank %d but .at() has %d "
+			   "index%s", s->name, s->type.rank, e->nkids,
+			   e->nkids == 1 ? "" : "es");
+	for (i = 0; i < e->nkids; i++) {
+		struct type t = check_expr(e->kids[i]);
+
+		if (!is_integer(t))
+			diag_error(e->kids[i]->loc, "type mismatch: index of '%s' is "
+				   "%s, not an integer", s->name, kind_text(t));
+	}
+	return scalar(s->type.elem);
+}
+
+static void check_mutable(struct node *lv)
+{
+	if (lv->kind == E_AT)
+		return;
+	if (lv->sym->type.kind == TY_SPAN)
+		diag_error(lv->loc, "type mismatch: cannot assign to spanned data '%s'",
+			   lv->name);
+	if (lv->sym->type.kind != TY_SCALAR)
+		diag_error(lv->loc, "type mismatch: cannot assign to %s",
+			   kind_text(lv->sym->type));
+	if (!lv->sym->mutable_)
+		diag_error(lv->loc, "'%s' is not mutable", lv->name);
+	if (cur_level > lv->sym->level && lv->sym->level == 0 && cur_kernel)
+		diag_error(lv->loc, "not supported yet: assigning host variable "
+			   "'%s' in a parallel body", lv->name);
+}
+
+static struct type check_lvalue(struct node *lv)
+{
+	if (lv->kind == E_AT)
+		return check_at(lv);
+	resolve(lv);
+	return lv->sym->type;
+}
+
+static struct type check_call(struct node *e)
+{
+	struct type a, b;
+
+	if (!strcmp(e->name, "__min") || !strcmp(e->name, "__max")) {
+		if (e->nkids != 2)
+			diag_error(e->loc, "type mismatch: %s takes 2 arguments", e->name);
+		a = check_expr(e->kids[0]);
+		want_numeric(e->kids[0], a);
+		b = check_expr(e->kids[1]);
+		want_numeric(e->kids[1], b);
+		return arith(a, b);
+	}
+	/* __atomic_*(&x.at(i), v) or (x.at(i), v) */
+	if (e->nkids != 2)
+		diag_error(e->loc, "type mismatch: %s takes 2 arguments", e->name);
+	if (e->kids[0]->kind == E_ADDR)
+		e->kids[0] = e->kids[0]->kids[0];
+	if (e->kids[0]->kind != E_AT)
+		diag_error(e->kids[0]->loc, "type mismatch: %s needs an element "
+			   "of spanned data", e->name);
+	a = check_at(e->kids[0]);
+	b = check_expr(e->kids[1]);
+	want_numeric(e->kids[1], b);
+	if (elem_is_float(a.elem) && (a.elem == EL_F64 ||
+				      (strcmp(e->name, "__atomic_add") &&
+				       strcmp(e->name, "__atomic_sub") &&
+				       strcmp(e->name, "__atomic_exch"))))
+		diag_error(e->loc, "not supported yet: %s on %s", e->name,
+			   elem_name(a.elem));
+	if (elem_size(a.elem) < 4)
+		diag_error(e->loc, "not supported yet: %s on %s", e->name,
+			   elem_name(a.elem));
+	return a;
+}
+
+static struct type check_expr(struct node *e)
+{
+	struct type t, a, b;
+	struct sym *s;
+
+	switch (e->kind) {
+	case E_INT:
+		t = scalar(e->ival > 2147483647LL || e->ival < -2147483648LL ?
+			   EL_S64 : EL_INT);
+		break;
+	case E_FLOAT:
+		t = scalar(EL_F64);
+		break;
+	case E_BOOL:
+		t = scalar(EL_BOOL);
+		break;
+	case E_STRING:
+		t.kind = TY_STRING;
+		t.elem = EL_NONE;
+		break;
+	case E_ID:
+		s = resolve(e);
+		t = s->type;
+		break;
+	case E_AT:
+		t = check_at(e);
+		break;
+	case E_ELEM: {
+		long long k;
+
+		s = resolve(e->kids[0]);
+		if (s->kind != SY_TUPLE)
+			diag_error(e->loc, "type mismatch: '%s' is not an ituple", s->name);
+		if (!const_eval(e->kids[1], &k) || k < 0 || k >= s->type.rank)
+			diag_error(e->kids[1]->loc, "type mismatch: element of an ituple "
+				   "of rank %d needs a constant index below it",
+				   s->type.rank);
+		/* it is that bounded integer */
+		e->kind = E_ID;
+		e->name = s->elems[k]->name;
+		e->nkids = 0;
+		t = check_expr(e);
+		break;
+	}
+	case E_SPAN:
+		s = resolve(e);
+		if (s->type.kind != TY_SPAN)
+			diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+		if (e->ival >= s->type.rank)
+			diag_error(e->loc, "type mismatch: '%s' has rank %d", s->name,
+				   s->type.rank);
+		if (e->ival >= 0) {
+			t = scalar(EL_S64);
+		} else {
+			t = s->type;
+			t.kind = TY_VOID;	/* a shape: only printed or used as dims */
+			t.elem = EL_NONE;
+		}
+		break;
+	case E_DATA:
+		s = resolve(e);
+		if (s->kind != SY_FUTURE)
+			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
+		capture(s->target, e->loc);
+		e->sym = s->target;	/* f.data is the buffer f copied into */
+		t = s->target->type;
+		break;
+	case E_COUNT:
+		s = resolve(e->kids[0]);
+		if (s->type.kind != TY_SPAN)
+			diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+		t = scalar(EL_S64);
+		break;
+	case E_UBOUND:
+		s = resolve(e->kids[0]);
+		if (!s->ubound)
+			diag_error(e->loc, "type mismatch: '%s' is not a bounded variable",
+				   s->name);
+		capture_expr(s->ubound);
+		t = scalar(EL_INT);
+		break;
+	case E_CAST:
+		a = check_expr(e->kids[0]);
+		want_numeric(e->kids[0], a);
+		t = e->type;
+		break;
+	case E_CALL:
+		t = check_call(e);
+		break;
+	case E_INCDEC:
+		t = check_lvalue(e->kids[0]);
+		check_mutable(e->kids[0]);
+		want_numeric(e->kids[0], t);
+		break;
+	case E_ADDR:
+		diag_error(e->loc, "not supported yet: '&' outside an atomic built-in");
+	case E_UNARY:
+		a = check_expr(e->kids[0]);
+		want_numeric(e->kids[0], a);
+		if (e->name[0] == '!')
+			t = scalar(EL_BOOL);
+		else if (e->name[0] == '~' && !is_integer(a))
+			diag_error(e->loc, "type mismatch: '~' needs an integer");
+		else
+			t = a.elem == EL_BOOL ? scalar(EL_INT) : a;
+		break;
+	case E_TERNARY:
+		a = check_expr(e->kids[0]);
+		want_numeric(e->kids[0], a);
+		a = check_expr(e->kids[1]);
+		want_numeric(e->kids[1], a);
+		b = check_expr(e->kids[2]);
+		want_numeric(e->kids[2], b);
+		t = a.elem == EL_BOOL && b.elem == EL_BOOL ? a : arith(a, b);
+		break;
+	case E_BINARY:
+		a = check_expr(e->kids[0]);
+		want_numeric(e->kids[0], a);
+		b = check_expr(e->kids[1]);
+		want_numeric(e->kids[1], b);
+		if (strchr("<>=!", e->name[0]) && strcmp(e->name, "<<") &&
+		    strcmp(e->name, ">>"))
+			t = scalar(EL_BOOL);
+		else if (!strcmp(e->name, "&&") || !strcmp(e->name, "||"))
+			t = scalar(EL_BOOL);
+		else if (strchr("%&|^", e->name[0]) || !strcmp(e->name, "<<") ||
+			 !strcmp(e->name, ">>")) {
+			if (!is_integer(a) || !is_integer(b))
+				diag_error(e->loc, "type mismatch: '%s' needs integers",
+					   e->name);
+			t = arith(a, b);
+		} else {
+			t = arith(a, b);
+		}
+		break;
+	default:
+		diag_error(e->loc, "syntax error, unexpected expression");
+	}
+	e->ety = t;
+	return t;
+}
+
+/* value of type `from` stored into a `to` */
+static void check_assignable(struct loc loc, struct type to, struct type from)
+{
+	if (to.kind == TY_SCALAR && from.kind == TY_SCALAR) {
+		/* Choreo: `bool b = 0;` is an error */
+		if (to.elem == EL_BOOL && from.elem != EL_BOOL)
+			diag_error(loc, "type mismatch: cannot assign a number to a "
+				   "boolean");
+		return;
+	}
+	if (to.kind == TY_SCALAR && from.kind == TY_SPAN)
+		diag_error(loc, "type mismatch: cannot assign spanned data to a scalar");
+	if (to.kind == TY_SCALAR && from.kind == TY_STRING)
+		diag_error(loc, "type mismatch: cannot assign a string to a number");
+	diag_error(loc, "type mismatch: cannot assign %s to %s", kind_text(from),
+		   kind_text(to));
+}
+
+static void check_scalar_decl(struct node *d)
+{
+	struct sym *s;
+	struct type t = d->type;
+
+	if (d->nkids) {
+		struct type it = check_expr(d->kids[0]);
+
+		if (t.elem == EL_NONE) {
+			if (it.kind == TY_SPAN)
+				diag_error(d->kids[0]->loc, "not supported yet: "
+					   "aliasing spanned data");
+			check_assignable(d->kids[0]->loc, scalar(EL_INT), it);
+			t = it;
+		} else {
+			check_assignable(d->kids[0]->loc, t, it);
+		}
+	} else if (t.elem == EL_NONE) {
+		diag_error(d->loc, "type mismatch: '%s' needs a type or an initialiser",
+			   d->name);
+	}
+	s = declare(d->name, SY_VAR, d);
+	s->type = t;
+	s->mutable_ = d->flag;
+	d->sym = s;
+}
+
+static void check_dims(struct node *d, struct type *t)
+{
+	struct type out = *t;
+	int i, k;
+
+	out.rank = 0;
+	for (i = 0; i < t->rank; i++) {
+		struct node *e = t->dims[i];
+		struct type dt;
+
+		if (e->kind == E_SPAN && e->ival < 0) {
+			struct sym *s = resolve(e);
+
+			if (s->type.kind != TY_SPAN)
+				diag_error(e->loc, "type mismatch: '%s' is not spanned data",
+					   s->name);
+			for (k = 0; k < s->type.rank; k++) {
+				struct node *de;
+
+				if (out.rank == MAX_RANK)
+					diag_error(d->loc, "not supported yet: rank above %d",
+						   MAX_RANK);
+				/* its dimension k, as an expression */
+				de = node_new(E_SPAN, e->loc);
+				de->name = e->name;
+				de->ival = k;
+				check_expr(de);
+				out.dims[out.rank++] = de;
+			}
+			continue;
+		}
+		dt = check_expr(e);
+		if (!is_integer(dt))
+			diag_error(e->loc, "type mismatch: a dimension must be an integer");
+		if (out.rank == MAX_RANK)
+			diag_error(d->loc, "not supported yet: rank above %d", MAX_RANK);
+		out.dims[out.rank++] = e;
+	}
+	*t = out;
+}
+
+static void check_span_decl(struct node *d)
+{
+	struct sym *s;
+	long long v;
+	int i;
+	long bytes;
+
+	check_dims(d, &d->type);
+	if (d->nkids) {
+		struct type it = check_expr(d->kids[0]);
+
+		check_assignable(d->kids[0]->loc, scalar(d->type.elem), it);
+	}
+	s = declare(d->name, SY_SPAN, d);
+	s->type = d->type;
+	s->mutable_ = true;
+	s->storage = d->flag;
+	d->sym = s;
+	if (s->storage == ST_GLOBAL)
+		diag_error(d->loc, "not supported yet: global storage");
+	if (!cur_kernel) {
+		if (s->storage == ST_SHARED)
+			diag_error(d->loc, "not supported yet: shared data outside a "
+				   "parallel body");
+		return;
+	}
+	/* scratchpad and stack data need compile-time sizes */
+	bytes = elem_size(s->type.elem);
+	for (i = 0; i < s->type.rank; i++) {
+		if (!span_dim_const(s, i, &v) || v <= 0)
+			diag_error(s->type.dims[i]->loc, "not supported yet: %s data of "
+				   "a size known only at run time in a parallel body",
+				   s->storage == ST_SHARED ? "shared" : "local");
+		bytes *= v;
+	}
+	if (s->storage == ST_SHARED) {
+		cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 15) & ~15L;
+		s->shared_offset = cur_kernel->shared_bytes;
+		cur_kernel->shared_bytes += bytes;
+	} else {
+		s->storage = ST_LOCAL;
+		cur_kernel->local_bytes += bytes;
+	}
+}
+
+static void check_decl_group(struct node *b)
+{
+	int i;
+
+	for (i = 0; i < b->nkids; i++) {
+		struct node *d = b->kids[i];
+
+		d->level = cur_level;
+		d->par = cur_kernel ? cur_kernel->par : NULL;
+		if (d->kind == N_DECL)
+			check_scalar_decl(d);
+		else
+			check_span_decl(d);
+	}
+}
+
+static struct sym *declare_bounded(struct node *id, struct node *ub,
+				   enum sym_kind kind)
+{
+	struct sym *s = declare(id->name, kind, id);
+
+	s->type = scalar(EL_INT);
+	s->ubound = ub;
+	id->sym = s;
+	return s;
+}
+
+/* names and bounds of a with/foreach; the bounds are checked by the caller */
+static void declare_withins(struct node *withins)
+{
+	int i, k;
+
+	for (i = 0; i < withins->nkids; i++) {
+		struct node *w = withins->kids[i];
+		struct node *names = w->kids[0], *bounds = w->kids[1];
+
+		/* [a.span]: one bound per dimension of a */
+		for (k = 0; k < bounds->nkids; k++) {
+			struct node *b = bounds->kids[k];
+
+			if (b->kind == E_SPAN && b->ival < 0) {
+				struct node *nb = node_new(N_BLOCK, bounds->loc);
+				struct sym *s = resolve(b);
+				int d, j;
+
+				if (s->type.kind != TY_SPAN)
+					diag_error(b->loc, "type mismatch: '%s' is not spanned "
+						   "data", s->name);
+				for (j = 0; j < bounds->nkids; j++) {
+					if (j != k) {
+						node_add(nb, bounds->kids[j]);
+						continue;
+					}
+					for (d = 0; d < s->type.rank; d++) {
+						struct node *de = node_new(E_SPAN, b->loc);
+
+						de->name = b->name;
+						de->ival = d;
+						node_add(nb, de);
+					}
+				}
+				w->kids[1] = bounds = nb;
+				k = -1;
+			}
+		}
+		for (k = 0; k < bounds->nkids; k++) {
+			struct type t = check_expr(bounds->kids[k]);
+
+			if (!is_integer(t))
+				diag_error(bounds->kids[k]->loc, "type mismatch: a bound "
+					   "must be an integer");
+		}
+		if (names->nkids == 1 && bounds->nkids > 1 && !w->name) {
+			/* `idx in [m, n]`: an ituple of hidden bounded integers */
+			struct node *tn = node_new(E_ID, names->kids[0]->loc);
+
+			tn->name = names->kids[0]->name;
+			w->name = tn->name;
+			names = node_new(N_BLOCK, names->loc);
+			for (k = 0; k < bounds->nkids; k++) {
+				struct node *id = node_new(E_ID, tn->loc);
+				char buf[256];
+
+				snprintf(buf, sizeof(buf), "%s(%d)", tn->name, k);
+				id->name = xstrdup(buf);
+				node_add(names, id);
+			}
+			w->kids[0] = names;
+		}
+		if (names->nkids != bounds->nkids)
+			diag_error(w->loc, "type mismatch: %d names but %d bounds",
+				   names->nkids, bounds->nkids);
+		if (names->nkids > MAX_RANK && w->name)
+			diag_error(w->loc, "not supported yet: an ituple of rank %d",
+				   names->nkids);
+		for (k = 0; k < names->nkids; k++)
+			declare_bounded(names->kids[k], bounds->kids[k], SY_LOOPVAR);
+		if (w->name) {
+			/* `idx = {x, y} in [...]` or the hidden form: idx names them */
+			struct sym *t = declare(w->name, SY_TUPLE, w);
+
+			t->type.kind = TY_TUPLE;
+			t->type.rank = names->nkids;
+			for (k = 0; k < names->nkids; k++)
+				t->elems[k] = names->kids[k]->sym;
+		}
+	}
+}
+
+static void check_body(struct node *b)
+{
+	push_scope();
+	check_block(b);
+	pop_scope();
+}
+
+static void check_parallel(struct node *p)
+{
+	struct node *stream = p->kids[1], **names, **extents;
+	int nnames, nextents, i, saved_level = cur_level;
+	struct kernel *saved_kernel = cur_kernel;
+	struct node *pb = p->kids[0];
+	bool thread_level;
+
+	if (stream->kind == E_ID) {
+		struct sym *s = lookup(stream->name);
+
+		if (!s)
+			diag_error(stream->loc, "unknown identifier '%s'", stream->name);
+		if (s->type.kind != TY_STREAM)
+			diag_error(stream->loc, "'%s' is not a stream", stream->name);
+		stream->sym = s;
+	}
+	if (pb->flag == PB_OTHER)
+		diag_error(pb->loc, "not supported yet: this parallel level");
+	if (cur_level == 0) {
+		thread_level = pb->flag == PB_THREAD;
+	} else if (cur_level == 1) {
+		if (pb->flag == PB_BLOCK)
+			diag_error(pb->loc, "not supported yet: a block-level parallel "
+				   "inside a parallel body");
+		thread_level = true;
+	} else {
+		diag_error(p->loc, "not supported yet: a parallel inside a "
+			   "thread-level parallel");
+	}
+	if ((cur_level > 0 || p->ival) && p->flag)
+		diag_error(p->loc, "inner parallel-by level can not be asynchronous");
+	if (stream->kind == E_ID && (cur_level > 0 || p->ival || thread_level))
+		diag_error(stream->loc, "stream binding is only allowed on a "
+			   "block-level parallel");
+	parby_parts(p, &names, &nnames, &extents, &nextents);
+	if (nnames > 1 && nnames != nextents)
+		diag_error(pb->loc, "type mismatch: %d names but %d extents",
+			   nnames, nextents);
+	if (cur_level == 0) {
+		struct kernel *k;
+
+		program->kernels = realloc(program->kernels, (program->nkernels + 1) *
+					   sizeof(*program->kernels));
+		if (!program->kernels)
+			exit(2);
+		k = &program->kernels[program->nkernels];
+		memset(k, 0, sizeof(*k));
+		k->func = cur_func;
+		k->par = p;
+		k->grid_is_threads = thread_level;
+		snprintf(k->name, sizeof(k->name), "%s__parallel%d", cur_func->name,
+			 program->nkernels);
+		p->kernel = program->nkernels++;
+		/* extents are evaluated on the host */
+		for (i = 0; i < nextents; i++) {
+			struct type t = check_expr(extents[i]);
+
+			if (!is_integer(t))
+				diag_error(extents[i]->loc, "type mismatch: an extent "
+					   "must be an integer");
+		}
+		cur_kernel = &program->kernels[p->kernel];
+		if (thread_level)
+			cur_kernel->thread_pars[cur_kernel->nthread_pars++] = p;
+	} else {
+		/* extents of a thread level size the block on the host */
+		deepest_ref = 0;
+		for (i = 0; i < nextents; i++) {
+			struct type t = check_expr(extents[i]);
+
+			if (!is_integer(t))
+				diag_error(extents[i]->loc, "type mismatch: an extent "
+					   "must be an integer");
+		}
+		if (deepest_ref > 0)
+			diag_error(extents[0]->loc, "not supported yet: a thread-level "
+				   "extent computed inside the parallel body");
+		if (cur_kernel->nthread_pars == MAX_THREAD_PARS)
+			diag_error(p->loc, "not supported yet: more than %d thread-level "
+				   "parallels in a kernel", MAX_THREAD_PARS);
+		cur_kernel->thread_pars[cur_kernel->nthread_pars++] = p;
+	}
+	p->par = cur_kernel->par;
+	p->level = cur_level;
+	cur_level = thread_level ? 2 : 1;
+	push_scope();
+	for (i = 0; i < nnames; i++)
+		declare_bounded(names[i], nnames > 1 ? extents[i] : extents[0],
+				SY_PVAR)->level = cur_level;
+	{
+		int saved_loops = loop_depth;
+
+		loop_depth = 0;
+		check_block(p->kids[2]);
+		loop_depth = saved_loops;
+	}
+	pop_scope();
+	cur_level = saved_level;
+	cur_kernel = saved_kernel;
+}
+
+static void check_foreach(struct node *f)
+{
+	struct node *items = f->kids[0];
+	int i;
+
+	push_scope();
+	if (f->flag) {
+		declare_withins(items);
+	} else {
+		struct node *expanded = node_new(N_BLOCK, items->loc);
+
+		/* `foreach idx` over an ituple: its integers, outer to inner */
+		for (i = 0; i < items->nkids; i++) {
+			struct node *r = items->kids[i];
+			struct sym *s = lookup(r->name);
+			int k;
+
+			if (!s || s->kind != SY_TUPLE) {
+				node_add(expanded, r);
+				continue;
+			}
+			if (r->nkids)
+				diag_error(r->loc, "type mismatch: a range applies to a "
+					   "bounded integer, not to the ituple '%s'", r->name);
+			if (r->alias)
+				diag_error(r->loc, "not supported yet: a local name for "
+					   "an ituple");
+			for (k = 0; k < s->type.rank; k++) {
+				struct node *er = node_new(N_RANGE, r->loc);
+
+				er->name = s->elems[k]->name;
+				er->ival = 1;	/* belongs to the ituple below */
+				node_add(expanded, er);
+			}
+			r->sym = s;
+		}
+		f->kids[0] = items = expanded;
+		for (i = 0; i < items->nkids; i++) {
+			struct node *r = items->kids[i], *id;
+			struct sym *s = lookup(r->name), *ns;
+			int k;
+
+			if (!s)
+				diag_error(r->loc, "unknown identifier '%s'", r->name);
+			if (!s->ubound)
+				diag_error(r->loc, "type mismatch: '%s' is not a bounded "
+					   "variable", r->name);
+			for (k = 0; k < r->nkids; k++) {
+				if (r->kids[k]->kind == N_BLOCK)
+					continue;
+				if (!is_integer(check_expr(r->kids[k])))
+					diag_error(r->kids[k]->loc, "type mismatch: a range "
+						   "must be an integer");
+			}
+			/* the bound is evaluated where the variable was declared */
+			id = node_new(E_ID, r->loc);
+			id->name = r->alias ? r->alias : r->name;
+			ns = declare_bounded(id, s->ubound, SY_LOOPVAR);
+			ns->decl = r;
+			r->sym = ns;
+			if (s->level == 0)
+				capture(s, r->loc);	/* the bound's own captures */
+			/* capture what the bound refers to */
+			capture_expr(s->ubound);
+		}
+		/* an ituple iterated here names this loop's integers */
+		for (i = 0; i < items->nkids; i++) {
+			struct node *r = items->kids[i];
+			char base[256];
+			struct sym *t, *old;
+			int k;
+
+			if (!r->ival || !strchr(r->name, '('))
+				continue;
+			snprintf(base, sizeof(base), "%s", r->name);
+			*strchr(base, '(') = 0;
+			old = lookup(base);
+			if (!old || old->kind != SY_TUPLE || lookup(base)->decl == f)
+				continue;
+			t = declare(base, SY_TUPLE, f);
+			t->type = old->type;
+			for (k = 0; k < t->type.rank; k++) {
+				char en[300];
+
+				snprintf(en, sizeof(en), "%s(%d)", base, k);
+				t->elems[k] = lookup(en);
+			}
+		}
+	}
+	f->level = cur_level;
+	loop_depth++;
+	check_block(f->kids[1]);	/* the body may not redeclare them */
+	loop_depth--;
+	pop_scope();
+}
+
+static void check_dma(struct node *d)
+{
+	struct node *src = d->kids[0], *dst = d->kids[1];
+	struct type st = check_expr(src);
+
+	if (st.kind != TY_SPAN)
+		diag_error(src->loc, "type mismatch: dma.copy needs spanned data");
+	if (dst->kind == E_ID && !dst->name) {
+		/* `=> shared`: a new buffer shaped like the source */
+		char name[64];
+
+		if (dst->flag == ST_SHARED && !cur_kernel)
+			diag_error(dst->loc, "not supported yet: shared data outside a "
+				   "parallel body");
+		snprintf(name, sizeof(name), "dma%d_%d", d->loc.line, d->loc.col);
+		dst->kind = N_SPANDECL;
+		dst->name = xstrdup(name);
+		dst->type = src->sym->type;
+		dst->flag = dst->flag == ST_SHARED ? ST_SHARED : ST_LOCAL;
+		if (!cur_kernel)
+			dst->flag = ST_DEFAULT;
+		dst->level = cur_level;
+		check_span_decl(dst);
+	} else {
+		struct type dt = check_expr(dst);
+
+		if (dt.kind != TY_SPAN)
+			diag_error(dst->loc, "type mismatch: dma.copy needs spanned data");
+		long long sn = 1, dn = 1, v;
+		bool known = true;
+		int k;
+
+		if (dt.elem != st.elem)
+			diag_error(dst->loc, "type mismatch: dma.copy from %s to %s",
+				   elem_name(st.elem), elem_name(dt.elem));
+		for (k = 0; k < src->sym->type.rank; k++)
+			if (span_dim_const(src->sym, k, &v))
+				sn *= v;
+			else
+				known = false;
+		for (k = 0; k < dst->sym->type.rank; k++)
+			if (span_dim_const(dst->sym, k, &v))
+				dn *= v;
+			else
+				known = false;
+		if (known && sn != dn)
+			diag_error(dst->loc, "type mismatch: dma.copy of %lld elements "
+				   "into %lld", sn, dn);
+	}
+	if (d->nkids > 2) {
+		struct node *f = d->kids[2];
+		struct sym *s;
+
+		if (f->kind != E_ID)
+			diag_error(f->loc, "type mismatch: a future needs a name");
+		s = lookup(f->name);
+		if (s && s->kind != SY_FUTURE)
+			diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
+		s = declare(f->name, SY_FUTURE, d);
+		s->type.kind = TY_FUTURE;
+		s->target = dst->sym;
+		f->sym = s;
+	}
+}
+
+static void check_return(struct node *r)
+{
+	struct type want = cur_func->type;
+
+	if (cur_kernel) {
+		if (r->nkids)
+			diag_error(r->loc, "not supported yet: returning a value from a "
+				   "parallel body");
+		return;
+	}
+	if (!r->nkids) {
+		if (want.kind != TY_VOID)
+			diag_error(r->loc, "type mismatch: '%s' returns a value",
+				   cur_func->name);
+		return;
+	}
+	{
+		struct type t = check_expr(r->kids[0]);
+
+		if (want.kind == TY_VOID)
+			diag_error(r->loc, "type mismatch: '%s' returns void",
+				   cur_func->name);
+		if (want.kind == TY_SPAN) {
+			struct node *e = r->kids[0];
+
+			if (e->kind != E_ID || t.kind != TY_SPAN)
+				diag_error(e->loc, "type mismatch: '%s' returns spanned data",
+					   cur_func->name);
+			if (e->sym->kind != SY_SPAN || e->sym->level)
+				diag_error(e->loc, "not supported yet: returning spanned data "
+					   "not declared in the function");
+			if (t.elem != want.elem || t.rank != want.rank)
+				diag_error(e->loc, "type mismatch: returns %s of rank %d, "
+					   "declared %s of rank %d", elem_name(t.elem), t.rank,
+					   elem_name(want.elem), want.rank);
+			return;
+		}
+		check_assignable(r->kids[0]->loc, want, t);
+	}
+}
+
+static void check_print(struct node *p)
+{
+	int i;
+
+	for (i = 0; i < p->nkids; i++) {
+		struct type t = check_expr(p->kids[i]);
+
+		if (t.kind == TY_SPAN)
+			diag_error(p->kids[i]->loc, "type mismatch: cannot print spanned "
+				   "data (print an element or its .span)");
+		if (t.kind == TY_TUPLE) {
+			/* printed as its integers' current values */
+			struct node *a = p->kids[i];
+			int k;
+
+			for (k = 0; k < t.rank; k++) {
+				struct node *el = node_new(E_ID, a->loc);
+
+				el->name = a->sym->elems[k]->name;
+				check_expr(el);
+				node_add(a, el);
+			}
+		}
+		if (t.kind == TY_STREAM || t.kind == TY_FUTURE)
+			diag_error(p->kids[i]->loc, "type mismatch: cannot print %s",
+				   kind_text(t));
+	}
+}
+
+static void check_stmt(struct node *s)
+{
+	struct type a, b;
+
+	s->level = cur_level;
+	s->par = cur_kernel ? cur_kernel->par : NULL;
+	switch (s->kind) {
+	case N_BLOCK:
+		if (s->flag)
+			check_decl_group(s);
+		else
+			check_body(s);
+		break;
+	case N_ASSIGN:
+		b = check_expr(s->kids[1]);
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=")) {
+			/* `x = e;` declares x (immutable), as in Choreo */
+			struct node *d = node_new(N_DECL, s->kids[0]->loc);
+
+			d->name = s->kids[0]->name;
+			d->type.kind = TY_SCALAR;
+			d->type.elem = EL_NONE;
+			node_add(d, s->kids[1]);
+			d->level = cur_level;
+			s->kind = N_BLOCK;
+			s->flag = 1;
+			s->nkids = 0;
+			node_add(s, d);
+			if (b.kind == TY_SPAN)
+				diag_error(d->loc, "not supported yet: aliasing spanned data");
+			if (b.kind == TY_STRING)
+				diag_error(d->loc, "not supported yet: string variables");
+			check_assignable(d->loc, scalar(EL_INT), b);
+			{
+				struct sym *sy = declare(d->name, SY_VAR, d);
+
+				sy->type = b;
+				d->type = b;
+				d->sym = sy;
+			}
+			break;
+		}
+		a = check_lvalue(s->kids[0]);
+		check_assignable(s->kids[1]->loc, a, b);
+		check_mutable(s->kids[0]);
+		if (strcmp(s->name, "=")) {
+			want_numeric(s->kids[1], b);
+			if (strchr("%&|^<>", s->name[0]) &&
+			    (!is_integer(a) || !is_integer(b)))
+				diag_error(s->loc, "type mismatch: '%s' needs integers",
+					   s->name);
+		}
+		break;
+	case N_EXPRSTMT:
+		check_expr(s->kids[0]);
+		break;
+	case N_PRINT:
+		check_print(s);
+		break;
+	case N_SYNC:
+		if (s->flag != ST_SHARED)
+			diag_error(s->loc, "not supported yet: sync.%s",
+				   s->flag == ST_LOCAL ? "local" : "global");
+		break;
+	case N_WAIT: {
+		int i;
+
+		for (i = 0; i < s->nkids; i++) {
+			struct sym *f = resolve(s->kids[i]);
+
+			if (f->kind != SY_FUTURE)
+				diag_error(s->kids[i]->loc, "type mismatch: '%s' is not a "
+					   "future", f->name);
+		}
+		break;
+	}
+	case N_DMA:
+		check_dma(s);
+		break;
+	case N_RETURN:
+		check_return(s);
+		break;
+	case N_BREAK:
+	case N_CONTINUE:
+		if (!loop_depth)
+			diag_error(s->loc, "syntax error, '%s' outside a loop",
+				   s->kind == N_BREAK ? "break" : "continue");
+		break;
+	case N_PARALLEL:
+		check_parallel(s);
+		break;
+	case N_WITH:
+		push_scope();
+		declare_withins(s->kids[0]);
+		check_body(s->kids[1]);
+		pop_scope();
+		break;
+	case N_FOREACH:
+		check_foreach(s);
+		break;
+	case N_WHILE:
+		a = check_expr(s->kids[0]);
+		want_numeric(s->kids[0], a);
+		loop_depth++;
+		check_body(s->kids[1]);
+		loop_depth--;
+		break;
+	case N_IF:
+		a = check_expr(s->kids[0]);
+		want_numeric(s->kids[0], a);
+		check_body(s->kids[1]);
+		if (s->nkids > 2)
+			check_body(s->kids[2]);
+		break;
+	default:
+		diag_error(s->loc, "syntax error, unexpected statement");
+	}
+}
+
+static void check_block(struct node *b)
+{
+	int i;
+
+	for (i = 0; i < b->nkids; i++)
+		check_stmt(b->kids[i]);
+}
+
+static void check_func(struct node *f)
+{
+	struct node *params = f->kids[0];
+	int i, k;
+
+	cur_func = f;
+	cur_level = 0;
+	cur_kernel = NULL;
+	func_syms = NULL;
+	name_uses = 0;
+	push_scope();
+	for (i = 0; i < params->nkids; i++) {
+		struct node *p = params->kids[i];
+		struct sym *s;
+
+		if (lookup(p->name) && lookup(p->name)->kind == SY_PARAM)
+			diag_error(p->loc, "type mismatch: parameter '%s' declared twice",
+				   p->name);
+		/* dimension symbols: bound by their first use */
+		if (p->type.kind == TY_SPAN)
+			for (k = 0; k < p->type.rank; k++) {
+				struct node *d = p->type.dims[k];
+				long long v;
+
+				if (d->kind == E_ID) {
+					struct sym *ds = lookup(d->name);
+
+					if (!ds) {
+						ds = declare(d->name, SY_DIM, d);
+						ds->type = scalar(EL_S64);
+						ds->dim_index = k;
+						ds->decl = p;
+					} else if (ds->kind != SY_DIM) {
+						diag_error(d->loc, "type mismatch: '%s' is not a "
+							   "dimension", d->name);
+					}
+					d->sym = ds;
+				} else if (const_eval(d, &v)) {
+					d->kind = E_INT;
+					d->ival = v;
+					d->nkids = 0;
+				} else {
+					diag_error(d->loc, "not supported yet: this dimension "
+						   "of a parameter");
+				}
+			}
+		s = declare(p->name, SY_PARAM, p);
+		s->type = p->type;
+		s->mutable_ = p->type.kind == TY_SCALAR && p->type.elem != EL_INT &&
+			      p->type.elem != EL_BOOL;
+		p->sym = s;
+	}
+	/* dimension symbols know the parameter that binds them */
+	for (i = 0; i < params->nkids; i++) {
+		struct node *p = params->kids[i];
+
+		if (p->type.kind != TY_SPAN)
+			continue;
+		for (k = 0; k < p->type.rank; k++) {
+			struct sym *ds = p->type.dims[k]->sym;
+
+			if (p->type.dims[k]->kind == E_ID && !ds->dim_of &&
+			    ds->decl == p)
+				ds->dim_of = p->sym;
+		}
+	}
+	if (f->type.kind == TY_SPAN) {
+		for (k = 0; k < f->type.rank; k++) {
+			long long v;
+
+			if (f->type.dims[k]->kind == E_ID)
+				resolve(f->type.dims[k]);
+			else if (!const_eval(f->type.dims[k], &v))
+				diag_error(f->type.dims[k]->loc, "not supported yet: this "
+					   "dimension of a return type");
+		}
+	}
+	push_scope();
+	check_block(f->kids[1]);
+	pop_scope();
+	pop_scope();
+}
+
+/* a __co__ function is a C function of the same name */
+static void check_func_name(const struct node *f)
+{
+	static const char *const taken[] = {
+		"auto", "break", "case", "char", "const", "continue", "default",
+		"do", "double", "else", "enum", "extern", "float", "for", "goto",
+		"if", "inline", "int", "long", "register", "restrict", "return",
+		"short", "signed", "sizeof", "static", "struct", "switch",
+		"typedef", "union", "unsigned", "void", "volatile", "while",
+		"main", "printf", "fflush", "memset", "memcpy", "malloc", "free",
+		"realloc", "exit", "abort",
+	};
+	unsigned i;
+
+	for (i = 0; i < sizeof(taken) / sizeof(taken[0]); i++)
+		if (!strcmp(f->name, taken[i]))
+			diag_error(f->loc, "not supported yet: a __co__ function named "
+				   "'%s' (a C name)", f->name);
+	if (!strncmp(f->name, "npu_", 4) || !strncmp(f->name, "__", 2) ||
+	    strstr(f->name, "__parallel"))
+		diag_error(f->loc, "not supported yet: a __co__ function named '%s' "
+			   "(reserved for generated code)", f->name);
+}
+
+void sema_program(struct program *prog)
+{
+	int i, k;
+
+	program = prog;
+	for (i = 0; i < prog->root->nkids; i++) {
+		check_func_name(prog->root->kids[i]);
+		for (k = 0; k < i; k++)
+			if (!strcmp(prog->root->kids[k]->name, prog->root->kids[i]->name))
+				diag_error(prog->root->kids[i]->loc, "type mismatch: '%s' "
+					   "is defined twice", prog->root->kids[i]->name);
+		check_func(prog->root->kids[i]);
+	}
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/* sema.h - name resolution, type checks, and what code generation needs:
+ * one kernel per block-level parallel with its captured values. */
+#ifndef NPU_CHOREO_SEMA_H
+#define NPU_CHOREO_SEMA_H
+
+#include "ast.h"
+
+#define MAX_CAPTURES	64
+#define MAX_THREAD_PARS	64
+#define NPU_MAX_KERNEL_ARGS 16	/* NPU_CODE_MAX_ARGS */
+
+struct kernel {
+	struct node *func;
+	struct node *par;		/* the host-level N_PARALLEL */
+	char name[160];
+	struct sym *caps[MAX_CAPTURES];
+	int ncaps;
+	int nargs;			/* kernel arguments the captures take */
+	/* thread-level parallels inside; par itself if it is one */
+	struct node *thread_pars[MAX_THREAD_PARS];
+	int nthread_pars;
+	long shared_bytes;
+	long local_bytes;
+	bool grid_is_threads;		/* `parallel p by N : thread` on the host */
+};
+
+struct program {
+	struct node *root;
+	struct kernel *kernels;
+	int nkernels;
+};
+
+void sema_program(struct program *prog);
+
+/* constant value of an integer expression, if it has one */
+bool const_eval(const struct node *e, long long *value);
+/* does the span's dimension k have a compile-time value */
+bool span_dim_const(const struct sym *s, int k, long long *value);
+/* the parby of a level: its names and extents */
+void parby_parts(const struct node *par, struct node ***names, int *nnames,
+		 struct node ***extents, int *nextents);
+
+#endif
