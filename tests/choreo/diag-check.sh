@@ -81,14 +81,14 @@ for f in "$src"/diag/*.co; do
 done
 printf '\000\377\000\377__co__\377\n\000' >"$tmp/odd/binary.co"
 {
-	printf '__co__ void main_co() {\n  int x = 1'
+	printf '__co__ void huge_sum(int y) {\n  int x = y'
 	head -c 262144 /dev/zero | tr '\0' '+' | sed 's/+/ + 1/g'
 	printf ';\n  println(x);\n}\n'
 } >"$tmp/odd/huge_line.co"
 {
-	printf '__co__ void main_co() {\n  int '
+	printf '__co__ void huge_name(int y) {\n  int '
 	head -c 1048576 /dev/zero | tr '\0' 'x'
-	printf ' = 1;\n}\n'
+	printf ' = y;\n}\n'
 } >"$tmp/odd/huge_name.co"
 for f in "$tmp"/odd/*.co; do
 	name=$(basename "$f")
