@@ -6,10 +6,11 @@
  * NPU_ERROR_INVALID_VALUE with "dims.co:LINE: error: ..." naming the
  * parameter on stderr, and launch nothing; a good call still works after.
  */
+#include "tap.h"
+
 #include <fcntl.h>
 #include <regex.h>
 
-#include "tap.h"
 #include <npu/npu_choreo.h>
 #include "dims.h"
 

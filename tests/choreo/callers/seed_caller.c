@@ -9,10 +9,11 @@
  * "after" are made certain with start gates (tests/lib/tap.h): work
  * behind a closed gate has provably not run, whatever the timing mode.
  */
+#include "tap.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "tap.h"
 #include <npu/npu_choreo.h>
 #include "seed.h"
 
@@ -89,11 +90,6 @@ static void gate_opener_finish(struct gate_opener *o)
 	pthread_join(o->thread, NULL);
 	__atomic_store_n(&o->gate->w[0], o->seq, __ATOMIC_RELEASE);
 	o->gate->seq = o->seq + 1;
-}
-
-static int gate_is_open(struct start_gate *g, uint32_t seq)
-{
-	return __atomic_load_n(&g->w[0], __ATOMIC_ACQUIRE) == seq;
 }
 
 static void test_foo(void)
