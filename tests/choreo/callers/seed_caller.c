@@ -42,7 +42,8 @@ static float *pinned_floats(size_t n)
 	return p;
 }
 
-/* Opens a gate from another thread after delay_ms unless cancelled first,
+/* Opens a gate from another thread after delay_ms unless cancelled first
+ * (sooner than the driver ends a job waiting at a gate, 2 s),
  * so that a function that wrongly waits for gated work cannot hang the
  * test: it returns late and the checks fail instead. */
 struct gate_opener {
@@ -117,7 +118,7 @@ static void test_foo(void)
 	MUST(npu_profiler_start());
 	start_gate_enter(&gate, 0, s0);
 	start_gate_enter(&gate, 1, s1);
-	gate_opener_start(&opener, &gate, 5000);
+	gate_opener_start(&opener, &gate, 1000);
 
 	st = foo(s0, s1, f32_view(a, FOO_M), f32_view(b, FOO_N));
 	q0 = npu_stream_query(s0);
