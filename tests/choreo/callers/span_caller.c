@@ -95,9 +95,13 @@ static void test_count(void)
 	MUST(npu_host_alloc((void **)&v, n * sizeof(int64_t), NPU_HOST_ALLOC_MAPPED));
 	for (i = 0; i < n; i++)
 		v[i] = (int64_t)i * 1000000000;
-	ST(count_above(view(v, NPU_CHOREO_S64, 1, n, 0), 12000000000, &above), NPU_SUCCESS,
-	   "count_above(s64[20], 12e9) returns");
+	ST(count_above(view(v, NPU_CHOREO_S64, 1, n, 0), 12000000000, 0, &above), NPU_SUCCESS,
+	   "count_above(s64[20], 12e9, false) returns");
 	tap_ok(above == 7, "count_above: 13e9 .. 19e9 (%d)", above);
+	above = -1;
+	ST(count_above(view(v, NPU_CHOREO_S64, 1, n, 0), 12000000000, 1, &above), NPU_SUCCESS,
+	   "count_above(s64[20], 12e9, true) returns");
+	tap_ok(above == 8, "count_above inclusive: 12e9 .. 19e9 (%d)", above);
 	MUST(npu_host_free(v));
 }
 
