@@ -69,6 +69,13 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/toolchain.tap")
 	add_row toolchain host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# npu-choreo's diagnostics, odd inputs, and the corpus compiling.
+	BUILD=$BUILD bash "$top/tests/choreo/diag-check.sh" >"$res/host/choreo-diag.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/choreo-diag.tap"
+	read -r p f s < <(tap_count "$res/host/choreo-diag.tap")
+	add_row choreo-diag host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"

@@ -1,0 +1,157 @@
+#!/bin/bash
+# npu-choreo's compile-time behaviour on the host (TAP), with the staged
+# compiler ($BUILD/sdk/bin/npu-choreo):
+#  - each tests/choreo/diag/NAME.co with a NAME.err: `npu-choreo build`
+#    exits 1 and its stderr is exactly NAME.err (the diagnostic line, the
+#    source line, the caret line). In .err files "..." stands for any text:
+#    the contract fixes the start of bison's messages ("syntax error,
+#    unexpected ...") and of "type mismatch: ...", not the rest;
+#  - inputs that are not programs (an empty file, only a comment, binary
+#    bytes, a megabyte-long line; diag/*.co without .err and generated
+#    ones): exit 0 or 1, never a crash; a diagnostic names the file; if
+#    they compile, `npu-choreo exe` refuses them (no parameterless
+#    __co__ function) with exit 1 and a message;
+#  - `npu-choreo exe` with two parameterless functions names both;
+#  - every other program of the corpus (cases/, runtime/, seed.co,
+#    callers/*.co) compiles.
+# A missing compiler is a failure, not a skip.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$top/build}
+choreo=$BUILD/sdk/bin/npu-choreo
+src=$top/tests/choreo
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $*"; }
+
+if [ ! -x "$choreo" ]; then
+	not_ok "npu-choreo is built ($choreo is missing)"
+	echo "1..$n"
+	exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# line_matches ACTUAL EXPECTED: equal, "..." in EXPECTED matching any text
+line_matches() {
+	local pat
+	[[ $2 == *...* ]] || { [[ $1 == "$2" ]]; return; }
+	# escape glob characters, then turn each "..." into *
+	pat=$(printf '%s' "$2" | sed 's/[][*?\\]/\\&/g; s/\.\.\./*/g')
+	# shellcheck disable=SC2053
+	[[ $1 == $pat ]]
+}
+
+# stderr_matches ACTUAL-FILE EXPECTED-FILE: same number of lines, each
+# matching
+stderr_matches() {
+	local -a got want
+	local i
+	mapfile -t got <"$1"
+	mapfile -t want <"$2"
+	[ ${#got[@]} = ${#want[@]} ] || return 1
+	for ((i = 0; i < ${#want[@]}; i++)); do
+		line_matches "${got[i]}" "${want[i]}" || return 1
+	done
+}
+
+# build DIR FILE: compile DIR/FILE from DIR (so diagnostics name FILE as
+# given); status in rc, stderr in $tmp/err
+build() {
+	(cd "$1" && "$choreo" build "$2" -o "$tmp/out.o") >"$tmp/stdout" 2>"$tmp/err"
+	rc=$?
+}
+
+for want in "$src"/diag/*.err; do
+	name=$(basename "$want" .err)
+	build "$src/diag" "$name.co"
+	if [ $rc = 1 ] && stderr_matches "$tmp/err" "$want"; then
+		ok "diag/$name.co: $(head -n 1 "$want" | sed 's/^[^ ]* error: //')"
+	else
+		not_ok "diag/$name.co: exit $rc (want 1), stderr must match $name.err"
+		sed 's/^/# want: /' "$want"
+		sed 's/^/# got:  /' "$tmp/err" | head -20
+	fi
+done
+
+# Inputs that are not programs.
+mkdir -p "$tmp/odd"
+for f in "$src"/diag/*.co; do
+	[ -f "${f%.co}.err" ] || cp "$f" "$tmp/odd/"
+done
+printf '\000\377\000\377__co__\377\n\000' >"$tmp/odd/binary.co"
+{
+	printf '__co__ void huge_sum(int y) {\n  int x = y'
+	head -c 262144 /dev/zero | tr '\0' '+' | sed 's/+/ + 1/g'
+	printf ';\n  println(x);\n}\n'
+} >"$tmp/odd/huge_line.co"
+{
+	printf '__co__ void huge_name(int y) {\n  int '
+	head -c 1048576 /dev/zero | tr '\0' 'x'
+	printf ' = y;\n}\n'
+} >"$tmp/odd/huge_name.co"
+for f in "$tmp"/odd/*.co; do
+	name=$(basename "$f")
+	build "$tmp/odd" "$name"
+	if [ $rc = 1 ]; then
+		if grep -q "$name" "$tmp/err"; then
+			ok "$name: a diagnostic (exit 1): $(head -c 200 "$tmp/err" | head -n 1)"
+		else
+			not_ok "$name: exit 1 without a diagnostic naming the file"
+			head -c 2000 "$tmp/err" | sed 's/^/# /'
+		fi
+	elif [ $rc = 0 ]; then
+		(cd "$tmp/odd" && "$choreo" exe "$name" -o "$tmp/prog") >/dev/null 2>"$tmp/err"
+		erc=$?
+		if [ $erc = 1 ] && [ -s "$tmp/err" ]; then
+			ok "$name: compiles; npu-choreo exe refuses it (no entry): $(head -c 200 "$tmp/err" | head -n 1)"
+		else
+			not_ok "$name: compiles, and npu-choreo exe exits $erc (want 1 with a message)"
+			head -c 2000 "$tmp/err" | sed 's/^/# /'
+		fi
+	else
+		not_ok "$name: npu-choreo build exits $rc (crash or signal: want 0 or 1)"
+		head -c 2000 "$tmp/err" | sed 's/^/# /'
+	fi
+done
+
+# Two parameterless functions: exe needs --entry and says which exist.
+cat >"$tmp/two_entries.co" <<'EOF'
+__co__ void first_entry() {
+  println("first");
+}
+
+__co__ void second_entry() {
+  println("second");
+}
+EOF
+(cd "$tmp" && "$choreo" exe two_entries.co -o "$tmp/prog") >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 1 ] && grep -q first_entry "$tmp/err" && grep -q second_entry "$tmp/err"; then
+	ok "exe with two parameterless functions names both candidates"
+else
+	not_ok "exe with two parameterless functions: exit $rc (want 1), must name first_entry and second_entry"
+	sed 's/^/# /' "$tmp/err" | head -10
+fi
+(cd "$tmp" && "$choreo" exe two_entries.co -o "$tmp/prog" --entry second_entry) >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && [ -x "$tmp/prog" ]; then
+	ok "exe --entry second_entry picks one of them"
+else
+	not_ok "exe --entry second_entry: exit $rc"
+	sed 's/^/# /' "$tmp/err" | head -10
+fi
+
+# The rest of the corpus compiles.
+for f in "$src"/cases/*.co "$src"/runtime/*.co "$src"/seed.co "$src"/callers/*.co; do
+	build "$(dirname "$f")" "$(basename "$f")"
+	rel=${f#"$src"/}
+	if [ $rc = 0 ] && [ -s "$tmp/out.o" ]; then
+		ok "$rel compiles"
+	else
+		not_ok "$rel: npu-choreo build exits $rc"
+		sed 's/^/# /' "$tmp/err" | head -20
+	fi
+	rm -f "$tmp/out.o"
+done
+echo "1..$n"
