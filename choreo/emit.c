@@ -88,6 +88,9 @@ static void emit_at(struct emitter *em, const struct node *e)
 	int k;
 
 	fprintf(em->o, "%s[", s->cname);
+	if (!em->device && s->kind == SY_PARAM)
+		fprintf(em->o, "NPU_CO_ON_HOST(%s_on_device, %d, \"%s\") + ", s->cname,
+			e->loc.line, s->name);
 	for (k = 0; k < e->nkids; k++)
 		fputc('(', em->o);
 	for (k = 0; k < e->nkids; k++) {
@@ -378,6 +381,18 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	}
 	ds = dst->sym;
 	fputs("{\n", o);
+	if (!em->device) {
+		if (ss->kind == SY_PARAM) {
+			emit_indent(em);
+			fprintf(o, "\t(void)NPU_CO_ON_HOST(%s_on_device, %d, \"%s\");\n",
+				ss->cname, d->loc.line, ss->name);
+		}
+		if (ds->kind == SY_PARAM) {
+			emit_indent(em);
+			fprintf(o, "\t(void)NPU_CO_ON_HOST(%s_on_device, %d, \"%s\");\n",
+				ds->cname, d->loc.line, ds->name);
+		}
+	}
 	emit_indent(em);
 	fputs("\tlong long n_ = ", o);
 	emit_count(em, ss);

@@ -67,6 +67,16 @@ static const char prelude[] =
 "\t\tfile, line, n, m);\n"
 "}\n"
 "\n"
+"/* host code reads a parameter's data: not in device memory */\n"
+"#define NPU_CO_ON_HOST(on_device, line, name) __extension__ ({ \\\n"
+"\tif (on_device) { \\\n"
+"\t\tfprintf(stderr, \"%s:%d: error: host code reads '%s', which is device \" \\\n"
+"\t\t\t\"memory (npu_malloc)\\n\", NPU_CO_FILE, line, name); \\\n"
+"\t\tnpu__st = NPU_ERROR_INVALID_VALUE; \\\n"
+"\t\tgoto npu__out; \\\n"
+"\t} \\\n"
+"\t0; })\n"
+"\n"
 "#define NPU_CO_HIX(i, n, line, name) __extension__ ({ long long i_ = (i); \\\n"
 "\tif ((unsigned long long)i_ >= (unsigned long long)(n)) { \\\n"
 "\t\tnpu_co_bad_index(NPU_CO_FILE, line, name, i_, (n)); \\\n"
@@ -86,8 +96,13 @@ static const char prelude[] =
 "\t\treturn -1;\n"
 "\t}\n"
 "\tif (v->elem != elem) {\n"
-"\t\tfprintf(stderr, \"%s:%d: error: parameter '%s' has element type %d, \"\n"
-"\t\t\t\"expected %s\\n\", NPU_CO_FILE, line, name, (int)v->elem, elem_name);\n"
+"\t\tstatic const char *const names[] = {\n"
+"\t\t\t\"u8\", \"s8\", \"u16\", \"s16\", \"u32\", \"s32\", \"s64\", \"f32\", \"f64\",\n"
+"\t\t};\n"
+"\n"
+"\t\tfprintf(stderr, \"%s:%d: error: parameter '%s' has element type %s, \"\n"
+"\t\t\t\"expected %s\\n\", NPU_CO_FILE, line, name,\n"
+"\t\t\t(unsigned)v->elem < 9 ? names[v->elem] : \"(unknown)\", elem_name);\n"
 "\t\treturn -1;\n"
 "\t}\n"
 "\treturn 0;\n"
@@ -102,7 +117,8 @@ static const char prelude[] =
 "\treturn -1;\n"
 "}\n"
 "\n"
-"/* The device address of a parameter's data: pinned host memory\n"
+"/* The device address of a parameter's data (0; 1 for device memory, -1\n"
+" * if the device cannot reach it): pinned host memory\n"
 " * (npu_host_alloc, npu_host_register) translates; device memory\n"
 " * (npu_malloc) is its own address, recognised by an empty memset, which\n"
 " * libnpu accepts only inside a live npu_malloc() allocation. */\n"
@@ -125,7 +141,7 @@ static const char prelude[] =
 "\tif (data && npu_memset_async(data, 0, 0, NULL) == NPU_SUCCESS &&\n"
 "\t    npu_memset_async((char *)data + bytes - 1, 0, 0, NULL) == NPU_SUCCESS) {\n"
 "\t\t*dev = data;\n"
-"\t\treturn 0;\n"
+"\t\treturn 1;\t/* device memory: host code cannot read it */\n"
 "\t}\n"
 "\tnpu_get_last_error();\n"
 "\tfprintf(stderr, \"%s:%d: error: parameter '%s': the device cannot reach \"\n"
@@ -476,13 +492,13 @@ static void emit_params(struct emitter *em, const struct node *f)
 			fprintf(o, "\tconst size_t %s_d%d = %s_view.dims[%d];\n"
 				"\t(void)%s_d%d;\n", v, k, v, k, v, k);
 		fprintf(o, "\tvoid *%s_dev;\n", v);
-		fprintf(o, "\tif (npu_co_device_ptr(%s_view.data, sizeof(%s)", v,
-			elem_ctype(p->type.elem));
+		fprintf(o, "\tconst int %s_on_device = npu_co_device_ptr(%s_view.data, "
+			"sizeof(%s)", v, v, elem_ctype(p->type.elem));
 		for (k = 0; k < p->type.rank; k++)
 			fprintf(o, " * %s_d%d", v, k);
-		fprintf(o, ", &%s_dev, %d, \"%s\"))\n\t\treturn NPU_ERROR_INVALID_VALUE;\n",
-			v, p->loc.line, s->name);
-		fprintf(o, "\t(void)%s; (void)%s_dev;\n", v, v);
+		fprintf(o, ", &%s_dev, %d, \"%s\");\n", v, p->loc.line, s->name);
+		fprintf(o, "\tif (%s_on_device < 0)\n\t\treturn NPU_ERROR_INVALID_VALUE;\n", v);
+		fprintf(o, "\t(void)%s; (void)%s_dev; (void)%s_on_device;\n", v, v, v);
 	}
 }
 

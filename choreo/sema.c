@@ -394,7 +394,25 @@ static struct type check_call(struct node *e)
 	return a;
 }
 
+#define MAX_EXPR_DEPTH	4000
+static int expr_depth;
+
+static struct type check_expr_inner(struct node *e);
+
+/* bounded recursion: every later pass walks expressions recursively too */
 static struct type check_expr(struct node *e)
+{
+	struct type t;
+
+	if (++expr_depth > MAX_EXPR_DEPTH)
+		diag_error(e->loc, "not supported yet: an expression nested more "
+			   "than %d deep", MAX_EXPR_DEPTH);
+	t = check_expr_inner(e);
+	expr_depth--;
+	return t;
+}
+
+static struct type check_expr_inner(struct node *e)
 {
 	struct type t, a, b;
 	struct sym *s;
@@ -1116,7 +1134,21 @@ static void check_print(struct node *p)
 	}
 }
 
+#define MAX_STMT_DEPTH	256
+static int stmt_depth;
+
+static void check_stmt_inner(struct node *s);
+
 static void check_stmt(struct node *s)
+{
+	if (++stmt_depth > MAX_STMT_DEPTH)
+		diag_error(s->loc, "not supported yet: statements nested more than "
+			   "%d deep", MAX_STMT_DEPTH);
+	check_stmt_inner(s);
+	stmt_depth--;
+}
+
+static void check_stmt_inner(struct node *s)
 {
 	struct type a, b;
 

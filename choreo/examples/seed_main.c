@@ -76,6 +76,12 @@ int main(void)
 		CHECK(bar(s0, a));
 		CHECK(npu_memcpy(fa, d, 16 * sizeof(float), NPU_MEMCPY_DEVICE_TO_HOST));
 		printf("device memory: %g %g %g\n", fa[0], fa[7], fa[8]);
+		/* sum reads its parameter on the host: not device memory */
+		v.data = d;
+		st = sum(v, &total);
+		printf("sum of device memory: %s\n", npu_status_name(st));
+		v.data = iv;
+		CHECK(sum(v, &total));
 		CHECK(npu_free(d));
 	}
 	{
