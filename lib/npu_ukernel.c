@@ -11,63 +11,76 @@
 #include "npu_module.h"
 #include "npu_printf.h"
 
+/* A launch while a capture is active (npu_graph.c decides whether it is
+ * captured); out of line: the common path keeps a small frame. */
+static __attribute__((noinline, cold)) bool
+launch_captured(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+		unsigned int scratch_bytes, npu_stream_t stream, void **args,
+		npu_status_t *st)
+{
+	npu_kernel_node_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.function = f;
+	p.grid = grid;
+	p.block = block;
+	p.scratch_bytes = scratch_bytes;
+	p.nargs = f->desc.nargs;
+	npu_ukernel_pack(f, args, p.args);
+	return npu_cap_kernel_node(stream, &p, st);
+}
+
+/* A launch with a printf buffer or a profile slot (dev->lock held). */
+static __attribute__((noinline)) npu_status_t
+launch_with_slots(struct device *dev, struct npu_stream *s, npu_function_t f,
+		  npu_dim3 grid, npu_dim3 block, unsigned int scratch_bytes,
+		  void **args)
+{
+	struct ukernel_slots sl = { -1, -1 };
+	struct npu_pkt_launch_code extra;
+	uint64_t point = 0;
+	npu_status_t st;
+
+	st = npu_ukernel_slots_take(dev, f, block, scratch_bytes, false, &extra,
+				    &sl, NULL);
+	if (!st)
+		st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes,
+					args, &extra, &point);
+	if (!st)
+		npu_ukernel_slots_track(dev, &sl, s->tl, point);
+	npu_ukernel_slots_cancel(dev, &sl);
+	return st;
+}
+
 npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       unsigned int scratch_bytes, npu_stream_t stream,
 			       void **args)
 {
-	uint64_t point = 0;
-	struct npu_pkt_launch_code extra, *x = NULL;
-	const struct npu_code_desc *k;
 	struct device *dev;
 	struct npu_stream *s;
-	struct ukernel_slots sl = { -1, -1 };
 	npu_status_t st;
 
 	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (st)
 		return st;
-	k = &f->desc;
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
-		npu_kernel_node_params p;
-		npu_status_t cst;
-
-		memset(&p, 0, sizeof(p));
-		p.function = f;
-		p.grid = grid;
-		p.block = block;
-		p.scratch_bytes = scratch_bytes;
-		p.nargs = k->nargs;
-		npu_ukernel_pack(f, args, p.args);
-		if (npu_cap_kernel_node(stream, &p, &cst))
-			return cst;
-	}
+	if (npu_capturing() &&	/* graph capture hook (npu_graph.c) */
+	    launch_captured(f, grid, block, scratch_bytes, stream, args, &st))
+		return st;
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
 	if (dev != f->mod->dev)
 		return npu_fail(NPU_ERROR_INVALID_HANDLE, "kernel %s was loaded "
-				"on another device", k->name);
+				"on another device", f->desc.name);
 	pthread_mutex_lock(&dev->lock);
-	if (dev->sticky) {
+	if (dev->sticky)
 		st = npu_fail_sticky(dev, dev->sticky);
-		goto out;
-	}
-	/* printf buffer and profile slot: only when used (a launch's common
-	 * path makes no call a built-in launch does not make) */
-	if (f->mod->uses_printf || npu_tracing()) {
-		x = &extra;
-		st = npu_ukernel_slots_take(dev, f, block, scratch_bytes, false,
-					    x, &sl, NULL);
-		if (st)
-			goto out;
-	}
-	st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes, args, x,
-				&point);
-	if (!st && x)
-		npu_ukernel_slots_track(dev, &sl, s->tl, point);
-out:
-	if (x)
-		npu_ukernel_slots_cancel(dev, &sl);
+	else if (f->mod->uses_printf || npu_tracing())
+		st = launch_with_slots(dev, s, f, grid, block, scratch_bytes,
+				       args);
+	else	/* the common path makes the calls a built-in launch makes */
+		st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes,
+					args, NULL, NULL);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
 }

@@ -863,7 +863,7 @@ static float sgemm_ms(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 
 static int bench_user_kernels(void)
 {
-	double load[MAX_TRIALS], enq[MAX_TRIALS], nul[MAX_TRIALS];
+	double load[MAX_TRIALS], enq[MAX_TRIALS], nul[MAX_TRIALS], benq[MAX_TRIALS];
 	double naive_r[MAX_TRIALS], builtin_r[MAX_TRIALS];
 	int n = tiny ? 4 : 400, t, i, nt = tiny ? 1 : trials;
 	char path[PATH_MAX + 32], mpath[PATH_MAX + 32];
@@ -871,6 +871,7 @@ static int bench_user_kernels(void)
 	npu_function_t pat, naive, tiled;
 	npu_module_t m, mm;
 	void *out = NULL, *pargs[3] = { &out, &zero, &tag };
+	uint64_t fargs[3] = { 0, 0, 0 };	/* FILL (y, n = 0, value) */
 
 	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
 		emit_null("user_launch_enqueue_ratio", "the device runs no user kernels");
@@ -889,6 +890,7 @@ static int bench_user_kernels(void)
 	}
 	CK(npu_module_get_function(&pat, m, "pattern"));
 	CK(npu_malloc(&out, 4096));
+	fargs[0] = npu_arg_ptr(out);
 	for (t = 0; t < nt; t++) {
 		double t0;
 
@@ -902,6 +904,16 @@ static int bench_user_kernels(void)
 		enq[t] = (now_us() - t0) / n;
 		gate_open();
 		CK(npu_stream_synchronize(s[0]));
+		/* the built-in launch with the same arguments (out, n, value) */
+		if (gate_close(s[0]))
+			return -1;
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			CK(npu_launch(NPU_K_FILL_F32, g1, fargs, 3, s[0],
+				      NPU_LAUNCH_ASYNC));
+		benq[t] = (now_us() - t0) / n;
+		gate_open();
+		CK(npu_stream_synchronize(s[0]));
 	}
 	emit("module_load_us", stats(load, nt), "us",
 	     "npu_module_load of a small code object (other.npu)");
@@ -909,6 +921,9 @@ static int bench_user_kernels(void)
 		   "async npu_launch_kernel / null ioctl");
 	emit("user_launch_enqueue_us", stats(enq, nt), "us",
 	     "async npu_launch_kernel of a one-thread kernel");
+	emit_ratio("user_vs_builtin_enqueue", enq, benq, nt,
+		   "async npu_launch_kernel (3 arguments) / async npu_launch of "
+		   "the built-in FILL (3 arguments), same run");
 	tap(1, "user kernels: load, %d async launches", n);
 	CK(npu_module_unload(m));
 	npu_free(out);

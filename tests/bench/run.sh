@@ -103,6 +103,7 @@ targets = [
     ("concurrency_speedup_8", "conc", 8), ("copy_bw_ratio", ">=", 0.7),
     ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
     ("isa_mips", ">=", 50.0), ("isa_native_ratio", None, None),
+    ("user_vs_builtin_enqueue", "<=", 1.0),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1
 print()
