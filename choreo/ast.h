@@ -67,7 +67,8 @@ struct node {
 	char *alias;		/* N_RANGE: the loop variable's own name */
 	long long ival;		/* literal; flags (see below) */
 	double fval;
-	int flag;		/* kind-specific: async, mutable, storage, ... */
+	int flag;		/* kind-specific: async, mutable, storage, E_INT's
+				 * suffix type (EL_U32, EL_S64; else 0) ... */
 	struct type type;	/* declared type (N_PARAM, N_DECL, N_FUNC) */
 	struct node **kids;
 	int nkids, cap;

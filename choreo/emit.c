@@ -185,7 +185,10 @@ void emit_expr(struct emitter *em, const struct node *e)
 
 	switch (e->kind) {
 	case E_INT:
-		if (e->ival > 2147483647LL || e->ival < -2147483647LL)
+		if (e->flag == EL_U32)
+			fprintf(o, "%lluU", (unsigned long long)e->ival);
+		else if (e->flag == EL_S64 || e->ival > 2147483647LL ||
+			 e->ival < -2147483647LL)
 			fprintf(o, "%lldLL", e->ival);
 		else
 			fprintf(o, "%lld", e->ival);

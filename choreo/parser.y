@@ -94,7 +94,8 @@ static void set_scalar_type(struct type *t, int elem)
 %token <k> PRINTLN "println" BOOLLIT "boolean"
 %token <s> IDENT "identifier" STRING "string" BUILTIN "built-in"
 %token <s> OPASSIGN "compound assignment"
-%token <i> INTLIT "integer"
+%token <i> INTLIT "integer" UINTLIT "unsigned integer"
+%token <i> LLINTLIT "long long integer"
 %token <f> FLOATLIT "floating-point number"
 
 %type <n> program func params param stmts stmt stmts_block decl declarators
@@ -512,6 +513,8 @@ args
 
 expr
 	: INTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; }
+	| UINTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; $$->flag = EL_U32; }
+	| LLINTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; $$->flag = EL_S64; }
 	| FLOATLIT		{ $$ = mk(E_FLOAT, @1); $$->fval = $1; }
 	| BOOLLIT		{ $$ = mk(E_BOOL, @1); $$->ival = $1; }
 	| STRING		{ $$ = mk(E_STRING, @1); $$->name = $1; }

@@ -333,20 +333,22 @@ static struct type check_at(struct node *e)
 	return scalar(s->type.elem);
 }
 
-static void check_mutable(struct node *lv)
+/* at: where an error is reported (an assignment's operator, as Choreo
+ * reports it; the operand of ++/--) */
+static void check_mutable(struct node *lv, struct loc at)
 {
 	if (lv->kind == E_AT)
 		return;
 	if (lv->sym->type.kind == TY_SPAN)
-		diag_error(lv->loc, "type mismatch: cannot assign to spanned data '%s'",
+		diag_error(at, "type mismatch: cannot assign to spanned data '%s'",
 			   lv->name);
 	if (lv->sym->type.kind != TY_SCALAR)
-		diag_error(lv->loc, "type mismatch: cannot assign to %s",
+		diag_error(at, "type mismatch: cannot assign to %s",
 			   kind_text(lv->sym->type));
 	if (!lv->sym->mutable_)
-		diag_error(lv->loc, "'%s' is not mutable", lv->name);
+		diag_error(at, "'%s' is not mutable", lv->name);
 	if (cur_level > lv->sym->level && lv->sym->level == 0 && cur_kernel)
-		diag_error(lv->loc, "not supported yet: assigning host variable "
+		diag_error(at, "not supported yet: assigning host variable "
 			   "'%s' in a parallel body", lv->name);
 }
 
@@ -419,8 +421,11 @@ static struct type check_expr_inner(struct node *e)
 
 	switch (e->kind) {
 	case E_INT:
-		t = scalar(e->ival > 2147483647LL || e->ival < -2147483648LL ?
-			   EL_S64 : EL_INT);
+		if (e->flag == EL_U32 || e->flag == EL_S64)
+			t = scalar(e->flag);
+		else
+			t = scalar(e->ival > 2147483647LL || e->ival < -2147483648LL ?
+				   EL_S64 : EL_INT);
 		break;
 	case E_FLOAT:
 		t = scalar(EL_F64);
@@ -503,7 +508,7 @@ static struct type check_expr_inner(struct node *e)
 		break;
 	case E_INCDEC:
 		t = check_lvalue(e->kids[0]);
-		check_mutable(e->kids[0]);
+		check_mutable(e->kids[0], e->kids[0]->loc);
 		want_numeric(e->kids[0], t);
 		break;
 	case E_ADDR:
@@ -1192,8 +1197,9 @@ static void check_stmt_inner(struct node *s)
 			break;
 		}
 		a = check_lvalue(s->kids[0]);
-		check_assignable(s->kids[1]->loc, a, b);
-		check_mutable(s->kids[0]);
+		/* Choreo reports both at the assignment operator */
+		check_assignable(s->loc, a, b);
+		check_mutable(s->kids[0], s->loc);
 		if (strcmp(s->name, "=")) {
 			want_numeric(s->kids[1], b);
 			if (strchr("%&|^<>", s->name[0]) &&
