@@ -869,6 +869,11 @@ static void check_parallel(struct node *p)
 					   "must be an integer");
 		}
 		cur_kernel = &program->kernels[p->kernel];
+		/* the kernel splits its linear index by the extents (several,
+		 * or a one-block thread grid's bound): they are arguments too */
+		if (nextents > 1 || thread_level)
+			for (i = 0; i < nextents; i++)
+				capture_expr(extents[i]);
 		if (thread_level)
 			cur_kernel->thread_pars[cur_kernel->nthread_pars++] = p;
 	} else {
