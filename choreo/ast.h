@@ -51,11 +51,12 @@ enum node_kind {
 	/* statements */
 	N_BLOCK, N_DECL, N_SPANDECL, N_PARALLEL, N_PARBY, N_WITH, N_WITHIN,
 	N_FOREACH, N_RANGE, N_WHILE, N_IF, N_BREAK, N_CONTINUE, N_RETURN,
-	N_EXPRSTMT, N_ASSIGN, N_PRINT, N_SYNC, N_DMA, N_WAIT,
+	N_EXPRSTMT, N_ASSIGN, N_PRINT, N_SYNC, N_DMA, N_WAIT, N_STREAMDECL,
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
 	E_DATA, E_DIMLIST, E_ELEM,
+	E_COCALL,	/* extension: a call of a __co__ function (->callee) */
 };
 
 struct sym;
@@ -78,6 +79,7 @@ struct node {
 	int level;		/* 0 host, 1 block body, 2 thread body */
 	int kernel;		/* N_PARALLEL at block level: kernel number */
 	struct node *par;	/* enclosing block-level N_PARALLEL */
+	struct node *callee;	/* E_COCALL: the called N_FUNC */
 };
 
 /* storage classes (N_SPANDECL flag, DMA target) */

@@ -228,6 +228,9 @@ void emit_expr(struct emitter *em, const struct node *e)
 		emit_expr(em, e->kids[0]);
 		fputs("))", o);
 		break;
+	case E_COCALL:
+		host_emit_call(em, e);
+		break;
 	case E_CALL:
 		emit_call(em, e);
 		break;
@@ -558,6 +561,9 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_PRINT:
 		emit_print(em, s);
+		break;
+	case N_STREAMDECL:
+		host_emit_stream_decl(em, s);
 		break;
 	case N_SYNC:
 		fputs(em->device ? "npu_barrier();\n" : ";\n", o);

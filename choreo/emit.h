@@ -38,6 +38,8 @@ const char *c_elem_enum(enum elem e);
 void host_emit_launch(struct emitter *em, const struct node *par);
 void host_emit_span_decl(struct emitter *em, const struct node *d);
 void host_emit_return(struct emitter *em, const struct node *r);
+void host_emit_call(struct emitter *em, const struct node *e);
+void host_emit_stream_decl(struct emitter *em, const struct node *d);
 void kernel_emit_thread_parallel(struct emitter *em, const struct node *par);
 void kernel_emit_span_decl(struct emitter *em, const struct node *d);
 

@@ -187,6 +187,72 @@ static const char prelude[] =
 "\t\t\ta->ptrs[i] = NULL;\n"
 "}\n"
 "\n"
+"/* extension: stream locals, created non-blocking at their declaration,\n"
+" * synchronised and destroyed when the function returns */\n"
+"struct npu_co_streams {\n"
+"\tnpu_stream_t *s;\n"
+"\tint n, cap;\n"
+"};\n"
+"\n"
+"__attribute__((unused))\n"
+"static npu_status_t npu_co_stream_new(struct npu_co_streams *a, npu_stream_t *s,\n"
+"\t\t\t\t      int line)\n"
+"{\n"
+"\tnpu_status_t st;\n"
+"\n"
+"\tif (a->n == a->cap) {\n"
+"\t\tnpu_stream_t *p = realloc(a->s, (a->cap * 2 + 4) * sizeof(*p));\n"
+"\n"
+"\t\tif (!p)\n"
+"\t\t\treturn NPU_ERROR_OUT_OF_MEMORY;\n"
+"\t\ta->s = p;\n"
+"\t\ta->cap = a->cap * 2 + 4;\n"
+"\t}\n"
+"\tst = npu_stream_create(s, NPU_STREAM_NON_BLOCKING, 0);\n"
+"\tif (st) {\n"
+"\t\tnpu_co_fail(NPU_CO_FILE, line, st);\n"
+"\t\treturn st;\n"
+"\t}\n"
+"\ta->s[a->n++] = *s;\n"
+"\treturn NPU_SUCCESS;\n"
+"}\n"
+"\n"
+"/* the first error of the streams' work is the function's, unless it\n"
+" * failed already */\n"
+"static void npu_co_streams_end(struct npu_co_streams *a, npu_status_t *st, int line)\n"
+"{\n"
+"\tint i;\n"
+"\n"
+"\tfor (i = 0; i < a->n; i++) {\n"
+"\t\tnpu_status_t e = npu_stream_synchronize(a->s[i]);\n"
+"\n"
+"\t\tif (e && !*st) {\n"
+"\t\t\tnpu_co_fail(NPU_CO_FILE, line, e);\n"
+"\t\t\t*st = e;\n"
+"\t\t}\n"
+"\t\tnpu_stream_destroy(a->s[i]);\n"
+"\t}\n"
+"\tfree(a->s);\n"
+"}\n"
+"\n"
+"/* a spanned result taken over by the caller: freed with its locals */\n"
+"__attribute__((unused))\n"
+"static npu_status_t npu_co_adopt(struct npu_co_allocs *a, void *p)\n"
+"{\n"
+"\tif (a->n == a->cap) {\n"
+"\t\tvoid **q = realloc(a->ptrs, (a->cap * 2 + 8) * sizeof(*q));\n"
+"\n"
+"\t\tif (!q) {\n"
+"\t\t\tnpu_host_free(p);\n"
+"\t\t\treturn NPU_ERROR_OUT_OF_MEMORY;\n"
+"\t\t}\n"
+"\t\ta->ptrs = q;\n"
+"\t\ta->cap = a->cap * 2 + 8;\n"
+"\t}\n"
+"\ta->ptrs[a->n++] = p;\n"
+"\treturn NPU_SUCCESS;\n"
+"}\n"
+"\n"
 "static void npu_co_free_all(struct npu_co_allocs *a)\n"
 "{\n"
 "\tint i;\n"
@@ -262,11 +328,160 @@ void host_prototype(FILE *o, const struct node *f)
 	prototype(o, f, false);
 }
 
+/* a call's arguments: streams and scalars as they are, spanned data as
+ * a view of its memory and dimensions */
+static void emit_call_args(struct emitter *em, const struct node *e)
+{
+	const struct node *params = e->callee->kids[0];
+	FILE *o = em->o;
+	int i, k;
+
+	for (i = 0; i < e->nkids; i++) {
+		const struct node *a = e->kids[i], *p = params->kids[i];
+
+		if (i)
+			fputs(", ", o);
+		if (p->type.kind == TY_STREAM) {
+			fputs(a->sym->cname, o);
+		} else if (p->type.kind == TY_SPAN) {
+			const struct sym *s = a->sym;
+
+			fprintf(o, "(struct npu_choreo_view){ .data = (void *)%s, "
+				".elem = %s, .rank = %d, .dims = { ", s->cname,
+				c_elem_enum(s->type.elem), s->type.rank);
+			for (k = 0; k < s->type.rank; k++) {
+				fputs(k ? ", (size_t)" : "(size_t)", o);
+				emit_dim(em, s, k);
+			}
+			fputs(" } }", o);
+		} else {
+			fprintf(o, "(%s)(", proto_type(p->type.elem));
+			emit_expr(em, a);
+			fputc(')', o);
+		}
+	}
+}
+
+/* extension: a call of a __co__ function; its failure (already reported
+ * by the callee) is this function's. A scalar result is the value; a
+ * dropped spanned one is freed. */
+void host_emit_call(struct emitter *em, const struct node *e)
+{
+	const struct node *f = e->callee;
+	FILE *o = em->o;
+
+	fputs("__extension__ ({ ", o);
+	if (f->type.kind == TY_SCALAR)
+		fprintf(o, "%s npu__r; ", proto_type(f->type.elem));
+	else if (f->type.kind == TY_SPAN)
+		fputs("struct npu_choreo_view npu__r = { 0 }; ", o);
+	fprintf(o, "npu__st = %s(", f->name);
+	emit_call_args(em, e);
+	if (f->type.kind != TY_VOID)
+		fputs(e->nkids ? ", &npu__r" : "&npu__r", o);
+	fputs("); if (npu__st) goto npu__out; ", o);
+	if (f->type.kind == TY_SCALAR)
+		fputs("npu__r; })", o);
+	else if (f->type.kind == TY_SPAN)
+		fputs("npu_choreo_view_free(&npu__r); 0; })", o);
+	else
+		fputs("0; })", o);
+}
+
+void host_emit_stream_decl(struct emitter *em, const struct node *d)
+{
+	FILE *o = em->o;
+
+	fprintf(o, "npu_stream_t %s = NULL;\n", d->sym->cname);
+	emit_indent(em);
+	fprintf(o, "npu__st = npu_co_stream_new(&npu__streams, &%s, %d);\n",
+		d->sym->cname, d->loc.line);
+	emit_indent(em);
+	fputs("if (npu__st)\n", o);
+	emit_indent(em);
+	fputs("\tgoto npu__out;\n", o);
+}
+
+/* spanned data declared by a call: the callee's memory (mapped pinned),
+ * freed with this function's locals; its dimensions bind the unknown
+ * names among the declared ones and must equal the others */
+static void emit_span_from_call(struct emitter *em, const struct node *d)
+{
+	const struct sym *s = d->sym;
+	const struct node *c = d->kids[0];
+	FILE *o = em->o;
+	int k;
+
+	fprintf(o, "struct npu_choreo_view %s_view = { 0 };\n", s->cname);
+	emit_indent(em);
+	fprintf(o, "npu__st = %s(", c->callee->name);
+	emit_call_args(em, c);
+	fprintf(o, "%s&%s_view);\n", c->nkids ? ", " : "", s->cname);
+	emit_indent(em);
+	fputs("if (npu__st)\n", o);
+	emit_indent(em);
+	fputs("\tgoto npu__out;\n", o);
+	emit_indent(em);
+	fprintf(o, "npu__st = npu_co_adopt(&npu__allocs, %s_view.data);\n", s->cname);
+	emit_indent(em);
+	fputs("if (npu__st)\n", o);
+	emit_indent(em);
+	fputs("\tgoto npu__out;\n", o);
+	for (k = 0; k < s->type.rank; k++) {
+		const struct node *dim = s->type.dims[k];
+
+		if (dim->kind == E_ID && dim->sym && dim->sym->kind == SY_DIM &&
+		    dim->sym->decl == d) {
+			emit_indent(em);
+			fprintf(o, "const int64_t %s = (int64_t)%s_view.dims[%d];\n",
+				dim->sym->cname, s->cname, k);
+			emit_indent(em);
+			fprintf(o, "(void)%s;\n", dim->sym->cname);
+		}
+		emit_indent(em);
+		fprintf(o, "const size_t %s_d%d = (size_t)(", s->cname, k);
+		emit_expr(em, dim);
+		fputs(");\n", o);
+		emit_indent(em);
+		fprintf(o, "(void)%s_d%d;\n", s->cname, k);
+		emit_indent(em);
+		fprintf(o, "if (%s_view.dims[%d] != %s_d%d) {\n", s->cname, k,
+			s->cname, k);
+		emit_indent(em);
+		fprintf(o, "\tfflush(stdout);\n");
+		emit_indent(em);
+		fprintf(o, "\tfprintf(stderr, \"%%s:%%d: error: '%s' returns dimension %d "
+			"of %%zu, '%s' declares %%zu\\n\", NPU_CO_FILE, %d, %s_view.dims[%d], "
+			"%s_d%d);\n", c->callee->name, k, s->name, d->loc.line, s->cname,
+			k, s->cname, k);
+		emit_indent(em);
+		fputs("\tnpu__st = NPU_ERROR_INVALID_VALUE;\n", o);
+		emit_indent(em);
+		fputs("\tgoto npu__out;\n", o);
+		emit_indent(em);
+		fputs("}\n", o);
+	}
+	emit_indent(em);
+	fprintf(o, "%s *const %s = (%s *)%s_view.data;\n", elem_ctype(s->type.elem),
+		s->cname, elem_ctype(s->type.elem), s->cname);
+	emit_indent(em);
+	fprintf(o, "void *%s_dev = NULL;\n", s->cname);
+	emit_indent(em);
+	fprintf(o, "npu_host_get_device_pointer(&%s_dev, %s, 0);\n", s->cname, s->cname);
+	emit_indent(em);
+	fprintf(o, "(void)%s_dev;\n", s->cname);
+}
+
 void host_emit_span_decl(struct emitter *em, const struct node *d)
 {
 	const struct sym *s = d->sym;
 	FILE *o = em->o;
 	int k;
+
+	if (d->nkids && d->kids[0]->kind == E_COCALL) {
+		emit_span_from_call(em, d);
+		return;
+	}
 
 	fputs("{ /* spanned data, in mapped pinned memory */ }\n", o);
 	for (k = 0; k < s->type.rank; k++) {
@@ -514,7 +729,8 @@ static void emit_function(FILE *o, const struct node *f, struct program *prog)
 	fputs("\n{\n"
 	      "\tnpu_status_t npu__st = NPU_SUCCESS;\n"
 
-	      "\tstruct npu_co_allocs npu__allocs = { NULL, 0, 0 };\n\n"
+	      "\tstruct npu_co_allocs npu__allocs = { NULL, 0, 0 };\n"
+	      "\tstruct npu_co_streams npu__streams = { NULL, 0, 0 };\n\n"
 	      , o);
 	emit_params(&em, f);
 	if (prog->nkernels) {
@@ -527,8 +743,9 @@ static void emit_function(FILE *o, const struct node *f, struct program *prog)
 	}
 	emit_block(&em, f->kids[1]);
 	fputs("\tgoto npu__out;\n"
-	      "npu__out:\n"
-	      "\tnpu_co_free_all(&npu__allocs);\n"
+	      "npu__out:\n", o);
+	fprintf(o, "\tnpu_co_streams_end(&npu__streams, &npu__st, %d);\n", f->loc.line);
+	fputs("\tnpu_co_free_all(&npu__allocs);\n"
 	      "\treturn npu__st;\n"
 	      "}\n\n", o);
 }
@@ -567,6 +784,12 @@ void host_gen(FILE *o, struct program *prog, const unsigned char *image,
 			"\tnpu_co_load_status = st;\n"
 			"}\n\n", prog->nkernels);
 	}
+	/* declared first: a function may call one defined after it */
+	for (k = 0; k < prog->root->nkids; k++) {
+		prototype(o, prog->root->kids[k], false);
+		fputs(";\n", o);
+	}
+	fputc('\n', o);
 	for (k = 0; k < prog->root->nkids; k++)
 		emit_function(o, prog->root->kids[k], prog);
 }

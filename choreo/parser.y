@@ -227,6 +227,16 @@ stmt
 		$$->loc = L(@1);
 		$$->flag = $1;
 	}
+	| IDENT '(' args_opt ')' ';' {
+		/* extension: a call of a __co__ function of the file */
+		struct node *c = $3;
+
+		c->kind = E_COCALL;
+		c->loc = L(@1);
+		c->name = $1;
+		$$ = mk2(N_EXPRSTMT, @1, NULL, c, NULL);
+	}
+	| STREAM IDENT ';'	{ $$ = mk(N_STREAMDECL, @2); $$->name = $2; }
 	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
@@ -337,6 +347,16 @@ span_item
 	: IDENT			{ $$ = mk(N_SPANDECL, @1); $$->name = $1; }
 	| IDENT '{' expr '}'	{ $$ = node_add(mk(N_SPANDECL, @1), $3); $$->name = $1; }
 	| IDENT '=' '{' expr '}' { $$ = node_add(mk(N_SPANDECL, @1), $4); $$->name = $1; }
+	| IDENT '=' IDENT '(' args_opt ')' {
+		/* extension: the spanned result of a __co__ function */
+		struct node *c = $5;
+
+		c->kind = E_COCALL;
+		c->loc = L(@3);
+		c->name = $3;
+		$$ = node_add(mk(N_SPANDECL, @1), c);
+		$$->name = $1;
+	}
 	;
 
 dma_expr
@@ -522,9 +542,13 @@ expr
 	| IDENT SPAN		{ $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = -1; }
 	| IDENT SPAN '(' INTLIT ')' { $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = $4; }
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
-	| IDENT '(' expr ')'	{
-		/* element of an ituple: idx(0) */
-		$$ = mk2(E_ELEM, @1, NULL, ident(@1, $1), $3);
+	| IDENT '(' args_opt ')' {
+		/* a __co__ function's call, or an ituple's element idx(0):
+		 * sema tells them apart */
+		$$ = $3;
+		$$->kind = E_COCALL;
+		$$->loc = L(@1);
+		$$->name = $1;
 	}
 	| '(' expr ')'		{ $$ = $2; }
 	| '(' scalar_type ')' expr %prec UNARY {

@@ -33,6 +33,7 @@ static int deepest_ref;			/* highest level of a symbol referenced */
 static void check_stmt(struct node *s);
 static void check_block(struct node *b);
 static struct type check_expr(struct node *e);
+static void check_assignable(struct loc loc, struct type to, struct type from);
 
 static void push_scope(void)
 {
@@ -414,6 +415,73 @@ static struct type check_expr(struct node *e)
 	return t;
 }
 
+static struct node *find_func(const char *name)
+{
+	int i;
+
+	for (i = 0; i < program->root->nkids; i++)
+		if (!strcmp(program->root->kids[i]->name, name))
+			return program->root->kids[i];
+	return NULL;
+}
+
+/* where a call's spanned result may go: a statement (dropped) or the
+ * spanned data it declares */
+static bool span_result_ok;
+
+/*
+ * Extension: host code calls another __co__ function of the file, as a C
+ * caller would (the callee checks ranks, element types and bound symbols
+ * at run time; element types and ranks are known here already).
+ */
+static struct type check_cocall(struct node *e)
+{
+	struct node *f = find_func(e->name), *params = f->kids[0];
+	bool result_ok = span_result_ok;
+	int i;
+
+	span_result_ok = false;
+	e->callee = f;
+	if (cur_level > 0)
+		diag_error(e->loc, "not supported yet: calling a __co__ function "
+			   "in a parallel body");
+	if (e->nkids != params->nkids)
+		diag_error(e->loc, "type mismatch: '%s' takes %d argument%s, %d given",
+			   f->name, params->nkids, params->nkids == 1 ? "" : "s",
+			   e->nkids);
+	for (i = 0; i < e->nkids; i++) {
+		struct node *a = e->kids[i], *p = params->kids[i];
+		struct type t;
+
+		if (p->type.kind == TY_SPAN || p->type.kind == TY_STREAM) {
+			if (a->kind != E_ID)
+				diag_error(a->loc, "type mismatch: argument '%s' of '%s' "
+					   "must name %s", p->name, f->name,
+					   p->type.kind == TY_SPAN ? "spanned data" :
+					   "a stream");
+			t = resolve(a)->type;
+			if (t.kind != p->type.kind)
+				diag_error(a->loc, "type mismatch: argument '%s' of '%s' "
+					   "is %s", p->name, f->name, kind_text(p->type));
+			if (t.kind == TY_SPAN && (t.elem != p->type.elem ||
+						  t.rank != p->type.rank))
+				diag_error(a->loc, "type mismatch: argument '%s' of '%s' "
+					   "is %s[rank %d], '%s' is %s[rank %d]", p->name,
+					   f->name, elem_name(p->type.elem), p->type.rank,
+					   a->name, elem_name(t.elem), t.rank);
+			continue;
+		}
+		t = check_expr(a);
+		check_assignable(a->loc, scalar(p->type.elem), t);
+	}
+	if (f->type.kind == TY_SPAN && !result_ok)
+		diag_error(e->loc, "not supported yet: the spanned result of '%s' "
+			   "outside a declaration of spanned data", f->name);
+	if (f->type.kind == TY_SPAN)
+		return f->type;
+	return f->type.kind == TY_SCALAR ? scalar(f->type.elem) : f->type;
+}
+
 static struct type check_expr_inner(struct node *e)
 {
 	struct type t, a, b;
@@ -443,6 +511,30 @@ static struct type check_expr_inner(struct node *e)
 		break;
 	case E_AT:
 		t = check_at(e);
+		break;
+	case E_COCALL:
+		if (lookup(e->name) || !find_func(e->name)) {
+			struct node *arg, *id;
+
+			/* not a function: an ituple's element, idx(0) */
+			if (e->nkids != 1) {
+				if (!lookup(e->name))
+					diag_error(e->loc, "unknown identifier '%s'", e->name);
+				diag_error(e->loc, "type mismatch: '%s' is not a __co__ "
+					   "function", e->name);
+			}
+			arg = e->kids[0];
+			id = node_new(E_ID, e->loc);
+			id->name = e->name;
+			e->kind = E_ELEM;
+			e->nkids = 0;
+			node_add(e, id);
+			node_add(e, arg);
+			e->name = NULL;
+			t = check_expr_inner(e);
+			break;
+		}
+		t = check_cocall(e);
 		break;
 	case E_ELEM: {
 		long long k;
@@ -652,12 +744,43 @@ static void check_span_decl(struct node *d)
 	int i;
 	long bytes;
 
+	if (d->nkids && d->kids[0]->kind == E_COCALL) {
+		struct type rt;
+
+		span_result_ok = true;
+		rt = check_expr(d->kids[0]);
+		span_result_ok = false;
+		if (d->kids[0]->kind != E_COCALL || rt.kind != TY_SPAN)
+			diag_error(d->kids[0]->loc, "type mismatch: %s where spanned "
+				   "data is expected", kind_text(rt));
+		if (rt.elem != d->type.elem || rt.rank != d->type.rank)
+			diag_error(d->kids[0]->loc, "type mismatch: '%s' returns "
+				   "%s[rank %d], '%s' is %s[rank %d]", d->kids[0]->name,
+				   elem_name(rt.elem), rt.rank, d->name,
+				   elem_name(d->type.elem), d->type.rank);
+		/* an unknown name among the dimensions is bound by the result,
+		 * as a parameter's are by the caller's data */
+		for (i = 0; i < d->type.rank; i++) {
+			struct node *dim = d->type.dims[i];
+
+			if (dim->kind == E_ID && !lookup(dim->name)) {
+				struct sym *ds = declare(dim->name, SY_DIM, dim);
+
+				ds->type = scalar(EL_S64);
+				ds->dim_index = i;
+				ds->decl = d;
+			}
+		}
+		check_dims(d, &d->type);
+		goto declare_it;
+	}
 	check_dims(d, &d->type);
 	if (d->nkids) {
 		struct type it = check_expr(d->kids[0]);
 
 		check_assignable(d->kids[0]->loc, scalar(d->type.elem), it);
 	}
+declare_it:
 	s = declare(d->name, SY_SPAN, d);
 	s->type = d->type;
 	s->mutable_ = true;
@@ -1214,8 +1337,23 @@ static void check_stmt_inner(struct node *s)
 		}
 		break;
 	case N_EXPRSTMT:
+		/* a call's result may be dropped */
+		span_result_ok = s->kids[0]->kind == E_COCALL;
 		check_expr(s->kids[0]);
+		span_result_ok = false;
 		break;
+	case N_STREAMDECL: {
+		/* extension: a stream local, created where it is declared */
+		struct sym *sy;
+
+		if (cur_level > 0)
+			diag_error(s->loc, "not supported yet: a stream declared in a "
+				   "parallel body");
+		sy = declare(s->name, SY_VAR, s);
+		sy->type.kind = TY_STREAM;
+		s->sym = sy;
+		break;
+	}
 	case N_PRINT:
 		check_print(s);
 		break;
