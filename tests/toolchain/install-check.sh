@@ -96,4 +96,55 @@ H
 check "a host program builds against the installed libnpu with pkg-config" \
 	bash -c 'cc -Wall -Werror host.c -o host $(pkg-config --define-prefix --cflags libnpu) \
 		 $(pkg-config --define-prefix --libs libnpu)'
+
+# npu-choreo from the installed tree alone: it finds npu-cc, the headers
+# and libnpu relative to itself
+check "installed: npu-choreo and npu_choreo.h" \
+	test -x "$usr/bin/npu-choreo" -a -f "$usr/include/npu/npu_choreo.h"
+cat >"$root/work/small.co" <<'CO'
+#include "choreo.h"
+
+__co__ void scale(stream s, f32[M] a, f32 k) {
+  parallel<s> p by M {
+    a.at(p) = a.at(p) * k;
+  }
+}
+
+__co__ void main_co() {
+  stream s;
+  f32[4] a {1.5};
+  scale(s, a, 2.0);
+  println(a.at(3));
+}
+CO
+check "the installed npu-choreo builds an object and a header" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$usr"'/bin/npu-choreo" build small.co \
+		 -o small.o --header small.h &&
+		 llvm-nm small.o | grep -q " T scale$" &&
+		 grep -q "npu_status_t scale(npu_stream_t s, struct npu_choreo_view a, float k)" small.h'
+cat >"$root/work/caller.c" <<'H'
+#include <npu.h>
+#include "small.h"
+
+int main(void)
+{
+	struct npu_choreo_view v = { NULL, NPU_CHOREO_F32, 1, { 4 } };
+
+	if (npu_host_alloc(&v.data, 4 * sizeof(float), NPU_HOST_ALLOC_MAPPED))
+		return 1;
+	return scale(NULL, v, 2.0f) == NPU_SUCCESS && main_co() == NPU_SUCCESS ? 0 : 2;
+}
+H
+check "its header compiles warning-free and the object links against the installed libnpu" \
+	bash -c 'cc -std=c11 -Wall -Wextra -Werror caller.c small.o -o caller \
+		 $(pkg-config --define-prefix --cflags libnpu) \
+		 $(pkg-config --define-prefix --libs libnpu) &&
+		 LD_LIBRARY_PATH="'"$usr"'/lib" ldd caller | grep -q "=> '"$usr"'/lib/libnpu.so"'
+check "the installed npu-choreo exe links a program against the installed libnpu" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$usr"'/bin/npu-choreo" exe small.co -o small &&
+		 ldd small | grep -q "=> '"$usr"'/lib/libnpu.so"'
+check "npu-choreo exe refuses a file without a parameterless function" \
+	bash -c 'printf "__co__ void f(f32[M] a) { }\n" >noentry.co &&
+		 ! env -i PATH=/usr/bin:/bin "'"$usr"'/bin/npu-choreo" exe noentry.co -o ne 2>err &&
+		 test -s err && test ! -e ne'
 echo "1..$n"
