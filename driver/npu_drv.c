@@ -7,6 +7,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
@@ -14,6 +15,7 @@
 #include <drm/drm_ioctl.h>
 #include <drm/drm_managed.h>
 #include <drm/drm_prime.h>
+#include <drm/drm_print.h>
 
 #include "npu_drv.h"
 
@@ -52,6 +54,10 @@ u64 npu_rd64(struct npu_device *ndev, u32 lo)
 /* ---------------------------------------------------------------------- */
 /* files */
 
+#ifndef NPU_HAVE_SHOW_FDINFO
+static atomic64_t npu_client_ids;
+#endif
+
 static int npu_open(struct drm_device *dev, struct drm_file *file)
 {
 	struct npu_device *ndev = to_npu_device(dev);
@@ -69,6 +75,10 @@ static int npu_open(struct drm_device *dev, struct drm_file *file)
 	kref_init(&nfile->ref);
 	nfile->ndev = ndev;
 	nfile->client_id = npu_file_client_id(file);
+#ifndef NPU_HAVE_SHOW_FDINFO
+	/* fdinfo needs one id per open file; DRM has none to give here */
+	nfile->client_id = atomic64_inc_return(&npu_client_ids);
+#endif
 	xa_init_flags(&nfile->queues, XA_FLAGS_ALLOC1);
 	mutex_init(&nfile->submit_lock);
 	mutex_init(&nfile->vm_lock);
@@ -329,11 +339,73 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_BO_UNMAP, npu_ioctl_bo_unmap, DRM_RENDER_ALLOW),
 };
 
-#ifdef NPU_HAVE_ACCEL
-DEFINE_DRM_ACCEL_FOPS(npu_fops);
-#else
-DEFINE_DRM_GEM_FOPS(npu_fops);
+/* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */
+static void npu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct npu_device *ndev = nfile->ndev;
+
+	drm_printf(p, "drm-engine-compute:\t%llu ns\n",
+		   (u64)atomic64_read(&nfile->engine_ns[0]));
+	drm_printf(p, "drm-engine-capacity-compute:\t%u\n", ndev->num_compute);
+	drm_printf(p, "drm-engine-copy:\t%llu ns\n",
+		   (u64)atomic64_read(&nfile->engine_ns[1]));
+	drm_printf(p, "drm-engine-capacity-copy:\t%u\n", ndev->num_copy);
+#ifdef NPU_HAVE_SHOW_FDINFO
+	drm_show_memory_stats(p, file);
 #endif
+}
+
+#ifdef NPU_HAVE_SHOW_FDINFO
+#define NPU_SHOW_FDINFO		drm_show_fdinfo
+#else
+/* Sum of the file's GEM objects, printed as DRM's helper prints sizes. */
+static void npu_fdinfo_memory(struct drm_printer *p, struct drm_file *file)
+{
+	static const char *const units[] = { "", " KiB", " MiB" };
+	struct drm_gem_object *obj;
+	u64 total = 0;
+	unsigned int u;
+	int id;
+
+	spin_lock(&file->table_lock);
+	idr_for_each_entry(&file->object_idr, obj, id)
+		total += obj->size;
+	spin_unlock(&file->table_lock);
+	for (u = 0; u < ARRAY_SIZE(units) - 1; u++) {
+		if (!total || !IS_ALIGNED(total, SZ_1K))
+			break;
+		total /= SZ_1K;
+	}
+	drm_printf(p, "drm-total-memory:\t%llu%s\n", total, units[u]);
+}
+
+/* What drm_show_fdinfo() prints on later kernels, then the driver's keys. */
+static void npu_fdinfo_seq(struct seq_file *m, struct file *f)
+{
+	struct drm_file *file = f->private_data;
+	struct drm_printer p = drm_seq_file_printer(m);
+	struct npu_file *nfile = file->driver_priv;
+
+	drm_printf(&p, "drm-driver:\t%s\n", file->minor->dev->driver->name);
+	drm_printf(&p, "drm-client-id:\t%llu\n", nfile->client_id);
+	drm_printf(&p, "drm-pdev:\t%s\n", dev_name(file->minor->dev->dev));
+	npu_show_fdinfo(&p, file);
+	npu_fdinfo_memory(&p, file);
+}
+
+#define NPU_SHOW_FDINFO		npu_fdinfo_seq
+#endif
+
+static const struct file_operations npu_fops = {
+	.owner = THIS_MODULE,
+#ifdef NPU_HAVE_ACCEL
+	DRM_ACCEL_FOPS,
+#else
+	DRM_GEM_FOPS,
+#endif
+	.show_fdinfo = NPU_SHOW_FDINFO,
+};
 
 static const struct drm_driver npu_drm_driver = {
 	.driver_features = DRIVER_GEM | DRIVER_SYNCOBJ |
@@ -346,6 +418,9 @@ static const struct drm_driver npu_drm_driver = {
 	.gem_prime_import_sg_table = npu_gem_prime_import_sg_table,
 	NPU_DRIVER_PRIME_MMAP
 	.debugfs_init = npu_debugfs_init,
+#ifdef NPU_HAVE_SHOW_FDINFO
+	.show_fdinfo = npu_show_fdinfo,
+#endif
 	.ioctls = npu_ioctls,
 	.num_ioctls = ARRAY_SIZE(npu_ioctls),
 	.fops = &npu_fops,

@@ -83,6 +83,8 @@ struct npu_file;
  * @stats_failed: jobs retired with an error
  * @stats_faults: device errors reported for this ring
  * @stats_resets: ring resets after a timeout
+ * @last_done_ns: when the ring's last job retired (the next one's start if
+ *	it was queued behind it)
  */
 struct npu_ring {
 	struct npu_device *ndev;
@@ -107,6 +109,7 @@ struct npu_ring {
 	u64 stats_failed;
 	u64 stats_faults;
 	u64 stats_resets;
+	u64 last_done_ns;
 };
 
 /**
@@ -353,6 +356,9 @@ struct npu_queue {
  *	the same order on each entity
  * @fault_lock: protects @fault (taken from the error irq)
  * @fault: errors hit by the file's jobs
+ * @engine_ns: time the file's jobs occupied compute rings ([0]) and copy
+ *	rings ([1]), from the start of each job on its ring to its retirement
+ *	(fdinfo drm-engine-*)
  */
 struct npu_file {
 	struct kref ref;
@@ -365,6 +371,7 @@ struct npu_file {
 	struct mutex submit_lock;	/* arm..push order of SUBMIT */
 	spinlock_t fault_lock;		/* fault */
 	struct drm_npu_get_fault fault;
+	atomic64_t engine_ns[2];
 };
 
 /**
@@ -385,6 +392,7 @@ struct npu_file {
  * @hw_fence: hardware fence (referenced), set by run_job
  * @spare_fence: fence allocated at submit, used by run_job
  * @seqno: seqno on its ring
+ * @run_ns: when run_job wrote it to the ring
  * @node: entry in &npu_ring.pending, protected by &npu_ring.lock
  * @ctx_seq: position in the context's push order
  * @ctx_link: entry in &npu_ctx.jobs from push to free
@@ -405,6 +413,7 @@ struct npu_job {
 	struct dma_fence *hw_fence;
 	struct npu_fence *spare_fence;
 	u32 seqno;
+	u64 run_ns;
 	struct list_head node;
 	u64 ctx_seq;
 	struct list_head ctx_link;

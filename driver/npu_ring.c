@@ -159,6 +159,7 @@ struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job)
 	spin_lock_irqsave(&ring->lock, flags);
 	job->seqno = ++ring->seqno;
 	job->ring = ring;
+	job->run_ns = ktime_get_ns();
 	dma_fence_init(&f->base, &npu_fence_ops, &ring->fence_lock,
 		       ring->fence_context, job->seqno);
 	job->hw_fence = dma_fence_get(&f->base);
@@ -181,9 +182,15 @@ static void npu_ring_retire_job(struct npu_ring *ring, struct npu_job *job,
 				int error)
 {
 	struct dma_fence *f = dma_fence_get(job->hw_fence);
+	u64 now = ktime_get_ns();
 
 	lockdep_assert_held(&ring->lock);
 
+	/* fdinfo: busy from its start (behind the previous job: its end) */
+	atomic64_add(now - max(job->run_ns, ring->last_done_ns),
+		     &job->nfile->engine_ns[ring->kind ==
+					    DRM_NPU_RING_KIND_COPY]);
+	ring->last_done_ns = now;
 	list_del_init(&job->node);
 	job->on_ring = false;
 	if (error && !f->error)

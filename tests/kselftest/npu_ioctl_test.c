@@ -1026,4 +1026,105 @@ TEST_F(dev, sysfs_and_debugfs)
 	globfree(&g);
 }
 
+/* ---- fdinfo (Documentation/gpu/drm-usage-stats.rst) ----------------- */
+
+/* Value of key in /proc/self/fdinfo/fd (its first number; 0 for text),
+ * -1 if absent; rest, when given, receives the value's text. */
+static long long fdinfo_value(int fd, const char *key, char *rest, size_t n)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + klen;
+
+		if (strncmp(line, key, klen) || *p != ':')
+			continue;
+		p++;
+		p += strspn(p, " \t");
+		p[strcspn(p, "\n")] = 0;
+		if (rest)
+			snprintf(rest, n, "%s", p);
+		v = strtoll(p, NULL, 10);
+		break;
+	}
+	fclose(f);
+	return v;
+}
+
+/* A memory key ("1 MiB", "12 KiB", "100") in bytes; -1 if absent. */
+static long long fdinfo_bytes(int fd, const char *key)
+{
+	char rest[64] = "";
+	long long v = fdinfo_value(fd, key, rest, sizeof(rest));
+
+	if (v < 0)
+		return -1;
+	if (strstr(rest, "MiB"))
+		return v << 20;
+	if (strstr(rest, "KiB"))
+		return v << 10;
+	return v;
+}
+
+TEST_F(dev, fdinfo_standard_keys)
+{
+	long long id, id2, busy, copy, mem, spin_ns = 60 * 1000000ll, wall;
+	uint64_t spin = (uint64_t)spin_ns, t0, va;
+	char drv[64] = "", unit[64] = "";
+	uint32_t q, so, size;
+	struct npu_cmd cmd;
+	struct npu_bo bo;
+	int fd2;
+
+	ASSERT_NE(fdinfo_value(self->fd, "drm-driver", drv, sizeof(drv)), -1);
+	ASSERT_STREQ(drv, "npu");
+	id = fdinfo_value(self->fd, "drm-client-id", NULL, 0);
+	ASSERT_GE(id, 0);
+	fd2 = npu_open();
+	ASSERT_GE(fd2, 0);
+	id2 = fdinfo_value(fd2, "drm-client-id", NULL, 0);
+	ASSERT_GE(id2, 0);
+	ASSERT_NE(id, id2);	/* one id per open file */
+	ASSERT_EQ(fdinfo_value(self->fd, "drm-engine-capacity-compute", NULL, 0),
+		  (long long)npu_param(self->fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS));
+	ASSERT_EQ(fdinfo_value(self->fd, "drm-engine-compute", unit,
+			       sizeof(unit)), 0);
+	ASSERT_NE(strstr(unit, " ns"), NULL);
+	ASSERT_EQ(fdinfo_value(self->fd, "drm-engine-copy", NULL, 0), 0);
+	mem = fdinfo_bytes(self->fd, "drm-total-memory");
+	ASSERT_GE(mem, 0);
+
+	/* a 60 ms job counts 60 ms (up to the wall time) of compute, for
+	 * this file only */
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &q), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so), 0);
+	ASSERT_EQ(npu_cmd_new(self->fd, &cmd, 4096), 0);
+	npu_emit_launch(&cmd, NPU_KERNEL_TEST_SPIN, 1, 1, &spin);
+	npu_cmd_end(&cmd, &va, &size);
+	t0 = npu_now_ns();
+	ASSERT_EQ(npu_submit_one(self->fd, q, va, size, so), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so, NPU_TIMEOUT_NS), 0);
+	wall = (long long)(npu_now_ns() - t0);
+	busy = fdinfo_value(self->fd, "drm-engine-compute", NULL, 0);
+	EXPECT_GE(busy, spin_ns * 9 / 10);
+	EXPECT_LE(busy, wall);
+	copy = fdinfo_value(self->fd, "drm-engine-copy", NULL, 0);
+	EXPECT_EQ(copy, 0);
+	EXPECT_EQ(fdinfo_value(fd2, "drm-engine-compute", NULL, 0), 0);
+
+	/* the file's buffers: the command buffer (4 KiB) and 1 MiB more */
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 20, 0, &bo), 0);
+	mem = fdinfo_bytes(self->fd, "drm-total-memory") - mem;
+	EXPECT_GE(mem, 1052672ll);
+	close(fd2);
+}
+
 TEST_HARNESS_MAIN
