@@ -191,8 +191,6 @@ static bool entry_of(Elf *e, Elf_Scn *symtab, const char *kname,
 	return find_symbol(e, symtab, want, true, value);
 }
 
-/* Read and check the kernel descriptors into m->funcs. */
-
 /* The largest block of kernel k: the unit's thread slots, the code object
  * format's limit and the kernel's own. */
 static unsigned func_max_threads(const struct device *dev,
@@ -206,6 +204,8 @@ static unsigned func_max_threads(const struct device *dev,
 		t = k->max_threads;
 	return t;
 }
+
+/* Read and check the kernel descriptors into m->funcs. */
 static npu_status_t read_kernels(struct device *dev, Elf *e,
 				 const struct layout *L, const char *what,
 				 struct npu_module *m)
@@ -763,7 +763,6 @@ npu_status_t npu_func_get_attribute(int *value, npu_func_attribute_t attr,
 	}
 	return NPU_SUCCESS;
 }
-
 
 /* Blocks of f resident on one unit at once (the device's fit rule: thread
  * slots and scratchpad). */

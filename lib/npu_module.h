@@ -9,9 +9,9 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <string.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "npu_code.h"
 #include "npu_hw.h"
@@ -48,10 +48,9 @@ struct npu_module {
 	struct npu_function *funcs;
 };
 
-/* A user-kernel launch runs the inline functions below, so that its path
- * makes the same calls as a built-in launch (npu_launch): measured in the
- * guest, each extra call, the struct copies and the argument memcpy were
- * what made it cost 1.5x a built-in one. */
+/* A user-kernel launch runs the inline functions below so that its path
+ * makes no call a built-in launch (npu_launch) does not make: under TCG
+ * each call, struct copy and memcpy is a measurable part of a launch. */
 
 /* The thread's last valid function, valid while no module was unloaded
  * (npu_mod_gen): launching one kernel again and again takes no lock. */
