@@ -187,6 +187,7 @@ enum npu_opcode {
 	NPU_OP_SEM_WAIT = 0x14,
 	NPU_OP_SEM_SIGNAL = 0x15,
 	NPU_OP_LAUNCH_CODE = 0x16,
+	NPU_OP_LAUNCH_CODE_SHORT = 0x17,
 	/* privileged: ring only, refused in an indirect buffer */
 	NPU_OP_INDIRECT = 0x80,
 	NPU_OP_SET_CONTEXT = 0x81,
@@ -265,6 +266,24 @@ struct npu_pkt_launch_code {
 	uint64_t args[];	/* a0..a7 = args[0..7]; all at NPU_LOCAL_PARAMS */
 };
 #define NPU_PKT_LAUNCH_CODE_DW	24
+
+/*
+ * LAUNCH_CODE_SHORT: the launch as LAUNCH_CODE without statistics, trace
+ * and printf: dwords 0-11 are LAUNCH_CODE's (flags must be 0), then the
+ * arguments; nargs = (ndw - 12) / 2. The common launch, in half the bytes.
+ */
+struct npu_pkt_launch_code_short {
+	uint32_t header;	/* NPU_OP_LAUNCH_CODE_SHORT, 12 + 2 * nargs
+				 * dwords */
+	uint32_t flags;		/* 0 */
+	uint64_t entry;
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t scratch_bytes;
+	uint32_t stack_bytes;
+	uint64_t args[];
+};
+#define NPU_PKT_LAUNCH_CODE_SHORT_DW	12
 
 /* TIMESTAMP: write the 64-bit device clock to dst when all earlier
  * commands of the ring have completed.

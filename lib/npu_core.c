@@ -623,7 +623,8 @@ npu_status_t npu_check_faults(struct device *dev)
 	if (f.kind != DRM_NPU_FAULT_TIMEOUT && (f.info & 0xff) == NPU_OP_LAUNCH)
 		kid = f.info >> 16;
 	if (f.kind != DRM_NPU_FAULT_TIMEOUT &&
-	    (f.info & 0xff) == NPU_OP_LAUNCH_CODE && f.pc) {
+	    ((f.info & 0xff) == NPU_OP_LAUNCH_CODE ||
+	     (f.info & 0xff) == NPU_OP_LAUNCH_CODE_SHORT) && f.pc) {
 		char where[160] = "";
 
 		if (npu_fault_pc_hook)

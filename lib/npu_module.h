@@ -26,9 +26,12 @@ struct npu_function {
 	uint64_t entry;			/* ... its device address */
 	unsigned stack_bytes;		/* per thread */
 	unsigned max_threads;		/* largest block it can run */
-	/* its LAUNCH_CODE packet without grid, block, scratchpad, arguments
-	 * and extras: a launch copies it and fills those in */
-	struct npu_pkt_launch_code packet;
+	uint64_t scratch_room;		/* largest dynamic scratchpad */
+	struct device *dev;		/* mod->dev, mod->uses_printf: */
+	bool uses_printf;		/* ... read by every launch */
+	/* its LAUNCH_CODE_SHORT packet without grid, block, scratchpad and
+	 * arguments: a launch copies it and fills those in */
+	struct npu_pkt_launch_code_short packet;
 };
 
 struct npu_module {
@@ -80,32 +83,50 @@ npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       uint64_t scratch_bytes);
 npu_status_t npu_ukernel_args_fail(npu_function_t f, void **args);
 
+/* Load argument i (args[i] points to a value of the declared size). */
+static inline __attribute__((always_inline)) uint64_t
+npu_ukernel_arg(npu_function_t f, const void *a, unsigned i)
+{
+	/* typed loads: the loader accepts sizes 1, 2, 4 and 8 only */
+	switch (f->desc.arg_size[i]) {
+	case 8:
+		return *(const uint64_t *)a;
+	case 4:
+		return *(const uint32_t *)a;
+	case 2:
+		return *(const uint16_t *)a;
+	default:
+		return *(const uint8_t *)a;
+	}
+}
+
 /* Pack the arguments (checked by npu_ukernel_prepare) into words. */
 static inline __attribute__((always_inline)) void
 npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
 {
-	const struct npu_code_desc *k = &f->desc;
 	unsigned i;
 
-	/* typed loads: the loader accepts sizes 1, 2, 4 and 8 only */
-	for (i = 0; i < k->nargs; i++) {
-		const void *a = args[i];
+	for (i = 0; i < f->desc.nargs; i++)
+		words[i] = npu_ukernel_arg(f, args[i], i);
+}
 
-		switch (k->arg_size[i]) {
-		case 1:
-			words[i] = *(const uint8_t *)a;
-			break;
-		case 2:
-			words[i] = *(const uint16_t *)a;
-			break;
-		case 4:
-			words[i] = *(const uint32_t *)a;
-			break;
-		default:
-			words[i] = *(const uint64_t *)a;
-			break;
-		}
-	}
+/* Check the function handle and the configuration (the error is set). */
+static inline __attribute__((always_inline)) npu_status_t
+npu_ukernel_config(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+		   uint64_t scratch_bytes)
+{
+	npu_status_t st = npu_function_check(f);
+	uint64_t threads = (uint64_t)block.x * block.y * block.z;
+
+	if (st)
+		return st;
+	/* the common case inline; npu_ukernel_check() says what is wrong */
+	if (!grid.x || !grid.y || !grid.z || !threads ||
+	    threads > f->max_threads ||
+	    (uint64_t)grid.x * grid.y * grid.z > UINT32_MAX ||
+	    scratch_bytes > f->scratch_room)
+		return npu_ukernel_check(f, grid, block, scratch_bytes);
+	return NPU_SUCCESS;
 }
 
 /* Check all three: the function handle, the configuration, the
@@ -114,19 +135,11 @@ static inline __attribute__((always_inline)) npu_status_t
 npu_ukernel_prepare(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		    uint64_t scratch_bytes, void **args)
 {
-	npu_status_t st = npu_function_check(f);
-	uint64_t threads = (uint64_t)block.x * block.y * block.z;
+	npu_status_t st = npu_ukernel_config(f, grid, block, scratch_bytes);
 	unsigned i;
 
 	if (st)
 		return st;
-	/* the common case inline; npu_ukernel_check() says what is wrong */
-	if (!grid.x || !grid.y || !grid.z || !threads ||
-	    threads > f->max_threads ||
-	    (uint64_t)grid.x * grid.y * grid.z > UINT32_MAX ||
-	    f->desc.scratch_bytes + scratch_bytes >
-	    f->mod->dev->prop.unit_scratch_bytes)
-		return npu_ukernel_check(f, grid, block, scratch_bytes);
 	if (f->desc.nargs && !args)
 		return npu_ukernel_args_fail(f, args);
 	for (i = 0; i < f->desc.nargs; i++)
@@ -135,15 +148,13 @@ npu_ukernel_prepare(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	return NPU_SUCCESS;
 }
 
-/* Write f's LAUNCH_CODE packet at cmd (8-aligned: command buffers are
- * built in place) but its arguments (extra: printf, statistics and trace
- * fields, or NULL). */
-static inline __attribute__((always_inline)) struct npu_pkt_launch_code *
-npu_ukernel_head(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
-		 npu_dim3 block, uint64_t scratch_bytes,
-		 const struct npu_pkt_launch_code *extra)
+/* Write f's LAUNCH_CODE_SHORT packet at cmd (8-aligned: command buffers
+ * are built in place) but its arguments. */
+static inline __attribute__((always_inline)) struct npu_pkt_launch_code_short *
+npu_ukernel_short(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
+		  npu_dim3 block, uint64_t scratch_bytes)
 {
-	struct npu_pkt_launch_code *p = (void *)cmd;
+	struct npu_pkt_launch_code_short *p = (void *)cmd;
 
 	*p = f->packet;
 	p->grid[0] = grid.x;
@@ -153,20 +164,37 @@ npu_ukernel_head(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 	p->block[1] = block.y;
 	p->block[2] = block.z;
 	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
-	if (extra) {
-		p->flags = extra->flags;
-		p->stats = extra->stats;
-		p->trace = extra->trace;
-		p->trace_bytes = extra->trace_bytes;
-		p->sample_period = extra->sample_period;
-		p->trace_block = extra->trace_block;
-		p->printf_buf = extra->printf_buf;
-		p->printf_bytes = extra->printf_bytes;
-	}
 	return p;
 }
 
-/* The whole packet, with arguments packed in words; returns its bytes. */
+/* Write f's full LAUNCH_CODE packet at cmd but its arguments, with extra's
+ * printf, statistics and trace fields. */
+static inline __attribute__((always_inline)) struct npu_pkt_launch_code *
+npu_ukernel_head(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
+		 npu_dim3 block, uint64_t scratch_bytes,
+		 const struct npu_pkt_launch_code *extra)
+{
+	struct npu_pkt_launch_code *p = (void *)cmd;
+
+	*p = *extra;
+	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
+				NPU_PKT_LAUNCH_CODE_DW + 2 * f->desc.nargs);
+	p->entry = f->entry;
+	p->grid[0] = grid.x;
+	p->grid[1] = grid.y;
+	p->grid[2] = grid.z;
+	p->block[0] = block.x;
+	p->block[1] = block.y;
+	p->block[2] = block.z;
+	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
+	p->stack_bytes = f->stack_bytes;
+	p->nargs = f->desc.nargs;
+	p->reserved = 0;
+	return p;
+}
+
+/* The whole full packet, with arguments packed in words; returns its
+ * bytes. */
 static inline __attribute__((always_inline)) uint32_t
 npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 		   npu_dim3 block, uint64_t scratch_bytes, const uint64_t *words,
@@ -179,24 +207,42 @@ npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 	return (uint32_t)(sizeof(*p) + 8 * f->desc.nargs);
 }
 
-/* Queue a launch checked by npu_ukernel_prepare as one job on s's compute
- * queue (dev->lock held); the arguments go straight into the packet. */
+/* Queue a launch checked by npu_ukernel_config as one job on s's compute
+ * queue (dev->lock held); the arguments (args is not NULL if f takes any)
+ * go straight into the packet: a short one unless extra (printf,
+ * statistics, trace) is given. A NULL args[i] queues nothing. */
 static inline __attribute__((always_inline)) npu_status_t
 npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 		   npu_dim3 grid, npu_dim3 block, uint64_t scratch_bytes,
 		   void **args, const struct npu_pkt_launch_code *extra,
 		   uint64_t *point)
 {
-	uint32_t bytes = sizeof(struct npu_pkt_launch_code) + 8 * f->desc.nargs;
-	struct npu_pkt_launch_code *p;
+	uint32_t bytes = (extra ? sizeof(struct npu_pkt_launch_code) :
+			  sizeof(struct npu_pkt_launch_code_short)) +
+			 8 * f->desc.nargs;
+	uint64_t *words;
 	struct jobctx jc;
 	npu_status_t st = npu_job_begin(dev, s, bytes, &jc);
+	unsigned i;
 
 	if (st)
 		return st;
-	p = npu_ukernel_head(npu_job_put(&jc, bytes), f, grid, block,
-			     scratch_bytes, extra);
-	npu_ukernel_pack(f, args, p->args);
+	if (extra)
+		words = npu_ukernel_head(npu_job_put(&jc, bytes), f, grid,
+					 block, scratch_bytes, extra)->args;
+	else
+		words = npu_ukernel_short(npu_job_put(&jc, bytes), f, grid,
+					  block, scratch_bytes)->args;
+	/* the arguments are checked as they are packed: one pass */
+	for (i = 0; i < f->desc.nargs; i++) {
+		const void *a = args[i];
+
+		if (__builtin_expect(!a, 0)) {
+			npu_job_abort(&jc);
+			return npu_ukernel_args_fail(f, args);
+		}
+		words[i] = npu_ukernel_arg(f, a, i);
+	}
 	return npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, point);
 }
 

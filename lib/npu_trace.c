@@ -216,8 +216,10 @@ void npu_trace_fill(struct device *dev, uint32_t slot, const uint8_t *cmd,
 			any = true;
 			break;
 		}
-		case NPU_OP_LAUNCH_CODE: {
-			struct npu_pkt_launch_code p;
+		case NPU_OP_LAUNCH_CODE:
+		case NPU_OP_LAUNCH_CODE_SHORT: {
+			/* the short form is the full one's head */
+			struct npu_pkt_launch_code_short p;
 
 			memcpy(&p, cmd + off, sizeof(p));
 			r->kind = NPU_TRACE_KERNEL;

@@ -20,6 +20,9 @@ launch_captured(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 {
 	npu_kernel_node_params p;
 
+	*st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
+	if (*st)
+		return true;
 	memset(&p, 0, sizeof(p));
 	p.function = f;
 	p.grid = grid;
@@ -52,33 +55,77 @@ launch_with_slots(struct device *dev, struct npu_stream *s, npu_function_t f,
 	return st;
 }
 
-npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
-			       unsigned int scratch_bytes, npu_stream_t stream,
-			       void **args)
+/* Every launch but the common one: a check fails, a capture or the
+ * profiler is active, the module prints, the device or stream is wrong. */
+static __attribute__((noinline)) npu_status_t
+launch_kernel_slow(npu_function_t f, const npu_dim3 *gridp,
+		   const npu_dim3 *blockp, unsigned int scratch_bytes,
+		   npu_stream_t stream, void **args)
 {
+	npu_dim3 grid = *gridp, block = *blockp;
 	struct device *dev;
 	struct npu_stream *s;
 	npu_status_t st;
 
-	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
+	/* the arguments themselves are checked as they are packed */
+	st = npu_ukernel_config(f, grid, block, scratch_bytes);
 	if (st)
 		return st;
+	if (f->desc.nargs && !args)
+		return npu_ukernel_args_fail(f, args);
 	if (npu_capturing() &&	/* graph capture hook (npu_graph.c) */
 	    launch_captured(f, grid, block, scratch_bytes, stream, args, &st))
 		return st;
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
-	if (dev != f->mod->dev)
+	if (dev != f->dev)
 		return npu_fail(NPU_ERROR_INVALID_HANDLE, "kernel %s was loaded "
 				"on another device", f->desc.name);
 	pthread_mutex_lock(&dev->lock);
 	if (dev->sticky)
 		st = npu_fail_sticky(dev, dev->sticky);
-	else if (f->mod->uses_printf || npu_tracing())
+	else if (f->uses_printf || npu_tracing())
 		st = launch_with_slots(dev, s, f, grid, block, scratch_bytes,
 				       args);
-	else	/* the common path makes the calls a built-in launch makes */
+	else
+		st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes,
+					args, NULL, NULL);
+	pthread_mutex_unlock(&dev->lock);
+	return st;
+}
+
+npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+			       unsigned int scratch_bytes, npu_stream_t stream,
+			       void **args)
+{
+	uint64_t threads = (uint64_t)block.x * block.y * block.z;
+	struct device *dev;
+	struct npu_stream *s;
+	npu_status_t st;
+
+	/* The common launch makes the calls a built-in launch makes; anything
+	 * else (including every error) takes launch_kernel_slow(). */
+	if (!f || f != npu_last_function ||
+	    npu_last_function_gen !=
+	    atomic_load_explicit(&npu_mod_gen, memory_order_acquire) ||
+	    !grid.x || !grid.y || !grid.z || !threads ||
+	    threads > f->max_threads ||
+	    (uint64_t)grid.x * grid.y * grid.z > UINT32_MAX ||
+	    scratch_bytes > f->scratch_room || (f->desc.nargs && !args) ||
+	    f->uses_printf || npu_capturing() || npu_tracing())
+		return launch_kernel_slow(f, &grid, &block, scratch_bytes,
+					  stream, args);
+	st = npu_get_stream(stream, &dev, &s);
+	if (st)
+		return st;
+	if (dev != f->dev)
+		return launch_kernel_slow(f, &grid, &block, scratch_bytes,
+					  stream, args);
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky)
+		st = npu_fail_sticky(dev, dev->sticky);
+	else
 		st = npu_ukernel_submit(dev, s, f, grid, block, scratch_bytes,
 					args, NULL, NULL);
 	pthread_mutex_unlock(&dev->lock);

@@ -242,6 +242,6 @@ void npu_cu_reset(NpuState *s);
 uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which);
 bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns);
 bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
-                     uint64_t pkt_addr, NpuErr *err);
+                     bool full, uint64_t pkt_addr, NpuErr *err);
 
 #endif

@@ -1805,19 +1805,25 @@ static bool npu_bad_field(NpuErr *err, uint64_t pkt_addr, unsigned dw)
     return false;
 }
 
-/* LAUNCH_CODE: validate every field, then run the grid. */
+/*
+ * LAUNCH_CODE (full) or LAUNCH_CODE_SHORT: validate every field, then run
+ * the grid. The short form is the full one's first 12 dwords: its absent
+ * fields read as 0, which is always valid.
+ */
 bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
-                     uint64_t pkt_addr, NpuErr *err)
+                     bool full, uint64_t pkt_addr, NpuErr *err)
 {
     NpuRing *r = job->ring;
     NpuState *s = r->s;
     g_autoptr(NpuLaunch) l = NULL;
+    unsigned head = full ? NPU_PKT_LAUNCH_CODE_DW :
+                           NPU_PKT_LAUNCH_CODE_SHORT_DW;
     uint64_t blocks, threads;
     int64_t t0 = npu_now();
     unsigned i;
     bool ok;
 
-    if (ndw < NPU_PKT_LAUNCH_CODE_DW) {
+    if (ndw < head || (!full && (ndw - head) % 2)) {
         return npu_bad_field(err, pkt_addr, 0);
     }
     l = g_new0(NpuLaunch, 1);
@@ -1830,22 +1836,26 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
     l->scratch = p[10];
     l->stack = p[11];
-    l->stats_va = p[12] | (uint64_t)p[13] << 32;
-    l->trace_va = p[14] | (uint64_t)p[15] << 32;
-    l->trace_bytes = p[16];
-    l->sample_period = p[17];
-    l->trace_block = p[18];
-    l->nargs = p[19];
-    l->printf_va = p[20] | (uint64_t)p[21] << 32;
-    l->printf_bytes = p[22];
+    if (full) {
+        l->stats_va = p[12] | (uint64_t)p[13] << 32;
+        l->trace_va = p[14] | (uint64_t)p[15] << 32;
+        l->trace_bytes = p[16];
+        l->sample_period = p[17];
+        l->trace_block = p[18];
+        l->nargs = p[19];
+        l->printf_va = p[20] | (uint64_t)p[21] << 32;
+        l->printf_bytes = p[22];
+    } else {
+        l->nargs = (ndw - head) / 2;
+    }
 
     if (l->nargs > NPU_CODE_MAX_ARGS) {
-        return npu_bad_field(err, pkt_addr, 19);
+        return npu_bad_field(err, pkt_addr, full ? 19 : 0);
     }
-    if (ndw != NPU_PKT_LAUNCH_CODE_DW + 2 * l->nargs) {
+    if (ndw != head + 2 * l->nargs) {
         return npu_bad_field(err, pkt_addr, 0);
     }
-    if (l->flags & ~NPU_CODE_FLAGS_ALL) {
+    if (l->flags & ~(full ? NPU_CODE_FLAGS_ALL : 0)) {
         return npu_bad_field(err, pkt_addr, 1);
     }
     if ((l->entry & 3) || (l->entry >> NPU_VA_BITS)) {
@@ -1901,12 +1911,12 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
          l->printf_bytes < sizeof(struct npu_printf_header))) {
         return npu_bad_field(err, pkt_addr, 22);
     }
-    if (p[23]) {
+    if (full && p[23]) {
         return npu_bad_field(err, pkt_addr, 23);
     }
     for (i = 0; i < l->nargs; i++) {
-        stl_le_p(l->params + 8 * i, p[24 + 2 * i]);
-        stl_le_p(l->params + 8 * i + 4, p[25 + 2 * i]);
+        stl_le_p(l->params + 8 * i, p[head + 2 * i]);
+        stl_le_p(l->params + 8 * i + 4, p[head + 1 + 2 * i]);
     }
     l->nblocks = blocks;
     l->nthreads = threads;

@@ -266,6 +266,7 @@ static bool npu_op_known(uint32_t op)
     case NPU_OP_FILL:
     case NPU_OP_LAUNCH:
     case NPU_OP_LAUNCH_CODE:
+    case NPU_OP_LAUNCH_CODE_SHORT:
     case NPU_OP_TIMESTAMP:
     case NPU_OP_SEM_WAIT:
     case NPU_OP_SEM_SIGNAL:
@@ -362,7 +363,8 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     if (op != NPU_OP_FENCE && op != NPU_OP_RING_CTRL && NPU_PKT_FLAGS(p[0])) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
-    if ((op == NPU_OP_LAUNCH || op == NPU_OP_LAUNCH_CODE) && r->copy) {
+    if ((op == NPU_OP_LAUNCH || op == NPU_OP_LAUNCH_CODE ||
+         op == NPU_OP_LAUNCH_CODE_SHORT) && r->copy) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
     if (!NPU_OP_IS_PRIVILEGED(op) || op == NPU_OP_INDIRECT) {
@@ -382,7 +384,9 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         }
         return npu_launch(job, p, ndw, pkt_addr, err);
     case NPU_OP_LAUNCH_CODE:
-        return npu_launch_code(job, p, ndw, pkt_addr, err);
+    case NPU_OP_LAUNCH_CODE_SHORT:
+        return npu_launch_code(job, p, ndw, op == NPU_OP_LAUNCH_CODE,
+                               pkt_addr, err);
     case NPU_OP_TIMESTAMP:
         return npu_exec_timestamp(job, p, err);
     case NPU_OP_SEM_WAIT:

@@ -702,3 +702,21 @@ void pk_launch_code(struct pk *p, const struct launch *l)
 	for (i = 0; i < l->nargs; i++)
 		pk_qw(p, l->args[i]);
 }
+
+void pk_launch_code_short(struct pk *p, const struct launch *l)
+{
+	unsigned i;
+
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_LAUNCH_CODE_SHORT, 0,
+			     NPU_PKT_LAUNCH_CODE_SHORT_DW + 2 * l->nargs));
+	pk_dw(p, l->flags);
+	pk_qw(p, l->entry ? l->entry : DEVTEST_CODE_VA);
+	for (i = 0; i < 3; i++)
+		pk_dw(p, l->grid[i] ? l->grid[i] : 1);
+	for (i = 0; i < 3; i++)
+		pk_dw(p, l->block[i] ? l->block[i] : 1);
+	pk_dw(p, l->scratch);
+	pk_dw(p, l->stack);
+	for (i = 0; i < l->nargs; i++)
+		pk_qw(p, l->args[i]);
+}

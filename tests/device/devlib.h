@@ -140,5 +140,8 @@ struct launch {
 	uint64_t args[NPU_CODE_MAX_ARGS];
 };
 void pk_launch_code(struct pk *p, const struct launch *l);
+/* The same launch as LAUNCH_CODE_SHORT (flags and the extras are not
+ * written: they must be 0 for the short form to mean the same launch). */
+void pk_launch_code_short(struct pk *p, const struct launch *l);
 
 #endif

@@ -866,6 +866,89 @@ static void test_validation(void)
 	ok(good_launch(0), "LAUNCH_CODE validation: a good launch runs after");
 }
 
+/*
+ * LAUNCH_CODE_SHORT: the same launch in 12 + 2n dwords runs the same
+ * threads with the same arguments; its own fields are checked like the
+ * full packet's, its length and flags as the short form defines them.
+ */
+static void test_short_launch(void)
+{
+	struct buf out = alloc_buf(4096, 1, 1);
+	static const struct {
+		unsigned dw;
+		uint32_t val;
+		const char *what;
+	} bad[] = {
+		{ 1, NPU_CODE_ITRACE, "flags set (no trace field)" },
+		{ 4, 0, "grid x 0" },
+		{ 7, 17, "block x > CU_THREADS" },
+		{ 11, 8, "stack not a multiple of 16" },
+		{ 0, 11, "header length < 12" },
+		{ 0, 15, "odd argument dwords" },
+		{ 0, 12 + 2 * 17, "17 arguments" },
+	};
+	struct launch l = {
+		.grid = { 3 }, .block = { 4, 2 }, .stack = 256,
+		.nargs = 4, .args = { M_GOOD, 0, 0, out.va },
+	};
+	struct pk p = { .n = 0 };
+	uint64_t got[24];
+	unsigned g, nb = 0, wrong = 0;
+	bool ran;
+
+	load_kernel("isa_fault", 1);
+	pk_launch_code_short(&p, &l);
+	ok(p.n == NPU_PKT_LAUNCH_CODE_SHORT_DW + 8 &&
+	   p.n + 12 == NPU_PKT_LAUNCH_CODE_DW + 8,
+	   "LAUNCH_CODE_SHORT of 4 arguments: %u dwords, 12 fewer than "
+	   "LAUNCH_CODE's", p.n);
+	ran = ring_run(0, &p, 10000);
+	buf_read(&out, 0, got, sizeof(got));
+	for (g = 0; g < 24; g++)
+		wrong += got[g] != g * 0x10001ull + 5;
+	ok(ran && !wrong, "LAUNCH_CODE_SHORT runs 3 blocks of 4x2 threads "
+	   "with its 4 arguments (%u of 24 results wrong)", wrong);
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct launch b = {
+			.grid = { 1 }, .block = { 1 }, .stack = 256, .nargs = 2,
+			.args = { M_NONE, ~0ull },
+		};
+		struct pk q = { .n = 0 };
+		uint64_t pkt = RING_PA(0) + tail[0];
+
+		if (bad[i].dw == 0 && bad[i].val > 16)
+			b.nargs = NPU_CODE_MAX_ARGS;
+		pk_launch_code_short(&q, &b);
+		while (bad[i].dw == 0 && q.n < bad[i].val)
+			pk_qw(&q, 0);
+		if (bad[i].dw == 0) {
+			/* a header that says val dwords; pad to it with NOP */
+			q.dw[0] = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE_SHORT, 0,
+					      bad[i].val);
+			if (bad[i].val < q.n)
+				q.dw[bad[i].val] = NPU_PKT_HDR(NPU_OP_NOP, 0,
+							       q.n - bad[i].val);
+		} else {
+			q.dw[bad[i].dw] = bad[i].val;
+		}
+		ring_submit(0, &q);
+		if (!expect_error(0, NPU_ERR_BAD_PACKET, pkt + 4 * bad[i].dw,
+				  NPU_OP_LAUNCH_CODE_SHORT)) {
+			diag("LAUNCH_CODE_SHORT %s: want FAULT = packet 0x%llx "
+			     "+ 4 * %u", bad[i].what, (unsigned long long)pkt,
+			     bad[i].dw);
+			nb++;
+		}
+		ring_resume(0);
+	}
+	ok(!nb, "LAUNCH_CODE_SHORT validation: %zu bad fields each halt with "
+	   "BAD_PACKET at the field (%u wrong)", sizeof(bad) / sizeof(bad[0]),
+	   nb);
+	ok(good_launch(0), "LAUNCH_CODE_SHORT validation: a good launch runs "
+	   "after");
+}
+
 /* -------------------------------------------------------------- fuzz */
 
 static const uint8_t rv_major[] = {
@@ -1248,6 +1331,7 @@ static const struct {
 	{ "fault_other_ring", 0, test_fault_other_ring },
 	{ "scratch_isolation", 0, test_scratch_isolation },
 	{ "validation", 0, test_validation },
+	{ "short_launch", 0, test_short_launch },
 	{ "fuzz_packets", 0, test_fuzz_packets },
 	{ "loop_reset", 1, test_loop_reset },
 	{ "loop_reset_paced", 2, test_loop_reset },
