@@ -247,10 +247,16 @@ static struct dma_fence *npu_sched_run_job(struct drm_sched_job *sched_job)
 					     sched);
 	struct npu_job *job = to_npu_job(sched_job);
 	int error = sched_job->s_fence->finished.error;
+	struct dma_fence *fence;
+	bool cookie;
 
 	if (error)		/* its queue was killed: the scheduler ends it */
 		return ERR_PTR(error);
-	return npu_ring_run(ring, job);
+	/* lockdep: nothing here may wait for a fence or allocate with reclaim */
+	cookie = dma_fence_begin_signalling();
+	fence = npu_ring_run(ring, job);
+	dma_fence_end_signalling(cookie);
+	return fence;
 }
 
 static enum drm_gpu_sched_stat
@@ -259,22 +265,53 @@ npu_sched_timedout_job(struct drm_sched_job *sched_job)
 	struct npu_ring *ring = container_of(sched_job->sched, struct npu_ring,
 					     sched);
 	struct npu_job *job = to_npu_job(sched_job);
+	bool unplugged;
+	bool cookie;
 
+	/* the jobs on the ring wait for this reset: it signals fences */
+	cookie = dma_fence_begin_signalling();
 	drm_sched_stop(&ring->sched, sched_job);
 	/* debugfs test knob: lets a job complete in this window */
 	if (ring->ndev->reset_delay_ms)
 		msleep(ring->ndev->reset_delay_ms);
-	npu_ring_reset(ring, job);
+	unplugged = npu_ring_reset(ring, job);
 	npu_sched_start(&ring->sched);
-	return DRM_GPU_SCHED_STAT_NOMINAL;
+	dma_fence_end_signalling(cookie);
+	return unplugged ? DRM_GPU_SCHED_STAT_ENODEV :
+			   DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
+/**
+ * npu_jobs_free_work() - release the jobs the scheduler freed
+ * @work: &npu_device.free_work
+ */
+void npu_jobs_free_work(struct work_struct *work)
+{
+	struct npu_device *ndev = container_of(work, struct npu_device,
+					       free_work);
+	struct llist_node *list = llist_del_all(&ndev->free_jobs);
+	struct npu_job *job, *tmp;
+
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(job, tmp, list, free_node)
+		npu_job_release(job);
+}
+
+/*
+ * Releasing a job can unmap and free its buffers (ctx->lock, a wait for the
+ * TLB invalidation, reservation locks). Where the scheduler frees jobs on
+ * the thread that also runs them (6.1), that would hold up the fences of
+ * every later job of the ring, and a lock holder waiting on one of them in
+ * reclaim would deadlock: the release runs in a worker instead.
+ */
 static void npu_sched_free_job(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
+	struct npu_device *ndev = job->ndev;
 
 	drm_sched_job_cleanup(sched_job);
-	npu_job_release(job);
+	if (llist_add(&job->free_node, &ndev->free_jobs))
+		queue_work(system_wq, &ndev->free_work);
 }
 
 const struct drm_sched_backend_ops npu_sched_ops = {
