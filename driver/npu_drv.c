@@ -264,6 +264,16 @@ static int npu_ioctl_get_fault(struct drm_device *dev, void *data,
 	return 0;
 }
 
+/* Entry @i of a user array @stride bytes apart: what fits of @src. */
+static int npu_copy_out_entry(u64 array, u32 i, u32 stride, const void *src,
+			      size_t size)
+{
+	void __user *dst = u64_to_user_ptr(array) + (size_t)i * stride;
+
+	return copy_to_user(dst, src, min_t(size_t, size, stride)) ?
+	       -EFAULT : 0;
+}
+
 /*
  * Registers are read into kernel buffers inside drm_dev_enter() and copied
  * out after drm_dev_exit(): a user buffer that faults slowly (userfaultfd,
@@ -276,12 +286,21 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	struct drm_npu_counters *args = data;
 	struct drm_npu_ring_counters *rings;
 	u64 *cus, *cycles = NULL, *instrs = NULL;
-	u32 i, nr, nc;
+	u32 i, nr, nc, rstride, cstride;
 	int idx, ret = 0;
 
 	if ((args->ring_count && !args->rings) ||
 	    (args->cu_count && !args->cu_busy_ns))
 		return -EINVAL;
+	if ((args->ring_stride &&
+	     (args->ring_stride < NPU_RING_COUNTERS_SIZE_V1 ||
+	      args->ring_stride > NPU_MAX_STRIDE)) ||
+	    (args->cu_stride &&
+	     (args->cu_stride < sizeof(u64) ||
+	      args->cu_stride > NPU_MAX_STRIDE)))
+		return -EINVAL;
+	rstride = args->ring_stride ?: NPU_RING_COUNTERS_SIZE_V1;
+	cstride = args->cu_stride ?: sizeof(u64);
 	nr = min(args->ring_count, ndev->num_rings);
 	nc = min(args->cu_count, ndev->num_cus);
 	rings = kcalloc(nr, sizeof(*rings), GFP_KERNEL);
@@ -326,15 +345,20 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	}
 	drm_dev_exit(idx);
 
-	if (copy_to_user(u64_to_user_ptr(args->rings), rings,
-			 nr * sizeof(*rings)) ||
-	    copy_to_user(u64_to_user_ptr(args->cu_busy_ns), cus,
-			 nc * sizeof(*cus)) ||
-	    (cycles && copy_to_user(u64_to_user_ptr(args->cu_cycles), cycles,
-				    nc * sizeof(*cycles))) ||
-	    (instrs && copy_to_user(u64_to_user_ptr(args->cu_instructions),
-				    instrs, nc * sizeof(*instrs))))
-		ret = -EFAULT;
+	for (i = 0; i < nr && !ret; i++)
+		ret = npu_copy_out_entry(args->rings, i, rstride, &rings[i],
+					 sizeof(rings[i]));
+	for (i = 0; i < nc && !ret; i++) {
+		ret = npu_copy_out_entry(args->cu_busy_ns, i, cstride, &cus[i],
+					 sizeof(u64));
+		if (!ret && cycles)
+			ret = npu_copy_out_entry(args->cu_cycles, i, cstride,
+						 &cycles[i], sizeof(u64));
+		if (!ret && instrs)
+			ret = npu_copy_out_entry(args->cu_instructions, i,
+						 cstride, &instrs[i],
+						 sizeof(u64));
+	}
 	args->ring_count = ndev->num_rings;
 	args->cu_count = ndev->num_cus;
 out:
@@ -545,6 +569,18 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = npu_hw_init(ndev);
 	if (ret)
 		return ret;
+	/*
+	 * New device-memory BOs are cleared through the BAR: only the part
+	 * the CPU reaches is handed out, so that no BO keeps what its
+	 * previous owner left in it.
+	 */
+	if (ndev->devmem_size > ndev->devmem_bar_size) {
+		dev_warn(&pdev->dev,
+			 "%llu of %llu MiB device memory reachable through BAR%d: using that\n",
+			 (u64)ndev->devmem_bar_size >> 20,
+			 ndev->devmem_size >> 20, NPU_BAR_DEVMEM);
+		ndev->devmem_size = ndev->devmem_bar_size;
+	}
 
 	mutex_init(&ndev->devmem_lock);
 	drm_mm_init(&ndev->devmem_mm, 0, ndev->devmem_size);

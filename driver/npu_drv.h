@@ -41,6 +41,15 @@
 #define NPU_MAX_CTXS		64	/* extra contexts of one file */
 #define NPU_MAX_BO_SIZE		BIT_ULL(32)	/* 4 GiB per BO */
 
+/*
+ * uAPI arrays carry their element size: the smallest accepted is the size
+ * of the element's first version (older user space), the largest a page.
+ */
+#define NPU_JOB_SIZE_V1		56	/* drm_npu_job up to out_sync_count */
+#define NPU_SYNC_SIZE_V1	16	/* drm_npu_sync */
+#define NPU_RING_COUNTERS_SIZE_V1 32	/* drm_npu_ring_counters */
+#define NPU_MAX_STRIDE		4096
+
 /* Device VA layout of a context: nothing below 1 MiB (catches NULL). */
 #define NPU_VA_START		BIT_ULL(20)
 #define NPU_VA_END		BIT_ULL(NPU_VA_BITS)
@@ -124,7 +133,8 @@ struct npu_ring {
  *	clear new device-memory BOs), or NULL
  * @devmem_bar_size: bytes mapped at @devmem_bar; device-memory BOs inside
  *	this part of the BAR can be mmapped by user space
- * @devmem_size: bytes of device memory (NPU_REG_DEVMEM_SIZE)
+ * @devmem_size: bytes of device memory handed out: NPU_REG_DEVMEM_SIZE, but
+ *	no more than @devmem_bar_size (new BOs are cleared through the BAR)
  * @version: NPU_REG_VERSION
  * @caps: NPU_REG_CAPS
  * @features: NPU_REG_FEATURES

@@ -574,13 +574,16 @@ static struct npu_bo *npu_bo_create_devmem(struct npu_device *ndev, u64 size)
 		return ERR_PTR(-ENOMEM);
 	}
 
-	/* Never hand out what another process left in device memory. */
-	if (drm_dev_enter(&ndev->drm, &idx)) {
-		if (ndev->devmem_bar &&
-		    bo->devmem.start + size <= ndev->devmem_bar_size)
-			memset_io(ndev->devmem_bar + bo->devmem.start, 0, size);
-		drm_dev_exit(idx);
+	/*
+	 * Never hand out what another process left in device memory: all of
+	 * the device memory in use lies inside the BAR mapping (npu_probe()).
+	 */
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		drm_gem_object_put(&bo->base.base);
+		return ERR_PTR(-ENODEV);
 	}
+	memset_io(ndev->devmem_bar + bo->devmem.start, 0, size);
+	drm_dev_exit(idx);
 	return bo;
 }
 

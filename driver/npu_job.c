@@ -393,12 +393,35 @@ struct npu_pending {
 	bool inited;
 };
 
+/* Bytes between the entries of a job's arrays (0: the first version's). */
+static u32 npu_sync_stride(const struct drm_npu_job *desc)
+{
+	return desc->sync_stride ?: sizeof(struct drm_npu_sync);
+}
+
+static u32 npu_bo_handle_stride(const struct drm_npu_job *desc)
+{
+	return desc->bo_handle_stride ?: sizeof(u32);
+}
+
+/* Entry @i of a user array of structs @stride bytes apart. */
+static int npu_copy_entry(void *dst, size_t size, u64 array, u32 i,
+			  u32 stride)
+{
+	int ret = copy_struct_from_user(dst, size,
+					u64_to_user_ptr(array) +
+					(size_t)i * stride, stride);
+
+	return ret == -E2BIG ? -EINVAL : ret;
+}
+
 static int npu_job_add_maps(struct npu_job *job, struct drm_file *file,
 			    const struct drm_npu_job *desc)
 {
-	u32 __user *uhandles = u64_to_user_ptr(desc->bo_handles);
 	u32 n = desc->bo_count + (desc->cmd_size ? 1 : 0);
+	u32 stride = npu_bo_handle_stride(desc);
 	u32 i, handle;
+	int ret;
 
 	if (!n)
 		return 0;
@@ -417,8 +440,10 @@ static int npu_job_add_maps(struct npu_job *job, struct drm_file *file,
 		struct drm_gem_object *obj;
 		struct npu_mapping *map;
 
-		if (get_user(handle, uhandles + i))
-			return -EFAULT;
+		ret = npu_copy_entry(&handle, sizeof(handle), desc->bo_handles,
+				     i, stride);
+		if (ret)
+			return ret;
 		obj = drm_gem_object_lookup(file, handle);
 		if (!obj)
 			return -ENOENT;
@@ -472,7 +497,6 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 				struct drm_file *file,
 				const struct drm_npu_job *desc)
 {
-	struct drm_npu_sync __user *usyncs = u64_to_user_ptr(desc->in_syncs);
 	struct npu_job *job = p[idx].job;
 	struct drm_npu_sync s;
 	struct dma_fence *f;
@@ -480,8 +504,10 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 	int ret;
 
 	for (i = 0; i < desc->in_sync_count; i++) {
-		if (copy_from_user(&s, usyncs + i, sizeof(s)))
-			return -EFAULT;
+		ret = npu_copy_entry(&s, sizeof(s), desc->in_syncs, i,
+				     npu_sync_stride(desc));
+		if (ret)
+			return ret;
 		if (s.flags)
 			return -EINVAL;
 		f = npu_find_local_fence(p, idx, s.handle, s.point);
@@ -513,9 +539,9 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 static int npu_job_get_out_syncs(struct npu_pending *pj, struct drm_file *file,
 				 const struct drm_npu_job *desc)
 {
-	struct drm_npu_sync __user *usyncs = u64_to_user_ptr(desc->out_syncs);
 	struct drm_npu_sync s;
 	u32 i;
+	int ret;
 
 	if (!desc->out_sync_count)
 		return 0;
@@ -526,8 +552,10 @@ static int npu_job_get_out_syncs(struct npu_pending *pj, struct drm_file *file,
 	for (i = 0; i < desc->out_sync_count; i++) {
 		struct npu_out_sync *o = &pj->outs[i];
 
-		if (copy_from_user(&s, usyncs + i, sizeof(s)))
-			return -EFAULT;
+		ret = npu_copy_entry(&s, sizeof(s), desc->out_syncs, i,
+				     npu_sync_stride(desc));
+		if (ret)
+			return ret;
 		if (s.flags)
 			return -EINVAL;
 		o->syncobj = drm_syncobj_find(file, s.handle);
@@ -561,6 +589,13 @@ static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
 	if (desc->bo_count > NPU_MAX_JOB_BOS ||
 	    desc->in_sync_count > NPU_MAX_JOB_SYNCS ||
 	    desc->out_sync_count > NPU_MAX_JOB_SYNCS)
+		return -EINVAL;
+	if ((desc->sync_stride &&
+	     (desc->sync_stride < NPU_SYNC_SIZE_V1 ||
+	      desc->sync_stride > NPU_MAX_STRIDE)) ||
+	    (desc->bo_handle_stride &&
+	     (desc->bo_handle_stride < sizeof(u32) ||
+	      desc->bo_handle_stride > NPU_MAX_STRIDE)))
 		return -EINVAL;
 
 	pj->queue = npu_queue_lookup(nfile, desc->queue_id);
@@ -840,7 +875,9 @@ int npu_ioctl_submit(struct drm_device *dev, void *data,
 		return -EINVAL;
 	if (!args->job_count || args->job_count > NPU_MAX_JOBS)
 		return -EINVAL;
-	if (args->job_stride < sizeof(desc) || args->job_stride > PAGE_SIZE)
+	/* older user space knows a shorter struct: the rest reads as 0 */
+	if (args->job_stride < NPU_JOB_SIZE_V1 ||
+	    args->job_stride > NPU_MAX_STRIDE)
 		return -EINVAL;
 
 	p = kcalloc(args->job_count, sizeof(*p), GFP_KERNEL);
