@@ -305,13 +305,7 @@ static const struct drm_gem_object_funcs npu_raw_funcs = {
 /* Pages mapped per fault: a sequential sweep faults once per 64 KiB. */
 #define NPU_DEVMEM_FAULT_AROUND	16
 
-/**
- * npu_devmem_bo_in_bar() - whether the CPU can reach a device-memory BO
- * @bo: buffer object of kind NPU_BO_DEVMEM
- *
- * Return: true if the whole device-memory range of @bo lies inside the
- * part of the device-memory BAR the driver mapped at probe.
- */
+/* Does the part of the BAR mapped at probe hold all of @bo (DEVMEM)? */
 static bool npu_devmem_bo_in_bar(struct npu_bo *bo)
 {
 	struct npu_device *ndev = to_npu_device(bo->base.base.dev);
@@ -320,20 +314,10 @@ static bool npu_devmem_bo_in_bar(struct npu_bo *bo)
 	       bo->devmem.start + bo->base.base.size <= ndev->devmem_bar_size;
 }
 
-/**
- * npu_devmem_fault() - &vm_operations_struct.fault of device-memory BOs
- * @vmf: the fault
- *
- * Inserts the PFN of the BAR page behind the faulting page, and of up to
- * NPU_DEVMEM_FAULT_AROUND - 1 following pages of the BO inside the VMA.
- * PFNs are inserted only inside drm_dev_enter(): once the device is
- * unplugged (drm_dev_unplug() zaps every PTE of the device's mappings
- * after its last drm_dev_enter() section has ended) every access to the
- * mapping faults here again and gets SIGBUS, so nobody keeps access to the
- * BAR after the driver let go of the device.
- *
- * Return: VM_FAULT_NOPAGE, VM_FAULT_SIGBUS after unplug or outside the BO,
- * or the error of vmf_insert_pfn().
+/*
+ * PFNs go in only inside drm_dev_enter(): drm_dev_unplug() zaps the PTEs
+ * after the last such section, so after unplug every access faults here
+ * and gets SIGBUS, and nobody keeps access to the BAR.
  */
 static vm_fault_t npu_devmem_fault(struct vm_fault *vmf)
 {
@@ -378,18 +362,7 @@ static const struct vm_operations_struct npu_devmem_vm_ops = {
 	.close = drm_gem_vm_close,
 };
 
-/**
- * npu_devmem_mmap() - &drm_gem_object_funcs.mmap of device-memory BOs
- * @obj: GEM object; drm_gem_mmap() checked the offset, the size and that
- *	the file holds a handle
- * @vma: the new mapping
- *
- * Makes @vma a write-combined PFN mapping of the BO's part of the
- * device-memory BAR; npu_devmem_fault() fills it in. Private (copy-on-write)
- * mappings of device memory are refused.
- *
- * Return: 0 or -EINVAL.
- */
+/* Write-combined PFN mapping of the BO's part of the BAR; no COW copies. */
 static int npu_devmem_mmap(struct drm_gem_object *obj,
 			   struct vm_area_struct *vma)
 {
@@ -412,13 +385,7 @@ static const struct drm_gem_object_funcs npu_devmem_funcs = {
 	.vm_ops = &npu_devmem_vm_ops,
 };
 
-/**
- * npu_bo_cpu_mappable() - whether mmap() on the DRM file can map a BO
- * @bo: buffer object
- *
- * Return: true for system-memory BOs and for device-memory BOs inside the
- * device-memory BAR.
- */
+/* Can mmap() on the DRM file map @bo? */
 static bool npu_bo_cpu_mappable(struct npu_bo *bo)
 {
 	switch (bo->kind) {

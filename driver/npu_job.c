@@ -63,8 +63,8 @@ static void npu_queue_release(struct kref *ref)
 	/*
 	 * 6.1's drm_sched_entity_fini() skips waiting when the job queue is
 	 * empty, but the scheduler thread may still be between popping our
-	 * last job and completing entity_idle: wait for it (KASAN found the
-	 * use-after-free). Harmless on kernels that already wait.
+	 * last job and completing entity_idle, and would touch the freed
+	 * entity. Kernels that already wait return at once.
 	 */
 	wait_for_completion(&q->entity.entity_idle);
 	atomic_dec(&q->ctx->queues);
