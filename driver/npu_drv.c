@@ -694,7 +694,7 @@ static struct pci_driver npu_pci_driver = {
 	.probe = npu_probe,
 	.remove = npu_remove,
 	.shutdown = npu_shutdown,
-	.driver.dev_groups = npu_dev_groups,
+	.dev_groups = npu_dev_groups,
 };
 module_pci_driver(npu_pci_driver);
 

@@ -79,7 +79,7 @@ static const struct attribute_group npu_attr_group = {
 };
 
 /*
- * &device_driver.dev_groups: the driver core creates the group once probe
+ * &pci_driver.dev_groups: the driver core creates the group once probe
  * succeeded and removes it before remove() runs, so the attributes never
  * see a half-built or torn-down device.
  */

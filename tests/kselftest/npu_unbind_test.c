@@ -256,6 +256,7 @@ TEST(unbind_with_every_kind_of_buffer)
 	/* an extra context with its own page tables and bindings */
 	ASSERT_EQ(npu_ctx_new(fd, &ctx), 0);
 	ASSERT_EQ(npu_bo_map(fd, s.handle, ctx, 0, &va), 0);
+	va = 0;
 	ASSERT_EQ(npu_bo_map(fd, u.handle, ctx, 0, &va), 0);
 	/* the shmem BO shared with a second file of the device */
 	ASSERT_EQ(drmPrimeHandleToFD(fd, s.handle, DRM_CLOEXEC, &dfd), 0);
@@ -266,7 +267,8 @@ TEST(unbind_with_every_kind_of_buffer)
 
 	ASSERT_EQ(sysfs_write(DRV "/unbind", addr), 0);
 
-	ASSERT_EQ(npu_bo_map(fd, s.handle, ctx, 0, &va), -ENODEV);
+	va = 0;
+	ASSERT_EQ(npu_bo_map(fd, ur.handle, ctx, 0, &va), -ENODEV);
 	pfd.fd = sfd;
 	pfd.events = POLLIN;
 	ASSERT_EQ(poll(&pfd, 1, 10000), 1);
