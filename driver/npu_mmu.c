@@ -74,21 +74,25 @@ static void npu_pt_free(struct npu_device *ndev, struct npu_pt *pt, int level)
 struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 {
 	struct npu_ctx *ctx;
-	int id;
+	int id, idx, ret;
 
+	/* removal frees the page tables of the contexts listed by then */
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return ERR_PTR(-ENODEV);
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
-	if (!ctx)
-		return ERR_PTR(-ENOMEM);
+	if (!ctx) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	id = ida_alloc_range(&ndev->ctx_ida, 1, 0xffff, GFP_KERNEL);
 	if (id < 0) {
-		kfree(ctx);
-		return ERR_PTR(id);
+		ret = id;
+		goto err_free;
 	}
 	ctx->root = npu_pt_alloc(ndev, 2);
 	if (!ctx->root) {
-		ida_free(&ndev->ctx_ida, id);
-		kfree(ctx);
-		return ERR_PTR(-ENOMEM);
+		ret = -ENOMEM;
+		goto err_ida;
 	}
 	kref_init(&ctx->ref);
 	ctx->ndev = ndev;
@@ -103,18 +107,19 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	INIT_LIST_HEAD(&ctx->retiring);
 	drm_mm_init(&ctx->va_mm, NPU_VA_START, NPU_VA_END - NPU_VA_START);
 
-	/* npu_ctxs_hw_fini() frees the tables of the contexts on the list */
 	mutex_lock(&ndev->ctx_lock);
-	if (drm_dev_is_unplugged(&ndev->drm)) {
-		mutex_unlock(&ndev->ctx_lock);
-		npu_pt_free(ndev, ctx->root, 2);
-		ida_free(&ndev->ctx_ida, id);
-		kfree(ctx);
-		return ERR_PTR(-ENODEV);
-	}
 	list_add_tail(&ctx->link, &ndev->ctx_list);
 	mutex_unlock(&ndev->ctx_lock);
+	drm_dev_exit(idx);
 	return ctx;
+
+err_ida:
+	ida_free(&ndev->ctx_ida, id);
+err_free:
+	kfree(ctx);
+err:
+	drm_dev_exit(idx);
+	return ERR_PTR(ret);
 }
 
 static void npu_ctx_release(struct kref *ref)
@@ -399,11 +404,16 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 	struct npu_mapping *map;
 	u64 size = bo->base.base.size;
 	u32 missing[2];
-	int ret;
+	int ret, idx;
 
+	/* removal frees the page tables once no such section is left */
+	if (!drm_dev_enter(&ctx->ndev->drm, &idx))
+		return -ENODEV;
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
-	if (!map)
+	if (!map) {
+		drm_dev_exit(idx);
 		return -ENOMEM;
+	}
 	kref_init(&map->ref);
 	INIT_LIST_HEAD(&map->bo_link);
 	INIT_LIST_HEAD(&map->ctx_link);
@@ -415,10 +425,6 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 
 	npu_pt_spares_init(&sp);
 	mutex_lock(&ctx->lock);
-	if (!ctx->root) {
-		ret = -ENODEV;
-		goto err_unlock;
-	}
 	if (flags & NPU_MAP_FIXED) {
 		map->node.start = va;
 		map->node.size = size;
@@ -443,8 +449,6 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 	ret = npu_pt_spares_alloc(ctx->ndev, &sp, missing);
 
 	mutex_lock(&ctx->lock);
-	if (!ret && !ctx->root)
-		ret = -ENODEV;
 	if (!ret)
 		ret = npu_pt_map_bo(ctx, bo, map->node.start, size, read_only,
 				    &sp);
@@ -454,12 +458,14 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 	}
 	mutex_unlock(&ctx->lock);
 	npu_pt_spares_free(ctx->ndev, &sp);
+	drm_dev_exit(idx);
 	*out = map;
 	return 0;
 
 err_unlock:
 	mutex_unlock(&ctx->lock);
 	npu_pt_spares_free(ctx->ndev, &sp);
+	drm_dev_exit(idx);
 	drm_gem_object_put(&bo->base.base);
 	npu_ctx_put(ctx);
 	kfree(map);
