@@ -20,7 +20,8 @@ static int npu_debugfs_rings_show(struct seq_file *m, void *unused)
 
 	for (r = 0; r < ndev->num_rings; r++) {
 		struct npu_ring *ring = &ndev->rings[r];
-		u32 head = 0, status = 0, hwfence = 0, npending = 0;
+		u32 head = 0, status = 0, hwfence = 0, fencemem = 0;
+		u32 npending = 0;
 		struct npu_job *job;
 		bool hw = drm_dev_enter(&ndev->drm, &idx);
 
@@ -28,6 +29,8 @@ static int npu_debugfs_rings_show(struct seq_file *m, void *unused)
 			head = npu_ring_rd(ring, NPU_RING_HEAD);
 			status = npu_ring_rd(ring, NPU_RING_STATUS);
 			hwfence = npu_ring_rd(ring, NPU_RING_FENCE);
+			/* the fence page goes with the device */
+			fencemem = READ_ONCE(*ring->fence_cpu);
 			drm_dev_exit(idx);
 		}
 		spin_lock_irqsave(&ring->lock, flags);
@@ -36,7 +39,7 @@ static int npu_debugfs_rings_show(struct seq_file *m, void *unused)
 		seq_printf(m,
 			   "%s: emitted %u retired %u fence-mem %u fence-reg %u pending %u\n",
 			   ring->name, ring->seqno, ring->completed,
-			   READ_ONCE(*ring->fence_cpu), hwfence, npending);
+			   fencemem, hwfence, npending);
 		seq_printf(m,
 			   "  head %#x tail %#x status %#x submitted %llu completed %llu failed %llu faults %llu resets %llu\n",
 			   head, ring->tail, status, ring->stats_submitted,
@@ -69,7 +72,7 @@ static int npu_debugfs_contexts_show(struct seq_file *m, void *unused)
 		struct drm_mm_node *node;
 
 		seq_printf(m, "ctx %u pid %d pt_root %pad refs %u\n", ctx->id,
-			   ctx->pid, &ctx->root->dma, kref_read(&ctx->ref));
+			   ctx->pid, &ctx->root_dma, kref_read(&ctx->ref));
 		mutex_lock(&ctx->lock);
 		drm_mm_for_each_node(node, &ctx->va_mm) {
 			struct npu_mapping *map =

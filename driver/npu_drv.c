@@ -38,7 +38,8 @@ MODULE_PARM_DESC(job_timeout_ms,
 		 "Job timeout before the ring is reset, ms, >= 1 (default 2000)");
 
 /**
- * npu_rd64() - read a 64-bit register pair, low half first
+ * npu_rd64() - read a 64-bit register pair that does not change while it is
+ * read, or whose low half latches the high half (CLOCK)
  * @ndev: device
  * @lo: offset of the low half
  *
@@ -49,6 +50,27 @@ u64 npu_rd64(struct npu_device *ndev, u32 lo)
 	u32 l = npu_rd(ndev, lo);
 
 	return ((u64)npu_rd(ndev, lo + 4) << 32) | l;
+}
+
+/**
+ * npu_rd64_counter() - read a running 64-bit counter without tearing
+ * @ndev: device
+ * @lo: offset of the low half
+ *
+ * The counters do not latch: when the low half wraps between the two
+ * reads, the high half changes, and the pair is read again.
+ *
+ * Return: the value.
+ */
+u64 npu_rd64_counter(struct npu_device *ndev, u32 lo)
+{
+	u32 h, l;
+
+	do {
+		h = npu_rd(ndev, lo + 4);
+		l = npu_rd(ndev, lo);
+	} while (npu_rd(ndev, lo + 4) != h);
+	return ((u64)h << 32) | l;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -242,6 +264,16 @@ static int npu_ioctl_get_fault(struct drm_device *dev, void *data,
 	return 0;
 }
 
+/* Entry @i of a user array @stride bytes apart: what fits of @src. */
+static int npu_copy_out_entry(u64 array, u32 i, u32 stride, const void *src,
+			      size_t size)
+{
+	void __user *dst = u64_to_user_ptr(array) + (size_t)i * stride;
+
+	return copy_to_user(dst, src, min_t(size_t, size, stride)) ?
+	       -EFAULT : 0;
+}
+
 /*
  * Registers are read into kernel buffers inside drm_dev_enter() and copied
  * out after drm_dev_exit(): a user buffer that faults slowly (userfaultfd,
@@ -254,12 +286,21 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	struct drm_npu_counters *args = data;
 	struct drm_npu_ring_counters *rings;
 	u64 *cus, *cycles = NULL, *instrs = NULL;
-	u32 i, nr, nc;
+	u32 i, nr, nc, rstride, cstride;
 	int idx, ret = 0;
 
 	if ((args->ring_count && !args->rings) ||
 	    (args->cu_count && !args->cu_busy_ns))
 		return -EINVAL;
+	if ((args->ring_stride &&
+	     (args->ring_stride < NPU_RING_COUNTERS_SIZE_V1 ||
+	      args->ring_stride > NPU_MAX_STRIDE)) ||
+	    (args->cu_stride &&
+	     (args->cu_stride < sizeof(u64) ||
+	      args->cu_stride > NPU_MAX_STRIDE)))
+		return -EINVAL;
+	rstride = args->ring_stride ?: NPU_RING_COUNTERS_SIZE_V1;
+	cstride = args->cu_stride ?: sizeof(u64);
 	nr = min(args->ring_count, ndev->num_rings);
 	nc = min(args->cu_count, ndev->num_cus);
 	rings = kcalloc(nr, sizeof(*rings), GFP_KERNEL);
@@ -283,31 +324,41 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	for (i = 0; i < nr; i++) {
 		u32 base = NPU_RING_BASE(i);
 
-		rings[i].busy_ns = npu_rd64(ndev, base + NPU_RING_BUSY_LO);
-		rings[i].commands = npu_rd64(ndev, base + NPU_RING_CMDS_LO);
-		rings[i].bytes = npu_rd64(ndev, base + NPU_RING_BYTES_LO);
-		rings[i].ops = npu_rd64(ndev, base + NPU_RING_OPS_LO);
+		rings[i].busy_ns = npu_rd64_counter(ndev,
+						    base + NPU_RING_BUSY_LO);
+		rings[i].commands = npu_rd64_counter(ndev,
+						     base + NPU_RING_CMDS_LO);
+		rings[i].bytes = npu_rd64_counter(ndev,
+						  base + NPU_RING_BYTES_LO);
+		rings[i].ops = npu_rd64_counter(ndev, base + NPU_RING_OPS_LO);
 	}
 	for (i = 0; i < nc; i++) {
-		cus[i] = npu_rd64(ndev, NPU_REG_CU_BUSY_LO(i));
+		cus[i] = npu_rd64_counter(ndev, NPU_REG_CU_BUSY_LO(i));
 		if (!(ndev->features & NPU_FEATURE_USER_CODE))
 			continue;
 		if (cycles)
-			cycles[i] = npu_rd64(ndev, NPU_REG_CU_CYCLES_LO(i));
+			cycles[i] = npu_rd64_counter(ndev,
+						     NPU_REG_CU_CYCLES_LO(i));
 		if (instrs)
-			instrs[i] = npu_rd64(ndev, NPU_REG_CU_INSTRS_LO(i));
+			instrs[i] = npu_rd64_counter(ndev,
+						     NPU_REG_CU_INSTRS_LO(i));
 	}
 	drm_dev_exit(idx);
 
-	if (copy_to_user(u64_to_user_ptr(args->rings), rings,
-			 nr * sizeof(*rings)) ||
-	    copy_to_user(u64_to_user_ptr(args->cu_busy_ns), cus,
-			 nc * sizeof(*cus)) ||
-	    (cycles && copy_to_user(u64_to_user_ptr(args->cu_cycles), cycles,
-				    nc * sizeof(*cycles))) ||
-	    (instrs && copy_to_user(u64_to_user_ptr(args->cu_instructions),
-				    instrs, nc * sizeof(*instrs))))
-		ret = -EFAULT;
+	for (i = 0; i < nr && !ret; i++)
+		ret = npu_copy_out_entry(args->rings, i, rstride, &rings[i],
+					 sizeof(rings[i]));
+	for (i = 0; i < nc && !ret; i++) {
+		ret = npu_copy_out_entry(args->cu_busy_ns, i, cstride, &cus[i],
+					 sizeof(u64));
+		if (!ret && cycles)
+			ret = npu_copy_out_entry(args->cu_cycles, i, cstride,
+						 &cycles[i], sizeof(u64));
+		if (!ret && instrs)
+			ret = npu_copy_out_entry(args->cu_instructions, i,
+						 cstride, &instrs[i],
+						 sizeof(u64));
+	}
 	args->ring_count = ndev->num_rings;
 	args->cu_count = ndev->num_cus;
 out:
@@ -518,14 +569,30 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = npu_hw_init(ndev);
 	if (ret)
 		return ret;
+	/*
+	 * New device-memory BOs are cleared through the BAR: only the part
+	 * the CPU reaches is handed out, so that no BO keeps what its
+	 * previous owner left in it.
+	 */
+	if (ndev->devmem_size > ndev->devmem_bar_size) {
+		dev_warn(&pdev->dev,
+			 "%llu of %llu MiB device memory reachable through BAR%d: using that\n",
+			 (u64)ndev->devmem_bar_size >> 20,
+			 ndev->devmem_size >> 20, NPU_BAR_DEVMEM);
+		ndev->devmem_size = ndev->devmem_bar_size;
+	}
 
 	mutex_init(&ndev->devmem_lock);
 	drm_mm_init(&ndev->devmem_mm, 0, ndev->devmem_size);
 	ida_init(&ndev->ctx_ida);
 	mutex_init(&ndev->ctx_lock);
 	INIT_LIST_HEAD(&ndev->ctx_list);
+	mutex_init(&ndev->bo_lock);
+	INIT_LIST_HEAD(&ndev->bo_list);
 	init_waitqueue_head(&ndev->jobs_wq);
 	atomic_set(&ndev->jobs_alive, 0);
+	init_llist_head(&ndev->free_jobs);
+	INIT_WORK(&ndev->free_work, npu_jobs_free_work);
 
 	ret = npu_rings_init(ndev);
 	if (ret) {
@@ -556,9 +623,6 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	/* accel minors do not call &drm_driver.debugfs_init */
 	npu_debugfs_create(ndev, ndev->drm.debugfs_root);
 #endif
-	ret = npu_sysfs_init(ndev);
-	if (ret)
-		dev_warn(&pdev->dev, "no sysfs attributes (%d)\n", ret);
 
 	dev_info(&pdev->dev,
 		 "npu %u.%u: %u compute + %u copy rings, %u units, %llu MiB device memory\n",
@@ -577,7 +641,6 @@ static void npu_remove(struct pci_dev *pdev)
 	struct npu_device *ndev = pci_get_drvdata(pdev);
 	int r;
 
-	npu_sysfs_fini(ndev);
 	/*
 	 * New ioctls fail with -ENODEV; waits for drm_dev_enter() sections.
 	 * It then zaps every user mapping of the device's BOs
@@ -592,6 +655,31 @@ static void npu_remove(struct pci_dev *pdev)
 	/* whatever was on the hardware is lost */
 	for (r = 0; r < ndev->num_rings; r++)
 		npu_ring_fail_all(&ndev->rings[r], -ENODEV);
+	/*
+	 * The device is reset and does no more DMA: its DMA memory goes now,
+	 * not when the last open file goes (the DMA API requires it before
+	 * the driver is unbound).
+	 */
+	npu_ctxs_hw_fini(ndev);
+	npu_bos_hw_fini(ndev);
+	npu_rings_hw_fini(ndev);
+}
+
+/*
+ * Reboot, kexec, power-off: the rings must not keep doing DMA into memory
+ * the next kernel owns. The driver stays bound; nothing is freed.
+ */
+static void npu_shutdown(struct pci_dev *pdev)
+{
+	struct npu_device *ndev = pci_get_drvdata(pdev);
+	int idx;
+
+	if (drm_dev_enter(&ndev->drm, &idx)) {
+		npu_rings_hw_stop(ndev);
+		npu_wr(ndev, NPU_REG_RESET, NPU_RESET_MAGIC);
+		drm_dev_exit(idx);
+	}
+	pci_clear_master(pdev);
 }
 
 static const struct pci_device_id npu_pci_ids[] = {
@@ -605,9 +693,13 @@ static struct pci_driver npu_pci_driver = {
 	.id_table = npu_pci_ids,
 	.probe = npu_probe,
 	.remove = npu_remove,
+	.shutdown = npu_shutdown,
+	.dev_groups = npu_dev_groups,
 };
 module_pci_driver(npu_pci_driver);
 
 MODULE_AUTHOR("The npu project");
 MODULE_DESCRIPTION(NPU_DRIVER_DESC);
 MODULE_LICENSE("GPL");
+/* removal unmaps imported dma-bufs itself */
+MODULE_IMPORT_NS(DMA_BUF);

@@ -15,8 +15,10 @@
 
 #include <linux/dma-fence.h>
 #include <linux/kref.h>
+#include <linux/llist.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <drm/drm_device.h>
 #include <drm/drm_file.h>
@@ -38,6 +40,15 @@
 #define NPU_MAX_QUEUES		256	/* queues of one file */
 #define NPU_MAX_CTXS		64	/* extra contexts of one file */
 #define NPU_MAX_BO_SIZE		BIT_ULL(32)	/* 4 GiB per BO */
+
+/*
+ * uAPI arrays carry their element size: the smallest accepted is the size
+ * of the element's first version (older user space), the largest a page.
+ */
+#define NPU_JOB_SIZE_V1		56	/* drm_npu_job up to out_sync_count */
+#define NPU_SYNC_SIZE_V1	16	/* drm_npu_sync */
+#define NPU_RING_COUNTERS_SIZE_V1 32	/* drm_npu_ring_counters */
+#define NPU_MAX_STRIDE		4096
 
 /* Device VA layout of a context: nothing below 1 MiB (catches NULL). */
 #define NPU_VA_START		BIT_ULL(20)
@@ -122,7 +133,8 @@ struct npu_ring {
  *	clear new device-memory BOs), or NULL
  * @devmem_bar_size: bytes mapped at @devmem_bar; device-memory BOs inside
  *	this part of the BAR can be mmapped by user space
- * @devmem_size: bytes of device memory (NPU_REG_DEVMEM_SIZE)
+ * @devmem_size: bytes of device memory handed out: NPU_REG_DEVMEM_SIZE, but
+ *	no more than @devmem_bar_size (new BOs are cleared through the BAR)
  * @version: NPU_REG_VERSION
  * @caps: NPU_REG_CAPS
  * @features: NPU_REG_FEATURES
@@ -138,6 +150,7 @@ struct npu_ring {
  * @rings: the rings, @num_rings of them
  * @sched_lists: schedulers of the compute / copy rings, for load-balanced
  *	queues (entities keep a pointer to the list)
+ * @scheds_ready: the rings' schedulers are initialised
  * @fence_page: CPU address of the page holding every ring's fence word
  * @fence_page_dma: its bus address
  * @err_irq: Linux irq number of the error vector
@@ -146,13 +159,18 @@ struct npu_ring {
  * @devmem_mm: allocator of device memory
  * @ctx_ida: context ids (1..)
  * @ctx_lock: protects @ctx_list
- * @ctx_list: live contexts (&npu_ctx.link), for debugfs
+ * @ctx_list: live contexts (&npu_ctx.link), for debugfs and removal
+ * @bo_lock: protects @bo_list
+ * @bo_list: BOs whose pages are mapped for the device (&npu_bo.dev_link),
+ *	unmapped on removal
  * @jobs_alive: jobs created and not yet freed
  * @jobs_wq: woken whenever a job is freed (npu_rings_fini() waits here for
  *	@jobs_alive to drop to 0)
+ * @free_jobs: jobs the scheduler is done with (&npu_job.free_node)
+ * @free_work: releases @free_jobs in process context, off the scheduler's
+ *	thread: the release takes &npu_ctx.lock and may wait for the device
  * @sched_wq: per-CPU high-priority workqueue running the schedulers'
  *	run_job and free_job work (kernels whose scheduler uses a workqueue)
- * @sysfs_done: sysfs group created
  * @reset_delay_ms: debugfs test knob: a timed-out ring waits this long
  *	between stopping its scheduler and its reset
  */
@@ -176,6 +194,7 @@ struct npu_device {
 	u32 cu_clock_mhz;
 	struct npu_ring rings[NPU_MAX_RINGS];
 	struct drm_gpu_scheduler *sched_lists[2][NPU_MAX_RINGS];
+	bool scheds_ready;
 	void *fence_page;
 	dma_addr_t fence_page_dma;
 	int err_irq;
@@ -185,10 +204,13 @@ struct npu_device {
 	struct ida ctx_ida;
 	struct mutex ctx_lock;		/* ctx_list */
 	struct list_head ctx_list;
+	struct mutex bo_lock;		/* bo_list */
+	struct list_head bo_list;
 	atomic_t jobs_alive;
 	wait_queue_head_t jobs_wq;
+	struct llist_head free_jobs;
+	struct work_struct free_work;
 	struct workqueue_struct *sched_wq;
-	bool sysfs_done;
 	u32 reset_delay_ms;
 };
 
@@ -200,12 +222,15 @@ struct npu_device {
  * @dma: bus address written into the parent entry / SET_CONTEXT
  * @child: next-level tables (NULL for level 0)
  * @used: valid entries in this table
+ * @spare: entry in a list of tables allocated ahead of a mapping, until it
+ *	is linked into the tree
  */
 struct npu_pt {
 	u64 *entries;
 	dma_addr_t dma;
 	struct npu_pt **child;
 	u32 used;
+	struct list_head spare;
 };
 
 /**
@@ -214,8 +239,10 @@ struct npu_pt {
  *	contexts), every mapping, every queue, every job
  * @ndev: device
  * @id: context id written in SET_CONTEXT (1..), device-wide
- * @lock: protects @root (all page tables), @va_mm and the mappings' nodes
- * @root: level-2 page table
+ * @lock: protects @root (all page tables), @va_mm and the mappings' nodes;
+ *	nothing is allocated under it (job teardown takes it)
+ * @root: level-2 page table, NULL once the device is removed
+ * @root_dma: bus address of @root, for SET_CONTEXT
  * @va_mm: allocator of device virtual addresses
  * @link: entry in &npu_device.ctx_list
  * @pid: process that created it (debugfs)
@@ -235,6 +262,7 @@ struct npu_ctx {
 	u32 id;
 	struct mutex lock;	/* page tables, va_mm */
 	struct npu_pt *root;
+	dma_addr_t root_dma;
 	struct drm_mm va_mm;
 	struct list_head link;
 	pid_t pid;
@@ -269,6 +297,8 @@ enum npu_bo_kind {
  * @maps_lock: protects @maps
  * @maps: mappings of the BO in contexts that hold a handle to it
  *	(&npu_mapping.bo_link)
+ * @dev_link: entry in &npu_device.bo_list while its pages are mapped for
+ *	the device
  */
 struct npu_bo {
 	struct drm_gem_shmem_object base;
@@ -282,6 +312,7 @@ struct npu_bo {
 	struct mm_struct *pin_mm;
 	struct mutex maps_lock;	/* maps, npu_mapping.handles */
 	struct list_head maps;
+	struct list_head dev_link;
 };
 
 static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
@@ -299,8 +330,11 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
  *	the BO size for a fixed address
  * @size: mapped bytes
  * @handles: default context: handles of the file that name the BO; extra
- *	context: 1 while bound by BO_MAP. Protected by &npu_bo.maps_lock;
- *	0 means the mapping only lives on for jobs that still use it
+ *	context: 1 while bound by BO_MAP; 0: the mapping only lives on for
+ *	jobs that still use it. Written under &npu_bo.maps_lock, always with
+ *	WRITE_ONCE(); read with READ_ONCE() without that lock (VA lookup,
+ *	debugfs): a lookup racing with the last close may still find the
+ *	mapping, and its reference keeps the range mapped until dropped
  * @bo_link: entry in &npu_bo.maps while @handles > 0
  * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP, then in
  *	&npu_ctx.retiring until the jobs pushed before it was unbound signal
@@ -398,6 +432,7 @@ struct npu_file {
  * @ctx_link: entry in &npu_ctx.jobs from push to free
  * @done: finished fence, referenced while on &npu_ctx.jobs
  * @on_ring: @node is linked
+ * @free_node: entry in &npu_device.free_jobs
  */
 struct npu_job {
 	struct drm_sched_job base;
@@ -419,6 +454,7 @@ struct npu_job {
 	struct list_head ctx_link;
 	struct dma_fence *done;
 	bool on_ring;
+	struct llist_node free_node;
 };
 
 #define to_npu_job(j) container_of(j, struct npu_job, base)
@@ -457,9 +493,11 @@ static inline void npu_ring_wr(struct npu_ring *ring, u32 reg, u32 val)
 }
 
 u64 npu_rd64(struct npu_device *ndev, u32 lo);
+u64 npu_rd64_counter(struct npu_device *ndev, u32 lo);
 
 /* npu_mmu.c */
 struct npu_ctx *npu_ctx_create(struct npu_device *ndev);
+void npu_ctxs_hw_fini(struct npu_device *ndev);
 void npu_ctx_put(struct npu_ctx *ctx);
 static inline struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
 {
@@ -509,6 +547,7 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 		      struct drm_file *file);
 int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
 		      struct drm_file *file);
+void npu_bos_hw_fini(struct npu_device *ndev);
 
 /* npu_job.c */
 int npu_ioctl_queue_create(struct drm_device *dev, void *data,
@@ -519,17 +558,19 @@ int npu_ioctl_submit(struct drm_device *dev, void *data,
 		     struct drm_file *file);
 void npu_queues_destroy(struct npu_file *nfile);
 void npu_file_put(struct npu_file *nfile);
+void npu_jobs_free_work(struct work_struct *work);
 extern const struct drm_sched_backend_ops npu_sched_ops;
 
 /* npu_ring.c */
 int npu_rings_init(struct npu_device *ndev);
 void npu_rings_fini(struct npu_device *ndev);
+void npu_rings_hw_fini(struct npu_device *ndev);
 void npu_rings_hw_start(struct npu_device *ndev);
 void npu_rings_hw_stop(struct npu_device *ndev);
 int npu_irqs_init(struct npu_device *ndev);
 void npu_irqs_fini(struct npu_device *ndev);
 struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job);
-void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad);
+bool npu_ring_reset(struct npu_ring *ring, struct npu_job *bad);
 void npu_ring_fail_all(struct npu_ring *ring, int error);
 struct npu_fence *npu_fence_alloc(gfp_t gfp);
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
@@ -539,7 +580,6 @@ void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 /* npu_debugfs.c, npu_sysfs.c */
 void npu_debugfs_init(struct drm_minor *minor);
 void npu_debugfs_create(struct npu_device *ndev, struct dentry *root);
-int npu_sysfs_init(struct npu_device *ndev);
-void npu_sysfs_fini(struct npu_device *ndev);
+extern const struct attribute_group *npu_dev_groups[];
 
 #endif /* NPU_DRV_H */

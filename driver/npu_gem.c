@@ -61,7 +61,7 @@ static int npu_gem_open(struct drm_gem_object *obj, struct drm_file *file)
 	mutex_lock(&bo->maps_lock);
 	list_for_each_entry(map, &bo->maps, bo_link) {
 		if (map->ctx == nfile->ctx) {
-			map->handles++;
+			WRITE_ONCE(map->handles, map->handles + 1);
 			goto out;
 		}
 	}
@@ -84,7 +84,8 @@ static void npu_gem_close(struct drm_gem_object *obj, struct drm_file *file)
 	mutex_lock(&bo->maps_lock);
 	list_for_each_entry(map, &bo->maps, bo_link) {
 		if (map->ctx == nfile->ctx) {
-			if (--map->handles == 0) {
+			WRITE_ONCE(map->handles, map->handles - 1);
+			if (!map->handles) {
 				list_del_init(&map->bo_link);
 				drop = map;
 			}
@@ -102,6 +103,7 @@ static void npu_bo_init_common(struct npu_bo *bo, enum npu_bo_kind kind)
 	bo->kind = kind;
 	mutex_init(&bo->maps_lock);
 	INIT_LIST_HEAD(&bo->maps);
+	INIT_LIST_HEAD(&bo->dev_link);
 }
 
 /*
@@ -139,6 +141,88 @@ static enum dma_data_direction npu_userptr_dma_dir(struct npu_bo *bo)
 	return bo->read_only ? DMA_TO_DEVICE : DMA_BIDIRECTIONAL;
 }
 
+/*
+ * Put a BO whose pages are mapped for the device on the device's list, so
+ * that removal can unmap them (npu_bos_hw_fini()). Callers map and track
+ * inside drm_dev_enter(), so removal cannot miss a BO being created.
+ */
+static int npu_bo_track(struct npu_device *ndev, struct npu_bo *bo)
+{
+	int ret = 0;
+
+	mutex_lock(&ndev->bo_lock);
+	if (drm_dev_is_unplugged(&ndev->drm))
+		ret = -ENODEV;
+	else
+		list_add_tail(&bo->dev_link, &ndev->bo_list);
+	mutex_unlock(&ndev->bo_lock);
+	return ret;
+}
+
+/* Drop the device's DMA mapping of @bo's pages; bo_lock held. */
+static void npu_bo_dma_unmap(struct npu_bo *bo)
+{
+	struct drm_gem_object *obj = &bo->base.base;
+	struct device *dev = obj->dev->dev;
+
+	lockdep_assert_held(&to_npu_device(obj->dev)->bo_lock);
+
+	switch (bo->kind) {
+	case NPU_BO_SHMEM:
+		/*
+		 * The helper only touches its sg table again when the BO is
+		 * freed, which takes bo_lock first (npu_bo_free()).
+		 */
+		if (bo->base.sgt) {
+			dma_unmap_sgtable(dev, bo->base.sgt, DMA_BIDIRECTIONAL,
+					  0);
+			sg_free_table(bo->base.sgt);
+			kfree(bo->base.sgt);
+			bo->base.sgt = NULL;
+		}
+		break;
+	case NPU_BO_IMPORT:
+		/* the exporter's mapping for us; freeing the BO detaches */
+		if (bo->base.sgt) {
+			dma_buf_unmap_attachment_unlocked(obj->import_attach,
+							  bo->base.sgt,
+							  DMA_BIDIRECTIONAL);
+			bo->base.sgt = NULL;
+		}
+		break;
+	case NPU_BO_USERPTR:
+		if (bo->sgt) {
+			dma_unmap_sgtable(dev, bo->sgt, npu_userptr_dma_dir(bo),
+					  0);
+			sg_free_table(bo->sgt);
+			kfree(bo->sgt);
+		}
+		break;
+	case NPU_BO_DEVMEM:
+		break;
+	}
+	bo->sgt = NULL;
+}
+
+/**
+ * npu_bos_hw_fini() - unmap every BO from the device (device removal)
+ * @ndev: device, reset: nothing uses the mappings any more
+ *
+ * BOs of open files live on without device mappings; nothing maps them
+ * again once the device is unplugged.
+ */
+void npu_bos_hw_fini(struct npu_device *ndev)
+{
+	struct npu_bo *bo, *tmp;
+
+	mutex_lock(&ndev->bo_lock);
+	list_for_each_entry_safe(bo, tmp, &ndev->bo_list, dev_link) {
+		list_del_init(&bo->dev_link);
+		npu_bo_dma_unmap(bo);
+	}
+	mutex_unlock(&ndev->bo_lock);
+}
+
 static void npu_bo_free(struct drm_gem_object *obj)
 {
 	struct npu_bo *bo = to_npu_bo(obj);
@@ -146,6 +230,15 @@ static void npu_bo_free(struct drm_gem_object *obj)
 
 	WARN_ON(!list_empty(&bo->maps));
 	mutex_destroy(&bo->maps_lock);
+
+	/* unless removal did it already */
+	mutex_lock(&ndev->bo_lock);
+	if (!list_empty(&bo->dev_link)) {
+		list_del_init(&bo->dev_link);
+		if (bo->kind == NPU_BO_USERPTR)
+			npu_bo_dma_unmap(bo);
+	}
+	mutex_unlock(&ndev->bo_lock);
 
 	switch (bo->kind) {
 	case NPU_BO_SHMEM:
@@ -160,7 +253,7 @@ static void npu_bo_free(struct drm_gem_object *obj)
 		mutex_unlock(&ndev->devmem_lock);
 		break;
 	case NPU_BO_USERPTR:
-		if (bo->sgt) {
+		if (bo->sgt) {	/* mapped, but not tracked */
 			dma_unmap_sgtable(obj->dev->dev, bo->sgt,
 					  npu_userptr_dma_dir(bo), 0);
 			sg_free_table(bo->sgt);
@@ -212,13 +305,7 @@ static const struct drm_gem_object_funcs npu_raw_funcs = {
 /* Pages mapped per fault: a sequential sweep faults once per 64 KiB. */
 #define NPU_DEVMEM_FAULT_AROUND	16
 
-/**
- * npu_devmem_bo_in_bar() - whether the CPU can reach a device-memory BO
- * @bo: buffer object of kind NPU_BO_DEVMEM
- *
- * Return: true if the whole device-memory range of @bo lies inside the
- * part of the device-memory BAR the driver mapped at probe.
- */
+/* Does the part of the BAR mapped at probe hold all of @bo (DEVMEM)? */
 static bool npu_devmem_bo_in_bar(struct npu_bo *bo)
 {
 	struct npu_device *ndev = to_npu_device(bo->base.base.dev);
@@ -227,20 +314,10 @@ static bool npu_devmem_bo_in_bar(struct npu_bo *bo)
 	       bo->devmem.start + bo->base.base.size <= ndev->devmem_bar_size;
 }
 
-/**
- * npu_devmem_fault() - &vm_operations_struct.fault of device-memory BOs
- * @vmf: the fault
- *
- * Inserts the PFN of the BAR page behind the faulting page, and of up to
- * NPU_DEVMEM_FAULT_AROUND - 1 following pages of the BO inside the VMA.
- * PFNs are inserted only inside drm_dev_enter(): once the device is
- * unplugged (drm_dev_unplug() zaps every PTE of the device's mappings
- * after its last drm_dev_enter() section has ended) every access to the
- * mapping faults here again and gets SIGBUS, so nobody keeps access to the
- * BAR after the driver let go of the device.
- *
- * Return: VM_FAULT_NOPAGE, VM_FAULT_SIGBUS after unplug or outside the BO,
- * or the error of vmf_insert_pfn().
+/*
+ * PFNs go in only inside drm_dev_enter(): drm_dev_unplug() zaps the PTEs
+ * after the last such section, so after unplug every access faults here
+ * and gets SIGBUS, and nobody keeps access to the BAR.
  */
 static vm_fault_t npu_devmem_fault(struct vm_fault *vmf)
 {
@@ -285,18 +362,7 @@ static const struct vm_operations_struct npu_devmem_vm_ops = {
 	.close = drm_gem_vm_close,
 };
 
-/**
- * npu_devmem_mmap() - &drm_gem_object_funcs.mmap of device-memory BOs
- * @obj: GEM object; drm_gem_mmap() checked the offset, the size and that
- *	the file holds a handle
- * @vma: the new mapping
- *
- * Makes @vma a write-combined PFN mapping of the BO's part of the
- * device-memory BAR; npu_devmem_fault() fills it in. Private (copy-on-write)
- * mappings of device memory are refused.
- *
- * Return: 0 or -EINVAL.
- */
+/* Write-combined PFN mapping of the BO's part of the BAR; no COW copies. */
 static int npu_devmem_mmap(struct drm_gem_object *obj,
 			   struct vm_area_struct *vma)
 {
@@ -319,13 +385,7 @@ static const struct drm_gem_object_funcs npu_devmem_funcs = {
 	.vm_ops = &npu_devmem_vm_ops,
 };
 
-/**
- * npu_bo_cpu_mappable() - whether mmap() on the DRM file can map a BO
- * @bo: buffer object
- *
- * Return: true for system-memory BOs and for device-memory BOs inside the
- * device-memory BAR.
- */
+/* Can mmap() on the DRM file map @bo? */
 static bool npu_bo_cpu_mappable(struct npu_bo *bo)
 {
 	switch (bo->kind) {
@@ -375,6 +435,7 @@ npu_gem_prime_import_sg_table(struct drm_device *dev,
 {
 	struct drm_gem_object *obj;
 	struct npu_bo *bo;
+	int ret;
 
 	obj = drm_gem_shmem_prime_import_sg_table(dev, attach, sgt);
 	if (IS_ERR(obj))
@@ -382,6 +443,11 @@ npu_gem_prime_import_sg_table(struct drm_device *dev,
 	bo = to_npu_bo(obj);
 	bo->kind = NPU_BO_IMPORT;
 	bo->sgt = sgt;
+	ret = npu_bo_track(to_npu_device(dev), bo);
+	if (ret) {
+		drm_gem_object_put(obj);
+		return ERR_PTR(ret);
+	}
 	return obj;
 }
 
@@ -425,18 +491,32 @@ static struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size)
 	struct drm_gem_shmem_object *shmem;
 	struct npu_bo *bo;
 	struct sg_table *sgt;
+	int ret, idx;
 
 	shmem = drm_gem_shmem_create(&ndev->drm, size);
 	if (IS_ERR(shmem))
 		return ERR_CAST(shmem);
 	bo = to_npu_bo(&shmem->base);
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		ret = -ENODEV;
+		goto err_put;
+	}
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);
 	if (IS_ERR(sgt)) {
-		drm_gem_object_put(&shmem->base);
-		return ERR_CAST(sgt);
+		drm_dev_exit(idx);
+		ret = PTR_ERR(sgt);
+		goto err_put;
 	}
 	bo->sgt = sgt;
+	ret = npu_bo_track(ndev, bo);
+	drm_dev_exit(idx);
+	if (ret)
+		goto err_put;
 	return bo;
+
+err_put:
+	drm_gem_object_put(&shmem->base);
+	return ERR_PTR(ret);
 }
 
 static struct npu_bo *npu_bo_create_devmem(struct npu_device *ndev, u64 size)
@@ -461,13 +541,16 @@ static struct npu_bo *npu_bo_create_devmem(struct npu_device *ndev, u64 size)
 		return ERR_PTR(-ENOMEM);
 	}
 
-	/* Never hand out what another process left in device memory. */
-	if (drm_dev_enter(&ndev->drm, &idx)) {
-		if (ndev->devmem_bar &&
-		    bo->devmem.start + size <= ndev->devmem_bar_size)
-			memset_io(ndev->devmem_bar + bo->devmem.start, 0, size);
-		drm_dev_exit(idx);
+	/*
+	 * Never hand out what another process left in device memory: all of
+	 * the device memory in use lies inside the BAR mapping (npu_probe()).
+	 */
+	if (!drm_dev_enter(&ndev->drm, &idx)) {
+		drm_gem_object_put(&bo->base.base);
+		return ERR_PTR(-ENODEV);
 	}
+	memset_io(ndev->devmem_bar + bo->devmem.start, 0, size);
+	drm_dev_exit(idx);
 	return bo;
 }
 
@@ -564,7 +647,7 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 	unsigned long npages;
 	struct npu_bo *bo;
 	long pinned;
-	int ret;
+	int ret, idx;
 
 	if (args->flags & ~DRM_NPU_USERPTR_READ_ONLY)
 		return -EINVAL;
@@ -622,13 +705,22 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 		bo->sgt = NULL;
 		goto err_put;
 	}
+	if (!drm_dev_enter(dev, &idx)) {
+		ret = -ENODEV;
+		goto err_put;
+	}
 	ret = dma_map_sgtable(dev->dev, bo->sgt, npu_userptr_dma_dir(bo), 0);
 	if (ret) {
+		drm_dev_exit(idx);
 		sg_free_table(bo->sgt);
 		kfree(bo->sgt);
 		bo->sgt = NULL;
 		goto err_put;
 	}
+	ret = npu_bo_track(to_npu_device(dev), bo);
+	drm_dev_exit(idx);
+	if (ret)
+		goto err_put;
 	return npu_bo_publish(file, bo, &args->handle, &args->va);
 
 err_put:

@@ -63,8 +63,8 @@ static void npu_queue_release(struct kref *ref)
 	/*
 	 * 6.1's drm_sched_entity_fini() skips waiting when the job queue is
 	 * empty, but the scheduler thread may still be between popping our
-	 * last job and completing entity_idle: wait for it (KASAN found the
-	 * use-after-free). Harmless on kernels that already wait.
+	 * last job and completing entity_idle, and would touch the freed
+	 * entity. Kernels that already wait return at once.
 	 */
 	wait_for_completion(&q->entity.entity_idle);
 	atomic_dec(&q->ctx->queues);
@@ -247,10 +247,16 @@ static struct dma_fence *npu_sched_run_job(struct drm_sched_job *sched_job)
 					     sched);
 	struct npu_job *job = to_npu_job(sched_job);
 	int error = sched_job->s_fence->finished.error;
+	struct dma_fence *fence;
+	bool cookie;
 
 	if (error)		/* its queue was killed: the scheduler ends it */
 		return ERR_PTR(error);
-	return npu_ring_run(ring, job);
+	/* lockdep: nothing here may wait for a fence or allocate with reclaim */
+	cookie = dma_fence_begin_signalling();
+	fence = npu_ring_run(ring, job);
+	dma_fence_end_signalling(cookie);
+	return fence;
 }
 
 static enum drm_gpu_sched_stat
@@ -259,22 +265,53 @@ npu_sched_timedout_job(struct drm_sched_job *sched_job)
 	struct npu_ring *ring = container_of(sched_job->sched, struct npu_ring,
 					     sched);
 	struct npu_job *job = to_npu_job(sched_job);
+	bool unplugged;
+	bool cookie;
 
+	/* the jobs on the ring wait for this reset: it signals fences */
+	cookie = dma_fence_begin_signalling();
 	drm_sched_stop(&ring->sched, sched_job);
 	/* debugfs test knob: lets a job complete in this window */
 	if (ring->ndev->reset_delay_ms)
 		msleep(ring->ndev->reset_delay_ms);
-	npu_ring_reset(ring, job);
+	unplugged = npu_ring_reset(ring, job);
 	npu_sched_start(&ring->sched);
-	return DRM_GPU_SCHED_STAT_NOMINAL;
+	dma_fence_end_signalling(cookie);
+	return unplugged ? DRM_GPU_SCHED_STAT_ENODEV :
+			   DRM_GPU_SCHED_STAT_NOMINAL;
 }
 
+/**
+ * npu_jobs_free_work() - release the jobs the scheduler freed
+ * @work: &npu_device.free_work
+ */
+void npu_jobs_free_work(struct work_struct *work)
+{
+	struct npu_device *ndev = container_of(work, struct npu_device,
+					       free_work);
+	struct llist_node *list = llist_del_all(&ndev->free_jobs);
+	struct npu_job *job, *tmp;
+
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(job, tmp, list, free_node)
+		npu_job_release(job);
+}
+
+/*
+ * Releasing a job can unmap and free its buffers (ctx->lock, a wait for the
+ * TLB invalidation, reservation locks). Where the scheduler frees jobs on
+ * the thread that also runs them (6.1), that would hold up the fences of
+ * every later job of the ring, and a lock holder waiting on one of them in
+ * reclaim would deadlock: the release runs in a worker instead.
+ */
 static void npu_sched_free_job(struct drm_sched_job *sched_job)
 {
 	struct npu_job *job = to_npu_job(sched_job);
+	struct npu_device *ndev = job->ndev;
 
 	drm_sched_job_cleanup(sched_job);
-	npu_job_release(job);
+	if (llist_add(&job->free_node, &ndev->free_jobs))
+		queue_work(system_wq, &ndev->free_work);
 }
 
 const struct drm_sched_backend_ops npu_sched_ops = {
@@ -356,12 +393,35 @@ struct npu_pending {
 	bool inited;
 };
 
+/* Bytes between the entries of a job's arrays (0: the first version's). */
+static u32 npu_sync_stride(const struct drm_npu_job *desc)
+{
+	return desc->sync_stride ?: sizeof(struct drm_npu_sync);
+}
+
+static u32 npu_bo_handle_stride(const struct drm_npu_job *desc)
+{
+	return desc->bo_handle_stride ?: sizeof(u32);
+}
+
+/* Entry @i of a user array of structs @stride bytes apart. */
+static int npu_copy_entry(void *dst, size_t size, u64 array, u32 i,
+			  u32 stride)
+{
+	int ret = copy_struct_from_user(dst, size,
+					u64_to_user_ptr(array) +
+					(size_t)i * stride, stride);
+
+	return ret == -E2BIG ? -EINVAL : ret;
+}
+
 static int npu_job_add_maps(struct npu_job *job, struct drm_file *file,
 			    const struct drm_npu_job *desc)
 {
-	u32 __user *uhandles = u64_to_user_ptr(desc->bo_handles);
 	u32 n = desc->bo_count + (desc->cmd_size ? 1 : 0);
+	u32 stride = npu_bo_handle_stride(desc);
 	u32 i, handle;
+	int ret;
 
 	if (!n)
 		return 0;
@@ -380,8 +440,10 @@ static int npu_job_add_maps(struct npu_job *job, struct drm_file *file,
 		struct drm_gem_object *obj;
 		struct npu_mapping *map;
 
-		if (get_user(handle, uhandles + i))
-			return -EFAULT;
+		ret = npu_copy_entry(&handle, sizeof(handle), desc->bo_handles,
+				     i, stride);
+		if (ret)
+			return ret;
 		obj = drm_gem_object_lookup(file, handle);
 		if (!obj)
 			return -ENOENT;
@@ -435,7 +497,6 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 				struct drm_file *file,
 				const struct drm_npu_job *desc)
 {
-	struct drm_npu_sync __user *usyncs = u64_to_user_ptr(desc->in_syncs);
 	struct npu_job *job = p[idx].job;
 	struct drm_npu_sync s;
 	struct dma_fence *f;
@@ -443,8 +504,10 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 	int ret;
 
 	for (i = 0; i < desc->in_sync_count; i++) {
-		if (copy_from_user(&s, usyncs + i, sizeof(s)))
-			return -EFAULT;
+		ret = npu_copy_entry(&s, sizeof(s), desc->in_syncs, i,
+				     npu_sync_stride(desc));
+		if (ret)
+			return ret;
 		if (s.flags)
 			return -EINVAL;
 		f = npu_find_local_fence(p, idx, s.handle, s.point);
@@ -476,9 +539,9 @@ static int npu_job_add_in_syncs(struct npu_pending *p, u32 idx,
 static int npu_job_get_out_syncs(struct npu_pending *pj, struct drm_file *file,
 				 const struct drm_npu_job *desc)
 {
-	struct drm_npu_sync __user *usyncs = u64_to_user_ptr(desc->out_syncs);
 	struct drm_npu_sync s;
 	u32 i;
+	int ret;
 
 	if (!desc->out_sync_count)
 		return 0;
@@ -489,8 +552,10 @@ static int npu_job_get_out_syncs(struct npu_pending *pj, struct drm_file *file,
 	for (i = 0; i < desc->out_sync_count; i++) {
 		struct npu_out_sync *o = &pj->outs[i];
 
-		if (copy_from_user(&s, usyncs + i, sizeof(s)))
-			return -EFAULT;
+		ret = npu_copy_entry(&s, sizeof(s), desc->out_syncs, i,
+				     npu_sync_stride(desc));
+		if (ret)
+			return ret;
 		if (s.flags)
 			return -EINVAL;
 		o->syncobj = drm_syncobj_find(file, s.handle);
@@ -524,6 +589,13 @@ static int npu_job_prepare(struct npu_file *nfile, struct drm_file *file,
 	if (desc->bo_count > NPU_MAX_JOB_BOS ||
 	    desc->in_sync_count > NPU_MAX_JOB_SYNCS ||
 	    desc->out_sync_count > NPU_MAX_JOB_SYNCS)
+		return -EINVAL;
+	if ((desc->sync_stride &&
+	     (desc->sync_stride < NPU_SYNC_SIZE_V1 ||
+	      desc->sync_stride > NPU_MAX_STRIDE)) ||
+	    (desc->bo_handle_stride &&
+	     (desc->bo_handle_stride < sizeof(u32) ||
+	      desc->bo_handle_stride > NPU_MAX_STRIDE)))
 		return -EINVAL;
 
 	pj->queue = npu_queue_lookup(nfile, desc->queue_id);
@@ -803,7 +875,9 @@ int npu_ioctl_submit(struct drm_device *dev, void *data,
 		return -EINVAL;
 	if (!args->job_count || args->job_count > NPU_MAX_JOBS)
 		return -EINVAL;
-	if (args->job_stride < sizeof(desc) || args->job_stride > PAGE_SIZE)
+	/* older user space knows a shorter struct: the rest reads as 0 */
+	if (args->job_stride < NPU_JOB_SIZE_V1 ||
+	    args->job_stride > NPU_MAX_STRIDE)
 		return -EINVAL;
 
 	p = kcalloc(args->job_count, sizeof(*p), GFP_KERNEL);

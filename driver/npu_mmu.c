@@ -30,6 +30,7 @@ static struct npu_pt *npu_pt_alloc(struct npu_device *ndev, int level)
 	pt = kzalloc(sizeof(*pt), GFP_KERNEL);
 	if (!pt)
 		return NULL;
+	INIT_LIST_HEAD(&pt->spare);
 	pt->entries = dma_alloc_coherent(ndev->drm.dev, NPU_PAGE_SIZE, &pt->dma,
 					 GFP_KERNEL);
 	if (!pt->entries)
@@ -73,25 +74,30 @@ static void npu_pt_free(struct npu_device *ndev, struct npu_pt *pt, int level)
 struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 {
 	struct npu_ctx *ctx;
-	int id;
+	int id, idx, ret;
 
+	/* removal frees the page tables of the contexts listed by then */
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return ERR_PTR(-ENODEV);
 	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
-	if (!ctx)
-		return ERR_PTR(-ENOMEM);
+	if (!ctx) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	id = ida_alloc_range(&ndev->ctx_ida, 1, 0xffff, GFP_KERNEL);
 	if (id < 0) {
-		kfree(ctx);
-		return ERR_PTR(id);
+		ret = id;
+		goto err_free;
 	}
 	ctx->root = npu_pt_alloc(ndev, 2);
 	if (!ctx->root) {
-		ida_free(&ndev->ctx_ida, id);
-		kfree(ctx);
-		return ERR_PTR(-ENOMEM);
+		ret = -ENOMEM;
+		goto err_ida;
 	}
 	kref_init(&ctx->ref);
 	ctx->ndev = ndev;
 	ctx->id = id;
+	ctx->root_dma = ctx->root->dma;
 	ctx->pid = task_tgid_nr(current);
 	mutex_init(&ctx->lock);
 	atomic_set(&ctx->queues, 0);
@@ -104,7 +110,16 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	mutex_lock(&ndev->ctx_lock);
 	list_add_tail(&ctx->link, &ndev->ctx_list);
 	mutex_unlock(&ndev->ctx_lock);
+	drm_dev_exit(idx);
 	return ctx;
+
+err_ida:
+	ida_free(&ndev->ctx_ida, id);
+err_free:
+	kfree(ctx);
+err:
+	drm_dev_exit(idx);
+	return ERR_PTR(ret);
 }
 
 static void npu_ctx_release(struct kref *ref)
@@ -136,8 +151,107 @@ void npu_ctx_put(struct npu_ctx *ctx)
 		kref_put(&ctx->ref, npu_ctx_release);
 }
 
-/* Leaf table for @va, allocating the path to it. */
-static u64 *npu_pt_leaf(struct npu_ctx *ctx, u64 va, bool alloc)
+/**
+ * npu_ctxs_hw_fini() - free the page tables of every context (device
+ * removal)
+ * @ndev: device, unplugged and reset: no ring walks the tables any more
+ *
+ * The contexts of open files live on, without page tables: mapping fails
+ * with -ENODEV, unmapping has nothing to clear.
+ */
+void npu_ctxs_hw_fini(struct npu_device *ndev)
+{
+	struct npu_ctx *ctx;
+
+	mutex_lock(&ndev->ctx_lock);
+	list_for_each_entry(ctx, &ndev->ctx_list, link) {
+		mutex_lock(&ctx->lock);
+		npu_pt_free(ndev, ctx->root, 2);
+		ctx->root = NULL;
+		mutex_unlock(&ctx->lock);
+	}
+	mutex_unlock(&ndev->ctx_lock);
+}
+
+/**
+ * struct npu_pt_spares - page tables allocated before &npu_ctx.lock is taken
+ * @tables: tables of level 0 ([0]) and level 1 ([1]) (&npu_pt.spare)
+ */
+struct npu_pt_spares {
+	struct list_head tables[2];
+};
+
+static void npu_pt_spares_init(struct npu_pt_spares *sp)
+{
+	INIT_LIST_HEAD(&sp->tables[0]);
+	INIT_LIST_HEAD(&sp->tables[1]);
+}
+
+static void npu_pt_spares_free(struct npu_device *ndev,
+			       struct npu_pt_spares *sp)
+{
+	struct npu_pt *pt, *tmp;
+	int level;
+
+	for (level = 0; level < 2; level++) {
+		list_for_each_entry_safe(pt, tmp, &sp->tables[level], spare) {
+			list_del(&pt->spare);
+			npu_pt_free(ndev, pt, level);
+		}
+	}
+}
+
+/*
+ * Count the tables missing for [va, va + size) in @ctx. Tables are only
+ * freed with the context, so what is counted here is enough later.
+ */
+static void npu_pt_count_missing(struct npu_ctx *ctx, u64 va, u64 size,
+				 u32 missing[2])
+{
+	const u64 span0 = NPU_PAGE_SIZE * NPU_PT_ENTRIES;	/* per leaf */
+	const u64 span1 = span0 * NPU_PT_ENTRIES;	/* per level-1 table */
+	u64 end = va + size, s, e, a;
+
+	lockdep_assert_held(&ctx->lock);
+
+	missing[0] = 0;
+	missing[1] = 0;
+	for (s = va; s < end; s = e) {
+		struct npu_pt *l1 = ctx->root->child[NPU_PT_INDEX(s, 2)];
+
+		e = min(end, round_down(s, span1) + span1);
+		if (!l1) {
+			missing[1]++;
+			missing[0] += (round_up(e, span0) -
+				       round_down(s, span0)) / span0;
+			continue;
+		}
+		for (a = round_down(s, span0); a < e; a += span0)
+			if (!l1->child[NPU_PT_INDEX(a, 1)])
+				missing[0]++;
+	}
+}
+
+static int npu_pt_spares_alloc(struct npu_device *ndev,
+			       struct npu_pt_spares *sp, const u32 missing[2])
+{
+	int level;
+	u32 i;
+
+	for (level = 0; level < 2; level++) {
+		for (i = 0; i < missing[level]; i++) {
+			struct npu_pt *pt = npu_pt_alloc(ndev, level);
+
+			if (!pt)
+				return -ENOMEM;
+			list_add(&pt->spare, &sp->tables[level]);
+		}
+	}
+	return 0;
+}
+
+/* Leaf table for @va; missing tables come from @sp (NULL: do not add). */
+static u64 *npu_pt_leaf(struct npu_ctx *ctx, u64 va, struct npu_pt_spares *sp)
 {
 	struct npu_pt *pt = ctx->root;
 	int level;
@@ -149,11 +263,11 @@ static u64 *npu_pt_leaf(struct npu_ctx *ctx, u64 va, bool alloc)
 		struct npu_pt *next = pt->child[idx];
 
 		if (!next) {
-			if (!alloc)
+			if (!sp || list_empty(&sp->tables[level - 1]))
 				return NULL;
-			next = npu_pt_alloc(ctx->ndev, level - 1);
-			if (!next)
-				return NULL;
+			next = list_first_entry(&sp->tables[level - 1],
+						struct npu_pt, spare);
+			list_del_init(&next->spare);
 			pt->child[idx] = next;
 			pt->used++;
 			WRITE_ONCE(pt->entries[idx],
@@ -171,17 +285,20 @@ static void npu_pt_unmap_range(struct npu_ctx *ctx, u64 va, u64 size)
 
 	lockdep_assert_held(&ctx->lock);
 
+	if (!ctx->root)
+		return;
 	for (; va < end; va += NPU_PAGE_SIZE) {
-		u64 *pte = npu_pt_leaf(ctx, va, false);
+		u64 *pte = npu_pt_leaf(ctx, va, NULL);
 
 		if (pte)
 			WRITE_ONCE(*pte, 0);
 	}
 }
 
-static int npu_pt_map_page(struct npu_ctx *ctx, u64 va, u64 pte_val)
+static int npu_pt_map_page(struct npu_ctx *ctx, u64 va, u64 pte_val,
+			   struct npu_pt_spares *sp)
 {
-	u64 *pte = npu_pt_leaf(ctx, va, true);
+	u64 *pte = npu_pt_leaf(ctx, va, sp);
 
 	if (!pte)
 		return -ENOMEM;
@@ -212,7 +329,7 @@ static void npu_ctx_invalidate(struct npu_ctx *ctx)
 }
 
 static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
-			 u64 size, bool read_only)
+			 u64 size, bool read_only, struct npu_pt_spares *sp)
 {
 	u64 flags = NPU_PTE_VALID | (read_only ? 0 : NPU_PTE_WRITE);
 	struct sg_dma_page_iter iter;
@@ -226,7 +343,7 @@ static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 			ret = npu_pt_map_page(ctx, va + off,
 					      ((bo->devmem.start + off) &
 					       NPU_PTE_ADDR_MASK) |
-					      flags | NPU_PTE_DEVMEM);
+					      flags | NPU_PTE_DEVMEM, sp);
 			if (ret)
 				goto err;
 		}
@@ -243,7 +360,7 @@ static int npu_pt_map_bo(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 		     sub += NPU_PAGE_SIZE) {
 			ret = npu_pt_map_page(ctx, va + off,
 					      ((addr + sub) &
-					       NPU_PTE_ADDR_MASK) | flags);
+					       NPU_PTE_ADDR_MASK) | flags, sp);
 			if (ret)
 				goto err;
 			off += NPU_PAGE_SIZE;
@@ -283,13 +400,20 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 		       u32 flags, struct npu_mapping **out)
 {
 	bool read_only = bo->read_only || (flags & NPU_MAP_READ_ONLY);
+	struct npu_pt_spares sp;
 	struct npu_mapping *map;
 	u64 size = bo->base.base.size;
-	int ret;
+	u32 missing[2];
+	int ret, idx;
 
+	/* removal frees the page tables once no such section is left */
+	if (!drm_dev_enter(&ctx->ndev->drm, &idx))
+		return -ENODEV;
 	map = kzalloc(sizeof(*map), GFP_KERNEL);
-	if (!map)
+	if (!map) {
+		drm_dev_exit(idx);
 		return -ENOMEM;
+	}
 	kref_init(&map->ref);
 	INIT_LIST_HEAD(&map->bo_link);
 	INIT_LIST_HEAD(&map->ctx_link);
@@ -299,6 +423,7 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 	drm_gem_object_get(&bo->base.base);
 	map->bo = bo;
 
+	npu_pt_spares_init(&sp);
 	mutex_lock(&ctx->lock);
 	if (flags & NPU_MAP_FIXED) {
 		map->node.start = va;
@@ -314,17 +439,33 @@ int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 	}
 	if (ret)
 		goto err_unlock;
-	ret = npu_pt_map_bo(ctx, bo, map->node.start, size, read_only);
+	npu_pt_count_missing(ctx, map->node.start, size, missing);
+	mutex_unlock(&ctx->lock);
+
+	/*
+	 * No allocation under ctx->lock: the jobs' teardown takes it, and
+	 * reclaim may wait for their fences. The reserved range is ours.
+	 */
+	ret = npu_pt_spares_alloc(ctx->ndev, &sp, missing);
+
+	mutex_lock(&ctx->lock);
+	if (!ret)
+		ret = npu_pt_map_bo(ctx, bo, map->node.start, size, read_only,
+				    &sp);
 	if (ret) {
 		drm_mm_remove_node(&map->node);
 		goto err_unlock;
 	}
 	mutex_unlock(&ctx->lock);
+	npu_pt_spares_free(ctx->ndev, &sp);
+	drm_dev_exit(idx);
 	*out = map;
 	return 0;
 
 err_unlock:
 	mutex_unlock(&ctx->lock);
+	npu_pt_spares_free(ctx->ndev, &sp);
+	drm_dev_exit(idx);
 	drm_gem_object_put(&bo->base.base);
 	npu_ctx_put(ctx);
 	kfree(map);

@@ -100,8 +100,8 @@ static void npu_ring_emit_job(struct npu_ring *ring, struct npu_job *job)
 
 	*p++ = NPU_PKT_HDR(NPU_OP_SET_CONTEXT, 0, 4);
 	*p++ = job->ctx->id;
-	*p++ = lower_32_bits(job->ctx->root->dma);
-	*p++ = upper_32_bits(job->ctx->root->dma);
+	*p++ = lower_32_bits(job->ctx->root_dma);
+	*p++ = upper_32_bits(job->ctx->root_dma);
 	*p++ = NPU_PKT_HDR(NPU_OP_RING_CTRL, NPU_RING_CTRL_FLUSH_TLB, 1);
 	if (job->cmd_size) {
 		*p++ = NPU_PKT_HDR(NPU_OP_INDIRECT, 0, 4);
@@ -352,9 +352,12 @@ void npu_ring_fail_all(struct npu_ring *ring, int error)
  * runs twice: a job that completed after drm_sched_stop() was retired by
  * the interrupt and is no longer on the ring. Finally every job on the
  * scheduler's pending list gets its hardware fence back as parent (which
- * drm_sched_stop() dropped), for drm_sched_start().
+ * drm_sched_stop() dropped), for drm_sched_start(). Once the device is
+ * gone, every job on the ring fails with -ENODEV instead.
+ *
+ * Return: true if the device is gone.
  */
-void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
+bool npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 {
 	struct npu_device *ndev = ring->ndev;
 	struct drm_sched_job *sched_job;
@@ -370,9 +373,13 @@ void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 
 	spin_lock_irqsave(&ring->lock, flags);
 	hw = drm_dev_enter(&ndev->drm, &idx);
-	if (hw)
+	if (hw) {
 		npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
-	seq = READ_ONCE(*ring->fence_cpu);
+		seq = READ_ONCE(*ring->fence_cpu);
+	} else {
+		/* removal freed the fence page and failed what was pending */
+		seq = ring->completed;
+	}
 	list_for_each_entry_safe(job, tmp, &ring->pending, node) {
 		if (npu_seqno_passed(seq, job->seqno)) {
 			npu_ring_retire_job(ring, job, 0);
@@ -402,6 +409,7 @@ void npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 		if (!sched_job->s_fence->parent && job->hw_fence)
 			sched_job->s_fence->parent = dma_fence_get(job->hw_fence);
 	}
+	return !hw;
 }
 
 /**
@@ -512,6 +520,7 @@ int npu_rings_init(struct npu_device *ndev)
 			goto err;
 		}
 	}
+	ndev->scheds_ready = true;
 	return 0;
 
 err:
@@ -534,33 +543,55 @@ err_wq:
 }
 
 /**
- * npu_rings_fini() - stop the schedulers and free the rings
- * @ndev: device; every file is closed, so no entity is left
+ * npu_rings_hw_fini() - free the rings' DMA memory
+ * @ndev: device, stopped and unplugged (device removal) or never
+ *	registered (probe failure)
+ *
+ * Everything that touches the ring buffers or the fence page does so
+ * inside drm_dev_enter(), or from the interrupt handlers, which are gone.
  */
-void npu_rings_fini(struct npu_device *ndev)
+void npu_rings_hw_fini(struct npu_device *ndev)
 {
 	struct device *dev = ndev->drm.dev;
 	int r;
 
-	if (!ndev->fence_page)
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		if (!ring->vaddr)
+			continue;
+		dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr, ring->dma);
+		ring->vaddr = NULL;
+	}
+	if (ndev->fence_page)
+		dma_free_coherent(dev, PAGE_SIZE, ndev->fence_page,
+				  ndev->fence_page_dma);
+	ndev->fence_page = NULL;
+}
+
+/**
+ * npu_rings_fini() - stop the schedulers (last reference to the device)
+ * @ndev: device; every file is closed, so no entity is left
+ */
+void npu_rings_fini(struct npu_device *ndev)
+{
+	int r;
+
+	if (!ndev->scheds_ready)
 		return;
 	/* jobs still on their way out of the schedulers */
 	wait_event_timeout(ndev->jobs_wq, !atomic_read(&ndev->jobs_alive),
 			   msecs_to_jiffies(5000));
-	for (r = 0; r < ndev->num_rings; r++) {
-		struct npu_ring *ring = &ndev->rings[r];
-
-		drm_sched_fini(&ring->sched);
-		dma_free_coherent(dev, NPU_RING_BYTES, ring->vaddr, ring->dma);
-		ring->vaddr = NULL;
-	}
+	for (r = 0; r < ndev->num_rings; r++)
+		drm_sched_fini(&ndev->rings[r].sched);
+	/* the schedulers' last free_job calls queued work */
+	flush_work(&ndev->free_work);
 	if (ndev->sched_wq) {
 		destroy_workqueue(ndev->sched_wq);
 		ndev->sched_wq = NULL;
 	}
-	dma_free_coherent(dev, PAGE_SIZE, ndev->fence_page,
-			  ndev->fence_page_dma);
-	ndev->fence_page = NULL;
+	npu_rings_hw_fini(ndev);
+	ndev->scheds_ready = false;
 }
 
 /**

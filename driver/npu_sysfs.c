@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * npu_sysfs.c - sysfs attributes of the PCI device (group "npu"):
+ * npu_sysfs.c - sysfs attributes of the PCI device (group "npu", described
+ * in Documentation/ABI/testing/sysfs-driver-npu):
  *
  *   npu/jobs_submitted  jobs written to the rings, all rings
  *   npu/jobs_completed  jobs that completed without error
@@ -55,8 +56,8 @@ static ssize_t utilization_show(struct device *dev,
 	for (r = 0; r < ndev->num_rings; r++)
 		len += sysfs_emit_at(buf, len, "%s %llu\n",
 				     ndev->rings[r].name,
-				     npu_rd64(ndev, NPU_RING_BASE(r) +
-					      NPU_RING_BUSY_LO));
+				     npu_rd64_counter(ndev, NPU_RING_BASE(r) +
+						      NPU_RING_BUSY_LO));
 	drm_dev_exit(idx);
 	return len;
 }
@@ -77,27 +78,12 @@ static const struct attribute_group npu_attr_group = {
 	.attrs = npu_attrs,
 };
 
-/**
- * npu_sysfs_init() - create the attribute group on the PCI device
- * @ndev: device
- *
- * Return: 0 or a negative errno.
+/*
+ * &pci_driver.dev_groups: the driver core creates the group once probe
+ * succeeded and removes it before remove() runs, so the attributes never
+ * see a half-built or torn-down device.
  */
-int npu_sysfs_init(struct npu_device *ndev)
-{
-	int ret = sysfs_create_group(&ndev->pdev->dev.kobj, &npu_attr_group);
-
-	ndev->sysfs_done = !ret;
-	return ret;
-}
-
-/**
- * npu_sysfs_fini() - remove the attribute group
- * @ndev: device
- */
-void npu_sysfs_fini(struct npu_device *ndev)
-{
-	if (ndev->sysfs_done)
-		sysfs_remove_group(&ndev->pdev->dev.kobj, &npu_attr_group);
-	ndev->sysfs_done = false;
-}
+const struct attribute_group *npu_dev_groups[] = {
+	&npu_attr_group,
+	NULL,
+};

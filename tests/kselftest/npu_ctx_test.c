@@ -903,6 +903,64 @@ TEST_F(ctx, fill_and_copy_at_fixed_va)
 	ASSERT_EQ(p[10003], 0);
 }
 
+/*
+ * The page tables a mapping needs are counted and allocated before the
+ * context's lock is taken: mappings that straddle the 2 MiB span of a leaf
+ * table and the 1 GiB span of a level-1 table, into an empty range and next
+ * to tables that exist already, must all map and translate. A device fill
+ * over each boundary and the CPU reading back prove the PTEs.
+ */
+TEST_F(ctx, bo_map_fixed_across_table_boundaries)
+{
+	const uint64_t gib = DATA_VA + (1ull << 30), mib2 = 2ull << 20;
+	/* 6 MiB ending past a 1 GiB boundary: 4 leaves, 2 level-1 tables */
+	const uint64_t va1 = gib - mib2 - 5 * PG, size1 = 3 * mib2;
+	/* 4 MiB right behind it: its first leaf exists already */
+	const uint64_t va2 = va1 + size1, size2 = 2 * mib2;
+	const uint64_t edges[] = {
+		gib - mib2, gib, gib + mib2,		/* inside a */
+		gib + 2 * mib2, gib + 3 * mib2,		/* inside b */
+	};
+	struct npu_bo a, b;
+	struct xctx x;
+	uint8_t *p;
+	unsigned int i;
+
+	ASSERT_EQ(xctx_new(self->fd, &self->cmd, DRM_NPU_RING_KIND_COMPUTE, 0,
+			   &x), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, size1, 0, &a), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, size2, 0, &b), 0);
+	ASSERT_EQ(map_at(self->fd, a.handle, x.id, va1, 0), 0);
+	ASSERT_EQ(map_at(self->fd, b.handle, x.id, va2, 0), 0);
+
+	/* 8 KiB either side of every table boundary */
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		npu_emit_fill(&self->cmd, edges[i] - 8192, 0x5a5a5a5a, 16384);
+	/* first and last page of both */
+	npu_emit_fill(&self->cmd, va1, 0x11111111, PG);
+	npu_emit_fill(&self->cmd, va1 + size1 - PG, 0x22222222, PG);
+	npu_emit_fill(&self->cmd, va2, 0x33333333, PG);
+	npu_emit_fill(&self->cmd, va2 + size2 - PG, 0x44444444, PG);
+	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
+
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		uint64_t off;
+
+		p = edges[i] < va2 ? a.map : b.map;
+		off = edges[i] - (edges[i] < va2 ? va1 : va2);
+		ASSERT_EQ(p[off - 8192], 0x5a);
+		ASSERT_EQ(p[off + 8191], 0x5a);
+		ASSERT_EQ(p[off - 8193], 0);
+		ASSERT_EQ(p[off + 8192], 0);
+	}
+	p = a.map;
+	ASSERT_EQ(p[0], 0x11);
+	ASSERT_EQ(p[size1 - 1], 0x22);
+	p = b.map;
+	ASSERT_EQ(p[0], 0x33);
+	ASSERT_EQ(p[size2 - 1], 0x44);
+}
+
 /* Kernels translate their arguments in the queue's context too. */
 TEST_F(ctx, launch_in_ctx)
 {

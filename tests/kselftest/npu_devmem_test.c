@@ -6,6 +6,7 @@
  * lifetime of a mapping after the handle or the file is closed, and that
  * memory still mapped is never handed to another BO.
  */
+#include <glob.h>
 #include <sys/wait.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
@@ -75,6 +76,50 @@ static uint32_t pattern(uint32_t seed, uint32_t i)
 static void wc_flush(void)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Size of the device-memory BAR (BAR2) from sysfs, 0 if unknown. */
+static uint64_t devmem_bar_size(void)
+{
+	unsigned long long start, end, flags;
+	uint64_t size = 0;
+	char line[256];
+	glob_t g;
+	FILE *f;
+	int i;
+
+	if (glob("/sys/bus/pci/drivers/npu/0000:*/resource", 0, NULL, &g))
+		return 0;
+	f = g.gl_pathc ? fopen(g.gl_pathv[0], "r") : NULL;
+	globfree(&g);
+	if (!f)
+		return 0;
+	for (i = 0; i <= 2 && fgets(line, sizeof(line), f); i++) {
+		if (i == 2 &&
+		    sscanf(line, "%llx %llx %llx", &start, &end, &flags) == 3 &&
+		    end > start)
+			size = end - start + 1;
+	}
+	fclose(f);
+	return size;
+}
+
+/*
+ * New BOs are cleared through the BAR, so the driver hands out no device
+ * memory beyond it: DEVMEM_SIZE never exceeds the BAR, and a BO larger
+ * than DEVMEM_SIZE is refused.
+ */
+TEST_F(devmem, size_limited_to_bar)
+{
+	uint64_t size = npu_param(self->fd, DRM_NPU_PARAM_DEVMEM_SIZE);
+	uint64_t bar = devmem_bar_size();
+	struct npu_bo a;
+
+	ASSERT_GT(bar, 0);
+	ASSERT_GT(size, 0);
+	ASSERT_LE(size, bar);
+	ASSERT_EQ(npu_bo_new(self->fd, size + 4096, DRM_NPU_BO_DEVMEM, &a),
+		  -EINVAL);
 }
 
 TEST_F(devmem, offsets)

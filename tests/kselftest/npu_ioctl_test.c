@@ -11,6 +11,9 @@
 #include "../common/npu_caps.h"
 #include "kselftest_harness.h"
 
+/* drm_npu_job as the first uAPI version had it (no array strides) */
+#define JOB_SIZE_V1	56
+
 FIXTURE(dev) {
 	int fd;
 };
@@ -662,7 +665,7 @@ TEST_F(sub, submit_bad_stride)
 	struct drm_npu_job j[2];
 
 	npu_job_init(&j[0], self->queue, self->va, self->size);
-	ASSERT_EQ(submit_raw(self->fd, j, 1, sizeof(j[0]) - 8, 0, 0), -EINVAL);
+	ASSERT_EQ(submit_raw(self->fd, j, 1, JOB_SIZE_V1 - 8, 0, 0), -EINVAL);
 	ASSERT_EQ(submit_raw(self->fd, j, 1, 1 << 20, 0, 0), -EINVAL);
 }
 
@@ -679,6 +682,88 @@ TEST_F(sub, submit_larger_stride_nonzero_tail)
 	big[0].ext = 1;
 	ASSERT_EQ(submit_raw(self->fd, &big[0].j, 1, sizeof(big[0]), 0, 0),
 		  -EINVAL);
+}
+
+/*
+ * Binaries built against the first drm_npu_job (56 bytes, no array
+ * strides) keep working: the second job of a packed array is read at byte
+ * 56 and its missing fields read as 0.
+ */
+TEST_F(sub, submit_first_version_stride)
+{
+	struct drm_npu_sync out = { .handle = self->syncobj };
+	uint8_t packed[2 * JOB_SIZE_V1];
+	struct drm_npu_job j;
+
+	memset(self->data.map, 0, 4096);
+	npu_job_init(&j, self->queue, 0, 0);
+	memcpy(packed, &j, JOB_SIZE_V1);
+	npu_job_init(&j, self->queue, self->va, self->size);
+	j.out_syncs = (uintptr_t)&out;
+	j.out_sync_count = 1;
+	memcpy(packed + JOB_SIZE_V1, &j, JOB_SIZE_V1);
+	ASSERT_EQ(submit_raw(self->fd, (void *)packed, 2, JOB_SIZE_V1, 0, 0),
+		  0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->syncobj, NPU_TIMEOUT_NS),
+		  0);
+	ASSERT_EQ(((uint32_t *)self->data.map)[1023], 0x11223344);
+}
+
+/* Syncs and BO handles laid out with a larger element size. */
+TEST_F(sub, submit_array_strides)
+{
+	struct {
+		struct drm_npu_sync s;
+		uint64_t ext[2];
+	} outs[2];
+	uint32_t handles[2][2] = { { self->data.handle, 0 },
+				   { self->cmd.bo.handle, 0 } };
+	struct drm_npu_job j;
+	uint32_t so2;
+
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so2), 0);
+	memset(outs, 0, sizeof(outs));
+	outs[0].s.handle = self->syncobj;
+	outs[1].s.handle = so2;
+	memset(self->data.map, 0, 4096);
+	npu_job_init(&j, self->queue, self->va, self->size);
+	j.out_syncs = (uintptr_t)outs;
+	j.out_sync_count = 2;
+	j.sync_stride = sizeof(outs[0]);
+	j.bo_handles = (uintptr_t)handles;
+	j.bo_count = 2;
+	j.bo_handle_stride = sizeof(handles[0]);
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), 0);
+	/* the second entry was found 32 bytes in: both syncobjs signal */
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so2, NPU_TIMEOUT_NS), 0);
+	ASSERT_EQ(npu_syncobj_wait(self->fd, self->syncobj, NPU_TIMEOUT_NS),
+		  0);
+	ASSERT_EQ(((uint32_t *)self->data.map)[1023], 0x11223344);
+
+	/* in-syncs with the same stride */
+	j.in_syncs = (uintptr_t)outs;
+	j.in_sync_count = 2;
+	j.out_sync_count = 0;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), 0);
+
+	/* bytes past what the kernel knows must be zero */
+	outs[1].ext[1] = 1;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
+	outs[1].ext[1] = 0;
+	handles[1][1] = 1;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
+	handles[1][1] = 0;
+	/* smaller than the first version, or larger than a page */
+	j.sync_stride = 8;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
+	j.sync_stride = 8192;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
+	j.sync_stride = 0;
+	j.in_sync_count = 0;
+	j.bo_handle_stride = 2;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
+	j.bo_handle_stride = 8192;
+	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
 }
 
 TEST_F(sub, submit_unmapped_jobs_pointer)
@@ -940,6 +1025,43 @@ TEST_F(dev, counters_bad_pointer)
 
 	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), -EFAULT);
 	c.rings = 0;
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), -EINVAL);
+}
+
+/* Counter arrays written with the caller's element sizes. */
+TEST_F(dev, counters_strides)
+{
+	struct {
+		struct drm_npu_ring_counters rc;
+		uint64_t ext[2];
+	} rings[NPU_MAX_RINGS];
+	uint64_t cu[NPU_MAX_CUS][2];
+	struct drm_npu_counters c = {
+		.rings = (uintptr_t)rings, .cu_busy_ns = (uintptr_t)cu,
+		.ring_count = NPU_MAX_RINGS, .cu_count = NPU_MAX_CUS,
+		.ring_stride = sizeof(rings[0]), .cu_stride = sizeof(cu[0]),
+	};
+	unsigned int i;
+
+	memset(rings, 0xee, sizeof(rings));
+	memset(cu, 0xee, sizeof(cu));
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), 0);
+	ASSERT_GE(c.ring_count, 2);
+	for (i = 0; i < c.ring_count; i++) {
+		/* written where the caller's entries are, tails untouched */
+		ASSERT_NE(rings[i].rc.busy_ns, 0xeeeeeeeeeeeeeeeeull);
+		ASSERT_NE(rings[i].rc.ops, 0xeeeeeeeeeeeeeeeeull);
+		ASSERT_EQ(rings[i].ext[0], 0xeeeeeeeeeeeeeeeeull);
+		ASSERT_EQ(rings[i].ext[1], 0xeeeeeeeeeeeeeeeeull);
+	}
+	for (i = 0; i < c.cu_count && i < NPU_MAX_CUS; i++) {
+		ASSERT_NE(cu[i][0], 0xeeeeeeeeeeeeeeeeull);
+		ASSERT_EQ(cu[i][1], 0xeeeeeeeeeeeeeeeeull);
+	}
+	c.ring_stride = 16;
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), -EINVAL);
+	c.ring_stride = 0;
+	c.cu_stride = 4;
 	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &c), -EINVAL);
 }
 

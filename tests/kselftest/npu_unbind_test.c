@@ -210,4 +210,95 @@ TEST(unbind_devmem_mapping)
 	close(fd);
 }
 
+/*
+ * Unbind while files hold every kind of buffer (shmem, userptr read-write
+ * and read-only, device memory, a PRIME import in a second file), extra
+ * contexts with bindings and a job in flight: the driver frees the device's
+ * DMA memory (rings, fence page, page tables) and unmaps the buffers before
+ * it is unbound (on the debug kernel DMA_API_DEBUG reports what is left),
+ * and the files close cleanly afterwards.
+ */
+TEST(unbind_with_every_kind_of_buffer)
+{
+	const size_t usize = 1 << 16;
+	struct npu_bo s, u, ur, d;
+	uint32_t q, so, ctx, h2;
+	struct npu_cmd c;
+	struct pollfd pfd;
+	char addr[64];
+	void *um, *urm;
+	int fd, fd2, sfd, dfd;
+	uint64_t va = 0;
+
+	fd = npu_open();
+	if (fd < 0 || pci_addr(addr, sizeof(addr)))
+		SKIP(return, "no npu device bound");
+	fd2 = npu_open();
+	ASSERT_GE(fd2, 0);
+	ASSERT_EQ(npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &q), 0);
+	ASSERT_EQ(drmSyncobjCreate(fd, 0, &so), 0);
+	ASSERT_EQ(npu_cmd_new(fd, &c, 1 << 16), 0);
+	ASSERT_EQ(npu_bo_new(fd, 1 << 20, 0, &s), 0);
+	um = mmap(NULL, usize, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	urm = mmap(NULL, usize, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(um, MAP_FAILED);
+	ASSERT_NE(urm, MAP_FAILED);
+	memset(um, 1, usize);
+	memset(urm, 2, usize);
+	ASSERT_EQ(npu_userptr(fd, um, usize, 0, &u), 0);
+	ASSERT_EQ(npu_userptr(fd, urm, usize, DRM_NPU_USERPTR_READ_ONLY, &ur),
+		  0);
+	if (npu_param(fd, DRM_NPU_PARAM_DEVMEM_SIZE))
+		ASSERT_EQ(npu_bo_new(fd, 1 << 16, DRM_NPU_BO_DEVMEM, &d), 0);
+	/* an extra context with its own page tables and bindings */
+	ASSERT_EQ(npu_ctx_new(fd, &ctx), 0);
+	ASSERT_EQ(npu_bo_map(fd, s.handle, ctx, 0, &va), 0);
+	va = 0;
+	ASSERT_EQ(npu_bo_map(fd, u.handle, ctx, 0, &va), 0);
+	/* the shmem BO shared with a second file of the device */
+	ASSERT_EQ(drmPrimeHandleToFD(fd, s.handle, DRM_CLOEXEC, &dfd), 0);
+	ASSERT_EQ(drmPrimeFDToHandle(fd2, dfd, &h2), 0);
+	/* a job still running at unbind */
+	ASSERT_EQ(spin_job(fd, &c, q, 500000000, so), 0);
+	ASSERT_EQ(drmSyncobjExportSyncFile(fd, so, &sfd), 0);
+
+	ASSERT_EQ(sysfs_write(DRV "/unbind", addr), 0);
+
+	va = 0;
+	ASSERT_EQ(npu_bo_map(fd, ur.handle, ctx, 0, &va), -ENODEV);
+	pfd.fd = sfd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(poll(&pfd, 1, 10000), 1);
+	close(sfd);
+	/* CPU views of the buffers stay valid */
+	ASSERT_EQ(((uint8_t *)um)[100], 1);
+	ASSERT_EQ(((uint8_t *)urm)[100], 2);
+	((uint8_t *)s.map)[100] = 3;
+	ASSERT_EQ(((uint8_t *)s.map)[100], 3);
+	close(dfd);
+	close(fd2);
+	munmap(s.map, s.size);
+	munmap(c.bo.map, c.bo.size);
+	close(fd);
+	munmap(um, usize);
+	munmap(urm, usize);
+
+	ASSERT_EQ(sysfs_write(DRV "/bind", addr), 0);
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &q), 0);
+	ASSERT_EQ(drmSyncobjCreate(fd, 0, &so), 0);
+	ASSERT_EQ(npu_cmd_new(fd, &c, 4096), 0);
+	ASSERT_EQ(npu_bo_new(fd, 1 << 16, 0, &s), 0);
+	npu_emit_fill(&c, s.va, 0x77777777, 4096);
+	ASSERT_EQ(npu_run_sync(fd, &c, q, so), 0);
+	ASSERT_EQ(((uint32_t *)s.map)[1023], 0x77777777);
+	npu_bo_free(fd, &s);
+	close(fd);
+}
+
 TEST_HARNESS_MAIN

@@ -295,10 +295,19 @@ struct drm_npu_sync {
  * @out_syncs: pointer to &struct drm_npu_sync to signal with the job's fence
  * @in_sync_count: entries in @in_syncs
  * @out_sync_count: entries in @out_syncs
+ * @sync_stride: bytes from one entry of @in_syncs and @out_syncs to the
+ *	next: sizeof(struct drm_npu_sync) as user space knows it, at least
+ *	the size of its first version (16) and at most 4096, with any bytes
+ *	beyond the struct the kernel knows zero; 0 means 16
+ * @bo_handle_stride: bytes from one entry of @bo_handles to the next, at
+ *	least 4 (the __u32 handle starts each entry) and at most 4096, with
+ *	any bytes after the handle zero; 0 means 4
  *
  * The command buffer's own BO is found from @cmd_va and kept alive too.
  * Jobs are queued in array order, so a job may wait on a point that an
- * earlier job of the same submission signals.
+ * earlier job of the same submission signals. User space built against a
+ * header without @sync_stride and @bo_handle_stride passes a smaller
+ * &drm_npu_submit.job_stride (56): the kernel reads them as 0.
  */
 struct drm_npu_job {
 	__u32 queue_id;
@@ -311,6 +320,8 @@ struct drm_npu_job {
 	__u64 out_syncs;
 	__u32 in_sync_count;
 	__u32 out_sync_count;
+	__u32 sync_stride;
+	__u32 bo_handle_stride;
 };
 
 /**
@@ -318,7 +329,7 @@ struct drm_npu_job {
  * @jobs: pointer to @job_count jobs, each @job_stride bytes apart
  * @job_count: 1 .. DRM_NPU_PARAM_MAX_JOBS
  * @job_stride: sizeof(struct drm_npu_job) as user space knows it; at
- *	least the size of this version of the struct, at most 4096, and any
+ *	least the size of its first version (56), at most 4096, and any
  *	bytes beyond the struct the kernel knows must be zero
  * @flags: must be zero
  * @pad: must be zero
@@ -421,6 +432,14 @@ struct drm_npu_ring_counters {
  * @cu_instructions: pointer to an array of @cu_count __u64, instructions
  *	each unit retired, or 0 for none (both stay 0 on a device without
  *	DRM_NPU_FEATURE_USER_CODE)
+ * @ring_stride: in, bytes from one entry of @rings to the next:
+ *	sizeof(struct drm_npu_ring_counters) as user space knows it, at
+ *	least 32 (its first version) and at most 4096; the kernel writes the
+ *	fields it knows that fit and leaves the rest of each entry alone.
+ *	0 means 32 (user space built against a header without this field)
+ * @cu_stride: in, bytes from one entry of @cu_busy_ns, @cu_cycles and
+ *	@cu_instructions to the next, at least 8 and at most 4096; each
+ *	entry starts with its __u64. 0 means 8
  *
  * Fills min(in, out) entries of each array; a pointer may be 0 when its
  * count is 0 (-EINVAL otherwise).
@@ -433,6 +452,8 @@ struct drm_npu_counters {
 	__u64 clock;
 	__u64 cu_cycles;
 	__u64 cu_instructions;
+	__u32 ring_stride;
+	__u32 cu_stride;
 };
 
 /**
