@@ -554,8 +554,7 @@ static void op_gem_close(void)
 		wf = true;
 	} else {
 		c.handle = pick_handle(&wf);
-		if (wf)
-			b = NULL;	/* do not know which slot: skip it */
+		b = NULL;	/* found by value below */
 		wf = false;
 	}
 	if (chance(3)) {
@@ -963,6 +962,17 @@ static void emit_bad_packet(struct cmdgen *g)
 
 /* ---- submission ------------------------------------------------------- */
 
+static bool mapped_in(uint32_t handle, uint32_t ctx)
+{
+	unsigned int m;
+
+	for (m = 0; m < MAX_MAPS; m++)
+		if (S.map[m].live && S.map[m].ctx == ctx &&
+		    S.map[m].handle == handle)
+			return true;
+	return false;
+}
+
 static uint32_t queue_for_job(bool *valid, uint32_t *ctx)
 {
 	struct fqueue *q = pick_live_queue();
@@ -1002,7 +1012,7 @@ static void op_submit(void)
 		struct drm_npu_job *jb = (void *)(jobbuf + j * stride);
 		struct cmdgen g = { 0 };
 		uint32_t k, n, ctx;
-		bool v;
+		bool v, mix;
 
 		jb->queue_id = queue_for_job(&v, &ctx);
 		wf = wf && v;
@@ -1072,9 +1082,19 @@ static void op_submit(void)
 
 		/* BO list: live handles mixed with stale and foreign ones */
 		jb->bo_count = chance(50) ? 0 : below(24);
+		mix = chance(25);
 		for (k = 0; k < jb->bo_count; k++) {
-			handles[j % 8][k] = pick_handle(&v);
-			wf = wf && v;
+			struct fbo *b = mix ? NULL : pick_live_bo();
+
+			if (b) {
+				handles[j % 8][k] = b->handle;
+				/* in an extra context: only BOs mapped there */
+				if (ctx && !mapped_in(b->handle, ctx))
+					wf = false;
+			} else {
+				handles[j % 8][k] = pick_handle(&v);
+				wf = wf && v;
+			}
 		}
 		jb->bo_handles = jb->bo_count ? (uintptr_t)handles[j % 8] : 0;
 		if (chance(3)) {
@@ -1591,8 +1611,9 @@ static void op_prime_send(void)
 			b = &S.bo[i];
 	ret = drmPrimeHandleToFD(S.fd, h, DRM_CLOEXEC |
 				 (chance(50) ? DRM_RDWR : 0), &pfd) ? -errno : 0;
-	/* userptr BOs cannot be exported */
-	outcome(OP_PRIME_SEND, ret, wf && b && b->kind != BK_USERPTR);
+	/* device-memory and userptr BOs cannot be exported */
+	outcome(OP_PRIME_SEND, ret, wf && b && b->kind != BK_USERPTR &&
+		b->kind != BK_DEVMEM);
 	if (!ret) {
 		send_msg(MSG_PRIME, h, pfd);
 		close(pfd);
@@ -1712,7 +1733,7 @@ static void op_recv_import(void)
 static void op_raw_ioctl(void)
 {
 	static uint8_t buf[512];
-	uint32_t nr = DRM_COMMAND_BASE + below(0x20);
+	uint32_t nr = below(0x20);
 	uint32_t size = chance(50) ? 8 * below(10) : below(512);
 	uint32_t dir = below(4);
 	unsigned long req;
@@ -1720,6 +1741,14 @@ static void op_raw_ioctl(void)
 	void *arg = buf;
 	int ret;
 
+	/*
+	 * The destroy and unmap ioctls could remove objects this process
+	 * tracks as live; the structured operations cover them.
+	 */
+	if (nr == DRM_NPU_QUEUE_DESTROY || nr == DRM_NPU_CTX_DESTROY ||
+	    nr == DRM_NPU_BO_UNMAP)
+		nr += 0x10;
+	nr += DRM_COMMAND_BASE;
 	for (i = 0; i < size && i < sizeof(buf); i++)
 		buf[i] = chance(70) ? 0 : (uint8_t)rnd();
 	if (chance(10))
@@ -1967,8 +1996,11 @@ static int check_device(void)
 	for (i = 0; i < 1024; i++)
 		if (((uint32_t *)dst.map)[i] != 0xa5a5f00d)
 			bad++;
+	if (bad)
+		printf("# check: %d of 1024 words wrong after FILL (first %#x)\n",
+		       bad, ((uint32_t *)dst.map)[0]);
 	for (i = 1024; i < 2048; i++)
-		if (((uint32_t *)dst.map)[i] != i * 2654435761u)
+		if (((uint32_t *)dst.map)[i] != (i - 1024) * 2654435761u)
 			bad++;
 	if (bad)
 		printf("# check: %d words wrong after FILL and COPY\n", bad);
