@@ -572,6 +572,15 @@ static void op_gem_close(void)
 	}
 	outcome(OP_GEM_CLOSE, ret, wf);
 	if (!ret && b && b->handle == c.handle) {
+		unsigned int m;
+
+		/*
+		 * Its mappings in extra contexts stay, but the number may
+		 * soon name another BO that is not mapped there.
+		 */
+		for (m = 0; m < MAX_MAPS; m++)
+			if (S.map[m].handle == c.handle)
+				S.map[m].handle = 0;
 		b->live = false;
 		remember_stale(b->handle);
 		if (b == S.cmdbo)
@@ -1187,6 +1196,25 @@ static void op_submit(void)
 	 * depends on whether they have a fence yet, which is not tracked
 	 */
 	outcome(OP_SUBMIT, ret, wf);
+	if (ret && wf && ret != -ENOMEM && ret != -ENOSPC && ret != -EBUSY)
+		for (j = 0; j < njobs; j++) {
+			struct drm_npu_job *jb = (void *)(jobbuf + j * stride);
+			const struct drm_npu_sync *out =
+				(const void *)(uintptr_t)jb->out_syncs;
+			uint32_t k;
+
+			printf("# p%d op %lu job %u: queue %u cmd %#llx+%u, %u BOs:",
+			       S.proc, S.op_index, j, jb->queue_id,
+			       (unsigned long long)jb->cmd_va, jb->cmd_size,
+			       jb->bo_count);
+			for (k = 0; k < jb->bo_count && k < 24; k++)
+				printf(" %u", handles[j % 8][k]);
+			printf("; out syncs:");
+			for (k = 0; k < jb->out_sync_count && k < 4; k++)
+				printf(" %u@%llu", out[k].handle,
+				       (unsigned long long)out[k].point);
+			printf("\n");
+		}
 }
 
 static void op_bo_wait(void)
