@@ -518,7 +518,8 @@ struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size)
 	struct npu_mapping *found = NULL;
 	struct drm_mm_node *node;
 
-	if (size == 0 || va + size < va)
+	/* drm_mm's range walk never ends for a range past the managed space */
+	if (size == 0 || va >= NPU_VA_END || size > NPU_VA_END - va)
 		return NULL;
 
 	mutex_lock(&ctx->lock);

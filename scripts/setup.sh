@@ -51,6 +51,8 @@ pkgs=(
 	libdw-dev libgsl-dev
 	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
 	clang lld llvm
+	# system call fuzzer run against the device node (tests/fuzz/)
+	trinity
 	# Documentation/ check (tests/docs-check.py)
 	python3-docutils
 	# demo data
