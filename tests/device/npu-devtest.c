@@ -1905,6 +1905,117 @@ static void test_hotplug(void)
 	stop("hotplug instance");
 }
 
+/* ------------------------------------------------- bus mastering */
+
+/*
+ * Re-arm every ring after a reset: bus mastering on, rings enabled, in the
+ * test context, fences from 0.
+ */
+static void rings_rearm(void)
+{
+	cfg_writel(0x04, 0x6);
+	for (unsigned r = 0; r < nrings; r++) {
+		tail[r] = 0;
+		seqno[r] = 0;
+		ring_init(r);
+		ring_ctx(r);
+	}
+}
+
+/*
+ * The guest clears bus mastering while every ring is copying, then resets
+ * the rings or the device in the same batch (QEMU holds its global lock
+ * from the first command to the last). An engine whose DMA was under way at
+ * the instant bus mastering went off must neither dispatch an access that
+ * takes that lock nor keep the reset waiting: QEMU answers every batch.
+ * The window is a DMA's own duration, so the trigger is repeated (bounded
+ * in count and time); half the rings copy page by page (source and
+ * destination overlap), half by the mapped fast path.
+ */
+static void test_busmaster_reset(void)
+{
+	const uint64_t size = 2u << 20;
+	struct buf b[NPU_MAX_RINGS];
+	unsigned iters = 0, answered = 0;
+	uint64_t t0;
+	bool good = true;
+
+	start("timing=off", 0);
+	for (unsigned r = 0; r < nrings; r++)
+		b[r] = alloc_buf(2 * size, 0, 1);
+	t0 = host_ns();
+	while (iters < 400 && host_ns() - t0 < 20000000000ull && !q->dead) {
+		char cmds[2048];
+		int n, lines = 2;
+		struct pk p;
+
+		for (unsigned r = 0; r < nrings; r++) {
+			p.n = 0;
+			pk_copy(&p, b[r].va, b[r].va + (r % 2 ? size : 4096),
+				size);
+			ring_submit(r, &p);
+		}
+		usleep(100 + rnd() % 400);
+		n = snprintf(cmds, sizeof(cmds),
+			     "outl 0xcf8 0x%x\noutl 0xcfc 0x2\n", cfg_addr(4));
+		if (iters % 2) {
+			n += snprintf(cmds + n, sizeof(cmds) - n,
+				      "writel 0x%llx 0x%x\n",
+				      (unsigned long long)BAR0 + NPU_REG_RESET,
+				      NPU_RESET_MAGIC);
+			lines++;
+		} else {
+			for (unsigned r = 0; r < nrings; r++, lines++)
+				n += snprintf(cmds + n, sizeof(cmds) - n,
+					      "writel 0x%llx 0x%x\n",
+					      (unsigned long long)BAR0 +
+					      NPU_RING_BASE(r) + NPU_RING_CONTROL,
+					      NPU_RING_CTL_RESET);
+		}
+		iters++;
+		if (qt_batch(q, cmds, 10000) != lines)
+			break;
+		answered++;
+		rings_rearm();
+	}
+	ok(!q->dead && answered == iters && iters >= 20,
+	   "bus mastering cleared under busy rings, then ring or device reset: "
+	   "QEMU answers all %u of %u batches", answered, iters);
+	if (q->dead) {
+		stop("bus-master instance");
+		return;
+	}
+
+	/* with bus mastering off a ring's fetch and DMA fail: BAD_DMA */
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	rings_rearm();
+	cfg_writel(0x04, 0x2);
+	{
+		struct pk p = { .n = 0 };
+
+		pk_fence(&p, 1, fence_pa(0), 1);
+		ring_submit(0, &p);
+	}
+	good = expect_error(0, NPU_ERR_BAD_DMA, RING_PA(0) + tail[0] - 16,
+			    ~0u) && qt_readl(q, fence_pa(0)) == 0;
+	ok(good, "bus mastering off: the ring's fetch fails with BAD_DMA");
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	rings_rearm();
+	good = true;
+	for (unsigned r = 0; r < nrings; r++) {
+		struct pk p = { .n = 0 };
+		uint32_t v = 0x5a5a0000 + r, got = 0;
+
+		buf_write(&b[r], 0, &v, 4);
+		pk_copy(&p, b[r].va, b[r].va + size, 4);
+		good &= ring_run(r, &p, 5000);
+		buf_read(&b[r], size, &got, 4);
+		good &= got == v;
+	}
+	ok(good, "every ring works again once bus mastering is back");
+	stop("bus-master instance");
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -1926,6 +2037,7 @@ static void run_all(void)
 	test_resets();
 	test_fuzz();
 	stop("main instance");
+	test_busmaster_reset();
 	test_timing();
 	test_max_config();
 	test_properties();
