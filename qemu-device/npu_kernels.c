@@ -19,6 +19,7 @@
 #define NPU_MAX_ELEMS       (1ull << 24)        /* per operand */
 #define NPU_GEMM_MAX_ELEMS  (1ull << 22)        /* per matrix */
 #define NPU_GEMM_MAX_MACS   (1ull << 30)
+#define NPU_ABORT_MACS      (1u << 16)  /* work between looks at abort */
 #define NPU_SPIN_MAX_NS     10000000000ull      /* 10 s */
 #define NPU_XENT_MIN_P      1e-30f              /* clamp inside log() */
 
@@ -210,15 +211,22 @@ static bool npu_k_gemm(NpuJob *job, const uint64_t *a, NpuErr *err)
     {
         const float *pa = ta ? opa : A, *pb = tb ? opb : B;
 
+        uint64_t since_check = 0;
+
         for (i = 0; i < m; i++) {
-            if (npu_aborted(job->ring)) {
-                return true;
-            }
             memset(acc, 0, n * sizeof(float));
             for (l = 0; l < k; l++) {
                 float x = pa[i * k + l];
                 const float *brow = pb + l * n;
 
+                /* a reset waits for this: look every NPU_ABORT_MACS */
+                since_check += n;
+                if (since_check >= NPU_ABORT_MACS) {
+                    since_check = 0;
+                    if (npu_aborted(job->ring)) {
+                        return true;
+                    }
+                }
                 for (j = 0; j < n; j++) {
                     acc[j] += x * brow[j];
                 }
