@@ -17,8 +17,9 @@
  * MMU_INVALIDATE takes no lock: it synchronises with the engines through
  * atomics (npu_mmu.c).
  * Engine threads never take the BQL; interrupts they raise are delivered by
- * a bottom half, and their DMA is restricted to RAM (npu_phys_rw and the
- * COPY/FILL fast path in npu_mmu.c), so they never dispatch an MMIO access.
+ * a bottom half, and their DMA is restricted to RAM (npu_dma_map, used by
+ * npu_phys_rw and the COPY/FILL fast path in npu_mmu.c), checked and done on
+ * one translation, so they never dispatch an MMIO access.
  */
 
 #include "qemu/osdep.h"
@@ -106,43 +107,82 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
 }
 
 /*
- * Bus-master DMA restricted to RAM: the engine threads run without the BQL,
- * so an access that would land in MMIO (another device, our own BAR0, the
- * MSI-X table) or in nothing at all fails with MEMTX_DECODE_ERROR instead of
- * being dispatched. Writes to ROM fail too.
+ * Whether an engine may access mr directly: plain RAM only (device memory
+ * counts), and no writes to ROM.
  */
+static bool npu_dma_allowed(MemoryRegion *mr, bool is_write)
+{
+    return memory_region_is_ram(mr) && !memory_region_is_ram_device(mr) &&
+           !(is_write && (mr->readonly || mr->rom_device));
+}
+
+/*
+ * Map [pa, pa + len) of the bus-master address space for an engine: one
+ * translation, kept in cache, giving a host pointer to as much of the range
+ * as is contiguous RAM (returned, > 0). 0 when the start is not RAM the
+ * engine may use: unassigned (bus mastering off), MMIO, ROM for a write.
+ * The engine threads run without the BQL, so nothing here may dispatch an
+ * MMIO access; and the access must use this translation, never a second
+ * one, which could see bus mastering turned off in between and land in
+ * unassigned memory (dispatched under the BQL). Release with
+ * npu_dma_unmap().
+ */
+uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
+                     uint64_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    int64_t l;
+
+    *cache = MEMORY_REGION_CACHE_INVALID;
+    if (!len || pa + len < pa) {
+        return 0;
+    }
+    WITH_RCU_READ_LOCK_GUARD() {
+        l = address_space_cache_init(cache, as, pa, len, is_write);
+    }
+    if (l <= 0 || !cache->ptr || !npu_dma_allowed(cache->mrs.mr, is_write)) {
+        address_space_cache_destroy(cache);
+        return 0;
+    }
+    return l;
+}
+
+/*
+ * Release a mapping; written says how many bytes from its start were
+ * written (marked dirty for migration and TCG's code cache).
+ */
+void npu_dma_unmap(MemoryRegionCache *cache, uint64_t written)
+{
+    if (written) {
+        address_space_cache_invalidate(cache, 0, written);
+    }
+    address_space_cache_destroy(cache);
+}
+
+/* Bus-master DMA restricted to RAM (see npu_dma_map). */
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
-    AddressSpace *as = pci_get_address_space(pdev);
     uint8_t *p = buf;
 
     if (pa + len < pa) {
         return MEMTX_DECODE_ERROR;
     }
+    /* ordered after the engine's earlier accesses, as pci_dma_rw is */
+    smp_mb();
     while (len) {
-        hwaddr xlat, l = len;
-        MemTxResult res;
-        bool ok;
+        MemoryRegionCache cache;
+        uint64_t l = npu_dma_map(s, &cache, pa, len, is_write);
 
-        WITH_RCU_READ_LOCK_GUARD() {
-            MemoryRegion *mr = address_space_translate(as, pa, &xlat, &l,
-                                                       is_write,
-                                                       MEMTXATTRS_UNSPECIFIED);
-            ok = memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)
-                 && !(is_write && (mr->readonly || mr->rom_device));
-        }
-        if (!ok || l == 0) {
+        if (!l) {
             return MEMTX_DECODE_ERROR;
         }
-        res = pci_dma_rw(pdev, pa, p, l,
-                         is_write ? DMA_DIRECTION_FROM_DEVICE
-                                  : DMA_DIRECTION_TO_DEVICE,
-                         MEMTXATTRS_UNSPECIFIED);
-        if (res != MEMTX_OK) {
-            return res;
+        if (is_write) {
+            memcpy(cache.ptr, p, l);
+        } else {
+            memcpy(p, cache.ptr, l);
         }
+        npu_dma_unmap(&cache, is_write ? l : 0);
         pa += l;
         p += l;
         len -= l;

@@ -10,6 +10,7 @@
 #define HW_MISC_NPU_H
 
 #include "hw/pci/pci.h"
+#include "exec/memory.h"
 #include "qemu/thread.h"
 #include "npu_hw.h"
 
@@ -190,6 +191,9 @@ uint64_t npu_clock(NpuState *s);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
+uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
+                     uint64_t len, bool is_write);
+void npu_dma_unmap(MemoryRegionCache *cache, uint64_t written);
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
 

@@ -42,7 +42,6 @@
 #include "qemu/processor.h"
 #include "qemu/rcu.h"
 #include "exec/memory.h"
-#include "sysemu/dma.h"
 #include "npu.h"
 
 void npu_tlb_flush(NpuRing *r)
@@ -239,25 +238,22 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
 
 typedef struct NpuSeg {
     uint8_t *ptr;
-    void *map;                  /* guest RAM mapping to release, or NULL */
+    MemoryRegionCache map;      /* guest RAM mapping (mapped set) */
+    bool mapped;
     uint64_t pa;
     uint64_t len;
     bool dev;
 } NpuSeg;
 
-static void npu_segs_unmap(NpuState *s, NpuSeg *seg, unsigned nseg,
-                           bool is_write, bool done)
+static void npu_segs_unmap(NpuSeg *seg, unsigned nseg, bool is_write,
+                           bool done)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     unsigned i;
 
     for (i = 0; i < nseg; i++) {
-        if (seg[i].map) {
-            dma_memory_unmap(as, seg[i].map, seg[i].len,
-                             is_write ? DMA_DIRECTION_FROM_DEVICE
-                                      : DMA_DIRECTION_TO_DEVICE,
-                             done ? seg[i].len : 0);
-            seg[i].map = NULL;
+        if (seg[i].mapped) {
+            npu_dma_unmap(&seg[i].map, is_write && done ? seg[i].len : 0);
+            seg[i].mapped = false;
         }
     }
 }
@@ -272,7 +268,6 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
                        NpuSeg *seg, unsigned *nseg_out)
 {
     NpuState *s = job->ring->s;
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     unsigned nseg = 0, i;
 
     while (len) {
@@ -297,7 +292,7 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
             seg[nseg].pa = addr;
             seg[nseg].len = n;
             seg[nseg].dev = dev;
-            seg[nseg].map = NULL;
+            seg[nseg].mapped = false;
             seg[nseg].ptr = NULL;
             nseg++;
         }
@@ -307,9 +302,6 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
 
     for (i = 0; i < nseg; i++) {
         NpuSeg *g = &seg[i];
-        dma_addr_t ml = g->len;
-        hwaddr xlat, l = g->len;
-        bool ok;
 
         if (g->dev) {
             if (g->pa + g->len < g->pa || g->pa + g->len > s->devmem_size) {
@@ -318,41 +310,20 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
             g->ptr = s->devmem_ptr + g->pa;
             continue;
         }
-        if (g->pa + g->len < g->pa) {
+        if (npu_dma_map(s, &g->map, g->pa, g->len, is_write) < g->len) {
+            if (g->map.mrs.mr) {
+                npu_dma_unmap(&g->map, 0);
+            }
             goto fail;
         }
-        /* same rule as npu_phys_rw: only plain, writable-if-written RAM */
-        WITH_RCU_READ_LOCK_GUARD() {
-            MemoryRegion *mr = address_space_translate(as, g->pa, &xlat, &l,
-                                                       is_write,
-                                                       MEMTXATTRS_UNSPECIFIED);
-            ok = memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)
-                 && !(is_write && (mr->readonly || mr->rom_device));
-        }
-        if (!ok || l < g->len) {
-            goto fail;
-        }
-        g->map = dma_memory_map(as, g->pa, &ml,
-                                is_write ? DMA_DIRECTION_FROM_DEVICE
-                                         : DMA_DIRECTION_TO_DEVICE,
-                                MEMTXATTRS_UNSPECIFIED);
-        if (!g->map) {
-            goto fail;
-        }
-        if (ml < g->len) {
-            dma_memory_unmap(as, g->map, ml,
-                             is_write ? DMA_DIRECTION_FROM_DEVICE
-                                      : DMA_DIRECTION_TO_DEVICE, 0);
-            g->map = NULL;
-            goto fail;
-        }
-        g->ptr = g->map;
+        g->mapped = true;
+        g->ptr = g->map.ptr;
     }
     *nseg_out = nseg;
     return true;
 
 fail:
-    npu_segs_unmap(s, seg, nseg, is_write, false);
+    npu_segs_unmap(seg, nseg, is_write, false);
     return false;
 }
 
@@ -389,7 +360,6 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
                                     const void *src_buf, uint64_t dst,
                                     uint64_t len)
 {
-    NpuState *s = job->ring->s;
     NpuSeg sseg[NPU_FAST_SEGS], dseg[NPU_FAST_SEGS];
     unsigned ns = 0, nd = 0, i = 0, j;
     uint64_t soff = 0;
@@ -399,19 +369,19 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
     }
     if (src_buf) {
         sseg[0].ptr = (uint8_t *)src_buf;
-        sseg[0].map = NULL;
+        sseg[0].mapped = false;
         sseg[0].len = len;
         ns = 1;
     } else if (!npu_vm_map(job, src, len, false, sseg, &ns)) {
         return false;
     }
     if (!npu_vm_map(job, dst, len, true, dseg, &nd)) {
-        npu_segs_unmap(s, sseg, ns, false, false);
+        npu_segs_unmap(sseg, ns, false, false);
         return false;
     }
     if (npu_segs_overlap(sseg, ns, dseg, nd)) {
-        npu_segs_unmap(s, dseg, nd, true, false);
-        npu_segs_unmap(s, sseg, ns, false, false);
+        npu_segs_unmap(dseg, nd, true, false);
+        npu_segs_unmap(sseg, ns, false, false);
         return false;
     }
     for (j = 0; j < nd; j++) {
@@ -433,8 +403,8 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
         npu_segs_account(job, sseg, ns);
     }
     npu_segs_account(job, dseg, nd);
-    npu_segs_unmap(s, dseg, nd, true, true);
-    npu_segs_unmap(s, sseg, ns, false, true);
+    npu_segs_unmap(dseg, nd, true, true);
+    npu_segs_unmap(sseg, ns, false, true);
     return true;
 }
 
