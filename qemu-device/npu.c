@@ -36,6 +36,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "npu.h"
+#include "trace.h"
 
 /*
  * Helpers shared with the engines
@@ -68,6 +69,7 @@ static void npu_irq_bh(void *opaque)
 
         pending &= pending - 1;
         if (msix_enabled(pdev) && v < s->nrings + 1) {
+            trace_npu_irq(v);
             msix_notify(pdev, v);
         }
     }
@@ -175,6 +177,7 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
         uint64_t l = npu_dma_map(s, &cache, pa, len, is_write);
 
         if (!l) {
+            trace_npu_dma_fault(pa, len, is_write);
             return MEMTX_DECODE_ERROR;
         }
         if (is_write) {
@@ -199,6 +202,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
 {
     NpuState *s = r->s;
 
+    trace_npu_ring_reset(r->idx);
     qemu_mutex_lock(&r->lock);
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
@@ -244,6 +248,7 @@ static void npu_device_reset(NpuState *s)
 {
     unsigned i;
 
+    trace_npu_device_reset();
     for (i = 0; i < s->nrings; i++) {
         npu_ring_reset(&s->rings[i], true);
     }
@@ -390,6 +395,7 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
         r->size = val;
         break;
     case NPU_RING_TAIL:
+        trace_npu_ring_doorbell(r->idx, val);
         r->tail = val;
         wake = true;
         break;
@@ -417,9 +423,8 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
     }
 }
 
-static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
 {
-    NpuState *s = opaque;
     uint64_t v = 0;
 
     if (addr >= NPU_RING_BASE(0)) {
@@ -508,11 +513,20 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     }
 }
 
+static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    uint64_t v = npu_mmio_read_reg(opaque, addr);
+
+    trace_npu_mmio_read(addr, v);
+    return v;
+}
+
 static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
     NpuState *s = opaque;
 
+    trace_npu_mmio_write(addr, val);
     npu_vt_host_touch(s);
     if (addr >= NPU_RING_BASE(0)) {
         unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;

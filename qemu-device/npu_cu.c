@@ -41,6 +41,7 @@
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "npu.h"
+#include "trace.h"
 #include "npu_rv.h"
 
 #define NPU_CU_QUANTUM      4096        /* cycles between unit switches */
@@ -240,6 +241,7 @@ static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
     if (l->failed) {
         return;
     }
+    trace_npu_cu_fault(l->ring->idx, code, addr, t ? t->h.pc : 0);
     l->failed = true;
     l->err.code = code;
     l->err.addr = addr;
@@ -1385,6 +1387,8 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
         }
         npu_mmu_access_end(l->ring);
     }
+    trace_npu_cu_launch_done(l->ring->idx, l->failed, l->cancel,
+                             l->last_cycle - l->first_cycle);
     if (s->vtime && !l->cancel) {
         npu_vt_cu_finished(l->ring, npu_c2ns(s, l->last_cycle));
     }

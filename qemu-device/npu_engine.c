@@ -12,10 +12,10 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qemu/log.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "npu.h"
+#include "trace.h"
 
 #define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 #define NPU_CHUNK           (64 * 1024)
@@ -170,6 +170,9 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
+    if (wait) {
+        trace_npu_ring_sem_wait(r->idx, addr, value);
+    }
     if (!wait) {
         t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         /* earlier commands' writes are visible before the signal */
@@ -226,6 +229,7 @@ static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
     if (npu_aborted(r)) {
         return true;
     }
+    trace_npu_ring_fence(r->idx, p[1], !!(NPU_PKT_FLAGS(p[0]) & NPU_FENCE_IRQ));
     qemu_mutex_lock(&r->lock);
     r->fence = p[1];
     qemu_mutex_unlock(&r->lock);
@@ -457,6 +461,7 @@ static uint32_t npu_ring_step(NpuRing *r, uint64_t base, uint32_t size,
         return (head + 4) & (size - 1);
     }
     next = (head + len * 4) & (size - 1);
+    trace_npu_ring_packet(r->idx, head, NPU_PKT_OP(h), len);
     if (NPU_PKT_OP(h) == NPU_OP_NOP) {
         return next;
     }
@@ -513,9 +518,8 @@ void *npu_ring_thread(void *opaque)
         if (!r->abort && !r->stop) {
             r->head = next;
             if (err.code) {
-                qemu_log_mask(LOG_GUEST_ERROR, "npu: ring %u halted: error %u "
-                              "ctx %u addr 0x%" PRIx64 " info 0x%x\n",
-                              r->idx, err.code, r->context, err.addr, info);
+                trace_npu_ring_halt(r->idx, err.code, r->context, err.addr,
+                                    info);
                 r->halted = true;
                 r->error = err.code;
                 r->error_ctx = r->context;

@@ -43,6 +43,7 @@
 #include "qemu/rcu.h"
 #include "exec/memory.h"
 #include "npu.h"
+#include "trace.h"
 
 void npu_tlb_flush(NpuRing *r)
 {
@@ -60,6 +61,7 @@ void npu_tlb_flush(NpuRing *r)
  */
 void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root)
 {
+    trace_npu_mmu_context(r->idx, ctx, pt_root);
     /* ordered before the next walk by the barrier in npu_mmu_access_begin */
     qatomic_set(&r->mmu_ctx, ctx);
     r->pt_root = pt_root;
@@ -97,6 +99,7 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
 {
     unsigned i;
 
+    trace_npu_mmu_invalidate(ctx);
     /* the guest's page-table writes before reading the rings' state */
     smp_mb();
     for (i = 0; i < s->nrings; i++) {
@@ -120,8 +123,9 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
     }
 }
 
-static bool npu_fail(NpuErr *err, uint32_t code, uint64_t addr)
+static bool npu_fail(NpuRing *r, NpuErr *err, uint32_t code, uint64_t addr)
 {
+    trace_npu_mmu_fault(r->idx, addr, code);
     err->code = code;
     err->addr = addr;
     return false;
@@ -141,10 +145,10 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
     int lvl;
 
     if (va >> NPU_VA_BITS) {
-        return npu_fail(err, NPU_ERR_MMU_FAULT, va);
+        return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
     }
     if (!r->pt_root) {
-        return npu_fail(err, NPU_ERR_NO_CONTEXT, va);
+        return npu_fail(r, err, NPU_ERR_NO_CONTEXT, va);
     }
     if (t->vpn == vpn) {
         pte = t->pte;
@@ -156,11 +160,11 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
             uint64_t e;
 
             if (npu_phys_rw(s, pa, &e, 8, false) != MEMTX_OK) {
-                return npu_fail(err, NPU_ERR_BAD_DMA, pa);
+                return npu_fail(r, err, NPU_ERR_BAD_DMA, pa);
             }
             e = le64_to_cpu(e);
             if (!(e & NPU_PTE_VALID)) {
-                return npu_fail(err, NPU_ERR_MMU_FAULT, va);
+                return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
             }
             if (lvl == 0) {
                 pte = e;
@@ -168,15 +172,16 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
             }
             table = e & NPU_PTE_ADDR_MASK;
         }
+        trace_npu_mmu_walk(r->idx, va, pte);
         t->vpn = vpn;
         t->pte = pte;
     }
     if (is_write && !(pte & NPU_PTE_WRITE)) {
-        return npu_fail(err, NPU_ERR_MMU_WRITE, va);
+        return npu_fail(r, err, NPU_ERR_MMU_WRITE, va);
     }
     if ((pte & NPU_PTE_DEVMEM) &&
         (pte & NPU_PTE_ADDR_MASK) >= s->devmem_size) {
-        return npu_fail(err, NPU_ERR_DEVMEM_RANGE, va);
+        return npu_fail(r, err, NPU_ERR_DEVMEM_RANGE, va);
     }
     *pte_out = pte;
     return true;
@@ -213,7 +218,7 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
         } else {
             addr = (pte & NPU_PTE_ADDR_MASK) + off;
             if (npu_phys_rw(s, addr, p, n, is_write) != MEMTX_OK) {
-                ok = npu_fail(err, NPU_ERR_BAD_DMA, addr);
+                ok = npu_fail(job->ring, err, NPU_ERR_BAD_DMA, addr);
             } else {
                 job->host_bytes += n;
             }
