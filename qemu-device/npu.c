@@ -34,6 +34,8 @@
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "sysemu/cpu-timers.h"
+#include "sysemu/runstate.h"
 #include "migration/vmstate.h"
 #include "npu.h"
 #include "trace.h"
@@ -42,13 +44,24 @@
  * Helpers shared with the engines
  */
 
+/*
+ * Device time, ns: the VM's clock without icount (QEMU_CLOCK_VIRTUAL on
+ * TCG and KVM), which runs at host rate and stands still while the VM is
+ * stopped. Read directly because under icount or qtest QEMU_CLOCK_VIRTUAL
+ * follows instructions or clock_step, not the host, and the timing model
+ * paces commands in host time.
+ */
+int64_t npu_time(void)
+{
+    return cpu_get_clock();
+}
+
 uint64_t npu_clock(NpuState *s)
 {
     if (s->vtime) {
         return npu_vt_now(s);
     }
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
-           qatomic_read(&s->clock_base);
+    return npu_time() - qatomic_read(&s->clock_base);
 }
 
 void npu_raise(NpuState *s, unsigned vector)
@@ -62,7 +75,13 @@ static void npu_irq_bh(void *opaque)
 {
     NpuState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
-    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
+    uint32_t pending;
+
+    /* stopped: no MSI-X writes; the resume handler reschedules */
+    if (qatomic_read(&s->paused)) {
+        return;
+    }
+    pending = qatomic_xchg(&s->irq_pending, 0);
 
     while (pending) {
         unsigned v = ctz32(pending);
@@ -81,7 +100,125 @@ bool npu_aborted(NpuRing *r)
 }
 
 /*
- * Sleep until the realtime clock reaches deadline; false if aborted. Sleeps
+ * Run state
+ */
+
+static void npu_run_kick(NpuState *s)
+{
+    qemu_mutex_lock(&s->run_lock);
+    qemu_cond_broadcast(&s->run_cond);
+    qemu_mutex_unlock(&s->run_lock);
+}
+
+/*
+ * While the VM is stopped, wait until it runs again, the ring r (if any)
+ * is aborted, or a reset is under way (it must not wait for parked
+ * engines).
+ */
+void npu_park(NpuState *s, NpuRing *r)
+{
+    if (!qatomic_read(&s->paused)) {
+        return;
+    }
+    qemu_mutex_lock(&s->run_lock);
+    while (qatomic_read(&s->paused) && !qatomic_read(&s->resetting) &&
+           !(r && npu_aborted(r))) {
+        qemu_cond_wait(&s->run_cond, &s->run_lock);
+    }
+    qemu_mutex_unlock(&s->run_lock);
+}
+
+/*
+ * Bracket every guest-memory access. The stop handler sets paused, then
+ * waits for dma_active to drop to 0; an access sets dma_active, then reads
+ * paused: one of the two sees the other (both fence between write and
+ * read), so no access starts after the handler returned. While stopped an
+ * access parks; during a reset it is refused (the reset discards it).
+ * Accesses nest on a thread (a page-table walk inside a mapped copy): only
+ * the outermost one counts, so an inner one never parks while the outer
+ * one keeps the stop handler waiting.
+ */
+static __thread unsigned npu_dma_depth;
+
+static void npu_dma_exit(NpuState *s)
+{
+    if (--npu_dma_depth) {
+        return;
+    }
+    if (qatomic_fetch_dec(&s->dma_active) == 1 &&
+        qatomic_read(&s->paused)) {
+        npu_run_kick(s);
+    }
+}
+
+static bool npu_dma_enter(NpuState *s)
+{
+    if (npu_dma_depth) {
+        npu_dma_depth++;
+        return true;
+    }
+    for (;;) {
+        npu_dma_depth = 1;
+        qatomic_inc(&s->dma_active);
+        smp_mb();
+        if (!qatomic_read(&s->paused)) {
+            return true;
+        }
+        npu_dma_exit(s);
+        if (qatomic_read(&s->resetting)) {
+            return false;
+        }
+        npu_park(s, NULL);
+    }
+}
+
+static void npu_resetting(NpuState *s, int delta)
+{
+    qatomic_add(&s->resetting, delta);
+    if (delta > 0) {
+        npu_run_kick(s);
+    }
+}
+
+/* VM change-state handler (BQL held). */
+static void npu_vm_state_change(void *opaque, bool running, RunState state)
+{
+    NpuState *s = opaque;
+    unsigned i;
+
+    trace_npu_run_state(running, state);
+    if (!running) {
+        qemu_mutex_lock(&s->run_lock);
+        qatomic_set(&s->paused, true);
+        smp_mb();
+        /* accesses never block: this waits a memcpy at most */
+        while (qatomic_read(&s->dma_active)) {
+            qemu_cond_wait(&s->run_cond, &s->run_lock);
+        }
+        qemu_mutex_unlock(&s->run_lock);
+        return;
+    }
+    qemu_mutex_lock(&s->run_lock);
+    qatomic_set(&s->paused, false);
+    qemu_cond_broadcast(&s->run_cond);
+    qemu_mutex_unlock(&s->run_lock);
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        qemu_cond_broadcast(&r->cond);
+        qemu_mutex_unlock(&r->lock);
+    }
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    if (qatomic_read(&s->irq_pending)) {
+        qemu_bh_schedule(s->irq_bh);
+    }
+}
+
+/*
+ * Sleep until device time reaches deadline; false if aborted. Sleeps
  * in slices of at most 1 ms (so a reset is noticed quickly) and spins for
  * the last NPU_SPIN_NS, because a sleep overshoots by the timer slack
  * (~50 us) and short commands (a few us of launch latency) would otherwise
@@ -94,10 +231,11 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
     for (;;) {
         int64_t now, d;
 
+        npu_park(r->s, r);
         if (npu_aborted(r)) {
             return false;
         }
-        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        now = npu_time();
         if (now >= deadline) {
             return true;
         }
@@ -136,7 +274,7 @@ uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
     int64_t l;
 
     *cache = MEMORY_REGION_CACHE_INVALID;
-    if (!len || pa + len < pa) {
+    if (!len || pa + len < pa || !npu_dma_enter(s)) {
         return 0;
     }
     WITH_RCU_READ_LOCK_GUARD() {
@@ -144,6 +282,7 @@ uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
     }
     if (l <= 0 || !cache->ptr || !npu_dma_allowed(cache->mrs.mr, is_write)) {
         address_space_cache_destroy(cache);
+        npu_dma_exit(s);
         return 0;
     }
     return l;
@@ -153,12 +292,13 @@ uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
  * Release a mapping; written says how many bytes from its start were
  * written (marked dirty for migration and TCG's code cache).
  */
-void npu_dma_unmap(MemoryRegionCache *cache, uint64_t written)
+void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written)
 {
     if (written) {
         address_space_cache_invalidate(cache, 0, written);
     }
     address_space_cache_destroy(cache);
+    npu_dma_exit(s);
 }
 
 /* Bus-master DMA restricted to RAM (see npu_dma_map). */
@@ -185,7 +325,7 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
         } else {
             memcpy(p, cache.ptr, l);
         }
-        npu_dma_unmap(&cache, is_write ? l : 0);
+        npu_dma_unmap(s, &cache, is_write ? l : 0);
         pa += l;
         p += l;
         len -= l;
@@ -203,6 +343,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     NpuState *s = r->s;
 
     trace_npu_ring_reset(r->idx);
+    npu_resetting(s, 1);
     qemu_mutex_lock(&r->lock);
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
@@ -242,6 +383,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     qatomic_and(&s->irq_pending, ~(1u << r->idx));
     qatomic_set(&r->abort, false);
     qemu_mutex_unlock(&r->lock);
+    npu_resetting(s, -1);
 }
 
 static void npu_device_reset(NpuState *s)
@@ -258,7 +400,7 @@ static void npu_device_reset(NpuState *s)
     s->err_pending = 0;
     s->scratch = 0;
     s->clock_hi_latch = 0;
-    qatomic_set(&s->clock_base, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    qatomic_set(&s->clock_base, npu_time());
     qemu_mutex_unlock(&s->reg_lock);
     qatomic_set(&s->irq_pending, 0);
 }
@@ -590,6 +732,7 @@ static void npu_stop_threads(NpuState *s, unsigned n)
 {
     unsigned i;
 
+    npu_resetting(s, 1);                /* parked engines go on, to exit */
     for (i = 0; i < n; i++) {
         NpuRing *r = &s->rings[i];
 
@@ -722,7 +865,12 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     qemu_mutex_init(&s->cu_lock);
     qemu_cond_init(&s->cu_cond);
     s->irq_bh = qemu_bh_new(npu_irq_bh, s);
-    s->clock_base = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    s->clock_base = npu_time();
+    qemu_mutex_init(&s->run_lock);
+    qemu_cond_init(&s->run_cond);
+    s->paused = !runstate_is_running();
+    s->vmse = qdev_add_vm_change_state_handler(DEVICE(s), npu_vm_state_change,
+                                               s);
 
     for (i = 0; i < s->nrings; i++) {
         NpuRing *r = &s->rings[i];
@@ -745,6 +893,7 @@ static void npu_exit(PCIDevice *pdev)
 {
     NpuState *s = NPU(pdev);
 
+    qemu_del_vm_change_state_handler(s->vmse);
     npu_stop_threads(s, s->nrings);
     npu_cu_fini(s);
     npu_vt_fini(s);
@@ -753,6 +902,8 @@ static void npu_exit(PCIDevice *pdev)
     qemu_cond_destroy(&s->cu_cond);
     qemu_mutex_destroy(&s->cu_lock);
     qemu_mutex_destroy(&s->reg_lock);
+    qemu_cond_destroy(&s->run_cond);
+    qemu_mutex_destroy(&s->run_lock);
     msix_uninit_exclusive_bar(pdev);
 }
 

@@ -216,7 +216,7 @@ typedef struct NpuExec {
 
 static int64_t npu_now(void)
 {
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    return npu_time();
 }
 
 /* Unit cycles and device ns (timing=virtual: exact, cycles from 0). */
@@ -1492,7 +1492,7 @@ static void npu_cu_idle(NpuState *s)
     } else if (deadline > now) {
         /* sleeps overshoot by the timer slack: spin out the end */
         qemu_mutex_unlock(&s->cu_lock);
-        while (npu_now() < deadline) {
+        while (npu_now() < deadline && !qatomic_read(&s->paused)) {
             cpu_relax();
         }
         qemu_mutex_lock(&s->cu_lock);
@@ -1653,6 +1653,11 @@ static void *npu_cu_thread(void *opaque)
         npu_cu_loop_virtual(s);
     }
     while (!cs->stop) {
+        /* VM stopped: park, unless a reset needs the units to cancel */
+        if (qatomic_read(&s->paused) && !qatomic_read(&s->resetting)) {
+            qemu_cond_wait(&s->cu_cond, &s->cu_lock);
+            continue;
+        }
         npu_cu_take_incoming(cs);
         npu_cu_reap(s, npu_now());
         npu_cu_dispatch(s);

@@ -59,7 +59,7 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
         return false;
     }
     busy = r->s->vtime ? r->vt - r->vt_start
-                       : qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0;
+                       : npu_time() - t0;
     qemu_mutex_lock(&r->lock);
     r->busy_ns += busy;
     r->cmds++;
@@ -75,7 +75,7 @@ static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
     uint64_t src = ldq_le_p(p + 2), dst = ldq_le_p(p + 4);
     uint64_t size = ldq_le_p(p + 6);
     uint64_t link = 0, mem = 0, off;
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
     g_autofree uint8_t *buf = NULL;
 
     if (size > NPU_COPY_MAX) {
@@ -86,6 +86,7 @@ static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
         uint64_t n = MIN(size - off, NPU_CHUNK);
         uint64_t host = job->host_bytes;
 
+        npu_park(s, job->ring);
         if (npu_aborted(job->ring)) {
             return true;
         }
@@ -111,7 +112,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
     uint32_t value = p[1];
     uint64_t dst = ldq_le_p(p + 2), size = ldq_le_p(p + 4);
     uint64_t link = 0, mem = 0, off;
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
     g_autofree uint32_t *buf = NULL;
     unsigned i;
 
@@ -126,6 +127,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
         uint64_t n = MIN(size - off, NPU_CHUNK);
         uint64_t host = job->host_bytes;
 
+        npu_park(s, job->ring);
         if (npu_aborted(job->ring)) {
             return true;
         }
@@ -146,7 +148,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
 static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
     uint64_t dst = ldq_le_p(p + 2);
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
     NpuRing *r = job->ring;
     uint64_t ts = cpu_to_le64(r->s->vtime ? r->vt : npu_clock(r->s));
 
@@ -174,7 +176,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         trace_npu_ring_sem_wait(r->idx, addr, value);
     }
     if (!wait) {
-        t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        t0 = npu_time();
         /* earlier commands' writes are visible before the signal */
         smp_mb();
         v = cpu_to_le32(value);
@@ -205,7 +207,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     }
     /* later commands' accesses happen after the semaphore was seen */
     smp_mb();
-    t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    t0 = npu_time();
     npu_complete(job, t0, 0, false, 4);
     return true;
 }
@@ -216,7 +218,7 @@ static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
     NpuState *s = r->s;
     uint32_t seqno = cpu_to_le32(p[1]);
     uint64_t addr = ldq_le_p(p + 2);
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
 
     if ((NPU_PKT_FLAGS(p[0]) & ~NPU_FENCE_IRQ) || (addr & 3)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
@@ -494,7 +496,8 @@ void *npu_ring_thread(void *opaque)
         uint32_t size, head, tail, next, info = 0;
         NpuErr err = { 0 };
 
-        if (r->abort || !r->enabled || r->halted || r->head == r->tail) {
+        if (r->abort || !r->enabled || r->halted || r->head == r->tail ||
+            qatomic_read(&s->paused)) {
             if (s->vtime) {
                 npu_vt_ring_idle(r);
             }

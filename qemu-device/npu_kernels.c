@@ -520,7 +520,7 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
 
     k = MIN(blocks, s->n_cus);
-    t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    t0 = npu_time();
     if (kernel == NPU_KERNEL_TEST_HANG) {
         /* holds its units until the ring is reset */
         npu_cu_run_fixed(job, k, INT64_MAX);
@@ -542,7 +542,7 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
     /* the units are held for what the computation left of the model */
     hold = MAX((int64_t)MIN(model, INT64_MAX / 4) -
-               (s->vtime ? 0 : qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0),
+               (s->vtime ? 0 : npu_time() - t0),
                0);
     if (!npu_cu_run_fixed(job, k, hold)) {
         return true;            /* reset while holding units */

@@ -250,14 +250,14 @@ typedef struct NpuSeg {
     bool dev;
 } NpuSeg;
 
-static void npu_segs_unmap(NpuSeg *seg, unsigned nseg, bool is_write,
-                           bool done)
+static void npu_segs_unmap(NpuState *s, NpuSeg *seg, unsigned nseg,
+                           bool is_write, bool done)
 {
     unsigned i;
 
     for (i = 0; i < nseg; i++) {
         if (seg[i].mapped) {
-            npu_dma_unmap(&seg[i].map, is_write && done ? seg[i].len : 0);
+            npu_dma_unmap(s, &seg[i].map, is_write && done ? seg[i].len : 0);
             seg[i].mapped = false;
         }
     }
@@ -317,7 +317,7 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
         }
         if (npu_dma_map(s, &g->map, g->pa, g->len, is_write) < g->len) {
             if (g->map.mrs.mr) {
-                npu_dma_unmap(&g->map, 0);
+                npu_dma_unmap(s, &g->map, 0);
             }
             goto fail;
         }
@@ -328,7 +328,7 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
     return true;
 
 fail:
-    npu_segs_unmap(seg, nseg, is_write, false);
+    npu_segs_unmap(s, seg, nseg, is_write, false);
     return false;
 }
 
@@ -365,6 +365,7 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
                                     const void *src_buf, uint64_t dst,
                                     uint64_t len)
 {
+    NpuState *s = job->ring->s;
     NpuSeg sseg[NPU_FAST_SEGS], dseg[NPU_FAST_SEGS];
     unsigned ns = 0, nd = 0, i = 0, j;
     uint64_t soff = 0;
@@ -381,12 +382,12 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
         return false;
     }
     if (!npu_vm_map(job, dst, len, true, dseg, &nd)) {
-        npu_segs_unmap(sseg, ns, false, false);
+        npu_segs_unmap(s, sseg, ns, false, false);
         return false;
     }
     if (npu_segs_overlap(sseg, ns, dseg, nd)) {
-        npu_segs_unmap(dseg, nd, true, false);
-        npu_segs_unmap(sseg, ns, false, false);
+        npu_segs_unmap(s, dseg, nd, true, false);
+        npu_segs_unmap(s, sseg, ns, false, false);
         return false;
     }
     for (j = 0; j < nd; j++) {
@@ -408,8 +409,8 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
         npu_segs_account(job, sseg, ns);
     }
     npu_segs_account(job, dseg, nd);
-    npu_segs_unmap(dseg, nd, true, true);
-    npu_segs_unmap(sseg, ns, false, true);
+    npu_segs_unmap(s, dseg, nd, true, true);
+    npu_segs_unmap(s, sseg, ns, false, true);
     return true;
 }
 

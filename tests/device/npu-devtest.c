@@ -2016,6 +2016,58 @@ static void test_busmaster_reset(void)
 	stop("bus-master instance");
 }
 
+/* ---------------------------------------------------- VM run state */
+
+static bool qmp_ok(const char *json)
+{
+	const char *r = qmp_cmd(q, json);
+
+	return r && strstr(r, "\"return\"");
+}
+
+/*
+ * The VM stopped (QMP stop) with work queued and running: nothing
+ * completes, no fence is written, no interrupt is sent and the device clock
+ * stands still until cont; then the work finishes, the pause not counted
+ * in its busy time.
+ */
+static void test_vm_stop(void)
+{
+	struct buf h, d;
+	struct pk p = { .n = 0 };
+	uint64_t c1, c2, busy;
+	bool good;
+
+	start(NULL, 1);
+	h = alloc_buf(64 << 10, 0, 1);
+	d = alloc_buf(64 << 10, 1, 1);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000000ull);
+	pk_copy(&p, h.va, d.va, 64 << 10);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+	ring_submit(0, &p);
+	usleep(50000);
+	good = qmp_ok("{\"execute\":\"stop\"}");
+	c1 = dev_clock();
+	usleep(600000);
+	c2 = dev_clock();
+	good &= qt_readl(q, fence_pa(0)) != seqno[0] &&
+		rrd(0, NPU_RING_FENCE) != seqno[0] && msi_word(0) == 0 &&
+		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ok(good && c2 - c1 < 1000000,
+	   "VM stopped: a 300 ms kernel and the copy and fence after it do not "
+	   "complete in 600 ms, no MSI-X, device clock stands (%llu ns)",
+	   (unsigned long long)(c2 - c1));
+	good = qmp_ok("{\"execute\":\"cont\"}");
+	good &= (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+		rrd(0, NPU_RING_FENCE) == seqno[0] &&
+		qt_readl(q, fence_pa(0)) == seqno[0] && wait_msi(0, 2000);
+	busy = rrd64(0, NPU_RING_BUSY_LO);
+	ok(good && busy >= 300000000ull && busy < 550000000ull,
+	   "after cont the work completes with its interrupt; busy %llu ms "
+	   "excludes the pause", (unsigned long long)(busy / 1000000));
+	stop("run-state instance");
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -2038,6 +2090,7 @@ static void run_all(void)
 	test_fuzz();
 	stop("main instance");
 	test_busmaster_reset();
+	test_vm_stop();
 	test_timing();
 	test_max_config();
 	test_properties();
