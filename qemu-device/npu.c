@@ -160,6 +160,7 @@ static bool npu_dma_enter(NpuState *s)
     for (;;) {
         npu_dma_depth = 1;
         qatomic_inc(&s->dma_active);
+        /* dma_active before paused; pairs with npu_vm_state_change */
         smp_mb();
         if (!qatomic_read(&s->paused)) {
             return true;
@@ -190,8 +191,9 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
     if (!running) {
         qemu_mutex_lock(&s->run_lock);
         qatomic_set(&s->paused, true);
+        /* paused before dma_active; pairs with npu_dma_enter */
         smp_mb();
-        /* accesses never block: this waits a memcpy at most */
+        /* accesses never block: this waits for one access at most */
         while (qatomic_read(&s->dma_active)) {
             qemu_cond_wait(&s->run_cond, &s->run_lock);
         }

@@ -2068,6 +2068,61 @@ static void test_vm_stop(void)
 	stop("run-state instance");
 }
 
+/* ---------------------------------------------------- trace events */
+
+/*
+ * QEMU's -trace reaches the device's events: a fence to a physical address
+ * outside RAM halts the ring; npu_dma_fault and npu_ring_halt report it in
+ * the -D log.
+ */
+static void test_trace_events(void)
+{
+	char log[64], dev[64], text[8192] = "", want[128];
+	const char *extra[] = { "-device", dev, "-trace", "npu_ring_halt",
+				"-trace", "npu_dma_fault", "-D", log, NULL };
+	struct pk p = { .n = 0 };
+	bool good;
+	FILE *f;
+	size_t n;
+
+	snprintf(log, sizeof(log), "/tmp/npu-devtest-trace-%d.log", (int)getpid());
+	snprintf(dev, sizeof(dev), "npu,addr=%d", SLOT);
+	unlink(log);
+	q = qt_start(qemu_bin, extra, 0);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -trace npu_ring_halt -trace npu_dma_fault");
+		if (q)
+			qt_quit(q);
+		q = NULL;
+		return;
+	}
+	pci_setup();
+	msix_setup();
+	pt_reset();
+	pt_sync();
+	memset(tail, 0, sizeof(tail));
+	memset(seqno, 0, sizeof(seqno));
+	ring_init(0);
+	ring_ctx(0);
+	pk_fence(&p, 1, 0x50000000ull, 0);
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_BAD_DMA, 0x50000000ull, NPU_OP_FENCE);
+	stop("trace instance");
+	f = fopen(log, "r");
+	n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = 0;
+	if (f)
+		fclose(f);
+	unlink(log);
+	snprintf(want, sizeof(want), "npu_ring_halt ring 0 error %u ctx %u addr 0x50000000",
+		 NPU_ERR_BAD_DMA, CTX_ID);
+	good &= strstr(text, want) != NULL &&
+		strstr(text, "npu_dma_fault pa 0x50000000 len 4 write 1") != NULL;
+	if (!good)
+		diag("trace log: %.400s", text);
+	ok(good, "-trace npu_ring_halt and npu_dma_fault: the halt and the DMA fault are in the -D log");
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -2091,6 +2146,7 @@ static void run_all(void)
 	stop("main instance");
 	test_busmaster_reset();
 	test_vm_stop();
+	test_trace_events();
 	test_timing();
 	test_max_config();
 	test_properties();
