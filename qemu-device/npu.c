@@ -17,8 +17,9 @@
  * MMU_INVALIDATE takes no lock: it synchronises with the engines through
  * atomics (npu_mmu.c).
  * Engine threads never take the BQL; interrupts they raise are delivered by
- * a bottom half, and their DMA is restricted to RAM (npu_phys_rw and the
- * COPY/FILL fast path in npu_mmu.c), so they never dispatch an MMIO access.
+ * a bottom half, and their DMA is restricted to RAM (npu_dma_map, used by
+ * npu_phys_rw and the COPY/FILL fast path in npu_mmu.c), checked and done on
+ * one translation, so they never dispatch an MMIO access.
  */
 
 #include "qemu/osdep.h"
@@ -33,20 +34,34 @@
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
+#include "sysemu/cpu-timers.h"
+#include "sysemu/runstate.h"
 #include "migration/vmstate.h"
 #include "npu.h"
+#include "trace.h"
 
 /*
  * Helpers shared with the engines
  */
+
+/*
+ * Device time, ns: the VM's clock without icount (QEMU_CLOCK_VIRTUAL on
+ * TCG and KVM), which runs at host rate and stands still while the VM is
+ * stopped. Read directly because under icount or qtest QEMU_CLOCK_VIRTUAL
+ * follows instructions or clock_step, not the host, and the timing model
+ * paces commands in host time.
+ */
+int64_t npu_time(void)
+{
+    return cpu_get_clock();
+}
 
 uint64_t npu_clock(NpuState *s)
 {
     if (s->vtime) {
         return npu_vt_now(s);
     }
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
-           qatomic_read(&s->clock_base);
+    return npu_time() - qatomic_read(&s->clock_base);
 }
 
 void npu_raise(NpuState *s, unsigned vector)
@@ -60,13 +75,20 @@ static void npu_irq_bh(void *opaque)
 {
     NpuState *s = opaque;
     PCIDevice *pdev = PCI_DEVICE(s);
-    uint32_t pending = qatomic_xchg(&s->irq_pending, 0);
+    uint32_t pending;
+
+    /* stopped: no MSI-X writes; the resume handler reschedules */
+    if (qatomic_read(&s->paused)) {
+        return;
+    }
+    pending = qatomic_xchg(&s->irq_pending, 0);
 
     while (pending) {
         unsigned v = ctz32(pending);
 
         pending &= pending - 1;
         if (msix_enabled(pdev) && v < s->nrings + 1) {
+            trace_npu_irq(v);
             msix_notify(pdev, v);
         }
     }
@@ -78,7 +100,127 @@ bool npu_aborted(NpuRing *r)
 }
 
 /*
- * Sleep until the realtime clock reaches deadline; false if aborted. Sleeps
+ * Run state
+ */
+
+static void npu_run_kick(NpuState *s)
+{
+    qemu_mutex_lock(&s->run_lock);
+    qemu_cond_broadcast(&s->run_cond);
+    qemu_mutex_unlock(&s->run_lock);
+}
+
+/*
+ * While the VM is stopped, wait until it runs again, the ring r (if any)
+ * is aborted, or a reset is under way (it must not wait for parked
+ * engines).
+ */
+void npu_park(NpuState *s, NpuRing *r)
+{
+    if (!qatomic_read(&s->paused)) {
+        return;
+    }
+    qemu_mutex_lock(&s->run_lock);
+    while (qatomic_read(&s->paused) && !qatomic_read(&s->resetting) &&
+           !(r && npu_aborted(r))) {
+        qemu_cond_wait(&s->run_cond, &s->run_lock);
+    }
+    qemu_mutex_unlock(&s->run_lock);
+}
+
+/*
+ * Bracket every guest-memory access. The stop handler sets paused, then
+ * waits for dma_active to drop to 0; an access sets dma_active, then reads
+ * paused: one of the two sees the other (both fence between write and
+ * read), so no access starts after the handler returned. While stopped an
+ * access parks; during a reset it is refused (the reset discards it).
+ * Accesses nest on a thread (a page-table walk inside a mapped copy): only
+ * the outermost one counts, so an inner one never parks while the outer
+ * one keeps the stop handler waiting.
+ */
+static __thread unsigned npu_dma_depth;
+
+static void npu_dma_exit(NpuState *s)
+{
+    if (--npu_dma_depth) {
+        return;
+    }
+    if (qatomic_fetch_dec(&s->dma_active) == 1 &&
+        qatomic_read(&s->paused)) {
+        npu_run_kick(s);
+    }
+}
+
+static bool npu_dma_enter(NpuState *s)
+{
+    if (npu_dma_depth) {
+        npu_dma_depth++;
+        return true;
+    }
+    for (;;) {
+        npu_dma_depth = 1;
+        qatomic_inc(&s->dma_active);
+        /* dma_active before paused; pairs with npu_vm_state_change */
+        smp_mb();
+        if (!qatomic_read(&s->paused)) {
+            return true;
+        }
+        npu_dma_exit(s);
+        if (qatomic_read(&s->resetting)) {
+            return false;
+        }
+        npu_park(s, NULL);
+    }
+}
+
+static void npu_resetting(NpuState *s, int delta)
+{
+    qatomic_add(&s->resetting, delta);
+    if (delta > 0) {
+        npu_run_kick(s);
+    }
+}
+
+/* VM change-state handler (BQL held). */
+static void npu_vm_state_change(void *opaque, bool running, RunState state)
+{
+    NpuState *s = opaque;
+    unsigned i;
+
+    trace_npu_run_state(running, state);
+    if (!running) {
+        qemu_mutex_lock(&s->run_lock);
+        qatomic_set(&s->paused, true);
+        /* paused before dma_active; pairs with npu_dma_enter */
+        smp_mb();
+        /* accesses never block: this waits for one access at most */
+        while (qatomic_read(&s->dma_active)) {
+            qemu_cond_wait(&s->run_cond, &s->run_lock);
+        }
+        qemu_mutex_unlock(&s->run_lock);
+        return;
+    }
+    qemu_mutex_lock(&s->run_lock);
+    qatomic_set(&s->paused, false);
+    qemu_cond_broadcast(&s->run_cond);
+    qemu_mutex_unlock(&s->run_lock);
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        qemu_cond_broadcast(&r->cond);
+        qemu_mutex_unlock(&r->lock);
+    }
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    if (qatomic_read(&s->irq_pending)) {
+        qemu_bh_schedule(s->irq_bh);
+    }
+}
+
+/*
+ * Sleep until device time reaches deadline; false if aborted. Sleeps
  * in slices of at most 1 ms (so a reset is noticed quickly) and spins for
  * the last NPU_SPIN_NS, because a sleep overshoots by the timer slack
  * (~50 us) and short commands (a few us of launch latency) would otherwise
@@ -91,10 +233,11 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
     for (;;) {
         int64_t now, d;
 
+        npu_park(r->s, r);
         if (npu_aborted(r)) {
             return false;
         }
-        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        now = npu_time();
         if (now >= deadline) {
             return true;
         }
@@ -106,43 +249,85 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
 }
 
 /*
- * Bus-master DMA restricted to RAM: the engine threads run without the BQL,
- * so an access that would land in MMIO (another device, our own BAR0, the
- * MSI-X table) or in nothing at all fails with MEMTX_DECODE_ERROR instead of
- * being dispatched. Writes to ROM fail too.
+ * Whether an engine may access mr directly: plain RAM only (device memory
+ * counts), and no writes to ROM.
  */
+static bool npu_dma_allowed(MemoryRegion *mr, bool is_write)
+{
+    return memory_region_is_ram(mr) && !memory_region_is_ram_device(mr) &&
+           !(is_write && (mr->readonly || mr->rom_device));
+}
+
+/*
+ * Map [pa, pa + len) of the bus-master address space for an engine: one
+ * translation, kept in cache, giving a host pointer to as much of the range
+ * as is contiguous RAM (returned, > 0). 0 when the start is not RAM the
+ * engine may use: unassigned (bus mastering off), MMIO, ROM for a write.
+ * The engine threads run without the BQL, so nothing here may dispatch an
+ * MMIO access; and the access must use this translation, never a second
+ * one, which could see bus mastering turned off in between and land in
+ * unassigned memory (dispatched under the BQL). Release with
+ * npu_dma_unmap().
+ */
+uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
+                     uint64_t len, bool is_write)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    int64_t l;
+
+    *cache = MEMORY_REGION_CACHE_INVALID;
+    if (!len || pa + len < pa || !npu_dma_enter(s)) {
+        return 0;
+    }
+    WITH_RCU_READ_LOCK_GUARD() {
+        l = address_space_cache_init(cache, as, pa, len, is_write);
+    }
+    if (l <= 0 || !cache->ptr || !npu_dma_allowed(cache->mrs.mr, is_write)) {
+        address_space_cache_destroy(cache);
+        npu_dma_exit(s);
+        return 0;
+    }
+    return l;
+}
+
+/*
+ * Release a mapping; written says how many bytes from its start were
+ * written (marked dirty for migration and TCG's code cache).
+ */
+void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written)
+{
+    if (written) {
+        address_space_cache_invalidate(cache, 0, written);
+    }
+    address_space_cache_destroy(cache);
+    npu_dma_exit(s);
+}
+
+/* Bus-master DMA restricted to RAM (see npu_dma_map). */
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write)
 {
-    PCIDevice *pdev = PCI_DEVICE(s);
-    AddressSpace *as = pci_get_address_space(pdev);
     uint8_t *p = buf;
 
     if (pa + len < pa) {
         return MEMTX_DECODE_ERROR;
     }
+    /* ordered after the engine's earlier accesses, as pci_dma_rw is */
+    smp_mb();
     while (len) {
-        hwaddr xlat, l = len;
-        MemTxResult res;
-        bool ok;
+        MemoryRegionCache cache;
+        uint64_t l = npu_dma_map(s, &cache, pa, len, is_write);
 
-        WITH_RCU_READ_LOCK_GUARD() {
-            MemoryRegion *mr = address_space_translate(as, pa, &xlat, &l,
-                                                       is_write,
-                                                       MEMTXATTRS_UNSPECIFIED);
-            ok = memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)
-                 && !(is_write && (mr->readonly || mr->rom_device));
-        }
-        if (!ok || l == 0) {
+        if (!l) {
+            trace_npu_dma_fault(pa, len, is_write);
             return MEMTX_DECODE_ERROR;
         }
-        res = pci_dma_rw(pdev, pa, p, l,
-                         is_write ? DMA_DIRECTION_FROM_DEVICE
-                                  : DMA_DIRECTION_TO_DEVICE,
-                         MEMTXATTRS_UNSPECIFIED);
-        if (res != MEMTX_OK) {
-            return res;
+        if (is_write) {
+            memcpy(cache.ptr, p, l);
+        } else {
+            memcpy(p, cache.ptr, l);
         }
+        npu_dma_unmap(s, &cache, is_write ? l : 0);
         pa += l;
         p += l;
         len -= l;
@@ -159,6 +344,8 @@ static void npu_ring_reset(NpuRing *r, bool counters)
 {
     NpuState *s = r->s;
 
+    trace_npu_ring_reset(r->idx);
+    npu_resetting(s, 1);
     qemu_mutex_lock(&r->lock);
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
@@ -198,12 +385,14 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     qatomic_and(&s->irq_pending, ~(1u << r->idx));
     qatomic_set(&r->abort, false);
     qemu_mutex_unlock(&r->lock);
+    npu_resetting(s, -1);
 }
 
 static void npu_device_reset(NpuState *s)
 {
     unsigned i;
 
+    trace_npu_device_reset();
     for (i = 0; i < s->nrings; i++) {
         npu_ring_reset(&s->rings[i], true);
     }
@@ -213,7 +402,7 @@ static void npu_device_reset(NpuState *s)
     s->err_pending = 0;
     s->scratch = 0;
     s->clock_hi_latch = 0;
-    qatomic_set(&s->clock_base, qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
+    qatomic_set(&s->clock_base, npu_time());
     qemu_mutex_unlock(&s->reg_lock);
     qatomic_set(&s->irq_pending, 0);
 }
@@ -350,6 +539,7 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
         r->size = val;
         break;
     case NPU_RING_TAIL:
+        trace_npu_ring_doorbell(r->idx, val);
         r->tail = val;
         wake = true;
         break;
@@ -377,9 +567,8 @@ static void npu_ring_write(NpuRing *r, hwaddr off, uint32_t val)
     }
 }
 
-static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
 {
-    NpuState *s = opaque;
     uint64_t v = 0;
 
     if (addr >= NPU_RING_BASE(0)) {
@@ -468,11 +657,20 @@ static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
     }
 }
 
+static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
+{
+    uint64_t v = npu_mmio_read_reg(opaque, addr);
+
+    trace_npu_mmio_read(addr, v);
+    return v;
+}
+
 static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
                            unsigned size)
 {
     NpuState *s = opaque;
 
+    trace_npu_mmio_write(addr, val);
     npu_vt_host_touch(s);
     if (addr >= NPU_RING_BASE(0)) {
         unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;
@@ -536,6 +734,7 @@ static void npu_stop_threads(NpuState *s, unsigned n)
 {
     unsigned i;
 
+    npu_resetting(s, 1);                /* parked engines go on, to exit */
     for (i = 0; i < n; i++) {
         NpuRing *r = &s->rings[i];
 
@@ -668,7 +867,12 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     qemu_mutex_init(&s->cu_lock);
     qemu_cond_init(&s->cu_cond);
     s->irq_bh = qemu_bh_new(npu_irq_bh, s);
-    s->clock_base = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    s->clock_base = npu_time();
+    qemu_mutex_init(&s->run_lock);
+    qemu_cond_init(&s->run_cond);
+    s->paused = !runstate_is_running();
+    s->vmse = qdev_add_vm_change_state_handler(DEVICE(s), npu_vm_state_change,
+                                               s);
 
     for (i = 0; i < s->nrings; i++) {
         NpuRing *r = &s->rings[i];
@@ -691,6 +895,7 @@ static void npu_exit(PCIDevice *pdev)
 {
     NpuState *s = NPU(pdev);
 
+    qemu_del_vm_change_state_handler(s->vmse);
     npu_stop_threads(s, s->nrings);
     npu_cu_fini(s);
     npu_vt_fini(s);
@@ -699,6 +904,8 @@ static void npu_exit(PCIDevice *pdev)
     qemu_cond_destroy(&s->cu_cond);
     qemu_mutex_destroy(&s->cu_lock);
     qemu_mutex_destroy(&s->reg_lock);
+    qemu_cond_destroy(&s->run_cond);
+    qemu_mutex_destroy(&s->run_lock);
     msix_uninit_exclusive_bar(pdev);
 }
 

@@ -10,6 +10,7 @@
 #define HW_MISC_NPU_H
 
 #include "hw/pci/pci.h"
+#include "exec/memory.h"
 #include "qemu/thread.h"
 #include "npu_hw.h"
 
@@ -158,7 +159,7 @@ struct NpuState {
     uint32_t err_pending;
     uint32_t scratch;
     uint32_t clock_hi_latch;
-    int64_t clock_base;         /* QEMU_CLOCK_REALTIME at reset */
+    int64_t clock_base;         /* npu_time() at reset */
 
     /*
      * Compute units and the block dispatcher shared by the compute rings
@@ -175,6 +176,20 @@ struct NpuState {
     /* interrupts raised by engine threads, delivered by a bottom half */
     QEMUBH *irq_bh;
     uint32_t irq_pending;       /* atomic bitmap of vectors */
+
+    /*
+     * VM run state (npu.c, npu_vm_state_change): while the VM is stopped
+     * engines park before any guest-memory access, between packets and
+     * between compute-unit quanta. paused, dma_active and resetting are
+     * atomics; run_cond (with run_lock) signals resume, a reset, or the
+     * end of the last access.
+     */
+    QemuMutex run_lock;
+    QemuCond run_cond;
+    bool paused;
+    int dma_active;             /* guest-memory accesses under way */
+    int resetting;              /* resets (and unrealize) under way */
+    VMChangeStateEntry *vmse;
 };
 
 /* One command's accounting, filled in while it runs. */
@@ -186,10 +201,15 @@ typedef struct NpuJob {
 } NpuJob;
 
 /* npu.c */
+int64_t npu_time(void);
 uint64_t npu_clock(NpuState *s);
+void npu_park(NpuState *s, NpuRing *r);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
+uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
+                     uint64_t len, bool is_write);
+void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written);
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
 

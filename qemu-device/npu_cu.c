@@ -41,6 +41,7 @@
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "npu.h"
+#include "trace.h"
 #include "npu_rv.h"
 
 #define NPU_CU_QUANTUM      4096        /* cycles between unit switches */
@@ -215,7 +216,7 @@ typedef struct NpuExec {
 
 static int64_t npu_now(void)
 {
-    return qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    return npu_time();
 }
 
 /* Unit cycles and device ns (timing=virtual: exact, cycles from 0). */
@@ -240,6 +241,7 @@ static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
     if (l->failed) {
         return;
     }
+    trace_npu_cu_fault(l->ring->idx, code, addr, t ? t->h.pc : 0);
     l->failed = true;
     l->err.code = code;
     l->err.addr = addr;
@@ -1385,6 +1387,8 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
         }
         npu_mmu_access_end(l->ring);
     }
+    trace_npu_cu_launch_done(l->ring->idx, l->failed, l->cancel,
+                             l->last_cycle - l->first_cycle);
     if (s->vtime && !l->cancel) {
         npu_vt_cu_finished(l->ring, npu_c2ns(s, l->last_cycle));
     }
@@ -1488,7 +1492,7 @@ static void npu_cu_idle(NpuState *s)
     } else if (deadline > now) {
         /* sleeps overshoot by the timer slack: spin out the end */
         qemu_mutex_unlock(&s->cu_lock);
-        while (npu_now() < deadline) {
+        while (npu_now() < deadline && !qatomic_read(&s->paused)) {
             cpu_relax();
         }
         qemu_mutex_lock(&s->cu_lock);
@@ -1649,6 +1653,11 @@ static void *npu_cu_thread(void *opaque)
         npu_cu_loop_virtual(s);
     }
     while (!cs->stop) {
+        /* VM stopped: park, unless a reset needs the units to cancel */
+        if (qatomic_read(&s->paused) && !qatomic_read(&s->resetting)) {
+            qemu_cond_wait(&s->cu_cond, &s->cu_lock);
+            continue;
+        }
         npu_cu_take_incoming(cs);
         npu_cu_reap(s, npu_now());
         npu_cu_dispatch(s);

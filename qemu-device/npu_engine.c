@@ -12,10 +12,10 @@
 
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
-#include "qemu/log.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "npu.h"
+#include "trace.h"
 
 #define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 #define NPU_CHUNK           (64 * 1024)
@@ -59,7 +59,7 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
         return false;
     }
     busy = r->s->vtime ? r->vt - r->vt_start
-                       : qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0;
+                       : npu_time() - t0;
     qemu_mutex_lock(&r->lock);
     r->busy_ns += busy;
     r->cmds++;
@@ -75,7 +75,7 @@ static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
     uint64_t src = ldq_le_p(p + 2), dst = ldq_le_p(p + 4);
     uint64_t size = ldq_le_p(p + 6);
     uint64_t link = 0, mem = 0, off;
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
     g_autofree uint8_t *buf = NULL;
 
     if (size > NPU_COPY_MAX) {
@@ -86,6 +86,7 @@ static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
         uint64_t n = MIN(size - off, NPU_CHUNK);
         uint64_t host = job->host_bytes;
 
+        npu_park(s, job->ring);
         if (npu_aborted(job->ring)) {
             return true;
         }
@@ -111,7 +112,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
     uint32_t value = p[1];
     uint64_t dst = ldq_le_p(p + 2), size = ldq_le_p(p + 4);
     uint64_t link = 0, mem = 0, off;
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
     g_autofree uint32_t *buf = NULL;
     unsigned i;
 
@@ -126,6 +127,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
         uint64_t n = MIN(size - off, NPU_CHUNK);
         uint64_t host = job->host_bytes;
 
+        npu_park(s, job->ring);
         if (npu_aborted(job->ring)) {
             return true;
         }
@@ -146,7 +148,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
 static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
     uint64_t dst = ldq_le_p(p + 2);
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
     NpuRing *r = job->ring;
     uint64_t ts = cpu_to_le64(r->s->vtime ? r->vt : npu_clock(r->s));
 
@@ -170,8 +172,11 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
+    if (wait) {
+        trace_npu_ring_sem_wait(r->idx, addr, value);
+    }
     if (!wait) {
-        t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        t0 = npu_time();
         /* earlier commands' writes are visible before the signal */
         smp_mb();
         v = cpu_to_le32(value);
@@ -202,7 +207,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     }
     /* later commands' accesses happen after the semaphore was seen */
     smp_mb();
-    t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    t0 = npu_time();
     npu_complete(job, t0, 0, false, 4);
     return true;
 }
@@ -213,7 +218,7 @@ static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
     NpuState *s = r->s;
     uint32_t seqno = cpu_to_le32(p[1]);
     uint64_t addr = ldq_le_p(p + 2);
-    int64_t t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    int64_t t0 = npu_time();
 
     if ((NPU_PKT_FLAGS(p[0]) & ~NPU_FENCE_IRQ) || (addr & 3)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
@@ -226,6 +231,7 @@ static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
     if (npu_aborted(r)) {
         return true;
     }
+    trace_npu_ring_fence(r->idx, p[1], !!(NPU_PKT_FLAGS(p[0]) & NPU_FENCE_IRQ));
     qemu_mutex_lock(&r->lock);
     r->fence = p[1];
     qemu_mutex_unlock(&r->lock);
@@ -461,6 +467,7 @@ static uint32_t npu_ring_step(NpuRing *r, uint64_t base, uint32_t size,
         return (head + 4) & (size - 1);
     }
     next = (head + len * 4) & (size - 1);
+    trace_npu_ring_packet(r->idx, head, NPU_PKT_OP(h), len);
     if (NPU_PKT_OP(h) == NPU_OP_NOP) {
         return next;
     }
@@ -493,7 +500,8 @@ void *npu_ring_thread(void *opaque)
         uint32_t size, head, tail, next, info = 0;
         NpuErr err = { 0 };
 
-        if (r->abort || !r->enabled || r->halted || r->head == r->tail) {
+        if (r->abort || !r->enabled || r->halted || r->head == r->tail ||
+            qatomic_read(&s->paused)) {
             if (s->vtime) {
                 npu_vt_ring_idle(r);
             }
@@ -517,9 +525,8 @@ void *npu_ring_thread(void *opaque)
         if (!r->abort && !r->stop) {
             r->head = next;
             if (err.code) {
-                qemu_log_mask(LOG_GUEST_ERROR, "npu: ring %u halted: error %u "
-                              "ctx %u addr 0x%" PRIx64 " info 0x%x\n",
-                              r->idx, err.code, r->context, err.addr, info);
+                trace_npu_ring_halt(r->idx, err.code, r->context, err.addr,
+                                    info);
                 r->halted = true;
                 r->error = err.code;
                 r->error_ctx = r->context;

@@ -19,6 +19,7 @@
 #define NPU_MAX_ELEMS       (1ull << 24)        /* per operand */
 #define NPU_GEMM_MAX_ELEMS  (1ull << 22)        /* per matrix */
 #define NPU_GEMM_MAX_MACS   (1ull << 30)
+#define NPU_ABORT_MACS      (1u << 16)  /* work between looks at abort */
 #define NPU_SPIN_MAX_NS     10000000000ull      /* 10 s */
 #define NPU_XENT_MIN_P      1e-30f              /* clamp inside log() */
 
@@ -210,15 +211,22 @@ static bool npu_k_gemm(NpuJob *job, const uint64_t *a, NpuErr *err)
     {
         const float *pa = ta ? opa : A, *pb = tb ? opb : B;
 
+        uint64_t since_check = 0;
+
         for (i = 0; i < m; i++) {
-            if (npu_aborted(job->ring)) {
-                return true;
-            }
             memset(acc, 0, n * sizeof(float));
             for (l = 0; l < k; l++) {
                 float x = pa[i * k + l];
                 const float *brow = pb + l * n;
 
+                /* a reset waits for this: look every NPU_ABORT_MACS */
+                since_check += n;
+                if (since_check >= NPU_ABORT_MACS) {
+                    since_check = 0;
+                    if (npu_aborted(job->ring)) {
+                        return true;
+                    }
+                }
                 for (j = 0; j < n; j++) {
                     acc[j] += x * brow[j];
                 }
@@ -512,7 +520,7 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
 
     k = MIN(blocks, s->n_cus);
-    t0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    t0 = npu_time();
     if (kernel == NPU_KERNEL_TEST_HANG) {
         /* holds its units until the ring is reset */
         npu_cu_run_fixed(job, k, INT64_MAX);
@@ -534,7 +542,7 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
     /* the units are held for what the computation left of the model */
     hold = MAX((int64_t)MIN(model, INT64_MAX / 4) -
-               (s->vtime ? 0 : qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - t0),
+               (s->vtime ? 0 : npu_time() - t0),
                0);
     if (!npu_cu_run_fixed(job, k, hold)) {
         return true;            /* reset while holding units */

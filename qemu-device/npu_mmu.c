@@ -42,8 +42,8 @@
 #include "qemu/processor.h"
 #include "qemu/rcu.h"
 #include "exec/memory.h"
-#include "sysemu/dma.h"
 #include "npu.h"
+#include "trace.h"
 
 void npu_tlb_flush(NpuRing *r)
 {
@@ -61,6 +61,7 @@ void npu_tlb_flush(NpuRing *r)
  */
 void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root)
 {
+    trace_npu_mmu_context(r->idx, ctx, pt_root);
     /* ordered before the next walk by the barrier in npu_mmu_access_begin */
     qatomic_set(&r->mmu_ctx, ctx);
     r->pt_root = pt_root;
@@ -98,6 +99,7 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
 {
     unsigned i;
 
+    trace_npu_mmu_invalidate(ctx);
     /* the guest's page-table writes before reading the rings' state */
     smp_mb();
     for (i = 0; i < s->nrings; i++) {
@@ -121,8 +123,9 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
     }
 }
 
-static bool npu_fail(NpuErr *err, uint32_t code, uint64_t addr)
+static bool npu_fail(NpuRing *r, NpuErr *err, uint32_t code, uint64_t addr)
 {
+    trace_npu_mmu_fault(r->idx, addr, code);
     err->code = code;
     err->addr = addr;
     return false;
@@ -142,10 +145,10 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
     int lvl;
 
     if (va >> NPU_VA_BITS) {
-        return npu_fail(err, NPU_ERR_MMU_FAULT, va);
+        return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
     }
     if (!r->pt_root) {
-        return npu_fail(err, NPU_ERR_NO_CONTEXT, va);
+        return npu_fail(r, err, NPU_ERR_NO_CONTEXT, va);
     }
     if (t->vpn == vpn) {
         pte = t->pte;
@@ -157,11 +160,11 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
             uint64_t e;
 
             if (npu_phys_rw(s, pa, &e, 8, false) != MEMTX_OK) {
-                return npu_fail(err, NPU_ERR_BAD_DMA, pa);
+                return npu_fail(r, err, NPU_ERR_BAD_DMA, pa);
             }
             e = le64_to_cpu(e);
             if (!(e & NPU_PTE_VALID)) {
-                return npu_fail(err, NPU_ERR_MMU_FAULT, va);
+                return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
             }
             if (lvl == 0) {
                 pte = e;
@@ -169,15 +172,16 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
             }
             table = e & NPU_PTE_ADDR_MASK;
         }
+        trace_npu_mmu_walk(r->idx, va, pte);
         t->vpn = vpn;
         t->pte = pte;
     }
     if (is_write && !(pte & NPU_PTE_WRITE)) {
-        return npu_fail(err, NPU_ERR_MMU_WRITE, va);
+        return npu_fail(r, err, NPU_ERR_MMU_WRITE, va);
     }
     if ((pte & NPU_PTE_DEVMEM) &&
         (pte & NPU_PTE_ADDR_MASK) >= s->devmem_size) {
-        return npu_fail(err, NPU_ERR_DEVMEM_RANGE, va);
+        return npu_fail(r, err, NPU_ERR_DEVMEM_RANGE, va);
     }
     *pte_out = pte;
     return true;
@@ -214,7 +218,7 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
         } else {
             addr = (pte & NPU_PTE_ADDR_MASK) + off;
             if (npu_phys_rw(s, addr, p, n, is_write) != MEMTX_OK) {
-                ok = npu_fail(err, NPU_ERR_BAD_DMA, addr);
+                ok = npu_fail(job->ring, err, NPU_ERR_BAD_DMA, addr);
             } else {
                 job->host_bytes += n;
             }
@@ -239,7 +243,8 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
 
 typedef struct NpuSeg {
     uint8_t *ptr;
-    void *map;                  /* guest RAM mapping to release, or NULL */
+    MemoryRegionCache map;      /* guest RAM mapping (mapped set) */
+    bool mapped;
     uint64_t pa;
     uint64_t len;
     bool dev;
@@ -248,16 +253,12 @@ typedef struct NpuSeg {
 static void npu_segs_unmap(NpuState *s, NpuSeg *seg, unsigned nseg,
                            bool is_write, bool done)
 {
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     unsigned i;
 
     for (i = 0; i < nseg; i++) {
-        if (seg[i].map) {
-            dma_memory_unmap(as, seg[i].map, seg[i].len,
-                             is_write ? DMA_DIRECTION_FROM_DEVICE
-                                      : DMA_DIRECTION_TO_DEVICE,
-                             done ? seg[i].len : 0);
-            seg[i].map = NULL;
+        if (seg[i].mapped) {
+            npu_dma_unmap(s, &seg[i].map, is_write && done ? seg[i].len : 0);
+            seg[i].mapped = false;
         }
     }
 }
@@ -272,7 +273,6 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
                        NpuSeg *seg, unsigned *nseg_out)
 {
     NpuState *s = job->ring->s;
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     unsigned nseg = 0, i;
 
     while (len) {
@@ -297,7 +297,7 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
             seg[nseg].pa = addr;
             seg[nseg].len = n;
             seg[nseg].dev = dev;
-            seg[nseg].map = NULL;
+            seg[nseg].mapped = false;
             seg[nseg].ptr = NULL;
             nseg++;
         }
@@ -307,9 +307,6 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
 
     for (i = 0; i < nseg; i++) {
         NpuSeg *g = &seg[i];
-        dma_addr_t ml = g->len;
-        hwaddr xlat, l = g->len;
-        bool ok;
 
         if (g->dev) {
             if (g->pa + g->len < g->pa || g->pa + g->len > s->devmem_size) {
@@ -318,35 +315,14 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
             g->ptr = s->devmem_ptr + g->pa;
             continue;
         }
-        if (g->pa + g->len < g->pa) {
+        if (npu_dma_map(s, &g->map, g->pa, g->len, is_write) < g->len) {
+            if (g->map.mrs.mr) {
+                npu_dma_unmap(s, &g->map, 0);
+            }
             goto fail;
         }
-        /* same rule as npu_phys_rw: only plain, writable-if-written RAM */
-        WITH_RCU_READ_LOCK_GUARD() {
-            MemoryRegion *mr = address_space_translate(as, g->pa, &xlat, &l,
-                                                       is_write,
-                                                       MEMTXATTRS_UNSPECIFIED);
-            ok = memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)
-                 && !(is_write && (mr->readonly || mr->rom_device));
-        }
-        if (!ok || l < g->len) {
-            goto fail;
-        }
-        g->map = dma_memory_map(as, g->pa, &ml,
-                                is_write ? DMA_DIRECTION_FROM_DEVICE
-                                         : DMA_DIRECTION_TO_DEVICE,
-                                MEMTXATTRS_UNSPECIFIED);
-        if (!g->map) {
-            goto fail;
-        }
-        if (ml < g->len) {
-            dma_memory_unmap(as, g->map, ml,
-                             is_write ? DMA_DIRECTION_FROM_DEVICE
-                                      : DMA_DIRECTION_TO_DEVICE, 0);
-            g->map = NULL;
-            goto fail;
-        }
-        g->ptr = g->map;
+        g->mapped = true;
+        g->ptr = g->map.ptr;
     }
     *nseg_out = nseg;
     return true;
@@ -399,7 +375,7 @@ static bool npu_vm_copy_fast_access(NpuJob *job, uint64_t src,
     }
     if (src_buf) {
         sseg[0].ptr = (uint8_t *)src_buf;
-        sseg[0].map = NULL;
+        sseg[0].mapped = false;
         sseg[0].len = len;
         ns = 1;
     } else if (!npu_vm_map(job, src, len, false, sseg, &ns)) {

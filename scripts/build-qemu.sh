@@ -1,6 +1,7 @@
 #!/bin/bash
 # Build qemu-system-x86_64 from Debian's QEMU source package plus our device
-# (qemu-device/*.c, *.h and include/npu_hw.h, added as hw/misc/npu/).
+# (qemu-device/*.c, *.h and include/npu_hw.h, added as hw/misc/npu/; its
+# trace-events appended to hw/misc/trace-events).
 #
 # Cache layout (outside the clone, reused across clones):
 #   $CACHE/qemu/src-<ver>/      unpacked `apt-get source qemu`
@@ -63,6 +64,23 @@ printf "softmmu_ss.add(when: 'CONFIG_PCI', if_true: files(%s))\n" "$srcs" \
 	>"$dev/meson.build.new"
 cmp -s "$dev/meson.build.new" "$dev/meson.build" || mv "$dev/meson.build.new" "$dev/meson.build"
 rm -f "$dev/meson.build.new"
+# Our trace events join hw/misc's group (trace/trace-hw_misc.h) as a block
+# between markers in hw/misc/trace-events, replaced when it changes: other
+# clones building other versions of the device share this tree.
+te="$src/hw/misc/trace-events"
+te_begin="# npu device (scripts/build-qemu.sh)"
+te_end="# end of npu device"
+{
+	awk -v b="$te_begin" -v e="$te_end" \
+		'$0 == b { skip = 1 } !skip { print } $0 == e { skip = 0 }' "$te"
+	if [ -f "$top/qemu-device/trace-events" ]; then
+		echo "$te_begin"
+		grep -v '^#' "$top/qemu-device/trace-events" | grep .
+		echo "$te_end"
+	fi
+} >"$te.new"
+cmp -s "$te.new" "$te" || mv "$te.new" "$te"
+rm -f "$te.new"
 grep -q "^subdir('npu')" "$src/hw/misc/meson.build" ||
 	echo "subdir('npu')" >>"$src/hw/misc/meson.build"
 

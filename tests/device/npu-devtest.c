@@ -1905,6 +1905,224 @@ static void test_hotplug(void)
 	stop("hotplug instance");
 }
 
+/* ------------------------------------------------- bus mastering */
+
+/*
+ * Re-arm every ring after a reset: bus mastering on, rings enabled, in the
+ * test context, fences from 0.
+ */
+static void rings_rearm(void)
+{
+	cfg_writel(0x04, 0x6);
+	for (unsigned r = 0; r < nrings; r++) {
+		tail[r] = 0;
+		seqno[r] = 0;
+		ring_init(r);
+		ring_ctx(r);
+	}
+}
+
+/*
+ * The guest clears bus mastering while every ring is copying, then resets
+ * the rings or the device in the same batch (QEMU holds its global lock
+ * from the first command to the last). An engine whose DMA was under way at
+ * the instant bus mastering went off must neither dispatch an access that
+ * takes that lock nor keep the reset waiting: QEMU answers every batch.
+ * The window is a DMA's own duration, so the trigger is repeated (bounded
+ * in count and time); half the rings copy page by page (source and
+ * destination overlap), half by the mapped fast path.
+ */
+static void test_busmaster_reset(void)
+{
+	const uint64_t size = 2u << 20;
+	struct buf b[NPU_MAX_RINGS];
+	unsigned iters = 0, answered = 0;
+	uint64_t t0;
+	bool good = true;
+
+	start("timing=off", 0);
+	for (unsigned r = 0; r < nrings; r++)
+		b[r] = alloc_buf(2 * size, 0, 1);
+	t0 = host_ns();
+	while (iters < 400 && host_ns() - t0 < 20000000000ull && !q->dead) {
+		char cmds[2048];
+		int n, lines = 2;
+		struct pk p;
+
+		for (unsigned r = 0; r < nrings; r++) {
+			p.n = 0;
+			pk_copy(&p, b[r].va, b[r].va + (r % 2 ? size : 4096),
+				size);
+			ring_submit(r, &p);
+		}
+		usleep(100 + rnd() % 400);
+		n = snprintf(cmds, sizeof(cmds),
+			     "outl 0xcf8 0x%x\noutl 0xcfc 0x2\n", cfg_addr(4));
+		if (iters % 2) {
+			n += snprintf(cmds + n, sizeof(cmds) - n,
+				      "writel 0x%llx 0x%x\n",
+				      (unsigned long long)BAR0 + NPU_REG_RESET,
+				      NPU_RESET_MAGIC);
+			lines++;
+		} else {
+			for (unsigned r = 0; r < nrings; r++, lines++)
+				n += snprintf(cmds + n, sizeof(cmds) - n,
+					      "writel 0x%llx 0x%x\n",
+					      (unsigned long long)BAR0 +
+					      NPU_RING_BASE(r) + NPU_RING_CONTROL,
+					      NPU_RING_CTL_RESET);
+		}
+		iters++;
+		if (qt_batch(q, cmds, 10000) != lines)
+			break;
+		answered++;
+		rings_rearm();
+	}
+	ok(!q->dead && answered == iters && iters >= 20,
+	   "bus mastering cleared under busy rings, then ring or device reset: "
+	   "QEMU answers all %u of %u batches", answered, iters);
+	if (q->dead) {
+		stop("bus-master instance");
+		return;
+	}
+
+	/* with bus mastering off a ring's fetch and DMA fail: BAD_DMA */
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	rings_rearm();
+	cfg_writel(0x04, 0x2);
+	{
+		struct pk p = { .n = 0 };
+
+		pk_fence(&p, 1, fence_pa(0), 1);
+		ring_submit(0, &p);
+	}
+	good = expect_error(0, NPU_ERR_BAD_DMA, RING_PA(0) + tail[0] - 16,
+			    ~0u) && qt_readl(q, fence_pa(0)) == 0;
+	ok(good, "bus mastering off: the ring's fetch fails with BAD_DMA");
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	rings_rearm();
+	good = true;
+	for (unsigned r = 0; r < nrings; r++) {
+		struct pk p = { .n = 0 };
+		uint32_t v = 0x5a5a0000 + r, got = 0;
+
+		buf_write(&b[r], 0, &v, 4);
+		pk_copy(&p, b[r].va, b[r].va + size, 4);
+		good &= ring_run(r, &p, 5000);
+		buf_read(&b[r], size, &got, 4);
+		good &= got == v;
+	}
+	ok(good, "every ring works again once bus mastering is back");
+	stop("bus-master instance");
+}
+
+/* ---------------------------------------------------- VM run state */
+
+static bool qmp_ok(const char *json)
+{
+	const char *r = qmp_cmd(q, json);
+
+	return r && strstr(r, "\"return\"");
+}
+
+/*
+ * The VM stopped (QMP stop) with work queued and running: nothing
+ * completes, no fence is written, no interrupt is sent and the device clock
+ * stands still until cont; then the work finishes, the pause not counted
+ * in its busy time.
+ */
+static void test_vm_stop(void)
+{
+	struct buf h, d;
+	struct pk p = { .n = 0 };
+	uint64_t c1, c2, busy;
+	bool good;
+
+	start(NULL, 1);
+	h = alloc_buf(64 << 10, 0, 1);
+	d = alloc_buf(64 << 10, 1, 1);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000000ull);
+	pk_copy(&p, h.va, d.va, 64 << 10);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+	ring_submit(0, &p);
+	usleep(50000);
+	good = qmp_ok("{\"execute\":\"stop\"}");
+	c1 = dev_clock();
+	usleep(600000);
+	c2 = dev_clock();
+	good &= qt_readl(q, fence_pa(0)) != seqno[0] &&
+		rrd(0, NPU_RING_FENCE) != seqno[0] && msi_word(0) == 0 &&
+		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ok(good && c2 - c1 < 1000000,
+	   "VM stopped: a 300 ms kernel and the copy and fence after it do not "
+	   "complete in 600 ms, no MSI-X, device clock stands (%llu ns)",
+	   (unsigned long long)(c2 - c1));
+	good = qmp_ok("{\"execute\":\"cont\"}");
+	good &= (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+		rrd(0, NPU_RING_FENCE) == seqno[0] &&
+		qt_readl(q, fence_pa(0)) == seqno[0] && wait_msi(0, 2000);
+	busy = rrd64(0, NPU_RING_BUSY_LO);
+	ok(good && busy >= 300000000ull && busy < 550000000ull,
+	   "after cont the work completes with its interrupt; busy %llu ms "
+	   "excludes the pause", (unsigned long long)(busy / 1000000));
+	stop("run-state instance");
+}
+
+/* ---------------------------------------------------- trace events */
+
+/*
+ * QEMU's -trace reaches the device's events: a fence to a physical address
+ * outside RAM halts the ring; npu_dma_fault and npu_ring_halt report it in
+ * the -D log.
+ */
+static void test_trace_events(void)
+{
+	char log[64], dev[64], text[8192] = "", want[128];
+	const char *extra[] = { "-device", dev, "-trace", "npu_ring_halt",
+				"-trace", "npu_dma_fault", "-D", log, NULL };
+	struct pk p = { .n = 0 };
+	bool good;
+	FILE *f;
+	size_t n;
+
+	snprintf(log, sizeof(log), "/tmp/npu-devtest-trace-%d.log", (int)getpid());
+	snprintf(dev, sizeof(dev), "npu,addr=%d", SLOT);
+	unlink(log);
+	q = qt_start(qemu_bin, extra, 0);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -trace npu_ring_halt -trace npu_dma_fault");
+		if (q)
+			qt_quit(q);
+		q = NULL;
+		return;
+	}
+	pci_setup();
+	msix_setup();
+	pt_reset();
+	pt_sync();
+	memset(tail, 0, sizeof(tail));
+	memset(seqno, 0, sizeof(seqno));
+	ring_init(0);
+	ring_ctx(0);
+	pk_fence(&p, 1, 0x50000000ull, 0);
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_BAD_DMA, 0x50000000ull, NPU_OP_FENCE);
+	stop("trace instance");
+	f = fopen(log, "r");
+	n = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+	text[n] = 0;
+	if (f)
+		fclose(f);
+	unlink(log);
+	snprintf(want, sizeof(want), "npu_ring_halt ring 0 error %u ctx %u addr 0x50000000",
+		 NPU_ERR_BAD_DMA, CTX_ID);
+	good &= strstr(text, want) != NULL &&
+		strstr(text, "npu_dma_fault pa 0x50000000 len 4 write 1") != NULL;
+	if (!good)
+		diag("trace log: %.400s", text);
+	ok(good, "-trace npu_ring_halt and npu_dma_fault: the halt and the DMA fault are in the -D log");
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -1926,6 +2144,9 @@ static void run_all(void)
 	test_resets();
 	test_fuzz();
 	stop("main instance");
+	test_busmaster_reset();
+	test_vm_stop();
+	test_trace_events();
 	test_timing();
 	test_max_config();
 	test_properties();

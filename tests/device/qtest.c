@@ -210,6 +210,42 @@ const char *qt_cmd(struct qt *q, const char *fmt, ...)
 	}
 }
 
+int qt_batch(struct qt *q, const char *text, int timeout_ms)
+{
+	size_t n = strlen(text);
+	int lines = 0, good = 0;
+	long long end = now_ms() + timeout_ms;
+
+	if (q->dead)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		lines += text[i] == '\n';
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(q->in, text + off, n - off);
+
+		if (w <= 0) {
+			q->dead = 1;
+			return 0;
+		}
+		off += w;
+	}
+	while (lines) {
+		long long left = end - now_ms();
+		char *line = left > 0 ? read_line(q->out, &q->buf, &q->len,
+						  &q->cap, (int)left) : NULL;
+
+		if (!line) {
+			q->dead = 1;
+			return good;
+		}
+		if (!strncmp(line, "IRQ", 3))
+			continue;
+		good += !strncmp(line, "OK", 2);
+		lines--;
+	}
+	return good;
+}
+
 void qt_outl(struct qt *q, uint16_t port, uint32_t v)
 {
 	qt_cmd(q, "outl 0x%x 0x%x", port, v);

@@ -31,6 +31,14 @@ int qt_alive(struct qt *q);
 const char *qt_cmd(struct qt *q, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * Send several commands (one per line of text, each ending in a newline) in
+ * one write, so QEMU runs them back to back without releasing its global
+ * lock in between; wait up to timeout_ms for all replies. Returns the
+ * number of OK replies; QEMU is marked dead if it does not answer.
+ */
+int qt_batch(struct qt *q, const char *text, int timeout_ms);
+
 void qt_outl(struct qt *q, uint16_t port, uint32_t v);
 void qt_outw(struct qt *q, uint16_t port, uint16_t v);
 uint32_t qt_inl(struct qt *q, uint16_t port);
