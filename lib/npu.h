@@ -411,8 +411,12 @@ npu_status_t npu_event_create(npu_event_t *event, unsigned int flags);
 npu_status_t npu_event_destroy(npu_event_t event);
 
 /* Capture the work queued so far on stream (NULL = legacy) in the event
- * (cudaEventRecord). Re-recording replaces the capture: later queries,
- * waits and timings see only the latest record (as CUDA). */
+ * (cudaEventRecord). An event is its most recent record only (as CUDA):
+ * re-recording replaces the capture, and later queries, synchronizes,
+ * stream waits, exports and timings see that record alone, never waiting
+ * for earlier records of the event (on this or other streams, complete or
+ * not) and never seeing their timestamps, however many records are
+ * pending. */
 npu_status_t npu_event_record(npu_event_t event, npu_stream_t stream);
 
 /* NPU_SUCCESS if the captured work completed (also for a never-recorded
@@ -838,9 +842,9 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t exec,
  *    synchronous copy or memset, npu_device_synchronize while a capture is
  *    active, a pageable copy: NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the
  *    capture is invalidated;
- *  - work on the legacy stream while a blocking stream captures (mode
- *    GLOBAL or THREAD_LOCAL): NPU_ERROR_STREAM_CAPTURE_IMPLICIT, the
- *    capture is invalidated;
+ *  - asynchronous work on the legacy stream while a blocking stream
+ *    captures, in every mode (it would wait for the capturing stream):
+ *    NPU_ERROR_STREAM_CAPTURE_IMPLICIT, the capture is invalidated;
  *  - later calls on an invalidated capture: NPU_ERROR_STREAM_CAPTURE_
  *    INVALIDATED; npu_stream_end_capture then returns it too, with *graph
  *    NULL, and ends the capture;
@@ -848,7 +852,7 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t exec,
  *    capture: NPU_ERROR_STREAM_CAPTURE_UNMATCHED; from another thread in
  *    THREAD_LOCAL mode: NPU_ERROR_STREAM_CAPTURE_WRONG_THREAD.
  * Modes as CUDA's cudaStreamCaptureMode: GLOBAL forbids the unsafe calls
- * above (device synchronize, synchronous copies, legacy-stream work) in
+ * above (device synchronize, synchronous copies and launches) in
  * every thread while the capture lasts, THREAD_LOCAL only in the thread
  * that began it, RELAXED nowhere. */
 typedef enum npu_stream_capture_mode {

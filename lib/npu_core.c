@@ -50,6 +50,13 @@ npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st)
 	return st;
 }
 
+const char *npu_strerror(int e)
+{
+	static _Thread_local char buf[128];
+
+	return strerror_r(e, buf, sizeof(buf));	/* the GNU form */
+}
+
 void npu_set_last_error(npu_status_t st)
 {
 	tls_last_error = st;
@@ -343,7 +350,7 @@ static npu_status_t device_open(struct device *d)
 	d->fd = open(d->node, O_RDWR | O_CLOEXEC);
 	if (d->fd < 0)
 		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "open %s: %s", d->node,
-				strerror(errno));
+				npu_strerror(errno));
 	memset(pr, 0, sizeof(*pr));
 	for (i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
 		uint64_t v = 0;
@@ -354,7 +361,7 @@ static npu_status_t device_open(struct device *d)
 			d->fd = -1;
 			return npu_fail(NPU_ERROR_NOT_INITIALIZED,
 					"%s: GET_PARAM %u: %s", d->node,
-					params[i].param, strerror(-r));
+					params[i].param, npu_strerror(-r));
 		}
 		if (params[i].size == 8)
 			memcpy((char *)pr + params[i].off, &v, 8);
@@ -468,7 +475,7 @@ npu_status_t npu_device_get_clock(uint64_t *ticks)
 		return st;
 	r = npu_get_param(d, DRM_NPU_PARAM_CLOCK, ticks);
 	if (r)
-		return npu_fail(NPU_ERROR_OS, "GET_PARAM CLOCK: %s", strerror(-r));
+		return npu_fail(NPU_ERROR_OS, "GET_PARAM CLOCK: %s", npu_strerror(-r));
 	return NPU_SUCCESS;
 }
 
@@ -906,7 +913,7 @@ static void batch_failed(struct device *dev, struct djob *j)
 		dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
 		snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
 			 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a job: %s",
-			 strerror(errno));
+			 npu_strerror(errno));
 	}
 }
 
@@ -921,12 +928,20 @@ static void *flusher_main(void *arg)
 		max = 64;
 	b = calloc(max, sizeof(*b));
 	pthread_mutex_lock(&dev->lock);
+	if (!b) {
+		/* no batch array: submit directly from now on, and what is
+		 * queued already, rather than leave it queued for ever */
+		dev->batch = false;
+		npu_flush_deferred(dev);
+		pthread_mutex_unlock(&dev->lock);
+		return NULL;
+	}
 	for (;;) {
 		struct drm_npu_submit sub;
 		unsigned n, i;
 		int r;
 
-		n = b ? collect_batch(dev, b, max) : 0;
+		n = collect_batch(dev, b, max);
 		if (!n && !idle_once) {
 			/* let a caller that is still queueing add more before
 			 * we sleep and it has to wake us */
@@ -1081,7 +1096,7 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 		if (r)
 			return npu_fail(r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
 					NPU_ERROR_OS, "command buffer: %s",
-					strerror(-r));
+					npu_strerror(-r));
 	}
 	jc->off = off;
 	jc->cmd = s->cmd_map + off;
@@ -1178,9 +1193,10 @@ static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
 }
 
 /* A job takes at most 64 in-fences (driver limit). Before a legacy-stream
- * job that would wait on more than LEGACY_FANIN blocking streams, empty
- * barrier jobs on the legacy stream absorb them LEGACY_FANIN at a time; the
- * job itself then waits on the last barrier through stream order. */
+ * job that would wait on more than LEGACY_FANIN (for a graph launch, keep)
+ * blocking streams, empty barrier jobs on the legacy stream absorb them
+ * LEGACY_FANIN at a time; the job itself then waits on the last barrier
+ * through stream order. */
 #define LEGACY_FANIN 48
 
 static bool legacy_candidate(const struct npu_stream *b)
@@ -1189,8 +1205,8 @@ static bool legacy_candidate(const struct npu_stream *b)
 	       b->tl->next > b->waited_by_legacy && b->tl->next > b->tl->completed;
 }
 
-static npu_status_t legacy_fanin(struct device *dev, struct npu_stream *s,
-				 int queue)
+npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
+			      int queue, unsigned keep)
 {
 	struct npu_stream *b, *chunk[LEGACY_FANIN];
 	uint64_t pts[LEGACY_FANIN];
@@ -1199,7 +1215,7 @@ static npu_status_t legacy_fanin(struct device *dev, struct npu_stream *s,
 
 	for (b = dev->streams; b; b = b->next)
 		n += legacy_candidate(b);
-	while (n > LEGACY_FANIN) {
+	while (n > keep) {
 		struct jobctx jc;
 
 		memset(&jc, 0, sizeof(jc));
@@ -1273,7 +1289,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		jc->cap = INLINE_DEPS;
 	}
 	if (s->legacy && !jc->no_implicit) {
-		st = legacy_fanin(dev, s, queue);
+		st = npu_legacy_fanin(dev, s, queue, LEGACY_FANIN);
 		if (st) {
 			jc_release(jc);
 			return st;
@@ -1311,7 +1327,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 			return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 					r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
 					NPU_ERROR_OS,
-					"DRM_IOCTL_NPU_SUBMIT: %s", strerror(-r));
+					"DRM_IOCTL_NPU_SUBMIT: %s", npu_strerror(-r));
 		}
 	} else {
 		struct djob *j = djob_alloc(dev);

@@ -36,6 +36,8 @@ npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st);
 void npu_set_last_error(npu_status_t st);	/* status only, no message */
+/* strerror for a library used from many threads (strerror_r) */
+const char *npu_strerror(int e);
 
 int npu_reg_add(const void *p, int type);
 bool npu_reg_check(const void *p, int type);
@@ -69,6 +71,10 @@ npu_status_t npu_job_order_after(struct jobctx *jc, struct tl *t,
 npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 			    struct tl *ev, uint64_t ev_point, uint64_t *point);
 void npu_job_abort(struct jobctx *jc);
+/* Barrier jobs on the legacy stream s until at most keep blocking streams
+ * are left for s's next job to wait on. Caller holds dev->lock. */
+npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
+			      int queue, unsigned keep);
 
 static inline void *npu_job_put(struct jobctx *jc, uint32_t bytes)
 {

@@ -4,8 +4,8 @@
  * instantiation and launch as one DRM_IOCTL_NPU_SUBMIT.
  * Documentation/lib/graphs.rst describes the design.
  *
- * Launch model. Graph jobs run on a per-device pool of queues, one per
- * ring, each with its own timeline syncobj; every job signals the next
+ * Launch model. Graph jobs run on the executable graph's own queues, one
+ * per ring, each with its own timeline syncobj; every job signals the next
  * point of its queue's timeline (points follow submission order, which is
  * queue order). A job waits for a predecessor on another queue through that
  * predecessor's (timeline, point) - a job of the same array - and for one
@@ -41,6 +41,9 @@ enum { REG_GRAPH = 10, REG_EXEC = 11 };
 #define EXEC_SLOTS	4		/* launches in flight per exec */
 #define MAX_CROSS_DEPS	60
 #define JOB_BOS		1024		/* BO handles per job (npu.ko's limit) */
+/* job descriptors of one submission round: a job per node at most, the
+ * join, and in a packed launch the gates (60 external fences each) */
+#define JOBS_CAP(n)	(3 * (n) + 8)
 #define JOB_OUTS	4		/* out-syncs reserved per job: queue
 					 * point, event, stream point, done */
 
@@ -94,6 +97,46 @@ struct xnode {
 					 * slot (untraced) */
 };
 
+/* An executable graph's own queues, one per ring, each with its timeline:
+ * a launch's jobs wait behind the previous launch of the same graph only,
+ * never behind another graph's job that waits for something else. */
+struct gpool {
+	uint32_t queue[2][NPU_MAX_RINGS_LIB];
+	struct tl *tl[2][NPU_MAX_RINGS_LIB];	/* NULL: no queue on the ring */
+	unsigned nq[2];				/* rings of each kind */
+};
+
+/* The queues of every packed launch of a device (see submit_ready): one
+ * FIFO per ring that all of them share, so their chunks reach every ring
+ * in the same order and their semaphore waits cannot wait on each other in
+ * a circle. Created on first use, under dev->lock. */
+static struct {
+	struct device *dev;
+	struct gpool pool;
+} packed[NPU_MAX_DEVICES];
+
+static void pool_rings(struct device *dev, struct gpool *p);
+static int pool_init(struct device *dev, struct gpool *p,
+		     bool (*use)[NPU_MAX_RINGS_LIB]);
+
+static struct gpool *packed_pool(struct device *dev)
+{
+	int i;
+
+	for (i = 0; i < NPU_MAX_DEVICES; i++)
+		if (packed[i].dev == dev)
+			return &packed[i].pool;
+	for (i = 0; i < NPU_MAX_DEVICES && packed[i].dev; i++)
+		;
+	if (i == NPU_MAX_DEVICES)
+		return NULL;
+	pool_rings(dev, &packed[i].pool);
+	if (pool_init(dev, &packed[i].pool, NULL))
+		return NULL;
+	packed[i].dev = dev;
+	return &packed[i].pool;
+}
+
 struct avail_pt {			/* a point to wait for availability */
 	struct tl *t;
 	uint64_t p;
@@ -115,6 +158,7 @@ struct npu_graph_exec {
 	 * (a synchronize caches that) so is launch n, without a query */
 	struct tl *last_tl;		/* a reference */
 	uint64_t last_pt;
+	struct gpool pool;		/* its queues */
 	uint32_t cmd_handle;
 	uint8_t *cmd_map;
 	uint64_t cmd_va;
@@ -149,52 +193,80 @@ struct npu_graph_exec {
 	struct launch *s_L;
 };
 
-/* per-device queue pool, created on first instantiation */
-static struct gpool {
-	struct device *dev;
-	uint32_t queue[2][NPU_MAX_RINGS_LIB];
-	struct tl *tl[2][NPU_MAX_RINGS_LIB];
-	unsigned nq[2];
-} pools[NPU_MAX_DEVICES];
-
 /* Caller holds dev->lock. */
-static struct gpool *pool_get(struct device *dev)
+static void pool_fini(struct device *dev, struct gpool *p)
 {
-	int i, q;
-	unsigned r;
+	unsigned q, r;
 
-	for (i = 0; i < NPU_MAX_DEVICES; i++)
-		if (pools[i].dev == dev)
-			return &pools[i];
-	for (i = 0; i < NPU_MAX_DEVICES && pools[i].dev; i++)
-		;
-	if (i == NPU_MAX_DEVICES)
-		return NULL;
+	for (q = 0; q < 2; q++)
+		for (r = 0; r < p->nq[q]; r++) {
+			struct drm_npu_queue_destroy d = {
+				.queue_id = p->queue[q][r],
+			};
+
+			if (!p->tl[q][r])
+				continue;
+			drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+			npu_tl_put(dev, p->tl[q][r]);
+			p->tl[q][r] = NULL;
+		}
+}
+
+/* The rings of each kind, no queues yet. */
+static void pool_rings(struct device *dev, struct gpool *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->nq[Q_COMPUTE] = dev->prop.compute_rings;
+	p->nq[Q_COPY] = dev->prop.copy_rings;
+	if (p->nq[Q_COMPUTE] > NPU_MAX_RINGS_LIB)
+		p->nq[Q_COMPUTE] = NPU_MAX_RINGS_LIB;
+	if (p->nq[Q_COPY] > NPU_MAX_RINGS_LIB)
+		p->nq[Q_COPY] = NPU_MAX_RINGS_LIB;
+}
+
+/* A queue and its timeline on each ring of use (NULL: every ring); the
+ * driver takes 256 queues a file, so a graph makes only those it needs.
+ * Caller holds dev->lock. Returns 0 or -1 (errno set; nothing left). */
+static int pool_init(struct device *dev, struct gpool *p,
+		     bool (*use)[NPU_MAX_RINGS_LIB])
+{
+	unsigned q, r;
+
 	for (q = 0; q < 2; q++) {
-		unsigned nr = q == Q_COMPUTE ? dev->prop.compute_rings :
-			dev->prop.copy_rings;
-
-		if (nr > NPU_MAX_RINGS_LIB)
-			nr = NPU_MAX_RINGS_LIB;
-		for (r = 0; r < nr; r++) {
+		for (r = 0; r < p->nq[q]; r++) {
 			struct drm_npu_queue_create c;
 
+			if (use && !use[q][r])
+				continue;
 			memset(&c, 0, sizeof(c));
 			c.kind = q == Q_COMPUTE ? DRM_NPU_RING_KIND_COMPUTE :
 				DRM_NPU_RING_KIND_COPY;
 			c.priority = DRM_NPU_PRIORITY_NORMAL;
 			c.ring = r;
 			if (drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c))
-				return NULL;	/* (queues made so far leak) */
-			pools[i].queue[q][r] = c.queue_id;
-			pools[i].tl[q][r] = npu_tl_new(dev);
-			if (!pools[i].tl[q][r])
-				return NULL;
-			pools[i].nq[q] = r + 1;
+				goto fail;
+			p->queue[q][r] = c.queue_id;
+			p->tl[q][r] = npu_tl_new(dev);
+			if (!p->tl[q][r]) {
+				struct drm_npu_queue_destroy d = {
+					.queue_id = c.queue_id,
+				};
+
+				drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+				errno = ENOMEM;
+				goto fail;
+			}
 		}
 	}
-	pools[i].dev = dev;
-	return &pools[i];
+	return 0;
+fail:
+	{
+		int e = errno;
+
+		pool_fini(dev, p);
+		errno = e;
+	}
+	return -1;
 }
 
 /* ------------------------------------------------------------------------
@@ -268,6 +340,7 @@ npu_status_t npu_graph_destroy(npu_graph_t g)
 	return NPU_SUCCESS;
 }
 
+/* 1: added (last in n->preds), 0: already there, -1: out of memory */
 static int add_pred(struct npu_graph_node *n, struct npu_graph_node *p)
 {
 	unsigned i;
@@ -285,7 +358,7 @@ static int add_pred(struct npu_graph_node *n, struct npu_graph_node *p)
 		n->cap = nc;
 	}
 	n->preds[n->npreds++] = p;
-	return 0;
+	return 1;
 }
 
 /* New node with its dependencies; NULL (and the error set) on failure. */
@@ -331,7 +404,7 @@ static struct npu_graph_node *node_new(npu_graph_t g, npu_graph_node_type_t t,
 	n->g = g;
 	n->type = t;
 	for (i = 0; i < ndeps; i++)
-		if (add_pred(n, deps[i])) {
+		if (add_pred(n, deps[i]) < 0) {
 			free(n->preds);
 			free(n);
 			*st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph node");
@@ -622,7 +695,9 @@ npu_status_t npu_graph_add_dependencies(npu_graph_t g, const npu_graph_node_t *f
 					const npu_graph_node_t *to, size_t n)
 {
 	npu_status_t st = check_graph(g);
+	bool *added;
 	size_t i;
+	int r;
 
 	if (st)
 		return st;
@@ -632,14 +707,28 @@ npu_status_t npu_graph_add_dependencies(npu_graph_t g, const npu_graph_node_t *f
 		if (!node_ok(g, from[i]) || !node_ok(g, to[i]))
 			return npu_fail(NPU_ERROR_INVALID_VALUE,
 					"edge %zu: not nodes of the graph", i);
-	for (i = 0; i < n; i++) {
-		if (reaches(g, to[i], from[i]))
-			return npu_fail(NPU_ERROR_INVALID_VALUE,
-					"edge %zu would make a cycle", i);
-		if (add_pred(to[i], from[i]))
-			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "edge");
+	added = calloc(n + 1, sizeof(*added));
+	if (!added)
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "edges");
+	for (i = 0; i < n && !st; i++) {
+		if (reaches(g, to[i], from[i])) {
+			st = npu_fail(NPU_ERROR_INVALID_VALUE,
+				      "edge %zu would make a cycle", i);
+			break;
+		}
+		r = add_pred(to[i], from[i]);
+		if (r < 0)
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "edge");
+		added[i] = r > 0;
 	}
-	return NPU_SUCCESS;
+	/* all or nothing: take back the edges added, newest first (each is
+	 * the last of its node's list then) */
+	if (st)
+		while (i-- > 0)
+			if (added[i])
+				to[i]->npreds--;
+	free(added);
+	return st;
 }
 
 npu_status_t npu_graph_get_nodes(npu_graph_t g, npu_graph_node_t *nodes,
@@ -772,13 +861,14 @@ static void exec_free(struct npu_graph_exec *x)
 				 (uint64_t)x->slot_size * EXEC_SLOTS);
 	if (x->sem_map)
 		npu_host_bo_free(x->dev, x->sem_handle, x->sem_map, x->sem_size);
+	pthread_mutex_lock(&x->dev->lock);
+	pool_fini(x->dev, &x->pool);
 	if (x->done) {
-		pthread_mutex_lock(&x->dev->lock);
 		npu_tl_put(x->dev, x->done);
 		if (x->last_tl)
 			npu_tl_put(x->dev, x->last_tl);
-		pthread_mutex_unlock(&x->dev->lock);
 	}
+	pthread_mutex_unlock(&x->dev->lock);
 	pthread_mutex_destroy(&x->lock);
 	x->magic = 0;
 	free(x);
@@ -846,12 +936,8 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	for (i = 0; i < g->n; i++)
 		pos[order[i]] = i;
 	pthread_mutex_lock(&dev->lock);
-	pool = pool_get(dev);
-	if (!pool) {
-		pthread_mutex_unlock(&dev->lock);
-		st = npu_fail(NPU_ERROR_OS, "graph queues: %s", strerror(errno));
-		goto fail;
-	}
+	pool = &x->pool;
+	pool_rings(dev, pool);
 	for (i = 0; i < g->n && !st; i++) {
 		struct npu_graph_node *n = g->nodes[order[i]];
 		struct xnode *xn = &x->x[i];
@@ -931,9 +1017,26 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		x->slot_size += xn->size;
 	}
 	if (!st) {
+		bool use[2][NPU_MAX_RINGS_LIB];
+
+		memset(use, 0, sizeof(use));
+		for (i = 0; i < x->n; i++)
+			if (x->x[i].type != NPU_GRAPH_NODE_HOST)
+				use[x->x[i].q][x->x[i].ring] = true;
+		if (pool_init(dev, pool, use))
+			st = npu_fail(NPU_ERROR_OS, "graph queues: %s",
+				      npu_strerror(errno));
+		/* a graph that may be packed needs the shared queues */
+		else if (x->n + 1 > (dev->prop.max_jobs_per_submit ?
+				      dev->prop.max_jobs_per_submit : 64) &&
+			 !packed_pool(dev))
+			st = npu_fail(NPU_ERROR_OS, "graph queues: %s",
+				      npu_strerror(errno));
+	}
+	if (!st) {
 		/* launch scratch (see struct npu_graph_exec) */
 		x->gen = 1;
-		x->s_jobs = calloc(x->n + 2, sizeof(*x->s_jobs));
+		x->s_jobs = calloc(JOBS_CAP(x->n), sizeof(*x->s_jobs));
 		x->s_sy = calloc(sync_cap(x, MAX_ENTRY), sizeof(*x->s_sy));
 		x->s_bos = calloc(2 * x->n + 2, sizeof(*x->s_bos));
 		x->s_now = calloc(x->n + 1, sizeof(*x->s_now));
@@ -987,7 +1090,7 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	if (!st) {
 		x->done = npu_tl_new(dev);
 		if (!x->done)
-			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", strerror(errno));
+			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", npu_strerror(errno));
 	}
 	pthread_mutex_unlock(&dev->lock);
 	if (!st && npu_reg_add(x, REG_EXEC))
@@ -1102,6 +1205,19 @@ struct launch {
 	uint64_t *pt;			/* per node: point signalled, 0 = not yet */
 	struct tl **ptl;		/* per node: timeline of that point */
 	uint64_t *evpt;			/* event nodes: event point */
+	/* event nodes: the timeline of that point (a reference: the event
+	 * may be destroyed while the launch is queued) and, for a timed
+	 * record, the VA its timestamp goes to */
+	struct tl **evtl;
+	uint64_t *evts;
+	/* the kernel nodes' parameters as of this launch, for a launch that
+	 * outlives npu_graph_launch (host nodes): later
+	 * npu_graph_exec_kernel_node_set_params calls do not reach it */
+	npu_kernel_node_params *kp;
+	/* the next free byte of the command slot: each submission round of a
+	 * launch (host nodes make several) writes after the earlier rounds,
+	 * whose jobs may not have started yet */
+	uint32_t at;
 	/* user-kernel nodes: this launch's printf buffer and profile slot,
 	 * and the packet fields that name them */
 	struct ukernel_slots *uks;
@@ -1116,6 +1232,9 @@ static void launch_scratch_free(struct launch *L)
 	free(L->pt);
 	free(L->ptl);
 	free(L->evpt);
+	free(L->evtl);
+	free(L->evts);
+	free(L->kp);
 	free(L->uks);
 	free(L->extra);
 	free(L);
@@ -1130,9 +1249,12 @@ static struct launch *launch_scratch_new(unsigned n)
 	L->pt = calloc(n + 1, sizeof(*L->pt));
 	L->ptl = calloc(n + 1, sizeof(*L->ptl));
 	L->evpt = calloc(n + 1, sizeof(*L->evpt));
+	L->evtl = calloc(n + 1, sizeof(*L->evtl));
+	L->evts = calloc(n + 1, sizeof(*L->evts));
 	L->uks = calloc(n + 1, sizeof(*L->uks));
 	L->extra = calloc(n + 1, sizeof(*L->extra));
-	if (!L->pt || !L->ptl || !L->evpt || !L->uks || !L->extra) {
+	if (!L->pt || !L->ptl || !L->evpt || !L->evtl || !L->evts || !L->uks ||
+	    !L->extra) {
 		launch_scratch_free(L);
 		return NULL;
 	}
@@ -1147,13 +1269,23 @@ static struct launch *launch_get(struct npu_graph_exec *x)
 	struct launch *L = x->s_L;
 
 	if (!L) {
+		unsigned i;
+
 		L = launch_scratch_new(x->n);
 		if (!L)
 			return NULL;
 		L->owned = true;
+		L->kp = malloc((x->n + 1) * sizeof(*L->kp));
+		if (!L->kp) {
+			launch_scratch_free(L);
+			return NULL;
+		}
+		for (i = 0; i < x->n; i++)
+			if (x->x[i].type == NPU_GRAPH_NODE_KERNEL)
+				L->kp[i] = x->x[i].kp;
 	} else {
-		uint64_t *pt = L->pt, *evpt = L->evpt;
-		struct tl **ptl = L->ptl;
+		uint64_t *pt = L->pt, *evpt = L->evpt, *evts = L->evts;
+		struct tl **ptl = L->ptl, **evtl = L->evtl;
 		struct ukernel_slots *uks = L->uks;
 		struct npu_pkt_launch_code *extra = L->extra;
 
@@ -1161,9 +1293,13 @@ static struct launch *launch_get(struct npu_graph_exec *x)
 		memset(pt, 0, (x->n + 1) * sizeof(*pt));
 		memset(ptl, 0, (x->n + 1) * sizeof(*ptl));
 		memset(evpt, 0, (x->n + 1) * sizeof(*evpt));
+		memset(evtl, 0, (x->n + 1) * sizeof(*evtl));
+		memset(evts, 0, (x->n + 1) * sizeof(*evts));
 		L->pt = pt;
 		L->ptl = ptl;
 		L->evpt = evpt;
+		L->evtl = evtl;
+		L->evts = evts;
 		L->uks = uks;
 		L->extra = extra;
 	}
@@ -1178,10 +1314,23 @@ static void launch_release(struct launch *L)
 		launch_scratch_free(L);
 }
 
+/* The event timelines a launch holds. Caller holds dev->lock. */
+static void launch_put_events(struct launch *L)
+{
+	unsigned i;
+
+	for (i = 0; i < L->x->n; i++)
+		if (L->evtl[i]) {
+			npu_tl_put(L->dev, L->evtl[i]);
+			L->evtl[i] = NULL;
+		}
+}
+
 static void launch_free(struct launch *L)
 {
 	unsigned i;
 
+	launch_put_events(L);
 	for (i = 0; i < L->nentry; i++)
 		npu_tl_put(L->dev, L->entry[i].tl);
 	if (L->host_tl)
@@ -1190,41 +1339,32 @@ static void launch_free(struct launch *L)
 	launch_release(L);
 }
 
-static uint64_t ev_ts_va(struct device *dev, int idx, uint64_t gen)
-{
-	unsigned c = (unsigned)idx / TS_EVENTS_PER_CHUNK;
-	unsigned e = (unsigned)idx % TS_EVENTS_PER_CHUNK;
-
-	return dev->ts_chunk[c].va + 8 * (e * TS_SLOTS_PER_EVENT +
-					  gen % TS_SLOTS_PER_EVENT);
-}
-
 /* Write node i's packets at cmd (VA va); returns bytes. */
 static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va)
 {
 	struct xnode *xn = &L->x->x[i];
+	const npu_kernel_node_params *kp = L->kp ? &L->kp[i] : &xn->kp;
 	uint32_t len = 0;
 
 	switch (xn->type) {
 	case NPU_GRAPH_NODE_KERNEL: {
 		struct npu_pkt_launch p;
 
-		if (xn->kp.function) {
-			len = npu_ukernel_packet(cmd, xn->kp.function,
-						 xn->kp.grid, xn->kp.block,
-						 xn->kp.scratch_bytes,
-						 xn->kp.args, &L->extra[i]);
+		if (kp->function) {
+			len = npu_ukernel_packet(cmd, kp->function, kp->grid,
+						 kp->block, kp->scratch_bytes,
+						 kp->args, &L->extra[i]);
 			break;
 		}
-		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * xn->kp.nargs);
-		p.kernel = (uint32_t)xn->kp.kernel;
-		p.grid[0] = xn->kp.grid.x;
-		p.grid[1] = xn->kp.grid.y;
-		p.grid[2] = xn->kp.grid.z;
-		p.nargs = xn->kp.nargs;
+		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * kp->nargs);
+		p.kernel = (uint32_t)kp->kernel;
+		p.grid[0] = kp->grid.x;
+		p.grid[1] = kp->grid.y;
+		p.grid[2] = kp->grid.z;
+		p.nargs = kp->nargs;
 		memcpy(cmd, &p, sizeof(p));
-		memcpy(cmd + sizeof(p), xn->kp.args, 8 * xn->kp.nargs);
-		len = sizeof(p) + 8 * xn->kp.nargs;
+		memcpy(cmd + sizeof(p), kp->args, 8 * kp->nargs);
+		len = sizeof(p) + 8 * kp->nargs;
 		break;
 	}
 	case NPU_GRAPH_NODE_MEMCPY: {
@@ -1281,10 +1421,10 @@ static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va
 		break;
 	}
 	case NPU_GRAPH_NODE_EVENT_RECORD:
-		if (xn->ev->ts_index >= 0) {
+		if (L->evts[i]) {
 			struct npu_pkt_timestamp t = {
 				.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4),
-				.dst = ev_ts_va(L->dev, xn->ev->ts_index, L->evpt[i]),
+				.dst = L->evts[i],
 			};
 
 			memcpy(cmd, &t, sizeof(t));
@@ -1423,7 +1563,8 @@ static npu_status_t submit_ready(struct launch *L)
 	struct drm_npu_job *jobs;
 	struct drm_npu_sync *sy;
 	unsigned i, k, q, nj = 0, ns = 0, cap_s, maxj, sent = 0, nready = 0;
-	unsigned nmerged = 0, nb = 0;
+	unsigned nmerged = 0, nb = 0, ngates = 0;
+	struct gpool *pp, *used = L->pool;
 	int *job_of;
 	uint32_t *bos;			/* the jobs' BO handles */
 	bool *now;			/* node submitted by this call */
@@ -1440,7 +1581,7 @@ static npu_status_t submit_ready(struct launch *L)
 	bos = x->s_bos;
 	job_of = x->s_job_of;
 	cap_s = sync_cap(x, L->nentry);
-	memset(jobs, 0, (x->n + 2) * sizeof(*jobs));
+	memset(jobs, 0, (x->n + 2) * sizeof(*jobs));	/* (packed: all) */
 	memset(now, 0, (x->n + 1) * sizeof(*now));
 	memset(sy, 0, cap_s * sizeof(*sy));
 	/* the ready set, in topological order */
@@ -1496,7 +1637,7 @@ static npu_status_t submit_ready(struct launch *L)
 		/* build the jobs chosen above, then lay their packets out
 		 * contiguously */
 		uint64_t *jpt = x->s_jpt;
-		uint32_t at = x->chunk_off;
+		uint32_t at = L->at;
 		unsigned jj;
 		/* An untraced launch of a graph without host nodes (every
 		 * node is submitted by this one call) always lays its packets
@@ -1508,7 +1649,7 @@ static npu_status_t submit_ready(struct launch *L)
 
 		for (i = 0; i < x->n && valid; i++)
 			if (x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD &&
-			    x->x[i].plen != (x->x[i].ev->ts_index >= 0 ?
+			    x->x[i].plen != (L->evts[i] ?
 					     sizeof(struct npu_pkt_timestamp) : 0u)) {
 				x->gen++;	/* every slot's layout is off */
 				valid = false;
@@ -1533,13 +1674,14 @@ static npu_status_t submit_ready(struct launch *L)
 						sy[ns++].point = L->entry[k].point;
 					}
 				for (k = 0; k < xn->npreds; k++) {
-					if (same_queue(&x->x[xn->preds[k]], xn))
+					if (L->ptl[xn->preds[k]] ==
+					    L->pool->tl[xn->q][xn->ring])
 						continue;	/* queue order */
 					sy[ns].handle = L->ptl[xn->preds[k]]->handle;
 					sy[ns++].point = L->pt[xn->preds[k]];
 				}
 				if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
-					sy[ns].handle = xn->ev->tl->handle;
+					sy[ns].handle = L->evtl[i]->handle;
 					sy[ns++].point = L->evpt[i];
 				}
 				j->in_syncs = (uintptr_t)&sy[in0];
@@ -1555,7 +1697,7 @@ static npu_status_t submit_ready(struct launch *L)
 			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
 				struct drm_npu_sync *o2 = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
 
-				o2[1].handle = xn->ev->tl->handle;
+				o2[1].handle = L->evtl[i]->handle;
 				o2[1].point = L->evpt[i];
 				j->out_sync_count = 2;
 			}
@@ -1590,20 +1732,25 @@ static npu_status_t submit_ready(struct launch *L)
 			jobs[jj].bo_count = nb - b0;
 			at = (base + len + 7) & ~7u;
 		}
+		L->at = at;
 		/* the slot now holds this layout, or something else */
 		x->slot_gen[L->slot] = pre ? x->gen : 0;
 	} else {
+		memset(jobs, 0, JOBS_CAP(x->n) * sizeof(*jobs));
 		x->slot_gen[L->slot] = 0;
-		/* gate: every external dependency of the launch */
-		struct drm_npu_job *gate = &jobs[nj++];
-		struct tl *gtl = L->pool->tl[Q_COMPUTE][0];
-		uint64_t gpt;
+		pp = packed_pool(dev);	/* made by npu_graph_instantiate */
+		used = pp;
+		/* gates: every external dependency of the launch, at most
+		 * MAX_CROSS_DEPS in-fences a gate job, the gates one after the
+		 * other on one queue (queue order): the last one completes
+		 * after all of them */
+		struct tl *gtl = pp->tl[Q_COMPUTE][0];
+		uint64_t gpt = 0;
 		unsigned per_q[2][NPU_MAX_RINGS_LIB], budget = maxj - 2, rr;
-		uint32_t at = x->chunk_off;
+		unsigned f0 = ns, nf, g;
+		uint32_t at = L->at;
 		uint32_t n32 = (uint32_t)L->n;
 
-		gate->queue_id = L->pool->queue[Q_COMPUTE][0];
-		gate->in_syncs = (uintptr_t)&sy[ns];
 		for (k = 0; k < L->nentry; k++) {
 			sy[ns].handle = L->entry[k].tl->handle;
 			sy[ns++].point = L->entry[k].point;
@@ -1613,9 +1760,8 @@ static npu_status_t submit_ready(struct launch *L)
 
 			if (!now[i])
 				continue;
-			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i] &&
-			    ns - (unsigned)((struct drm_npu_sync *)(uintptr_t)gate->in_syncs - sy) < 60) {
-				sy[ns].handle = xn->ev->tl->handle;
+			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+				sy[ns].handle = L->evtl[i]->handle;
 				sy[ns++].point = L->evpt[i];
 			}
 			/* host predecessors (earlier phases) and predecessors
@@ -1623,20 +1769,29 @@ static npu_status_t submit_ready(struct launch *L)
 			for (k = 0; k < xn->npreds; k++) {
 				unsigned p = xn->preds[k];
 
-				if (now[p] || same_queue(&x->x[p], xn))
+				if (now[p] || L->ptl[p] == pp->tl[xn->q][xn->ring])
 					continue;
-				if (ns - (unsigned)((struct drm_npu_sync *)(uintptr_t)gate->in_syncs - sy) < 60) {
-					sy[ns].handle = L->ptl[p]->handle;
-					sy[ns++].point = L->pt[p];
-				}
+				sy[ns].handle = L->ptl[p]->handle;
+				sy[ns++].point = L->pt[p];
 			}
 		}
-		gate->in_sync_count = (uint32_t)(&sy[ns] - (struct drm_npu_sync *)(uintptr_t)gate->in_syncs);
-		gpt = ++gtl->next;
-		gate->out_syncs = (uintptr_t)&sy[ns];
-		sy[ns].handle = gtl->handle;
-		sy[ns++].point = gpt;
-		gate->out_sync_count = 1;
+		nf = ns - f0;
+		for (g = 0; g == 0 || g * MAX_CROSS_DEPS < nf; g++) {
+			struct drm_npu_job *gate = &jobs[nj++];
+			unsigned c = nf - g * MAX_CROSS_DEPS;
+
+			if (nf < g * MAX_CROSS_DEPS)
+				c = 0;
+			gate->queue_id = pp->queue[Q_COMPUTE][0];
+			gate->in_syncs = (uintptr_t)&sy[f0 + g * MAX_CROSS_DEPS];
+			gate->in_sync_count = c < MAX_CROSS_DEPS ? c : MAX_CROSS_DEPS;
+			gpt = ++gtl->next;
+			gate->out_syncs = (uintptr_t)&sy[ns];
+			sy[ns].handle = gtl->handle;
+			sy[ns++].point = gpt;
+			gate->out_sync_count = 1;
+		}
+		ngates = nj;
 		/* chunks per queue, in proportion to its nodes */
 		memset(per_q, 0, sizeof(per_q));
 		for (i = 0; i < x->n; i++)
@@ -1663,14 +1818,14 @@ static npu_status_t submit_ready(struct launch *L)
 						continue;
 					if (!j) {
 						j = &jobs[nj++];
-						j->queue_id = L->pool->queue[q][rr];
+						j->queue_id = pp->queue[q][rr];
 						j->in_syncs = (uintptr_t)&sy[ns];
 						sy[ns].handle = gtl->handle;
 						sy[ns++].point = gpt;
 						j->in_sync_count = 1;
 						j->out_syncs = (uintptr_t)&sy[ns];
-						sy[ns].handle = L->pool->tl[q][rr]->handle;
-						sy[ns++].point = ++L->pool->tl[q][rr]->next;
+						sy[ns].handle = pp->tl[q][rr]->handle;
+						sy[ns++].point = ++pp->tl[q][rr]->next;
 						j->out_sync_count = 1;
 						j->bo_handles = (uintptr_t)&bos[nb];
 						base = at;
@@ -1700,14 +1855,14 @@ static npu_status_t submit_ready(struct launch *L)
 					put_sem(c + k, NPU_OP_SEM_SIGNAL, n32,
 						x->sem_va + 4ull * i);
 					len += 16;
-					L->ptl[i] = L->pool->tl[q][rr];
+					L->ptl[i] = pp->tl[q][rr];
 					if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
 					    j->out_sync_count < 2) {
 						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
 
 						/* (one event record per chunk
 						 * signals its timeline) */
-						o[1].handle = xn->ev->tl->handle;
+						o[1].handle = L->evtl[i]->handle;
 						o[1].point = L->evpt[i];
 						ns++;
 						j->out_sync_count = 2;
@@ -1724,7 +1879,7 @@ static npu_status_t submit_ready(struct launch *L)
 						/* every node of the chunk is done
 						 * at the chunk's point */
 						for (m = 0; m <= i; m++)
-							if (now[m] && L->ptl[m] == L->pool->tl[q][rr] &&
+							if (now[m] && L->ptl[m] == pp->tl[q][rr] &&
 							    !L->pt[m])
 								L->pt[m] = o[0].point;
 						at = (base + len + 7) & ~7u;
@@ -1732,6 +1887,7 @@ static npu_status_t submit_ready(struct launch *L)
 					}
 				}
 			}
+		L->at = at;
 	}
 	for (i = 0; i < x->n; i++)
 		if (x->x[i].sink && !L->pt[i])
@@ -1812,7 +1968,9 @@ static npu_status_t submit_ready(struct launch *L)
 	 * smallest packing (never with the default 64) */
 	r = 0;
 	while (sent < nj && !r) {
-		unsigned c = nj - sent < maxj ? nj - sent : maxj;
+		/* the gates but the last go first (the rest fits one call) */
+		unsigned end = sent + 1 < ngates ? ngates - 1 : nj;
+		unsigned c = end - sent < maxj ? end - sent : maxj;
 
 		memset(&sub, 0, sizeof(sub));
 		sub.jobs = (uintptr_t)&jobs[sent];
@@ -1838,14 +1996,15 @@ static npu_status_t submit_ready(struct launch *L)
 	}
 	/* the points now exist in the kernel */
 	for (q = 0; q < 2 && nj; q++)
-		for (k = 0; k < L->pool->nq[q]; k++)
-			L->pool->tl[q][k]->submitted = L->pool->tl[q][k]->next;
+		for (k = 0; k < used->nq[q]; k++)
+			if (used->tl[q][k])
+				used->tl[q][k]->submitted = used->tl[q][k]->next;
 	for (i = 0; i < x->n; i++) {
 		struct xnode *xn = &x->x[i];
 
 		if (now[i] && xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
-		    L->evpt[i] > xn->ev->tl->submitted)
-			xn->ev->tl->submitted = L->evpt[i];
+		    L->evpt[i] > L->evtl[i]->submitted)
+			L->evtl[i]->submitted = L->evpt[i];
 	}
 	if (join_now) {
 		if (L->P > L->s->tl->submitted)
@@ -1860,10 +2019,10 @@ static npu_status_t submit_ready(struct launch *L)
 			dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
 			snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
 				 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a graph launch: %s",
-				 strerror(-r));
+				 npu_strerror(-r));
 		}
 		return npu_fail(NPU_ERROR_LAUNCH_FAILURE,
-				"DRM_IOCTL_NPU_SUBMIT (graph): %s", strerror(-r));
+				"DRM_IOCTL_NPU_SUBMIT (graph): %s", npu_strerror(-r));
 	}
 	return NPU_SUCCESS;
 }
@@ -1939,6 +2098,37 @@ static void add_entry(struct launch *L, struct tl *t, uint64_t point)
 
 /* Wait until (t, point) has a fence in the kernel (not for its
  * completion). Caller holds dev->lock; it is dropped while waiting. */
+/* A launch that could not be queued in full: signal from the host every
+ * point it reserved and did not submit (its event records, and unless the
+ * join went in, the stream's point and the exec's done point), so that no
+ * later wait blocks forever; the error is the device's sticky one. Caller
+ * holds dev->lock. */
+static void launch_abandon(struct launch *L, bool reserved)
+{
+	struct device *dev = L->dev;
+	unsigned i;
+
+	for (i = 0; i < L->x->n; i++) {
+		struct tl *t = L->evtl[i];
+		uint64_t pt = L->evpt[i];
+
+		if (L->x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD && t &&
+		    pt > t->submitted) {
+			drmSyncobjTimelineSignal(dev->fd, &t->handle, &pt, 1);
+			t->submitted = pt;
+		}
+	}
+	if (!reserved || L->joined)
+		return;
+	drmSyncobjTimelineSignal(dev->fd, &L->s->tl->handle, &L->P, 1);
+	if (L->P > L->s->tl->submitted)
+		L->s->tl->submitted = L->P;
+	drmSyncobjTimelineSignal(dev->fd, &L->x->done->handle, &L->n, 1);
+	if (L->n > L->x->done->submitted)
+		L->x->done->submitted = L->n;
+	L->joined = true;
+}
+
 static void wait_available(struct device *dev, struct tl *t, uint64_t point)
 {
 	uint32_t h = t->handle;
@@ -1994,12 +2184,12 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	L->x = x;
 	L->dev = dev;
 	L->s = s;
-	L->pool = pool_get(dev);
+	L->pool = &x->pool;
 	L->n = x->launches + 1;
 	if (x->has_host) {
 		L->host_tl = npu_tl_new(dev);
 		if (!L->host_tl) {
-			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", strerror(errno));
+			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", npu_strerror(errno));
 			goto fail;
 		}
 	}
@@ -2010,16 +2200,23 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	/* a command slot of EXEC_SLOTS: wait for the launch that used it */
 	if (L->n > EXEC_SLOTS &&
 	    npu_tl_wait_locked(dev, x->done, L->n - EXEC_SLOTS)) {
-		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 		goto fail;
 	}
 	L->slot = (unsigned)(L->n % EXEC_SLOTS);
 	L->cmd = x->cmd_map + L->slot * x->slot_size;
 	L->cmd_va = x->cmd_va + L->slot * x->slot_size;
+	L->at = x->chunk_off;
 	/* entry dependencies: stream order, legacy rules, previous launch */
 	npu_tl_done(dev, s->tl, s->tl->next);
 	add_entry(L, s->tl, s->tl->next);
 	if (s->legacy) {
+		/* room for the stream's own point and the previous launch */
+		st = npu_legacy_fanin(dev, s, Q_COMPUTE, MAX_ENTRY - 2);
+		if (st)
+			goto fail;
+		npu_tl_done(dev, s->tl, s->tl->next);
+		add_entry(L, s->tl, s->tl->next);
 		for (b = dev->streams; b; b = b->next)
 			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
 			    b->tl->next > b->waited_by_legacy) {
@@ -2065,6 +2262,8 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 			}
 			if (e->tl->next && !npu_tl_done(dev, e->tl, e->tl->next)) {
 				L->evpt[i] = e->tl->next;
+				L->evtl[i] = e->tl;
+				e->tl->refs++;
 				avail[navail].t = e->tl;
 				avail[navail++].p = e->tl->next;
 			}
@@ -2076,11 +2275,18 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 					      "an event of the graph was destroyed");
 				goto fail;
 			}
+			st = npu_event_begin_record(dev, e);
+			if (st)
+				goto fail;
 			if (e->tl->next) {
 				avail[navail].t = e->tl;
 				avail[navail++].p = e->tl->next;
 			}
 			L->evpt[i] = ++e->tl->next;
+			L->evtl[i] = e->tl;
+			e->tl->refs++;
+			if (e->ts_index >= 0)
+				L->evts[i] = npu_event_ts_va(dev, e->ts_index);
 		}
 	}
 	/* reserve the stream point: later work of the stream follows it */
@@ -2099,6 +2305,8 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		npu_tl_put(dev, avail[i].t);
 	}
 	st = submit_ready(L);
+	if (st)
+		launch_abandon(L, true);
 	launch_slots_end(L, !st);
 	atomic_fetch_add(&st_launches, 1);
 	if (x->has_host && !st) {
@@ -2124,8 +2332,11 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	pthread_mutex_unlock(&x->lock);
 	return st;
 fail:
-	if (L->x)
+	if (L->x) {
 		launch_slots_end(L, false);
+		launch_abandon(L, false);
+		launch_put_events(L);
+	}
 	if (L->host_tl)
 		npu_tl_put(dev, L->host_tl);
 	for (i = 0; i < L->nentry; i++)
@@ -2261,6 +2472,24 @@ static bool invalidate_global(struct device *dev)
 	return any;
 }
 
+/* Work on the legacy stream would wait for every blocking stream: while a
+ * blocking stream captures, that is an implicit dependency on the capture,
+ * refused in every capture mode (as CUDA). Invalidates those captures;
+ * returns whether there was one. Caller holds cap_lock. */
+static bool invalidate_blocking(struct device *dev)
+{
+	struct capstream *cs;
+	bool any = false;
+
+	for (cs = capstreams; cs; cs = cs->next)
+		if (cs->c->dev == dev && !cs->s->legacy &&
+		    !(cs->s->flags & NPU_STREAM_NON_BLOCKING)) {
+			invalidate(cs->c);
+			any = true;
+		}
+	return any;
+}
+
 /* Common part of the enqueue hooks. Returns: 1 and *cs for a capturing
  * stream (cap_lock held on return), 0 (not handled, lock released), or -1
  * (handled with *st, lock released). */
@@ -2287,12 +2516,16 @@ static int cap_enter(npu_stream_t h, struct capstream **csp, npu_status_t *st,
 		*csp = cs;
 		return 1;
 	}
-	if (s->legacy && invalidate_global(dev)) {
+	if (s->legacy && sync && invalidate_global(dev)) {
 		pthread_mutex_unlock(&cap_lock);
-		*st = sync ? npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-				      "synchronous operation while a stream captures; the capture is invalidated") :
-			npu_fail(NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
-				 "legacy stream used while a stream captures; the capture is invalidated");
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "synchronous operation while a stream captures; the capture is invalidated");
+		return -1;
+	}
+	if (s->legacy && invalidate_blocking(dev)) {
+		pthread_mutex_unlock(&cap_lock);
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
+			       "legacy stream used while a blocking stream captures; the capture is invalidated");
 		return -1;
 	}
 	pthread_mutex_unlock(&cap_lock);
@@ -2306,7 +2539,7 @@ static npu_status_t cap_node(struct capstream *cs, struct npu_graph_node *n)
 	unsigned i;
 
 	for (i = 0; i < cs->nfront; i++)
-		if (add_pred(n, cs->front[i]))
+		if (add_pred(n, cs->front[i]) < 0)
 			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");
 	if (front_set(cs, &n, 1))
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "capture");

@@ -6,7 +6,7 @@
  * stream, event, timeline, allocation table and the deferred-job list of
  * the device. It is held while a job is built and submitted (one ioctl) and
  * never while waiting for the device. Handle validation uses a separate
- * registry lock (npu.c).
+ * registry lock (npu_core.c).
  *
  * Ordering model: every stream and every event owns a *timeline* (a DRM
  * timeline syncobj). Each job a stream submits signals the next point of
@@ -40,9 +40,8 @@
 #define INLINE_COPY_MAX		4096		/* pageable H2D inline */
 #define STAGING_SIZE		(4u << 20)
 #define STAGING_MAX		8
-#define TS_SLOTS_PER_EVENT	4
 #define TS_CHUNK_BYTES		(64u * 1024)
-#define TS_EVENTS_PER_CHUNK	(TS_CHUNK_BYTES / (8 * TS_SLOTS_PER_EVENT))
+#define TS_EVENTS_PER_CHUNK	(TS_CHUNK_BYTES / 8)	/* one slot each */
 #define TS_MAX_CHUNKS		256
 #define INLINE_DEPS		8
 
@@ -129,8 +128,12 @@ struct npu_event {
 	struct device *dev;
 	unsigned flags;
 	bool imported;
-	struct tl *tl;			/* point n = n-th record */
-	int ts_index;			/* slot group in the timestamp pool */
+	/* The latest record only (CUDA's semantics): a record whose
+	 * predecessor is not known complete gets a fresh timeline and
+	 * timestamp slot (npu_event_begin_record), so that it waits for
+	 * nothing recorded before it. */
+	struct tl *tl;			/* point next = the latest record */
+	int ts_index;			/* slot in the timestamp pool */
 };
 
 struct alloc {
@@ -183,6 +186,7 @@ struct device {
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */
 	/* memory */
 	struct alloc_table dmem, hmem;
+	uint64_t dmem_lo, dmem_hi;	/* device VAs ever handed out */
 	struct staging staging[STAGING_MAX];
 	unsigned nstaging;
 	/* timestamp pool */
@@ -210,6 +214,13 @@ void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
 		      uint64_t size);
 npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
 			    struct npu_stream **s);
+
+/* npu_stream.c: before a new record of e (a stream's or a graph node's),
+ * give e a fresh timeline and timestamp slot if its latest record is not
+ * known complete; the new record is then point e->tl->next + 1. Caller
+ * holds dev->lock. */
+npu_status_t npu_event_begin_record(struct device *dev, struct npu_event *e);
+uint64_t npu_event_ts_va(struct device *dev, int ts_index);
 
 /* npu_mem.c: device (1) / host (0) / either (-1) side of each copy end */
 npu_status_t npu_copy_kind_sides(npu_memcpy_kind_t kind, int *dst_dev,

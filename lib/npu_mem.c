@@ -126,7 +126,7 @@ npu_status_t npu_malloc(void **devptr, size_t size)
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_BO_CREATE, &c))
 		return npu_fail(errno == ENOMEM || errno == ENOSPC || errno == EINVAL ?
 				NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
-				"BO_CREATE(devmem, %zu): %s", size, strerror(errno));
+				"BO_CREATE(devmem, %zu): %s", size, npu_strerror(errno));
 	memset(&a, 0, sizeof(a));
 	a.key = c.va;
 	a.size = size;
@@ -138,6 +138,10 @@ npu_status_t npu_malloc(void **devptr, size_t size)
 		gem_close(dev, c.handle);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
 	}
+	if (!dev->dmem_hi || c.va < dev->dmem_lo)
+		dev->dmem_lo = c.va;
+	if (c.va + c.size > dev->dmem_hi)
+		dev->dmem_hi = c.va + c.size;
 	pthread_mutex_unlock(&dev->lock);
 	*devptr = (void *)(uintptr_t)c.va;
 	return NPU_SUCCESS;
@@ -210,7 +214,7 @@ npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags)
 	if (r)
 		return npu_fail(r == -ENOMEM || r == -EINVAL || r == -ENOSPC ?
 				NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
-				"pinned host BO of %zu bytes: %s", size, strerror(-r));
+				"pinned host BO of %zu bytes: %s", size, npu_strerror(-r));
 	a.map = map;
 	a.key = (uintptr_t)map;
 	a.size = size;
@@ -269,7 +273,7 @@ npu_status_t npu_host_register(void *ptr, size_t size, unsigned int flags)
 		return npu_fail(e == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 				e == EFAULT || e == EINVAL ? NPU_ERROR_INVALID_VALUE :
 				NPU_ERROR_OS, "USERPTR [%p, +%zu): %s", ptr, size,
-				strerror(e));
+				npu_strerror(e));
 	}
 	memset(&a, 0, sizeof(a));
 	a.key = p;
@@ -330,7 +334,7 @@ npu_status_t npu_mem_export_fd(void *ptr, int *fd)
 				"registered memory cannot be exported by this driver");
 	if (drmPrimeHandleToFD(dev->fd, handle, DRM_CLOEXEC | DRM_RDWR, fd))
 		return npu_fail(errno == EOPNOTSUPP ? NPU_ERROR_NOT_SUPPORTED :
-				NPU_ERROR_OS, "drmPrimeHandleToFD: %s", strerror(errno));
+				NPU_ERROR_OS, "drmPrimeHandleToFD: %s", npu_strerror(errno));
 	return NPU_SUCCESS;
 }
 
@@ -353,7 +357,7 @@ npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size)
 	if (drmPrimeFDToHandle(dev->fd, fd, &handle)) {
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "fd %d is not a dma-buf "
-				"this device can import: %s", fd, strerror(errno));
+				"this device can import: %s", fd, npu_strerror(errno));
 	}
 	for (i = 0; i < dev->hmem.n; i++)
 		if (dev->hmem.v[i].handle == handle) {
@@ -371,7 +375,7 @@ npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size)
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(NPU_ERROR_NOT_SUPPORTED,
 				"imported buffer cannot be mapped: %s",
-				strerror(errno));
+				npu_strerror(errno));
 	}
 	map = mmap(NULL, info.size, PROT_READ | PROT_WRITE, MAP_SHARED, dev->fd,
 		   (off_t)info.mmap_offset);
@@ -381,7 +385,7 @@ npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size)
 		gem_close(dev, handle);
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(NPU_ERROR_OS, "mmap of imported buffer: %s",
-				strerror(e));
+				npu_strerror(e));
 	}
 	memset(&a, 0, sizeof(a));
 	a.key = (uintptr_t)map;
@@ -449,6 +453,17 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 		l->va = a->va + (p - a->key);
 		l->handle = a->handle;
 		return NPU_SUCCESS;
+	}
+	/* Not in a live allocation. Inside the device address range that
+	 * npu_malloc has handed out and not mapped on the host, it is freed
+	 * device memory: an error, not a host copy that would fault. */
+	if (p >= dev->dmem_lo && p < dev->dmem_hi) {
+		unsigned char v;
+
+		if (mincore((void *)(uintptr_t)(p & ~4095ull), 1, &v) && errno == ENOMEM)
+			return npu_fail(NPU_ERROR_INVALID_VALUE,
+					"%s %p is neither live device memory nor host "
+					"memory (freed device memory?)", what, ptr);
 	}
 	l->kind = LOC_PAGEABLE;
 	l->va = 0;
@@ -975,7 +990,8 @@ npu_status_t npu_kernel_info(npu_kernel_t kernel, const char **name,
 	const struct kinfo *k = kfind((uint32_t)kernel);
 
 	if (!k)
-		return NPU_ERROR_INVALID_KERNEL;
+		return npu_fail(NPU_ERROR_INVALID_KERNEL, "no built-in kernel %d",
+				(int)kernel);
 	if (name)
 		*name = k->name;
 	if (nargs)

@@ -131,7 +131,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	s->tl = npu_tl_new(dev);
 	if (!s->tl) {
 		stream_free_resources(dev, s);
-		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", strerror(errno));
+		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
 	}
 	for (q = 0; q < 2; q++) {
 		struct drm_npu_queue_create c;
@@ -161,7 +161,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 			stream_free_resources(dev, s);
 			return npu_fail(r == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 					NPU_ERROR_OS, "DRM_IOCTL_NPU_QUEUE_CREATE: %s",
-					strerror(r));
+					npu_strerror(r));
 		}
 		s->queue[q] = c.queue_id;
 		s->ring[q] = c.ring;
@@ -176,7 +176,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		s->cmd_map = NULL;
 		stream_free_resources(dev, s);
 		return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
-				"command buffer BO: %s", strerror(-r));
+				"command buffer BO: %s", npu_strerror(-r));
 	}
 	s->next = dev->streams;
 	dev->streams = s;
@@ -305,13 +305,16 @@ static npu_status_t sticky_of(struct device *dev, struct npu_stream *s)
 /* Wait for a stream's work. Caller holds dev->lock. */
 npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 {
-	npu_status_t st = stream_barrier(dev, s);
+	/* A blocking stream's own work already waited for the legacy work
+	 * before it; legacy work queued after it is not the stream's (CUDA):
+	 * only the legacy stream's synchronize takes the rules in. */
+	npu_status_t st = s->legacy ? stream_barrier(dev, s) : NPU_SUCCESS;
 
 	if (st)
 		return st;
 	/* one wait ioctl, no query first (the point is usually pending) */
 	if (npu_tl_wait_now(dev, s->tl, s->tl->next))
-		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 	npu_check_faults(dev);
 	npu_printf_flush(dev);
 	npu_kprofile_harvest(dev);
@@ -426,6 +429,8 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 	}
 	npu_check_faults(dev);
 	st = s->sticky;
+	if (st)		/* the message under the lock that guards it */
+		npu_fail_sticky(dev, st);
 	for (pp = &dev->streams; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
@@ -433,7 +438,7 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 		}
 	stream_free_resources(dev, s);
 	pthread_mutex_unlock(&dev->lock);
-	return st ? npu_fail_sticky(dev, st) : NPU_SUCCESS;
+	return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -485,7 +490,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	free(h);
 	free(pt);
 	if (r)
-		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 	npu_check_faults(dev);
 	npu_printf_flush(dev);
 	npu_kprofile_harvest(dev);
@@ -605,7 +610,7 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	if (!s->cb_started) {
 		if (pthread_create(&s->cb_thread, NULL, cb_main, s)) {
 			st = npu_fail(NPU_ERROR_OS, "pthread_create: %s",
-				      strerror(errno));
+				      npu_strerror(errno));
 			goto fail;
 		}
 		s->cb_started = true;
@@ -672,20 +677,76 @@ static int ts_alloc(struct device *dev)
 	return dev->ts_free[--dev->ts_nfree];
 }
 
-static uint64_t *ts_ptr(struct device *dev, int idx, uint64_t gen)
+static uint64_t *ts_ptr(struct device *dev, int idx)
 {
 	unsigned c = (unsigned)idx / TS_EVENTS_PER_CHUNK;
 	unsigned e = (unsigned)idx % TS_EVENTS_PER_CHUNK;
 
-	return dev->ts_chunk[c].map + e * TS_SLOTS_PER_EVENT + gen % TS_SLOTS_PER_EVENT;
+	return dev->ts_chunk[c].map + e;
 }
 
-static uint64_t ts_va(struct device *dev, int idx, uint64_t gen)
+uint64_t npu_event_ts_va(struct device *dev, int idx)
 {
 	unsigned c = (unsigned)idx / TS_EVENTS_PER_CHUNK;
 	unsigned e = (unsigned)idx % TS_EVENTS_PER_CHUNK;
 
-	return dev->ts_chunk[c].va + 8 * (e * TS_SLOTS_PER_EVENT + gen % TS_SLOTS_PER_EVENT);
+	return dev->ts_chunk[c].va + 8 * e;
+}
+
+/* Give back a timestamp slot whose last record is (t, point): at once when
+ * that is done, else once it is (a pending record still writes the slot).
+ * Caller holds dev->lock. */
+static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point)
+{
+	if (idx < 0)
+		return;
+	if (npu_tl_done(dev, t, point)) {
+		dev->ts_free[dev->ts_nfree++] = idx;
+		return;
+	}
+	if (dev->ts_nzombies == dev->ts_zombies_cap) {
+		unsigned nc = dev->ts_zombies_cap ? 2 * dev->ts_zombies_cap : 16;
+		struct ts_zombie *nz = realloc(dev->ts_zombies, nc * sizeof(*nz));
+
+		if (nz) {
+			dev->ts_zombies = nz;
+			dev->ts_zombies_cap = nc;
+		}
+	}
+	if (dev->ts_nzombies < dev->ts_zombies_cap) {
+		struct ts_zombie *zz = &dev->ts_zombies[dev->ts_nzombies++];
+
+		zz->index = idx;
+		zz->tl = t;
+		zz->point = point;
+		t->refs++;
+	}
+	/* (without memory for the list the slot is leaked, not reused) */
+}
+
+npu_status_t npu_event_begin_record(struct device *dev, struct npu_event *e)
+{
+	struct tl *t;
+	int idx = -1;
+
+	if (!e->tl->next || e->tl->next <= e->tl->completed)
+		return NPU_SUCCESS;
+	t = npu_tl_new(dev);
+	if (!t)
+		return npu_fail(NPU_ERROR_OS, "syncobj: %s", npu_strerror(errno));
+	if (e->ts_index >= 0) {
+		idx = ts_alloc(dev);
+		if (idx < 0) {
+			npu_tl_put(dev, t);
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
+					"event timestamp slot");
+		}
+		ts_retire(dev, e->ts_index, e->tl, e->tl->next);
+	}
+	npu_tl_put(dev, e->tl);
+	e->tl = t;
+	e->ts_index = idx;
+	return NPU_SUCCESS;
 }
 
 static npu_status_t event_new(struct device *dev, unsigned flags, bool timing,
@@ -718,30 +779,7 @@ static npu_status_t event_new(struct device *dev, unsigned flags, bool timing,
 static void event_free(struct device *dev, struct npu_event *e)
 {
 	pthread_mutex_lock(&dev->lock);
-	if (e->ts_index >= 0 && !npu_tl_done(dev, e->tl, e->tl->next)) {
-		/* a pending record will still write the slot: reuse it later */
-		if (dev->ts_nzombies == dev->ts_zombies_cap) {
-			unsigned nc = dev->ts_zombies_cap ? 2 * dev->ts_zombies_cap : 16;
-			struct ts_zombie *nz = realloc(dev->ts_zombies,
-						       nc * sizeof(*nz));
-
-			if (nz) {
-				dev->ts_zombies = nz;
-				dev->ts_zombies_cap = nc;
-			}
-		}
-		if (dev->ts_nzombies < dev->ts_zombies_cap) {
-			struct ts_zombie *zz = &dev->ts_zombies[dev->ts_nzombies++];
-
-			zz->index = e->ts_index;
-			zz->tl = e->tl;
-			zz->point = e->tl->next;
-			e->tl->refs++;
-		}
-		/* (without memory for the list the slot is leaked, not reused) */
-	} else if (e->ts_index >= 0) {
-		dev->ts_free[dev->ts_nfree++] = e->ts_index;
-	}
+	ts_retire(dev, e->ts_index, e->tl, e->tl->next);
 	npu_tl_put(dev, e->tl);
 	pthread_mutex_unlock(&dev->lock);
 	e->magic = 0;
@@ -818,6 +856,9 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
 	}
+	st = npu_event_begin_record(dev, e);
+	if (st)
+		goto out;
 	st = npu_job_begin(dev, s, e->ts_index >= 0 ?
 			   sizeof(struct npu_pkt_timestamp) : 0, &jc);
 	if (st)
@@ -828,7 +869,7 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 
 		p->header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4);
 		p->reserved = 0;
-		p->dst = ts_va(dev, e->ts_index, gen);
+		p->dst = npu_event_ts_va(dev, e->ts_index);
 	}
 	queue = s->last_queue == Q_NONE ? Q_COMPUTE : s->last_queue;
 	st = npu_job_submit(dev, &jc, queue, e->tl, gen, NULL);
@@ -872,7 +913,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 	dev = e->dev;
 	pthread_mutex_lock(&dev->lock);
 	if (e->tl->next && npu_tl_wait_locked(dev, e->tl, e->tl->next)) {
-		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
+		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 	} else {
 		npu_check_faults(dev);
 		npu_printf_flush(dev);
@@ -947,7 +988,7 @@ npu_status_t npu_event_timestamp(npu_event_t e, uint64_t *ticks)
 	else if (!npu_tl_done(dev, e->tl, e->tl->next))
 		st = NPU_ERROR_NOT_READY;
 	else
-		*ticks = *(volatile uint64_t *)ts_ptr(dev, e->ts_index, e->tl->next);
+		*ticks = *(volatile uint64_t *)ts_ptr(dev, e->ts_index);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
 }
@@ -992,7 +1033,7 @@ npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
 	r = drmSyncobjCreate(dev->fd, e->tl->next ? 0 : DRM_SYNCOBJ_CREATE_SIGNALED,
 			     &tmp);
 	if (r) {
-		st = npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", strerror(errno));
+		st = npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
 		goto out;
 	}
 	if (e->tl->next) {
@@ -1011,7 +1052,7 @@ npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
 		npu_tl_put(dev, t);
 		if (r) {
 			st = npu_fail(NPU_ERROR_OS, "drmSyncobjTransfer: %s",
-				      strerror(errno));
+				      npu_strerror(errno));
 			drmSyncobjDestroy(dev->fd, tmp);
 			goto out;
 		}
@@ -1019,7 +1060,7 @@ npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
 	r = drmSyncobjExportSyncFile(dev->fd, tmp, fd);
 	if (r)
 		st = npu_fail(NPU_ERROR_OS, "drmSyncobjExportSyncFile: %s",
-			      strerror(errno));
+			      npu_strerror(errno));
 	drmSyncobjDestroy(dev->fd, tmp);
 out:
 	pthread_mutex_unlock(&dev->lock);
@@ -1044,15 +1085,15 @@ npu_status_t npu_event_import_fd(npu_event_t *out, int fd)
 	e->imported = true;
 	pthread_mutex_lock(&dev->lock);
 	if (drmSyncobjCreate(dev->fd, 0, &tmp)) {
-		st = npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", strerror(errno));
+		st = npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
 	} else {
 		if (drmSyncobjImportSyncFile(dev->fd, tmp, fd))
 			st = npu_fail(NPU_ERROR_INVALID_VALUE,
 				      "fd %d is not a sync_file: %s", fd,
-				      strerror(errno));
+				      npu_strerror(errno));
 		else if (drmSyncobjTransfer(dev->fd, e->tl->handle, 1, tmp, 0, 0))
 			st = npu_fail(NPU_ERROR_OS, "drmSyncobjTransfer: %s",
-				      strerror(errno));
+				      npu_strerror(errno));
 		drmSyncobjDestroy(dev->fd, tmp);
 	}
 	if (!st)

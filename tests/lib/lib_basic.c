@@ -4,6 +4,8 @@
  * directions, pageable staging, memset), kernels against a CPU reference,
  * and bad input (each must fail cleanly and change nothing).
  */
+#define _GNU_SOURCE	/* pthread_timedjoin_np */
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 
@@ -162,6 +164,25 @@ static void test_kernels(void)
 	   "unknown kernel name");
 	ST(npu_kernel_info(NPU_K_GEMM_F32, &name, &na), NPU_SUCCESS, "kernel info");
 	tap_ok(na == 9 && !strcmp(name, "gemm_f32"), "gemm takes 9 args");
+	npu_get_last_error();
+	ST(npu_kernel_info((npu_kernel_t)0x7777, &name, &na), NPU_ERROR_INVALID_KERNEL,
+	   "kernel info of an unknown kernel");
+	ST(npu_get_last_error(), NPU_ERROR_INVALID_KERNEL, "... sets the last error");
+	{
+		/* a freed device pointer with NPU_MEMCPY_DEFAULT is an error,
+		 * not a host copy */
+		void *gone;
+		float tmp[16] = { 0 };
+
+		MUST(npu_malloc(&gone, 4096));
+		MUST(npu_free(gone));
+		ST(npu_memcpy(tmp, gone, sizeof(tmp), NPU_MEMCPY_DEFAULT),
+		   NPU_ERROR_INVALID_VALUE, "DEFAULT copy from freed device memory: an error");
+		ST(npu_memcpy(gone, tmp, sizeof(tmp), NPU_MEMCPY_DEFAULT),
+		   NPU_ERROR_INVALID_VALUE, "DEFAULT copy to freed device memory: an error");
+		ST(npu_memcpy(tmp, tmp + 8, 8 * sizeof(float), NPU_MEMCPY_DEFAULT),
+		   NPU_SUCCESS, "DEFAULT copy between host buffers still works");
+	}
 	{
 		uint64_t a[4] = { npu_arg_ptr(dx), npu_arg_ptr(dy), (uint64_t)n,
 				  npu_arg_f32(2.5f) };
@@ -376,6 +397,49 @@ static void test_value_ops(void)
 	MUST(npu_host_free(h));
 }
 
+struct sync_arg {
+	npu_stream_t s;
+	npu_status_t st;
+};
+
+static void *sync_thread(void *arg)
+{
+	struct sync_arg *a = arg;
+
+	a->st = npu_stream_synchronize(a->s);
+	return NULL;
+}
+
+/* Synchronizing a blocking stream waits for its own work (which waited for
+ * the legacy work before it), not for legacy work queued after it. */
+static void test_blocking_sync(void)
+{
+	struct sync_arg sa;
+	struct timespec dl;
+	pthread_t th;
+	uint32_t *gate;
+	int joined;
+
+	MUST(npu_stream_create(&sa.s, 0, 0));
+	MUST(npu_host_alloc((void **)&gate, 4, 0));
+	*gate = 0;
+	MUST(spin(sa.s, 1000));
+	MUST(npu_stream_wait_value32(NULL, gate, 1, 0));	/* held legacy work */
+	sa.st = NPU_ERROR_OS;
+	MUST(pthread_create(&th, NULL, sync_thread, &sa) ? NPU_ERROR_OS : NPU_SUCCESS);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 10;
+	joined = pthread_timedjoin_np(th, NULL, &dl) == 0;
+	tap_ok(joined && sa.st == NPU_SUCCESS,
+	       "a blocking stream's synchronize does not wait for legacy work queued after it");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	if (!joined)
+		pthread_join(th, NULL);
+	MUST(npu_device_synchronize());
+	MUST(npu_stream_destroy(sa.s));
+	MUST(npu_host_free(gate));
+}
+
 int main(void)
 {
 	tap_need_device();
@@ -384,5 +448,6 @@ int main(void)
 	test_kernels();
 	test_errors_api();
 	test_value_ops();
+	test_blocking_sync();
 	return tap_done();
 }

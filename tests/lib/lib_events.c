@@ -2,7 +2,8 @@
 /*
  * lib_events: CUDA event semantics. Never-recorded events, re-recording,
  * elapsed time from device timestamps (monotone, matches the spin length),
- * cross-stream waits, destroy while waited on, sync_file export/import
+ * cross-stream waits, destroy while waited on, an event as its latest
+ * record only, sync_file export/import
  * (in this process and in a fresh process started with fork + exec).
  */
 #include <errno.h>
@@ -165,6 +166,76 @@ static void test_cross_stream(void)
 	npu_free(d);
 }
 
+/* An event is its latest record only (CUDA): records made before it are
+ * not waited for, however many there were, and an earlier record that
+ * finishes later does not change the event's timestamp. */
+static void test_latest_record(void)
+{
+	npu_stream_t a, b, c;
+	npu_event_t e;
+	struct start_gate g;
+	uint64_t t1 = 0, t2 = 0;
+	void *d;
+	float h[N];
+	uint64_t f[3];
+	int i, ok = 1, ms;
+
+	MUST(npu_malloc(&d, N * 4));
+	MUST(npu_memset(d, 0, N * 4));
+	MUST(npu_stream_create(&a, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&c, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&e, 0));
+	start_gate_init(&g, 1);
+	start_gate_enter(&g, 0, a);
+	MUST(npu_event_record(e, a));		/* held behind the gate */
+	for (i = 0; i < 5; i++)			/* then recorded on idle b */
+		MUST(npu_event_record(e, b));
+	MUST(npu_stream_synchronize(b));
+	ST(npu_event_query(e), NPU_SUCCESS,
+	   "re-recorded on an idle stream: ready while an earlier record waits");
+	ST(npu_event_timestamp(e, &t1), NPU_SUCCESS, "its timestamp is there");
+	/* a stream waiting on it runs now */
+	MUST(npu_stream_wait_event(c, e, 0));
+	f[0] = npu_arg_ptr(d);
+	f[1] = N;
+	f[2] = npu_arg_f32(9.0f);
+	MUST(npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), f, 3, c, 0));
+	for (ms = 0; ms < 10000 && npu_stream_query(c) == NPU_ERROR_NOT_READY; ms++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	ST(npu_stream_query(c), NPU_SUCCESS,
+	   "a stream waiting on the latest record runs while the earlier one waits");
+	if (npu_event_query(e) == NPU_SUCCESS)
+		ST(npu_event_synchronize(e), NPU_SUCCESS,
+		   "synchronize on the latest record returns");
+	tap_ok(start_gate_open(&g), "the held stream reached its gate");
+	MUST(npu_stream_synchronize(a));
+	MUST(npu_stream_synchronize(c));
+	MUST(npu_memcpy(h, d, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0; i < N; i++)
+		ok &= h[i] == 9.0f;
+	tap_ok(ok, "the waiting stream's work ran");
+	ST(npu_event_timestamp(e, &t2), NPU_SUCCESS, "timestamp after the old record ran");
+	tap_ok(t1 && t2 == t1,
+	       "an older record finishing late leaves the latest timestamp (%llu, %llu)",
+	       (unsigned long long)t1, (unsigned long long)t2);
+	/* many re-records while pending: each one is its own */
+	start_gate_enter(&g, 0, a);
+	for (i = 0; i < 20; i++)
+		MUST(npu_event_record(e, a));
+	MUST(npu_event_record(e, b));
+	MUST(npu_stream_synchronize(b));
+	ST(npu_event_query(e), NPU_SUCCESS, "after 20 pending records, a record on idle b is ready");
+	tap_ok(start_gate_open(&g), "the held stream reached its gate again");
+	MUST(npu_stream_synchronize(a));
+	MUST(npu_event_destroy(e));
+	MUST(npu_stream_destroy(a));
+	MUST(npu_stream_destroy(b));
+	MUST(npu_stream_destroy(c));
+	start_gate_fini(&g);
+	npu_free(d);
+}
+
 static void test_fd(const char *self)
 {
 	npu_stream_t s, s2;
@@ -228,6 +299,7 @@ int main(int argc, char **argv)
 	test_never_recorded();
 	test_timing();
 	test_cross_stream();
+	test_latest_record();
 	test_fd("/proc/self/exe");
 	return tap_done();
 }

@@ -8,6 +8,7 @@
  * precedence over libc's for libdrm) and through npu_graph_get_stats().
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -19,6 +20,7 @@
 #include "tap.h"
 
 static atomic_ulong n_submit, n_jobs;
+static atomic_int fail_submits;		/* refuse the next n SUBMITs */
 
 int ioctl(int fd, unsigned long req, ...)
 {
@@ -28,6 +30,11 @@ int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (req == DRM_IOCTL_NPU_SUBMIT && atomic_load(&fail_submits) > 0) {
+		atomic_fetch_sub(&fail_submits, 1);
+		errno = EINVAL;
+		return -1;
+	}
 	if (req == DRM_IOCTL_NPU_SUBMIT) {
 		atomic_fetch_add(&n_submit, 1);
 		atomic_fetch_add(&n_jobs, ((struct drm_npu_submit *)arg)->job_count);
@@ -578,12 +585,32 @@ static void test_capture(void)
 	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
 	   "... which invalidates its capture");
 
+	/* legacy-stream work while a blocking stream captures is refused in
+	 * every mode (it would wait for the capture); with a non-blocking
+	 * capturing stream it runs, in every mode */
 	MUST(npu_stream_begin_capture(s1, NPU_STREAM_CAPTURE_MODE_RELAXED));
 	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, s1, 0));
-	ST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a2, 4, NULL, 0), NPU_SUCCESS,
-	   "relaxed capture: the legacy stream may run work");
-	ST(npu_stream_end_capture(s1, &g), NPU_SUCCESS, "relaxed capture ends with a graph");
-	npu_graph_destroy(g);
+	ST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a2, 4, NULL, 0),
+	   NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
+	   "relaxed capture of a blocking stream: legacy-stream work is IMPLICIT");
+	ST(npu_stream_end_capture(s1, &g), NPU_ERROR_STREAM_CAPTURE_INVALIDATED,
+	   "... which invalidates the capture");
+	{
+		npu_stream_t nb;
+		npu_stream_capture_mode_t m;
+
+		MUST(npu_stream_create(&nb, NPU_STREAM_NON_BLOCKING, 0));
+		for (m = NPU_STREAM_CAPTURE_MODE_GLOBAL; m <= NPU_STREAM_CAPTURE_MODE_RELAXED; m++) {
+			MUST(npu_stream_begin_capture(nb, m));
+			MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a1, 4, nb, 0));
+			ST(npu_launch(NPU_K_SCALE_F32, npu_grid(2, 1, 1), a2, 4, NULL, 0), NPU_SUCCESS,
+			   "capture mode %d of a non-blocking stream: the legacy stream may run work",
+			   (int)m);
+			ST(npu_stream_end_capture(nb, &g), NPU_SUCCESS, "... and the capture ends with a graph");
+			npu_graph_destroy(g);
+		}
+		MUST(npu_stream_destroy(nb));
+	}
 
 	/* streams keep working after all this */
 	MUST(npu_device_synchronize());
@@ -1117,6 +1144,530 @@ static void test_merged_fault(void)
 	npu_stream_destroy(s);
 }
 
+/* ---- regression tests of issue 15 ---- */
+
+static npu_kernel_node_params kfill(void *y, uint64_t n, float v)
+{
+	npu_kernel_node_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.kernel = NPU_K_FILL_F32;
+	p.grid = npu_grid(1, 1, 1);
+	p.nargs = 3;
+	p.args[0] = npu_arg_ptr(y);
+	p.args[1] = n;
+	p.args[2] = npu_arg_f32(v);
+	return p;
+}
+
+/* d[0..n) == v, read back through pinned memory */
+static int dev_all(void *d, unsigned n, float v)
+{
+	unsigned i;
+
+	MUST(npu_memcpy(hout, d, n * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	for (i = 0; i < n; i++)
+		if (hout[i] != v)
+			return 0;
+	return 1;
+}
+
+/* A host node that opens a gate word (the device waits on it). */
+static void open_gate(void *u)
+{
+	__atomic_store_n((uint32_t *)u, 1, __ATOMIC_RELEASE);
+}
+
+static void nop_host(void *u)
+{
+	(void)u;
+}
+
+/* A host node that holds until the test releases it (at most 20 s). */
+static atomic_int held_release, held_entered;
+
+static void held_host(void *u)
+{
+	int i;
+
+	(void)u;
+	atomic_store(&held_entered, 1);
+	for (i = 0; i < 20000 && !atomic_load(&held_release); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+}
+
+static void held_reset(void)
+{
+	atomic_store(&held_release, 0);
+	atomic_store(&held_entered, 0);
+}
+
+/* Every submission round of one launch (a host node makes a new one) must
+ * write its packets where no queued job's packets are. Root a (after an
+ * event wait) is queued in the first round, behind an event recorded
+ * after a closed gate; the host node h after the independent copy b makes
+ * a second round with the copy k; the host node after k opens the gate,
+ * so a's packets are read only after the second round wrote its own. */
+static void test_host_rounds(void)
+{
+	npu_device_prop prop;
+	npu_stream_t s, sg;
+	npu_event_t e;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t ew, a, b, h, k, h2;
+	npu_kernel_node_params p;
+	uint32_t *gate;
+	void *d1, *d2, *d3, *d4;
+	int launch;
+
+	MUST(npu_device_get_properties(&prop, 0));
+	if (!prop.copy_rings) {
+		tap_skip("host rounds: the device has no copy rings");
+		return;
+	}
+	MUST(npu_host_alloc((void **)&gate, 4, 0));
+	MUST(npu_malloc(&d1, N * 4));
+	MUST(npu_malloc(&d2, N * 4));
+	MUST(npu_malloc(&d3, N * 4));
+	MUST(npu_malloc(&d4, N * 4));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&sg, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&e, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_event_wait_node(&ew, g, NULL, 0, e));
+	p = kfill(d1, N, 5.0f);
+	MUST(npu_graph_add_kernel_node(&a, g, &ew, 1, &p));
+	MUST(npu_graph_add_memcpy_node(&b, g, NULL, 0, d3, d2, N * 4,
+				       NPU_MEMCPY_DEVICE_TO_DEVICE));
+	MUST(npu_graph_add_host_node(&h, g, &b, 1, nop_host, NULL));
+	MUST(npu_graph_add_memcpy_node(&k, g, &h, 1, d4, d2, N * 4,
+				       NPU_MEMCPY_DEVICE_TO_DEVICE));
+	MUST(npu_graph_add_host_node(&h2, g, &k, 1, open_gate, gate));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	for (launch = 0; launch < 2; launch++) {
+		*gate = 0;
+		MUST(npu_memset(d1, 0, N * 4));
+		MUST(npu_memset(d4, 0, N * 4));
+		p = kfill(d2, N, 3.0f);
+		MUST(npu_launch(NPU_K_FILL_F32, p.grid, p.args, 3, NULL, 0));
+		MUST(npu_device_synchronize());
+		MUST(npu_stream_wait_value32(sg, gate, 1, 0));
+		MUST(npu_event_record(e, sg));
+		MUST(npu_graph_launch(x, s));
+		ST(npu_stream_synchronize(s), NPU_SUCCESS,
+		   "launch %d of a graph with host rounds completes", launch + 1);
+		tap_ok(dev_all(d1, N, 5.0f),
+		       "launch %d: the root queued behind the gate ran its own packets", launch + 1);
+		tap_ok(dev_all(d4, N, 3.0f),
+		       "launch %d: the node of the second round ran", launch + 1);
+	}
+	MUST(npu_stream_synchronize(sg));
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_event_destroy(e);
+	npu_stream_destroy(sg);
+	npu_stream_destroy(s);
+	npu_free(d1);
+	npu_free(d2);
+	npu_free(d3);
+	npu_free(d4);
+	npu_host_free(gate);
+}
+
+/* npu_graph_exec_kernel_node_set_params reaches later launches only: not
+ * the nodes of a launch already made whose host node still runs. */
+static void test_exec_update_later(void)
+{
+	npu_stream_t s;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t h, k;
+	npu_kernel_node_params p;
+	void *d;
+
+	MUST(npu_malloc(&d, N * 4));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_host_node(&h, g, NULL, 0, held_host, NULL));
+	p = kfill(d, N, 1.0f);
+	MUST(npu_graph_add_kernel_node(&k, g, &h, 1, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	held_reset();
+	MUST(npu_graph_launch(x, s));
+	p = kfill(d, N, 2.0f);
+	ST(npu_graph_exec_kernel_node_set_params(x, k, &p), NPU_SUCCESS,
+	   "update a kernel node while a launch waits in its host node");
+	atomic_store(&held_release, 1);
+	MUST(npu_stream_synchronize(s));
+	tap_ok(dev_all(d, N, 1.0f), "the launch made before the update used the old parameters");
+	held_reset();
+	atomic_store(&held_release, 1);
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(dev_all(d, N, 2.0f), "the next launch uses the new parameters");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s);
+	npu_free(d);
+}
+
+/* An event of an event record node may be destroyed while a launch that
+ * records it is still queued (npu.h: destroying an event with a pending
+ * record is safe); the launch must not touch the freed event (ASan). */
+static void test_event_destroyed_in_launch(void)
+{
+	npu_stream_t s;
+	npu_event_t e, e2;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t h, r, k;
+	npu_kernel_node_params p;
+	void *d;
+
+	MUST(npu_malloc(&d, N * 4));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&e, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_host_node(&h, g, NULL, 0, held_host, NULL));
+	MUST(npu_graph_add_event_record_node(&r, g, &h, 1, e));
+	p = kfill(d, N, 4.0f);
+	MUST(npu_graph_add_kernel_node(&k, g, &r, 1, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	held_reset();
+	MUST(npu_graph_launch(x, s));
+	ST(npu_event_destroy(e), NPU_SUCCESS, "destroy an event a queued launch records");
+	/* likely the freed event's memory: a launch that still used the old
+	 * event would now touch this one */
+	MUST(npu_event_create(&e2, 0));
+	atomic_store(&held_release, 1);
+	ST(npu_stream_synchronize(s), NPU_SUCCESS,
+	   "the launch completes after its event was destroyed");
+	tap_ok(dev_all(d, N, 4.0f), "and its nodes after the record ran");
+	ST(npu_event_query(e2), NPU_SUCCESS, "a new event is untouched by the old launch");
+	ST(npu_graph_launch(x, s), NPU_ERROR_INVALID_HANDLE,
+	   "a new launch of the graph with the destroyed event is refused");
+	MUST(npu_stream_synchronize(s));
+	npu_event_destroy(e2);
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s);
+	npu_free(d);
+}
+
+/* A closed gate holds a job, which the driver ends after 2 s: a test waits
+ * this long for something that must not happen while a gate is closed. */
+#define GATE_POLL_MS 800
+
+/* Poll an exec's launch for completion through pinned memory the graph
+ * writes last: returns whether *flag became v within ms. */
+static int flag_within(volatile float *flag, float v, int ms)
+{
+	int i;
+
+	for (i = 0; i < ms; i++) {
+		if (*flag == v)
+			return 1;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	return *flag == v;
+}
+
+/* Queue work on stream st that holds a copy ring until *gate is 1. */
+static void copy_gate(npu_stream_t st, uint32_t *gate, void *scratch)
+{
+	MUST(npu_memcpy_async(scratch, (char *)scratch + 64, 64,
+			      NPU_MEMCPY_DEVICE_TO_DEVICE, st));
+	MUST(npu_stream_wait_value32(st, gate, 1, 0));
+}
+
+/* A graph launched into the legacy stream waits for every blocking stream,
+ * however many have work queued (the launch's entry list is bounded: the
+ * ones beyond it go through barrier jobs, as for ordinary legacy work). */
+#define LEGACY_STREAMS 45
+#define LEGACY_LATE 5
+static void test_legacy_many(void)
+{
+	npu_device_prop prop;
+	npu_stream_t bs[LEGACY_STREAMS];
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t k;
+	uint32_t *gates;
+	float *flag, *six;
+	void *scratch;
+	int i, early;
+
+	MUST(npu_device_get_properties(&prop, 0));
+	if (!prop.copy_rings) {
+		tap_skip("legacy fan-in of graphs: the device has no copy rings");
+		return;
+	}
+	MUST(npu_host_alloc((void **)&gates, 8, 0));
+	MUST(npu_host_alloc((void **)&flag, 4, 0));
+	MUST(npu_host_alloc((void **)&six, 4, 0));
+	MUST(npu_malloc(&scratch, 4096));
+	gates[0] = gates[1] = 0;
+	*flag = 0;
+	*six = 6.0f;
+	MUST(npu_device_synchronize());
+	for (i = 0; i < LEGACY_STREAMS; i++)
+		MUST(npu_stream_create(&bs[i], 0, 0));
+	/* the graph is one copy (a copy ring) */
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_memcpy_node(&k, g, NULL, 0, flag, six, 4,
+				       NPU_MEMCPY_HOST_TO_HOST));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	/* The newest streams are the library's first candidates: they wait
+	 * at the first gate on copy rings; the oldest LEGACY_LATE wait at the
+	 * second gate on compute rings, so that they hold no ring the graph
+	 * or the other streams need. */
+	for (i = LEGACY_STREAMS - 1; i >= LEGACY_LATE; i--)
+		copy_gate(bs[i], &gates[0], scratch);
+	for (i = LEGACY_LATE - 1; i >= 0; i--)
+		MUST(npu_stream_wait_value32(bs[i], &gates[1], 1, 0));
+	MUST(npu_graph_launch(x, NULL));
+	__atomic_store_n(&gates[0], 1, __ATOMIC_RELEASE);
+	early = flag_within(flag, 6.0f, GATE_POLL_MS);
+	tap_ok(!early, "a legacy-stream graph does not run before all %d blocking streams",
+	       LEGACY_STREAMS);
+	__atomic_store_n(&gates[1], 1, __ATOMIC_RELEASE);
+	ST(npu_device_synchronize(), NPU_SUCCESS, "device synchronize after the legacy graph");
+	tap_ok(*flag == 6.0f, "the legacy-stream graph ran once the last stream was done");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	for (i = 0; i < LEGACY_STREAMS; i++)
+		npu_stream_destroy(bs[i]);
+	npu_free(scratch);
+	npu_host_free(six);
+	npu_host_free(flag);
+	npu_host_free(gates);
+}
+
+/* A graph of more jobs than one submission takes, with more external
+ * dependencies than one gate job takes: every one is waited on. 70 event
+ * wait roots; the last 10 events are recorded behind a second gate. */
+#define WAIT_ROOTS 70
+#define WAIT_LATE 10
+static void test_many_external(void)
+{
+	npu_device_prop prop;
+	npu_stream_t s, s1, s2;
+	npu_event_t ev[WAIT_ROOTS];
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t w[WAIT_ROOTS], joins[WAIT_ROOTS / 10], k;
+	npu_kernel_node_params p;
+	uint32_t *gates;
+	float *flag;
+	void *fdev, *scratch;
+	int i, early;
+
+	MUST(npu_device_get_properties(&prop, 0));
+	if (!prop.copy_rings) {
+		tap_skip("gate of a packed graph: the device has no copy rings");
+		return;
+	}
+	MUST(npu_host_alloc((void **)&gates, 8, 0));
+	MUST(npu_host_alloc((void **)&flag, 4, 0));
+	MUST(npu_host_get_device_pointer(&fdev, flag, 0));
+	MUST(npu_malloc(&scratch, 4096));
+	gates[0] = gates[1] = 0;
+	*flag = 0;
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s1, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	for (i = 0; i < WAIT_ROOTS; i++) {
+		MUST(npu_event_create(&ev[i], NPU_EVENT_DISABLE_TIMING));
+		MUST(npu_graph_add_event_wait_node(&w[i], g, NULL, 0, ev[i]));
+	}
+	for (i = 0; i < WAIT_ROOTS / 10; i++)
+		MUST(npu_graph_add_empty_node(&joins[i], g, &w[10 * i], 10));
+	p = kfill(fdev, 1, 8.0f);
+	MUST(npu_graph_add_kernel_node(&k, g, joins, WAIT_ROOTS / 10, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	/* the graph runs on compute rings: the second gate holds a copy ring */
+	MUST(npu_stream_wait_value32(s1, &gates[0], 1, 0));
+	copy_gate(s2, &gates[1], scratch);
+	for (i = 0; i < WAIT_ROOTS; i++)
+		MUST(npu_event_record(ev[i], i < WAIT_ROOTS - WAIT_LATE ? s1 : s2));
+	MUST(npu_graph_launch(x, s));
+	__atomic_store_n(&gates[0], 1, __ATOMIC_RELEASE);
+	early = flag_within(flag, 8.0f, GATE_POLL_MS);
+	tap_ok(!early, "a packed graph waits for all %d events it waits on", WAIT_ROOTS);
+	__atomic_store_n(&gates[1], 1, __ATOMIC_RELEASE);
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "the packed graph completes");
+	tap_ok(*flag == 8.0f, "and ran after the last event");
+	MUST(npu_stream_synchronize(s1));
+	MUST(npu_stream_synchronize(s2));
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	for (i = 0; i < WAIT_ROOTS; i++)
+		npu_event_destroy(ev[i]);
+	npu_stream_destroy(s);
+	npu_stream_destroy(s1);
+	npu_stream_destroy(s2);
+	npu_free(scratch);
+	npu_host_free(flag);
+	npu_host_free(gates);
+}
+
+struct sync_arg {
+	npu_stream_t s;
+	npu_status_t st;
+};
+
+static void *sync_thread(void *arg)
+{
+	struct sync_arg *a = arg;
+
+	a->st = npu_stream_synchronize(a->s);
+	return NULL;
+}
+
+/* Synchronize s on another thread; whether it returned within ms. */
+static int sync_within(npu_stream_t s, int ms, npu_status_t *st, pthread_t *th)
+{
+	static struct sync_arg sa;
+	struct timespec dl;
+
+	sa.s = s;
+	sa.st = NPU_ERROR_OS;
+	MUST(pthread_create(th, NULL, sync_thread, &sa) ? NPU_ERROR_OS : NPU_SUCCESS);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += (long)(ms % 1000) * 1000000;
+	dl.tv_sec += ms / 1000 + dl.tv_nsec / 1000000000;
+	dl.tv_nsec %= 1000000000;
+	if (pthread_timedjoin_np(*th, NULL, &dl))
+		return 0;
+	*st = sa.st;
+	return 1;
+}
+
+/* Executable graphs have their own queues: a graph on one stream does not
+ * wait behind another graph's job that waits for an event. */
+static void test_independent_graphs(void)
+{
+	npu_device_prop prop;
+	npu_stream_t sa, sb, sg;
+	npu_event_t e;
+	npu_graph_t ga, gb;
+	npu_graph_exec_t xa, xb;
+	npu_graph_node_t w, ka, kb;
+	npu_kernel_node_params p;
+	npu_status_t st = NPU_ERROR_OS;
+	uint32_t *gate;
+	void *da, *db, *scratch;
+	pthread_t th;
+	int done;
+
+	MUST(npu_device_get_properties(&prop, 0));
+	if (!prop.copy_rings) {
+		tap_skip("independent graphs: the device has no copy rings");
+		return;
+	}
+	MUST(npu_host_alloc((void **)&gate, 4, 0));
+	*gate = 0;
+	MUST(npu_malloc(&da, N * 4));
+	MUST(npu_malloc(&db, N * 4));
+	MUST(npu_malloc(&scratch, 4096));
+	MUST(npu_stream_create(&sa, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&sb, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&sg, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&e, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_graph_create(&ga, 0));
+	MUST(npu_graph_add_event_wait_node(&w, ga, NULL, 0, e));
+	p = kfill(da, N, 1.0f);
+	MUST(npu_graph_add_kernel_node(&ka, ga, &w, 1, &p));
+	MUST(npu_graph_instantiate(&xa, ga, 0));
+	MUST(npu_graph_create(&gb, 0));
+	p = kfill(db, N, 2.0f);
+	MUST(npu_graph_add_kernel_node(&kb, gb, NULL, 0, &p));
+	MUST(npu_graph_instantiate(&xb, gb, 0));
+	/* the event is recorded behind a gate on a copy ring; the graphs
+	 * run on compute rings */
+	copy_gate(sg, gate, scratch);
+	MUST(npu_event_record(e, sg));
+	MUST(npu_graph_launch(xa, sa));
+	MUST(npu_graph_launch(xb, sb));
+	done = sync_within(sb, 1500, &st, &th);
+	tap_ok(done && st == NPU_SUCCESS,
+	       "a graph completes while another graph waits for an event");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	if (!done)
+		pthread_join(th, NULL);
+	MUST(npu_stream_synchronize(sa));
+	tap_ok(dev_all(da, N, 1.0f) && dev_all(db, N, 2.0f), "both graphs ran");
+	MUST(npu_stream_synchronize(sg));
+	MUST(npu_graph_exec_destroy(xa));
+	MUST(npu_graph_exec_destroy(xb));
+	MUST(npu_graph_destroy(ga));
+	MUST(npu_graph_destroy(gb));
+	npu_event_destroy(e);
+	npu_stream_destroy(sa);
+	npu_stream_destroy(sb);
+	npu_stream_destroy(sg);
+	npu_free(da);
+	npu_free(db);
+	npu_free(scratch);
+	npu_host_free(gate);
+}
+
+/* A launch whose first submission the driver refuses: the call returns the
+ * error, and later waits on the stream return it too instead of waiting
+ * for the rest of the launch (its host node and the jobs after it) for
+ * ever. Leaves the device's sticky error, cleared by npu_device_reset. */
+static void test_failed_first_submit(void)
+{
+	npu_stream_t s;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t a, h, b;
+	npu_kernel_node_params p;
+	struct sync_arg sa;
+	struct timespec dl;
+	pthread_t th;
+	void *d;
+	int joined;
+
+	MUST(npu_malloc(&d, N * 4));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	p = kfill(d, N, 1.0f);
+	MUST(npu_graph_add_kernel_node(&a, g, NULL, 0, &p));
+	MUST(npu_graph_add_host_node(&h, g, &a, 1, nop_host, NULL));
+	p = kfill(d, N, 2.0f);
+	MUST(npu_graph_add_kernel_node(&b, g, &h, 1, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	MUST(npu_device_synchronize());
+	atomic_store(&fail_submits, 1);
+	ST(npu_graph_launch(x, s), NPU_ERROR_LAUNCH_FAILURE,
+	   "a launch whose submission the driver refuses fails");
+	atomic_store(&fail_submits, 0);
+	sa.s = s;
+	sa.st = NPU_SUCCESS;
+	MUST(pthread_create(&th, NULL, sync_thread, &sa) ? NPU_ERROR_OS : NPU_SUCCESS);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 20;
+	joined = pthread_timedjoin_np(th, NULL, &dl) == 0;
+	tap_ok(joined, "synchronizing the stream afterwards returns (no wedge)");
+	if (!joined) {
+		tap_diag("  the synchronize is still blocked after 20 s");
+		exit(tap_done() | 1);
+	}
+	tap_ok(sa.st == NPU_ERROR_LAUNCH_FAILURE, "it returns the launch failure (%s)",
+	       npu_status_name(sa.st));
+	ST(npu_device_reset(), NPU_SUCCESS, "npu_device_reset clears the error");
+	ST(npu_graph_launch(x, s), NPU_SUCCESS, "the graph launches again");
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "and completes");
+	tap_ok(dev_all(d, N, 2.0f), "with its nodes in order");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s);
+	npu_free(d);
+}
+
 static void test_errors(void)
 {
 	npu_graph_t g;
@@ -1129,6 +1680,20 @@ static void test_errors(void)
 	MUST(npu_graph_add_kernel_node(&b, g, &a, 1, &p));
 	ST(npu_graph_add_dependencies(g, &b, &a, 1), NPU_ERROR_INVALID_VALUE,
 	   "an edge closing a cycle is refused");
+	{
+		/* all or nothing: edge a -> c is not kept when b -> a fails */
+		npu_graph_node_t c, from[2], to[2];
+
+		MUST(npu_graph_add_kernel_node(&c, g, NULL, 0, &p));
+		from[0] = a;
+		to[0] = c;
+		from[1] = b;
+		to[1] = a;
+		ST(npu_graph_add_dependencies(g, from, to, 2), NPU_ERROR_INVALID_VALUE,
+		   "a list of edges with one closing a cycle is refused");
+		ST(npu_graph_add_dependencies(g, &c, &a, 1), NPU_SUCCESS,
+		   "... and added none of its edges (c -> a makes no cycle)");
+	}
 	ST(npu_graph_add_memcpy_node(&a, g, NULL, 0, dx, pageable, 64, NPU_MEMCPY_DEFAULT),
 	   NPU_ERROR_INVALID_VALUE, "pageable memory in a memcpy node is refused");
 	p.nargs = 3;
@@ -1158,6 +1723,13 @@ int main(void)
 	test_merged_chain();
 	test_prebuilt();
 	test_errors();
+	test_host_rounds();
+	test_exec_update_later();
+	test_event_destroyed_in_launch();
+	test_legacy_many();
+	test_many_external();
+	test_independent_graphs();
+	test_failed_first_submit();
 	test_merged_fault();	/* last: it leaves a fault in the driver's log */
 	return tap_done();
 }
