@@ -51,6 +51,9 @@ pkgs=(
 	libdw-dev libgsl-dev
 	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
 	clang lld llvm
+	# npu-timeline's pictures (cairo, with fontconfig's DejaVu fonts) and JSON
+	# in the tools, the bench and the demo (json-c)
+	libcairo2-dev fonts-dejavu-core libjson-c-dev
 	# Documentation/ check (tests/docs-check.py)
 	python3-docutils
 	# demo data
