@@ -30,6 +30,7 @@
 #define FONT		"DejaVu Sans"
 #define MAX_LEGEND	12	/* colours; the rest share "other" */
 #define MAX_OPEN	256	/* nested "B" events per lane */
+#define MAX_TICKS	200	/* time axis ticks, whatever the rounding */
 
 /* ------------------------------------------------------------------------
  * Trace model
@@ -522,12 +523,15 @@ static double lane_y(const struct view *v, size_t row)
 static void draw_axis(cairo_t *cr, const struct view *v, double y, int above)
 {
 	double span = v->to - v->from, step = nice_step(span, v->plot_w / 110), t, div;
+	double first = ceil(v->from / step - 1e-9) * step;
 	const char *unit;
+	int k;
 	char buf[48];
 
 	time_unit(v->to, &div, &unit);
 	font(cr, SMALL_SIZE, 0);
-	for (t = ceil(v->from / step - 1e-9) * step; t <= v->to + step * 1e-6; t += step) {
+	for (k = 0, t = ceil(v->from / step - 1e-9) * step;
+	     t <= v->to + step * 1e-6 && k < MAX_TICKS; k++, t = first + k * step) {
 		double x = x_of(v, v->origin + t);
 
 		set_rgb(cr, 0x555555, 1);
@@ -590,7 +594,8 @@ static void draw(cairo_t *cr, struct view *v)
 	set_rgb(cr, 0x555555, 1);
 	text(cr, MARGIN, MARGIN + TITLE_SIZE + 18, buf, 0);
 	if (v->flows && v->nflows_drawn) {
-		snprintf(buf, sizeof(buf), "%zu event dependencies (arrows)", v->nflows_drawn);
+		snprintf(buf, sizeof(buf), "%zu event %s (arrows)", v->nflows_drawn,
+			 v->nflows_drawn == 1 ? "dependency" : "dependencies");
 		text(cr, v->width - MARGIN, MARGIN + TITLE_SIZE + 18, buf, 2);
 	}
 
@@ -675,9 +680,12 @@ static void draw(cairo_t *cr, struct view *v)
 	/* grid lines */
 	{
 		double step = nice_step(v->to - v->from, v->plot_w / 110), t;
+		double first = ceil(v->from / step - 1e-9) * step;
+		int k;
 
 		set_rgb(cr, 0xd0d0d0, 1);
-		for (t = ceil(v->from / step - 1e-9) * step; t <= v->to + step * 1e-6; t += step) {
+		for (k = 0, t = first; t <= v->to + step * 1e-6 && k < MAX_TICKS;
+		     k++, t = first + k * step) {
 			cairo_rectangle(cr, floor(x_of(v, v->origin + t)), v->lanes_y, 1,
 					(double)nlanes * LANE_H);
 			cairo_fill(cr);
@@ -1100,6 +1108,10 @@ int main(int argc, char **argv)
 		if (events[i].ts + events[i].dur > last)
 			last = events[i].ts + events[i].dur;
 	}
+	if (!isfinite(last - first)) {
+		fprintf(stderr, "npu-timeline: %s: event times out of range\n", in);
+		return 1;
+	}
 	v.origin = first;
 	if (!have_from)
 		v.from = 0;
@@ -1124,8 +1136,10 @@ int main(int argc, char **argv)
 		for (; i < nevents && events[i].lane == l; i++) {
 			double s = fmax(events[i].ts, lo), e = fmin(events[i].ts + events[i].dur, hi);
 
-			if (events[i].ts > hi || events[i].ts + events[i].dur < lo)
-				continue;
+			if (events[i].ts > hi || events[i].ts + events[i].dur < lo ||
+			    (events[i].dur > 0 && (events[i].ts + events[i].dur <= lo ||
+						   events[i].ts >= hi)))
+				continue;	/* outside, or only touching the window */
 			lanes[l].nev++;
 			groups[events[i].group].total += e > s ? e - s : 0;
 			if (e <= s)
@@ -1213,6 +1227,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < nlanes; i++)
 			printf("%-32s %8zu %12.1f %5.1f%%\n", lanes[i].name, lanes[i].nev,
 			       lanes[i].busy, 100.0 * lanes[i].busy / (v.to - v.from));
+		printf("%zu event dependencies in the window\n", v.nflows_drawn);
 	}
 	return rc ? 1 : 0;
 }
