@@ -37,9 +37,14 @@ bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout "${DEMO_TIMEOUT:-150
 	--extra-bin "$BUILD/demo/guest" --device-opts "$devopts" \
 	--outdir "$out" --cmd "$guest_cmd"
 rc=$?
-# The pictures are drawn on the host (npu-timeline uses cairo and fonts).
+# The pictures are drawn on the host (npu-timeline uses cairo and fonts),
+# after a strict check of the JSON.
 echo
 echo "demo: finished in $(( $(date +%s) - start )) s, status $rc"
+for f in "$out"/fmnist-trace.json "$out"/fmnist-libnpu-trace.json; do
+	[ -f "$f" ] || continue
+	"$BUILD/tests/json/npu-json-check" -q "$f" || rc=1
+done
 if [ -f "$out/fmnist-trace.json" ]; then
 	"$BUILD/tools/npu-timeline" -t "fmnist-demo: serial vs pipelined classification (device time)" \
 		"$out/fmnist-trace.json" "$out/fmnist-timeline" || rc=1
