@@ -640,7 +640,8 @@ npu_status_t npu_trace_write_json(const char *path)
 	bool seen_ring[NPU_MAX_DEVICES][NPU_MAX_RINGS];
 	uint64_t max_sid[NPU_MAX_DEVICES];
 	size_t *at_slot;
-	unsigned k, nslots, flows = 0;
+	struct trace_dep *links;
+	unsigned k, nslots, nlinks, flows = 0;
 	int d;
 
 	if (!path)
@@ -737,16 +738,24 @@ npu_status_t npu_trace_write_json(const char *path)
 	}
 	/* Flow events: "s" on the command before an event record, "f" on
 	 * the first command after the wait ("bp":"e": the enclosing slice),
-	 * both on the stream lanes. */
+	 * both on the stream lanes. The links are copied out first: the
+	 * device lookups below must not run under tlock. */
 	pthread_mutex_lock(&tlock);
-	for (k = 0; k < ndeps; k++) {
+	nlinks = ndeps;
+	links = malloc((nlinks ? nlinks : 1) * sizeof(*links));
+	if (links)
+		memcpy(links, deps, nlinks * sizeof(*links));
+	else
+		nlinks = 0;
+	pthread_mutex_unlock(&tlock);
+	for (k = 0; k < nlinks; k++) {
 		const npu_trace_record *a, *b;
 
-		if (!deps[k].dst || deps[k].src > nslots || deps[k].dst > nslots ||
-		    !at_slot[deps[k].src] || !at_slot[deps[k].dst])
+		if (!links[k].dst || links[k].src > nslots || links[k].dst > nslots ||
+		    !at_slot[links[k].src] || !at_slot[links[k].dst])
 			continue;	/* an end never ran or was not traced */
-		a = &v[at_slot[deps[k].src] - 1];
-		b = &v[at_slot[deps[k].dst] - 1];
+		a = &v[at_slot[links[k].src] - 1];
+		b = &v[at_slot[links[k].dst] - 1];
 		flows++;
 		fprintf(f, ",\n{\"ph\":\"s\",\"name\":\"event\",\"cat\":\"dependency\",\"id\":%u,"
 			"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f}", flows, a->device,
@@ -755,7 +764,7 @@ npu_status_t npu_trace_write_json(const char *path)
 			"\"id\":%u,\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f}", flows, b->device,
 			(uint64_t)1000 + b->stream_id, rec_mid_us(b, t0));
 	}
-	pthread_mutex_unlock(&tlock);
+	free(links);
 	fprintf(f, "\n]}\n");
 	free(at_slot);
 	free(slots);
