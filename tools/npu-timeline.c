@@ -668,7 +668,7 @@ static void draw(cairo_t *cr, struct view *v)
 		set_rgb(cr, 0xdddddd, 1);
 		cairo_rectangle(cr, x, ly + 6, v->util_w - 44, LANE_H - 12);
 		cairo_fill(cr);
-		set_rgb(cr, 0x4e79a7, 1);
+		set_rgb(cr, 0x555555, 1);	/* not a legend colour */
 		cairo_rectangle(cr, x, ly + 6, (v->util_w - 44) * fmin(u, 1), LANE_H - 12);
 		cairo_fill(cr);
 		font(cr, SMALL_SIZE, 0);
