@@ -1,8 +1,8 @@
 #!/bin/sh
 # json_valid.sh (guest suite json-valid): the JSON libnpu and the tools
 # write, read back by npu-json-check (strict json-c, UTF-8 validated, no
-# NaN): a program's NPU_TRACE= trace with its cross-stream dependencies as
-# flow events, npu-bench --tiny's results and overlap trace (from the
+# NaN): an unmodified program's NPU_TRACE= trace with its cross-stream
+# dependencies as flow events, npu-bench --tiny's results and overlap trace (from the
 # bench-tiny suite when it ran in this boot), npu-smi -j.
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -19,19 +19,23 @@ dir=/tmp/json-valid
 rm -rf "$dir"
 mkdir -p "$dir"
 
-# a program that joins streams with events, traced from its first command
-if NPU_TRACE=$dir/concurrentKernels.json concurrentKernels >"$dir/ck.out" 2>&1; then
-	ok "NPU_TRACE=file concurrentKernels runs"
+# a program that forks streams with an event, traced from its first
+# command: simpleMultiCopy's second pass records an event on stream 0 after
+# the first pass's commands and makes its 3 other streams wait for it
+if NPU_TRACE=$dir/simpleMultiCopy.json simpleMultiCopy >"$dir/smc.out" 2>&1; then
+	ok "NPU_TRACE=file simpleMultiCopy runs"
 else
-	sed 's/^/# /' "$dir/ck.out"
-	notok "NPU_TRACE=file concurrentKernels runs"
+	sed 's/^/# /' "$dir/smc.out"
+	notok "NPU_TRACE=file simpleMultiCopy runs"
 fi
-check "$dir/concurrentKernels.json" "concurrentKernels' trace"
-if grep -q '"ph":"s"' "$dir/concurrentKernels.json" 2>/dev/null &&
-   grep -q '"ph":"f"' "$dir/concurrentKernels.json"; then
-	ok "concurrentKernels' trace has flow events for its event waits"
+check "$dir/simpleMultiCopy.json" "simpleMultiCopy's trace"
+starts=$(grep -o '"ph":"s"' "$dir/simpleMultiCopy.json" 2>/dev/null | wc -l)
+ends=$(grep -o '"ph":"f"' "$dir/simpleMultiCopy.json" 2>/dev/null | wc -l)
+if [ "$starts" = 3 ] && [ "$ends" = 3 ]; then
+	ok "simpleMultiCopy's trace has one flow per stream that waits on the fork event"
 else
-	notok "concurrentKernels' trace has flow events for its event waits"
+	echo "# flow starts $starts, ends $ends, expected 3 and 3"
+	notok "simpleMultiCopy's trace has one flow per stream that waits on the fork event"
 fi
 
 # npu-bench: the bench-tiny suite leaves its files in /tmp; else run it
