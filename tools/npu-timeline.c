@@ -40,6 +40,7 @@ struct lane {
 	char *name;
 	double sort;
 	int has_sort;
+	int has_events;		/* lanes with metadata only are not drawn */
 	size_t nev;		/* events in the window */
 	double busy;		/* union of its boxes in the window, us */
 	int row;
@@ -344,6 +345,9 @@ static int cmp_lane(const void *a, const void *b)
 	double kx = x->has_sort ? x->sort : 1e300, ky = y->has_sort ? y->sort : 1e300;
 	double px = atof(x->pid), py = atof(y->pid), tx = atof(x->tid), ty = atof(y->tid);
 	int c;
+
+	if (x->has_events != y->has_events)
+		return x->has_events ? -1 : 1;
 
 	if (kx != ky)
 		return kx < ky ? -1 : 1;
@@ -1088,6 +1092,8 @@ int main(int argc, char **argv)
 	/* order the lanes, renumber the events' lanes, sort events per lane */
 	for (i = 0; i < nlanes; i++)
 		lanes[i].row = (int)i;	/* creation order, as events refer to lanes */
+	for (i = 0; i < nevents; i++)
+		lanes[events[i].lane].has_events = 1;
 	qsort(lanes, nlanes, sizeof(*lanes), cmp_lane);
 	map = xrealloc(NULL, nlanes, sizeof(*map));
 	for (i = 0; i < nlanes; i++)
@@ -1101,6 +1107,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < nfinishes; i++)
 		finishes[i].lane = (size_t)map[finishes[i].lane];
 	free(map);
+	while (nlanes && !lanes[nlanes - 1].has_events)
+		nlanes--;	/* sorted last: drop them */
 
 	for (i = 0; i < nevents; i++) {
 		if (events[i].ts < first)
