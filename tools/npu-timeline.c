@@ -550,9 +550,9 @@ static void draw_axis(cairo_t *cr, const struct view *v, double y, int above)
 	cairo_fill(cr);
 }
 
-static void draw_arrow(cairo_t *cr, double x1, double y1, double x2, double y2)
+static void draw_arrow(cairo_t *cr, double x1, double y1, double x2, double y2, double a)
 {
-	double dx = fmin(fmax((x2 - x1) / 2, 6), 40), a = 5.5;
+	double dx = fmin(fmax((x2 - x1) / 2, 6), 40);
 
 	cairo_move_to(cr, x1, y1);
 	if (fabs(y2 - y1) < 1)
@@ -735,8 +735,13 @@ static void draw(cairo_t *cr, struct view *v)
 	/* dependencies: from the end of the box before the record to the
 	 * start of the box after the wait */
 	if (v->flows) {
-		cairo_set_line_width(cr, 1.3);
-		set_rgb(cr, 0x222222, 0.75);
+		/* many arrows close together: thinner and lighter, so that the
+		 * boxes stay readable under them */
+		int dense = (double)v->nflows_drawn > v->plot_w / 60;
+		double head = dense ? 4 : 5.5;
+
+		cairo_set_line_width(cr, dense ? 0.8 : 1.3);
+		set_rgb(cr, 0x222222, dense ? 0.45 : 0.75);
 		for (i = 0; i < nfinishes; i++) {
 			const struct event *a = NULL, *b;
 			size_t k;
@@ -751,7 +756,8 @@ static void draw(cairo_t *cr, struct view *v)
 				continue;
 			draw_arrow(cr, x_of(v, a->ts + a->dur),
 				   lane_y(v, (size_t)lanes[a->lane].row) + LANE_H / 2,
-				   x_of(v, b->ts), lane_y(v, (size_t)lanes[b->lane].row) + LANE_H / 2);
+				   x_of(v, b->ts), lane_y(v, (size_t)lanes[b->lane].row) + LANE_H / 2,
+				   head);
 		}
 	}
 	cairo_restore(cr);
