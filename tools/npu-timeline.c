@@ -799,8 +799,8 @@ static void layout(struct view *v)
 {
 	cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 8, 8);
 	cairo_t *cr = cairo_create(s);
-	double x = MARGIN, w, total = 0;
-	char buf[256], pct[16];
+	double x = MARGIN, w;
+	char pct[16];
 	size_t i, g, nother = 0;
 
 	font(cr, TEXT_SIZE, 0);
@@ -813,10 +813,8 @@ static void layout(struct view *v)
 	v->plot_w = v->width - v->plot_x - MARGIN - 8;
 	v->legend_y = MARGIN + TITLE_SIZE + 44;
 	v->legend_h = LEGEND_ROW;
-	for (g = 0; g < ngroups; g++) {
-		total += groups[g].total;
+	for (g = 0; g < ngroups; g++)
 		nother += groups[g].colour < 0;
-	}
 	for (g = 0; g <= ngroups; g++) {
 		const char *name;
 
@@ -824,11 +822,10 @@ static void layout(struct view *v)
 			continue;
 		if (g == ngroups && !nother)
 			break;
+		/* as wide as draw() can make it, so the rows are enough */
 		name = g < ngroups ? groups[g].key : "99 others";
-		fit(cr, name, 260, buf, sizeof(buf));
-		snprintf(buf, sizeof(buf), "%s", name);
 		snprintf(pct, sizeof(pct), " 100%%");
-		w = 16 + fmin(text_w(cr, buf), 260) + text_w(cr, pct) + 18;
+		w = 16 + fmin(text_w(cr, name), 260) + text_w(cr, pct) + 18;
 		if (x + w > v->width - MARGIN && x > MARGIN) {
 			x = MARGIN;
 			v->legend_h += LEGEND_ROW;
@@ -839,7 +836,6 @@ static void layout(struct view *v)
 	v->height = v->lanes_y + (double)nlanes * LANE_H + 24 + 26 + MARGIN;
 	cairo_destroy(cr);
 	cairo_surface_destroy(s);
-	(void)total;
 }
 
 enum format { FMT_PNG, FMT_SVG, FMT_PDF };
@@ -873,10 +869,7 @@ static int render(struct view *v, const char *path, enum format fmt)
 		st = cairo_surface_status(s);
 	cairo_surface_destroy(s);
 	if (st) {
-		fprintf(stderr, "npu-timeline: %s: %s%s\n", path, cairo_status_to_string(st),
-			st == CAIRO_STATUS_WRITE_ERROR ? (errno ? ": " : "") : "");
-		if (st == CAIRO_STATUS_WRITE_ERROR && errno)
-			fprintf(stderr, "npu-timeline: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "npu-timeline: %s: %s\n", path, cairo_status_to_string(st));
 		return -1;
 	}
 	return 0;
