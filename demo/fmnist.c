@@ -28,6 +28,7 @@
 #include <zlib.h>
 
 #include <drm.h>
+#include <json-c/json.h>
 #include "npu.h"
 #include "npu_accel.h"
 
@@ -330,73 +331,104 @@ static void tr_mark(int si, npu_stream_t s, const char *name, int copy, uint64_t
 
 static const char *way_names[3] = { "serial (1 stream)", "pipelined", "graph" };
 
+/* One trace event: {"ph": ph, "name": name, "pid": pid, "tid": tid}. */
+static struct json_object *trace_event(struct json_object *evs, const char *ph,
+				       const char *name, int pid, int tid)
+{
+	struct json_object *e = json_object_new_object();
+
+	json_object_object_add(e, "ph", json_object_new_string(ph));
+	json_object_object_add(e, "name", json_object_new_string(name));
+	json_object_object_add(e, "pid", json_object_new_int(pid));
+	json_object_object_add(e, "tid", json_object_new_int(tid));
+	json_object_array_add(evs, e);
+	return e;
+}
+
+/* A metadata event with one argument: a string or an integer. */
+static void trace_meta(struct json_object *evs, const char *what, int pid, int tid,
+		       const char *key, const char *str, int num)
+{
+	struct json_object *args = json_object_new_object();
+
+	json_object_object_add(args, key, str ? json_object_new_string(str) :
+			       json_object_new_int(num));
+	json_object_object_add(trace_event(evs, "M", what, pid, tid), "args", args);
+}
+
 static int write_trace(const char *path)
 {
-	FILE *f = fopen(path, "w");
 	uint64_t t0[3] = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
 	double tick_us = 1e6 / (double)(prop.clock_hz ? prop.clock_hz : 1000000000ull);
+	struct json_object *root = json_object_new_object(), *other = json_object_new_object();
+	struct json_object *evs = json_object_new_array();
+	char name[96];
 	size_t i;
-	int w, s, first = 1;
+	int w, s, rc;
 
-	if (!f)
-		return -1;
 	for (i = 0; i < ntrc; i++) {
 		uint64_t a;
 
 		if (npu_event_timestamp(trc[i].before, &a) == NPU_SUCCESS && a < t0[trc[i].way])
 			t0[trc[i].way] = a;
 	}
-	fprintf(f, "{\"displayTimeUnit\": \"ns\", \"otherData\": {\"source\": \"fmnist-demo "
-		"(event timestamps)\"},\n\"traceEvents\": [\n");
+	json_object_object_add(root, "displayTimeUnit", json_object_new_string("ns"));
+	json_object_object_add(other, "source",
+			       json_object_new_string("fmnist-demo (event timestamps)"));
+	json_object_object_add(root, "otherData", other);
 	for (w = 0; w < 2; w++) {
 		static const char *const lane[3] = { "compute stream", "copy-in stream",
 						     "copy-out stream" };
+		const char *way = w ? "pipelined" : "serial";
 		int ns = w == 0 ? 1 : 3;
 
-		fprintf(f, "%s{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %d, \"tid\": 0, "
-			"\"args\": {\"name\": \"%s\"}}", first ? "" : ",\n", w, way_names[w]);
-		first = 0;
-		for (s = 0; s < ns; s++)
-			fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, "
-				"\"tid\": %d, \"args\": {\"name\": \"%s: %s\"}},\n"
-				"{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": %d, "
-				"\"tid\": %d, \"args\": {\"sort_index\": %d}}",
-				w, s, w ? "pipelined" : "serial", w ? lane[s] : "one stream", w, s,
-				w * 100 + (s == 0 ? 1 : s == 1 ? 0 : 2));
-		fprintf(f, ",\n{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, "
-			"\"tid\": 90, \"args\": {\"name\": \"%s: all copies\"}},\n"
-			"{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": %d, \"tid\": 90, "
-			"\"args\": {\"sort_index\": %d}},\n"
-			"{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %d, \"tid\": 91, "
-			"\"args\": {\"name\": \"%s: all kernels\"}},\n"
-			"{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": %d, \"tid\": 91, "
-			"\"args\": {\"sort_index\": %d}}",
-			w, w ? "pipelined" : "serial", w, w * 100 + 50,
-			w, w ? "pipelined" : "serial", w, w * 100 + 51);
+		trace_meta(evs, "process_name", w, 0, "name", way_names[w], 0);
+		for (s = 0; s < ns; s++) {
+			snprintf(name, sizeof(name), "%s: %s", way, w ? lane[s] : "one stream");
+			trace_meta(evs, "thread_name", w, s, "name", name, 0);
+			trace_meta(evs, "thread_sort_index", w, s, "sort_index", NULL,
+				   w * 100 + (s == 0 ? 1 : s == 1 ? 0 : 2));
+		}
+		snprintf(name, sizeof(name), "%s: all copies", way);
+		trace_meta(evs, "thread_name", w, 90, "name", name, 0);
+		trace_meta(evs, "thread_sort_index", w, 90, "sort_index", NULL, w * 100 + 50);
+		snprintf(name, sizeof(name), "%s: all kernels", way);
+		trace_meta(evs, "thread_name", w, 91, "name", name, 0);
+		trace_meta(evs, "thread_sort_index", w, 91, "sort_index", NULL, w * 100 + 51);
 	}
 	for (i = 0; i < ntrc; i++) {
 		uint64_t a, b;
-		double ts, dur;
 
 		if (npu_event_timestamp(trc[i].before, &a) != NPU_SUCCESS ||
 		    npu_event_timestamp(trc[i].after, &b) != NPU_SUCCESS)
 			continue;
-		ts = (double)(a - t0[trc[i].way]) * tick_us;
-		dur = b > a ? (double)(b - a) * tick_us : 0;
-		for (s = 0; s < 2; s++)
-			fprintf(f, ",\n{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %d, "
-				"\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"stream\": %d, "
-				"\"bytes\": %llu}}", trc[i].name, trc[i].copy ? "copy" : "kernel",
-				trc[i].way, s ? 90 + !trc[i].copy : trc[i].stream, ts, dur,
-				trc[i].stream, (unsigned long long)trc[i].bytes);
+		for (s = 0; s < 2; s++) {
+			struct json_object *e, *args = json_object_new_object();
+
+			e = trace_event(evs, "X", trc[i].name, trc[i].way,
+					s ? 90 + !trc[i].copy : trc[i].stream);
+			json_object_object_add(e, "cat", json_object_new_string(trc[i].copy ?
+									       "copy" : "kernel"));
+			json_object_object_add(e, "ts", json_object_new_double(
+						       (double)(a - t0[trc[i].way]) * tick_us));
+			json_object_object_add(e, "dur", json_object_new_double(
+						       b > a ? (double)(b - a) * tick_us : 0));
+			json_object_object_add(args, "stream", json_object_new_int(trc[i].stream));
+			json_object_object_add(args, "bytes",
+					       json_object_new_uint64(trc[i].bytes));
+			json_object_object_add(e, "args", args);
+		}
 	}
-	fprintf(f, "\n]}\n");
+	json_object_object_add(root, "traceEvents", evs);
+	rc = json_object_to_file_ext(path, root, JSON_C_TO_STRING_PLAIN |
+				     JSON_C_TO_STRING_NOSLASHESCAPE);
+	json_object_put(root);
 	for (i = 0; i < ntrc; i++) {
 		npu_event_destroy(trc[i].before);
 		npu_event_destroy(trc[i].after);
 	}
 	ntrc = 0;
-	return fclose(f);
+	return rc;
 }
 
 /* ------------------------------------------------------------------------

@@ -29,12 +29,6 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 guest_cmd='fmnist-demo --out /out '"${DEMO_ARGS:-}"'; rc=$?
-if [ -f /out/fmnist-trace.json ]; then
-	npu-timeline -t "fmnist-demo: serial vs pipelined classification (device time)" /out/fmnist-trace.json /out/fmnist-timeline
-fi
-if [ -f /out/fmnist-libnpu-trace.json ]; then
-	npu-timeline -t "fmnist-demo: libnpu trace, one lane per ring and per stream" /out/fmnist-libnpu-trace.json /out/fmnist-libnpu-timeline
-fi
 echo; npu-smi
 exit $rc'
 echo "demo: booting Linux $kernel with the virtual NPU (-device npu$devopts; TCG, takes a few minutes)..."
@@ -43,18 +37,21 @@ bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout "${DEMO_TIMEOUT:-150
 	--extra-bin "$BUILD/demo/guest" --device-opts "$devopts" \
 	--outdir "$out" --cmd "$guest_cmd"
 rc=$?
-# Render on the host too if the guest could not (same tool, same result).
-if [ -f "$out/fmnist-trace.json" ] && [ ! -f "$out/fmnist-timeline.png" ] &&
-   [ -x "$BUILD/tools/npu-timeline" ]; then
-	"$BUILD/tools/npu-timeline" -t "fmnist-demo: serial vs pipelined classification (device time)" \
-		"$out/fmnist-trace.json" "$out/fmnist-timeline" >/dev/null
-fi
+# The pictures are drawn on the host (npu-timeline uses cairo and fonts),
+# after a strict check of the JSON.
 echo
 echo "demo: finished in $(( $(date +%s) - start )) s, status $rc"
-if [ -f "$out/fmnist-libnpu-trace.json" ] && [ ! -f "$out/fmnist-libnpu-timeline.png" ] &&
-   [ -x "$BUILD/tools/npu-timeline" ]; then
+for f in "$out"/fmnist-trace.json "$out"/fmnist-libnpu-trace.json; do
+	[ -f "$f" ] || continue
+	"$BUILD/tests/json/npu-json-check" -q "$f" || rc=1
+done
+if [ -f "$out/fmnist-trace.json" ]; then
+	"$BUILD/tools/npu-timeline" -t "fmnist-demo: serial vs pipelined classification (device time)" \
+		"$out/fmnist-trace.json" "$out/fmnist-timeline" || rc=1
+fi
+if [ -f "$out/fmnist-libnpu-trace.json" ]; then
 	"$BUILD/tools/npu-timeline" -t "fmnist-demo: libnpu trace, one lane per ring and per stream" \
-		"$out/fmnist-libnpu-trace.json" "$out/fmnist-libnpu-timeline" >/dev/null
+		"$out/fmnist-libnpu-trace.json" "$out/fmnist-libnpu-timeline" || rc=1
 fi
 for f in fmnist-trace.json fmnist-timeline.svg fmnist-timeline.png fmnist-libnpu-trace.json \
 	 fmnist-libnpu-timeline.svg fmnist-libnpu-timeline.png; do

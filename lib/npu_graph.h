@@ -62,6 +62,11 @@ uint32_t npu_trace_slot(struct device *dev, uint64_t *va_start);
 void npu_trace_fill(struct device *dev, uint32_t slot, const uint8_t *cmd,
 		    uint32_t len, uint32_t ring, struct npu_stream *s, bool graph);
 uint32_t npu_ring_global(struct device *dev, int queue, uint32_t ring);
+/* npu_event_record / npu_stream_wait_event hooks: the trace links the last
+ * traced command before the record to the next one after the wait (flow
+ * events in the JSON). Caller holds dev->lock. */
+void npu_trace_event_record(struct npu_event *e, struct npu_stream *s);
+void npu_trace_event_wait(struct npu_event *e, struct npu_stream *s);
 
 /* modelled ops and bytes of a kernel (same formulas as the device) */
 void npu_kernel_cost(uint32_t kernel, const uint64_t *args, unsigned nargs,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "npu_core.h"
+#include "npu_json.h"
 #include "npu_kprofile.h"
 #include "npu_module.h"
 
@@ -406,20 +407,6 @@ struct pc_line {
 };
 
 /* s as the body of a JSON string (quotes, backslashes, controls escaped) */
-static void json_str(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-}
-
 static npu_status_t itrace_json(const char *path, const uint8_t *buf,
 				uint64_t n, double mhz, const char *kernel,
 				unsigned trace_block)
@@ -429,6 +416,7 @@ static npu_status_t itrace_json(const char *path, const uint8_t *buf,
 	struct pc_line *cache = calloc(PC_CACHE, sizeof(*cache));
 	uint64_t later[NPU_CODE_MAX_THREADS];
 	bool named[NPU_CODE_MAX_THREADS];
+	char lane[160];
 	FILE *f;
 	uint64_t i;
 
@@ -461,11 +449,12 @@ static npu_status_t itrace_json(const char *path, const uint8_t *buf,
 		if (named[t])
 			continue;
 		named[t] = true;
+		snprintf(lane, sizeof(lane), "unit %u, %s block %u thread %u", r[i].unit,
+			 kernel, trace_block, r[i].thread);
 		fprintf(f, "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %u, "
-			"\"tid\": %u, \"args\": {\"name\": \"unit %u, ", r[i].unit,
-			r[i].thread, r[i].unit);
-		json_str(f, kernel);
-		fprintf(f, " block %u thread %u\"}},\n", trace_block, r[i].thread);
+			"\"tid\": %u, \"args\": {\"name\": ", r[i].unit, r[i].thread);
+		npu_json_put_string(f, lane);
+		fputs("}},\n", f);
 	}
 	for (i = 0; i < n; i++) {
 		/* loops repeat PCs: a small direct-mapped cache of lines */
@@ -476,9 +465,9 @@ static npu_status_t itrace_json(const char *path, const uint8_t *buf,
 			c->pc = r[i].pc;
 			c->valid = true;
 		}
-		fprintf(f, "{\"name\": \"");
-		json_str(f, c->where);
-		fprintf(f, "\", \"ph\": \"X\", \"pid\": %u, \"tid\": %u, \"ts\": "
+		fprintf(f, "{\"name\": ");
+		npu_json_put_string(f, c->where);
+		fprintf(f, ", \"ph\": \"X\", \"pid\": %u, \"tid\": %u, \"ts\": "
 			"%.4f, \"dur\": %.4f, \"args\": {\"cycle\": %" PRIu64
 			", \"pc\": \"0x%" PRIx64 "\", \"insn\": \"0x%08x\", "
 			"\"addr\": \"0x%" PRIx64 "\"}}%s\n", r[i].unit, r[i].thread,

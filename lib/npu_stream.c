@@ -873,6 +873,8 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 	}
 	queue = s->last_queue == Q_NONE ? Q_COMPUTE : s->last_queue;
 	st = npu_job_submit(dev, &jc, queue, e->tl, gen, NULL);
+	if (!st && npu_tracing())
+		npu_trace_event_record(e, s);
 out:
 	pthread_mutex_unlock(&dev->lock);
 	return st;
@@ -953,6 +955,8 @@ npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
 	}
+	if (e->tl->next && npu_tracing())
+		npu_trace_event_wait(e, s);
 	if (!e->tl->next || e->tl->next <= e->tl->completed)
 		goto out;		/* never recorded or complete */
 	st = npu_job_begin(dev, s, 0, &jc);

@@ -2,7 +2,8 @@
 /*
  * npu_trace.c - profiling: device counters, the command trace (TIMESTAMP
  * packets around every command, into a pinned buffer), Chrome trace JSON
- * and the profile report with its roofline verdicts.
+ * with flow events for cross-stream event dependencies, and the profile
+ * report with its roofline verdicts.
  * Documentation/lib/profiling.rst describes the design.
  */
 #define _GNU_SOURCE
@@ -15,6 +16,7 @@
 #include <xf86drm.h>
 
 #include "npu_graph.h"
+#include "npu_json.h"
 #include "npu_kprofile.h"
 #include "npu_module.h"
 
@@ -47,6 +49,29 @@ static unsigned nrec, ndropped;
 static const void *sids[1024];		/* stream pointer -> id - 1 */
 static unsigned nsids;
 static char *env_path;
+
+/*
+ * Cross-stream dependencies for the JSON's flow events: the last valid
+ * slot (+1) of each stream id, the slot each recorded event follows (keyed
+ * by event and record point, so a reused event address is not confused),
+ * and every wait: from the source slot to the next slot on the waiting
+ * stream (0 until that command is traced).
+ */
+#define TRACE_EVENTS	256
+static uint32_t last_slot[1025];
+static struct {
+	const void *event;
+	uint64_t point;
+	uint32_t slot;
+	uint64_t stream_id;
+} evsrc[TRACE_EVENTS];
+static unsigned nevsrc;
+struct trace_dep {
+	uint32_t src, dst;
+	uint64_t dst_stream;
+};
+static struct trace_dep *deps;
+static unsigned ndeps, npending;
 
 static int tdev_index(struct device *dev, bool create)
 {
@@ -260,6 +285,16 @@ void npu_trace_fill(struct device *dev, uint32_t slot, const uint8_t *cmd,
 	r->stream_id = stream_id(s);
 	r->graph = graph;
 	r->valid = any;
+	if (any && r->stream_id < sizeof(last_slot) / sizeof(last_slot[0])) {
+		unsigned i;
+
+		last_slot[r->stream_id] = slot;
+		for (i = 0; npending && i < ndeps; i++)
+			if (!deps[i].dst && deps[i].dst_stream == r->stream_id) {
+				deps[i].dst = slot;
+				npending--;
+			}
+	}
 	pthread_mutex_unlock(&tlock);
 }
 
@@ -277,6 +312,58 @@ void npu_trace_job_end(struct device *dev, struct jobctx *jc, int queue)
 	pthread_mutex_unlock(&tlock);
 	if (d >= 0)
 		put_ts(npu_job_put(jc, 16), tdev[d].va + 16ull * (jc->trace - 1) + 8);
+}
+
+void npu_trace_event_record(struct npu_event *e, struct npu_stream *s)
+{
+	uint64_t sid;
+	unsigned i;
+
+	pthread_mutex_lock(&tlock);
+	sid = stream_id(s);
+	for (i = 0; i < nevsrc; i++)
+		if (evsrc[i].event == e)
+			break;
+	if (i == nevsrc) {
+		if (nevsrc < TRACE_EVENTS)
+			nevsrc++;
+		else
+			i = (unsigned)(sid % TRACE_EVENTS);	/* table full: reuse */
+	}
+	evsrc[i].event = e;
+	evsrc[i].point = e->tl->next;
+	evsrc[i].stream_id = sid;
+	evsrc[i].slot = sid < sizeof(last_slot) / sizeof(last_slot[0]) ?
+			last_slot[sid] : 0;
+	pthread_mutex_unlock(&tlock);
+}
+
+void npu_trace_event_wait(struct npu_event *e, struct npu_stream *s)
+{
+	uint64_t sid;
+	unsigned i;
+
+	pthread_mutex_lock(&tlock);
+	sid = stream_id(s);
+	for (i = 0; i < nevsrc; i++)
+		if (evsrc[i].event == e && evsrc[i].point == e->tl->next)
+			break;
+	if (i == nevsrc || !evsrc[i].slot || evsrc[i].stream_id == sid)
+		goto out;	/* unknown, nothing traced before it, same stream */
+	if (!deps) {
+		deps = calloc(NPU_TRACE_CAPACITY, sizeof(*deps));
+		if (!deps)
+			goto out;
+	}
+	if (ndeps >= NPU_TRACE_CAPACITY)
+		goto out;
+	deps[ndeps].src = evsrc[i].slot;
+	deps[ndeps].dst = 0;
+	deps[ndeps].dst_stream = sid;
+	ndeps++;
+	npending++;
+out:
+	pthread_mutex_unlock(&tlock);
 }
 
 /* ------------------------------------------------------------------------
@@ -352,6 +439,10 @@ npu_status_t npu_profiler_start(void)
 	 * first (documented) */
 	nrec = 0;
 	ndropped = 0;
+	ndeps = 0;
+	npending = 0;
+	nevsrc = 0;
+	memset(last_slot, 0, sizeof(last_slot));
 	npu_kprofile_reset();
 	tdev[d].have_start = read_counters(dev, &tdev[d].start) == NPU_SUCCESS;
 	atomic_store(&npu_trace_active, 1);
@@ -394,9 +485,11 @@ static const char *kname(uint32_t k)
 	return n;
 }
 
-static npu_status_t snapshot(npu_trace_record **out, size_t *n)
+/* slots, if not NULL, gets each record's slot + 1 (free() it) */
+static npu_status_t snapshot(npu_trace_record **out, size_t *n, uint32_t **slots)
 {
 	npu_trace_record *v;
+	uint32_t *sl = NULL;
 	size_t k = 0;
 	unsigned i, cnt;
 	int d, ord[NPU_MAX_DEVICES];
@@ -424,8 +517,12 @@ static npu_status_t snapshot(npu_trace_record **out, size_t *n)
 	pthread_mutex_lock(&tlock);
 	cnt = nrec;
 	v = calloc(cnt ? cnt : 1, sizeof(*v));
-	if (!v) {
+	if (slots)
+		sl = calloc(cnt ? cnt : 1, sizeof(*sl));
+	if (!v || (slots && !sl)) {
 		pthread_mutex_unlock(&tlock);
+		free(v);
+		free(sl);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "trace records");
 	}
 	for (i = 0; i < cnt; i++) {
@@ -458,11 +555,15 @@ static npu_status_t snapshot(npu_trace_record **out, size_t *n)
 		o->ops = r->ops;
 		o->start = t0;
 		o->end = t1;
+		if (sl)
+			sl[k] = i + 1;
 		k++;
 	}
 	pthread_mutex_unlock(&tlock);
 	*out = v;
 	*n = k;
+	if (slots)
+		*slots = sl;
 	return NPU_SUCCESS;
 }
 
@@ -474,7 +575,7 @@ npu_status_t npu_trace_get_records(npu_trace_record *records, size_t *count)
 
 	if (!count)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is NULL");
-	st = snapshot(&v, &n);
+	st = snapshot(&v, &n, NULL);
 	if (st)
 		return st;
 	if (records) {
@@ -505,26 +606,63 @@ static void rec_name(char *buf, size_t sz, const npu_trace_record *r)
 		snprintf(buf, sz, "copy %" PRIu64 " B", r->bytes);
 }
 
+/* A metadata event naming lane (pid, tid); sort >= 0 also orders it. */
+static void put_lane(FILE *f, int pid, uint64_t tid, const char *name, int64_t sort)
+{
+	fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%" PRIu64
+		",\"args\":{\"name\":", pid, tid);
+	npu_json_put_string(f, name);
+	fputs("}}", f);
+	if (sort >= 0)
+		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,"
+			"\"tid\":%" PRIu64 ",\"args\":{\"sort_index\":%" PRId64 "}}",
+			pid, tid, sort);
+}
+
+/* The middle of record r in microseconds from t0: a flow event there is
+ * inside r's box in every viewer, whatever it does with equal times. */
+static double rec_mid_us(const npu_trace_record *r, uint64_t t0)
+{
+	npu_device_prop p;
+
+	if (npu_device_get_properties(&p, r->device) || !p.clock_hz)
+		return 0;
+	return ((double)(r->start - t0) + (double)(r->end - r->start) / 2) * 1e6 /
+	       (double)p.clock_hz;
+}
+
 npu_status_t npu_trace_write_json(const char *path)
 {
 	npu_trace_record *v;
+	uint32_t *slots;
 	size_t n, i;
 	npu_status_t st;
 	FILE *f;
 	uint64_t t0 = UINT64_MAX;
 	bool seen_ring[NPU_MAX_DEVICES][NPU_MAX_RINGS];
 	uint64_t max_sid[NPU_MAX_DEVICES];
+	size_t *at_slot;
+	struct trace_dep *links;
+	unsigned k, nslots, nlinks, flows = 0;
 	int d;
 
 	if (!path)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "path is NULL");
-	st = snapshot(&v, &n);
+	st = snapshot(&v, &n, &slots);
 	if (st)
 		return st;
-	f = fopen(path, "w");
+	pthread_mutex_lock(&tlock);
+	nslots = nrec;
+	at_slot = calloc(nslots + 1, sizeof(*at_slot));	/* slot + 1 -> index + 1 */
+	pthread_mutex_unlock(&tlock);
+	f = at_slot ? fopen(path, "w") : NULL;
 	if (!f) {
+		st = at_slot ? npu_fail(NPU_ERROR_OS, "%s: %s", path, strerror(errno)) :
+			       npu_fail(NPU_ERROR_OUT_OF_MEMORY, "trace JSON");
+		free(at_slot);
+		free(slots);
 		free(v);
-		return npu_fail(NPU_ERROR_OS, "%s: %s", path, strerror(errno));
+		return st;
 	}
 	memset(seen_ring, 0, sizeof(seen_ring));
 	memset(max_sid, 0, sizeof(max_sid));
@@ -544,32 +682,28 @@ npu_status_t npu_trace_write_json(const char *path)
 		npu_device_prop p;
 		uint32_t r;
 		uint64_t s;
-		char nb[64];
+		char nb[96];
 
 		if (!max_sid[d] && !seen_ring[d][0])
 			continue;
 		if (npu_device_get_properties(&p, d))
 			continue;
-		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"npu%d %s\"}}",
-			d, d, p.name);
+		snprintf(nb, sizeof(nb), "npu%d %s", d, p.name);
+		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", d);
+		npu_json_put_string(f, nb);
+		fputs("}}", f);
 		for (r = 0; r < NPU_MAX_RINGS; r++) {
 			if (!seen_ring[d][r])
 				continue;
 			ring_name(nb, sizeof(nb), &p, r);
-			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"%s\"}}",
-				d, 1 + r, nb);
-			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%u,\"args\":{\"sort_index\":%u}}",
-				d, 1 + r, r);
+			put_lane(f, d, 1 + r, nb, r);
 		}
 		for (s = 0; s < max_sid[d]; s++) {
 			if (s)
 				snprintf(nb, sizeof(nb), "stream %" PRIu64, s);
 			else
 				snprintf(nb, sizeof(nb), "legacy stream");
-			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%" PRIu64 ",\"args\":{\"name\":\"%s\"}}",
-				d, 1000 + s, nb);
-			fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%" PRIu64 ",\"args\":{\"sort_index\":%" PRIu64 "}}",
-				d, 1000 + s, 100 + s);
+			put_lane(f, d, 1000 + s, nb, (int64_t)(100 + s));
 		}
 	}
 	for (i = 0; i < n; i++) {
@@ -579,6 +713,8 @@ npu_status_t npu_trace_write_json(const char *path)
 		char nb[64], rb[32];
 		int lane;
 
+		if (slots[i] <= nslots)
+			at_slot[slots[i]] = i + 1;
 		if (npu_device_get_properties(&p, r->device))
 			continue;
 		hz = (double)p.clock_hz;
@@ -586,20 +722,54 @@ npu_status_t npu_trace_write_json(const char *path)
 		dur = (double)(r->end - r->start) * 1e6 / hz;
 		rec_name(nb, sizeof(nb), r);
 		ring_name(rb, sizeof(rb), &p, r->ring);
-		for (lane = 0; lane < 2; lane++)
-			fprintf(f, ",\n{\"ph\":\"X\",\"name\":\"%s\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%" PRIu64
+		for (lane = 0; lane < 2; lane++) {
+			fputs(",\n{\"ph\":\"X\",\"name\":", f);
+			npu_json_put_string(f, nb);
+			fprintf(f, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%" PRIu64
 				",\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"kind\":\"%s\",\"grid\":[%u,%u,%u],\"bytes\":%" PRIu64
 				",\"ops\":%" PRIu64 ",\"stream\":%" PRIu64 ",\"ring\":\"%s\",\"graph\":%u,\"start_tick\":%" PRIu64
 				",\"end_tick\":%" PRIu64 "}}",
-				nb, lane ? "stream" : "ring", r->device,
+				lane ? "stream" : "ring", r->device,
 				lane ? (uint64_t)1000 + r->stream_id : (uint64_t)1 + r->ring,
 				ts, dur,
 				r->kind == NPU_TRACE_KERNEL ? "kernel" :
 				r->kind == NPU_TRACE_FILL ? "memset" : "copy",
 				r->grid.x, r->grid.y, r->grid.z, r->bytes, r->ops,
 				r->stream_id, rb, r->graph, r->start, r->end);
+		}
 	}
+	/* Flow events: "s" on the command before an event record, "f" on
+	 * the first command after the wait ("bp":"e": the enclosing slice),
+	 * both on the stream lanes. The links are copied out first: the
+	 * device lookups below must not run under tlock. */
+	pthread_mutex_lock(&tlock);
+	nlinks = ndeps;
+	links = malloc((nlinks ? nlinks : 1) * sizeof(*links));
+	if (links)
+		memcpy(links, deps, nlinks * sizeof(*links));
+	else
+		nlinks = 0;
+	pthread_mutex_unlock(&tlock);
+	for (k = 0; k < nlinks; k++) {
+		const npu_trace_record *a, *b;
+
+		if (!links[k].dst || links[k].src > nslots || links[k].dst > nslots ||
+		    !at_slot[links[k].src] || !at_slot[links[k].dst])
+			continue;	/* an end never ran or was not traced */
+		a = &v[at_slot[links[k].src] - 1];
+		b = &v[at_slot[links[k].dst] - 1];
+		flows++;
+		fprintf(f, ",\n{\"ph\":\"s\",\"name\":\"event\",\"cat\":\"dependency\",\"id\":%u,"
+			"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f}", flows, a->device,
+			(uint64_t)1000 + a->stream_id, rec_mid_us(a, t0));
+		fprintf(f, ",\n{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"event\",\"cat\":\"dependency\","
+			"\"id\":%u,\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f}", flows, b->device,
+			(uint64_t)1000 + b->stream_id, rec_mid_us(b, t0));
+	}
+	free(links);
 	fprintf(f, "\n]}\n");
+	free(at_slot);
+	free(slots);
 	free(v);
 	if (fclose(f))
 		return npu_fail(NPU_ERROR_OS, "%s: %s", path, strerror(errno));
@@ -676,7 +846,7 @@ npu_status_t npu_profile_report(FILE *f)
 	st = npu_cur_dev(&dev);
 	if (st)
 		return st;
-	st = snapshot(&v, &n);
+	st = snapshot(&v, &n, NULL);
 	if (st)
 		return st;
 	hz = (double)dev->prop.clock_hz;

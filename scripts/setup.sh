@@ -53,6 +53,9 @@ pkgs=(
 	clang lld llvm
 	# system call fuzzer run against the device node (tests/fuzz/)
 	trinity
+	# npu-timeline's pictures (cairo, with fontconfig's DejaVu fonts) and JSON
+	# in the tools, the bench and the demo (json-c)
+	libcairo2-dev fonts-dejavu-core libjson-c-dev
 	# Documentation/ check (tests/docs-check.py)
 	python3-docutils
 	# demo data

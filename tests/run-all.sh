@@ -76,6 +76,14 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/choreo-diag.tap")
 	add_row choreo-diag host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# libnpu's JSON escaper, the strict validator, npu-timeline's pictures
+	# and its answers to bad input, the host bench's JSON.
+	BUILD=$BUILD bash "$top/tests/json/host-check.sh" >"$res/host/json.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/json.tap"
+	read -r p f s < <(tap_count "$res/host/json.tap")
+	add_row json host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"

@@ -13,11 +13,14 @@
  * thread: the kind of code a device model would run.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <json-c/json.h>
 
 static double now_s(void)
 {
@@ -34,12 +37,22 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void print_stat(const char *key, double *v, int n, int last)
+/* A measured number, or null if it is not finite (JSON has no NaN). */
+static struct json_object *num(double v)
 {
+	return isfinite(v) ? json_object_new_double(v) : NULL;
+}
+
+static void add_stat(struct json_object *root, const char *key, double *v, int n)
+{
+	struct json_object *o = json_object_new_object();
+
 	qsort(v, n, sizeof(double), cmp_d);
-	printf("  \"%s\": {\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"trials\": %d}%s\n",
-	       key, n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, v[0], v[n - 1], n,
-	       last ? "" : ",");
+	json_object_object_add(o, "median", num(n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2));
+	json_object_object_add(o, "min", num(v[0]));
+	json_object_object_add(o, "max", num(v[n - 1]));
+	json_object_object_add(o, "trials", json_object_new_int(n));
+	json_object_object_add(root, key, o);
 }
 
 int main(int argc, char **argv)
@@ -49,6 +62,7 @@ int main(int argc, char **argv)
 	double mc[64], gf[64];
 	char *a, *b;
 	float *A, *B, *C;
+	struct json_object *root;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--tiny"))
@@ -97,10 +111,14 @@ int main(int argc, char **argv)
 		__asm__ volatile("" : : "r"(C) : "memory");
 		gf[t] = 2.0 * n * n * n / (now_s() - t0) / 1e9;
 	}
-	printf("{\n  \"gemm_n\": %zu,\n  \"gemm_reference\": \"i-k-j triple loop, f32, one thread, "
-	       "gcc -O2\",\n", n);
-	print_stat("host_memcpy_mbps", mc, trials, 0);
-	print_stat("host_gemm_gflops", gf, trials, 1);
-	printf("}\n");
+	root = json_object_new_object();
+	json_object_object_add(root, "gemm_n", json_object_new_int64((int64_t)n));
+	json_object_object_add(root, "gemm_reference", json_object_new_string(
+				       "i-k-j triple loop, f32, one thread, gcc -O2"));
+	add_stat(root, "host_memcpy_mbps", mc, trials);
+	add_stat(root, "host_gemm_gflops", gf, trials);
+	printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+						      JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(root);
 	return 0;
 }

@@ -3,7 +3,7 @@
  * npu-bench - the speed of every libnpu path, each measured next to its
  * floor in the same run (Documentation/bench.rst, issue 7).
  *
- *   npu-bench [--tiny] [--trials N] [--json FILE] [--model-off]
+ *   npu-bench [--tiny] [--trials N] [--json FILE] [--model-off] [--trace FILE]
  *
  * Without --model-off (device with its timing model on): launch, round trip,
  * event and host-function costs against a null ioctl; stream chains of
@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 
 #include <drm.h>
+#include <json-c/json.h>
 #include "npu.h"
 #include "npu_accel.h"
 #include "npu_hw.h"
@@ -54,8 +55,9 @@
 #define MAX_S 8
 
 static int tiny, trials = 7, model_off, fails, tap_n, verbose, skip_floor;
-static FILE *js;
-static int js_first = 1;
+static struct json_object *js;		/* --json: the results, then notes */
+static struct json_object *js_notes;
+static const char *trace_path;		/* --trace: one traced overlap run */
 static npu_device_prop prop;
 static int fd = -1;
 
@@ -126,21 +128,23 @@ static struct stat3 stats(const double *v, int n)
 	return r;
 }
 
-static void js_key(const char *key)
+/* A measured number, or null if it is not finite (JSON has no NaN). */
+static struct json_object *js_num(double v)
 {
-	if (!js)
-		return;
-	fprintf(js, "%s\n  \"%s\": ", js_first ? "" : ",", key);
-	js_first = 0;
+	return isfinite(v) ? json_object_new_double(v) : NULL;
 }
 
 /* key: {"median": m, "min": a, "max": b, "trials": n} plus a table row */
 static void emit(const char *key, struct stat3 s, const char *unit, const char *what)
 {
 	if (js) {
-		js_key(key);
-		fprintf(js, "{\"median\": %.6g, \"min\": %.6g, \"max\": %.6g, \"trials\": %d}",
-			s.med, s.min, s.max, s.n);
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "median", js_num(s.med));
+		json_object_object_add(o, "min", js_num(s.min));
+		json_object_object_add(o, "max", js_num(s.max));
+		json_object_object_add(o, "trials", json_object_new_int(s.n));
+		json_object_object_add(js, key, o);
 	}
 	if (!tiny)
 		printf("%-28s %12.4g %12.4g %12.4g %-6s %s\n", key, s.med, s.min, s.max, unit, what);
@@ -159,17 +163,12 @@ static void emit_ratio(const char *key, const double *num, const double *den, in
 
 /* A key that could not be measured: null in the JSON, with the reason in
  * "notes". */
-static char notes[4096];
-
 static void emit_null(const char *key, const char *why)
 {
-	size_t l = strlen(notes);
-
 	if (js) {
-		js_key(key);
-		fprintf(js, "null");
+		json_object_object_add(js, key, NULL);
+		json_object_object_add(js_notes, key, json_object_new_string(why));
 	}
-	snprintf(notes + l, sizeof(notes) - l, "%s\"%s\": \"%s\"", l ? ", " : "", key, why);
 	if (!tiny)
 		printf("%-28s %12s   %s\n", key, "-", why);
 }
@@ -726,6 +725,18 @@ static int bench_overlap(void)
 	emit("overlap_kernels_alone_ms", stats(kr, nt), "ms", "kernels only, 4 streams");
 	emit("overlap_measured_ms", stats(all, nt), "ms", "copy-in, kernel, copy-out, 4 streams");
 	tap(1, "simpleStreams overlap run (results checked)");
+	if (trace_path) {	/* one serial and one pipelined run, for the picture */
+		double ms;
+
+		if (npu_device_synchronize() || npu_profiler_start() ||
+		    pipeline(1, 3, &ms) || pipeline(4, 3, &ms) ||
+		    npu_trace_write_json(trace_path) || npu_profiler_stop()) {
+			fprintf(stderr, "npu-bench: traced overlap run: %s\n",
+				npu_last_error_message());
+			fails++;
+			return -1;
+		}
+	}
 	npu_host_free(h_in);
 	npu_host_free(h_out);
 	npu_free(d_buf);
@@ -1063,9 +1074,11 @@ int main(int argc, char **argv)
 			json = argv[++i];
 		else if (!strcmp(argv[i], "--overlap-csv") && i + 1 < argc)
 			csv = argv[++i];
+		else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+			trace_path = argv[++i];
 		else {
 			fprintf(stderr, "usage: npu-bench [--tiny] [--model-off] [--trials N] "
-				"[--json FILE] [--overlap-csv FILE]\n");
+				"[--json FILE] [--overlap-csv FILE] [--trace FILE]\n");
 			return 2;
 		}
 	}
@@ -1090,19 +1103,23 @@ int main(int argc, char **argv)
 	}
 	signalled_syncobj = sc.handle;
 	if (json) {
-		js = fopen(json, "w");
-		if (!js) {
-			fprintf(stderr, "npu-bench: %s: %s\n", json, strerror(errno));
-			return 1;
-		}
-		fprintf(js, "{\n  \"mode\": \"%s\",\n  \"device\": {\"compute_rings\": %u, "
-			"\"copy_rings\": %u, \"compute_units\": %u, \"link_bw_mbps\": %u, "
-			"\"mem_bw_mbps\": %u, \"cu_mops\": %u, \"launch_ns\": %u, \"copy_ns\": %u, "
-			"\"timing_model\": %s}", model_off ? "model_off" : "model_on",
-			prop.compute_rings, prop.copy_rings, prop.compute_units, prop.link_bw_mbps,
-			prop.mem_bw_mbps, prop.cu_mops, prop.launch_ns, prop.copy_ns,
-			prop.features & NPU_FEATURE_TIMING_MODEL ? "true" : "false");
-		js_first = 0;
+		struct json_object *d = json_object_new_object();
+
+		js = json_object_new_object();
+		js_notes = json_object_new_object();
+		json_object_object_add(js, "mode", json_object_new_string(model_off ?
+						"model_off" : "model_on"));
+		json_object_object_add(d, "compute_rings", json_object_new_int64(prop.compute_rings));
+		json_object_object_add(d, "copy_rings", json_object_new_int64(prop.copy_rings));
+		json_object_object_add(d, "compute_units", json_object_new_int64(prop.compute_units));
+		json_object_object_add(d, "link_bw_mbps", json_object_new_int64(prop.link_bw_mbps));
+		json_object_object_add(d, "mem_bw_mbps", json_object_new_int64(prop.mem_bw_mbps));
+		json_object_object_add(d, "cu_mops", json_object_new_int64(prop.cu_mops));
+		json_object_object_add(d, "launch_ns", json_object_new_int64(prop.launch_ns));
+		json_object_object_add(d, "copy_ns", json_object_new_int64(prop.copy_ns));
+		json_object_object_add(d, "timing_model", json_object_new_boolean(
+					       !!(prop.features & NPU_FEATURE_TIMING_MODEL)));
+		json_object_object_add(js, "device", d);
 	}
 	if (csv && !tiny) {
 		overlap_csv = fopen(csv, "w");
@@ -1152,8 +1169,13 @@ int main(int argc, char **argv)
 		tap(!fails, "no device errors");
 	}
 	if (js) {
-		fprintf(js, ",\n  \"notes\": {%s}\n}\n", notes);
-		fclose(js);
+		json_object_object_add(js, "notes", js_notes);
+		if (json_object_to_file_ext(json, js, JSON_C_TO_STRING_PRETTY |
+					    JSON_C_TO_STRING_NOSLASHESCAPE)) {
+			fprintf(stderr, "npu-bench: %s: %s\n", json, json_util_get_last_err());
+			fails++;
+		}
+		json_object_put(js);
 	}
 	if (overlap_csv)
 		fclose(overlap_csv);

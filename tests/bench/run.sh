@@ -1,6 +1,7 @@
 #!/bin/bash
 # make bench: run the benchmarks in the guest and write
-# build/bench/results.json, a table, and build/bench/bench.svg
+# build/bench/results.json, a table, and build/bench/bench-timeline.svg
+# and .png, npu-timeline's picture of a traced overlap run
 # (Documentation/bench.rst).
 #
 # Two guest boots: the device with its timing model on (call costs,
@@ -29,7 +30,7 @@ rc=0
 
 echo "bench: guest with the timing model on ($trials trials per figure)..."
 bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout 1200 --outdir "$raw/on" \
-	--device-opts "${BENCH_DEVICE_OPTS:-,link-bw-mbps=500}" --cmd "npu-bench --trials $trials --json /out/bench.json --overlap-csv /out/overlap.csv" ||
+	--device-opts "${BENCH_DEVICE_OPTS:-,link-bw-mbps=500}" --cmd "npu-bench --trials $trials --json /out/bench.json --overlap-csv /out/overlap.csv --trace /out/bench-trace.json" ||
 	rc=1
 echo "bench: host floors (memcpy, reference GEMM)..."
 "$BUILD/bench/npu-bench-host" --trials "$trials" >"$raw/host.json" || rc=1
@@ -133,80 +134,20 @@ if isinstance(curve, dict) and curve.get("points"):
         curve["bound"], ", ".join("%d threads %.3f" % (t, v) for t, v in curve["points"])))
 res["verdicts"] = summary
 with open(out + "/results.json", "w") as f:
-    json.dump(res, f, indent=2, sort_keys=True)
+    json.dump(res, f, indent=2, sort_keys=True, allow_nan=False)
     f.write("\n")
 
-# Picture: stream (and graph) chain time per iteration over N, and the
-# overlap runs per trial.
-W, H = 960, 420
-svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">' % (W, H),
-       '<rect width="100%" height="100%" fill="white"/>',
-       '<text x="20" y="24" font-size="15" font-weight="bold">npu bench %s (Linux %s guest)</text>' % (res["date"], kernel)]
-# left: chain curve
-x0, y0, pw, ph = 70, 60, 360, 300
-ns = [1, 20, 100]
-pts = [(n, med("stream_chain_us_%d" % n)) for n in ns]
-pts = [(n, v) for n, v in pts if v]
-gpts = [(n, med("graph_chain_us_%d" % n)) for n in ns]
-gpts = [(n, v) for n, v in gpts if v]
-fpts = [(n, med("submit_one_job_us_%d" % n)) for n in ns]
-fpts = [(n, v) for n, v in fpts if v]
-ymax = max([v for _, v in pts + gpts + fpts] + [1]) * 1.1
-svg.append('<text x="%d" y="%d" font-weight="bold">launch + synchronize of a chain of N empty kernels</text>' % (x0 - 40, y0 - 12))
-svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0 + ph, x0 + pw, y0 + ph))
-svg.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>' % (x0, y0, x0, y0 + ph))
-for i in range(6):
-    yv = ymax * i / 5
-    yy = y0 + ph - ph * i / 5
-    svg.append('<text x="%d" y="%.1f" text-anchor="end" font-size="10">%.0f</text>' % (x0 - 4, yy + 3, yv))
-    svg.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/>' % (x0, yy, x0 + pw, yy))
-def px(n): return x0 + pw * ns.index(n) / (len(ns) - 1)
-for n in ns:
-    svg.append('<text x="%.1f" y="%d" text-anchor="middle" font-size="10">N=%d</text>' % (px(n), y0 + ph + 14, n))
-svg.append('<text x="%d" y="%d" font-size="10" transform="rotate(-90 %d %d)">us per iteration (median)</text>' % (x0 - 44, y0 + ph - 60, x0 - 44, y0 + ph - 60))
-for k, (series, colour, name) in enumerate(((pts, "#1f77b4", "stream (npu_launch x N + sync)"),
-                                            (gpts, "#d62728", "graph"),
-                                            (fpts, "#2ca02c", "uAPI floor: one job, one SUBMIT + wait"))):
-    if not series:
-        svg.append('<text x="%d" y="%d" fill="%s">%s: %s</text>' % (x0 + 10, y0 + 20 + k * 16, colour, name,
-                   "no data (libnpu has no graph API yet)" if name == "graph" else "no data"))
-        continue
-    d = " ".join("%.1f,%.1f" % (px(n), y0 + ph - ph * v / ymax) for n, v in series)
-    svg.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>' % (d, colour))
-    for n, v in series:
-        svg.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s N=%d: %.1f us</title></circle>' % (px(n), y0 + ph - ph * v / ymax, colour, name, n, v))
-    svg.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x0 + 10, y0 + 20 + k * 16, colour, name))
-# right: overlap runs
-x1 = 520
-rows = []
-try:
-    with open(raw + "/on/overlap.csv") as f:
-        next(f)
-        rows = [list(map(float, l.strip().split(","))) for l in f if l.strip()]
-except Exception:
-    pass
-svg.append('<text x="%d" y="%d" font-weight="bold">simpleStreams: 16 chunks, 4 streams (ms, per trial)</text>' % (x1, y0 - 12))
-if rows:
-    vmax = max(max(r[1:]) for r in rows) * 1.05
-    names = [("serial (1 stream)", 1, "#9e9e9e"), ("copies alone", 2, "#2ca02c"),
-             ("kernels alone", 3, "#ff7f0e"), ("pipelined", 4, "#1f77b4")]
-    bh = ph / (len(rows) * 5 + 1)
-    for i, r in enumerate(rows):
-        for j, (nm, col, c) in enumerate(names):
-            y = y0 + (i * 5 + j) * bh
-            w = 380 * r[col] / vmax
-            svg.append('<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>trial %d %s: %.3f ms</title></rect>' % (x1, y, w, bh * 0.9, c, int(r[0]), nm, r[col]))
-    for j, (nm, col, c) in enumerate(names):
-        svg.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>' % (x1 + j * 105, y0 + ph + 8, c, x1 + j * 105 + 14, y0 + ph + 17, nm))
-    eff = med("overlap_efficiency")
-    if eff:
-        svg.append('<text x="%d" y="%d">overlap efficiency (median) %.3f = max(copies alone, kernels alone) / pipelined</text>' % (x1, y0 + ph + 40, eff))
-else:
-    svg.append('<text x="%d" y="%d">no overlap data</text>' % (x1, y0 + 20))
-svg.append('</svg>')
-with open(out + "/bench.svg", "w") as f:
-    f.write("\n".join(svg) + "\n")
 print()
-print("bench: wrote %s/results.json and %s/bench.svg" % (out, out))
+print("bench: wrote %s/results.json" % out)
 PY
+
+# The picture: the traced serial and pipelined overlap run, by npu-timeline.
+if [ -f "$raw/on/bench-trace.json" ]; then
+	"$BUILD/tools/npu-timeline" -q -t "npu bench: simpleStreams overlap run, serial then pipelined over 4 streams (device time)" \
+		"$raw/on/bench-trace.json" "$out/bench-timeline" || rc=1
+	echo "bench: wrote $out/bench-timeline.svg and $out/bench-timeline.png"
+else
+	echo "bench: no trace of the overlap run (npu-bench --trace failed)" >&2
+	rc=1
+fi
 exit $rc
