@@ -122,7 +122,7 @@ static json_object *process(json_object *dev, long pid)
 static void test_during(pid_t child)
 {
 	json_object *doc, *dev, *proc;
-	char *out, *line, *save, cmd[64], want[32];
+	char *out, *text, *line, *save, cmd[64], want[32];
 	int st, lines, parsed, busy;
 
 	out = run("npu-smi -j -i 1000", &st);
@@ -150,25 +150,26 @@ static void test_during(pid_t child)
 
 	out = run("npu-smi -l 0.3 -c 3", &st);
 	lines = busy = 0;
+	text = strdup(out);
 	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		double c_proc = 0;
+		char *field[80], *fs;
+		int nf = 0;
 
 		if (line[0] == '#')
 			continue;
 		lines++;
+		for (field[0] = strtok_r(line, " ", &fs); field[nf] && nf < 79;
+		     field[nf] = strtok_r(NULL, " ", &fs))
+			nf++;
 		/* the last two columns: the processes' compute and copy % */
-		if (strrchr(line, ' ')) {
-			char *last = strrchr(line, ' ');
-
-			*last = 0;
-			if (strrchr(line, ' '))
-				c_proc = atof(strrchr(line, ' ') + 1);
-		}
-		busy += c_proc > 0;
+		busy += nf >= 2 && atof(field[nf - 2]) > 0;
 	}
 	tap_ok(st == 0 && lines == 3, "npu-smi -l 0.3 -c 3 prints 3 lines (%d, exit %d)",
 	       lines, st);
 	tap_ok(busy > 0, "the rolling mode shows the workload's compute share in %d of 3", busy);
+	if (busy == 0 || lines != 3)
+		tap_diag("npu-smi -l 0.3 -c 3 printed:\n%s", text ? text : "");
+	free(text);
 	free(out);
 
 	snprintf(cmd, sizeof(cmd), "npu-smi -l 0.2 -c 2 -j");
