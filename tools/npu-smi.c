@@ -663,10 +663,7 @@ int main(int argc, char **argv)
 
 	ndev = open_devices(devs);
 	if (!ndev) {
-		if (json)
-			printf("{\"devices\": []}\n");
-		else
-			printf("no npu devices found (is npu.ko loaded?)\n");
+		fprintf(stderr, "npu-smi: no npu devices found (is npu.ko loaded?)\n");
 		return 1;
 	}
 	for (i = 0; i < ndev; i++)
