@@ -56,7 +56,7 @@ lib: setup
 
 tests: setup lib
 	@set -e; ksft=$$(bash scripts/kselftest-headers.sh); \
-	for d in tests/device tests/kselftest tests/fuzz tests/lib examples tests/bench demo tools tests/choreo tests/json; do \
+	for d in tests/device tests/kselftest tests/fuzz tests/lib examples tests/bench demo tools tests/choreo tests/json tests/tools; do \
 		[ -f $$d/Makefile ] || continue; \
 		$(MAKE) -s -C $$d BUILD=$(BUILD) KSFT_INC=$$ksft; \
 	done

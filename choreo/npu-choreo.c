@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <spawn.h>
@@ -73,7 +74,8 @@ static void usage(FILE *f)
 "  --entry NAME     exe/run: the parameterless __co__ function to run\n"
 "  --guest KERNEL   run: in a guest of the source tree (tests/guest/run.sh)\n"
 "  --keep-temps     keep the generated C (its directory is printed)\n"
-"  -v               print the commands run\n");
+"  -v, --verbose    print the commands run\n"
+"  -h, --help       print this help and exit\n");
 }
 
 static int run_argv(char *const argv[])
@@ -273,6 +275,15 @@ int main(int argc, char **argv)
 {
 	const char *cmd, *file = NULL, *out = NULL, *header = NULL;
 	const char *entry = NULL, *guest = NULL;
+	static const struct option longopts[] = {
+		{ "header", required_argument, NULL, 'H' },
+		{ "entry", required_argument, NULL, 'e' },
+		{ "guest", required_argument, NULL, 'g' },
+		{ "keep-temps", no_argument, NULL, 'k' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
 	struct program prog = { 0 };
 	const struct node *main_fn = NULL;
 	char host_c[PATH_MAX + 32], prog_path[PATH_MAX + 64], incflag[PATH_MAX + 32];
@@ -293,38 +304,28 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	for (i = 2; i < argc; i++) {
-		const char *a = argv[i];
-		const char **opt = NULL;
-
-		if (!strcmp(a, "-o"))
-			opt = &out;
-		else if (!strcmp(a, "--header"))
-			opt = &header;
-		else if (!strcmp(a, "--entry"))
-			opt = &entry;
-		else if (!strcmp(a, "--guest"))
-			opt = &guest;
-		else if (!strcmp(a, "-v"))
-			verbose = true;
-		else if (!strcmp(a, "--keep-temps"))
-			keep_temps = true;
-		else if (a[0] == '-') {
-			fprintf(stderr, "npu-choreo: unknown option '%s'\n", a);
-			return 2;
-		} else if (!file) {
-			file = a;
-		} else {
-			fprintf(stderr, "npu-choreo: one input file only\n");
+	/* the options after the command (getopt sees "build" as argv[0]) */
+	while ((i = getopt_long(argc - 1, argv + 1, "o:vh", longopts, NULL)) != -1) {
+		switch (i) {
+		case 'o': out = optarg; break;
+		case 'H': header = optarg; break;
+		case 'e': entry = optarg; break;
+		case 'g': guest = optarg; break;
+		case 'k': keep_temps = true; break;
+		case 'v': verbose = true; break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:	/* getopt has said what was wrong */
+			fprintf(stderr, "Try 'npu-choreo --help' for more information.\n");
 			return 2;
 		}
-		if (opt) {
-			if (++i >= argc) {
-				fprintf(stderr, "npu-choreo: %s needs a value\n", a);
-				return 2;
-			}
-			*opt = argv[i];
-		}
+	}
+	if (optind + 1 < argc)
+		file = argv[optind + 1];
+	if (optind + 2 < argc) {
+		fprintf(stderr, "npu-choreo: one input file only\n");
+		return 2;
 	}
 	if (!file) {
 		fprintf(stderr, "npu-choreo: no input file\n");

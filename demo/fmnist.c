@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -721,19 +722,92 @@ static uint32_t cpu_predict(const float *w1, const float *b1, const float *w2, c
 
 /* ------------------------------------------------------------------------
  */
-static void usage(void)
+struct options {
+	const char *data, *out;
+	uint32_t batch, test_batch, ntrain_max;
+	double lr, ref_budget;
+};
+
+static void usage(FILE *f)
 {
-	fprintf(stderr,
-		"usage: fmnist-demo [--data DIR] [--out DIR] [--batch N] [--lr X] [--train N]\n"
-		"                   [--test-batch N] [--ref-seconds S] [--quick]\n");
-	exit(2);
+	fprintf(f,
+		"usage: fmnist-demo [OPTION]...\n"
+		"Train a 784-128-10 MLP on Fashion-MNIST on the npu and classify the\n"
+		"test set serially, pipelined over streams and as a graph.\n\n"
+		"  -d, --data DIR          the dataset's idx .gz files (default: search)\n"
+		"  -o, --out DIR           where the traces go (default /out or .)\n"
+		"  -b, --batch N           training batch, 1..4096 (50)\n"
+		"  -r, --lr X              learning rate, > 0 (0.15)\n"
+		"  -n, --train N           train on the first N images at most (60000)\n"
+		"  -B, --test-batch N      images per inference batch, 1..5000 (500)\n"
+		"  -s, --ref-seconds S     CPU time for the reference check, >= 0 (40)\n"
+		"  -q, --quick             train on 6000 images (--train 6000)\n"
+		"  -h, --help              print this help and exit\n");
+}
+
+/* A number in [lo, hi] or exit 2 with a message naming the option. */
+static double number_arg(const char *opt, const char *v, double lo, double hi)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "fmnist-demo: --%s: '%s' is not a number in %g..%g\n",
+			opt, v, lo, hi);
+		exit(2);
+	}
+	return x;
+}
+
+/* Fills o from argv; exits 0 after --help, 2 on a bad option. */
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "lr", required_argument, NULL, 'r' },
+		{ "train", required_argument, NULL, 'n' },
+		{ "test-batch", required_argument, NULL, 'B' },
+		{ "ref-seconds", required_argument, NULL, 's' },
+		{ "quick", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "d:o:b:r:n:B:s:qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o->data = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'b': o->batch = (uint32_t)number_arg("batch", optarg, 1, 4096); break;
+		case 'r': o->lr = number_arg("lr", optarg, 1e-9, 1e3); break;
+		case 'n': o->ntrain_max = (uint32_t)number_arg("train", optarg, 1, 1e9); break;
+		case 'B': o->test_batch = (uint32_t)number_arg("test-batch", optarg, 1, 5000); break;
+		case 's': o->ref_budget = number_arg("ref-seconds", optarg, 0, 1e6); break;
+		case 'q': o->ntrain_max = 6000; break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:	/* getopt has said what was wrong */
+			fprintf(stderr, "Try 'fmnist-demo --help' for more information.\n");
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "fmnist-demo: unexpected argument '%s'\n"
+			"Try 'fmnist-demo --help' for more information.\n", argv[optind]);
+		exit(2);
+	}
 }
 
 int main(int argc, char **argv)
 {
-	const char *data_opt = NULL, *outdir = NULL;
-	uint32_t batch = 50, test_batch = 500, ntrain_max = 60000;
-	double lr = 0.15, ref_budget = 40;
+	const char *data_opt, *outdir;
+	uint32_t batch, test_batch, ntrain_max;
+	double lr, ref_budget;
 	uint32_t ntrain, ntest, nlab, steps, n, i;
 	uint8_t *trX, *trY, *teX, *teY;
 	const char *dir;
@@ -753,27 +827,17 @@ int main(int argc, char **argv)
 	int ways, w, graph_ok = 0;
 	char path[1024];
 
-	for (i = 1; i < (uint32_t)argc; i++) {
-		const char *a = argv[i], *v = i + 1 < (uint32_t)argc ? argv[i + 1] : NULL;
+	struct options opt = { .batch = 50, .test_batch = 500, .ntrain_max = 60000,
+			       .lr = 0.15, .ref_budget = 40 };
 
-		if (!strcmp(a, "--quick")) {
-			ntrain_max = 6000;
-			continue;
-		}
-		if (!v)
-			usage();
-		if (!strcmp(a, "--data")) data_opt = v;
-		else if (!strcmp(a, "--out")) outdir = v;
-		else if (!strcmp(a, "--batch")) batch = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--lr")) lr = atof(v);
-		else if (!strcmp(a, "--train")) ntrain_max = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--test-batch")) test_batch = (uint32_t)atoi(v);
-		else if (!strcmp(a, "--ref-seconds")) ref_budget = atof(v);
-		else usage();
-		i++;
-	}
-	if (batch < 1 || batch > 4096 || test_batch < 1 || test_batch > 5000 || lr <= 0)
-		usage();
+	parse_options(argc, argv, &opt);
+	data_opt = opt.data;
+	outdir = opt.out;
+	batch = opt.batch;
+	test_batch = opt.test_batch;
+	ntrain_max = opt.ntrain_max;
+	lr = opt.lr;
+	ref_budget = opt.ref_budget;
 	if (!outdir) {
 		struct stat st;
 

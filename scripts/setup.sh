@@ -49,6 +49,8 @@ pkgs=(
 	# code objects (libelf) and their DWARF (libdw) in libnpu; GSL for the
 	# tuner's Gaussian process
 	libdw-dev libgsl-dev
+	# JSON written by the tools (npu-smi -j)
+	libjson-c-dev
 	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
 	clang lld llvm
 	# system call fuzzer run against the device node (tests/fuzz/)

@@ -84,6 +84,13 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/json.tap")
 	add_row json host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# The host tools' --help and bad options.
+	BUILD=$BUILD bash "$top/tests/tools/tools-check.sh" >"$res/host/tools.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/tools.tap"
+	read -r p f s < <(tap_count "$res/host/tools.tap")
+	add_row tools host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"

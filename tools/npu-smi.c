@@ -1,22 +1,28 @@
 // SPDX-License-Identifier: MIT
 /*
- * npu-smi - list npu devices: rings, compute units, memory, clock, current
- * utilization and the processes that have the device open.
+ * npu-smi - the npu devices and who uses them, like nvidia-smi.
  *
- *   npu-smi [-i MS] [-j]
+ *   npu-smi [-i MS] [-j]                 one report per device
+ *   npu-smi -l SECONDS [-c COUNT] [-j]   one line per device per interval
  *
- * Utilization comes from DRM_IOCTL_NPU_COUNTERS read twice, MS milliseconds
- * apart (default 200): busy time of each ring and compute unit over the
- * device-clock time between the two reads. Processes are found by scanning
- * /proc/PID/fd for descriptors whose st_rdev is the device node's. -j prints
- * JSON instead of the table. Talks to the driver directly (no libnpu), so it
- * also works while libnpu is broken or absent.
+ * Two kinds of utilization (Documentation/tools/npu-smi.rst):
+ *  - of a ring or compute unit: its busy time (DRM_IOCTL_NPU_COUNTERS)
+ *    over the device-clock time between two reads; "since start" divides
+ *    the busy time by the device clock itself, so it stays meaningful after
+ *    the work is over;
+ *  - of a process: the growth of its drm-engine-<class> keys in
+ *    /proc/PID/fdinfo/FD (host ns its jobs occupied rings of that class)
+ *    over the wall-clock interval times the class's capacity.
+ * Talks to the driver directly (no libnpu), so it also works while libnpu
+ * is broken or absent. JSON goes through json-c.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <glob.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +34,61 @@
 #include <unistd.h>
 
 #include <drm.h>
+#include <json-c/json.h>
 #include "npu_accel.h"
 
+#define MAX_DEVS 16
 #define MAX_RINGS 64
 #define MAX_CUS 256
+#define MAX_CLIENTS 256
 
-struct snap {
+/* One open device file (a DRM client) as its fdinfo describes it. */
+struct client {
+	long pid;
+	uint64_t id;			/* drm-client-id */
+	uint64_t engine_ns[2];		/* drm-engine-compute, -copy */
+	unsigned int capacity[2];	/* drm-engine-capacity-compute, -copy */
+	uint64_t memory;		/* drm-total-memory, bytes */
+	int fds;			/* descriptors on this client */
+};
+
+/* Everything read from one device at one moment. */
+struct sample {
 	struct drm_npu_ring_counters ring[MAX_RINGS];
 	uint64_t cu[MAX_CUS];
 	uint32_t nring, ncu;
-	uint64_t clock;
+	int counters_ok;
+	uint64_t clock;			/* device clock ticks */
+	uint64_t wall_ns;		/* CLOCK_MONOTONIC */
+	struct client client[MAX_CLIENTS];
+	int nclient;
 };
+
+struct device {
+	char node[64];
+	int fd, index;
+	dev_t rdev;
+	uint64_t id, rev, ncomp, ncopy, ncus, mem, hz, feat, tmo;
+	struct sample *prev, *cur;
+};
+
+static const char *const engine_class[2] = { "compute", "copy" };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
 
 static int get_param(int fd, uint32_t param, uint64_t *v)
 {
@@ -64,7 +114,7 @@ static int is_npu(int fd)
 	return !strcmp(name, "npu");
 }
 
-static int read_counters(int fd, struct snap *s)
+static void read_counters(int fd, struct sample *s)
 {
 	struct drm_npu_counters c;
 
@@ -73,12 +123,211 @@ static int read_counters(int fd, struct snap *s)
 	c.cu_busy_ns = (uint64_t)(uintptr_t)s->cu;
 	c.ring_count = MAX_RINGS;
 	c.cu_count = MAX_CUS;
-	if (ioctl(fd, DRM_IOCTL_NPU_COUNTERS, &c))
-		return -errno;
+	s->counters_ok = !ioctl(fd, DRM_IOCTL_NPU_COUNTERS, &c);
+	if (!s->counters_ok) {
+		s->nring = s->ncu = 0;
+		return;
+	}
 	s->nring = c.ring_count < MAX_RINGS ? c.ring_count : MAX_RINGS;
 	s->ncu = c.cu_count < MAX_CUS ? c.cu_count : MAX_CUS;
 	s->clock = c.clock;
-	return 0;
+}
+
+/* "123 KiB" and the like (DRM's drm_print_memory_stats units) in bytes. */
+static uint64_t parse_size(const char *v)
+{
+	char *end;
+	uint64_t n = strtoull(v, &end, 10);
+
+	while (*end == ' ')
+		end++;
+	if (!strncmp(end, "KiB", 3))
+		return n << 10;
+	if (!strncmp(end, "MiB", 3))
+		return n << 20;
+	if (!strncmp(end, "GiB", 3))
+		return n << 30;
+	return n;
+}
+
+/* Parse /proc/PID/fdinfo/FD; returns 0 for an npu client. */
+static int read_fdinfo(long pid, const char *fd, struct client *c)
+{
+	char path[300], line[256];
+	int npu = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/fdinfo/%s", pid, fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	while (fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+		int k;
+
+		if (!v)
+			continue;
+		*v++ = 0;
+		v += strspn(v, " \t");
+		if (!strcmp(line, "drm-driver"))
+			npu = !strncmp(v, "npu", 3) && (v[3] == '\n' || !v[3]);
+		else if (!strcmp(line, "drm-client-id"))
+			c->id = strtoull(v, NULL, 10);
+		else if (!strcmp(line, "drm-total-memory"))
+			c->memory = parse_size(v);
+		for (k = 0; k < 2; k++) {
+			char key[48];
+
+			snprintf(key, sizeof(key), "drm-engine-%s", engine_class[k]);
+			if (!strcmp(line, key))
+				c->engine_ns[k] = strtoull(v, NULL, 10);
+			snprintf(key, sizeof(key), "drm-engine-capacity-%s", engine_class[k]);
+			if (!strcmp(line, key))
+				c->capacity[k] = (unsigned int)strtoul(v, NULL, 10);
+		}
+	}
+	fclose(f);
+	return npu ? 0 : -1;
+}
+
+/* The DRM clients of every process on rdev, one entry per client id. */
+static void read_clients(dev_t rdev, struct sample *s)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *d;
+
+	s->nclient = 0;
+	while (proc && (d = readdir(proc))) {
+		long pid = strtol(d->d_name, NULL, 10);
+		struct dirent *e;
+		char path[300];
+		DIR *fds;
+
+		if (pid <= 0 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		fds = opendir(path);
+		if (!fds)
+			continue;
+		while ((e = readdir(fds))) {
+			char fp[600];
+			struct client c;
+			struct stat st;
+			int i;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(fp, sizeof(fp), "%s/%s", path, e->d_name);
+			if (stat(fp, &st) || !S_ISCHR(st.st_mode) || st.st_rdev != rdev ||
+			    read_fdinfo(pid, e->d_name, &c))
+				continue;
+			for (i = 0; i < s->nclient; i++)
+				if (s->client[i].pid == pid && s->client[i].id == c.id)
+					break;
+			if (i < s->nclient) {
+				s->client[i].fds++;	/* a dup of a client seen */
+			} else if (s->nclient < MAX_CLIENTS) {
+				c.fds = 1;
+				s->client[s->nclient++] = c;
+			}
+		}
+		closedir(fds);
+	}
+	if (proc)
+		closedir(proc);
+}
+
+static void take_sample(struct device *d)
+{
+	struct sample *t = d->prev;
+
+	d->prev = d->cur;
+	d->cur = t;
+	read_counters(d->fd, t);
+	t->wall_ns = now_ns();
+	read_clients(d->rdev, t);
+}
+
+static double clamp01(double x)
+{
+	return x < 0 || !isfinite(x) ? 0 : x > 1 ? 1 : x;
+}
+
+/* Device time between the two samples, ns. */
+static double device_dt_ns(const struct device *d)
+{
+	if (!d->hz || d->cur->clock <= d->prev->clock)
+		return 0;
+	return (double)(d->cur->clock - d->prev->clock) * 1e9 / (double)d->hz;
+}
+
+static double ring_util(const struct device *d, uint32_t r)
+{
+	double dt = device_dt_ns(d);
+
+	if (!dt || r >= d->prev->nring || r >= d->cur->nring)
+		return 0;
+	return clamp01((double)(d->cur->ring[r].busy_ns - d->prev->ring[r].busy_ns) / dt);
+}
+
+/* Busy time over the whole device clock (since power-on or reset). */
+static double ring_util_since_start(const struct device *d, uint32_t r)
+{
+	double t = d->hz ? (double)d->cur->clock * 1e9 / (double)d->hz : 0;
+
+	return t > 0 ? clamp01((double)d->cur->ring[r].busy_ns / t) : 0;
+}
+
+static double cu_util(const struct device *d, uint32_t u)
+{
+	double dt = device_dt_ns(d);
+
+	if (!dt || u >= d->prev->ncu || u >= d->cur->ncu)
+		return 0;
+	return clamp01((double)(d->cur->cu[u] - d->prev->cu[u]) / dt);
+}
+
+static double cu_util_mean(const struct device *d)
+{
+	double sum = 0;
+	uint32_t u;
+
+	for (u = 0; u < d->cur->ncu; u++)
+		sum += cu_util(d, u);
+	return d->cur->ncu ? sum / d->cur->ncu : 0;
+}
+
+/* A client's share of its engine class over the interval; a client that
+ * opened the device during the interval counts from zero. */
+static double client_util(const struct device *d, const struct client *c, int k)
+{
+	double dt = (double)(d->cur->wall_ns - d->prev->wall_ns);
+	uint64_t before = 0;
+	int i;
+
+	for (i = 0; i < d->prev->nclient; i++)
+		if (d->prev->client[i].pid == c->pid && d->prev->client[i].id == c->id)
+			before = d->prev->client[i].engine_ns[k];
+	if (dt <= 0 || !c->capacity[k] || c->engine_ns[k] < before)
+		return 0;
+	return clamp01((double)(c->engine_ns[k] - before) / (dt * c->capacity[k]));
+}
+
+static void comm_of(long pid, char *buf, size_t n)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(buf, n, "?");
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(buf, (int)n, f))
+		buf[strcspn(buf, "\n")] = 0;
+	fclose(f);
 }
 
 static void human(char *buf, size_t n, uint64_t bytes)
@@ -87,118 +336,220 @@ static void human(char *buf, size_t n, uint64_t bytes)
 		snprintf(buf, n, "%llu GiB", (unsigned long long)(bytes >> 30));
 	else if (bytes >= (1ull << 20))
 		snprintf(buf, n, "%.0f MiB", bytes / 1048576.0);
+	else if (bytes >= (1ull << 10))
+		snprintf(buf, n, "%.0f KiB", bytes / 1024.0);
 	else
 		snprintf(buf, n, "%llu B", (unsigned long long)bytes);
 }
 
-/* Processes with an fd on rdev; prints them as a table or JSON array. */
-static void list_procs(dev_t rdev, int json)
+static const char *ring_kind(const struct device *d, uint32_t r)
 {
-	DIR *proc = opendir("/proc");
-	struct dirent *d;
-	int first = 1, any = 0;
+	return r < d->ncomp ? "compute" : "copy";
+}
 
-	if (json)
-		printf("[");
-	while (proc && (d = readdir(proc))) {
-		char path[300], comm[64] = "?";
-		DIR *fds;
-		struct dirent *fd;
-		int count = 0;
-		long pid = strtol(d->d_name, NULL, 10);
-		FILE *f;
+/* ------------------------------------------------------------- report */
 
-		if (pid <= 0 || pid == getpid())
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
-		fds = opendir(path);
-		if (!fds)
-			continue;
-		while ((fd = readdir(fds))) {
-			struct stat st;
-			char fp[600];
+static void print_report(const struct device *d)
+{
+	const struct sample *s = d->cur;
+	char mb[32];
+	uint32_t r, u;
+	int i;
 
-			if (fd->d_name[0] == '.')
-				continue;
-			snprintf(fp, sizeof(fp), "%s/%s", path, fd->d_name);
-			if (!stat(fp, &st) && S_ISCHR(st.st_mode) && st.st_rdev == rdev)
-				count++;
+	human(mb, sizeof(mb), d->mem);
+	printf("npu%d  %s  [%04x:%04x rev %u.%u]\n", d->index, d->node,
+	       (unsigned int)(d->id >> 16), (unsigned int)(d->id & 0xffff),
+	       (unsigned int)(d->rev >> 16), (unsigned int)(d->rev & 0xffff));
+	printf("  rings: %llu compute + %llu copy   compute units: %llu   "
+	       "device memory: %s   clock: %.3f MHz   timing model: %s\n",
+	       (unsigned long long)d->ncomp, (unsigned long long)d->ncopy,
+	       (unsigned long long)d->ncus, mb, d->hz / 1e6,
+	       d->feat & DRM_NPU_FEATURE_TIMING_MODEL ? "on" : "off");
+	if (!s->counters_ok) {
+		printf("  counters: unavailable (DRM_IOCTL_NPU_COUNTERS failed)\n");
+	} else {
+		printf("  device time: %.3f s since start; utilization over the last %.0f ms\n",
+		       d->hz ? (double)s->clock / (double)d->hz : 0, device_dt_ns(d) / 1e6);
+		printf("  %-12s %6s %12s %6s %10s %14s %14s\n", "ring", "util", "busy",
+		       "avg", "commands", "bytes", "ops");
+		for (r = 0; r < s->nring; r++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "%u %s", r, ring_kind(d, r));
+			printf("  %-12s %5.1f%% %10.3f s %5.1f%% %10llu %14llu %14llu\n", name,
+			       100 * ring_util(d, r), s->ring[r].busy_ns / 1e9,
+			       100 * ring_util_since_start(d, r),
+			       (unsigned long long)s->ring[r].commands,
+			       (unsigned long long)s->ring[r].bytes,
+			       (unsigned long long)s->ring[r].ops);
 		}
-		closedir(fds);
-		if (!count)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-		f = fopen(path, "r");
-		if (f) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = 0;
-			fclose(f);
+		if (s->ncu) {
+			printf("  compute units busy:");
+			for (u = 0; u < s->ncu; u++)
+				printf(" %3.0f%%", 100 * cu_util(d, u));
+			printf("\n");
 		}
-		if (json) {
-			printf("%s{\"pid\": %ld, \"comm\": \"%s\", \"fds\": %d}", first ? "" : ", ",
-			       pid, comm, count);
-		} else {
-			printf("    pid %-8ld %-20s %d fd%s\n", pid, comm, count, count > 1 ? "s" : "");
-		}
-		first = 0;
-		any = 1;
 	}
-	if (proc)
-		closedir(proc);
-	if (json)
-		printf("]");
-	else if (!any)
+	printf("  processes:\n");
+	if (!s->nclient) {
 		printf("    (no processes)\n");
+		return;
+	}
+	printf("    %-8s %-16s %6s %8s %8s %12s %12s %10s\n", "pid", "name", "client",
+	       "compute", "copy", "compute busy", "copy busy", "memory");
+	for (i = 0; i < s->nclient; i++) {
+		const struct client *c = &s->client[i];
+		char comm[64];
+
+		comm_of(c->pid, comm, sizeof(comm));
+		human(mb, sizeof(mb), c->memory);
+		printf("    %-8ld %-16s %6llu %7.1f%% %7.1f%% %10.3f s %10.3f s %10s\n", c->pid,
+		       comm, (unsigned long long)c->id, 100 * client_util(d, c, 0),
+		       100 * client_util(d, c, 1), c->engine_ns[0] / 1e9,
+		       c->engine_ns[1] / 1e9, mb);
+	}
 }
 
-static void sleep_ms(int ms)
+static json_object *json_u64(uint64_t v)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
+	return json_object_new_uint64(v);
 }
 
-int main(int argc, char **argv)
+static json_object *json_report(const struct device *d)
+{
+	const struct sample *s = d->cur;
+	json_object *o = json_object_new_object();
+	json_object *rings = json_object_new_array();
+	json_object *cus = json_object_new_array();
+	json_object *procs = json_object_new_array();
+	char id[16];
+	uint32_t r, u;
+	int i;
+
+	snprintf(id, sizeof(id), "%04x:%04x", (unsigned int)(d->id >> 16),
+		 (unsigned int)(d->id & 0xffff));
+	json_object_object_add(o, "index", json_object_new_int(d->index));
+	json_object_object_add(o, "node", json_object_new_string(d->node));
+	json_object_object_add(o, "pci_id", json_object_new_string(id));
+	json_object_object_add(o, "revision", json_u64(d->rev));
+	json_object_object_add(o, "compute_rings", json_u64(d->ncomp));
+	json_object_object_add(o, "copy_rings", json_u64(d->ncopy));
+	json_object_object_add(o, "compute_units", json_u64(d->ncus));
+	json_object_object_add(o, "devmem_bytes", json_u64(d->mem));
+	json_object_object_add(o, "clock_hz", json_u64(d->hz));
+	json_object_object_add(o, "features", json_u64(d->feat));
+	json_object_object_add(o, "job_timeout_ms", json_u64(d->tmo));
+	json_object_object_add(o, "counters", json_object_new_boolean(s->counters_ok));
+	json_object_object_add(o, "device_time_s",
+			       json_object_new_double(d->hz ? (double)s->clock / d->hz : 0));
+	json_object_object_add(o, "interval_ms", json_object_new_double(device_dt_ns(d) / 1e6));
+	for (r = 0; r < s->nring; r++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "ring", json_object_new_int((int)r));
+		json_object_object_add(x, "kind", json_object_new_string(ring_kind(d, r)));
+		json_object_object_add(x, "util", json_object_new_double(ring_util(d, r)));
+		json_object_object_add(x, "util_since_start",
+				       json_object_new_double(ring_util_since_start(d, r)));
+		json_object_object_add(x, "busy_ns", json_u64(s->ring[r].busy_ns));
+		json_object_object_add(x, "commands", json_u64(s->ring[r].commands));
+		json_object_object_add(x, "bytes", json_u64(s->ring[r].bytes));
+		json_object_object_add(x, "ops", json_u64(s->ring[r].ops));
+		json_object_array_add(rings, x);
+	}
+	json_object_object_add(o, "rings", rings);
+	for (u = 0; u < s->ncu; u++)
+		json_object_array_add(cus, json_object_new_double(cu_util(d, u)));
+	json_object_object_add(o, "cu_util", cus);
+	for (i = 0; i < s->nclient; i++) {
+		const struct client *c = &s->client[i];
+		json_object *x = json_object_new_object();
+		char comm[64];
+
+		comm_of(c->pid, comm, sizeof(comm));
+		json_object_object_add(x, "pid", json_object_new_int64(c->pid));
+		json_object_object_add(x, "comm", json_object_new_string(comm));
+		json_object_object_add(x, "client_id", json_u64(c->id));
+		json_object_object_add(x, "fds", json_object_new_int(c->fds));
+		json_object_object_add(x, "compute_util",
+				       json_object_new_double(client_util(d, c, 0)));
+		json_object_object_add(x, "copy_util",
+				       json_object_new_double(client_util(d, c, 1)));
+		json_object_object_add(x, "engine_compute_ns", json_u64(c->engine_ns[0]));
+		json_object_object_add(x, "engine_copy_ns", json_u64(c->engine_ns[1]));
+		json_object_object_add(x, "memory_bytes", json_u64(c->memory));
+		json_object_array_add(procs, x);
+	}
+	json_object_object_add(o, "processes", procs);
+	return o;
+}
+
+/* ------------------------------------------------------- rolling mode */
+
+static void print_dmon_header(const struct device *d)
+{
+	uint32_t r;
+
+	printf("# %-8s %4s", "time", "npu");
+	for (r = 0; r < d->cur->nring; r++)
+		printf(" %c%-4u", r < d->ncomp ? 'c' : 'x', r < d->ncomp ? r : r - (uint32_t)d->ncomp);
+	printf(" %5s %5s %6s %6s\n", "cu", "procs", "c-proc", "x-proc");
+	printf("# %-8s %4s", "HH:MM:SS", "idx");
+	for (r = 0; r < d->cur->nring; r++)
+		printf(" %5s", "%");
+	printf(" %5s %5s %6s %6s\n", "%", "#", "%", "%");
+}
+
+static void print_dmon_line(const struct device *d, const char *stamp)
+{
+	double pu[2] = { 0, 0 };
+	uint32_t r;
+	int i, k;
+
+	for (i = 0; i < d->cur->nclient; i++)
+		for (k = 0; k < 2; k++)
+			pu[k] += client_util(d, &d->cur->client[i], k);
+	printf("  %-8s %4d", stamp, d->index);
+	for (r = 0; r < d->cur->nring; r++)
+		printf(" %5.1f", 100 * ring_util(d, r));
+	printf(" %5.1f %5d %6.1f %6.1f\n", 100 * cu_util_mean(d), d->cur->nclient,
+	       100 * clamp01(pu[0]), 100 * clamp01(pu[1]));
+}
+
+static json_object *json_dmon(const struct device *d, const char *stamp)
+{
+	json_object *o = json_object_new_object();
+	json_object *rings = json_object_new_array();
+	uint32_t r;
+
+	json_object_object_add(o, "time", json_object_new_string(stamp));
+	json_object_object_add(o, "index", json_object_new_int(d->index));
+	json_object_object_add(o, "interval_ms", json_object_new_double(device_dt_ns(d) / 1e6));
+	for (r = 0; r < d->cur->nring; r++)
+		json_object_array_add(rings, json_object_new_double(ring_util(d, r)));
+	json_object_object_add(o, "ring_util", rings);
+	json_object_object_add(o, "cu_util", json_object_new_double(cu_util_mean(d)));
+	json_object_object_add(o, "processes", json_object_new_int(d->cur->nclient));
+	return o;
+}
+
+/* -------------------------------------------------------------- main */
+
+static int open_devices(struct device *devs)
 {
 	static const char *const patterns[] = { "/dev/accel/accel*", "/dev/dri/renderD*" };
-	int interval = 200, json = 0, ndev = 0, opt;
 	size_t p, i;
+	int n = 0;
 
-	while ((opt = getopt(argc, argv, "i:jh")) != -1) {
-		switch (opt) {
-		case 'i':
-			interval = atoi(optarg);
-			if (interval < 1 || interval > 60000)
-				interval = 200;
-			break;
-		case 'j':
-			json = 1;
-			break;
-		default:
-			fprintf(stderr, "usage: npu-smi [-i MS] [-j]\n"
-				"  -i MS  sample the counters MS milliseconds apart (200)\n"
-				"  -j     JSON output\n");
-			return opt == 'h' ? 0 : 2;
-		}
-	}
-	if (json)
-		printf("{\"devices\": [");
 	for (p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++) {
 		glob_t g;
 
 		if (glob(patterns[p], 0, NULL, &g))
 			continue;
-		for (i = 0; i < g.gl_pathc; i++) {
-			const char *node = g.gl_pathv[i];
-			uint64_t id = 0, rev = 0, ncomp = 0, ncopy = 0, ncus = 0, mem = 0, hz = 0;
-			uint64_t feat = 0, tmo = 0;
-			struct snap *a, *b;
+		for (i = 0; i < g.gl_pathc && n < MAX_DEVS; i++) {
+			struct device *d = &devs[n];
 			struct stat st;
-			char mb[32];
-			double dt_ns;
-			uint32_t r, u;
-			int fd = open(node, O_RDWR | O_CLOEXEC);
+			int fd = open(g.gl_pathv[i], O_RDWR | O_CLOEXEC);
 
 			if (fd < 0)
 				continue;
@@ -206,109 +557,157 @@ int main(int argc, char **argv)
 				close(fd);
 				continue;
 			}
-			get_param(fd, DRM_NPU_PARAM_DEVICE_ID, &id);
-			get_param(fd, DRM_NPU_PARAM_REVISION, &rev);
-			get_param(fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS, &ncomp);
-			get_param(fd, DRM_NPU_PARAM_NUM_COPY_RINGS, &ncopy);
-			get_param(fd, DRM_NPU_PARAM_NUM_CUS, &ncus);
-			get_param(fd, DRM_NPU_PARAM_DEVMEM_SIZE, &mem);
-			get_param(fd, DRM_NPU_PARAM_CLOCK_HZ, &hz);
-			get_param(fd, DRM_NPU_PARAM_FEATURES, &feat);
-			get_param(fd, DRM_NPU_PARAM_JOB_TIMEOUT_MS, &tmo);
-			human(mb, sizeof(mb), mem);
-
-			a = calloc(1, sizeof(*a));
-			b = calloc(1, sizeof(*b));
-			if (!a || !b)
-				return 1;
-			if (read_counters(fd, a) == 0) {
-				sleep_ms(interval);
-				if (read_counters(fd, b))
-					b->nring = 0;
-			} else {
-				a->nring = b->nring = 0;
+			memset(d, 0, sizeof(*d));
+			snprintf(d->node, sizeof(d->node), "%s", g.gl_pathv[i]);
+			d->fd = fd;
+			d->index = n;
+			d->rdev = st.st_rdev;
+			get_param(fd, DRM_NPU_PARAM_DEVICE_ID, &d->id);
+			get_param(fd, DRM_NPU_PARAM_REVISION, &d->rev);
+			get_param(fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS, &d->ncomp);
+			get_param(fd, DRM_NPU_PARAM_NUM_COPY_RINGS, &d->ncopy);
+			get_param(fd, DRM_NPU_PARAM_NUM_CUS, &d->ncus);
+			get_param(fd, DRM_NPU_PARAM_DEVMEM_SIZE, &d->mem);
+			get_param(fd, DRM_NPU_PARAM_CLOCK_HZ, &d->hz);
+			get_param(fd, DRM_NPU_PARAM_FEATURES, &d->feat);
+			get_param(fd, DRM_NPU_PARAM_JOB_TIMEOUT_MS, &d->tmo);
+			d->prev = calloc(1, sizeof(*d->prev));
+			d->cur = calloc(1, sizeof(*d->cur));
+			if (!d->prev || !d->cur) {
+				fprintf(stderr, "npu-smi: out of memory\n");
+				exit(1);
 			}
-			dt_ns = hz && b->clock > a->clock ? (double)(b->clock - a->clock) * 1e9 / hz : 0;
-
-			if (json) {
-				printf("%s{\"index\": %d, \"node\": \"%s\", \"pci_id\": \"%04x:%04x\", "
-				       "\"revision\": %llu, \"compute_rings\": %llu, \"copy_rings\": %llu, "
-				       "\"compute_units\": %llu, \"devmem_bytes\": %llu, \"clock_hz\": %llu, "
-				       "\"features\": %llu, \"job_timeout_ms\": %llu, \"rings\": [",
-				       ndev ? ", " : "", ndev, node, (unsigned)(id >> 16),
-				       (unsigned)(id & 0xffff), (unsigned long long)rev,
-				       (unsigned long long)ncomp, (unsigned long long)ncopy,
-				       (unsigned long long)ncus, (unsigned long long)mem,
-				       (unsigned long long)hz, (unsigned long long)feat,
-				       (unsigned long long)tmo);
-			} else {
-				printf("npu%d  %s  [%04x:%04x rev %u.%u]\n", ndev, node,
-				       (unsigned)(id >> 16), (unsigned)(id & 0xffff),
-				       (unsigned)(rev >> 16), (unsigned)(rev & 0xffff));
-				printf("  rings: %llu compute + %llu copy   compute units: %llu   "
-				       "device memory: %s   clock: %.3f MHz   timing model: %s\n",
-				       (unsigned long long)ncomp, (unsigned long long)ncopy,
-				       (unsigned long long)ncus, mb, hz / 1e6,
-				       feat & DRM_NPU_FEATURE_TIMING_MODEL ? "on" : "off");
-				if (!b->nring)
-					printf("  counters: unavailable (DRM_IOCTL_NPU_COUNTERS failed)\n");
-				else
-					printf("  %-16s %6s %12s %14s %14s   (over %.0f ms of device time)\n",
-					       "ring", "util", "commands", "bytes", "ops", dt_ns / 1e6);
-			}
-			for (r = 0; r < b->nring && r < a->nring; r++) {
-				double util = dt_ns > 0 ? (double)(b->ring[r].busy_ns - a->ring[r].busy_ns) /
-							  dt_ns : 0;
-				char name[32];
-
-				if (util > 1)
-					util = 1;
-				snprintf(name, sizeof(name), "%u %s", r, r < ncomp ? "compute" : "copy");
-				if (json)
-					printf("%s{\"ring\": %u, \"kind\": \"%s\", \"util\": %.4f, "
-					       "\"commands\": %llu, \"bytes\": %llu, \"ops\": %llu}",
-					       r ? ", " : "", r, r < ncomp ? "compute" : "copy", util,
-					       (unsigned long long)b->ring[r].commands,
-					       (unsigned long long)b->ring[r].bytes,
-					       (unsigned long long)b->ring[r].ops);
-				else
-					printf("  %-16s %5.1f%% %12llu %14llu %14llu\n", name, 100 * util,
-					       (unsigned long long)b->ring[r].commands,
-					       (unsigned long long)b->ring[r].bytes,
-					       (unsigned long long)b->ring[r].ops);
-			}
-			if (json)
-				printf("], \"cu_util\": [");
-			else if (b->ncu)
-				printf("  compute units busy:");
-			for (u = 0; u < b->ncu && u < a->ncu; u++) {
-				double util = dt_ns > 0 ? (double)(b->cu[u] - a->cu[u]) / dt_ns : 0;
-
-				if (util > 1)
-					util = 1;
-				printf(json ? "%s%.4f" : "%s%3.0f%%", u ? (json ? ", " : " ") : (json ? "" : " "),
-				       json ? util : 100 * util);
-			}
-			if (json) {
-				printf("], \"processes\": ");
-				list_procs(st.st_rdev, 1);
-				printf("}");
-			} else {
-				if (b->ncu)
-					printf("\n");
-				printf("  processes:\n");
-				list_procs(st.st_rdev, 0);
-			}
-			free(a);
-			free(b);
-			close(fd);
-			ndev++;
+			n++;
 		}
 		globfree(&g);
 	}
-	if (json)
-		printf("]}\n");
-	else if (!ndev)
-		printf("no npu devices found (is npu.ko loaded?)\n");
-	return ndev ? 0 : 1;
+	return n;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: npu-smi [OPTION]...\n"
+		"Show the npu devices, their utilization and the processes using them.\n\n"
+		"  -i, --interval MS     sample window of the report, 1..60000 ms (200)\n"
+		"  -l, --loop SECONDS    rolling mode: every SECONDS (0.01..3600), one line\n"
+		"                        per device with each ring's utilization over it\n"
+		"  -c, --count N         with --loop: stop after N intervals (default: never)\n"
+		"  -j, --json            JSON: one document, or with --loop one object a line\n"
+		"  -h, --help            print this help and exit\n\n"
+		"Exit status: 0 if a device was found, 1 if none, 2 for a bad option.\n");
+}
+
+/* A number in [lo, hi] for option opt, or exit 2. */
+static double number_arg(const char *opt, const char *v, double lo, double hi)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+		fprintf(stderr, "npu-smi: --%s: '%s' is not a number in %g..%g\n", opt, v, lo, hi);
+		exit(2);
+	}
+	return x;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "loop", required_argument, NULL, 'l' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static struct device devs[MAX_DEVS];
+	double interval_ms = 200, loop_s = 0;
+	long count = -1, n;
+	int json = 0, ndev, opt, i;
+
+	while ((opt = getopt_long(argc, argv, "i:l:c:jh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'i':
+			interval_ms = number_arg("interval", optarg, 1, 60000);
+			break;
+		case 'l':
+			loop_s = number_arg("loop", optarg, 0.01, 3600);
+			break;
+		case 'c':
+			count = (long)number_arg("count", optarg, 1, 1e9);
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:	/* getopt has said what was wrong */
+			fprintf(stderr, "Try 'npu-smi --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "npu-smi: unexpected argument '%s'\n"
+			"Try 'npu-smi --help' for more information.\n", argv[optind]);
+		return 2;
+	}
+	if (count > 0 && !loop_s) {
+		fprintf(stderr, "npu-smi: --count needs --loop\n");
+		return 2;
+	}
+	json_c_set_serialization_double_format("%.6g", JSON_C_OPTION_GLOBAL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	ndev = open_devices(devs);
+	if (!ndev) {
+		fprintf(stderr, "npu-smi: no npu devices found (is npu.ko loaded?)\n");
+		return 1;
+	}
+	for (i = 0; i < ndev; i++)
+		take_sample(&devs[i]);
+
+	if (!loop_s) {
+		json_object *root = json_object_new_object(), *arr = json_object_new_array();
+
+		sleep_ns((uint64_t)(interval_ms * 1e6));
+		for (i = 0; i < ndev; i++) {
+			take_sample(&devs[i]);
+			if (json)
+				json_object_array_add(arr, json_report(&devs[i]));
+			else
+				print_report(&devs[i]);
+		}
+		json_object_object_add(root, "devices", arr);
+		if (json)
+			printf("%s\n", json_object_to_json_string_ext(root,
+				JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+		json_object_put(root);
+		return 0;
+	}
+
+	if (!json)
+		print_dmon_header(&devs[0]);
+	for (n = 0; count < 0 || n < count; n++) {
+		char stamp[16];
+		time_t t;
+
+		sleep_ns((uint64_t)(loop_s * 1e9));
+		t = time(NULL);
+		strftime(stamp, sizeof(stamp), "%H:%M:%S", localtime(&t));
+		for (i = 0; i < ndev; i++) {
+			take_sample(&devs[i]);
+			if (json) {
+				json_object *o = json_dmon(&devs[i], stamp);
+
+				printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+				json_object_put(o);
+			} else {
+				print_dmon_line(&devs[i], stamp);
+			}
+		}
+	}
+	return 0;
 }

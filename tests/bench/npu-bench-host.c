@@ -13,6 +13,8 @@
  * thread: the kind of code a device model would run.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,21 +59,54 @@ static void add_stat(struct json_object *root, const char *key, double *v, int n
 
 int main(int argc, char **argv)
 {
-	int tiny = 0, trials = 7, t, i;
+	static const struct option longopts[] = {
+		{ "tiny", no_argument, NULL, 't' },
+		{ "trials", required_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int tiny = 0, trials = 7, t, i, c;
+	char *end;
+	long v;
 	size_t bytes, n, e;
 	double mc[64], gf[64];
 	char *a, *b;
 	float *A, *B, *C;
 	struct json_object *root;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--tiny"))
+	while ((c = getopt_long(argc, argv, "tn:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't':
 			tiny = 1;
-		else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
-			trials = atoi(argv[++i]);
+			break;
+		case 'n':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > 64) {
+				fprintf(stderr, "npu-bench-host: --trials: '%s' is not a number "
+					"in 1..64\n", optarg);
+				return 2;
+			}
+			trials = (int)v;
+			break;
+		case 'h':
+			printf("usage: npu-bench-host [OPTION]...\n"
+			       "Measure the host floors of make bench (memcpy bandwidth, a\n"
+			       "reference GEMM) and print them as JSON on stdout.\n\n"
+			       "  -t, --tiny       tiny sizes (a quick check, not a measurement)\n"
+			       "  -n, --trials N   trials per figure, 1..64 (default 7)\n"
+			       "  -h, --help       print this help and exit\n");
+			return 0;
+		default:	/* getopt has said what was wrong */
+			fprintf(stderr, "Try 'npu-bench-host --help' for more information.\n");
+			return 2;
+		}
 	}
-	if (trials < 1 || trials > 64)
-		trials = 7;
+	if (optind < argc) {
+		fprintf(stderr, "npu-bench-host: unexpected argument '%s'\n"
+			"Try 'npu-bench-host --help' for more information.\n", argv[optind]);
+		return 2;
+	}
 	bytes = tiny ? 65536 : 16u << 20;
 	n = tiny ? 32 : 512;
 	e = n * n;

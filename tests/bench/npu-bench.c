@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -38,6 +39,7 @@
 #include "npu.h"
 #include "npu_accel.h"
 #include "npu_hw.h"
+#include "kselftest.h"
 
 /* Graphs may be missing from lib/npu.h (HAVE_NPU_GRAPH comes from the
  * Makefile) or from the built libnpu.so (weak references, NULL then). */
@@ -54,7 +56,7 @@
 #define MAX_TRIALS 31
 #define MAX_S 8
 
-static int tiny, trials = 7, model_off, fails, tap_n, verbose, skip_floor;
+static int tiny, trials = 7, model_off, fails, verbose, skip_floor;
 static struct json_object *js;		/* --json: the results, then notes */
 static struct json_object *js_notes;
 static const char *trace_path;		/* --trace: one traced overlap run */
@@ -85,17 +87,21 @@ static int failed(const char *what, npu_status_t st)
 		return failed(#call, st_); \
 } while (0)
 
+/* --tiny's TAP, through kselftest.h like every C test in the tree */
 static void tap(int ok, const char *fmt, ...)
 {
+	char what[256];
 	va_list ap;
 
 	if (!tiny)
 		return;
-	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	if (ok)
+		ksft_test_result_pass("- %s\n", what);
+	else
+		ksft_test_result_fail("- %s\n", what);
 }
 
 /* ------------------------------------------------------------------------
@@ -1053,40 +1059,91 @@ static int bench_gemm(void)
 
 /* ------------------------------------------------------------------------
  */
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: npu-bench [OPTION]...\n"
+		"Measure every libnpu path next to its floor (Documentation/bench.rst).\n\n"
+		"  -t, --tiny               every path once with tiny sizes; print TAP\n"
+		"  -m, --model-off          the device runs with timing=off: copy and GEMM\n"
+		"  -n, --trials N           trials per figure, 1..%d (default 7)\n"
+		"  -j, --json FILE          write the figures as JSON to FILE\n"
+		"  -c, --overlap-csv FILE   write each overlap trial to FILE\n"
+		"  -T, --trace FILE         trace one serial and one pipelined overlap\n"
+		"                           run to FILE (Chrome trace JSON)\n"
+		"  -s, --skip-floor         leave out the uAPI floor of a graph launch\n"
+		"  -v, --verbose            print more detail\n"
+		"  -h, --help               print this help and exit\n", MAX_TRIALS);
+}
+
+/* Returns -1 to go on, else main's exit status (0 for --help, 2 for a
+ * bad option). */
+static int parse_options(int argc, char **argv, const char **json, const char **csv)
+{
+	static const struct option longopts[] = {
+		{ "tiny", no_argument, NULL, 't' },
+		{ "model-off", no_argument, NULL, 'm' },
+		{ "trials", required_argument, NULL, 'n' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "overlap-csv", required_argument, NULL, 'c' },
+		{ "trace", required_argument, NULL, 'T' },
+		{ "skip-floor", no_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char *end;
+	long v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "tmn:j:c:T:svh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 't': tiny = 1; break;
+		case 'm': model_off = 1; break;
+		case 's': skip_floor = 1; break;
+		case 'v': verbose = 1; break;
+		case 'j': *json = optarg; break;
+		case 'c': *csv = optarg; break;
+		case 'T': trace_path = optarg; break;
+		case 'n':
+			errno = 0;
+			v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > MAX_TRIALS) {
+				fprintf(stderr, "npu-bench: --trials: '%s' is not a number "
+					"in 1..%d\n", optarg, MAX_TRIALS);
+				return 2;
+			}
+			trials = (int)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:	/* getopt has said what was wrong */
+			fprintf(stderr, "Try 'npu-bench --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "npu-bench: unexpected argument '%s'\n"
+			"Try 'npu-bench --help' for more information.\n", argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *json = NULL, *csv = NULL;
 	struct drm_syncobj_create sc;
 	int i;
 
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--tiny"))
-			tiny = 1;
-		else if (!strcmp(argv[i], "--model-off"))
-			model_off = 1;
-		else if (!strcmp(argv[i], "-v"))
-			verbose = 1;
-		else if (!strcmp(argv[i], "--skip-floor"))
-			skip_floor = 1;
-		else if (!strcmp(argv[i], "--trials") && i + 1 < argc)
-			trials = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-			json = argv[++i];
-		else if (!strcmp(argv[i], "--overlap-csv") && i + 1 < argc)
-			csv = argv[++i];
-		else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
-			trace_path = argv[++i];
-		else {
-			fprintf(stderr, "usage: npu-bench [--tiny] [--model-off] [--trials N] "
-				"[--json FILE] [--overlap-csv FILE] [--trace FILE]\n");
-			return 2;
-		}
-	}
-	if (trials < 1 || trials > MAX_TRIALS)
-		trials = 7;
+	i = parse_options(argc, argv, &json, &csv);
+	if (i >= 0)
+		return i;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tiny)	/* every path once, whatever the device's timing model */
-		printf("TAP version 13\n1..9\n");
+	if (tiny) {	/* every path once, whatever the device's timing model */
+		ksft_print_header();
+		ksft_set_plan(9);
+	}
 	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS) {
 		fprintf(stderr, "npu-bench: no device: %s\n", npu_last_error_message());
 		if (tiny)
@@ -1146,9 +1203,9 @@ int main(int argc, char **argv)
 			tap(0, "launch, round trip, events, stream wait");
 		if (bench_chains())
 			tap(0, "stream chains of empty kernels");
-		if (skip_floor)
-			tap(1, "uAPI floor of a graph launch # SKIP --skip-floor");
-		else if (bench_submit_floor())
+		if (skip_floor && tiny)
+			ksft_test_result_skip("uAPI floor of a graph launch: --skip-floor\n");
+		else if (!skip_floor && bench_submit_floor())
 			tap(0, "uAPI floor of a graph launch");
 		if (bench_overlap())
 			tap(0, "simpleStreams overlap run");

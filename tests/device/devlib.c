@@ -23,37 +23,39 @@
 #include <unistd.h>
 
 #include "devlib.h"
+#include "kselftest.h"
 
 
 const char *qemu_bin;
 struct qt *q;
-int test_no, failures;
 
 /* ---------------------------------------------------------------- TAP */
 
+/* Results go through kselftest.h, the harness every C test here uses. */
 void ok(int cond, const char *fmt, ...)
 {
+	char what[1024];
 	va_list ap;
 
-	printf("%sok %d - ", cond ? "" : "not ", ++test_no);
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	if (cond)
+		ksft_test_result_pass("- %s\n", what);
+	else
+		ksft_test_result_fail("- %s\n", what);
 	fflush(stdout);
-	if (!cond)
-		failures++;
 }
 
 void diag(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	printf("# ");
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	ksft_print_msg("%s\n", msg);
 	fflush(stdout);
 }
 
@@ -533,10 +535,8 @@ void start(const char *devopts, int with_qmp)
 	snprintf(dev, sizeof(dev), "npu,addr=%d%s%s", SLOT,
 		 devopts && *devopts ? "," : "", devopts ? devopts : "");
 	q = qt_start(qemu_bin, extra, with_qmp);
-	if (!q || q->dead) {
-		printf("Bail out! cannot start %s\n", qemu_bin);
-		exit(1);
-	}
+	if (!q || q->dead)
+		ksft_exit_fail_msg("cannot start %s\n", qemu_bin);
 	pci_setup();
 	msix_setup();
 	pt_reset();
@@ -619,10 +619,8 @@ void set_kernel_dir(const char *argv0)
 	char *self = strdup(argv0);
 	char *dir;
 
-	if (!self || asprintf(&dir, "%s/kernels", dirname(self)) < 0) {
-		printf("Bail out! out of memory\n");
-		exit(2);
-	}
+	if (!self || asprintf(&dir, "%s/kernels", dirname(self)) < 0)
+		ksft_exit_fail_msg("out of memory\n");
 	kernel_dir = dir;
 	free(self);
 }
@@ -637,12 +635,13 @@ int devtest_main(int argc, char **argv, void (*run_all)(void))
 	}
 	qemu_bin = argv[1];
 	set_kernel_dir(argv[0]);
-	printf("TAP version 13\n");
+	ksft_print_header();
 	run_all();
-	printf("1..%d\n", test_no);
-	diag("%d tests, %d failed, %.1f s", test_no, failures,
-	     (host_ns() - t0) / 1e9);
-	return failures ? 1 : 0;
+	ksft_set_plan(ksft_test_num());
+	diag("%u tests, %d failed, %.1f s", ksft_test_num(),
+	     ksft_get_fail_cnt(), (host_ns() - t0) / 1e9);
+	ksft_print_cnts();
+	return ksft_get_fail_cnt() ? KSFT_FAIL : KSFT_PASS;
 }
 
 void load_kernel(const char *name, int dev)
@@ -656,17 +655,13 @@ void load_kernel(const char *name, int dev)
 
 	snprintf(path, sizeof(path), "%s/%s.bin", kernel_dir, name);
 	f = fopen(path, "rb");
-	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0) {
-		printf("Bail out! cannot read kernel %s\n", path);
-		exit(1);
-	}
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) <= 0)
+		ksft_exit_fail_msg("cannot read kernel %s\n", path);
 	rewind(f);
 	size = (n + 4095) / 4096 * 4096 + 16 * 4096;
 	img = calloc(1, size);
-	if (!img || fread(img, 1, n, f) != (size_t)n) {
-		printf("Bail out! cannot read kernel %s\n", path);
-		exit(1);
-	}
+	if (!img || fread(img, 1, n, f) != (size_t)n)
+		ksft_exit_fail_msg("cannot read kernel %s\n", path);
 	fclose(f);
 	va_next = DEVTEST_CODE_VA;
 	b = alloc_buf(size, dev, 0);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * devlib: the device tests' harness: TAP output, PCI and MSI-X set-up, * page tables, buffers, packets, rings and QEMU instances over qtest.
+ * devlib: the device tests' harness: TAP output (kselftest.h), PCI and MSI-X
+ * set-up, page tables, buffers, packets, rings and QEMU instances over qtest.
  * Guest-physical layout: see devlib.c.
  */
 #ifndef NPU_TEST_DEVLIB_H
@@ -45,7 +46,6 @@ struct pk {
 
 extern const char *qemu_bin;
 extern struct qt *q;
-extern int test_no, failures;
 extern int msix_cap;
 extern unsigned nvec;
 extern uint64_t pt[PT_MAX][512];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tap.h - minimal TAP output and helpers for the libnpu tests.
+ * tap.h - TAP output (kselftest.h) and helpers for the libnpu tests.
  */
 #ifndef NPU_TAP_H
 #define NPU_TAP_H
@@ -19,61 +19,87 @@
 
 #include "npu.h"
 
-static int tap_n, tap_failed;
+/*
+ * The results go through kselftest.h (from linux-source-6.1, the same
+ * harness as tests/kselftest), so every C test in the tree prints one TAP
+ * dialect. The plan comes last ("1..N" after the results): most programs
+ * do not know their count up front. The header is printed lazily so that
+ * helper modes (--child, --print-points) print nothing of the harness;
+ * every line is flushed (children fork with it).
+ */
+#include "kselftest.h"
+
+static int tap_started;
+
+static inline void tap_start(void)
+{
+	if (!tap_started) {
+		tap_started = 1;
+		ksft_print_header();
+	}
+}
 
 static inline void tap_ok(int cond, const char *fmt, ...)
 {
+	char what[1024];
 	va_list ap;
 
-	printf("%sok %d - ", cond ? "" : "not ", ++tap_n);
+	tap_start();
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	printf("\n");
-	if (!cond)
-		tap_failed++;
+	if (cond)
+		ksft_test_result_pass("- %s\n", what);
+	else
+		ksft_test_result_fail("- %s\n", what);
 	fflush(stdout);
 }
 
 static inline void tap_skip(const char *fmt, ...)
 {
+	char why[1024];
 	va_list ap;
 
-	printf("ok %d - # SKIP ", ++tap_n);
+	tap_start();
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	ksft_test_result_skip("%s\n", why);
 	fflush(stdout);
 }
 
 static inline void tap_diag(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	printf("# ");
+	tap_start();
 	va_start(ap, fmt);
-	vprintf(fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	printf("\n");
+	ksft_print_msg("%s\n", msg);
 	fflush(stdout);
 }
 
+/* Print the plan and the totals; the exit status for main's return. */
 static inline int tap_done(void)
 {
-	printf("1..%d\n", tap_n);
+	tap_start();
+	ksft_set_plan(ksft_test_num());
+	ksft_print_cnts();
 	fflush(stdout);
-	return tap_failed ? 1 : 0;
+	return ksft_get_fail_cnt() ? KSFT_FAIL : KSFT_PASS;
 }
 
-/* Skip the whole program when there is no device. */
+/* Skip the whole program when there is no device (kselftest's exit status
+ * for a skip, which the runner counts as a failure: the guests have one). */
 static inline void tap_need_device(void)
 {
 	int n = 0;
 
 	if (npu_device_count(&n) != NPU_SUCCESS || n < 1) {
-		printf("1..0 # SKIP no npu device\n");
-		exit(0);
+		tap_start();
+		ksft_exit_skip("no npu device\n");
 	}
 }
 
