@@ -225,6 +225,12 @@ for k in "${kernels[@]}"; do
 		dkms_ install -m npu -v "$ver" -k "$rel" --no-depmod
 	check "dkms status: installed for $rel, a module for that kernel" dkms_installed "$rel"
 done
+# a kernel older than the driver supports: skipped (77), not a failed build
+dkms_excluded() {
+	dkms_ build -m npu -v "$ver" -k 5.10.0-30-amd64
+	[ $? = 77 ]
+}
+check "dkms build for a 5.10 kernel: skipped by BUILD_EXCLUSIVE_KERNEL (exit 77)" dkms_excluded
 dkms_removed() {
 	dkms_ remove -m npu -v "$ver" --all --no-depmod &&
 		[ -z "$(find "$dk/modules" -name 'npu.ko*')" ] && [ ! -e "$dk/tree/npu/$ver" ]
