@@ -62,6 +62,8 @@ pkgs=(
 	python3-docutils
 	# demo data
 	dataset-fashion-mnist
+	# Debian packages and DKMS (debian/, dkms.conf, tests/packaging/)
+	debhelper dh-dkms dkms lintian
 )
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 

@@ -70,6 +70,16 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	add_row toolchain host "$p" "$f" "$s"
 fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# Debian packages (built, lintian, unpacked into a scratch root, an
+	# example linked against them) and DKMS for 6.1 and 6.12 in scratch
+	# trees; each kernel boots with the module DKMS built.
+	echo "== packaging (dpkg-buildpackage, lintian, dkms)" >&2
+	BUILD=$BUILD bash "$top/tests/packaging/packaging-check.sh" 6.1 6.12 >"$res/host/packaging.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/packaging.tap"
+	read -r p f s < <(tap_count "$res/host/packaging.tap")
+	add_row packaging host "$p" "$f" "$s"
+fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	# npu-choreo's diagnostics, odd inputs, and the corpus compiling.
 	BUILD=$BUILD bash "$top/tests/choreo/diag-check.sh" >"$res/host/choreo-diag.tap" 2>&1
 	echo "# exit status $?" >>"$res/host/choreo-diag.tap"

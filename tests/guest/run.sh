@@ -9,7 +9,9 @@
 # Options: --timeout SEC (hard limit for the whole boot, default 900),
 #          --device-opts ',compute-rings=4' (appended to -device npu),
 #          --outdir DIR (files the guest writes to /out are copied here),
-#          --no-npu (do not insmod npu.ko).
+#          --no-npu (do not insmod npu.ko),
+#          --npu-ko FILE (load this npu.ko instead of make modules' build,
+#          e.g. one DKMS built).
 # Environment: QEMU (binary; default: scripts/build-qemu.sh), BUILD (build dir),
 #              NPU_MODPARAMS (module parameters for npu.ko), NPU_TCG_THREAD
 #              (single, the default, or multi: TCG threads for the vCPUs).
@@ -21,7 +23,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$top/build}
-extra_bin=${NPU_EXTRA_BIN:-} kernel=6.12 suites= cmd= shell=0 timeout=900 results= devopts= outdir= npu=1
+extra_bin=${NPU_EXTRA_BIN:-} kernel=6.12 suites= cmd= shell=0 timeout=900 results= devopts= outdir= npu=1 npuko=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift ;;
@@ -33,6 +35,7 @@ while [ $# -gt 0 ]; do
 	--device-opts) devopts=$2; shift ;;
 	--outdir) outdir=$2; shift ;;
 	--no-npu) npu=0 ;;
+	--npu-ko) npuko=$2; shift ;;
 	--extra-bin) extra_bin=$2; shift ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -45,7 +48,7 @@ release=$("$top/scripts/kernel-info.sh" "$kernel" release) || exit 1
 vmlinuz=$("$top/scripts/kernel-info.sh" "$kernel" vmlinuz)
 moddir=$("$top/scripts/kernel-info.sh" "$kernel" moddir)
 [ -r "$vmlinuz" ] || die "no $vmlinuz (run scripts/setup.sh)"
-npuko=$BUILD/kmod/$release/npu.ko
+npuko=${npuko:-$BUILD/kmod/$release/npu.ko}
 [ $npu = 0 ] || [ -f "$npuko" ] || die "no $npuko (make modules)"
 QEMU=${QEMU:-$("$top/scripts/build-qemu.sh")} || die "QEMU build failed"
 
