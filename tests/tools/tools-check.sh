@@ -11,6 +11,7 @@ tools=(
 	"$BUILD/sdk/bin/npu-cc"
 	"$BUILD/sdk/bin/npu-choreo"
 	"$BUILD/tools/npu-smi"
+	"$BUILD/tools/npu-timeline"
 	"$BUILD/bench/npu-bench-host"
 )
 tmp=$(mktemp -d)
