@@ -156,7 +156,9 @@ npu_ukernel_short(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 {
 	struct npu_pkt_launch_code_short *p = (void *)cmd;
 
-	*p = f->packet;
+	/* field by field: a whole-struct copy becomes a rep movs, slow under
+	 * TCG */
+	memcpy(p, &f->packet, offsetof(struct npu_pkt_launch_code_short, grid));
 	p->grid[0] = grid.x;
 	p->grid[1] = grid.y;
 	p->grid[2] = grid.z;
@@ -164,6 +166,7 @@ npu_ukernel_short(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
 	p->block[1] = block.y;
 	p->block[2] = block.z;
 	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
+	p->stack_bytes = f->packet.stack_bytes;
 	return p;
 }
 

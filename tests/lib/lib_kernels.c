@@ -1142,8 +1142,7 @@ static void test_itrace(npu_module_t m)
 	uint64_t insns = 0, lost = 1;
 	void *a, *b, *c, *args[4] = { &a, &b, &c, &n };
 	size_t len = 0;
-	char *json, *out;
-	int lanes = 0;
+	char *json;
 
 	MUST(npu_module_get_function(&f, m, "vadd"));
 	MUST(npu_malloc(&a, N * 4));
@@ -1164,20 +1163,10 @@ static void test_itrace(npu_module_t m)
 	ST(npu_kernel_trace(f, npu_grid(4, 1, 1), npu_grid(T, 1, 1), 0, args, 4,
 			    "x.json", NULL, NULL), NPU_ERROR_INVALID_VALUE,
 	   "a trace block outside the grid");
-	if (system("npu-timeline -t vadd itrace.json itrace > timeline.txt 2>&1") == 0) {
-		out = slurp("timeline.txt", &len);
-		if (out) {
-			out = realloc(out, len + 1);
-			out[len] = 0;
-			lanes = count_lines(out, "block 2 thread");
-		}
-		tap_ok(lanes == (int)T && !access("itrace.svg", R_OK) &&
-		       !access("itrace.png", R_OK),
-		       "npu-timeline draws it: %d lanes, SVG and PNG", lanes);
-		free(out);
-	} else {
-		tap_ok(0, "npu-timeline draws it");
-	}
+	/* npu-timeline draws on the host (tests/json): here the file must
+	 * be strict JSON */
+	tap_ok(system("npu-json-check itrace.json > /dev/null 2>&1") == 0,
+	       "the instruction trace is strict JSON (npu-json-check)");
 	free(json);
 	npu_free(a);
 	npu_free(b);
