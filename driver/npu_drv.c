@@ -552,6 +552,8 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	ret = dma_set_mask_and_coherent(&pdev->dev, DMA_BIT_MASK(48));
 	if (ret)
 		return ret;
+	/* The MMU maps 4 KiB pages: a DMA segment may be any length. */
+	dma_set_max_seg_size(&pdev->dev, UINT_MAX);
 	ret = pcim_iomap_regions(pdev, BIT(NPU_BAR_REGS), NPU_DRIVER_NAME);
 	if (ret)
 		return ret;
