@@ -62,8 +62,9 @@ pkgs=(
 	python3-docutils
 	# demo data
 	dataset-fashion-mnist
-	# Debian packages and DKMS (debian/, dkms.conf, tests/packaging/)
-	debhelper dh-dkms dkms lintian
+	# Debian packages and DKMS (debian/, dkms.conf, tests/packaging/);
+	# dpkg-buildpackage requires build-essential, a Recommends we skip
+	build-essential debhelper dh-dkms dkms lintian
 )
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
 
