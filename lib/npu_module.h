@@ -110,21 +110,30 @@ npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
 		words[i] = npu_ukernel_arg(f, args[i], i);
 }
 
+/* Whether a valid f can run this configuration (no error set). */
+static inline __attribute__((always_inline)) bool
+npu_ukernel_config_ok(npu_function_t f, npu_dim3 grid, npu_dim3 block,
+		      uint64_t scratch_bytes)
+{
+	uint64_t threads = (uint64_t)block.x * block.y * block.z;
+
+	return grid.x && grid.y && grid.z && threads &&
+	       threads <= f->max_threads &&
+	       (uint64_t)grid.x * grid.y * grid.z <= UINT32_MAX &&
+	       scratch_bytes <= f->scratch_room;
+}
+
 /* Check the function handle and the configuration (the error is set). */
 static inline __attribute__((always_inline)) npu_status_t
 npu_ukernel_config(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		   uint64_t scratch_bytes)
 {
 	npu_status_t st = npu_function_check(f);
-	uint64_t threads = (uint64_t)block.x * block.y * block.z;
 
 	if (st)
 		return st;
 	/* the common case inline; npu_ukernel_check() says what is wrong */
-	if (!grid.x || !grid.y || !grid.z || !threads ||
-	    threads > f->max_threads ||
-	    (uint64_t)grid.x * grid.y * grid.z > UINT32_MAX ||
-	    scratch_bytes > f->scratch_room)
+	if (!npu_ukernel_config_ok(f, grid, block, scratch_bytes))
 		return npu_ukernel_check(f, grid, block, scratch_bytes);
 	return NPU_SUCCESS;
 }

@@ -99,7 +99,6 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       unsigned int scratch_bytes, npu_stream_t stream,
 			       void **args)
 {
-	uint64_t threads = (uint64_t)block.x * block.y * block.z;
 	struct device *dev;
 	struct npu_stream *s;
 	npu_status_t st;
@@ -109,10 +108,8 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	if (!f || f != npu_last_function ||
 	    npu_last_function_gen !=
 	    atomic_load_explicit(&npu_mod_gen, memory_order_acquire) ||
-	    !grid.x || !grid.y || !grid.z || !threads ||
-	    threads > f->max_threads ||
-	    (uint64_t)grid.x * grid.y * grid.z > UINT32_MAX ||
-	    scratch_bytes > f->scratch_room || (f->desc.nargs && !args) ||
+	    !npu_ukernel_config_ok(f, grid, block, scratch_bytes) ||
+	    (f->desc.nargs && !args) ||
 	    f->uses_printf || npu_capturing() || npu_tracing())
 		return launch_kernel_slow(f, &grid, &block, scratch_bytes,
 					  stream, args);

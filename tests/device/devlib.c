@@ -671,12 +671,13 @@ void load_kernel(const char *name, int dev)
 	wr(NPU_REG_MMU_INVALIDATE, NPU_MMU_INVALIDATE_ALL);
 }
 
-void pk_launch_code(struct pk *p, const struct launch *l)
+/* Dwords 0-11, common to LAUNCH_CODE and LAUNCH_CODE_SHORT. */
+static void pk_launch_head(struct pk *p, const struct launch *l, uint32_t op,
+			   unsigned ndw)
 {
 	unsigned i;
 
-	pk_dw(p, NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
-			     NPU_PKT_LAUNCH_CODE_DW + 2 * l->nargs));
+	pk_dw(p, NPU_PKT_HDR(op, 0, ndw));
 	pk_dw(p, l->flags);
 	pk_qw(p, l->entry ? l->entry : DEVTEST_CODE_VA);
 	for (i = 0; i < 3; i++)
@@ -685,6 +686,18 @@ void pk_launch_code(struct pk *p, const struct launch *l)
 		pk_dw(p, l->block[i] ? l->block[i] : 1);
 	pk_dw(p, l->scratch);
 	pk_dw(p, l->stack);
+}
+
+static void pk_launch_args(struct pk *p, const struct launch *l)
+{
+	for (unsigned i = 0; i < l->nargs; i++)
+		pk_qw(p, l->args[i]);
+}
+
+void pk_launch_code(struct pk *p, const struct launch *l)
+{
+	pk_launch_head(p, l, NPU_OP_LAUNCH_CODE,
+		       NPU_PKT_LAUNCH_CODE_DW + 2 * l->nargs);
 	pk_qw(p, l->stats);
 	pk_qw(p, l->trace);
 	pk_dw(p, l->trace_bytes);
@@ -694,24 +707,12 @@ void pk_launch_code(struct pk *p, const struct launch *l)
 	pk_qw(p, l->printf_buf);
 	pk_dw(p, l->printf_bytes);
 	pk_dw(p, 0);
-	for (i = 0; i < l->nargs; i++)
-		pk_qw(p, l->args[i]);
+	pk_launch_args(p, l);
 }
 
 void pk_launch_code_short(struct pk *p, const struct launch *l)
 {
-	unsigned i;
-
-	pk_dw(p, NPU_PKT_HDR(NPU_OP_LAUNCH_CODE_SHORT, 0,
-			     NPU_PKT_LAUNCH_CODE_SHORT_DW + 2 * l->nargs));
-	pk_dw(p, l->flags);
-	pk_qw(p, l->entry ? l->entry : DEVTEST_CODE_VA);
-	for (i = 0; i < 3; i++)
-		pk_dw(p, l->grid[i] ? l->grid[i] : 1);
-	for (i = 0; i < 3; i++)
-		pk_dw(p, l->block[i] ? l->block[i] : 1);
-	pk_dw(p, l->scratch);
-	pk_dw(p, l->stack);
-	for (i = 0; i < l->nargs; i++)
-		pk_qw(p, l->args[i]);
+	pk_launch_head(p, l, NPU_OP_LAUNCH_CODE_SHORT,
+		       NPU_PKT_LAUNCH_CODE_SHORT_DW + 2 * l->nargs);
+	pk_launch_args(p, l);
 }
