@@ -36,6 +36,8 @@
 #define STREAM_MAGIC		0x5354524dU	/* "STRM" */
 #define EVENT_MAGIC		0x45564e54U	/* "EVNT" */
 #define CMD_RING_SIZE		(64u * 1024)
+#define CMD_POOL_MAX		16	/* idle command buffers kept */
+#define QUEUE_POOL_MAX		32	/* idle queues kept (of 256 a file has) */
 #define CMD_INFLIGHT		512		/* jobs per stream ring */
 #define INLINE_COPY_MAX		4096		/* pageable H2D inline */
 #define STAGING_SIZE		(4u << 20)
@@ -102,6 +104,7 @@ struct npu_stream {
 	struct tl *tl;
 	uint32_t queue[2];		/* Q_COMPUTE, Q_COPY queue ids */
 	uint32_t ring[2];
+	uint32_t qkind[2], qprio;	/* what the queues were made with */
 	int last_queue;			/* queue of the last job or Q_NONE */
 	uint64_t legacy_seen;		/* legacy point this stream waits on */
 	uint64_t waited_by_legacy;	/* our point the legacy stream waits on */
@@ -169,6 +172,20 @@ struct device {
 	struct npu_stream *streams;	/* all, legacy included */
 	unsigned rr[2];			/* round-robin ring choice */
 	unsigned ring_users[2][NPU_MAX_RINGS_LIB];
+	/* command buffers of destroyed streams, idle, for the next streams:
+	 * creating and mapping a BO costs milliseconds, a stream should not */
+	struct cmd_buf {
+		uint32_t handle;
+		uint64_t va;
+		void *map;
+	} cmd_pool[CMD_POOL_MAX];
+	unsigned cmd_pool_n;
+	/* idle queues of destroyed streams: one is reused by a new stream
+	 * that wants its kind, ring and priority */
+	struct idle_queue {
+		uint32_t id, kind, ring, priority;
+	} queue_pool[QUEUE_POOL_MAX];
+	unsigned queue_pool_n;
 	struct djob *deferred, *deferred_tail;
 	struct djob *free_djobs;	/* recycled, so enqueue never mallocs */
 	/* batched submission (see npu_core.c) */

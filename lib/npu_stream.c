@@ -67,23 +67,80 @@ static uint32_t map_priority(int prio)
 	return DRM_NPU_PRIORITY_NORMAL;
 }
 
-static void stream_free_resources(struct device *dev, struct npu_stream *s)
+static void queue_destroy(struct device *dev, uint32_t id)
+{
+	struct drm_npu_queue_destroy d = { .queue_id = id };
+
+	drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+}
+
+/* Destroy the idle queues kept for reuse (a file has a limited number). */
+static void queue_pool_drain(struct device *dev)
+{
+	while (dev->queue_pool_n)
+		queue_destroy(dev, dev->queue_pool[--dev->queue_pool_n].id);
+}
+
+/* A queue for a new stream: an idle one of the same kind, ring and
+ * priority if there is one, else a new one (ring chosen by the caller). */
+static int queue_get(struct device *dev, struct drm_npu_queue_create *c)
+{
+	unsigned i;
+	int r;
+
+	for (i = 0; i < dev->queue_pool_n; i++) {
+		struct idle_queue *iq = &dev->queue_pool[i];
+
+		if (iq->kind == c->kind && iq->ring == c->ring &&
+		    iq->priority == c->priority) {
+			c->queue_id = iq->id;
+			*iq = dev->queue_pool[--dev->queue_pool_n];
+			return 0;
+		}
+	}
+	r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, c) ? errno : 0;
+	if (r && r != EACCES && dev->queue_pool_n) {
+		queue_pool_drain(dev);
+		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, c) ? errno : 0;
+	}
+	return r;
+}
+
+/* Caller holds dev->lock. idle: every job of the stream has completed
+ * without a fault, so its queues and command buffer can serve another. */
+static void stream_free_resources(struct device *dev, struct npu_stream *s,
+				  bool idle)
 {
 	int q;
 
 	for (q = 0; q < 2; q++) {
 		if (s->queue[q] != UINT32_MAX &&
 		    (q == 0 || s->queue[1] != s->queue[0])) {
-			struct drm_npu_queue_destroy d = { .queue_id = s->queue[q] };
+			if (idle && dev->queue_pool_n < QUEUE_POOL_MAX) {
+				struct idle_queue *iq =
+					&dev->queue_pool[dev->queue_pool_n++];
 
-			drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+				iq->id = s->queue[q];
+				iq->kind = s->qkind[q];
+				iq->ring = s->ring[q];
+				iq->priority = s->qprio;
+			} else {
+				queue_destroy(dev, s->queue[q]);
+			}
 			if (s->ring[q] < NPU_MAX_RINGS_LIB && !s->legacy &&
 			    dev->ring_users[q][s->ring[q]])
 				dev->ring_users[q][s->ring[q]]--;
 		}
 	}
-	if (s->cmd_map)
+	if (s->cmd_map && idle && dev->cmd_pool_n < CMD_POOL_MAX) {
+		struct cmd_buf *b = &dev->cmd_pool[dev->cmd_pool_n++];
+
+		b->handle = s->cmd_handle;
+		b->va = s->cmd_va;
+		b->map = s->cmd_map;
+	} else if (s->cmd_map) {
 		npu_host_bo_free(dev, s->cmd_handle, s->cmd_map, CMD_RING_SIZE);
+	}
 	if (s->tl)
 		npu_tl_put(dev, s->tl);
 	pthread_cond_destroy(&s->cb_cond);
@@ -130,7 +187,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	pthread_cond_init(&s->cb_cond, NULL);
 	s->tl = npu_tl_new(dev);
 	if (!s->tl) {
-		stream_free_resources(dev, s);
+		stream_free_resources(dev, s, false);
 		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
 	}
 	for (q = 0; q < 2; q++) {
@@ -149,32 +206,42 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		c.kind = kind;
 		c.priority = map_priority(prio);
 		c.ring = pick_ring(dev, q, nrings);
-		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c) ? errno : 0;
+		r = queue_get(dev, &c);
 		if (r == EACCES && c.priority == DRM_NPU_PRIORITY_HIGH) {
 			/* high needs CAP_SYS_NICE: the default instead */
 			prio = s->priority = 0;
 			c.priority = map_priority(prio);
-			r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, &c) ?
-			    errno : 0;
+			r = queue_get(dev, &c);
 		}
 		if (r) {
-			stream_free_resources(dev, s);
+			stream_free_resources(dev, s, false);
 			return npu_fail(r == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 					NPU_ERROR_OS, "DRM_IOCTL_NPU_QUEUE_CREATE: %s",
 					npu_strerror(r));
 		}
 		s->queue[q] = c.queue_id;
 		s->ring[q] = c.ring;
+		s->qkind[q] = kind;
+		s->qprio = c.priority;
 		/* the legacy stream does not count: user streams spread
 		 * over all rings, starting after the legacy stream's */
 		if (c.ring < NPU_MAX_RINGS_LIB && !legacy)
 			dev->ring_users[q][c.ring]++;
 	}
-	r = npu_host_bo(dev, CMD_RING_SIZE, &s->cmd_handle, &s->cmd_va,
-			(void **)&s->cmd_map);
+	if (dev->cmd_pool_n) {
+		struct cmd_buf *b = &dev->cmd_pool[--dev->cmd_pool_n];
+
+		s->cmd_handle = b->handle;
+		s->cmd_va = b->va;
+		s->cmd_map = b->map;
+		r = 0;
+	} else {
+		r = npu_host_bo(dev, CMD_RING_SIZE, &s->cmd_handle, &s->cmd_va,
+				(void **)&s->cmd_map);
+	}
 	if (r) {
 		s->cmd_map = NULL;
-		stream_free_resources(dev, s);
+		stream_free_resources(dev, s, false);
 		return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
 				"command buffer BO: %s", npu_strerror(-r));
 	}
@@ -260,7 +327,7 @@ npu_status_t npu_stream_create(npu_stream_t *out, unsigned int flags,
 				*pp = s->next;
 				break;
 			}
-		stream_free_resources(dev, s);
+		stream_free_resources(dev, s, true);
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
 	}
@@ -436,7 +503,7 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 			*pp = s->next;
 			break;
 		}
-	stream_free_resources(dev, s);
+	stream_free_resources(dev, s, !st && !dev->sticky);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
 }

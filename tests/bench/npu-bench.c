@@ -253,8 +253,11 @@ static int bench_calls(void)
 {
 	double nul[MAX_TRIALS], wait[MAX_TRIALS], enq[MAX_TRIALS], rt[MAX_TRIALS];
 	double rec[MAX_TRIALS], qry[MAX_TRIALS], swe[MAX_TRIALS], hf[MAX_TRIALS], floor2[MAX_TRIALS];
-	int n = tiny ? 4 : 400, rtn = tiny ? 2 : 60, t, i, nt = tiny ? 1 : trials;
+	double scd[MAX_TRIALS];
+	int n = tiny ? 4 : 400, rtn = tiny ? 2 : 60, scn = tiny ? 2 : 50, t, i,
+	    nt = tiny ? 1 : trials;
 	npu_event_t ev[512], done;
+	npu_stream_t tmp;
 
 	CK(npu_event_create(&done, NPU_EVENT_DISABLE_TIMING));
 	for (i = 0; i < n; i++)
@@ -313,6 +316,14 @@ static int bench_calls(void)
 			CK(npu_stream_synchronize(s[0]));
 		}
 		hf[t] = (now_us() - t0) / rtn;
+		/* stream create + destroy (streams made in a loop, as a
+		 * program that makes one per task does) */
+		t0 = now_us();
+		for (i = 0; i < scn; i++) {
+			CK(npu_stream_create(&tmp, NPU_STREAM_NON_BLOCKING, 0));
+			CK(npu_stream_destroy(tmp));
+		}
+		scd[t] = (now_us() - t0) / scn;
 	}
 	if (hits != nt * rtn) {
 		fprintf(stderr, "npu-bench: host function ran %d times, expected %d\n", hits, nt * rtn);
@@ -332,6 +343,8 @@ static int bench_calls(void)
 	emit("event_query_us", stats(qry, nt), "us", "npu_event_query, completed");
 	emit("stream_wait_event_us", stats(swe, nt), "us", "npu_stream_wait_event, completed");
 	emit("host_func_roundtrip_us", stats(hf, nt), "us", "npu_launch_host_func + synchronize");
+	emit("stream_create_us", stats(scd, nt), "us",
+	     "npu_stream_create + npu_stream_destroy of an unused stream");
 	tap(1, "launch, round trip, events, stream wait");
 	return 0;
 }

@@ -96,6 +96,7 @@ targets = [
     ("launch_enqueue_ratio", "<=", 2.0), ("roundtrip_ratio", None, None),
     ("event_record_us", None, None), ("event_query_us", None, None),
     ("stream_wait_event_us", None, None), ("host_func_roundtrip_us", None, None),
+    ("stream_create_us", "<=", 50.0),
     ("graph_speedup_1", None, None), ("graph_speedup_20", ">=", 6.0),
     ("graph_speedup_100", ">=", 10.0), ("graph_speedup_bound_1", None, None),
     ("graph_speedup_bound_20", ">=", 6.0), ("graph_speedup_bound_100", ">=", 10.0),

@@ -440,6 +440,75 @@ static void test_blocking_sync(void)
 	MUST(npu_host_free(gate));
 }
 
+/*
+ * Streams made after others were destroyed run their own work: command
+ * buffers are recycled (up to 16 kept), and more streams than that are
+ * alive at once, each with work queued, before all are destroyed.
+ */
+static void test_stream_reuse(void)
+{
+	enum { NS = 20, ROUNDS = 4, W = 256 };
+	npu_stream_t s[NS];
+	float *h, *d;
+	int r, i, j, bad = 0;
+
+	MUST(npu_malloc((void **)&d, NS * W * sizeof(float)));
+	MUST(npu_host_alloc((void **)&h, NS * W * sizeof(float), 0));
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < NS; i++)
+			MUST(npu_stream_create(&s[i], NPU_STREAM_NON_BLOCKING, 0));
+		for (i = 0; i < NS; i++) {
+			uint64_t a[3] = { npu_arg_ptr(d + i * W), W,
+					  npu_arg_f32((float)(r * 100 + i)) };
+
+			MUST(npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3,
+					s[i], NPU_LAUNCH_ASYNC));
+		}
+		for (i = 0; i < NS; i++)
+			MUST(npu_stream_destroy(s[i]));
+		MUST(npu_memcpy(h, d, NS * W * sizeof(float),
+				NPU_MEMCPY_DEVICE_TO_HOST));
+		for (i = 0; i < NS; i++)
+			for (j = 0; j < W; j++)
+				bad += h[i * W + j] != (float)(r * 100 + i);
+	}
+	tap_ok(bad == 0, "%d rounds of %d streams made, used and destroyed: every fill landed (%d wrong)",
+	       ROUNDS, NS, bad);
+	MUST(npu_free(d));
+	MUST(npu_host_free(h));
+}
+
+/*
+ * As many streams as the driver's queues allow, destroyed, can all be made
+ * again: the queues the library keeps for reuse do not count against the
+ * limit when a new stream needs others.
+ */
+static void test_stream_limit_again(void)
+{
+	enum { MAXS = 200 };
+	static npu_stream_t s[MAXS];
+	int n = 0, m = 0, i, r;
+	npu_status_t st = NPU_SUCCESS;
+
+	for (r = 0; r < 2; r++) {
+		int *cnt = r ? &m : &n;
+
+		/* priorities vary so that kept queues rarely fit */
+		while (*cnt < MAXS &&
+		       (st = npu_stream_create(&s[*cnt], NPU_STREAM_NON_BLOCKING,
+					       *cnt % 3 - 1)) == NPU_SUCCESS)
+			(*cnt)++;
+		if (r == 0)
+			tap_ok(n > 16 && n < MAXS && st != NPU_SUCCESS,
+			       "streams until the driver's queue limit: %d, then %s",
+			       n, npu_status_name(st));
+		for (i = 0; i < *cnt; i++)
+			MUST(npu_stream_destroy(s[i]));
+	}
+	tap_ok(m == n, "after destroying them, %d streams again (%d the first time)",
+	       m, n);
+}
+
 int main(void)
 {
 	tap_need_device();
@@ -449,5 +518,7 @@ int main(void)
 	test_errors_api();
 	test_value_ops();
 	test_blocking_sync();
+	test_stream_reuse();
+	test_stream_limit_again();
 	return tap_done();
 }
