@@ -67,6 +67,7 @@ struct npu_graph_node {
 	npu_host_fn_t fn;
 	void *user;
 	npu_event_t ev;
+	uint64_t ev_serial;		/* ev->serial when the node was made */
 };
 
 struct npu_graph {
@@ -87,6 +88,7 @@ struct xnode {
 	npu_host_fn_t fn;
 	void *user;
 	npu_event_t ev;
+	uint64_t ev_serial;		/* ev->serial when the node was made */
 	int q;				/* Q_COMPUTE / Q_COPY */
 	uint32_t ring;			/* ring index within the kind */
 	unsigned *preds, npreds;
@@ -621,6 +623,7 @@ static npu_status_t add_event_node(npu_graph_node_t *node, npu_graph_t g,
 	if (!n)
 		return st;
 	n->ev = e;
+	n->ev_serial = e->serial;
 	*node = n;
 	return NPU_SUCCESS;
 }
@@ -950,6 +953,7 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		xn->fn = n->fn;
 		xn->user = n->user;
 		xn->ev = n->ev;
+		xn->ev_serial = n->ev_serial;
 		xn->value = n->value;
 		xn->count = n->count;
 		xn->sink = true;
@@ -2255,7 +2259,8 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT) {
 			struct npu_event *e = xn->ev;
 
-			if (!npu_reg_check(e, REG_EVENT)) {
+			if (!npu_reg_check(e, REG_EVENT) ||
+			    e->serial != xn->ev_serial) {
 				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
 					      "an event of the graph was destroyed");
 				goto fail;
@@ -2270,7 +2275,8 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		} else if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
 			struct npu_event *e = xn->ev;
 
-			if (!npu_reg_check(e, REG_EVENT)) {
+			if (!npu_reg_check(e, REG_EVENT) ||
+			    e->serial != xn->ev_serial) {
 				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
 					      "an event of the graph was destroyed");
 				goto fail;

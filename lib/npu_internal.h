@@ -137,6 +137,8 @@ struct npu_event {
 	 * nothing recorded before it. */
 	struct tl *tl;			/* point next = the latest record */
 	int ts_index;			/* slot in the timestamp pool */
+	uint64_t serial;		/* unique per process: a new event at a
+					 * freed one's address is another event */
 };
 
 struct alloc {

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -823,10 +824,13 @@ static npu_status_t event_new(struct device *dev, unsigned flags, bool timing,
 
 	if (!e)
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "event");
+	static _Atomic uint64_t serials;
+
 	e->magic = EVENT_MAGIC;
 	e->dev = dev;
 	e->flags = flags;
 	e->ts_index = -1;
+	e->serial = atomic_fetch_add(&serials, 1) + 1;
 	pthread_mutex_lock(&dev->lock);
 	e->tl = npu_tl_new(dev);
 	if (e->tl && timing)
