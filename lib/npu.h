@@ -159,6 +159,23 @@ npu_status_t npu_device_count(int *count);
 npu_status_t npu_device_get(int *ordinal);
 npu_status_t npu_device_set(int ordinal);
 
+/* libnpu's version (its shared object is libnpu.so.MAJOR.MINOR.PATCH). */
+#define NPU_LIB_VERSION_MAJOR	0
+#define NPU_LIB_VERSION_MINOR	1
+#define NPU_LIB_VERSION_PATCH	0
+/* Versions as one number, 1000 * major + 10 * minor + patch (CUDA's
+ * encoding): 0.1.0 is 10. */
+#define NPU_LIB_VERSION \
+	(1000 * NPU_LIB_VERSION_MAJOR + 10 * NPU_LIB_VERSION_MINOR + NPU_LIB_VERSION_PATCH)
+
+/* The version of the libnpu loaded at run time, which may be newer than the
+ * NPU_VERSION a program was built with (cudaRuntimeGetVersion). */
+npu_status_t npu_runtime_get_version(int *version);
+
+/* The version of the kernel driver (npu.ko) behind the current device, as
+ * DRM reports it (cudaDriverGetVersion). */
+npu_status_t npu_driver_get_version(int *version);
+
 /* Properties of device ordinal (cudaGetDeviceProperties). */
 npu_status_t npu_device_get_properties(npu_device_prop *prop, int ordinal);
 

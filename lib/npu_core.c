@@ -307,6 +307,35 @@ npu_status_t npu_device_count(int *count)
 	return NPU_SUCCESS;
 }
 
+npu_status_t npu_runtime_get_version(int *version)
+{
+	if (!version)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "version is NULL");
+	*version = NPU_LIB_VERSION;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_driver_get_version(int *version)
+{
+	struct device *dev;
+	drmVersionPtr v;
+	npu_status_t st;
+
+	if (!version)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "version is NULL");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	v = drmGetVersion(dev->fd);
+	if (!v)
+		return npu_fail(NPU_ERROR_OS, "DRM_IOCTL_VERSION: %s",
+				npu_strerror(errno));
+	*version = 1000 * v->version_major + 10 * v->version_minor +
+		   v->version_patchlevel;
+	drmFreeVersion(v);
+	return NPU_SUCCESS;
+}
+
 int npu_get_param(struct device *dev, uint32_t param, uint64_t *value)
 {
 	struct drm_npu_get_param gp = { .param = param };

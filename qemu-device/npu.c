@@ -910,7 +910,7 @@ static void npu_exit(PCIDevice *pdev)
 }
 
 static Property npu_properties[] = {
-    DEFINE_PROP_UINT32("compute-rings", NpuState, n_compute, 4),
+    DEFINE_PROP_UINT32("compute-rings", NpuState, n_compute, 8),
     DEFINE_PROP_UINT32("copy-rings", NpuState, n_copy, 2),
     DEFINE_PROP_UINT32("compute-units", NpuState, n_cus, 8),
     DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 64 * MiB),

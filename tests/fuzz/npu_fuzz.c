@@ -1249,8 +1249,10 @@ static void op_get_fault(void)
 
 static void op_counters(void)
 {
-	struct drm_npu_ring_counters rings[8];
-	uint64_t busy[16], cyc[16], ins[16];
+	/* room for any device (16 rings, 64 units): a count set at random
+	 * below makes the kernel fill as many entries as the device has */
+	struct drm_npu_ring_counters rings[16];
+	uint64_t busy[64], cyc[64], ins[64];
 	struct drm_npu_counters c = { 0 };
 	bool wf = true;
 	int ret;

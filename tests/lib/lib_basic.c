@@ -7,11 +7,43 @@
 #define _GNU_SOURCE	/* pthread_timedjoin_np */
 #include <pthread.h>
 #include <stdint.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <unistd.h>
+
+#include <drm.h>
 
 #include "tap.h"
 
 #define N 100000
+
+/* The versions: libnpu's as npu.h says, the driver's as DRM_IOCTL_VERSION
+ * on the device node says. */
+static void test_versions(const npu_device_prop *p)
+{
+	struct drm_version dv;
+	int v = -1, fd, r = -1;
+
+	ST(npu_runtime_get_version(&v), NPU_SUCCESS, "runtime version");
+	tap_ok(v == NPU_LIB_VERSION, "runtime version %d is npu.h's %d", v,
+	       NPU_LIB_VERSION);
+	ST(npu_driver_get_version(&v), NPU_SUCCESS, "driver version");
+	memset(&dv, 0, sizeof(dv));
+	fd = open(p->node, O_RDWR | O_CLOEXEC);
+	if (fd >= 0)
+		r = ioctl(fd, DRM_IOCTL_VERSION, &dv);
+	tap_ok(r == 0 && v == 1000 * dv.version_major + 10 * dv.version_minor +
+	       dv.version_patchlevel,
+	       "driver version %d is DRM's %d.%d.%d", v, dv.version_major,
+	       dv.version_minor, dv.version_patchlevel);
+	if (fd >= 0)
+		close(fd);
+	ST(npu_runtime_get_version(NULL), NPU_ERROR_INVALID_VALUE,
+	   "runtime version into NULL");
+	ST(npu_driver_get_version(NULL), NPU_ERROR_INVALID_VALUE,
+	   "driver version into NULL");
+}
 
 static void test_device(void)
 {
@@ -37,6 +69,7 @@ static void test_device(void)
 	MUST(npu_device_get_clock(&c0));
 	MUST(npu_device_get_clock(&c1));
 	tap_ok(c1 >= c0, "device clock is monotonic");
+	test_versions(&p);
 }
 
 static void test_memory(void)
