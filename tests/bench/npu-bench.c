@@ -1618,8 +1618,6 @@ int main(int argc, char **argv)
 			tap(0, "concurrency of timed kernels");
 		if (bench_bandwidth())
 			tap(0, "copy bandwidth");
-		if (bench_user_kernels())
-			tap(0, "user kernels");
 		if (bench_curve_threads())
 			tap(0, "curve: launches/s over host threads");
 		if (skip_floor && tiny)
@@ -1632,6 +1630,8 @@ int main(int argc, char **argv)
 #else
 		tap(1, "curve: graphs skipped, no graph API");
 #endif
+		if (bench_user_kernels())
+			tap(0, "user kernels");
 	}
 	if (model_off || tiny) {
 		if (!tiny && bench_bandwidth())

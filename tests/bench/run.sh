@@ -145,12 +145,17 @@ for key in sorted(k for k in res if k.startswith("curve_")):
     print("%s: %s" % (key, c.get("title", "")))
     print("  %-16s %14s %14s%s" % ("series", c.get("x_label", "x"), c.get("y_label", "y"),
                                   " %12s" % per if per else ""))
+    npts = 0
     for ser in c["series"]:
         for x, y in ser.get("points", []):
             if y is None:
                 continue
-            print("  %-16s %14.6g %14.5g%s" % (ser["name"], x, y,
-                                             " %12.4g" % (y / x) if per and x else ""))
+            npts += 1
+            xs = "%d" % x if x == int(x) else "%.6g" % x
+            print("  %-16s %14s %14.5g%s" % (ser["name"], xs, y,
+                                           " %12.4g" % (y / x) if per and x else ""))
+    if not npts:
+        print("  (no points: see the errors of npu-bench above)")
     if key in res["notes"]:
         print("  note: %s" % res["notes"][key])
     if key == "curve_launch_threads":
