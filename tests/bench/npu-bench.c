@@ -1178,9 +1178,11 @@ static int copy_point(void *dst, const void *src, size_t bytes, npu_memcpy_kind_
 	if (tiny)
 		reps = 2;
 	CK(npu_memcpy(dst, src, bytes, kind));	/* warm-up: faults, bounce buffers */
+	CK(npu_device_synchronize());
 	t0 = now_us();
 	for (i = 0; i < reps; i++)
 		CK(npu_memcpy(dst, src, bytes, kind));
+	CK(npu_device_synchronize());	/* a D2D npu_memcpy may return early, as CUDA's */
 	*mbps = (double)bytes * reps / (now_us() - t0);
 	return 0;
 }
