@@ -1094,6 +1094,18 @@ static int graph_build(int n, int fan, npu_graph_t *g)
 	return i;
 }
 
+/* Nodes of a fan-out of n: root, n, levels of joins of 32. */
+static int fan_nodes(int n)
+{
+	int t = 1 + n;
+
+	while (n > 1) {
+		n = (n + 31) / 32;
+		t += n;
+	}
+	return t;
+}
+
 /* b. instantiate and launch + synchronize of chains and fan-outs. */
 static int bench_curve_graphs(void)
 {
@@ -1132,6 +1144,19 @@ static int bench_curve_graphs(void)
 		}
 		for (f = 0; f < 2; f++) {
 			double vi[MAX_TRIALS], vl[MAX_TRIALS], p0 = now_us();
+
+			n = ns[k];
+			while (f && fan_nodes(n) > NPU_GRAPH_MAX_NODES)
+				n -= 8;	/* root + n + joins within the limit */
+			if (n != ns[k]) {
+				char why[160];
+
+				snprintf(why, sizeof(why), "the fan-out point of %d is %d kernel "
+					 "nodes: with its root and %d join nodes that is the most "
+					 "a graph holds (%d)", ns[k], n, fan_nodes(n) - n - 1,
+					 NPU_GRAPH_MAX_NODES);
+				curve_note("curve_graph_fan_out", why);
+			}
 
 			for (t = 0; t < nt; t++) {
 				npu_graph_t g;

@@ -165,8 +165,8 @@ for key in sorted(k for k in res if k.startswith("curve_")):
             summary["launch_threads_scaling"] = "holds" if ok else "MISSES"
             print("  8 threads / 1 thread = %.3f (target >= 0.8, report only): %s" % (
                 pts[8] / pts[1], summary["launch_threads_scaling"]))
-for k in ("curve_graph_4000",):
-    if k in res["notes"]:
+for k in sorted(res["notes"]):
+    if k.startswith("curve_") and k not in res:
         print("note: %s" % res["notes"][k])
 res["verdicts"] = summary
 with open(out + "/results.json", "w") as f:
