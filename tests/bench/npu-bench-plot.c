@@ -158,9 +158,14 @@ static void draw(cairo_t *cr, const struct curve *c)
 			text(cr, gx0 - 6, yy, b, 1, 0.5);
 		}
 	}
-	/* x ticks: at the measured x values */
-	for (i = 0; i < c->nxt; i++) {
+	/* x ticks: at the measured x values (a label too close to the last
+	 * one drawn is left out) */
+	for (i = 0, v = -1e9; i < c->nxt; i++) {
 		double xx = px(c, c->xt[i]);
+
+		if (xx - v < 48)
+			continue;
+		v = xx;
 
 		cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
 		cairo_move_to(cr, xx, gy0);
