@@ -23,6 +23,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -253,7 +254,7 @@ static int bench_calls(void)
 {
 	double nul[MAX_TRIALS], wait[MAX_TRIALS], enq[MAX_TRIALS], rt[MAX_TRIALS];
 	double rec[MAX_TRIALS], qry[MAX_TRIALS], swe[MAX_TRIALS], hf[MAX_TRIALS], floor2[MAX_TRIALS];
-	double scd[MAX_TRIALS];
+	double scd[MAX_TRIALS], sus[MAX_TRIALS];
 	int n = tiny ? 4 : 400, rtn = tiny ? 2 : 60, scn = tiny ? 2 : 50, t, i,
 	    nt = tiny ? 1 : trials;
 	npu_event_t ev[512], done;
@@ -284,6 +285,13 @@ static int bench_calls(void)
 		enq[t] = (now_us() - t0) / n;
 		gate_open();
 		CK(npu_stream_synchronize(s[0]));
+		/* sustained: n async launches on an open stream, then one
+		 * synchronize: the submit thread's work counts too */
+		t0 = now_us();
+		for (i = 0; i < n; i++)
+			CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0], NPU_LAUNCH_ASYNC));
+		CK(npu_stream_synchronize(s[0]));
+		sus[t] = (now_us() - t0) / n;
 		/* round trip: launch + synchronize */
 		t0 = now_us();
 		for (i = 0; i < rtn; i++) {
@@ -337,6 +345,10 @@ static int bench_calls(void)
 	emit("signalled_wait_us", stats(wait, nt), "us", "SYNCOBJ_WAIT on a signalled syncobj");
 	emit_ratio("launch_enqueue_ratio", enq, nul, nt, "async npu_launch / null ioctl");
 	emit("launch_enqueue_us", stats(enq, nt), "us", "async npu_launch of an empty kernel");
+	emit_ratio("launch_sustained_ratio", sus, nul, nt,
+		   "(N async launches + one synchronize) / N / null ioctl");
+	emit("launch_sustained_us", stats(sus, nt), "us",
+	     "N async NOP launches + one npu_stream_synchronize, per launch");
 	emit_ratio("roundtrip_ratio", rt, floor2, nt, "launch+sync / (null ioctl + signalled wait)");
 	emit("roundtrip_us", stats(rt, nt), "us", "launch + npu_stream_synchronize");
 	emit("event_record_us", stats(rec, nt), "us", "npu_event_record, idle stream");
@@ -859,6 +871,413 @@ static int bench_bandwidth(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * Curves (issue 17): "curve_<name>": {"title", "x_label", "y_label",
+ * "log_x", "log_y", "per_x_label" (optional: y / x is also reported, e.g.
+ * per node), "series": [{"name", "points": [[x, y], ...]}]}, in
+ * results.json; tests/bench/run.sh prints them as tables and
+ * npu-bench-plot draws them.
+ */
+static struct json_object *curve_new(const char *key, const char *title, const char *xl,
+				     const char *yl, int logx, int logy, const char *per_x)
+{
+	struct json_object *o, *ser;
+
+	if (!tiny)
+		printf("curve %s: %s\n", key, title);
+	if (!js)
+		return NULL;
+	o = json_object_new_object();
+	ser = json_object_new_array();
+	json_object_object_add(o, "title", json_object_new_string(title));
+	json_object_object_add(o, "x_label", json_object_new_string(xl));
+	json_object_object_add(o, "y_label", json_object_new_string(yl));
+	json_object_object_add(o, "log_x", json_object_new_boolean(logx));
+	json_object_object_add(o, "log_y", json_object_new_boolean(logy));
+	if (per_x)
+		json_object_object_add(o, "per_x_label", json_object_new_string(per_x));
+	json_object_object_add(o, "series", ser);
+	json_object_object_add(js, key, o);
+	return ser;
+}
+
+static struct json_object *curve_series(struct json_object *c, const char *name)
+{
+	struct json_object *o, *pts;
+
+	if (!c)
+		return NULL;
+	o = json_object_new_object();
+	pts = json_object_new_array();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "points", pts);
+	json_object_array_add(c, o);
+	return pts;
+}
+
+static void curve_point(struct json_object *pts, const char *name, double x, double y)
+{
+	struct json_object *p;
+
+	if (!tiny)
+		printf("  %-24s %12g %12.4g\n", name, x, y);
+	if (!pts)
+		return;
+	p = json_object_new_array();
+	json_object_array_add(p, js_num(x));
+	json_object_array_add(p, js_num(y));
+	json_object_array_add(pts, p);
+}
+
+static void curve_note(const char *key, const char *why)
+{
+	if (!tiny)
+		printf("  note: %s\n", why);
+	if (js_notes)
+		json_object_object_add(js_notes, key, json_object_new_string(why));
+}
+
+/* a. Aggregate launch throughput with 1..8 host threads, each on its own
+ * non-blocking stream: M async NOP launches, then a synchronize of its
+ * stream; launches/s over the wall time from the common start to the last
+ * thread's return. */
+struct thr_arg {
+	pthread_barrier_t *bar;
+	npu_stream_t st;
+	int m;
+	npu_status_t rc;
+};
+
+static void *thr_launch(void *p)
+{
+	struct thr_arg *a = p;
+	int i;
+
+	pthread_barrier_wait(a->bar);
+	a->rc = NPU_SUCCESS;
+	for (i = 0; i < a->m && a->rc == NPU_SUCCESS; i++)
+		a->rc = npu_launch(NPU_K_NOP, g1, NULL, 0, a->st, NPU_LAUNCH_ASYNC);
+	if (a->rc == NPU_SUCCESS)
+		a->rc = npu_stream_synchronize(a->st);
+	return NULL;
+}
+
+static int bench_curve_threads(void)
+{
+	static const int nth[4] = { 1, 2, 4, 8 };
+	int k, t, i, kn = tiny ? 2 : 4, nt = tiny ? 1 : trials, m = tiny ? 4 : 200;
+	struct json_object *c = curve_new("curve_launch_threads",
+		"Aggregate async NOP launches/s, one non-blocking stream per host thread",
+		"host threads", "launches/s (aggregate)", 0, 0, NULL);
+	struct json_object *pts = curve_series(c, "aggregate");
+
+	for (k = 0; k < kn; k++) {
+		double v[MAX_TRIALS];
+		int n = nth[k];
+
+		for (t = 0; t < nt; t++) {
+			pthread_t th[MAX_S];
+			struct thr_arg a[MAX_S];
+			pthread_barrier_t bar;
+			double t0;
+
+			pthread_barrier_init(&bar, NULL, n + 1);
+			for (i = 0; i < n; i++) {
+				a[i].bar = &bar;
+				a[i].st = s[i];
+				a[i].m = m;
+				if (pthread_create(&th[i], NULL, thr_launch, &a[i]))
+					return failed("pthread_create", NPU_ERROR_OS);
+			}
+			pthread_barrier_wait(&bar);
+			t0 = now_us();
+			for (i = 0; i < n; i++)
+				pthread_join(th[i], NULL);
+			v[t] = (double)n * m / ((now_us() - t0) * 1e-6);
+			pthread_barrier_destroy(&bar);
+			for (i = 0; i < n; i++)
+				if (a[i].rc != NPU_SUCCESS)
+					return failed("launch thread", a[i].rc);
+		}
+		curve_point(pts, "aggregate", n, stats(v, nt).med);
+	}
+	tap(1, "curve: launches/s over %d host threads", nth[kn - 1]);
+	return 0;
+}
+
+/* c. One DRM SUBMIT carrying 1..64 one-launch jobs, + wait (raw uAPI). */
+static int bench_curve_submit(void)
+{
+	static const int nj[7] = { 1, 2, 4, 8, 16, 32, 64 };
+	struct drm_npu_get_param p = { .param = DRM_NPU_PARAM_MAX_JOBS };
+	int k, t, kn = tiny ? 2 : 7, nt = tiny ? 1 : trials, iters = tiny ? 1 : 10;
+	struct json_object *c = curve_new("curve_submit_jobs",
+		"One DRM_IOCTL_NPU_SUBMIT of N one-launch NOP jobs + syncobj wait (raw uAPI)",
+		"jobs per SUBMIT", "submit + wait (us)", 1, 0, "us/job");
+	struct json_object *pts = curve_series(c, "submit + wait");
+	uint64_t maxjobs = 64;
+
+	if (!ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &p))
+		maxjobs = p.value;
+	for (k = 0; k < kn; k++) {
+		double v[MAX_TRIALS];
+
+		if (nj[k] > (int)maxjobs) {
+			curve_note("curve_submit_jobs", "points above DRM_NPU_PARAM_MAX_JOBS left out");
+			break;
+		}
+		for (t = 0; t < nt; t++)
+			if (raw_chain(nj[k], 1, &v[t], iters)) {
+				fprintf(stderr, "npu-bench: SUBMIT of %d jobs failed: %s\n", nj[k],
+					strerror(errno));
+				fails++;
+				return -1;
+			}
+		curve_point(pts, "submit + wait", nj[k], stats(v, nt).med);
+	}
+	tap(1, "curve: jobs per SUBMIT");
+	return 0;
+}
+
+#ifdef HAVE_NPU_GRAPH
+#pragma weak npu_graph_create
+#pragma weak npu_graph_add_kernel_node
+#pragma weak npu_graph_add_empty_node
+
+/* Join nodes[0..n) (n >= 1) into one node by levels of empty nodes of at
+ * most 32 dependencies each (instantiate takes at most 60 nodes without
+ * successors and 60 cross-queue dependencies per node). */
+static int graph_join(npu_graph_t g, npu_graph_node_t *nodes, int n)
+{
+	while (n > 1) {
+		int i, o = 0;
+
+		for (i = 0; i < n; i += 32) {
+			int d = n - i < 32 ? n - i : 32;
+
+			CK(npu_graph_add_empty_node(&nodes[o], g, &nodes[i], d));
+			o++;
+		}
+		n = o;
+	}
+	return 0;
+}
+
+/* A chain (fan == 0) or a fan-out (root, n independent nodes, join) of n
+ * NOP kernel nodes, built with the node API. */
+static int graph_build(int n, int fan, npu_graph_t *g)
+{
+	npu_kernel_node_params kp;
+	npu_graph_node_t root, prev = NULL, *nodes;
+	int i;
+
+	memset(&kp, 0, sizeof(kp));
+	kp.kernel = NPU_K_NOP;
+	kp.grid = g1;
+	nodes = calloc(n, sizeof(*nodes));
+	if (!nodes)
+		return failed("calloc", NPU_ERROR_OS);
+	CK(npu_graph_create(g, 0));
+	if (fan)
+		CK(npu_graph_add_kernel_node(&root, *g, NULL, 0, &kp));
+	for (i = 0; i < n; i++) {
+		const npu_graph_node_t *dep = fan ? &root : (prev ? &prev : NULL);
+
+		if (npu_graph_add_kernel_node(&nodes[i], *g, dep, dep ? 1 : 0, &kp)) {
+			free(nodes);
+			return failed("npu_graph_add_kernel_node", npu_get_last_error());
+		}
+		prev = nodes[i];
+	}
+	i = fan ? graph_join(*g, nodes, n) : 0;
+	free(nodes);
+	return i;
+}
+
+/* Nodes of a fan-out of n: root, n, levels of joins of 32. */
+static int fan_nodes(int n)
+{
+	int t = 1 + n;
+
+	while (n > 1) {
+		n = (n + 31) / 32;
+		t += n;
+	}
+	return t;
+}
+
+/* b. instantiate and launch + synchronize of chains and fan-outs. */
+static int bench_curve_graphs(void)
+{
+	static const int ns[4] = { 10, 100, 1000, 4000 };
+	int k, t, f, it, kn = tiny ? 1 : 4, nt = tiny ? 1 : (trials < 3 ? trials : 3),
+	    iters = tiny ? 1 : 3;
+	struct json_object *ci, *cl, *pi[2], *pl[2];
+	static const char *nm[2] = { "chain", "fan-out" };
+	double big = 0;
+
+	if (!have_graphs() || !npu_graph_create || !npu_graph_add_kernel_node ||
+	    !npu_graph_add_empty_node) {
+		tap(1, "curve: graphs skipped, no graph API");
+		return 0;
+	}
+	ci = curve_new("curve_graph_instantiate",
+		       "npu_graph_instantiate of N NOP kernel nodes (chain; fan-out = root, N, join)",
+		       "kernel nodes", "instantiate (us)", 1, 1, "us/node");
+	cl = curve_new("curve_graph_launch",
+		       "npu_graph_launch + npu_stream_synchronize of N NOP kernel nodes",
+		       "kernel nodes", "launch + sync (us)", 1, 1, "us/node");
+	for (f = 0; f < 2; f++) {
+		pi[f] = curve_series(ci, nm[f]);
+		pl[f] = curve_series(cl, nm[f]);
+	}
+	for (k = 0; k < kn; k++) {
+		int n = ns[k];
+
+		if (n == 4000 && big * 4 > 20e6) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "4000 nodes left out: the 1000-node points took "
+				 "%.1f s, 4000 would take over 20 s", big * 1e-6);
+			curve_note("curve_graph_4000", why);
+			break;
+		}
+		for (f = 0; f < 2; f++) {
+			double vi[MAX_TRIALS], vl[MAX_TRIALS], p0 = now_us();
+
+			n = ns[k];
+			while (f && fan_nodes(n) > NPU_GRAPH_MAX_NODES)
+				n -= 8;	/* root + n + joins within the limit */
+			if (n != ns[k]) {
+				char why[160];
+
+				snprintf(why, sizeof(why), "the fan-out point of %d is %d kernel "
+					 "nodes: with its root and %d join nodes that is the most "
+					 "a graph holds (%d)", ns[k], n, fan_nodes(n) - n - 1,
+					 NPU_GRAPH_MAX_NODES);
+				curve_note("curve_graph_fan_out", why);
+			}
+
+			for (t = 0; t < nt; t++) {
+				npu_graph_t g;
+				npu_graph_exec_t ex;
+				double t0;
+
+				if (graph_build(n, f, &g))
+					return -1;
+				t0 = now_us();
+				CK(npu_graph_instantiate(&ex, g, 0));
+				vi[t] = now_us() - t0;
+				CK(npu_graph_launch(ex, s[0]));	/* warm-up */
+				CK(npu_stream_synchronize(s[0]));
+				t0 = now_us();
+				for (it = 0; it < iters; it++) {
+					CK(npu_graph_launch(ex, s[0]));
+					CK(npu_stream_synchronize(s[0]));
+				}
+				vl[t] = (now_us() - t0) / iters;
+				npu_graph_exec_destroy(ex);
+				npu_graph_destroy(g);
+			}
+			if (n == 1000)
+				big += (now_us() - p0) / nt;
+			curve_point(pi[f], nm[f], n, stats(vi, nt).med);
+			curve_point(pl[f], nm[f], n, stats(vl, nt).med);
+		}
+	}
+	tap(1, "curve: graph instantiate and launch, chain and fan-out");
+	return 0;
+}
+#endif
+
+/* d. Copy bandwidth over sizes, pinned and pageable host memory (model
+ * off): wall time of synchronous npu_memcpy calls, repeated for small
+ * sizes. */
+static int copy_point(void *dst, const void *src, size_t bytes, npu_memcpy_kind_t kind, double *mbps)
+{
+	int reps = bytes >= (4u << 20) ? 2 : (int)((8u << 20) / bytes), i;
+	double t0;
+
+	if (reps > 256)
+		reps = 256;
+	if (tiny)
+		reps = 2;
+	CK(npu_memcpy(dst, src, bytes, kind));	/* warm-up: faults, bounce buffers */
+	CK(npu_device_synchronize());
+	t0 = now_us();
+	for (i = 0; i < reps; i++)
+		CK(npu_memcpy(dst, src, bytes, kind));
+	CK(npu_device_synchronize());	/* a D2D npu_memcpy may return early, as CUDA's */
+	*mbps = (double)bytes * reps / (now_us() - t0);
+	return 0;
+}
+
+static int bench_curve_copy(void)
+{
+	static const size_t sz[6] = { 4u << 10, 64u << 10, 1u << 20, 16u << 20, 64u << 20,
+				      256u << 20 };
+	static const char *nm[5] = { "H2D pinned", "D2H pinned", "H2D pageable", "D2H pageable",
+				     "D2D" };
+	struct json_object *c = curve_new("curve_copy_bw",
+		"npu_memcpy bandwidth, timing model off (wall time of synchronous copies)",
+		"copy size (bytes)", "MB/s", 1, 1, NULL);
+	struct json_object *pts[5];
+	int k, j, t, kn = tiny ? 2 : 6, nt = tiny ? 1 : (trials < 3 ? trials : 3);
+	char why[400] = "";
+
+	for (j = 0; j < 5; j++)
+		pts[j] = curve_series(c, nm[j]);
+	for (k = 0; k < kn; k++) {
+		size_t b = sz[k];
+		void *hp = NULL, *hm, *d = NULL, *d2 = NULL;
+		double v[5][MAX_TRIALS];
+
+		if (npu_malloc(&d, b) != NPU_SUCCESS) {
+			snprintf(why + strlen(why), sizeof(why) - strlen(why),
+				 "%zu MiB: npu_malloc refused (devmem %llu MiB); ", b >> 20,
+				 (unsigned long long)(prop.devmem_size >> 20));
+			npu_get_last_error();
+			break;
+		}
+		if (npu_malloc(&d2, b) != NPU_SUCCESS) {
+			snprintf(why + strlen(why), sizeof(why) - strlen(why),
+				 "%zu MiB D2D: second buffer refused (devmem %llu MiB); ", b >> 20,
+				 (unsigned long long)(prop.devmem_size >> 20));
+			npu_get_last_error();
+			d2 = NULL;
+		}
+		hm = malloc(b);
+		if (!hm || npu_host_alloc(&hp, b, 0) != NPU_SUCCESS) {
+			npu_free(d);
+			if (d2)
+				npu_free(d2);
+			free(hm);
+			return failed("host buffers", NPU_ERROR_OUT_OF_MEMORY);
+		}
+		memset(hm, 1, b);
+		memset(hp, 1, b);
+		for (t = 0; t < nt; t++) {
+			if (copy_point(d, hp, b, NPU_MEMCPY_HOST_TO_DEVICE, &v[0][t]) ||
+			    copy_point(hp, d, b, NPU_MEMCPY_DEVICE_TO_HOST, &v[1][t]) ||
+			    copy_point(d, hm, b, NPU_MEMCPY_HOST_TO_DEVICE, &v[2][t]) ||
+			    copy_point(hm, d, b, NPU_MEMCPY_DEVICE_TO_HOST, &v[3][t]) ||
+			    (d2 && copy_point(d2, d, b, NPU_MEMCPY_DEVICE_TO_DEVICE, &v[4][t])))
+				return -1;
+		}
+		for (j = 0; j < (d2 ? 5 : 4); j++)
+			curve_point(pts[j], nm[j], (double)b, stats(v[j], nt).med);
+		npu_free(d);
+		if (d2)
+			npu_free(d2);
+		npu_host_free(hp);
+		free(hm);
+	}
+	if (why[0])
+		curve_note("curve_copy_bw", why);
+	tap(1, "curve: copy bandwidth over sizes, pinned and pageable");
+	return 0;
+}
+
 /* GEMM throughput, model off: C = A B, n x n x n, checked on a few entries. */
 /* ------------------------------------------------------------------------
  * User kernels: loading a code object, async launch cost against the
@@ -1155,12 +1574,12 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (tiny) {	/* every path once, whatever the device's timing model */
 		ksft_print_header();
-		ksft_set_plan(9);
+		ksft_set_plan(13);
 	}
 	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS) {
 		fprintf(stderr, "npu-bench: no device: %s\n", npu_last_error_message());
 		if (tiny)
-			for (i = 0; i < 9; i++)
+			for (i = 0; i < 13; i++)
 				tap(0, "no npu device");
 		return 1;
 	}
@@ -1226,6 +1645,18 @@ int main(int argc, char **argv)
 			tap(0, "concurrency of timed kernels");
 		if (bench_bandwidth())
 			tap(0, "copy bandwidth");
+		if (bench_curve_threads())
+			tap(0, "curve: launches/s over host threads");
+		if (skip_floor && tiny)
+			ksft_test_result_skip("curve: jobs per SUBMIT: --skip-floor\n");
+		else if (!skip_floor && bench_curve_submit())
+			tap(0, "curve: jobs per SUBMIT");
+#ifdef HAVE_NPU_GRAPH
+		if (bench_curve_graphs())
+			tap(0, "curve: graph instantiate and launch");
+#else
+		tap(1, "curve: graphs skipped, no graph API");
+#endif
 		if (bench_user_kernels())
 			tap(0, "user kernels");
 	}
@@ -1234,6 +1665,8 @@ int main(int argc, char **argv)
 			tap(0, "copy bandwidth");
 		if (bench_gemm())
 			tap(0, "GEMM throughput");
+		if (bench_curve_copy())
+			tap(0, "curve: copy bandwidth over sizes");
 		if (npu_device_synchronize() != NPU_SUCCESS)
 			fails++;
 		tap(!fails, "no device errors");

@@ -93,7 +93,8 @@ for n in (1, 20, 100):
           "chain as one job in one SUBMIT on the raw uAPI" % n)
 
 targets = [
-    ("launch_enqueue_ratio", "<=", 2.0), ("roundtrip_ratio", None, None),
+    ("launch_enqueue_ratio", "<=", 2.0), ("launch_sustained_ratio", "<=", 5.0),
+    ("roundtrip_ratio", None, None),
     ("event_record_us", None, None), ("event_query_us", None, None),
     ("stream_wait_event_us", None, None), ("host_func_roundtrip_us", None, None),
     ("stream_create_us", "<=", 50.0),
@@ -133,6 +134,40 @@ curve = res.get("occupancy_curve")
 if isinstance(curve, dict) and curve.get("points"):
     print("occupancy curve (IPC of one unit, latency-bound kernel; model bound %.3f): %s" % (
         curve["bound"], ", ".join("%d threads %.3f" % (t, v) for t, v in curve["points"])))
+
+# Curves (curve_* objects of npu-bench): one small table each.
+for key in sorted(k for k in res if k.startswith("curve_")):
+    c = res[key]
+    if not isinstance(c, dict) or not c.get("series"):
+        continue
+    per = c.get("per_x_label")
+    print()
+    print("%s: %s" % (key, c.get("title", "")))
+    print("  %-16s %14s %14s%s" % ("series", c.get("x_label", "x"), c.get("y_label", "y"),
+                                  " %12s" % per if per else ""))
+    npts = 0
+    for ser in c["series"]:
+        for x, y in ser.get("points", []):
+            if y is None:
+                continue
+            npts += 1
+            xs = "%d" % x if x == int(x) else "%.6g" % x
+            print("  %-16s %14s %14.5g%s" % (ser["name"], xs, y,
+                                           " %12.4g" % (y / x) if per and x else ""))
+    if not npts:
+        print("  (no points: see the errors of npu-bench above)")
+    if key in res["notes"]:
+        print("  note: %s" % res["notes"][key])
+    if key == "curve_launch_threads":
+        pts = dict((x, y) for x, y in c["series"][0]["points"] if y is not None)
+        if 1 in pts and 8 in pts:
+            ok = pts[8] >= 0.8 * pts[1]
+            summary["launch_threads_scaling"] = "holds" if ok else "MISSES"
+            print("  8 threads / 1 thread = %.3f (target >= 0.8, report only): %s" % (
+                pts[8] / pts[1], summary["launch_threads_scaling"]))
+for k in sorted(res["notes"]):
+    if k.startswith("curve_") and k not in res:
+        print("note: %s" % res["notes"][k])
 res["verdicts"] = summary
 with open(out + "/results.json", "w") as f:
     json.dump(res, f, indent=2, sort_keys=True, allow_nan=False)
@@ -150,5 +185,11 @@ if [ -f "$raw/on/bench-trace.json" ]; then
 else
 	echo "bench: no trace of the overlap run (npu-bench --trace failed)" >&2
 	rc=1
+fi
+# The curves, one PNG and SVG each, by npu-bench-plot.
+if [ -x "$BUILD/bench/npu-bench-plot" ] && [ -f "$out/results.json" ]; then
+	"$BUILD/bench/npu-bench-plot" "$out/results.json" "$out" || rc=1
+else
+	echo "bench: npu-bench-plot not built, no curve pictures" >&2
 fi
 exit $rc
