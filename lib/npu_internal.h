@@ -113,8 +113,8 @@ struct npu_stream {
 	uint8_t *cmd_map;
 	uint64_t cmd_va;
 	uint32_t cmd_head;
-	struct cmd_span span[CMD_INFLIGHT];
-	unsigned span_head, span_count;
+	struct cmd_span span[CMD_INFLIGHT];	/* not zeroed: see span_count */
+	unsigned span_head, span_count;		/* (stream_new zeroes from here) */
 	/* sticky error */
 	npu_status_t sticky;
 	bool tune;			/* a stream of npu_tune() (npu_tune.c) */
