@@ -350,11 +350,15 @@ static int bench_calls(void)
 	emit("launch_sustained_us", stats(sus, nt), "us",
 	     "N async NOP launches + one npu_stream_synchronize, per launch");
 	emit_ratio("roundtrip_ratio", rt, floor2, nt, "launch+sync / (null ioctl + signalled wait)");
+	emit_ratio("roundtrip_null_ratio", rt, nul, nt,
+		   "launch+sync / null ioctl (the CUDA figure's definition)");
 	emit("roundtrip_us", stats(rt, nt), "us", "launch + npu_stream_synchronize");
 	emit("event_record_us", stats(rec, nt), "us", "npu_event_record, idle stream");
 	emit("event_query_us", stats(qry, nt), "us", "npu_event_query, completed");
 	emit("stream_wait_event_us", stats(swe, nt), "us", "npu_stream_wait_event, completed");
 	emit("host_func_roundtrip_us", stats(hf, nt), "us", "npu_launch_host_func + synchronize");
+	emit_ratio("host_func_null_ratio", hf, nul, nt,
+		   "npu_launch_host_func + synchronize / null ioctl");
 	emit("stream_create_us", stats(scd, nt), "us",
 	     "npu_stream_create + npu_stream_destroy of an unused stream");
 	tap(1, "launch, round trip, events, stream wait");

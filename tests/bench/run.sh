@@ -94,7 +94,8 @@ for n in (1, 20, 100):
 
 targets = [
     ("launch_enqueue_ratio", "<=", 2.0), ("launch_sustained_ratio", "<=", 5.0),
-    ("roundtrip_ratio", None, None),
+    ("roundtrip_ratio", None, None), ("roundtrip_null_ratio", "<=", 60.0),
+    ("host_func_null_ratio", "<=", 60.0),
     ("event_record_us", None, None), ("event_query_us", None, None),
     ("stream_wait_event_us", None, None), ("host_func_roundtrip_us", None, None),
     ("stream_create_us", "<=", 50.0),
