@@ -421,6 +421,7 @@ void pk_flush(struct pk *p)
 uint32_t tail[NPU_MAX_RINGS];
 uint32_t seqno[NPU_MAX_RINGS];
 unsigned nrings;
+unsigned ncompute;
 
 void ring_init(int r)
 {
@@ -541,8 +542,8 @@ void start(const char *devopts, int with_qmp)
 	msix_setup();
 	pt_reset();
 	pt_sync();
-	nrings = NPU_CAPS_COMPUTE_RINGS(rd(NPU_REG_CAPS)) +
-		 NPU_CAPS_COPY_RINGS(rd(NPU_REG_CAPS));
+	ncompute = NPU_CAPS_COMPUTE_RINGS(rd(NPU_REG_CAPS));
+	nrings = ncompute + NPU_CAPS_COPY_RINGS(rd(NPU_REG_CAPS));
 	memset(tail, 0, sizeof(tail));
 	memset(seqno, 0, sizeof(seqno));
 	for (unsigned r = 0; r < nrings; r++) {

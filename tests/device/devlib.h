@@ -55,6 +55,10 @@ extern uint64_t host_next, va_next, dev_next;
 extern uint32_t tail[NPU_MAX_RINGS];
 extern uint32_t seqno[NPU_MAX_RINGS];
 extern unsigned nrings;
+/* compute rings come first, then the copy rings (the device's CAPS) */
+extern unsigned ncompute;
+#define COPY0 (ncompute)
+#define COPY1 (ncompute + 1)
 extern uint32_t rng_state;
 
 void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

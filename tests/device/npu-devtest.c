@@ -36,8 +36,8 @@ static void test_identity(void)
 	ok(msix_cap && nvec == nrings + 1, "MSI-X with %u vectors", nvec);
 	ok(rd(NPU_REG_ID) == NPU_ID_MAGIC && rd(NPU_REG_VERSION) == NPU_VERSION,
 	   "ID and VERSION");
-	ok(NPU_CAPS_COMPUTE_RINGS(caps) == 4 && NPU_CAPS_COPY_RINGS(caps) == 2 &&
-	   NPU_CAPS_CUS(caps) == 8, "CAPS 0x%x: 4 compute, 2 copy, 8 units",
+	ok(NPU_CAPS_COMPUTE_RINGS(caps) == 8 && NPU_CAPS_COPY_RINGS(caps) == 2 &&
+	   NPU_CAPS_CUS(caps) == 8, "CAPS 0x%x: 8 compute, 2 copy, 8 units",
 	   caps);
 	ok(rd(NPU_REG_FEATURES) ==
 	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE) &&
@@ -72,7 +72,7 @@ static void test_identity(void)
 				rrd(r, NPU_RING_CONTROL) == 0 &&
 				rrd(r, NPU_RING_STATUS) == NPU_RING_STS_IDLE &&
 				rrd(r, NPU_RING_KIND) ==
-				(r < 4 ? NPU_RING_KIND_COMPUTE : NPU_RING_KIND_COPY) &&
+				(r < ncompute ? NPU_RING_KIND_COMPUTE : NPU_RING_KIND_COPY) &&
 				rrd(r, NPU_RING_FENCE) == 0 &&
 				rrd(r, NPU_RING_ERROR) == 0 &&
 				rrd64(r, NPU_RING_CMDS_LO) == 0 &&
@@ -172,14 +172,14 @@ static void test_copies(void)
 		a[i] = rnd();
 	buf_write(&h1, 0, a, n);
 	pk_copy(&p, h1.va + 3, d1.va + 5, n - 8);	/* H2D, unaligned */
-	good = ring_run(4, &p, 5000);
+	good = ring_run(COPY0, &p, 5000);
 	memset(b, 0, n);
 	buf_read(&d1, 5, b, n - 8);
 	ok(good && !memcmp(a + 3, b, n - 8), "COPY host->device memory across pages (copy ring)");
 
 	p.n = 0;
 	pk_copy(&p, d1.va, d2.va, n);
-	good = ring_run(5, &p, 5000);
+	good = ring_run(COPY1, &p, 5000);
 	memset(b, 0, n);
 	qt_memread(q, BAR2 + d2.base, b, n);	/* contiguous in devmem */
 	buf_read(&d1, 0, a, n);
@@ -199,7 +199,7 @@ static void test_copies(void)
 	p.n = 0;
 	pk_fill(&p, h2.va + 4, 8192 + 12, 0x3f800000);
 	pk_fill(&p, d1.va, 4096 * 2, 0xcafef00d);
-	good = ring_run(4, &p, 5000);
+	good = ring_run(COPY0, &p, 5000);
 	buf_read(&h2, 0, f, 8192 + 20);
 	for (unsigned i = 1; i < (8192 + 12) / 4 + 1; i++)
 		good &= f[i] == 0x3f800000;
@@ -667,21 +667,21 @@ static void test_semaphores(void)
 	bool good;
 
 	buf_write(&s, 0, &zero, 4);
-	/* ring 5 (copy) waits for the semaphore, ring 0 signals it late */
+	/* the first copy ring waits for the semaphore, ring 0 signals it late */
 	pk_sem(&p, 1, s.va, 5);
 	pk_ts(&p, t.va + 8);
-	pk_fence(&p, ++seqno[5], fence_pa(5), 0);
-	ring_submit(5, &p);
+	pk_fence(&p, ++seqno[COPY1], fence_pa(COPY1), 0);
+	ring_submit(COPY1, &p);
 	usleep(20000);
-	good = !(rrd(5, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	good = !(rrd(COPY1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
 	p.n = 0;
 	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 30000000);
 	pk_ts(&p, t.va);
 	pk_sem(&p, 0, s.va, 5);
 	good &= ring_run(0, &p, 5000);
-	good &= ring_wait(5, 5000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	good &= ring_wait(COPY1, 5000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
 	buf_read(&t, 0, ts, 16);
-	ok(good && ts[1] >= ts[0] && rrd(5, NPU_RING_FENCE) == seqno[5],
+	ok(good && ts[1] >= ts[0] && rrd(COPY1, NPU_RING_FENCE) == seqno[COPY1],
 	   "SEM_WAIT on a copy ring stalls until SEM_SIGNAL from a compute ring");
 
 	/* wrap-safe: value 0x80000010 passed by 0x80000020, 0xfffffff0 by 0x10 */
@@ -692,14 +692,14 @@ static void test_semaphores(void)
 		p.n = 0;
 		pk_sem(&p, 1, s.va, 0xfffffff0);
 		pk_sem(&p, 1, s.va, 0x10);
-		ok(ring_run(4, &p, 5000), "SEM_WAIT compares wrap-safe");
+		ok(ring_run(COPY0, &p, 5000), "SEM_WAIT compares wrap-safe");
 	}
 	p.n = 0;
 	pk_sem(&p, 0, s.va + 2, 1);
-	ring_submit(4, &p);
-	ok(expect_error(4, NPU_ERR_BAD_PACKET, s.va + 2, NPU_OP_SEM_SIGNAL),
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, s.va + 2, NPU_OP_SEM_SIGNAL),
 	   "unaligned semaphore address is BAD_PACKET");
-	ring_resume(4);
+	ring_resume(COPY0);
 }
 
 static void test_faults(void)
@@ -888,10 +888,10 @@ static void test_bad_packets(void)
 
 	p.n = 0;
 	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
-	ring_submit(4, &p);
-	ok(expect_error(4, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_LAUNCH),
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_LAUNCH),
 	   "LAUNCH on a copy ring: BAD_PACKET");
-	ring_resume(4);
+	ring_resume(COPY0);
 
 	p.n = 0;
 	LAUNCH(&p, 0x77, 1, 0);
@@ -1305,16 +1305,16 @@ static void test_concurrency(void)
 	/* ring counters */
 	{
 		struct buf h = alloc_buf(65536, 0, 1), d = alloc_buf(65536, 1, 1);
-		uint64_t c0 = rrd64(5, NPU_RING_CMDS_LO), b0 = rrd64(5, NPU_RING_BYTES_LO);
-		uint64_t busy0 = rrd64(5, NPU_RING_BUSY_LO), o0 = rrd64(1, NPU_RING_OPS_LO);
+		uint64_t c0 = rrd64(COPY1, NPU_RING_CMDS_LO), b0 = rrd64(COPY1, NPU_RING_BYTES_LO);
+		uint64_t busy0 = rrd64(COPY1, NPU_RING_BUSY_LO), o0 = rrd64(1, NPU_RING_OPS_LO);
 
 		p.n = 0;
 		pk_copy(&p, h.va, d.va, 65536);
 		pk_copy(&p, d.va, h.va, 1000);
-		good = ring_run(5, &p, 5000);
-		good &= rrd64(5, NPU_RING_CMDS_LO) - c0 == 3 &&	/* + fence */
-			rrd64(5, NPU_RING_BYTES_LO) - b0 == 65536 + 1000 + 4 &&
-			rrd64(5, NPU_RING_BUSY_LO) > busy0 + 2 * 2000;
+		good = ring_run(COPY1, &p, 5000);
+		good &= rrd64(COPY1, NPU_RING_CMDS_LO) - c0 == 3 &&	/* + fence */
+			rrd64(COPY1, NPU_RING_BYTES_LO) - b0 == 65536 + 1000 + 4 &&
+			rrd64(COPY1, NPU_RING_BUSY_LO) > busy0 + 2 * 2000;
 		p.n = 0;
 		LAUNCH(&p, NPU_KERNEL_FILL_F32, 1, d.va, 1000, 0);
 		good &= ring_run(1, &p, 5000) && rrd64(1, NPU_RING_OPS_LO) - o0 == 1000;
@@ -1363,14 +1363,14 @@ static void test_resets(void)
 	buf_write(&s, 0, &zero, 4);
 	p.n = 0;
 	pk_sem(&p, 1, s.va, 1);
-	ring_submit(5, &p);
+	ring_submit(COPY1, &p);
 	usleep(20000);
-	good = !(rrd(5, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
-	rwr(5, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
-	ok(good && rrd(5, NPU_RING_STATUS) == NPU_RING_STS_IDLE, "ring reset aborts SEM_WAIT");
-	tail[5] = 0;
-	ring_init(5);
-	ring_ctx(5);
+	good = !(rrd(COPY1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	rwr(COPY1, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
+	ok(good && rrd(COPY1, NPU_RING_STATUS) == NPU_RING_STS_IDLE, "ring reset aborts SEM_WAIT");
+	tail[COPY1] = 0;
+	ring_init(COPY1);
+	ring_ctx(COPY1);
 
 	/* whole-device reset with rings busy */
 	p.n = 0;
@@ -1378,7 +1378,7 @@ static void test_resets(void)
 	ring_submit(2, &p);
 	p.n = 0;
 	pk_sem(&p, 1, s.va, 1);
-	ring_submit(4, &p);
+	ring_submit(COPY0, &p);
 	p.n = 0;
 	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 5000000000ull);
 	ring_submit(3, &p);
@@ -1853,6 +1853,7 @@ static void test_hotplug(void)
 	msix_setup();
 	pt_reset();
 	pt_sync();
+	ncompute = 2;
 	nrings = 3;
 	memset(tail, 0, sizeof(tail));
 	for (unsigned k = 0; k < nrings; k++) {
@@ -1885,7 +1886,8 @@ static void test_hotplug(void)
 	pci_setup();
 	msix_setup();
 	pt_sync();
-	nrings = 6;
+	ncompute = 8;
+	nrings = 10;
 	memset(tail, 0, sizeof(tail));
 	ring_init(0);
 	ring_ctx(0);
