@@ -52,9 +52,9 @@ skip_rest() {
 
 # --- 1. build -------------------------------------------------------------
 ver=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
-libver=$(sed -n 's/^VERSION := *//p' "$top/lib/Makefile")
+libver=$(make -s --no-print-directory -C "$top/lib" print-version)
 dkmsver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$top/dkms.conf")
-check "one version: debian/changelog ($ver), lib/Makefile ($libver), dkms.conf ($dkmsver)" \
+check "one version: debian/changelog ($ver), npu.h ($libver), dkms.conf ($dkmsver)" \
 	test -n "$ver" -a "$ver" = "$libver" -a "$ver" = "$dkmsver"
 
 # a copy, so that the checkout stays clean (dpkg-buildpackage writes ../):
