@@ -136,7 +136,11 @@ boot() {
 		add_row "$(basename "$tap" .tap)" "$label" "$p" "$f" "$s"
 		if [ "$f" != 0 ]; then
 			echo "--- failures in $(basename "$tap" .tap) on $label:" >&2
-			grep -E '^not ok|^# exit status [^0]' "$tap" | head -20 >&2
+			# each failure with the diagnostics that follow it
+			awk '/^not ok/ { print; d = 4; next }
+			     /^# exit status [^0]/ { print; next }
+			     /^#/ && d > 0 { print; d--; next } { d = 0 }' \
+				"$tap" | head -40 >&2
 		fi
 	done
 	# The boot itself (modules load, no kernel report, clean finish) is a test.

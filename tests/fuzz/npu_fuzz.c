@@ -84,6 +84,8 @@ enum res { RES_OK, RES_ERR, RES_BAD, RES_COUNT };
 struct stats {
 	unsigned long n[OP_COUNT][RES_COUNT];
 	unsigned long errno_hist[OP_COUNT][140];
+	/* each process's first unexpected outcome, repeated after its result */
+	char first_bad[2][160];
 };
 static struct stats *stats;
 
@@ -206,10 +208,14 @@ static void outcome(enum op op, int ret, bool well_formed)
 		}
 	}
 	if (r == RES_BAD) {
-		S.bad++;
-		printf("# p%d op %lu %s: unexpected %s (%s)\n", S.proc,
-		       S.op_index, op_names[op], strerror(e),
-		       well_formed ? "well-formed request" : "malformed");
+		char line[160];
+
+		snprintf(line, sizeof(line), "# p%d op %lu %s: unexpected %s (%s)",
+			 S.proc, S.op_index, op_names[op], strerror(e),
+			 well_formed ? "well-formed request" : "malformed");
+		if (!S.bad++ && S.proc >= 0 && S.proc < 2)
+			memcpy(stats->first_bad[S.proc], line, sizeof(line));
+		printf("%s\n", line);
 		fflush(stdout);
 	}
 	__atomic_fetch_add(&stats->n[op][r], 1, __ATOMIC_RELAXED);
@@ -2179,6 +2185,8 @@ int main(int argc, char **argv)
 				printf(" (exit status %d)\n",
 				       WEXITSTATUS(status[i]));
 		}
+		if (!ok && i < 2 && stats->first_bad[i][0])
+			printf("%s\n", stats->first_bad[i]);
 		if (!ok)
 			printf("# failing seed: npu_fuzz --seed %" PRIu64
 			       " --ops %lu --procs %d\n", seed, ops, procs);
