@@ -886,9 +886,39 @@ static unsigned collect_batch(struct device *dev, struct djob **out, unsigned ma
 	return n;
 }
 
+/* Can j run as the tail of the driver job that ends with p? Consecutive
+ * jobs of one stream on one queue, back to back in its command ring, that
+ * wait for nothing but the stream's own earlier points and list no BOs:
+ * one job then signals the later point, which also satisfies every wait
+ * for the earlier one (a timeline point is reached by any later one). */
+static bool coalesces(struct device *dev, const struct djob *p,
+		      const struct djob *j, uint32_t bytes)
+{
+	unsigned k;
+
+	if (j->s != p->s || j->queue_id != p->queue_id || !j->cmd_size ||
+	    !p->cmd_size || j->cmd_off != p->cmd_off + p->cmd_size ||
+	    j->nbo || p->nbo || j->nout != 1 || p->nout != 1 ||
+	    j->out[0] != p->out[0] ||
+	    bytes + j->cmd_size > dev->prop.max_cmd_size)
+		return false;
+	for (k = 0; k < j->ndeps; k++) {
+		const struct dep *d = &j->deps[k];
+
+		if (d->order_only || d->point <= d->tl->completed)
+			continue;
+		if (d->tl != p->out[0] || d->point > p->out_pt[0])
+			return false;
+	}
+	return true;
+}
+
+/* Fill dev->bjobs from the n deferred jobs; returns the number of driver
+ * jobs (coalesced ones count once) or a negative errno. */
 static int build_batch(struct device *dev, struct djob **b, unsigned n)
 {
-	unsigned i, k, total = 0, at = 0;
+	unsigned i, k, total = 0, at = 0, m = 0, out_at = 0;
+	struct drm_npu_job *job = NULL;
 
 	for (i = 0; i < n; i++)
 		total += b[i]->ndeps + b[i]->nout;
@@ -902,9 +932,14 @@ static int build_batch(struct device *dev, struct djob **b, unsigned n)
 	}
 	for (i = 0; i < n; i++) {
 		struct djob *j = b[i];
-		struct drm_npu_job *job = &dev->bjobs[i];
 		unsigned in0 = at;
 
+		if (job && coalesces(dev, b[i - 1], j, job->cmd_size)) {
+			job->cmd_size += j->cmd_size;
+			dev->bsyncs[out_at].point = j->out_pt[0];
+			continue;
+		}
+		job = &dev->bjobs[m++];
 		memset(job, 0, sizeof(*job));
 		for (k = 0; k < j->ndeps; k++) {
 			if (j->deps[k].order_only ||
@@ -919,6 +954,7 @@ static int build_batch(struct device *dev, struct djob **b, unsigned n)
 		job->in_sync_count = at - in0;
 		job->out_syncs = (uintptr_t)&dev->bsyncs[at];
 		job->out_sync_count = j->nout;
+		out_at = at;
 		for (k = 0; k < j->nout; k++, at++) {
 			dev->bsyncs[at].handle = j->out[k]->handle;
 			dev->bsyncs[at].flags = 0;
@@ -930,7 +966,7 @@ static int build_batch(struct device *dev, struct djob **b, unsigned n)
 		job->bo_count = j->nbo;
 		job->bo_handles = (uintptr_t)j->bo;
 	}
-	return 0;
+	return (int)m;
 }
 
 static void batch_failed(struct device *dev, struct djob *j)
@@ -968,7 +1004,7 @@ static void *flusher_main(void *arg)
 	for (;;) {
 		struct drm_npu_submit sub;
 		unsigned n, i;
-		int r;
+		int r, m;
 
 		n = collect_batch(dev, b, max);
 		if (!n && !idle_once) {
@@ -987,12 +1023,13 @@ static void *flusher_main(void *arg)
 			dev->flusher_idle = false;
 			continue;
 		}
-		r = build_batch(dev, b, n);
+		m = build_batch(dev, b, n);
 		pthread_mutex_unlock(&dev->lock);
+		r = m < 0 ? m : 0;
 		if (!r) {
 			memset(&sub, 0, sizeof(sub));
 			sub.jobs = (uintptr_t)dev->bjobs;
-			sub.job_count = n;
+			sub.job_count = (uint32_t)m;
 			sub.job_stride = sizeof(struct drm_npu_job);
 			r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
 		}
