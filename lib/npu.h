@@ -419,8 +419,9 @@ npu_status_t npu_stream_get_flags(npu_stream_t stream, unsigned int *flags);
 #define NPU_EVENT_DISABLE_TIMING	(1u << 1)
 
 /* Create an event (cudaEventCreateWithFlags). NPU_EVENT_BLOCKING_SYNC is
- * accepted for CUDA compatibility; all libnpu waits block in the kernel
- * (no busy-waiting), so it changes nothing. */
+ * accepted for CUDA compatibility; waits on events always block in the
+ * kernel, so it changes nothing. (Stream waits watch completion memory
+ * briefly before they block: NPU_WAIT_SPIN_US, see the library guide.) */
 npu_status_t npu_event_create(npu_event_t *event, unsigned int flags);
 
 /* Destroy an event (cudaEventDestroy). Safe while a record is pending or

@@ -406,6 +406,8 @@ static npu_status_t device_open(struct device *d)
 
 		pthread_cond_init(&d->flush_cond, NULL);
 		d->batch = !(m && !strcmp(m, "direct"));
+		m = getenv("NPU_WAIT_SPIN_US");
+		d->spin_ns = (m ? strtoull(m, NULL, 10) : NPU_WAIT_SPIN_US) * 1000;
 	}
 	snprintf(pr->name, sizeof(pr->name), "npu %04x:%04x rev %u.%u",
 		 pr->pci_id >> 16, pr->pci_id & 0xffff, pr->revision >> 16,
@@ -533,6 +535,20 @@ void npu_tl_put(struct device *dev, struct tl *t)
 	}
 }
 
+/* Has the device written point (or a later one) to t's completion word?
+ * A stream's jobs run in stream order, so a later point covers the earlier
+ * ones; points after word_pt (host functions, empty jobs) are not written.
+ * Points are compared wrap-safe in 32 bits. */
+static bool word_passed(const struct tl *t, uint64_t point)
+{
+	uint32_t w;
+
+	if (!t->word || point > t->word_pt)
+		return false;
+	w = __atomic_load_n(t->word, __ATOMIC_ACQUIRE);
+	return (int32_t)(w - (uint32_t)point) >= 0;
+}
+
 /* Is point complete? Updates the cache. Caller holds dev->lock. */
 bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 {
@@ -540,6 +556,10 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 
 	if (point <= t->completed)
 		return true;
+	if (word_passed(t, point)) {
+		t->completed = point;
+		return true;
+	}
 	if (point > t->submitted)
 		return false;
 	if (drmSyncobjQuery(dev->fd, &t->handle, &v, 1))
@@ -580,16 +600,63 @@ int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point)
 	return npu_tl_wait_now(dev, t, point);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Watch t's completion word for point for at most budget_ns (as CUDA spins
+ * on completion memory before it sleeps): a short job's end is seen without
+ * the interrupt and the wake-up behind a syncobj wait. Called without dev->lock, holding a reference to t: the
+ * word's slot is reused only once its last point is complete (ts_retire),
+ * so a stale look can only be a late one.
+ */
+static bool word_spin(const struct tl *t, uint64_t point, uint64_t budget_ns)
+{
+	uint32_t *w = t->word;
+	uint64_t end = mono_ns() + budget_ns;
+	unsigned i = 0;
+
+	do {
+		if ((int32_t)(__atomic_load_n(w, __ATOMIC_ACQUIRE) -
+			      (uint32_t)point) >= 0)
+			return true;
+		/* a yield is a system call: only now and then, for a thread
+		 * (the submit thread) that shares this CPU */
+		if (++i % 32 == 0)
+			sched_yield();
+		else
+			cpu_relax();
+	} while (mono_ns() < end);
+	return false;
+}
+
 int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 {
 	uint32_t h = t->handle;
-	int r;
+	bool spin;
+	int r = 0;
 
 	if (!point || point <= t->completed)
 		return 0;
+	spin = dev->spin_ns && t->word && point <= t->word_pt;
 	t->refs++;
 	pthread_mutex_unlock(&dev->lock);
-	r = npu_wait_points(dev, &h, &point, 1);
+	if (!spin || !word_spin(t, point, dev->spin_ns))
+		r = npu_wait_points(dev, &h, &point, 1);
 	pthread_mutex_lock(&dev->lock);
 	if (!r && point > t->completed)
 		t->completed = point;
@@ -1157,6 +1224,10 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 		max_bytes += NPU_TRACE_BYTES;
 	memset(jc, 0, sizeof(*jc));
 	jc->s = s;
+	if (max_bytes && s->tl->word) {
+		max_bytes += sizeof(struct npu_pkt_sem);
+		jc->word = true;
+	}
 	if (max_bytes) {
 		r = cmd_reserve(dev, s, max_bytes, &off);
 		if (r)
@@ -1368,6 +1439,16 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	}
 	out[0] = s->tl;
 	out_pt[0] = s->tl->next + 1;
+	if (jc->word) {		/* last: the job's point to the completion word */
+		struct npu_pkt_sem p = {
+			.header = NPU_PKT_HDR(NPU_OP_SEM_SIGNAL, 0, 4),
+			.value = (uint32_t)out_pt[0],
+			.addr = s->tl->word_va,
+		};
+
+		memcpy(jc->cmd + jc->len, &p, sizeof(p));
+		jc->len += sizeof(p);
+	}
 	if (ev) {
 		out[1] = ev;
 		out_pt[1] = ev_point;
@@ -1444,6 +1525,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	if (!jc->no_implicit)
 		commit_stream_deps(dev, s);
 	s->tl->next = out_pt[0];
+	if (jc->word)
+		s->tl->word_pt = out_pt[0];
 	if (ev)
 		ev->next = ev_point;
 	s->last_queue = queue;

@@ -30,6 +30,7 @@ struct jobctx {
 	uint32_t kernel;		/* kernel id + 1 for launches */
 	bool no_implicit;		/* legacy fan-in barrier: own order only */
 	uint32_t trace;			/* profiler trace slot + 1 (npu_trace.c) */
+	bool word;			/* room for the completion word's packet */
 };
 
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)

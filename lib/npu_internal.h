@@ -46,6 +46,7 @@
 #define TS_EVENTS_PER_CHUNK	(TS_CHUNK_BYTES / 8)	/* one slot each */
 #define TS_MAX_CHUNKS		256
 #define INLINE_DEPS		8
+#define NPU_WAIT_SPIN_US	500	/* default of NPU_WAIT_SPIN_US */
 
 enum { Q_COMPUTE = 0, Q_COPY = 1, Q_NONE = -1 };
 
@@ -55,6 +56,11 @@ struct tl {				/* refcounted timeline syncobj */
 	uint64_t next;			/* last point assigned */
 	uint64_t submitted;		/* last point whose fence exists */
 	uint64_t completed;		/* cache: last point seen signalled */
+	/* completion word (streams): the device writes each job's point
+	 * there last (SEM_SIGNAL), so a wait can see it without an interrupt */
+	uint32_t *word;			/* NULL: none */
+	uint64_t word_va;
+	uint64_t word_pt;		/* last point whose job writes it */
 };
 
 struct dep {
@@ -115,6 +121,7 @@ struct npu_stream {
 	uint32_t cmd_head;
 	struct cmd_span span[CMD_INFLIGHT];	/* not zeroed: see span_count */
 	unsigned span_head, span_count;		/* (stream_new zeroes from here) */
+	int word_idx;			/* slot of tl->word (-1: none) */
 	/* sticky error */
 	npu_status_t sticky;
 	bool tune;			/* a stream of npu_tune() (npu_tune.c) */
@@ -192,6 +199,8 @@ struct device {
 	struct djob *free_djobs;	/* recycled, so enqueue never mallocs */
 	/* batched submission (see npu_core.c) */
 	bool batch;			/* jobs go through the submit thread */
+	uint64_t spin_ns;		/* how long a stream wait watches the
+					 * completion word before it blocks */
 	bool flusher_started, flusher_idle;
 	pthread_t flusher;
 	pthread_cond_t flush_cond;

@@ -107,6 +107,10 @@ static int queue_get(struct device *dev, struct drm_npu_queue_create *c)
 	return r;
 }
 
+static int ts_alloc(struct device *dev);
+static uint64_t *ts_ptr(struct device *dev, int idx);
+static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point);
+
 /* Caller holds dev->lock. idle: every job of the stream has completed
  * without a fault, so its queues and command buffer can serve another. */
 static void stream_free_resources(struct device *dev, struct npu_stream *s,
@@ -142,6 +146,10 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 	} else if (s->cmd_map) {
 		npu_host_bo_free(dev, s->cmd_handle, s->cmd_map, CMD_RING_SIZE);
 	}
+	/* the device may still write the word: the slot waits for the
+	 * last point that does */
+	if (s->word_idx >= 0)
+		ts_retire(dev, s->word_idx, s->tl, s->tl->word_pt);
 	if (s->tl)
 		npu_tl_put(dev, s->tl);
 	pthread_cond_destroy(&s->cb_cond);
@@ -189,11 +197,20 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	s->legacy = legacy;
 	s->last_queue = Q_NONE;
 	s->queue[0] = s->queue[1] = UINT32_MAX;
+	s->word_idx = -1;
 	pthread_cond_init(&s->cb_cond, NULL);
 	s->tl = npu_tl_new(dev);
 	if (!s->tl) {
 		stream_free_resources(dev, s, false);
 		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
+	}
+	/* a completion word from the timestamp pool; without one, waits
+	 * just block in the kernel */
+	s->word_idx = ts_alloc(dev);
+	if (s->word_idx >= 0) {
+		s->tl->word = (uint32_t *)ts_ptr(dev, s->word_idx);
+		*s->tl->word = 0;
+		s->tl->word_va = npu_event_ts_va(dev, s->word_idx);
 	}
 	for (q = 0; q < 2; q++) {
 		struct drm_npu_queue_create c;

@@ -542,6 +542,61 @@ static void test_stream_limit_again(void)
 	       m, n);
 }
 
+/*
+ * A stream's waits watch a completion word the device writes after each
+ * job. A new stream may be handed the word of one just destroyed, which
+ * holds that stream's last point (here above 300): the new stream's
+ * queries and waits must see its own points only.
+ */
+static void test_completion_word(void)
+{
+	enum { NOPS = 300 };
+	npu_stream_t a, b;
+	npu_event_t done;
+	float *h, *d;
+	npu_status_t q;
+	int i;
+
+	MUST(npu_malloc((void **)&d, sizeof(float)));
+	MUST(npu_host_alloc((void **)&h, sizeof(float), 0));
+	MUST(npu_event_create(&done, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_stream_create(&a, NPU_STREAM_NON_BLOCKING, 0));
+	for (i = 0; i < NOPS; i++)
+		MUST(npu_launch(NPU_K_NOP, npu_grid(1, 1, 1), NULL, 0, a,
+				NPU_LAUNCH_ASYNC));
+	{
+		uint64_t ns = 50000000;	/* 50 ms */
+
+		MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), &ns, 1, a,
+				NPU_LAUNCH_ASYNC));
+	}
+	MUST(npu_event_record(done, a));
+	MUST(npu_stream_destroy(a));
+	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING, 0));
+	{
+		uint64_t ns = 1000000000;	/* 1 s */
+		uint64_t f[3] = { npu_arg_ptr(d), 1, npu_arg_f32(7.0f) };
+
+		MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), &ns, 1, b,
+				NPU_LAUNCH_ASYNC));
+		MUST(npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), f, 3, b,
+				NPU_LAUNCH_ASYNC));
+	}
+	MUST(npu_event_synchronize(done));
+	q = npu_stream_query(b);
+	tap_ok(q == NPU_ERROR_NOT_READY,
+	       "a new stream's pending work is not done when a destroyed stream's last job ends (%s)",
+	       npu_status_name(q));
+	MUST(npu_stream_synchronize(b));
+	MUST(npu_memcpy(h, d, sizeof(float), NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(h[0] == 7.0f, "after synchronize its last kernel's result is there (%g)",
+	       h[0]);
+	MUST(npu_stream_destroy(b));
+	MUST(npu_event_destroy(done));
+	MUST(npu_free(d));
+	MUST(npu_host_free(h));
+}
+
 int main(void)
 {
 	tap_need_device();
@@ -553,5 +608,6 @@ int main(void)
 	test_blocking_sync();
 	test_stream_reuse();
 	test_stream_limit_again();
+	test_completion_word();
 	return tap_done();
 }
