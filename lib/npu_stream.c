@@ -631,6 +631,19 @@ npu_status_t npu_device_reset(void)
 /* ------------------------------------------------------------------------
  * Host functions
  */
+/* Write a host function's point to the stream's completion word, unless
+ * the device already wrote a later one there (the next job may have run
+ * between the signal and this store). */
+static void word_raise(uint32_t *w, uint32_t point)
+{
+	uint32_t cur = __atomic_load_n(w, __ATOMIC_RELAXED);
+
+	while ((int32_t)(cur - point) < 0 &&
+	       !__atomic_compare_exchange_n(w, &cur, point, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
 static void *cb_main(void *arg)
 {
 	struct npu_stream *s = arg;
@@ -657,6 +670,8 @@ static void *cb_main(void *arg)
 		drmSyncobjTimelineSignal(dev->fd, &s->tl->handle,
 					 &cb->signal_point, 1);
 		s->tl->submitted = cb->signal_point;
+		if (s->tl->word)
+			word_raise(s->tl->word, (uint32_t)cb->signal_point);
 		s->cb_head = cb->next;
 		if (!s->cb_head)
 			s->cb_tail = NULL;
@@ -709,6 +724,8 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	cb->wait_point = s->tl->next;
 	cb->signal_point = s->tl->next + 1;
 	s->tl->next = cb->signal_point;
+	if (s->tl->word)	/* cb_main writes it after the signal */
+		s->tl->word_pt = cb->signal_point;
 	s->last_queue = Q_NONE;
 	if (s->cb_tail)
 		s->cb_tail->next = cb;
