@@ -620,9 +620,10 @@ static uint64_t mono_ns(void)
 /*
  * Watch t's completion word for point for at most budget_ns (as CUDA spins
  * on completion memory before it sleeps): a short job's end is seen without
- * the interrupt and the wake-up behind a syncobj wait. Called without dev->lock, holding a reference to t: the
- * word's slot is reused only once its last point is complete (ts_retire),
- * so a stale look can only be a late one.
+ * the interrupt and the wake-up behind a syncobj wait. Called without
+ * dev->lock, holding a reference to t: the word's slot is reused only once
+ * its last point is complete (ts_retire), so a stale look can only be a
+ * late one.
  */
 static bool word_spin(const struct tl *t, uint64_t point, uint64_t budget_ns)
 {
