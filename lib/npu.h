@@ -176,6 +176,26 @@ npu_status_t npu_runtime_get_version(int *version);
  * DRM reports it (cudaDriverGetVersion). */
 npu_status_t npu_driver_get_version(int *version);
 
+/* How a host thread waits for the current device (cudaSetDeviceFlags'
+ * scheduling flags). A stream synchronize can watch the job's completion
+ * word in host memory before it sleeps in the kernel:
+ *  - NPU_DEVICE_SCHEDULE_AUTO (the default): watch for up to
+ *    NPU_WAIT_SPIN_US microseconds (environment, default 500), yielding
+ *    the CPU now and then, then sleep;
+ *  - NPU_DEVICE_SCHEDULE_SPIN: watch until the work is done (lowest
+ *    latency, one CPU busy for the whole wait);
+ *  - NPU_DEVICE_SCHEDULE_YIELD: the same, yielding the CPU after every look;
+ *  - NPU_DEVICE_SCHEDULE_BLOCKING_SYNC: sleep in the kernel at once.
+ * A failed job is reported in every mode. Event waits always sleep. One
+ * flag at most; anything else is NPU_ERROR_INVALID_VALUE. Applies to waits
+ * that start afterwards, in every thread. */
+#define NPU_DEVICE_SCHEDULE_AUTO		0u
+#define NPU_DEVICE_SCHEDULE_SPIN		(1u << 0)
+#define NPU_DEVICE_SCHEDULE_YIELD		(1u << 1)
+#define NPU_DEVICE_SCHEDULE_BLOCKING_SYNC	(1u << 2)
+npu_status_t npu_device_set_flags(unsigned int flags);
+npu_status_t npu_device_get_flags(unsigned int *flags);
+
 /* Properties of device ordinal (cudaGetDeviceProperties). */
 npu_status_t npu_device_get_properties(npu_device_prop *prop, int ordinal);
 
@@ -420,8 +440,8 @@ npu_status_t npu_stream_get_flags(npu_stream_t stream, unsigned int *flags);
 
 /* Create an event (cudaEventCreateWithFlags). NPU_EVENT_BLOCKING_SYNC is
  * accepted for CUDA compatibility; waits on events always block in the
- * kernel, so it changes nothing. (Stream waits watch completion memory
- * briefly before they block: NPU_WAIT_SPIN_US, see the library guide.) */
+ * kernel, so it changes nothing. (Stream waits may watch completion memory
+ * first: npu_device_set_flags.) */
 npu_status_t npu_event_create(npu_event_t *event, unsigned int flags);
 
 /* Destroy an event (cudaEventDestroy). Safe while a record is pending or

@@ -479,6 +479,38 @@ npu_status_t npu_device_set(int ordinal)
 	return NPU_SUCCESS;
 }
 
+npu_status_t npu_device_set_flags(unsigned int flags)
+{
+	struct device *d;
+	npu_status_t st;
+
+	if (flags != NPU_DEVICE_SCHEDULE_AUTO && flags != NPU_DEVICE_SCHEDULE_SPIN &&
+	    flags != NPU_DEVICE_SCHEDULE_YIELD &&
+	    flags != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC)
+		return npu_fail(NPU_ERROR_INVALID_VALUE,
+				"device flags 0x%x: one NPU_DEVICE_SCHEDULE_* at most",
+				flags);
+	st = npu_cur_dev(&d);
+	if (st)
+		return st;
+	d->sched = flags;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_device_get_flags(unsigned int *flags)
+{
+	struct device *d;
+	npu_status_t st;
+
+	if (!flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags is NULL");
+	st = npu_cur_dev(&d);
+	if (st)
+		return st;
+	*flags = d->sched;
+	return NPU_SUCCESS;
+}
+
 npu_status_t npu_device_get_properties(npu_device_prop *prop, int ordinal)
 {
 	struct device *d;
@@ -618,45 +650,67 @@ static uint64_t mono_ns(void)
 }
 
 /*
- * Watch t's completion word for point for at most budget_ns (as CUDA spins
- * on completion memory before it sleeps): a short job's end is seen without
- * the interrupt and the wake-up behind a syncobj wait. Called without
+ * Watch t's completion word for point (as CUDA spins on completion memory
+ * before it sleeps): a short job's end is seen without the interrupt and
+ * the wake-up behind a syncobj wait. NPU_DEVICE_SCHEDULE_AUTO watches for
+ * dev->spin_ns at most (false: not seen), SPIN and YIELD until the point
+ * is complete, whether it succeeded or not. Called without
  * dev->lock, holding a reference to t: the word's slot is reused only once
  * its last point is complete (ts_retire), so a stale look can only be a
  * late one.
  */
-static bool word_spin(const struct tl *t, uint64_t point, uint64_t budget_ns)
+static bool word_spin(struct device *dev, const struct tl *t, uint64_t point,
+		      unsigned sched)
 {
 	uint32_t *w = t->word;
-	uint64_t end = mono_ns() + budget_ns;
+	uint32_t h = t->handle;
+	bool bounded = sched == NPU_DEVICE_SCHEDULE_AUTO;
+	/* a yield is a system call: only now and then, for a thread (the
+	 * submit thread) that shares this CPU, unless asked to yield */
+	unsigned every = sched == NPU_DEVICE_SCHEDULE_YIELD ? 1 :
+			 sched == NPU_DEVICE_SCHEDULE_SPIN ? 1024 : 32;
+	uint64_t now = mono_ns(), end = now + dev->spin_ns, look = now;
 	unsigned i = 0;
 
-	do {
+	for (;;) {
 		if ((int32_t)(__atomic_load_n(w, __ATOMIC_ACQUIRE) -
 			      (uint32_t)point) >= 0)
 			return true;
-		/* a yield is a system call: only now and then, for a thread
-		 * (the submit thread) that shares this CPU */
-		if (++i % 32 == 0)
+		if (++i % every == 0)
 			sched_yield();
 		else
 			cpu_relax();
-	} while (mono_ns() < end);
-	return false;
+		now = mono_ns();
+		if (bounded && now >= end)
+			return false;
+		/* a failed job never writes the word, but its fence is
+		 * signalled (with the error): look at the syncobj each ms */
+		if (!bounded && now - look >= 1000000) {
+			uint64_t v = 0;
+
+			look = now;
+			if (!drmSyncobjQuery(dev->fd, &h, &v, 1) && v >= point)
+				return true;
+		}
+	}
 }
 
 int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 {
 	uint32_t h = t->handle;
+	unsigned sched;
 	bool spin;
 	int r = 0;
 
 	if (!point || point <= t->completed)
 		return 0;
-	spin = dev->spin_ns && t->word && point <= t->word_pt;
+	sched = dev->sched;
+	spin = t->word && point <= t->word_pt &&
+	       sched != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC &&
+	       (sched != NPU_DEVICE_SCHEDULE_AUTO || dev->spin_ns);
 	t->refs++;
 	pthread_mutex_unlock(&dev->lock);
-	if (!spin || !word_spin(t, point, dev->spin_ns))
+	if (!spin || !word_spin(dev, t, point, sched))
 		r = npu_wait_points(dev, &h, &point, 1);
 	pthread_mutex_lock(&dev->lock);
 	if (!r && point > t->completed)

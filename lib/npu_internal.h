@@ -200,7 +200,9 @@ struct device {
 	/* batched submission (see npu_core.c) */
 	bool batch;			/* jobs go through the submit thread */
 	uint64_t spin_ns;		/* how long a stream wait watches the
-					 * completion word before it blocks */
+					 * completion word before it blocks
+					 * (NPU_DEVICE_SCHEDULE_AUTO) */
+	_Atomic unsigned sched;		/* NPU_DEVICE_SCHEDULE_* */
 	bool flusher_started, flusher_idle;
 	pthread_t flusher;
 	pthread_cond_t flush_cond;

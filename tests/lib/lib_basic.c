@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <drm.h>
@@ -597,6 +598,65 @@ static void test_completion_word(void)
 	MUST(npu_host_free(h));
 }
 
+static double clock_s(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* CPU time of the process over the synchronize of a 300 ms kernel */
+static double sync_cpu_share(npu_stream_t s, double *wall)
+{
+	uint64_t ns = 300000000;
+	double c0, w0;
+
+	MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), &ns, 1, s,
+			NPU_LAUNCH_ASYNC));
+	c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+	w0 = clock_s(CLOCK_MONOTONIC);
+	MUST(npu_stream_synchronize(s));
+	*wall = clock_s(CLOCK_MONOTONIC) - w0;
+	return (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / *wall;
+}
+
+/*
+ * npu_device_set_flags (cudaSetDeviceFlags' scheduling flags): SPIN keeps
+ * a CPU busy for the whole wait, BLOCKING_SYNC sleeps, AUTO watches for
+ * half a millisecond and sleeps; bad flags change nothing.
+ */
+static void test_device_flags(void)
+{
+	npu_stream_t s;
+	unsigned f = 99;
+	double spin, block, aut, w1, w2, w3;
+
+	MUST(npu_device_get_flags(&f));
+	tap_ok(f == NPU_DEVICE_SCHEDULE_AUTO, "device flags are AUTO by default (%u)", f);
+	tap_ok(npu_device_set_flags(NPU_DEVICE_SCHEDULE_SPIN | NPU_DEVICE_SCHEDULE_YIELD) ==
+	       NPU_ERROR_INVALID_VALUE && npu_device_set_flags(1u << 5) ==
+	       NPU_ERROR_INVALID_VALUE && npu_device_get_flags(NULL) ==
+	       NPU_ERROR_INVALID_VALUE, "two schedules, an unknown flag, NULL: INVALID_VALUE");
+	MUST(npu_device_get_flags(&f));
+	tap_ok(f == NPU_DEVICE_SCHEDULE_AUTO, "and the flags did not change (%u)", f);
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_device_set_flags(NPU_DEVICE_SCHEDULE_SPIN));
+	MUST(npu_device_get_flags(&f));
+	tap_ok(f == NPU_DEVICE_SCHEDULE_SPIN, "flags read back SPIN (%u)", f);
+	spin = sync_cpu_share(s, &w1);
+	MUST(npu_device_set_flags(NPU_DEVICE_SCHEDULE_BLOCKING_SYNC));
+	block = sync_cpu_share(s, &w2);
+	MUST(npu_device_set_flags(NPU_DEVICE_SCHEDULE_AUTO));
+	aut = sync_cpu_share(s, &w3);
+	tap_diag("CPU over wall time of a 300 ms wait: spin %.2f (%.0f ms), blocking %.2f (%.0f ms), auto %.2f (%.0f ms)",
+		 spin, w1 * 1e3, block, w2 * 1e3, aut, w3 * 1e3);
+	tap_ok(spin > 0.5, "SPIN: the waiting thread is on a CPU for the wait (%.2f)", spin);
+	tap_ok(block < 0.2 && aut < 0.2,
+	       "BLOCKING_SYNC and AUTO sleep through a long wait (%.2f, %.2f)", block, aut);
+	MUST(npu_stream_destroy(s));
+}
+
 int main(void)
 {
 	tap_need_device();
@@ -609,5 +669,6 @@ int main(void)
 	test_stream_reuse();
 	test_stream_limit_again();
 	test_completion_word();
+	test_device_flags();
 	return tap_done();
 }

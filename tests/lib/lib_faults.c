@@ -135,11 +135,16 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "--worker"))
 		return worker();
-	if (argc != 2 || (strcmp(argv[1], "fault") && strcmp(argv[1], "hang"))) {
-		fprintf(stderr, "usage: lib_faults fault|hang\n");
+	if (argc < 2 || argc > 3 || (strcmp(argv[1], "fault") && strcmp(argv[1], "hang")) ||
+	    (argc == 3 && strcmp(argv[2], "spin"))) {
+		fprintf(stderr, "usage: lib_faults fault|hang [spin]\n");
 		return 2;
 	}
 	tap_need_device();
+	/* spin: the waits watch the completion word, which a failed job
+	 * never writes, until they see the failure some other way */
+	if (argc == 3)
+		MUST(npu_device_set_flags(NPU_DEVICE_SCHEDULE_SPIN));
 	run(!strcmp(argv[1], "hang"));
 	return tap_done();
 }
