@@ -563,6 +563,7 @@ void npu_tl_put(struct device *dev, struct tl *t)
 {
 	if (t && --t->refs == 0) {
 		drmSyncobjDestroy(dev->fd, t->handle);
+		npu_tl_put(dev, t->via);
 		free(t);
 	}
 }
@@ -588,7 +589,8 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 
 	if (point <= t->completed)
 		return true;
-	if (word_passed(t, point)) {
+	if (word_passed(t, point) ||
+	    (t->via && point == t->via_ev_pt && word_passed(t->via, t->via_pt))) {
 		t->completed = point;
 		return true;
 	}
@@ -704,6 +706,8 @@ int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 
 	if (!point || point <= t->completed)
 		return 0;
+	if (point > t->submitted)
+		npu_flush_now(dev);
 	sched = dev->sched;
 	spin = t->word && point <= t->word_pt &&
 	       sched != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC &&
@@ -980,9 +984,11 @@ void npu_flush_deferred(struct device *dev)
  * earlier jobs of the same array). While the thread is inside the ioctl,
  * new launches accumulate, so a burst of launches costs a fraction of an
  * ioctl each, and the first launch after idle reaches the device after one
- * thread wake-up. Points are marked submitted when a job is taken into a
- * batch; that is safe because only this thread submits, in order, and
- * every wait uses WAIT_FOR_SUBMIT.
+ * thread wake-up (or none: a waiter submits the ready jobs itself when the
+ * thread has no batch under way, npu_flush_now). Points are marked
+ * submitted when a job is taken into a batch; that is safe because one
+ * batch is under way at a time, batches are taken in order, and every
+ * wait uses WAIT_FOR_SUBMIT.
  */
 static unsigned collect_batch(struct device *dev, struct djob **out, unsigned max)
 {
@@ -1104,15 +1110,81 @@ static void batch_failed(struct device *dev, struct djob *j)
 	}
 }
 
+/*
+ * Submit the batch b[0..n), just collected under dev->lock: one SUBMIT, or
+ * job by job when the driver refuses the array, so that only a bad job
+ * fails. unlock: the ioctl runs without dev->lock (the submit thread);
+ * batch_busy keeps every other submitter out until the batch is done, so
+ * batches reach the driver in order. Caller holds dev->lock.
+ */
+static void submit_batch(struct device *dev, struct djob **b, unsigned n,
+			 bool unlock)
+{
+	struct drm_npu_submit sub;
+	unsigned i;
+	int r, m;
+
+	dev->batch_busy = true;
+	m = build_batch(dev, b, n);
+	if (unlock)
+		pthread_mutex_unlock(&dev->lock);
+	r = m < 0 ? m : 0;
+	if (!r) {
+		memset(&sub, 0, sizeof(sub));
+		sub.jobs = (uintptr_t)dev->bjobs;
+		sub.job_count = (uint32_t)m;
+		sub.job_stride = sizeof(struct drm_npu_job);
+		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+	}
+	if (unlock)
+		pthread_mutex_lock(&dev->lock);
+	if (r) {
+		for (i = 0; i < n; i++) {
+			struct djob *j = b[i];
+
+			if (submit_now(dev, j->queue_id,
+				       j->s->cmd_va + j->cmd_off, j->cmd_size,
+				       j->deps, j->ndeps, j->out, j->out_pt,
+				       j->nout, j->bo, j->nbo))
+				batch_failed(dev, j);
+		}
+	}
+	for (i = 0; i < n; i++)
+		djob_free(dev, b[i]);
+	dev->batch_busy = false;
+}
+
+static unsigned batch_max(const struct device *dev)
+{
+	unsigned max = dev->prop.max_jobs_per_submit;
+
+	return !max || max > 64 ? 64 : max;
+}
+
+/*
+ * A thread about to wait for a point that is still deferred submits the
+ * ready jobs itself, holding dev->lock through the ioctl, unless the
+ * submit thread has a batch under way: the wait does not pay for waking
+ * that thread. Caller holds dev->lock.
+ */
+void npu_flush_now(struct device *dev)
+{
+	unsigned n;
+
+	if (!dev->batch || dev->batch_busy || !dev->deferred || !dev->wait_batch)
+		return;
+	n = collect_batch(dev, dev->wait_batch, batch_max(dev));
+	if (n)
+		submit_batch(dev, dev->wait_batch, n, false);
+}
+
 static void *flusher_main(void *arg)
 {
 	struct device *dev = arg;
-	unsigned max = dev->prop.max_jobs_per_submit;
+	unsigned max = batch_max(dev);
 	bool idle_once = false;
 	struct djob **b;
 
-	if (!max || max > 64)
-		max = 64;
 	b = calloc(max, sizeof(*b));
 	pthread_mutex_lock(&dev->lock);
 	if (!b) {
@@ -1124,11 +1196,10 @@ static void *flusher_main(void *arg)
 		return NULL;
 	}
 	for (;;) {
-		struct drm_npu_submit sub;
-		unsigned n, i;
-		int r, m;
+		unsigned n;
 
-		n = collect_batch(dev, b, max);
+		/* a waiter's batch (npu_flush_now) may be under way */
+		n = dev->batch_busy ? 0 : collect_batch(dev, b, max);
 		if (!n && !idle_once) {
 			/* let a caller that is still queueing add more before
 			 * we sleep and it has to wake us */
@@ -1145,32 +1216,7 @@ static void *flusher_main(void *arg)
 			dev->flusher_idle = false;
 			continue;
 		}
-		m = build_batch(dev, b, n);
-		pthread_mutex_unlock(&dev->lock);
-		r = m < 0 ? m : 0;
-		if (!r) {
-			memset(&sub, 0, sizeof(sub));
-			sub.jobs = (uintptr_t)dev->bjobs;
-			sub.job_count = (uint32_t)m;
-			sub.job_stride = sizeof(struct drm_npu_job);
-			r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
-		}
-		pthread_mutex_lock(&dev->lock);
-		if (r) {
-			/* nothing of the array was queued: retry one by one so
-			 * that only the bad job fails */
-			for (i = 0; i < n; i++) {
-				struct djob *j = b[i];
-
-				if (submit_now(dev, j->queue_id,
-					       j->s->cmd_va + j->cmd_off, j->cmd_size,
-					       j->deps, j->ndeps, j->out, j->out_pt,
-					       j->nout, j->bo, j->nbo))
-					batch_failed(dev, j);
-			}
-		}
-		for (i = 0; i < n; i++)
-			djob_free(dev, b[i]);
+		submit_batch(dev, b, n, true);
 	}
 	return NULL;
 }
@@ -1195,6 +1241,8 @@ int npu_start_flusher(struct device *dev)
 		if (!dev->bjobs)
 			return -1;
 	}
+	if (!dev->wait_batch)	/* without it waiters leave it to the thread */
+		dev->wait_batch = calloc(max, sizeof(*dev->wait_batch));
 	if (pthread_create(&dev->flusher, NULL, flusher_main, dev))
 		return -1;
 	dev->flusher_started = true;
@@ -1582,8 +1630,19 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	s->tl->next = out_pt[0];
 	if (jc->word)
 		s->tl->word_pt = out_pt[0];
-	if (ev)
+	if (ev) {
 		ev->next = ev_point;
+		/* a synchronize that saw the stream's word has seen this
+		 * record too: so must the event's queries (CUDA) */
+		npu_tl_put(dev, ev->via);
+		ev->via = NULL;
+		if (jc->word) {
+			ev->via = s->tl;
+			s->tl->refs++;
+			ev->via_pt = out_pt[0];
+			ev->via_ev_pt = ev_point;
+		}
+	}
 	s->last_queue = queue;
 	if (jc->len)
 		cmd_commit(s, jc->off, jc->len, out_pt[0], jc->kernel);

@@ -61,6 +61,7 @@ npu_status_t npu_check_faults(struct device *dev);
 /* Describes a user kernel's fault PC (" in kernel k (file) at pc ... (file.c:12)"):
  * set by npu_module.c once a module is loaded. */
 extern void (*npu_fault_pc_hook)(uint64_t pc, char *buf, size_t n);
+void npu_flush_now(struct device *dev);
 void npu_flush_deferred(struct device *dev);
 int npu_start_flusher(struct device *dev);
 

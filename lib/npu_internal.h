@@ -61,6 +61,11 @@ struct tl {				/* refcounted timeline syncobj */
 	uint32_t *word;			/* NULL: none */
 	uint64_t word_va;
 	uint64_t word_pt;		/* last point whose job writes it */
+	/* event timelines: point via_ev_pt is signalled by the job that
+	 * writes via_pt to stream timeline via's word, so that word tells
+	 * it complete too (refs held on via) */
+	struct tl *via;
+	uint64_t via_pt, via_ev_pt;
 };
 
 struct dep {
@@ -209,6 +214,9 @@ struct device {
 	struct drm_npu_job *bjobs;
 	struct drm_npu_sync *bsyncs;
 	unsigned bsyncs_cap;
+	bool batch_busy;		/* a batch is built and not yet done:
+					 * bjobs/bsyncs in use, order pending */
+	struct djob **wait_batch;	/* a waiter's batch (npu_flush_now) */
 	/* errors */
 	npu_status_t sticky;
 	char sticky_msg[384];

@@ -622,6 +622,39 @@ static double sync_cpu_share(npu_stream_t s, double *wall)
 }
 
 /*
+ * After a stream synchronize, every event recorded on the stream before it
+ * is complete (CUDA), although the synchronize may have seen the stream's
+ * completion word before the kernel signalled the event's timeline.
+ */
+static void test_event_after_sync(void)
+{
+	enum { ROUNDS = 100 };
+	npu_stream_t s;
+	npu_event_t a, b;
+	int i, notready = 0, noelapsed = 0;
+	float ms;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&a, 0));
+	MUST(npu_event_create(&b, 0));
+	for (i = 0; i < ROUNDS; i++) {
+		MUST(npu_event_record(a, s));
+		MUST(npu_launch(NPU_K_NOP, npu_grid(1, 1, 1), NULL, 0, s,
+				NPU_LAUNCH_ASYNC));
+		MUST(npu_event_record(b, s));
+		MUST(npu_stream_synchronize(s));
+		notready += npu_event_query(b) != NPU_SUCCESS;
+		noelapsed += npu_event_elapsed_time(&ms, a, b) != NPU_SUCCESS;
+	}
+	tap_ok(notready == 0 && noelapsed == 0,
+	       "%d times record, launch, record, synchronize: the events are complete and timed (%d not ready, %d without elapsed time)",
+	       ROUNDS, notready, noelapsed);
+	MUST(npu_event_destroy(a));
+	MUST(npu_event_destroy(b));
+	MUST(npu_stream_destroy(s));
+}
+
+/*
  * npu_device_set_flags (cudaSetDeviceFlags' scheduling flags): SPIN keeps
  * a CPU busy for the whole wait, BLOCKING_SYNC sleeps, AUTO watches for
  * half a millisecond and sleeps; bad flags change nothing.
@@ -669,6 +702,7 @@ int main(void)
 	test_stream_reuse();
 	test_stream_limit_again();
 	test_completion_word();
+	test_event_after_sync();
 	test_device_flags();
 	return tap_done();
 }
