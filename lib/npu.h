@@ -284,9 +284,27 @@ npu_status_t npu_mem_export_fd(void *ptr, int *fd);
 npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size);
 
 /* Direction of a copy (cudaMemcpyKind, same values). With
- * NPU_MEMCPY_DEFAULT the direction is inferred from the pointers: a pointer
- * inside a live npu_malloc() allocation is device memory, anything else is
- * host memory (pinned if registered or npu_host_alloc()ed). */
+ * NPU_MEMCPY_DEFAULT the direction is inferred from each pointer, by these
+ * rules in this order:
+ *  1. inside a live npu_malloc() allocation: device memory;
+ *  2. inside a live npu_host_alloc() / npu_host_register() /
+ *     npu_mem_import_fd() range: pinned host memory;
+ *  3. inside the device addresses of such a live pinned range
+ *     (npu_host_get_device_pointer()): that pinned memory;
+ *  4. inside the device's virtual address window (the range the driver
+ *     hands device addresses out of: DRM_NPU_PARAM_VA_START, va_size bytes)
+ *     but in no live allocation and not mapped in this process: an error,
+ *     NPU_ERROR_INVALID_VALUE ("a device address outside every live
+ *     allocation"): a freed or made-up device pointer is never copied as
+ *     host memory;
+ *  5. anything else: pageable host memory.
+ * Device and host addresses are separate spaces (no unified addressing):
+ * an address inside the window that the process has mapped (only possible
+ * for non-PIE programs, whose image and heap lie low, or under a
+ * sanitizer's shadow memory) is taken for host memory unless rule 1 or 3
+ * claims it. An explicit host side (HOST_TO_*, *_TO_HOST) skips rules 1 and
+ * 3 but still fails by rule 4; an explicit device side accepts only rules 1
+ * and 3 (else NPU_ERROR_INVALID_POINTER). */
 typedef enum npu_memcpy_kind {
 	NPU_MEMCPY_HOST_TO_HOST = 0,
 	NPU_MEMCPY_HOST_TO_DEVICE = 1,
@@ -303,8 +321,9 @@ typedef struct npu_stream *npu_stream_t;
  * queued (as CUDA). Device and pinned ranges must lie inside one
  * allocation (NPU_ERROR_INVALID_VALUE otherwise); a pointer that an
  * explicit kind says is device memory but is not inside a live npu_malloc()
- * allocation gives NPU_ERROR_INVALID_POINTER. Host-to-host copies are done
- * by the CPU after the stream's earlier work. */
+ * allocation or a pinned range's device addresses gives
+ * NPU_ERROR_INVALID_POINTER (see npu_memcpy_kind_t for every rule).
+ * Host-to-host copies are done by the CPU after the stream's earlier work. */
 npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
 			npu_memcpy_kind_t kind);
 
@@ -324,8 +343,9 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 
 /* Set count bytes of device memory to the byte value (cudaMemset):
  * synchronous, on the legacy default stream. Any alignment and size; the
- * range must lie inside one npu_malloc() allocation
- * (NPU_ERROR_INVALID_POINTER / NPU_ERROR_INVALID_VALUE otherwise). */
+ * range must lie inside one npu_malloc() allocation or inside the device
+ * addresses of one pinned range (NPU_ERROR_INVALID_POINTER /
+ * NPU_ERROR_INVALID_VALUE otherwise). */
 npu_status_t npu_memset(void *devptr, int value, size_t count);
 
 /* Queue the same on stream (cudaMemsetAsync). */

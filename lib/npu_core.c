@@ -402,6 +402,14 @@ static npu_status_t device_open(struct device *d)
 	}
 	snprintf(pr->node, sizeof(pr->node), "%s", d->node);
 	{
+		/* older drivers do not say: their window also starts at 1 MiB */
+		uint64_t lo = 1ull << 20;
+
+		npu_get_param(d, DRM_NPU_PARAM_VA_START, &lo);
+		d->va_lo = lo;
+		d->va_hi = lo + pr->va_size;
+	}
+	{
 		const char *m = getenv("NPU_SUBMIT");
 
 		pthread_cond_init(&d->flush_cond, NULL);

@@ -224,7 +224,9 @@ struct device {
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */
 	/* memory */
 	struct alloc_table dmem, hmem;
-	uint64_t dmem_lo, dmem_hi;	/* device VAs ever handed out */
+	/* the device VA window [va_lo, va_hi) the driver hands addresses
+	 * out of (npu_memcpy's pointer rule, npu_mem.c) */
+	uint64_t va_lo, va_hi;
 	struct staging staging[STAGING_MAX];
 	unsigned nstaging;
 	/* timestamp pool */

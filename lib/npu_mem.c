@@ -138,10 +138,6 @@ npu_status_t npu_malloc(void **devptr, size_t size)
 		gem_close(dev, c.handle);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
 	}
-	if (!dev->dmem_hi || c.va < dev->dmem_lo)
-		dev->dmem_lo = c.va;
-	if (c.va + c.size > dev->dmem_hi)
-		dev->dmem_hi = c.va + c.size;
 	pthread_mutex_unlock(&dev->lock);
 	*devptr = (void *)(uintptr_t)c.va;
 	return NPU_SUCCESS;
@@ -417,17 +413,57 @@ struct loc {
 	uint32_t handle;
 };
 
-/* want: -1 infer, 0 host, 1 device. Caller holds dev->lock. */
+/* The pinned range whose device addresses hold va, or NULL. Pinned
+ * memory is keyed by its host address, so this is a scan; it runs only for
+ * addresses inside the device window, which a PIE program's own memory
+ * never is. */
+static struct alloc *pinned_by_va(struct device *dev, uint64_t va)
+{
+	unsigned i;
+
+	for (i = 0; i < dev->hmem.n; i++) {
+		struct alloc *a = &dev->hmem.v[i];
+
+		if (va - a->va < a->size)
+			return a;
+	}
+	return NULL;
+}
+
+/* Is the page holding p mapped in this process? */
+static bool host_mapped(uint64_t p)
+{
+	unsigned char v;
+
+	return !(mincore((void *)(uintptr_t)(p & ~(PAGE - 1)), 1, &v) &&
+		 errno == ENOMEM);
+}
+
+/*
+ * Where is [ptr, ptr + n)? want: -1 infer (NPU_MEMCPY_DEFAULT), 0 host,
+ * 1 device. The rule (npu.h, NPU_MEMCPY_DEFAULT), in order:
+ *  1. inside a live npu_malloc() allocation: device memory;
+ *  2. inside a live pinned range (host address): pinned host memory;
+ *  3. the device address of a live pinned range: that pinned memory
+ *     (like 1, before any look at the host's mappings);
+ *  4. inside the device VA window and not mapped in the host: an error
+ *     (freed or never allocated), not a copy that would fault;
+ *  5. anything else: pageable host memory.
+ * An explicit host side skips 1 and 3, an explicit device side accepts
+ * only 1 and 3. Caller holds dev->lock.
+ */
 static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 			     int want, struct loc *l, const char *what)
 {
 	uint64_t p = (uintptr_t)ptr;
+	bool in_window;
 	struct alloc *a;
 
 	if (!ptr)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "%s is NULL", what);
 	if (p + n < p)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "%s range overflows", what);
+	in_window = p >= dev->va_lo && p < dev->va_hi;
 	a = want != 0 ? tab_find(&dev->dmem, p) : NULL;
 	if (a) {
 		if (p + n > a->key + a->size)
@@ -440,10 +476,25 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 		l->handle = a->handle;
 		return NPU_SUCCESS;
 	}
+	a = want != 1 ? tab_find(&dev->hmem, p) : NULL;
+	if (!a && want != 0 && in_window) {
+		a = pinned_by_va(dev, p);
+		if (a) {
+			if (p + n > a->va + a->size)
+				return npu_fail(NPU_ERROR_INVALID_VALUE,
+						"%s [%p, +%zu) runs past the end of "
+						"its pinned range's device addresses",
+						what, ptr, n);
+			l->kind = LOC_PINNED;
+			l->va = p;
+			l->handle = a->handle;
+			return NPU_SUCCESS;
+		}
+	}
 	if (want == 1)
 		return npu_fail(NPU_ERROR_INVALID_POINTER,
-				"%s %p is not device memory from npu_malloc", what, ptr);
-	a = tab_find(&dev->hmem, p);
+				"%s %p is not device memory from npu_malloc "
+				"(nor pinned memory's device address)", what, ptr);
 	if (a) {
 		if (p + n > a->key + a->size)
 			return npu_fail(NPU_ERROR_INVALID_VALUE,
@@ -454,17 +505,10 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 		l->handle = a->handle;
 		return NPU_SUCCESS;
 	}
-	/* Not in a live allocation. Inside the device address range that
-	 * npu_malloc has handed out and not mapped on the host, it is freed
-	 * device memory: an error, not a host copy that would fault. */
-	if (p >= dev->dmem_lo && p < dev->dmem_hi) {
-		unsigned char v;
-
-		if (mincore((void *)(uintptr_t)(p & ~4095ull), 1, &v) && errno == ENOMEM)
-			return npu_fail(NPU_ERROR_INVALID_VALUE,
-					"%s %p is neither live device memory nor host "
-					"memory (freed device memory?)", what, ptr);
-	}
+	if (in_window && !host_mapped(p))
+		return npu_fail(NPU_ERROR_INVALID_VALUE,
+				"%s %p is a device address outside every live "
+				"allocation (freed?) and not host memory", what, ptr);
 	l->kind = LOC_PAGEABLE;
 	l->va = 0;
 	l->handle = 0;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <drm.h>
+#include <drm/npu_accel.h>
 
 #include "tap.h"
 
@@ -44,6 +45,80 @@ static void test_versions(const npu_device_prop *p)
 	   "runtime version into NULL");
 	ST(npu_driver_get_version(NULL), NPU_ERROR_INVALID_VALUE,
 	   "driver version into NULL");
+}
+
+/*
+ * NPU_MEMCPY_DEFAULT's pointer rule (npu.h): a live allocation's device
+ * pointer or pinned memory's device address is device-reachable memory;
+ * any other address inside the device's VA window that the host has not
+ * mapped is an error (a stale or made-up device pointer), never a host
+ * memmove.
+ */
+static void test_default_pointers(const npu_device_prop *p)
+{
+	struct drm_npu_get_param gp = { .param = DRM_NPU_PARAM_VA_START };
+	float src[64], dst[64], *pin;
+	void *pin_dev, *gone_dev, *d, *top;
+	int fd, i, ok;
+
+	for (i = 0; i < 64; i++)
+		src[i] = (float)i + 0.5f;
+	MUST(npu_host_alloc((void **)&pin, sizeof(src), 0));
+	memcpy(pin, src, sizeof(src));
+	MUST(npu_host_get_device_pointer(&pin_dev, pin, 0));
+	memset(dst, 0, sizeof(dst));
+	ST(npu_memcpy(dst, pin_dev, sizeof(dst), NPU_MEMCPY_DEFAULT), NPU_SUCCESS,
+	   "DEFAULT copy from pinned memory's device address");
+	tap_ok(!memcmp(dst, src, sizeof(dst)), "... copies its data");
+	MUST(npu_malloc(&d, sizeof(src)));
+	ST(npu_memcpy(d, pin_dev, sizeof(src), NPU_MEMCPY_DEVICE_TO_DEVICE),
+	   NPU_SUCCESS, "DEVICE_TO_DEVICE from pinned memory's device address");
+	memset(dst, 0, sizeof(dst));
+	MUST(npu_memcpy(dst, d, sizeof(dst), NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(!memcmp(dst, src, sizeof(dst)), "... copies its data");
+	ST(npu_memcpy(pin_dev, src, sizeof(src) + 4, NPU_MEMCPY_DEFAULT),
+	   NPU_ERROR_INVALID_VALUE, "DEFAULT copy past the end of pinned memory's "
+	   "device range");
+	/* a freed pinned buffer's device address is stale */
+	{
+		float *gone;
+
+		MUST(npu_host_alloc((void **)&gone, 4096, 0));
+		MUST(npu_host_get_device_pointer(&gone_dev, gone, 0));
+		MUST(npu_host_free(gone));
+	}
+	ST(npu_memcpy(dst, gone_dev, sizeof(dst), NPU_MEMCPY_DEFAULT),
+	   NPU_ERROR_INVALID_VALUE, "DEFAULT copy from a freed pinned buffer's "
+	   "device address: an error");
+	tap_ok(strstr(npu_last_error_message(), "device") != NULL,
+	   "... with a message: %s", npu_last_error_message());
+	/* the window's last page was never handed out */
+	fd = open(p->node, O_RDWR | O_CLOEXEC);
+	if (fd >= 0 && !ioctl(fd, DRM_IOCTL_NPU_GET_PARAM, &gp)) {
+		top = (void *)(uintptr_t)(gp.value + p->va_size - 4096);
+		ST(npu_memcpy(dst, top, sizeof(dst), NPU_MEMCPY_DEFAULT),
+		   NPU_ERROR_INVALID_VALUE, "DEFAULT copy from the device window's "
+		   "last page, never allocated: an error");
+		ST(npu_memcpy(top, src, sizeof(src), NPU_MEMCPY_DEFAULT),
+		   NPU_ERROR_INVALID_VALUE, "DEFAULT copy to it: an error");
+		ST(npu_memcpy(dst, top, sizeof(dst), NPU_MEMCPY_DEVICE_TO_HOST),
+		   NPU_ERROR_INVALID_POINTER, "DEVICE_TO_HOST from it: invalid pointer");
+		ST(npu_memcpy(top, src, sizeof(src), NPU_MEMCPY_HOST_TO_HOST),
+		   NPU_ERROR_INVALID_VALUE, "HOST_TO_HOST to it: not host memory either");
+	} else {
+		tap_skip("DRM_NPU_PARAM_VA_START unavailable");
+	}
+	if (fd >= 0)
+		close(fd);
+	/* host memory is still host memory */
+	memset(dst, 0, sizeof(dst));
+	ST(npu_memcpy(dst, src, sizeof(src), NPU_MEMCPY_DEFAULT), NPU_SUCCESS,
+	   "DEFAULT copy between pageable buffers");
+	for (i = 0, ok = 1; i < 64; i++)
+		ok &= dst[i] == src[i];
+	tap_ok(ok, "... copies the data");
+	MUST(npu_free(d));
+	MUST(npu_host_free(pin));
 }
 
 static void test_device(void)
@@ -696,6 +771,12 @@ int main(void)
 	test_device();
 	test_memory();
 	test_kernels();
+	{
+		npu_device_prop p;
+
+		MUST(npu_device_get_properties(&p, 0));
+		test_default_pointers(&p);
+	}
 	test_errors_api();
 	test_value_ops();
 	test_blocking_sync();
