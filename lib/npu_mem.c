@@ -677,7 +677,9 @@ npu_status_t npu_copy_kind_sides(npu_memcpy_kind_t kind, int *dst_dev,
 }
 
 /* Enqueue a copy of n bytes on s; sync: wait for completion (CUDA's
- * synchronous cudaMemcpy rules). Caller holds dev->lock. */
+ * synchronous cudaMemcpy rules). Caller holds dev->lock; it is dropped
+ * while the CPU moves bytes (host to host, bounce buffers) and while
+ * waiting. */
 static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 			    const void *src, size_t n, npu_memcpy_kind_t kind,
 			    bool sync)
@@ -701,10 +703,15 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 		return NPU_SUCCESS;
 
 	if (dl.kind == LOC_PAGEABLE && sl.kind == LOC_PAGEABLE) {
-		/* host to host: in stream order, by the CPU */
+		/* host to host: by the CPU, after the stream's earlier work,
+		 * without dev->lock: the bytes are the caller's alone, and
+		 * other threads need not wait for them */
 		st = npu_stream_sync_locked(dev, s);
-		if (!st)
+		if (!st) {
+			pthread_mutex_unlock(&dev->lock);
 			memmove(dst, src, n);
+			pthread_mutex_lock(&dev->lock);
+		}
 		return st;
 	}
 	if (dl.kind != LOC_PAGEABLE && sl.kind != LOC_PAGEABLE) {
@@ -738,7 +745,13 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 				if (!b)
 					return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
 							"staging buffer");
+				/* b is this thread's (staging_get) until
+				 * staging_put: fill it without dev->lock; the
+				 * job is queued after, so stream order is
+				 * the caller's order */
+				pthread_mutex_unlock(&dev->lock);
 				memcpy(b->map, (const char *)src + off, c);
+				pthread_mutex_lock(&dev->lock);
 				bl.va = b->va;
 				bl.handle = b->handle;
 				d2.va += off;
@@ -768,8 +781,12 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 			st = copy_job(dev, s, &bl, &s2, c, &point);
 			if (!st)
 				st = npu_stream_sync_locked(dev, s);
-			if (!st)
+			if (!st) {	/* b is still this thread's: drain it
+					 * without dev->lock */
+				pthread_mutex_unlock(&dev->lock);
 				memcpy((char *)dst + off, b->map, c);
+				pthread_mutex_lock(&dev->lock);
+			}
 			staging_put(b, NULL, 0);
 			if (st)
 				return st;
