@@ -2,12 +2,23 @@
 /*
  * lib_threads: many threads on one device (each with its own stream, plus
  * all of them on the legacy stream and on one shared stream), results
- * checked against the CPU; and no file descriptors leaked after destroying
- * everything (/proc/self/fd is counted).
+ * checked against the CPU; copies the CPU does hold no other thread up;
+ * and no file descriptors leaked after destroying everything
+ * (/proc/self/fd is counted).
  */
+#define _GNU_SOURCE	/* pthread_timedjoin_np */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <linux/userfaultfd.h>
 
 #include "tap.h"
 
@@ -157,63 +168,70 @@ static void test_many_streams(void)
 /*
  * Copies the CPU does (host to host, and a pageable side through a pinned
  * bounce buffer) must not hold the device lock while the bytes move:
- * another thread's queries and launches go on meanwhile. A prober thread
- * times each of its calls while the main thread copies.
+ * another thread's queries and launches go on meanwhile. Made exact with
+ * userfaultfd: the copy's pageable side is a registered area with no
+ * pages, so the library's memcpy stops at the first page until the test
+ * fills the area; while it is stopped there, a query, a launch and a
+ * synchronize of another stream on another thread must finish.
  */
-static double mono_ms(void)
+struct stall {
+	int uffd;
+	unsigned char *area;
+	size_t len;
+};
+
+static int stall_init(struct stall *st, size_t len)
 {
-	struct timespec ts;
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static struct {
-	atomic_int state;		/* 0 wait, 1 probe, 2 stop */
-	npu_stream_t s;
-	int calls, errors;
-	double max_ms;
-} probe;
-
-static void *probe_main(void *arg)
-{
-	(void)arg;
-	while (atomic_load(&probe.state) == 0)
-		;
-	while (atomic_load(&probe.state) == 1) {
-		double t0 = mono_ms(), t1;
-		npu_status_t q = npu_stream_query(probe.s);
-
-		if (q && q != NPU_ERROR_NOT_READY)
-			probe.errors++;
-		if (npu_launch(NPU_K_NOP, npu_grid(1, 1, 1), NULL, 0, probe.s, 0))
-			probe.errors++;
-		t1 = mono_ms();
-		if (t1 - t0 > probe.max_ms)
-			probe.max_ms = t1 - t0;
-		if (++probe.calls % 64 == 0 && npu_stream_synchronize(probe.s))
-			probe.errors++;
+	st->len = len;
+	st->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (st->uffd < 0)
+		return -1;
+	st->area = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)st->area;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (st->area == MAP_FAILED || ioctl(st->uffd, UFFDIO_API, &api) ||
+	    ioctl(st->uffd, UFFDIO_REGISTER, &reg)) {
+		close(st->uffd);
+		return -1;
 	}
-	return NULL;
+	return 0;
 }
 
-/* Run copy() while the prober runs; its time in ms. */
-static double probed(void (*copy)(void *), void *arg)
+/* Wait (10 s at most) until a thread is stopped on a page of the area. */
+static int stall_wait(struct stall *st)
 {
-	pthread_t t;
-	double t0, t1;
+	struct pollfd p = { .fd = st->uffd, .events = POLLIN };
+	struct uffd_msg m;
 
-	probe.calls = probe.errors = 0;
-	probe.max_ms = 0;
-	atomic_store(&probe.state, 0);
-	pthread_create(&t, NULL, probe_main, NULL);
-	atomic_store(&probe.state, 1);
-	t0 = mono_ms();
-	copy(arg);
-	t1 = mono_ms();
-	atomic_store(&probe.state, 2);
-	pthread_join(t, NULL);
-	return t1 - t0;
+	if (poll(&p, 1, 10000) != 1 || read(st->uffd, &m, sizeof(m)) != sizeof(m))
+		return -1;
+	return m.event == UFFD_EVENT_PAGEFAULT ? 0 : -1;
+}
+
+/* Fill the whole area with data[0..len) (which wakes the stopped thread)
+ * and release it. */
+static void stall_release(struct stall *st, const void *data)
+{
+	size_t done = 0;
+
+	while (done < st->len) {
+		struct uffdio_copy c = {
+			.dst = (uintptr_t)st->area + done,
+			.src = (uintptr_t)data + done,
+			.len = st->len - done,
+		};
+
+		if (ioctl(st->uffd, UFFDIO_COPY, &c) && c.copy <= 0)
+			break;
+		done += c.copy > 0 ? (size_t)c.copy : st->len - done;
+	}
+	close(st->uffd);
 }
 
 struct copy_args {
@@ -224,62 +242,105 @@ struct copy_args {
 	npu_status_t st;
 };
 
-static void do_copy(void *arg)
+static void *copy_main(void *arg)
 {
 	struct copy_args *c = arg;
 
 	c->st = npu_memcpy(c->dst, c->src, c->n, c->kind);
+	return NULL;
+}
+
+static npu_stream_t probe_stream;
+
+static void *probe_main(void *arg)
+{
+	npu_status_t *st = arg, q = npu_stream_query(probe_stream);
+
+	*st = q == NPU_ERROR_NOT_READY ? NPU_SUCCESS : q;
+	if (!*st)
+		*st = npu_launch(NPU_K_NOP, npu_grid(1, 1, 1), NULL, 0, probe_stream, 0);
+	if (!*st)
+		*st = npu_stream_synchronize(probe_stream);
+	return NULL;
+}
+
+/* Start c on a thread, stop it on area, probe, release; true if the probe
+ * finished while the copy was stopped. */
+static int copy_stalled(struct copy_args *c, struct stall *st,
+			const void *fill)
+{
+	pthread_t ct, pt;
+	struct timespec dl;
+	npu_status_t pst = NPU_ERROR_NOT_READY;
+	int stopped, probed;
+
+	pthread_create(&ct, NULL, copy_main, c);
+	stopped = !stall_wait(st);
+	pthread_create(&pt, NULL, probe_main, &pst);
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 5;
+	probed = stopped && !pthread_timedjoin_np(pt, NULL, &dl);
+	stall_release(st, fill);
+	pthread_join(ct, NULL);
+	if (!probed)
+		pthread_join(pt, NULL);
+	if (!stopped)
+		tap_diag("  the copy never stopped on the registered area");
+	return probed && pst == NPU_SUCCESS;
 }
 
 static void test_copy_unlocked(void)
 {
-	enum { H2H = 64 << 20, STAGED = 4 << 20 };
-	unsigned char *a = malloc(H2H), *b = malloc(H2H);
+	enum { LEN = 4 << 20 };
+	unsigned char *pat = malloc(LEN), *b = malloc(LEN);
 	struct copy_args c;
+	struct stall st;
 	void *d;
-	double ms;
 	size_t i;
-	int ok = 1;
+	int ok;
 
-	MUST(npu_stream_create(&probe.s, NPU_STREAM_NON_BLOCKING, 0));
-	MUST(npu_malloc(&d, STAGED));
-	for (i = 0; i < H2H; i++)
-		a[i] = (unsigned char)(i * 7 + i / 4096);
-	memset(b, 0, H2H);		/* pages present: no faults timed */
+	if (stall_init(&st, LEN)) {
+		tap_skip("userfaultfd: %s", strerror(errno));
+		free(pat);
+		free(b);
+		return;
+	}
+	MUST(npu_stream_create(&probe_stream, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_malloc(&d, LEN));
+	for (i = 0; i < LEN; i++)
+		pat[i] = (unsigned char)(i * 7 + i / 4096);
+	memset(b, 0, LEN);
 
-	c = (struct copy_args){ b, a, H2H, NPU_MEMCPY_HOST_TO_HOST, 0 };
-	ms = probed(do_copy, &c);
-	tap_ok(c.st == NPU_SUCCESS && !memcmp(a, b, H2H),
-	       "64 MiB host-to-host copy (%.1f ms)", ms);
-	tap_diag("  meanwhile another thread: %d query + launch pairs, longest "
-		 "%.2f ms, %d errors", probe.calls, probe.max_ms, probe.errors);
-	tap_ok(probe.errors == 0 && probe.calls >= 10 && probe.max_ms < ms / 4,
-	       "another thread's queries and launches were not held for the "
-	       "copy (longest %.2f ms of %.1f)", probe.max_ms, ms);
+	/* host to host, the source stopped */
+	c = (struct copy_args){ b, st.area, LEN, NPU_MEMCPY_HOST_TO_HOST, 0 };
+	tap_ok(copy_stalled(&c, &st, pat), "another thread's query, launch and "
+	       "synchronize finish while a host-to-host copy is stopped in its memcpy");
+	tap_ok(c.st == NPU_SUCCESS && !memcmp(b, pat, LEN), "... and the copy is right");
+	munmap(st.area, LEN);
 
-	c = (struct copy_args){ d, a, STAGED, NPU_MEMCPY_HOST_TO_DEVICE, 0 };
-	ms = probed(do_copy, &c);
-	tap_diag("4 MiB pageable host-to-device copy (bounce buffer) %.1f ms; "
-		 "another thread: %d pairs, longest %.2f ms", ms, probe.calls,
-		 probe.max_ms);
-	tap_ok(c.st == NPU_SUCCESS && probe.errors == 0 && probe.max_ms < ms / 4,
-	       "... not held for the bounce-buffer fill (longest %.2f ms of %.1f)",
-	       probe.max_ms, ms);
-	memset(b, 0, STAGED);
-	c = (struct copy_args){ b, d, STAGED, NPU_MEMCPY_DEVICE_TO_HOST, 0 };
-	ms = probed(do_copy, &c);
-	for (i = 0; i < STAGED; i++)
-		ok &= a[i] == b[i];
-	tap_diag("4 MiB device-to-pageable copy (bounce buffer) %.1f ms; "
-		 "another thread: %d pairs, longest %.2f ms", ms, probe.calls,
-		 probe.max_ms);
-	tap_ok(c.st == NPU_SUCCESS && ok, "the data made the round trip");
-	tap_ok(probe.errors == 0 && probe.max_ms < ms / 4,
-	       "... not held for the bounce-buffer drain (longest %.2f ms of %.1f)",
-	       probe.max_ms, ms);
-	MUST(npu_stream_destroy(probe.s));
+	/* pageable to device: the bounce buffer's fill stopped */
+	MUST(stall_init(&st, LEN) ? NPU_ERROR_OS : NPU_SUCCESS);
+	c = (struct copy_args){ d, st.area, LEN, NPU_MEMCPY_HOST_TO_DEVICE, 0 };
+	tap_ok(copy_stalled(&c, &st, pat), "... while a pageable host-to-device "
+	       "copy is stopped filling its bounce buffer");
+	munmap(st.area, LEN);
+	memset(b, 0, LEN);
+	MUST(npu_memcpy(b, d, LEN, NPU_MEMCPY_DEVICE_TO_HOST));
+	tap_ok(c.st == NPU_SUCCESS && !memcmp(b, pat, LEN), "... and the copy is right");
+
+	/* device to pageable: the bounce buffer's drain stopped */
+	MUST(stall_init(&st, LEN) ? NPU_ERROR_OS : NPU_SUCCESS);
+	memset(b, 0, LEN);		/* what the stopped pages get first */
+	c = (struct copy_args){ st.area, d, LEN, NPU_MEMCPY_DEVICE_TO_HOST, 0 };
+	tap_ok(copy_stalled(&c, &st, b), "... while a device-to-pageable copy "
+	       "is stopped draining its bounce buffer");
+	for (i = 0, ok = 1; i < LEN; i++)
+		ok &= st.area[i] == pat[i];
+	tap_ok(c.st == NPU_SUCCESS && ok, "... and the copy is right");
+	munmap(st.area, LEN);
+	MUST(npu_stream_destroy(probe_stream));
 	MUST(npu_free(d));
-	free(a);
+	free(pat);
 	free(b);
 }
 
