@@ -28,6 +28,16 @@
  *    (as CUDA). npu_device_reset() clears them.
  *  - Host functions enqueued with npu_launch_host_func() must not call
  *    libnpu (as CUDA).
+ *  - Unloading: when the library is unloaded (dlclose) or the process
+ *    exits, each device the process opened waits for the work queued so
+ *    far (host functions and graph host nodes included; device jobs end
+ *    within the driver's job timeout), stops the library's threads,
+ *    unmaps its buffers (pinned memory too) and closes its file, so that
+ *    dlopen + use + dlclose can be repeated. No call may be in progress
+ *    in another thread meanwhile. A host function that never returns
+ *    holds the unload (and exit) for ever, as it would hold
+ *    npu_device_synchronize(); exit() from a host function skips the
+ *    teardown, as does a forked child's exit.
  *  - Not fork-safe: a child process must not use handles or memory of its
  *    parent (as CUDA). A child that execs may use libnpu afresh; event file
  *    descriptors (npu_event_export_fd()) are the way to share completion,

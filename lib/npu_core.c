@@ -288,6 +288,8 @@ static void enumerate(void)
 			pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
 			pthread_mutex_init(&d->lock, &ma);
 			pthread_mutexattr_destroy(&ma);
+			pthread_mutex_init(&d->maps_lock, NULL);
+			pthread_cond_init(&d->thread_cond, NULL);
 			d->fd = -1;
 			snprintf(d->node, sizeof(d->node), "%s", names[i]);
 		}
@@ -436,6 +438,7 @@ static npu_status_t device_open(struct device *d)
 		d->fd = -1;
 		return st;
 	}
+	d->pid = getpid();
 	d->open = true;
 	return NPU_SUCCESS;
 }
@@ -1193,6 +1196,7 @@ static void *flusher_main(void *arg)
 	bool idle_once = false;
 	struct djob **b;
 
+	npu_thread_is_lib();
 	b = calloc(max, sizeof(*b));
 	pthread_mutex_lock(&dev->lock);
 	if (!b) {
@@ -1203,7 +1207,7 @@ static void *flusher_main(void *arg)
 		pthread_mutex_unlock(&dev->lock);
 		return NULL;
 	}
-	for (;;) {
+	while (!dev->flusher_stop) {	/* teardown stops it */
 		unsigned n;
 
 		/* a waiter's batch (npu_flush_now) may be under way */
@@ -1226,6 +1230,8 @@ static void *flusher_main(void *arg)
 		}
 		submit_batch(dev, b, n, true);
 	}
+	pthread_mutex_unlock(&dev->lock);
+	free(b);
 	return NULL;
 }
 
@@ -1658,4 +1664,101 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	if (point)
 		*point = out_pt[0];
 	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Helper threads and teardown. dlclose unmaps the library's code, so no
+ * thread of the library may run on after it: when the library is unloaded
+ * (or the process exits) each device the process opened waits for its
+ * work, stops the submit thread, the streams' host function threads and
+ * the graph host-node threads, unmaps its buffers and closes its file.
+ */
+static _Thread_local bool tls_lib_thread;
+
+void npu_thread_is_lib(void)
+{
+	tls_lib_thread = true;
+}
+
+/* Join the helper threads that have finished. Each added itself under
+ * dev->lock, which it dropped right before returning, so the joins wait
+ * at most for a return. Caller holds dev->lock. */
+static void threads_reap(struct device *dev)
+{
+	unsigned i;
+
+	for (i = 0; i < dev->nthreads_done; i++)
+		pthread_join(dev->threads_done[i], NULL);
+	dev->nthreads_done = 0;
+}
+
+int npu_thread_start(struct device *dev, void *(*fn)(void *), void *arg)
+{
+	pthread_t th;
+
+	threads_reap(dev);
+	if (dev->nthreads_done + dev->nthreads + 1 > dev->threads_done_cap) {
+		/* room to finish in, reserved now: npu_thread_done must
+		 * not fail */
+		unsigned ncap = (dev->nthreads + 1) * 2;
+		pthread_t *nv = realloc(dev->threads_done, ncap * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		dev->threads_done = nv;
+		dev->threads_done_cap = ncap;
+	}
+	if (pthread_create(&th, NULL, fn, arg))
+		return -1;
+	dev->nthreads++;
+	return 0;
+}
+
+void npu_thread_done(struct device *dev)
+{
+	dev->threads_done[dev->nthreads_done++] = pthread_self();
+	dev->nthreads--;
+	pthread_cond_broadcast(&dev->thread_cond);
+}
+
+static void device_teardown(struct device *d)
+{
+	struct npu_stream *s;
+
+	pthread_mutex_lock(&d->lock);
+	/* the work queued so far, host functions and graph host nodes
+	 * included (device jobs end within the driver's job timeout) */
+	npu_dev_sync_locked(d);
+	for (s = d->streams; s; s = s->next)
+		npu_stream_stop_thread(d, s);
+	while (d->nthreads)
+		pthread_cond_wait(&d->thread_cond, &d->lock);
+	threads_reap(d);
+	if (d->flusher_started) {
+		d->flusher_stop = true;
+		pthread_cond_signal(&d->flush_cond);
+		pthread_mutex_unlock(&d->lock);
+		pthread_join(d->flusher, NULL);
+		pthread_mutex_lock(&d->lock);
+		d->flusher_started = false;
+	}
+	npu_host_maps_release(d);
+	close(d->fd);
+	d->fd = -1;
+	d->open = false;
+	pthread_mutex_unlock(&d->lock);
+}
+
+__attribute__((destructor)) static void npu_teardown(void)
+{
+	int i;
+
+	npu_trace_at_unload();
+	/* exit() from a host function: that thread cannot join itself */
+	if (tls_lib_thread)
+		return;
+	for (i = 0; i < ndevices; i++)
+		/* a forked child has the memory but not the threads */
+		if (devices[i].open && devices[i].pid == getpid())
+			device_teardown(&devices[i]);
 }

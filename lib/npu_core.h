@@ -44,6 +44,19 @@ int npu_reg_add(const void *p, int type);
 bool npu_reg_check(const void *p, int type);
 bool npu_reg_remove(const void *p, int type);
 
+/* Helper threads of the library (graph host nodes): fn runs on a new
+ * joinable thread, counted by dev, and ends with npu_thread_done(dev)
+ * under dev->lock, right before it unlocks and returns; teardown waits
+ * for the count to drop and joins them. Caller holds dev->lock. */
+int npu_thread_start(struct device *dev, void *(*fn)(void *), void *arg);
+void npu_thread_done(struct device *dev);
+/* Called first by every thread the library starts: teardown must not be
+ * run by one of them (exit() from a host function). */
+void npu_thread_is_lib(void);
+npu_status_t npu_dev_sync_locked(struct device *dev);
+/* npu_trace.c: write the NPU_TRACE file, if any (teardown, first) */
+void npu_trace_at_unload(void);
+
 npu_status_t npu_dev_by_ordinal(int ordinal, struct device **out);
 npu_status_t npu_cur_dev(struct device **out);
 int npu_get_param(struct device *dev, uint32_t param, uint64_t *value);

@@ -1203,6 +1203,7 @@ struct launch {
 	unsigned nentry;
 	unsigned slot;			/* command slot: n % EXEC_SLOTS */
 	bool owned;			/* allocated for this launch */
+	bool on_thread;			/* host_main runs on a helper thread */
 	uint64_t P;			/* stream point of the join */
 	struct tl *host_tl;
 	uint64_t host_pt;
@@ -2037,8 +2038,11 @@ static void *host_main(void *arg)
 	struct launch *L = arg;
 	struct npu_graph_exec *x = L->x;
 	struct device *dev = L->dev;
+	bool on_thread = L->on_thread;
 	unsigned i, k;
 
+	if (on_thread)
+		npu_thread_is_lib();
 	pthread_mutex_lock(&dev->lock);
 	for (i = 0; i < x->n; i++) {
 		struct xnode *xn = &x->x[i];
@@ -2076,6 +2080,8 @@ static void *host_main(void *arg)
 	if (!L->joined)
 		submit_ready(L);
 	launch_free(L);
+	if (on_thread)		/* for teardown: joined later */
+		npu_thread_done(dev);
 	pthread_mutex_unlock(&dev->lock);
 	return NULL;
 }
@@ -2316,19 +2322,15 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	launch_slots_end(L, !st);
 	atomic_fetch_add(&st_launches, 1);
 	if (x->has_host && !st) {
-		pthread_t th;
-		pthread_attr_t at;
-
-		pthread_attr_init(&at);
-		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&th, &at, host_main, L)) {
-			pthread_attr_destroy(&at);
+		/* a joinable thread the device counts, so that teardown
+		 * (dlclose) can wait for it */
+		L->on_thread = true;
+		if (npu_thread_start(dev, host_main, L)) {
 			/* run them here instead */
+			L->on_thread = false;
 			pthread_mutex_unlock(&dev->lock);
 			host_main(L);
 			pthread_mutex_lock(&dev->lock);
-		} else {
-			pthread_attr_destroy(&at);
 		}
 		L = NULL;
 	}

@@ -245,6 +245,21 @@ struct device {
 	} *ts_zombies;
 	unsigned ts_nzombies, ts_zombies_cap;
 	struct printf_pool *printf_pool;	/* device printf (npu_printf.c) */
+	/* teardown (npu_core.c, npu_teardown): what must be gone before the
+	 * library's code is unmapped (dlclose) */
+	int pid;			/* the process that opened the device */
+	bool flusher_stop;
+	unsigned nthreads;		/* helper threads running (graph host
+					 * nodes, npu_thread_start) */
+	pthread_cond_t thread_cond;	/* nthreads dropped */
+	pthread_t *threads_done;	/* finished, to be joined */
+	unsigned nthreads_done, threads_done_cap;
+	pthread_mutex_t maps_lock;	/* host mappings of the device file */
+	struct host_map {
+		void *map;
+		uint64_t size;
+	} *maps;
+	unsigned nmaps, maps_cap;
 };
 
 /* npu_stream.c: pinned host BOs (command rings, staging) and handle lookup */
@@ -252,6 +267,15 @@ int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
 		uint64_t *va, void **map);
 void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
 		      uint64_t size);
+/* Remember a mapping of the device file made elsewhere (imports), so that
+ * teardown unmaps it; npu_host_bo_free forgets it. */
+int npu_host_map_add(struct device *dev, void *map, uint64_t size);
+/* Teardown: unmap every remembered mapping (the device file is released
+ * only once no mapping holds it). */
+void npu_host_maps_release(struct device *dev);
+/* Teardown: stop s's host function thread (its queue is empty). Caller
+ * holds dev->lock. */
+void npu_stream_stop_thread(struct device *dev, struct npu_stream *s);
 npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
 			    struct npu_stream **s);
 

@@ -17,7 +17,6 @@
 #include "npu_graph.h"
 
 npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s);
-npu_status_t npu_dev_sync_locked(struct device *dev);
 
 #define PAGE 4096ull
 
@@ -169,9 +168,7 @@ static npu_status_t release(struct alloc_table *(*which)(struct device *),
 	tab_remove(which(dev), e);
 	npu_dev_sync_locked(dev);	/* as cudaFree: wait for the device */
 	pthread_mutex_unlock(&dev->lock);
-	if (a.map)
-		munmap(a.map, a.map_size);
-	gem_close(dev, a.handle);
+	npu_host_bo_free(dev, a.handle, a.map, a.map_size);
 	return NPU_SUCCESS;
 }
 
@@ -383,6 +380,12 @@ npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size)
 		return npu_fail(NPU_ERROR_OS, "mmap of imported buffer: %s",
 				npu_strerror(e));
 	}
+	if (npu_host_map_add(dev, map, info.size)) {	/* for teardown */
+		munmap(map, info.size);
+		gem_close(dev, handle);
+		pthread_mutex_unlock(&dev->lock);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "mapping table");
+	}
 	memset(&a, 0, sizeof(a));
 	a.key = (uintptr_t)map;
 	a.size = info.size;
@@ -391,8 +394,7 @@ npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size)
 	a.map = map;
 	a.map_size = info.size;
 	if (tab_insert(&dev->hmem, &a)) {
-		munmap(map, info.size);
-		gem_close(dev, handle);
+		npu_host_bo_free(dev, handle, map, info.size);
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "allocation table");
 	}

@@ -42,17 +42,74 @@ int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
 		gem_close(dev, c.handle);
 		return e;
 	}
+	if (npu_host_map_add(dev, m, size)) {
+		munmap(m, size);
+		gem_close(dev, c.handle);
+		return -ENOMEM;
+	}
 	*handle = c.handle;
 	*va = c.va;
 	*map = m;
 	return 0;
 }
 
+int npu_host_map_add(struct device *dev, void *map, uint64_t size)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&dev->maps_lock);
+	if (dev->nmaps == dev->maps_cap) {
+		unsigned ncap = dev->maps_cap ? dev->maps_cap * 2 : 64;
+		struct host_map *nv = realloc(dev->maps, ncap * sizeof(*nv));
+
+		if (nv) {
+			dev->maps = nv;
+			dev->maps_cap = ncap;
+		}
+	}
+	if (dev->nmaps < dev->maps_cap) {
+		dev->maps[dev->nmaps].map = map;
+		dev->maps[dev->nmaps++].size = size;
+	} else {
+		r = -1;
+	}
+	pthread_mutex_unlock(&dev->maps_lock);
+	return r;
+}
+
+static void host_map_forget(struct device *dev, void *map)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&dev->maps_lock);
+	for (i = dev->nmaps; i-- > 0;)	/* the newest go first, as a rule */
+		if (dev->maps[i].map == map) {
+			dev->maps[i] = dev->maps[--dev->nmaps];
+			break;
+		}
+	pthread_mutex_unlock(&dev->maps_lock);
+}
+
+void npu_host_maps_release(struct device *dev)
+{
+	unsigned i;
+
+	pthread_mutex_lock(&dev->maps_lock);
+	for (i = 0; i < dev->nmaps; i++)
+		munmap(dev->maps[i].map, dev->maps[i].size);
+	free(dev->maps);
+	dev->maps = NULL;
+	dev->nmaps = dev->maps_cap = 0;
+	pthread_mutex_unlock(&dev->maps_lock);
+}
+
 void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
 		      uint64_t size)
 {
-	if (map)
+	if (map) {
+		host_map_forget(dev, map);
 		munmap(map, size);
+	}
 	gem_close(dev, handle);
 }
 
@@ -509,13 +566,7 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 	dev = s->dev;
 	pthread_mutex_lock(&dev->lock);
 	npu_tl_wait_locked(dev, s->tl, s->tl->next);
-	if (s->cb_started) {
-		s->cb_stop = true;
-		pthread_cond_signal(&s->cb_cond);
-		pthread_mutex_unlock(&dev->lock);
-		pthread_join(s->cb_thread, NULL);
-		pthread_mutex_lock(&dev->lock);
-	}
+	npu_stream_stop_thread(dev, s);
 	npu_check_faults(dev);
 	st = s->sticky;
 	if (st)		/* the message under the lock that guards it */
@@ -528,6 +579,19 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 	stream_free_resources(dev, s, !st && !dev->sticky);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
+}
+
+void npu_stream_stop_thread(struct device *dev, struct npu_stream *s)
+{
+	if (!s->cb_started)
+		return;
+	s->cb_stop = true;
+	pthread_cond_signal(&s->cb_cond);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_join(s->cb_thread, NULL);
+	pthread_mutex_lock(&dev->lock);
+	s->cb_started = false;
+	s->cb_stop = false;
 }
 
 /* ------------------------------------------------------------------------
@@ -649,6 +713,7 @@ static void *cb_main(void *arg)
 	struct npu_stream *s = arg;
 	struct device *dev = s->dev;
 
+	npu_thread_is_lib();
 	pthread_mutex_lock(&dev->lock);
 	for (;;) {
 		struct hostcb *cb;

@@ -945,11 +945,15 @@ npu_status_t npu_profile_report(FILE *f)
 	return NPU_SUCCESS;
 }
 
-/* NPU_TRACE=<file>: trace from the first command, write JSON at exit */
-static void env_atexit(void)
+/* NPU_TRACE=<file>: trace from the first command, write JSON at exit or
+ * unload: called by npu_teardown (npu_core.c) before the devices close,
+ * which at dlclose runs before atexit handlers would */
+void npu_trace_at_unload(void)
 {
 	if (env_path && nrec)
 		npu_trace_write_json(env_path);
+	free(env_path);
+	env_path = NULL;
 }
 
 __attribute__((constructor)) static void env_init(void)
@@ -962,5 +966,4 @@ __attribute__((constructor)) static void env_init(void)
 	if (!env_path)
 		return;
 	atomic_store(&npu_trace_active, 1);
-	atexit(env_atexit);
 }
