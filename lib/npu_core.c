@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -245,12 +247,45 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Does sysfs say the character device at path is an npu PCI function?
+ * Read before any open, so that other vendors' nodes are never opened
+ * (opening a DRM node can wake a GPU or log on its driver). */
+static bool is_npu_pci(const char *path)
+{
+	unsigned vendor = 0, device = 0;
+	char sys[96];
+	struct stat st;
+	FILE *f;
+	int n = 0;
+
+	if (stat(path, &st) || !S_ISCHR(st.st_mode))
+		return false;
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/vendor",
+		 major(st.st_rdev), minor(st.st_rdev));
+	f = fopen(sys, "re");
+	if (f) {
+		n += fscanf(f, "%x", &vendor);
+		fclose(f);
+	}
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/device",
+		 major(st.st_rdev), minor(st.st_rdev));
+	f = fopen(sys, "re");
+	if (f) {
+		n += fscanf(f, "%x", &device);
+		fclose(f);
+	}
+	return n == 2 && vendor == NPU_PCI_VENDOR_ID && device == NPU_PCI_DEVICE_ID;
+}
+
 static bool is_npu_node(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CLOEXEC);
 	drmVersionPtr v;
 	bool ok = false;
+	int fd;
 
+	if (!is_npu_pci(path))
+		return false;
+	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return false;
 	v = drmGetVersion(fd);
@@ -262,6 +297,14 @@ static bool is_npu_node(const char *path)
 	return ok;
 }
 
+/*
+ * The npu devices: /dev/accel/accel* (6.2 and later), then
+ * /dev/dri/renderD* (6.1), in path order, whose PCI function (sysfs) is
+ * the npu's and whose driver says "npu". Not libdrm's drmGetDevices2:
+ * Debian 12's libdrm (2.4.114) lists /dev/dri only and recognises only
+ * card, controlD and renderD names and nodes with a device/drm directory
+ * in sysfs, so it never sees an accel node (Documentation/lib/libnpu.rst).
+ */
 static void enumerate(void)
 {
 	static const char *pats[] = { "/dev/accel/accel*", "/dev/dri/renderD*" };
@@ -305,7 +348,9 @@ npu_status_t npu_device_count(int *count)
 	*count = ndevices;
 	if (!ndevices)
 		return npu_fail(NPU_ERROR_NO_DEVICE,
-				"no DRM node with driver \"npu\" in /dev/accel or /dev/dri");
+				"no DRM node of an npu PCI device (%04x:%04x) with "
+				"driver \"npu\" in /dev/accel or /dev/dri",
+				NPU_PCI_VENDOR_ID, NPU_PCI_DEVICE_ID);
 	return NPU_SUCCESS;
 }
 

@@ -6,10 +6,14 @@
  */
 #define _GNU_SOURCE	/* pthread_timedjoin_np */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,6 +123,51 @@ static void test_default_pointers(const npu_device_prop *p)
 	tap_ok(ok, "... copies the data");
 	MUST(npu_free(d));
 	MUST(npu_host_free(pin));
+}
+
+/*
+ * Enumeration opens no other vendor's node: every open() of the process is
+ * recorded (this definition interposes the C library's for libnpu), a
+ * DRM-looking node that is not an npu (/dev/dri/renderD250, the
+ * character device of /dev/null) is made before the library's first call,
+ * and must not be among the opened paths.
+ */
+#define FAKE_NODE "/dev/dri/renderD250"
+static int fake_node_opened, enumerating;
+
+int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	if (enumerating && !strcmp(path, FAKE_NODE))
+		fake_node_opened = 1;
+	return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static void test_enumeration_first(void)
+{
+	int n = 0, made;
+
+	mkdir("/dev/dri", 0755);
+	made = !mknod(FAKE_NODE, S_IFCHR | 0600, makedev(1, 3));
+	enumerating = 1;
+	npu_device_count(&n);
+	enumerating = 0;
+	if (made) {
+		unlink(FAKE_NODE);
+		tap_ok(!fake_node_opened, "enumeration did not open " FAKE_NODE
+		       " (not an npu PCI device)");
+	} else {
+		tap_skip("cannot make " FAKE_NODE " (not root?)");
+	}
+	tap_ok(n >= 1, "... and found %d npu device(s)", n);
 }
 
 static void test_device(void)
@@ -767,6 +816,7 @@ static void test_device_flags(void)
 
 int main(void)
 {
+	test_enumeration_first();	/* before any other libnpu call */
 	tap_need_device();
 	test_device();
 	test_memory();
