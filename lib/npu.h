@@ -304,15 +304,15 @@ npu_status_t npu_mem_import_fd(int fd, void **ptr, size_t *size);
  *     (npu_host_get_device_pointer()): that pinned memory;
  *  4. inside the device's virtual address window (the range the driver
  *     hands device addresses out of: DRM_NPU_PARAM_VA_START, va_size bytes)
- *     but in no live allocation and not mapped in this process: an error,
+ *     but in no live allocation and not readable in this process: an error,
  *     NPU_ERROR_INVALID_VALUE ("a device address outside every live
  *     allocation"): a freed or made-up device pointer is never copied as
  *     host memory;
  *  5. anything else: pageable host memory.
  * Device and host addresses are separate spaces (no unified addressing):
- * an address inside the window that the process has mapped (only possible
- * for non-PIE programs, whose image and heap lie low, or under a
- * sanitizer's shadow memory) is taken for host memory unless rule 1 or 3
+ * an address inside the window that the process can read (only possible
+ * for non-PIE programs, whose image and heap lie low, or in ASan's low
+ * shadow memory at 2 GiB) is taken for host memory unless rule 1 or 3
  * claims it. An explicit host side (HOST_TO_*, *_TO_HOST) skips rules 1 and
  * 3 but still fails by rule 4; an explicit device side accepts only rules 1
  * and 3 (else NPU_ERROR_INVALID_POINTER). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <xf86drm.h>
@@ -432,11 +433,19 @@ static struct alloc *pinned_by_va(struct device *dev, uint64_t va)
 	return NULL;
 }
 
-/* Is the page holding p mapped in this process? */
-static bool host_mapped(uint64_t p)
+/* Can this process read the byte at p? One system call that fails with
+ * EFAULT for unmapped and PROT_NONE pages (a sanitizer's shadow gap lies
+ * inside the device window); where process_vm_readv is not allowed, fall
+ * back to "is the page mapped" (mincore). */
+static bool host_readable(uint64_t p)
 {
-	unsigned char v;
+	unsigned char byte, v;
+	struct iovec local = { &byte, 1 }, remote = { (void *)(uintptr_t)p, 1 };
 
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1)
+		return true;
+	if (errno == EFAULT)
+		return false;
 	return !(mincore((void *)(uintptr_t)(p & ~(PAGE - 1)), 1, &v) &&
 		 errno == ENOMEM);
 }
@@ -448,7 +457,7 @@ static bool host_mapped(uint64_t p)
  *  2. inside a live pinned range (host address): pinned host memory;
  *  3. the device address of a live pinned range: that pinned memory
  *     (like 1, before any look at the host's mappings);
- *  4. inside the device VA window and not mapped in the host: an error
+ *  4. inside the device VA window and not readable by the host: an error
  *     (freed or never allocated), not a copy that would fault;
  *  5. anything else: pageable host memory.
  * An explicit host side skips 1 and 3, an explicit device side accepts
@@ -507,7 +516,7 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 		l->handle = a->handle;
 		return NPU_SUCCESS;
 	}
-	if (in_window && !host_mapped(p))
+	if (in_window && !host_readable(p))
 		return npu_fail(NPU_ERROR_INVALID_VALUE,
 				"%s %p is a device address outside every live "
 				"allocation (freed?) and not host memory", what, ptr);
