@@ -40,6 +40,21 @@ void npu_set_last_error(npu_status_t st);	/* status only, no message */
 /* strerror for a library used from many threads (strerror_r) */
 const char *npu_strerror(int e);
 
+/* The built-in kernels (npu_core.c): hardware id, name, argument count. */
+struct npu_kinfo {
+	uint32_t id;
+	const char *name;
+	unsigned nargs;
+};
+const struct npu_kinfo *npu_kernel_find(uint32_t id);	/* NULL: none */
+
+/* What a wait that saw work complete runs next (device printf's output,
+ * kernel profiles): registered by npu_printf.c and npu_kprofile.c when
+ * they first track a launch, so that the stream code below them need not
+ * know them. Caller holds dev->lock. */
+void npu_on_complete(struct device *dev, void (*fn)(struct device *dev));
+void npu_completed(struct device *dev);
+
 int npu_reg_add(const void *p, int type);
 bool npu_reg_check(const void *p, int type);
 bool npu_reg_remove(const void *p, int type);

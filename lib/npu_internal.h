@@ -245,6 +245,7 @@ struct device {
 	} *ts_zombies;
 	unsigned ts_nzombies, ts_zombies_cap;
 	struct printf_pool *printf_pool;	/* device printf (npu_printf.c) */
+	void (*complete_hooks[2])(struct device *dev);	/* npu_on_complete */
 	/* teardown (npu_core.c, npu_teardown): what must be gone before the
 	 * library's code is unmapped (dlclose) */
 	int pid;			/* the process that opened the device */

@@ -144,7 +144,7 @@ bool npu_kprofile_slot(struct device *dev, npu_function_t f,
 void npu_kprofile_track(struct device *dev, int slot, struct tl *tl,
 			uint64_t point)
 {
-	(void)dev;
+	npu_on_complete(dev, npu_kprofile_harvest);	/* from now on */
 	pthread_mutex_lock(&klock);
 	tl->refs++;
 	pool.slot[slot].tl = tl;

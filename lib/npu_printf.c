@@ -290,6 +290,7 @@ void npu_printf_track(struct device *dev, int slot, struct tl *tl,
 {
 	struct pslot *sl = &dev->printf_pool->slot[slot];
 
+	npu_on_complete(dev, npu_printf_flush);	/* from now on */
 	tl->refs++;
 	sl->tl = tl;
 	sl->point = point;

@@ -14,8 +14,6 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
-#include "npu_kprofile.h"
-#include "npu_printf.h"
 #include "npu_graph.h"
 
 static void gem_close(struct device *dev, uint32_t handle)
@@ -462,8 +460,7 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 	if (npu_tl_wait_now(dev, s->tl, s->tl->next))
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 	npu_check_faults(dev);
-	npu_printf_flush(dev);
-	npu_kprofile_harvest(dev);
+	npu_completed(dev);
 	return sticky_of(dev, s);
 }
 
@@ -515,8 +512,7 @@ npu_status_t npu_stream_query(npu_stream_t h)
 	}
 	if (done) {
 		npu_check_faults(dev);
-		npu_printf_flush(dev);
-	npu_kprofile_harvest(dev);
+		npu_completed(dev);
 		st = sticky_of(dev, s);
 	} else {
 		st = NPU_ERROR_NOT_READY;
@@ -645,8 +641,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	if (r)
 		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 	npu_check_faults(dev);
-	npu_printf_flush(dev);
-	npu_kprofile_harvest(dev);
+	npu_completed(dev);
 	return sticky_of(dev, NULL);
 }
 
@@ -1071,8 +1066,7 @@ npu_status_t npu_event_query(npu_event_t e)
 		/* ask the driver for faults only when the completion is news */
 		if (!known)
 			npu_check_faults(dev);
-		npu_printf_flush(dev);
-	npu_kprofile_harvest(dev);
+		npu_completed(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -1092,8 +1086,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
 	} else {
 		npu_check_faults(dev);
-		npu_printf_flush(dev);
-	npu_kprofile_harvest(dev);
+		npu_completed(dev);
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);

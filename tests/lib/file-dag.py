@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""libnpu's files must form a DAG: each file uses only files below it.
+
+    file-dag.py OBJDIR      (OBJDIR: build/lib/obj, the library's objects)
+
+For each lib/*.c object, which other objects' symbols it uses (nm: an
+undefined symbol of one object defined by another). LAYERS is the order,
+bottom first; an edge from a file to a file at or above it is "upward".
+Every upward edge closes a cycle or would; the ones that exist today are
+listed in UPWARD with the reason, and print as TODO (issue 15: they go
+with the one submission layer). An upward edge not listed fails, and so
+does a listed one that no longer exists (take it off the list: the
+ratchet only turns one way). Then the cycles (strongly connected
+components) are printed for the record. Output is TAP.
+"""
+import collections
+import glob
+import os
+import subprocess
+import sys
+
+LAYERS = [
+    "npu_json",      # JSON string escaping
+    "npu_core",      # errors, handles, devices, timelines, submission, host BOs, kernel table
+    "npu_stream",    # streams, events, host functions
+    "npu_mem",       # allocations, copies, fills, launch of built-in kernels
+    "npu_module",    # code objects
+    "npu_printf",    # device printf
+    "npu_kprofile",  # user-kernel profiles
+    "npu_trace",     # command trace, Chrome JSON, roofline
+    "npu_ukernel",   # launch of user kernels
+    "npu_graph",     # graphs and stream capture
+    "npu_tune",      # auto-tuning
+    "npu_tunespace", # tuning over parameter spaces
+]
+
+# Upward edges of today (from, to): why they exist.
+UPWARD = {
+    ("npu_core", "npu_stream"): "device open makes the legacy stream; teardown "
+        "synchronizes the device and stops the streams' threads",
+    ("npu_core", "npu_trace"): "the job builder's profiler trace hooks",
+    ("npu_stream", "npu_graph"): "stream calls ask whether the stream is capturing",
+    ("npu_stream", "npu_trace"): "event records and waits are traced",
+    ("npu_mem", "npu_graph"): "copies, fills and launches are captured",
+    ("npu_ukernel", "npu_graph"): "user-kernel launches are captured",
+}
+
+
+def edges_of(objdir):
+    defs, uses = {}, collections.defaultdict(set)
+    for o in sorted(glob.glob(os.path.join(objdir, "*.o"))):
+        name = os.path.basename(o)[:-2]
+        out = subprocess.run(["nm", o], capture_output=True, text=True,
+                             check=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[1] in "TDBRGSVW":
+                defs[f[2]] = name
+            elif len(f) == 2 and f[0] == "U":
+                uses[name].add(f[1])
+    edges = collections.defaultdict(set)
+    for o, syms in uses.items():
+        for s in syms:
+            d = defs.get(s)
+            if d and d != o:
+                edges[(o, d)].add(s)
+    return set(defs.values()) | set(uses), edges
+
+
+def sccs(nodes, edges):
+    """Tarjan's strongly connected components with more than one file."""
+    succ = collections.defaultdict(list)
+    for a, b in edges:
+        succ[a].append(b)
+    index, low, on, stack, out, n = {}, {}, set(), [], [], [0]
+
+    def visit(v):
+        index[v] = low[v] = n[0]
+        n[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(succ[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
+        print("usage: file-dag.py OBJDIR", file=sys.stderr)
+        return 2
+    nodes, edges = edges_of(sys.argv[1])
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    t, failed = 0, 0
+    print("TAP version 13")
+    unknown = sorted(nodes - set(rank))
+    t += 1
+    if unknown:
+        failed += 1
+        print(f"not ok {t} - every object has a layer (missing: {' '.join(unknown)})")
+    else:
+        print(f"ok {t} - every object has a layer ({len(nodes)} objects)")
+    for (a, b) in sorted(edges, key=lambda e: (rank.get(e[0], 99), rank.get(e[1], 99))):
+        if rank.get(a, 99) > rank.get(b, 99):
+            continue
+        t += 1
+        syms = " ".join(sorted(edges[(a, b)]))
+        if (a, b) in UPWARD:
+            print(f"not ok {t} - {a} -> {b}: upward ({UPWARD[(a, b)]}: {syms}) "
+                  "# TODO issue 15, one submission layer")
+        else:
+            failed += 1
+            print(f"not ok {t} - {a} -> {b}: upward, not a known one ({syms})")
+    for (a, b) in sorted(UPWARD):
+        if (a, b) not in edges:
+            t += 1
+            failed += 1
+            print(f"not ok {t} - {a} -> {b} is gone: take it off UPWARD")
+    down = sum(1 for (a, b) in edges if rank.get(a, 99) > rank.get(b, 99))
+    t += 1
+    print(f"ok {t} - {down} edges point down the layers")
+    for comp in sccs(nodes, edges):
+        print(f"# cycle among: {' '.join(comp)}")
+    print(f"1..{t}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
