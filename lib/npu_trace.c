@@ -745,7 +745,7 @@ npu_status_t npu_trace_write_json(const char *path)
 	pthread_mutex_lock(&tlock);
 	nlinks = ndeps;
 	links = malloc((nlinks ? nlinks : 1) * sizeof(*links));
-	if (links)
+	if (links && nlinks)	/* deps is NULL until a wait is traced */
 		memcpy(links, deps, nlinks * sizeof(*links));
 	else
 		nlinks = 0;
