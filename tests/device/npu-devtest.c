@@ -2070,6 +2070,198 @@ static void test_vm_stop(void)
 	stop("run-state instance");
 }
 
+/* ---------------------------------------------------- migration */
+
+/* Poll query-migrate until the migration is completed or has failed. */
+static bool migrate_wait(int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+
+	while (host_ns() < end && !q->dead) {
+		const char *r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}");
+
+		if (!r)
+			return false;
+		if (strstr(r, "\"completed\""))
+			return true;
+		if (strstr(r, "\"failed\"") || strstr(r, "\"cancelled\"")) {
+			diag("query-migrate: %.300s", r);
+			return false;
+		}
+		usleep(20000);
+	}
+	return false;
+}
+
+/* Wait until the VM runs (an incoming migration finished loading). */
+static bool wait_running(int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+
+	while (host_ns() < end && !q->dead) {
+		const char *r = qmp_cmd(q, "{\"execute\":\"query-status\"}");
+
+		if (r && strstr(r, "\"running\": true"))
+			return true;
+		if (r && strstr(r, "\"running\":true"))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/*
+ * Migrate a busy device to a second QEMU through a file (exec: URIs, QEMU
+ * 7.2 has no file: migration): ring 0 waits on a host semaphore with a
+ * launch and a copy queued behind it; ring 1 runs an indirect buffer whose
+ * in-place VADD has run and whose SEM_WAIT (on the same gate) stalls it;
+ * ring 2 is inside a 400 ms TEST_SPIN when the migration starts, with a
+ * FILL after it; ring 3 is idle with counters; device memory holds the
+ * inputs. In the second QEMU the registers, counters, device memory, PCI
+ * config and MSI-X are back; releasing the gate finishes the work exactly
+ * once (the IB resumes at its SEM_WAIT: its VADD is not run again) with
+ * interrupts, and the device clock did not go back.
+ */
+static void test_migration(void)
+{
+	char file[64], out_uri[128], in_uri[128], dev[64], json[256];
+	const char *extra[] = { "-device", dev, "-incoming", in_uri, NULL };
+	struct buf gate, x, y, z, out, fill, ibb;
+	struct pk p = { .n = 0 }, ib = { .n = 0 };
+	float xv[1024], yv[1024], got[1024], want[1024];
+	uint32_t one = 1, zero = 0, wfill[512];
+	uint64_t cmds3, clk, head0, head1;
+	const char *r;
+	bool good;
+
+	snprintf(file, sizeof(file), "/tmp/npu-devtest-mig-%d", (int)getpid());
+	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
+	snprintf(in_uri, sizeof(in_uri), "exec:cat %s", file);
+	snprintf(dev, sizeof(dev), "npu,addr=%d", SLOT);
+	unlink(file);
+
+	start(NULL, 1);
+	gate = alloc_buf(4096, 0, 1);
+	x = alloc_buf(sizeof(xv), 1, 1);
+	y = alloc_buf(sizeof(yv), 1, 1);
+	z = alloc_buf(sizeof(yv), 1, 1);
+	out = alloc_buf(sizeof(yv), 0, 1);
+	fill = alloc_buf(sizeof(wfill), 0, 1);
+	ibb = alloc_buf(4096, 0, 0);
+	for (int i = 0; i < 1024; i++) {
+		xv[i] = frand();
+		yv[i] = frand();
+	}
+	buf_write(&gate, 0, &zero, 4);
+	buf_write(&x, 0, xv, sizeof(xv));
+	buf_write(&y, 0, yv, sizeof(yv));
+	buf_write(&z, 0, yv, sizeof(yv));
+
+	/* ring 3: idle, with counters */
+	p.n = 0;
+	pk_fill(&p, fill.va, sizeof(wfill), 7);
+	good = ring_run(3, &p, 5000);
+	cmds3 = rrd64(3, NPU_RING_CMDS_LO);
+
+	/* ring 0: gate, then y += 2x, y -> out, fence + MSI-X */
+	p.n = 0;
+	pk_sem(&p, 1, gate.va, 1);
+	LAUNCH(&p, NPU_KERNEL_SAXPY_F32, 1, x.va, y.va, 1024, fbits(2.0f));
+	pk_copy(&p, y.va, out.va, sizeof(yv));
+	pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+	ring_submit(0, &p);
+
+	/* ring 1: IB of z = z + x (in place), gate, z -> z (no-op copy) */
+	LAUNCH(&ib, NPU_KERNEL_VADD_F32, 1, z.va, x.va, z.va, 1024);
+	pk_sem(&ib, 1, gate.va, 1);
+	pk_fill(&ib, fill.va, 1024, 0x55);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 1);
+	ring_submit(1, &p);
+
+	/* ring 2: a 400 ms spin, then a FILL */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 400000000ull);
+	pk_fill(&p, fill.va + 1024, 1024, 0x66);
+	pk_fence(&p, ++seqno[2], fence_pa(2), 1);
+	ring_submit(2, &p);
+	usleep(100000);
+
+	head0 = rrd(0, NPU_RING_HEAD);
+	head1 = rrd(1, NPU_RING_HEAD);
+	good &= !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(1, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(2, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	clk = dev_clock();
+	snprintf(json, sizeof(json),
+		 "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}", out_uri);
+	r = qmp_cmd(q, json);
+	if (!r || !strstr(r, "\"return\""))
+		diag("migrate: %.300s", r ? r : "(no answer)");
+	good &= r && strstr(r, "\"return\"") && migrate_wait(20000);
+	ok(good, "a device with rings waiting, an IB stalled inside and a "
+	   "launch running migrates out");
+	stop("migration source");
+	if (!good) {
+		unlink(file);
+		return;
+	}
+
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -incoming");
+		unlink(file);
+		return;
+	}
+	good = wait_running(20000);
+	unlink(file);
+	ok(good, "the second QEMU loads the device and runs");
+	good &= rrd(0, NPU_RING_HEAD) == head0 && rrd(1, NPU_RING_HEAD) == head1 &&
+		rrd(0, NPU_RING_TAIL) == tail[0] && rrd(1, NPU_RING_TAIL) == tail[1] &&
+		rrd(0, NPU_RING_SIZE) == RING_BYTES &&
+		rrd64(0, NPU_RING_BASE_LO) == RING_PA(0) &&
+		rrd(0, NPU_RING_CONTEXT) == CTX_ID &&
+		rrd64(3, NPU_RING_CMDS_LO) == cmds3 &&
+		(rrd(3, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ok(good && dev_clock() >= clk,
+	   "registers, counters and the device clock are back; rings 0 and 1 "
+	   "still wait on the gate");
+	buf_read(&x, 0, got, sizeof(got));
+	ok(!memcmp(got, xv, sizeof(xv)), "device memory migrated");
+
+	buf_write(&gate, 0, &one, 4);
+	good = (ring_wait(0, 10000) & NPU_RING_STS_IDLE) &&
+	       (ring_wait(1, 10000) & NPU_RING_STS_IDLE) &&
+	       (ring_wait(2, 10000) & NPU_RING_STS_IDLE);
+	good &= qt_readl(q, fence_pa(0)) == seqno[0] &&
+		qt_readl(q, fence_pa(1)) == seqno[1] &&
+		qt_readl(q, fence_pa(2)) == seqno[2] &&
+		wait_msi(0, 2000) && wait_msi(1, 2000) && wait_msi(2, 2000);
+	ok(good, "released after the migration: the three rings finish with "
+	   "their fences and interrupts");
+	for (int i = 0; i < 1024; i++)
+		want[i] = yv[i] + 2.0f * xv[i];
+	buf_read(&out, 0, got, sizeof(got));
+	good = close_enough(got, want, 1024, 1e-5f, "saxpy");
+	for (int i = 0; i < 1024; i++)
+		want[i] = yv[i] + xv[i];
+	buf_read(&z, 0, got, sizeof(got));
+	good &= close_enough(got, want, 1024, 1e-5f, "vadd");
+	buf_read(&fill, 0, wfill, sizeof(wfill));
+	for (int i = 0; i < 512; i++)
+		good &= wfill[i] == (i < 256 ? 0x55u : 0x66u);
+	ok(good, "results exact: the launch behind the gate ran once, the IB's "
+	   "in-place VADD was not run again, the FILLs landed");
+	ok(rrd64(2, NPU_RING_CMDS_LO) == 3,
+	   "the spin running at the migration counted once (CMDS %llu)",
+	   (unsigned long long)rrd64(2, NPU_RING_CMDS_LO));
+	stop("migration destination");
+}
+
 /* ---------------------------------------------------- trace events */
 
 /*
@@ -2125,8 +2317,34 @@ static void test_trace_events(void)
 	ok(good, "-trace npu_ring_halt and npu_dma_fault: the halt and the DMA fault are in the -D log");
 }
 
+/*
+ * NPU_DEVTEST_ONLY=name runs one of the tests that start their own QEMU
+ * (a developer's shortcut; make test runs everything).
+ */
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} standalone[] = {
+	{ "busmaster_reset", test_busmaster_reset },
+	{ "vm_stop", test_vm_stop },
+	{ "migration", test_migration },
+	{ "trace_events", test_trace_events },
+	{ "timing", test_timing },
+	{ "max_config", test_max_config },
+	{ "properties", test_properties },
+	{ "hotplug", test_hotplug },
+};
+
 static void run_all(void)
 {
+	const char *only = getenv("NPU_DEVTEST_ONLY");
+
+	if (only) {
+		for (size_t i = 0; i < sizeof(standalone) / sizeof(standalone[0]); i++)
+			if (!strcmp(only, standalone[i].name))
+				standalone[i].fn();
+		return;
+	}
 	start(NULL, 0);
 	test_identity();
 	test_fences();
@@ -2148,6 +2366,7 @@ static void run_all(void)
 	stop("main instance");
 	test_busmaster_reset();
 	test_vm_stop();
+	test_migration();
 	test_trace_events();
 	test_timing();
 	test_max_config();
