@@ -25,6 +25,7 @@
 #include "qemu/osdep.h"
 #include "qemu/units.h"
 #include "qemu/log.h"
+#include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/rcu.h"
@@ -181,6 +182,148 @@ static void npu_resetting(NpuState *s, int delta)
     }
 }
 
+/*
+ * Migration
+ *
+ * What a ring does inside a command lives on its engine's stack (and, for
+ * a launch, in the compute units), so the device is saved only with every
+ * ring at a command boundary: idle, between packets, or in a SEM_WAIT
+ * that has not seen its value yet. Such a SEM_WAIT has done nothing, so
+ * the saved HEAD stays on it (or on the INDIRECT holding it, with the
+ * offset in the IB to resume at) and the destination runs it again.
+ *
+ * A stop for a snapshot or a migration (RUN_STATE_SAVE_VM,
+ * RUN_STATE_FINISH_MIGRATE) first drains: with the vCPUs paused the
+ * rings start no new packet, and what they run finishes, as a block
+ * device completes its requests in flight at a stop; modelled durations
+ * are cut short (the device clock stands still with the VM's). Guest RAM
+ * written meanwhile is marked dirty as always; device memory, which the
+ * engines write directly, is marked dirty as a whole, so a migration
+ * sends it once more in its final pass. A launch that does not finish
+ * within NPU_DRAIN_MS (an endless kernel), or a ring the VM was stopped
+ * in (stop, then savevm or migrate: nothing drained), fails the save in
+ * pre_save; the VM can go on and the save be tried again.
+ */
+#define NPU_DRAIN_MS    5000
+
+/* A ring at a command boundary; ring lock held. */
+static bool npu_ring_quiet(NpuRing *r)
+{
+    return !r->running || r->sem_wait;
+}
+
+static bool npu_quiet(NpuState *s, unsigned *busy)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+        bool q;
+
+        qemu_mutex_lock(&r->lock);
+        q = npu_ring_quiet(r);
+        qemu_mutex_unlock(&r->lock);
+        if (!q) {
+            *busy = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Let every ring reach a command boundary (BQL held, vCPUs paused). The
+ * engines never take the BQL. Polls every millisecond: a drain happens
+ * once per snapshot or migration.
+ */
+static void npu_drain(NpuState *s)
+{
+    int64_t t0 = qemu_clock_get_us(QEMU_CLOCK_REALTIME), t;
+    unsigned busy = 0;
+    bool quiet;
+
+    qatomic_set(&s->draining, 1);
+    /* the units may be idle until a fixed block's end: look again */
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    for (;;) {
+        quiet = npu_quiet(s, &busy);
+        t = qemu_clock_get_us(QEMU_CLOCK_REALTIME) - t0;
+        if (quiet || t >= NPU_DRAIN_MS * 1000) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    trace_npu_drain(quiet, quiet ? -1 : (int)busy, t);
+}
+
+static int npu_pre_save(void *opaque)
+{
+    NpuState *s = opaque;
+    int64_t end = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + 100;
+    unsigned i, busy = 0;
+
+    /* a ring that saw its semaphore just now finishes the SEM_WAIT */
+    while (!npu_quiet(s, &busy)) {
+        if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) >= end) {
+            error_report("npu: ring %u is inside a command (a launch still "
+                         "running, or the VM was stopped before the save "
+                         "began); let the VM run and save again", busy);
+            return -EBUSY;
+        }
+        g_usleep(1000);
+    }
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        s->mig_ib_resume[i] = r->running ? qatomic_read(&r->ib_off) : 0;
+        trace_npu_ring_save(i, r->head, r->tail, s->mig_ib_resume[i]);
+        qemu_mutex_unlock(&r->lock);
+    }
+    s->mig_clock = npu_clock(s);
+    npu_cu_migrate(s, false);
+    return 0;
+}
+
+/*
+ * The loaded registers are in place (the engines were reset before the
+ * load and wait for work); restore what derives from them. The rings run
+ * again when the VM does (npu_vm_state_change).
+ */
+static int npu_post_load(void *opaque, int version_id)
+{
+    NpuState *s = opaque;
+    unsigned i;
+
+    for (i = 0; i < s->nrings; i++) {
+        if (s->mig_ib_resume[i] % 4 ||
+            s->mig_ib_resume[i] >= NPU_IB_MAX_SIZE) {
+            return -EINVAL;
+        }
+    }
+    if (s->vtime) {
+        qemu_mutex_lock(&s->vt.lock);
+        s->vt.now = s->mig_clock;
+        qemu_mutex_unlock(&s->vt.lock);
+    } else {
+        qatomic_set(&s->clock_base, npu_time() - s->mig_clock);
+    }
+    npu_cu_migrate(s, true);
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        r->ib_resume = s->mig_ib_resume[i];
+        npu_mmu_set_context(r, r->context, r->pt_root);
+        trace_npu_ring_load(i, r->head, r->tail, r->ib_resume);
+        qemu_mutex_unlock(&r->lock);
+        qemu_cond_broadcast(&r->cond);
+    }
+    return 0;
+}
+
 /* VM change-state handler (BQL held). */
 static void npu_vm_state_change(void *opaque, bool running, RunState state)
 {
@@ -189,6 +332,12 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
 
     trace_npu_run_state(running, state);
     if (!running) {
+        bool save = state == RUN_STATE_SAVE_VM ||
+                    state == RUN_STATE_FINISH_MIGRATE;
+
+        if (save) {
+            npu_drain(s);
+        }
         qemu_mutex_lock(&s->run_lock);
         qatomic_set(&s->paused, true);
         /* paused before dma_active; pairs with npu_dma_enter */
@@ -198,6 +347,11 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
             qemu_cond_wait(&s->run_cond, &s->run_lock);
         }
         qemu_mutex_unlock(&s->run_lock);
+        /* paused before draining ends: no new packet in between */
+        qatomic_set(&s->draining, 0);
+        if (save) {
+            memory_region_set_dirty(&s->devmem, 0, s->devmem_size);
+        }
         return;
     }
     qemu_mutex_lock(&s->run_lock);
@@ -220,7 +374,8 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
 }
 
 /*
- * Sleep until device time reaches deadline; false if aborted. Sleeps
+ * Sleep until device time reaches deadline; false if aborted. A drain for
+ * migration cuts finite waits short. Sleeps
  * in slices of at most 1 ms (so a reset is noticed quickly) and spins for
  * the last NPU_SPIN_NS, because a sleep overshoots by the timer slack
  * (~50 us) and short commands (a few us of launch latency) would otherwise
@@ -233,13 +388,17 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
     for (;;) {
         int64_t now, d;
 
-        npu_park(r->s, r);
         if (npu_aborted(r)) {
             return false;
         }
         now = npu_time();
-        if (now >= deadline) {
+        if (now >= deadline || (qatomic_read(&r->s->draining) &&
+                                deadline - now < NPU_FOREVER_NS)) {
             return true;
+        }
+        if (qatomic_read(&r->s->paused)) {
+            npu_park(r->s, r);
+            continue;
         }
         d = deadline - now;
         if (d > NPU_SPIN_NS) {
@@ -369,6 +528,8 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     r->fault_block = 0;
     r->fault_thread = 0;
     r->fault_unit = 0;
+    r->sem_wait = false;
+    r->ib_resume = 0;
     npu_mmu_set_context(r, 0, 0);
     if (counters) {
         r->base = 0;
@@ -839,9 +1000,9 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
                      &s->mmio);
 
     /*
-     * The device is not migratable, so its memory gets no RAMBlock id:
-     * that also lets a new instance be plugged at the same address before
-     * the old one is finalized.
+     * Device memory migrates as RAM. Its id is dropped again at unrealize
+     * (not at finalize), so a new instance can be plugged at the same
+     * address before the old one is finalized.
      */
     memory_region_init_ram_nomigrate(&s->devmem, OBJECT(s), "npu-devmem",
                                      s->devmem_size, &local_err);
@@ -849,6 +1010,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
         error_propagate(errp, local_err);
         return;
     }
+    vmstate_register_ram(&s->devmem, DEVICE(s));
     s->devmem_ptr = memory_region_get_ram_ptr(&s->devmem);
     pci_register_bar(pdev, NPU_BAR_DEVMEM,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
@@ -896,6 +1058,7 @@ static void npu_exit(PCIDevice *pdev)
     NpuState *s = NPU(pdev);
 
     qemu_del_vm_change_state_handler(s->vmse);
+    vmstate_unregister_ram(&s->devmem, DEVICE(s));
     npu_stop_threads(s, s->nrings);
     npu_cu_fini(s);
     npu_vt_fini(s);
@@ -927,9 +1090,70 @@ static Property npu_properties[] = {
     DEFINE_PROP_END_OF_LIST(),
 };
 
+static const VMStateDescription vmstate_npu_ring = {
+    .name = "npu/ring",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(base, NpuRing),
+        VMSTATE_UINT32(size, NpuRing),
+        VMSTATE_UINT32(head, NpuRing),
+        VMSTATE_UINT32(tail, NpuRing),
+        VMSTATE_BOOL(enabled, NpuRing),
+        VMSTATE_BOOL(halted, NpuRing),
+        VMSTATE_UINT32(fence, NpuRing),
+        VMSTATE_UINT32(context, NpuRing),
+        VMSTATE_UINT64(pt_root, NpuRing),
+        VMSTATE_UINT32(error, NpuRing),
+        VMSTATE_UINT32(error_ctx, NpuRing),
+        VMSTATE_UINT64(fault, NpuRing),
+        VMSTATE_UINT32(error_info, NpuRing),
+        VMSTATE_UINT64(fault_pc, NpuRing),
+        VMSTATE_UINT32(fault_block, NpuRing),
+        VMSTATE_UINT32(fault_thread, NpuRing),
+        VMSTATE_UINT32(fault_unit, NpuRing),
+        VMSTATE_UINT64(busy_ns, NpuRing),
+        VMSTATE_UINT64(cmds, NpuRing),
+        VMSTATE_UINT64(bytes, NpuRing),
+        VMSTATE_UINT64(ops, NpuRing),
+        VMSTATE_UINT64(vt, NpuRing),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * Registers, counters and clock, with the rings at command boundaries
+ * (see "Migration"); device memory is RAM and migrates as such; the TLBs
+ * are caches and start empty.
+ */
 static const VMStateDescription vmstate_npu = {
     .name = "npu",
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = npu_pre_save,
+    .post_load = npu_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, NpuState),
+        VMSTATE_MSIX(parent_obj, NpuState),
+        VMSTATE_UINT32_EQUAL(n_compute, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(n_copy, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(n_cus, NpuState, NULL),
+        VMSTATE_UINT64_EQUAL(devmem_size, NpuState, NULL),
+        VMSTATE_UINT32(err_pending, NpuState),
+        VMSTATE_UINT32(scratch, NpuState),
+        VMSTATE_UINT32(clock_hi_latch, NpuState),
+        VMSTATE_UINT32(irq_pending, NpuState),
+        VMSTATE_UINT64(mig_clock, NpuState),
+        VMSTATE_UINT64(vt.cu_time, NpuState),
+        VMSTATE_UINT64(mig_cu_cycle, NpuState),
+        VMSTATE_UINT64_ARRAY(mig_cu_busy_cycles, NpuState, NPU_MAX_CUS),
+        VMSTATE_UINT64_ARRAY(mig_cu_instrs, NpuState, NPU_MAX_CUS),
+        VMSTATE_UINT64_ARRAY(mig_cu_fixed_ns, NpuState, NPU_MAX_CUS),
+        VMSTATE_UINT32_ARRAY(mig_ib_resume, NpuState, NPU_MAX_RINGS),
+        VMSTATE_STRUCT_ARRAY(rings, NpuState, NPU_MAX_RINGS, 1,
+                             vmstate_npu_ring, NpuRing),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static void npu_class_init(ObjectClass *klass, void *data)

@@ -105,6 +105,7 @@ typedef struct NpuRing {
 
     /* engine control */
     bool running;               /* engine is executing a packet */
+    bool sem_wait;              /* ... a SEM_WAIT still waiting: restartable */
     bool stop;                  /* unrealize: thread exits */
     bool abort;                 /* reset: give up the current packet */
 
@@ -122,6 +123,8 @@ typedef struct NpuRing {
      * reset, which runs while the engine is not executing.
      */
     uint64_t pt_root;
+    uint32_t ib_off;            /* byte offset of the IB packet executing */
+    uint32_t ib_resume;         /* the INDIRECT at HEAD resumes here */
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;
@@ -190,7 +193,23 @@ struct NpuState {
     int dma_active;             /* guest-memory accesses under way */
     int resetting;              /* resets (and unrealize) under way */
     VMChangeStateEntry *vmse;
+    /*
+     * Migration (npu.c, "Migration"): a stop for a snapshot or migration
+     * first lets every ring reach a command boundary (draining, atomic);
+     * the vmstate carries the clock, the units' counters and where each
+     * ring's INDIRECT resumes in these copies.
+     */
+    int draining;
+    uint64_t mig_clock;
+    uint64_t mig_cu_cycle;
+    uint64_t mig_cu_busy_cycles[NPU_MAX_CUS];
+    uint64_t mig_cu_instrs[NPU_MAX_CUS];
+    uint64_t mig_cu_fixed_ns[NPU_MAX_CUS];
+    uint32_t mig_ib_resume[NPU_MAX_RINGS];
 };
+
+/* A modelled duration this long never ends by itself (TEST_HANG). */
+#define NPU_FOREVER_NS  (INT64_MAX / 8)
 
 /* One command's accounting, filled in while it runs. */
 typedef struct NpuJob {
@@ -260,6 +279,7 @@ void npu_cu_init(NpuState *s);
 void npu_cu_fini(NpuState *s);
 void npu_cu_reset(NpuState *s);
 uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which);
+void npu_cu_migrate(NpuState *s, bool load);
 bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns);
 bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
                      bool full, uint64_t pkt_addr, NpuErr *err);

@@ -232,8 +232,7 @@ static uint64_t npu_ns2c(NpuState *s, uint64_t ns, bool up)
     return up && npu_c2ns(s, c) < ns ? c + 1 : c;
 }
 
-/* A fixed-function block this long never ends by itself (TEST_HANG). */
-#define NPU_FIXED_FOREVER   (INT64_MAX / 8)
+#define NPU_FIXED_FOREVER   NPU_FOREVER_NS
 
 static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
                         const NpuSlot *t, unsigned unit)
@@ -1412,8 +1411,11 @@ static void npu_cu_reap(NpuState *s, int64_t now)
         for (j = 0; j < u->nblocks;) {
             NpuBlock *b = u->blocks[j];
 
+            /* a drain for migration ends what has an end (npu.c) */
             bool ended = s->vtime ? b->fixed_end_cycle <= s->cu->cycle
-                                  : now >= b->fixed_end;
+                                  : now >= b->fixed_end ||
+                                    (qatomic_read(&s->draining) &&
+                                     b->l->fixed_ns < NPU_FIXED_FOREVER);
 
             if (b->direct) {
                 j++;
@@ -1438,7 +1440,8 @@ static void npu_cu_pace(NpuState *s)
     NpuCuState *cs = s->cu;
     int64_t now = npu_now(), target;
 
-    if (!s->timing) {
+    if (!s->timing || qatomic_read(&s->draining)) {
+        cs->anchored = false;
         return;
     }
     if (!cs->anchored) {
@@ -1492,7 +1495,8 @@ static void npu_cu_idle(NpuState *s)
     } else if (deadline > now) {
         /* sleeps overshoot by the timer slack: spin out the end */
         qemu_mutex_unlock(&s->cu_lock);
-        while (npu_now() < deadline && !qatomic_read(&s->paused)) {
+        while (npu_now() < deadline && !qatomic_read(&s->paused) &&
+               !qatomic_read(&s->draining)) {
             cpu_relax();
         }
         qemu_mutex_lock(&s->cu_lock);
@@ -1971,6 +1975,40 @@ uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which)
         break;
     }
     return v;
+}
+
+/*
+ * Migration: copy the units' counters and the device cycle to the
+ * vmstate's fields (load: back). The units are idle: every ring is at a
+ * command boundary or in a SEM_WAIT.
+ */
+void npu_cu_migrate(NpuState *s, bool load)
+{
+    NpuCuState *cs = s->cu;
+    unsigned i;
+
+    qemu_mutex_lock(&s->cu_lock);
+    if (load) {
+        cs->cycle = s->mig_cu_cycle;
+        cs->anchored = false;
+    } else {
+        s->mig_cu_cycle = cs->cycle;
+    }
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &cs->unit[i];
+
+        if (load) {
+            qatomic_set(&u->busy_cycles, s->mig_cu_busy_cycles[i]);
+            qatomic_set(&u->instrs, s->mig_cu_instrs[i]);
+            qatomic_set(&u->fixed_ns, s->mig_cu_fixed_ns[i]);
+            u->cycle = cs->cycle;
+        } else {
+            s->mig_cu_busy_cycles[i] = qatomic_read(&u->busy_cycles);
+            s->mig_cu_instrs[i] = qatomic_read(&u->instrs);
+            s->mig_cu_fixed_ns[i] = qatomic_read(&u->fixed_ns);
+        }
+    }
+    qemu_mutex_unlock(&s->cu_lock);
 }
 
 /* Device reset, after every ring was reset (no launch is queued). */

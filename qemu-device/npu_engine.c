@@ -172,9 +172,6 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
-    if (wait) {
-        trace_npu_ring_sem_wait(r->idx, addr, value);
-    }
     if (!wait) {
         t0 = npu_time();
         /* earlier commands' writes are visible before the signal */
@@ -186,11 +183,23 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         npu_complete(job, t0, 0, false, 4);
         return true;
     }
+    trace_npu_ring_sem_wait(r->idx, addr, value);
+    /*
+     * Until the value is seen this command has no effect, so a snapshot
+     * may record the ring as not having started it (npu.c, "Migration").
+     * The ring thread clears sem_wait again.
+     */
+    qemu_mutex_lock(&r->lock);
+    r->sem_wait = true;
+    qemu_mutex_unlock(&r->lock);
     for (;;) {
         if (!npu_vm_rw(job, addr, &v, 4, false, err)) {
             return false;
         }
         if (npu_seqno_passed(le32_to_cpu(v), value)) {
+            qemu_mutex_lock(&r->lock);
+            r->sem_wait = false;
+            qemu_mutex_unlock(&r->lock);
             break;
         }
         if (npu_aborted(r)) {
@@ -296,9 +305,13 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
     uint32_t size = p[1];
     uint64_t va = ldq_le_p(p + 2);
     g_autofree uint32_t *ib = NULL;
-    unsigned ndw, off = 0;
+    NpuRing *r = job->ring;
+    unsigned ndw, off = r->ib_resume / 4;
 
-    if (size % 4 || size > NPU_IB_MAX_SIZE || NPU_PKT_FLAGS(p[0])) {
+    /* a migrated ring resumes its IB where it stopped (npu.c, post_load) */
+    r->ib_resume = 0;
+    if (size % 4 || size > NPU_IB_MAX_SIZE || NPU_PKT_FLAGS(p[0]) ||
+        (off && off >= size / 4)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, va);
     }
     if (!size) {
@@ -329,6 +342,7 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
         for (i = 0; i < MIN(len, NPU_PKT_MAX_DW); i++) {
             pkt[i] = le32_to_cpu(ib[off + i]);
         }
+        qatomic_set(&r->ib_off, off * 4);
         if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
             return false;
         }
@@ -449,6 +463,7 @@ static uint32_t npu_ring_step(NpuRing *r, uint64_t base, uint32_t size,
     uint32_t h, len, avail, next, first, i;
 
     *info = 0;
+    qatomic_set(&r->ib_off, 0);
     if (!npu_ring_config_ok(base, size, head, tail)) {
         npu_set_err(err, NPU_ERR_RING_CONFIG, base);
         return head;
@@ -501,7 +516,7 @@ void *npu_ring_thread(void *opaque)
         NpuErr err = { 0 };
 
         if (r->abort || !r->enabled || r->halted || r->head == r->tail ||
-            qatomic_read(&s->paused)) {
+            qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
             if (s->vtime) {
                 npu_vt_ring_idle(r);
             }
@@ -522,6 +537,8 @@ void *npu_ring_thread(void *opaque)
 
         qemu_mutex_lock(&r->lock);
         r->running = false;
+        r->sem_wait = false;
+        r->ib_resume = 0;
         if (!r->abort && !r->stop) {
             r->head = next;
             if (err.code) {

@@ -2259,6 +2259,23 @@ static void test_migration(void)
 	ok(rrd64(2, NPU_RING_CMDS_LO) == 3,
 	   "the spin running at the migration counted once (CMDS %llu)",
 	   (unsigned long long)rrd64(2, NPU_RING_CMDS_LO));
+
+	/* an endless kernel cannot be drained: the save fails, the VM runs on */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 1, 0);
+	ring_submit(4, &p);
+	usleep(20000);
+	r = qmp_cmd(q, "{\"execute\":\"migrate\",\"arguments\":"
+		    "{\"uri\":\"exec:cat > /dev/null\"}}");
+	good = r && strstr(r, "\"return\"") && !migrate_wait(20000) &&
+	       wait_running(5000) &&
+	       !(rrd(4, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ring_reset(4);
+	p.n = 0;
+	pk_fill(&p, fill.va, 4, 9);
+	good &= ring_run(4, &p, 5000);
+	ok(good, "a migration with an endless kernel running fails; the VM "
+	   "runs on and a ring reset stops the kernel");
 	stop("migration destination");
 }
 
