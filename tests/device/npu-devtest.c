@@ -5,6 +5,8 @@
  * The harness (layout, rings, page tables, packets) is devlib.c.
  */
 #define _GNU_SOURCE
+#include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1737,6 +1739,82 @@ static void test_timing(void)
 	stop("timing=off instance");
 }
 
+static uint64_t qemu_cpu_ns_of(bool engines);
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * How precisely short commands take their modelled time (timing=on,
+ * default properties): 200 back-to-back COPYs of 4 KiB host -> device
+ * memory (model 3024 ns) and 100 TEST_SPINs of 20 us (model 24 us), each
+ * between two TIMESTAMPs. None may be early; the median and 90th
+ * percentile of the excess are reported.
+ */
+static void test_timing_precision(void)
+{
+	enum { NC = 200, NS = 100 };
+	struct buf t, h, d;
+	struct pk p = { .n = 0 };
+	static uint64_t ts[2 * NC];
+	int64_t ex[NC];
+	bool good, early = false;
+
+	start(NULL, 0);
+	t = alloc_buf(sizeof(ts), 0, 1);
+	h = alloc_buf(4096, 0, 1);
+	d = alloc_buf(4096, 1, 1);
+	for (int kind = 0; kind < 2; kind++) {
+		int n = kind ? NS : NC;
+		int64_t model = kind ? 4000 + 20000 : 2000 + 4096 * 1000 / 4000;
+
+		p.n = 0;
+		for (int i = 0; i < n; i++) {
+			pk_ts(&p, t.va + 16 * i);
+			if (kind)
+				LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 20000);
+			else
+				pk_copy(&p, h.va, d.va, 4096);
+			pk_ts(&p, t.va + 16 * i + 8);
+		}
+		good = ring_run(kind ? 0 : COPY0, &p, 20000);
+		buf_read(&t, 0, ts, 16 * n);
+		for (int i = 0; i < n; i++) {
+			ex[i] = (int64_t)(ts[2 * i + 1] - ts[2 * i]) - model;
+			early |= ex[i] < 0;
+		}
+		qsort(ex, n, sizeof(ex[0]), cmp_i64);
+		diag("timing precision: %s, model %lld ns: excess median %.1f us, "
+		     "p90 %.1f us, max %.1f us", kind ? "TEST_SPIN 20 us" : "COPY 4 KiB",
+		     (long long)model, ex[n / 2] / 1e3, ex[n * 9 / 10] / 1e3,
+		     ex[n - 1] / 1e3);
+		ok(good && !early, "timing precision: no %s completes early",
+		   kind ? "TEST_SPIN" : "COPY");
+	}
+	/* what waiting out modelled time costs the host: 100 x 1 ms */
+	{
+		uint64_t c0, c1, w0, w1;
+
+		p.n = 0;
+		for (int i = 0; i < 100; i++)
+			LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 1000000);
+		c0 = qemu_cpu_ns_of(true);
+		w0 = host_ns();
+		good = ring_run(0, &p, 20000);
+		w1 = host_ns();
+		c1 = qemu_cpu_ns_of(true);
+		diag("timing precision: 100 TEST_SPINs of 1 ms took %.1f ms, "
+		     "the device's threads' CPU %.1f ms", (w1 - w0) / 1e6,
+		     (c1 - c0) / 1e6);
+		ok(good, "timing precision: 100 TEST_SPINs of 1 ms");
+	}
+	stop("timing precision instance");
+}
+
 /* The largest configuration: 16 compute rings, 64 units. */
 static void test_max_config(void)
 {
@@ -2070,6 +2148,121 @@ static void test_vm_stop(void)
 	stop("run-state instance");
 }
 
+/* ---------------------------------------------------- waiting costs */
+
+/*
+ * CPU time QEMU's threads have run, ns (schedstat: nanosecond resolution);
+ * with engines set, only the device's threads (npu-ring*, npu-cu).
+ */
+static uint64_t qemu_cpu_ns_of(bool engines)
+{
+	char path[64];
+	uint64_t sum = 0;
+	glob_t gl;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/*/schedstat", (int)q->pid);
+	if (glob(path, 0, NULL, &gl))
+		return 0;
+	for (size_t i = 0; i < gl.gl_pathc; i++) {
+		char comm[PATH_MAX], name[32] = "";
+		unsigned long long ns = 0;
+		FILE *f;
+
+		snprintf(comm, sizeof(comm), "%.*s/comm",
+			 (int)(strrchr(gl.gl_pathv[i], '/') - gl.gl_pathv[i]),
+			 gl.gl_pathv[i]);
+		f = fopen(comm, "r");
+		if (f) {
+			if (!fgets(name, sizeof(name), f))
+				name[0] = 0;
+			fclose(f);
+		}
+		if (engines && strncmp(name, "npu-", 4))
+			continue;
+		f = fopen(gl.gl_pathv[i], "r");
+		if (f && fscanf(f, "%llu", &ns) == 1)
+			sum += ns;
+		if (f)
+			fclose(f);
+	}
+	globfree(&gl);
+	return sum;
+}
+
+static uint64_t qemu_cpu_ns(void)
+{
+	return qemu_cpu_ns_of(false);
+}
+
+/*
+ * A ring waiting on a host-written semaphore for 1 s: QEMU's CPU time
+ * over that second (against an idle second) must stay small, and the
+ * release must still be seen promptly. A semaphore another ring signals
+ * releases its waiter at once, however long it waited.
+ */
+static void test_sem_wait_cost(void)
+{
+	struct buf g = alloc_buf(4096, 0, 1), t = alloc_buf(64, 0, 1);
+	struct pk p = { .n = 0 };
+	uint64_t c0, c1, c2, t0, lat, ts[2];
+	uint32_t zero = 0, one = 1;
+	bool good;
+
+	buf_write(&g, 0, &zero, 4);
+	c0 = qemu_cpu_ns();
+	usleep(1000000);
+	c1 = qemu_cpu_ns();
+	pk_sem(&p, 1, g.va, 1);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	usleep(1000000);
+	c2 = qemu_cpu_ns();
+	t0 = host_ns();
+	buf_write(&g, 0, &one, 4);
+	good = (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+	       qt_readl(q, fence_pa(0)) == seqno[0];
+	lat = host_ns() - t0;
+	diag("SEM_WAIT on a host word for 1 s: QEMU CPU %.1f ms (idle second "
+	     "%.1f ms); release seen after %.2f ms", (c2 - c1) / 1e6,
+	     (c1 - c0) / 1e6, lat / 1e6);
+	ok(good && c2 - c1 < 20000000ull + (c1 - c0) && lat < 50000000ull,
+	   "a ring waiting 1 s on a host-written semaphore costs %.1f ms of "
+	   "CPU and sees the release within %.1f ms", (c2 - c1) / 1e6, lat / 1e6);
+
+	/* ring 1 waits 300 ms, then ring 2 signals: released at once */
+	buf_write(&g, 0, &zero, 4);
+	p.n = 0;
+	pk_sem(&p, 1, g.va, 2);
+	pk_ts(&p, t.va + 8);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+	ring_submit(1, &p);
+	usleep(300000);
+	p.n = 0;
+	pk_ts(&p, t.va);
+	pk_sem(&p, 0, g.va, 2);
+	good = ring_run(2, &p, 5000) && (ring_wait(1, 5000) & NPU_RING_STS_IDLE);
+	buf_read(&t, 0, ts, 16);
+	diag("SEM_SIGNAL by a ring to a ring waiting 300 ms: released %.1f us "
+	     "after the signal's TIMESTAMP", (double)(ts[1] - ts[0]) / 1e3);
+	ok(good && ts[1] >= ts[0],
+	   "a ring's SEM_SIGNAL releases a long SEM_WAIT (%.1f us)",
+	   (double)(ts[1] - ts[0]) / 1e3);
+}
+
+static void test_sem_wait_cost_alone(void)
+{
+	start(NULL, 0);
+	test_sem_wait_cost();
+	stop("sem_wait_cost instance");
+}
+
+static void test_sem_wait_cost_vt(void)
+{
+	start("timing=virtual", 0);
+	test_sem_wait_cost();
+	stop("sem_wait_cost timing=virtual instance");
+}
+
 /* ---------------------------------------------------- migration */
 
 /* Poll query-migrate until the migration is completed or has failed. */
@@ -2345,8 +2538,11 @@ static const struct {
 	{ "busmaster_reset", test_busmaster_reset },
 	{ "vm_stop", test_vm_stop },
 	{ "migration", test_migration },
+	{ "sem_wait_cost", test_sem_wait_cost_alone },
+	{ "sem_wait_cost_vt", test_sem_wait_cost_vt },
 	{ "trace_events", test_trace_events },
 	{ "timing", test_timing },
+	{ "timing_precision", test_timing_precision },
 	{ "max_config", test_max_config },
 	{ "properties", test_properties },
 	{ "hotplug", test_hotplug },
@@ -2370,6 +2566,7 @@ static void run_all(void)
 	test_timestamp_ib();
 	test_control();
 	test_semaphores();
+	test_sem_wait_cost();
 	test_faults();
 	test_bounds();
 	test_bad_packets();
@@ -2382,10 +2579,12 @@ static void run_all(void)
 	test_fuzz();
 	stop("main instance");
 	test_busmaster_reset();
+	test_sem_wait_cost_vt();
 	test_vm_stop();
 	test_migration();
 	test_trace_events();
 	test_timing();
+	test_timing_precision();
 	test_max_config();
 	test_properties();
 	test_hotplug();
