@@ -40,6 +40,9 @@
 #include "migration/vmstate.h"
 #include "npu.h"
 #include "trace.h"
+#ifdef CONFIG_LINUX
+#include <sys/prctl.h>
+#endif
 
 /*
  * Helpers shared with the engines
@@ -374,19 +377,74 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
 }
 
 /*
- * Sleep until device time reaches deadline; false if aborted. A drain for
- * migration cuts finite waits short. Sleeps
- * in slices of at most 1 ms (so a reset is noticed quickly) and spins for
- * the last NPU_SPIN_NS, because a sleep overshoots by the timer slack
- * (~50 us) and short commands (a few us of launch latency) would otherwise
- * all take about that long.
+ * Waiting for a deadline. Engine threads run with a timer slack of 1 ns
+ * (npu_engine_thread_init), so a sleep wakes only as late as the host's
+ * timer interrupt and scheduler make it: a few microseconds on a quiet
+ * host (the default slack of 50 us would stretch every short command to
+ * about that). Commands are modelled in microseconds (launch-ns 4 us,
+ * copy-ns 2 us), so a thread sleeps until a margin before its deadline
+ * and spins the margin: the thread's recent worst wake-up lateness (it
+ * rises to a late wake-up at once and decays by 1/16 per sleep) plus
+ * NPU_SPIN_MIN_NS, at most NPU_SPIN_MAX_NS. On a quiet host that is
+ * about 10 us, on a loaded one up to the old fixed 100 us.
+ * Documentation/hw/npu.rst, "Timing model", has the numbers.
  */
-#define NPU_SPIN_NS 100000
+#define NPU_SPIN_MIN_NS     5000
+#define NPU_SPIN_MAX_NS     100000
+#define NPU_SLICE_NS        1000000     /* a reset is noticed this fast */
 
+static __thread int64_t npu_late_ns = NPU_SPIN_MAX_NS;
+
+void npu_engine_thread_init(void)
+{
+#ifdef CONFIG_LINUX
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+}
+
+static bool npu_nap_stop(NpuState *s, NpuRing *r)
+{
+    return qatomic_read(&s->paused) || qatomic_read(&s->draining) ||
+           (r && npu_aborted(r));
+}
+
+/*
+ * One step towards deadline (device time): sleep up to a slice, or spin
+ * out the margin; returns early when the VM stops, a drain begins or the
+ * ring r (if any) is aborted. Callers loop.
+ */
+void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r)
+{
+    int64_t now = npu_time(), d = deadline - now;
+    int64_t margin = MIN(npu_late_ns + NPU_SPIN_MIN_NS, NPU_SPIN_MAX_NS);
+
+    if (d >= margin + 1000) {
+        int64_t want = MIN(d - margin, NPU_SLICE_NS) / 1000;
+        int64_t late;
+
+        g_usleep(want);
+        late = npu_time() - (now + want * 1000);
+        /* a stop freezes device time: that is not lateness */
+        if (late >= 0 && !qatomic_read(&s->paused)) {
+            late = MIN(late, NPU_SPIN_MAX_NS);
+            npu_late_ns = late > npu_late_ns ? late
+                          : npu_late_ns - (npu_late_ns - late) / 16;
+        }
+        return;
+    }
+    while (npu_time() < deadline && !npu_nap_stop(s, r)) {
+        cpu_relax();
+    }
+}
+
+/*
+ * Sleep until device time reaches deadline; false if aborted. A drain for
+ * migration cuts finite waits short.
+ */
 bool npu_sleep_until(NpuRing *r, int64_t deadline)
 {
     for (;;) {
-        int64_t now, d;
+        int64_t now;
 
         if (npu_aborted(r)) {
             return false;
@@ -400,10 +458,28 @@ bool npu_sleep_until(NpuRing *r, int64_t deadline)
             npu_park(r->s, r);
             continue;
         }
-        d = deadline - now;
-        if (d > NPU_SPIN_NS) {
-            g_usleep(MIN(d - NPU_SPIN_NS, 1000000) / 1000 + 1);
-        }
+        npu_nap_until(r->s, deadline, r);
+    }
+}
+
+/* Wake every ring sleeping in SEM_WAIT (a reset: they give up). */
+static void npu_sem_wake(NpuState *s)
+{
+    qemu_mutex_lock(&s->sem_lock);
+    qemu_cond_broadcast(&s->sem_cond);
+    qemu_mutex_unlock(&s->sem_lock);
+}
+
+/* A command completed: wake rings waiting on a semaphore to look again. */
+void npu_sem_kick(NpuState *s)
+{
+    /* the command's writes before sem_waiters; pairs with npu_exec_sem */
+    smp_mb();
+    if (qatomic_read(&s->sem_waiters)) {
+        qemu_mutex_lock(&s->sem_lock);
+        qatomic_inc(&s->sem_gen);
+        qemu_cond_broadcast(&s->sem_cond);
+        qemu_mutex_unlock(&s->sem_lock);
     }
 }
 
@@ -509,6 +585,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
     npu_vt_ring_reset(r);               /* a ring waiting for the clock */
+    npu_sem_wake(s);                    /* ... or on a semaphore */
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);   /* a ring thread waiting for units */
     qemu_mutex_unlock(&s->cu_lock);
@@ -906,6 +983,7 @@ static void npu_stop_threads(NpuState *s, unsigned n)
     }
     /* ring threads waiting in the dispatcher cancel their launches */
     npu_vt_kick(s);
+    npu_sem_wake(s);
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
@@ -1032,6 +1110,8 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     s->clock_base = npu_time();
     qemu_mutex_init(&s->run_lock);
     qemu_cond_init(&s->run_cond);
+    qemu_mutex_init(&s->sem_lock);
+    qemu_cond_init(&s->sem_cond);
     s->paused = !runstate_is_running();
     s->vmse = qdev_add_vm_change_state_handler(DEVICE(s), npu_vm_state_change,
                                                s);
@@ -1069,6 +1149,8 @@ static void npu_exit(PCIDevice *pdev)
     qemu_mutex_destroy(&s->reg_lock);
     qemu_cond_destroy(&s->run_cond);
     qemu_mutex_destroy(&s->run_lock);
+    qemu_cond_destroy(&s->sem_cond);
+    qemu_mutex_destroy(&s->sem_lock);
     msix_uninit_exclusive_bar(pdev);
 }
 

@@ -99,6 +99,7 @@ typedef struct NpuRing {
     bool vt_sem;
     uint64_t vt_sem_addr;
     uint32_t vt_sem_value;
+    int64_t vt_sem_since;       /* wall ns it blocked at */
     uint64_t cmds;
     uint64_t bytes;
     uint64_t ops;
@@ -176,6 +177,17 @@ struct NpuState {
 
     NpuVtime vt;
 
+    /*
+     * SEM_WAIT (npu_engine.c): a ring that has waited a while sleeps on
+     * sem_cond; every command that completes bumps sem_gen and wakes it
+     * if sem_waiters says someone waits (a write by the device itself may
+     * be what it waits for). sem_gen and sem_waiters are atomics.
+     */
+    QemuMutex sem_lock;
+    QemuCond sem_cond;
+    uint32_t sem_gen;
+    int sem_waiters;
+
     /* interrupts raised by engine threads, delivered by a bottom half */
     QEMUBH *irq_bh;
     uint32_t irq_pending;       /* atomic bitmap of vectors */
@@ -208,6 +220,18 @@ struct NpuState {
     uint32_t mig_ib_resume[NPU_MAX_RINGS];
 };
 
+/*
+ * SEM_WAIT on a semaphore the host may write looks again after a quarter
+ * of the (wall) time it has waited, 10 us .. 10 ms (npu_engine.c).
+ */
+#define NPU_SEM_POLL_MIN_NS     10000
+#define NPU_SEM_POLL_MAX_NS     10000000
+
+static inline int64_t npu_sem_poll_ns(int64_t waited_ns)
+{
+    return MIN(MAX(waited_ns / 4, NPU_SEM_POLL_MIN_NS), NPU_SEM_POLL_MAX_NS);
+}
+
 /* A modelled duration this long never ends by itself (TEST_HANG). */
 #define NPU_FOREVER_NS  (INT64_MAX / 8)
 
@@ -226,6 +250,9 @@ void npu_park(NpuState *s, NpuRing *r);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
+void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r);
+void npu_engine_thread_init(void);
+void npu_sem_kick(NpuState *s);
 uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
                      uint64_t len, bool is_write);
 void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written);

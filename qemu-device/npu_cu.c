@@ -1485,20 +1485,13 @@ static void npu_cu_idle(NpuState *s)
         return;
     }
     now = npu_now();
-    if (deadline - now > 1100000) {
+    if (deadline - now > 2 * SCALE_MS) {
+        /* new work wakes the wait; the last millisecond is napped */
         qemu_cond_timedwait(&s->cu_cond, &s->cu_lock,
-                            MIN((deadline - now - 100000) / 1000000, 1000));
-    } else if (deadline - now > 200000) {
-        qemu_mutex_unlock(&s->cu_lock);
-        g_usleep((deadline - now - 100000) / 1000);
-        qemu_mutex_lock(&s->cu_lock);
+                            MIN((deadline - now) / SCALE_MS - 1, 1000));
     } else if (deadline > now) {
-        /* sleeps overshoot by the timer slack: spin out the end */
         qemu_mutex_unlock(&s->cu_lock);
-        while (npu_now() < deadline && !qatomic_read(&s->paused) &&
-               !qatomic_read(&s->draining)) {
-            cpu_relax();
-        }
+        npu_nap_until(s, deadline, NULL);
         qemu_mutex_lock(&s->cu_lock);
     }
 }
@@ -1652,6 +1645,7 @@ static void *npu_cu_thread(void *opaque)
     NpuCuState *cs = s->cu;
 
     rcu_register_thread();
+    npu_engine_thread_init();
     qemu_mutex_lock(&s->cu_lock);
     if (s->vtime) {
         npu_cu_loop_virtual(s);
