@@ -2472,6 +2472,140 @@ static void test_migration(void)
 	stop("migration destination");
 }
 
+/* A QMP command; true if it returned, diagnostics if not. */
+static bool qmp_do(const char *json)
+{
+	const char *r = qmp_cmd(q, json);
+
+	if (!r || !strstr(r, "\"return\"")) {
+		diag("%.120s: %.300s", json, r ? r : "(no answer)");
+		return false;
+	}
+	return true;
+}
+
+/* An HMP command through QMP; true if it printed nothing (success). */
+static bool hmp_quiet(const char *line)
+{
+	char json[256];
+	const char *r;
+
+	snprintf(json, sizeof(json), "{\"execute\":\"human-monitor-command\","
+		 "\"arguments\":{\"command-line\":\"%s\"}}", line);
+	r = qmp_cmd(q, json);
+	if (!r || !strstr(r, "\"return\": \"\"")) {
+		diag("%s: %.300s", line, r ? r : "(no answer)");
+		return false;
+	}
+	return true;
+}
+
+/* Wait for a job to conclude, then dismiss it. */
+static bool job_done(const char *id)
+{
+	uint64_t end = host_ns() + 10000000000ull;
+	char json[128];
+
+	while (host_ns() < end && !q->dead) {
+		const char *r = qmp_cmd(q, "{\"execute\":\"query-jobs\"}");
+
+		if (r && strstr(r, "\"concluded\"")) {
+			snprintf(json, sizeof(json), "{\"execute\":\"job-dismiss\","
+				 "\"arguments\":{\"id\":\"%s\"}}", id);
+			return qmp_do(json);
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * savevm and loadvm in one QEMU (snapshots need a qcow2 image: made with
+ * blockdev-create, no qemu-img). Saved while ring 0 waits on a gate with
+ * y += 2x behind it; the VM runs on and the released work finishes; then
+ * loadvm puts everything back as saved (the ring waiting again, y and the
+ * gate as they were, in device and host memory), and a second release
+ * finishes the work once more, exactly once.
+ */
+static void test_snapshot(void)
+{
+	char img[64], json[512];
+	struct buf gate, x, y;
+	struct pk p = { .n = 0 };
+	float xv[1024], yv[1024], got[1024], want[1024];
+	uint32_t zero = 0, one = 1, head;
+	bool good;
+
+	snprintf(img, sizeof(img), "/tmp/npu-devtest-snap-%d.qcow2", (int)getpid());
+	unlink(img);
+	start(NULL, 1);
+	snprintf(json, sizeof(json), "{\"execute\":\"blockdev-create\",\"arguments\":"
+		 "{\"job-id\":\"c1\",\"options\":{\"driver\":\"file\","
+		 "\"filename\":\"%s\",\"size\":0}}}", img);
+	good = qmp_do(json) && job_done("c1");
+	snprintf(json, sizeof(json), "{\"execute\":\"blockdev-add\",\"arguments\":"
+		 "{\"driver\":\"file\",\"filename\":\"%s\",\"node-name\":\"f\"}}", img);
+	good = good && qmp_do(json) &&
+	       qmp_do("{\"execute\":\"blockdev-create\",\"arguments\":"
+		      "{\"job-id\":\"c2\",\"options\":{\"driver\":\"qcow2\","
+		      "\"file\":\"f\",\"size\":67108864}}}") &&
+	       job_done("c2") &&
+	       qmp_do("{\"execute\":\"blockdev-add\",\"arguments\":"
+		      "{\"driver\":\"qcow2\",\"file\":\"f\",\"node-name\":\"q\"}}");
+	ok(good, "a qcow2 image for snapshots (blockdev-create)");
+	if (!good) {
+		stop("snapshot instance");
+		unlink(img);
+		return;
+	}
+
+	gate = alloc_buf(4096, 0, 1);
+	x = alloc_buf(sizeof(xv), 1, 1);
+	y = alloc_buf(sizeof(yv), 1, 1);
+	for (int i = 0; i < 1024; i++) {
+		xv[i] = frand();
+		yv[i] = frand();
+		want[i] = yv[i] + 2.0f * xv[i];
+	}
+	buf_write(&gate, 0, &zero, 4);
+	buf_write(&x, 0, xv, sizeof(xv));
+	buf_write(&y, 0, yv, sizeof(yv));
+	head = rrd(0, NPU_RING_HEAD);
+	pk_sem(&p, 1, gate.va, 1);
+	LAUNCH(&p, NPU_KERNEL_SAXPY_F32, 1, x.va, y.va, 1024, fbits(2.0f));
+	pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+	ring_submit(0, &p);
+	usleep(20000);
+
+	good = hmp_quiet("savevm s1") && wait_running(5000);
+	buf_write(&gate, 0, &one, 4);
+	good &= (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+		qt_readl(q, fence_pa(0)) == seqno[0] && wait_msi(0, 2000);
+	buf_read(&y, 0, got, sizeof(got));
+	good &= close_enough(got, want, 1024, 1e-5f, "after savevm");
+	ok(good, "savevm with a ring waiting on a gate; the VM runs on and the "
+	   "released work finishes");
+
+	qt_writel(q, MSI_PA, 0);
+	good = hmp_quiet("loadvm s1") && wait_running(5000);
+	buf_read(&y, 0, got, sizeof(got));
+	good &= !memcmp(got, yv, sizeof(yv)) && qt_readl(q, gate.base) == 0 &&
+		qt_readl(q, fence_pa(0)) != seqno[0] &&
+		rrd(0, NPU_RING_HEAD) == head && rrd(0, NPU_RING_TAIL) == tail[0] &&
+		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ok(good, "loadvm: the ring waits on the gate again, device memory and "
+	   "the gate as saved");
+	buf_write(&gate, 0, &one, 4);
+	good = (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+	       qt_readl(q, fence_pa(0)) == seqno[0] && wait_msi(0, 2000);
+	buf_read(&y, 0, got, sizeof(got));
+	good &= close_enough(got, want, 1024, 1e-5f, "after loadvm");
+	ok(good, "released after loadvm: the work finishes once more, exactly "
+	   "once, with its interrupt");
+	stop("snapshot instance");
+	unlink(img);
+}
+
 /* ---------------------------------------------------- trace events */
 
 /*
@@ -2538,6 +2672,7 @@ static const struct {
 	{ "busmaster_reset", test_busmaster_reset },
 	{ "vm_stop", test_vm_stop },
 	{ "migration", test_migration },
+	{ "snapshot", test_snapshot },
 	{ "sem_wait_cost", test_sem_wait_cost_alone },
 	{ "sem_wait_cost_vt", test_sem_wait_cost_vt },
 	{ "trace_events", test_trace_events },
@@ -2582,6 +2717,7 @@ static void run_all(void)
 	test_sem_wait_cost_vt();
 	test_vm_stop();
 	test_migration();
+	test_snapshot();
 	test_trace_events();
 	test_timing();
 	test_timing_precision();
