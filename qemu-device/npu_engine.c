@@ -169,7 +169,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     int64_t t0, w0;
     uint32_t v, gen;
     unsigned polls = 0;
-    bool ok = true;
+    bool ok = true, seen = false;
 
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
@@ -200,7 +200,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
      * the ring polls, with a backoff: after a quarter of the time waited
      * so far, between NPU_SEM_POLL_MIN_NS and NPU_SEM_POLL_MAX_NS. A
      * release by the host is seen at most a quarter of its wait (or 10 ms)
-     * late, and a long wait costs the host about 100 looks a second. The
+     * late, and a long wait costs the host 100 looks a second. The
      * device's own writes do notify: every completed command bumps
      * sem_gen and wakes sem_cond (npu_sem_kick), so a SEM_SIGNAL from
      * another ring releases a sleeping waiter at once. QEMU's condition
@@ -221,6 +221,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         }
         polls++;
         if (npu_seqno_passed(le32_to_cpu(v), value)) {
+            seen = true;
             qemu_mutex_lock(&r->lock);
             r->sem_wait = false;
             qemu_mutex_unlock(&r->lock);
@@ -249,8 +250,8 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     qatomic_dec(&s->sem_waiters);
     trace_npu_ring_sem_done(r->idx, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - w0,
                             polls);
-    if (!ok || npu_aborted(r) || r->sem_wait) {
-        return ok;
+    if (!seen) {
+        return ok;              /* a fault, or the ring was reset */
     }
     /* later commands' accesses happen after the semaphore was seen */
     smp_mb();
