@@ -2315,6 +2315,8 @@ static bool wait_running(int timeout_ms)
  * once (the IB resumes at its SEM_WAIT: its VADD is not run again) with
  * interrupts, and the device clock did not go back.
  */
+static const char *mig_opts;	/* extra device properties */
+
 static void test_migration(void)
 {
 	char file[64], out_uri[128], in_uri[128], dev[64], json[256];
@@ -2330,10 +2332,11 @@ static void test_migration(void)
 	snprintf(file, sizeof(file), "/tmp/npu-devtest-mig-%d", (int)getpid());
 	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
 	snprintf(in_uri, sizeof(in_uri), "exec:cat %s", file);
-	snprintf(dev, sizeof(dev), "npu,addr=%d", SLOT);
+	snprintf(dev, sizeof(dev), "npu,addr=%d%s%s", SLOT, mig_opts ? "," : "",
+		 mig_opts ? mig_opts : "");
 	unlink(file);
 
-	start(NULL, 1);
+	start(mig_opts, 1);
 	gate = alloc_buf(4096, 0, 1);
 	x = alloc_buf(sizeof(xv), 1, 1);
 	y = alloc_buf(sizeof(yv), 1, 1);
@@ -2374,8 +2377,13 @@ static void test_migration(void)
 	pk_fence(&p, ++seqno[1], fence_pa(1), 1);
 	ring_submit(1, &p);
 
-	/* ring 2: a 400 ms spin, then a FILL */
+	/*
+	 * ring 2: a 400 ms spin, then a FILL (timing=virtual: the spin would
+	 * be over at once, so it waits on the gate too)
+	 */
 	p.n = 0;
+	if (mig_opts)
+		pk_sem(&p, 1, gate.va, 1);
 	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 400000000ull);
 	pk_fill(&p, fill.va + 1024, 1024, 0x66);
 	pk_fence(&p, ++seqno[2], fence_pa(2), 1);
@@ -2449,7 +2457,7 @@ static void test_migration(void)
 		good &= wfill[i] == (i < 256 ? 0x55u : 0x66u);
 	ok(good, "results exact: the launch behind the gate ran once, the IB's "
 	   "in-place VADD was not run again, the FILLs landed");
-	ok(rrd64(2, NPU_RING_CMDS_LO) == 3,
+	ok(rrd64(2, NPU_RING_CMDS_LO) == (mig_opts ? 4 : 3),
 	   "the spin running at the migration counted once (CMDS %llu)",
 	   (unsigned long long)rrd64(2, NPU_RING_CMDS_LO));
 
@@ -2470,6 +2478,14 @@ static void test_migration(void)
 	ok(good, "a migration with an endless kernel running fails; the VM "
 	   "runs on and a ring reset stops the kernel");
 	stop("migration destination");
+}
+
+/* The same with timing=virtual: its clocks migrate too. */
+static void test_migration_vt(void)
+{
+	mig_opts = "timing=virtual";
+	test_migration();
+	mig_opts = NULL;
 }
 
 /* A QMP command; true if it returned, diagnostics if not. */
@@ -2673,6 +2689,7 @@ static const struct {
 	{ "vm_stop", test_vm_stop },
 	{ "migration", test_migration },
 	{ "snapshot", test_snapshot },
+	{ "migration_vt", test_migration_vt },
 	{ "sem_wait_cost", test_sem_wait_cost_alone },
 	{ "sem_wait_cost_vt", test_sem_wait_cost_vt },
 	{ "trace_events", test_trace_events },
@@ -2717,6 +2734,7 @@ static void run_all(void)
 	test_sem_wait_cost_vt();
 	test_vm_stop();
 	test_migration();
+	test_migration_vt();
 	test_snapshot();
 	test_trace_events();
 	test_timing();
