@@ -14,6 +14,7 @@
  * Locking: the BQL serialises register accesses. Each ring has a mutex
  * protecting its registers, taken by the MMIO handlers and briefly by the
  * ring's engine thread. Lock order: ring lock, then reg_lock or cu_lock.
+ * sem_lock (rings sleeping in SEM_WAIT) is a leaf.
  * MMU_INVALIDATE takes no lock: it synchronises with the engines through
  * atomics (npu_mmu.c).
  * Engine threads never take the BQL; interrupts they raise are delivered by
