@@ -388,7 +388,7 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
  * rises to a late wake-up at once and decays by 1/16 per sleep) plus
  * NPU_SPIN_MIN_NS, at most NPU_SPIN_MAX_NS. On a quiet host that is
  * about 10 us, on a loaded one up to the old fixed 100 us.
- * Documentation/hw/npu.rst, "Timing model", has the numbers.
+ * Documentation/hw/npu.rst, "Waiting out modelled time", has numbers.
  */
 #define NPU_SPIN_MIN_NS     5000
 #define NPU_SPIN_MAX_NS     100000
