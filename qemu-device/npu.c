@@ -383,11 +383,12 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
  * timer interrupt and scheduler make it: a few microseconds on a quiet
  * host (the default slack of 50 us would stretch every short command to
  * about that). Commands are modelled in microseconds (launch-ns 4 us,
- * copy-ns 2 us), so a thread sleeps until a margin before its deadline
- * and spins the margin: the thread's recent worst wake-up lateness (it
- * rises to a late wake-up at once and decays by 1/16 per sleep) plus
- * NPU_SPIN_MIN_NS, at most NPU_SPIN_MAX_NS. On a quiet host that is
- * about 10 us, on a loaded one up to the old fixed 100 us.
+ * copy-ns 2 us): a wait of at most NPU_SPIN_MAX_NS is spun, as every
+ * command's last 100 us used to be, so short commands keep their
+ * precision. A longer one sleeps until a margin before its deadline and
+ * spins the margin: the thread's recent worst wake-up lateness (it rises
+ * to a late wake-up at once and decays by 1/16 per sleep) plus
+ * NPU_SPIN_MIN_NS, at most NPU_SPIN_MAX_NS; on a quiet host about 10 us.
  * Documentation/hw/npu.rst, "Waiting out modelled time", has numbers.
  */
 #define NPU_SPIN_MIN_NS     5000
@@ -419,7 +420,7 @@ void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r)
     int64_t now = npu_time(), d = deadline - now;
     int64_t margin = MIN(npu_late_ns + NPU_SPIN_MIN_NS, NPU_SPIN_MAX_NS);
 
-    if (d >= margin + 1000) {
+    if (d > NPU_SPIN_MAX_NS && d - margin >= 1000) {
         int64_t want = MIN(d - margin, NPU_SLICE_NS) / 1000;
         int64_t late;
 
