@@ -144,6 +144,17 @@ void npu_park(NpuState *s, NpuRing *r)
  * one keeps the stop handler waiting.
  */
 static __thread unsigned npu_dma_depth;
+static __thread bool npu_dma_noblock;
+
+/*
+ * While set, an access on this thread is refused instead of parked when
+ * the VM is stopped: for accesses made holding a lock that the main loop
+ * may need meanwhile (timing=virtual reads semaphores under vt_lock).
+ */
+void npu_dma_set_noblock(bool on)
+{
+    npu_dma_noblock = on;
+}
 
 static void npu_dma_exit(NpuState *s)
 {
@@ -171,7 +182,7 @@ static bool npu_dma_enter(NpuState *s)
             return true;
         }
         npu_dma_exit(s);
-        if (qatomic_read(&s->resetting)) {
+        if (qatomic_read(&s->resetting) || npu_dma_noblock) {
             return false;
         }
         npu_park(s, NULL);

@@ -247,6 +247,7 @@ typedef struct NpuJob {
 int64_t npu_time(void);
 uint64_t npu_clock(NpuState *s);
 void npu_park(NpuState *s, NpuRing *r);
+void npu_dma_set_noblock(bool on);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);

@@ -77,12 +77,19 @@ static bool npu_vt_sem_ready(NpuRing *r)
     NpuJob job = { .ring = r };
     NpuErr err = { 0 };
     uint32_t v;
+    bool read;
 
-    /* an unreadable semaphore releases the ring: SEM_WAIT reports it */
-    if (!npu_vm_rw(&job, r->vt_sem_addr, &v, 4, false, &err)) {
-        return true;
-    }
-    return npu_seqno_passed(le32_to_cpu(v), r->vt_sem_value);
+    /*
+     * vt_lock is held: with the VM stopped the read must not park (a
+     * register read of the clock, or pre_save, would wait for vt_lock).
+     * An unreadable semaphore, or one not read because the VM stopped,
+     * releases the ring: its SEM_WAIT reads it itself and reports a fault
+     * or parks.
+     */
+    npu_dma_set_noblock(true);
+    read = npu_vm_rw(&job, r->vt_sem_addr, &v, 4, false, &err);
+    npu_dma_set_noblock(false);
+    return !read || npu_seqno_passed(le32_to_cpu(v), r->vt_sem_value);
 }
 
 /* Move the clock if no engine runs. vt_lock held. */
