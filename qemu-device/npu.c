@@ -14,6 +14,7 @@
  * Locking: the BQL serialises register accesses. Each ring has a mutex
  * protecting its registers, taken by the MMIO handlers and briefly by the
  * ring's engine thread. Lock order: ring lock, then reg_lock or cu_lock.
+ * sem_lock (rings sleeping in SEM_WAIT) is a leaf.
  * MMU_INVALIDATE takes no lock: it synchronises with the engines through
  * atomics (npu_mmu.c).
  * Engine threads never take the BQL; interrupts they raise are delivered by
@@ -25,6 +26,7 @@
 #include "qemu/osdep.h"
 #include "qemu/units.h"
 #include "qemu/log.h"
+#include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
 #include "qemu/rcu.h"
@@ -39,6 +41,9 @@
 #include "migration/vmstate.h"
 #include "npu.h"
 #include "trace.h"
+#ifdef CONFIG_LINUX
+#include <sys/prctl.h>
+#endif
 
 /*
  * Helpers shared with the engines
@@ -139,6 +144,17 @@ void npu_park(NpuState *s, NpuRing *r)
  * one keeps the stop handler waiting.
  */
 static __thread unsigned npu_dma_depth;
+static __thread bool npu_dma_noblock;
+
+/*
+ * While set, an access on this thread is refused instead of parked when
+ * the VM is stopped: for accesses made holding a lock that the main loop
+ * may need meanwhile (timing=virtual reads semaphores under vt_lock).
+ */
+void npu_dma_set_noblock(bool on)
+{
+    npu_dma_noblock = on;
+}
 
 static void npu_dma_exit(NpuState *s)
 {
@@ -166,7 +182,7 @@ static bool npu_dma_enter(NpuState *s)
             return true;
         }
         npu_dma_exit(s);
-        if (qatomic_read(&s->resetting)) {
+        if (qatomic_read(&s->resetting) || npu_dma_noblock) {
             return false;
         }
         npu_park(s, NULL);
@@ -181,6 +197,148 @@ static void npu_resetting(NpuState *s, int delta)
     }
 }
 
+/*
+ * Migration
+ *
+ * What a ring does inside a command lives on its engine's stack (and, for
+ * a launch, in the compute units), so the device is saved only with every
+ * ring at a command boundary: idle, between packets, or in a SEM_WAIT
+ * that has not seen its value yet. Such a SEM_WAIT has done nothing, so
+ * the saved HEAD stays on it (or on the INDIRECT holding it, with the
+ * offset in the IB to resume at) and the destination runs it again.
+ *
+ * A stop for a snapshot or a migration (RUN_STATE_SAVE_VM,
+ * RUN_STATE_FINISH_MIGRATE) first drains: with the vCPUs paused the
+ * rings start no new packet, and what they run finishes, as a block
+ * device completes its requests in flight at a stop; modelled durations
+ * are cut short (the device clock stands still with the VM's). Guest RAM
+ * written meanwhile is marked dirty as always; device memory, which the
+ * engines write directly, is marked dirty as a whole, so a migration
+ * sends it once more in its final pass. A launch that does not finish
+ * within NPU_DRAIN_MS (an endless kernel), or a ring the VM was stopped
+ * in (stop, then savevm or migrate: nothing drained), fails the save in
+ * pre_save; the VM can go on and the save be tried again.
+ */
+#define NPU_DRAIN_MS    5000
+
+/* A ring at a command boundary; ring lock held. */
+static bool npu_ring_quiet(NpuRing *r)
+{
+    return !r->running || r->sem_wait;
+}
+
+static bool npu_quiet(NpuState *s, unsigned *busy)
+{
+    unsigned i;
+
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+        bool q;
+
+        qemu_mutex_lock(&r->lock);
+        q = npu_ring_quiet(r);
+        qemu_mutex_unlock(&r->lock);
+        if (!q) {
+            *busy = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Let every ring reach a command boundary (BQL held, vCPUs paused). The
+ * engines never take the BQL. Polls every millisecond: a drain happens
+ * once per snapshot or migration.
+ */
+static void npu_drain(NpuState *s)
+{
+    int64_t t0 = qemu_clock_get_us(QEMU_CLOCK_REALTIME), t;
+    unsigned busy = 0;
+    bool quiet;
+
+    qatomic_set(&s->draining, 1);
+    /* the units may be idle until a fixed block's end: look again */
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);
+    qemu_mutex_unlock(&s->cu_lock);
+    for (;;) {
+        quiet = npu_quiet(s, &busy);
+        t = qemu_clock_get_us(QEMU_CLOCK_REALTIME) - t0;
+        if (quiet || t >= NPU_DRAIN_MS * 1000) {
+            break;
+        }
+        g_usleep(1000);
+    }
+    trace_npu_drain(quiet, quiet ? -1 : (int)busy, t);
+}
+
+static int npu_pre_save(void *opaque)
+{
+    NpuState *s = opaque;
+    int64_t end = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + 100;
+    unsigned i, busy = 0;
+
+    /* a ring that saw its semaphore just now finishes the SEM_WAIT */
+    while (!npu_quiet(s, &busy)) {
+        if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) >= end) {
+            error_report("npu: ring %u is inside a command (a launch still "
+                         "running, or the VM was stopped before the save "
+                         "began); let the VM run and save again", busy);
+            return -EBUSY;
+        }
+        g_usleep(1000);
+    }
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        s->mig_ib_resume[i] = r->running ? qatomic_read(&r->ib_off) : 0;
+        trace_npu_ring_save(i, r->head, r->tail, s->mig_ib_resume[i]);
+        qemu_mutex_unlock(&r->lock);
+    }
+    s->mig_clock = npu_clock(s);
+    npu_cu_migrate(s, false);
+    return 0;
+}
+
+/*
+ * The loaded registers are in place (the engines were reset before the
+ * load and wait for work); restore what derives from them. The rings run
+ * again when the VM does (npu_vm_state_change).
+ */
+static int npu_post_load(void *opaque, int version_id)
+{
+    NpuState *s = opaque;
+    unsigned i;
+
+    for (i = 0; i < s->nrings; i++) {
+        if (s->mig_ib_resume[i] % 4 ||
+            s->mig_ib_resume[i] >= NPU_IB_MAX_SIZE) {
+            return -EINVAL;
+        }
+    }
+    if (s->vtime) {
+        qemu_mutex_lock(&s->vt.lock);
+        s->vt.now = s->mig_clock;
+        qemu_mutex_unlock(&s->vt.lock);
+    } else {
+        qatomic_set(&s->clock_base, npu_time() - s->mig_clock);
+    }
+    npu_cu_migrate(s, true);
+    for (i = 0; i < s->nrings; i++) {
+        NpuRing *r = &s->rings[i];
+
+        qemu_mutex_lock(&r->lock);
+        r->ib_resume = s->mig_ib_resume[i];
+        npu_mmu_set_context(r, r->context, r->pt_root);
+        trace_npu_ring_load(i, r->head, r->tail, r->ib_resume);
+        qemu_mutex_unlock(&r->lock);
+        qemu_cond_broadcast(&r->cond);
+    }
+    return 0;
+}
+
 /* VM change-state handler (BQL held). */
 static void npu_vm_state_change(void *opaque, bool running, RunState state)
 {
@@ -189,6 +347,12 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
 
     trace_npu_run_state(running, state);
     if (!running) {
+        bool save = state == RUN_STATE_SAVE_VM ||
+                    state == RUN_STATE_FINISH_MIGRATE;
+
+        if (save) {
+            npu_drain(s);
+        }
         qemu_mutex_lock(&s->run_lock);
         qatomic_set(&s->paused, true);
         /* paused before dma_active; pairs with npu_dma_enter */
@@ -198,6 +362,11 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
             qemu_cond_wait(&s->run_cond, &s->run_lock);
         }
         qemu_mutex_unlock(&s->run_lock);
+        /* paused before draining ends: no new packet in between */
+        qatomic_set(&s->draining, 0);
+        if (save) {
+            memory_region_set_dirty(&s->devmem, 0, s->devmem_size);
+        }
         return;
     }
     qemu_mutex_lock(&s->run_lock);
@@ -220,31 +389,110 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
 }
 
 /*
- * Sleep until device time reaches deadline; false if aborted. Sleeps
- * in slices of at most 1 ms (so a reset is noticed quickly) and spins for
- * the last NPU_SPIN_NS, because a sleep overshoots by the timer slack
- * (~50 us) and short commands (a few us of launch latency) would otherwise
- * all take about that long.
+ * Waiting for a deadline. Engine threads run with a timer slack of 1 ns
+ * (npu_engine_thread_init), so a sleep wakes only as late as the host's
+ * timer interrupt and scheduler make it: a few microseconds on a quiet
+ * host (the default slack of 50 us would stretch every short command to
+ * about that). Commands are modelled in microseconds (launch-ns 4 us,
+ * copy-ns 2 us): a wait of at most NPU_SPIN_MAX_NS is spun, as every
+ * command's last 100 us used to be, so short commands keep their
+ * precision. A longer one sleeps until a margin before its deadline and
+ * spins the margin: the thread's recent worst wake-up lateness (it rises
+ * to a late wake-up at once and decays by 1/16 per sleep) plus
+ * NPU_SPIN_MIN_NS, at most NPU_SPIN_MAX_NS; on a quiet host about 10 us.
+ * Documentation/hw/npu.rst, "Waiting out modelled time", has numbers.
  */
-#define NPU_SPIN_NS 100000
+#define NPU_SPIN_MIN_NS     5000
+#define NPU_SPIN_MAX_NS     100000
+#define NPU_SLICE_NS        1000000     /* a reset is noticed this fast */
 
+static __thread int64_t npu_late_ns = NPU_SPIN_MAX_NS;
+
+void npu_engine_thread_init(void)
+{
+#ifdef CONFIG_LINUX
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+}
+
+static bool npu_nap_stop(NpuState *s, NpuRing *r)
+{
+    return qatomic_read(&s->paused) || qatomic_read(&s->draining) ||
+           (r && npu_aborted(r));
+}
+
+/*
+ * One step towards deadline (device time): sleep up to a slice, or spin
+ * out the margin; returns early when the VM stops, a drain begins or the
+ * ring r (if any) is aborted. Callers loop.
+ */
+void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r)
+{
+    int64_t now = npu_time(), d = deadline - now;
+    int64_t margin = MIN(npu_late_ns + NPU_SPIN_MIN_NS, NPU_SPIN_MAX_NS);
+
+    if (d > NPU_SPIN_MAX_NS && d - margin >= 1000) {
+        int64_t want = MIN(d - margin, NPU_SLICE_NS) / 1000;
+        int64_t late;
+
+        g_usleep(want);
+        late = npu_time() - (now + want * 1000);
+        /* a stop freezes device time: that is not lateness */
+        if (late >= 0 && !qatomic_read(&s->paused)) {
+            late = MIN(late, NPU_SPIN_MAX_NS);
+            npu_late_ns = late > npu_late_ns ? late
+                          : npu_late_ns - (npu_late_ns - late) / 16;
+        }
+        return;
+    }
+    while (npu_time() < deadline && !npu_nap_stop(s, r)) {
+        cpu_relax();
+    }
+}
+
+/*
+ * Sleep until device time reaches deadline; false if aborted. A drain for
+ * migration cuts finite waits short.
+ */
 bool npu_sleep_until(NpuRing *r, int64_t deadline)
 {
     for (;;) {
-        int64_t now, d;
+        int64_t now;
 
-        npu_park(r->s, r);
         if (npu_aborted(r)) {
             return false;
         }
         now = npu_time();
-        if (now >= deadline) {
+        if (now >= deadline || (qatomic_read(&r->s->draining) &&
+                                deadline - now < NPU_FOREVER_NS)) {
             return true;
         }
-        d = deadline - now;
-        if (d > NPU_SPIN_NS) {
-            g_usleep(MIN(d - NPU_SPIN_NS, 1000000) / 1000 + 1);
+        if (qatomic_read(&r->s->paused)) {
+            npu_park(r->s, r);
+            continue;
         }
+        npu_nap_until(r->s, deadline, r);
+    }
+}
+
+/* Wake every ring sleeping in SEM_WAIT (a reset: they give up). */
+static void npu_sem_wake(NpuState *s)
+{
+    qemu_mutex_lock(&s->sem_lock);
+    qemu_cond_broadcast(&s->sem_cond);
+    qemu_mutex_unlock(&s->sem_lock);
+}
+
+/* A command completed: wake rings waiting on a semaphore to look again. */
+void npu_sem_kick(NpuState *s)
+{
+    /* the command's writes before sem_waiters; pairs with npu_exec_sem */
+    smp_mb();
+    if (qatomic_read(&s->sem_waiters)) {
+        qemu_mutex_lock(&s->sem_lock);
+        qatomic_inc(&s->sem_gen);
+        qemu_cond_broadcast(&s->sem_cond);
+        qemu_mutex_unlock(&s->sem_lock);
     }
 }
 
@@ -350,6 +598,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     qatomic_set(&r->abort, true);
     qemu_cond_broadcast(&r->cond);
     npu_vt_ring_reset(r);               /* a ring waiting for the clock */
+    npu_sem_wake(s);                    /* ... or on a semaphore */
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);   /* a ring thread waiting for units */
     qemu_mutex_unlock(&s->cu_lock);
@@ -369,6 +618,8 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     r->fault_block = 0;
     r->fault_thread = 0;
     r->fault_unit = 0;
+    r->sem_wait = false;
+    r->ib_resume = 0;
     npu_mmu_set_context(r, 0, 0);
     if (counters) {
         r->base = 0;
@@ -745,6 +996,7 @@ static void npu_stop_threads(NpuState *s, unsigned n)
     }
     /* ring threads waiting in the dispatcher cancel their launches */
     npu_vt_kick(s);
+    npu_sem_wake(s);
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
@@ -839,9 +1091,9 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
                      &s->mmio);
 
     /*
-     * The device is not migratable, so its memory gets no RAMBlock id:
-     * that also lets a new instance be plugged at the same address before
-     * the old one is finalized.
+     * Device memory migrates as RAM. Its id is dropped again at unrealize
+     * (not at finalize), so a new instance can be plugged at the same
+     * address before the old one is finalized.
      */
     memory_region_init_ram_nomigrate(&s->devmem, OBJECT(s), "npu-devmem",
                                      s->devmem_size, &local_err);
@@ -849,6 +1101,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
         error_propagate(errp, local_err);
         return;
     }
+    vmstate_register_ram(&s->devmem, DEVICE(s));
     s->devmem_ptr = memory_region_get_ram_ptr(&s->devmem);
     pci_register_bar(pdev, NPU_BAR_DEVMEM,
                      PCI_BASE_ADDRESS_SPACE_MEMORY |
@@ -870,6 +1123,8 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     s->clock_base = npu_time();
     qemu_mutex_init(&s->run_lock);
     qemu_cond_init(&s->run_cond);
+    qemu_mutex_init(&s->sem_lock);
+    qemu_cond_init(&s->sem_cond);
     s->paused = !runstate_is_running();
     s->vmse = qdev_add_vm_change_state_handler(DEVICE(s), npu_vm_state_change,
                                                s);
@@ -896,6 +1151,7 @@ static void npu_exit(PCIDevice *pdev)
     NpuState *s = NPU(pdev);
 
     qemu_del_vm_change_state_handler(s->vmse);
+    vmstate_unregister_ram(&s->devmem, DEVICE(s));
     npu_stop_threads(s, s->nrings);
     npu_cu_fini(s);
     npu_vt_fini(s);
@@ -906,6 +1162,8 @@ static void npu_exit(PCIDevice *pdev)
     qemu_mutex_destroy(&s->reg_lock);
     qemu_cond_destroy(&s->run_cond);
     qemu_mutex_destroy(&s->run_lock);
+    qemu_cond_destroy(&s->sem_cond);
+    qemu_mutex_destroy(&s->sem_lock);
     msix_uninit_exclusive_bar(pdev);
 }
 
@@ -927,9 +1185,70 @@ static Property npu_properties[] = {
     DEFINE_PROP_END_OF_LIST(),
 };
 
+static const VMStateDescription vmstate_npu_ring = {
+    .name = "npu/ring",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(base, NpuRing),
+        VMSTATE_UINT32(size, NpuRing),
+        VMSTATE_UINT32(head, NpuRing),
+        VMSTATE_UINT32(tail, NpuRing),
+        VMSTATE_BOOL(enabled, NpuRing),
+        VMSTATE_BOOL(halted, NpuRing),
+        VMSTATE_UINT32(fence, NpuRing),
+        VMSTATE_UINT32(context, NpuRing),
+        VMSTATE_UINT64(pt_root, NpuRing),
+        VMSTATE_UINT32(error, NpuRing),
+        VMSTATE_UINT32(error_ctx, NpuRing),
+        VMSTATE_UINT64(fault, NpuRing),
+        VMSTATE_UINT32(error_info, NpuRing),
+        VMSTATE_UINT64(fault_pc, NpuRing),
+        VMSTATE_UINT32(fault_block, NpuRing),
+        VMSTATE_UINT32(fault_thread, NpuRing),
+        VMSTATE_UINT32(fault_unit, NpuRing),
+        VMSTATE_UINT64(busy_ns, NpuRing),
+        VMSTATE_UINT64(cmds, NpuRing),
+        VMSTATE_UINT64(bytes, NpuRing),
+        VMSTATE_UINT64(ops, NpuRing),
+        VMSTATE_UINT64(vt, NpuRing),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * Registers, counters and clock, with the rings at command boundaries
+ * (see "Migration"); device memory is RAM and migrates as such; the TLBs
+ * are caches and start empty.
+ */
 static const VMStateDescription vmstate_npu = {
     .name = "npu",
-    .unmigratable = 1,
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_save = npu_pre_save,
+    .post_load = npu_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, NpuState),
+        VMSTATE_MSIX(parent_obj, NpuState),
+        VMSTATE_UINT32_EQUAL(n_compute, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(n_copy, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(n_cus, NpuState, NULL),
+        VMSTATE_UINT64_EQUAL(devmem_size, NpuState, NULL),
+        VMSTATE_UINT32(err_pending, NpuState),
+        VMSTATE_UINT32(scratch, NpuState),
+        VMSTATE_UINT32(clock_hi_latch, NpuState),
+        VMSTATE_UINT32(irq_pending, NpuState),
+        VMSTATE_UINT64(mig_clock, NpuState),
+        VMSTATE_UINT64(vt.cu_time, NpuState),
+        VMSTATE_UINT64(mig_cu_cycle, NpuState),
+        VMSTATE_UINT64_ARRAY(mig_cu_busy_cycles, NpuState, NPU_MAX_CUS),
+        VMSTATE_UINT64_ARRAY(mig_cu_instrs, NpuState, NPU_MAX_CUS),
+        VMSTATE_UINT64_ARRAY(mig_cu_fixed_ns, NpuState, NPU_MAX_CUS),
+        VMSTATE_UINT32_ARRAY(mig_ib_resume, NpuState, NPU_MAX_RINGS),
+        VMSTATE_STRUCT_ARRAY(rings, NpuState, NPU_MAX_RINGS, 1,
+                             vmstate_npu_ring, NpuRing),
+        VMSTATE_END_OF_LIST()
+    },
 };
 
 static void npu_class_init(ObjectClass *klass, void *data)

@@ -99,12 +99,14 @@ typedef struct NpuRing {
     bool vt_sem;
     uint64_t vt_sem_addr;
     uint32_t vt_sem_value;
+    int64_t vt_sem_since;       /* wall ns it blocked at */
     uint64_t cmds;
     uint64_t bytes;
     uint64_t ops;
 
     /* engine control */
     bool running;               /* engine is executing a packet */
+    bool sem_wait;              /* ... a SEM_WAIT still waiting: restartable */
     bool stop;                  /* unrealize: thread exits */
     bool abort;                 /* reset: give up the current packet */
 
@@ -122,6 +124,8 @@ typedef struct NpuRing {
      * reset, which runs while the engine is not executing.
      */
     uint64_t pt_root;
+    uint32_t ib_off;            /* byte offset of the IB packet executing */
+    uint32_t ib_resume;         /* the INDIRECT at HEAD resumes here */
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;
@@ -173,6 +177,17 @@ struct NpuState {
 
     NpuVtime vt;
 
+    /*
+     * SEM_WAIT (npu_engine.c): a ring that has waited a while sleeps on
+     * sem_cond; every command that completes bumps sem_gen and wakes it
+     * if sem_waiters says someone waits (a write by the device itself may
+     * be what it waits for). sem_gen and sem_waiters are atomics.
+     */
+    QemuMutex sem_lock;
+    QemuCond sem_cond;
+    uint32_t sem_gen;
+    int sem_waiters;
+
     /* interrupts raised by engine threads, delivered by a bottom half */
     QEMUBH *irq_bh;
     uint32_t irq_pending;       /* atomic bitmap of vectors */
@@ -190,7 +205,35 @@ struct NpuState {
     int dma_active;             /* guest-memory accesses under way */
     int resetting;              /* resets (and unrealize) under way */
     VMChangeStateEntry *vmse;
+    /*
+     * Migration (npu.c, "Migration"): a stop for a snapshot or migration
+     * first lets every ring reach a command boundary (draining, atomic);
+     * the vmstate carries the clock, the units' counters and where each
+     * ring's INDIRECT resumes in these copies.
+     */
+    int draining;
+    uint64_t mig_clock;
+    uint64_t mig_cu_cycle;
+    uint64_t mig_cu_busy_cycles[NPU_MAX_CUS];
+    uint64_t mig_cu_instrs[NPU_MAX_CUS];
+    uint64_t mig_cu_fixed_ns[NPU_MAX_CUS];
+    uint32_t mig_ib_resume[NPU_MAX_RINGS];
 };
+
+/*
+ * SEM_WAIT on a semaphore the host may write looks again after a quarter
+ * of the (wall) time it has waited, 10 us .. 10 ms (npu_engine.c).
+ */
+#define NPU_SEM_POLL_MIN_NS     10000
+#define NPU_SEM_POLL_MAX_NS     10000000
+
+static inline int64_t npu_sem_poll_ns(int64_t waited_ns)
+{
+    return MIN(MAX(waited_ns / 4, NPU_SEM_POLL_MIN_NS), NPU_SEM_POLL_MAX_NS);
+}
+
+/* A modelled duration this long never ends by itself (TEST_HANG). */
+#define NPU_FOREVER_NS  (INT64_MAX / 8)
 
 /* One command's accounting, filled in while it runs. */
 typedef struct NpuJob {
@@ -204,9 +247,13 @@ typedef struct NpuJob {
 int64_t npu_time(void);
 uint64_t npu_clock(NpuState *s);
 void npu_park(NpuState *s, NpuRing *r);
+void npu_dma_set_noblock(bool on);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
+void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r);
+void npu_engine_thread_init(void);
+void npu_sem_kick(NpuState *s);
 uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
                      uint64_t len, bool is_write);
 void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written);
@@ -260,6 +307,7 @@ void npu_cu_init(NpuState *s);
 void npu_cu_fini(NpuState *s);
 void npu_cu_reset(NpuState *s);
 uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which);
+void npu_cu_migrate(NpuState *s, bool load);
 bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns);
 bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
                      bool full, uint64_t pkt_addr, NpuErr *err);

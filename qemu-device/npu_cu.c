@@ -232,8 +232,7 @@ static uint64_t npu_ns2c(NpuState *s, uint64_t ns, bool up)
     return up && npu_c2ns(s, c) < ns ? c + 1 : c;
 }
 
-/* A fixed-function block this long never ends by itself (TEST_HANG). */
-#define NPU_FIXED_FOREVER   (INT64_MAX / 8)
+#define NPU_FIXED_FOREVER   NPU_FOREVER_NS
 
 static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
                         const NpuSlot *t, unsigned unit)
@@ -1412,8 +1411,11 @@ static void npu_cu_reap(NpuState *s, int64_t now)
         for (j = 0; j < u->nblocks;) {
             NpuBlock *b = u->blocks[j];
 
+            /* a drain for migration ends what has an end (npu.c) */
             bool ended = s->vtime ? b->fixed_end_cycle <= s->cu->cycle
-                                  : now >= b->fixed_end;
+                                  : now >= b->fixed_end ||
+                                    (qatomic_read(&s->draining) &&
+                                     b->l->fixed_ns < NPU_FIXED_FOREVER);
 
             if (b->direct) {
                 j++;
@@ -1438,7 +1440,8 @@ static void npu_cu_pace(NpuState *s)
     NpuCuState *cs = s->cu;
     int64_t now = npu_now(), target;
 
-    if (!s->timing) {
+    if (!s->timing || qatomic_read(&s->draining)) {
+        cs->anchored = false;
         return;
     }
     if (!cs->anchored) {
@@ -1482,19 +1485,13 @@ static void npu_cu_idle(NpuState *s)
         return;
     }
     now = npu_now();
-    if (deadline - now > 1100000) {
+    if (deadline - now > 2 * SCALE_MS) {
+        /* new work wakes the wait; the last millisecond is napped */
         qemu_cond_timedwait(&s->cu_cond, &s->cu_lock,
-                            MIN((deadline - now - 100000) / 1000000, 1000));
-    } else if (deadline - now > 200000) {
-        qemu_mutex_unlock(&s->cu_lock);
-        g_usleep((deadline - now - 100000) / 1000);
-        qemu_mutex_lock(&s->cu_lock);
+                            MIN((deadline - now) / SCALE_MS - 1, 1000));
     } else if (deadline > now) {
-        /* sleeps overshoot by the timer slack: spin out the end */
         qemu_mutex_unlock(&s->cu_lock);
-        while (npu_now() < deadline && !qatomic_read(&s->paused)) {
-            cpu_relax();
-        }
+        npu_nap_until(s, deadline, NULL);
         qemu_mutex_lock(&s->cu_lock);
     }
 }
@@ -1648,6 +1645,7 @@ static void *npu_cu_thread(void *opaque)
     NpuCuState *cs = s->cu;
 
     rcu_register_thread();
+    npu_engine_thread_init();
     qemu_mutex_lock(&s->cu_lock);
     if (s->vtime) {
         npu_cu_loop_virtual(s);
@@ -1971,6 +1969,40 @@ uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which)
         break;
     }
     return v;
+}
+
+/*
+ * Migration: copy the units' counters and the device cycle to the
+ * vmstate's fields (load: back). The units are idle: every ring is at a
+ * command boundary or in a SEM_WAIT.
+ */
+void npu_cu_migrate(NpuState *s, bool load)
+{
+    NpuCuState *cs = s->cu;
+    unsigned i;
+
+    qemu_mutex_lock(&s->cu_lock);
+    if (load) {
+        cs->cycle = s->mig_cu_cycle;
+        cs->anchored = false;
+    } else {
+        s->mig_cu_cycle = cs->cycle;
+    }
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &cs->unit[i];
+
+        if (load) {
+            qatomic_set(&u->busy_cycles, s->mig_cu_busy_cycles[i]);
+            qatomic_set(&u->instrs, s->mig_cu_instrs[i]);
+            qatomic_set(&u->fixed_ns, s->mig_cu_fixed_ns[i]);
+            u->cycle = cs->cycle;
+        } else {
+            s->mig_cu_busy_cycles[i] = qatomic_read(&u->busy_cycles);
+            s->mig_cu_instrs[i] = qatomic_read(&u->instrs);
+            s->mig_cu_fixed_ns[i] = qatomic_read(&u->fixed_ns);
+        }
+    }
+    qemu_mutex_unlock(&s->cu_lock);
 }
 
 /* Device reset, after every ring was reset (no launch is queued). */

@@ -20,7 +20,6 @@
 #define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 #define NPU_CHUNK           (64 * 1024)
 #define NPU_COPY_MAX        (1ull << 30)
-#define NPU_SEM_POLL_MAX_US 500
 
 static bool npu_set_err(NpuErr *err, uint32_t code, uint64_t addr)
 {
@@ -66,6 +65,7 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
     r->bytes += bytes;
     r->ops += job->ops;
     qemu_mutex_unlock(&r->lock);
+    npu_sem_kick(r->s);
     return true;
 }
 
@@ -163,17 +163,16 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
                          NpuErr *err)
 {
     NpuRing *r = job->ring;
+    NpuState *s = r->s;
     uint32_t value = p[1];
     uint64_t addr = ldq_le_p(p + 2);
-    unsigned poll_us = 5;
-    int64_t t0;
-    uint32_t v;
+    int64_t t0, w0;
+    uint32_t v, gen;
+    unsigned polls = 0;
+    bool ok = true, seen = false;
 
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
-    }
-    if (wait) {
-        trace_npu_ring_sem_wait(r->idx, addr, value);
     }
     if (!wait) {
         t0 = npu_time();
@@ -186,24 +185,73 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         npu_complete(job, t0, 0, false, 4);
         return true;
     }
+    trace_npu_ring_sem_wait(r->idx, addr, value);
+    /*
+     * Until the value is seen this command has no effect, so a snapshot
+     * may record the ring as not having started it (npu.c, "Migration").
+     * The ring thread clears sem_wait again.
+     */
+    qemu_mutex_lock(&r->lock);
+    r->sem_wait = true;
+    qemu_mutex_unlock(&r->lock);
+    /*
+     * A guest CPU's write to the semaphore cannot notify the device (it is
+     * plain RAM, as on real hardware, whose semaphore units poll too), so
+     * the ring polls, with a backoff: after a quarter of the time waited
+     * so far, between NPU_SEM_POLL_MIN_NS and NPU_SEM_POLL_MAX_NS. A
+     * release by the host is seen at most a quarter of its wait (or 10 ms)
+     * late, and a long wait costs the host 100 looks a second. The
+     * device's own writes do notify: every completed command bumps
+     * sem_gen and wakes sem_cond (npu_sem_kick), so a SEM_SIGNAL from
+     * another ring releases a sleeping waiter at once. QEMU's condition
+     * variables time out in whole milliseconds, so sleeps shorter than
+     * that (the first 4 ms of a wait) are plain sleeps.
+     */
+    qatomic_inc(&s->sem_waiters);
+    w0 = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     for (;;) {
+        int64_t poll;
+
+        gen = qatomic_read(&s->sem_gen);
+        /* sem_gen before the semaphore; pairs with npu_sem_kick */
+        smp_mb();
         if (!npu_vm_rw(job, addr, &v, 4, false, err)) {
-            return false;
+            ok = false;
+            break;
         }
+        polls++;
         if (npu_seqno_passed(le32_to_cpu(v), value)) {
+            seen = true;
+            qemu_mutex_lock(&r->lock);
+            r->sem_wait = false;
+            qemu_mutex_unlock(&r->lock);
             break;
         }
         if (npu_aborted(r)) {
-            return true;
+            break;
         }
-        if (r->s->vtime) {
+        if (s->vtime) {
             if (!npu_vt_sem_block(r, addr, value)) {
-                return true;
+                break;
             }
             continue;
         }
-        g_usleep(poll_us);
-        poll_us = MIN(poll_us * 2, NPU_SEM_POLL_MAX_US);
+        poll = npu_sem_poll_ns(qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - w0);
+        if (poll < SCALE_MS) {
+            g_usleep(poll / SCALE_US);
+            continue;
+        }
+        qemu_mutex_lock(&s->sem_lock);
+        if (qatomic_read(&s->sem_gen) == gen && !npu_aborted(r)) {
+            qemu_cond_timedwait(&s->sem_cond, &s->sem_lock, poll / SCALE_MS);
+        }
+        qemu_mutex_unlock(&s->sem_lock);
+    }
+    qatomic_dec(&s->sem_waiters);
+    trace_npu_ring_sem_done(r->idx, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - w0,
+                            polls);
+    if (!seen) {
+        return ok;              /* a fault, or the ring was reset */
     }
     /* later commands' accesses happen after the semaphore was seen */
     smp_mb();
@@ -296,9 +344,13 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
     uint32_t size = p[1];
     uint64_t va = ldq_le_p(p + 2);
     g_autofree uint32_t *ib = NULL;
-    unsigned ndw, off = 0;
+    NpuRing *r = job->ring;
+    unsigned ndw, off = r->ib_resume / 4;
 
-    if (size % 4 || size > NPU_IB_MAX_SIZE || NPU_PKT_FLAGS(p[0])) {
+    /* a migrated ring resumes its IB where it stopped (npu.c, post_load) */
+    r->ib_resume = 0;
+    if (size % 4 || size > NPU_IB_MAX_SIZE || NPU_PKT_FLAGS(p[0]) ||
+        (off && off >= size / 4)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, va);
     }
     if (!size) {
@@ -329,6 +381,7 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
         for (i = 0; i < MIN(len, NPU_PKT_MAX_DW); i++) {
             pkt[i] = le32_to_cpu(ib[off + i]);
         }
+        qatomic_set(&r->ib_off, off * 4);
         if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
             return false;
         }
@@ -449,6 +502,7 @@ static uint32_t npu_ring_step(NpuRing *r, uint64_t base, uint32_t size,
     uint32_t h, len, avail, next, first, i;
 
     *info = 0;
+    qatomic_set(&r->ib_off, 0);
     if (!npu_ring_config_ok(base, size, head, tail)) {
         npu_set_err(err, NPU_ERR_RING_CONFIG, base);
         return head;
@@ -494,6 +548,7 @@ void *npu_ring_thread(void *opaque)
     NpuState *s = r->s;
 
     rcu_register_thread();
+    npu_engine_thread_init();
     qemu_mutex_lock(&r->lock);
     while (!r->stop) {
         uint64_t base;
@@ -501,7 +556,7 @@ void *npu_ring_thread(void *opaque)
         NpuErr err = { 0 };
 
         if (r->abort || !r->enabled || r->halted || r->head == r->tail ||
-            qatomic_read(&s->paused)) {
+            qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
             if (s->vtime) {
                 npu_vt_ring_idle(r);
             }
@@ -522,6 +577,8 @@ void *npu_ring_thread(void *opaque)
 
         qemu_mutex_lock(&r->lock);
         r->running = false;
+        r->sem_wait = false;
+        r->ib_resume = 0;
         if (!r->abort && !r->stop) {
             r->head = next;
             if (err.code) {

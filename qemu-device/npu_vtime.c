@@ -41,7 +41,7 @@
 #include "qemu/timer.h"
 #include "npu.h"
 
-#define NPU_VT_POLL_MS  1       /* blocked rings re-read host semaphores */
+#define NPU_VT_POLL_MS  1       /* a deferred move is retried this often */
 
 void npu_vt_host_touch(NpuState *s)
 {
@@ -77,12 +77,19 @@ static bool npu_vt_sem_ready(NpuRing *r)
     NpuJob job = { .ring = r };
     NpuErr err = { 0 };
     uint32_t v;
+    bool read;
 
-    /* an unreadable semaphore releases the ring: SEM_WAIT reports it */
-    if (!npu_vm_rw(&job, r->vt_sem_addr, &v, 4, false, &err)) {
-        return true;
-    }
-    return npu_seqno_passed(le32_to_cpu(v), r->vt_sem_value);
+    /*
+     * vt_lock is held: with the VM stopped the read must not park (a
+     * register read of the clock, or pre_save, would wait for vt_lock).
+     * An unreadable semaphore, or one not read because the VM stopped,
+     * releases the ring: its SEM_WAIT reads it itself and reports a fault
+     * or parks.
+     */
+    npu_dma_set_noblock(true);
+    read = npu_vm_rw(&job, r->vt_sem_addr, &v, 4, false, &err);
+    npu_dma_set_noblock(false);
+    return !read || npu_seqno_passed(le32_to_cpu(v), r->vt_sem_value);
 }
 
 /* Move the clock if no engine runs. vt_lock held. */
@@ -180,8 +187,17 @@ static bool npu_vt_wait_run(NpuState *s, unsigned e, NpuRing *r)
             return false;
         }
         if (r && r->vt_sem && vt->state[e] == NPU_VT_BLOCKED) {
-            /* a semaphore the host may write: look now and then */
-            qemu_cond_timedwait(&vt->cond, &vt->lock, NPU_VT_POLL_MS);
+            /*
+             * a semaphore the host may write: look now and then, backing
+             * off as npu_exec_sem does (the device's own writes move the
+             * clock, which re-reads it in npu_vt_advance)
+             */
+            int64_t waited = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) -
+                             r->vt_sem_since;
+
+            qemu_cond_timedwait(&vt->cond, &vt->lock,
+                                MAX(npu_sem_poll_ns(waited) / SCALE_MS,
+                                    NPU_VT_POLL_MS));
             if (vt->state[e] == NPU_VT_BLOCKED && npu_vt_sem_ready(r)) {
                 vt->state[e] = NPU_VT_RUN;
                 r->vt = vt->now;
@@ -237,6 +253,7 @@ bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value)
     r->vt_sem = true;
     r->vt_sem_addr = addr;
     r->vt_sem_value = value;
+    r->vt_sem_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     vt->state[r->idx] = NPU_VT_BLOCKED;
     npu_vt_advance(s);
     ok = npu_vt_wait_run(s, r->idx, r);

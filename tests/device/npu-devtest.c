@@ -5,6 +5,8 @@
  * The harness (layout, rings, page tables, packets) is devlib.c.
  */
 #define _GNU_SOURCE
+#include <glob.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1737,6 +1739,82 @@ static void test_timing(void)
 	stop("timing=off instance");
 }
 
+static uint64_t qemu_cpu_ns_of(bool engines);
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * How precisely short commands take their modelled time (timing=on,
+ * default properties): 200 back-to-back COPYs of 4 KiB host -> device
+ * memory (model 3024 ns) and 100 TEST_SPINs of 20 us (model 24 us), each
+ * between two TIMESTAMPs. None may be early; the median and 90th
+ * percentile of the excess are reported.
+ */
+static void test_timing_precision(void)
+{
+	enum { NC = 200, NS = 100 };
+	struct buf t, h, d;
+	struct pk p = { .n = 0 };
+	static uint64_t ts[2 * NC];
+	int64_t ex[NC];
+	bool good, early = false;
+
+	start(NULL, 0);
+	t = alloc_buf(sizeof(ts), 0, 1);
+	h = alloc_buf(4096, 0, 1);
+	d = alloc_buf(4096, 1, 1);
+	for (int kind = 0; kind < 2; kind++) {
+		int n = kind ? NS : NC;
+		int64_t model = kind ? 4000 + 20000 : 2000 + 4096 * 1000 / 4000;
+
+		p.n = 0;
+		for (int i = 0; i < n; i++) {
+			pk_ts(&p, t.va + 16 * i);
+			if (kind)
+				LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 20000);
+			else
+				pk_copy(&p, h.va, d.va, 4096);
+			pk_ts(&p, t.va + 16 * i + 8);
+		}
+		good = ring_run(kind ? 0 : COPY0, &p, 20000);
+		buf_read(&t, 0, ts, 16 * n);
+		for (int i = 0; i < n; i++) {
+			ex[i] = (int64_t)(ts[2 * i + 1] - ts[2 * i]) - model;
+			early |= ex[i] < 0;
+		}
+		qsort(ex, n, sizeof(ex[0]), cmp_i64);
+		diag("timing precision: %s, model %lld ns: excess median %.1f us, "
+		     "p90 %.1f us, max %.1f us", kind ? "TEST_SPIN 20 us" : "COPY 4 KiB",
+		     (long long)model, ex[n / 2] / 1e3, ex[n * 9 / 10] / 1e3,
+		     ex[n - 1] / 1e3);
+		ok(good && !early, "timing precision: no %s completes early",
+		   kind ? "TEST_SPIN" : "COPY");
+	}
+	/* what waiting out modelled time costs the host: 100 x 1 ms */
+	{
+		uint64_t c0, c1, w0, w1;
+
+		p.n = 0;
+		for (int i = 0; i < 100; i++)
+			LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 1000000);
+		c0 = qemu_cpu_ns_of(true);
+		w0 = host_ns();
+		good = ring_run(0, &p, 20000);
+		w1 = host_ns();
+		c1 = qemu_cpu_ns_of(true);
+		diag("timing precision: 100 TEST_SPINs of 1 ms took %.1f ms, "
+		     "the device's threads' CPU %.1f ms", (w1 - w0) / 1e6,
+		     (c1 - c0) / 1e6);
+		ok(good, "timing precision: 100 TEST_SPINs of 1 ms");
+	}
+	stop("timing precision instance");
+}
+
 /* The largest configuration: 16 compute rings, 64 units. */
 static void test_max_config(void)
 {
@@ -2070,6 +2148,480 @@ static void test_vm_stop(void)
 	stop("run-state instance");
 }
 
+/* ---------------------------------------------------- waiting costs */
+
+/*
+ * CPU time QEMU's threads have run, ns (schedstat: nanosecond resolution);
+ * with engines set, only the device's threads (npu-ring*, npu-cu).
+ */
+static uint64_t qemu_cpu_ns_of(bool engines)
+{
+	char path[64];
+	uint64_t sum = 0;
+	glob_t gl;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/*/schedstat", (int)q->pid);
+	if (glob(path, 0, NULL, &gl))
+		return 0;
+	for (size_t i = 0; i < gl.gl_pathc; i++) {
+		char comm[PATH_MAX], name[32] = "";
+		unsigned long long ns = 0;
+		FILE *f;
+
+		snprintf(comm, sizeof(comm), "%.*s/comm",
+			 (int)(strrchr(gl.gl_pathv[i], '/') - gl.gl_pathv[i]),
+			 gl.gl_pathv[i]);
+		f = fopen(comm, "r");
+		if (f) {
+			if (!fgets(name, sizeof(name), f))
+				name[0] = 0;
+			fclose(f);
+		}
+		if (engines && strncmp(name, "npu-", 4))
+			continue;
+		f = fopen(gl.gl_pathv[i], "r");
+		if (f && fscanf(f, "%llu", &ns) == 1)
+			sum += ns;
+		if (f)
+			fclose(f);
+	}
+	globfree(&gl);
+	return sum;
+}
+
+static uint64_t qemu_cpu_ns(void)
+{
+	return qemu_cpu_ns_of(false);
+}
+
+/*
+ * A ring waiting on a host-written semaphore for 1 s: QEMU's CPU time
+ * over that second (against an idle second) must stay small, and the
+ * release must still be seen promptly. A semaphore another ring signals
+ * releases its waiter at once, however long it waited.
+ */
+static void test_sem_wait_cost(void)
+{
+	struct buf g = alloc_buf(4096, 0, 1), t = alloc_buf(64, 0, 1);
+	struct pk p = { .n = 0 };
+	uint64_t c0, c1, c2, t0, lat, ts[2];
+	uint32_t zero = 0, one = 1;
+	bool good;
+
+	buf_write(&g, 0, &zero, 4);
+	c0 = qemu_cpu_ns();
+	usleep(1000000);
+	c1 = qemu_cpu_ns();
+	pk_sem(&p, 1, g.va, 1);
+	pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+	ring_submit(0, &p);
+	usleep(1000000);
+	c2 = qemu_cpu_ns();
+	t0 = host_ns();
+	buf_write(&g, 0, &one, 4);
+	good = (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+	       qt_readl(q, fence_pa(0)) == seqno[0];
+	lat = host_ns() - t0;
+	diag("SEM_WAIT on a host word for 1 s: QEMU CPU %.1f ms (idle second "
+	     "%.1f ms); release seen after %.2f ms", (c2 - c1) / 1e6,
+	     (c1 - c0) / 1e6, lat / 1e6);
+	ok(good && c2 - c1 < 20000000ull + (c1 - c0) && lat < 50000000ull,
+	   "a ring waiting 1 s on a host-written semaphore costs %.1f ms of "
+	   "CPU and sees the release within %.1f ms", (c2 - c1) / 1e6, lat / 1e6);
+
+	/* ring 1 waits 300 ms, then ring 2 signals: released at once */
+	buf_write(&g, 0, &zero, 4);
+	p.n = 0;
+	pk_sem(&p, 1, g.va, 2);
+	pk_ts(&p, t.va + 8);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+	ring_submit(1, &p);
+	usleep(300000);
+	p.n = 0;
+	pk_ts(&p, t.va);
+	pk_sem(&p, 0, g.va, 2);
+	good = ring_run(2, &p, 5000) && (ring_wait(1, 5000) & NPU_RING_STS_IDLE);
+	buf_read(&t, 0, ts, 16);
+	diag("SEM_SIGNAL by a ring to a ring waiting 300 ms: released %.1f us "
+	     "after the signal's TIMESTAMP", (double)(ts[1] - ts[0]) / 1e3);
+	ok(good && ts[1] >= ts[0],
+	   "a ring's SEM_SIGNAL releases a long SEM_WAIT (%.1f us)",
+	   (double)(ts[1] - ts[0]) / 1e3);
+}
+
+static void test_sem_wait_cost_alone(void)
+{
+	start(NULL, 0);
+	test_sem_wait_cost();
+	stop("sem_wait_cost instance");
+}
+
+static void test_sem_wait_cost_vt(void)
+{
+	start("timing=virtual", 0);
+	test_sem_wait_cost();
+	stop("sem_wait_cost timing=virtual instance");
+}
+
+/* ---------------------------------------------------- migration */
+
+/* Poll query-migrate until the migration is completed or has failed. */
+static bool migrate_wait(int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+
+	while (host_ns() < end && !q->dead) {
+		const char *r = qmp_cmd(q, "{\"execute\":\"query-migrate\"}");
+
+		if (!r)
+			return false;
+		if (strstr(r, "\"completed\""))
+			return true;
+		if (strstr(r, "\"failed\"") || strstr(r, "\"cancelled\"")) {
+			diag("query-migrate: %.300s", r);
+			return false;
+		}
+		usleep(20000);
+	}
+	return false;
+}
+
+/* Wait until the VM runs (an incoming migration finished loading). */
+static bool wait_running(int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+
+	while (host_ns() < end && !q->dead) {
+		const char *r = qmp_cmd(q, "{\"execute\":\"query-status\"}");
+
+		if (r && strstr(r, "\"running\": true"))
+			return true;
+		if (r && strstr(r, "\"running\":true"))
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/*
+ * Migrate a busy device to a second QEMU through a file (exec: URIs, QEMU
+ * 7.2 has no file: migration): ring 0 waits on a host semaphore with a
+ * launch and a copy queued behind it; ring 1 runs an indirect buffer whose
+ * in-place VADD has run and whose SEM_WAIT (on the same gate) stalls it;
+ * ring 2 is inside a 400 ms TEST_SPIN when the migration starts, with a
+ * FILL after it; ring 3 is idle with counters; device memory holds the
+ * inputs. In the second QEMU the registers, counters, device memory, PCI
+ * config and MSI-X are back; releasing the gate finishes the work exactly
+ * once (the IB resumes at its SEM_WAIT: its VADD is not run again) with
+ * interrupts, and the device clock did not go back.
+ */
+static const char *mig_opts;	/* extra device properties */
+
+static void test_migration(void)
+{
+	char file[64], out_uri[128], in_uri[128], dev[64], json[256];
+	const char *extra[] = { "-device", dev, "-incoming", in_uri, NULL };
+	struct buf gate, x, y, z, out, fill, ibb;
+	struct pk p = { .n = 0 }, ib = { .n = 0 };
+	float xv[1024], yv[1024], got[1024], want[1024];
+	uint32_t one = 1, zero = 0, wfill[512];
+	uint64_t cmds3, clk, head0, head1;
+	const char *r;
+	bool good;
+
+	snprintf(file, sizeof(file), "/tmp/npu-devtest-mig-%d", (int)getpid());
+	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
+	snprintf(in_uri, sizeof(in_uri), "exec:cat %s", file);
+	snprintf(dev, sizeof(dev), "npu,addr=%d%s%s", SLOT, mig_opts ? "," : "",
+		 mig_opts ? mig_opts : "");
+	unlink(file);
+
+	start(mig_opts, 1);
+	gate = alloc_buf(4096, 0, 1);
+	x = alloc_buf(sizeof(xv), 1, 1);
+	y = alloc_buf(sizeof(yv), 1, 1);
+	z = alloc_buf(sizeof(yv), 1, 1);
+	out = alloc_buf(sizeof(yv), 0, 1);
+	fill = alloc_buf(sizeof(wfill), 0, 1);
+	ibb = alloc_buf(4096, 0, 0);
+	for (int i = 0; i < 1024; i++) {
+		xv[i] = frand();
+		yv[i] = frand();
+	}
+	buf_write(&gate, 0, &zero, 4);
+	buf_write(&x, 0, xv, sizeof(xv));
+	buf_write(&y, 0, yv, sizeof(yv));
+	buf_write(&z, 0, yv, sizeof(yv));
+
+	/* ring 3: idle, with counters */
+	p.n = 0;
+	pk_fill(&p, fill.va, sizeof(wfill), 7);
+	good = ring_run(3, &p, 5000);
+	cmds3 = rrd64(3, NPU_RING_CMDS_LO);
+
+	/* ring 0: gate, then y += 2x, y -> out, fence + MSI-X */
+	p.n = 0;
+	pk_sem(&p, 1, gate.va, 1);
+	LAUNCH(&p, NPU_KERNEL_SAXPY_F32, 1, x.va, y.va, 1024, fbits(2.0f));
+	pk_copy(&p, y.va, out.va, sizeof(yv));
+	pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+	ring_submit(0, &p);
+
+	/* ring 1: IB of z = z + x (in place), gate, z -> z (no-op copy) */
+	LAUNCH(&ib, NPU_KERNEL_VADD_F32, 1, z.va, x.va, z.va, 1024);
+	pk_sem(&ib, 1, gate.va, 1);
+	pk_fill(&ib, fill.va, 1024, 0x55);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	pk_fence(&p, ++seqno[1], fence_pa(1), 1);
+	ring_submit(1, &p);
+
+	/*
+	 * ring 2: a 400 ms spin, then a FILL (timing=virtual: the spin would
+	 * be over at once, so it waits on the gate too)
+	 */
+	p.n = 0;
+	if (mig_opts)
+		pk_sem(&p, 1, gate.va, 1);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 400000000ull);
+	pk_fill(&p, fill.va + 1024, 1024, 0x66);
+	pk_fence(&p, ++seqno[2], fence_pa(2), 1);
+	ring_submit(2, &p);
+	usleep(100000);
+
+	head0 = rrd(0, NPU_RING_HEAD);
+	head1 = rrd(1, NPU_RING_HEAD);
+	good &= !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(1, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(2, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	clk = dev_clock();
+	snprintf(json, sizeof(json),
+		 "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}", out_uri);
+	r = qmp_cmd(q, json);
+	if (!r || !strstr(r, "\"return\""))
+		diag("migrate: %.300s", r ? r : "(no answer)");
+	good &= r && strstr(r, "\"return\"") && migrate_wait(20000);
+	ok(good, "a device with rings waiting, an IB stalled inside and a "
+	   "launch running migrates out");
+	stop("migration source");
+	if (!good) {
+		unlink(file);
+		return;
+	}
+
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -incoming");
+		unlink(file);
+		return;
+	}
+	good = wait_running(20000);
+	unlink(file);
+	ok(good, "the second QEMU loads the device and runs");
+	good &= rrd(0, NPU_RING_HEAD) == head0 && rrd(1, NPU_RING_HEAD) == head1 &&
+		rrd(0, NPU_RING_TAIL) == tail[0] && rrd(1, NPU_RING_TAIL) == tail[1] &&
+		rrd(0, NPU_RING_SIZE) == RING_BYTES &&
+		rrd64(0, NPU_RING_BASE_LO) == RING_PA(0) &&
+		rrd(0, NPU_RING_CONTEXT) == CTX_ID &&
+		rrd64(3, NPU_RING_CMDS_LO) == cmds3 &&
+		(rrd(3, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		!(rrd(1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ok(good && dev_clock() >= clk,
+	   "registers, counters and the device clock are back; rings 0 and 1 "
+	   "still wait on the gate");
+	buf_read(&x, 0, got, sizeof(got));
+	ok(!memcmp(got, xv, sizeof(xv)), "device memory migrated");
+
+	buf_write(&gate, 0, &one, 4);
+	good = (ring_wait(0, 10000) & NPU_RING_STS_IDLE) &&
+	       (ring_wait(1, 10000) & NPU_RING_STS_IDLE) &&
+	       (ring_wait(2, 10000) & NPU_RING_STS_IDLE);
+	good &= qt_readl(q, fence_pa(0)) == seqno[0] &&
+		qt_readl(q, fence_pa(1)) == seqno[1] &&
+		qt_readl(q, fence_pa(2)) == seqno[2] &&
+		wait_msi(0, 2000) && wait_msi(1, 2000) && wait_msi(2, 2000);
+	ok(good, "released after the migration: the three rings finish with "
+	   "their fences and interrupts");
+	for (int i = 0; i < 1024; i++)
+		want[i] = yv[i] + 2.0f * xv[i];
+	buf_read(&out, 0, got, sizeof(got));
+	good = close_enough(got, want, 1024, 1e-5f, "saxpy");
+	for (int i = 0; i < 1024; i++)
+		want[i] = yv[i] + xv[i];
+	buf_read(&z, 0, got, sizeof(got));
+	good &= close_enough(got, want, 1024, 1e-5f, "vadd");
+	buf_read(&fill, 0, wfill, sizeof(wfill));
+	for (int i = 0; i < 512; i++)
+		good &= wfill[i] == (i < 256 ? 0x55u : 0x66u);
+	ok(good, "results exact: the launch behind the gate ran once, the IB's "
+	   "in-place VADD was not run again, the FILLs landed");
+	ok(rrd64(2, NPU_RING_CMDS_LO) == (mig_opts ? 4 : 3),
+	   "the spin running at the migration counted once (CMDS %llu)",
+	   (unsigned long long)rrd64(2, NPU_RING_CMDS_LO));
+
+	/* an endless kernel cannot be drained: the save fails, the VM runs on */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 1, 0);
+	ring_submit(4, &p);
+	usleep(20000);
+	r = qmp_cmd(q, "{\"execute\":\"migrate\",\"arguments\":"
+		    "{\"uri\":\"exec:cat > /dev/null\"}}");
+	good = r && strstr(r, "\"return\"") && !migrate_wait(20000) &&
+	       wait_running(5000) &&
+	       !(rrd(4, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ring_reset(4);
+	p.n = 0;
+	pk_fill(&p, fill.va, 4, 9);
+	good &= ring_run(4, &p, 5000);
+	ok(good, "a migration with an endless kernel running fails; the VM "
+	   "runs on and a ring reset stops the kernel");
+	stop("migration destination");
+}
+
+/* The same with timing=virtual: its clocks migrate too. */
+static void test_migration_vt(void)
+{
+	mig_opts = "timing=virtual";
+	test_migration();
+	mig_opts = NULL;
+}
+
+/* A QMP command; true if it returned, diagnostics if not. */
+static bool qmp_do(const char *json)
+{
+	const char *r = qmp_cmd(q, json);
+
+	if (!r || !strstr(r, "\"return\"")) {
+		diag("%.120s: %.300s", json, r ? r : "(no answer)");
+		return false;
+	}
+	return true;
+}
+
+/* An HMP command through QMP; true if it printed nothing (success). */
+static bool hmp_quiet(const char *line)
+{
+	char json[256];
+	const char *r;
+
+	snprintf(json, sizeof(json), "{\"execute\":\"human-monitor-command\","
+		 "\"arguments\":{\"command-line\":\"%s\"}}", line);
+	r = qmp_cmd(q, json);
+	if (!r || !strstr(r, "\"return\": \"\"")) {
+		diag("%s: %.300s", line, r ? r : "(no answer)");
+		return false;
+	}
+	return true;
+}
+
+/* Wait for a job to conclude, then dismiss it. */
+static bool job_done(const char *id)
+{
+	uint64_t end = host_ns() + 10000000000ull;
+	char json[128];
+
+	while (host_ns() < end && !q->dead) {
+		const char *r = qmp_cmd(q, "{\"execute\":\"query-jobs\"}");
+
+		if (r && strstr(r, "\"concluded\"")) {
+			snprintf(json, sizeof(json), "{\"execute\":\"job-dismiss\","
+				 "\"arguments\":{\"id\":\"%s\"}}", id);
+			return qmp_do(json);
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * savevm and loadvm in one QEMU (snapshots need a qcow2 image: made with
+ * blockdev-create, no qemu-img). Saved while ring 0 waits on a gate with
+ * y += 2x behind it; the VM runs on and the released work finishes; then
+ * loadvm puts everything back as saved (the ring waiting again, y and the
+ * gate as they were, in device and host memory), and a second release
+ * finishes the work once more, exactly once.
+ */
+static void test_snapshot(void)
+{
+	char img[64], json[512];
+	struct buf gate, x, y;
+	struct pk p = { .n = 0 };
+	float xv[1024], yv[1024], got[1024], want[1024];
+	uint32_t zero = 0, one = 1, head;
+	bool good;
+
+	snprintf(img, sizeof(img), "/tmp/npu-devtest-snap-%d.qcow2", (int)getpid());
+	unlink(img);
+	start(NULL, 1);
+	snprintf(json, sizeof(json), "{\"execute\":\"blockdev-create\",\"arguments\":"
+		 "{\"job-id\":\"c1\",\"options\":{\"driver\":\"file\","
+		 "\"filename\":\"%s\",\"size\":0}}}", img);
+	good = qmp_do(json) && job_done("c1");
+	snprintf(json, sizeof(json), "{\"execute\":\"blockdev-add\",\"arguments\":"
+		 "{\"driver\":\"file\",\"filename\":\"%s\",\"node-name\":\"f\"}}", img);
+	good = good && qmp_do(json) &&
+	       qmp_do("{\"execute\":\"blockdev-create\",\"arguments\":"
+		      "{\"job-id\":\"c2\",\"options\":{\"driver\":\"qcow2\","
+		      "\"file\":\"f\",\"size\":67108864}}}") &&
+	       job_done("c2") &&
+	       qmp_do("{\"execute\":\"blockdev-add\",\"arguments\":"
+		      "{\"driver\":\"qcow2\",\"file\":\"f\",\"node-name\":\"q\"}}");
+	ok(good, "a qcow2 image for snapshots (blockdev-create)");
+	if (!good) {
+		stop("snapshot instance");
+		unlink(img);
+		return;
+	}
+
+	gate = alloc_buf(4096, 0, 1);
+	x = alloc_buf(sizeof(xv), 1, 1);
+	y = alloc_buf(sizeof(yv), 1, 1);
+	for (int i = 0; i < 1024; i++) {
+		xv[i] = frand();
+		yv[i] = frand();
+		want[i] = yv[i] + 2.0f * xv[i];
+	}
+	buf_write(&gate, 0, &zero, 4);
+	buf_write(&x, 0, xv, sizeof(xv));
+	buf_write(&y, 0, yv, sizeof(yv));
+	head = rrd(0, NPU_RING_HEAD);
+	pk_sem(&p, 1, gate.va, 1);
+	LAUNCH(&p, NPU_KERNEL_SAXPY_F32, 1, x.va, y.va, 1024, fbits(2.0f));
+	pk_fence(&p, ++seqno[0], fence_pa(0), 1);
+	ring_submit(0, &p);
+	usleep(20000);
+
+	good = hmp_quiet("savevm s1") && wait_running(5000);
+	buf_write(&gate, 0, &one, 4);
+	good &= (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+		qt_readl(q, fence_pa(0)) == seqno[0] && wait_msi(0, 2000);
+	buf_read(&y, 0, got, sizeof(got));
+	good &= close_enough(got, want, 1024, 1e-5f, "after savevm");
+	ok(good, "savevm with a ring waiting on a gate; the VM runs on and the "
+	   "released work finishes");
+
+	qt_writel(q, MSI_PA, 0);
+	good = hmp_quiet("loadvm s1") && wait_running(5000);
+	buf_read(&y, 0, got, sizeof(got));
+	good &= !memcmp(got, yv, sizeof(yv)) && qt_readl(q, gate.base) == 0 &&
+		qt_readl(q, fence_pa(0)) != seqno[0] &&
+		rrd(0, NPU_RING_HEAD) == head && rrd(0, NPU_RING_TAIL) == tail[0] &&
+		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	ok(good, "loadvm: the ring waits on the gate again, device memory and "
+	   "the gate as saved");
+	buf_write(&gate, 0, &one, 4);
+	good = (ring_wait(0, 5000) & NPU_RING_STS_IDLE) &&
+	       qt_readl(q, fence_pa(0)) == seqno[0] && wait_msi(0, 2000);
+	buf_read(&y, 0, got, sizeof(got));
+	good &= close_enough(got, want, 1024, 1e-5f, "after loadvm");
+	ok(good, "released after loadvm: the work finishes once more, exactly "
+	   "once, with its interrupt");
+	stop("snapshot instance");
+	unlink(img);
+}
+
 /* ---------------------------------------------------- trace events */
 
 /*
@@ -2125,8 +2677,39 @@ static void test_trace_events(void)
 	ok(good, "-trace npu_ring_halt and npu_dma_fault: the halt and the DMA fault are in the -D log");
 }
 
+/*
+ * NPU_DEVTEST_ONLY=name runs one of the tests that start their own QEMU
+ * (a developer's shortcut; make test runs everything).
+ */
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} standalone[] = {
+	{ "busmaster_reset", test_busmaster_reset },
+	{ "vm_stop", test_vm_stop },
+	{ "migration", test_migration },
+	{ "snapshot", test_snapshot },
+	{ "migration_vt", test_migration_vt },
+	{ "sem_wait_cost", test_sem_wait_cost_alone },
+	{ "sem_wait_cost_vt", test_sem_wait_cost_vt },
+	{ "trace_events", test_trace_events },
+	{ "timing", test_timing },
+	{ "timing_precision", test_timing_precision },
+	{ "max_config", test_max_config },
+	{ "properties", test_properties },
+	{ "hotplug", test_hotplug },
+};
+
 static void run_all(void)
 {
+	const char *only = getenv("NPU_DEVTEST_ONLY");
+
+	if (only) {
+		for (size_t i = 0; i < sizeof(standalone) / sizeof(standalone[0]); i++)
+			if (!strcmp(only, standalone[i].name))
+				standalone[i].fn();
+		return;
+	}
 	start(NULL, 0);
 	test_identity();
 	test_fences();
@@ -2135,6 +2718,7 @@ static void run_all(void)
 	test_timestamp_ib();
 	test_control();
 	test_semaphores();
+	test_sem_wait_cost();
 	test_faults();
 	test_bounds();
 	test_bad_packets();
@@ -2147,9 +2731,14 @@ static void run_all(void)
 	test_fuzz();
 	stop("main instance");
 	test_busmaster_reset();
+	test_sem_wait_cost_vt();
 	test_vm_stop();
+	test_migration();
+	test_migration_vt();
+	test_snapshot();
 	test_trace_events();
 	test_timing();
+	test_timing_precision();
 	test_max_config();
 	test_properties();
 	test_hotplug();

@@ -77,6 +77,8 @@ struct qt *qt_start(const char *qemu, const char *const *extra, int with_qmp)
 	argv[n++] = "-display";
 	argv[n++] = "none";
 	argv[n++] = "-nodefaults";
+	argv[n++] = "-name";		/* thread names: npu-ring0, npu-cu */
+	argv[n++] = "debug-threads=on";
 	argv[n++] = "-nic";
 	argv[n++] = "none";
 	argv[n++] = "-m";
