@@ -142,6 +142,42 @@ static enum dma_data_direction npu_userptr_dma_dir(struct npu_bo *bo)
 }
 
 /*
+ * User memory may be registered more than once (overlapping ranges, or the
+ * same pages at two addresses or in two processes), so the same page can be
+ * in several live streaming mappings. That is legitimate here: while it is
+ * registered, the memory is shared by the CPU and the device at any time,
+ * which takes cache-coherent DMA (PCIe on x86 snoops); there is no point
+ * where a cache flush or invalidate could hand it over. So the mappings skip
+ * the implicit CPU syncs (DMA_ATTR_SKIP_CPU_SYNC, which also tells
+ * CONFIG_DMA_API_DEBUG that the overlap is intended) and the driver does
+ * the syncs of a lone mapping itself, once after mapping and once before
+ * unmapping. Where DMA is coherent they cost nothing.
+ */
+static int npu_userptr_dma_map(struct device *dev, struct npu_bo *bo)
+{
+	enum dma_data_direction dir = npu_userptr_dma_dir(bo);
+	int ret;
+
+	ret = dma_map_sgtable(dev, bo->sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	if (ret)
+		return ret;
+	dma_sync_sgtable_for_device(dev, bo->sgt, dir);
+	return 0;
+}
+
+/* Undo npu_userptr_dma_map() and free the sg table. */
+static void npu_userptr_dma_unmap(struct device *dev, struct npu_bo *bo)
+{
+	enum dma_data_direction dir = npu_userptr_dma_dir(bo);
+
+	dma_sync_sgtable_for_cpu(dev, bo->sgt, dir);
+	dma_unmap_sgtable(dev, bo->sgt, dir, DMA_ATTR_SKIP_CPU_SYNC);
+	sg_free_table(bo->sgt);
+	kfree(bo->sgt);
+	bo->sgt = NULL;
+}
+
+/*
  * Put a BO whose pages are mapped for the device on the device's list, so
  * that removal can unmap them (npu_bos_hw_fini()). Callers map and track
  * inside drm_dev_enter(), so removal cannot miss a BO being created.
@@ -191,12 +227,8 @@ static void npu_bo_dma_unmap(struct npu_bo *bo)
 		}
 		break;
 	case NPU_BO_USERPTR:
-		if (bo->sgt) {
-			dma_unmap_sgtable(dev, bo->sgt, npu_userptr_dma_dir(bo),
-					  0);
-			sg_free_table(bo->sgt);
-			kfree(bo->sgt);
-		}
+		if (bo->sgt)
+			npu_userptr_dma_unmap(dev, bo);
 		break;
 	case NPU_BO_DEVMEM:
 		break;
@@ -253,12 +285,8 @@ static void npu_bo_free(struct drm_gem_object *obj)
 		mutex_unlock(&ndev->devmem_lock);
 		break;
 	case NPU_BO_USERPTR:
-		if (bo->sgt) {	/* mapped, but not tracked */
-			dma_unmap_sgtable(obj->dev->dev, bo->sgt,
-					  npu_userptr_dma_dir(bo), 0);
-			sg_free_table(bo->sgt);
-			kfree(bo->sgt);
-		}
+		if (bo->sgt)	/* mapped, but not tracked */
+			npu_userptr_dma_unmap(obj->dev->dev, bo);
 		if (bo->pages) {
 			unpin_user_pages_dirty_lock(bo->pages, bo->npages,
 						    !bo->read_only);
@@ -705,13 +733,14 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 		bo->sgt = NULL;
 		goto err_put;
 	}
-	if (!drm_dev_enter(dev, &idx)) {
-		ret = -ENODEV;
-		goto err_put;
+	/* bo->sgt is mapped from here on or freed: npu_bo_free() unmaps it */
+	ret = -ENODEV;
+	if (drm_dev_enter(dev, &idx)) {
+		ret = npu_userptr_dma_map(dev->dev, bo);
+		if (ret)
+			drm_dev_exit(idx);
 	}
-	ret = dma_map_sgtable(dev->dev, bo->sgt, npu_userptr_dma_dir(bo), 0);
 	if (ret) {
-		drm_dev_exit(idx);
 		sg_free_table(bo->sgt);
 		kfree(bo->sgt);
 		bo->sgt = NULL;

@@ -654,8 +654,6 @@ static void npu_pending_cleanup(struct npu_pending *pj)
 	kfree(pj->outs);
 	if (pj->proxy)
 		dma_fence_put(&pj->proxy->base);
-	if (pj->queue)
-		npu_queue_put(pj->queue);
 }
 
 /*
@@ -911,6 +909,16 @@ int npu_ioctl_submit(struct drm_device *dev, void *data,
 	for (i = 0; i < n; i++)
 		npu_pending_cleanup(&p[i]);
 	mutex_unlock(&nfile->submit_lock);
+	/*
+	 * QUEUE_DESTROY may have run meanwhile, leaving the last reference of
+	 * a queue to us: its release waits until the queue's jobs reached a
+	 * ring, which may take as long as their dependencies. Not under
+	 * submit_lock, which every other SUBMIT of the file needs (and one of
+	 * them may be what those dependencies wait for).
+	 */
+	for (i = 0; i < n; i++)
+		if (p[i].queue)
+			npu_queue_put(p[i].queue);
 	kfree(p);
 	return ret;
 }

@@ -1,9 +1,9 @@
 #!/bin/bash
 # Build the debug kernel: Debian's linux-source-6.1 configured as a QEMU guest
-# with KASAN, lockdep (PROVE_LOCKING), kmemleak, fault injection (FAILSLAB,
-# FAIL_PAGE_ALLOC, debugfs), SW_SYNC, and the DRM core, GEM shmem helpers and
-# GPU scheduler as modules. Built once and cached, keyed by the source
-# tarball and this script. Prints the directory holding:
+# with KASAN, lockdep (PROVE_LOCKING), kmemleak, DMA API debugging, fault
+# injection (FAILSLAB, FAIL_PAGE_ALLOC, debugfs), SW_SYNC, and the DRM core,
+# GEM shmem helpers and GPU scheduler as modules. Built once and cached,
+# keyed by the source tarball and this script. Prints the directory holding:
 #   bzImage, build/ (kernel tree to build modules against),
 #   root/lib/modules/<release>/, release
 set -euo pipefail
@@ -29,6 +29,7 @@ scripts/config \
 	-e KASAN -e KASAN_GENERIC -e KASAN_INLINE \
 	-e DEBUG_KMEMLEAK -d DEBUG_KMEMLEAK_DEFAULT_OFF \
 	-e PROVE_LOCKING -e DEBUG_ATOMIC_SLEEP -e DEBUG_LIST \
+	-e DMA_API_DEBUG -e DMA_API_DEBUG_SG -e USERFAULTFD \
 	-e FAULT_INJECTION -e FAILSLAB -e FAIL_PAGE_ALLOC -e FAULT_INJECTION_DEBUG_FS \
 	-e SYNC_FILE -e SW_SYNC -e DEBUG_FS -e DEVTMPFS -e DEVTMPFS_MOUNT \
 	-e PCI_MSI -e BLK_DEV_INITRD -e RD_GZIP \
@@ -51,7 +52,7 @@ scripts/config -e EXPERT \
 	-d MICROCODE -d NUMA -d IA32_EMULATION -d CGROUPS -d TASKSTATS \
 	-d BSD_PROCESS_ACCT -d KALLSYMS_ALL
 make -s olddefconfig >&2
-for opt in KASAN PROVE_LOCKING DEBUG_KMEMLEAK FAILSLAB SW_SYNC BLK_DEV_INITRD RD_GZIP SERIAL_8250_CONSOLE PCI_MSI DEVTMPFS UNIX; do
+for opt in KASAN PROVE_LOCKING DEBUG_KMEMLEAK DMA_API_DEBUG FAILSLAB FAIL_PAGE_ALLOC FAULT_INJECTION_DEBUG_FS USERFAULTFD SW_SYNC BLK_DEV_INITRD RD_GZIP SERIAL_8250_CONSOLE PCI_MSI DEVTMPFS UNIX; do
 	grep -q "^CONFIG_$opt=y" .config || { echo "build-debug-kernel: CONFIG_$opt not set" >&2; exit 1; }
 done
 grep -q '^CONFIG_DRM_SCHED=m' .config || { echo "build-debug-kernel: DRM_SCHED not a module" >&2; exit 1; }

@@ -7,7 +7,10 @@
  * IGT's panfrost_submit / v3d_submit_cl where the case is the same.
  */
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
+#include <linux/userfaultfd.h>
+#include <sys/syscall.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -757,6 +760,152 @@ TEST_F(npu, threads_concurrent_submit)
 		pthread_join(th[i], NULL);
 		EXPECT_EQ(t[i].ret, 0);
 	}
+}
+
+/* ---- SUBMIT holding a destroyed queue's last reference ---------------- */
+
+struct last_ref_submit {
+	int fd;
+	struct drm_npu_job job;
+	int ret;
+	int done;		/* set when the SUBMIT returned */
+	uint32_t gate_so;	/* 0: do not look */
+	int gate_signalled;	/* gate_so had signalled when SUBMIT returned */
+};
+
+static void *last_ref_submit_thread(void *arg)
+{
+	struct last_ref_submit *t = arg;
+
+	t->ret = npu_submit(t->fd, &t->job, 1);
+	if (t->gate_so)
+		t->gate_signalled = !drmSyncobjWait(t->fd, &t->gate_so, 1, 0,
+						    0, NULL);
+	__atomic_store_n(&t->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A SUBMIT that finds its queue destroyed meanwhile (QUEUE_DESTROY during
+ * the SUBMIT) holds the queue's last reference, and releasing the queue
+ * waits until its jobs reached a ring: here until a gate job of another
+ * file opens. Other SUBMITs of the file must not wait for that (the one
+ * that would open the gate could be among them). The first SUBMIT is held
+ * inside the ioctl, after it took the queue reference, by its in-sync
+ * array lying on a userfaultfd page; the queue is destroyed and the gate
+ * job queued meanwhile, then the page is supplied.
+ */
+TEST_F(npu, submit_dropping_last_queue_ref_does_not_stall_others)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_copy cp = { 0 };
+	struct last_ref_submit t1 = { 0 }, t2 = { 0 };
+	struct drm_npu_sync *in_sync;
+	struct pollfd pfd;
+	struct uffd_msg msg;
+	struct npu_bo sem;
+	struct npu_cmd gcmd;
+	pthread_t th1, th2;
+	uint32_t q, gq, gate, gate2, so2;
+	uint64_t va;
+	uint32_t size;
+	int uffd, fd2, sfd, i;
+	void *page, *src;
+
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		SKIP(return, "no userfaultfd (errno %d)", errno);
+	ASSERT_EQ(ioctl(uffd, UFFDIO_API, &api), 0);
+	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	src = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(page, MAP_FAILED);
+	ASSERT_NE(src, MAP_FAILED);
+	reg.range.start = (uintptr_t)page;
+	reg.range.len = pg;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+
+	/*
+	 * The gate: a job of another file waiting for a word we write, on
+	 * another ring than q's (a job waits only for the start of a job of
+	 * its own ring, which runs them in order).
+	 */
+	if (npu_param(self->fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS) < 2)
+		SKIP(return, "one compute ring");
+	fd2 = npu_open();
+	ASSERT_GE(fd2, 0);
+	ASSERT_EQ(npu_queue_new(fd2, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 1, &gq), 0);
+	ASSERT_EQ(npu_bo_new(fd2, 4096, 0, &sem), 0);
+	ASSERT_EQ(npu_cmd_new(fd2, &gcmd, 4096), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &gate), 0);
+	ASSERT_EQ(drmSyncobjHandleToFD(self->fd, gate, &sfd), 0);
+	ASSERT_EQ(drmSyncobjFDToHandle(fd2, sfd, &gate2), 0);
+	close(sfd);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so2), 0);
+
+	/* SUBMIT 1: a job on queue q whose in-sync array is not there yet */
+	ASSERT_EQ(npu_queue_new(self->fd, DRM_NPU_RING_KIND_COMPUTE,
+				DRM_NPU_PRIORITY_NORMAL, 0, &q), 0);
+	t1.fd = self->fd;
+	npu_job_init(&t1.job, q, 0, 0);
+	t1.job.in_syncs = (uintptr_t)page;
+	t1.job.in_sync_count = 1;
+	ASSERT_EQ(pthread_create(&th1, NULL, last_ref_submit_thread, &t1), 0);
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(poll(&pfd, 1, 30000), 1);
+	ASSERT_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));
+	ASSERT_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+
+	/* SUBMIT 1 holds q's reference: q goes, the gate job is queued */
+	ASSERT_EQ(npu_queue_free(self->fd, q), 0);
+	npu_emit_sem(&gcmd, NPU_OP_SEM_WAIT, sem.va, 1);
+	npu_cmd_end(&gcmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(fd2, gq, va, size, gate2), 0);
+
+	/* now SUBMIT 1 goes on: its job waits for the gate */
+	in_sync = src;
+	in_sync->handle = gate;
+	cp.dst = (uintptr_t)page;
+	cp.src = (uintptr_t)src;
+	cp.len = pg;
+	ASSERT_EQ(ioctl(uffd, UFFDIO_COPY, &cp), 0);
+
+	/* SUBMIT 2 on the same file, started while the gate is closed */
+	t2.fd = self->fd;
+	t2.gate_so = gate;
+	npu_job_init(&t2.job, self->cq, 0, 0);
+	ASSERT_EQ(pthread_create(&th2, NULL, last_ref_submit_thread, &t2), 0);
+	for (i = 0; i < 500 && !__atomic_load_n(&t2.done, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(10000);
+	TH_LOG("SUBMIT 2 %s within %d ms; SUBMIT 1 %s", t2.done ?
+	       "returned" : "did not return", i * 10,
+	       __atomic_load_n(&t1.done, __ATOMIC_ACQUIRE) ?
+	       "had returned" : "still waited for its queue");
+
+	/* open the gate, whatever happened */
+	((volatile uint32_t *)sem.map)[0] = 1;
+	pthread_join(th2, NULL);
+	pthread_join(th1, NULL);
+	EXPECT_EQ(t1.ret, 0);
+	EXPECT_EQ(t2.ret, 0);
+	EXPECT_EQ(t2.gate_signalled, 0)
+		TH_LOG("SUBMIT 2 waited until the gate job was done");
+	EXPECT_EQ(npu_syncobj_wait(self->fd, gate, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(npu_syncobj_error(self->fd, gate), 0);
+
+	npu_bo_free(fd2, &gcmd.bo);
+	npu_bo_free(fd2, &sem);
+	close(fd2);
+	close(uffd);
+	munmap(page, pg);
+	munmap(src, pg);
 }
 
 TEST_HARNESS_MAIN
