@@ -118,8 +118,9 @@ const char *npu_last_error_message(void);
  * Devices are the DRM nodes whose driver is "npu": /dev/accel/accel* (Linux
  * 6.2 and later) and /dev/dri/renderD* (6.1), numbered 0..count-1 in path
  * order. Only nodes whose PCI function sysfs names as the npu's
- * (1b36:0120) are opened: other vendors' nodes are left alone. Each thread has a current device (default 0) used by every call
- * that does not take a device or a handle (cudaSetDevice model). One device
+ * (1b36:0120) are opened: other vendors' nodes are left alone. Each thread
+ * has a current device (default 0) used by every call that does not take a
+ * device or a handle (cudaSetDevice model). One device
  * is opened once per process; all threads share its DRM file, hence its
  * device address space.
  */
