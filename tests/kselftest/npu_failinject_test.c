@@ -265,6 +265,9 @@ TEST_F(fi, bo_map_fails_half_way_at_every_allocation)
 	fill_words(new.map, NEW_SIZE, NEW_WORD);
 
 	for (n = 1; n <= MAX_NTH; n++) {
+		/* every job so far has completed: start the buffer over */
+		self->cmd.n = 0;
+		self->cmd.start = 0;
 		ASSERT_EQ(xctx_new(self->fd, &self->cmd, out.handle, &ctx, &q),
 			  0);
 		/* the old BO is mapped, read through the device, unmapped */
