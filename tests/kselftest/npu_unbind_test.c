@@ -8,8 +8,11 @@
  */
 #include <glob.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/userfaultfd.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -298,6 +301,120 @@ TEST(unbind_with_every_kind_of_buffer)
 	ASSERT_EQ(npu_run_sync(fd, &c, q, so), 0);
 	ASSERT_EQ(((uint32_t *)s.map)[1023], 0x77777777);
 	npu_bo_free(fd, &s);
+	close(fd);
+}
+
+struct blocked_counters {
+	int fd;
+	void *rings;		/* on a userfaultfd page */
+	int ret;
+	int done;
+};
+
+static void *counters_thread(void *arg)
+{
+	struct blocked_counters *b = arg;
+	struct drm_npu_counters c = {
+		.rings = (uintptr_t)b->rings,
+		.ring_count = 1,
+	};
+
+	b->ret = ioctl(b->fd, DRM_IOCTL_NPU_COUNTERS, &c) ? -errno : 0;
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+struct unbinder {
+	const char *addr;
+	int ret;
+	int done;
+};
+
+static void *unbind_thread(void *arg)
+{
+	struct unbinder *u = arg;
+
+	u->ret = sysfs_write(DRV "/unbind", u->addr);
+	__atomic_store_n(&u->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * COUNTERS whose copy to user memory blocks (a userfaultfd page here; FUSE
+ * or a slow device elsewhere) must not hold off removal: the unbind
+ * finishes while the copy still waits.
+ */
+TEST(unbind_while_counters_copy_blocks)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	struct uffdio_zeropage zp = { 0 };
+	struct blocked_counters b = { 0 };
+	struct unbinder u = { 0 };
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	pthread_t tc, tu;
+	char addr[64];
+	int uffd, fd, i;
+	void *page;
+
+	fd = npu_open();
+	if (fd < 0 || pci_addr(addr, sizeof(addr)))
+		SKIP(return, "no npu device bound");
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0) {
+		close(fd);
+		SKIP(return, "no userfaultfd (errno %d)", errno);
+	}
+	ASSERT_EQ(ioctl(uffd, UFFDIO_API, &api), 0);
+	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(page, MAP_FAILED);
+	reg.range.start = (uintptr_t)page;
+	reg.range.len = pg;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+
+	b.fd = fd;
+	b.rings = page;
+	ASSERT_EQ(pthread_create(&tc, NULL, counters_thread, &b), 0);
+	pfd.fd = uffd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(poll(&pfd, 1, 30000), 1);
+	ASSERT_EQ(read(uffd, &msg, sizeof(msg)), sizeof(msg));
+	ASSERT_EQ(msg.event, UFFD_EVENT_PAGEFAULT);
+
+	/* COUNTERS now waits inside its copy: unbind */
+	u.addr = addr;
+	ASSERT_EQ(pthread_create(&tu, NULL, unbind_thread, &u), 0);
+	for (i = 0; i < 1000 && !__atomic_load_n(&u.done, __ATOMIC_ACQUIRE);
+	     i++)
+		usleep(10000);
+	TH_LOG("unbind %s within %d ms; COUNTERS %s", u.done ? "returned" :
+	       "did not return", i * 10,
+	       __atomic_load_n(&b.done, __ATOMIC_ACQUIRE) ? "had returned" :
+	       "still copied");
+	EXPECT_EQ(__atomic_load_n(&u.done, __ATOMIC_ACQUIRE), 1)
+		TH_LOG("removal waited for a copy to user memory");
+
+	/* supply the page, whatever happened */
+	zp.range.start = (uintptr_t)page;
+	zp.range.len = pg;
+	ASSERT_EQ(ioctl(uffd, UFFDIO_ZEROPAGE, &zp), 0);
+	pthread_join(tc, NULL);
+	pthread_join(tu, NULL);
+	EXPECT_EQ(u.ret, 0);
+	/* the counters were read before the unplug: the copy succeeds */
+	EXPECT_EQ(b.ret, 0);
+	close(fd);
+	close(uffd);
+	munmap(page, pg);
+
+	ASSERT_EQ(sysfs_write(DRV "/bind", addr), 0);
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_GT(npu_param(fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS), 0);
 	close(fd);
 }
 
