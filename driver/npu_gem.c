@@ -708,17 +708,26 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 	}
 	if (!bo->read_only)
 		gup |= FOLL_WRITE;
-	pinned = pin_user_pages_fast(args->addr, npages, gup, bo->pages);
-	if (pinned < 0) {
-		ret = pinned;
-		kvfree(bo->pages);
-		bo->pages = NULL;
-		goto err_put;
-	}
-	bo->npages = pinned;
-	if (pinned != npages) {
-		ret = -EFAULT;
-		goto err_put;
+	/*
+	 * GUP returns a short count when it fails after pinning some pages
+	 * (an allocation, a fault): ask again for the rest, which pins them or
+	 * says why not (-ENOMEM, -EFAULT).
+	 */
+	bo->npages = 0;
+	while (bo->npages < npages) {
+		pinned = pin_user_pages_fast(args->addr +
+					     ((u64)bo->npages << PAGE_SHIFT),
+					     npages - bo->npages, gup,
+					     bo->pages + bo->npages);
+		if (pinned <= 0) {
+			ret = pinned ? pinned : -EFAULT;
+			if (!bo->npages) {
+				kvfree(bo->pages);
+				bo->pages = NULL;
+			}
+			goto err_put;
+		}
+		bo->npages += pinned;
 	}
 
 	bo->sgt = kzalloc(sizeof(*bo->sgt), GFP_KERNEL);

@@ -403,8 +403,13 @@ static void create_sweep(struct __test_metadata *_metadata, int fd, int nth,
 	TH_LOG("%s of %llu KiB: %u allocations, %u injected failures: %u -ENOSPC, the others -ENOMEM",
 	       userptr ? "USERPTR" : "BO_CREATE",
 	       (unsigned long long)size >> 10, total, failed, enospc);
-	/* some at either end fail the ioctl, the rest are absorbed */
-	EXPECT_GE(failed, 3);
+	/*
+	 * Some fail the ioctl, the rest are absorbed. How many allocations a
+	 * call makes varies from call to call (104 to 180 for one USERPTR on
+	 * the debug kernel), so the sweep's last positions may not be reached
+	 * and only the first ones are sure to fail it.
+	 */
+	EXPECT_GE(failed, 1);
 }
 
 TEST_F(fi, bo_create_fails_at_its_allocations)
