@@ -164,18 +164,6 @@ static int run_ctx(int fd, struct npu_cmd *c, uint32_t q, uint32_t so)
 	return ret ? ret : wait_err(fd, so);
 }
 
-/* index of the first of n words that is not v, or -1 */
-static long first_ne(const void *p, size_t n, uint32_t v)
-{
-	const volatile uint32_t *w = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (w[i] != v)
-			return i;
-	return -1;
-}
-
 /* the syncobj holds no fence: nothing was queued with it */
 static int no_fence(int fd, uint32_t so)
 {
@@ -595,9 +583,9 @@ TEST_F(ctx, bo_map_fixed_adjacent)
 	ASSERT_EQ(map_at(self->fd, lo.handle, x.id, DATA_VA - PG, 0), 0);
 	npu_emit_fill(&self->cmd, DATA_VA - PG, 0x0ddba11, 5 * PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(lo.map, PG / 4, 0x0ddba11), -1);
-	ASSERT_EQ(first_ne(mid.map, 2 * PG / 4, 0x0ddba11), -1);
-	ASSERT_EQ(first_ne(hi.map, 2 * PG / 4, 0x0ddba11), -1);
+	ASSERT_EQ(npu_first_ne(lo.map, PG / 4, 0x0ddba11), -1);
+	ASSERT_EQ(npu_first_ne(mid.map, 2 * PG / 4, 0x0ddba11), -1);
+	ASSERT_EQ(npu_first_ne(hi.map, 2 * PG / 4, 0x0ddba11), -1);
 }
 
 /*
@@ -637,7 +625,7 @@ TEST_F(ctx, bo_map_kernel_chosen_va)
 	ASSERT_EQ(npu_submit_one(self->fd, q, cmd_va, size, self->so), 0);
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
 	for (i = 0; i < 3; i++)
-		ASSERT_EQ(first_ne(b[i].map, (i + 1) * PG / 4, 0x100 + i), -1);
+		ASSERT_EQ(npu_first_ne(b[i].map, (i + 1) * PG / 4, 0x100 + i), -1);
 
 	/* 4 bytes past the end of b[0] hit its guard page */
 	npu_emit_fill(&self->cmd, va[0], 0x200, PG + 4);
@@ -688,7 +676,7 @@ TEST_F(ctx, bo_unmap_ctx_zero)
 	ASSERT_TRUE(ret == -ENOENT || ret == -EINVAL);
 	npu_emit_fill(&self->cmd, b.va, 0x1234, PG);
 	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q0, self->so), 0);
-	ASSERT_EQ(first_ne(b.map, PG / 4, 0x1234), -1);
+	ASSERT_EQ(npu_first_ne(b.map, PG / 4, 0x1234), -1);
 }
 
 TEST_F(ctx, bo_unmap_not_mapping_start)
@@ -750,7 +738,7 @@ TEST_F(ctx, bo_unmap_later_jobs_fault)
 	ASSERT_EQ(submit_ctx(self->fd, &self->cmd, x.q, &d.handle, 1, 0,
 			     self->so), 0);
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x11), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x11), -1);
 
 	ASSERT_EQ(npu_bo_unmap(self->fd, x.id, DATA_VA), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x22, PG);
@@ -764,12 +752,12 @@ TEST_F(ctx, bo_unmap_later_jobs_fault)
 	ASSERT_EQ(f.queue_id, x.q);
 	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
 	ASSERT_EQ(f.addr, DATA_VA);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x11), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x11), -1);
 
 	ASSERT_EQ(map_at(self->fd, d.handle, x.id, DATA_VA, 0), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x33, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x33), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x33), -1);
 }
 
 /* ---- queues on contexts ------------------------------------------------ */
@@ -831,7 +819,7 @@ TEST_F(ctx, ctx_destroy_busy_with_queue)
 	ASSERT_EQ(map_at(self->fd, d.handle, x.id, DATA_VA, 0), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0xb5b5, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, q2, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0xb5b5), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0xb5b5), -1);
 
 	ASSERT_EQ(npu_queue_free(self->fd, q2), 0);
 	ASSERT_EQ(npu_ctx_free(self->fd, x.id), 0);
@@ -860,7 +848,7 @@ TEST_F(ctx, ctx_destroy_unmaps_everything)
 	ASSERT_EQ(map_at(self->fd, d.handle, x.id, DATA_VA, 0), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x4242, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x4242), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x4242), -1);
 	/* the default context's mapping of the BO is unaffected */
 	npu_emit_fill(&self->cmd, d.va, 0x4343, 4);
 	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q0, self->so), 0);
@@ -1082,8 +1070,8 @@ TEST_F(ctx, isolation_same_va_two_ctxs)
 		ASSERT_EQ(pa[i], 0xa000 + i);
 		ASSERT_EQ(pb[i], 0xb000 + i);
 	}
-	ASSERT_EQ(first_ne(pa + 8, PG / 4 - 8, 0xaaaaaaaa), -1);
-	ASSERT_EQ(first_ne(pb + 8, PG / 4 - 8, 0xbbbbbbbb), -1);
+	ASSERT_EQ(npu_first_ne(pa + 8, PG / 4 - 8, 0xaaaaaaaa), -1);
+	ASSERT_EQ(npu_first_ne(pb + 8, PG / 4 - 8, 0xbbbbbbbb), -1);
 }
 
 /*
@@ -1110,7 +1098,7 @@ TEST_F(ctx, default_va_not_in_ctx)
 	ASSERT_EQ(f.queue_id, x.q);
 	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
 	ASSERT_EQ(f.addr, b.va);
-	ASSERT_EQ(first_ne(b.map, 2 * PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(b.map, 2 * PG / 4, 0), -1);
 
 	/* listing the BO does not map it in the context either */
 	npu_emit_fill(&self->cmd, b.va, 0xbad0bad0, 2 * PG);
@@ -1119,7 +1107,7 @@ TEST_F(ctx, default_va_not_in_ctx)
 
 	npu_emit_fill(&self->cmd, b.va, 0x600d600d, 2 * PG);
 	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q0, self->so), 0);
-	ASSERT_EQ(first_ne(b.map, 2 * PG / 4, 0x600d600d), -1);
+	ASSERT_EQ(npu_first_ne(b.map, 2 * PG / 4, 0x600d600d), -1);
 	ASSERT_EQ(get_fault(self->fd).count, 1);
 }
 
@@ -1140,7 +1128,7 @@ TEST_F(ctx, ctx_va_not_in_default)
 	ASSERT_EQ(f.queue_id, self->q0);
 	ASSERT_EQ(f.cause, NPU_ERR_MMU_FAULT);
 	ASSERT_EQ(f.addr, DATA_VA);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0), -1);
 }
 
 /* ... nor in another extra context of the same file. */
@@ -1161,10 +1149,10 @@ TEST_F(ctx, ctx_va_not_in_other_ctx)
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, xb.q, self->so), -EFAULT);
 	ASSERT_EQ(get_fault(self->fd).addr, DATA_VA);
 	ASSERT_EQ(get_fault(self->fd).queue_id, xb.q);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0), -1);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x900d, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, xa.q, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x900d), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x900d), -1);
 }
 
 /*
@@ -1214,7 +1202,7 @@ TEST_F(ctx, shared_bo_across_ctxs)
 	j[1].out_sync_count = 1;
 	ASSERT_EQ(npu_submit(self->fd, j, 2), 0);
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(y.map, (1 << 16) / 4, 0x77777777), -1);
+	ASSERT_EQ(npu_first_ne(y.map, (1 << 16) / 4, 0x77777777), -1);
 }
 
 /* Many contexts at once, each with its own BO at the same VA. */
@@ -1250,8 +1238,8 @@ TEST_F(ctx, many_contexts_concurrently)
 
 		ASSERT_EQ(npu_syncobj_error(self->fd, so[i]), 0);
 		ASSERT_EQ(p[i], 0x2000 + i);
-		ASSERT_EQ(first_ne(p, i, 0x1000 + i), -1);
-		ASSERT_EQ(first_ne(p + i + 1, (1 << 14) - i - 1, 0x1000 + i),
+		ASSERT_EQ(npu_first_ne(p, i, 0x1000 + i), -1);
+		ASSERT_EQ(npu_first_ne(p + i + 1, (1 << 14) - i - 1, 0x1000 + i),
 			  -1);
 	}
 }
@@ -1282,7 +1270,7 @@ TEST_F(ctx, submit_bo_not_mapped_in_ctx)
 	/* nothing was queued, nothing signalled */
 	ASSERT_TRUE(no_fence(self->fd, self->so));
 	usleep(100000);
-	ASSERT_EQ(first_ne(m.map, PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(m.map, PG / 4, 0), -1);
 
 	/* BOs that are mapped there (the command buffer is) are fine */
 	bos[1] = self->cmd.bo.handle;
@@ -1290,7 +1278,7 @@ TEST_F(ctx, submit_bo_not_mapped_in_ctx)
 	ASSERT_EQ(submit_ctx(self->fd, &self->cmd, x.q, bos, 2, 0, self->so),
 		  0);
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(m.map, PG / 4, 0x99), -1);
+	ASSERT_EQ(npu_first_ne(m.map, PG / 4, 0x99), -1);
 }
 
 /* The command buffer is looked up in the queue's context. */
@@ -1322,7 +1310,7 @@ TEST_F(ctx, submit_cmd_va_not_in_ctx)
 	npu_job_init(&j, self->q0, va - self->cmd.bo.va + CMD_VA, size);
 	ASSERT_EQ(npu_submit(self->fd, &j, 1), -EINVAL);
 	usleep(100000);
-	ASSERT_EQ(first_ne(m.map, PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(m.map, PG / 4, 0), -1);
 
 	/* the right VA works */
 	npu_job_init(&j, x.q, va - self->cmd.bo.va + CMD_VA, size);
@@ -1330,7 +1318,7 @@ TEST_F(ctx, submit_cmd_va_not_in_ctx)
 	npu_cmd_end_at(&self->cmd, CMD_VA, &va, &size);
 	ASSERT_EQ(npu_submit_one(self->fd, x.q, va, 0, self->so), 0);
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(m.map, PG / 4, 0x55), -1);
+	ASSERT_EQ(npu_first_ne(m.map, PG / 4, 0x55), -1);
 }
 
 /* A bad job of another context in the array: nothing queued at all. */
@@ -1364,7 +1352,7 @@ TEST_F(ctx, submit_array_all_or_nothing_across_ctxs)
 	ASSERT_EQ(npu_submit(self->fd, j, 2), -ENOENT);
 	ASSERT_TRUE(no_fence(self->fd, self->so));
 	usleep(100000);
-	ASSERT_EQ(first_ne(m.map, PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(m.map, PG / 4, 0), -1);
 }
 
 /* ---- read-only mappings ------------------------------------------- */
@@ -1516,11 +1504,11 @@ TEST_F(ctx, unmap_while_job_runs)
 	ASSERT_EQ(map_at(self->fd, nb.handle, x.id, DATA_VA, 0), -EBUSY);
 	ASSERT_EQ(map_at(self->fd, nb.handle, x.id, DATA_VA - 8 * PG, 0),
 		  -EBUSY);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0), -1);
 
 	c[1] = 1;
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0x5a5a5a5a), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0x5a5a5a5a), -1);
 	ASSERT_EQ(get_fault(self->fd).count, 0);
 
 	ASSERT_EQ(remap_after_finish(self->fd, nb.handle, x.id, DATA_VA,
@@ -1568,12 +1556,12 @@ TEST_F(ctx, unmap_while_job_waits_for_in_fence)
 	d.handle = 0;
 	ASSERT_EQ(map_at(self->fd, nb.handle, x.id, DATA_VA, 0), -EBUSY);
 	usleep(20000);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0), -1);	/* still held back */
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0), -1);	/* still held back */
 
 	*self->gate = 1;
 	ASSERT_EQ(wait_err(self->fd, so_gate), 0);
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0x3c3c3c3c), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0x3c3c3c3c), -1);
 	ASSERT_EQ(get_fault(self->fd).count, 0);
 	ASSERT_EQ(remap_after_finish(self->fd, nb.handle, x.id, DATA_VA,
 				     self->cmd.bo.handle, _metadata), 0);
@@ -1610,7 +1598,7 @@ TEST_F(ctx, unmap_unlisted_bo_while_job_runs)
 	ASSERT_EQ(map_at(self->fd, nb.handle, x.id, DATA_VA, 0), -EBUSY);
 	c[1] = 1;
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0x6b6b6b6b), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0x6b6b6b6b), -1);
 	ASSERT_EQ(remap_after_finish(self->fd, nb.handle, x.id, DATA_VA,
 				     self->cmd.bo.handle, _metadata), 0);
 }
@@ -1651,7 +1639,7 @@ static void unlisted_teardown(struct __test_metadata *_metadata,
 	ASSERT_EQ(submit_ctx(self->fd, &self->cmd, x.q, &ctl.handle, 1, 0,
 			     self->so), 0);
 	ASSERT_EQ(wait_word(&c[0], 1), 0);
-	ASSERT_EQ(first_ne(d.map, 16 * PG / 4, 0x11111111), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 16 * PG / 4, 0x11111111), -1);
 	if (destroy_ctx) {
 		ASSERT_EQ(npu_queue_free(self->fd, x.q), 0);
 		ASSERT_EQ(npu_ctx_free(self->fd, x.id), 0);
@@ -1676,7 +1664,7 @@ static void unlisted_teardown(struct __test_metadata *_metadata,
 	ASSERT_TRUE((err == 0 && landed == 16 * PG / 4) ||
 		    (err == -EFAULT && landed == 0) ||
 		    (remapped && err == 0 && landed == 0 &&
-		     first_ne(nb.map, 16 * PG / 4, 0x6b6b6b6b) == -1));
+		     npu_first_ne(nb.map, 16 * PG / 4, 0x6b6b6b6b) == -1));
 }
 
 TEST_F(ctx, unmap_running_job_no_partial_writes)
@@ -1741,13 +1729,13 @@ TEST_F(ctx, ctx_destroy_while_job_runs)
 	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so_y), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x1234, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, y.q, so_y), 0);
-	ASSERT_EQ(first_ne(nb.map, PG / 4, 0x1234), -1);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0), -1);	/* x's job still gated */
+	ASSERT_EQ(npu_first_ne(nb.map, PG / 4, 0x1234), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0), -1);	/* x's job still gated */
 
 	c[1] = 1;
 	ASSERT_EQ(wait_err(self->fd, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0x7e7e7e7e), -1);
-	ASSERT_EQ(first_ne(nb.map, PG / 4, 0x1234), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0x7e7e7e7e), -1);
+	ASSERT_EQ(npu_first_ne(nb.map, PG / 4, 0x1234), -1);
 	ASSERT_EQ(get_fault(self->fd).count, 0);
 }
 
@@ -1787,14 +1775,14 @@ TEST_F(ctx, handle_closed_mapping_keeps_bo)
 	npu_emit_fill(&self->cmd, DATA_VA, 0x77, 1 << 16);
 	npu_emit_copy(&self->cmd, DATA_VA, DATA2_VA, 1 << 16);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(out.map, 1 << 14, 0x77), -1);
+	ASSERT_EQ(npu_first_ne(out.map, 1 << 14, 0x77), -1);
 
 	/* BO_UNMAP drops the last reference */
 	ASSERT_EQ(npu_bo_unmap(self->fd, x.id, DATA_VA), 0);
 	npu_emit_copy(&self->cmd, DATA_VA, DATA2_VA, 1 << 16);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), -EFAULT);
 	ASSERT_EQ(get_fault(self->fd).addr, DATA_VA);
-	ASSERT_EQ(first_ne(out.map, 1 << 14, 0x77), -1);
+	ASSERT_EQ(npu_first_ne(out.map, 1 << 14, 0x77), -1);
 }
 
 /* Keep every CPU busy with children that die with the calling process. */
@@ -1856,13 +1844,13 @@ TEST_F_TIMEOUT(ctx, unmap_after_wait_faults_next_job, 240)
 		npu_emit_fill(&self->cmd, DATA_VA, round, PG);
 		npu_emit_copy(&self->cmd, DATA_VA, DATA2_VA, PG);
 		if (run_ctx(self->fd, &self->cmd, x.q, self->so) ||
-		    first_ne(out.map, PG / 4, round) != -1 ||
+		    npu_first_ne(out.map, PG / 4, round) != -1 ||
 		    npu_bo_unmap(self->fd, x.id, DATA_VA))
 			break;
 		npu_emit_fill(&self->cmd, DATA_VA, 0xdead, PG);
 		if (run_ctx(self->fd, &self->cmd, x.q, self->so) != -EFAULT ||
 		    get_fault(self->fd).addr != DATA_VA ||
-		    first_ne(d.map, PG / 4, round) != -1) {
+		    npu_first_ne(d.map, PG / 4, round) != -1) {
 			landed = round;
 			break;
 		}
@@ -1907,7 +1895,7 @@ TEST_F(ctx, handle_closed_mapped_in_two_ctxs)
 	/* B still reads what A wrote */
 	npu_emit_copy(&self->cmd, DATA2_VA, DATA_VA, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, xb.q, so2), 0);
-	ASSERT_EQ(first_ne(out.map, PG / 4, 0xabcd), -1);
+	ASSERT_EQ(npu_first_ne(out.map, PG / 4, 0xabcd), -1);
 	ASSERT_EQ(npu_queue_free(self->fd, xb.q), 0);
 	ASSERT_EQ(npu_ctx_free(self->fd, xb.id), 0);
 }
@@ -1981,7 +1969,7 @@ TEST_F(ctx, close_with_contexts_mappings_and_jobs)
 	c[1] = 1;
 	ASSERT_EQ(sync_file_wait(sfd, 10000), 0);
 	close(sfd);
-	ASSERT_EQ(first_ne(d.map, 1 << 14, 0x5eed5eed), -1);
+	ASSERT_EQ(npu_first_ne(d.map, 1 << 14, 0x5eed5eed), -1);
 	if (base < 0)
 		SKIP(return, "debugfs not mounted: context count not checked");
 	ASSERT_EQ(wait_contexts(base), base);
@@ -2039,7 +2027,7 @@ TEST_F(ctx, exit_with_contexts_and_jobs)
 	ASSERT_EQ(map_at(self->fd, d.handle, x.id, DATA_VA, 0), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0xfeed, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0xfeed), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0xfeed), -1);
 	ASSERT_EQ(npu_queue_free(self->fd, x.q), 0);
 	ASSERT_EQ(npu_ctx_free(self->fd, x.id), 0);
 	if (base < 0)
@@ -2086,8 +2074,8 @@ TEST_F(ctx, ctx_ids_are_per_file)
 	ASSERT_EQ(run_ctx(fd2, &c2, x2.q, so2), 0);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x1111, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(b2.map, PG / 4, 0x2222), -1);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x1111), -1);
+	ASSERT_EQ(npu_first_ne(b2.map, PG / 4, 0x2222), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x1111), -1);
 
 	/* destroying fd2's context leaves ours alone */
 	ASSERT_EQ(npu_queue_free(fd2, x2.q), 0);
@@ -2143,7 +2131,7 @@ TEST_F(ctx, fork_child_cannot_use_parent_ctx)
 		npu_emit_fill(&c, DATA_VA, 0xc41d, PG);
 		if (run_ctx(fd, &c, y.q, so))
 			_exit(7);
-		if (first_ne(b.map, PG / 4, 0xc41d) != -1)
+		if (npu_first_ne(b.map, PG / 4, 0xc41d) != -1)
 			_exit(8);
 		_exit(0);
 	}
@@ -2151,10 +2139,10 @@ TEST_F(ctx, fork_child_cannot_use_parent_ctx)
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(WEXITSTATUS(status), 0);
 	/* the child's job at DATA_VA did not touch the parent's BO */
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0), -1);
 	npu_emit_fill(&self->cmd, DATA_VA, 0x9a7e, PG);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
-	ASSERT_EQ(first_ne(d.map, PG / 4, 0x9a7e), -1);
+	ASSERT_EQ(npu_first_ne(d.map, PG / 4, 0x9a7e), -1);
 }
 
 TEST_HARNESS_MAIN

@@ -174,18 +174,6 @@ static void fill_words(void *p, size_t bytes, uint32_t v)
 		w[i] = v;
 }
 
-/* index of the first of n words that is not v, or -1 */
-static long first_ne(const void *p, size_t n, uint32_t v)
-{
-	const volatile uint32_t *w = p;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (w[i] != v)
-			return i;
-	return -1;
-}
-
 /* copy one page from src to OUT_VA in queue q's context; fence error */
 static int copy_page(int fd, struct npu_cmd *c, uint32_t q, uint32_t so,
 		     uint64_t src)
@@ -276,7 +264,7 @@ TEST_F(fi, bo_map_fails_half_way_at_every_allocation)
 				     DRM_NPU_BO_MAP_FIXED, &va), 0);
 		ASSERT_EQ(copy_page(self->fd, &self->cmd, q, self->so,
 				    EDGE_VA), 0);
-		ASSERT_EQ(first_ne(out.map, PG / 4, OLD_WORD), -1);
+		ASSERT_EQ(npu_first_ne(out.map, PG / 4, OLD_WORD), -1);
 		ASSERT_EQ(npu_bo_unmap(self->fd, ctx, EDGE_VA), 0);
 
 		memset(&m, 0, sizeof(m));
@@ -310,7 +298,7 @@ TEST_F(fi, bo_map_fails_half_way_at_every_allocation)
 				       n, (unsigned long long)probes[k]);
 			f = get_fault(self->fd);
 			EXPECT_EQ(f.addr, probes[k]);
-			ASSERT_EQ(first_ne(out.map, PG / 4, SENTINEL), -1)
+			ASSERT_EQ(npu_first_ne(out.map, PG / 4, SENTINEL), -1)
 				TH_LOG("allocation %u: 0x%llx read 0x%x", n,
 				       (unsigned long long)probes[k],
 				       ((uint32_t *)out.map)[0]);
@@ -335,7 +323,7 @@ TEST_F(fi, bo_map_fails_half_way_at_every_allocation)
 		fill_words(out.map, PG, SENTINEL);
 		ASSERT_EQ(copy_page(self->fd, &self->cmd, q, self->so,
 				    probes[k]), 0);
-		EXPECT_EQ(first_ne(out.map, PG / 4, NEW_WORD), -1);
+		EXPECT_EQ(npu_first_ne(out.map, PG / 4, NEW_WORD), -1);
 	}
 	ASSERT_EQ(xctx_free(self->fd, ctx, q), 0);
 	npu_bo_free(self->fd, &old);
@@ -453,7 +441,7 @@ TEST_F(fi, device_works_and_nothing_leaked)
 	npu_emit_fill(&self->cmd, a.va, 0x1234, 1 << 20);
 	npu_emit_copy(&self->cmd, a.va, b.va, 1 << 20);
 	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, q, self->so), 0);
-	EXPECT_EQ(first_ne(b.map, (1 << 20) / 4, 0x1234), -1);
+	EXPECT_EQ(npu_first_ne(b.map, (1 << 20) / 4, 0x1234), -1);
 	npu_bo_free(self->fd, &a);
 	npu_bo_free(self->fd, &b);
 

@@ -9,8 +9,6 @@
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
-#include <linux/userfaultfd.h>
-#include <sys/syscall.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -798,8 +796,6 @@ static void *last_ref_submit_thread(void *arg)
 TEST_F(npu, submit_dropping_last_queue_ref_does_not_stall_others)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
 	struct uffdio_copy cp = { 0 };
 	struct last_ref_submit t1 = { 0 }, t2 = { 0 };
 	struct drm_npu_sync *in_sync;
@@ -814,20 +810,13 @@ TEST_F(npu, submit_dropping_last_queue_ref_does_not_stall_others)
 	int uffd, fd2, sfd, i;
 	void *page, *src;
 
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
+	i = npu_uffd_page(&uffd, &page);
+	if (i == 1)
 		SKIP(return, "no userfaultfd (errno %d)", errno);
-	ASSERT_EQ(ioctl(uffd, UFFDIO_API, &api), 0);
-	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_EQ(i, 0);
 	src = mmap(NULL, pg, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(page, MAP_FAILED);
 	ASSERT_NE(src, MAP_FAILED);
-	reg.range.start = (uintptr_t)page;
-	reg.range.len = pg;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
 
 	/*
 	 * The gate: a job of another file waiting for a word we write, on

@@ -15,9 +15,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <xf86drm.h>
+#include <linux/userfaultfd.h>
 
 #include "npu_hw.h"
 #include "drm/npu_accel.h"
@@ -513,6 +515,51 @@ static inline int npu_run_sync(int fd, struct npu_cmd *c, uint32_t queue,
 	if (ret)
 		return ret;
 	return npu_syncobj_error(fd, so);
+}
+
+/* index of the first of n words at p that is not v, or -1 */
+static inline long npu_first_ne(const void *p, size_t n, uint32_t v)
+{
+	const volatile uint32_t *w = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (w[i] != v)
+			return i;
+	return -1;
+}
+
+/*
+ * One anonymous page at *page registered with a new userfaultfd (*uffd) for
+ * missing-page faults: an access waits until the test supplies the page
+ * (UFFDIO_COPY, UFFDIO_ZEROPAGE). 0, 1 when the kernel has no userfaultfd
+ * for us, or -errno.
+ */
+static inline int npu_uffd_page(int *uffd, void **page)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+
+	*uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (*uffd < 0)
+		return 1;
+	*page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (*page == MAP_FAILED)
+		goto fail;
+	reg.range.start = (uintptr_t)*page;
+	reg.range.len = pg;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(*uffd, UFFDIO_API, &api) ||
+	    ioctl(*uffd, UFFDIO_REGISTER, &reg)) {
+		munmap(*page, pg);
+		goto fail;
+	}
+	return 0;
+fail:
+	close(*uffd);
+	return -errno;
 }
 
 #endif /* NPU_TEST_H */

@@ -10,9 +10,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <linux/userfaultfd.h>
 #include "npu_test.h"
 #include "kselftest_harness.h"
 
@@ -347,8 +345,6 @@ static void *unbind_thread(void *arg)
 TEST(unbind_while_counters_copy_blocks)
 {
 	long pg = sysconf(_SC_PAGESIZE);
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
 	struct uffdio_zeropage zp = { 0 };
 	struct blocked_counters b = { 0 };
 	struct unbinder u = { 0 };
@@ -362,19 +358,12 @@ TEST(unbind_while_counters_copy_blocks)
 	fd = npu_open();
 	if (fd < 0 || pci_addr(addr, sizeof(addr)))
 		SKIP(return, "no npu device bound");
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0) {
+	i = npu_uffd_page(&uffd, &page);
+	if (i == 1) {
 		close(fd);
 		SKIP(return, "no userfaultfd (errno %d)", errno);
 	}
-	ASSERT_EQ(ioctl(uffd, UFFDIO_API, &api), 0);
-	page = mmap(NULL, pg, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(page, MAP_FAILED);
-	reg.range.start = (uintptr_t)page;
-	reg.range.len = pg;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	ASSERT_EQ(ioctl(uffd, UFFDIO_REGISTER, &reg), 0);
+	ASSERT_EQ(i, 0);
 
 	b.fd = fd;
 	b.rings = page;
