@@ -321,34 +321,35 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A hexadecimal attribute of the device behind character device rdev. */
+static bool sysfs_char_hex(dev_t rdev, const char *attr, unsigned *v)
+{
+	char sys[96];
+	FILE *f;
+	bool ok;
+
+	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/%s",
+		 major(rdev), minor(rdev), attr);
+	f = fopen(sys, "re");
+	if (!f)
+		return false;
+	ok = fscanf(f, "%x", v) == 1;
+	fclose(f);
+	return ok;
+}
+
 /* Does sysfs say the character device at path is an npu PCI function?
  * Read before any open, so that other vendors' nodes are never opened
  * (opening a DRM node can wake a GPU or log on its driver). */
 static bool is_npu_pci(const char *path)
 {
-	unsigned vendor = 0, device = 0;
-	char sys[96];
+	unsigned vendor, device;
 	struct stat st;
-	FILE *f;
-	int n = 0;
 
-	if (stat(path, &st) || !S_ISCHR(st.st_mode))
-		return false;
-	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/vendor",
-		 major(st.st_rdev), minor(st.st_rdev));
-	f = fopen(sys, "re");
-	if (f) {
-		n += fscanf(f, "%x", &vendor);
-		fclose(f);
-	}
-	snprintf(sys, sizeof(sys), "/sys/dev/char/%u:%u/device/device",
-		 major(st.st_rdev), minor(st.st_rdev));
-	f = fopen(sys, "re");
-	if (f) {
-		n += fscanf(f, "%x", &device);
-		fclose(f);
-	}
-	return n == 2 && vendor == NPU_PCI_VENDOR_ID && device == NPU_PCI_DEVICE_ID;
+	return !stat(path, &st) && S_ISCHR(st.st_mode) &&
+	       sysfs_char_hex(st.st_rdev, "vendor", &vendor) &&
+	       sysfs_char_hex(st.st_rdev, "device", &device) &&
+	       vendor == NPU_PCI_VENDOR_ID && device == NPU_PCI_DEVICE_ID;
 }
 
 static bool is_npu_node(const char *path)
