@@ -20,7 +20,6 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
-#include "npu_graph.h"
 
 /* ------------------------------------------------------------------------
  * Per-thread errors
@@ -495,7 +494,6 @@ static npu_status_t device_open(struct device *d)
 #undef P
 	};
 	npu_device_prop *pr = &d->prop;
-	npu_status_t st;
 	unsigned i;
 
 	d->fd = open(d->node, O_RDWR | O_CLOEXEC);
@@ -552,12 +550,9 @@ static npu_status_t device_open(struct device *d)
 		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "%s: no compute rings",
 				d->node);
 	}
-	st = npu_stream_init_legacy(d);
-	if (st) {
-		close(d->fd);
-		d->fd = -1;
-		return st;
-	}
+	/* the legacy stream (made on first use, npu_stream.c) takes ring 0
+	 * of each kind; other streams spread over the rings after it */
+	d->rr[Q_COMPUTE] = d->rr[Q_COPY] = 1;
 	d->pid = getpid();
 	d->open = true;
 	return NPU_SUCCESS;
@@ -986,6 +981,92 @@ static bool dep_ready(const struct dep *d)
 }
 
 /* Submit one job now. Caller holds dev->lock; all deps are submitted. */
+/* ------------------------------------------------------------------------
+ * Queues: streams and executable graphs take theirs here. Idle queues of
+ * destroyed streams are kept for the next user of the same kind, ring and
+ * priority (creating one costs an ioctl; a file has a limited number).
+ */
+static void queue_destroy(struct device *dev, uint32_t id)
+{
+	struct drm_npu_queue_destroy d = { .queue_id = id };
+
+	drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
+}
+
+int npu_queue_get(struct device *dev, struct drm_npu_queue_create *c)
+{
+	unsigned i;
+	int r;
+
+	for (i = 0; i < dev->queue_pool_n; i++) {
+		struct idle_queue *iq = &dev->queue_pool[i];
+
+		if (iq->kind == c->kind && iq->ring == c->ring &&
+		    iq->priority == c->priority) {
+			c->queue_id = iq->id;
+			*iq = dev->queue_pool[--dev->queue_pool_n];
+			return 0;
+		}
+	}
+	r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, c) ? errno : 0;
+	if (r && r != EACCES && dev->queue_pool_n) {
+		/* out of queues: give back the idle ones and try again */
+		while (dev->queue_pool_n)
+			queue_destroy(dev, dev->queue_pool[--dev->queue_pool_n].id);
+		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, c) ? errno : 0;
+	}
+	return r;
+}
+
+void npu_queue_put(struct device *dev, uint32_t id, uint32_t kind,
+		   uint32_t ring, uint32_t priority, bool idle)
+{
+	struct idle_queue *iq;
+
+	if (!idle || dev->queue_pool_n >= QUEUE_POOL_MAX) {
+		queue_destroy(dev, id);
+		return;
+	}
+	iq = &dev->queue_pool[dev->queue_pool_n++];
+	iq->id = id;
+	iq->kind = kind;
+	iq->ring = ring;
+	iq->priority = priority;
+}
+
+/* ------------------------------------------------------------------------
+ * Submission
+ */
+unsigned npu_submit_max(const struct device *dev)
+{
+	return dev->prop.max_jobs_per_submit ? dev->prop.max_jobs_per_submit : 64;
+}
+
+int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
+	       unsigned *sent, unsigned *ioctls)
+{
+	unsigned max = npu_submit_max(dev), done = 0, calls = 0;
+	int r = 0;
+
+	while (done < n && !r) {
+		struct drm_npu_submit sub = {
+			.jobs = (uintptr_t)&jobs[done],
+			.job_count = n - done < max ? n - done : max,
+			.job_stride = sizeof(*jobs),
+		};
+
+		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+		calls++;
+		if (!r)
+			done += sub.job_count;
+	}
+	if (sent)
+		*sent = done;
+	if (ioctls)
+		*ioctls = calls;
+	return r;
+}
+
 static int submit_now(struct device *dev, uint32_t queue_id, uint64_t cmd_va,
 		      uint32_t cmd_size, const struct dep *deps, unsigned ndeps,
 		      struct tl *const *out, const uint64_t *out_pt, unsigned nout,
@@ -994,7 +1075,6 @@ static int submit_now(struct device *dev, uint32_t queue_id, uint64_t cmd_va,
 	struct drm_npu_sync in_inline[INLINE_DEPS], *in = in_inline;
 	struct drm_npu_sync outs[2];
 	struct drm_npu_job job;
-	struct drm_npu_submit sub;
 	unsigned i, nin = 0;
 	int r;
 
@@ -1026,11 +1106,7 @@ static int submit_now(struct device *dev, uint32_t queue_id, uint64_t cmd_va,
 	job.out_syncs = (uintptr_t)outs;
 	job.in_sync_count = nin;
 	job.out_sync_count = nout;
-	memset(&sub, 0, sizeof(sub));
-	sub.jobs = (uintptr_t)&job;
-	sub.job_count = 1;
-	sub.job_stride = sizeof(job);
-	r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+	r = npu_submit(dev, &job, 1, NULL, NULL);
 	if (in != in_inline)
 		free(in);
 	if (!r)
@@ -1270,7 +1346,6 @@ static void batch_failed(struct device *dev, struct djob *j)
 static void submit_batch(struct device *dev, struct djob **b, unsigned n,
 			 bool unlock)
 {
-	struct drm_npu_submit sub;
 	unsigned i;
 	int r, m;
 
@@ -1278,14 +1353,8 @@ static void submit_batch(struct device *dev, struct djob **b, unsigned n,
 	m = build_batch(dev, b, n);
 	if (unlock)
 		pthread_mutex_unlock(&dev->lock);
-	r = m < 0 ? m : 0;
-	if (!r) {
-		memset(&sub, 0, sizeof(sub));
-		sub.jobs = (uintptr_t)dev->bjobs;
-		sub.job_count = (uint32_t)m;
-		sub.job_stride = sizeof(struct drm_npu_job);
-		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
-	}
+	/* at most batch_max jobs: one ioctl, all or nothing */
+	r = m < 0 ? m : npu_submit(dev, dev->bjobs, (unsigned)m, NULL, NULL);
 	if (unlock)
 		pthread_mutex_lock(&dev->lock);
 	if (r) {
@@ -1306,9 +1375,9 @@ static void submit_batch(struct device *dev, struct djob **b, unsigned n,
 
 static unsigned batch_max(const struct device *dev)
 {
-	unsigned max = dev->prop.max_jobs_per_submit;
+	unsigned max = npu_submit_max(dev);
 
-	return !max || max > 64 ? 64 : max;
+	return max > 64 ? 64 : max;
 }
 
 /*
@@ -1468,13 +1537,20 @@ static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
 	s->cmd_head = off + bytes;
 }
 
+/* Hooks of the capture and the trace (npu_core.h) */
+atomic_int npu_capture_active;
+const struct npu_capture_hooks *_Atomic npu_capture_hooks;
+atomic_int npu_trace_active;
+const struct npu_trace_hooks *_Atomic npu_trace_hooks;
+
 npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 			   uint32_t max_bytes, struct jobctx *jc)
 {
 	uint32_t off = 0;
 	int r;
 	/* profiler trace hook (npu_trace.c): room for two TIMESTAMPs */
-	bool tr = max_bytes && npu_tracing();
+	const struct npu_trace_hooks *tr = max_bytes && npu_tracing() ?
+					   npu_tracer() : NULL;
 
 	if (tr)
 		max_bytes += NPU_TRACE_BYTES;
@@ -1495,7 +1571,7 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 	jc->cmd = s->cmd_map + off;
 	jc->max = max_bytes;
 	if (tr)
-		npu_trace_job_begin(dev, jc);
+		tr->job_begin(dev, jc);
 	return NPU_SUCCESS;
 }
 
@@ -1548,10 +1624,15 @@ npu_status_t npu_job_order_after(struct jobctx *jc, struct tl *t, uint64_t point
 /* The implicit dependencies of a stream's next operation: its own previous
  * point (unless it ran on the same queue and is submitted: queue order is
  * enough), and CUDA's legacy-stream rules. */
+static npu_status_t jc_wait(void *jc, struct tl *t, uint64_t point)
+{
+	return npu_job_wait(jc, t, point);
+}
+
 static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
 				    int queue)
 {
-	struct npu_stream *s = jc->s, *b;
+	struct npu_stream *s = jc->s;
 	npu_status_t st;
 	uint64_t prev = s->tl->next;
 
@@ -1563,21 +1644,32 @@ static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
 	}
 	if (jc->no_implicit)
 		return NPU_SUCCESS;
+	return npu_legacy_deps(dev, s, jc_wait, jc);
+}
+
+npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
+			     npu_status_t (*wait)(void *arg, struct tl *t,
+						  uint64_t point),
+			     void *arg)
+{
+	struct npu_stream *b;
+	npu_status_t st;
+
 	if (s->legacy) {
 		for (b = dev->streams; b; b = b->next) {
 			if (b->legacy || (b->flags & NPU_STREAM_NON_BLOCKING))
 				continue;
 			if (b->tl->next > b->waited_by_legacy) {
-				st = npu_job_wait(jc, b->tl, b->tl->next);
+				st = wait(arg, b->tl, b->tl->next);
 				if (st)
 					return st;
 			}
 		}
-	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
 		struct tl *l = dev->legacy->tl;
 
 		if (l->next > s->legacy_seen) {
-			st = npu_job_wait(jc, l, l->next);
+			st = wait(arg, l, l->next);
 			if (st)
 				return st;
 		}
@@ -1635,7 +1727,7 @@ npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
 	return NPU_SUCCESS;
 }
 
-static void commit_stream_deps(struct device *dev, struct npu_stream *s)
+void npu_legacy_deps_commit(struct device *dev, struct npu_stream *s)
 {
 	struct npu_stream *b;
 
@@ -1643,7 +1735,7 @@ static void commit_stream_deps(struct device *dev, struct npu_stream *s)
 		for (b = dev->streams; b; b = b->next)
 			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING))
 				b->waited_by_legacy = b->tl->next;
-	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
 		s->legacy_seen = dev->legacy->tl->next;
 	}
 }
@@ -1676,7 +1768,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	int r;
 
 	if (jc->trace)		/* profiler trace hook (npu_trace.c) */
-		npu_trace_job_end(dev, jc, queue);
+		npu_tracer()->job_end(dev, jc, queue);
 	if (!jc->deps) {
 		jc->deps = jc->inline_deps;
 		jc->cap = INLINE_DEPS;
@@ -1779,7 +1871,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		}
 	}
 	if (!jc->no_implicit)
-		commit_stream_deps(dev, s);
+		npu_legacy_deps_commit(dev, s);
 	s->tl->next = out_pt[0];
 	if (jc->word)
 		s->tl->word_pt = out_pt[0];
@@ -1806,11 +1898,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 }
 
 /* ------------------------------------------------------------------------
- * Helper threads and teardown. dlclose unmaps the library's code, so no
- * thread of the library may run on after it: when the library is unloaded
- * (or the process exits) each device the process opened waits for its
- * work, stops the submit thread, the streams' host function threads and
- * the graph host-node threads, unmaps its buffers and closes its file.
+ * Helper threads, and the parts of teardown (npu_unload.c) that are the
+ * submission layer's: no thread of the library may run on after dlclose.
  */
 static _Thread_local bool tls_lib_thread;
 
@@ -1860,16 +1949,22 @@ void npu_thread_done(struct device *dev)
 	pthread_cond_broadcast(&dev->thread_cond);
 }
 
-static void device_teardown(struct device *d)
+bool npu_thread_in_lib(void)
 {
-	struct npu_stream *s;
+	return tls_lib_thread;
+}
 
-	pthread_mutex_lock(&d->lock);
-	/* the work queued so far, host functions and graph host nodes
-	 * included (device jobs end within the driver's job timeout) */
-	npu_dev_sync_locked(d);
-	for (s = d->streams; s; s = s->next)
-		npu_stream_stop_thread(d, s);
+struct device *npu_dev_opened(int i)
+{
+	/* a forked child has the memory but not the threads */
+	if (i < 0 || i >= ndevices || !devices[i].open ||
+	    devices[i].pid != getpid())
+		return NULL;
+	return &devices[i];
+}
+
+void npu_dev_stop_threads(struct device *d)
+{
 	while (d->nthreads)
 		pthread_cond_wait(&d->thread_cond, &d->lock);
 	threads_reap(d);
@@ -1881,23 +1976,11 @@ static void device_teardown(struct device *d)
 		pthread_mutex_lock(&d->lock);
 		d->flusher_started = false;
 	}
-	npu_host_maps_release(d);
+}
+
+void npu_dev_close(struct device *d)
+{
 	close(d->fd);
 	d->fd = -1;
 	d->open = false;
-	pthread_mutex_unlock(&d->lock);
-}
-
-__attribute__((destructor)) static void npu_teardown(void)
-{
-	int i;
-
-	npu_trace_at_unload();
-	/* exit() from a host function: that thread cannot join itself */
-	if (tls_lib_thread)
-		return;
-	for (i = 0; i < ndevices; i++)
-		/* a forked child has the memory but not the threads */
-		if (devices[i].open && devices[i].pid == getpid())
-			device_teardown(&devices[i]);
 }

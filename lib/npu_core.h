@@ -5,6 +5,7 @@
 #ifndef NPU_CORE_H
 #define NPU_CORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,14 +69,18 @@ void npu_thread_done(struct device *dev);
 /* Called first by every thread the library starts: teardown must not be
  * run by one of them (exit() from a host function). */
 void npu_thread_is_lib(void);
-npu_status_t npu_dev_sync_locked(struct device *dev);
-/* npu_trace.c: write the NPU_TRACE file, if any (teardown, first) */
-void npu_trace_at_unload(void);
+/* Teardown (npu_unload.c): wait for the helper threads, stop the submit
+ * thread (drops and retakes dev->lock), then close the device file once
+ * the layers above have released their mappings. Caller holds dev->lock. */
+void npu_dev_stop_threads(struct device *dev);
+void npu_dev_close(struct device *dev);
+/* The devices this process opened (for teardown): the i-th, or NULL. */
+struct device *npu_dev_opened(int i);
+bool npu_thread_in_lib(void);		/* running on a library thread */
 
 npu_status_t npu_dev_by_ordinal(int ordinal, struct device **out);
 npu_status_t npu_cur_dev(struct device **out);
 int npu_get_param(struct device *dev, uint32_t param, uint64_t *value);
-npu_status_t npu_stream_init_legacy(struct device *dev);
 
 struct tl *npu_tl_new(struct device *dev);
 void npu_tl_put(struct device *dev, struct tl *t);
@@ -93,6 +98,98 @@ void npu_flush_now(struct device *dev);
 void npu_flush_deferred(struct device *dev);
 int npu_start_flusher(struct device *dev);
 
+/* ---- Hooks of the layers above ----
+ * Stream capture (npu_graph_capture.c) takes over the enqueue calls of a
+ * capturing stream, and the command trace (npu_trace.c) watches jobs and
+ * events. Each installs its hooks when it is first switched on; the code
+ * below calls them through these tables, never by name, so the files stay
+ * a DAG. Every check is one relaxed atomic load while they are off. */
+
+/* Called at the top of the public calls, before dev->lock is taken. Each
+ * returns true when it handled the call (captured it, or refused it with
+ * a capture error); *st is then the call's result. */
+struct npu_capture_hooks {
+	bool (*launch)(npu_stream_t h, npu_kernel_t kernel, npu_dim3 grid,
+		       const uint64_t *args, unsigned nargs, unsigned flags,
+		       npu_status_t *st);
+	/* a user-kernel launch (npu_ukernel.c), as complete node params */
+	bool (*kernel_node)(npu_stream_t h, const npu_kernel_node_params *p,
+			    npu_status_t *st);
+	bool (*memcpy)(npu_stream_t h, void *dst, const void *src, size_t n,
+		       npu_memcpy_kind_t kind, bool sync, npu_status_t *st);
+	bool (*memset)(npu_stream_t h, void *p, int value, size_t n, bool sync,
+		       npu_status_t *st);
+	bool (*host_func)(npu_stream_t h, npu_host_fn_t fn, void *user,
+			  npu_status_t *st);
+	bool (*event_record)(npu_event_t e, npu_stream_t h, npu_status_t *st);
+	bool (*wait_event)(npu_stream_t h, npu_event_t e, npu_status_t *st);
+	/* what: 0 stream synchronize/query of h, 1 device synchronize */
+	bool (*sync)(npu_stream_t h, int what, npu_status_t *st);
+	/* work that cannot be captured: true if h is capturing */
+	bool (*refuse)(npu_stream_t h);
+};
+
+extern atomic_int npu_capture_active;	/* number of active captures */
+/* set once, before npu_capture_active first rises */
+extern const struct npu_capture_hooks *_Atomic npu_capture_hooks;
+
+/* The capture hooks while a capture is active, else NULL. */
+static inline const struct npu_capture_hooks *npu_capture(void)
+{
+	if (!atomic_load_explicit(&npu_capture_active, memory_order_relaxed))
+		return NULL;
+	return atomic_load_explicit(&npu_capture_hooks, memory_order_acquire);
+}
+
+static inline bool npu_capturing(void)
+{
+	return atomic_load_explicit(&npu_capture_active, memory_order_relaxed) != 0;
+}
+
+/* Called with dev->lock held. job_end runs for every job job_begin gave a
+ * slot (jc->trace), also after the trace was switched off. */
+struct npu_trace_hooks {
+	/* room reserved by npu_job_begin: two TIMESTAMP packets */
+#define NPU_TRACE_BYTES	32u
+	void (*job_begin)(struct device *dev, struct jobctx *jc);
+	void (*job_end)(struct device *dev, struct jobctx *jc, int queue);
+	/* npu_event_record / npu_stream_wait_event: the trace links the last
+	 * traced command before the record to the next one after the wait */
+	void (*event_record)(struct npu_event *e, struct npu_stream *s);
+	void (*event_wait)(struct npu_event *e, struct npu_stream *s);
+};
+
+extern atomic_int npu_trace_active;
+/* set once, before npu_trace_active is first set */
+extern const struct npu_trace_hooks *_Atomic npu_trace_hooks;
+
+static inline bool npu_tracing(void)
+{
+	return atomic_load_explicit(&npu_trace_active, memory_order_relaxed) != 0;
+}
+
+static inline const struct npu_trace_hooks *npu_tracer(void)
+{
+	return atomic_load_explicit(&npu_trace_hooks, memory_order_acquire);
+}
+
+/* A queue (c->kind, ring, priority in; c->queue_id out): an idle one of
+ * the same kind, ring and priority if there is one. Returns 0 or errno.
+ * npu_queue_put keeps it for reuse when idle (every job it ran completed
+ * without a fault), else destroys it. Caller holds dev->lock. */
+int npu_queue_get(struct device *dev, struct drm_npu_queue_create *c);
+void npu_queue_put(struct device *dev, uint32_t id, uint32_t kind,
+		   uint32_t ring, uint32_t priority, bool idle);
+
+/* The one DRM_IOCTL_NPU_SUBMIT of the library: jobs[0..n) in order, in
+ * calls of at most npu_submit_max(dev) jobs. Returns 0 or -errno of the
+ * call that failed; *sent (if not NULL) jobs were queued, *ioctls (if not
+ * NULL) calls were made. Caller holds dev->lock, or owns the jobs' batch
+ * (the submit thread). */
+unsigned npu_submit_max(const struct device *dev);
+int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
+	       unsigned *sent, unsigned *ioctls);
+
 npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 			   uint32_t max_bytes, struct jobctx *jc);
 npu_status_t npu_job_wait(struct jobctx *jc, struct tl *t, uint64_t point);
@@ -105,6 +202,17 @@ void npu_job_abort(struct jobctx *jc);
  * are left for s's next job to wait on. Caller holds dev->lock. */
 npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
 			      int queue, unsigned keep);
+/* CUDA's legacy-stream rules for a new job of s: wait(arg, t, point) for
+ * each point it must wait for (on the legacy stream: every blocking
+ * stream's last point; on a blocking stream: the legacy stream's). Once
+ * the job is queued, npu_legacy_deps_commit records them as waited for.
+ * Stream jobs (npu_job_submit) and graph launches both use these. Caller
+ * holds dev->lock. */
+npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
+			     npu_status_t (*wait)(void *arg, struct tl *t,
+						  uint64_t point),
+			     void *arg);
+void npu_legacy_deps_commit(struct device *dev, struct npu_stream *s);
 
 static inline void *npu_job_put(struct jobctx *jc, uint32_t bytes)
 {

@@ -182,7 +182,8 @@ struct device {
 	int fd;
 	char node[64];
 	npu_device_prop prop;
-	struct npu_stream *legacy;
+	/* made on first use (npu_stream.c), under lock; read without it */
+	struct npu_stream *_Atomic legacy;
 	struct npu_stream *streams;	/* all, legacy included */
 	unsigned rr[2];			/* round-robin ring choice */
 	unsigned ring_users[2][NPU_MAX_RINGS_LIB];
@@ -246,7 +247,7 @@ struct device {
 	unsigned ts_nzombies, ts_zombies_cap;
 	struct printf_pool *printf_pool;	/* device printf (npu_printf.c) */
 	void (*complete_hooks[2])(struct device *dev);	/* npu_on_complete */
-	/* teardown (npu_core.c, npu_teardown): what must be gone before the
+	/* teardown (npu_unload.c): what must be gone before the
 	 * library's code is unmapped (dlclose) */
 	int pid;			/* the process that opened the device */
 	bool flusher_stop;
@@ -279,6 +280,10 @@ void npu_host_maps_release(struct device *dev);
 void npu_stream_stop_thread(struct device *dev, struct npu_stream *s);
 npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
 			    struct npu_stream **s);
+/* Wait for s's work / the device's work (error: the sticky one). Caller
+ * holds dev->lock, which the waits drop and retake. */
+npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s);
+npu_status_t npu_dev_sync_locked(struct device *dev);
 
 /* npu_stream.c: before a new record of e (a stream's or a graph node's),
  * give e a fresh timeline and timestamp slot if its latest record is not

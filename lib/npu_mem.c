@@ -15,9 +15,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
-#include "npu_graph.h"
 
-npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s);
 
 #define PAGE 4096ull
 
@@ -813,10 +811,11 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 	struct npu_stream *s;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_memcpy(stream, dst, src, count, kind, false, &cst))
+		if (cap && cap->memcpy(stream, dst, src, count, kind, false, &cst))
 			return cst;
 	}
 	st = npu_get_stream(stream, &dev, &s);
@@ -835,10 +834,11 @@ npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
 	struct npu_stream *s;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_memcpy(NULL, dst, src, count, kind, true, &cst))
+		if (cap && cap->memcpy(NULL, dst, src, count, kind, true, &cst))
 			return cst;
 	}
 	st = npu_get_stream(NULL, &dev, &s);
@@ -862,10 +862,11 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	uint64_t va, head, body, tail;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_memset(stream, devptr, value, n, sync, &cst))
+		if (cap && cap->memset(stream, devptr, value, n, sync, &cst))
 			return cst;
 	}
 	st = npu_get_stream(stream, &dev, &s);
@@ -942,11 +943,10 @@ static npu_status_t value_op(npu_stream_t stream, uint32_t *addr,
 	struct loc l;
 	npu_status_t st;
 
-	if (npu_capturing()) {
-		npu_stream_capture_status_t cs = NPU_STREAM_CAPTURE_STATUS_NONE;
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 
-		if (!npu_stream_is_capturing(stream, &cs) &&
-		    cs != NPU_STREAM_CAPTURE_STATUS_NONE)
+		if (cap && cap->refuse(stream))
 			return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
 					"stream memory operations cannot be "
 					"captured");
@@ -1023,10 +1023,11 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"grid %ux%ux%u has a zero dimension", grid.x,
 				grid.y, grid.z);
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_launch(stream, kernel, grid, args, nargs, flags, &cst))
+		if (cap && cap->launch(stream, kernel, grid, args, nargs, flags, &cst))
 			return cst;
 	}
 	st = npu_get_stream(stream, &dev, &s);

@@ -14,7 +14,6 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
-#include "npu_graph.h"
 
 static void gem_close(struct device *dev, uint32_t handle)
 {
@@ -123,45 +122,6 @@ static uint32_t map_priority(int prio)
 	return DRM_NPU_PRIORITY_NORMAL;
 }
 
-static void queue_destroy(struct device *dev, uint32_t id)
-{
-	struct drm_npu_queue_destroy d = { .queue_id = id };
-
-	drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_DESTROY, &d);
-}
-
-/* Destroy the idle queues kept for reuse (a file has a limited number). */
-static void queue_pool_drain(struct device *dev)
-{
-	while (dev->queue_pool_n)
-		queue_destroy(dev, dev->queue_pool[--dev->queue_pool_n].id);
-}
-
-/* A queue for a new stream: an idle one of the same kind, ring and
- * priority if there is one, else a new one (ring chosen by the caller). */
-static int queue_get(struct device *dev, struct drm_npu_queue_create *c)
-{
-	unsigned i;
-	int r;
-
-	for (i = 0; i < dev->queue_pool_n; i++) {
-		struct idle_queue *iq = &dev->queue_pool[i];
-
-		if (iq->kind == c->kind && iq->ring == c->ring &&
-		    iq->priority == c->priority) {
-			c->queue_id = iq->id;
-			*iq = dev->queue_pool[--dev->queue_pool_n];
-			return 0;
-		}
-	}
-	r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, c) ? errno : 0;
-	if (r && r != EACCES && dev->queue_pool_n) {
-		queue_pool_drain(dev);
-		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_QUEUE_CREATE, c) ? errno : 0;
-	}
-	return r;
-}
-
 static int ts_alloc(struct device *dev);
 static uint64_t *ts_ptr(struct device *dev, int idx);
 static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point);
@@ -176,17 +136,8 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 	for (q = 0; q < 2; q++) {
 		if (s->queue[q] != UINT32_MAX &&
 		    (q == 0 || s->queue[1] != s->queue[0])) {
-			if (idle && dev->queue_pool_n < QUEUE_POOL_MAX) {
-				struct idle_queue *iq =
-					&dev->queue_pool[dev->queue_pool_n++];
-
-				iq->id = s->queue[q];
-				iq->kind = s->qkind[q];
-				iq->ring = s->ring[q];
-				iq->priority = s->qprio;
-			} else {
-				queue_destroy(dev, s->queue[q]);
-			}
+			npu_queue_put(dev, s->queue[q], s->qkind[q], s->ring[q],
+				      s->qprio, idle);
 			if (s->ring[q] < NPU_MAX_RINGS_LIB && !s->legacy &&
 			    dev->ring_users[q][s->ring[q]])
 				dev->ring_users[q][s->ring[q]]--;
@@ -282,13 +233,13 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		memset(&c, 0, sizeof(c));
 		c.kind = kind;
 		c.priority = map_priority(prio);
-		c.ring = pick_ring(dev, q, nrings);
-		r = queue_get(dev, &c);
+		c.ring = legacy ? 0 : pick_ring(dev, q, nrings);
+		r = npu_queue_get(dev, &c);
 		if (r == EACCES && c.priority == DRM_NPU_PRIORITY_HIGH) {
 			/* high needs CAP_SYS_NICE: the default instead */
 			prio = s->priority = 0;
 			c.priority = map_priority(prio);
-			r = queue_get(dev, &c);
+			r = npu_queue_get(dev, &c);
 		}
 		if (r) {
 			stream_free_resources(dev, s, false);
@@ -328,9 +279,23 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	return NPU_SUCCESS;
 }
 
-npu_status_t npu_stream_init_legacy(struct device *dev)
+/* The legacy stream of dev, made on first use. It runs on ring 0 of each
+ * kind; device open starts the other streams' round-robin after it. */
+static npu_status_t legacy_stream(struct device *dev, struct npu_stream **out)
 {
-	return stream_new(dev, 0, 0, true, &dev->legacy);
+	struct npu_stream *s;
+	npu_status_t st = NPU_SUCCESS;
+
+	pthread_mutex_lock(&dev->lock);
+	s = dev->legacy;
+	if (!s) {
+		st = stream_new(dev, 0, 0, true, &s);
+		if (!st)
+			dev->legacy = s;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	*out = s;
+	return st;
 }
 
 /* Resolve a stream handle (NULL = legacy of the current device). */
@@ -346,7 +311,7 @@ static npu_status_t get_stream(npu_stream_t h, struct device **dev,
 		if (st)
 			return st;
 		*s = (*dev)->legacy;
-		return NPU_SUCCESS;
+		return *s ? NPU_SUCCESS : legacy_stream(*dev, s);
 	}
 	if (!npu_reg_check(h, REG_STREAM))
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
@@ -427,7 +392,7 @@ static npu_status_t stream_barrier(struct device *dev, struct npu_stream *s)
 			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
 			    b->tl->next > b->waited_by_legacy)
 				need = true;
-	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING)) {
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
 		need = dev->legacy->tl->next > s->legacy_seen;
 	}
 	if (!need)
@@ -470,10 +435,11 @@ npu_status_t npu_stream_synchronize(npu_stream_t h)
 	struct npu_stream *s;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_sync(h, 0, &cst))
+		if (cap && cap->sync(h, 0, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -492,10 +458,11 @@ npu_status_t npu_stream_query(npu_stream_t h)
 	npu_status_t st;
 	bool done;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_sync(h, 0, &cst))
+		if (cap && cap->sync(h, 0, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -603,7 +570,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	npu_status_t st;
 	int r;
 
-	st = stream_barrier(dev, dev->legacy);
+	st = dev->legacy ? stream_barrier(dev, dev->legacy) : NPU_SUCCESS;
 	if (st)
 		return st;
 	for (s = dev->streams; s; s = s->next)
@@ -650,10 +617,11 @@ npu_status_t npu_device_synchronize(void)
 	struct device *dev;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_sync(NULL, 1, &cst))
+		if (cap && cap->sync(NULL, 1, &cst))
 			return cst;
 	}
 	st = npu_cur_dev(&dev);
@@ -749,10 +717,11 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	struct hostcb *cb;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (fn && npu_cap_host_func(h, fn, user, &cst))
+		if (cap && fn && cap->host_func(h, fn, user, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -1008,10 +977,11 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 
 	if (st)
 		return st;
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (npu_cap_event_record(e, h, &cst))
+		if (cap && cap->event_record(e, h, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -1042,8 +1012,8 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 	}
 	queue = s->last_queue == Q_NONE ? Q_COMPUTE : s->last_queue;
 	st = npu_job_submit(dev, &jc, queue, e->tl, gen, NULL);
-	if (!st && npu_tracing())
-		npu_trace_event_record(e, s);
+	if (!st && npu_tracing())	/* trace hook (npu_core.h) */
+		npu_tracer()->event_record(e, s);
 out:
 	pthread_mutex_unlock(&dev->lock);
 	return st;
@@ -1103,10 +1073,11 @@ npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
 
 	if (st)
 		return st;
-	if (npu_capturing()) {	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (!flags && npu_cap_wait_event(h, e, &cst))
+		if (cap && !flags && cap->wait_event(h, e, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -1122,8 +1093,8 @@ npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
 	}
-	if (e->tl->next && npu_tracing())
-		npu_trace_event_wait(e, s);
+	if (e->tl->next && npu_tracing())	/* trace hook (npu_core.h) */
+		npu_tracer()->event_wait(e, s);
 	if (!e->tl->next || e->tl->next <= e->tl->completed)
 		goto out;		/* never recorded or complete */
 	st = npu_job_begin(dev, s, 0, &jc);

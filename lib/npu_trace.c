@@ -15,12 +15,11 @@
 
 #include <xf86drm.h>
 
-#include "npu_graph.h"
+#include "npu_core.h"
 #include "npu_json.h"
 #include "npu_kprofile.h"
 #include "npu_module.h"
-
-atomic_int npu_trace_active;
+#include "npu_trace.h"
 
 struct trec {
 	struct device *dev;
@@ -117,7 +116,8 @@ uint32_t npu_ring_global(struct device *dev, int queue, uint32_t ring)
 	return ring;
 }
 
-void npu_kernel_cost(uint32_t k, const uint64_t *a, unsigned nargs,
+/* modelled ops and bytes of a kernel (same formulas as the device) */
+static void kernel_cost(uint32_t k, const uint64_t *a, unsigned nargs,
 		     uint64_t *ops, uint64_t *bytes)
 {
 	uint64_t o = 0, b = 0, n, r, c;
@@ -195,7 +195,7 @@ static void put_ts(uint8_t *at, uint64_t va)
 	memcpy(at, &p, sizeof(p));
 }
 
-void npu_trace_job_begin(struct device *dev, struct jobctx *jc)
+static void trace_job_begin(struct device *dev, struct jobctx *jc)
 {
 	uint64_t va;
 	uint32_t slot = npu_trace_slot(dev, &va);
@@ -235,7 +235,7 @@ void npu_trace_fill(struct device *dev, uint32_t slot, const uint8_t *cmd,
 			r->kind = NPU_TRACE_KERNEL;
 			r->kernel = p.kernel;
 			r->grid = npu_grid(p.grid[0], p.grid[1], p.grid[2]);
-			npu_kernel_cost(p.kernel, args, na, &o, &b);
+			kernel_cost(p.kernel, args, na, &o, &b);
 			r->ops += o;
 			r->bytes += b;
 			any = true;
@@ -298,7 +298,7 @@ void npu_trace_fill(struct device *dev, uint32_t slot, const uint8_t *cmd,
 	pthread_mutex_unlock(&tlock);
 }
 
-void npu_trace_job_end(struct device *dev, struct jobctx *jc, int queue)
+static void trace_job_end(struct device *dev, struct jobctx *jc, int queue)
 {
 	int d;
 
@@ -314,7 +314,7 @@ void npu_trace_job_end(struct device *dev, struct jobctx *jc, int queue)
 		put_ts(npu_job_put(jc, 16), tdev[d].va + 16ull * (jc->trace - 1) + 8);
 }
 
-void npu_trace_event_record(struct npu_event *e, struct npu_stream *s)
+static void trace_event_record(struct npu_event *e, struct npu_stream *s)
 {
 	uint64_t sid;
 	unsigned i;
@@ -338,7 +338,7 @@ void npu_trace_event_record(struct npu_event *e, struct npu_stream *s)
 	pthread_mutex_unlock(&tlock);
 }
 
-void npu_trace_event_wait(struct npu_event *e, struct npu_stream *s)
+static void trace_event_wait(struct npu_event *e, struct npu_stream *s)
 {
 	uint64_t sid;
 	unsigned i;
@@ -364,6 +364,20 @@ void npu_trace_event_wait(struct npu_event *e, struct npu_stream *s)
 	npending++;
 out:
 	pthread_mutex_unlock(&tlock);
+}
+
+static const struct npu_trace_hooks trace_hooks = {
+	.job_begin = trace_job_begin,
+	.job_end = trace_job_end,
+	.event_record = trace_event_record,
+	.event_wait = trace_event_wait,
+};
+
+/* Switch the trace on: hooks first, so that whoever sees it on finds them. */
+static void trace_on(void)
+{
+	atomic_store(&npu_trace_hooks, &trace_hooks);
+	atomic_store(&npu_trace_active, 1);
 }
 
 /* ------------------------------------------------------------------------
@@ -445,7 +459,7 @@ npu_status_t npu_profiler_start(void)
 	memset(last_slot, 0, sizeof(last_slot));
 	npu_kprofile_reset();
 	tdev[d].have_start = read_counters(dev, &tdev[d].start) == NPU_SUCCESS;
-	atomic_store(&npu_trace_active, 1);
+	trace_on();
 	pthread_mutex_unlock(&tlock);
 	pthread_mutex_unlock(&dev->lock);
 	return NPU_SUCCESS;
@@ -811,7 +825,7 @@ npu_status_t npu_kernel_roofline(const npu_kernel_node_params *kp,
 	st = npu_cur_dev(&dev);
 	if (st)
 		return st;
-	npu_kernel_cost((uint32_t)kp->kernel, kp->args,
+	kernel_cost((uint32_t)kp->kernel, kp->args,
 			kp->nargs > NPU_MAX_KERNEL_ARGS ? NPU_MAX_KERNEL_ARGS : kp->nargs,
 			&o, &b);
 	*compute_bound = verdict(&dev->prop, o, b,
@@ -946,7 +960,7 @@ npu_status_t npu_profile_report(FILE *f)
 }
 
 /* NPU_TRACE=<file>: trace from the first command, write JSON at exit or
- * unload: called by npu_teardown (npu_core.c) before the devices close,
+ * unload: called by the teardown (npu_unload.c) before the devices close,
  * which at dlclose runs before atexit handlers would */
 void npu_trace_at_unload(void)
 {
@@ -965,5 +979,5 @@ __attribute__((constructor)) static void env_init(void)
 	env_path = strdup(p);
 	if (!env_path)
 		return;
-	atomic_store(&npu_trace_active, 1);
+	trace_on();
 }

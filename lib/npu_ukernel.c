@@ -6,20 +6,22 @@
 #include <string.h>
 
 #include "npu_core.h"
-#include "npu_graph.h"
 #include "npu_kprofile.h"
 #include "npu_module.h"
 #include "npu_printf.h"
 
-/* A launch while a capture is active (npu_graph.c decides whether it is
- * captured); out of line: the common path keeps a small frame. */
+/* A launch while a capture is active (the capture hook decides whether
+ * it is captured); out of line: the common path keeps a small frame. */
 static __attribute__((noinline, cold)) bool
 launch_captured(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		unsigned int scratch_bytes, npu_stream_t stream, void **args,
 		npu_status_t *st)
 {
+	const struct npu_capture_hooks *cap = npu_capture();
 	npu_kernel_node_params p;
 
+	if (!cap)
+		return false;
 	*st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (*st)
 		return true;
@@ -30,7 +32,7 @@ launch_captured(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	p.scratch_bytes = scratch_bytes;
 	p.nargs = f->desc.nargs;
 	npu_ukernel_pack(f, args, p.args);
-	return npu_cap_kernel_node(stream, &p, st);
+	return cap->kernel_node(stream, &p, st);
 }
 
 /* A launch with a printf buffer or a profile slot (dev->lock held). */
@@ -73,7 +75,7 @@ launch_kernel_slow(npu_function_t f, const npu_dim3 *gridp,
 		return st;
 	if (f->desc.nargs && !args)
 		return npu_ukernel_args_fail(f, args);
-	if (npu_capturing() &&	/* graph capture hook (npu_graph.c) */
+	if (npu_capturing() &&	/* stream capture hook (npu_core.h) */
 	    launch_captured(f, grid, block, scratch_bytes, stream, args, &st))
 		return st;
 	st = npu_get_stream(stream, &dev, &s);

@@ -1,0 +1,1775 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu_graph_exec.c - executable graphs: instantiation, and launch as one
+ * DRM_IOCTL_NPU_SUBMIT through the submission layer's primitives (queues,
+ * npu_submit, the legacy-stream rules of npu_core.c).
+ * Documentation/lib/graphs.rst describes the design.
+ *
+ * Launch model. Graph jobs run on the executable graph's own queues, one
+ * per ring, each with its own timeline syncobj; every job signals the next
+ * point of its queue's timeline (points follow submission order, which is
+ * queue order). A job waits for a predecessor on another queue through that
+ * predecessor's (timeline, point) - a job of the same array - and for one
+ * on the same queue by queue order alone. A chain of nodes on one queue is
+ * one job (its nodes' packets one after the other in one command buffer).
+ * Root jobs wait for the launch's entry dependencies (the stream's previous
+ * point, the legacy-stream rules, the previous launch of the same
+ * executable graph); the job holding every sink signals the stream's point
+ * and the executable graph's done timeline, or, when the sinks are in
+ * several jobs, a final zero-length join job waits for them and signals
+ * those. Host nodes run on a thread of the launch; the jobs after them are
+ * submitted when they return.
+ *
+ * Locking: x->lock (one launch of an exec at a time) -> dev->lock -> the
+ * trace lock.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xf86drm.h>
+
+#include "npu_graph.h"
+#include "npu_module.h"
+#include "npu_trace.h"
+
+#define EXEC_SLOTS	4		/* launches in flight per exec */
+#define MAX_CROSS_DEPS	60
+#define JOB_BOS		1024		/* BO handles per job (npu.ko's limit) */
+/* job descriptors of one submission round: a job per node at most, the
+ * join, and in a packed launch the gates (60 external fences each) */
+#define JOBS_CAP(n)	(3 * (n) + 8)
+#define JOB_OUTS	4		/* out-syncs reserved per job: queue
+					 * point, event, stream point, done */
+
+static _Atomic uint64_t st_launches, st_ioctls, st_jobs;
+
+struct xnode {
+	npu_graph_node_type_t type;
+	struct npu_graph_node *orig;
+	npu_kernel_node_params kp;
+	uint64_t dst_va, src_va, count;
+	uint32_t bo[2];
+	unsigned nbo;
+	int value;
+	npu_host_fn_t fn;
+	void *user;
+	npu_event_t ev;
+	uint64_t ev_serial;		/* ev->serial when the node was made */
+	int q;				/* Q_COMPUTE / Q_COPY */
+	uint32_t ring;			/* ring index within the kind */
+	unsigned *preds, npreds;
+	bool sink;
+	bool xo;			/* has a successor on another queue */
+	uint32_t off, size;		/* place in a command slot */
+	uint32_t plen;			/* bytes of its packets in a prebuilt
+					 * slot (untraced) */
+};
+
+/* An executable graph's own queues, one per ring, each with its timeline:
+ * a launch's jobs wait behind the previous launch of the same graph only,
+ * never behind another graph's job that waits for something else. */
+struct gpool {
+	uint32_t queue[2][NPU_MAX_RINGS_LIB];
+	struct tl *tl[2][NPU_MAX_RINGS_LIB];	/* NULL: no queue on the ring */
+	unsigned nq[2];				/* rings of each kind */
+};
+
+/* The queues of every packed launch of a device (see submit_ready): one
+ * FIFO per ring that all of them share, so their chunks reach every ring
+ * in the same order and their semaphore waits cannot wait on each other in
+ * a circle. Created on first use, under dev->lock. */
+static struct {
+	struct device *dev;
+	struct gpool pool;
+} packed[NPU_MAX_DEVICES];
+
+static void pool_rings(struct device *dev, struct gpool *p);
+static int pool_init(struct device *dev, struct gpool *p,
+		     bool (*use)[NPU_MAX_RINGS_LIB]);
+
+static struct gpool *packed_pool(struct device *dev)
+{
+	int i;
+
+	for (i = 0; i < NPU_MAX_DEVICES; i++)
+		if (packed[i].dev == dev)
+			return &packed[i].pool;
+	for (i = 0; i < NPU_MAX_DEVICES && packed[i].dev; i++)
+		;
+	if (i == NPU_MAX_DEVICES)
+		return NULL;
+	pool_rings(dev, &packed[i].pool);
+	if (pool_init(dev, &packed[i].pool, NULL))
+		return NULL;
+	packed[i].dev = dev;
+	return &packed[i].pool;
+}
+
+struct avail_pt {			/* a point to wait for availability */
+	struct tl *t;
+	uint64_t p;
+};
+
+struct launch;
+
+struct npu_graph_exec {
+	uint32_t magic;
+	struct device *dev;
+	struct xnode *x;
+	unsigned n;
+	bool has_host;
+	pthread_mutex_t lock;
+	uint64_t launches;
+	struct tl *done;		/* point n: launch n complete */
+	/* the stream point of the latest launch: the job that signals
+	 * done's point n signals it too, so once it is known complete
+	 * (a synchronize caches that) so is launch n, without a query */
+	struct tl *last_tl;		/* a reference */
+	uint64_t last_pt;
+	struct gpool pool;		/* its queues */
+	uint32_t cmd_handle;
+	uint8_t *cmd_map;
+	uint64_t cmd_va;
+	uint32_t slot_size;
+	uint32_t chunk_off;		/* packed jobs (see submit_ready) */
+	uint32_t sem_handle;		/* a semaphore word per node */
+	void *sem_map;
+	uint64_t sem_va;
+	uint64_t sem_size;
+	/* Prebuilt command slots. An untraced launch of a graph without
+	 * host nodes lays its packets out the same way every time, so each
+	 * of the EXEC_SLOTS command slots keeps the packets its last such
+	 * launch wrote: slot_gen[s] == gen says slot s holds the packets of
+	 * the current parameters (gen moves on with every
+	 * npu_graph_exec_kernel_node_set_params); then a launch only
+	 * rewrites the event record packets (their timestamp slot changes
+	 * with each record). 0: to be rebuilt. Under x->lock. */
+	uint64_t gen;
+	uint64_t slot_gen[EXEC_SLOTS];
+	/* Launch scratch, so that a launch does not allocate: the arrays
+	 * of submit_ready (only used within one call, under dev->lock), the
+	 * availability list of npu_graph_launch (under x->lock) and, for a
+	 * graph without host nodes, its struct launch (under x->lock; a
+	 * launch with host nodes outlives the call, it allocates its own). */
+	struct drm_npu_job *s_jobs;
+	struct drm_npu_sync *s_sy;
+	uint32_t *s_bos;
+	bool *s_now;
+	int *s_job_of;
+	uint64_t *s_jpt;
+	struct avail_pt *s_avail;
+	struct launch *s_L;
+};
+
+/* Caller holds dev->lock. */
+static void pool_fini(struct device *dev, struct gpool *p)
+{
+	unsigned q, r;
+
+	for (q = 0; q < 2; q++)
+		for (r = 0; r < p->nq[q]; r++) {
+			if (!p->tl[q][r])
+				continue;
+			npu_queue_put(dev, p->queue[q][r], 0, r, 0, false);
+			npu_tl_put(dev, p->tl[q][r]);
+			p->tl[q][r] = NULL;
+		}
+}
+
+/* The rings of each kind, no queues yet. */
+static void pool_rings(struct device *dev, struct gpool *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->nq[Q_COMPUTE] = dev->prop.compute_rings;
+	p->nq[Q_COPY] = dev->prop.copy_rings;
+	if (p->nq[Q_COMPUTE] > NPU_MAX_RINGS_LIB)
+		p->nq[Q_COMPUTE] = NPU_MAX_RINGS_LIB;
+	if (p->nq[Q_COPY] > NPU_MAX_RINGS_LIB)
+		p->nq[Q_COPY] = NPU_MAX_RINGS_LIB;
+}
+
+/* A queue and its timeline on each ring of use (NULL: every ring); the
+ * driver takes 256 queues a file, so a graph makes only those it needs.
+ * Caller holds dev->lock. Returns 0 or -1 (errno set; nothing left). */
+static int pool_init(struct device *dev, struct gpool *p,
+		     bool (*use)[NPU_MAX_RINGS_LIB])
+{
+	unsigned q, r;
+
+	for (q = 0; q < 2; q++) {
+		for (r = 0; r < p->nq[q]; r++) {
+			struct drm_npu_queue_create c;
+
+			if (use && !use[q][r])
+				continue;
+			memset(&c, 0, sizeof(c));
+			c.kind = q == Q_COMPUTE ? DRM_NPU_RING_KIND_COMPUTE :
+				DRM_NPU_RING_KIND_COPY;
+			c.priority = DRM_NPU_PRIORITY_NORMAL;
+			c.ring = r;
+			errno = npu_queue_get(dev, &c);
+			if (errno)
+				goto fail;
+			p->queue[q][r] = c.queue_id;
+			p->tl[q][r] = npu_tl_new(dev);
+			if (!p->tl[q][r]) {
+				npu_queue_put(dev, c.queue_id, 0, r, 0, false);
+				errno = ENOMEM;
+				goto fail;
+			}
+		}
+	}
+	return 0;
+fail:
+	{
+		int e = errno;
+
+		pool_fini(dev, p);
+		errno = e;
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------------------
+ * Instantiation
+ */
+static uint32_t node_bytes(const struct xnode *x)
+{
+	uint32_t b = 0;
+
+	switch (x->type) {
+	case NPU_GRAPH_NODE_KERNEL:
+		b = (x->kp.function ? sizeof(struct npu_pkt_launch_code) :
+		     sizeof(struct npu_pkt_launch)) + 8 * x->kp.nargs;
+		break;
+	case NPU_GRAPH_NODE_MEMCPY:
+		b = sizeof(struct npu_pkt_copy);
+		break;
+	case NPU_GRAPH_NODE_MEMSET:
+		b = 2 * (16 + sizeof(struct npu_pkt_copy)) + sizeof(struct npu_pkt_fill);
+		break;
+	case NPU_GRAPH_NODE_EVENT_RECORD:
+		b = sizeof(struct npu_pkt_timestamp);
+		break;
+	default:
+		return 0;
+	}
+	return (b + NPU_TRACE_BYTES + 7) & ~7u;
+}
+
+static void launch_scratch_free(struct launch *L);
+static struct launch *launch_scratch_new(unsigned n);
+#define MAX_ENTRY	(NPU_MAX_RINGS_LIB * 2 + 8)
+
+/* Sync entries submit_ready needs with nentry entry dependencies. */
+static unsigned sync_cap(const struct npu_graph_exec *x, unsigned nentry)
+{
+	unsigned i, cap = 8 + 2 * nentry;
+
+	for (i = 0; i < x->n; i++)
+		cap += x->x[i].npreds + nentry + 2 + JOB_OUTS;
+	return cap + x->n;
+}
+
+static void exec_free(struct npu_graph_exec *x)
+{
+	unsigned i;
+
+	if (x->x)
+		for (i = 0; i < x->n; i++)
+			free(x->x[i].preds);
+	free(x->x);
+	free(x->s_jobs);
+	free(x->s_sy);
+	free(x->s_bos);
+	free(x->s_now);
+	free(x->s_job_of);
+	free(x->s_jpt);
+	free(x->s_avail);
+	launch_scratch_free(x->s_L);
+	if (x->cmd_map)
+		npu_host_bo_free(x->dev, x->cmd_handle, x->cmd_map,
+				 (uint64_t)x->slot_size * EXEC_SLOTS);
+	if (x->sem_map)
+		npu_host_bo_free(x->dev, x->sem_handle, x->sem_map, x->sem_size);
+	pthread_mutex_lock(&x->dev->lock);
+	pool_fini(x->dev, &x->pool);
+	if (x->done) {
+		npu_tl_put(x->dev, x->done);
+		if (x->last_tl)
+			npu_tl_put(x->dev, x->last_tl);
+	}
+	pthread_mutex_unlock(&x->dev->lock);
+	pthread_mutex_destroy(&x->lock);
+	x->magic = 0;
+	free(x);
+}
+
+npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
+				   unsigned int flags)
+{
+	struct npu_graph_exec *x;
+	struct device *dev;
+	struct gpool *pool;
+	unsigned *order, *indeg, *pos, i, k, head = 0, tail = 0;
+	unsigned *load[2];
+	bool *passed;
+	npu_status_t st = npu_graph_check(g);
+
+	if (st)
+		return st;
+	if (!out)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "exec pointer is NULL");
+	if (flags)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags must be 0");
+	dev = g->dev;
+	x = calloc(1, sizeof(*x));
+	order = calloc(g->n + 1, sizeof(*order));
+	indeg = calloc(g->n + 1, sizeof(*indeg));
+	pos = calloc(g->n + 1, sizeof(*pos));
+	passed = calloc(g->n + 1, sizeof(*passed));
+	load[0] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
+	load[1] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
+	if (!x || !order || !indeg || !pos || !passed || !load[0] || !load[1]) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+		goto fail;
+	}
+	x->magic = EXEC_MAGIC;
+	x->dev = dev;
+	pthread_mutex_init(&x->lock, NULL);
+	x->n = g->n;
+	x->x = calloc(g->n + 1, sizeof(*x->x));
+	if (!x->x) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+		goto fail;
+	}
+	/* topological order (Kahn), stable in creation order */
+	for (i = 0; i < g->n; i++)
+		indeg[i] = g->nodes[i]->npreds;
+	for (i = 0; i < g->n; i++)
+		if (!indeg[i])
+			order[tail++] = i;
+	while (head < tail) {
+		unsigned u = order[head++], v;
+
+		for (v = 0; v < g->n; v++) {
+			struct npu_graph_node *n = g->nodes[v];
+
+			for (k = 0; k < n->npreds; k++)
+				if (n->preds[k]->idx == u && --indeg[v] == 0)
+					order[tail++] = v;
+		}
+	}
+	if (tail != g->n) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE, "the graph has a cycle");
+		goto fail;
+	}
+	for (i = 0; i < g->n; i++)
+		pos[order[i]] = i;
+	pthread_mutex_lock(&dev->lock);
+	pool = &x->pool;
+	pool_rings(dev, pool);
+	for (i = 0; i < g->n && !st; i++) {
+		struct npu_graph_node *n = g->nodes[order[i]];
+		struct xnode *xn = &x->x[i];
+		bool pg;
+		unsigned cross = 0;
+
+		xn->type = n->type;
+		xn->orig = n;
+		xn->kp = n->kp;
+		xn->fn = n->fn;
+		xn->user = n->user;
+		xn->ev = n->ev;
+		xn->ev_serial = n->ev_serial;
+		xn->value = n->value;
+		xn->count = n->count;
+		xn->sink = true;
+		if (n->type == NPU_GRAPH_NODE_MEMCPY) {
+			st = npu_graph_check_copy(dev, n->dst, n->src, n->count, n->kind,
+					&xn->dst_va, &xn->src_va, xn->bo, &pg, true);
+			xn->nbo = xn->bo[0] == xn->bo[1] ? 1 : 2;
+		} else if (n->type == NPU_GRAPH_NODE_MEMSET) {
+			st = npu_graph_check_copy(dev, n->dst, n->dst, n->count,
+					NPU_MEMCPY_DEVICE_TO_DEVICE, &xn->dst_va,
+					&xn->src_va, xn->bo, &pg, true);
+			xn->nbo = 1;
+		}
+		if (st)
+			break;
+		if (n->type == NPU_GRAPH_NODE_HOST)
+			x->has_host = true;
+		xn->q = (n->type == NPU_GRAPH_NODE_MEMCPY ||
+			 n->type == NPU_GRAPH_NODE_MEMSET) && pool->nq[Q_COPY] ?
+			Q_COPY : Q_COMPUTE;
+		xn->preds = calloc(n->npreds + 1, sizeof(unsigned));
+		if (!xn->preds) {
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+			break;
+		}
+		xn->npreds = n->npreds;
+		xn->ring = UINT32_MAX;
+		for (k = 0; k < n->npreds; k++) {
+			unsigned p = pos[n->preds[k]->idx];
+			struct xnode *xp = &x->x[p];
+
+			xn->preds[k] = p;
+			xp->sink = false;
+			/* continue a predecessor's queue (a chain) */
+			if (xn->ring == UINT32_MAX && !passed[p] &&
+			    xp->type != NPU_GRAPH_NODE_HOST && xp->q == xn->q) {
+				xn->ring = xp->ring;
+				passed[p] = true;
+			}
+		}
+		if (xn->ring == UINT32_MAX) {
+			uint32_t r, best = 0;
+
+			for (r = 1; r < pool->nq[xn->q]; r++)
+				if (load[xn->q][r] < load[xn->q][best])
+					best = r;
+			xn->ring = best;
+		}
+		load[xn->q][xn->ring]++;
+		for (k = 0; k < n->npreds; k++) {
+			struct xnode *xp = &x->x[xn->preds[k]];
+
+			if (xp->type == NPU_GRAPH_NODE_HOST || xp->q != xn->q ||
+			    xp->ring != xn->ring || xn->type == NPU_GRAPH_NODE_HOST) {
+				cross++;
+				xp->xo = true;
+			}
+		}
+		if (cross > MAX_CROSS_DEPS)
+			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				      "a node has more than %u dependencies on other queues",
+				      MAX_CROSS_DEPS);
+		xn->off = x->slot_size;
+		xn->size = node_bytes(xn);
+		x->slot_size += xn->size;
+	}
+	if (!st) {
+		bool use[2][NPU_MAX_RINGS_LIB];
+
+		memset(use, 0, sizeof(use));
+		for (i = 0; i < x->n; i++)
+			if (x->x[i].type != NPU_GRAPH_NODE_HOST)
+				use[x->x[i].q][x->x[i].ring] = true;
+		if (pool_init(dev, pool, use))
+			st = npu_fail(NPU_ERROR_OS, "graph queues: %s",
+				      npu_strerror(errno));
+		/* a graph that may be packed needs the shared queues */
+		else if (x->n + 1 > (dev->prop.max_jobs_per_submit ?
+				      dev->prop.max_jobs_per_submit : 64) &&
+			 !packed_pool(dev))
+			st = npu_fail(NPU_ERROR_OS, "graph queues: %s",
+				      npu_strerror(errno));
+	}
+	if (!st) {
+		/* launch scratch (see struct npu_graph_exec) */
+		x->gen = 1;
+		x->s_jobs = calloc(JOBS_CAP(x->n), sizeof(*x->s_jobs));
+		x->s_sy = calloc(sync_cap(x, MAX_ENTRY), sizeof(*x->s_sy));
+		x->s_bos = calloc(2 * x->n + 2, sizeof(*x->s_bos));
+		x->s_now = calloc(x->n + 1, sizeof(*x->s_now));
+		x->s_job_of = calloc(x->n + 1, sizeof(*x->s_job_of));
+		x->s_jpt = calloc(x->n + 2, sizeof(*x->s_jpt));
+		x->s_avail = calloc(2 * x->n + MAX_ENTRY + 64, sizeof(*x->s_avail));
+		if (!x->has_host)
+			x->s_L = launch_scratch_new(x->n);
+		if (!x->s_jobs || !x->s_sy || !x->s_bos || !x->s_now ||
+		    !x->s_job_of || !x->s_jpt || !x->s_avail ||
+		    (!x->has_host && !x->s_L))
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+	}
+	if (!st) {
+		unsigned sinks = 0;
+
+		for (i = 0; i < x->n; i++)
+			sinks += x->x[i].sink;
+		if (sinks > MAX_CROSS_DEPS)
+			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				      "more than %u nodes without successors; join them with an empty node",
+				      MAX_CROSS_DEPS);
+	}
+	if (!st) {
+		void *m;
+
+		/* room for the packed form: semaphore packets around nodes */
+		x->chunk_off = x->slot_size;
+		for (i = 0; i < x->n; i++)
+			x->slot_size += ((x->x[i].size + 16 * (x->x[i].npreds + 1)) + 7) & ~7u;
+		x->sem_size = ((uint64_t)4 * x->n + 4095) & ~4095ull;
+		if (!x->sem_size)
+			x->sem_size = 4096;
+		if (npu_host_bo(dev, x->sem_size, &x->sem_handle, &x->sem_va, &m))
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph semaphores");
+		else
+			x->sem_map = m;
+	}
+	if (!st) {
+		void *m;
+
+		x->slot_size = (x->slot_size + 4095) & ~4095u;
+		if (!x->slot_size)
+			x->slot_size = 4096;
+		if (npu_host_bo(dev, (uint64_t)x->slot_size * EXEC_SLOTS,
+				&x->cmd_handle, &x->cmd_va, &m))
+			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph command buffer");
+		else
+			x->cmd_map = m;
+	}
+	if (!st) {
+		x->done = npu_tl_new(dev);
+		if (!x->done)
+			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", npu_strerror(errno));
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!st && npu_reg_add(x, REG_EXEC))
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "handle registry");
+	if (st)
+		goto fail;
+	free(order);
+	free(indeg);
+	free(pos);
+	free(passed);
+	free(load[0]);
+	free(load[1]);
+	*out = x;
+	return NPU_SUCCESS;
+fail:
+	if (x)
+		exec_free(x);
+	free(order);
+	free(indeg);
+	free(pos);
+	free(passed);
+	free(load[0]);
+	free(load[1]);
+	return st;
+}
+
+static npu_status_t check_exec(npu_graph_exec_t x)
+{
+	if (!x || !npu_reg_check(x, REG_EXEC))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"%p is not a live executable graph", (void *)x);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_exec_destroy(npu_graph_exec_t x)
+{
+	struct device *dev;
+
+	if (!x || !npu_reg_remove(x, REG_EXEC))
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"%p is not a live executable graph", (void *)x);
+	dev = x->dev;
+	pthread_mutex_lock(&x->lock);
+	pthread_mutex_lock(&dev->lock);
+	if (x->launches)
+		npu_tl_wait_locked(dev, x->done, x->launches);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&x->lock);
+	exec_free(x);
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t x,
+						   npu_graph_node_t node,
+						   const npu_kernel_node_params *p)
+{
+	npu_status_t st = check_exec(x);
+	unsigned i;
+
+	if (st)
+		return st;
+	st = npu_graph_check_kparams(p);
+	if (st)
+		return st;
+	pthread_mutex_lock(&x->lock);
+	for (i = 0; i < x->n; i++)
+		if (x->x[i].orig == node)
+			break;
+	if (i == x->n || x->x[i].type != NPU_GRAPH_NODE_KERNEL) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE,
+			      "node is not a kernel node of the executable graph");
+	} else if (x->x[i].kp.function != p->function ||
+		   (!p->function && x->x[i].kp.kernel != p->kernel)) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE,
+			      "the kernel of a node cannot change");
+	} else {
+		x->x[i].kp = *p;	/* used from the next launch on */
+		x->gen++;		/* the prebuilt slots have the old */
+	}
+	pthread_mutex_unlock(&x->lock);
+	return st;
+}
+
+npu_status_t npu_graph_get_stats(npu_graph_stats *s)
+{
+	if (!s)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "stats is NULL");
+	s->launches = atomic_load(&st_launches);
+	s->submit_ioctls = atomic_load(&st_ioctls);
+	s->jobs = atomic_load(&st_jobs);
+	return NPU_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------
+ * Launch
+ */
+struct launch {
+	struct npu_graph_exec *x;
+	struct device *dev;
+	struct npu_stream *s;
+	struct gpool *pool;
+	uint64_t n;			/* launch number */
+	uint8_t *cmd;
+	uint64_t cmd_va;
+	struct dep entry[MAX_ENTRY];
+	unsigned nentry;
+	unsigned slot;			/* command slot: n % EXEC_SLOTS */
+	bool owned;			/* allocated for this launch */
+	bool on_thread;			/* host_main runs on a helper thread */
+	uint64_t P;			/* stream point of the join */
+	struct tl *host_tl;
+	uint64_t host_pt;
+	uint64_t *pt;			/* per node: point signalled, 0 = not yet */
+	struct tl **ptl;		/* per node: timeline of that point */
+	uint64_t *evpt;			/* event nodes: event point */
+	/* event nodes: the timeline of that point (a reference: the event
+	 * may be destroyed while the launch is queued) and, for a timed
+	 * record, the VA its timestamp goes to */
+	struct tl **evtl;
+	uint64_t *evts;
+	/* the kernel nodes' parameters as of this launch, for a launch that
+	 * outlives npu_graph_launch (host nodes): later
+	 * npu_graph_exec_kernel_node_set_params calls do not reach it */
+	npu_kernel_node_params *kp;
+	/* the next free byte of the command slot: each submission round of a
+	 * launch (host nodes make several) writes after the earlier rounds,
+	 * whose jobs may not have started yet */
+	uint32_t at;
+	/* user-kernel nodes: this launch's printf buffer and profile slot,
+	 * and the packet fields that name them */
+	struct ukernel_slots *uks;
+	struct npu_pkt_launch_code *extra;
+	bool joined;
+};
+
+static void launch_scratch_free(struct launch *L)
+{
+	if (!L)
+		return;
+	free(L->pt);
+	free(L->ptl);
+	free(L->evpt);
+	free(L->evtl);
+	free(L->evts);
+	free(L->kp);
+	free(L->uks);
+	free(L->extra);
+	free(L);
+}
+
+static struct launch *launch_scratch_new(unsigned n)
+{
+	struct launch *L = calloc(1, sizeof(*L));
+
+	if (!L)
+		return NULL;
+	L->pt = calloc(n + 1, sizeof(*L->pt));
+	L->ptl = calloc(n + 1, sizeof(*L->ptl));
+	L->evpt = calloc(n + 1, sizeof(*L->evpt));
+	L->evtl = calloc(n + 1, sizeof(*L->evtl));
+	L->evts = calloc(n + 1, sizeof(*L->evts));
+	L->uks = calloc(n + 1, sizeof(*L->uks));
+	L->extra = calloc(n + 1, sizeof(*L->extra));
+	if (!L->pt || !L->ptl || !L->evpt || !L->evtl || !L->evts || !L->uks ||
+	    !L->extra) {
+		launch_scratch_free(L);
+		return NULL;
+	}
+	return L;
+}
+
+/* The launch state: the exec's own for a graph without host nodes (the
+ * launch ends within npu_graph_launch, under x->lock), else a new one (it
+ * lives on in the host-node thread). Returned cleared. */
+static struct launch *launch_get(struct npu_graph_exec *x)
+{
+	struct launch *L = x->s_L;
+
+	if (!L) {
+		unsigned i;
+
+		L = launch_scratch_new(x->n);
+		if (!L)
+			return NULL;
+		L->owned = true;
+		L->kp = malloc((x->n + 1) * sizeof(*L->kp));
+		if (!L->kp) {
+			launch_scratch_free(L);
+			return NULL;
+		}
+		for (i = 0; i < x->n; i++)
+			if (x->x[i].type == NPU_GRAPH_NODE_KERNEL)
+				L->kp[i] = x->x[i].kp;
+	} else {
+		uint64_t *pt = L->pt, *evpt = L->evpt, *evts = L->evts;
+		struct tl **ptl = L->ptl, **evtl = L->evtl;
+		struct ukernel_slots *uks = L->uks;
+		struct npu_pkt_launch_code *extra = L->extra;
+
+		memset(L, 0, sizeof(*L));
+		memset(pt, 0, (x->n + 1) * sizeof(*pt));
+		memset(ptl, 0, (x->n + 1) * sizeof(*ptl));
+		memset(evpt, 0, (x->n + 1) * sizeof(*evpt));
+		memset(evtl, 0, (x->n + 1) * sizeof(*evtl));
+		memset(evts, 0, (x->n + 1) * sizeof(*evts));
+		L->pt = pt;
+		L->ptl = ptl;
+		L->evpt = evpt;
+		L->evtl = evtl;
+		L->evts = evts;
+		L->uks = uks;
+		L->extra = extra;
+	}
+	/* no slots yet: ints of all ones are -1 */
+	memset(L->uks, 0xff, (x->n + 1) * sizeof(*L->uks));
+	return L;
+}
+
+static void launch_release(struct launch *L)
+{
+	if (L->owned)
+		launch_scratch_free(L);
+}
+
+/* The event timelines a launch holds. Caller holds dev->lock. */
+static void launch_put_events(struct launch *L)
+{
+	unsigned i;
+
+	for (i = 0; i < L->x->n; i++)
+		if (L->evtl[i]) {
+			npu_tl_put(L->dev, L->evtl[i]);
+			L->evtl[i] = NULL;
+		}
+}
+
+static void launch_free(struct launch *L)
+{
+	unsigned i;
+
+	launch_put_events(L);
+	for (i = 0; i < L->nentry; i++)
+		npu_tl_put(L->dev, L->entry[i].tl);
+	if (L->host_tl)
+		npu_tl_put(L->dev, L->host_tl);
+	npu_tl_put(L->dev, L->s->tl);
+	launch_release(L);
+}
+
+/* Write node i's packets at cmd (VA va); returns bytes. */
+static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va)
+{
+	struct xnode *xn = &L->x->x[i];
+	const npu_kernel_node_params *kp = L->kp ? &L->kp[i] : &xn->kp;
+	uint32_t len = 0;
+
+	switch (xn->type) {
+	case NPU_GRAPH_NODE_KERNEL: {
+		struct npu_pkt_launch p;
+
+		if (kp->function) {
+			len = npu_ukernel_packet(cmd, kp->function, kp->grid,
+						 kp->block, kp->scratch_bytes,
+						 kp->args, &L->extra[i]);
+			break;
+		}
+		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * kp->nargs);
+		p.kernel = (uint32_t)kp->kernel;
+		p.grid[0] = kp->grid.x;
+		p.grid[1] = kp->grid.y;
+		p.grid[2] = kp->grid.z;
+		p.nargs = kp->nargs;
+		memcpy(cmd, &p, sizeof(p));
+		memcpy(cmd + sizeof(p), kp->args, 8 * kp->nargs);
+		len = sizeof(p) + 8 * kp->nargs;
+		break;
+	}
+	case NPU_GRAPH_NODE_MEMCPY: {
+		struct npu_pkt_copy c = {
+			.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
+			.src = xn->src_va, .dst = xn->dst_va, .size = xn->count,
+		};
+
+		memcpy(cmd, &c, sizeof(c));
+		len = sizeof(c);
+		break;
+	}
+	case NPU_GRAPH_NODE_MEMSET: {
+		uint8_t bytes[4];
+		uint64_t d = xn->dst_va, n = xn->count, head, body, tail;
+		uint32_t pattern;
+		unsigned part;
+
+		memset(bytes, xn->value & 0xff, 4);
+		memcpy(&pattern, bytes, 4);
+		head = (4 - (d & 3)) & 3;
+		if (head > n)
+			head = n;
+		body = (n - head) & ~3ull;
+		tail = n - head - body;
+		for (part = 0; part < 3; part++) {
+			uint64_t sz = part == 0 ? head : part == 1 ? body : tail;
+			uint64_t at = part == 0 ? d : part == 1 ? d + head : d + head + body;
+
+			if (!sz)
+				continue;
+			if (part == 1) {
+				struct npu_pkt_fill f = {
+					.header = NPU_PKT_HDR(NPU_OP_FILL, 0, 6),
+					.value = pattern, .dst = at, .size = sz,
+				};
+
+				memcpy(cmd + len, &f, sizeof(f));
+				len += sizeof(f);
+			} else {
+				uint32_t nop[4] = { NPU_PKT_HDR(NPU_OP_NOP, 0, 4), 0,
+						    pattern, 0 };
+				struct npu_pkt_copy c = {
+					.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
+					.src = va + len + 8, .dst = at, .size = sz,
+				};
+
+				memcpy(cmd + len, nop, sizeof(nop));
+				len += sizeof(nop);
+				memcpy(cmd + len, &c, sizeof(c));
+				len += sizeof(c);
+			}
+		}
+		break;
+	}
+	case NPU_GRAPH_NODE_EVENT_RECORD:
+		if (L->evts[i]) {
+			struct npu_pkt_timestamp t = {
+				.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4),
+				.dst = L->evts[i],
+			};
+
+			memcpy(cmd, &t, sizeof(t));
+			len = sizeof(t);
+		}
+		break;
+	default:
+		break;
+	}
+	return len;
+}
+
+static void put_ts(uint8_t *at, uint64_t va)
+{
+	struct npu_pkt_timestamp t = {
+		.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4), .dst = va,
+	};
+
+	memcpy(at, &t, sizeof(t));
+}
+
+static void put_sem(uint8_t *at, uint32_t op, uint32_t value, uint64_t va)
+{
+	struct npu_pkt_sem p = {
+		.header = NPU_PKT_HDR(op, 0, 4), .value = value, .addr = va,
+	};
+
+	memcpy(at, &p, sizeof(p));
+}
+
+/* Packets of node i, bracketed by trace TIMESTAMPs when tracing. */
+static uint32_t put_traced(struct launch *L, unsigned i, uint8_t *cmd,
+			   uint64_t va, bool tracing)
+{
+	struct xnode *xn = &L->x->x[i];
+	struct device *dev = L->dev;
+	uint32_t len, slot = 0;
+	uint64_t tva;
+
+	if (tracing && (xn->type == NPU_GRAPH_NODE_KERNEL ||
+			xn->type == NPU_GRAPH_NODE_MEMCPY ||
+			xn->type == NPU_GRAPH_NODE_MEMSET))
+		slot = npu_trace_slot(dev, &tva);
+	if (!slot)
+		return put_node(L, i, cmd, va);
+	put_ts(cmd, tva);
+	len = 16;
+	len += put_node(L, i, cmd + len, va + len);
+	npu_trace_fill(dev, slot, cmd + 16, len - 16,
+		       npu_ring_global(dev, xn->q, xn->ring), L->s, true);
+	put_ts(cmd + len, tva + 8);
+	return len + 16;
+}
+
+/* A user-kernel node whose packet names this launch's printf buffer: it is
+ * written by every launch, never kept from a prebuilt slot. (While the
+ * profiler runs no slot is prebuilt.) */
+static bool per_launch(const struct xnode *xn)
+{
+	return xn->type == NPU_GRAPH_NODE_KERNEL && xn->kp.function &&
+	       xn->kp.function->mod->uses_printf;
+}
+
+/* Each user-kernel node's printf buffer and profile slot for this launch,
+ * as for a stream launch (npu_ukernel_slots_take); a node for which no
+ * printf buffer is left (every one is held by this or other launches being
+ * queued) runs without one, and that is said on stderr. Caller holds
+ * dev->lock (dropped while waiting for a buffer). */
+static npu_status_t launch_slots_take(struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	unsigned i, printless = 0;
+
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		bool none;
+		npu_status_t st;
+
+		if (xn->type != NPU_GRAPH_NODE_KERNEL || !xn->kp.function)
+			continue;
+		st = npu_ukernel_slots_take(L->dev, xn->kp.function,
+					    xn->kp.block, xn->kp.scratch_bytes,
+					    true, &L->extra[i], &L->uks[i],
+					    &none);
+		if (st)
+			return st;
+		printless += none;
+	}
+	if (printless)
+		fprintf(stderr, "npu: %u kernel node(s) of a graph launch ran "
+			"without a printf buffer (all were in use by launches "
+			"being queued): their printf output is lost\n",
+			printless);
+	return NPU_SUCCESS;
+}
+
+/* Once the launch is queued, its nodes' slots are complete with the
+ * launch's stream point (the join signals it after every node), in stream
+ * order with the stream's other launches; else they are given back. */
+static void launch_slots_end(struct launch *L, bool queued)
+{
+	unsigned i;
+
+	for (i = 0; i < L->x->n; i++) {
+		if (queued)
+			npu_ukernel_slots_track(L->dev, &L->uks[i], L->s->tl,
+						L->P);
+		npu_ukernel_slots_cancel(L->dev, &L->uks[i]);
+	}
+}
+
+static bool same_queue(const struct xnode *a, const struct xnode *b)
+{
+	return a->type != NPU_GRAPH_NODE_HOST && b->type != NPU_GRAPH_NODE_HOST &&
+	       a->q == b->q && a->ring == b->ring;
+}
+
+/* Submit every device node whose predecessors have all been submitted (or,
+ * for host nodes, have returned), and the join once every sink is.
+ *
+ * Normally each chain of nodes on one queue is one job (see below) and all
+ * go in one DRM_IOCTL_NPU_SUBMIT.
+ * When there are more than the driver takes in one call
+ * (DRM_NPU_PARAM_MAX_JOBS), the nodes of each queue are packed into a few
+ * jobs ("chunks") and edges between queues inside the launch become device
+ * semaphores (SEM_SIGNAL after a node, SEM_WAIT before its successor on
+ * another ring), so the launch is still one ioctl. A gate job first waits
+ * for every external dependency, and every chunk waits for the gate: a
+ * chunk npu_graph_reaches its ring only when nothing outside the launch can hold it
+ * up, and each ring runs its chunks in topological order, so the
+ * semaphore waits cannot deadlock. Caller holds dev->lock. */
+static npu_status_t submit_ready(struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	struct device *dev = L->dev;
+	struct drm_npu_job *jobs;
+	struct drm_npu_sync *sy;
+	unsigned i, k, q, nj = 0, ns = 0, cap_s, maxj, sent = 0, nready = 0;
+	unsigned nmerged = 0, nb = 0, ngates = 0;
+	struct gpool *pp, *used = L->pool;
+	int *job_of;
+	uint32_t *bos;			/* the jobs' BO handles */
+	bool *now;			/* node submitted by this call */
+	bool all_sinks = true, tracing = npu_tracing(), chunked, join_now = false;
+	int r;
+
+	maxj = npu_submit_max(dev);
+	/* the exec's scratch arrays (used only within this call, which
+	 * holds dev->lock throughout), cleared as far as used */
+	jobs = x->s_jobs;
+	now = x->s_now;
+	sy = x->s_sy;
+	bos = x->s_bos;
+	job_of = x->s_job_of;
+	cap_s = sync_cap(x, L->nentry);
+	memset(jobs, 0, (x->n + 2) * sizeof(*jobs));	/* (packed: all) */
+	memset(now, 0, (x->n + 1) * sizeof(*now));
+	memset(sy, 0, cap_s * sizeof(*sy));
+	/* the ready set, in topological order */
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		bool ready = !L->pt[i] && xn->type != NPU_GRAPH_NODE_HOST;
+
+		for (k = 0; k < xn->npreds && ready; k++)
+			ready = L->pt[xn->preds[k]] != 0 || now[xn->preds[k]];
+		now[i] = ready;
+		nready += ready;
+	}
+	/* One job per node, except that a node whose predecessors are all in
+	 * the open job of its queue joins that job, as long as no node of
+	 * that job has a successor on another queue (that successor would wait
+	 * for the whole job): chains collapse into one job without delaying
+	 * anybody. Packets of one command buffer run one after the other on
+	 * the ring (each completes before the next starts, see
+	 * Documentation/hw/npu.rst, "Ring protocol"), so no barrier is needed
+	 * between the merged nodes. A node that needs a fence of its own ends
+	 * the open job: an event record (its event's timeline is signalled
+	 * with the job's fence) and a node with a successor on another queue;
+	 * an event wait (an in-fence) and a root (the entry fences) start
+	 * one; host nodes are no jobs. A job also ends before its BO handles
+	 * would exceed the driver's limit. */
+	{
+		int open_j[2][NPU_MAX_RINGS_LIB];
+		unsigned open_bo[2][NPU_MAX_RINGS_LIB];
+
+		memset(open_j, 0xff, sizeof(open_j));
+		memset(open_bo, 0, sizeof(open_bo));
+		for (i = 0; i < x->n; i++) {
+			struct xnode *xn = &x->x[i];
+			int *o = &open_j[xn->q][xn->ring];
+			unsigned *ob = &open_bo[xn->q][xn->ring];
+			bool merge = *o >= 0 && xn->npreds &&
+				xn->type != NPU_GRAPH_NODE_EVENT_WAIT &&
+				*ob + xn->nbo <= JOB_BOS;
+
+			if (!now[i])
+				continue;
+			for (k = 0; k < xn->npreds && merge; k++)
+				merge = now[xn->preds[k]] && job_of[xn->preds[k]] == *o;
+			job_of[i] = merge ? *o : (int)nmerged++;
+			*o = job_of[i];
+			*ob = merge ? *ob + xn->nbo : xn->nbo;
+			if (xn->xo || xn->type == NPU_GRAPH_NODE_EVENT_RECORD)
+				*o = -1;
+		}
+	}
+	chunked = nmerged + 1 > maxj && maxj >= 4;
+	if (!chunked) {
+		/* build the jobs chosen above, then lay their packets out
+		 * contiguously */
+		uint64_t *jpt = x->s_jpt;
+		uint32_t at = L->at;
+		unsigned jj;
+		/* An untraced launch of a graph without host nodes (every
+		 * node is submitted by this one call) always lays its packets
+		 * out the same way: the slot may hold them already (see
+		 * struct npu_graph_exec); an event record node's length must
+		 * still be the one built (its event has timing or not). */
+		bool pre = !tracing && !x->has_host && nready == x->n;
+		bool valid = pre && x->slot_gen[L->slot] == x->gen;
+
+		for (i = 0; i < x->n && valid; i++)
+			if (x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD &&
+			    x->x[i].plen != (L->evts[i] ?
+					     sizeof(struct npu_pkt_timestamp) : 0u)) {
+				x->gen++;	/* every slot's layout is off */
+				valid = false;
+			}
+		memset(jpt, 0, (x->n + 2) * sizeof(*jpt));
+		for (i = 0; i < x->n; i++) {
+			struct xnode *xn = &x->x[i];
+			struct drm_npu_job *j;
+			uint32_t in0;
+
+			if (!now[i])
+				continue;
+			if (job_of[i] < (int)nj) {
+				j = &jobs[job_of[i]];
+			} else {
+				j = &jobs[nj++];	/* job_of[i] == nj - 1 */
+				j->queue_id = L->pool->queue[xn->q][xn->ring];
+				in0 = ns;
+				if (!xn->npreds)
+					for (k = 0; k < L->nentry; k++) {
+						sy[ns].handle = L->entry[k].tl->handle;
+						sy[ns++].point = L->entry[k].point;
+					}
+				for (k = 0; k < xn->npreds; k++) {
+					if (L->ptl[xn->preds[k]] ==
+					    L->pool->tl[xn->q][xn->ring])
+						continue;	/* queue order */
+					sy[ns].handle = L->ptl[xn->preds[k]]->handle;
+					sy[ns++].point = L->pt[xn->preds[k]];
+				}
+				if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+					sy[ns].handle = L->evtl[i]->handle;
+					sy[ns++].point = L->evpt[i];
+				}
+				j->in_syncs = (uintptr_t)&sy[in0];
+				j->in_sync_count = ns - in0;
+				jpt[job_of[i]] = ++L->pool->tl[xn->q][xn->ring]->next;
+				j->out_syncs = (uintptr_t)&sy[ns];
+				sy[ns].handle = L->pool->tl[xn->q][xn->ring]->handle;
+				sy[ns].point = jpt[job_of[i]];
+				/* room for an event and the join's two points */
+				ns += JOB_OUTS;
+				j->out_sync_count = 1;
+			}
+			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+				struct drm_npu_sync *o2 = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+				o2[1].handle = L->evtl[i]->handle;
+				o2[1].point = L->evpt[i];
+				j->out_sync_count = 2;
+			}
+			L->ptl[i] = L->pool->tl[xn->q][xn->ring];
+			L->pt[i] = jpt[job_of[i]];
+		}
+		for (jj = 0; jj < nj; jj++) {
+			uint32_t base = at, len = 0;
+			unsigned b0 = nb;
+
+			for (i = 0; i < x->n; i++)
+				if (now[i] && job_of[i] == (int)jj) {
+					if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD &&
+					    !per_launch(&x->x[i])) {
+						len += x->x[i].plen;	/* prebuilt */
+					} else {
+						k = put_traced(L, i, L->cmd + base + len,
+							       L->cmd_va + base + len, tracing);
+						if (pre)
+							x->x[i].plen = k;
+						len += k;
+					}
+					/* every node's BOs stay mapped until
+					 * the job is done */
+					for (k = 0; k < x->x[i].nbo; k++)
+						if (nb == b0 || bos[nb - 1] != x->x[i].bo[k])
+							bos[nb++] = x->x[i].bo[k];
+				}
+			jobs[jj].cmd_va = len ? L->cmd_va + base : 0;
+			jobs[jj].cmd_size = len;
+			jobs[jj].bo_handles = (uintptr_t)&bos[b0];
+			jobs[jj].bo_count = nb - b0;
+			at = (base + len + 7) & ~7u;
+		}
+		L->at = at;
+		/* the slot now holds this layout, or something else */
+		x->slot_gen[L->slot] = pre ? x->gen : 0;
+	} else {
+		memset(jobs, 0, JOBS_CAP(x->n) * sizeof(*jobs));
+		x->slot_gen[L->slot] = 0;
+		pp = packed_pool(dev);	/* made by npu_graph_instantiate */
+		used = pp;
+		/* gates: every external dependency of the launch, at most
+		 * MAX_CROSS_DEPS in-fences a gate job, the gates one after the
+		 * other on one queue (queue order): the last one completes
+		 * after all of them */
+		struct tl *gtl = pp->tl[Q_COMPUTE][0];
+		uint64_t gpt = 0;
+		unsigned per_q[2][NPU_MAX_RINGS_LIB], budget = maxj - 2, rr;
+		unsigned f0 = ns, nf, g;
+		uint32_t at = L->at;
+		uint32_t n32 = (uint32_t)L->n;
+
+		for (k = 0; k < L->nentry; k++) {
+			sy[ns].handle = L->entry[k].tl->handle;
+			sy[ns++].point = L->entry[k].point;
+		}
+		for (i = 0; i < x->n; i++) {
+			struct xnode *xn = &x->x[i];
+
+			if (!now[i])
+				continue;
+			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+				sy[ns].handle = L->evtl[i]->handle;
+				sy[ns++].point = L->evpt[i];
+			}
+			/* host predecessors (earlier phases) and predecessors
+			 * submitted by earlier calls: fences, at the gate */
+			for (k = 0; k < xn->npreds; k++) {
+				unsigned p = xn->preds[k];
+
+				if (now[p] || L->ptl[p] == pp->tl[xn->q][xn->ring])
+					continue;
+				sy[ns].handle = L->ptl[p]->handle;
+				sy[ns++].point = L->pt[p];
+			}
+		}
+		nf = ns - f0;
+		for (g = 0; g == 0 || g * MAX_CROSS_DEPS < nf; g++) {
+			struct drm_npu_job *gate = &jobs[nj++];
+			unsigned c = nf - g * MAX_CROSS_DEPS;
+
+			if (nf < g * MAX_CROSS_DEPS)
+				c = 0;
+			gate->queue_id = pp->queue[Q_COMPUTE][0];
+			gate->in_syncs = (uintptr_t)&sy[f0 + g * MAX_CROSS_DEPS];
+			gate->in_sync_count = c < MAX_CROSS_DEPS ? c : MAX_CROSS_DEPS;
+			gpt = ++gtl->next;
+			gate->out_syncs = (uintptr_t)&sy[ns];
+			sy[ns].handle = gtl->handle;
+			sy[ns++].point = gpt;
+			gate->out_sync_count = 1;
+		}
+		ngates = nj;
+		/* chunks per queue, in proportion to its nodes */
+		memset(per_q, 0, sizeof(per_q));
+		for (i = 0; i < x->n; i++)
+			if (now[i])
+				per_q[x->x[i].q][x->x[i].ring]++;
+		for (q = 0; q < 2; q++)
+			for (rr = 0; rr < NPU_MAX_RINGS_LIB; rr++) {
+				unsigned cnt = per_q[q][rr], nch, size, done_ = 0;
+				struct drm_npu_job *j = NULL;
+				uint32_t len = 0, base = 0;
+
+				if (!cnt)
+					continue;
+				nch = (unsigned)((uint64_t)budget * cnt / nready);
+				if (!nch)
+					nch = 1;
+				size = (cnt + nch - 1) / nch;
+				for (i = 0; i < x->n; i++) {
+					struct xnode *xn = &x->x[i];
+					uint8_t *c;
+					uint64_t cva;
+
+					if (!now[i] || xn->q != (int)q || xn->ring != rr)
+						continue;
+					if (!j) {
+						j = &jobs[nj++];
+						j->queue_id = pp->queue[q][rr];
+						j->in_syncs = (uintptr_t)&sy[ns];
+						sy[ns].handle = gtl->handle;
+						sy[ns++].point = gpt;
+						j->in_sync_count = 1;
+						j->out_syncs = (uintptr_t)&sy[ns];
+						sy[ns].handle = pp->tl[q][rr]->handle;
+						sy[ns++].point = ++pp->tl[q][rr]->next;
+						j->out_sync_count = 1;
+						j->bo_handles = (uintptr_t)&bos[nb];
+						base = at;
+						len = 0;
+					}
+					for (k = 0; k < xn->nbo; k++)
+						if (j->bo_count < JOB_BOS &&
+						    (!j->bo_count || bos[nb - 1] != xn->bo[k])) {
+							bos[nb++] = xn->bo[k];
+							j->bo_count++;
+						}
+					c = L->cmd + base + len;
+					cva = L->cmd_va + base + len;
+					for (k = 0; k < xn->npreds; k++) {
+						unsigned p = xn->preds[k];
+
+						if (!now[p] || same_queue(&x->x[p], xn))
+							continue;
+						put_sem(c, NPU_OP_SEM_WAIT, n32,
+							x->sem_va + 4ull * p);
+						c += 16;
+						cva += 16;
+						len += 16;
+					}
+					k = put_traced(L, i, c, cva, tracing);
+					len += k;
+					put_sem(c + k, NPU_OP_SEM_SIGNAL, n32,
+						x->sem_va + 4ull * i);
+					len += 16;
+					L->ptl[i] = pp->tl[q][rr];
+					if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+					    j->out_sync_count < 2) {
+						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+						/* (one event record per chunk
+						 * signals its timeline) */
+						o[1].handle = L->evtl[i]->handle;
+						o[1].point = L->evpt[i];
+						ns++;
+						j->out_sync_count = 2;
+					}
+					/* a chunk signals one event: end it after
+					 * an event record */
+					if (++done_ % size == 0 || done_ == cnt ||
+					    xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+						unsigned m;
+
+						j->cmd_va = L->cmd_va + base;
+						j->cmd_size = len;
+						/* every node of the chunk is done
+						 * at the chunk's point */
+						for (m = 0; m <= i; m++)
+							if (now[m] && L->ptl[m] == pp->tl[q][rr] &&
+							    !L->pt[m])
+								L->pt[m] = o[0].point;
+						at = (base + len + 7) & ~7u;
+						j = NULL;
+					}
+				}
+			}
+		L->at = at;
+	}
+	for (i = 0; i < x->n; i++)
+		if (x->x[i].sink && !L->pt[i])
+			all_sinks = false;
+	/* When every sink is in one job of this call, that job completes
+	 * after every node (each node is an ancestor of a sink, reached
+	 * through packet order, queue order or an in-fence) and after the
+	 * entry dependencies (through the roots): it signals the stream's
+	 * point and the done point itself, and no join job is needed (a
+	 * chain is then one job in all). */
+	if (all_sinks && !L->joined && !chunked && x->n) {
+		int sj = -1;
+
+		for (i = 0; i < x->n && sj != -2; i++) {
+			if (!x->x[i].sink)
+				continue;
+			if (!now[i] || (sj >= 0 && job_of[i] != sj))
+				sj = -2;
+			else
+				sj = job_of[i];
+		}
+		if (sj >= 0) {
+			struct drm_npu_job *j = &jobs[sj];
+			struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+			o[j->out_sync_count].handle = L->s->tl->handle;
+			o[j->out_sync_count++].point = L->P;
+			o[j->out_sync_count].handle = x->done->handle;
+			o[j->out_sync_count++].point = L->n;
+			L->joined = true;
+			join_now = true;
+			/* The whole launch is this one job (a chain) and no
+			 * later phase refers to its nodes: the ring
+			 * timeline's point is waited on by nobody, so the
+			 * job does not signal it (one syncobj point less in
+			 * the SUBMIT) and the point is given back. */
+			if (nj == 1 && !x->has_host && o[0].handle == L->ptl[0]->handle &&
+			    L->ptl[0]->next == o[0].point) {
+				struct tl *rt = L->ptl[0];
+
+				for (i = 0; i < x->n; i++) {
+					L->ptl[i] = L->s->tl;
+					L->pt[i] = L->P;
+				}
+				rt->next--;
+				memmove(o, o + 1, (j->out_sync_count - 1) * sizeof(*o));
+				j->out_sync_count--;
+			}
+		}
+	}
+	if (all_sinks && !L->joined) {
+		struct drm_npu_job *j = &jobs[nj++];
+		unsigned in0 = ns;
+
+		j->queue_id = L->s->queue[Q_COMPUTE];
+		for (i = 0; i < x->n; i++)
+			if (x->x[i].sink) {
+				sy[ns].handle = L->ptl[i]->handle;
+				sy[ns++].point = L->pt[i];
+			}
+		if (!x->n)
+			for (k = 0; k < L->nentry; k++) {
+				sy[ns].handle = L->entry[k].tl->handle;
+				sy[ns++].point = L->entry[k].point;
+			}
+		j->in_syncs = (uintptr_t)&sy[in0];
+		j->in_sync_count = ns - in0;
+		j->out_syncs = (uintptr_t)&sy[ns];
+		sy[ns].handle = L->s->tl->handle;
+		sy[ns++].point = L->P;
+		sy[ns].handle = x->done->handle;
+		sy[ns++].point = L->n;
+		j->out_sync_count = 2;
+		L->joined = true;
+		join_now = true;
+	}
+	/* one ioctl; several in order only if the driver's limit is below the
+	 * smallest packing (never with the default 64) */
+	{
+		/* the gates but the last go first (the rest fits one call) */
+		unsigned first = ngates > 1 ? ngates - 1 : 0, n2 = 0, c1 = 0, c2 = 0;
+
+		r = npu_submit(dev, jobs, first, &sent, &c1);
+		if (!r) {
+			r = npu_submit(dev, jobs + first, nj - first, &n2, &c2);
+			sent += n2;
+		}
+		atomic_fetch_add(&st_ioctls, c1 + c2);
+		atomic_fetch_add(&st_jobs, sent);
+	}
+	for (i = 0; i < nj; i++) {
+		struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)jobs[i].out_syncs;
+
+		for (k = 0; k < jobs[i].out_sync_count; k++) {
+			uint64_t pt = o[k].point;
+
+			if (i >= sent)	/* not queued: nobody may wait forever */
+				drmSyncobjTimelineSignal(dev->fd, &o[k].handle,
+							 &pt, 1);
+		}
+	}
+	/* the points now exist in the kernel */
+	for (q = 0; q < 2 && nj; q++)
+		for (k = 0; k < used->nq[q]; k++)
+			if (used->tl[q][k])
+				used->tl[q][k]->submitted = used->tl[q][k]->next;
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+
+		if (now[i] && xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+		    L->evpt[i] > L->evtl[i]->submitted)
+			L->evtl[i]->submitted = L->evpt[i];
+	}
+	if (join_now) {
+		if (L->P > L->s->tl->submitted)
+			L->s->tl->submitted = L->P;
+		if (L->n > x->done->submitted)
+			x->done->submitted = L->n;
+	}
+	if (nj)
+		npu_flush_deferred(dev);
+	if (r) {
+		if (!dev->sticky) {
+			dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
+			snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+				 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a graph launch: %s",
+				 npu_strerror(-r));
+		}
+		return npu_fail(NPU_ERROR_LAUNCH_FAILURE,
+				"DRM_IOCTL_NPU_SUBMIT (graph): %s", npu_strerror(-r));
+	}
+	return NPU_SUCCESS;
+}
+
+/* Host nodes, in topological order, on a thread of the launch. */
+static void *host_main(void *arg)
+{
+	struct launch *L = arg;
+	struct npu_graph_exec *x = L->x;
+	struct device *dev = L->dev;
+	bool on_thread = L->on_thread;
+	unsigned i, k;
+
+	if (on_thread)
+		npu_thread_is_lib();
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		uint32_t h[MAX_CROSS_DEPS + NPU_MAX_RINGS_LIB * 2 + 8];
+		uint64_t p[MAX_CROSS_DEPS + NPU_MAX_RINGS_LIB * 2 + 8];
+		unsigned nw = 0;
+		bool run;
+
+		if (xn->type != NPU_GRAPH_NODE_HOST)
+			continue;
+		if (!xn->npreds)
+			for (k = 0; k < L->nentry; k++) {
+				h[nw] = L->entry[k].tl->handle;
+				p[nw++] = L->entry[k].point;
+			}
+		for (k = 0; k < xn->npreds && nw < MAX_CROSS_DEPS + 8; k++) {
+			h[nw] = L->ptl[xn->preds[k]]->handle;
+			p[nw++] = L->pt[xn->preds[k]];
+		}
+		pthread_mutex_unlock(&dev->lock);
+		npu_wait_points(dev, h, p, nw);
+		pthread_mutex_lock(&dev->lock);
+		npu_check_faults(dev);
+		run = !dev->sticky;
+		pthread_mutex_unlock(&dev->lock);
+		if (run)
+			xn->fn(xn->user);
+		pthread_mutex_lock(&dev->lock);
+		L->pt[i] = ++L->host_pt;
+		L->ptl[i] = L->host_tl;
+		drmSyncobjTimelineSignal(dev->fd, &L->host_tl->handle, &L->pt[i], 1);
+		L->host_tl->submitted = L->pt[i];
+		submit_ready(L);
+	}
+	if (!L->joined)
+		submit_ready(L);
+	launch_free(L);
+	if (on_thread)		/* for teardown: joined later */
+		npu_thread_done(dev);
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+static void add_entry(struct launch *L, struct tl *t, uint64_t point)
+{
+	unsigned i;
+
+	if (!point || point <= t->completed)
+		return;
+	for (i = 0; i < L->nentry; i++)
+		if (L->entry[i].tl == t) {
+			if (point > L->entry[i].point)
+				L->entry[i].point = point;
+			return;
+		}
+	if (L->nentry < sizeof(L->entry) / sizeof(L->entry[0])) {
+		t->refs++;
+		L->entry[L->nentry].tl = t;
+		L->entry[L->nentry].order_only = false;
+		L->entry[L->nentry++].point = point;
+	}
+}
+
+/* npu_legacy_deps' callback: an entry dependency of launch L */
+static npu_status_t entry_wait(void *L, struct tl *t, uint64_t point)
+{
+	npu_tl_done(((struct launch *)L)->dev, t, point);
+	add_entry(L, t, point);
+	return NPU_SUCCESS;
+}
+
+/* Wait until (t, point) has a fence in the kernel (not for its
+ * completion). Caller holds dev->lock; it is dropped while waiting. */
+/* A launch that could not be queued in full: signal from the host every
+ * point it reserved and did not submit (its event records, and unless the
+ * join went in, the stream's point and the exec's done point), so that no
+ * later wait blocks forever; the error is the device's sticky one. Caller
+ * holds dev->lock. */
+static void launch_abandon(struct launch *L, bool reserved)
+{
+	struct device *dev = L->dev;
+	unsigned i;
+
+	for (i = 0; i < L->x->n; i++) {
+		struct tl *t = L->evtl[i];
+		uint64_t pt = L->evpt[i];
+
+		if (L->x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD && t &&
+		    pt > t->submitted) {
+			drmSyncobjTimelineSignal(dev->fd, &t->handle, &pt, 1);
+			t->submitted = pt;
+		}
+	}
+	if (!reserved || L->joined)
+		return;
+	drmSyncobjTimelineSignal(dev->fd, &L->s->tl->handle, &L->P, 1);
+	if (L->P > L->s->tl->submitted)
+		L->s->tl->submitted = L->P;
+	drmSyncobjTimelineSignal(dev->fd, &L->x->done->handle, &L->n, 1);
+	if (L->n > L->x->done->submitted)
+		L->x->done->submitted = L->n;
+	L->joined = true;
+}
+
+static void wait_available(struct device *dev, struct tl *t, uint64_t point)
+{
+	uint32_t h = t->handle;
+
+	if (!point || npu_tl_done(dev, t, point))
+		return;
+	t->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	drmSyncobjTimelineWait(dev->fd, &h, &point, 1, INT64_MAX,
+			       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+			       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, NULL);
+	pthread_mutex_lock(&dev->lock);
+	npu_tl_put(dev, t);
+}
+
+
+npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
+{
+	struct device *dev;
+	struct npu_stream *s;
+	struct launch *L;
+	npu_status_t st = check_exec(x);
+	unsigned i;
+	struct avail_pt *avail;
+	unsigned navail = 0;
+
+	if (st)
+		return st;
+	st = npu_get_stream(h, &dev, &s);
+	if (st)
+		return st;
+	if (x->dev != dev)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE,
+				"graph and stream belong to different devices");
+	if (npu_capturing() && npu_graph_stream_capturing(s))
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				"launching a graph into a capture is not supported");
+	/* no allocation for a graph without host nodes: the launch state
+	 * and the lists are the exec's, under x->lock */
+	pthread_mutex_lock(&x->lock);
+	avail = x->s_avail;
+	L = launch_get(x);
+	if (!L) {
+		pthread_mutex_unlock(&x->lock);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph launch");
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (dev->sticky) {
+		st = npu_fail_sticky(dev, dev->sticky);
+		goto fail;
+	}
+	L->x = x;
+	L->dev = dev;
+	L->s = s;
+	L->pool = &x->pool;
+	L->n = x->launches + 1;
+	if (x->has_host) {
+		L->host_tl = npu_tl_new(dev);
+		if (!L->host_tl) {
+			st = npu_fail(NPU_ERROR_OS, "syncobj: %s", npu_strerror(errno));
+			goto fail;
+		}
+	}
+	/* before the entry dependencies: it may wait for a printf buffer */
+	st = launch_slots_take(L);
+	if (st)
+		goto fail;
+	/* a command slot of EXEC_SLOTS: wait for the launch that used it */
+	if (L->n > EXEC_SLOTS &&
+	    npu_tl_wait_locked(dev, x->done, L->n - EXEC_SLOTS)) {
+		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
+		goto fail;
+	}
+	L->slot = (unsigned)(L->n % EXEC_SLOTS);
+	L->cmd = x->cmd_map + L->slot * x->slot_size;
+	L->cmd_va = x->cmd_va + L->slot * x->slot_size;
+	L->at = x->chunk_off;
+	/* entry dependencies: stream order, legacy rules, previous launch */
+	npu_tl_done(dev, s->tl, s->tl->next);
+	add_entry(L, s->tl, s->tl->next);
+	if (s->legacy) {
+		/* room for the stream's own point and the previous launch */
+		st = npu_legacy_fanin(dev, s, Q_COMPUTE, MAX_ENTRY - 2);
+		if (st)
+			goto fail;
+		npu_tl_done(dev, s->tl, s->tl->next);
+		add_entry(L, s->tl, s->tl->next);
+	}
+	npu_legacy_deps(dev, s, entry_wait, L);
+	npu_legacy_deps_commit(dev, s);
+	if (x->launches) {
+		/* known complete (the usual case after a synchronize): no
+		 * in-fence for it. The stream point of that launch is
+		 * signalled by the same job as done's point: when the
+		 * stream's cache has it, no SYNCOBJ_QUERY is needed. */
+		if (x->last_tl && x->last_pt <= x->last_tl->completed &&
+		    x->done->completed < x->launches)
+			x->done->completed = x->launches;
+		npu_tl_done(dev, x->done, x->launches);
+		add_entry(L, x->done, x->launches);
+	}
+	for (i = 0; i < L->nentry; i++) {
+		avail[navail].t = L->entry[i].tl;
+		avail[navail++].p = L->entry[i].point;
+	}
+	/* events: waits see the latest record now; records take new points */
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+
+		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT) {
+			struct npu_event *e = xn->ev;
+
+			if (!npu_reg_check(e, REG_EVENT) ||
+			    e->serial != xn->ev_serial) {
+				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
+					      "an event of the graph was destroyed");
+				goto fail;
+			}
+			if (e->tl->next && !npu_tl_done(dev, e->tl, e->tl->next)) {
+				L->evpt[i] = e->tl->next;
+				L->evtl[i] = e->tl;
+				e->tl->refs++;
+				avail[navail].t = e->tl;
+				avail[navail++].p = e->tl->next;
+			}
+		} else if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+			struct npu_event *e = xn->ev;
+
+			if (!npu_reg_check(e, REG_EVENT) ||
+			    e->serial != xn->ev_serial) {
+				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
+					      "an event of the graph was destroyed");
+				goto fail;
+			}
+			st = npu_event_begin_record(dev, e);
+			if (st)
+				goto fail;
+			if (e->tl->next) {
+				avail[navail].t = e->tl;
+				avail[navail++].p = e->tl->next;
+			}
+			L->evpt[i] = ++e->tl->next;
+			L->evtl[i] = e->tl;
+			e->tl->refs++;
+			if (e->ts_index >= 0)
+				L->evts[i] = npu_event_ts_va(dev, e->ts_index);
+		}
+	}
+	/* reserve the stream point: later work of the stream follows it */
+	L->P = ++s->tl->next;
+	s->last_queue = Q_NONE;
+	s->tl->refs++;
+	x->launches = L->n;
+	s->tl->refs++;
+	if (x->last_tl)
+		npu_tl_put(dev, x->last_tl);
+	x->last_tl = s->tl;
+	x->last_pt = L->P;
+	for (i = 0; i < navail; i++) {
+		avail[i].t->refs++;
+		wait_available(dev, avail[i].t, avail[i].p);
+		npu_tl_put(dev, avail[i].t);
+	}
+	st = submit_ready(L);
+	if (st)
+		launch_abandon(L, true);
+	launch_slots_end(L, !st);
+	atomic_fetch_add(&st_launches, 1);
+	if (x->has_host && !st) {
+		/* a joinable thread the device counts, so that teardown
+		 * (dlclose) can wait for it */
+		L->on_thread = true;
+		if (npu_thread_start(dev, host_main, L)) {
+			/* run them here instead */
+			L->on_thread = false;
+			pthread_mutex_unlock(&dev->lock);
+			host_main(L);
+			pthread_mutex_lock(&dev->lock);
+		}
+		L = NULL;
+	}
+	if (L)
+		launch_free(L);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&x->lock);
+	return st;
+fail:
+	if (L->x) {
+		launch_slots_end(L, false);
+		launch_abandon(L, false);
+		launch_put_events(L);
+	}
+	if (L->host_tl)
+		npu_tl_put(dev, L->host_tl);
+	for (i = 0; i < L->nentry; i++)
+		npu_tl_put(dev, L->entry[i].tl);
+	launch_release(L);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_unlock(&x->lock);
+	return st;
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_unload.c - the library's teardown. dlclose unmaps the library's
+ * code, so no thread of the library may run on after it: when the library
+ * is unloaded (or the process exits) each device the process opened waits
+ * for its work, stops the streams' host function threads, the graph
+ * host-node threads and the submit thread, unmaps its buffers and closes
+ * its file. It sits above every other file: it is the one place that
+ * knows them all.
+ */
+#include "npu_core.h"
+#include "npu_trace.h"
+
+static void device_teardown(struct device *d)
+{
+	struct npu_stream *s;
+
+	pthread_mutex_lock(&d->lock);
+	/* the work queued so far, host functions and graph host nodes
+	 * included (device jobs end within the driver's job timeout) */
+	npu_dev_sync_locked(d);
+	for (s = d->streams; s; s = s->next)
+		npu_stream_stop_thread(d, s);
+	npu_dev_stop_threads(d);
+	npu_host_maps_release(d);
+	npu_dev_close(d);
+	pthread_mutex_unlock(&d->lock);
+}
+
+__attribute__((destructor)) static void npu_unload(void)
+{
+	struct device *d;
+	int i;
+
+	npu_trace_at_unload();
+	/* exit() from a host function: that thread cannot join itself */
+	if (npu_thread_in_lib())
+		return;
+	for (i = 0; i < NPU_MAX_DEVICES; i++) {
+		d = npu_dev_opened(i);
+		if (d)
+			device_teardown(d);
+	}
+}
