@@ -697,6 +697,27 @@ static struct launch *launch_scratch_new(unsigned n)
 	return L;
 }
 
+/* A launch state of its own, for a launch that outlives npu_graph_launch,
+ * with the kernel nodes' parameters as of now. Caller holds x->lock. */
+static struct launch *launch_owned_new(struct npu_graph_exec *x)
+{
+	struct launch *L = launch_scratch_new(x->n);
+	unsigned i;
+
+	if (!L)
+		return NULL;
+	L->owned = true;
+	L->kp = malloc((x->n + 1) * sizeof(*L->kp));
+	if (!L->kp) {
+		launch_scratch_free(L);
+		return NULL;
+	}
+	for (i = 0; i < x->n; i++)
+		if (x->x[i].type == NPU_GRAPH_NODE_KERNEL)
+			L->kp[i] = x->x[i].kp;
+	return L;
+}
+
 /* The launch state: the exec's own for a graph without host nodes (the
  * launch ends within npu_graph_launch, under x->lock), else a new one (it
  * lives on in the host-node thread). Returned cleared. */
@@ -705,20 +726,9 @@ static struct launch *launch_get(struct npu_graph_exec *x)
 	struct launch *L = x->s_L;
 
 	if (!L) {
-		unsigned i;
-
-		L = launch_scratch_new(x->n);
+		L = launch_owned_new(x);
 		if (!L)
 			return NULL;
-		L->owned = true;
-		L->kp = malloc((x->n + 1) * sizeof(*L->kp));
-		if (!L->kp) {
-			launch_scratch_free(L);
-			return NULL;
-		}
-		for (i = 0; i < x->n; i++)
-			if (x->x[i].type == NPU_GRAPH_NODE_KERNEL)
-				L->kp[i] = x->x[i].kp;
 	} else {
 		uint64_t *pt = L->pt, *evpt = L->evpt, *evts = L->evts;
 		struct tl **ptl = L->ptl, **evtl = L->evtl;
@@ -1079,7 +1089,7 @@ static npu_status_t submit_ready(struct launch *L)
 		 * out the same way: the slot may hold them already (see
 		 * struct npu_graph_exec); an event record node's length must
 		 * still be the one built (its event has timing or not). */
-		bool pre = !tracing && !x->has_host && nready == x->n;
+		bool pre = !tracing && !x->has_host && !L->owned && nready == x->n;
 		bool valid = pre && x->slot_gen[L->slot] == x->gen;
 
 		for (i = 0; i < x->n && valid; i++)
@@ -1588,6 +1598,125 @@ static void wait_available(struct device *dev, struct tl *t, uint64_t point)
 }
 
 
+/* Is every entry point of a launch submitted (or complete)? The jobs the
+ * submit thread has ready are submitted first, as for a waiter. Caller
+ * holds dev->lock. */
+static bool entries_available(struct device *dev, const struct avail_pt *a,
+			      unsigned n)
+{
+	unsigned i;
+
+	npu_flush_now(dev);
+	for (i = 0; i < n; i++)
+		if (a[i].p > a[i].t->submitted && a[i].p > a[i].t->completed)
+			return false;
+	return true;
+}
+
+struct deferred_launch {
+	struct launch *L;
+	unsigned navail;
+	struct avail_pt avail[];
+};
+
+/* A deferred launch, on a helper thread: wait until its entry points are
+ * submitted (a host function on a stream it follows has returned), then
+ * submit it as npu_graph_launch would have. */
+static void *deferred_main(void *arg)
+{
+	struct deferred_launch *D = arg;
+	struct launch *L = D->L;
+	struct device *dev = L->dev;
+	npu_status_t st;
+	unsigned i;
+
+	npu_thread_is_lib();
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < D->navail; i++) {
+		wait_available(dev, D->avail[i].t, D->avail[i].p);
+		npu_tl_put(dev, D->avail[i].t);
+	}
+	free(D);
+	st = dev->sticky ? dev->sticky : submit_ready(L);
+	if (st)
+		launch_abandon(L, true);
+	launch_slots_end(L, !st);
+	if (L->x->has_host && !st) {
+		/* the host nodes run on this thread, which host_main ends */
+		pthread_mutex_unlock(&dev->lock);
+		host_main(L);
+		return NULL;
+	}
+	launch_free(L);
+	npu_thread_done(dev);
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+/* Hand launch *Lp, whose entry points avail[0..n) are not all submitted,
+ * to a helper thread; on success *Lp is the thread's. A launch of the
+ * exec's own state moves to a state of its own. Returns false when no
+ * thread could be had (the caller then waits itself). Caller holds x->lock
+ * and dev->lock. */
+static bool launch_defer(struct launch **Lp, const struct avail_pt *avail,
+			 unsigned n)
+{
+	struct launch *L = *Lp, *O = L;
+	struct npu_graph_exec *x = L->x;
+	struct deferred_launch *D;
+	unsigned i, m = x->n + 1;
+
+	D = malloc(sizeof(*D) + n * sizeof(D->avail[0]));
+	if (!D)
+		return false;
+	if (!L->owned) {
+		O = launch_owned_new(x);
+		if (!O) {
+			free(D);
+			return false;
+		}
+		{
+			uint64_t *pt = O->pt, *evpt = O->evpt, *evts = O->evts;
+			struct tl **ptl = O->ptl, **evtl = O->evtl;
+			struct ukernel_slots *uks = O->uks;
+			struct npu_pkt_launch_code *extra = O->extra;
+			npu_kernel_node_params *kp = O->kp;
+
+			*O = *L;
+			O->pt = memcpy(pt, L->pt, m * sizeof(*pt));
+			O->ptl = memcpy(ptl, L->ptl, m * sizeof(*ptl));
+			O->evpt = memcpy(evpt, L->evpt, m * sizeof(*evpt));
+			O->evtl = memcpy(evtl, L->evtl, m * sizeof(*evtl));
+			O->evts = memcpy(evts, L->evts, m * sizeof(*evts));
+			O->uks = memcpy(uks, L->uks, m * sizeof(*uks));
+			O->extra = memcpy(extra, L->extra, m * sizeof(*extra));
+			O->kp = kp;
+			O->owned = true;
+		}
+	}
+	O->on_thread = true;
+	D->L = O;
+	D->navail = n;
+	for (i = 0; i < n; i++) {
+		D->avail[i] = avail[i];
+		avail[i].t->refs++;
+	}
+	if (npu_thread_start(L->dev, deferred_main, D)) {
+		for (i = 0; i < n; i++)
+			npu_tl_put(L->dev, avail[i].t);
+		free(D);
+		if (O != L)
+			launch_scratch_free(O);
+		else
+			L->on_thread = false;
+		return false;
+	}
+	/* the slot's packets are rewritten by the thread */
+	x->slot_gen[L->slot] = 0;
+	*Lp = O;
+	return true;
+}
+
 npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 {
 	struct device *dev;
@@ -1730,6 +1859,16 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		npu_tl_put(dev, x->last_tl);
 	x->last_tl = s->tl;
 	x->last_pt = L->P;
+	/* an entry point that waits for the host (a host function still to
+	 * return): the launch is submitted later, on a helper thread, and
+	 * npu_graph_launch returns now, as any enqueue does */
+	if (!entries_available(dev, avail, navail) &&
+	    launch_defer(&L, avail, navail)) {
+		atomic_fetch_add(&st_launches, 1);
+		pthread_mutex_unlock(&dev->lock);
+		pthread_mutex_unlock(&x->lock);
+		return NPU_SUCCESS;
+	}
 	for (i = 0; i < navail; i++) {
 		avail[i].t->refs++;
 		wait_available(dev, avail[i].t, avail[i].p);

@@ -1183,23 +1183,35 @@ static void nop_host(void *u)
 	(void)u;
 }
 
-/* A host node that holds until the test releases it (at most 20 s). */
-static atomic_int held_release, held_entered;
+/* A host node that holds until the test releases it (at most 20 s); then
+ * fills u (N floats, if not NULL) with 7. */
+static atomic_int held_release, held_entered, held_left;
 
 static void held_host(void *u)
 {
 	int i;
 
-	(void)u;
 	atomic_store(&held_entered, 1);
 	for (i = 0; i < 20000 && !atomic_load(&held_release); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	for (i = 0; u && i < N; i++)
+		((float *)u)[i] = 7.0f;
+	atomic_store(&held_left, 1);
 }
 
 static void held_reset(void)
 {
 	atomic_store(&held_release, 0);
 	atomic_store(&held_entered, 0);
+	atomic_store(&held_left, 0);
+}
+
+static void held_wait_entered(void)
+{
+	int i;
+
+	for (i = 0; i < 20000 && !atomic_load(&held_entered); i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 }
 
 /* Every submission round of one launch (a host node makes a new one) must
@@ -1310,6 +1322,85 @@ static void test_exec_update_later(void)
 	MUST(npu_graph_destroy(g));
 	npu_stream_destroy(s);
 	npu_free(d);
+}
+
+/* A graph launch queued behind a host function that has not returned yet
+ * is asynchronous, as every other enqueue: npu_graph_launch returns at
+ * once (the host function may wait for what the caller does next), and
+ * the launch is submitted when the host function's point is. The graph
+ * copies a pinned buffer the host function fills with 7 when it returns
+ * (c7), then adds its kernel's operand to d. Two launches with a parameter
+ * update between them: each keeps the parameters it was launched with,
+ * both after the host function (d = 0 + 7 + 8). Also for a graph with a
+ * host node of its own. */
+static void test_launch_behind_host_func(void)
+{
+	npu_stream_t s;
+	npu_graph_t g, gh;
+	npu_graph_exec_t x, xh;
+	npu_graph_node_t cp, k, h, k2;
+	npu_kernel_node_params p;
+	void *d, *c7, *c8;
+	float *hp;
+
+	MUST(npu_malloc(&d, N * 4));
+	MUST(npu_malloc(&c7, N * 4));
+	MUST(npu_malloc(&c8, N * 4));
+	p = kfill(c7, N, 7.0f);
+	MUST(npu_launch(NPU_K_FILL_F32, p.grid, p.args, 3, NULL, 0));
+	p = kfill(c8, N, 8.0f);
+	MUST(npu_launch(NPU_K_FILL_F32, p.grid, p.args, 3, NULL, 0));
+	MUST(npu_memset(d, 0, N * 4));
+	MUST(npu_device_synchronize());
+	MUST(npu_host_alloc((void **)&hp, N * 4, 0));
+	memset(hp, 0, N * 4);
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_memcpy_node(&cp, g, NULL, 0, c7, hp, N * 4,
+				       NPU_MEMCPY_HOST_TO_DEVICE));
+	p = kvadd(d, c7, d);
+	MUST(npu_graph_add_kernel_node(&k, g, &cp, 1, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+
+	held_reset();
+	MUST(npu_launch_host_func(s, held_host, hp));
+	held_wait_entered();
+	ST(npu_graph_launch(x, s), NPU_SUCCESS, "launch behind a running host function");
+	tap_ok(!atomic_load(&held_left),
+	       "npu_graph_launch returned while the host function before it still runs");
+	p = kvadd(d, c8, d);
+	MUST(npu_graph_exec_kernel_node_set_params(x, k, &p));
+	ST(npu_graph_launch(x, s), NPU_SUCCESS, "second launch of the same graph behind it");
+	tap_ok(!atomic_load(&held_left), "the second launch returned at once too");
+	atomic_store(&held_release, 1);
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "both launches complete");
+	tap_ok(dev_all(d, N, 15.0f),
+	       "each launch ran once with its own parameters, after the host function (0 + 7 + 8)");
+
+	/* a graph with a host node of its own, behind a held host function */
+	MUST(npu_graph_create(&gh, 0));
+	MUST(npu_graph_add_host_node(&h, gh, NULL, 0, nop_host, NULL));
+	p = kvadd(d, c7, d);
+	MUST(npu_graph_add_kernel_node(&k2, gh, &h, 1, &p));
+	MUST(npu_graph_instantiate(&xh, gh, 0));
+	held_reset();
+	MUST(npu_launch_host_func(s, held_host, NULL));
+	held_wait_entered();
+	ST(npu_graph_launch(xh, s), NPU_SUCCESS, "launch of a graph with a host node behind a running host function");
+	tap_ok(!atomic_load(&held_left), "it returned while the host function still runs");
+	atomic_store(&held_release, 1);
+	ST(npu_stream_synchronize(s), NPU_SUCCESS, "it completes");
+	tap_ok(dev_all(d, N, 22.0f), "its kernel ran once, after the host function");
+
+	MUST(npu_graph_exec_destroy(xh));
+	MUST(npu_graph_destroy(gh));
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s);
+	npu_free(d);
+	npu_free(c7);
+	npu_free(c8);
+	npu_host_free(hp);
 }
 
 /* An event of an event record node may be destroyed while a launch that
@@ -1737,6 +1828,7 @@ int main(void)
 	test_errors();
 	test_host_rounds();
 	test_exec_update_later();
+	test_launch_behind_host_func();
 	test_event_destroyed_in_launch();
 	test_legacy_many();
 	test_many_external();
