@@ -108,6 +108,9 @@ static void tap(int ok, const char *fmt, ...)
 /* ------------------------------------------------------------------------
  * Statistics and JSON output
  */
+/* rounds per trial of the user vs built-in enqueue comparison */
+#define ENQ_ROUNDS	10
+
 struct stat3 {
 	double med, min, max;
 	int n;
@@ -1345,32 +1348,39 @@ static int bench_user_kernels(void)
 	CK(npu_malloc(&out, 4096));
 	fargs[0] = npu_arg_ptr(out);
 	for (t = 0; t < nt; t++) {
-		int k;
+		/* ENQ_ROUNDS rounds behind a closed gate, each a batch of user
+		 * launches and one of built-in launches, which one first
+		 * alternating; a trial's figure for each is the median of its
+		 * batches, so that a submit-thread wake-up or a host hiccup in
+		 * one batch does not decide the ratio */
+		double ub[ENQ_ROUNDS], bb[ENQ_ROUNDS];
+		int r, k, per = n >= ENQ_ROUNDS ? n / ENQ_ROUNDS : 1;
 
 		nul[t] = null_ioctl_us(n);
-		/* which of the two goes first alternates: the first batch of a
-		 * trial runs right after the null-ioctl loop */
-		for (k = 0; k < 2; k++) {
-			int user = (k + t) % 2 == 0;
-			double t0;
-
+		for (r = 0; r < ENQ_ROUNDS; r++) {
 			CK(npu_stream_synchronize(s[0]));
 			if (gate_close(s[0]))
 				return -1;
-			t0 = now_us();
-			if (user)
-				for (i = 0; i < n; i++)
-					CK(npu_launch_kernel(pat, g1, g1, 0,
-							     s[0], pargs));
-			else	/* the built-in: same arguments (out, n, value) */
-				for (i = 0; i < n; i++)
-					CK(npu_launch(NPU_K_FILL_F32, g1, fargs,
-						      3, s[0],
-						      NPU_LAUNCH_ASYNC));
-			*(user ? &enq[t] : &benq[t]) = (now_us() - t0) / n;
+			for (k = 0; k < 2; k++) {
+				int user = (k + r + t) % 2 == 0;
+				double t0 = now_us();
+
+				if (user)
+					for (i = 0; i < per; i++)
+						CK(npu_launch_kernel(pat, g1, g1, 0,
+								     s[0], pargs));
+				else	/* the built-in: same arguments */
+					for (i = 0; i < per; i++)
+						CK(npu_launch(NPU_K_FILL_F32, g1,
+							      fargs, 3, s[0],
+							      NPU_LAUNCH_ASYNC));
+				*(user ? &ub[r] : &bb[r]) = (now_us() - t0) / per;
+			}
 			gate_open();
 		}
 		CK(npu_stream_synchronize(s[0]));
+		enq[t] = stats(ub, ENQ_ROUNDS).med;
+		benq[t] = stats(bb, ENQ_ROUNDS).med;
 	}
 	emit("module_load_us", stats(load, nt), "us",
 	     "npu_module_load of a small code object (other.npu)");
