@@ -671,9 +671,12 @@ static int region_begin(int n)
 	return 0;
 }
 
+/* of the last region: its streams' first start to their last start */
+static double region_skew_ms;
+
 static int region_end(int n, double *ms)
 {
-	uint64_t t0 = UINT64_MAX, t1 = 0, a, b;
+	uint64_t t0 = UINT64_MAX, t1 = 0, a0 = 0, a, b;
 	int i;
 
 	for (i = 0; i < n; i++)
@@ -686,10 +689,14 @@ static int region_end(int n, double *ms)
 		CK(npu_event_timestamp(e_e[i], &b));
 		if (a < t0)
 			t0 = a;
+		if (a > a0)
+			a0 = a;
 		if (b > t1)
 			t1 = b;
 	}
 	*ms = t1 > t0 ? (double)(t1 - t0) * 1e3 / (double)(prop.clock_hz ? prop.clock_hz : 1e9) : 0;
+	region_skew_ms = (double)(a0 - t0) * 1e3 /
+			 (double)(prop.clock_hz ? prop.clock_hz : 1e9);
 	return 0;
 }
 
@@ -807,6 +814,7 @@ static int bench_concurrency(void)
 
 	for (k = 0; k < 3; k++) {
 		double one[MAX_TRIALS], many[MAX_TRIALS], r[MAX_TRIALS];
+		double skew[MAX_TRIALS];
 		char key[64], what[128];
 		int n = ns[k];
 		double cap = n < (int)prop.compute_rings ? (double)n : (double)prop.compute_rings;
@@ -824,12 +832,17 @@ static int bench_concurrency(void)
 				CK(npu_launch(NPU_K_TEST_SPIN, g1, a, 1, s[i], NPU_LAUNCH_ASYNC));
 			if (region_end(n, &many[t]))
 				return -1;
+			skew[t] = region_skew_ms;
 			r[t] = many[t] > 0 ? one[t] / many[t] : 0;
 		}
 		snprintf(key, sizeof(key), "concurrency_speedup_%d", n);
 		snprintf(what, sizeof(what), "%d x %.1f ms spin: 1 stream / %d streams (cap %.0f)",
 			 n, spin_ns / 1e6, n, cap);
 		emit(key, stats(r, nt), "x", what);
+		snprintf(key, sizeof(key), "concurrency_start_skew_%d_ms", n);
+		snprintf(what, sizeof(what), "%d streams: first to last start "
+			 "event of the region (device time)", n);
+		emit(key, stats(skew, nt), "ms", what);
 	}
 	tap(1, "concurrency of timed kernels over 2, 4, 8 streams");
 	return 0;
