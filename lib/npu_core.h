@@ -133,17 +133,17 @@ extern atomic_int npu_capture_active;	/* number of active captures */
 /* set once, before npu_capture_active first rises */
 extern const struct npu_capture_hooks *_Atomic npu_capture_hooks;
 
-/* The capture hooks while a capture is active, else NULL. */
-static inline const struct npu_capture_hooks *npu_capture(void)
-{
-	if (!atomic_load_explicit(&npu_capture_active, memory_order_relaxed))
-		return NULL;
-	return atomic_load_explicit(&npu_capture_hooks, memory_order_acquire);
-}
-
+/* Acquire: a capture seen active has its hooks installed (they are set
+ * before the count first rises, and never unset). */
 static inline bool npu_capturing(void)
 {
-	return atomic_load_explicit(&npu_capture_active, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&npu_capture_active, memory_order_acquire) != 0;
+}
+
+/* The capture hooks; only once npu_capturing() has returned true. */
+static inline const struct npu_capture_hooks *npu_capture(void)
+{
+	return atomic_load_explicit(&npu_capture_hooks, memory_order_relaxed);
 }
 
 /* Called with dev->lock held. job_end runs for every job job_begin gave a

@@ -697,25 +697,17 @@ static struct launch *launch_scratch_new(unsigned n)
 	return L;
 }
 
-/* A launch state of its own, for a launch that outlives npu_graph_launch,
- * with the kernel nodes' parameters as of now. Caller holds x->lock. */
-static struct launch *launch_owned_new(struct npu_graph_exec *x)
+/* The kernel nodes' parameters as of now, for a launch that outlives
+ * npu_graph_launch. Caller holds x->lock. */
+static npu_kernel_node_params *kp_snapshot(struct npu_graph_exec *x)
 {
-	struct launch *L = launch_scratch_new(x->n);
+	npu_kernel_node_params *kp = malloc((x->n + 1) * sizeof(*kp));
 	unsigned i;
 
-	if (!L)
-		return NULL;
-	L->owned = true;
-	L->kp = malloc((x->n + 1) * sizeof(*L->kp));
-	if (!L->kp) {
-		launch_scratch_free(L);
-		return NULL;
-	}
-	for (i = 0; i < x->n; i++)
+	for (i = 0; kp && i < x->n; i++)
 		if (x->x[i].type == NPU_GRAPH_NODE_KERNEL)
-			L->kp[i] = x->x[i].kp;
-	return L;
+			kp[i] = x->x[i].kp;
+	return kp;
 }
 
 /* The launch state: the exec's own for a graph without host nodes (the
@@ -726,9 +718,15 @@ static struct launch *launch_get(struct npu_graph_exec *x)
 	struct launch *L = x->s_L;
 
 	if (!L) {
-		L = launch_owned_new(x);
+		L = launch_scratch_new(x->n);
 		if (!L)
 			return NULL;
+		L->owned = true;
+		L->kp = kp_snapshot(x);
+		if (!L->kp) {
+			launch_scratch_free(L);
+			return NULL;
+		}
 	} else {
 		uint64_t *pt = L->pt, *evpt = L->evpt, *evts = L->evts;
 		struct tl **ptl = L->ptl, **evtl = L->evtl;
@@ -1653,49 +1651,34 @@ static void *deferred_main(void *arg)
 	return NULL;
 }
 
-/* Hand launch *Lp, whose entry points avail[0..n) are not all submitted,
- * to a helper thread; on success *Lp is the thread's. A launch of the
- * exec's own state moves to a state of its own. Returns false when no
+/* Hand launch L, whose entry points avail[0..n) are not all submitted, to
+ * a helper thread. The exec's own launch state goes with it, with the
+ * parameters as of now, and the exec gets a new one. Returns false when no
  * thread could be had (the caller then waits itself). Caller holds x->lock
  * and dev->lock. */
-static bool launch_defer(struct launch **Lp, const struct avail_pt *avail,
+static bool launch_defer(struct launch *L, const struct avail_pt *avail,
 			 unsigned n)
 {
-	struct launch *L = *Lp, *O = L;
 	struct npu_graph_exec *x = L->x;
+	struct launch *fresh = NULL;
 	struct deferred_launch *D;
-	unsigned i, m = x->n + 1;
+	unsigned i;
 
 	D = malloc(sizeof(*D) + n * sizeof(D->avail[0]));
 	if (!D)
 		return false;
 	if (!L->owned) {
-		O = launch_owned_new(x);
-		if (!O) {
+		fresh = launch_scratch_new(x->n);
+		L->kp = fresh ? kp_snapshot(x) : NULL;
+		if (!L->kp) {
+			launch_scratch_free(fresh);
 			free(D);
 			return false;
 		}
-		{
-			uint64_t *pt = O->pt, *evpt = O->evpt, *evts = O->evts;
-			struct tl **ptl = O->ptl, **evtl = O->evtl;
-			struct ukernel_slots *uks = O->uks;
-			struct npu_pkt_launch_code *extra = O->extra;
-			npu_kernel_node_params *kp = O->kp;
-
-			*O = *L;
-			O->pt = memcpy(pt, L->pt, m * sizeof(*pt));
-			O->ptl = memcpy(ptl, L->ptl, m * sizeof(*ptl));
-			O->evpt = memcpy(evpt, L->evpt, m * sizeof(*evpt));
-			O->evtl = memcpy(evtl, L->evtl, m * sizeof(*evtl));
-			O->evts = memcpy(evts, L->evts, m * sizeof(*evts));
-			O->uks = memcpy(uks, L->uks, m * sizeof(*uks));
-			O->extra = memcpy(extra, L->extra, m * sizeof(*extra));
-			O->kp = kp;
-			O->owned = true;
-		}
+		L->owned = true;
 	}
-	O->on_thread = true;
-	D->L = O;
+	L->on_thread = true;
+	D->L = L;
 	D->navail = n;
 	for (i = 0; i < n; i++) {
 		D->avail[i] = avail[i];
@@ -1705,15 +1688,19 @@ static bool launch_defer(struct launch **Lp, const struct avail_pt *avail,
 		for (i = 0; i < n; i++)
 			npu_tl_put(L->dev, avail[i].t);
 		free(D);
-		if (O != L)
-			launch_scratch_free(O);
-		else
-			L->on_thread = false;
+		L->on_thread = false;
+		if (fresh) {		/* the exec's own state again */
+			free(L->kp);
+			L->kp = NULL;
+			L->owned = false;
+			launch_scratch_free(fresh);
+		}
 		return false;
 	}
+	if (fresh)
+		x->s_L = fresh;
 	/* the slot's packets are rewritten by the thread */
 	x->slot_gen[L->slot] = 0;
-	*Lp = O;
 	return true;
 }
 
@@ -1863,7 +1850,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	 * return): the launch is submitted later, on a helper thread, and
 	 * npu_graph_launch returns now, as any enqueue does */
 	if (!entries_available(dev, avail, navail) &&
-	    launch_defer(&L, avail, navail)) {
+	    launch_defer(L, avail, navail)) {
 		atomic_fetch_add(&st_launches, 1);
 		pthread_mutex_unlock(&dev->lock);
 		pthread_mutex_unlock(&x->lock);

@@ -812,10 +812,9 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->memcpy(stream, dst, src, count, kind, false, &cst))
+		if (npu_capture()->memcpy(stream, dst, src, count, kind, false, &cst))
 			return cst;
 	}
 	st = npu_get_stream(stream, &dev, &s);
@@ -835,10 +834,9 @@ npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->memcpy(NULL, dst, src, count, kind, true, &cst))
+		if (npu_capture()->memcpy(NULL, dst, src, count, kind, true, &cst))
 			return cst;
 	}
 	st = npu_get_stream(NULL, &dev, &s);
@@ -863,10 +861,9 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->memset(stream, devptr, value, n, sync, &cst))
+		if (npu_capture()->memset(stream, devptr, value, n, sync, &cst))
 			return cst;
 	}
 	st = npu_get_stream(stream, &dev, &s);
@@ -943,14 +940,10 @@ static npu_status_t value_op(npu_stream_t stream, uint32_t *addr,
 	struct loc l;
 	npu_status_t st;
 
-	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
-
-		if (cap && cap->refuse(stream))
-			return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-					"stream memory operations cannot be "
-					"captured");
-	}
+	if (npu_capturing() &&	/* stream capture hook (npu_core.h) */
+	    npu_capture()->refuse(stream))
+		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+				"stream memory operations cannot be captured");
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
@@ -1024,10 +1017,9 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 				"grid %ux%ux%u has a zero dimension", grid.x,
 				grid.y, grid.z);
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->launch(stream, kernel, grid, args, nargs, flags, &cst))
+		if (npu_capture()->launch(stream, kernel, grid, args, nargs, flags, &cst))
 			return cst;
 	}
 	st = npu_get_stream(stream, &dev, &s);

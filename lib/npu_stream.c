@@ -436,10 +436,9 @@ npu_status_t npu_stream_synchronize(npu_stream_t h)
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->sync(h, 0, &cst))
+		if (npu_capture()->sync(h, 0, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -459,10 +458,9 @@ npu_status_t npu_stream_query(npu_stream_t h)
 	bool done;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->sync(h, 0, &cst))
+		if (npu_capture()->sync(h, 0, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -618,10 +616,9 @@ npu_status_t npu_device_synchronize(void)
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->sync(NULL, 1, &cst))
+		if (npu_capture()->sync(NULL, 1, &cst))
 			return cst;
 	}
 	st = npu_cur_dev(&dev);
@@ -718,10 +715,9 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && fn && cap->host_func(h, fn, user, &cst))
+		if (fn && npu_capture()->host_func(h, fn, user, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -978,10 +974,9 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 	if (st)
 		return st;
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && cap->event_record(e, h, &cst))
+		if (npu_capture()->event_record(e, h, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);
@@ -1074,10 +1069,9 @@ npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
 	if (st)
 		return st;
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
-		const struct npu_capture_hooks *cap = npu_capture();
 		npu_status_t cst;
 
-		if (cap && !flags && cap->wait_event(h, e, &cst))
+		if (!flags && npu_capture()->wait_event(h, e, &cst))
 			return cst;
 	}
 	st = get_stream(h, &dev, &s);

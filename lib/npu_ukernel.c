@@ -17,11 +17,8 @@ launch_captured(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 		unsigned int scratch_bytes, npu_stream_t stream, void **args,
 		npu_status_t *st)
 {
-	const struct npu_capture_hooks *cap = npu_capture();
 	npu_kernel_node_params p;
 
-	if (!cap)
-		return false;
 	*st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (*st)
 		return true;
@@ -32,7 +29,7 @@ launch_captured(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	p.scratch_bytes = scratch_bytes;
 	p.nargs = f->desc.nargs;
 	npu_ukernel_pack(f, args, p.args);
-	return cap->kernel_node(stream, &p, st);
+	return npu_capture()->kernel_node(stream, &p, st);
 }
 
 /* A launch with a printf buffer or a profile slot (dev->lock held). */
