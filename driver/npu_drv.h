@@ -365,11 +365,14 @@ struct npu_mapping {
  * @priority: DRM_NPU_PRIORITY_*
  * @ring: ring index within @kind, or DRM_NPU_RING_ANY
  * @ctx: context its jobs run in (referenced, counted in &npu_ctx.queues)
+ * @last_pushed: finished fence of the last job pushed to @entity
+ *	(referenced; written under &npu_file.submit_lock)
  */
 struct npu_queue {
 	struct kref ref;
 	struct drm_sched_entity entity;
 	struct npu_ctx *ctx;
+	struct dma_fence *last_pushed;
 	u32 id;
 	u32 kind;
 	u32 priority;

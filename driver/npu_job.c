@@ -61,12 +61,16 @@ static void npu_queue_release(struct kref *ref)
 	/* waits for queued jobs to reach the ring, kills the rest */
 	drm_sched_entity_destroy(&q->entity);
 	/*
-	 * 6.1's drm_sched_entity_fini() skips waiting when the job queue is
-	 * empty, but the scheduler thread may still be between popping our
-	 * last job and completing entity_idle, and would touch the freed
-	 * entity. Kernels that already wait return at once.
+	 * The scheduler thread may still be between popping our last job and
+	 * completing entity_idle, and would touch the freed entity. 6.1's
+	 * drm_sched_entity_fini() waits for that only when it finds jobs to
+	 * kill, and its wait consumes the completion (complete(), not
+	 * complete_all()): waiting again would never return. Its kills mark
+	 * the last job -ESRCH. Kernels with complete_all() return at once.
 	 */
-	wait_for_completion(&q->entity.entity_idle);
+	if (!q->last_pushed || q->last_pushed->error != -ESRCH)
+		wait_for_completion(&q->entity.entity_idle);
+	dma_fence_put(q->last_pushed);
 	atomic_dec(&q->ctx->queues);
 	npu_ctx_put(q->ctx);
 	kfree(q);
@@ -830,6 +834,8 @@ static void npu_job_commit(struct npu_pending *pj)
 	npu_job_add_resv_fences(job, done);
 	trace_npu_job_submit(job->ctx->id, job->queue_id, done->seqno,
 			     job->cmd_va, job->cmd_size);
+	dma_fence_put(pj->queue->last_pushed);
+	pj->queue->last_pushed = dma_fence_get(done);
 	drm_sched_entity_push_job(&job->base);
 	pj->job = NULL;		/* owned by the scheduler now */
 	if (pj->proxy)

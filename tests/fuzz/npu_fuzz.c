@@ -1108,7 +1108,9 @@ static void op_submit(void)
 					wf = false;
 			} else {
 				handles[j % 8][k] = pick_handle(&v);
-				wf = wf && v;
+				/* a live handle, too, must be mapped there */
+				wf = wf && v && (!ctx ||
+					mapped_in(handles[j % 8][k], ctx));
 			}
 		}
 		jb->bo_handles = jb->bo_count ? (uintptr_t)handles[j % 8] : 0;

@@ -729,4 +729,70 @@ TEST_F(rec, exit_with_hanging_job)
 	ASSERT_EQ(child_work(1, 3), 0);
 }
 
+/*
+ * A process exits with a job still waiting in its queue, behind a hang on
+ * another queue: exit stops waiting for the queue after a second, the
+ * scheduler kills the job, and the exit must finish (it once waited
+ * forever for the queue's entity to go idle on 6.1).
+ */
+TEST_F(rec, exit_with_job_behind_dependency)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	uint64_t t0;
+	int status = 0;
+	pid_t pid, got = 0;
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		struct drm_npu_sync in = { 0 };
+		struct drm_npu_job j;
+		struct npu_cmd c;
+		struct npu_bo b;
+		uint32_t qa, qb, so;
+		uint64_t va;
+		uint32_t size;
+		int fd = npu_open();
+
+		if (fd < 0 ||
+		    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+				  DRM_NPU_PRIORITY_NORMAL, 1, &qa) ||
+		    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+				  DRM_NPU_PRIORITY_NORMAL, 2, &qb) ||
+		    drmSyncobjCreate(fd, 0, &so) ||
+		    npu_cmd_new(fd, &c, 4096) ||
+		    npu_bo_new(fd, 4096, 0, &b))
+			_exit(1);
+		npu_emit_launch(&c, NPU_KERNEL_TEST_HANG, 1, 0, NULL);
+		npu_cmd_end(&c, &va, &size);
+		if (npu_submit_one(fd, qa, va, size, so))
+			_exit(2);
+		npu_emit_fill(&c, b.va, 7, 4);
+		npu_cmd_end(&c, &va, &size);
+		npu_job_init(&j, qb, va, size);
+		in.handle = so;
+		j.in_syncs = (uintptr_t)&in;
+		j.in_sync_count = 1;
+		if (npu_submit(fd, &j, 1))
+			_exit(3);
+		_exit(0);	/* no close, no wait */
+	}
+	/* exit waits up to 1 s for the queue; give it far more */
+	t0 = npu_now_ns();
+	while (npu_now_ns() - t0 < 20000000000ull) {
+		got = waitpid(pid, &status, WNOHANG);
+		if (got)
+			break;
+		usleep(50000);
+	}
+	ASSERT_EQ(got, pid) TH_LOG("the exiting process is stuck in close");
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(WEXITSTATUS(status), 0);
+	/* after the hang's timeout both rings work again */
+	usleep((timeout_ms + 500) * 1000);
+	ASSERT_EQ(child_work(1, 3), 0);
+	ASSERT_EQ(child_work(2, 3), 0);
+}
+
 TEST_HARNESS_MAIN
