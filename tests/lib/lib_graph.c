@@ -744,6 +744,7 @@ static void test_long_chain(void)
 		npu_kernel_node_params p = kscale(dx, dz, 2.0f, 1), q = kspin(300000000);
 		size_t nr = 512, a;
 		uint64_t sp_end = 0, c0_start = 0;
+		int attempt, ok = 0;
 
 		MUST(npu_graph_create(&g, 0));
 		MUST(npu_graph_add_kernel_node(&k0, g, NULL, 0, &p));
@@ -757,22 +758,38 @@ static void test_long_chain(void)
 						       4, NPU_MEMCPY_DEFAULT));
 		}
 		MUST(npu_graph_instantiate(&x, g, 0));
-		MUST(npu_device_synchronize());
-		MUST(npu_profiler_start());
-		before = atomic_load(&n_submit);
-		MUST(npu_graph_launch(x, s));
-		got = atomic_load(&n_submit) - before;
-		MUST(npu_stream_synchronize(s));
-		MUST(npu_profiler_stop());
-		MUST(npu_trace_get_records(r, &nr));
-		for (a = 0; a < nr; a++) {
-			if (r[a].kind == NPU_TRACE_KERNEL && r[a].kernel == NPU_K_TEST_SPIN)
-				sp_end = r[a].end;
-			if (r[a].kind == NPU_TRACE_COPY && !c0_start)
-				c0_start = r[a].start;
+		/*
+		 * The device's virtual clock moves once the host has been quiet
+		 * for the settle time; a guest slow to push the copy job (the
+		 * debug kernel, now and then) lets it jump to the spin's end
+		 * first. A packing that serialised the copies would fail every
+		 * attempt; a slow push fails one now and then.
+		 */
+		for (attempt = 1; attempt <= 3 && !ok; attempt++) {
+			nr = 512;
+			sp_end = c0_start = 0;
+			MUST(npu_device_synchronize());
+			MUST(npu_profiler_start());
+			before = atomic_load(&n_submit);
+			MUST(npu_graph_launch(x, s));
+			got = atomic_load(&n_submit) - before;
+			MUST(npu_stream_synchronize(s));
+			MUST(npu_profiler_stop());
+			MUST(npu_trace_get_records(r, &nr));
+			for (a = 0; a < nr; a++) {
+				if (r[a].kind == NPU_TRACE_KERNEL &&
+				    r[a].kernel == NPU_K_TEST_SPIN)
+					sp_end = r[a].end;
+				if (r[a].kind == NPU_TRACE_COPY && !c0_start)
+					c0_start = r[a].start;
+			}
+			ok = got == 1 && nr == 70 && c0_start && sp_end && c0_start < sp_end;
+			if (!ok)
+				printf("# attempt %d: %lu ioctl(s), %zu records, first copy starts %llu, spin ends %llu\n",
+				       attempt, got, nr, (unsigned long long)c0_start,
+				       (unsigned long long)sp_end);
 		}
-		tap_ok(got == 1 && nr == 70 && c0_start && sp_end && c0_start < sp_end,
-		       "packed launch (70 nodes, %lu ioctl): copies run during the 300 ms spin",
+		tap_ok(ok, "packed launch (70 nodes, %lu ioctl): copies run during the 300 ms spin",
 		       got);
 		MUST(npu_graph_exec_destroy(x));
 		MUST(npu_graph_destroy(g));
