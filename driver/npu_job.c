@@ -68,7 +68,7 @@ static void npu_queue_release(struct kref *ref)
 	 * complete_all()): waiting again would never return. Its kills mark
 	 * the last job -ESRCH. Kernels with complete_all() return at once.
 	 */
-	if (!q->last_pushed || q->last_pushed->error != -ESRCH)
+	if (!q->last_pushed || READ_ONCE(q->last_pushed->error) != -ESRCH)
 		wait_for_completion(&q->entity.entity_idle);
 	dma_fence_put(q->last_pushed);
 	atomic_dec(&q->ctx->queues);

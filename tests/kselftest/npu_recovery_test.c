@@ -693,6 +693,25 @@ TEST_F(rec, close_with_jobs_in_flight)
 	ASSERT_EQ(child_work(0, 3), 0);
 }
 
+/*
+ * Queue a job that hangs (until the job timeout) on compute ring @ring;
+ * @out_syncobj, if not 0, gets its fence. 0 or -1.
+ */
+static int submit_hang(int fd, uint32_t ring, uint32_t out_syncobj)
+{
+	struct npu_cmd c;
+	uint32_t q, size;
+	uint64_t va;
+
+	if (npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
+			  DRM_NPU_PRIORITY_NORMAL, ring, &q) ||
+	    npu_cmd_new(fd, &c, 4096))
+		return -1;
+	npu_emit_launch(&c, NPU_KERNEL_TEST_HANG, 1, 0, NULL);
+	npu_cmd_end(&c, &va, &size);
+	return npu_submit_one(fd, q, va, size, out_syncobj) ? -1 : 0;
+}
+
 /* A process exits while its job hangs: the timeout still cleans up. */
 TEST_F(rec, exit_with_hanging_job)
 {
@@ -704,21 +723,10 @@ TEST_F(rec, exit_with_hanging_job)
 	pid = fork();
 	ASSERT_GE(pid, 0);
 	if (pid == 0) {
-		struct npu_cmd c;
-		uint32_t q;
-		uint64_t va;
-		uint32_t size;
 		int fd = npu_open();
 
-		if (fd < 0 ||
-		    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
-				  DRM_NPU_PRIORITY_NORMAL, 1, &q) ||
-		    npu_cmd_new(fd, &c, 4096))
+		if (fd < 0 || submit_hang(fd, 1, 0))
 			_exit(1);
-		npu_emit_launch(&c, NPU_KERNEL_TEST_HANG, 1, 0, NULL);
-		npu_cmd_end(&c, &va, &size);
-		if (npu_submit_one(fd, q, va, size, 0))
-			_exit(2);
 		usleep(100000);
 		_exit(0);
 	}
@@ -750,23 +758,18 @@ TEST_F(rec, exit_with_job_behind_dependency)
 		struct drm_npu_job j;
 		struct npu_cmd c;
 		struct npu_bo b;
-		uint32_t qa, qb, so;
+		uint32_t qb, so;
 		uint64_t va;
 		uint32_t size;
 		int fd = npu_open();
 
-		if (fd < 0 ||
-		    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
-				  DRM_NPU_PRIORITY_NORMAL, 1, &qa) ||
+		if (fd < 0 || drmSyncobjCreate(fd, 0, &so) ||
 		    npu_queue_new(fd, DRM_NPU_RING_KIND_COMPUTE,
 				  DRM_NPU_PRIORITY_NORMAL, 2, &qb) ||
-		    drmSyncobjCreate(fd, 0, &so) ||
 		    npu_cmd_new(fd, &c, 4096) ||
 		    npu_bo_new(fd, 4096, 0, &b))
 			_exit(1);
-		npu_emit_launch(&c, NPU_KERNEL_TEST_HANG, 1, 0, NULL);
-		npu_cmd_end(&c, &va, &size);
-		if (npu_submit_one(fd, qa, va, size, so))
+		if (submit_hang(fd, 1, so))
 			_exit(2);
 		npu_emit_fill(&c, b.va, 7, 4);
 		npu_cmd_end(&c, &va, &size);
