@@ -231,7 +231,7 @@ static int xctx_free(int fd, uint32_t ctx, uint32_t q)
  * new tables) faults at that address, and its destination keeps its
  * sentinel. Then the mapping succeeds and the same jobs read the new BO.
  */
-TEST_F(fi, bo_map_fails_half_way_at_every_allocation)
+TEST_F_TIMEOUT(fi, bo_map_fails_half_way_at_every_allocation, NPU_BO_HEAVY_TIMEOUT)
 {
 	struct drm_npu_bo_map m;
 	struct npu_bo old, new, out;
@@ -400,13 +400,13 @@ static void create_sweep(struct __test_metadata *_metadata, int fd, int nth,
 	EXPECT_GE(failed, 1);
 }
 
-TEST_F(fi, bo_create_fails_at_its_allocations)
+TEST_F_TIMEOUT(fi, bo_create_fails_at_its_allocations, NPU_BO_HEAVY_TIMEOUT)
 {
 	NEED_FAULT_INJECTION(self);
 	create_sweep(_metadata, self->fd, self->nth, 0, NULL, 4 << 20);
 }
 
-TEST_F(fi, userptr_fails_at_its_allocations)
+TEST_F_TIMEOUT(fi, userptr_fails_at_its_allocations, NPU_BO_HEAVY_TIMEOUT)
 {
 	size_t size = 4 << 20;
 	void *mem;
@@ -425,7 +425,7 @@ TEST_F(fi, userptr_fails_at_its_allocations)
  * kmemleak finds nothing unreferenced (objects must be 5 s old to be
  * reported).
  */
-TEST_F(fi, device_works_and_nothing_leaked)
+TEST_F_TIMEOUT(fi, device_works_and_nothing_leaked, NPU_BO_HEAVY_TIMEOUT)
 {
 	static char report[4096];
 	struct npu_bo a, b;

@@ -742,7 +742,7 @@ static void *submit_thread(void *arg)
 }
 
 /* Threads of one file submit, create and close concurrently. */
-TEST_F(npu, threads_concurrent_submit)
+TEST_F_TIMEOUT(npu, threads_concurrent_submit, NPU_BO_HEAVY_TIMEOUT)
 {
 	struct thr t[6];
 	pthread_t th[6];
