@@ -275,6 +275,9 @@ static npu_status_t read_kernels(struct device *dev, Elf *e,
 		f->entry_off = entry;
 		f->stack_bytes = k->stack_bytes ? k->stack_bytes : DEFAULT_STACK;
 		f->max_threads = func_max_threads(dev, k);
+		for (j = 0; j < k->nargs; j++)
+			f->arg_log2 |= (uint32_t)__builtin_ctz(k->arg_size[j])
+				       << (2 * j);
 	}
 	return NPU_SUCCESS;
 }

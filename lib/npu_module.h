@@ -29,6 +29,9 @@ struct npu_function {
 	uint64_t scratch_room;		/* largest dynamic scratchpad */
 	struct device *dev;		/* mod->dev, mod->uses_printf: */
 	bool uses_printf;		/* ... read by every launch */
+	/* log2 of argument i's size in bits 2i+1..2i: a launch loads one
+	 * word, not a size per argument */
+	uint32_t arg_log2;
 	/* its LAUNCH_CODE_SHORT packet without grid, block, scratchpad and
 	 * arguments: a launch copies it and fills those in */
 	struct npu_pkt_launch_code_short packet;
@@ -83,17 +86,18 @@ npu_status_t npu_ukernel_check(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 			       uint64_t scratch_bytes);
 npu_status_t npu_ukernel_args_fail(npu_function_t f, void **args);
 
-/* Load argument i (args[i] points to a value of the declared size). */
+/* Load an argument of size 1 << log2 (the low two bits) from a. */
 static inline __attribute__((always_inline)) uint64_t
-npu_ukernel_arg(npu_function_t f, const void *a, unsigned i)
+npu_ukernel_arg(const void *a, uint32_t log2)
 {
-	/* typed loads: the loader accepts sizes 1, 2, 4 and 8 only */
-	switch (f->desc.arg_size[i]) {
-	case 8:
+	/* typed loads: the loader accepts sizes 1, 2, 4 and 8 only; pointers,
+	 * the commonest, first */
+	switch (log2 & 3) {
+	case 3:
 		return *(const uint64_t *)a;
-	case 4:
-		return *(const uint32_t *)a;
 	case 2:
+		return *(const uint32_t *)a;
+	case 1:
 		return *(const uint16_t *)a;
 	default:
 		return *(const uint8_t *)a;
@@ -104,10 +108,11 @@ npu_ukernel_arg(npu_function_t f, const void *a, unsigned i)
 static inline __attribute__((always_inline)) void
 npu_ukernel_pack(npu_function_t f, void **args, uint64_t *words)
 {
+	uint32_t log2 = f->arg_log2;
 	unsigned i;
 
-	for (i = 0; i < f->desc.nargs; i++)
-		words[i] = npu_ukernel_arg(f, args[i], i);
+	for (i = 0; i < f->desc.nargs; i++, log2 >>= 2)
+		words[i] = npu_ukernel_arg(args[i], log2);
 }
 
 /* Whether a valid f can run this configuration (no error set). */
@@ -229,13 +234,13 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 		   void **args, const struct npu_pkt_launch_code *extra,
 		   uint64_t *point)
 {
+	unsigned nargs = f->desc.nargs, i;
+	uint32_t log2 = f->arg_log2;
 	uint32_t bytes = (extra ? sizeof(struct npu_pkt_launch_code) :
-			  sizeof(struct npu_pkt_launch_code_short)) +
-			 8 * f->desc.nargs;
+			  sizeof(struct npu_pkt_launch_code_short)) + 8 * nargs;
 	uint64_t *words;
 	struct jobctx jc;
 	npu_status_t st = npu_job_begin(dev, s, bytes, &jc);
-	unsigned i;
 
 	if (st)
 		return st;
@@ -246,14 +251,14 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 		words = npu_ukernel_short(npu_job_put(&jc, bytes), f, grid,
 					  block, scratch_bytes)->args;
 	/* the arguments are checked as they are packed: one pass */
-	for (i = 0; i < f->desc.nargs; i++) {
+	for (i = 0; i < nargs; i++, log2 >>= 2) {
 		const void *a = args[i];
 
 		if (__builtin_expect(!a, 0)) {
 			npu_job_abort(&jc);
 			return npu_ukernel_args_fail(f, args);
 		}
-		words[i] = npu_ukernel_arg(f, a, i);
+		words[i] = npu_ukernel_arg(a, log2);
 	}
 	return npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, point);
 }

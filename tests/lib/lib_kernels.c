@@ -350,6 +350,67 @@ static void test_launches(npu_module_t m, npu_module_t mem)
 	free(hv);
 }
 
+/* Arguments of sizes 1, 2, 4 and 8, signed and unsigned, 16 of them:
+ * packed right by a launch and by a captured kernel node. */
+static void test_arg_widths(npu_module_t m)
+{
+	signed char c = -5, c2 = 127;
+	unsigned char uc = 250, uc2 = 1;
+	short sh = -30000, sh2 = 7;
+	unsigned short us = 65000, us2 = 300;
+	int i = -2000000000, i2 = 123456;
+	unsigned u = 4000000000u;
+	long l = -9000000000000000000L;
+	float f = -1.25f;
+	double d = 3.5;
+	unsigned long long ull = 0x8000000000000001ull;
+	const long long want[15] = { -5, 250, -30000, 65000, -2000000000,
+				     4000000000ll, -9000000000000000000ll, -5,
+				     28, 127, 7, 123456,
+				     (long long)0x8000000000000001ull, 300, 1 };
+	long long got[15];
+	void *out, *args[16] = { &out, &c, &uc, &sh, &us, &i, &u, &l, &f, &d,
+				 &c2, &sh2, &i2, &ull, &us2, &uc2 };
+	npu_function_t w;
+	npu_stream_t s;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+
+	MUST(npu_module_get_function(&w, m, "widths"));
+	MUST(npu_malloc(&out, sizeof(got)));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_memset(out, 0, sizeof(got)));
+	MUST(npu_launch_kernel(w, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0, s,
+			       args));
+	MUST(npu_memcpy_async(got, out, sizeof(got), NPU_MEMCPY_DEVICE_TO_HOST,
+			      s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(!memcmp(got, want, sizeof(got)), "16 arguments of 1, 2, 4 and "
+	       "8 bytes, signed and unsigned, reach the kernel as passed");
+	for (int k = 0; k < 15; k++)
+		if (got[k] != want[k])
+			tap_diag("argument %d: got %lld, want %lld", k + 1,
+				 got[k], want[k]);
+
+	MUST(npu_memset(out, 0, sizeof(got)));
+	MUST(npu_stream_begin_capture(s, NPU_STREAM_CAPTURE_MODE_GLOBAL));
+	MUST(npu_launch_kernel(w, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0, s,
+			       args));
+	MUST(npu_stream_end_capture(s, &g));
+	c = 0;			/* captured by value: later changes are not seen */
+	MUST(npu_graph_instantiate(&x, g, 0));
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_memcpy_async(got, out, sizeof(got), NPU_MEMCPY_DEVICE_TO_HOST,
+			      s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(!memcmp(got, want, sizeof(got)), "and through a captured "
+	       "kernel node");
+	npu_graph_exec_destroy(x);
+	npu_graph_destroy(g);
+	MUST(npu_stream_destroy(s));
+	npu_free(out);
+}
+
 struct pf {
 	npu_module_t m;
 	int lines;
@@ -1283,6 +1344,7 @@ int main(int argc, char **argv)
 	test_load_errors();
 	test_module(&m, &mem);
 	test_launches(m, mem);
+	test_arg_widths(m);
 	test_printf(m);
 	test_mapped(m);
 	test_graphs(m);

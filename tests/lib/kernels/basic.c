@@ -105,3 +105,28 @@ NPU_KERNEL(fma_chain, (float *, out), (unsigned, iters))
 	}
 	out[global_id()] = a + b;
 }
+
+/* one argument of every width, in 16 (the most a kernel takes): each
+ * stored back sign- or zero-extended as its type says */
+NPU_KERNEL(widths, (long long *, out), (signed char, c), (unsigned char, uc),
+	   (short, sh), (unsigned short, us), (int, i), (unsigned, u),
+	   (long, l), (float, f), (double, d), (signed char, c2), (short, sh2),
+	   (int, i2), (unsigned long long, ull), (unsigned short, us2),
+	   (unsigned char, uc2))
+{
+	out[0] = c;
+	out[1] = uc;
+	out[2] = sh;
+	out[3] = us;
+	out[4] = i;
+	out[5] = u;
+	out[6] = l;
+	out[7] = (long long)(f * 4.0f);
+	out[8] = (long long)(d * 8.0);
+	out[9] = c2;
+	out[10] = sh2;
+	out[11] = i2;
+	out[12] = (long long)ull;
+	out[13] = us2;
+	out[14] = uc2;
+}
