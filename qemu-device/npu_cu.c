@@ -1052,9 +1052,76 @@ static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c,
     }
 }
 
+/* t's decoded instruction at its pc (a fetch fault: NULL, t->d_err). */
+static inline const NpuCuInsn *npu_slot_decode(NpuState *s, NpuSlot *t,
+                                               NpuLaunch *l)
+{
+    if (t->d_pc != t->h.pc || t->d_epoch != l->code_epoch) {
+        uint64_t vpn = t->h.pc >> NPU_PAGE_SHIFT;
+        NpuCodePage *cp = &l->code[vpn % NPU_CODE_PAGES];
+
+        if (cp->vpn == vpn) {
+            t->d = &cp->insn[(t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2];
+            t->d_err = 0;
+        } else {
+            t->d = npu_cu_fetch(s, l, t->h.pc, &t->d_err);
+        }
+        t->d_pc = t->h.pc;
+        t->d_epoch = l->code_epoch;
+    }
+    return t->d;
+}
+
+/*
+ * The general loop below with one live thread, of the unit's one launch,
+ * not sampled: no round robin, and charging a cycle is three counters of
+ * that launch (the unit's busy cycles are added once, at the end). The
+ * same cycles, stall reasons and issue order; returns when a second thread
+ * could appear (never within a run), the thread ends or end is reached.
+ */
+static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
+{
+    NpuSlot *t = &u->slot[u->live[0]];
+    NpuLaunch *l = t->l;
+    uint64_t busy = 0;
+
+    u->rr = 0;
+    while (u->cycle < end && u->nlive == 1 && !t->barrier) {
+        uint64_t c = u->cycle, when, n;
+        const NpuCuInsn *d = npu_slot_decode(s, t, l);
+
+        when = npu_cu_ready(u, t, d, c, &t->stall);
+        if (when > c) {
+            /* nothing can issue: jump to the wake-up */
+            n = MIN(when, end) - c;
+            l->st.unit_cycles += n;
+            l->st.thread_cycles += n;
+            l->st.stall[t->stall] += n;
+            busy += n;
+            u->cycle = c + n;
+            continue;
+        }
+        t->stall = NPU_STALL_SELECTED;
+        l->st.unit_cycles++;
+        l->st.thread_cycles++;
+        l->st.stall[NPU_STALL_SELECTED]++;
+        busy++;
+        u->cycle = c + 1;
+        npu_cu_issue(s, u, t, d, t->d_err, c);
+    }
+    qatomic_set(&u->busy_cycles, u->busy_cycles + busy);
+}
+
 /* Run unit u from its current cycle up to end. */
 static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
 {
+    /* see npu_unit_run_single for when it applies */
+    if (u->nlive == 1 && u->nlaunches == 1 &&
+        u->launches[0] == u->slot[u->live[0]].l &&
+        !u->slot[u->live[0]].l->sample_period &&
+        !u->slot[u->live[0]].barrier) {
+        npu_unit_run_single(s, u, end);
+    }
     while (u->cycle < end && u->nlive) {
         uint64_t c = u->cycle, wake = UINT64_MAX;
         const NpuCuInsn *pick_d = NULL;
@@ -1069,20 +1136,7 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
             uint64_t when;
 
             if (!t->barrier) {
-                if (t->d_pc != t->h.pc || t->d_epoch != l->code_epoch) {
-                    uint64_t vpn = t->h.pc >> NPU_PAGE_SHIFT;
-                    NpuCodePage *cp = &l->code[vpn % NPU_CODE_PAGES];
-
-                    if (cp->vpn == vpn) {
-                        t->d = &cp->insn[(t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2];
-                        t->d_err = 0;
-                    } else {
-                        t->d = npu_cu_fetch(s, l, t->h.pc, &t->d_err);
-                    }
-                    t->d_pc = t->h.pc;
-                    t->d_epoch = l->code_epoch;
-                }
-                d = t->d;
+                d = npu_slot_decode(s, t, l);
             }
             when = npu_cu_ready(u, t, d, c, &t->stall);
             if (when <= c) {

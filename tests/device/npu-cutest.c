@@ -242,6 +242,67 @@ static void test_deterministic(void)
 	   (unsigned long long)first.cycles);
 }
 
+/*
+ * A unit with one live thread takes a shorter scheduler path, unless the
+ * launch is PC-sampled: both paths must give the same cycles, stalls and
+ * counts, also for blocks whose threads end one by one.
+ */
+static void test_single_thread_path(void)
+{
+	static const char *const names[] = { "fpchain", "memlat", "chase",
+					     "barrier" };
+	struct buf a = alloc_buf(64 * 1024, 1, 1);
+	struct buf out = alloc_buf(8 * 1024, 1, 1);
+	struct buf tb = alloc_buf(1 << 20, 0, 1);
+	uint64_t self = a.va;
+	bool same = true;
+
+	buf_write(&a, 0, &self, 8);	/* a one-node cycle for chase */
+	for (unsigned k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+		struct npu_launch_stats st[2];
+
+		load_kernel(names[k], 1);
+		for (int sampled = 0; sampled < 2; sampled++) {
+			struct launch l = { .stack = 64, .nargs = 4,
+					    .args = { a.va, 300, 1023, out.va } };
+
+			if (!strcmp(names[k], "fpchain"))
+				l.args[0] = out.va;
+			if (!strcmp(names[k], "chase"))
+				l.args[2] = out.va;
+			if (!strcmp(names[k], "barrier")) {
+				/* three threads wait while one works, then
+				 * run out one by one: both paths in turn */
+				l.args[0] = out.va;
+				l.block[0] = 4;
+				l.scratch = 64;
+			}
+			if (!strcmp(names[k], "memlat"))
+				l.block[0] = 3;
+			if (sampled) {
+				l.trace = tb.va;
+				l.trace_bytes = 1 << 20;
+				l.sample_period = 64;
+			}
+			if (!run_stats(0, &l, &st[sampled]))
+				same = false;
+		}
+		if (st[0].cycles != st[1].cycles ||
+		    st[0].instructions != st[1].instructions ||
+		    st[0].thread_cycles != st[1].thread_cycles ||
+		    st[0].unit_cycles != st[1].unit_cycles ||
+		    memcmp(st[0].stall, st[1].stall, sizeof(st[0].stall)) ||
+		    !st[0].instructions || !st[1].trace_records) {
+			diag_stalls(names[k], &st[0]);
+			diag_stalls("  sampled", &st[1]);
+			same = false;
+		}
+	}
+	ok(same, "one thread: the same cycles, instructions and stall counts "
+	   "with and without PC sampling (fpchain; memlat, 3 threads; chase; "
+	   "barrier, 4 threads)");
+}
+
 /* Submit without waiting (the caller waits with ring_wait). */
 static void submit_launch(int r, struct launch *l, const struct buf *sb)
 {
@@ -770,6 +831,7 @@ static void run_all(void)
 	test_stall_reasons();
 	test_occupancy_curve();
 	test_deterministic();
+	test_single_thread_path();
 	test_dispatcher();
 	test_shared_with_builtin();
 	test_traces();
