@@ -1098,8 +1098,12 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
             l->st.thread_cycles += n;
             l->st.stall[t->stall] += n;
             busy += n;
-            u->cycle = c + n;
-            continue;
+            c += n;
+            u->cycle = c;
+            if (c >= end) {
+                break;
+            }
+            /* npu_cu_ready(c) would now return c: nothing it reads changed */
         }
         t->stall = NPU_STALL_SELECTED;
         l->st.unit_cycles++;
