@@ -1316,7 +1316,8 @@ typedef struct npu_tune_space_config {
 
 typedef struct npu_tune_space_result {
 	long best[NPU_TUNE_SPACE_MAX_PARAMS];	/* the best point's values */
-	float best_ms;			/* its median device time */
+	float best_ms;			/* its median device time, measured
+					   again with >= 3 runs */
 	unsigned int points;		/* valid points in the space */
 	unsigned int evaluations;	/* points measured (or failed) */
 	unsigned int evaluations_to_best; /* evaluations until the best */

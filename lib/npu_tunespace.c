@@ -39,6 +39,8 @@ struct point {
 	unsigned idx[NPU_TUNE_SPACE_MAX_PARAMS];	/* value indices */
 	float ms;			/* median, NAN until measured */
 	bool done, failed;
+	bool confirmed;			/* measured again (confirm()) */
+	unsigned eval;			/* evaluations when it was measured */
 	npu_module_t mod;
 	npu_function_t f;
 };
@@ -133,8 +135,9 @@ static npu_status_t enqueue(unsigned int i, const npu_stream_t *st,
 	return S->c->launch(p->f, v, st[0], S->c->user);
 }
 
-/* Measure the batch; false only on an error that stops tuning. */
-static npu_status_t measure(struct space *S)
+/* Measure the batch; an error stops tuning. again: points measured
+ * before, measured once more with at least 3 runs (confirm()). */
+static npu_status_t measure(struct space *S, bool again)
 {
 	const npu_tune_space_config *c = S->c;
 	npu_tune_result *res;
@@ -149,7 +152,8 @@ static npu_status_t measure(struct space *S)
 		if (build(S, p)) {
 			p->failed = p->done = true;
 			S->failed++;
-			S->evals++;
+			if (!again)
+				p->eval = ++S->evals;
 			continue;
 		}
 		S->batch[k++] = S->batch[i];
@@ -167,6 +171,8 @@ static npu_status_t measure(struct space *S)
 	tc.modes = c->mode == NPU_TUNE_MODE_UNDER_LOAD ? NPU_TUNE_UNDER_LOAD :
 		   NPU_TUNE_ISOLATED;
 	tc.runs = c->runs ? c->runs : 3;
+	if (again && tc.runs < 3)
+		tc.runs = 3;
 	tc.warmup = 1;
 	tc.concurrency = k > 1 ? (k < NPU_TUNE_MAX_STREAMS ? k : NPU_TUNE_MAX_STREAMS) : 1;
 	if (tc.modes == NPU_TUNE_UNDER_LOAD && k == 1)
@@ -177,15 +183,18 @@ static npu_status_t measure(struct space *S)
 		const npu_tune_stats *ts = &res[i].mode[tc.modes == NPU_TUNE_UNDER_LOAD ?
 					NPU_TUNE_MODE_UNDER_LOAD : NPU_TUNE_MODE_ISOLATED];
 
-		p->done = true;
-		S->evals++;
+		if (!again) {
+			p->done = true;
+			p->eval = ++S->evals;
+		}
+		p->confirmed |= again;
 		if (ts->status) {
 			p->failed = true;
 			S->failed++;
 			continue;
 		}
 		p->ms = ts->median_ms;
-		if (S->best < 0 || p->ms < S->p[S->best].ms) {
+		if (!again && (S->best < 0 || p->ms < S->p[S->best].ms)) {
 			S->best = (int)(p - S->p);
 			S->to_best = S->evals;
 		}
@@ -420,6 +429,50 @@ static npu_status_t check(const npu_tune_space_config *c)
 	return NPU_SUCCESS;
 }
 
+/*
+ * The best measured point, once measured again with at least 3 runs: a
+ * search with runs = 1 could otherwise report a point that one fast run
+ * flattered. Measures the best unconfirmed points, a batch at a time, until
+ * the fastest point is a confirmed one. Not counted as evaluations.
+ */
+static npu_status_t confirm(struct space *S, unsigned batch)
+{
+	npu_status_t st = NPU_SUCCESS;
+	unsigned i;
+
+	while (!st && S->best >= 0 && !S->p[S->best].confirmed) {
+		while (S->nbatch < batch) {	/* the fastest unconfirmed */
+			int pick = -1;
+
+			for (i = 0; i < S->n; i++) {
+				const struct point *p = &S->p[i];
+				bool taken = false;
+
+				for (unsigned k = 0; k < S->nbatch; k++)
+					taken |= S->batch[k] == i;
+				if (p->done && !p->failed && !p->confirmed &&
+				    !taken && (pick < 0 || p->ms < S->p[pick].ms))
+					pick = (int)i;
+			}
+			if (pick < 0)
+				break;
+			S->batch[S->nbatch++] = (unsigned)pick;
+		}
+		st = measure(S, true);
+		S->best = -1;
+		for (i = 0; i < S->n; i++) {
+			const struct point *p = &S->p[i];
+
+			if (p->done && !p->failed &&
+			    (S->best < 0 || p->ms < S->p[S->best].ms))
+				S->best = (int)i;
+		}
+		if (S->best >= 0)
+			S->to_best = S->p[S->best].eval;
+	}
+	return st;
+}
+
 npu_status_t npu_tune_space(const npu_tune_space_config *c,
 			    npu_tune_space_result *r, float *times)
 {
@@ -470,8 +523,10 @@ npu_status_t npu_tune_space(const npu_tune_space_config *c,
 		}
 		if (!S.nbatch)
 			break;
-		st = measure(&S);
+		st = measure(&S, false);
 	}
+	if (!st)
+		st = confirm(&S, batch);
 	if (!st && S.best < 0)
 		st = npu_fail(NPU_ERROR_LAUNCH_FAILURE, "no point could be "
 			      "measured (%u failed)", S.failed);

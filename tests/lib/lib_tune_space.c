@@ -33,6 +33,11 @@ static int valid(const long *v, void *user)
 
 static void *dA, *dB, *dC;
 
+/* The next flatter_left launches of the point flatter_v multiply nothing
+ * (K = 0): far less work, as if one measurement had been lucky. */
+static long flatter_v[4];
+static int flatter_left;
+
 static npu_status_t launch(npu_function_t f, const long *v, npu_stream_t s,
 			   void *user)
 {
@@ -40,6 +45,15 @@ static npu_status_t launch(npu_function_t f, const long *v, npu_stream_t s,
 	void *args[6] = { &dA, &dB, &dC, &m, &m, &m };
 
 	(void)user;
+	if (flatter_left > 0 && !memcmp(v, flatter_v, sizeof(flatter_v))) {
+		unsigned k = 0;
+
+		flatter_left--;
+		args[5] = &k;
+		return npu_launch_kernel(f, npu_grid(D / v[1], D / v[0], 1),
+					 npu_grid((unsigned)v[3], 1, 1), 0, s,
+					 args);
+	}
 	return npu_launch_kernel(f, npu_grid(D / v[1], D / v[0], 1),
 				 npu_grid((unsigned)v[3], 1, 1), 0, s, args);
 }
@@ -183,6 +197,47 @@ int main(int argc, char **argv)
 	       "Bayesian optimisation within 5%% of the exhaustive optimum "
 	       "(%.3f vs %.3f ms) in %u evaluations (<= 25%% of %u)",
 	       bo.best_ms, ex.best_ms, bo.evaluations, ex.points);
+
+	/* the best is measured again before it is reported: a point that
+	 * one run flattered is not (TM, TN of the optimum; every TK, P) */
+	{
+		npu_tune_param sub[4];
+		npu_tune_space_result fl;
+		float t2[32], worst = -1;
+		unsigned idx = 0;
+
+		memcpy(sub, params, sizeof(sub));
+		sub[0].nvalues = sub[1].nvalues = 1;
+		sub[0].values = &ex.best[0];
+		sub[1].values = &ex.best[1];
+		c = config(NPU_TUNE_EXHAUSTIVE, 0);
+		c.params = sub;
+		MUST(npu_tune_space(&c, &r, t2));
+		/* the slowest, in enumeration order (first parameter fastest) */
+		for (unsigned p = 0; p < 5; p++)
+			for (unsigned k = 0; k < 4; k++) {
+				long v[4] = { ex.best[0], ex.best[1], v_tk[k], v_p[p] };
+
+				if (!valid(v, NULL))
+					continue;
+				if (idx < r.points && t2[idx] > worst) {
+					worst = t2[idx];
+					memcpy(flatter_v, v, sizeof(v));
+				}
+				idx++;
+			}
+		flatter_left = 2;	/* the warm-up and the one timed run */
+		MUST(npu_tune_space(&c, &fl, NULL));
+		flatter_left = 0;
+		tap_ok(idx == r.points && memcmp(fl.best, flatter_v,
+						 sizeof(flatter_v)) &&
+		       fl.best_ms <= 1.05f * r.best_ms,
+		       "a point one run flattered (TK %ld, P %ld: %.3f ms) is "
+		       "measured again, not reported as the best (TK %ld, P %ld: "
+		       "%.3f ms; %.3f ms unflattered)", flatter_v[2],
+		       flatter_v[3], worst, fl.best[2], fl.best[3], fl.best_ms,
+		       r.best_ms);
+	}
 
 	/* bad configurations */
 	c = config(NPU_TUNE_BAYES, 10);
