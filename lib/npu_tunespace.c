@@ -39,7 +39,7 @@ struct point {
 	unsigned idx[NPU_TUNE_SPACE_MAX_PARAMS];	/* value indices */
 	float ms;			/* median, NAN until measured */
 	bool done, failed;
-	bool confirmed;			/* measured again (confirm()) */
+	bool confirmed;			/* taken to be measured again (confirm()) */
 	unsigned eval;			/* evaluations when it was measured */
 	npu_module_t mod;
 	npu_function_t f;
@@ -187,7 +187,6 @@ static npu_status_t measure(struct space *S, bool again)
 			p->done = true;
 			p->eval = ++S->evals;
 		}
-		p->confirmed |= again;
 		if (ts->status) {
 			p->failed = true;
 			S->failed++;
@@ -446,16 +445,15 @@ static npu_status_t confirm(struct space *S, unsigned batch)
 
 			for (i = 0; i < S->n; i++) {
 				const struct point *p = &S->p[i];
-				bool taken = false;
 
-				for (unsigned k = 0; k < S->nbatch; k++)
-					taken |= S->batch[k] == i;
 				if (p->done && !p->failed && !p->confirmed &&
-				    !taken && (pick < 0 || p->ms < S->p[pick].ms))
+				    (pick < 0 || p->ms < S->p[pick].ms))
 					pick = (int)i;
 			}
 			if (pick < 0)
 				break;
+			/* marked now so that the next pick is another */
+			S->p[pick].confirmed = true;
 			S->batch[S->nbatch++] = (unsigned)pick;
 		}
 		st = measure(S, true);
