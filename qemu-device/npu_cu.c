@@ -195,6 +195,9 @@ struct NpuCuState {
     QTAILQ_HEAD(, NpuLaunch) incoming;  /* queued by rings, cu_lock */
     QTAILQ_HEAD(, NpuLaunch) queue;     /* the npu-cu thread's */
     uint64_t cycle;             /* start of the current quantum */
+    /* timing=virtual: when the launches that ended this quantum ended */
+    uint64_t ended_at;
+    bool ended_exact;           /* none failed or was cancelled */
     uint32_t active;            /* units with LAUNCH_CODE blocks */
     uint32_t nreserved;         /* threads holding an LR reservation */
     bool stop;
@@ -1449,6 +1452,11 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
     if (s->vtime && !l->cancel) {
         npu_vt_cu_finished(l->ring, npu_c2ns(s, l->last_cycle));
     }
+    if (l->failed || l->cancel) {
+        s->cu->ended_exact = false;
+    } else {
+        s->cu->ended_at = MAX(s->cu->ended_at, l->last_cycle);
+    }
     QTAILQ_REMOVE(&s->cu->queue, l, next);
     l->finished = true;
     qemu_cond_broadcast(&s->cu_cond);
@@ -1647,6 +1655,28 @@ static uint64_t npu_cu_next_fixed(NpuState *s)
 }
 
 /*
+ * timing=virtual: units left with nothing to run were idle from the end of
+ * the last launch that ended in the quantum, so their time goes back to
+ * it. The next launch then starts when its ring queues it, not at the
+ * next quantum: a launch's time is its own, not rounded up to quanta.
+ */
+static void npu_cu_rewind_idle(NpuState *s)
+{
+    NpuCuState *cs = s->cu;
+    unsigned i;
+
+    if (!cs->ended_exact || cs->ended_at >= cs->cycle ||
+        !QTAILQ_EMPTY(&cs->queue) || !QTAILQ_EMPTY(&cs->incoming)) {
+        return;
+    }
+    trace_npu_cu_rewind(cs->cycle, cs->ended_at);
+    cs->cycle = cs->ended_at;
+    for (i = 0; i < s->n_cus; i++) {
+        cs->unit[i].cycle = cs->cycle;
+    }
+}
+
+/*
  * timing=virtual: the units are one engine of the virtual clock. They go
  * on only when the clock has reached them and no ring runs, take the
  * launches queued until then, and simulate up to the earliest time a ring
@@ -1689,8 +1719,11 @@ static void npu_cu_loop_virtual(NpuState *s)
             end = MIN(end, MAX(npu_ns2c(s, horizon, true), cs->cycle + 1));
         }
         end = MIN(end, MAX(next, cs->cycle + 1));
+        cs->ended_at = cs->cycle;
+        cs->ended_exact = true;
         npu_cu_run_units(s, end);
         npu_cu_reap(s, 0);
+        npu_cu_rewind_idle(s);
         want = cs->cycle;
         qemu_mutex_unlock(&s->cu_lock);
     }

@@ -765,6 +765,65 @@ static void test_virtual_time(void)
 }
 
 /*
+ * timing=virtual: launches queued back to back on one ring, with nothing
+ * else on the device, each start when the ring reaches them (a timestamp
+ * before each), not at the units' next quantum: the same launch gives the
+ * same start delay and the same time every time, not a whole number of
+ * quanta that depends on where the launch before it ended.
+ */
+#define VT_B2B 3
+
+static void test_virtual_back_to_back(void)
+{
+	struct buf ts, a, out, sb[VT_B2B];
+	struct launch mem = { .grid = { 1 }, .block = { 3 }, .stack = 64,
+			      .nargs = 4 };
+	struct npu_launch_stats st[VT_B2B];
+	uint64_t t[VT_B2B + 1], delay[VT_B2B];
+	bool same = true, done;
+	struct pk p = { .n = 0 };
+	int i;
+
+	start("timing=virtual", 0);
+	ts = alloc_buf(4096, 0, 1);
+	a = alloc_buf(64 * 1024, 1, 1);
+	out = alloc_buf(4096, 1, 1);
+	load_kernel("memlat", 1);
+	mem.args[0] = a.va;
+	mem.args[1] = 37;
+	mem.args[2] = 16 * 1024 - 1;
+	mem.args[3] = out.va;
+	for (i = 0; i < VT_B2B; i++) {
+		sb[i] = alloc_buf(4096, 0, 1);
+		mem.stats = sb[i].va;
+		pk_ts(&p, ts.va + i * 8);
+		pk_launch_code(&p, &mem);
+	}
+	pk_ts(&p, ts.va + VT_B2B * 8);
+	done = ring_run(0, &p, 20000);
+	buf_read(&ts, 0, t, sizeof(t));
+	for (i = 0; i < VT_B2B; i++) {
+		st[i] = read_stats(&sb[i]);
+		delay[i] = st[i].start_ns - t[i];
+		diag("launch %d: timestamp %llu, start %llu, end %llu ns, "
+		     "%llu cycles", i, (unsigned long long)t[i],
+		     (unsigned long long)st[i].start_ns,
+		     (unsigned long long)st[i].end_ns,
+		     (unsigned long long)st[i].cycles);
+		if (delay[i] != delay[0] || st[i].cycles != st[0].cycles ||
+		    t[i + 1] - t[i] != t[1] - t[0])
+			same = false;
+	}
+	stop("timing=virtual instance");
+	ok(done && same && st[0].cycles > 4096 && st[0].cycles % 4096 &&
+	   delay[0] < 1000,
+	   "timing=virtual: %d launches back to back on one ring each start "
+	   "%llu ns after their timestamp and take the same %llu ns, not "
+	   "rounded to quanta", VT_B2B, (unsigned long long)delay[0],
+	   (unsigned long long)(t[1] - t[0]));
+}
+
+/*
  * timing=virtual: the clock waits for the host to settle, so work the host
  * queues in reaction to a completion interrupt starts at that completion,
  * even while another ring's long kernel would let the clock run ahead
@@ -838,6 +897,7 @@ static void run_all(void)
 	test_printf();
 	stop("compute-unit instance");
 	test_virtual_time();
+	test_virtual_back_to_back();
 	test_virtual_settle();
 }
 
