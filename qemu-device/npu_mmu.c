@@ -132,6 +132,51 @@ static bool npu_fail(NpuRing *r, NpuErr *err, uint32_t code, uint64_t addr)
 }
 
 /*
+ * Walk the upper levels for va: the guest-physical address of its leaf
+ * table in *leaf. 0 or the error code; *at is the address at fault.
+ */
+static uint32_t npu_mmu_leaf_table(NpuRing *r, uint64_t va, uint64_t *leaf,
+                                   uint64_t *at)
+{
+    uint64_t table = r->pt_root;
+    int lvl;
+
+    for (lvl = 2; lvl > 0; lvl--) {
+        uint64_t pa = table + NPU_PT_INDEX(va, lvl) * 8;
+        uint64_t e;
+
+        if (npu_phys_rw(r->s, pa, &e, 8, false) != MEMTX_OK) {
+            *at = pa;
+            return NPU_ERR_BAD_DMA;
+        }
+        e = le64_to_cpu(e);
+        if (!(e & NPU_PTE_VALID)) {
+            *at = va;
+            return NPU_ERR_MMU_FAULT;
+        }
+        table = e & NPU_PTE_ADDR_MASK;
+    }
+    *leaf = table;
+    return 0;
+}
+
+/* May the leaf entry pte be used for this access? 0 or the error code. */
+static uint32_t npu_mmu_leaf_check(NpuState *s, uint64_t pte, bool is_write)
+{
+    if (!(pte & NPU_PTE_VALID)) {
+        return NPU_ERR_MMU_FAULT;
+    }
+    if (is_write && !(pte & NPU_PTE_WRITE)) {
+        return NPU_ERR_MMU_WRITE;
+    }
+    if ((pte & NPU_PTE_DEVMEM) &&
+        (pte & NPU_PTE_ADDR_MASK) >= s->devmem_size) {
+        return NPU_ERR_DEVMEM_RANGE;
+    }
+    return 0;
+}
+
+/*
  * Translate va to its leaf entry in the ring's context, checking
  * permissions and bounds. Inside npu_mmu_access_begin/end.
  */
@@ -141,8 +186,8 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
     NpuState *s = r->s;
     uint64_t vpn = va >> NPU_PAGE_SHIFT;
     NpuTlbEntry *t = &r->tlb[vpn % NPU_TLB_ENTRIES];
-    uint64_t pte;
-    int lvl;
+    uint64_t pte, leaf, at;
+    uint32_t code;
 
     if (va >> NPU_VA_BITS) {
         return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
@@ -153,37 +198,87 @@ bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
     if (t->vpn == vpn) {
         pte = t->pte;
     } else {
-        uint64_t table = r->pt_root;
+        uint64_t pa;
 
-        for (lvl = 2; ; lvl--) {
-            uint64_t pa = table + NPU_PT_INDEX(va, lvl) * 8;
-            uint64_t e;
-
-            if (npu_phys_rw(s, pa, &e, 8, false) != MEMTX_OK) {
-                return npu_fail(r, err, NPU_ERR_BAD_DMA, pa);
-            }
-            e = le64_to_cpu(e);
-            if (!(e & NPU_PTE_VALID)) {
-                return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
-            }
-            if (lvl == 0) {
-                pte = e;
-                break;
-            }
-            table = e & NPU_PTE_ADDR_MASK;
+        code = npu_mmu_leaf_table(r, va, &leaf, &at);
+        if (code) {
+            return npu_fail(r, err, code, at);
+        }
+        pa = leaf + NPU_PT_INDEX(va, 0) * 8;
+        if (npu_phys_rw(s, pa, &pte, 8, false) != MEMTX_OK) {
+            return npu_fail(r, err, NPU_ERR_BAD_DMA, pa);
+        }
+        pte = le64_to_cpu(pte);
+        if (!(pte & NPU_PTE_VALID)) {
+            return npu_fail(r, err, NPU_ERR_MMU_FAULT, va);
         }
         trace_npu_mmu_walk(r->idx, va, pte);
         t->vpn = vpn;
         t->pte = pte;
     }
-    if (is_write && !(pte & NPU_PTE_WRITE)) {
-        return npu_fail(r, err, NPU_ERR_MMU_WRITE, va);
-    }
-    if ((pte & NPU_PTE_DEVMEM) &&
-        (pte & NPU_PTE_ADDR_MASK) >= s->devmem_size) {
-        return npu_fail(r, err, NPU_ERR_DEVMEM_RANGE, va);
+    code = npu_mmu_leaf_check(s, pte, is_write);
+    if (code) {
+        return npu_fail(r, err, code, va);
     }
     *pte_out = pte;
+    return true;
+}
+
+/*
+ * The leaf entries of the n pages from page-aligned va, each as
+ * npu_mmu_translate would give it (from the TLB if cached there, else from
+ * the page table, then cached), but reading the entries of one leaf table
+ * at once: a long copy walks once per run of pages, not once per page.
+ * False, with nothing recorded, if any page would fault. Inside
+ * npu_mmu_access_begin/end.
+ */
+#define NPU_PTE_RUN 32
+
+static bool npu_mmu_translate_run(NpuRing *r, uint64_t va, unsigned n,
+                                  bool is_write, uint64_t *ptes)
+{
+    uint64_t e[NPU_PTE_RUN], leaf, at;
+    unsigned i = 0, j, k;
+
+    if (!r->pt_root || va >> NPU_VA_BITS ||
+        (va + (uint64_t)n * NPU_PAGE_SIZE - 1) >> NPU_VA_BITS) {
+        return false;
+    }
+    while (i < n) {
+        uint64_t v = va + (uint64_t)i * NPU_PAGE_SIZE;
+        uint64_t vpn = v >> NPU_PAGE_SHIFT;
+        NpuTlbEntry *t = &r->tlb[vpn % NPU_TLB_ENTRIES];
+        unsigned idx = NPU_PT_INDEX(v, 0);
+
+        if (t->vpn == vpn) {
+            ptes[i] = t->pte;
+            if (npu_mmu_leaf_check(r->s, ptes[i++], is_write)) {
+                return false;
+            }
+            continue;
+        }
+        k = MIN(MIN(n - i, NPU_PTE_RUN), 512 - idx);
+        if (npu_mmu_leaf_table(r, v, &leaf, &at) ||
+            npu_phys_rw(r->s, leaf + idx * 8, e, k * 8, false) != MEMTX_OK) {
+            return false;
+        }
+        for (j = 0; j < k; j++, i++) {
+            t = &r->tlb[(vpn + j) % NPU_TLB_ENTRIES];
+            if (t->vpn == vpn + j) {
+                ptes[i] = t->pte;
+            } else {
+                ptes[i] = le64_to_cpu(e[j]);
+                if (!(ptes[i] & NPU_PTE_VALID)) {
+                    return false;
+                }
+                t->vpn = vpn + j;
+                t->pte = ptes[i];
+            }
+            if (npu_mmu_leaf_check(r->s, ptes[i], is_write)) {
+                return false;
+            }
+        }
+    }
     return true;
 }
 
@@ -240,6 +335,7 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
  */
 
 #define NPU_FAST_SEGS 32
+#define NPU_FAST_PAGES 32          /* a 64 KiB chunk, unaligned: 17 */
 
 typedef struct NpuSeg {
     uint8_t *ptr;
@@ -273,18 +369,22 @@ static bool npu_vm_map(NpuJob *job, uint64_t va, uint64_t len, bool is_write,
                        NpuSeg *seg, unsigned *nseg_out)
 {
     NpuState *s = job->ring->s;
-    unsigned nseg = 0, i;
+    uint64_t ptes[NPU_FAST_PAGES];
+    unsigned nseg = 0, npages, i;
 
-    while (len) {
+    npages = ((va & (NPU_PAGE_SIZE - 1)) + len + NPU_PAGE_SIZE - 1) >>
+             NPU_PAGE_SHIFT;
+    if (npages > NPU_FAST_PAGES ||
+        !npu_mmu_translate_run(job->ring, va & ~(NPU_PAGE_SIZE - 1), npages,
+                               is_write, ptes)) {
+        return false;
+    }
+    for (i = 0; len; i++) {
         uint64_t off = va & (NPU_PAGE_SIZE - 1);
         uint64_t n = MIN(len, NPU_PAGE_SIZE - off);
-        uint64_t pte, addr;
+        uint64_t pte = ptes[i], addr;
         bool dev;
-        NpuErr e;
 
-        if (!npu_mmu_translate(job->ring, va, is_write, &pte, &e)) {
-            return false;
-        }
         addr = (pte & NPU_PTE_ADDR_MASK) + off;
         dev = pte & NPU_PTE_DEVMEM;
         if (nseg && seg[nseg - 1].dev == dev &&
