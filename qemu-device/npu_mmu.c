@@ -271,6 +271,8 @@ static bool npu_mmu_translate_run(NpuRing *r, uint64_t va, unsigned n,
                 if (!(ptes[i] & NPU_PTE_VALID)) {
                     return false;
                 }
+                trace_npu_mmu_walk(r->idx, v + (uint64_t)j * NPU_PAGE_SIZE,
+                                   ptes[i]);
                 t->vpn = vpn + j;
                 t->pte = ptes[i];
             }
