@@ -1622,8 +1622,11 @@ npu_status_t npu_job_order_after(struct jobctx *jc, struct tl *t, uint64_t point
 }
 
 /* The implicit dependencies of a stream's next operation: its own previous
- * point (unless it ran on the same queue and is submitted: queue order is
- * enough), and CUDA's legacy-stream rules. */
+ * point, and CUDA's legacy-stream rules. When the previous point is a job of
+ * the same queue, queue order is enough: once that job is submitted nothing
+ * is needed, and before, the job is only submitted after it (order only; a
+ * fence wait would hold it in the driver until that job has finished and
+ * its interrupt was handled, instead of behind it on the ring). */
 static npu_status_t jc_wait(void *jc, struct tl *t, uint64_t point)
 {
 	return npu_job_wait(jc, t, point);
@@ -1636,9 +1639,12 @@ static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
 	npu_status_t st;
 	uint64_t prev = s->tl->next;
 
-	if (prev && (queue == Q_NONE || queue != s->last_queue ||
-		     s->tl->submitted < prev)) {
+	if (prev && (queue == Q_NONE || queue != s->last_queue)) {
 		st = npu_job_wait(jc, s->tl, prev);
+		if (st)
+			return st;
+	} else if (prev && s->tl->submitted < prev) {
+		st = npu_job_order_after(jc, s->tl, prev);
 		if (st)
 			return st;
 	}
