@@ -128,6 +128,19 @@ static void emit_call(struct emitter *em, const struct node *e)
 		fprintf(em->o, "); a_ %s b_ ? a_ : b_; })", n[3] == 'i' ? "<" : ">");
 		return;
 	}
+	if (!strcmp(n, "__alignup") || !strcmp(n, "__aligndown")) {
+		fputs("__extension__ ({ __typeof__((", em->o);
+		emit_expr(em, e->kids[0]);
+		fputs(") + (", em->o);
+		emit_expr(em, e->kids[1]);
+		fputs(")) a_ = (", em->o);
+		emit_expr(em, e->kids[0]);
+		fputs("), b_ = (", em->o);
+		emit_expr(em, e->kids[1]);
+		fprintf(em->o, "); (a_%s) / b_ * b_; })",
+			!strcmp(n, "__alignup") ? " + b_ - 1" : "");
+		return;
+	}
 	at = e->kids[0];
 	v = e->kids[1];
 	el = at->sym->type.elem;

@@ -101,7 +101,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
-%type <n> withins within bound ranges range range_of bnd idlist if_stmt
+%type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
 %type <n> stream_opt ret_type
 
@@ -240,7 +240,7 @@ stmt
 	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
-	| WAIT idlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
+	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
 	| RETURN ';'		{ $$ = mk(N_RETURN, @1); }
 	| RETURN expr ';'	{ $$ = node_add(mk(N_RETURN, @1), $2); }
 	| BREAK ';'		{ $$ = mk(N_BREAK, @1); }
@@ -455,6 +455,17 @@ parby
 idlist
 	: IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
 	| idlist ',' IDENT	{ $$ = node_add($1, ident(@3, $3)); }
+	;
+
+/* wait's operands are expressions in Choreo: "wait f;", "wait (f), g;" */
+waitlist
+	: waited		{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| waitlist ',' waited	{ $$ = node_add($1, $3); }
+	;
+
+waited
+	: IDENT			{ $$ = ident(@1, $1); }
+	| '(' waited ')'	{ $$ = $2; }
 	;
 
 with

@@ -127,6 +127,18 @@ static bool is_integer(struct type t)
 	return is_numeric(t) && !elem_is_float(t.elem);
 }
 
+/* __alignup(a, b) is (a + b - 1) / b * b and __aligndown(a, b) is
+ * a / b * b, as Choreo desugars them: b need not be a power of two */
+static bool is_align_call(const struct node *e)
+{
+	return !strcmp(e->name, "__alignup") || !strcmp(e->name, "__aligndown");
+}
+
+static long long align_value(const char *name, long long a, long long b)
+{
+	return (strcmp(name, "__alignup") ? a : a + b - 1) / b * b;
+}
+
 bool const_eval(const struct node *e, long long *v)
 {
 	long long a, b;
@@ -159,6 +171,12 @@ bool const_eval(const struct node *e, long long *v)
 		case '%': if (!b) return false; *v = a % b; return true;
 		default: return false;
 		}
+	case E_CALL:
+		if (!is_align_call(e) || e->nkids != 2 ||
+		    !const_eval(e->kids[0], &a) || !const_eval(e->kids[1], &b) || !b)
+			return false;
+		*v = align_value(e->name, a, b);
+		return true;
 	default:
 		return false;
 	}
@@ -372,6 +390,15 @@ static struct type check_call(struct node *e)
 		want_numeric(e->kids[0], a);
 		b = check_expr(e->kids[1]);
 		want_numeric(e->kids[1], b);
+		return arith(a, b);
+	}
+	if (is_align_call(e)) {
+		if (e->nkids != 2)
+			diag_error(e->loc, "type mismatch: %s takes 2 arguments", e->name);
+		a = check_expr(e->kids[0]);
+		b = check_expr(e->kids[1]);
+		if (!is_integer(a) || !is_integer(b))
+			diag_error(e->loc, "type mismatch: %s needs integers", e->name);
 		return arith(a, b);
 	}
 	/* __atomic_*(&x.at(i), v) or (x.at(i), v) */

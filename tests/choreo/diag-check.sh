@@ -142,6 +142,26 @@ else
 	sed 's/^/# /' "$tmp/err" | head -10
 fi
 
+# Headers of two .co files included by one C file: each header's guard
+# names its file, so both declare their functions.
+mkdir -p "$tmp/hdr"
+for f in dims spans; do
+	(cd "$src/callers" && "$choreo" build "$f.co" -o "$tmp/hdr/$f.o" \
+		--header "$tmp/hdr/$f.h") >/dev/null 2>"$tmp/err"
+done
+cat >"$tmp/hdr/both.c" <<'EOF'
+#include "dims.h"
+#include "spans.h"
+void *use_both[] = { (void *)add_into, (void *)scaled };
+EOF
+if cc -std=gnu11 -Werror=implicit-function-declaration -fsyntax-only \
+	-I"$BUILD/sdk/include" -I"$top/lib" "$tmp/hdr/both.c" 2>"$tmp/err"; then
+	ok "a C file includes the headers of dims.co and spans.co and sees both"
+else
+	not_ok "a C file including the headers of dims.co and spans.co does not compile"
+	sed 's/^/# /' "$tmp/err" | head -10
+fi
+
 # The rest of the corpus compiles.
 for f in "$src"/cases/*.co "$src"/runtime/*.co "$src"/seed.co "$src"/callers/*.co; do
 	build "$(dirname "$f")" "$(basename "$f")"
