@@ -1,4 +1,6 @@
 #!/bin/bash
+# usage: run.sh --kernel 6.1|6.12 (--suites FILE | --cmd CMD | --shell) [options]
+#
 # Boot a Debian kernel in QEMU (TCG) with the npu device, load npu.ko and run
 # commands in the guest.
 #
@@ -11,7 +13,9 @@
 #          --outdir DIR (files the guest writes to /out are copied here),
 #          --no-npu (do not insmod npu.ko),
 #          --npu-ko FILE (load this npu.ko instead of make modules' build,
-#          e.g. one DKMS built).
+#          e.g. one DKMS built),
+#          --extra-bin DIR (DIR's files join the guest's /npu/bin, which is
+#          on PATH: your own programs; also NPU_EXTRA_BIN).
 # Environment: QEMU (binary; default: scripts/build-qemu.sh), BUILD (build dir),
 #              NPU_MODPARAMS (module parameters for npu.ko), NPU_TCG_THREAD
 #              (single, the default, or multi: TCG threads for the vCPUs).
@@ -37,7 +41,11 @@ while [ $# -gt 0 ]; do
 	--no-npu) npu=0 ;;
 	--npu-ko) npuko=$2; shift ;;
 	--extra-bin) extra_bin=$2; shift ;;
-	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+	-h | --help)
+		# the header comment above is the usage
+		sed -n '2,/^set -uo/{/^#/s/^# \{0,1\}//p}' "$0"
+		exit 0 ;;
+	*) echo "run.sh: unknown option $1 (see run.sh --help)" >&2; exit 2 ;;
 	esac
 	shift
 done

@@ -13,6 +13,7 @@ tools=(
 	"$BUILD/tools/npu-smi"
 	"$BUILD/tools/npu-timeline"
 	"$BUILD/bench/npu-bench-host"
+	"$top/tests/guest/run.sh"
 )
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
