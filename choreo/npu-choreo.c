@@ -42,6 +42,7 @@ void lexer_start(FILE *in);
 
 static bool verbose, keep_temps;
 static char bindir[PATH_MAX], incdir[PATH_MAX + 16], libdir[PATH_MAX + 16];
+static char guest_runner[PATH_MAX + 64], guest_bin[PATH_MAX + 16];
 static char tmpdir[PATH_MAX];
 
 /* snprintf for paths: a path that does not fit is an error, not a
@@ -386,6 +387,17 @@ int main(int argc, char **argv)
 		write_header(&prog, header);
 
 	find_sdk();
+	/* the guest runner is part of the source tree: say so before compiling */
+	pathf(guest_runner, sizeof(guest_runner), "%s/../../../tests/guest/run.sh",
+	      bindir);
+	if (guest && access(guest_runner, R_OK)) {
+		fprintf(stderr, "npu-choreo: run --guest needs the npu source tree "
+			"(its tests/guest/run.sh); this npu-choreo is installed "
+			"in %s. Use the npu-choreo of a built checkout "
+			"(build/sdk/bin/npu-choreo), or 'npu-choreo run' on a machine "
+			"with an npu device\n", bindir);
+		return 2;
+	}
 	pathf(tmpdir, sizeof(tmpdir), "%s/npu-choreo-XXXXXX",
 		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(tmpdir)) {
@@ -408,14 +420,20 @@ int main(int argc, char **argv)
 	pathf(rpath, sizeof(rpath), "-Wl,-rpath,%s", libdir);
 	if (!strcmp(cmd, "run")) {
 		if (guest) {
-			/* the guest runs what is in build/guest/bin (/npu/bin) */
-			char base[PATH_MAX], dir[PATH_MAX + 32];
+			/* a folder of its own, copied into the guest's /npu/bin */
+			char base[PATH_MAX], *dot;
 
 			pathf(base, sizeof(base), "%s", file);
-			pathf(dir, sizeof(dir), "%s/../../guest/bin/choreo", bindir);
-			mkdir(dir, 0755);
-			*strrchr(base, '.') = strrchr(base, '.') ? 0 : 0;
-			pathf(prog_path, sizeof(prog_path), "%s/%s", dir, basename(base));
+			dot = strrchr(basename(base), '.');
+			if (dot)
+				*dot = 0;
+			pathf(guest_bin, sizeof(guest_bin), "%s/guest-bin", tmpdir);
+			if (mkdir(guest_bin, 0755)) {
+				perror("npu-choreo: guest-bin");
+				return 2;
+			}
+			pathf(prog_path, sizeof(prog_path), "%s/%s", guest_bin,
+			      basename(base));
 		} else {
 			pathf(prog_path, sizeof(prog_path), "%s/prog", tmpdir);
 		}
@@ -440,18 +458,11 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "run"))
 		return 0;
 	if (guest) {
-		char script[PATH_MAX + 64], cmdline[PATH_MAX + 64], *b;
-		char *argv_run[] = { "bash", script, "--kernel", (char *)guest,
-				     "--cmd", cmdline, NULL };
+		char cmdline[PATH_MAX + 64];
+		char *argv_run[] = { "bash", guest_runner, "--kernel", (char *)guest,
+				     "--extra-bin", guest_bin, "--cmd", cmdline, NULL };
 
-		pathf(script, sizeof(script), "%s/../../../tests/guest/run.sh", bindir);
-		if (access(script, R_OK)) {
-			fprintf(stderr, "npu-choreo: --guest works in the source tree "
-				"only (no %s)\n", script);
-			return 2;
-		}
-		b = basename(prog_path);
-		pathf(cmdline, sizeof(cmdline), "/npu/bin/choreo/%s", b);
+		pathf(cmdline, sizeof(cmdline), "/npu/bin/%s", basename(prog_path));
 		return run_argv(argv_run);
 	}
 	{

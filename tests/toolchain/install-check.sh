@@ -147,4 +147,23 @@ check "npu-choreo exe refuses a file without a parameterless function" \
 	bash -c 'printf "__co__ void f(f32[M] a) { }\n" >noentry.co &&
 		 ! env -i PATH=/usr/bin:/bin "'"$usr"'/bin/npu-choreo" exe noentry.co -o ne 2>err &&
 		 test -s err && test ! -e ne'
+check "the installed npu-choreo run --guest fails at once, naming the source tree it needs" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$usr"'/bin/npu-choreo" run small.co --guest 6.12 \
+		 >out 2>err; rc=$?; cat err; test $rc = 2 &&
+		 grep -q "needs the npu source tree" err && test ! -s out'
+
+# The build tree without installing: libnpu-uninstalled.pc
+unset PKG_CONFIG_PATH
+mkdir -p "$root/tree"
+cp "$root/work/scale.c" "$root/work/host.c" "$root/tree/"
+tree_pc=$BUILD/sdk/lib/pkgconfig
+check "pkg-config against the build tree names its npu-cc and kernel headers" \
+	bash -c 'export PKG_CONFIG_PATH="'"$tree_pc"'";
+		 test "$(pkg-config --variable=npucc libnpu)" = "'"$BUILD"'/sdk/bin/npu-cc" &&
+		 test -f "$(pkg-config --variable=kernelincludedir libnpu)/npu_kernel.h"'
+check "a kernel and a host program build against the build tree with pkg-config alone" \
+	bash -c 'cd "'"$root"'/tree" && export PKG_CONFIG_PATH="'"$tree_pc"'";
+		 "$(pkg-config --variable=npucc libnpu)" scale.c -o scale.npu &&
+		 cc -Wall -Werror host.c -o host $(pkg-config --cflags --libs libnpu) &&
+		 ldd host | grep -q "libnpu.so.0 => '"$BUILD"'/lib/libnpu.so.0"'
 echo "1..$n"
