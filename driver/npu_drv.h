@@ -158,8 +158,11 @@ struct npu_ring {
  * @devmem_lock: protects @devmem_mm
  * @devmem_mm: allocator of device memory
  * @ctx_ida: context ids (1..)
- * @ctx_lock: protects @ctx_list
+ * @ctx_lock: protects @ctx_list and @user_ctxs
  * @ctx_list: live contexts (&npu_ctx.link), for debugfs and removal
+ * @user_ctxs: live contexts per user, indexed by uid in the initial user
+ *	namespace (xa_mk_value() counts; no entry for none), bounded by the
+ *	max_user_contexts parameter
  * @bo_lock: protects @bo_list
  * @bo_list: BOs whose pages are mapped for the device (&npu_bo.dev_link),
  *	unmapped on removal
@@ -202,8 +205,9 @@ struct npu_device {
 	struct mutex devmem_lock;	/* devmem_mm */
 	struct drm_mm devmem_mm;
 	struct ida ctx_ida;
-	struct mutex ctx_lock;		/* ctx_list */
+	struct mutex ctx_lock;		/* ctx_list, user_ctxs */
 	struct list_head ctx_list;
+	struct xarray user_ctxs;
 	struct mutex bo_lock;		/* bo_list */
 	struct list_head bo_list;
 	atomic_t jobs_alive;
@@ -246,6 +250,8 @@ struct npu_pt {
  * @va_mm: allocator of device virtual addresses
  * @link: entry in &npu_device.ctx_list
  * @pid: process that created it (debugfs)
+ * @uid: real user of the creator, charged for the context in
+ *	&npu_device.user_ctxs
  * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
  * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
  *	the owning file's &npu_file.vm_lock
@@ -266,6 +272,7 @@ struct npu_ctx {
 	struct drm_mm va_mm;
 	struct list_head link;
 	pid_t pid;
+	kuid_t uid;
 	atomic_t queues;
 	struct list_head binds;
 	spinlock_t track_lock;	/* next_seq, jobs, retiring, jobs' maps */
@@ -294,6 +301,8 @@ enum npu_bo_kind {
  * @npages: entries in @pages
  * @pin_mm: USERPTR: the mm whose &mm_struct.pinned_vm is charged with the
  *	BO's pages (held by mmgrab()), NULL if not charged
+ * @pin_user: SHMEM: the user whose &user_struct.locked_vm is charged with
+ *	the BO's pinned pages (held by get_uid()), NULL if not charged
  * @maps_lock: protects @maps
  * @maps: mappings of the BO in contexts that hold a handle to it
  *	(&npu_mapping.bo_link)
@@ -310,6 +319,7 @@ struct npu_bo {
 	struct page **pages;
 	unsigned long npages;
 	struct mm_struct *pin_mm;
+	struct user_struct *pin_user;
 	struct mutex maps_lock;	/* maps, npu_mapping.handles */
 	struct list_head maps;
 	struct list_head dev_link;
@@ -473,6 +483,7 @@ struct npu_fence {
 };
 
 extern unsigned int npu_job_timeout_ms;
+extern unsigned int npu_max_user_contexts;
 
 /* register access: callers hold drm_dev_enter() */
 static inline u32 npu_rd(struct npu_device *ndev, u32 reg)

@@ -9,6 +9,7 @@
  * has finished.
  */
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
@@ -18,6 +19,7 @@
 #include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -133,6 +135,36 @@ static void npu_userptr_uncharge(struct npu_bo *bo)
 	atomic64_sub(bo->base.base.size >> PAGE_SHIFT, &bo->pin_mm->pinned_vm);
 	mmdrop(bo->pin_mm);
 	bo->pin_mm = NULL;
+}
+
+/*
+ * SHMEM BOs keep their pages pinned from creation to free, and may outlive
+ * the process (handles passed on, PRIME): they are charged to the creator's
+ * user, against RLIMIT_MEMLOCK, as io_uring charges its registered buffers.
+ */
+static int npu_shmem_charge(struct npu_bo *bo)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long npages = bo->base.base.size >> PAGE_SHIFT;
+	struct user_struct *user = current_user();
+
+	if (atomic_long_add_return(npages, &user->locked_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic_long_sub(npages, &user->locked_vm);
+		return -ENOMEM;
+	}
+	bo->pin_user = get_uid(user);
+	return 0;
+}
+
+static void npu_shmem_uncharge(struct npu_bo *bo)
+{
+	if (!bo->pin_user)
+		return;
+	atomic_long_sub(bo->base.base.size >> PAGE_SHIFT,
+			&bo->pin_user->locked_vm);
+	free_uid(bo->pin_user);
+	bo->pin_user = NULL;
 }
 
 /* Pages pinned without FOLL_WRITE: an IOMMU must not let the device write */
@@ -275,6 +307,7 @@ static void npu_bo_free(struct drm_gem_object *obj)
 	switch (bo->kind) {
 	case NPU_BO_SHMEM:
 	case NPU_BO_IMPORT:
+		npu_shmem_uncharge(bo);
 		/* frees the sg table, the pages and @bo itself */
 		drm_gem_shmem_free(&bo->base);
 		return;
@@ -527,6 +560,11 @@ static struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size)
 	bo = to_npu_bo(&shmem->base);
 	if (!drm_dev_enter(&ndev->drm, &idx)) {
 		ret = -ENODEV;
+		goto err_put;
+	}
+	ret = npu_shmem_charge(bo);
+	if (ret) {
+		drm_dev_exit(idx);
 		goto err_put;
 	}
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);

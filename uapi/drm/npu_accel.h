@@ -167,7 +167,11 @@ struct drm_npu_get_param {
  *	MAP_SHARED mappings are allowed, and access gets SIGBUS once the
  *	device is unplugged.
  *
- * New memory (system or device) is zeroed. Errors: -EINVAL, -ENOMEM,
+ * New memory (system or device) is zeroed. System memory stays pinned
+ * until the BO is freed and is charged, until then, to the creator's real
+ * user against RLIMIT_MEMLOCK (the user's locked_vm, shared with io_uring
+ * and other pinners; CAP_IPC_LOCK lifts the limit). Errors: -EINVAL,
+ * -ENOMEM (also: the pages would take the user past RLIMIT_MEMLOCK),
  * -ENOSPC (VA space full).
  */
 struct drm_npu_bo_create {
@@ -467,8 +471,13 @@ struct drm_npu_counters {
  * DRM_IOCTL_NPU_BO_MAP, at VAs the caller may choose, and jobs run in it
  * when they are submitted to a queue created with its id. Contexts of one
  * file, like those of different files, cannot reach each other's mappings.
+ * Every context, a file's default one included, is charged to the real
+ * user of the process that creates it (open() for the default context):
+ * a user has at most the module parameter max_user_contexts of them on the
+ * device, and open() fails with -EDQUOT too once the user is at the limit.
  * Errors: -EINVAL (flags, @ctx_id), -ENOSPC (the file has
- * DRM_NPU_PARAM_MAX_CONTEXTS extra contexts), -ENOMEM.
+ * DRM_NPU_PARAM_MAX_CONTEXTS extra contexts, or the device has no context
+ * id left), -EDQUOT (the user has max_user_contexts contexts), -ENOMEM.
  */
 struct drm_npu_ctx_create {
 	__u32 flags;
