@@ -93,7 +93,8 @@ struct npu_file;
  * @stats_completed: jobs retired without error
  * @stats_failed: jobs retired with an error
  * @stats_faults: device errors reported for this ring
- * @stats_resets: ring resets after a timeout
+ * @stats_resets: job timeouts recovered from (a ring reset, or none when
+ *	the timed-out job turned out to have completed)
  * @last_done_ns: when the ring's last job retired (the next one's start if
  *	it was queued behind it)
  */
