@@ -179,7 +179,8 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 			      DRM_NPU_FEATURE_TIMELINE |
 			      DRM_NPU_FEATURE_PRIME |
 			      DRM_NPU_FEATURE_COUNTERS |
-			      DRM_NPU_FEATURE_CONTEXTS;
+			      DRM_NPU_FEATURE_CONTEXTS |
+			      DRM_NPU_FEATURE_BO_PROTECT;
 		if (ndev->features & NPU_FEATURE_TIMING)
 			args->value |= DRM_NPU_FEATURE_TIMING_MODEL;
 		if (ndev->devmem_size)
@@ -397,6 +398,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 			  DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_MAP, npu_ioctl_bo_map, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_UNMAP, npu_ioctl_bo_unmap, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_PROTECT, npu_ioctl_bo_protect,
+			  DRM_RENDER_ALLOW),
 };
 
 /* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */

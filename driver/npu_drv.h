@@ -523,6 +523,7 @@ static inline struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
 int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 		       u32 flags, struct npu_mapping **out);
 void npu_mapping_put(struct npu_mapping *map);
+int npu_mapping_protect(struct npu_mapping *map, u64 offset, u64 size);
 static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 {
 	kref_get(&map->ref);
@@ -558,6 +559,8 @@ int npu_ioctl_bo_create(struct drm_device *dev, void *data,
 			struct drm_file *file);
 int npu_ioctl_bo_info(struct drm_device *dev, void *data,
 		      struct drm_file *file);
+int npu_ioctl_bo_protect(struct drm_device *dev, void *data,
+			 struct drm_file *file);
 int npu_ioctl_userptr(struct drm_device *dev, void *data,
 		      struct drm_file *file);
 int npu_ioctl_bo_wait(struct drm_device *dev, void *data,

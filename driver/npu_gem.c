@@ -694,6 +694,45 @@ int npu_ioctl_bo_info(struct drm_device *dev, void *data,
 }
 
 /**
+ * npu_ioctl_bo_protect() - DRM_IOCTL_NPU_BO_PROTECT
+ * @dev: DRM device
+ * @data: &struct drm_npu_bo_protect
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_bo_protect(struct drm_device *dev, void *data,
+			 struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_bo_protect *args = data;
+	struct drm_gem_object *obj;
+	struct npu_mapping *map;
+	int ret;
+
+	if (args->flags != DRM_NPU_BO_PROTECT_READ_ONLY || !args->size ||
+	    !IS_ALIGNED(args->offset | args->size, NPU_PAGE_SIZE))
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	if (args->offset > obj->size || args->size > obj->size - args->offset) {
+		ret = -EINVAL;
+		goto out;
+	}
+	map = npu_bo_find_mapping(to_npu_bo(obj), nfile->ctx);
+	if (!map) {
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = npu_mapping_protect(map, args->offset, args->size);
+	npu_mapping_put(map);
+out:
+	drm_gem_object_put(obj);
+	return ret;
+}
+
+/**
  * npu_ioctl_userptr() - DRM_IOCTL_NPU_USERPTR
  * @dev: DRM device
  * @data: &struct drm_npu_userptr

@@ -543,6 +543,39 @@ static void npu_mapping_release(struct kref *ref)
 }
 
 /**
+ * npu_mapping_protect() - make part of a mapping read-only for the device
+ * @map: mapping (a reference held)
+ * @offset: page-aligned offset into the BO
+ * @size: page-aligned bytes, within the BO
+ *
+ * Clears the write bit of the range's PTEs, then has every ring drop its
+ * cached translations of the context, so no later access writes through
+ * an old one. Nothing makes the range writable again.
+ *
+ * Return: 0, or -ENODEV once the device is gone.
+ */
+int npu_mapping_protect(struct npu_mapping *map, u64 offset, u64 size)
+{
+	struct npu_ctx *ctx = map->ctx;
+	u64 va = map->node.start + offset, end = va + size;
+
+	mutex_lock(&ctx->lock);
+	if (!ctx->root) {
+		mutex_unlock(&ctx->lock);
+		return -ENODEV;
+	}
+	for (; va < end; va += NPU_PAGE_SIZE) {
+		u64 *pte = npu_pt_leaf(ctx, va, NULL);
+
+		if (pte)
+			WRITE_ONCE(*pte, *pte & ~NPU_PTE_WRITE);
+	}
+	npu_ctx_invalidate(ctx);
+	mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/**
  * npu_mapping_put() - drop a mapping reference; the last one unmaps
  * @map: mapping, may be NULL
  *

@@ -31,6 +31,7 @@ extern "C" {
 #define DRM_NPU_CTX_DESTROY	0x0b
 #define DRM_NPU_BO_MAP		0x0c
 #define DRM_NPU_BO_UNMAP	0x0d
+#define DRM_NPU_BO_PROTECT	0x0e
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -63,6 +64,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_MAP, struct drm_npu_bo_map)
 #define DRM_IOCTL_NPU_BO_UNMAP \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_UNMAP, struct drm_npu_bo_unmap)
+#define DRM_IOCTL_NPU_BO_PROTECT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_PROTECT, struct drm_npu_bo_protect)
 
 /**
  * enum drm_npu_param - what DRM_IOCTL_NPU_GET_PARAM can read
@@ -136,6 +139,7 @@ enum drm_npu_param {
 #define DRM_NPU_FEATURE_DEVMEM_MMAP	(0x40ull)	/* mmap of DEVMEM BOs */
 #define DRM_NPU_FEATURE_CONTEXTS	(0x80ull)	/* CTX_CREATE, BO_MAP */
 #define DRM_NPU_FEATURE_USER_CODE	(0x100ull)	/* LAUNCH_CODE packets */
+#define DRM_NPU_FEATURE_BO_PROTECT	(0x200ull)	/* DRM_IOCTL_NPU_BO_PROTECT */
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -546,6 +550,32 @@ struct drm_npu_bo_unmap {
 	__u32 ctx_id;
 	__u32 pad;
 	__u64 va;
+};
+
+/* drm_npu_bo_protect.flags */
+#define DRM_NPU_BO_PROTECT_READ_ONLY	(0x1u)	/* device may only read */
+
+/**
+ * struct drm_npu_bo_protect - make part of a BO read-only for the device
+ * @handle: in, GEM handle
+ * @flags: in, DRM_NPU_BO_PROTECT_READ_ONLY (required; nothing else)
+ * @offset: in, byte offset into the BO, page aligned
+ * @size: in, bytes, page aligned, non-zero, @offset + @size within the BO
+ *
+ * In the file's default context, device writes to the range fault from
+ * the next job on (NPU_ERR_MMU_WRITE: the job fails with -EFAULT and
+ * DRM_IOCTL_NPU_GET_FAULT reports it); reads are unchanged. One way: the
+ * range stays read-only for the life of the mapping. Other mappings of the
+ * BO (extra contexts, other files) are not affected. Meant for code:
+ * libnpu protects a code object's code and read-only data once loaded.
+ * Errors: -EINVAL (flags, alignment, range), -ENOENT (unknown handle),
+ * -ENODEV (device removed).
+ */
+struct drm_npu_bo_protect {
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u64 size;
 };
 
 #if defined(__cplusplus)
