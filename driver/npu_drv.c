@@ -37,6 +37,15 @@ module_param_cb(job_timeout_ms, &npu_timeout_ops, &npu_job_timeout_ms, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
 		 "Job timeout before the ring is reset, ms, >= 1 (default 2000)");
 
+/*
+ * Context ids are a device-wide resource (16 bits): one user must not take
+ * them all. Read at each context creation, so a change applies at once.
+ */
+unsigned int npu_max_user_contexts = 1024;
+module_param_named(max_user_contexts, npu_max_user_contexts, uint, 0644);
+MODULE_PARM_DESC(max_user_contexts,
+		 "Contexts (one per open file plus extra ones) one user may have per device; 0: no limit (default 1024)");
+
 /**
  * npu_rd64() - read a 64-bit register pair that does not change while it is
  * read, or whose low half latches the high half (CLOCK)
@@ -170,7 +179,8 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 			      DRM_NPU_FEATURE_TIMELINE |
 			      DRM_NPU_FEATURE_PRIME |
 			      DRM_NPU_FEATURE_COUNTERS |
-			      DRM_NPU_FEATURE_CONTEXTS;
+			      DRM_NPU_FEATURE_CONTEXTS |
+			      DRM_NPU_FEATURE_BO_PROTECT;
 		if (ndev->features & NPU_FEATURE_TIMING)
 			args->value |= DRM_NPU_FEATURE_TIMING_MODEL;
 		if (ndev->devmem_size)
@@ -388,6 +398,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 			  DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_MAP, npu_ioctl_bo_map, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_UNMAP, npu_ioctl_bo_unmap, DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_BO_PROTECT, npu_ioctl_bo_protect,
+			  DRM_RENDER_ALLOW),
 };
 
 /* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */
@@ -493,6 +505,8 @@ static void npu_drm_release(struct drm_device *drm, void *arg)
 	npu_rings_fini(ndev);
 	drm_mm_takedown(&ndev->devmem_mm);
 	ida_destroy(&ndev->ctx_ida);
+	WARN_ON(!xa_empty(&ndev->user_ctxs));
+	xa_destroy(&ndev->user_ctxs);
 }
 
 static int npu_hw_init(struct npu_device *ndev)
@@ -587,6 +601,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	mutex_init(&ndev->devmem_lock);
 	drm_mm_init(&ndev->devmem_mm, 0, ndev->devmem_size);
 	ida_init(&ndev->ctx_ida);
+	xa_init(&ndev->user_ctxs);
 	mutex_init(&ndev->ctx_lock);
 	INIT_LIST_HEAD(&ndev->ctx_list);
 	mutex_init(&ndev->bo_lock);

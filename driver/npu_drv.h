@@ -93,7 +93,8 @@ struct npu_file;
  * @stats_completed: jobs retired without error
  * @stats_failed: jobs retired with an error
  * @stats_faults: device errors reported for this ring
- * @stats_resets: ring resets after a timeout
+ * @stats_resets: job timeouts recovered from (a ring reset, or none when
+ *	the timed-out job turned out to have completed)
  * @last_done_ns: when the ring's last job retired (the next one's start if
  *	it was queued behind it)
  */
@@ -158,8 +159,11 @@ struct npu_ring {
  * @devmem_lock: protects @devmem_mm
  * @devmem_mm: allocator of device memory
  * @ctx_ida: context ids (1..)
- * @ctx_lock: protects @ctx_list
+ * @ctx_lock: protects @ctx_list and @user_ctxs
  * @ctx_list: live contexts (&npu_ctx.link), for debugfs and removal
+ * @user_ctxs: live contexts per user, indexed by uid in the initial user
+ *	namespace (xa_mk_value() counts; no entry for none), bounded by the
+ *	max_user_contexts parameter
  * @bo_lock: protects @bo_list
  * @bo_list: BOs whose pages are mapped for the device (&npu_bo.dev_link),
  *	unmapped on removal
@@ -202,8 +206,9 @@ struct npu_device {
 	struct mutex devmem_lock;	/* devmem_mm */
 	struct drm_mm devmem_mm;
 	struct ida ctx_ida;
-	struct mutex ctx_lock;		/* ctx_list */
+	struct mutex ctx_lock;		/* ctx_list, user_ctxs */
 	struct list_head ctx_list;
+	struct xarray user_ctxs;
 	struct mutex bo_lock;		/* bo_list */
 	struct list_head bo_list;
 	atomic_t jobs_alive;
@@ -246,6 +251,8 @@ struct npu_pt {
  * @va_mm: allocator of device virtual addresses
  * @link: entry in &npu_device.ctx_list
  * @pid: process that created it (debugfs)
+ * @uid: real user of the creator, charged for the context in
+ *	&npu_device.user_ctxs
  * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
  * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
  *	the owning file's &npu_file.vm_lock
@@ -266,6 +273,7 @@ struct npu_ctx {
 	struct drm_mm va_mm;
 	struct list_head link;
 	pid_t pid;
+	kuid_t uid;
 	atomic_t queues;
 	struct list_head binds;
 	spinlock_t track_lock;	/* next_seq, jobs, retiring, jobs' maps */
@@ -294,6 +302,8 @@ enum npu_bo_kind {
  * @npages: entries in @pages
  * @pin_mm: USERPTR: the mm whose &mm_struct.pinned_vm is charged with the
  *	BO's pages (held by mmgrab()), NULL if not charged
+ * @pin_user: SHMEM: the user whose &user_struct.locked_vm is charged with
+ *	the BO's pinned pages (held by get_uid()), NULL if not charged
  * @maps_lock: protects @maps
  * @maps: mappings of the BO in contexts that hold a handle to it
  *	(&npu_mapping.bo_link)
@@ -310,6 +320,7 @@ struct npu_bo {
 	struct page **pages;
 	unsigned long npages;
 	struct mm_struct *pin_mm;
+	struct user_struct *pin_user;
 	struct mutex maps_lock;	/* maps, npu_mapping.handles */
 	struct list_head maps;
 	struct list_head dev_link;
@@ -473,6 +484,7 @@ struct npu_fence {
 };
 
 extern unsigned int npu_job_timeout_ms;
+extern unsigned int npu_max_user_contexts;
 
 /* register access: callers hold drm_dev_enter() */
 static inline u32 npu_rd(struct npu_device *ndev, u32 reg)
@@ -511,6 +523,7 @@ static inline struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
 int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
 		       u32 flags, struct npu_mapping **out);
 void npu_mapping_put(struct npu_mapping *map);
+int npu_mapping_protect(struct npu_mapping *map, u64 offset, u64 size);
 static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 {
 	kref_get(&map->ref);
@@ -546,6 +559,8 @@ int npu_ioctl_bo_create(struct drm_device *dev, void *data,
 			struct drm_file *file);
 int npu_ioctl_bo_info(struct drm_device *dev, void *data,
 		      struct drm_file *file);
+int npu_ioctl_bo_protect(struct drm_device *dev, void *data,
+			 struct drm_file *file);
 int npu_ioctl_userptr(struct drm_device *dev, void *data,
 		      struct drm_file *file);
 int npu_ioctl_bo_wait(struct drm_device *dev, void *data,

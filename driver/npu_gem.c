@@ -9,6 +9,7 @@
  * has finished.
  */
 #include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
@@ -18,6 +19,7 @@
 #include <linux/scatterlist.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/user.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -133,6 +135,36 @@ static void npu_userptr_uncharge(struct npu_bo *bo)
 	atomic64_sub(bo->base.base.size >> PAGE_SHIFT, &bo->pin_mm->pinned_vm);
 	mmdrop(bo->pin_mm);
 	bo->pin_mm = NULL;
+}
+
+/*
+ * SHMEM BOs keep their pages pinned from creation to free, and may outlive
+ * the process (handles passed on, PRIME): they are charged to the creator's
+ * user, against RLIMIT_MEMLOCK, as io_uring charges its registered buffers.
+ */
+static int npu_shmem_charge(struct npu_bo *bo)
+{
+	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long npages = bo->base.base.size >> PAGE_SHIFT;
+	struct user_struct *user = current_user();
+
+	if (atomic_long_add_return(npages, &user->locked_vm) > limit &&
+	    !capable(CAP_IPC_LOCK)) {
+		atomic_long_sub(npages, &user->locked_vm);
+		return -ENOMEM;
+	}
+	bo->pin_user = get_uid(user);
+	return 0;
+}
+
+static void npu_shmem_uncharge(struct npu_bo *bo)
+{
+	if (!bo->pin_user)
+		return;
+	atomic_long_sub(bo->base.base.size >> PAGE_SHIFT,
+			&bo->pin_user->locked_vm);
+	free_uid(bo->pin_user);
+	bo->pin_user = NULL;
 }
 
 /* Pages pinned without FOLL_WRITE: an IOMMU must not let the device write */
@@ -275,6 +307,7 @@ static void npu_bo_free(struct drm_gem_object *obj)
 	switch (bo->kind) {
 	case NPU_BO_SHMEM:
 	case NPU_BO_IMPORT:
+		npu_shmem_uncharge(bo);
 		/* frees the sg table, the pages and @bo itself */
 		drm_gem_shmem_free(&bo->base);
 		return;
@@ -529,6 +562,11 @@ static struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size)
 		ret = -ENODEV;
 		goto err_put;
 	}
+	ret = npu_shmem_charge(bo);
+	if (ret) {
+		drm_dev_exit(idx);
+		goto err_put;
+	}
 	sgt = drm_gem_shmem_get_pages_sgt(shmem);
 	if (IS_ERR(sgt)) {
 		drm_dev_exit(idx);
@@ -653,6 +691,45 @@ int npu_ioctl_bo_info(struct drm_device *dev, void *data,
 	npu_mapping_put(map);
 	drm_gem_object_put(obj);
 	return 0;
+}
+
+/**
+ * npu_ioctl_bo_protect() - DRM_IOCTL_NPU_BO_PROTECT
+ * @dev: DRM device
+ * @data: &struct drm_npu_bo_protect
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_bo_protect(struct drm_device *dev, void *data,
+			 struct drm_file *file)
+{
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_bo_protect *args = data;
+	struct drm_gem_object *obj;
+	struct npu_mapping *map;
+	int ret;
+
+	if (args->flags != DRM_NPU_BO_PROTECT_READ_ONLY || !args->size ||
+	    !IS_ALIGNED(args->offset | args->size, NPU_PAGE_SIZE))
+		return -EINVAL;
+	obj = drm_gem_object_lookup(file, args->handle);
+	if (!obj)
+		return -ENOENT;
+	if (args->offset > obj->size || args->size > obj->size - args->offset) {
+		ret = -EINVAL;
+		goto out;
+	}
+	map = npu_bo_find_mapping(to_npu_bo(obj), nfile->ctx);
+	if (!map) {
+		ret = -ENOENT;
+		goto out;
+	}
+	ret = npu_mapping_protect(map, args->offset, args->size);
+	npu_mapping_put(map);
+out:
+	drm_gem_object_put(obj);
+	return ret;
 }
 
 /**

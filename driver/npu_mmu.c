@@ -16,9 +16,11 @@
  * unbinding has signalled. Jobs get a context-wide sequence number when
  * they are pushed and stay on the context's job list until they are freed.
  */
+#include <linux/cred.h>
 #include <linux/dma-mapping.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 #include <drm/drm_drv.h>
 
 #include "npu_drv.h"
@@ -27,7 +29,8 @@ static struct npu_pt *npu_pt_alloc(struct npu_device *ndev, int level)
 {
 	struct npu_pt *pt;
 
-	pt = kzalloc(sizeof(*pt), GFP_KERNEL);
+	/* charged to the memory cgroup of the process that maps */
+	pt = kzalloc(sizeof(*pt), GFP_KERNEL_ACCOUNT);
 	if (!pt)
 		return NULL;
 	INIT_LIST_HEAD(&pt->spare);
@@ -37,7 +40,7 @@ static struct npu_pt *npu_pt_alloc(struct npu_device *ndev, int level)
 		goto err_free;
 	if (level > 0) {
 		pt->child = kcalloc(NPU_PT_ENTRIES, sizeof(*pt->child),
-				    GFP_KERNEL);
+				    GFP_KERNEL_ACCOUNT);
 		if (!pt->child)
 			goto err_dma;
 	}
@@ -65,11 +68,50 @@ static void npu_pt_free(struct npu_device *ndev, struct npu_pt *pt, int level)
 	kfree(pt);
 }
 
+/* Count one more context of @uid, within max_user_contexts; ctx_lock held. */
+static int npu_user_ctx_charge(struct npu_device *ndev, kuid_t uid)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	unsigned int limit = READ_ONCE(npu_max_user_contexts);
+	unsigned long n = 0;
+	void *entry;
+
+	lockdep_assert_held(&ndev->ctx_lock);
+	entry = xa_load(&ndev->user_ctxs, key);
+	if (entry)
+		n = xa_to_value(entry);
+	if (limit && n >= limit)
+		return -EDQUOT;
+	return xa_err(xa_store(&ndev->user_ctxs, key, xa_mk_value(n + 1),
+			       GFP_KERNEL));
+}
+
+/* Undo npu_user_ctx_charge(); ctx_lock held. */
+static void npu_user_ctx_uncharge(struct npu_device *ndev, kuid_t uid)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	unsigned long n = xa_to_value(xa_load(&ndev->user_ctxs, key));
+
+	lockdep_assert_held(&ndev->ctx_lock);
+	if (WARN_ON(!n))
+		return;
+	if (n == 1)
+		xa_erase(&ndev->user_ctxs, key);
+	else	/* replaces an existing entry: allocates nothing */
+		xa_store(&ndev->user_ctxs, key, xa_mk_value(n - 1), GFP_KERNEL);
+}
+
 /**
  * npu_ctx_create() - create an address space
  * @ndev: device
  *
- * Return: the context with one reference, or an ERR_PTR.
+ * The context is charged to the caller's real user: each user may have at
+ * most max_user_contexts of them on the device, so one user cannot take
+ * every context id.
+ *
+ * Return: the context with one reference, or an ERR_PTR: -EDQUOT when the
+ * user has max_user_contexts contexts already, -ENOSPC when the device has
+ * no context id left, -ENOMEM, -ENODEV.
  */
 struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 {
@@ -79,15 +121,21 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	/* removal frees the page tables of the contexts listed by then */
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return ERR_PTR(-ENODEV);
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 	if (!ctx) {
 		ret = -ENOMEM;
 		goto err;
 	}
+	ctx->uid = current_uid();
+	mutex_lock(&ndev->ctx_lock);
+	ret = npu_user_ctx_charge(ndev, ctx->uid);
+	mutex_unlock(&ndev->ctx_lock);
+	if (ret)
+		goto err_free;
 	id = ida_alloc_range(&ndev->ctx_ida, 1, 0xffff, GFP_KERNEL);
 	if (id < 0) {
 		ret = id;
-		goto err_free;
+		goto err_uncharge;
 	}
 	ctx->root = npu_pt_alloc(ndev, 2);
 	if (!ctx->root) {
@@ -115,6 +163,10 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 
 err_ida:
 	ida_free(&ndev->ctx_ida, id);
+err_uncharge:
+	mutex_lock(&ndev->ctx_lock);
+	npu_user_ctx_uncharge(ndev, ctx->uid);
+	mutex_unlock(&ndev->ctx_lock);
 err_free:
 	kfree(ctx);
 err:
@@ -129,6 +181,7 @@ static void npu_ctx_release(struct kref *ref)
 
 	mutex_lock(&ndev->ctx_lock);
 	list_del(&ctx->link);
+	npu_user_ctx_uncharge(ndev, ctx->uid);
 	mutex_unlock(&ndev->ctx_lock);
 
 	/* Every mapping holds a reference: the VA space is empty by now. */
@@ -487,6 +540,39 @@ static void npu_mapping_release(struct kref *ref)
 	drm_gem_object_put(&map->bo->base.base);
 	npu_ctx_put(ctx);
 	kfree(map);
+}
+
+/**
+ * npu_mapping_protect() - make part of a mapping read-only for the device
+ * @map: mapping (a reference held)
+ * @offset: page-aligned offset into the BO
+ * @size: page-aligned bytes, within the BO
+ *
+ * Clears the write bit of the range's PTEs, then has every ring drop its
+ * cached translations of the context, so no later access writes through
+ * an old one. Nothing makes the range writable again.
+ *
+ * Return: 0, or -ENODEV once the device is gone.
+ */
+int npu_mapping_protect(struct npu_mapping *map, u64 offset, u64 size)
+{
+	struct npu_ctx *ctx = map->ctx;
+	u64 va = map->node.start + offset, end = va + size;
+
+	mutex_lock(&ctx->lock);
+	if (!ctx->root) {
+		mutex_unlock(&ctx->lock);
+		return -ENODEV;
+	}
+	for (; va < end; va += NPU_PAGE_SIZE) {
+		u64 *pte = npu_pt_leaf(ctx, va, NULL);
+
+		if (pte)
+			WRITE_ONCE(*pte, *pte & ~NPU_PTE_WRITE);
+	}
+	npu_ctx_invalidate(ctx);
+	mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 /**

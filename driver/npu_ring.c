@@ -344,16 +344,24 @@ void npu_ring_fail_all(struct npu_ring *ring, int error)
  * @ring: ring whose scheduler is stopped (drm_sched_stop())
  * @bad: the job that timed out
  *
- * Stops the ring, then sorts its jobs by the last seqno the device wrote:
- * jobs that finished retire as they would have; @bad, unless it finished
- * in the meantime, retires with -ETIMEDOUT; the jobs queued behind it never
- * started (a ring runs one job at a time, in order), so they are written to
- * the reprogrammed ring again, with the hardware fences they have. Nothing
- * runs twice: a job that completed after drm_sched_stop() was retired by
- * the interrupt and is no longer on the ring. Finally every job on the
- * scheduler's pending list gets its hardware fence back as parent (which
- * drm_sched_stop() dropped), for drm_sched_start(). Once the device is
- * gone, every job on the ring fails with -ENODEV instead.
+ * First clears ENABLE, so that the ring starts no further packet (the one
+ * it is executing goes on), then reads FENCE. If @bad has completed after
+ * all (between the timeout and now), the job behind it may be executing
+ * already: a reset would abort it part-way, and running it again from its
+ * start would repeat its side effects (semaphore signals, atomics). So
+ * nothing is reset: finished jobs retire, ENABLE is set again and the ring
+ * goes on where it stopped.
+ *
+ * Otherwise @bad is still on the ring and, with fetching stopped, nothing
+ * behind it can have started: the ring is reset and its jobs are sorted by
+ * the last seqno the device wrote. Jobs that finished retire as they would
+ * have; @bad, unless it finished during the reset, retires with
+ * -ETIMEDOUT; the jobs queued behind it are written to the reprogrammed
+ * ring again, with the hardware fences they have. Nothing runs twice.
+ * Finally every job on the scheduler's pending list gets its hardware
+ * fence back as parent (which drm_sched_stop() dropped), for
+ * drm_sched_start(). Once the device is gone, every job on the ring fails
+ * with -ENODEV instead.
  *
  * Return: true if the device is gone.
  */
@@ -374,6 +382,17 @@ bool npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 	spin_lock_irqsave(&ring->lock, flags);
 	hw = drm_dev_enter(&ndev->drm, &idx);
 	if (hw) {
+		npu_ring_wr(ring, NPU_RING_CONTROL, 0);
+		/* the register: the device sets it after the fence word */
+		seq = npu_ring_rd(ring, NPU_RING_FENCE);
+		if (bad && npu_seqno_passed(seq, bad->seqno)) {
+			npu_ring_retire(ring);
+			ring->stats_resets++;
+			npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_ENABLE);
+			drm_dev_exit(idx);
+			spin_unlock_irqrestore(&ring->lock, flags);
+			goto reattach;
+		}
 		npu_ring_wr(ring, NPU_RING_CONTROL, NPU_RING_CTL_RESET);
 		seq = READ_ONCE(*ring->fence_cpu);
 	} else {
@@ -403,6 +422,7 @@ bool npu_ring_reset(struct npu_ring *ring, struct npu_job *bad)
 	}
 	spin_unlock_irqrestore(&ring->lock, flags);
 
+reattach:
 	/* the scheduler is stopped: its pending list holds still */
 	list_for_each_entry(sched_job, &ring->sched.pending_list, list) {
 		job = to_npu_job(sched_job);

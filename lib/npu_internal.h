@@ -269,6 +269,10 @@ int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
 		uint64_t *va, void **map);
 void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
 		      uint64_t size);
+/* npu_mem.c: make the first size bytes (page multiple) of the npu_malloc
+ * allocation at devptr read-only for the device (code of a module); 0, or
+ * -1 with errno set. */
+int npu_mem_protect(struct device *dev, void *devptr, uint64_t size);
 /* Remember a mapping of the device file made elsewhere (imports), so that
  * teardown unmaps it; npu_host_bo_free forgets it. */
 int npu_host_map_add(struct device *dev, void *map, uint64_t size);

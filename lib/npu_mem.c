@@ -141,6 +141,26 @@ npu_status_t npu_malloc(void **devptr, size_t size)
 	return NPU_SUCCESS;
 }
 
+int npu_mem_protect(struct device *dev, void *devptr, uint64_t size)
+{
+	struct drm_npu_bo_protect p;
+	struct alloc *a;
+
+	memset(&p, 0, sizeof(p));
+	pthread_mutex_lock(&dev->lock);
+	a = tab_find(&dev->dmem, (uintptr_t)devptr);
+	if (!a || a->key != (uintptr_t)devptr || size > a->size) {
+		pthread_mutex_unlock(&dev->lock);
+		errno = EINVAL;
+		return -1;
+	}
+	p.handle = a->handle;
+	pthread_mutex_unlock(&dev->lock);
+	p.flags = DRM_NPU_BO_PROTECT_READ_ONLY;
+	p.size = size;
+	return drmIoctl(dev->fd, DRM_IOCTL_NPU_BO_PROTECT, &p) ? -1 : 0;
+}
+
 /* Remove the entry with key ptr from tab (user == NULL: allocations;
  * otherwise registrations), wait for the device, release it. */
 static npu_status_t release(struct alloc_table *(*which)(struct device *),

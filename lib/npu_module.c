@@ -61,6 +61,7 @@ static npu_status_t bad(const char *what, const char *fmt, ...)
 /* The checked layout of an ELF image, before anything is allocated. */
 struct layout {
 	uint64_t span;			/* bytes from 0 to the last segment end */
+	uint64_t first_w;		/* lowest writable segment's start */
 	Elf_Scn *desc;			/* NPU_CODE_DESC_SECTION */
 	Elf_Scn *symtab;
 	unsigned nrela;
@@ -76,6 +77,7 @@ static npu_status_t check_elf(Elf *e, const void *image, size_t size,
 	Elf_Scn *scn = NULL;
 
 	memset(L, 0, sizeof(*L));
+	L->first_w = UINT64_MAX;
 	if (size < EI_NIDENT || memcmp(id, ELFMAG, SELFMAG))
 		return bad(what, "not an ELF file");
 	if (elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh))
@@ -117,6 +119,8 @@ static npu_status_t check_elf(Elf *e, const void *image, size_t size,
 				   MODULE_MAX_SPAN >> 20);
 		if (ph.p_vaddr + ph.p_memsz > L->span)
 			L->span = ph.p_vaddr + ph.p_memsz;
+		if ((ph.p_flags & PF_W) && ph.p_vaddr < L->first_w)
+			L->first_w = ph.p_vaddr;
 	}
 	if (!L->span)
 		return bad(what, "no loadable segment");
@@ -494,6 +498,7 @@ static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 	npu_status_t st;
 	Elf *e = NULL;
 	void *dptr = NULL;
+	uint64_t ro;
 
 	if (!out || !image)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL %s",
@@ -548,6 +553,12 @@ static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 	if (!st)
 		st = npu_memcpy(dptr, m->image, m->size,
 				NPU_MEMCPY_HOST_TO_DEVICE);
+	/* the whole pages below the writable segments: code, read-only data */
+	ro = (L.first_w < L.span ? L.first_w : L.span) & ~4095ull;
+	if (!st && ro && (dev->prop.features & DRM_NPU_FEATURE_BO_PROTECT) &&
+	    npu_mem_protect(dev, dptr, ro))
+		st = npu_fail(NPU_ERROR_OS, "code object %s: BO_PROTECT: %s",
+			      what, npu_strerror(errno));
 	if (st)
 		goto fail;
 	elf_end(e);

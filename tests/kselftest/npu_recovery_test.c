@@ -536,6 +536,58 @@ TEST_F(rec, timed_out_job_completing_during_reset_runs_once)
 	ASSERT_EQ(child_work(0, 5), 0);
 }
 
+/*
+ * The same, with the next job on the ring already running when the timed-out
+ * job completes (after the scheduler stopped, before the ring reset): that
+ * job must not be cut short and run again from its start. Its first
+ * commands copy c to d, then overwrite c, then it spins past the moment
+ * the reset would come: a second run would copy the new c into d.
+ */
+TEST_F(rec, job_behind_timed_out_job_runs_once)
+{
+	uint64_t timeout_ms = npu_param(self->fd,
+					DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	uint64_t spin_bad_ns = (timeout_ms + 300) * 1000000ull;
+	uint64_t spin_next_ns = 1500 * 1000000ull;
+	struct npu_bo c, d;
+	uint32_t so2, size;
+	long resets;
+	uint64_t va;
+
+	if (!set_reset_delay_ms(1000))
+		SKIP(return, "no debugfs reset_delay_ms");
+	resets = ring_resets();
+	ASSERT_GE(resets, 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so2), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &c), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &d), 0);
+	((uint32_t *)c.map)[0] = 0x1111;
+	((uint32_t *)d.map)[0] = 0;
+	/* times out, completes 300 ms later, inside the 1 s window */
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, &spin_bad_ns);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, self->so), 0);
+	/* starts in the window, still spinning when it closes */
+	npu_emit_copy(&self->cmd, c.va, d.va, 4);
+	npu_emit_fill(&self->cmd, c.va, 0x2222, 4);
+	npu_emit_launch(&self->cmd, NPU_KERNEL_TEST_SPIN, 1, 1, &spin_next_ns);
+	npu_cmd_end(&self->cmd, &va, &size);
+	ASSERT_EQ(npu_submit_one(self->fd, self->q, va, size, so2), 0);
+
+	ASSERT_EQ(npu_syncobj_wait(self->fd, so2,
+				   (3 * timeout_ms + 6000) * 1000000ull), 0);
+	set_reset_delay_ms(0);
+	EXPECT_EQ(ring_resets(), resets + 1);
+	EXPECT_EQ(npu_syncobj_error(self->fd, self->so), 0);
+	EXPECT_EQ(npu_syncobj_error(self->fd, so2), 0);
+	TH_LOG("d = %#x after the job behind the timed-out one (0x1111: it ran once)",
+	       ((uint32_t *)d.map)[0]);
+	EXPECT_EQ(((uint32_t *)d.map)[0], 0x1111);
+	EXPECT_EQ(((uint32_t *)c.map)[0], 0x2222);
+	/* the ring works after the recovery */
+	ASSERT_EQ(child_work(0, 5), 0);
+}
+
 /* A fault in one process while another process's jobs run on the ring. */
 TEST_F(rec, fault_while_other_process_runs)
 {

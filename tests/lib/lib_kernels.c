@@ -1254,6 +1254,24 @@ static void test_fault(npu_module_t m)
 	MUST(npu_device_reset());
 }
 
+/* Code is mapped read-only: a kernel storing to its own code faults. */
+static void test_code_read_only(npu_module_t m)
+{
+	npu_function_t f;
+	const char *msg;
+
+	MUST(npu_module_get_function(&f, m, "store_to_code"));
+	MUST(npu_launch_kernel(f, npu_grid(1, 1, 1), npu_grid(1, 1, 1), 0, NULL,
+			       NULL));
+	ST(npu_device_synchronize(), NPU_ERROR_ILLEGAL_ADDRESS,
+	   "a kernel that stores to its own code: a sticky error");
+	msg = npu_last_error_message();
+	tap_ok(strstr(msg, "store_to_code") && strstr(msg, "read-only"),
+	       "its message names the kernel and a write to a read-only page: %s",
+	       msg);
+	MUST(npu_device_reset());
+}
+
 /* The second process: its own code object, its own launches. */
 static int child(const char *dir)
 {
@@ -1354,6 +1372,7 @@ int main(int argc, char **argv)
 	test_profile(m);
 	test_graph_profile(m);
 	test_itrace(m);
+	test_code_read_only(m);
 	test_fault(m);
 	ST(npu_module_unload(m), NPU_SUCCESS, "unload");
 	ST(npu_module_unload(m), NPU_ERROR_INVALID_HANDLE, "unload twice");

@@ -31,6 +31,7 @@ extern "C" {
 #define DRM_NPU_CTX_DESTROY	0x0b
 #define DRM_NPU_BO_MAP		0x0c
 #define DRM_NPU_BO_UNMAP	0x0d
+#define DRM_NPU_BO_PROTECT	0x0e
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -63,6 +64,8 @@ extern "C" {
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_BO_MAP, struct drm_npu_bo_map)
 #define DRM_IOCTL_NPU_BO_UNMAP \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_UNMAP, struct drm_npu_bo_unmap)
+#define DRM_IOCTL_NPU_BO_PROTECT \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_PROTECT, struct drm_npu_bo_protect)
 
 /**
  * enum drm_npu_param - what DRM_IOCTL_NPU_GET_PARAM can read
@@ -136,6 +139,7 @@ enum drm_npu_param {
 #define DRM_NPU_FEATURE_DEVMEM_MMAP	(0x40ull)	/* mmap of DEVMEM BOs */
 #define DRM_NPU_FEATURE_CONTEXTS	(0x80ull)	/* CTX_CREATE, BO_MAP */
 #define DRM_NPU_FEATURE_USER_CODE	(0x100ull)	/* LAUNCH_CODE packets */
+#define DRM_NPU_FEATURE_BO_PROTECT	(0x200ull)	/* DRM_IOCTL_NPU_BO_PROTECT */
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -167,7 +171,11 @@ struct drm_npu_get_param {
  *	MAP_SHARED mappings are allowed, and access gets SIGBUS once the
  *	device is unplugged.
  *
- * New memory (system or device) is zeroed. Errors: -EINVAL, -ENOMEM,
+ * New memory (system or device) is zeroed. System memory stays pinned
+ * until the BO is freed and is charged, until then, to the creator's real
+ * user against RLIMIT_MEMLOCK (the user's locked_vm, shared with io_uring
+ * and other pinners; CAP_IPC_LOCK lifts the limit). Errors: -EINVAL,
+ * -ENOMEM (also: the pages would take the user past RLIMIT_MEMLOCK),
  * -ENOSPC (VA space full).
  */
 struct drm_npu_bo_create {
@@ -467,8 +475,13 @@ struct drm_npu_counters {
  * DRM_IOCTL_NPU_BO_MAP, at VAs the caller may choose, and jobs run in it
  * when they are submitted to a queue created with its id. Contexts of one
  * file, like those of different files, cannot reach each other's mappings.
+ * Every context, a file's default one included, is charged to the real
+ * user of the process that creates it (open() for the default context):
+ * a user has at most the module parameter max_user_contexts of them on the
+ * device, and open() fails with -EDQUOT too once the user is at the limit.
  * Errors: -EINVAL (flags, @ctx_id), -ENOSPC (the file has
- * DRM_NPU_PARAM_MAX_CONTEXTS extra contexts), -ENOMEM.
+ * DRM_NPU_PARAM_MAX_CONTEXTS extra contexts, or the device has no context
+ * id left), -EDQUOT (the user has max_user_contexts contexts), -ENOMEM.
  */
 struct drm_npu_ctx_create {
 	__u32 flags;
@@ -537,6 +550,32 @@ struct drm_npu_bo_unmap {
 	__u32 ctx_id;
 	__u32 pad;
 	__u64 va;
+};
+
+/* drm_npu_bo_protect.flags */
+#define DRM_NPU_BO_PROTECT_READ_ONLY	(0x1u)	/* device may only read */
+
+/**
+ * struct drm_npu_bo_protect - make part of a BO read-only for the device
+ * @handle: in, GEM handle
+ * @flags: in, DRM_NPU_BO_PROTECT_READ_ONLY (required; nothing else)
+ * @offset: in, byte offset into the BO, page aligned
+ * @size: in, bytes, page aligned, non-zero, @offset + @size within the BO
+ *
+ * In the file's default context, device writes to the range fault from
+ * the next job on (NPU_ERR_MMU_WRITE: the job fails with -EFAULT and
+ * DRM_IOCTL_NPU_GET_FAULT reports it); reads are unchanged. One way: the
+ * range stays read-only for the life of the mapping. Other mappings of the
+ * BO (extra contexts, other files) are not affected. Meant for code:
+ * libnpu protects a code object's code and read-only data once loaded.
+ * Errors: -EINVAL (flags, alignment, range), -ENOENT (unknown handle),
+ * -ENODEV (device removed).
+ */
+struct drm_npu_bo_protect {
+	__u32 handle;
+	__u32 flags;
+	__u64 offset;
+	__u64 size;
 };
 
 #if defined(__cplusplus)

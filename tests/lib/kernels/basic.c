@@ -130,3 +130,11 @@ NPU_KERNEL(widths, (long long *, out), (signed char, c), (unsigned char, uc),
 	out[13] = us2;
 	out[14] = uc2;
 }
+
+/* Stores its own first instruction word back: code is mapped read-only. */
+NPU_KERNEL(store_to_code)
+{
+	volatile unsigned *code = (volatile unsigned *)(unsigned long)&store_to_code;
+
+	*code = *code;
+}
