@@ -87,6 +87,7 @@ typedef enum npu_status {
 	NPU_ERROR_INVALID_IMAGE = 24,	/* malformed or foreign code object */
 	NPU_ERROR_NOT_FOUND = 25,	/* no kernel of that name */
 	NPU_ERROR_FILE_NOT_FOUND = 26,	/* no such code object file */
+	NPU_ERROR_IN_USE = 27,		/* module's kernels in graph nodes */
 } npu_status_t;
 
 /* Short constant description of a status ("invalid value", ...)
@@ -648,9 +649,13 @@ npu_status_t npu_module_load(npu_module_t *module, const char *path);
 npu_status_t npu_module_load_data(npu_module_t *module, const void *image,
 				  size_t size);
 
-/* Unload (cuModuleUnload): waits for the device's work first (a kernel of
- * the module may be running), then frees its image; its functions become
- * invalid handles. */
+/* Unload (cuModuleUnload): waits for the work of the module's device
+ * first (a kernel of the module may be running), then frees its image; its
+ * functions become invalid handles. Of threads unloading one module at
+ * once, one unloads it and the others get NPU_ERROR_INVALID_HANDLE.
+ * NPU_ERROR_IN_USE, with nothing unloaded, while a kernel node of a graph
+ * or of an executable graph names one of its kernels (destroy those first:
+ * a graph launch never runs freed code). */
 npu_status_t npu_module_unload(npu_module_t module);
 
 /* The kernel named name (cuModuleGetFunction); NPU_ERROR_NOT_FOUND if the

@@ -115,6 +115,7 @@ static const struct {
 	[NPU_ERROR_INVALID_IMAGE] = { "NPU_ERROR_INVALID_IMAGE", "device kernel image is invalid" },
 	[NPU_ERROR_NOT_FOUND] = { "NPU_ERROR_NOT_FOUND", "named symbol not found" },
 	[NPU_ERROR_FILE_NOT_FOUND] = { "NPU_ERROR_FILE_NOT_FOUND", "file not found" },
+	[NPU_ERROR_IN_USE] = { "NPU_ERROR_IN_USE", "resource in use" },
 };
 
 const char *npu_status_string(npu_status_t st)
@@ -873,7 +874,51 @@ void npu_completed(struct device *dev)
  * failure becomes the sticky error of the stream that owns the queue and of
  * the device. Caller holds dev->lock.
  */
-void (*npu_fault_pc_hook)(uint64_t pc, char *buf, size_t n);
+void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf, size_t n);
+
+/* What the device's error cause (npu_hw.h enum npu_error) means; addr
+ * tells which local window a compute unit overran. */
+static const char *fault_cause_text(uint32_t cause, uint64_t addr)
+{
+	static const char *const text[NPU_ERR_COUNT] = {
+		[NPU_ERR_NONE] = "no error",
+		[NPU_ERR_BAD_OPCODE] = "unknown packet opcode",
+		[NPU_ERR_BAD_PACKET] = "bad packet",
+		[NPU_ERR_PRIVILEGED] = "privileged packet in a command buffer",
+		[NPU_ERR_MMU_FAULT] = "page not mapped",
+		[NPU_ERR_MMU_WRITE] = "write to read-only page",
+		[NPU_ERR_BAD_DMA] = "physical address outside guest memory",
+		[NPU_ERR_DEVMEM_RANGE] = "page table entry past device memory",
+		[NPU_ERR_BAD_KERNEL] = "unknown kernel id",
+		[NPU_ERR_BAD_ARGS] = "bad kernel arguments",
+		[NPU_ERR_RING_CONFIG] = "bad ring configuration",
+		[NPU_ERR_NO_CONTEXT] = "no context set",
+		[NPU_ERR_KERNEL_FAULT] = "kernel fault",
+		[NPU_ERR_CU_ILLEGAL] = "illegal instruction",
+		[NPU_ERR_CU_MISALIGNED] = "misaligned access",
+		[NPU_ERR_CU_BREAK] = "breakpoint (ebreak)",
+	};
+
+	if (cause == NPU_ERR_CU_LOCAL_RANGE) {
+		switch (addr & ~(NPU_LOCAL_WINDOW - 1)) {
+		case NPU_LOCAL_SCRATCH:
+			/* a stack grows down from its window's start into
+			 * the scratchpad's far end */
+			if (addr >= NPU_LOCAL_STACK - NPU_LOCAL_WINDOW / 2)
+				return "stack overflow (access below the "
+				       "thread's stack)";
+			return "access past the scratchpad";
+		case NPU_LOCAL_STACK:
+			return "access past the thread's stack";
+		case NPU_LOCAL_PARAMS:
+			return "access past the arguments (parameter window)";
+		default:
+			return "access outside scratchpad, stack and arguments";
+		}
+	}
+	return cause < NPU_ERR_COUNT && text[cause] ? text[cause] :
+	       "unknown cause";
+}
 
 npu_status_t npu_check_faults(struct device *dev)
 {
@@ -933,9 +978,21 @@ npu_status_t npu_check_faults(struct device *dev)
 	    ((f.info & 0xff) == NPU_OP_LAUNCH_CODE ||
 	     (f.info & 0xff) == NPU_OP_LAUNCH_CODE_SHORT) && f.pc) {
 		char where[160] = "";
+		uint64_t entry = 0;
 
+		/* the launched kernel: the stream's first user launch after
+		 * its last fault-free check (the PC may be in a callee) */
+		for (unsigned i = 0; hit && i < hit->span_count; i++) {
+			struct cmd_span *sp =
+				&hit->span[(hit->span_head + i) % CMD_INFLIGHT];
+
+			if (sp->point > hit->fault_clean && sp->entry) {
+				entry = sp->entry;
+				break;
+			}
+		}
 		if (npu_fault_pc_hook)
-			npu_fault_pc_hook(f.pc, where, sizeof(where));
+			npu_fault_pc_hook(f.pc, entry, where, sizeof(where));
 		snprintf(kbuf, sizeof(kbuf), "%s, block %u thread %u",
 			 where[0] ? where : " in a user kernel", f.block, f.thread);
 	} else if (kid != UINT32_MAX) {
@@ -954,11 +1011,7 @@ npu_status_t npu_check_faults(struct device *dev)
 			     "%s: device error %u (%s) at device address 0x%" PRIx64
 			     "%s, packet opcode 0x%02x%s",
 			     npu_status_name(st), f.cause,
-			     f.cause == NPU_ERR_MMU_FAULT ? "page not mapped" :
-			     f.cause == NPU_ERR_MMU_WRITE ? "write to read-only page" :
-			     f.cause == NPU_ERR_KERNEL_FAULT ? "kernel fault" :
-			     f.cause == NPU_ERR_BAD_ARGS ? "bad kernel arguments" :
-			     f.cause == NPU_ERR_BAD_PACKET ? "bad packet" : "other",
+			     fault_cause_text(f.cause, f.addr),
 			     (uint64_t)f.addr, kbuf, f.info & 0xff,
 			     f.info & 0x100 ? " in a command buffer" : "");
 	if (n > 0 && (size_t)n < sizeof(dev->sticky_msg))
@@ -1524,7 +1577,7 @@ static int cmd_reserve(struct device *dev, struct npu_stream *s, uint32_t bytes,
 }
 
 static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
-		       uint64_t point, uint32_t kernel)
+		       uint64_t point, uint32_t kernel, uint64_t entry)
 {
 	unsigned i = (s->span_head + s->span_count) % CMD_INFLIGHT;
 
@@ -1533,6 +1586,7 @@ static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
 	s->span[i].end = off + bytes;
 	s->span[i].point = point;
 	s->span[i].kernel = kernel;
+	s->span[i].entry = entry;
 	s->span_count++;
 	s->cmd_head = off + bytes;
 }
@@ -1896,7 +1950,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	}
 	s->last_queue = queue;
 	if (jc->len)
-		cmd_commit(s, jc->off, jc->len, out_pt[0], jc->kernel);
+		cmd_commit(s, jc->off, jc->len, out_pt[0], jc->kernel,
+			   jc->entry);
 	jc_release(jc);
 	if (point)
 		*point = out_pt[0];

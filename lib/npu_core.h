@@ -29,6 +29,7 @@ struct jobctx {
 	uint32_t bo[2];
 	unsigned nbo;
 	uint32_t kernel;		/* kernel id + 1 for launches */
+	uint64_t entry;			/* a user kernel's entry, or 0 */
 	bool no_implicit;		/* legacy fan-in barrier: own order only */
 	uint32_t trace;			/* profiler trace slot + 1 (npu_trace.c) */
 	bool word;			/* room for the completion word's packet */
@@ -91,9 +92,12 @@ int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
 		    unsigned n);
 
 npu_status_t npu_check_faults(struct device *dev);
-/* Describes a user kernel's fault PC (" in kernel k (file) at pc ... (file.c:12)"):
- * set by npu_module.c once a module is loaded. */
-extern void (*npu_fault_pc_hook)(uint64_t pc, char *buf, size_t n);
+/* Describes a user kernel's fault PC (" in kernel k (file) at pc ...
+ * (file.c:12)", and the function holding pc if it is not k): entry is the
+ * launched kernel's entry when the library knows it, else 0. Set by
+ * npu_module.c once a module is loaded. */
+extern void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf,
+				 size_t n);
 void npu_flush_now(struct device *dev);
 void npu_flush_deferred(struct device *dev);
 int npu_start_flusher(struct device *dev);

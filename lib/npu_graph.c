@@ -70,6 +70,9 @@ static void graph_free(struct npu_graph *g)
 	unsigned i;
 
 	for (i = 0; i < g->n; i++) {
+		if (g->nodes[i]->type == NPU_GRAPH_NODE_KERNEL &&
+		    g->nodes[i]->kp.function)
+			npu_function_release(g->nodes[i]->kp.function);
 		g->nodes[i]->magic = 0;
 		free(g->nodes[i]->preds);
 		free(g->nodes[i]);
@@ -275,11 +278,16 @@ npu_status_t npu_graph_add_kernel_node(npu_graph_node_t *node, npu_graph_t g,
 {
 	ADD_NODE_PROLOGUE(NPU_GRAPH_NODE_KERNEL)
 	st = npu_graph_check_kparams(p);
+	if (!st && p->function)	/* its module stays loaded while n is */
+		st = npu_function_hold(p->function);
 	if (st)
 		return st;
 	n = node_new(g, NPU_GRAPH_NODE_KERNEL, deps, ndeps, &st);
-	if (!n)
+	if (!n) {
+		if (p->function)
+			npu_function_release(p->function);
 		return st;
+	}
 	n->kp = *p;
 	*node = n;
 	return NPU_SUCCESS;
@@ -542,8 +550,12 @@ npu_status_t npu_graph_kernel_node_set_params(npu_graph_node_t n,
 	if (n->type != NPU_GRAPH_NODE_KERNEL)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "not a kernel node");
 	st = npu_graph_check_kparams(p);
+	if (!st && p->function)
+		st = npu_function_hold(p->function);
 	if (st)
 		return st;
+	if (n->kp.function)
+		npu_function_release(n->kp.function);
 	n->kp = *p;
 	return NPU_SUCCESS;
 }

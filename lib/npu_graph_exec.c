@@ -279,8 +279,12 @@ static void exec_free(struct npu_graph_exec *x)
 	unsigned i;
 
 	if (x->x)
-		for (i = 0; i < x->n; i++)
+		for (i = 0; i < x->n; i++) {
 			free(x->x[i].preds);
+			if (x->x[i].type == NPU_GRAPH_NODE_KERNEL &&
+			    x->x[i].kp.function)
+				npu_function_release(x->x[i].kp.function);
+		}
 	free(x->x);
 	free(x->s_jobs);
 	free(x->s_sy);
@@ -381,6 +385,14 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		xn->type = n->type;
 		xn->orig = n;
 		xn->kp = n->kp;
+		/* its module stays loaded while x is (exec_free lets go) */
+		if (n->type == NPU_GRAPH_NODE_KERNEL && n->kp.function) {
+			st = npu_function_hold(n->kp.function);
+			if (st) {
+				xn->kp.function = NULL;
+				break;
+			}
+		}
 		xn->fn = n->fn;
 		xn->user = n->user;
 		xn->ev = n->ev;

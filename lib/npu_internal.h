@@ -101,6 +101,7 @@ struct cmd_span {
 	uint32_t start, end;
 	uint64_t point;
 	uint32_t kernel;		/* kernel id + 1 of a launch, or 0 */
+	uint64_t entry;			/* a user kernel's entry, or 0 */
 };
 
 struct device;

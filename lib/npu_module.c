@@ -36,6 +36,7 @@
 #define R_RISCV_RELATIVE	3
 
 #define MODULE_MAGIC		0x4d4f444cU	/* "MODL" */
+#define MODULE_UNLOADING	0x554e4c44U	/* "UNLD": one unload claimed it */
 #define FUNC_MAGIC		0x46554e43U	/* "FUNC" */
 #define MODULE_MAX_SPAN		(256u << 20)	/* loaded image bytes */
 #define DEFAULT_STACK		2048u		/* per thread, see kernels.rst */
@@ -420,19 +421,40 @@ static void where_of(uint64_t pc, struct where *w)
 	}
 }
 
-/* npu_fault_pc_hook: " in kernel K (module) at pc P (file.c:line)". */
-static void describe_pc(uint64_t pc, char *buf, size_t n)
+/* The kernel of m whose entry is entry, or whose name is fn; NULL if
+ * none. mod_lock held. */
+static const char *kernel_of(struct npu_module *m, uint64_t entry,
+			     const char *fn)
+{
+	for (unsigned i = 0; i < m->nfuncs; i++)
+		if ((entry && m->funcs[i].entry == entry) ||
+		    (!entry && fn && !strcmp(m->funcs[i].desc.name, fn)))
+			return m->funcs[i].desc.name;
+	return NULL;
+}
+
+/* npu_fault_pc_hook: " in kernel K (module) at pc P (file.c:line)", with
+ * ", in function F" before "at" when the PC is in a function K called. */
+static void describe_pc(uint64_t pc, uint64_t entry, char *buf, size_t n)
 {
 	struct where w;
-	char line[128] = "";
+	char line[128] = "", callee[96] = "";
+	const char *k;
 
 	pthread_mutex_lock(&mod_lock);
 	where_of(pc, &w);
 	if (w.m) {
 		if (w.src)
 			snprintf(line, sizeof(line), " (%s:%d)", w.src, w.line);
-		snprintf(buf, n, " in kernel %s (%s) at pc 0x%llx%s",
-			 w.fn ? w.fn : "?", w.m->name, (unsigned long long)pc, line);
+		k = kernel_of(w.m, entry, NULL);
+		if (!k)		/* launched kernel unknown: is pc in one? */
+			k = kernel_of(w.m, 0, w.fn);
+		if (w.fn && (!k || strcmp(k, w.fn)))
+			snprintf(callee, sizeof(callee), ", in function %s",
+				 w.fn);
+		snprintf(buf, n, " in kernel %s (%s)%s at pc 0x%llx%s",
+			 k ? k : "?", w.m->name, callee,
+			 (unsigned long long)pc, line);
 	}
 	pthread_mutex_unlock(&mod_lock);
 }
@@ -489,6 +511,8 @@ static void module_free(struct npu_module *m)
 	free(m);
 }
 
+/* Load a code object. owned: image is malloc'ed and load() takes it,
+ * whatever the outcome (it becomes m->file or is freed). */
 static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 			 const char *what, bool owned)
 {
@@ -500,22 +524,30 @@ static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 	void *dptr = NULL;
 	uint64_t ro;
 
-	if (!out || !image)
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "NULL %s",
-				out ? "image" : "module pointer");
+	if (!out || !image) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE, "NULL %s",
+			      out ? "image" : "module pointer");
+		goto fail_early;
+	}
 	*out = NULL;
 	st = npu_cur_dev(&dev);
 	if (st)
-		return st;
-	if (!(dev->prop.features & NPU_FEATURE_USER_KERNELS))
-		return npu_fail(NPU_ERROR_NOT_SUPPORTED, "the device runs no "
-				"user code (no NPU_FEATURE_USER_KERNELS)");
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "libelf: %s",
-				elf_errmsg(-1));
+		goto fail_early;
+	if (!(dev->prop.features & NPU_FEATURE_USER_KERNELS)) {
+		st = npu_fail(NPU_ERROR_NOT_SUPPORTED, "the device runs no "
+			      "user code (no NPU_FEATURE_USER_KERNELS)");
+		goto fail_early;
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		st = npu_fail(NPU_ERROR_NOT_INITIALIZED, "libelf: %s",
+			      elf_errmsg(-1));
+		goto fail_early;
+	}
 	m = calloc(1, sizeof(*m));
-	if (!m)
-		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "module");
+	if (!m) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "module");
+		goto fail_early;
+	}
 	if (owned) {
 		m->file = (void *)image;
 	} else {
@@ -592,7 +624,11 @@ fail:
 		npu_free(dptr);
 	if (e)
 		elf_end(e);
-	module_free(m);
+	module_free(m);		/* frees m->file, an owned image too */
+	return st;
+fail_early:
+	if (owned)
+		free((void *)image);
 	return st;
 }
 
@@ -608,7 +644,6 @@ npu_status_t npu_module_load(npu_module_t *module, const char *path)
 	void *buf;
 	ssize_t r;
 	size_t got = 0;
-	npu_status_t st;
 	int fd;
 
 	if (module)
@@ -639,10 +674,7 @@ npu_status_t npu_module_load(npu_module_t *module, const char *path)
 		free(buf);
 		return npu_fail(NPU_ERROR_OS, "%s: short read", path);
 	}
-	st = load(module, buf, got, path, true);
-	if (st && !(module && *module))
-		free(buf);
-	return st;
+	return load(module, buf, got, path, true);	/* takes buf */
 }
 
 static npu_status_t get_module(npu_module_t m)
@@ -661,13 +693,49 @@ static npu_status_t get_module(npu_module_t m)
 
 npu_status_t npu_module_unload(npu_module_t m)
 {
-	struct npu_module **pp;
-	npu_status_t st = get_module(m);
+	struct npu_module **pp, *x;
+	npu_status_t st = NPU_SUCCESS;
+	unsigned users = 0;
+	bool found = false;
 
-	if (st)
-		return st;
-	/* its kernels may still run: let them end, print what they printed */
-	st = npu_device_synchronize();
+	/* Claim m under mod_lock: of two threads unloading it, one wins,
+	 * the other finds no loaded module. From here no launch, graph node
+	 * or npu_module_get_function() can take one of its kernels. */
+	pthread_mutex_lock(&mod_lock);
+	for (x = modules; x; x = x->next)
+		if (x == m && x->magic == MODULE_MAGIC) {
+			found = true;
+			users = m->users;
+			if (!users) {
+				m->magic = MODULE_UNLOADING;
+				for (unsigned i = 0; i < m->nfuncs; i++)
+					m->funcs[i].magic = 0;
+				/* launches re-check their cached function */
+				atomic_fetch_add_explicit(&npu_mod_gen, 1,
+							  memory_order_release);
+			}
+			break;
+		}
+	pthread_mutex_unlock(&mod_lock);
+	if (!found)
+		return npu_fail(NPU_ERROR_INVALID_HANDLE, "not a loaded module");
+	if (users)
+		return npu_fail(NPU_ERROR_IN_USE, "module %s: %u node(s) of "
+				"graphs or executable graphs launch its kernels; "
+				"destroy them first", m->name, users);
+	/* its kernels may still run on its device: let them end, print what
+	 * they printed (a fault there is still described from m) */
+	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
+		npu_status_t cst;
+
+		if (npu_capture()->sync(NULL, 1, &cst))
+			st = cst;
+	}
+	if (!st) {
+		pthread_mutex_lock(&m->dev->lock);
+		st = npu_dev_sync_locked(m->dev);
+		pthread_mutex_unlock(&m->dev->lock);
+	}
 	pthread_mutex_lock(&mod_lock);
 	for (pp = &modules; *pp; pp = &(*pp)->next)
 		if (*pp == m) {
@@ -679,6 +747,29 @@ npu_status_t npu_module_unload(npu_module_t m)
 	npu_free((void *)(uintptr_t)m->base);
 	module_free(m);
 	return st;
+}
+
+npu_status_t npu_function_hold(npu_function_t f)
+{
+	struct npu_module *x;
+	bool ok = false;
+
+	pthread_mutex_lock(&mod_lock);
+	for (x = modules; x && !ok; x = x->next)
+		ok = f >= x->funcs && f < x->funcs + x->nfuncs &&
+		     f->magic == FUNC_MAGIC;
+	if (ok)
+		f->mod->users++;
+	pthread_mutex_unlock(&mod_lock);
+	return ok ? NPU_SUCCESS : npu_fail(NPU_ERROR_INVALID_HANDLE,
+					   "not a function of a loaded module");
+}
+
+void npu_function_release(npu_function_t f)
+{
+	pthread_mutex_lock(&mod_lock);
+	f->mod->users--;
+	pthread_mutex_unlock(&mod_lock);
 }
 
 npu_status_t npu_module_get_function(npu_function_t *f, npu_module_t m,

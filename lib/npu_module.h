@@ -52,6 +52,9 @@ struct npu_module {
 					   first use (mod_lock) */
 	unsigned nfuncs;
 	struct npu_function *funcs;
+	/* kernel nodes of graphs and executable graphs that name one of its
+	 * kernels (mod_lock): while any, npu_module_unload() refuses */
+	unsigned users;
 };
 
 /* A user-kernel launch runs the inline functions below so that its path
@@ -75,6 +78,12 @@ static inline npu_status_t npu_function_check(npu_function_t f)
 		return NPU_SUCCESS;
 	return npu_function_check_slow(f);
 }
+
+/* A graph or executable-graph node names f: its module stays loaded
+ * until the node lets go (npu_function_release). INVALID_HANDLE (error
+ * set) if f is not a function of a loaded module. */
+npu_status_t npu_function_hold(npu_function_t f);
+void npu_function_release(npu_function_t f);
 
 bool npu_module_string(uint64_t va, char *buf, size_t n);
 void npu_module_line(uint64_t pc, char *buf, size_t n);
@@ -244,6 +253,7 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 
 	if (st)
 		return st;
+	jc.entry = f->entry;	/* a fault names the launched kernel */
 	if (extra)
 		words = npu_ukernel_head(npu_job_put(&jc, bytes), f, grid,
 					 block, scratch_bytes, extra)->args;
