@@ -917,9 +917,17 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t exec,
  *    synchronous copy or memset, npu_device_synchronize while a capture is
  *    active, a pageable copy: NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the
  *    capture is invalidated;
+ *  - a launch with NPU_LAUNCH_SYNC_DEVICE on any stream, npu_parallel /
+ *    npu_parallel_kernel with a NULL stream and npu_kernel_trace count as
+ *    device synchronizes: refused as above before anything runs;
  *  - asynchronous work on the legacy stream while a blocking stream
- *    captures, in every mode (it would wait for the capturing stream):
+ *    captures, in every mode (it would wait for the capturing stream),
+ *    including npu_graph_launch, npu_stream_wait_value32 and
+ *    npu_stream_write_value32 on it and npu_kernel_trace:
  *    NPU_ERROR_STREAM_CAPTURE_IMPLICIT, the capture is invalidated;
+ *  - npu_stream_destroy of a capture's origin ends the capture (its graph
+ *    is discarded); of a stream forked into a capture, invalidates it;
+ *    npu_event_destroy forgets the event's capture-time record;
  *  - later calls on an invalidated capture: NPU_ERROR_STREAM_CAPTURE_
  *    INVALIDATED; npu_stream_end_capture then returns it too, with *graph
  *    NULL, and ends the capture;

@@ -129,8 +129,17 @@ struct npu_capture_hooks {
 	bool (*wait_event)(npu_stream_t h, npu_event_t e, npu_status_t *st);
 	/* what: 0 stream synchronize/query of h, 1 device synchronize */
 	bool (*sync)(npu_stream_t h, int what, npu_status_t *st);
-	/* work that cannot be captured: true if h is capturing */
-	bool (*refuse)(npu_stream_t h);
+	/* work that runs now and cannot be captured (stream memory
+	 * operations, graph launches, the instruction trace), on h and, with
+	 * sync_device, followed by a device synchronize: refused on a
+	 * capturing stream, and where a capture forbids it (legacy stream
+	 * while a blocking stream captures; a device synchronize) */
+	bool (*uncaptured)(npu_stream_t h, bool sync_device, npu_status_t *st);
+	/* s or e is being destroyed (already out of the registry): s leaves
+	 * its capture (the origin ends it, another stream invalidates it); a
+	 * capture-time record of e is forgotten */
+	void (*stream_gone)(struct npu_stream *s);
+	void (*event_gone)(struct npu_event *e);
 };
 
 extern atomic_int npu_capture_active;	/* number of active captures */

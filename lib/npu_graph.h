@@ -59,8 +59,4 @@ npu_status_t npu_graph_check_copy(struct device *dev, void *dst, const void *src
 bool npu_graph_reaches(struct npu_graph *g, struct npu_graph_node *a,
 		       struct npu_graph_node *b);
 
-/* ---- npu_graph_capture.c ---- */
-/* Is s taking part in a capture? (a graph launch into it is refused) */
-bool npu_graph_stream_capturing(struct npu_stream *s);
-
 #endif /* NPU_GRAPH_H */

@@ -70,16 +70,6 @@ static struct capevent *ce_find(struct npu_event *e)
 	return NULL;
 }
 
-bool npu_graph_stream_capturing(struct npu_stream *s)
-{
-	bool r;
-
-	pthread_mutex_lock(&cap_lock);
-	r = cs_find(s) != NULL;
-	pthread_mutex_unlock(&cap_lock);
-	return r;
-}
-
 static int front_set(struct capstream *cs, struct npu_graph_node **v, unsigned n)
 {
 	if (n > cs->cap) {
@@ -161,11 +151,35 @@ static bool invalidate_blocking(struct device *dev)
 	return any;
 }
 
+/* How a call on a stream that does not capture synchronizes */
+enum { SYNC_NONE, SYNC_STREAM, SYNC_DEVICE };
+
+/* The rules for work on s (not capturing) while captures are active:
+ * a device synchronize, or a synchronous call on the legacy stream, where
+ * a capture forbids it; the legacy stream while a blocking stream
+ * captures. Returns true (and *st) when refused. Caller holds cap_lock. */
+static bool outside_refused(struct device *dev, struct npu_stream *s, int sync,
+			    npu_status_t *st)
+{
+	if ((sync == SYNC_DEVICE || (s->legacy && sync == SYNC_STREAM)) &&
+	    invalidate_global(dev)) {
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "synchronous operation while a stream captures; the capture is invalidated");
+		return true;
+	}
+	if (s->legacy && invalidate_blocking(dev)) {
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
+			       "legacy stream used while a blocking stream captures; the capture is invalidated");
+		return true;
+	}
+	return false;
+}
+
 /* Common part of the enqueue hooks. Returns: 1 and *cs for a capturing
  * stream (cap_lock held on return), 0 (not handled, lock released), or -1
  * (handled with *st, lock released). */
 static int cap_enter(npu_stream_t h, struct capstream **csp, npu_status_t *st,
-		     bool sync)
+		     int sync)
 {
 	struct device *dev;
 	struct npu_stream *s;
@@ -187,16 +201,8 @@ static int cap_enter(npu_stream_t h, struct capstream **csp, npu_status_t *st,
 		*csp = cs;
 		return 1;
 	}
-	if (s->legacy && sync && invalidate_global(dev)) {
+	if (outside_refused(dev, s, sync, st)) {
 		pthread_mutex_unlock(&cap_lock);
-		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-			       "synchronous operation while a stream captures; the capture is invalidated");
-		return -1;
-	}
-	if (s->legacy && invalidate_blocking(dev)) {
-		pthread_mutex_unlock(&cap_lock);
-		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_IMPLICIT,
-			       "legacy stream used while a blocking stream captures; the capture is invalidated");
 		return -1;
 	}
 	pthread_mutex_unlock(&cap_lock);
@@ -237,7 +243,8 @@ static bool cap_launch(npu_stream_t h, npu_kernel_t kernel, npu_dim3 grid,
 	npu_kernel_node_params p;
 	npu_graph_node_t n = NULL;
 	npu_status_t r;
-	int e = cap_enter(h, &cs, st, false);
+	int e = cap_enter(h, &cs, st, (flags & NPU_LAUNCH_SYNC_DEVICE) ? SYNC_DEVICE :
+			  (flags & NPU_LAUNCH_SYNC) ? SYNC_STREAM : SYNC_NONE);
 
 	if (e <= 0)
 		return e < 0;
@@ -272,7 +279,7 @@ static bool cap_memcpy(npu_stream_t h, void *dst, const void *src, size_t count,
 	uint32_t bo[2];
 	bool pg = false;
 	npu_status_t r;
-	int e = cap_enter(h, &cs, st, sync);
+	int e = cap_enter(h, &cs, st, sync ? SYNC_STREAM : SYNC_NONE);
 
 	if (e <= 0)
 		return e < 0;
@@ -296,7 +303,7 @@ static bool cap_memset(npu_stream_t h, void *p, int value, size_t count, bool sy
 	struct capstream *cs = NULL;
 	npu_graph_node_t n = NULL;
 	npu_status_t r;
-	int e = cap_enter(h, &cs, st, sync);
+	int e = cap_enter(h, &cs, st, sync ? SYNC_STREAM : SYNC_NONE);
 
 	if (e <= 0)
 		return e < 0;
@@ -310,7 +317,7 @@ static bool cap_host_func(npu_stream_t h, npu_host_fn_t fn, void *user,
 	struct capstream *cs = NULL;
 	npu_graph_node_t n = NULL;
 	npu_status_t r;
-	int e = cap_enter(h, &cs, st, false);
+	int e = cap_enter(h, &cs, st, SYNC_NONE);
 
 	if (e <= 0)
 		return e < 0;
@@ -326,7 +333,7 @@ static bool cap_event_record(npu_event_t ev, npu_stream_t h, npu_status_t *st)
 
 	if (!ev || !npu_reg_check(ev, REG_EVENT))
 		return false;
-	e = cap_enter(h, &cs, st, false);
+	e = cap_enter(h, &cs, st, SYNC_NONE);
 	if (e < 0)
 		return true;
 	if (e == 0) {
@@ -478,6 +485,7 @@ static bool cap_sync(npu_stream_t h, int what, npu_status_t *st)
 }
 
 static const struct npu_capture_hooks capture_hooks;
+static void capture_drop(struct capture *c);
 
 npu_status_t npu_stream_begin_capture(npu_stream_t h, npu_stream_capture_mode_t mode)
 {
@@ -561,8 +569,7 @@ npu_status_t npu_stream_end_capture(npu_stream_t h, npu_graph_t *graph)
 {
 	struct device *dev;
 	struct npu_stream *s;
-	struct capstream *cs, **pp;
-	struct capevent **pe;
+	struct capstream *cs;
 	struct capture *c;
 	npu_status_t st = npu_get_stream(h, &dev, &s);
 	bool *seen;
@@ -611,7 +618,23 @@ npu_status_t npu_stream_end_capture(npu_stream_t h, npu_graph_t *graph)
 			free(seen);
 		}
 	}
-	/* end the capture on every stream that took part */
+	capture_drop(c);
+	pthread_mutex_unlock(&cap_lock);
+	if (st)
+		npu_graph_destroy(c->g);
+	else
+		*graph = c->g;
+	free(c);
+	return st;
+}
+
+/* End capture c on every stream and event that took part; the caller then
+ * owns c and its graph. Caller holds cap_lock. */
+static void capture_drop(struct capture *c)
+{
+	struct capstream **pp;
+	struct capevent **pe;
+
 	for (pp = &capstreams; *pp;) {
 		if ((*pp)->c == c) {
 			struct capstream *d = *pp;
@@ -635,13 +658,53 @@ npu_status_t npu_stream_end_capture(npu_stream_t h, npu_graph_t *graph)
 		}
 	}
 	atomic_fetch_sub(&npu_capture_active, 1);
+}
+
+/* npu_stream_destroy of a stream taking part in a capture (the hook of
+ * npu_core.h): the origin's capture ends, its graph is discarded; a
+ * stream forked into a capture leaves it, and the capture, which can no
+ * longer be joined, is invalidated. */
+static void cap_stream_gone(struct npu_stream *s)
+{
+	struct capstream *cs, **pp;
+	struct capture *ended = NULL;
+
+	pthread_mutex_lock(&cap_lock);
+	cs = cs_find(s);
+	if (cs && cs->c->origin == s) {
+		ended = cs->c;
+		capture_drop(ended);
+	} else if (cs) {
+		invalidate(cs->c);
+		for (pp = &capstreams; *pp != cs; pp = &(*pp)->next)
+			;
+		*pp = cs->next;
+		free(cs->front);
+		free(cs);
+	}
 	pthread_mutex_unlock(&cap_lock);
-	if (st)
-		npu_graph_destroy(c->g);
-	else
-		*graph = c->g;
-	free(c);
-	return st;
+	if (ended) {
+		npu_graph_destroy(ended->g);
+		free(ended);
+	}
+}
+
+/* npu_event_destroy (the hook of npu_core.h): forget e's capture-time
+ * record; the nodes that followed it stay in the capture. */
+static void cap_event_gone(struct npu_event *e)
+{
+	struct capevent *ce, **pp;
+
+	pthread_mutex_lock(&cap_lock);
+	ce = ce_find(e);
+	if (ce) {
+		for (pp = &capevents; *pp != ce; pp = &(*pp)->next)
+			;
+		*pp = ce->next;
+		free(ce->front);
+		free(ce);
+	}
+	pthread_mutex_unlock(&cap_lock);
 }
 
 npu_status_t npu_stream_is_capturing(npu_stream_t h,
@@ -671,7 +734,7 @@ static bool cap_kernel_node(npu_stream_t h, const npu_kernel_node_params *p,
 	struct capstream *cs = NULL;
 	npu_graph_node_t n = NULL;
 	npu_status_t r;
-	int e = cap_enter(h, &cs, st, false);
+	int e = cap_enter(h, &cs, st, SYNC_NONE);
 
 	if (e <= 0)
 		return e < 0;
@@ -679,13 +742,28 @@ static bool cap_kernel_node(npu_stream_t h, const npu_kernel_node_params *p,
 	return cap_done(cs, n, r, st);
 }
 
-/* Stream memory operations: refused on a capturing stream. */
-static bool cap_refuse(npu_stream_t h)
+/* Work that runs now and cannot be captured (the hook of npu_core.h):
+ * refused on a capturing stream, and by the rules for streams outside a
+ * capture. */
+static bool cap_uncaptured(npu_stream_t h, bool sync_device, npu_status_t *st)
 {
-	npu_stream_capture_status_t cs = NPU_STREAM_CAPTURE_STATUS_NONE;
+	struct device *dev;
+	struct npu_stream *s;
+	bool refused = true;
 
-	return !npu_stream_is_capturing(h, &cs) &&
-	       cs != NPU_STREAM_CAPTURE_STATUS_NONE;
+	if (npu_get_stream(h, &dev, &s)) {
+		npu_get_last_error();	/* the call itself reports it */
+		return false;
+	}
+	pthread_mutex_lock(&cap_lock);
+	if (cs_find(s))
+		*st = npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+			       "this operation cannot be captured");
+	else
+		refused = outside_refused(dev, s, sync_device ? SYNC_DEVICE : SYNC_NONE,
+					  st);
+	pthread_mutex_unlock(&cap_lock);
+	return refused;
 }
 
 static const struct npu_capture_hooks capture_hooks = {
@@ -697,5 +775,7 @@ static const struct npu_capture_hooks capture_hooks = {
 	.event_record = cap_event_record,
 	.wait_event = cap_wait_event,
 	.sync = cap_sync,
-	.refuse = cap_refuse,
+	.uncaptured = cap_uncaptured,
+	.stream_gone = cap_stream_gone,
+	.event_gone = cap_event_gone,
 };

@@ -1734,9 +1734,10 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	if (x->dev != dev)
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
 				"graph and stream belong to different devices");
-	if (npu_capturing() && npu_graph_stream_capturing(s))
-		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-				"launching a graph into a capture is not supported");
+	/* into a capture (not supported), or onto the legacy stream while a
+	 * blocking stream captures: refused (stream capture hook, npu_core.h) */
+	if (npu_capturing() && npu_capture()->uncaptured(h, false, &st))
+		return st;
 	/* no allocation for a graph without host nodes: the launch state
 	 * and the lists are the exec's, under x->lock */
 	pthread_mutex_lock(&x->lock);
@@ -1789,7 +1790,6 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		add_entry(L, s->tl, s->tl->next);
 	}
 	npu_legacy_deps(dev, s, entry_wait, L);
-	npu_legacy_deps_commit(dev, s);
 	if (x->launches) {
 		/* known complete (the usual case after a synchronize): no
 		 * in-fence for it. The stream point of that launch is
@@ -1805,49 +1805,65 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		avail[navail].t = L->entry[i].tl;
 		avail[navail++].p = L->entry[i].point;
 	}
-	/* events: waits see the latest record now; records take new points */
+	/* Events. Nothing may change before every check passed: a failed
+	 * launch leaves the events and the legacy ordering as they were.
+	 * Every event must still be the one the graph was made with. */
 	for (i = 0; i < x->n; i++) {
 		struct xnode *xn = &x->x[i];
 
-		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT) {
-			struct npu_event *e = xn->ev;
-
-			if (!npu_reg_check(e, REG_EVENT) ||
-			    e->serial != xn->ev_serial) {
-				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
-					      "an event of the graph was destroyed");
-				goto fail;
-			}
-			if (e->tl->next && !npu_tl_done(dev, e->tl, e->tl->next)) {
-				L->evpt[i] = e->tl->next;
-				L->evtl[i] = e->tl;
-				e->tl->refs++;
-				avail[navail].t = e->tl;
-				avail[navail++].p = e->tl->next;
-			}
-		} else if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
-			struct npu_event *e = xn->ev;
-
-			if (!npu_reg_check(e, REG_EVENT) ||
-			    e->serial != xn->ev_serial) {
-				st = npu_fail(NPU_ERROR_INVALID_HANDLE,
-					      "an event of the graph was destroyed");
-				goto fail;
-			}
-			st = npu_event_begin_record(dev, e);
-			if (st)
-				goto fail;
-			if (e->tl->next) {
-				avail[navail].t = e->tl;
-				avail[navail++].p = e->tl->next;
-			}
-			L->evpt[i] = ++e->tl->next;
-			L->evtl[i] = e->tl;
-			e->tl->refs++;
-			if (e->ts_index >= 0)
-				L->evts[i] = npu_event_ts_va(dev, e->ts_index);
+		if ((xn->type == NPU_GRAPH_NODE_EVENT_WAIT ||
+		     xn->type == NPU_GRAPH_NODE_EVENT_RECORD) &&
+		    (!npu_reg_check(xn->ev, REG_EVENT) ||
+		     xn->ev->serial != xn->ev_serial)) {
+			st = npu_fail(NPU_ERROR_INVALID_HANDLE,
+				      "an event of the graph was destroyed");
+			goto fail;
 		}
 	}
+	/* waits see the latest record before this launch */
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		struct npu_event *e = xn->ev;
+
+		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && e->tl->next &&
+		    !npu_tl_done(dev, e->tl, e->tl->next)) {
+			L->evpt[i] = e->tl->next;
+			L->evtl[i] = e->tl;
+			e->tl->refs++;
+			avail[navail].t = e->tl;
+			avail[navail++].p = e->tl->next;
+		}
+	}
+	/* records: a fresh timeline for an event whose last record is
+	 * pending (this can fail: then no point is reserved yet) */
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		struct npu_event *e = xn->ev;
+
+		if (xn->type != NPU_GRAPH_NODE_EVENT_RECORD)
+			continue;
+		st = npu_event_begin_record(dev, e);
+		if (st)
+			goto fail;
+		if (e->tl->next) {
+			avail[navail].t = e->tl;
+			avail[navail++].p = e->tl->next;
+		}
+	}
+	/* from here on nothing fails: reserve the records' points */
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		struct npu_event *e = xn->ev;
+
+		if (xn->type != NPU_GRAPH_NODE_EVENT_RECORD)
+			continue;
+		L->evpt[i] = ++e->tl->next;
+		L->evtl[i] = e->tl;
+		e->tl->refs++;
+		if (e->ts_index >= 0)
+			L->evts[i] = npu_event_ts_va(dev, e->ts_index);
+	}
+	npu_legacy_deps_commit(dev, s);
 	/* reserve the stream point: later work of the stream follows it */
 	L->P = ++s->tl->next;
 	s->last_queue = Q_NONE;

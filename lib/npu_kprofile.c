@@ -502,6 +502,10 @@ npu_status_t npu_kernel_trace(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	st = npu_ukernel_prepare(f, grid, block, scratch_bytes, args);
 	if (st)
 		return st;
+	/* a legacy-stream launch, then a device synchronize: refused where a
+	 * capture forbids them (stream capture hook, npu_core.h) */
+	if (npu_capturing() && npu_capture()->uncaptured(NULL, true, &st))
+		return st;
 	if ((uint64_t)trace_block >= (uint64_t)grid.x * grid.y * grid.z)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "trace_block %u: the grid "
 				"has %llu blocks", trace_block,

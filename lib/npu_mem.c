@@ -961,9 +961,8 @@ static npu_status_t value_op(npu_stream_t stream, uint32_t *addr,
 	npu_status_t st;
 
 	if (npu_capturing() &&	/* stream capture hook (npu_core.h) */
-	    npu_capture()->refuse(stream))
-		return npu_fail(NPU_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-				"stream memory operations cannot be captured");
+	    npu_capture()->uncaptured(stream, false, &st))
+		return st;
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;

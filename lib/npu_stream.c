@@ -525,6 +525,8 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 				"stream %p is not a live stream", (void *)h);
 	s = h;
 	dev = s->dev;
+	if (npu_capturing())	/* stream capture hook (npu_core.h) */
+		npu_capture()->stream_gone(s);
 	pthread_mutex_lock(&dev->lock);
 	npu_tl_wait_locked(dev, s->tl, s->tl->next);
 	npu_stream_stop_thread(dev, s);
@@ -950,6 +952,8 @@ npu_status_t npu_event_destroy(npu_event_t e)
 	if (!e || !npu_reg_remove(e, REG_EVENT))
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
 				"event %p is not a live event", (void *)e);
+	if (npu_capturing())	/* stream capture hook (npu_core.h) */
+		npu_capture()->event_gone(e);
 	event_free(e->dev, e);
 	return NPU_SUCCESS;
 }

@@ -217,9 +217,14 @@ npu_status_t npu_parallel_kernel(npu_function_t f, npu_dim3 grid,
 				 npu_dim3 block, unsigned int scratch_bytes,
 				 npu_stream_t stream, void **args)
 {
-	npu_status_t st = npu_launch_kernel(f, grid, block, scratch_bytes,
-					    stream, args);
+	npu_status_t st;
 
+	/* the device synchronize that follows a legacy-stream launch is
+	 * checked first: nothing runs when a capture forbids it */
+	if (!stream && npu_capturing() &&
+	    npu_capture()->uncaptured(NULL, true, &st))
+		return st;
+	st = npu_launch_kernel(f, grid, block, scratch_bytes, stream, args);
 	if (st)
 		return st;
 	return stream ? npu_stream_synchronize(stream) : npu_device_synchronize();
