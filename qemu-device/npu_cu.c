@@ -29,9 +29,10 @@
  * meanwhile); the per-unit counters read by MMIO are atomics. The thread
  * never takes a ring's lock: a launch carries its outcome back to the
  * waiting ring thread. During a quantum the thread uses the MMU state of
- * every ring with a resident launch; that ring's thread is blocked in
+ * every ring with a block on a unit, resident at the quantum's start or
+ * placed by a refill in it; that ring's thread is blocked in
  * npu_cu_submit_wait() meanwhile, and MMU_INVALIDATE waits for the quantum
- * to end (npu_mmu_access_begin/end).
+ * to end (npu_mmu_access_begin/end, npu_cu_quantum_access).
  */
 
 #include "qemu/osdep.h"
@@ -200,6 +201,13 @@ struct NpuCuState {
     bool ended_exact;           /* none failed or was cancelled */
     uint32_t active;            /* units with LAUNCH_CODE blocks */
     uint32_t nreserved;         /* threads holding an LR reservation */
+    /*
+     * While a quantum runs (in_quantum), the rings whose MMU access the
+     * npu-cu thread holds for it: every ring with a block on a unit.
+     */
+    bool in_quantum;
+    uint32_t naccess;
+    NpuRing *access[NPU_MAX_RINGS];
     bool stop;
     bool anchored;
     int64_t wall_anchor;
@@ -1246,6 +1254,32 @@ static bool npu_unit_fits(const NpuUnit *u, const NpuLaunch *l)
            u->nblocks == u->ncode;
 }
 
+/*
+ * A block of l is about to run in the current quantum: hold l's ring in
+ * an MMU access until the quantum ends (once per ring), and drop l's own
+ * cached translations and code if the ring's were dropped since they were
+ * filled. Every block runs inside such an access, whether it was resident
+ * at the quantum's start or placed by a refill in the middle of it (a
+ * launch that had no block until then: MMU_INVALIDATE may have found its
+ * ring idle and returned, so its caches are checked here).
+ */
+static void npu_cu_quantum_access(NpuCuState *cs, NpuLaunch *l)
+{
+    unsigned i;
+
+    for (i = 0; i < cs->naccess && cs->access[i] != l->ring; i++) {
+        continue;
+    }
+    if (i == cs->naccess) {
+        npu_mmu_access_begin(l->ring);
+        cs->access[cs->naccess++] = l->ring;
+    }
+    if (l->gen != l->ring->tlb_gen) {
+        npu_launch_flush(l);
+        l->gen = l->ring->tlb_gen;
+    }
+}
+
 /* Place the next block of l on unit u at the unit's cycle, if it fits. */
 static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
 {
@@ -1285,6 +1319,10 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
             npu_cu_fail(l, NPU_ERR_BAD_ARGS, 0, NULL, 0);
             return false;
         }
+    }
+    if (!l->fixed && s->cu->in_quantum) {
+        trace_npu_cu_place_in_quantum(l->ring->idx, idx);
+        npu_cu_quantum_access(s->cu, l);
     }
     b = g_new0(NpuBlock, 1);
     b->l = l;
@@ -1588,21 +1626,21 @@ static void npu_cu_take_incoming(NpuCuState *cs)
 static void npu_cu_run_units(NpuState *s, uint64_t end)
 {
     NpuCuState *cs = s->cu;
-    NpuRing *rings[NPU_MAX_RINGS];
-    unsigned nr = 0, i, j;
+    unsigned i;
     NpuLaunch *l;
 
-    /* one MMU access per ring for the quantum (see npu_mmu.c) */
+    /*
+     * One MMU access per ring for the quantum (see npu_mmu.c): the rings of
+     * the resident launches now, those of launches placed by a refill
+     * below when their first block is placed (npu_block_place).
+     */
+    cs->naccess = 0;
     QTAILQ_FOREACH(l, &cs->queue, next) {
         if (!l->fixed && l->resident) {
-            npu_mmu_access_begin(l->ring);
-            if (l->gen != l->ring->tlb_gen) {
-                npu_launch_flush(l);
-                l->gen = l->ring->tlb_gen;
-            }
-            rings[nr++] = l->ring;
+            npu_cu_quantum_access(cs, l);
         }
     }
+    cs->in_quantum = true;
     /* the quantum runs unlocked: rings queue and cancel meanwhile */
     qemu_mutex_unlock(&s->cu_lock);
     for (i = 0; i < s->n_cus; i++) {
@@ -1619,10 +1657,12 @@ static void npu_cu_run_units(NpuState *s, uint64_t end)
             qemu_mutex_unlock(&s->cu_lock);
         }
     }
-    for (j = 0; j < nr; j++) {
-        npu_mmu_access_end(rings[j]);
-    }
     qemu_mutex_lock(&s->cu_lock);
+    cs->in_quantum = false;
+    for (i = 0; i < cs->naccess; i++) {
+        npu_mmu_access_end(cs->access[i]);
+    }
+    cs->naccess = 0;
     cs->cycle = end;
 }
 
