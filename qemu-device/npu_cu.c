@@ -29,9 +29,10 @@
  * meanwhile); the per-unit counters read by MMIO are atomics. The thread
  * never takes a ring's lock: a launch carries its outcome back to the
  * waiting ring thread. During a quantum the thread uses the MMU state of
- * every ring with a resident launch; that ring's thread is blocked in
+ * every ring with a block on a unit, resident at the quantum's start or
+ * placed by a refill in it; that ring's thread is blocked in
  * npu_cu_submit_wait() meanwhile, and MMU_INVALIDATE waits for the quantum
- * to end (npu_mmu_access_begin/end).
+ * to end (npu_mmu_access_begin/end, npu_cu_quantum_access).
  */
 
 #include "qemu/osdep.h"
@@ -97,6 +98,8 @@ typedef struct NpuSlot {
     uint32_t tx, ty, tz;
     uint8_t *stack;
     NpuRvHart h;
+    /* where h's LR reservation is held: npu_cu_vm_rw's physical key */
+    uint64_t reserved_phys;
     uint64_t ready[NPU_NREGS];  /* cycle the register's value is ready */
     uint8_t why[NPU_NREGS];     /* stall reason while waiting for it */
     uint64_t issue_at;          /* no issue before (branch bubble) */
@@ -200,6 +203,13 @@ struct NpuCuState {
     bool ended_exact;           /* none failed or was cancelled */
     uint32_t active;            /* units with LAUNCH_CODE blocks */
     uint32_t nreserved;         /* threads holding an LR reservation */
+    /*
+     * While a quantum runs (in_quantum), the rings whose MMU access the
+     * npu-cu thread holds for it: every ring with a block on a unit.
+     */
+    bool in_quantum;
+    uint32_t naccess;
+    NpuRing *access[NPU_MAX_RINGS];
     bool stop;
     bool anchored;
     int64_t wall_anchor;
@@ -214,6 +224,7 @@ typedef struct NpuExec {
     NpuLaunch *l;
     uint64_t cycle;
     int space;                  /* enum npu_space of the access, or -1 */
+    uint64_t phys;              /* physical key of the last access */
     bool barrier;
 } NpuExec;
 
@@ -294,10 +305,24 @@ static uint32_t npu_cu_translate(NpuLaunch *l, uint64_t va, bool is_write,
     return 0;
 }
 
-/* Access len bytes (within one page) at va; *space gets where they were. */
+/*
+ * Physical key of a byte, for LR reservations: its guest-physical address,
+ * its device-memory offset with NPU_PHYS_DEVMEM set, or for the scratchpad
+ * and stack windows its host address with NPU_PHYS_LOCAL set (separate
+ * address spaces; host addresses are below 2^62). NPU_PHYS_NONE matches
+ * no 8-byte granule of any.
+ */
+#define NPU_PHYS_DEVMEM     (1ull << 63)
+#define NPU_PHYS_LOCAL      (1ull << 62)
+#define NPU_PHYS_NONE       UINT64_MAX
+
+/*
+ * Access len bytes (within one page) at va; *space gets where they were,
+ * *phys (if not NULL) the physical key of the first byte.
+ */
 static uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va,
                              void *buf, unsigned len, bool is_write,
-                             int *space)
+                             int *space, uint64_t *phys)
 {
     uint64_t pte, pa;
     uint32_t code = npu_cu_translate(l, va, is_write, &pte);
@@ -306,6 +331,9 @@ static uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va,
         return code;
     }
     pa = (pte & NPU_PTE_ADDR_MASK) + (va & (NPU_PAGE_SIZE - 1));
+    if (phys) {
+        *phys = pte & NPU_PTE_DEVMEM ? pa | NPU_PHYS_DEVMEM : pa;
+    }
     if (pte & NPU_PTE_DEVMEM) {
         if (is_write) {
             memcpy(s->devmem_ptr + pa, buf, len);
@@ -331,7 +359,8 @@ static bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va,
 
     while (len) {
         unsigned n = MIN(len, NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1)));
-        uint32_t code = npu_cu_vm_rw(s, l, va, (void *)p, n, true, &space);
+        uint32_t code = npu_cu_vm_rw(s, l, va, (void *)p, n, true, &space,
+                                     NULL);
 
         if (code) {
             npu_cu_fail(l, code, va, NULL, 0);
@@ -378,10 +407,12 @@ static uint8_t *npu_cu_local(NpuExec *x, uint64_t va, unsigned size,
 }
 
 /*
- * A store to va breaks the LR reservations other threads hold on its
- * 8-byte granule (any unit, any launch: a spurious SC failure is allowed).
+ * A store to the physical key phys breaks the LR reservations other
+ * threads hold on its 8-byte granule: any unit, any launch, any context
+ * that maps the same memory, through whatever VA. A store to the same VA
+ * in another context (another page) does not.
  */
-static void npu_cu_break_reservations(NpuExec *x, uint64_t va)
+static void npu_cu_break_reservations(NpuExec *x, uint64_t phys)
 {
     NpuState *s = x->s;
     unsigned i, k;
@@ -393,7 +424,7 @@ static void npu_cu_break_reservations(NpuExec *x, uint64_t va)
             NpuSlot *t = &u->slot[u->live[k]];
 
             if (t != x->t && t->h.reserved &&
-                !((t->h.reserved_addr ^ va) & ~7ull)) {
+                !((t->reserved_phys ^ phys) & ~7ull)) {
                 t->h.reserved = false;
                 s->cu->nreserved--;
             }
@@ -413,22 +444,28 @@ static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
         if (!p) {
             return code;
         }
+        x->phys = NPU_PHYS_LOCAL | (uintptr_t)p;
         if (is_write) {
             stn_le_p(p, size, *val);
+            if (x->s->cu->nreserved) {
+                npu_cu_break_reservations(x, x->phys);
+            }
         } else {
             *val = ldn_le_p(p, size);
         }
     } else if (is_write) {
         stn_le_p(buf, size, *val);
-        code = npu_cu_vm_rw(x->s, x->l, va, buf, size, true, &x->space);
+        code = npu_cu_vm_rw(x->s, x->l, va, buf, size, true, &x->space,
+                            &x->phys);
         if (code) {
             return code;
         }
         if (x->s->cu->nreserved) {
-            npu_cu_break_reservations(x, va);
+            npu_cu_break_reservations(x, x->phys);
         }
     } else {
-        code = npu_cu_vm_rw(x->s, x->l, va, buf, size, false, &x->space);
+        code = npu_cu_vm_rw(x->s, x->l, va, buf, size, false, &x->space,
+                            &x->phys);
         if (code) {
             return code;
         }
@@ -635,7 +672,7 @@ static const NpuCuInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
             return NULL;
         }
         *code = npu_cu_vm_rw(s, l, pc & ~(NPU_PAGE_SIZE - 1), words,
-                             NPU_PAGE_SIZE, false, &space);
+                             NPU_PAGE_SIZE, false, &space, NULL);
         if (*code) {
             return NULL;
         }
@@ -926,7 +963,8 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
     const NpuRvInsn *d = ci ? &ci->d : NULL;
     NpuLaunch *l = t->l;
     unsigned unit = u - s->cu->unit;
-    NpuExec x = { .s = s, .u = u, .t = t, .l = l, .cycle = c, .space = -1 };
+    NpuExec x = { .s = s, .u = u, .t = t, .l = l, .cycle = c, .space = -1,
+                  .phys = NPU_PHYS_NONE };
     uint64_t fault = 0, maddr = 0, pc = t->h.pc, lat = NPU_LAT_ALU;
     uint8_t why = NPU_STALL_WAIT;
     bool reserved = t->h.reserved;
@@ -941,6 +979,10 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
         return;
     }
     res = npu_rv_exec(&t->h, d, &npu_cu_ops, &x, &fault, &maddr);
+    if (t->h.reserved && npu_rv_is_lr(d)) {
+        /* where the LR's load read: x.phys */
+        t->reserved_phys = x.phys;
+    }
     if (t->h.reserved != reserved) {
         s->cu->nreserved += t->h.reserved ? 1 : -1;
     }
@@ -1246,6 +1288,32 @@ static bool npu_unit_fits(const NpuUnit *u, const NpuLaunch *l)
            u->nblocks == u->ncode;
 }
 
+/*
+ * A block of l is about to run in the current quantum: hold l's ring in
+ * an MMU access until the quantum ends (once per ring), and drop l's own
+ * cached translations and code if the ring's were dropped since they were
+ * filled. Every block runs inside such an access, whether it was resident
+ * at the quantum's start or placed by a refill in the middle of it (a
+ * launch that had no block until then: MMU_INVALIDATE may have found its
+ * ring idle and returned, so its caches are checked here).
+ */
+static void npu_cu_quantum_access(NpuCuState *cs, NpuLaunch *l)
+{
+    unsigned i;
+
+    for (i = 0; i < cs->naccess && cs->access[i] != l->ring; i++) {
+        continue;
+    }
+    if (i == cs->naccess) {
+        npu_mmu_access_begin(l->ring);
+        cs->access[cs->naccess++] = l->ring;
+    }
+    if (l->gen != l->ring->tlb_gen) {
+        npu_launch_flush(l);
+        l->gen = l->ring->tlb_gen;
+    }
+}
+
 /* Place the next block of l on unit u at the unit's cycle, if it fits. */
 static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
 {
@@ -1285,6 +1353,10 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
             npu_cu_fail(l, NPU_ERR_BAD_ARGS, 0, NULL, 0);
             return false;
         }
+    }
+    if (!l->fixed && s->cu->in_quantum) {
+        trace_npu_cu_place_in_quantum(l->ring->idx, idx);
+        npu_cu_quantum_access(s->cu, l);
     }
     b = g_new0(NpuBlock, 1);
     b->l = l;
@@ -1588,21 +1660,21 @@ static void npu_cu_take_incoming(NpuCuState *cs)
 static void npu_cu_run_units(NpuState *s, uint64_t end)
 {
     NpuCuState *cs = s->cu;
-    NpuRing *rings[NPU_MAX_RINGS];
-    unsigned nr = 0, i, j;
+    unsigned i;
     NpuLaunch *l;
 
-    /* one MMU access per ring for the quantum (see npu_mmu.c) */
+    /*
+     * One MMU access per ring for the quantum (see npu_mmu.c): the rings of
+     * the resident launches now, those of launches placed by a refill
+     * below when their first block is placed (npu_block_place).
+     */
+    cs->naccess = 0;
     QTAILQ_FOREACH(l, &cs->queue, next) {
         if (!l->fixed && l->resident) {
-            npu_mmu_access_begin(l->ring);
-            if (l->gen != l->ring->tlb_gen) {
-                npu_launch_flush(l);
-                l->gen = l->ring->tlb_gen;
-            }
-            rings[nr++] = l->ring;
+            npu_cu_quantum_access(cs, l);
         }
     }
+    cs->in_quantum = true;
     /* the quantum runs unlocked: rings queue and cancel meanwhile */
     qemu_mutex_unlock(&s->cu_lock);
     for (i = 0; i < s->n_cus; i++) {
@@ -1619,10 +1691,12 @@ static void npu_cu_run_units(NpuState *s, uint64_t end)
             qemu_mutex_unlock(&s->cu_lock);
         }
     }
-    for (j = 0; j < nr; j++) {
-        npu_mmu_access_end(rings[j]);
-    }
     qemu_mutex_lock(&s->cu_lock);
+    cs->in_quantum = false;
+    for (i = 0; i < cs->naccess; i++) {
+        npu_mmu_access_end(cs->access[i]);
+    }
+    cs->naccess = 0;
     cs->cycle = end;
 }
 

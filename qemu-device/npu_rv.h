@@ -80,6 +80,12 @@ typedef struct NpuRvOps {
     uint32_t (*csr_write)(void *opaque, unsigned csr, uint64_t val);
 } NpuRvOps;
 
+/* Is d an LR (LR.W or LR.D: AMO major opcode, funct5 00010)? */
+static inline bool npu_rv_is_lr(const NpuRvInsn *d)
+{
+    return (d->word & 0x7f) == 0x2f && (d->word >> 27) == 0x02;
+}
+
 /* Decode word; false if it is not an RV64G instruction we execute. */
 bool npu_rv_decode(uint32_t word, NpuRvInsn *d);
 

@@ -883,8 +883,105 @@ static void test_virtual_settle(void)
 	   "the settle time it starts later (%llu ns)", (unsigned long long)r);
 }
 
+/*
+ * MMU_INVALIDATE covers blocks placed in the middle of a quantum. On two
+ * units: E1 (ring 0, half the slots + 1) holds unit 0, F (ring 1, half)
+ * unit 1; E2 (ring 2, like E1) fits nowhere and L (ring 3, one thread)
+ * waits behind it. Ring 3 copied from X before L, so its TLB holds X's
+ * page. The host unmaps X and writes MMU_INVALIDATE (ring 3 is in no
+ * access: it returns at once), then gives X's page to someone else and
+ * lets E1 end: the refill after unit 0 puts E2 there and L on unit 1,
+ * which has not run yet in that quantum. L must fault on X, not use the
+ * old page.
+ */
+static void test_late_block_invalidate(void)
+{
+	struct buf flag, xb, copied, out;
+	unsigned nthr, half, stale = 0;
+	uint32_t pg[1024], one = 1, pat = 0x5e5e5e5e;
+	uint64_t o[2] = { 0, 0 }, t0;
+	struct pk p;
+	bool copied_ok = false, waiting, faulted, others = true;
+	int r;
+
+	start("compute-units=2", 0);
+	nthr = rd(NPU_REG_CU_THREADS);
+	half = nthr / 2;
+	load_kernel("mmu_late", 1);
+	flag = alloc_buf(4096, 0, 1);
+	xb = alloc_buf(4096, 0, 1);
+	copied = alloc_buf(4096, 0, 1);
+	out = alloc_buf(4096, 0, 1);
+	qt_memset(q, flag.base, 0, 4096);
+	qt_memset(q, xb.base, 0x42, 4096);
+	qt_memset(q, out.base, 0xff, 4096);
+
+	/* E1, F, E2 queue in that order; each mode-0 block waits for its flag */
+	for (r = 0; r < 3; r++) {
+		struct launch l = {
+			.block = { r == 1 ? half : half + 1 }, .stack = 64,
+			.nargs = 4, .args = { 0, 0, flag.va + 4 * (r == 1), 0 },
+		};
+
+		p.n = 0;
+		pk_launch_code(&p, &l);
+		pk_fence(&p, ++seqno[r], fence_pa(r), 0);
+		ring_submit(r, &p);
+		usleep(20000);
+	}
+	p.n = 0;
+	pk_copy(&p, xb.va, copied.va, 4096);
+	pk_launch_code(&p, &(struct launch){
+		.block = { 1 }, .stack = 64, .nargs = 4,
+		.args = { 1, xb.va, 0, out.va } });
+	pk_fence(&p, ++seqno[3], fence_pa(3), 0);
+	ring_submit(3, &p);
+	for (t0 = host_ns(); host_ns() - t0 < 2000000000ull && !copied_ok;) {
+		uint32_t w;
+
+		buf_read(&copied, 4092, &w, 4);
+		copied_ok = w == 0x42424242;
+		usleep(1000);
+	}
+	usleep(20000);
+	waiting = !(rrd(3, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+
+	pt_map(xb.va, 0);
+	pt_sync();
+	wr(NPU_REG_MMU_INVALIDATE, CTX_ID);
+	qt_memset(q, xb.base, 0x5e, 4096);	/* the page is someone else's */
+	buf_write(&flag, 0, &one, 4);		/* E1 ends */
+
+	faulted = expect_error(3, NPU_ERR_MMU_FAULT, xb.va, ~0u);
+	buf_write(&flag, 4, &one, 4);		/* F ends */
+	for (r = 0; r < 3; r++)
+		others &= ring_wait(r, 20000) ==
+			  (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED) &&
+			  rrd(r, NPU_RING_FENCE) == seqno[r];
+	buf_read(&out, 0, o, sizeof(o));
+	qt_memread(q, xb.base, pg, 4096);
+	for (unsigned i = 0; i < 1024; i++)
+		stale += pg[i] != pat;
+	ok(copied_ok && waiting && others && o[1] == 1,
+	   "late placement staged: ring 3 copied from X and its launch waited "
+	   "behind two unit-filling ones; it was placed on unit %llu (want 1)",
+	   (unsigned long long)o[1]);
+	ok(faulted && stale == 0 && o[0] == 0xffffffffffffffffull,
+	   "a block placed mid-quantum after MMU_INVALIDATE faults on the "
+	   "unmapped page (read 0x%llx, %u words of the freed page written)",
+	   (unsigned long long)o[0], stale);
+	stop("late-placement instance");
+}
+
 static void run_all(void)
 {
+	/* NPU_CUTEST=late_block_invalidate runs only that test (debugging) */
+	const char *only = getenv("NPU_CUTEST");
+
+	if (only && strstr(only, "late_block_invalidate")) {
+		test_late_block_invalidate();
+		return;
+	}
 	start(NULL, 0);
 	test_iota();
 	test_stall_reasons();
@@ -896,6 +993,7 @@ static void run_all(void)
 	test_traces();
 	test_printf();
 	stop("compute-unit instance");
+	test_late_block_invalidate();
 	test_virtual_time();
 	test_virtual_back_to_back();
 	test_virtual_settle();

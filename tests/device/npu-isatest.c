@@ -560,6 +560,119 @@ static void test_lrsc(void)
 	   (unsigned long long)o[3]);
 }
 
+/*
+ * A second address space: a copy of the main root table in which va (the
+ * only page of its 1 GiB region) maps to pte instead. Returns its root.
+ */
+static uint64_t second_context(uint64_t va, uint64_t pte)
+{
+	int root = pt_used++, l1, l0;
+
+	if (root >= PT_MAX) {
+		fprintf(stderr, "out of page tables\n");
+		exit(2);
+	}
+	memcpy(pt[root], pt[0], sizeof(pt[root]));
+	pt[root][NPU_PT_INDEX(va, 2)] = 0;
+	l1 = pt_child(root, NPU_PT_INDEX(va, 2));
+	l0 = pt_child(l1, NPU_PT_INDEX(va, 1));
+	pt[l0][NPU_PT_INDEX(va, 0)] = pte;
+	pt_dirty[root] = pt_dirty[l0] = 1;
+	pt_sync();
+	return pt_pa(root);
+}
+
+#define LRSC_VA		0x7000000000ull	/* a 1 GiB region of its own */
+
+/*
+ * LR/SC reservations are held on physical memory: a store by another
+ * context to the same VA (another page) leaves a reservation alone; a
+ * store to the reserved word through another VA breaks it.
+ */
+static void test_lrsc_phys(void)
+{
+	struct buf pa = alloc_buf(4096, 0, 1), pb = alloc_buf(4096, 0, 1);
+	struct buf sync = alloc_buf(4096, 0, 1);
+	struct buf oa = alloc_buf(4096, 0, 1), ob = alloc_buf(4096, 0, 1);
+	const uint32_t other = CTX_ID + 1;
+	uint32_t init = 11, wa, wb, zero[3] = { 0, 0, 0 };
+	uint64_t o[2], stores[2], alias, root2;
+	struct pk p = { .n = 0 };
+	bool ran;
+
+	load_kernel("lrsc_phys", 1);
+	pt_map(LRSC_VA, NPU_PTE_VALID | NPU_PTE_WRITE | pa.base);
+	pt_sync();
+	root2 = second_context(LRSC_VA,
+			       NPU_PTE_VALID | NPU_PTE_WRITE | pb.base);
+	buf_write(&pa, 0, &init, 4);
+	buf_write(&pb, 0, &init, 4);
+	buf_write(&sync, 0, zero, sizeof(zero));
+	wr(NPU_REG_MMU_INVALIDATE, NPU_MMU_INVALIDATE_ALL);
+
+	/* ring 1 in the other context stores to LRSC_VA (its page pb) */
+	pk_ctx(&p, other, root2);
+	pk_launch_code(&p, &(struct launch){
+		.block = { 1 }, .stack = 256, .nargs = 4,
+		.args = { 1, LRSC_VA, sync.va, ob.va } });
+	pk_fence(&p, ++seqno[1], fence_pa(1), 0);
+	ring_submit(1, &p);
+	p.n = 0;
+	pk_launch_code(&p, &(struct launch){
+		.block = { 1 }, .stack = 256, .nargs = 4,
+		.args = { 0, LRSC_VA, sync.va, oa.va } });
+	ran = ring_run(0, &p, 20000);
+	ran &= ring_wait(1, 20000) == (NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED)
+	       && rrd(1, NPU_RING_FENCE) == seqno[1];
+	buf_read(&oa, 0, o, sizeof(o));
+	buf_read(&ob, 0, stores, sizeof(stores));
+	buf_read(&pa, 0, &wa, 4);
+	buf_read(&pb, 0, &wb, 4);
+	ok(ran && o[0] == 0 && wa == 99 && stores[1] > 0 &&
+	   wb == (uint32_t)stores[0],
+	   "LR/SC: another context's stores to the same VA (another page), "
+	   "%llu of them while the reservation was held, leave it (sc.w "
+	   "returned %llu, word %u; want 0, 99)",
+	   (unsigned long long)stores[1], (unsigned long long)o[0], wa);
+	p.n = 0;
+	pk_ctx(&p, CTX_ID, PT_PA);
+	ring_submit(1, &p);
+	ring_wait(1, 2000);
+
+	/* the reserved word through a second VA of the same page */
+	alias = va_next;
+	va_next += 4096;
+	pt_map(alias, NPU_PTE_VALID | NPU_PTE_WRITE | pa.base);
+	pt_sync();
+	buf_write(&pa, 0, &init, 4);
+	p.n = 0;
+	pk_launch_code(&p, &(struct launch){
+		.block = { 2 }, .stack = 256, .nargs = 4,
+		.args = { 2, pa.va, alias, oa.va } });
+	ran = ring_run(0, &p, 10000);
+	if (!ran)
+		expect_error(0, 0, ~0ull, ~0u);
+	buf_read(&oa, 0, o, sizeof(o));
+	ok(ran && o[0] != 0 && o[1] == 77, "LR/SC: a store to the reserved "
+	   "word through another VA of its page breaks the reservation (sc.w "
+	   "returned %llu, word %llu; want nonzero, 77)",
+	   (unsigned long long)o[0], (unsigned long long)o[1]);
+
+	/* the same on the block's scratchpad */
+	p.n = 0;
+	pk_launch_code(&p, &(struct launch){
+		.block = { 2 }, .stack = 256, .scratch = 64, .nargs = 4,
+		.args = { 3, 0, 0, oa.va } });
+	ran = ring_run(0, &p, 10000);
+	if (!ran)
+		expect_error(0, 0, ~0ull, ~0u);
+	buf_read(&oa, 0, o, sizeof(o));
+	ok(ran && o[0] != 0 && o[1] == 77, "LR/SC: another thread's store to "
+	   "the reserved scratchpad word breaks the reservation (sc.w "
+	   "returned %llu, word %llu; want nonzero, 77)",
+	   (unsigned long long)o[0], (unsigned long long)o[1]);
+}
+
 /* ------------------------------------------------------------ faults */
 
 enum {
@@ -1327,6 +1440,7 @@ static const struct {
 	{ "rvchk", 0, test_rvchk },
 	{ "atomics", 0, test_atomics },
 	{ "lrsc", 0, test_lrsc },
+	{ "lrsc_phys", 0, test_lrsc_phys },
 	{ "faults", 0, test_faults },
 	{ "fault_other_ring", 0, test_fault_other_ring },
 	{ "scratch_isolation", 0, test_scratch_isolation },
