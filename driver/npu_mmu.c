@@ -98,7 +98,7 @@ static void npu_user_ctx_uncharge(struct npu_device *ndev, kuid_t uid)
 	if (n == 1)
 		xa_erase(&ndev->user_ctxs, key);
 	else	/* replaces an existing entry: allocates nothing */
-		xa_store(&ndev->user_ctxs, key, xa_mk_value(n - 1), GFP_KERNEL);
+		xa_store(&ndev->user_ctxs, key, xa_mk_value(n - 1), GFP_NOWAIT);
 }
 
 /**

@@ -1781,10 +1781,11 @@ static void op_raw_ioctl(void)
 
 	/*
 	 * The destroy and unmap ioctls could remove objects this process
-	 * tracks as live; the structured operations cover them.
+	 * tracks as live, and BO_PROTECT could make a BO it writes to
+	 * read-only; the structured operations and kselftests cover them.
 	 */
 	if (nr == DRM_NPU_QUEUE_DESTROY || nr == DRM_NPU_CTX_DESTROY ||
-	    nr == DRM_NPU_BO_UNMAP)
+	    nr == DRM_NPU_BO_UNMAP || nr == DRM_NPU_BO_PROTECT)
 		nr += 0x10;
 	nr += DRM_COMMAND_BASE;
 	for (i = 0; i < size && i < sizeof(buf); i++)

@@ -248,6 +248,71 @@ TEST_F(rec, fault_write_read_only_userptr)
 	free(mem);
 }
 
+static int bo_protect(int fd, uint32_t handle, uint32_t flags,
+		      uint64_t offset, uint64_t size)
+{
+	struct drm_npu_bo_protect p = {
+		.handle = handle, .flags = flags, .offset = offset, .size = size,
+	};
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_BO_PROTECT, &p);
+}
+
+/*
+ * BO_PROTECT: the protected page of a BO faults on a device write (data
+ * unchanged) and can still be read; the page after it stays writable.
+ */
+TEST_F(rec, bo_protect_read_only_range)
+{
+	struct drm_npu_get_fault f;
+	struct npu_bo b, d;
+
+	ASSERT_TRUE(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+		    DRM_NPU_FEATURE_BO_PROTECT);
+	ASSERT_EQ(npu_bo_new(self->fd, 2 * 4096, 0, &b), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &d), 0);
+	((uint32_t *)b.map)[0] = 42;
+	ASSERT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     0, 4096), 0);
+	npu_emit_fill(&self->cmd, b.va, 7, 4);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.cause, NPU_ERR_MMU_WRITE);
+	ASSERT_EQ(f.addr, b.va);
+	ASSERT_EQ(((uint32_t *)b.map)[0], 42);
+	/* reads go on; the second page is writable */
+	npu_emit_copy(&self->cmd, b.va, d.va, 4);
+	npu_emit_fill(&self->cmd, b.va + 4096, 9, 4);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	ASSERT_EQ(((uint32_t *)d.map)[0], 42);
+	ASSERT_EQ(((uint32_t *)b.map)[1024], 9);
+	/* protecting it again changes nothing */
+	ASSERT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     0, 4096), 0);
+}
+
+TEST_F(rec, bo_protect_errors)
+{
+	struct npu_bo b;
+
+	ASSERT_EQ(npu_bo_new(self->fd, 2 * 4096, 0, &b), 0);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, 0, 0, 4096), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, 2, 0, 4096), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     0, 0), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     100, 4096), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     0, 100), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     4096, 2 * 4096), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle, DRM_NPU_BO_PROTECT_READ_ONLY,
+			     -4096ull, 2 * 4096), -EINVAL);
+	EXPECT_EQ(bo_protect(self->fd, b.handle + 1000,
+			     DRM_NPU_BO_PROTECT_READ_ONLY, 0, 4096), -ENOENT);
+}
+
 /*
  * A job uses a BO it did not list (its address travels inside the command
  * stream), and the BO's handle is closed while the job runs: the BO stays
