@@ -87,6 +87,11 @@ typedef enum npu_status {
 	NPU_ERROR_INVALID_IMAGE = 24,	/* malformed or foreign code object */
 	NPU_ERROR_NOT_FOUND = 25,	/* no kernel of that name */
 	NPU_ERROR_FILE_NOT_FOUND = 26,	/* no such code object file */
+	/* the device went away (its driver was unbound, every ioctl fails
+	 * with ENODEV): every later call on it fails with this, and no work
+	 * that did not run is reported complete (cudaErrorDevicesUnavailable
+	 * comes closest) */
+	NPU_ERROR_DEVICE_LOST = 27,
 } npu_status_t;
 
 /* Short constant description of a status ("invalid value", ...)
