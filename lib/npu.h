@@ -1007,7 +1007,8 @@ npu_status_t npu_device_get_counters(npu_device_counters *counters);
  * commands; later ones are counted as dropped. npu_profiler_start also
  * snapshots the counters for npu_profile_report and clears the previous
  * trace. With NPU_TRACE=<file> in the environment, tracing starts at the
- * first device use and the JSON is written to <file> at exit. */
+ * first device use and the JSON is written to <file> at exit (not by a
+ * forked child's exit, nor by exit() inside a host function). */
 #define NPU_TRACE_CAPACITY	65536
 npu_status_t npu_profiler_start(void);
 npu_status_t npu_profiler_stop(void);
