@@ -88,6 +88,11 @@ typedef enum npu_status {
 	NPU_ERROR_NOT_FOUND = 25,	/* no kernel of that name */
 	NPU_ERROR_FILE_NOT_FOUND = 26,	/* no such code object file */
 	NPU_ERROR_IN_USE = 27,		/* module's kernels in graph nodes */
+	/* the device went away (its driver was unbound, every ioctl fails
+	 * with ENODEV): every later call on it fails with this, and no work
+	 * that did not run is reported complete (cudaErrorDevicesUnavailable
+	 * comes closest) */
+	NPU_ERROR_DEVICE_LOST = 28,
 } npu_status_t;
 
 /* Short constant description of a status ("invalid value", ...)
@@ -1007,7 +1012,8 @@ npu_status_t npu_device_get_counters(npu_device_counters *counters);
  * commands; later ones are counted as dropped. npu_profiler_start also
  * snapshots the counters for npu_profile_report and clears the previous
  * trace. With NPU_TRACE=<file> in the environment, tracing starts at the
- * first device use and the JSON is written to <file> at exit. */
+ * first device use and the JSON is written to <file> at exit (not by a
+ * forked child's exit, nor by exit() inside a host function). */
 #define NPU_TRACE_CAPACITY	65536
 npu_status_t npu_profiler_start(void);
 npu_status_t npu_profiler_stop(void);

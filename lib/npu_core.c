@@ -29,10 +29,15 @@ static _Thread_local char tls_msg[512];
 
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
 {
+	int err = errno;
 	va_list ap;
 
 	if (st == NPU_SUCCESS)
 		return st;
+	/* an OS call on the device file that failed with ENODEV: the driver
+	 * was unbound (drm_dev_unplug), the device is gone for good */
+	if (st == NPU_ERROR_OS && err == ENODEV)
+		st = NPU_ERROR_DEVICE_LOST;
 	tls_last_error = st;
 	if (fmt) {
 		va_start(ap, fmt);
@@ -42,6 +47,32 @@ npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
 		snprintf(tls_msg, sizeof(tls_msg), "%s", npu_status_string(st));
 	}
 	return st;
+}
+
+void npu_note_errno(struct device *dev, int err)
+{
+	if (err == ENODEV)
+		atomic_store_explicit(&dev->lost, true, memory_order_release);
+}
+
+bool npu_dev_lost(struct device *dev)
+{
+	return atomic_load_explicit(&dev->lost, memory_order_acquire);
+}
+
+npu_status_t npu_fail_lost(void)
+{
+	return npu_fail(NPU_ERROR_DEVICE_LOST,
+			"the device was lost (its driver was unbound)");
+}
+
+npu_status_t npu_fail_wait(struct device *dev)
+{
+	int err = errno;
+
+	if (npu_dev_lost(dev))
+		return npu_fail_lost();
+	return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(err));
 }
 
 npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st)
@@ -116,6 +147,7 @@ static const struct {
 	[NPU_ERROR_NOT_FOUND] = { "NPU_ERROR_NOT_FOUND", "named symbol not found" },
 	[NPU_ERROR_FILE_NOT_FOUND] = { "NPU_ERROR_FILE_NOT_FOUND", "file not found" },
 	[NPU_ERROR_IN_USE] = { "NPU_ERROR_IN_USE", "resource in use" },
+	[NPU_ERROR_DEVICE_LOST] = { "NPU_ERROR_DEVICE_LOST", "the device was lost (its driver was unbound)" },
 };
 
 const char *npu_status_string(npu_status_t st)
@@ -578,6 +610,8 @@ npu_status_t npu_dev_by_ordinal(int ordinal, struct device **out)
 	pthread_mutex_unlock(&d->lock);
 	if (st)
 		return st;
+	if (npu_dev_lost(d))
+		return npu_fail_lost();
 	*out = d;
 	return NPU_SUCCESS;
 }
@@ -723,28 +757,59 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 	}
 	if (point > t->submitted)
 		return false;
-	if (drmSyncobjQuery(dev->fd, &t->handle, &v, 1))
+	if (drmSyncobjQuery(dev->fd, &t->handle, &v, 1)) {
+		npu_note_errno(dev, errno);
 		return false;
+	}
 	if (v > t->completed)
 		t->completed = v;
 	return point <= t->completed;
+}
+
+/* How long one syncobj wait ioctl may sleep before the device is looked
+ * at: a wait the kernel entered before the driver was unbound is not
+ * woken by the unbind when its point has no fence yet (a job the library
+ * still holds back, a host function's point). */
+#define WAIT_SLICE_NS 250000000ll
+
+int npu_syncobj_wait(struct device *dev, uint32_t *handles, uint64_t *points,
+		     unsigned n, unsigned flags)
+{
+	struct timespec ts;
+	uint64_t v;
+	int r, err;
+
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		r = drmSyncobjTimelineWait(dev->fd, handles, points, n,
+					   (int64_t)ts.tv_sec * 1000000000ll +
+					   ts.tv_nsec + WAIT_SLICE_NS, flags, NULL);
+		err = r == -1 ? errno : -r;
+		if (!r || (err != EINTR && err != ETIME))
+			break;
+		if (err == ETIME && drmSyncobjQuery(dev->fd, handles, &v, 1) &&
+		    errno == ENODEV) {
+			err = ENODEV;
+			break;
+		}
+	}
+	if (r) {
+		npu_note_errno(dev, err);
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
 /* Wait (without dev->lock) until (handle, point) is signalled. */
 int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
 		    unsigned n)
 {
-	int r;
-
 	if (!n)
 		return 0;
-	do {
-		r = drmSyncobjTimelineWait(dev->fd, handles, points, n, INT64_MAX,
-					   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL |
-					   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
-					   NULL);
-	} while (r == -EINTR || (r == -1 && errno == EINTR));
-	return r;
+	return npu_syncobj_wait(dev, handles, points, n,
+				DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL |
+				DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT);
 }
 
 /* Wait for one point of a timeline; takes and drops dev->lock around the
@@ -818,8 +883,14 @@ static bool word_spin(struct device *dev, const struct tl *t, uint64_t point,
 			uint64_t v = 0;
 
 			look = now;
-			if (!drmSyncobjQuery(dev->fd, &h, &v, 1) && v >= point)
-				return true;
+			if (!drmSyncobjQuery(dev->fd, &h, &v, 1)) {
+				if (v >= point)
+					return true;
+			} else if (errno == ENODEV) {
+				/* device lost: the word will never move;
+				 * the caller's wait reports it */
+				return false;
+			}
 		}
 	}
 }
@@ -932,8 +1003,19 @@ npu_status_t npu_check_faults(struct device *dev)
 	int n;
 
 	memset(&f, 0, sizeof(f));
-	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f))
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f)) {
+		npu_note_errno(dev, errno);
+		if (npu_dev_lost(dev) && dev->sticky != NPU_ERROR_DEVICE_LOST) {
+			/* what ran and what did not is unknown: every
+			 * stream and the device report the loss */
+			dev->sticky = NPU_ERROR_DEVICE_LOST;
+			snprintf(dev->sticky_msg, sizeof(dev->sticky_msg), "%s",
+				 npu_status_string(NPU_ERROR_DEVICE_LOST));
+			for (s = dev->streams; s; s = s->next)
+				s->sticky = NPU_ERROR_DEVICE_LOST;
+		}
 		return dev->sticky;
+	}
 	if (f.count == dev->faults_seen) {
 		/* everything complete so far ran without a fault */
 		for (s = dev->streams; s; s = s->next)
@@ -1109,6 +1191,8 @@ int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
 		};
 
 		r = drmIoctl(dev->fd, DRM_IOCTL_NPU_SUBMIT, &sub) ? -errno : 0;
+		if (r)
+			npu_note_errno(dev, -r);
 		calls++;
 		if (!r)
 			done += sub.job_count;
@@ -1881,6 +1965,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 			jc_release(jc);
 			return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 					r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
+					r == -ENODEV ? NPU_ERROR_DEVICE_LOST :
 					NPU_ERROR_OS,
 					"DRM_IOCTL_NPU_SUBMIT: %s", npu_strerror(-r));
 		}

@@ -38,6 +38,19 @@ struct jobctx {
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st);
+/* Device loss: an ioctl of dev's file failed with err; ENODEV (the driver
+ * was unbound) marks dev lost for good. npu_dev_lost() is lock-free;
+ * npu_fail_lost() reports NPU_ERROR_DEVICE_LOST. */
+void npu_note_errno(struct device *dev, int err);
+bool npu_dev_lost(struct device *dev);
+npu_status_t npu_fail_lost(void);
+/* A failed wait on dev's timelines (errno): NPU_ERROR_DEVICE_LOST once the
+ * device is lost, else NPU_ERROR_OS. */
+npu_status_t npu_fail_wait(struct device *dev);
+/* drmSyncobjTimelineWait without a time limit, in slices that look for
+ * device loss (0, or -1 and errno). Without dev->lock. */
+int npu_syncobj_wait(struct device *dev, uint32_t *handles, uint64_t *points,
+		     unsigned n, unsigned flags);
 void npu_set_last_error(npu_status_t st);	/* status only, no message */
 /* strerror for a library used from many threads (strerror_r) */
 const char *npu_strerror(int e);

@@ -1600,9 +1600,9 @@ static void wait_available(struct device *dev, struct tl *t, uint64_t point)
 		return;
 	t->refs++;
 	pthread_mutex_unlock(&dev->lock);
-	drmSyncobjTimelineWait(dev->fd, &h, &point, 1, INT64_MAX,
-			       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
-			       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, NULL);
+	npu_syncobj_wait(dev, &h, &point, 1,
+			 DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+			 DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);
 	pthread_mutex_lock(&dev->lock);
 	npu_tl_put(dev, t);
 }
@@ -1771,7 +1771,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	/* a command slot of EXEC_SLOTS: wait for the launch that used it */
 	if (L->n > EXEC_SLOTS &&
 	    npu_tl_wait_locked(dev, x->done, L->n - EXEC_SLOTS)) {
-		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
+		st = npu_fail_wait(dev);
 		goto fail;
 	}
 	L->slot = (unsigned)(L->n % EXEC_SLOTS);

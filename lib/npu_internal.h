@@ -220,6 +220,8 @@ struct device {
 					 * bjobs/bsyncs in use, order pending */
 	struct djob **wait_batch;	/* a waiter's batch (npu_flush_now) */
 	/* errors */
+	_Atomic bool lost;		/* an ioctl failed with ENODEV: the
+					 * driver was unbound (lock-free) */
 	npu_status_t sticky;
 	char sticky_msg[384];
 	uint32_t faults_seen;

@@ -316,6 +316,8 @@ static npu_status_t get_stream(npu_stream_t h, struct device **dev,
 	if (!npu_reg_check(h, REG_STREAM))
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
 				"stream %p is not a live stream", (void *)h);
+	if (npu_dev_lost(h->dev))
+		return npu_fail_lost();
 	*s = h;
 	*dev = h->dev;
 	return NPU_SUCCESS;
@@ -423,7 +425,7 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 		return st;
 	/* one wait ioctl, no query first (the point is usually pending) */
 	if (npu_tl_wait_now(dev, s->tl, s->tl->next))
-		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
+		return npu_fail_wait(dev);
 	npu_check_faults(dev);
 	npu_completed(dev);
 	return sticky_of(dev, s);
@@ -606,7 +608,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	free(h);
 	free(pt);
 	if (r)
-		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
+		return npu_fail_wait(dev);
 	npu_check_faults(dev);
 	npu_completed(dev);
 	return sticky_of(dev, NULL);
@@ -679,26 +681,31 @@ static void *cb_main(void *arg)
 	pthread_mutex_lock(&dev->lock);
 	for (;;) {
 		struct hostcb *cb;
-		bool run;
+		bool run, waited;
 
 		while (!s->cb_head && !s->cb_stop)
 			pthread_cond_wait(&s->cb_cond, &dev->lock);
 		cb = s->cb_head;
 		if (!cb)
 			break;
-		if (cb->wait_point)
-			npu_tl_wait_locked(dev, s->tl, cb->wait_point);
+		/* a failed wait (the device was lost): the work before the
+		 * function may not have run, so neither does the function,
+		 * and its point is not marked complete */
+		waited = !cb->wait_point ||
+			 !npu_tl_wait_locked(dev, s->tl, cb->wait_point);
 		npu_check_faults(dev);
-		run = !s->sticky && !dev->sticky;
+		run = waited && !s->sticky && !dev->sticky;
 		pthread_mutex_unlock(&dev->lock);
 		if (run)
 			cb->fn(cb->user);
 		pthread_mutex_lock(&dev->lock);
-		drmSyncobjTimelineSignal(dev->fd, &s->tl->handle,
-					 &cb->signal_point, 1);
-		s->tl->submitted = cb->signal_point;
-		if (s->tl->word)
-			word_raise(s->tl->word, (uint32_t)cb->signal_point);
+		if (waited) {
+			drmSyncobjTimelineSignal(dev->fd, &s->tl->handle,
+						 &cb->signal_point, 1);
+			s->tl->submitted = cb->signal_point;
+			if (s->tl->word)
+				word_raise(s->tl->word, (uint32_t)cb->signal_point);
+		}
 		s->cb_head = cb->next;
 		if (!s->cb_head)
 			s->cb_tail = NULL;
@@ -963,6 +970,8 @@ static npu_status_t get_event(npu_event_t e)
 	if (!e || !npu_reg_check(e, REG_EVENT))
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
 				"event %p is not a live event", (void *)e);
+	if (npu_dev_lost(e->dev))
+		return npu_fail_lost();
 	return NPU_SUCCESS;
 }
 
@@ -1052,7 +1061,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 	dev = e->dev;
 	pthread_mutex_lock(&dev->lock);
 	if (e->tl->next && npu_tl_wait_locked(dev, e->tl, e->tl->next)) {
-		st = npu_fail(NPU_ERROR_OS, "syncobj wait: %s", npu_strerror(errno));
+		st = npu_fail_wait(dev);
 	} else {
 		npu_check_faults(dev);
 		npu_completed(dev);
@@ -1184,9 +1193,9 @@ npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
 
 		t->refs++;
 		pthread_mutex_unlock(&dev->lock);
-		drmSyncobjTimelineWait(dev->fd, &t->handle, &p, 1, INT64_MAX,
-				       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
-				       DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE, NULL);
+		npu_syncobj_wait(dev, &t->handle, &p, 1,
+				 DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+				 DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);
 		pthread_mutex_lock(&dev->lock);
 		r = drmSyncobjTransfer(dev->fd, tmp, 0, t->handle, p, 0);
 		npu_tl_put(dev, t);

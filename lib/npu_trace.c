@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <xf86drm.h>
 
@@ -961,9 +962,16 @@ npu_status_t npu_profile_report(FILE *f)
 
 /* NPU_TRACE=<file>: trace from the first command, write JSON at exit or
  * unload: called by the teardown (npu_unload.c) before the devices close,
- * which at dlclose runs before atexit handlers would */
+ * which at dlclose runs before atexit handlers would. Only in the process
+ * that started the trace: a forked child's exit must neither overwrite
+ * the parent's file nor submit on the parent's queues, nor take a lock
+ * another thread held at the fork. */
+static pid_t env_pid;
+
 void npu_trace_at_unload(void)
 {
+	if (getpid() != env_pid)
+		return;
 	if (env_path && nrec)
 		npu_trace_write_json(env_path);
 	free(env_path);
@@ -979,5 +987,6 @@ __attribute__((constructor)) static void env_init(void)
 	env_path = strdup(p);
 	if (!env_path)
 		return;
+	env_pid = getpid();
 	trace_on();
 }

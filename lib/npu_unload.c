@@ -32,10 +32,14 @@ __attribute__((destructor)) static void npu_unload(void)
 	struct device *d;
 	int i;
 
-	npu_trace_at_unload();
-	/* exit() from a host function: that thread cannot join itself */
+	/* exit() from a host function: that thread cannot join itself,
+	 * and the trace writer would synchronize on the host function's own
+	 * point: neither runs (no trace is written) */
 	if (npu_thread_in_lib())
 		return;
+	/* (a forked child's exit: the trace is the parent's, as are the
+	 * devices npu_dev_opened() leaves out) */
+	npu_trace_at_unload();
 	for (i = 0; i < NPU_MAX_DEVICES; i++) {
 		d = npu_dev_opened(i);
 		if (d)
