@@ -699,7 +699,8 @@ npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit, uint64_t c, uint64_t n,
               uint8_t stall)
 {
     NpuLaunch *l = t->l;
-    uint64_t p = ROUND_UP(c, l->sample_period);
+    /* any period, not only powers of two (ROUND_UP assumes one) */
+    uint64_t p = QEMU_ALIGN_UP(c, l->sample_period);
 
     for (; p < c + n; p += l->sample_period) {
         npu_cu_trace(s, l, t, unit, p, NPU_CU_TRACE_SAMPLE, stall, 0, 0);

@@ -525,25 +525,45 @@ static void test_traces(void)
 	   (unsigned long long)st.instructions);
 
 	l.flags = 0;
-	l.sample_period = 64;
-	run_stats(0, &l, &st);
-	buf_read(&tb, 0, &h, sizeof(h));
-	good = h.records > st.thread_cycles / 64 / 2 &&
-	       h.records <= st.thread_cycles / 64 + 256;
-	for (i = 0; i < h.records && good; i++) {
-		struct npu_cu_trace_record r;
+	/*
+	 * "Every cycle that is a multiple of P": also for periods that are not
+	 * powers of two, and for one so short that the buffer overflows.
+	 */
+	for (unsigned pi = 0; pi < 3; pi++) {
+		static const uint32_t periods[] = { 64, 100, 3 };
+		uint32_t period = periods[pi];
+		uint64_t bad = 0, total;
+		bool fields = true;
 
-		buf_read(&tb, sizeof(h) + i * sizeof(r), &r, sizeof(r));
-		if (r.kind != NPU_CU_TRACE_SAMPLE || r.cycle % 64 ||
-		    r.stall >= NPU_STALL_COUNT || r.block >= 16 ||
-		    r.thread >= 16 || r.pc < DEVTEST_CODE_VA ||
-		    r.pc >= DEVTEST_CODE_VA + 1024)
-			good = false;
+		l.sample_period = period;
+		run_stats(0, &l, &st);
+		buf_read(&tb, 0, &h, sizeof(h));
+		total = h.records + h.lost;
+		good = h.records > 0 && total > st.thread_cycles / period / 2 &&
+		       total <= st.thread_cycles / period + 256;
+		for (i = 0; i < h.records && fields; i++) {
+			struct npu_cu_trace_record r;
+
+			buf_read(&tb, sizeof(h) + i * sizeof(r), &r,
+				 sizeof(r));
+			if (r.cycle % period && !bad++)
+				diag("period %u: record %llu at cycle %llu",
+				     period, (unsigned long long)i,
+				     (unsigned long long)r.cycle);
+			if (r.kind != NPU_CU_TRACE_SAMPLE ||
+			    r.stall >= NPU_STALL_COUNT || r.block >= 16 ||
+			    r.thread >= 16 || r.pc < DEVTEST_CODE_VA ||
+			    r.pc >= DEVTEST_CODE_VA + 1024)
+				fields = false;
+		}
+		ok(good && fields && !bad, "PC sampling every %u cycles: %llu samples "
+		   "(%llu lost) of %llu thread-cycles, %llu at a cycle that "
+		   "is not a multiple of %u, each a resident thread's PC and "
+		   "stall reason", period, (unsigned long long)h.records,
+		   (unsigned long long)h.lost,
+		   (unsigned long long)st.thread_cycles,
+		   (unsigned long long)bad, period);
 	}
-	ok(good, "PC sampling every 64 cycles: %llu samples of %llu "
-	   "thread-cycles, each a resident thread's PC and stall reason",
-	   (unsigned long long)h.records,
-	   (unsigned long long)st.thread_cycles);
 
 	l.trace_bytes = sizeof(h) + 10 * sizeof(struct npu_cu_trace_record) + 8;
 	run_stats(0, &l, &st);
