@@ -221,6 +221,12 @@ struct NpuState {
 };
 
 /*
+ * Loaded clocks and counters must be below this (npu_post_load): 2^62 ns is
+ * 146 years, and the cycle model adds quanta to the cycle without wrapping.
+ */
+#define NPU_MIG_MAX_COUNT (1ull << 62)
+
+/*
  * SEM_WAIT on a semaphore the host may write looks again after a quarter
  * of the (wall) time it has waited, 10 us .. 10 ms (npu_engine.c).
  */

@@ -393,6 +393,23 @@ int qt_alive(struct qt *q)
 	return !q->dead && qt_cmd(q, "clock_step 1") != NULL;
 }
 
+int qt_wait_exit(struct qt *q, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+
+	while (!q->reaped) {
+		if (waitpid(q->pid, &q->exit_status, WNOHANG) == q->pid) {
+			q->reaped = 1;
+			q->dead = 1;
+			break;
+		}
+		if (now_ms() >= end)
+			return -1;
+		usleep(10000);
+	}
+	return WIFEXITED(q->exit_status) ? WEXITSTATUS(q->exit_status) : -1;
+}
+
 int qt_quit(struct qt *q)
 {
 	int status = 0, ok = 0;
@@ -400,6 +417,16 @@ int qt_quit(struct qt *q)
 
 	if (!q)
 		return -1;
+	if (q->reaped) {
+		status = q->exit_status;
+		if (q->qmp >= 0) {
+			close(q->qmp);
+			unlink(q->qmp_path);
+		}
+		close(q->in);
+		ok = WIFEXITED(status) ? 0 : -1;
+		goto out;
+	}
 	if (q->qmp >= 0) {
 		qmp_cmd(q, "{\"execute\":\"quit\"}");
 		close(q->qmp);

@@ -18,6 +18,8 @@ struct qt {
 	char *buf;		/* reply buffer */
 	size_t len, cap;
 	int dead;		/* QEMU stopped answering */
+	int reaped;		/* QEMU exited, status in exit_status */
+	int exit_status;	/* waitpid() status once reaped */
 	char qmp_path[108];
 };
 
@@ -26,6 +28,12 @@ struct qt *qt_start(const char *qemu, const char *const *extra, int with_qmp);
 /* Quit QEMU; returns 0 if it exited normally (not by a signal). */
 int qt_quit(struct qt *q);
 int qt_alive(struct qt *q);
+/*
+ * Wait up to timeout_ms for QEMU to exit by itself (e.g. a failed incoming
+ * migration); its exit code, or -1 if it still runs or died by a signal.
+ * qt_quit() then only releases q.
+ */
+int qt_wait_exit(struct qt *q, int timeout_ms);
 
 /* Send a command, return the reply line (without "OK"), NULL on failure. */
 const char *qt_cmd(struct qt *q, const char *fmt, ...)
