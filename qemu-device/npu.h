@@ -204,6 +204,8 @@ struct NpuState {
     bool paused;
     int dma_active;             /* guest-memory accesses under way */
     int resetting;              /* resets (and unrealize) under way */
+    /* MMU_INVALIDATE writes waiting for a ring (atomic): units let go */
+    int mmu_waiters;
     VMChangeStateEntry *vmse;
     /*
      * Migration (npu.c, "Migration"): a stop for a snapshot or migration

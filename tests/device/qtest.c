@@ -214,8 +214,14 @@ const char *qt_cmd(struct qt *q, const char *fmt, ...)
 
 int qt_batch(struct qt *q, const char *text, int timeout_ms)
 {
+	return qt_batch_vals(q, text, NULL, 0, timeout_ms);
+}
+
+int qt_batch_vals(struct qt *q, const char *text, uint64_t *vals, int nvals,
+		  int timeout_ms)
+{
 	size_t n = strlen(text);
-	int lines = 0, good = 0;
+	int lines = 0, good = 0, nv = 0;
 	long long end = now_ms() + timeout_ms;
 
 	if (q->dead)
@@ -243,6 +249,8 @@ int qt_batch(struct qt *q, const char *text, int timeout_ms)
 		if (!strncmp(line, "IRQ", 3))
 			continue;
 		good += !strncmp(line, "OK", 2);
+		if (!strncmp(line, "OK 0x", 5) && nv < nvals)
+			vals[nv++] = strtoull(line + 3, NULL, 16);
 		lines--;
 	}
 	return good;

@@ -46,6 +46,10 @@ const char *qt_cmd(struct qt *q, const char *fmt, ...)
  * number of OK replies; QEMU is marked dead if it does not answer.
  */
 int qt_batch(struct qt *q, const char *text, int timeout_ms);
+/* The same, storing the values of the replies that carry one (readl...),
+ * in order, into vals[0..nvals). */
+int qt_batch_vals(struct qt *q, const char *text, uint64_t *vals, int nvals,
+		  int timeout_ms);
 
 void qt_outl(struct qt *q, uint16_t port, uint32_t v);
 void qt_outw(struct qt *q, uint16_t port, uint16_t v);
