@@ -345,9 +345,9 @@ static const char *npu_mig_check_ring(NpuState *s, unsigned i)
  * the first one out of range, or NULL. A stream is input like a register
  * write: a counter near 2^64 would wrap in the cycle model (cycle +
  * quantum) and stall the units for good, a stray bit would raise an
- * interrupt of no ring. Fields the guest can set to anything through
- * registers (SCRATCH, ring BASE/SIZE/TAIL, the fault reports) are checked
- * where they are used, as for a register write.
+ * interrupt of no ring. Fields that are only read back (SCRATCH, FENCE,
+ * CONTEXT, the fault reports) may hold anything; ring BASE/SIZE/TAIL,
+ * which the guest writes freely, are checked where used (npu_ring_step).
  */
 static const char *npu_mig_check(NpuState *s)
 {
