@@ -206,6 +206,9 @@ struct NpuState {
     int resetting;              /* resets (and unrealize) under way */
     /* MMU_INVALIDATE writes waiting for a ring (atomic): units let go */
     int mmu_waiters;
+    /* MMU_INVALIDATE writes started and completed (atomic; BQL orders) */
+    uint32_t mmu_inval_started;
+    uint32_t mmu_inval_done;
     VMChangeStateEntry *vmse;
     /*
      * Migration (npu.c, "Migration"): a stop for a snapshot or migration

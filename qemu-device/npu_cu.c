@@ -1086,13 +1086,13 @@ static inline const NpuCuInsn *npu_slot_decode(NpuState *s, NpuSlot *t,
  * that waits for them with the BQL held (MMU_INVALIDATE, a ring or device
  * reset) must not wait that long, so between two instructions of a unit
  * the quantum lets go. For an invalidation it ends its MMU accesses, stays
- * out while the write completes (at most NPU_CU_YIELD_NS: a ring thread
- * may itself wait for the units inside an access), then begins them again
- * and drops the launches' translations. For a reset it cancels the
+ * out until the writes under way have completed (their handlers wait only
+ * for accesses that never wait for the units; NPU_CU_YIELD_NS is a safety
+ * net), then begins them again and drops the launches' translations. For a reset it cancels the
  * launches of the rings being reset, drops their blocks and finishes
  * them, as the quantum's end would. The cycle model does not see it.
  */
-#define NPU_CU_YIELD_NS (1 * SCALE_MS)
+#define NPU_CU_YIELD_NS (100 * SCALE_MS)
 
 static void npu_launch_finish(NpuState *s, NpuLaunch *l);
 
@@ -1105,12 +1105,15 @@ static void npu_cu_yield(NpuState *s)
 
     if (qatomic_read(&s->mmu_waiters)) {
         int64_t until = npu_now() + NPU_CU_YIELD_NS;
+        uint32_t seq = qatomic_read(&s->mmu_inval_started);
 
         trace_npu_cu_yield(cs->nqrings, 0);
         for (i = 0; i < cs->nqrings; i++) {
             npu_mmu_access_end(cs->qrings[i]);
         }
-        while (qatomic_read(&s->mmu_waiters) && npu_now() < until) {
+        /* the writes under way, not later ones (no starvation) */
+        while ((int32_t)(qatomic_load_acquire(&s->mmu_inval_done) - seq) < 0
+               && npu_now() < until) {
             g_usleep(10);
         }
         for (i = 0; i < cs->nqrings; i++) {

@@ -99,10 +99,12 @@ void npu_mmu_access_end(NpuRing *r)
  */
 void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
 {
+    uint32_t seq;
     unsigned i;
 
     trace_npu_mmu_invalidate(ctx);
     /* the compute units end their accesses at their next instruction */
+    seq = qatomic_inc_fetch(&s->mmu_inval_started);
     qatomic_inc(&s->mmu_waiters);
     /* the guest's page-table writes before reading the rings' state */
     smp_mb();
@@ -126,6 +128,7 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
         }
     }
     qatomic_dec(&s->mmu_waiters);
+    qatomic_store_release(&s->mmu_inval_done, seq);
 }
 
 static bool npu_fail(NpuRing *r, NpuErr *err, uint32_t code, uint64_t addr)
