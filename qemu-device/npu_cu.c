@@ -1088,9 +1088,10 @@ static inline const NpuCuInsn *npu_slot_decode(NpuState *s, NpuSlot *t,
  * the quantum lets go. For an invalidation it ends its MMU accesses, stays
  * out until the writes under way have completed (their handlers wait only
  * for accesses that never wait for the units; NPU_CU_YIELD_NS is a safety
- * net), then begins them again and drops the launches' translations. For a reset it cancels the
- * launches of the rings being reset, drops their blocks and finishes
- * them, as the quantum's end would. The cycle model does not see it.
+ * net), then begins them again and drops the launches' translations.
+ * For a reset it cancels the launches of the rings being reset, drops
+ * their blocks and finishes them, as the quantum's end would. The cycle
+ * model does not see it.
  */
 #define NPU_CU_YIELD_NS (100 * SCALE_MS)
 
