@@ -302,6 +302,96 @@ static int npu_pre_save(void *opaque)
     return 0;
 }
 
+/* A loaded ring that the device's own operation can never produce. */
+static const char *npu_mig_check_ring(NpuState *s, unsigned i)
+{
+    NpuRing *r = &s->rings[i];
+
+    if (i >= s->nrings) {
+        /* absent rings are never written: all zero */
+        if (r->base || r->size || r->head || r->tail || r->enabled ||
+            r->halted || r->fence || r->context || r->pt_root ||
+            r->error || r->error_ctx || r->fault || r->error_info ||
+            r->fault_pc || r->fault_block || r->fault_thread ||
+            r->fault_unit || r->busy_ns || r->cmds || r->bytes ||
+            r->ops || r->vt || s->mig_ib_resume[i]) {
+            return "an absent ring's state";
+        }
+        return NULL;
+    }
+    /* base, size and tail are the guest's: the engine checks them */
+    if (r->head >= NPU_RING_SIZE_MAX || r->head % 4) {
+        return "ring HEAD";
+    }
+    if (r->pt_root & (NPU_PAGE_SIZE - 1)) {
+        return "ring page-table root";
+    }
+    if (r->error >= NPU_ERR_COUNT) {
+        return "ring ERROR";
+    }
+    if (r->busy_ns >= NPU_MIG_MAX_COUNT || r->cmds >= NPU_MIG_MAX_COUNT ||
+        r->bytes >= NPU_MIG_MAX_COUNT || r->ops >= NPU_MIG_MAX_COUNT ||
+        r->vt >= NPU_MIG_MAX_COUNT) {
+        return "ring counter or clock";
+    }
+    if (s->mig_ib_resume[i] % 4 || s->mig_ib_resume[i] >= NPU_IB_MAX_SIZE) {
+        return "IB resume offset";
+    }
+    return NULL;
+}
+
+/*
+ * Check every loaded field (post_load, before any is used): the name of
+ * the first one out of range, or NULL. A stream is input like a register
+ * write: a counter near 2^64 would wrap in the cycle model (cycle +
+ * quantum) and stall the units for good, a stray bit would raise an
+ * interrupt of no ring. Fields that are only read back (SCRATCH, FENCE,
+ * CONTEXT, the fault reports) may hold anything; ring BASE/SIZE/TAIL,
+ * which the guest writes freely, are checked where used (npu_ring_step).
+ */
+static const char *npu_mig_check(NpuState *s)
+{
+    uint32_t ring_bits = (uint32_t)((1ull << s->nrings) - 1);
+    unsigned i;
+
+    if (s->err_pending & ~ring_bits) {
+        return "ERR_PENDING";
+    }
+    /* one vector per ring, then the error vector */
+    if (s->irq_pending & ~((ring_bits << 1) | 1)) {
+        return "pending interrupts";
+    }
+    if (s->mig_clock >= NPU_MIG_MAX_COUNT ||
+        s->vt.cu_time >= NPU_MIG_MAX_COUNT) {
+        return "device clock";
+    }
+    if (s->mig_cu_cycle >= NPU_MIG_MAX_COUNT) {
+        return "compute-unit cycle";
+    }
+    for (i = 0; i < NPU_MAX_CUS; i++) {
+        if (i >= s->n_cus) {
+            if (s->mig_cu_busy_cycles[i] || s->mig_cu_instrs[i] ||
+                s->mig_cu_fixed_ns[i]) {
+                return "an absent compute unit's counters";
+            }
+            continue;
+        }
+        if (s->mig_cu_busy_cycles[i] >= NPU_MIG_MAX_COUNT ||
+            s->mig_cu_instrs[i] >= NPU_MIG_MAX_COUNT ||
+            s->mig_cu_fixed_ns[i] >= NPU_MIG_MAX_COUNT) {
+            return "compute-unit counter";
+        }
+    }
+    for (i = 0; i < NPU_MAX_RINGS; i++) {
+        const char *bad = npu_mig_check_ring(s, i);
+
+        if (bad) {
+            return bad;
+        }
+    }
+    return NULL;
+}
+
 /*
  * The loaded registers are in place (the engines were reset before the
  * load and wait for work); restore what derives from them. The rings run
@@ -310,13 +400,12 @@ static int npu_pre_save(void *opaque)
 static int npu_post_load(void *opaque, int version_id)
 {
     NpuState *s = opaque;
+    const char *bad = npu_mig_check(s);
     unsigned i;
 
-    for (i = 0; i < s->nrings; i++) {
-        if (s->mig_ib_resume[i] % 4 ||
-            s->mig_ib_resume[i] >= NPU_IB_MAX_SIZE) {
-            return -EINVAL;
-        }
+    if (bad) {
+        error_report("npu: migration stream refused: %s out of range", bad);
+        return -EINVAL;
     }
     if (s->vtime) {
         qemu_mutex_lock(&s->vt.lock);

@@ -204,6 +204,11 @@ struct NpuState {
     bool paused;
     int dma_active;             /* guest-memory accesses under way */
     int resetting;              /* resets (and unrealize) under way */
+    /* MMU_INVALIDATE writes waiting for a ring (atomic): units let go */
+    int mmu_waiters;
+    /* MMU_INVALIDATE writes started and completed (atomic; BQL orders) */
+    uint32_t mmu_inval_started;
+    uint32_t mmu_inval_done;
     VMChangeStateEntry *vmse;
     /*
      * Migration (npu.c, "Migration"): a stop for a snapshot or migration
@@ -219,6 +224,12 @@ struct NpuState {
     uint64_t mig_cu_fixed_ns[NPU_MAX_CUS];
     uint32_t mig_ib_resume[NPU_MAX_RINGS];
 };
+
+/*
+ * Loaded clocks and counters must be below this (npu_post_load): 2^62 ns is
+ * 146 years, and the cycle model adds quanta to the cycle without wrapping.
+ */
+#define NPU_MIG_MAX_COUNT (1ull << 62)
 
 /*
  * SEM_WAIT on a semaphore the host may write looks again after a quarter

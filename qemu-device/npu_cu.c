@@ -32,7 +32,8 @@
  * every ring with a block on a unit, resident at the quantum's start or
  * placed by a refill in it; that ring's thread is blocked in
  * npu_cu_submit_wait() meanwhile, and MMU_INVALIDATE waits for the quantum
- * to end (npu_mmu_access_begin/end, npu_cu_quantum_access).
+ * to end (npu_mmu_access_begin/end, npu_cu_quantum_access) or to let
+ * go (npu_cu_yield).
  */
 
 #include "qemu/osdep.h"
@@ -210,6 +211,7 @@ struct NpuCuState {
     bool in_quantum;
     uint32_t naccess;
     NpuRing *access[NPU_MAX_RINGS];
+    bool cancel_pending;        /* a launch was cancelled (atomic) */
     bool stop;
     bool anchored;
     int64_t wall_anchor;
@@ -736,7 +738,8 @@ npu_cu_sample(NpuState *s, NpuSlot *t, unsigned unit, uint64_t c, uint64_t n,
               uint8_t stall)
 {
     NpuLaunch *l = t->l;
-    uint64_t p = ROUND_UP(c, l->sample_period);
+    /* any period, not only powers of two (ROUND_UP assumes one) */
+    uint64_t p = QEMU_ALIGN_UP(c, l->sample_period);
 
     for (; p < c + n; p += l->sample_period) {
         npu_cu_trace(s, l, t, unit, p, NPU_CU_TRACE_SAMPLE, stall, 0, 0);
@@ -1118,6 +1121,92 @@ static inline const NpuCuInsn *npu_slot_decode(NpuState *s, NpuSlot *t,
 }
 
 /*
+ * A quantum's units run for as long as they need: with every thread
+ * PC-sampled, hundreds of thousands of trace records. A register write
+ * that waits for them with the BQL held (MMU_INVALIDATE, a ring or device
+ * reset) must not wait that long, so between two instructions of a unit
+ * the quantum lets go. For an invalidation it ends its MMU accesses, stays
+ * out until the writes under way have completed (their handlers wait only
+ * for accesses that never wait for the units; NPU_CU_YIELD_NS is a safety
+ * net), then begins them again and drops the launches' translations.
+ * For a reset it cancels the launches of the rings being reset, drops
+ * their blocks and finishes them, as the quantum's end would. The cycle
+ * model does not see it.
+ */
+#define NPU_CU_YIELD_NS (100 * SCALE_MS)
+
+static void npu_launch_finish(NpuState *s, NpuLaunch *l);
+
+static void npu_cu_yield(NpuState *s)
+{
+    NpuCuState *cs = s->cu;
+    NpuLaunch *l, *nx;
+    unsigned i, j;
+    bool aborted = false;
+
+    if (qatomic_read(&s->mmu_waiters)) {
+        int64_t until = npu_now() + NPU_CU_YIELD_NS;
+        uint32_t seq = qatomic_read(&s->mmu_inval_started);
+
+        trace_npu_cu_yield(cs->naccess, 0);
+        for (i = 0; i < cs->naccess; i++) {
+            npu_mmu_access_end(cs->access[i]);
+        }
+        /* the writes under way, not later ones (no starvation) */
+        while ((int32_t)(qatomic_load_acquire(&s->mmu_inval_done) - seq) < 0
+               && npu_now() < until) {
+            g_usleep(10);
+        }
+        for (i = 0; i < cs->naccess; i++) {
+            npu_mmu_access_begin(cs->access[i]);
+        }
+        QTAILQ_FOREACH(l, &cs->queue, next) {
+            if (!l->fixed && l->resident && l->gen != l->ring->tlb_gen) {
+                npu_launch_flush(l);
+                l->gen = l->ring->tlb_gen;
+            }
+        }
+    }
+    if (qatomic_read(&s->resetting)) {
+        /* the ring thread would cancel, once it runs: do it now */
+        QTAILQ_FOREACH(l, &cs->queue, next) {
+            aborted |= !l->fixed && !qatomic_read(&l->cancel) &&
+                       npu_aborted(l->ring);
+        }
+    }
+    if (!aborted && !qatomic_read(&cs->cancel_pending)) {
+        return;
+    }
+    qemu_mutex_lock(&s->cu_lock);
+    qatomic_set(&cs->cancel_pending, false);
+    trace_npu_cu_yield(cs->naccess, 1);
+    QTAILQ_FOREACH(l, &cs->queue, next) {
+        if (!l->fixed && !l->cancel && npu_aborted(l->ring)) {
+            l->cancel = true;
+        }
+    }
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &cs->unit[i];
+
+        for (j = 0; j < u->nblocks;) {
+            NpuBlock *b = u->blocks[j];
+
+            if (!b->direct && !b->l->fixed && b->l->cancel) {
+                npu_block_free(s, u, b);    /* moves the last block here */
+            } else {
+                j++;
+            }
+        }
+    }
+    QTAILQ_FOREACH_SAFE(l, &cs->queue, next, nx) {
+        if (l->cancel && !l->fixed && !l->resident) {
+            npu_launch_finish(s, l);
+        }
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+}
+
+/*
  * The general loop below with one live thread, of the unit's one launch,
  * not sampled: no round robin, and charging a cycle is three counters of
  * that launch (the unit's busy cycles are added once, at the end). The
@@ -1174,10 +1263,20 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
     while (u->cycle < end && u->nlive) {
         uint64_t c = u->cycle, wake = UINT64_MAX;
         const NpuCuInsn *pick_d = NULL;
-        uint32_t pick_err = 0, nl = u->nlive;
+        uint32_t pick_err = 0, nl;
         int pick = -1;
-        unsigned k, pos = u->rr + 1 >= nl ? 0 : u->rr + 1;
+        unsigned k, pos;
 
+        if (unlikely(qatomic_read(&s->mmu_waiters) ||
+                     qatomic_read(&s->resetting) ||
+                     qatomic_read(&s->cu->cancel_pending))) {
+            npu_cu_yield(s);
+            if (!u->nlive) {
+                break;
+            }
+        }
+        nl = u->nlive;
+        pos = u->rr + 1 >= nl ? 0 : u->rr + 1;
         for (k = 0; k < nl; k++, pos = pos + 1 == nl ? 0 : pos + 1) {
             NpuSlot *t = &u->slot[u->live[pos]];
             NpuLaunch *l = t->l;
@@ -1864,6 +1963,7 @@ static bool npu_cu_submit_wait(NpuState *s, NpuRing *r, NpuLaunch *l)
     while (!l->finished) {
         if (npu_aborted(r) && !l->cancel) {
             l->cancel = true;
+            qatomic_set(&s->cu->cancel_pending, true);
             qemu_cond_broadcast(&s->cu_cond);
             if (s->vtime) {
                 npu_vt_cu_poke(s);

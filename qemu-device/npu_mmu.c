@@ -14,7 +14,8 @@
  * - The engine publishes the context its TLB belongs to in mmu_ctx.
  * - Every access through the MMU (one page of npu_vm_rw, one chunk of
  *   the COPY/FILL fast path: its translations and its data transfer, or
- *   one quantum of the compute units running the ring's launch, npu_cu.c)
+ *   one quantum of the compute units running the ring's launch, npu_cu.c,
+ *   cut short by a waiting invalidation: npu_cu_yield)
  *   is bracketed by npu_mmu_access_begin/end. Begin stores
  *   mmu_busy = mmu_gen | 1
  *   (the generation as first read), issues a full barrier, reads mmu_gen
@@ -93,13 +94,18 @@ void npu_mmu_access_end(NpuRing *r)
  * NPU_MMU_INVALIDATE_ALL) drops its cached translations before its next
  * access; returns when no ring is still in an access that began before.
  * Called with the BQL held. Accesses never block (RAM only, no locks), so
- * the wait is short: at most one page or one 64 KiB chunk per ring.
+ * the wait is short: at most one page or one 64 KiB chunk per ring, or one
+ * instruction of the compute units (npu_cu_yield).
  */
 void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
 {
+    uint32_t seq;
     unsigned i;
 
     trace_npu_mmu_invalidate(ctx);
+    /* the compute units end their accesses at their next instruction */
+    seq = qatomic_inc_fetch(&s->mmu_inval_started);
+    qatomic_inc(&s->mmu_waiters);
     /* the guest's page-table writes before reading the rings' state */
     smp_mb();
     for (i = 0; i < s->nrings; i++) {
@@ -121,6 +127,8 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
             }
         }
     }
+    qatomic_dec(&s->mmu_waiters);
+    qatomic_store_release(&s->mmu_inval_done, seq);
 }
 
 static bool npu_fail(NpuRing *r, NpuErr *err, uint32_t code, uint64_t addr)

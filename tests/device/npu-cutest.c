@@ -525,25 +525,45 @@ static void test_traces(void)
 	   (unsigned long long)st.instructions);
 
 	l.flags = 0;
-	l.sample_period = 64;
-	run_stats(0, &l, &st);
-	buf_read(&tb, 0, &h, sizeof(h));
-	good = h.records > st.thread_cycles / 64 / 2 &&
-	       h.records <= st.thread_cycles / 64 + 256;
-	for (i = 0; i < h.records && good; i++) {
-		struct npu_cu_trace_record r;
+	/*
+	 * "Every cycle that is a multiple of P": also for periods that are not
+	 * powers of two, and for one so short that the buffer overflows.
+	 */
+	for (unsigned pi = 0; pi < 3; pi++) {
+		static const uint32_t periods[] = { 64, 100, 3 };
+		uint32_t period = periods[pi];
+		uint64_t bad = 0, total;
+		bool fields = true;
 
-		buf_read(&tb, sizeof(h) + i * sizeof(r), &r, sizeof(r));
-		if (r.kind != NPU_CU_TRACE_SAMPLE || r.cycle % 64 ||
-		    r.stall >= NPU_STALL_COUNT || r.block >= 16 ||
-		    r.thread >= 16 || r.pc < DEVTEST_CODE_VA ||
-		    r.pc >= DEVTEST_CODE_VA + 1024)
-			good = false;
+		l.sample_period = period;
+		run_stats(0, &l, &st);
+		buf_read(&tb, 0, &h, sizeof(h));
+		total = h.records + h.lost;
+		good = h.records > 0 && total > st.thread_cycles / period / 2 &&
+		       total <= st.thread_cycles / period + 256;
+		for (i = 0; i < h.records && fields; i++) {
+			struct npu_cu_trace_record r;
+
+			buf_read(&tb, sizeof(h) + i * sizeof(r), &r,
+				 sizeof(r));
+			if (r.cycle % period && !bad++)
+				diag("period %u: record %llu at cycle %llu",
+				     period, (unsigned long long)i,
+				     (unsigned long long)r.cycle);
+			if (r.kind != NPU_CU_TRACE_SAMPLE ||
+			    r.stall >= NPU_STALL_COUNT || r.block >= 16 ||
+			    r.thread >= 16 || r.pc < DEVTEST_CODE_VA ||
+			    r.pc >= DEVTEST_CODE_VA + 1024)
+				fields = false;
+		}
+		ok(good && fields && !bad, "PC sampling every %u cycles: %llu samples "
+		   "(%llu lost) of %llu thread-cycles, %llu at a cycle that "
+		   "is not a multiple of %u, each a resident thread's PC and "
+		   "stall reason", period, (unsigned long long)h.records,
+		   (unsigned long long)h.lost,
+		   (unsigned long long)st.thread_cycles,
+		   (unsigned long long)bad, period);
 	}
-	ok(good, "PC sampling every 64 cycles: %llu samples of %llu "
-	   "thread-cycles, each a resident thread's PC and stall reason",
-	   (unsigned long long)h.records,
-	   (unsigned long long)st.thread_cycles);
 
 	l.trace_bytes = sizeof(h) + 10 * sizeof(struct npu_cu_trace_record) + 8;
 	run_stats(0, &l, &st);
@@ -551,6 +571,144 @@ static void test_traces(void)
 	ok(h.records == 10 && h.lost > 0 && st.trace_lost == h.lost,
 	   "a full trace buffer keeps 10 records and counts %llu lost",
 	   (unsigned long long)h.lost);
+}
+
+/*
+ * MMU_INVALIDATE and a ring's CONTROL.RESET hold the BQL until the units
+ * let go of the ring (Documentation/hw/npu.rst, "Why resets and
+ * MMU_INVALIDATE complete synchronously"). Worst case for the units:
+ * every thread of every unit PC-sampled every cycle into a 64 MiB trace
+ * buffer (8 * 16 * 4096 records a quantum, each written to guest memory).
+ * How long a write waits depends on the host's scheduler, so the test
+ * measures the work the units do meanwhile: one qtest batch (run under
+ * the BQL, back to back) reads every unit's CU_CYCLES, writes the
+ * register and reads them again. Letting go at the next instruction, the
+ * units run a handful of cycles; waiting for the quantum's end, on
+ * average half of 8 * 4096. A host that preempts QEMU's main thread
+ * between the first reads and the write lets the units run on meanwhile
+ * (about 400 unit-cycles a millisecond here), hence a bound of one unit's
+ * quantum on the median. The wall time of each batch is reported too.
+ */
+#define BQL_WRITES	12
+#define BQL_MAX_WORK	4096	/* unit-cycles: one unit's quantum */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Unit-cycles all units run while (reg := v) is written; *ns: batch time. */
+static uint64_t work_during_write(unsigned ncu, uint32_t reg, uint32_t v,
+				  uint64_t *ns)
+{
+	char text[8192];
+	uint64_t vals[2 * 64] = { 0 }, before = 0, after = 0, t0;
+	int n = 0;
+
+	for (unsigned c = 0; c < ncu; c++)
+		n += snprintf(text + n, sizeof(text) - n, "readq 0x%llx\n",
+			      BAR0 + NPU_REG_CU_CYCLES_LO(c));
+	n += snprintf(text + n, sizeof(text) - n, "writel 0x%llx 0x%x\n",
+		      BAR0 + reg, v);
+	for (unsigned c = 0; c < ncu; c++)
+		n += snprintf(text + n, sizeof(text) - n, "readq 0x%llx\n",
+			      BAR0 + NPU_REG_CU_CYCLES_LO(c));
+	t0 = host_ns();
+	if (qt_batch_vals(q, text, vals, 2 * ncu, 10000) != 2 * (int)ncu + 1)
+		return UINT64_MAX;
+	*ns = host_ns() - t0;
+	for (unsigned c = 0; c < ncu; c++) {
+		before += vals[c];
+		after += vals[ncu + c];
+	}
+	return after - before;
+}
+
+static void test_bql_stalls(void)
+{
+	unsigned ncu = NPU_CAPS_CUS(rd(NPU_REG_CAPS));
+	struct buf out = alloc_buf(16 * 64, 0, 1);
+	struct buf tb = alloc_buf(64u << 20, 0, 1);
+	struct buf sb = alloc_buf(sizeof(struct npu_launch_stats), 0, 1);
+	struct launch l = { .grid = { ncu }, .block = { 16 }, .stack = 256,
+			    .nargs = 2, .args = { 400000, out.va },
+			    .trace = tb.va, .trace_bytes = 64u << 20,
+			    .sample_period = 1 };
+	uint64_t work[BQL_WRITES], ns[BQL_WRITES], rwork[4], rns[4];
+	uint64_t max_ns = 0;
+	struct npu_cu_trace_header h;
+	bool running;
+
+	load_kernel("spin", 0);
+	submit_launch(0, &l, &sb);
+	usleep(5000);
+	for (int i = 0; i < BQL_WRITES; i++) {
+		work[i] = work_during_write(ncu, NPU_REG_MMU_INVALIDATE,
+					    NPU_MMU_INVALIDATE_ALL, &ns[i]);
+		max_ns = MAX(max_ns, ns[i]);
+		usleep(3000);
+	}
+	running = !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	qsort(work, BQL_WRITES, sizeof(work[0]), cmp_u64);
+	qsort(ns, BQL_WRITES, sizeof(ns[0]), cmp_u64);
+	ok(running && work[BQL_WRITES / 2] <= BQL_MAX_WORK,
+	   "MMU_INVALIDATE while every thread of %u units is sampled every "
+	   "cycle: the units run a median of %llu unit-cycles (max %llu) "
+	   "during the write (bound %u); the write takes median %.2f ms, max "
+	   "%.2f ms; the launch still runs: %s", ncu,
+	   (unsigned long long)work[BQL_WRITES / 2],
+	   (unsigned long long)work[BQL_WRITES - 1], BQL_MAX_WORK,
+	   ns[BQL_WRITES / 2] / 1e6, max_ns / 1e6, running ? "yes" : "no");
+
+	/*
+	 * A ring reset cancels the launch; the write waits for that. Each
+	 * round resets a fresh launch at another point of its first quanta,
+	 * while its trace buffer still takes records.
+	 */
+	for (int i = 0; i < 4; i++) {
+		if (i) {
+			submit_launch(0, &l, &sb);
+			usleep(3000 + 7000 * i);
+		}
+		running &= !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+		rwork[i] = work_during_write(ncu, NPU_RING_BASE(0) +
+					     NPU_RING_CONTROL,
+					     NPU_RING_CTL_RESET, &rns[i]);
+		tail[0] = 0;
+		ring_init(0);
+		ring_ctx(0);
+	}
+	qsort(rwork, 4, sizeof(rwork[0]), cmp_u64);
+	qsort(rns, 4, sizeof(rns[0]), cmp_u64);
+	ok(running && rwork[2] <= BQL_MAX_WORK,
+	   "CONTROL.RESET of the ring running that launch: the units run a "
+	   "median of %llu unit-cycles (max %llu) during the write; it takes "
+	   "median %.2f ms, max %.2f ms (4 resets)",
+	   (unsigned long long)rwork[2], (unsigned long long)rwork[3],
+	   rns[2] / 1e6, rns[3] / 1e6);
+
+	/* the ring and the units work on after the reset */
+	{
+		struct npu_launch_stats st;
+		uint64_t res[2 * 64];
+		bool good;
+
+		l.args[0] = 2000;
+		l.trace_bytes = 1 << 20;
+		memset(res, 0xff, sizeof(res));
+		buf_write(&out, 0, res, 16 * ncu);
+		good = run_stats(0, &l, &st);
+		buf_read(&out, 0, res, 16 * ncu);
+		buf_read(&tb, 0, &h, sizeof(h));
+		for (unsigned b = 0; b < ncu; b++)
+			good &= res[2 * b] < ncu && res[2 * b + 1] != ~0ull;
+		ok(good && h.magic == NPU_CU_TRACE_MAGIC && h.records,
+		   "after the reset the ring runs a sampled launch of %u "
+		   "blocks (%llu samples)", ncu,
+		   (unsigned long long)h.records);
+	}
 }
 
 /* Device printf: records appended in order, a full buffer counts losses. */
@@ -992,6 +1150,7 @@ static void run_all(void)
 	test_shared_with_builtin();
 	test_traces();
 	test_printf();
+	test_bql_stalls();
 	stop("compute-unit instance");
 	test_late_block_invalidate();
 	test_virtual_time();

@@ -2480,6 +2480,202 @@ static void test_migration(void)
 	stop("migration destination");
 }
 
+/*
+ * A migration stream is input: npu_post_load must refuse one whose device
+ * state the device could never be in. The source saves a device whose
+ * SCRATCH holds a marker; the marker's offset in the stream locates the
+ * fields saved after it (vmstate_npu in npu.c: SCRATCH, CLOCK_HI latch,
+ * pending interrupts, clock, unit time, unit cycle, the units' counters,
+ * the IB resume offsets, then each ring's fields). A patched copy that
+ * changes valid fields (SCRATCH, a ring's FENCE) loads and reads back,
+ * which checks the offsets; each corruption makes the second QEMU's load
+ * fail (it exits with an error instead of running a device that hangs).
+ */
+#define MIG_MARKER		0x9e3779b9u
+#define MIG_OFF_IRQ		8	/* from SCRATCH */
+#define MIG_OFF_CU_CYCLE	28
+#define MIG_OFF_CU_BUSY		36
+#define MIG_OFF_RINGS		(MIG_OFF_CU_BUSY + 3 * 8 * NPU_MAX_CUS + \
+				 4 * NPU_MAX_RINGS)
+#define MIG_RING_BYTES		118
+#define MIG_RING_HEAD		12	/* within a ring */
+#define MIG_RING_FENCE		22
+#define MIG_RING_CMDS		94
+
+static void put_be(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = v & 0xff;
+}
+
+struct mig_patch {
+	const char *what;
+	long off;		/* from SCRATCH */
+	int bytes;
+	uint64_t value;
+};
+
+/* Load stream (patched) into a new QEMU; its exit code, or -1 if it runs. */
+static int mig_load_patched(const unsigned char *stream, size_t len,
+			    long scratch_off, const struct mig_patch *pt,
+			    const char *file)
+{
+	char in_uri[128], dev[64];
+	const char *extra[] = { "-device", dev, "-incoming", in_uri, NULL };
+	unsigned char *copy = malloc(len);
+	FILE *f;
+	int rc;
+
+	snprintf(in_uri, sizeof(in_uri), "exec:cat %s", file);
+	snprintf(dev, sizeof(dev), "npu,addr=%d", SLOT);
+	if (!copy)
+		return -2;
+	memcpy(copy, stream, len);
+	put_be(copy + scratch_off + pt->off, pt->value, pt->bytes);
+	f = fopen(file, "wb");
+	if (!f || fwrite(copy, 1, len, f) != len) {
+		if (f)
+			fclose(f);
+		free(copy);
+		return -2;
+	}
+	fclose(f);
+	free(copy);
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q)
+		return -2;
+	for (int i = 0; i < 500; i++) {
+		const char *r;
+
+		rc = qt_wait_exit(q, 0);
+		if (q->reaped)
+			return rc < 0 ? -2 : rc;
+		r = q->dead ? NULL :
+		    qmp_cmd(q, "{\"execute\":\"query-status\"}");
+		if (r && (strstr(r, "\"running\": true") ||
+			  strstr(r, "\"running\":true")))
+			return -1;
+		usleep(20000);
+	}
+	return -2;
+}
+
+/* A 16-thread RISC-V launch on ring 2 finishes within 3 s. */
+static bool mig_launch_runs(void)
+{
+	struct buf out = alloc_buf(4 * 256, 1, 1);
+	struct launch l = { .grid = { 1 }, .block = { 16 }, .stack = 256,
+			    .nargs = 3, .args = { out.va, 3, 7 } };
+	struct pk p = { .n = 0 };
+
+	load_kernel("iota", 0);
+	pk_launch_code(&p, &l);
+	return ring_run(2, &p, 3000);
+}
+
+static void test_migration_corrupt(void)
+{
+	char file[64], json[160];
+	unsigned char *stream = NULL;
+	size_t len = 0, cap = 0, n;
+	long scratch_off = -1;
+	unsigned found = 0, ring1 = MIG_OFF_RINGS + MIG_RING_BYTES;
+	struct pk p = { .n = 0 };
+	struct buf fill;
+	FILE *f;
+	bool good;
+	int rc;
+	const struct mig_patch control = {
+		"SCRATCH and ring 1's FENCE", 0, 4, 0x1234567u
+	};
+	const struct mig_patch bad[] = {
+		{ "the unit cycle near 2^64", MIG_OFF_CU_CYCLE, 8,
+		  UINT64_MAX - 1000 },
+		{ "an interrupt of no ring pending", MIG_OFF_IRQ, 4,
+		  1u << 31 },
+		{ "ERR_PENDING of no ring", -4, 4, 1u << 31 },
+		{ "ring 0's HEAD not dword aligned",
+		  MIG_OFF_RINGS + MIG_RING_HEAD, 4, 2 },
+		{ "a counter of an absent unit",
+		  MIG_OFF_CU_BUSY + 8 * (NPU_MAX_CUS - 1), 8, 5 },
+		{ "a counter of an absent ring",
+		  MIG_OFF_RINGS + (NPU_MAX_RINGS - 1) * MIG_RING_BYTES +
+		  MIG_RING_CMDS, 8, 5 },
+	};
+
+	snprintf(file, sizeof(file), "/tmp/npu-devtest-migbad-%d",
+		 (int)getpid());
+	snprintf(json, sizeof(json), "{\"execute\":\"migrate\",\"arguments\":"
+		 "{\"uri\":\"exec:cat > %s\"}}", file);
+	unlink(file);
+	start(NULL, 1);
+	fill = alloc_buf(4096, 0, 1);
+	wr(NPU_REG_SCRATCH, MIG_MARKER);
+	good = qmp_ok(json) && migrate_wait(20000);
+	/* the source is unharmed: it runs on and its rings work */
+	good &= qmp_ok("{\"execute\":\"cont\"}") && wait_running(5000);
+	pk_fill(&p, fill.va, 4096, 3);
+	good &= ring_run(0, &p, 5000) && rd(NPU_REG_SCRATCH) == MIG_MARKER;
+	ok(good, "migration out to a file; the source runs on");
+	stop("corrupt-stream source");
+
+	f = fopen(file, "rb");
+	while (f && (cap - len || (stream = realloc(stream, cap = cap * 2 +
+						   (1 << 20))))) {
+		n = fread(stream + len, 1, cap - len, f);
+		len += n;
+		if (!n)
+			break;
+	}
+	if (f)
+		fclose(f);
+	for (size_t i = 0; stream && i + 4 <= len; i++) {
+		if (stream[i] == 0x9e && stream[i + 1] == 0x37 &&
+		    stream[i + 2] == 0x79 && stream[i + 3] == 0xb9) {
+			scratch_off = i;
+			found++;
+		}
+	}
+	good = found == 1 && scratch_off + MIG_OFF_RINGS +
+	       NPU_MAX_RINGS * MIG_RING_BYTES <= (long)len;
+	ok(good, "the stream (%zu bytes) holds SCRATCH's marker once (%u)",
+	   len, found);
+	if (!good) {
+		free(stream);
+		unlink(file);
+		return;
+	}
+
+	/* valid changes load: the offsets are right */
+	put_be(stream + scratch_off + ring1 + MIG_RING_FENCE, 0xabcdef, 4);
+	rc = mig_load_patched(stream, len, scratch_off, &control, file);
+	good = rc == -1 && rd(NPU_REG_SCRATCH) == control.value &&
+	       rrd(1, NPU_RING_FENCE) == 0xabcdef &&
+	       rrd64(0, NPU_RING_BASE_LO) == RING_PA(0) && mig_launch_runs();
+	ok(good, "a stream with %s changed loads, with them (SCRATCH 0x%x, "
+	   "FENCE 0x%x), and runs a launch", control.what, rd(NPU_REG_SCRATCH),
+	   rrd(1, NPU_RING_FENCE));
+	stop("patched-stream destination");
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rc = mig_load_patched(stream, len, scratch_off, &bad[i], file);
+		ok(rc > 0, "a stream with %s is refused: %s", bad[i].what,
+		   rc > 0 ? "the load fails, QEMU exits with an error" :
+		   rc == -1 ? "QEMU loaded it and runs" : "QEMU failed");
+		/* what the refused stream would do: units stuck */
+		if (rc == -1 && !i)
+			diag("loaded: a 16-thread launch %s within 3 s",
+			     mig_launch_runs() ? "finished" : "did not finish");
+		if (q->reaped)
+			qt_quit(q);
+		else
+			stop("corrupt-stream destination");
+		q = NULL;
+	}
+	free(stream);
+	unlink(file);
+}
+
 /* The same with timing=virtual: its clocks migrate too. */
 static void test_migration_vt(void)
 {
@@ -2690,6 +2886,7 @@ static const struct {
 	{ "migration", test_migration },
 	{ "snapshot", test_snapshot },
 	{ "migration_vt", test_migration_vt },
+	{ "migration_corrupt", test_migration_corrupt },
 	{ "sem_wait_cost", test_sem_wait_cost_alone },
 	{ "sem_wait_cost_vt", test_sem_wait_cost_vt },
 	{ "trace_events", test_trace_events },
@@ -2735,6 +2932,7 @@ static void run_all(void)
 	test_vm_stop();
 	test_migration();
 	test_migration_vt();
+	test_migration_corrupt();
 	test_snapshot();
 	test_trace_events();
 	test_timing();

@@ -214,8 +214,14 @@ const char *qt_cmd(struct qt *q, const char *fmt, ...)
 
 int qt_batch(struct qt *q, const char *text, int timeout_ms)
 {
+	return qt_batch_vals(q, text, NULL, 0, timeout_ms);
+}
+
+int qt_batch_vals(struct qt *q, const char *text, uint64_t *vals, int nvals,
+		  int timeout_ms)
+{
 	size_t n = strlen(text);
-	int lines = 0, good = 0;
+	int lines = 0, good = 0, nv = 0;
 	long long end = now_ms() + timeout_ms;
 
 	if (q->dead)
@@ -243,6 +249,8 @@ int qt_batch(struct qt *q, const char *text, int timeout_ms)
 		if (!strncmp(line, "IRQ", 3))
 			continue;
 		good += !strncmp(line, "OK", 2);
+		if (!strncmp(line, "OK 0x", 5) && nv < nvals)
+			vals[nv++] = strtoull(line + 3, NULL, 16);
 		lines--;
 	}
 	return good;
@@ -393,6 +401,23 @@ int qt_alive(struct qt *q)
 	return !q->dead && qt_cmd(q, "clock_step 1") != NULL;
 }
 
+int qt_wait_exit(struct qt *q, int timeout_ms)
+{
+	long long end = now_ms() + timeout_ms;
+
+	while (!q->reaped) {
+		if (waitpid(q->pid, &q->exit_status, WNOHANG) == q->pid) {
+			q->reaped = 1;
+			q->dead = 1;
+			break;
+		}
+		if (now_ms() >= end)
+			return -1;
+		usleep(10000);
+	}
+	return WIFEXITED(q->exit_status) ? WEXITSTATUS(q->exit_status) : -1;
+}
+
 int qt_quit(struct qt *q)
 {
 	int status = 0, ok = 0;
@@ -400,6 +425,16 @@ int qt_quit(struct qt *q)
 
 	if (!q)
 		return -1;
+	if (q->reaped) {
+		status = q->exit_status;
+		if (q->qmp >= 0) {
+			close(q->qmp);
+			unlink(q->qmp_path);
+		}
+		close(q->in);
+		ok = WIFEXITED(status) ? 0 : -1;
+		goto out;
+	}
 	if (q->qmp >= 0) {
 		qmp_cmd(q, "{\"execute\":\"quit\"}");
 		close(q->qmp);

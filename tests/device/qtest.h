@@ -18,6 +18,8 @@ struct qt {
 	char *buf;		/* reply buffer */
 	size_t len, cap;
 	int dead;		/* QEMU stopped answering */
+	int reaped;		/* QEMU exited, status in exit_status */
+	int exit_status;	/* waitpid() status once reaped */
 	char qmp_path[108];
 };
 
@@ -26,6 +28,12 @@ struct qt *qt_start(const char *qemu, const char *const *extra, int with_qmp);
 /* Quit QEMU; returns 0 if it exited normally (not by a signal). */
 int qt_quit(struct qt *q);
 int qt_alive(struct qt *q);
+/*
+ * Wait up to timeout_ms for QEMU to exit by itself (e.g. a failed incoming
+ * migration); its exit code, or -1 if it still runs or died by a signal.
+ * qt_quit() then only releases q.
+ */
+int qt_wait_exit(struct qt *q, int timeout_ms);
 
 /* Send a command, return the reply line (without "OK"), NULL on failure. */
 const char *qt_cmd(struct qt *q, const char *fmt, ...)
@@ -38,6 +46,10 @@ const char *qt_cmd(struct qt *q, const char *fmt, ...)
  * number of OK replies; QEMU is marked dead if it does not answer.
  */
 int qt_batch(struct qt *q, const char *text, int timeout_ms);
+/* The same, storing the values of the replies that carry one (readl...),
+ * in order, into vals[0..nvals). */
+int qt_batch_vals(struct qt *q, const char *text, uint64_t *vals, int nvals,
+		  int timeout_ms);
 
 void qt_outl(struct qt *q, uint16_t port, uint32_t v);
 void qt_outw(struct qt *q, uint16_t port, uint16_t v);
