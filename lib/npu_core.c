@@ -261,11 +261,22 @@ static size_t reg_hash(const void *p)
 	return (size_t)x;
 }
 
+/* Rehash without the tombstones; double the table only if the live
+ * entries need it. A table that grew whenever tombstones filled it would
+ * grow without bound in a process that keeps making and destroying
+ * events at new addresses. */
 static int reg_grow(void)
 {
-	size_t ncap = reg_cap ? reg_cap * 2 : 256, i, j;
-	__typeof__(reg_tab) nt = calloc(ncap, sizeof(*nt));
+	size_t live = 0, ncap, i, j;
+	__typeof__(reg_tab) nt;
 
+	for (i = 0; i < reg_cap; i++)
+		live += reg_tab[i].p && reg_tab[i].p != REG_TOMB;
+	/* live entries at most 3/8 of the table: a rehash at half full
+	 * comes after another cap/8 additions at least */
+	ncap = !reg_cap ? 256 : (live + 1) * 8 <= reg_cap * 3 ? reg_cap :
+	       reg_cap * 2;
+	nt = calloc(ncap, sizeof(*nt));
 	if (!nt)
 		return -1;
 	reg_used = 0;
@@ -1258,6 +1269,7 @@ static struct djob *djob_alloc(struct device *dev)
 
 	if (j) {
 		dev->free_djobs = j->next;
+		dev->nfree_djobs--;
 		memset(j, 0, sizeof(*j));
 		return j;
 	}
@@ -1274,8 +1286,13 @@ static void djob_free(struct device *dev, struct djob *j)
 		npu_tl_put(dev, j->out[i]);
 	if (j->deps != j->inline_deps)
 		free(j->deps);
+	if (dev->nfree_djobs >= CMD_INFLIGHT) {
+		free(j);
+		return;
+	}
 	j->next = dev->free_djobs;
 	dev->free_djobs = j;
+	dev->nfree_djobs++;
 }
 
 /* Signal points from the host so that nobody waits forever for a job that
@@ -1592,6 +1609,7 @@ int npu_start_flusher(struct device *dev)
 			break;
 		j->next = dev->free_djobs;
 		dev->free_djobs = j;
+		dev->nfree_djobs++;
 	}
 	if (!max || max > 64)
 		max = 64;

@@ -204,6 +204,8 @@ struct device {
 	unsigned queue_pool_n;
 	struct djob *deferred, *deferred_tail;
 	struct djob *free_djobs;	/* recycled, so enqueue never mallocs */
+	unsigned nfree_djobs;		/* ... at most CMD_INFLIGHT kept: a
+					 * burst's jobs go back to malloc */
 	/* batched submission (see npu_core.c) */
 	bool batch;			/* jobs go through the submit thread */
 	uint64_t spin_ns;		/* how long a stream wait watches the

@@ -376,11 +376,18 @@ static npu_status_t enumerate(struct space *S)
 	uint64_t total = 1;
 	long v[NPU_TUNE_SPACE_MAX_PARAMS];
 
-	for (k = 0; k < c->nparams; k++)
+	/* checked at each factor: eight counts of up to 2^32 - 1 would
+	 * overflow the product (nvalues >= 1: see check()) */
+	for (k = 0; k < c->nparams; k++) {
+		if (c->params[k].nvalues > MAX_POINTS / total)
+			return npu_fail(NPU_ERROR_INVALID_VALUE, "more than %u "
+					"points (parameter %u has %u values, "
+					"the ones before it %llu combinations): "
+					"at most %u", MAX_POINTS, k,
+					c->params[k].nvalues,
+					(unsigned long long)total, MAX_POINTS);
 		total *= c->params[k].nvalues;
-	if (total > MAX_POINTS)
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "%llu points: at most %u",
-				(unsigned long long)total, MAX_POINTS);
+	}
 	S->p = calloc(total, sizeof(*S->p));
 	if (!S->p)
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "tuning space");

@@ -99,6 +99,30 @@ static void print_points(void)
 				}
 }
 
+/* A space whose point count overflows 64 bits is refused as too large:
+ * 65536^4 * 5 = 5 * 2^64 wraps to 0 in a 64-bit product. */
+static void test_point_overflow(void)
+{
+	enum { NV = 65536 };
+	long *many = calloc(NV, sizeof(*many));
+	npu_tune_param huge[5];
+	npu_tune_space_config c;
+	npu_tune_space_result r;
+
+	for (unsigned k = 0; k < 5; k++)
+		huge[k] = (npu_tune_param){ params[k % 4].name,
+					    k < 4 ? NV : 5, many };
+	c = config(NPU_TUNE_RANDOM, 10);
+	c.params = huge;
+	c.nparams = 5;
+	c.valid = NULL;
+	ST(npu_tune_space(&c, &r, NULL), NPU_ERROR_INVALID_VALUE,
+	   "a space of 5 * 2^64 points: INVALID_VALUE");
+	tap_ok(strstr(npu_last_error_message(), "at most") != NULL,
+	       "refused as too many points: %s", npu_last_error_message());
+	free(many);
+}
+
 int main(int argc, char **argv)
 {
 	npu_tune_space_result ex, rnd, bo, r;
@@ -127,6 +151,7 @@ int main(int argc, char **argv)
 	MUST(npu_malloc(&dC, sizeof(C)));
 	MUST(npu_memcpy(dA, A, sizeof(A), NPU_MEMCPY_HOST_TO_DEVICE));
 	MUST(npu_memcpy(dB, B, sizeof(B), NPU_MEMCPY_HOST_TO_DEVICE));
+	test_point_overflow();
 
 	/* the reference: every point */
 	c = config(NPU_TUNE_EXHAUSTIVE, 0);
