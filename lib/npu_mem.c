@@ -15,6 +15,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_printf.h"
 
 
 #define PAGE 4096ull
@@ -865,6 +866,7 @@ npu_status_t npu_memcpy(void *dst, const void *src, size_t count,
 	pthread_mutex_lock(&dev->lock);
 	st = do_copy(dev, s, dst, src, count, kind, true);
 	pthread_mutex_unlock(&dev->lock);
+	npu_printf_output();
 	return st;
 }
 

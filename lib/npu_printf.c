@@ -4,12 +4,16 @@
  * calls npu_printf (a stream launch, or a kernel node of a graph launch)
  * gets a buffer from a pool of pinned memory; when a
  * synchronize or a query sees the launch complete, its records are
- * formatted here and written to stdout, launches in submission order. A
+ * formatted here, launches in submission order, and queued as text; the
+ * text is written to stdout by npu_printf_output() once dev->lock is
+ * dropped, so a stdout nobody reads blocks only the thread writing it. A
  * full buffer drops records and the device counts them; the count is
  * reported on stderr. Nothing grows: with every buffer in use, a launch
  * first waits for the oldest one.
  */
+#define _GNU_SOURCE	/* open_memstream */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,77 @@ struct printf_pool {
 	uint64_t seq;
 	struct pslot slot[NSLOTS];
 };
+
+/* Formatted output not yet written to stdout, oldest first. */
+struct pending_text {
+	struct pending_text *next;
+	size_t len;
+	char text[];
+};
+
+/* pending_lock protects pending_head/pending_tail; a leaf lock, held only
+ * to link or unlink, never while writing. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pending_text *pending_head, *pending_tail;
+/* write_lock serializes the writers of stdout, so the text of the
+ * launches comes out in the order it was queued. */
+static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void pending_add(const char *text, size_t len)
+{
+	struct pending_text *t;
+
+	if (!len)
+		return;
+	t = malloc(sizeof(*t) + len);
+	if (!t) {
+		fputs("npu: device printf output lost: out of memory\n", stderr);
+		return;
+	}
+	t->next = NULL;
+	t->len = len;
+	memcpy(t->text, text, len);
+	pthread_mutex_lock(&pending_lock);
+	if (pending_tail)
+		pending_tail->next = t;
+	else
+		pending_head = t;
+	pending_tail = t;
+	pthread_mutex_unlock(&pending_lock);
+}
+
+static bool pending_empty(void)
+{
+	bool empty;
+
+	pthread_mutex_lock(&pending_lock);
+	empty = !pending_head;
+	pthread_mutex_unlock(&pending_lock);
+	return empty;
+}
+
+void npu_printf_output(void)
+{
+	/* a writer already at work writes what is queued now too: it looks
+	 * again after letting go of write_lock */
+	while (!pending_empty() && !pthread_mutex_trylock(&write_lock)) {
+		struct pending_text *t;
+
+		pthread_mutex_lock(&pending_lock);
+		t = pending_head;
+		pending_head = pending_tail = NULL;
+		pthread_mutex_unlock(&pending_lock);
+		while (t) {
+			struct pending_text *next = t->next;
+
+			fwrite(t->text, 1, t->len, stdout);
+			free(t);
+			t = next;
+		}
+		fflush(stdout);
+		pthread_mutex_unlock(&write_lock);
+	}
+}
 
 static struct printf_pool *pool_get(struct device *dev)
 {
@@ -173,9 +248,12 @@ static void format_record(FILE *out, const char *fmt, const uint64_t *v,
 	}
 }
 
-/* Print the records of a completed slot. */
+/* Format the records of a completed slot into the pending text. */
 static void emit(struct printf_pool *pool, struct pslot *sl)
 {
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
 	const uint8_t *buf = pool->map + (size_t)(sl - pool->slot) * SLOT_BYTES;
 	struct npu_printf_header h;
 	uint32_t off = 0;
@@ -198,14 +276,22 @@ static void emit(struct printf_pool *pool, struct pslot *sl)
 		    sizeof(r) + sizeof(pl) + 8ull * pl.nvalues > r.bytes)
 			break;
 		memcpy(v, rec + sizeof(r) + sizeof(pl), 8ull * pl.nvalues);
+		if (!out)
+			break;
 		if (npu_module_string(pl.format, fmt, sizeof(fmt)))
-			format_record(stdout, fmt, v, pl.nvalues);
+			format_record(out, fmt, v, pl.nvalues);
 		else
-			printf("(npu printf: format at 0x%" PRIx64 " not in a "
-			       "code object)\n", pl.format);
+			fprintf(out, "(npu printf: format at 0x%" PRIx64 " not "
+				"in a code object)\n", pl.format);
 		off += (r.bytes + 7) & ~7u;
 	}
-	fflush(stdout);
+	if (out) {
+		fclose(out);
+		pending_add(text, len);
+		free(text);
+	} else if (h.used) {
+		fputs("npu: device printf output lost: out of memory\n", stderr);
+	}
 	if (h.lost)
 		fprintf(stderr, "npu: %u printf record(s) of kernel %s lost: its "
 			"printf buffer (%u KiB) was full\n", h.lost, sl->kernel,

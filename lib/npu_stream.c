@@ -14,6 +14,7 @@
 #include <xf86drm.h>
 
 #include "npu_core.h"
+#include "npu_printf.h"
 
 static void gem_close(struct device *dev, uint32_t handle)
 {
@@ -449,6 +450,7 @@ npu_status_t npu_stream_synchronize(npu_stream_t h)
 	pthread_mutex_lock(&dev->lock);
 	st = npu_stream_sync_locked(dev, s);
 	pthread_mutex_unlock(&dev->lock);
+	npu_printf_output();
 	return st;
 }
 
@@ -485,6 +487,7 @@ npu_status_t npu_stream_query(npu_stream_t h)
 		st = NPU_ERROR_NOT_READY;
 	}
 	pthread_mutex_unlock(&dev->lock);
+	npu_printf_output();
 	return st;
 }
 
@@ -631,6 +634,7 @@ npu_status_t npu_device_synchronize(void)
 	pthread_mutex_lock(&dev->lock);
 	st = npu_dev_sync_locked(dev);
 	pthread_mutex_unlock(&dev->lock);
+	npu_printf_output();
 	return st;
 }
 
@@ -1048,6 +1052,7 @@ npu_status_t npu_event_query(npu_event_t e)
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);
+	npu_printf_output();
 	return st;
 }
 
@@ -1068,6 +1073,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 		st = sticky_of(dev, NULL);
 	}
 	pthread_mutex_unlock(&dev->lock);
+	npu_printf_output();
 	return st;
 }
 

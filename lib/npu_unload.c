@@ -9,6 +9,7 @@
  * knows them all.
  */
 #include "npu_core.h"
+#include "npu_printf.h"
 #include "npu_trace.h"
 
 static void device_teardown(struct device *d)
@@ -45,4 +46,5 @@ __attribute__((destructor)) static void npu_unload(void)
 		if (d)
 			device_teardown(d);
 	}
+	npu_printf_output();	/* what the teardown's synchronize queued */
 }

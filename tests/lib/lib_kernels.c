@@ -10,9 +10,12 @@
  */
 #include "tap.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -495,6 +498,122 @@ static void test_printf(npu_module_t m)
 	       "and the loss is reported with a count: %s", err ? err : "");
 	free(out);
 	free(err);
+}
+
+/* Device printf with a stdout nobody reads (a full pipe): the thread whose
+ * synchronize prints blocks in write, and must block no other thread. */
+struct stuck_stdout {
+	struct pf *x;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool printer_done, other_done;
+	npu_status_t query_st, malloc_st;
+};
+
+static void *stuck_printer(void *p)
+{
+	struct stuck_stdout *t = p;
+
+	run_hello(t->x);
+	pthread_mutex_lock(&t->lock);
+	t->printer_done = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+static void *stuck_other(void *p)
+{
+	struct stuck_stdout *t = p;
+	void *d = NULL;
+	npu_status_t q = npu_stream_query(NULL);
+	npu_status_t a = npu_malloc(&d, 4096);
+
+	if (!a)
+		npu_free(d);
+	pthread_mutex_lock(&t->lock);
+	t->query_st = q;
+	t->malloc_st = a;
+	t->other_done = true;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* Wait up to ms for *flag (under t->lock); return it. */
+static bool stuck_wait(struct stuck_stdout *t, bool *flag, int ms)
+{
+	struct timespec until;
+	bool r;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&t->lock);
+	while (!*flag && !pthread_cond_timedwait(&t->cond, &t->lock, &until))
+		;
+	r = *flag;
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+static void test_printf_stuck_stdout(npu_module_t m)
+{
+	struct pf x = { .m = m };
+	struct stuck_stdout t = { .x = &x };
+	pthread_t printer, other;
+	int pfd[2], saved, fl;
+	bool printer_blocked, other_returned;
+	char junk[4096];
+
+	pthread_mutex_init(&t.lock, NULL);
+	pthread_cond_init(&t.cond, NULL);
+	fflush(stdout);
+	saved = dup(1);
+	if (pipe(pfd) || saved < 0) {
+		tap_ok(0, "device printf to a full pipe: pipe: %s", strerror(errno));
+		return;
+	}
+	/* fill the pipe: the next write to it blocks */
+	fl = fcntl(pfd[1], F_GETFL);
+	fcntl(pfd[1], F_SETFL, fl | O_NONBLOCK);
+	memset(junk, '.', sizeof(junk));
+	while (write(pfd[1], junk, sizeof(junk)) > 0)
+		;
+	fcntl(pfd[1], F_SETFL, fl);
+	dup2(pfd[1], 1);
+	pthread_create(&printer, NULL, stuck_printer, &t);
+	/* the launches take microseconds: after a second, a printer not
+	 * done is blocked writing its output */
+	printer_blocked = !stuck_wait(&t, &t.printer_done, 1000);
+	pthread_create(&other, NULL, stuck_other, &t);
+	other_returned = stuck_wait(&t, &t.other_done, 5000);
+	/* unblock everything: a reader drains the pipe */
+	fcntl(pfd[0], F_SETFL, fcntl(pfd[0], F_GETFL) | O_NONBLOCK);
+	while (!stuck_wait(&t, &t.printer_done, 10) ||
+	       !stuck_wait(&t, &t.other_done, 0))
+		while (read(pfd[0], junk, sizeof(junk)) > 0)
+			;
+	pthread_join(printer, NULL);
+	pthread_join(other, NULL);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	close(pfd[0]);
+	close(pfd[1]);
+	tap_ok(printer_blocked, "device printf to a full pipe: the printing "
+	       "synchronize blocks in write");
+	tap_ok(other_returned && t.query_st == NPU_SUCCESS && t.malloc_st == NPU_SUCCESS,
+	       "meanwhile another thread's npu_stream_query and npu_malloc "
+	       "return (%s; query %d, malloc %d)",
+	       other_returned ? "returned" : "still blocked after 5 s",
+	       t.query_st, t.malloc_st);
+	pthread_cond_destroy(&t.cond);
+	pthread_mutex_destroy(&t.lock);
 }
 
 /* The tags of the "# hello N:" lines of out, in order, as "N N ..." */
@@ -1364,6 +1483,7 @@ int main(int argc, char **argv)
 	test_launches(m, mem);
 	test_arg_widths(m);
 	test_printf(m);
+	test_printf_stuck_stdout(m);
 	test_mapped(m);
 	test_graphs(m);
 	test_graph_printf(m);
