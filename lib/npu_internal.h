@@ -272,6 +272,9 @@ struct device {
 /* npu_stream.c: pinned host BOs (command rings, staging) and handle lookup */
 int npu_host_bo(struct device *dev, uint64_t size, uint32_t *handle,
 		uint64_t *va, void **map);
+/* What to add to the message of a pin that failed with errno err: when
+ * RLIMIT_MEMLOCK is the likely cause, the setting that fixes it, else "". */
+const char *npu_pin_hint(int err);
 void npu_host_bo_free(struct device *dev, uint32_t handle, void *map,
 		      uint64_t size);
 /* npu_mem.c: make the first size bytes (page multiple) of the npu_malloc

@@ -227,7 +227,8 @@ npu_status_t npu_host_alloc(void **ptr, size_t size, unsigned int flags)
 	if (r)
 		return npu_fail(r == -ENOMEM || r == -EINVAL || r == -ENOSPC ?
 				NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
-				"pinned host BO of %zu bytes: %s", size, npu_strerror(-r));
+				"pinned host BO of %zu bytes: %s%s", size,
+				npu_strerror(-r), npu_pin_hint(-r));
 	a.map = map;
 	a.key = (uintptr_t)map;
 	a.size = size;
@@ -285,8 +286,8 @@ npu_status_t npu_host_register(void *ptr, size_t size, unsigned int flags)
 		pthread_mutex_unlock(&dev->lock);
 		return npu_fail(e == ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
 				e == EFAULT || e == EINVAL ? NPU_ERROR_INVALID_VALUE :
-				NPU_ERROR_OS, "USERPTR [%p, +%zu): %s", ptr, size,
-				npu_strerror(e));
+				NPU_ERROR_OS, "USERPTR [%p, +%zu): %s%s", ptr, size,
+				npu_strerror(e), npu_pin_hint(e));
 	}
 	memset(&a, 0, sizeof(a));
 	a.key = p;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <xf86drm.h>
@@ -21,6 +22,25 @@ static void gem_close(struct device *dev, uint32_t handle)
 	struct drm_gem_close c = { .handle = handle };
 
 	drmIoctl(dev->fd, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
+/* The driver charges pinned system memory to the user's RLIMIT_MEMLOCK
+ * (Documentation/driver/npu.rst); past it BO_CREATE and USERPTR fail with
+ * ENOMEM, which names nothing. Root is taken to have CAP_IPC_LOCK, which
+ * the limit spares. */
+const char *npu_pin_hint(int err)
+{
+	static _Thread_local char hint[256];
+	struct rlimit rl;
+
+	if (err != ENOMEM || geteuid() == 0 ||
+	    getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return "";
+	snprintf(hint, sizeof(hint), " (likely past the user's locked-memory "
+		 "limit of %llu KiB: RLIMIT_MEMLOCK, `ulimit -l`; raise memlock "
+		 "in /etc/security/limits.conf or systemd's LimitMEMLOCK=)",
+		 (unsigned long long)rl.rlim_cur >> 10);
+	return hint;
 }
 
 /* Create a host (shmem) BO and map it. */
@@ -272,7 +292,8 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		s->cmd_map = NULL;
 		stream_free_resources(dev, s, false);
 		return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
-				"command buffer BO: %s", npu_strerror(-r));
+				"command buffer BO: %s%s", npu_strerror(-r),
+				npu_pin_hint(-r));
 	}
 	s->next = dev->streams;
 	dev->streams = s;

@@ -9,6 +9,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <glob.h>
+#include <grp.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -814,8 +818,114 @@ static void test_device_flags(void)
 	MUST(npu_stream_destroy(s));
 }
 
-int main(void)
+/*
+ * The driver charges pinned system memory to the user's RLIMIT_MEMLOCK:
+ * past it, a pinned host allocation or a registration fails with ENOMEM,
+ * and the library's message names the limit and how to raise it. Run as
+ * an unprivileged user (nobody) with an 8 MiB limit (Debian's default), in
+ * a child that execs this program afresh (no device opened yet).
+ */
+#define MEMLOCK_CHILD	"--memlock-child"
+#define MEMLOCK_LIMIT	(8ull << 20)
+
+static int memlock_child(void)
 {
+	size_t big = 2 * MEMLOCK_LIMIT;
+	void *h = NULL, *p = NULL;
+	npu_status_t st;
+
+	st = npu_host_alloc(&h, big, 0);
+	printf("host_alloc %d %s\n", st, st ? npu_last_error_message() : "");
+	if (!st)
+		npu_host_free(h);
+	p = aligned_alloc(4096, big);
+	if (!p)
+		return 2;
+	memset(p, 1, big);
+	st = npu_host_register(p, big, 0);
+	printf("host_register %d %s\n", st, st ? npu_last_error_message() : "");
+	if (!st)
+		npu_host_unregister(p);
+	free(p);
+	return 0;
+}
+
+static void test_memlock_message(void)
+{
+	glob_t g = { 0 };
+	mode_t mode[64];
+	char out[4096];
+	int pfd[2], status = -1;
+	size_t i, n = 0;
+	ssize_t r;
+	pid_t pid;
+
+	if (getuid() != 0) {
+		tap_skip("RLIMIT_MEMLOCK message: needs root to switch users");
+		return;
+	}
+	/* the unprivileged child opens whichever node the library picks */
+	glob("/dev/accel/accel[0-9]*", 0, NULL, &g);
+	glob("/dev/dri/renderD[0-9]*", GLOB_APPEND, NULL, &g);
+	for (i = 0; i < g.gl_pathc && i < 64; i++) {
+		struct stat sb;
+
+		mode[i] = stat(g.gl_pathv[i], &sb) ? 0 : sb.st_mode & 07777;
+		chmod(g.gl_pathv[i], 0666);
+	}
+	if (pipe(pfd))
+		pfd[0] = pfd[1] = -1;
+	pid = pfd[0] < 0 ? -1 : fork();
+	if (pid == 0) {
+		struct rlimit lim = { MEMLOCK_LIMIT, MEMLOCK_LIMIT };
+
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		if (setrlimit(RLIMIT_MEMLOCK, &lim) || setgroups(0, NULL) ||
+		    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		execl("/proc/self/exe", "lib_basic", MEMLOCK_CHILD, (char *)NULL);
+		_exit(11);
+	}
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	while (pid > 0 && n < sizeof(out) - 1 &&
+	       (r = read(pfd[0], out + n, sizeof(out) - 1 - n)) > 0)
+		n += (size_t)r;
+	out[n] = 0;
+	if (pfd[0] >= 0)
+		close(pfd[0]);
+	if (pid > 0)
+		waitpid(pid, &status, 0);
+	for (i = 0; i < g.gl_pathc && i < 64; i++)
+		if (mode[i])
+			chmod(g.gl_pathv[i], mode[i]);
+	globfree(&g);
+	tap_ok(WIFEXITED(status) && !WEXITSTATUS(status),
+	       "unprivileged child with RLIMIT_MEMLOCK 8 MiB ran (status 0x%x)",
+	       status);
+	{
+		char *a = strstr(out, "host_alloc "), *b = strstr(out, "host_register ");
+		char *a_end = a ? strchr(a, '\n') : NULL;
+
+		if (a_end)
+			*a_end = 0;
+		tap_ok(a && atoi(a + 11) == NPU_ERROR_OUT_OF_MEMORY &&
+		       strstr(a, "RLIMIT_MEMLOCK") && strstr(a, "ulimit -l") &&
+		       strstr(a, "LimitMEMLOCK="),
+		       "npu_host_alloc of 16 MiB past it: out of memory, and the "
+		       "message names the limit: %s", a ? a : "(none)");
+		tap_ok(b && atoi(b + 14) == NPU_ERROR_OUT_OF_MEMORY &&
+		       strstr(b, "RLIMIT_MEMLOCK") && strstr(b, "ulimit -l"),
+		       "npu_host_register of 16 MiB past it: so does its "
+		       "message: %s", b ? b : "(none)");
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], MEMLOCK_CHILD))
+		return memlock_child();
 	test_enumeration_first();	/* before any other libnpu call */
 	tap_need_device();
 	test_device();
@@ -835,5 +945,6 @@ int main(void)
 	test_completion_word();
 	test_event_after_sync();
 	test_device_flags();
+	test_memlock_message();
 	return tap_done();
 }
