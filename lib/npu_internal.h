@@ -302,6 +302,19 @@ npu_status_t npu_dev_sync_locked(struct device *dev);
  * known complete; the new record is then point e->tl->next + 1. Caller
  * holds dev->lock. */
 npu_status_t npu_event_begin_record(struct device *dev, struct npu_event *e);
+/* The same in two steps, for a record that may still fail after it: r is
+ * the timeline and slot the record uses (e's own if its latest record is
+ * complete); npu_event_end_record() gives them to e once the record is
+ * submitted, or drops them (e keeps its previous record). */
+struct event_record {
+	struct tl *tl;
+	int ts_index;
+	bool fresh;		/* r's tl and slot are not e's */
+};
+npu_status_t npu_event_prepare_record(struct device *dev, struct npu_event *e,
+				      struct event_record *r);
+void npu_event_end_record(struct device *dev, struct npu_event *e,
+			  struct event_record *r, bool submitted);
 uint64_t npu_event_ts_va(struct device *dev, int ts_index);
 
 /* npu_mem.c: device (1) / host (0) / either (-1) side of each copy end */

@@ -891,27 +891,52 @@ static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point)
 
 npu_status_t npu_event_begin_record(struct device *dev, struct npu_event *e)
 {
-	struct tl *t;
-	int idx = -1;
+	struct event_record r;
+	npu_status_t st = npu_event_prepare_record(dev, e, &r);
 
+	if (!st)
+		npu_event_end_record(dev, e, &r, true);
+	return st;
+}
+
+npu_status_t npu_event_prepare_record(struct device *dev, struct npu_event *e,
+				      struct event_record *r)
+{
+	r->tl = e->tl;
+	r->ts_index = e->ts_index;
+	r->fresh = false;
 	if (!e->tl->next || e->tl->next <= e->tl->completed)
 		return NPU_SUCCESS;
-	t = npu_tl_new(dev);
-	if (!t)
+	r->tl = npu_tl_new(dev);
+	if (!r->tl)
 		return npu_fail(NPU_ERROR_OS, "syncobj: %s", npu_strerror(errno));
 	if (e->ts_index >= 0) {
-		idx = ts_alloc(dev);
-		if (idx < 0) {
-			npu_tl_put(dev, t);
+		r->ts_index = ts_alloc(dev);
+		if (r->ts_index < 0) {
+			npu_tl_put(dev, r->tl);
 			return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
 					"event timestamp slot");
 		}
-		ts_retire(dev, e->ts_index, e->tl, e->tl->next);
 	}
-	npu_tl_put(dev, e->tl);
-	e->tl = t;
-	e->ts_index = idx;
+	r->fresh = true;
 	return NPU_SUCCESS;
+}
+
+void npu_event_end_record(struct device *dev, struct npu_event *e,
+			  struct event_record *r, bool submitted)
+{
+	if (!r->fresh)
+		return;
+	if (!submitted) {	/* e keeps its previous record */
+		npu_tl_put(dev, r->tl);
+		if (r->ts_index >= 0)
+			dev->ts_free[dev->ts_nfree++] = r->ts_index;
+		return;
+	}
+	ts_retire(dev, e->ts_index, e->tl, e->tl->next);
+	npu_tl_put(dev, e->tl);
+	e->tl = r->tl;
+	e->ts_index = r->ts_index;
 }
 
 static npu_status_t event_new(struct device *dev, unsigned flags, bool timing,
@@ -1005,6 +1030,7 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 	struct device *dev;
 	struct npu_stream *s;
 	struct jobctx jc;
+	struct event_record rec;
 	npu_status_t st = get_event(e);
 	uint64_t gen;
 	int queue;
@@ -1028,23 +1054,28 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
 	}
-	st = npu_event_begin_record(dev, e);
+	/* e takes the new record only once it is submitted: a failed record
+	 * leaves e as it was (as CUDA's) */
+	st = npu_event_prepare_record(dev, e, &rec);
 	if (st)
 		goto out;
-	st = npu_job_begin(dev, s, e->ts_index >= 0 ?
+	st = npu_job_begin(dev, s, rec.ts_index >= 0 ?
 			   sizeof(struct npu_pkt_timestamp) : 0, &jc);
-	if (st)
+	if (st) {
+		npu_event_end_record(dev, e, &rec, false);
 		goto out;
-	gen = e->tl->next + 1;
-	if (e->ts_index >= 0) {
+	}
+	gen = rec.tl->next + 1;
+	if (rec.ts_index >= 0) {
 		struct npu_pkt_timestamp *p = npu_job_put(&jc, sizeof(*p));
 
 		p->header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4);
 		p->reserved = 0;
-		p->dst = npu_event_ts_va(dev, e->ts_index);
+		p->dst = npu_event_ts_va(dev, rec.ts_index);
 	}
 	queue = s->last_queue == Q_NONE ? Q_COMPUTE : s->last_queue;
-	st = npu_job_submit(dev, &jc, queue, e->tl, gen, NULL);
+	st = npu_job_submit(dev, &jc, queue, rec.tl, gen, NULL);
+	npu_event_end_record(dev, e, &rec, !st);
 	if (!st && npu_tracing())	/* trace hook (npu_core.h) */
 		npu_tracer()->event_record(e, s);
 out:
