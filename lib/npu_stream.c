@@ -803,20 +803,31 @@ fail:
 /* ------------------------------------------------------------------------
  * Events
  */
-static int ts_alloc(struct device *dev)
+/* Give every slot of a destroyed event whose last record is done back to
+ * the free list, with the zombie's timeline reference (its syncobj). All
+ * of them, not just one: a done zombie kept would hold its timeline until
+ * the free list next ran dry. Caller holds dev->lock. */
+static void ts_reap_zombies(struct device *dev)
 {
-	unsigned z;
+	unsigned z = 0;
 
-	/* reclaim slots of destroyed events once their last record is done */
-	for (z = 0; !dev->ts_nfree && z < dev->ts_nzombies; z++) {
+	while (z < dev->ts_nzombies) {
 		struct ts_zombie *zz = &dev->ts_zombies[z];
 
 		if (npu_tl_done(dev, zz->tl, zz->point)) {
 			dev->ts_free[dev->ts_nfree++] = zz->index;
 			npu_tl_put(dev, zz->tl);
 			*zz = dev->ts_zombies[--dev->ts_nzombies];
+		} else {
+			z++;
 		}
 	}
+}
+
+static int ts_alloc(struct device *dev)
+{
+	if (!dev->ts_nfree)
+		ts_reap_zombies(dev);
 	if (!dev->ts_nfree) {
 		unsigned c = dev->ts_nchunks, i;
 		int *nf;
@@ -869,6 +880,8 @@ static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point)
 		dev->ts_free[dev->ts_nfree++] = idx;
 		return;
 	}
+	if (dev->ts_nzombies == dev->ts_zombies_cap)
+		ts_reap_zombies(dev);	/* before the list grows */
 	if (dev->ts_nzombies == dev->ts_zombies_cap) {
 		unsigned nc = dev->ts_zombies_cap ? 2 * dev->ts_zombies_cap : 16;
 		struct ts_zombie *nz = realloc(dev->ts_zombies, nc * sizeof(*nz));
