@@ -8,7 +8,8 @@
  * synchronize: no job in flight, no deferred job queued); the first round
  * warms up (caches, tables at their working size). After the last round
  * both the process's VmRSS and the memory it holds from malloc (in use
- * plus mmapped blocks) must be within a few pages of the first round's.
+ * plus mmapped blocks) must stay within 64 kB of the first round's, and
+ * VmRSS after the warm-up within 64 kB of its highest during it.
  * "lib_churn NAME" runs one pattern.
  */
 #include "tap.h"
@@ -24,9 +25,12 @@
 enum { ROUNDS = 6, WARMUP = 3, PER_ROUND = 10000, BATCH = 1000 };
 /* malloc held: a few chunks move between malloc's bins and tables */
 #define TOLERANCE_KB 64
-/* VmRSS after warm-up: measured 0-4 kB between rounds; 16 kB is four
- * pages */
-#define RSS_TOLERANCE_KB 16
+/* VmRSS moves both ways between rounds as malloc gives freed heap back
+ * and faults it in again (seen: 7576, 7660, 8144, 8196, 7788, 8192 kB at
+ * fresh addresses), so the lowest of the rounds after warm-up is compared
+ * with the highest of the warm-up: a leak like the one reported (260-460
+ * kB per 10,000 events) raises every later round by at least that much */
+#define RSS_TOLERANCE_KB 64
 
 static long rss_kb(void)
 {
@@ -147,7 +151,7 @@ static npu_status_t host_allocs_1m(void) { return host_allocs(1 << 20); }
 
 static void churn(const char *what, npu_status_t (*round)(void))
 {
-	long kb[ROUNDS], before = rss_kb();
+	long kb[ROUNDS], before = rss_kb(), warm_max = 0, later_min = -1;
 	size_t held[ROUNDS];
 	npu_status_t st = NPU_SUCCESS;
 	int r;
@@ -170,10 +174,16 @@ static void churn(const char *what, npu_status_t (*round)(void))
 			 "(a sanitizer's allocator)", what);
 		return;
 	}
-	tap_ok(kb[ROUNDS - 1] - kb[WARMUP - 1] <= RSS_TOLERANCE_KB,
-	       "%s: rounds %d-%d grew VmRSS by %ld kB (at most %d)", what,
-	       WARMUP + 1, ROUNDS, kb[ROUNDS - 1] - kb[WARMUP - 1],
-	       RSS_TOLERANCE_KB);
+	for (r = 0; r < ROUNDS; r++) {
+		if (r < WARMUP && kb[r] > warm_max)
+			warm_max = kb[r];
+		if (r >= WARMUP && (later_min < 0 || kb[r] < later_min))
+			later_min = kb[r];
+	}
+	tap_ok(later_min - warm_max <= RSS_TOLERANCE_KB,
+	       "%s: VmRSS after rounds %d-%d (lowest %ld kB) is at most %d kB "
+	       "above warm-up rounds 1-%d (highest %ld kB)", what, WARMUP + 1,
+	       ROUNDS, later_min, RSS_TOLERANCE_KB, WARMUP, warm_max);
 	tap_ok((long)(held[ROUNDS - 1] >> 10) - (long)(held[0] >> 10) <=
 	       TOLERANCE_KB, "%s: rounds 2-%d grew the memory held from "
 	       "malloc by %ld kB (at most %d)", what, ROUNDS,
