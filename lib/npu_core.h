@@ -248,4 +248,9 @@ static inline void *npu_job_put(struct jobctx *jc, uint32_t bytes)
 	return p;
 }
 
+/* Device printf text: queue it (with or without dev->lock held), and
+ * write what is queued to stdout (without dev->lock: stdout may block). */
+void npu_printf_queue(const char *text, size_t len);
+void npu_printf_output(void);
+
 #endif /* NPU_CORE_H */

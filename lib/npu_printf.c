@@ -4,9 +4,9 @@
  * calls npu_printf (a stream launch, or a kernel node of a graph launch)
  * gets a buffer from a pool of pinned memory; when a
  * synchronize or a query sees the launch complete, its records are
- * formatted here, launches in submission order, and queued as text; the
- * text is written to stdout by npu_printf_output() once dev->lock is
- * dropped, so a stdout nobody reads blocks only the thread writing it. A
+ * formatted here, launches in submission order, and queued as text
+ * (npu_printf_queue, npu_core.c); the text is written to stdout by
+ * npu_printf_output() once dev->lock is dropped, so a stdout nobody reads blocks only the thread writing it. A
  * full buffer drops records and the device counts them; the count is
  * reported on stderr. Nothing grows: with every buffer in use, a launch
  * first waits for the oldest one.
@@ -41,77 +41,6 @@ struct printf_pool {
 	uint64_t seq;
 	struct pslot slot[NSLOTS];
 };
-
-/* Formatted output not yet written to stdout, oldest first. */
-struct pending_text {
-	struct pending_text *next;
-	size_t len;
-	char text[];
-};
-
-/* pending_lock protects pending_head/pending_tail; a leaf lock, held only
- * to link or unlink, never while writing. */
-static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct pending_text *pending_head, *pending_tail;
-/* write_lock serializes the writers of stdout, so the text of the
- * launches comes out in the order it was queued. */
-static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void pending_add(const char *text, size_t len)
-{
-	struct pending_text *t;
-
-	if (!len)
-		return;
-	t = malloc(sizeof(*t) + len);
-	if (!t) {
-		fputs("npu: device printf output lost: out of memory\n", stderr);
-		return;
-	}
-	t->next = NULL;
-	t->len = len;
-	memcpy(t->text, text, len);
-	pthread_mutex_lock(&pending_lock);
-	if (pending_tail)
-		pending_tail->next = t;
-	else
-		pending_head = t;
-	pending_tail = t;
-	pthread_mutex_unlock(&pending_lock);
-}
-
-static bool pending_empty(void)
-{
-	bool empty;
-
-	pthread_mutex_lock(&pending_lock);
-	empty = !pending_head;
-	pthread_mutex_unlock(&pending_lock);
-	return empty;
-}
-
-void npu_printf_output(void)
-{
-	/* a writer already at work writes what is queued now too: it looks
-	 * again after letting go of write_lock */
-	while (!pending_empty() && !pthread_mutex_trylock(&write_lock)) {
-		struct pending_text *t;
-
-		pthread_mutex_lock(&pending_lock);
-		t = pending_head;
-		pending_head = pending_tail = NULL;
-		pthread_mutex_unlock(&pending_lock);
-		while (t) {
-			struct pending_text *next = t->next;
-
-			fwrite(t->text, 1, t->len, stdout);
-			free(t);
-			t = next;
-		}
-		fflush(stdout);
-		pthread_mutex_unlock(&write_lock);
-	}
-}
 
 static struct printf_pool *pool_get(struct device *dev)
 {
@@ -287,7 +216,7 @@ static void emit(struct printf_pool *pool, struct pslot *sl)
 	}
 	if (out) {
 		fclose(out);
-		pending_add(text, len);
+		npu_printf_queue(text, len);
 		free(text);
 	} else if (h.used) {
 		fputs("npu: device printf output lost: out of memory\n", stderr);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npu_printf.h - device printf buffers and their formatting (npu_printf.c).
- * Every function but npu_printf_output() is called with dev->lock held.
+ * Every function here is called with dev->lock held.
  */
 #ifndef NPU_PRINTF_H
 #define NPU_PRINTF_H
@@ -20,6 +20,5 @@ void npu_printf_cancel(struct device *dev, int slot);
 void npu_printf_flush(struct device *dev);
 /* Write the queued text to stdout. Called without dev->lock: stdout may
  * block (a full pipe) and must stall no other thread's call. */
-void npu_printf_output(void);
 
 #endif /* NPU_PRINTF_H */
