@@ -116,7 +116,9 @@ static void emit_call(struct emitter *em, const struct node *e)
 	const struct node *at, *v;
 	enum elem el;
 
-	if (!strcmp(n, "__min") || !strcmp(n, "__max")) {
+	/* two-operand built-ins: each operand evaluated once, as a_ and b_ */
+	if (!strcmp(n, "__min") || !strcmp(n, "__max") ||
+	    !strcmp(n, "__alignup") || !strcmp(n, "__aligndown")) {
 		fputs("__extension__ ({ __typeof__((", em->o);
 		emit_expr(em, e->kids[0]);
 		fputs(") + (", em->o);
@@ -125,20 +127,12 @@ static void emit_call(struct emitter *em, const struct node *e)
 		emit_expr(em, e->kids[0]);
 		fputs("), b_ = (", em->o);
 		emit_expr(em, e->kids[1]);
-		fprintf(em->o, "); a_ %s b_ ? a_ : b_; })", n[3] == 'i' ? "<" : ">");
-		return;
-	}
-	if (!strcmp(n, "__alignup") || !strcmp(n, "__aligndown")) {
-		fputs("__extension__ ({ __typeof__((", em->o);
-		emit_expr(em, e->kids[0]);
-		fputs(") + (", em->o);
-		emit_expr(em, e->kids[1]);
-		fputs(")) a_ = (", em->o);
-		emit_expr(em, e->kids[0]);
-		fputs("), b_ = (", em->o);
-		emit_expr(em, e->kids[1]);
-		fprintf(em->o, "); (a_%s) / b_ * b_; })",
-			!strcmp(n, "__alignup") ? " + b_ - 1" : "");
+		if (!strcmp(n, "__min") || !strcmp(n, "__max"))
+			fprintf(em->o, "); a_ %s b_ ? a_ : b_; })",
+				n[3] == 'i' ? "<" : ">");
+		else
+			fprintf(em->o, "); (a_%s) / b_ * b_; })",
+				!strcmp(n, "__alignup") ? " + b_ - 1" : "");
 		return;
 	}
 	at = e->kids[0];
