@@ -1309,6 +1309,30 @@ static void signal_from_host(struct device *dev, struct tl *const *out,
 	}
 }
 
+/* The driver refused deferred job j (errno): its points are signalled from
+ * the host so that nobody waits for ever, and its stream and the device
+ * report the failure; a refusal because the device is gone is the loss. */
+static void batch_failed(struct device *dev, struct djob *j)
+{
+	int err = errno;
+	npu_status_t st = npu_dev_lost(dev) ? NPU_ERROR_DEVICE_LOST :
+			  NPU_ERROR_LAUNCH_FAILURE;
+
+	signal_from_host(dev, j->out, j->out_pt, j->nout);
+	if (!j->s->sticky)
+		j->s->sticky = st;
+	if (!dev->sticky) {
+		dev->sticky = st;
+		if (st == NPU_ERROR_DEVICE_LOST)
+			snprintf(dev->sticky_msg, sizeof(dev->sticky_msg), "%s",
+				 npu_status_string(st));
+		else
+			snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
+				 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a job: %s",
+				 npu_strerror(err));
+	}
+}
+
 /* Submit every deferred job whose dependencies are now submitted. Caller
  * holds dev->lock. */
 void npu_flush_deferred(struct device *dev)
@@ -1339,16 +1363,8 @@ void npu_flush_deferred(struct device *dev)
 			*pp = j->next;
 			if (submit_now(dev, j->queue_id, j->s->cmd_va + j->cmd_off,
 				       j->cmd_size, j->deps, j->ndeps, j->out,
-				       j->out_pt, j->nout, j->bo, j->nbo)) {
-				signal_from_host(dev, j->out, j->out_pt, j->nout);
-				if (!j->s->sticky)
-					j->s->sticky = NPU_ERROR_LAUNCH_FAILURE;
-				if (!dev->sticky) {
-					dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
-					snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
-						 "deferred submission failed");
-				}
-			}
+				       j->out_pt, j->nout, j->bo, j->nbo))
+				batch_failed(dev, j);
 			djob_free(dev, j);
 			progress = true;
 		}
@@ -1477,18 +1493,6 @@ static int build_batch(struct device *dev, struct djob **b, unsigned n)
 	return (int)m;
 }
 
-static void batch_failed(struct device *dev, struct djob *j)
-{
-	signal_from_host(dev, j->out, j->out_pt, j->nout);
-	if (!j->s->sticky)
-		j->s->sticky = NPU_ERROR_LAUNCH_FAILURE;
-	if (!dev->sticky) {
-		dev->sticky = NPU_ERROR_LAUNCH_FAILURE;
-		snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
-			 "NPU_ERROR_LAUNCH_FAILURE: the driver refused a job: %s",
-			 npu_strerror(errno));
-	}
-}
 
 /*
  * Submit the batch b[0..n), just collected under dev->lock: one SUBMIT, or
@@ -1525,6 +1529,26 @@ static void submit_batch(struct device *dev, struct djob **b, unsigned n,
 	for (i = 0; i < n; i++)
 		djob_free(dev, b[i]);
 	dev->batch_busy = false;
+	pthread_cond_broadcast(&dev->thread_cond);	/* npu_deferred_drop_stream */
+}
+
+void npu_deferred_drop_stream(struct device *dev, struct npu_stream *s)
+{
+	struct djob **pp = &dev->deferred, *j;
+
+	while (dev->batch_busy)
+		pthread_cond_wait(&dev->thread_cond, &dev->lock);
+	dev->deferred_tail = NULL;
+	while ((j = *pp)) {
+		if (j->s != s) {
+			dev->deferred_tail = j;
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		signal_from_host(dev, j->out, j->out_pt, j->nout);
+		djob_free(dev, j);
+	}
 }
 
 static unsigned batch_max(const struct device *dev)

@@ -113,6 +113,10 @@ extern void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf,
 				 size_t n);
 void npu_flush_now(struct device *dev);
 void npu_flush_deferred(struct device *dev);
+/* Forget s's deferred jobs (their points signalled from the host) and wait
+ * until no batch under way can name s: a stream destroyed after a failed
+ * wait (the device was lost) still has them. Caller holds dev->lock. */
+void npu_deferred_drop_stream(struct device *dev, struct npu_stream *s);
 int npu_start_flusher(struct device *dev);
 
 /* ---- Hooks of the layers above ----

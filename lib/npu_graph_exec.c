@@ -123,6 +123,11 @@ struct npu_graph_exec {
 	bool has_host;
 	pthread_mutex_t lock;
 	uint64_t launches;
+	/* launches on library threads (they use the exec); one destroyed
+	 * while any runs (only after a failed wait: the device was lost) is
+	 * freed by the last. Under dev->lock. */
+	unsigned threads;
+	bool destroyed;
 	struct tl *done;		/* point n: launch n complete */
 	/* the stream point of the latest launch: the job that signals
 	 * done's point n signals it too, so once it is known complete
@@ -574,7 +579,9 @@ static npu_status_t check_exec(npu_graph_exec_t x)
 
 npu_status_t npu_graph_exec_destroy(npu_graph_exec_t x)
 {
+	npu_status_t st = NPU_SUCCESS;
 	struct device *dev;
+	bool in_use;
 
 	if (!x || !npu_reg_remove(x, REG_EXEC))
 		return npu_fail(NPU_ERROR_INVALID_HANDLE,
@@ -582,12 +589,28 @@ npu_status_t npu_graph_exec_destroy(npu_graph_exec_t x)
 	dev = x->dev;
 	pthread_mutex_lock(&x->lock);
 	pthread_mutex_lock(&dev->lock);
-	if (x->launches)
-		npu_tl_wait_locked(dev, x->done, x->launches);
+	if (x->launches && npu_tl_wait_locked(dev, x->done, x->launches) &&
+	    npu_dev_lost(dev))
+		st = npu_fail_lost();
+	in_use = x->threads;
+	x->destroyed = in_use;
 	pthread_mutex_unlock(&dev->lock);
 	pthread_mutex_unlock(&x->lock);
-	exec_free(x);
-	return NPU_SUCCESS;
+	if (!in_use)
+		exec_free(x);
+	return st;
+}
+
+/* A launch's thread is done with its exec x and stream s (the launch is
+ * freed already): returns x if it was destroyed meanwhile and is now to be
+ * freed (exec_free, without dev->lock). Caller holds dev->lock. */
+static struct npu_graph_exec *launch_thread_end(struct device *dev,
+						struct npu_graph_exec *x,
+						struct npu_stream *s)
+{
+	npu_stream_put_locked(dev, s);
+	npu_thread_done(dev);
+	return !--x->threads && x->destroyed ? x : NULL;
 }
 
 npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t x,
@@ -1481,7 +1504,8 @@ static npu_status_t submit_ready(struct launch *L)
 static void *host_main(void *arg)
 {
 	struct launch *L = arg;
-	struct npu_graph_exec *x = L->x;
+	struct npu_graph_exec *x = L->x, *gone = NULL;
+	struct npu_stream *s = L->s;
 	struct device *dev = L->dev;
 	bool on_thread = L->on_thread;
 	unsigned i, k;
@@ -1526,8 +1550,10 @@ static void *host_main(void *arg)
 		submit_ready(L);
 	launch_free(L);
 	if (on_thread)		/* for teardown: joined later */
-		npu_thread_done(dev);
+		gone = launch_thread_end(dev, x, s);
 	pthread_mutex_unlock(&dev->lock);
+	if (gone)
+		exec_free(gone);
 	return NULL;
 }
 
@@ -1636,6 +1662,8 @@ static void *deferred_main(void *arg)
 {
 	struct deferred_launch *D = arg;
 	struct launch *L = D->L;
+	struct npu_graph_exec *x = L->x, *gone;
+	struct npu_stream *s = L->s;
 	struct device *dev = L->dev;
 	npu_status_t st;
 	unsigned i;
@@ -1658,8 +1686,10 @@ static void *deferred_main(void *arg)
 		return NULL;
 	}
 	launch_free(L);
-	npu_thread_done(dev);
+	gone = launch_thread_end(dev, x, s);
 	pthread_mutex_unlock(&dev->lock);
+	if (gone)
+		exec_free(gone);
 	return NULL;
 }
 
@@ -1696,7 +1726,10 @@ static bool launch_defer(struct launch *L, const struct avail_pt *avail,
 		D->avail[i] = avail[i];
 		avail[i].t->refs++;
 	}
-	if (npu_thread_start(L->dev, deferred_main, D)) {
+	if (!npu_thread_start(L->dev, deferred_main, D)) {
+		x->threads++;
+		L->s->threads++;
+	} else {
 		for (i = 0; i < n; i++)
 			npu_tl_put(L->dev, avail[i].t);
 		free(D);
@@ -1898,7 +1931,10 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 		/* a joinable thread the device counts, so that teardown
 		 * (dlclose) can wait for it */
 		L->on_thread = true;
-		if (npu_thread_start(dev, host_main, L)) {
+		if (!npu_thread_start(dev, host_main, L)) {
+			x->threads++;
+			L->s->threads++;
+		} else {
 			/* run them here instead */
 			L->on_thread = false;
 			pthread_mutex_unlock(&dev->lock);

@@ -137,6 +137,11 @@ struct npu_stream {
 	pthread_t cb_thread;
 	pthread_cond_t cb_cond;
 	struct hostcb *cb_head, *cb_tail;
+	/* graph launches on library threads that use this stream; a stream
+	 * destroyed while any runs (only after a failed wait: the device
+	 * was lost) is freed by the last (npu_stream_put_locked) */
+	unsigned threads;
+	bool destroyed;
 };
 
 struct npu_event {
@@ -290,6 +295,9 @@ void npu_host_maps_release(struct device *dev);
 /* Teardown: stop s's host function thread (its queue is empty). Caller
  * holds dev->lock. */
 void npu_stream_stop_thread(struct device *dev, struct npu_stream *s);
+/* A library thread that used s (s->threads) is done with it; frees a
+ * stream destroyed meanwhile. Caller holds dev->lock. */
+void npu_stream_put_locked(struct device *dev, struct npu_stream *s);
 npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
 			    struct npu_stream **s);
 /* Wait for s's work / the device's work (error: the sticky one). Caller

@@ -565,9 +565,20 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 			*pp = s->next;
 			break;
 		}
-	stream_free_resources(dev, s, !st && !dev->sticky);
+	/* after a failed wait, work that names s may remain */
+	npu_deferred_drop_stream(dev, s);
+	if (s->threads)
+		s->destroyed = true;
+	else
+		stream_free_resources(dev, s, !st && !dev->sticky);
 	pthread_mutex_unlock(&dev->lock);
 	return st;
+}
+
+void npu_stream_put_locked(struct device *dev, struct npu_stream *s)
+{
+	if (!--s->threads && s->destroyed)
+		stream_free_resources(dev, s, false);
 }
 
 void npu_stream_stop_thread(struct device *dev, struct npu_stream *s)

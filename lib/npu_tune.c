@@ -433,14 +433,10 @@ static npu_status_t wait_any(struct tuner *t)
 	pthread_mutex_unlock(&t->dev->lock);
 	if (!n)
 		return NPU_SUCCESS;
-	do {
-		r = drmSyncobjTimelineWait(t->dev->fd, h, pt, n, INT64_MAX,
-					   DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT,
-					   NULL);
-	} while (r == -EINTR || (r == -1 && errno == EINTR));
-	if (r)
-		return npu_fail(NPU_ERROR_OS, "syncobj wait: %s", strerror(errno));
-	return NPU_SUCCESS;
+	/* in slices that notice device loss (npu_syncobj_wait) */
+	r = npu_syncobj_wait(t->dev, h, pt, n,
+			     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT);
+	return r ? npu_fail_wait(t->dev) : NPU_SUCCESS;
 }
 
 /* Wait for every stream of the tuner. */

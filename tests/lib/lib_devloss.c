@@ -8,6 +8,14 @@
  * and nothing may report the lost work complete. The driver is bound
  * again at the end, so later suites find the device. A call that hangs
  * trips an alarm: the test then fails (and rebinds), never hangs.
+ *
+ * Objects destroyed after the loss while the library still has work that
+ * points at them: a stream with a job deferred behind another stream's host
+ * function (the job becomes ready when that function returns), and an
+ * executable graph whose host node is still running on a library thread.
+ * Both functions return after the loss; the work that follows must not
+ * touch the freed objects (the ASan build, lib-asan, catches it if it does)
+ * and must not run.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -22,7 +30,7 @@
 #define SPIN_NS 1500000000ull	/* under the driver's 2 s job timeout */
 
 static char addr[64];
-static atomic_int host_fn_ran;
+static atomic_int host_fn_ran, hold_stream, hold_graph, graph_tail_ran;
 
 static int pci_addr(void)
 {
@@ -69,6 +77,22 @@ static void mark(void *user)
 	atomic_store(&host_fn_ran, 1);
 }
 
+/* a host function that returns when *user is set (or after 20 s) */
+static void hold(void *user)
+{
+	atomic_int *flag = user;
+	int i;
+
+	for (i = 0; i < 20000 && !atomic_load(flag); i++)
+		usleep(1000);
+}
+
+static void graph_tail(void *user)
+{
+	(void)user;
+	atomic_store(&graph_tail_ran, 1);
+}
+
 struct waiter {
 	npu_stream_t s;
 	npu_status_t st;
@@ -85,8 +109,11 @@ static void *sync_thread(void *arg)
 int main(void)
 {
 	uint64_t spin[1] = { SPIN_NS };
-	npu_stream_t s, s2;
-	npu_event_t ev;
+	npu_stream_t s, s2, held, behind, gs;
+	npu_event_t ev, held_ev;
+	npu_graph_t g;
+	npu_graph_node_t n1, n2;
+	npu_graph_exec_t x;
 	struct waiter w;
 	pthread_t t;
 	void *d, *d2;
@@ -107,6 +134,21 @@ int main(void)
 	MUST(npu_launch(NPU_K_TEST_SPIN, npu_grid(1, 1, 1), spin, 1, s, 0));
 	MUST(npu_launch_host_func(s, mark, NULL));
 	MUST(npu_event_record(ev, s));
+	/* a job of stream `behind`, deferred until held's host function
+	 * returns; a graph launch whose first host node is running */
+	MUST(npu_stream_create(&held, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&behind, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&gs, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_event_create(&held_ev, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_launch_host_func(held, hold, &hold_stream));
+	MUST(npu_event_record(held_ev, held));
+	MUST(npu_stream_wait_event(behind, held_ev, 0));
+	MUST(npu_launch(NPU_K_NOP, npu_grid(1, 1, 1), NULL, 0, behind, 0));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_host_node(&n1, g, NULL, 0, hold, &hold_graph));
+	MUST(npu_graph_add_host_node(&n2, g, &n1, 1, graph_tail, NULL));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	MUST(npu_graph_launch(x, gs));
 	w.s = s;
 	w.st = NPU_ERROR_NOT_READY;
 	pthread_create(&t, NULL, sync_thread, &w);
@@ -139,7 +181,21 @@ int main(void)
 	/* destruction returns (no hang) and frees; the status says the loss */
 	ST(npu_event_destroy(ev), NPU_SUCCESS, "event destroy after the loss");
 	ST(npu_stream_destroy(s), NPU_ERROR_DEVICE_LOST, "stream destroy after the loss: DEVICE_LOST");
-	npu_free(d);
+	ST(npu_free(d), NPU_ERROR_DEVICE_LOST, "npu_free after the loss: DEVICE_LOST");
+	/* destroyed while the library still holds work that points at them */
+	ST(npu_stream_destroy(behind), NPU_ERROR_DEVICE_LOST,
+	   "destroy a stream with a job deferred behind a running host function");
+	atomic_store(&hold_stream, 1);	/* the deferred job becomes ready */
+	ST(npu_graph_exec_destroy(x), NPU_ERROR_DEVICE_LOST,
+	   "destroy an executable graph whose host node is running");
+	atomic_store(&hold_graph, 1);	/* the launch's thread goes on */
+	usleep(300000);
+	tap_ok(!atomic_load(&graph_tail_ran),
+	       "the graph's next host node did not run after the loss");
+	ST(npu_stream_destroy(held), NPU_ERROR_DEVICE_LOST, "destroy the held stream");
+	ST(npu_stream_destroy(gs), NPU_ERROR_DEVICE_LOST, "destroy the graph's stream");
+	ST(npu_event_destroy(held_ev), NPU_SUCCESS, "destroy its event");
+	ST(npu_graph_destroy(g), NPU_SUCCESS, "destroy the graph");
 	alarm(0);
 	tap_ok(sysfs_write(DRV "/bind", addr) == 0, "bind the driver again");
 	return tap_done();
