@@ -59,7 +59,9 @@ tests: setup lib
 	for d in tests/device tests/kselftest tests/fuzz tests/lib examples tests/bench demo tools tests/choreo tests/json tests/tools; do \
 		[ -f $$d/Makefile ] || continue; \
 		$(MAKE) -s -C $$d BUILD=$(BUILD) KSFT_INC=$$ksft; \
-	done
+	done; \
+	echo "  ASAN    library tests under ASan + UBSan"; \
+	$(MAKE) -s -C tests/lib asan BUILD=$(BUILD) KSFT_INC=$$ksft
 
 test: qemu modules lib tests
 	@bash tests/run-all.sh $(KERNELS)
