@@ -1262,8 +1262,9 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
     }
     while (u->cycle < end && u->nlive) {
         uint64_t c = u->cycle, wake = UINT64_MAX;
-        const NpuCuInsn *pick_d = NULL;
-        uint32_t pick_err = 0, nl;
+        const NpuCuInsn *pick_d;
+        NpuSlot *pt;
+        uint32_t nl;
         int pick = -1;
         unsigned k, pos;
 
@@ -1290,8 +1291,6 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
             if (when <= c) {
                 if (pick < 0) {
                     pick = pos;
-                    pick_d = d;
-                    pick_err = t->d_err;
                     t->stall = NPU_STALL_SELECTED;
                 } else {
                     t->stall = NPU_STALL_NOT_SELECTED;
@@ -1314,7 +1313,14 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         npu_cu_charge(s, u, c, 1);
         u->rr = pick;
         u->cycle = c + 1;
-        npu_cu_issue(s, u, &u->slot[u->live[pick]], pick_d, pick_err, c);
+        /*
+         * Decode the pick again: a thread after it in the scan whose code
+         * is NPU_CODE_PAGES pages away may have decoded its page into the
+         * same entry, over the pick's instructions.
+         */
+        pt = &u->slot[u->live[pick]];
+        pick_d = npu_slot_decode(s, pt, pt->l);
+        npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
     }
     if (u->cycle < end) {
         u->cycle = end;

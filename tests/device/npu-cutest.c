@@ -81,6 +81,53 @@ static void test_iota(void)
 	}
 }
 
+/*
+ * Two threads of one launch whose code lies 16 pages apart (the same entry
+ * of a 16-page decoded-code cache): each runs its own instructions. The
+ * scheduler looks at every live thread each cycle, so the other thread's
+ * fetch lands between the choice of a thread and its issue.
+ */
+static void test_code_alias(void)
+{
+	const unsigned threads = 4, n = 300;
+	struct buf out = alloc_buf(8 * threads, 1, 1);
+	struct launch l = { .block = { threads }, .stack = 256, .nargs = 2 };
+	struct pk p = { .n = 0 };
+	uint64_t got[4], want[4];
+	bool done, good = true;
+
+	l.args[0] = out.va;
+	l.args[1] = n;
+	for (unsigned t = 0; t < threads; t++) {
+		uint64_t acc = t & 1 ? 7 : 1;
+
+		for (uint64_t i = 0; i < n; i++)
+			acc = t & 1 ? acc * 3 + (i ^ 0x55) : acc * 5 + (i ^ 0xaa);
+		want[t] = acc;
+	}
+	load_kernel("code_alias", 1);
+	pk_launch_code(&p, &l);
+	done = ring_run(0, &p, 20000);
+	if (!done) {
+		diag("ring 0: error %u at PC 0x%llx (thread %u)",
+		     rrd(0, NPU_RING_ERROR),
+		     (unsigned long long)rrd64(0, NPU_RING_FAULT_PC_LO),
+		     rrd(0, NPU_RING_FAULT_THREAD));
+		ring_reset(0);
+	}
+	buf_read(&out, 0, got, sizeof(got));
+	for (unsigned t = 0; t < threads; t++) {
+		if (got[t] != want[t]) {
+			diag("thread %u: 0x%llx, want 0x%llx", t,
+			     (unsigned long long)got[t],
+			     (unsigned long long)want[t]);
+			good = false;
+		}
+	}
+	ok(done && good, "threads running code 16 pages apart each run their "
+	   "own instructions (%u threads, %u iterations)", threads, n);
+}
+
 /* Run l on ring r with a statistics record; false if it did not complete. */
 static bool run_stats(int r, struct launch *l, struct npu_launch_stats *st)
 {
@@ -1133,15 +1180,23 @@ static void test_late_block_invalidate(void)
 
 static void run_all(void)
 {
-	/* NPU_CUTEST=late_block_invalidate runs only that test (debugging) */
+	/* NPU_CUTEST=late_block_invalidate (or code_alias) runs only that
+	 * test (debugging) */
 	const char *only = getenv("NPU_CUTEST");
 
 	if (only && strstr(only, "late_block_invalidate")) {
 		test_late_block_invalidate();
 		return;
 	}
+	if (only && strstr(only, "code_alias")) {
+		start(NULL, 0);
+		test_code_alias();
+		stop("compute-unit instance");
+		return;
+	}
 	start(NULL, 0);
 	test_iota();
+	test_code_alias();
 	test_stall_reasons();
 	test_occupancy_curve();
 	test_deterministic();

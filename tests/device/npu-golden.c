@@ -284,6 +284,16 @@ static void setup_chase(struct job *j, unsigned T, unsigned B)
 	j->l.args[2] = out.va;
 }
 
+static void setup_code_alias(struct job *j, unsigned T, unsigned B)
+{
+	struct buf out = out_buf(j, "out", 8ull * T);
+
+	(void)B;
+	j->l.nargs = 2;
+	j->l.args[0] = out.va;
+	j->l.args[1] = 200;
+}
+
 static void setup_fpchain(struct job *j, unsigned T, unsigned B)
 {
 	struct buf out = out_buf(j, "out", 8ull * T * B);
@@ -522,6 +532,7 @@ static const struct kernel kernels[] = {
 	{ .name = "barrier", .setup = setup_barrier },
 	{ .name = "bench_compute", .setup = setup_bench_compute },
 	{ .name = "chase", .setup = setup_chase },
+	{ .name = "code_alias", .setup = setup_code_alias },
 	{ .name = "fpchain", .setup = setup_fpchain },
 	{ .name = "iota", .setup = setup_iota },
 	{ .name = "isa_atomic", .setup = setup_isa_atomic },
