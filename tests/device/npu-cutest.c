@@ -82,50 +82,57 @@ static void test_iota(void)
 }
 
 /*
- * Two threads of one launch whose code lies 16 pages apart (the same entry
- * of a 16-page decoded-code cache): each runs its own instructions. The
- * scheduler looks at every live thread each cycle, so the other thread's
- * fetch lands between the choice of a thread and its issue.
+ * Threads of one launch whose code lies 16 and 32 pages apart (one set of
+ * the decoded-code cache) each run their own instructions: with two
+ * pages, and with three, which evict each other within the scheduler's
+ * scan of the live threads, between the choice of a thread and its issue.
  */
 static void test_code_alias(void)
 {
-	const unsigned threads = 4, n = 300;
+	const unsigned threads = 6, n = 300;
 	struct buf out = alloc_buf(8 * threads, 1, 1);
-	struct launch l = { .block = { threads }, .stack = 256, .nargs = 2 };
-	struct pk p = { .n = 0 };
-	uint64_t got[4], want[4];
-	bool done, good = true;
 
-	l.args[0] = out.va;
-	l.args[1] = n;
-	for (unsigned t = 0; t < threads; t++) {
-		uint64_t acc = t & 1 ? 7 : 1;
-
-		for (uint64_t i = 0; i < n; i++)
-			acc = t & 1 ? acc * 3 + (i ^ 0x55) : acc * 5 + (i ^ 0xaa);
-		want[t] = acc;
-	}
 	load_kernel("code_alias", 1);
-	pk_launch_code(&p, &l);
-	done = ring_run(0, &p, 20000);
-	if (!done) {
-		diag("ring 0: error %u at PC 0x%llx (thread %u)",
-		     rrd(0, NPU_RING_ERROR),
-		     (unsigned long long)rrd64(0, NPU_RING_FAULT_PC_LO),
-		     rrd(0, NPU_RING_FAULT_THREAD));
-		ring_reset(0);
-	}
-	buf_read(&out, 0, got, sizeof(got));
-	for (unsigned t = 0; t < threads; t++) {
-		if (got[t] != want[t]) {
-			diag("thread %u: 0x%llx, want 0x%llx", t,
-			     (unsigned long long)got[t],
-			     (unsigned long long)want[t]);
-			good = false;
+	for (unsigned pages = 2; pages <= 3; pages++) {
+		struct launch l = { .block = { threads }, .stack = 256,
+				    .nargs = 3, .args = { out.va, n, pages } };
+		struct pk p = { .n = 0 };
+		uint64_t got[6], want[6];
+		bool done, good = true;
+
+		for (unsigned t = 0; t < threads; t++) {
+			uint64_t acc = (uint64_t[]){ 1, 7, 5 }[t % pages];
+			uint64_t mul = (uint64_t[]){ 5, 3, 7 }[t % pages];
+			uint64_t x = (uint64_t[]){ 0xaa, 0x55, 0x33 }[t % pages];
+
+			for (uint64_t i = 0; i < n; i++)
+				acc = acc * mul + (i ^ x);
+			want[t] = acc;
 		}
+		memset(got, 0, sizeof(got));
+		buf_write(&out, 0, got, sizeof(got));
+		pk_launch_code(&p, &l);
+		done = ring_run(0, &p, 20000);
+		if (!done) {
+			diag("ring 0: error %u at PC 0x%llx (thread %u)",
+			     rrd(0, NPU_RING_ERROR),
+			     (unsigned long long)rrd64(0, NPU_RING_FAULT_PC_LO),
+			     rrd(0, NPU_RING_FAULT_THREAD));
+			ring_reset(0);
+		}
+		buf_read(&out, 0, got, sizeof(got));
+		for (unsigned t = 0; t < threads; t++) {
+			if (got[t] != want[t]) {
+				diag("thread %u: 0x%llx, want 0x%llx", t,
+				     (unsigned long long)got[t],
+				     (unsigned long long)want[t]);
+				good = false;
+			}
+		}
+		ok(done && good, "%u threads running code on %u pages 16 "
+		   "pages apart each run their own instructions (%u "
+		   "iterations)", threads, pages, n);
 	}
-	ok(done && good, "threads running code 16 pages apart each run their "
-	   "own instructions (%u threads, %u iterations)", threads, n);
 }
 
 /* Run l on ring r with a statistics record; false if it did not complete. */

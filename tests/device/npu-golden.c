@@ -289,9 +289,10 @@ static void setup_code_alias(struct job *j, unsigned T, unsigned B)
 	struct buf out = out_buf(j, "out", 8ull * T);
 
 	(void)B;
-	j->l.nargs = 2;
+	j->l.nargs = 3;
 	j->l.args[0] = out.va;
 	j->l.args[1] = 200;
+	j->l.args[2] = 2;	/* two pages: one set, no eviction */
 }
 
 static void setup_fpchain(struct job *j, unsigned T, unsigned B)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Code 16 pages apart (args: out, n): even threads loop in kmain's page,
- * odd ones in far_sum, 64 KiB further on, so the two loops' pages share
- * an entry of a 16-page decoded-code cache. out[t] = the thread's sum.
+ * Code 16 and 32 pages apart (args: out, n, pages): thread t loops in
+ * kmain's page if t % pages is 0, in far_sum (64 KiB on) if 1, in
+ * farther_sum (128 KiB on) if 2, so the threads' pages map to one set of
+ * a decoded-code cache of 16 pages. out[t] = the thread's sum.
  */
 #include "kernel.h"
 
@@ -16,13 +17,27 @@ static unsigned long far_sum(unsigned long n)
 	return acc;
 }
 
-KERNEL void kmain(unsigned long *out, unsigned long n)
+__attribute__((noinline, section(".text.farther"), aligned(65536)))
+static unsigned long farther_sum(unsigned long n)
+{
+	unsigned long acc = 5;
+
+	for (unsigned long i = 0; i < n; i++)
+		acc = acc * 7 + (i ^ 0x33);
+	return acc;
+}
+
+KERNEL void kmain(unsigned long *out, unsigned long n, unsigned long pages)
 {
 	unsigned t = npu_thread_index();
-	unsigned long acc = 1;
+	unsigned long which = pages > 1 ? t % pages : 0, acc = 1;
 
-	if (t & 1) {
+	if (which == 1) {
 		out[t] = far_sum(n);
+		return;
+	}
+	if (which == 2) {
+		out[t] = farther_sum(n);
 		return;
 	}
 	for (unsigned long i = 0; i < n; i++)
