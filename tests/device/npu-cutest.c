@@ -101,12 +101,15 @@ static void test_code_alias(void)
 		bool done, good = true;
 
 		for (unsigned t = 0; t < threads; t++) {
-			uint64_t acc = (uint64_t[]){ 1, 7, 5 }[t % pages];
-			uint64_t mul = (uint64_t[]){ 5, 3, 7 }[t % pages];
-			uint64_t x = (uint64_t[]){ 0xaa, 0x55, 0x33 }[t % pages];
+			/* kmain's loop, far_sum's, farther_sum's */
+			static const uint64_t start[] = { 1, 7, 5 };
+			static const uint64_t mul[] = { 5, 3, 7 };
+			static const uint64_t x[] = { 0xaa, 0x55, 0x33 };
+			uint64_t acc = start[t % pages];
 
 			for (uint64_t i = 0; i < n; i++)
-				acc = acc * mul + (i ^ x);
+				acc = acc * mul[t % pages] +
+				      (i ^ x[t % pages]);
 			want[t] = acc;
 		}
 		memset(got, 0, sizeof(got));

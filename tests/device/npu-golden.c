@@ -49,7 +49,7 @@
 #define TIMEOUT_MS	120000
 #define DIFF_LINES	40	/* differing lines shown per case */
 #define BLOB_HEX	256	/* blobs up to this size are shown in hex */
-#define BLOB_SLICES	16	/* larger ones: a hash per slice, at most */
+#define BLOB_SLICES	16	/* larger ones: at most this many slices */
 #define TRACE_SHOWN	4	/* trace records decoded in the record */
 
 /* ------------------------------------------------------------ records */
@@ -712,7 +712,8 @@ static unsigned kernel_shapes(const struct kernel *k, struct shape *s)
 		}
 	}
 	s[n++] = (struct shape){ .name = "pair-t16-b12", .T = 16, .B = 12,
-				 .nlaunch = 2, .setup = { k->setup, k->setup } };
+				 .nlaunch = 2,
+				 .setup = { k->setup, k->setup } };
 	s[n++] = (struct shape){ .name = "sampled-p64-t16-b12", .T = 16,
 				 .B = 12, .sample_period = 64, .nlaunch = 1,
 				 .setup = { k->setup } };
