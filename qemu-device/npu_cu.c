@@ -844,17 +844,17 @@ static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci,
         if (d->cls == NPU_RV_AMO) {
             va = t->h.x[d->rs1];
         }
-        if (npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
-            for (i = 0; i < NPU_MEM_QUEUE; i++) {
-                if (u->mem_done[i] > when) {
-                    busy++;
-                    first = MIN(first, u->mem_done[i]);
-                }
+        for (i = 0; i < NPU_MEM_QUEUE; i++) {
+            if (u->mem_done[i] > when) {
+                busy++;
+                first = MIN(first, u->mem_done[i]);
             }
-            if (busy == NPU_MEM_QUEUE) {
-                when = first;
-                *why = NPU_STALL_LG_THROTTLE;
-            }
+        }
+        /* only a full queue needs the space: a translation saved */
+        if (busy == NPU_MEM_QUEUE &&
+            npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
+            when = first;
+            *why = NPU_STALL_LG_THROTTLE;
         }
     }
     return when;
