@@ -1144,7 +1144,17 @@ static inline const NpuCuInsn *npu_slot_decode(NpuState *s, NpuSlot *t,
 {
     if (t->d_pc != t->h.pc || t->d_epoch != l->code_epoch) {
         uint64_t vpn = t->h.pc >> NPU_PAGE_SHIFT;
-        NpuCodePage *cp = npu_code_find(l, vpn);
+        NpuCodePage *cp;
+
+        if (t->d && t->d_epoch == l->code_epoch &&
+            vpn == t->d_pc >> NPU_PAGE_SHIFT) {
+            /* still in the decoded page: no cache lookup */
+            t->d += (ptrdiff_t)((t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2) -
+                    (ptrdiff_t)((t->d_pc & (NPU_PAGE_SIZE - 1)) >> 2);
+            t->d_pc = t->h.pc;
+            return t->d;
+        }
+        cp = npu_code_find(l, vpn);
 
         if (cp) {
             t->d = &cp->insn[(t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2];
