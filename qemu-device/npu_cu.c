@@ -48,6 +48,7 @@
 
 #define NPU_CU_QUANTUM      4096        /* cycles between unit switches */
 #define NPU_CODE_PAGES      16          /* decoded code pages per launch */
+#define NPU_CODE_WAYS       2           /* ... in sets of this many */
 #define NPU_DTLB            64          /* data translations per launch */
 #define NPU_MEM_QUEUE       8           /* memory requests in flight/unit */
 #define NPU_SECTOR          32          /* bytes per memory transaction */
@@ -139,6 +140,7 @@ typedef struct NpuUnit {
 
 typedef struct NpuCodePage {
     uint64_t vpn;               /* UINT64_MAX: empty */
+    uint64_t filled;            /* the launch's code_fills when decoded */
     NpuCuInsn *insn;            /* 1024 decoded words */
 } NpuCodePage;
 
@@ -181,6 +183,7 @@ struct NpuLaunch {
 
     uint32_t gen;               /* ring->tlb_gen the caches are valid for */
     uint64_t code_epoch;        /* changes whenever code[] changes */
+    uint64_t code_fills;        /* pages decoded into code[] */
     NpuCodePage code[NPU_CODE_PAGES];
     NpuDtlb dtlb[NPU_DTLB];
 
@@ -279,6 +282,7 @@ static void npu_launch_flush(NpuLaunch *l)
 
     for (i = 0; i < NPU_CODE_PAGES; i++) {
         l->code[i].vpn = UINT64_MAX;
+        l->code[i].filled = 0;
     }
     l->code_epoch++;
     for (i = 0; i < NPU_DTLB; i++) {
@@ -658,17 +662,50 @@ static void npu_cu_deps(NpuCuInsn *ci)
     ci->nregs = nr;
 }
 
+/*
+ * The decoded-page cache is set-associative, so that the pages of two
+ * threads' code that share a set (NPU_CODE_PAGES / NPU_CODE_WAYS pages
+ * apart) do not evict each other on every instruction.
+ */
+static inline NpuCodePage *npu_code_set(NpuLaunch *l, uint64_t vpn)
+{
+    return &l->code[vpn % (NPU_CODE_PAGES / NPU_CODE_WAYS) * NPU_CODE_WAYS];
+}
+
+/* The entry holding page vpn, NULL if none. */
+static inline NpuCodePage *npu_code_find(NpuLaunch *l, uint64_t vpn)
+{
+    NpuCodePage *set = npu_code_set(l, vpn);
+    unsigned w;
+
+    for (w = 0; w < NPU_CODE_WAYS; w++) {
+        if (set[w].vpn == vpn) {
+            return &set[w];
+        }
+    }
+    return NULL;
+}
+
 /* Decoded instruction at pc, decoding its page on first use. */
 static const NpuCuInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
                                      uint32_t *code)
 {
     uint64_t vpn = pc >> NPU_PAGE_SHIFT;
-    NpuCodePage *cp = &l->code[vpn % NPU_CODE_PAGES];
+    NpuCodePage *cp = npu_code_find(l, vpn);
     uint32_t words[NPU_PAGE_SIZE / 4];
     int space;
     unsigned i;
 
-    if (cp->vpn != vpn) {
+    if (!cp) {
+        NpuCodePage *set = npu_code_set(l, vpn);
+
+        /* the way decoded longest ago (an empty one has filled 0) */
+        cp = &set[0];
+        for (i = 1; i < NPU_CODE_WAYS; i++) {
+            if (set[i].filled < cp->filled) {
+                cp = &set[i];
+            }
+        }
         if (pc >> NPU_VA_BITS) {
             *code = NPU_ERR_MMU_FAULT;
             return NULL;
@@ -693,6 +730,7 @@ static const NpuCuInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
             npu_cu_deps(ci);
         }
         cp->vpn = vpn;
+        cp->filled = ++l->code_fills;
         l->code_epoch++;
     }
     return &cp->insn[(pc & (NPU_PAGE_SIZE - 1)) >> 2];
@@ -806,17 +844,17 @@ static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci,
         if (d->cls == NPU_RV_AMO) {
             va = t->h.x[d->rs1];
         }
-        if (npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
-            for (i = 0; i < NPU_MEM_QUEUE; i++) {
-                if (u->mem_done[i] > when) {
-                    busy++;
-                    first = MIN(first, u->mem_done[i]);
-                }
+        for (i = 0; i < NPU_MEM_QUEUE; i++) {
+            if (u->mem_done[i] > when) {
+                busy++;
+                first = MIN(first, u->mem_done[i]);
             }
-            if (busy == NPU_MEM_QUEUE) {
-                when = first;
-                *why = NPU_STALL_LG_THROTTLE;
-            }
+        }
+        /* only a full queue needs the space: a translation saved */
+        if (busy == NPU_MEM_QUEUE &&
+            npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
+            when = first;
+            *why = NPU_STALL_LG_THROTTLE;
         }
     }
     return when;
@@ -1106,9 +1144,19 @@ static inline const NpuCuInsn *npu_slot_decode(NpuState *s, NpuSlot *t,
 {
     if (t->d_pc != t->h.pc || t->d_epoch != l->code_epoch) {
         uint64_t vpn = t->h.pc >> NPU_PAGE_SHIFT;
-        NpuCodePage *cp = &l->code[vpn % NPU_CODE_PAGES];
+        NpuCodePage *cp;
 
-        if (cp->vpn == vpn) {
+        if (t->d && t->d_epoch == l->code_epoch &&
+            vpn == t->d_pc >> NPU_PAGE_SHIFT) {
+            /* still in the decoded page: no cache lookup */
+            t->d += (ptrdiff_t)((t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2) -
+                    (ptrdiff_t)((t->d_pc & (NPU_PAGE_SIZE - 1)) >> 2);
+            t->d_pc = t->h.pc;
+            return t->d;
+        }
+        cp = npu_code_find(l, vpn);
+
+        if (cp) {
             t->d = &cp->insn[(t->h.pc & (NPU_PAGE_SIZE - 1)) >> 2];
             t->d_err = 0;
         } else {
@@ -1262,8 +1310,9 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
     }
     while (u->cycle < end && u->nlive) {
         uint64_t c = u->cycle, wake = UINT64_MAX;
-        const NpuCuInsn *pick_d = NULL;
-        uint32_t pick_err = 0, nl;
+        const NpuCuInsn *pick_d;
+        NpuSlot *pt;
+        uint32_t nl;
         int pick = -1;
         unsigned k, pos;
 
@@ -1290,8 +1339,6 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
             if (when <= c) {
                 if (pick < 0) {
                     pick = pos;
-                    pick_d = d;
-                    pick_err = t->d_err;
                     t->stall = NPU_STALL_SELECTED;
                 } else {
                     t->stall = NPU_STALL_NOT_SELECTED;
@@ -1314,7 +1361,14 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         npu_cu_charge(s, u, c, 1);
         u->rr = pick;
         u->cycle = c + 1;
-        npu_cu_issue(s, u, &u->slot[u->live[pick]], pick_d, pick_err, c);
+        /*
+         * Decode the pick again: a thread after it in the scan whose code
+         * is NPU_CODE_PAGES pages away may have decoded its page into the
+         * same entry, over the pick's instructions.
+         */
+        pt = &u->slot[u->live[pick]];
+        pick_d = npu_slot_decode(s, pt, pt->l);
+        npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
     }
     if (u->cycle < end) {
         u->cycle = end;

@@ -117,7 +117,7 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	read -r p f s < <(tap_count "$res/host/device.tap")
 	add_row device host "$p" "$f" "$s"
 fi
-for t in cutest:device-cu isatest:device-isa; do
+for t in cutest:device-cu isatest:device-isa golden:device-golden; do
 	prog=${t%%:*} name=${t#*:}
 	if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-$prog" ]; then
 		echo "== $name tests (qtest)" >&2

@@ -107,7 +107,8 @@ targets = [
     ("concurrency_speedup_8", "conc", 8), ("concurrency_start_skew_8_ms", None, None),
     ("copy_bw_ratio", ">=", 0.7),
     ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
-    ("isa_mips", ">=", 50.0), ("isa_native_ratio", None, None),
+    ("isa_mips", ">=", 50.0), ("isa_mips_16t", None, None),
+    ("isa_native_ratio", None, None),
     ("user_vs_builtin_enqueue", "<=", 1.0),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1

@@ -81,6 +81,63 @@ static void test_iota(void)
 	}
 }
 
+/*
+ * Threads of one launch whose code lies 16 and 32 pages apart (one set of
+ * the decoded-code cache) each run their own instructions: with two
+ * pages, and with three, which evict each other within the scheduler's
+ * scan of the live threads, between the choice of a thread and its issue.
+ */
+static void test_code_alias(void)
+{
+	const unsigned threads = 6, n = 300;
+	struct buf out = alloc_buf(8 * threads, 1, 1);
+
+	load_kernel("code_alias", 1);
+	for (unsigned pages = 2; pages <= 3; pages++) {
+		struct launch l = { .block = { threads }, .stack = 256,
+				    .nargs = 3, .args = { out.va, n, pages } };
+		struct pk p = { .n = 0 };
+		uint64_t got[6], want[6];
+		bool done, good = true;
+
+		for (unsigned t = 0; t < threads; t++) {
+			/* kmain's loop, far_sum's, farther_sum's */
+			static const uint64_t start[] = { 1, 7, 5 };
+			static const uint64_t mul[] = { 5, 3, 7 };
+			static const uint64_t x[] = { 0xaa, 0x55, 0x33 };
+			uint64_t acc = start[t % pages];
+
+			for (uint64_t i = 0; i < n; i++)
+				acc = acc * mul[t % pages] +
+				      (i ^ x[t % pages]);
+			want[t] = acc;
+		}
+		memset(got, 0, sizeof(got));
+		buf_write(&out, 0, got, sizeof(got));
+		pk_launch_code(&p, &l);
+		done = ring_run(0, &p, 20000);
+		if (!done) {
+			diag("ring 0: error %u at PC 0x%llx (thread %u)",
+			     rrd(0, NPU_RING_ERROR),
+			     (unsigned long long)rrd64(0, NPU_RING_FAULT_PC_LO),
+			     rrd(0, NPU_RING_FAULT_THREAD));
+			ring_reset(0);
+		}
+		buf_read(&out, 0, got, sizeof(got));
+		for (unsigned t = 0; t < threads; t++) {
+			if (got[t] != want[t]) {
+				diag("thread %u: 0x%llx, want 0x%llx", t,
+				     (unsigned long long)got[t],
+				     (unsigned long long)want[t]);
+				good = false;
+			}
+		}
+		ok(done && good, "%u threads running code on %u pages 16 "
+		   "pages apart each run their own instructions (%u "
+		   "iterations)", threads, pages, n);
+	}
+}
+
 /* Run l on ring r with a statistics record; false if it did not complete. */
 static bool run_stats(int r, struct launch *l, struct npu_launch_stats *st)
 {
@@ -1133,15 +1190,23 @@ static void test_late_block_invalidate(void)
 
 static void run_all(void)
 {
-	/* NPU_CUTEST=late_block_invalidate runs only that test (debugging) */
+	/* NPU_CUTEST=late_block_invalidate (or code_alias) runs only that
+	 * test (debugging) */
 	const char *only = getenv("NPU_CUTEST");
 
 	if (only && strstr(only, "late_block_invalidate")) {
 		test_late_block_invalidate();
 		return;
 	}
+	if (only && strstr(only, "code_alias")) {
+		start(NULL, 0);
+		test_code_alias();
+		stop("compute-unit instance");
+		return;
+	}
 	start(NULL, 0);
 	test_iota();
+	test_code_alias();
 	test_stall_reasons();
 	test_occupancy_curve();
 	test_deterministic();

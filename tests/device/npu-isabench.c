@@ -5,7 +5,9 @@
  * with the cycle model on; the same C runs natively on the host in the same
  * process. Prints JSON: isa_mips (instructions retired per host second) and
  * isa_native_ratio (native time / device time for the same work), each the
- * median of the trials, and the occupancy curve: IPC of one unit running a
+ * median of the trials; isa_mips_16t, the same for 16 threads of one block
+ * sharing the work (the scheduler's path for several live threads); and
+ * the occupancy curve: IPC of one unit running a
  * latency-bound kernel (kernels/memlat.c) with 1, 2, 4, 8 and 16 resident
  * threads, next to the model's bound (memory queue / latency).
  * Usage: npu-isabench <qemu-system-x86_64> [trials]
@@ -37,7 +39,7 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
 	int trials = argc > 2 ? atoi(argv[2]) : 5;
-	double mips[32], ratio[32], dev_s = 0, nat_s = 0;
+	double mips[32], mips16[32], ratio[32], dev_s = 0, nat_s = 0;
 	uint64_t instr = 0, cycles = 0;
 	unsigned curve_t[16], curve_n = 0;
 	double curve_ipc[16], curve_bound = 0;
@@ -85,6 +87,36 @@ int main(int argc, char **argv)
 		mips[t] = instr / dev_s / 1e6;
 		ratio[t] = nat_s / dev_s;
 	}
+	/* 16 threads of one unit, each a sixteenth of the work */
+	for (int t = 0; t < trials; t++) {
+		struct buf out = alloc_buf(4096, 1, 1);
+		struct buf sb = alloc_buf(4096, 0, 1);
+		struct launch l = { .block = { 16 }, .stack = 64,
+				    .stats = sb.va, .nargs = 3,
+				    .args = { out.va, N_DEVICE / 16, 777 + t } };
+		struct npu_launch_stats st;
+		struct pk p = { .n = 0 };
+		uint64_t t0, t1, got[16];
+
+		pk_launch_code(&p, &l);
+		t0 = host_ns();
+		if (!ring_run(0, &p, 120000)) {
+			fprintf(stderr, "npu-isabench: the 16-thread launch "
+				"failed\n");
+			return 1;
+		}
+		t1 = host_ns();
+		buf_read(&sb, 0, &st, sizeof(st));
+		buf_read(&out, 0, got, sizeof(got));
+		for (int i = 0; i < 16; i++) {
+			if (got[i] != bench_compute(N_DEVICE / 16, 777 + t)) {
+				fprintf(stderr, "npu-isabench: device result "
+					"differs (16 threads)\n");
+				return 1;
+			}
+		}
+		mips16[t] = st.instructions / ((t1 - t0) / 1e9) / 1e6;
+	}
 	/* the occupancy curve */
 	{
 		struct buf a = alloc_buf(64 * 1024, 1, 1);
@@ -119,12 +151,16 @@ int main(int argc, char **argv)
 		(unsigned long long)cycles, dev_s, nat_s);
 	printf("{\"isa_mips\": {\"median\": %.2f, \"trials\": %d, \"what\": "
 	       "\"RISC-V instructions retired per host second, one thread, "
-	       "cycle model on\"}, \"isa_native_ratio\": {\"median\": %.5f, "
+	       "cycle model on\"}, \"isa_mips_16t\": {\"median\": %.2f, "
+	       "\"trials\": %d, \"what\": \"the same, 16 threads of one "
+	       "block on one unit\"}, "
+	       "\"isa_native_ratio\": {\"median\": %.5f, "
 	       "\"what\": \"native host time / device interpretation time "
 	       "for the same C\"}, \"occupancy_curve\": {\"what\": \"IPC of "
 	       "one unit on a latency-bound kernel by resident threads\", "
 	       "\"bound\": %.4f, \"points\": [", median(mips, trials), trials,
-	       median(ratio, trials), curve_bound);
+	       median(mips16, trials), trials, median(ratio, trials),
+	       curve_bound);
 	for (unsigned i = 0; i < curve_n; i++)
 		printf("%s[%u, %.4f]", i ? ", " : "", curve_t[i], curve_ipc[i]);
 	printf("]}}\n");
