@@ -821,3 +821,68 @@ void host_gen_main(FILE *o, const struct node *f)
 		fputs("\t(void)ret;\n", o);
 	fputs("\treturn 0;\n}\n", o);
 }
+
+static void cxx_type(FILE *o, const struct type *t)
+{
+	if (t->kind == TY_STREAM)
+		fputs("npu_stream_t", o);
+	else if (t->kind == TY_SPAN)
+		fprintf(o, "choreo::spanned_data<choreo::%s, %d>", elem_name(t->elem),
+			t->rank);
+	else if (t->kind == TY_SCALAR)
+		fputs(proto_type(t->elem), o);
+	else
+		fputs("void", o);
+}
+
+void host_cxx_wrappers(FILE *o, const struct program *prog)
+{
+	int i, k;
+
+	/* the C functions, hidden from the host program's own names */
+	fputs("namespace npu_co_c {\nextern \"C\" {\n", o);
+	for (i = 0; i < prog->root->nkids; i++) {
+		host_prototype(o, prog->root->kids[i]);
+		fputs(";\n", o);
+	}
+	fputs("}\n}\n\n", o);
+	for (i = 0; i < prog->root->nkids; i++) {
+		const struct node *f = prog->root->kids[i], *params = f->kids[0];
+
+		fputs("static inline ", o);
+		cxx_type(o, &f->type);
+		fprintf(o, " %s(", f->name);
+		for (k = 0; k < params->nkids; k++) {
+			const struct type *t = &params->kids[k]->type;
+
+			if (k)
+				fputs(", ", o);
+			if (t->kind == TY_SPAN)
+				fprintf(o, "const choreo::spanned_view<choreo::%s, %d> &",
+					elem_name(t->elem), t->rank);
+			else
+				cxx_type(o, t);
+			fprintf(o, " a%d", k);
+		}
+		fputs(")\n{\n", o);
+		if (f->type.kind == TY_SPAN)
+			fputs("\tnpu_choreo_view r = {};\n", o);
+		else if (f->type.kind == TY_SCALAR)
+			fprintf(o, "\t%s r = {};\n", proto_type(f->type.elem));
+		fprintf(o, "\tchoreo::detail::check_call(npu_co_c::%s(", f->name);
+		for (k = 0; k < params->nkids; k++)
+			fprintf(o, "%sa%d%s", k ? ", " : "", k,
+				params->kids[k]->type.kind == TY_SPAN ? ".c_view()" : "");
+		if (f->type.kind != TY_VOID)
+			fprintf(o, "%s&r", k ? ", " : "");
+		fprintf(o, "), \"%s\");\n", f->name);
+		if (f->type.kind == TY_SPAN) {
+			fputs("\treturn ", o);
+			cxx_type(o, &f->type);
+			fputs("::adopt(r);\n", o);
+		} else if (f->type.kind == TY_SCALAR) {
+			fputs("\treturn r;\n", o);
+		}
+		fputs("}\n\n", o);
+	}
+}

@@ -1243,6 +1243,15 @@ static void check_return(struct node *r)
 	{
 		struct type t = check_expr(r->kids[0]);
 
+		if ((cur_func->flag & FN_AUTO) && want.kind == TY_VOID &&
+		    (t.kind == TY_SPAN || t.kind == TY_SCALAR)) {
+			/* the first return gives an auto function its type; the
+			 * dimensions of a spanned result are the returned data's,
+			 * known at run time only (callers bind them) */
+			want = t;
+			memset(want.dims, 0, sizeof(want.dims));
+			cur_func->type = want;
+		}
 		if (want.kind == TY_VOID)
 			diag_error(r->loc, "type mismatch: '%s' returns void",
 				   cur_func->name);
