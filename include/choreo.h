@@ -21,6 +21,10 @@
  *
  * Elements are indexed one dimension at a time (res[i][j]); an index out
  * of range fails choreo_assert.
+ *
+ * Croqtile's GPU host programs also call the CUDA runtime for streams,
+ * device memory and copies: those few names are declared at the end, as
+ * the libnpu calls they correspond to.
  */
 #ifndef NPU_CHOREO_HOST_H
 #define NPU_CHOREO_HOST_H
@@ -303,6 +307,45 @@ make_spanview(T *ptr, std::initializer_list<size_t> dims)
 	return spanned_view<U, Rank>(const_cast<U *>(ptr), d);
 }
 
+/* a failed runtime call ends the program (Croqtile: abend_true) */
+inline void abend_true(npu_status_t st)
+{
+	if (st != NPU_SUCCESS) {
+		std::cout.flush();
+		std::fprintf(stderr, "Runtime failure: %s\n", npu_status_string(st));
+		std::exit(1);
+	}
+}
+
 } /* namespace choreo */
+
+/* The CUDA runtime names of Croqtile's GPU host programs, over libnpu */
+using cudaError_t = npu_status_t;
+using cudaStream_t = npu_stream_t;
+using cudaMemcpyKind = npu_memcpy_kind_t;
+constexpr npu_status_t cudaSuccess = NPU_SUCCESS;
+constexpr npu_memcpy_kind_t cudaMemcpyHostToHost = NPU_MEMCPY_HOST_TO_HOST;
+constexpr npu_memcpy_kind_t cudaMemcpyHostToDevice = NPU_MEMCPY_HOST_TO_DEVICE;
+constexpr npu_memcpy_kind_t cudaMemcpyDeviceToHost = NPU_MEMCPY_DEVICE_TO_HOST;
+constexpr npu_memcpy_kind_t cudaMemcpyDeviceToDevice = NPU_MEMCPY_DEVICE_TO_DEVICE;
+constexpr npu_memcpy_kind_t cudaMemcpyDefault = NPU_MEMCPY_DEFAULT;
+
+inline cudaError_t cudaStreamCreate(cudaStream_t *s) { return npu_stream_create(s, NPU_STREAM_DEFAULT, 0); }
+inline cudaError_t cudaStreamDestroy(cudaStream_t s) { return npu_stream_destroy(s); }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return npu_stream_synchronize(s); }
+inline cudaError_t cudaDeviceSynchronize() { return npu_device_synchronize(); }
+inline cudaError_t cudaGetLastError() { return npu_get_last_error(); }
+inline const char *cudaGetErrorString(cudaError_t e) { return npu_status_string(e); }
+template <typename T>
+inline cudaError_t cudaMalloc(T **p, size_t n)
+{
+	return npu_malloc(reinterpret_cast<void **>(p), n);
+}
+inline cudaError_t cudaFree(void *p) { return npu_free(p); }
+inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind k)
+{
+	return npu_memcpy(dst, src, n, k);
+}
+inline cudaError_t cudaMemset(void *p, int v, size_t n) { return npu_memset(p, v, n); }
 
 #endif /* NPU_CHOREO_HOST_H */
