@@ -402,9 +402,12 @@ static int build_host_program(const struct program *prog, const char *host_text,
 		char *obj_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-fPIC", "-pthread",
 				     incflag, npuinc, "-c", main_cc, "-o", main_o, NULL };
 		char *ld_argv[] = { "ld", "-r", host_o, main_o, "-o", (char *)out, NULL };
+		/* libstdc++ linked in: the program needs only what a C
+		 * program of npu-choreo needs (a guest's root has no C++) */
 		char *exe_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-pthread", incflag,
 				     npuinc, main_cc, host_o, "-o", (char *)out, libflag,
-				     rpath, "-lnpu", NULL };
+				     rpath, "-lnpu", "-static-libstdc++", "-static-libgcc",
+				     NULL };
 
 		if (run_argv(relocatable ? obj_argv : exe_argv)) {
 			fprintf(stderr, "npu-choreo: %s failed on the host program\n", cxx);

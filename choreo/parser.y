@@ -167,6 +167,12 @@ param
 		$$->name = $5;
 		set_span_type(&$$->type, $1, $3);
 	}
+	| ETYPE '[' dims ']' '&' IDENT {
+		/* a reference: spanned parameters are the caller's data anyway */
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $1, $3);
+	}
 	| STORAGE ETYPE '[' dims ']' IDENT {
 		/* parameters are the caller's (global) memory */
 		if ($1 != ST_GLOBAL)
