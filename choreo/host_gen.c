@@ -616,6 +616,21 @@ void host_emit_launch(struct emitter *em, const struct node *par)
 		emit_indent(em);
 		fputs("}\n", o);
 	}
+	if (!k->threads_fixed) {
+		/* larger levels loop in the kernel (kernel_gen.c) */
+		emit_indent(em);
+		fputs("{\n", o);
+		emit_indent(em);
+		fputs("\tint max_ = 0;\n", o);
+		emit_indent(em);
+		fprintf(o, "\tif (npu_func_get_attribute(&max_, NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, npu_co_fn[%d]) == NPU_SUCCESS &&\n", par->kernel);
+		emit_indent(em);
+		fputs("\t    max_ > 0 && npu__threads > max_)\n", o);
+		emit_indent(em);
+		fputs("\t\tnpu__threads = max_;\n", o);
+		emit_indent(em);
+		fputs("}\n", o);
+	}
 	emit_indent(em);
 	if (n) {
 		fputs("void *npu__args[] = {", o);

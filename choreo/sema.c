@@ -1229,6 +1229,7 @@ static void check_return(struct node *r)
 	struct type want = cur_func->type;
 
 	if (cur_kernel) {
+		cur_kernel->threads_fixed = true;
 		if (r->nkids)
 			diag_error(r->loc, "not supported yet: returning a value from a "
 				   "parallel body");
@@ -1394,6 +1395,8 @@ static void check_stmt_inner(struct node *s)
 		check_print(s);
 		break;
 	case N_SYNC:
+		if (cur_kernel)
+			cur_kernel->threads_fixed = true;
 		if (s->flag != ST_SHARED)
 			diag_error(s->loc, "not supported yet: sync.%s",
 				   s->flag == ST_LOCAL ? "local" : "global");
