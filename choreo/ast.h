@@ -82,6 +82,10 @@ struct node {
 	struct node *callee;	/* E_COCALL: the called N_FUNC */
 };
 
+/* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
+ * (void until one is seen) */
+#define FN_AUTO 1
+
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
 
@@ -110,6 +114,13 @@ struct sym {
 	long shared_offset;	/* shared spans: byte offset in the scratchpad */
 	struct sym *next_in_func;
 };
+
+/* byte range [start, end) of a __co__ function in the source (lexer.l) */
+struct co_range {
+	long start, end;
+};
+extern struct co_range *co_ranges;
+extern int n_co_ranges;
 
 struct node *node_new(enum node_kind kind, struct loc loc);
 struct node *node_add(struct node *parent, struct node *kid);

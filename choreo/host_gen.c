@@ -126,6 +126,9 @@ static const char prelude[] =
 "static int npu_co_device_ptr(void *data, size_t bytes, void **dev, int line,\n"
 "\t\t\t     const char *name)\n"
 "{\n"
+"\t/* the probes' failures are not the caller's last error */\n"
+"\tnpu_status_t prior = npu_peek_last_error();\n"
+"\n"
 "\tif (!bytes) {\n"
 "\t\t*dev = data;\n"
 "\t\treturn 0;\n"
@@ -141,6 +144,8 @@ static const char prelude[] =
 "\tif (data && npu_memset_async(data, 0, 0, NULL) == NPU_SUCCESS &&\n"
 "\t    npu_memset_async((char *)data + bytes - 1, 0, 0, NULL) == NPU_SUCCESS) {\n"
 "\t\t*dev = data;\n"
+"\t\tif (prior == NPU_SUCCESS)\n"
+"\t\t\tnpu_get_last_error();\n"
 "\t\treturn 1;\t/* device memory: host code cannot read it */\n"
 "\t}\n"
 "\tnpu_get_last_error();\n"
@@ -611,6 +616,21 @@ void host_emit_launch(struct emitter *em, const struct node *par)
 		emit_indent(em);
 		fputs("}\n", o);
 	}
+	if (!k->threads_fixed) {
+		/* larger levels loop in the kernel (kernel_gen.c) */
+		emit_indent(em);
+		fputs("{\n", o);
+		emit_indent(em);
+		fputs("\tint max_ = 0;\n", o);
+		emit_indent(em);
+		fprintf(o, "\tif (npu_func_get_attribute(&max_, NPU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, npu_co_fn[%d]) == NPU_SUCCESS &&\n", par->kernel);
+		emit_indent(em);
+		fputs("\t    max_ > 0 && npu__threads > max_)\n", o);
+		emit_indent(em);
+		fputs("\t\tnpu__threads = max_;\n", o);
+		emit_indent(em);
+		fputs("}\n", o);
+	}
 	emit_indent(em);
 	if (n) {
 		fputs("void *npu__args[] = {", o);
@@ -820,4 +840,69 @@ void host_gen_main(FILE *o, const struct node *f)
 	else if (f->type.kind == TY_SCALAR)
 		fputs("\t(void)ret;\n", o);
 	fputs("\treturn 0;\n}\n", o);
+}
+
+static void cxx_type(FILE *o, const struct type *t)
+{
+	if (t->kind == TY_STREAM)
+		fputs("npu_stream_t", o);
+	else if (t->kind == TY_SPAN)
+		fprintf(o, "choreo::spanned_data<choreo::%s, %d>", elem_name(t->elem),
+			t->rank);
+	else if (t->kind == TY_SCALAR)
+		fputs(proto_type(t->elem), o);
+	else
+		fputs("void", o);
+}
+
+void host_cxx_wrappers(FILE *o, const struct program *prog)
+{
+	int i, k;
+
+	/* the C functions, hidden from the host program's own names */
+	fputs("namespace npu_co_c {\nextern \"C\" {\n", o);
+	for (i = 0; i < prog->root->nkids; i++) {
+		host_prototype(o, prog->root->kids[i]);
+		fputs(";\n", o);
+	}
+	fputs("}\n}\n\n", o);
+	for (i = 0; i < prog->root->nkids; i++) {
+		const struct node *f = prog->root->kids[i], *params = f->kids[0];
+
+		fputs("static inline ", o);
+		cxx_type(o, &f->type);
+		fprintf(o, " %s(", f->name);
+		for (k = 0; k < params->nkids; k++) {
+			const struct type *t = &params->kids[k]->type;
+
+			if (k)
+				fputs(", ", o);
+			if (t->kind == TY_SPAN)
+				fprintf(o, "const choreo::spanned_view<choreo::%s, %d> &",
+					elem_name(t->elem), t->rank);
+			else
+				cxx_type(o, t);
+			fprintf(o, " a%d", k);
+		}
+		fputs(")\n{\n", o);
+		if (f->type.kind == TY_SPAN)
+			fputs("\tnpu_choreo_view r = {};\n", o);
+		else if (f->type.kind == TY_SCALAR)
+			fprintf(o, "\t%s r = {};\n", proto_type(f->type.elem));
+		fprintf(o, "\tchoreo::detail::check_call(npu_co_c::%s(", f->name);
+		for (k = 0; k < params->nkids; k++)
+			fprintf(o, "%sa%d%s", k ? ", " : "", k,
+				params->kids[k]->type.kind == TY_SPAN ? ".c_view()" : "");
+		if (f->type.kind != TY_VOID)
+			fprintf(o, "%s&r", k ? ", " : "");
+		fprintf(o, "), \"%s\");\n", f->name);
+		if (f->type.kind == TY_SPAN) {
+			fputs("\treturn ", o);
+			cxx_type(o, &f->type);
+			fputs("::adopt(r);\n", o);
+		} else if (f->type.kind == TY_SCALAR) {
+			fputs("\treturn r;\n", o);
+		}
+		fputs("}\n\n", o);
+	}
 }

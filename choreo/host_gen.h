@@ -15,4 +15,8 @@ void host_prototype(FILE *o, const struct node *f);
 /* main() calling the parameterless function f, for `npu-choreo exe` */
 void host_gen_main(FILE *o, const struct node *f);
 
+/* for a .co file's own C++ main (include/choreo.h): one C++ function per
+ * __co__ function, spanned data as choreo::spanned_view/spanned_data */
+void host_cxx_wrappers(FILE *o, const struct program *prog);
+
 #endif

@@ -86,6 +86,18 @@ static void emit_extent_product(struct emitter *em, const struct node *par)
 	fputc(')', em->o);
 }
 
+/* Each thread takes the indices npu_thread_index() + k * block size of a
+ * thread level: the host launches at most a block of threads (fewer than
+ * the level when it is larger than the device allows, and the kernel has
+ * no barrier or return inside that would need every index in a thread of
+ * its own). */
+static void emit_thread_loop(struct emitter *em, const struct node *par)
+{
+	fputs("for (unsigned long npu__t = npu_thread_index(); npu__t < ", em->o);
+	emit_extent_product(em, par);
+	fputs("; npu__t += npu_block_threads()) {\n", em->o);
+}
+
 void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 {
 	FILE *o = em->o;
@@ -97,11 +109,9 @@ void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 	emit_indent(em);
 	fputs("npu_barrier();\n", o);
 	emit_indent(em);
-	fputs("if (npu_thread_index() < ", o);
-	emit_extent_product(em, par);
-	fputs(") {\n", o);
+	emit_thread_loop(em, par);
 	em->indent++;
-	emit_level_names(em, par, "npu_thread_index()");
+	emit_level_names(em, par, "npu__t");
 	emit_block(em, par->kids[2]);
 	em->indent--;
 	emit_indent(em);
@@ -169,11 +179,10 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		fprintf(o, "\t(void)%s;\n", names[i]);
 	if (k->grid_is_threads) {
 		/* one block whose threads are this level */
-		fputs("\tif (npu_thread_index() < ", o);
-		emit_extent_product(&em, k->par);
-		fputs(") {\n", o);
+		fputs("\t", o);
+		emit_thread_loop(&em, k->par);
 		em.indent++;
-		emit_level_names(&em, k->par, "npu_thread_index()");
+		emit_level_names(&em, k->par, "npu__t");
 		emit_block(&em, k->par->kids[2]);
 		em.indent--;
 		fputs("\t}\n", o);

@@ -253,6 +253,60 @@ static const struct node *pick_entry(struct program *prog, const char *entry)
 	exit(1);
 }
 
+/* The C++ host program of the file: its text with every __co__ function
+ * blanked out (newlines kept, so lines stay the file's) */
+static char *host_program_text(const char *text)
+{
+	char *host = strdup(text);
+	long len = (long)strlen(text), i;
+	int r;
+
+	if (!host)
+		exit(2);
+	for (r = 0; r < n_co_ranges; r++) {
+		long end = co_ranges[r].end < 0 ? len : co_ranges[r].end;
+
+		for (i = co_ranges[r].start; i < end && i < len; i++)
+			if (host[i] != '\n')
+				host[i] = ' ';
+	}
+	return host;
+}
+
+/* does the host code define `main(`? (outside comments and strings) */
+static bool defines_main(const char *host)
+{
+	const char *p = host;
+
+	while (*p) {
+		if (p[0] == '/' && p[1] == '/') {
+			p += strcspn(p, "\n");
+		} else if (p[0] == '/' && p[1] == '*') {
+			const char *e = strstr(p + 2, "*/");
+
+			p = e ? e + 2 : p + strlen(p);
+		} else if (*p == '"') {
+			for (p++; *p && *p != '"' && *p != '\n'; p++)
+				if (*p == '\\' && p[1])
+					p++;
+			if (*p)
+				p++;
+		} else if (!strncmp(p, "main", 4) &&
+			   (p == host || !(isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
+			const char *q = p + 4;
+
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q == '(')
+				return true;
+			p += 4;
+		} else {
+			p++;
+		}
+	}
+	return false;
+}
+
 /* The include guard names the header's file (NPU_CHOREO_<NAME>_H), so a
  * C file can include the headers of several .co files. */
 static char *header_guard(const char *path)
@@ -299,6 +353,74 @@ static void write_header(struct program *prog, const char *path)
 	}
 }
 
+/*
+ * A file with its own C++ main: the generated host C as an object, the
+ * host program (its text without the __co__ functions, after include/
+ * choreo.h and one C++ function per __co__ function) compiled by g++,
+ * both linked into PROG (exe, run) or into one relocatable object (build).
+ */
+static int build_host_program(const struct program *prog, const char *host_text,
+			      const char *host_c, char *incflag, char *libflag,
+			      char *rpath, const char *out, bool relocatable)
+{
+	char host_o[PATH_MAX + 32], main_cc[PATH_MAX + 32], main_o[PATH_MAX + 32];
+	char npuinc[PATH_MAX + 32];
+	char *cc = getenv("CC") ? getenv("CC") : "cc";
+	char *cxx = getenv("CXX") ? getenv("CXX") : "g++";
+	const char *p;
+	FILE *f;
+
+	pathf(host_o, sizeof(host_o), "%s/host.o", tmpdir);
+	pathf(main_cc, sizeof(main_cc), "%s/main.cc", tmpdir);
+	pathf(main_o, sizeof(main_o), "%s/main.o", tmpdir);
+	/* `#include "choreo.h"` of the program finds ours */
+	pathf(npuinc, sizeof(npuinc), "%s/npu", incflag);
+	f = open_out(main_cc);
+	fputs("#include <npu/choreo.h>\n\n", f);
+	host_cxx_wrappers(f, prog);
+	fputs("#line 1 \"", f);
+	for (p = diag_path(); *p; p++)
+		fprintf(f, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+	fputs("\"\n", f);
+	fputs(host_text, f);
+	if (fclose(f)) {
+		perror("npu-choreo: main.cc");
+		exit(2);
+	}
+	{
+		char *c_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
+				   incflag, "-c", (char *)host_c, "-o", host_o, NULL };
+
+		if (run_argv(c_argv)) {
+			fprintf(stderr, "npu-choreo: cc failed on the generated host "
+				"code (%s)\n", host_c);
+			keep_temps = true;
+			return 1;
+		}
+	}
+	{
+		char *obj_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-fPIC", "-pthread",
+				     incflag, npuinc, "-c", main_cc, "-o", main_o, NULL };
+		char *ld_argv[] = { "ld", "-r", host_o, main_o, "-o", (char *)out, NULL };
+		/* libstdc++ linked in: the program needs only what a C
+		 * program of npu-choreo needs (a guest's root has no C++) */
+		char *exe_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-pthread", incflag,
+				     npuinc, main_cc, host_o, "-o", (char *)out, libflag,
+				     rpath, "-lnpu", "-static-libstdc++", "-static-libgcc",
+				     NULL };
+
+		if (run_argv(relocatable ? obj_argv : exe_argv)) {
+			fprintf(stderr, "npu-choreo: %s failed on the host program\n", cxx);
+			return 1;
+		}
+		if (relocatable && run_argv(ld_argv)) {
+			fprintf(stderr, "npu-choreo: ld -r failed\n");
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd, *file = NULL, *out = NULL, *header = NULL;
@@ -318,7 +440,8 @@ int main(int argc, char **argv)
 	char libflag[PATH_MAX + 32], rpath[PATH_MAX + 32];
 	unsigned char *image;
 	size_t image_size;
-	char *text;
+	char *text, *host_text;
+	bool host_main;
 	FILE *in, *f;
 	int i, rc;
 
@@ -381,7 +504,14 @@ int main(int argc, char **argv)
 	fclose(in);
 	prog.root = parse_result;
 	sema_program(&prog);
-	if (strcmp(cmd, "build"))
+	host_text = host_program_text(text);
+	host_main = defines_main(host_text);
+	if (host_main && entry) {
+		fprintf(stderr, "npu-choreo: %s has its own main: --entry does not "
+			"apply\n", file);
+		return 2;
+	}
+	if (strcmp(cmd, "build") && !host_main)
 		main_fn = pick_entry(&prog, entry);
 	if (header)
 		write_header(&prog, header);
@@ -439,7 +569,11 @@ int main(int argc, char **argv)
 		}
 		out = prog_path;
 	}
-	{
+	if (host_main) {
+		if (build_host_program(&prog, host_text, host_c, incflag, libflag,
+				       rpath, out, !strcmp(cmd, "build")))
+			return 1;
+	} else {
 		char *cc = getenv("CC") ? getenv("CC") : "cc";
 		char *build_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
 				       incflag, "-c", host_c, "-o", (char *)out, NULL };

@@ -83,7 +83,7 @@ static void set_scalar_type(struct type *t, int elem)
 	struct node *n;
 }
 
-%token CO "__co__" VOID "void" INT "int" BOOL "bool" MUTABLE "mutable"
+%token CO "__co__" AUTO "auto" VOID "void" INT "int" BOOL "bool" MUTABLE "mutable"
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
@@ -132,6 +132,7 @@ func
 		$$ = mk(N_FUNC, @3);
 		$$->name = $3;
 		$$->type = $2->type;
+		$$->flag = $2->flag;
 		node_add($$, $5);
 		node_add($$, $8);
 	}
@@ -139,6 +140,7 @@ func
 		$$ = mk(N_FUNC, @3);
 		$$->name = $3;
 		$$->type = $2->type;
+		$$->flag = $2->flag;
 		node_add($$, mk(N_BLOCK, @4));
 		node_add($$, $7);
 	}
@@ -146,6 +148,7 @@ func
 
 ret_type
 	: VOID			{ $$ = mk(N_PARAM, @1); $$->type.kind = TY_VOID; $$->type.elem = EL_VOID; }
+	| AUTO			{ $$ = mk(N_PARAM, @1); $$->type.kind = TY_VOID; $$->type.elem = EL_VOID; $$->flag = FN_AUTO; }
 	| scalar_type		{ $$ = mk(N_PARAM, @1); set_scalar_type(&$$->type, $1); }
 	| ETYPE '[' dims ']'	{ $$ = mk(N_PARAM, @1); set_span_type(&$$->type, $1, $3); }
 	| STREAM		{ diag_error(L(@1), "type mismatch: a __co__ function cannot return a stream"); }
@@ -162,6 +165,12 @@ param
 	| ETYPE '[' dims ']' IDENT {
 		$$ = mk(N_PARAM, @5);
 		$$->name = $5;
+		set_span_type(&$$->type, $1, $3);
+	}
+	| ETYPE '[' dims ']' '&' IDENT {
+		/* a reference: spanned parameters are the caller's data anyway */
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
 		set_span_type(&$$->type, $1, $3);
 	}
 	| STORAGE ETYPE '[' dims ']' IDENT {

@@ -1229,6 +1229,7 @@ static void check_return(struct node *r)
 	struct type want = cur_func->type;
 
 	if (cur_kernel) {
+		cur_kernel->threads_fixed = true;
 		if (r->nkids)
 			diag_error(r->loc, "not supported yet: returning a value from a "
 				   "parallel body");
@@ -1243,6 +1244,15 @@ static void check_return(struct node *r)
 	{
 		struct type t = check_expr(r->kids[0]);
 
+		if ((cur_func->flag & FN_AUTO) && want.kind == TY_VOID &&
+		    (t.kind == TY_SPAN || t.kind == TY_SCALAR)) {
+			/* the first return gives an auto function its type; the
+			 * dimensions of a spanned result are the returned data's,
+			 * known at run time only (callers bind them) */
+			want = t;
+			memset(want.dims, 0, sizeof(want.dims));
+			cur_func->type = want;
+		}
 		if (want.kind == TY_VOID)
 			diag_error(r->loc, "type mismatch: '%s' returns void",
 				   cur_func->name);
@@ -1385,6 +1395,8 @@ static void check_stmt_inner(struct node *s)
 		check_print(s);
 		break;
 	case N_SYNC:
+		if (cur_kernel)
+			cur_kernel->threads_fixed = true;
 		if (s->flag != ST_SHARED)
 			diag_error(s->loc, "not supported yet: sync.%s",
 				   s->flag == ST_LOCAL ? "local" : "global");

@@ -23,6 +23,9 @@ struct kernel {
 	long shared_bytes;
 	long local_bytes;
 	bool grid_is_threads;		/* `parallel p by N : thread` on the host */
+	/* sync.shared or return inside: each thread runs at most one index
+	 * of a thread level, so a level cannot exceed a block */
+	bool threads_fixed;
 };
 
 struct program {

@@ -46,6 +46,8 @@ pkgs=(
 	bc libelf-dev
 	# guest, library, tests
 	busybox-static cpio xz-utils zstd kmod libdrm-dev zlib1g-dev gcc make python3
+	# npu-choreo: the C++ host programs of .co files (include/choreo.h)
+	g++
 	# code objects (libelf) and their DWARF (libdw) in libnpu; GSL for the
 	# tuner's Gaussian process
 	libdw-dev libgsl-dev
