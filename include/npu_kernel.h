@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npu_kernel.h - device-side header for kernels that run on the npu's
- * compute units (RV64G, freestanding C, Debian's clang-14):
+ * compute units (RV64G, C with Debian's clang-14 and picolibc), as npu-cc
+ * compiles them:
  *
  *   clang --target=riscv64-unknown-elf -march=rv64g -mabi=lp64d
- *         -mcmodel=medany -ffreestanding -nostdlib -O2 -c k.c
+ *         -mcmodel=medany -mno-relax -fPIE -ftls-model=local-exec
+ *         -nostdlibinc -isystem <picolibc>/include/release -O2 -c k.c
  *
  * A thread starts at the launch's entry with a0..a7 = the launch's first
  * eight arguments, sp at the end of its stack and ra = NPU_EXIT_PC, so a
@@ -165,6 +167,23 @@ int npu_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 #define printf npu_printf
 #endif
 
+/*
+ * Thread-local storage (picolibc's errno): code objects that have any get
+ * each thread's copy set up by the entry stub (npu-rt.c); the test is two
+ * addresses from the linker script, the call is made only if they differ.
+ */
+void __npu_tls_init(void);
+static inline void npu__tls(void)
+{
+	extern char __npu_tls_start[] __attribute__((visibility("hidden")));
+	extern char __npu_tls_end[] __attribute__((visibility("hidden")));
+	unsigned long start = (unsigned long)__npu_tls_start;
+
+	__asm__("" : "+r"(start));	/* two symbols may share an address */
+	if (start != (unsigned long)__npu_tls_end)
+		__npu_tls_init();
+}
+
 /* ---- kernel definitions: NPU_KERNEL(name, (type, arg), ...) ---- */
 #define NPU__N(...) NPU__N_(0, ##__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define NPU__N_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, n, ...) n
@@ -265,6 +284,7 @@ int npu_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 		const unsigned long long *npu__p = \
 			(const unsigned long long *)NPU_LOCAL_PARAMS; \
 		(void)npu__p; \
+		npu__tls(); \
 		name(NPU__CAT(NPU__LOADS_, NPU__N(__VA_ARGS__))(__VA_ARGS__)); \
 	} \
 	static void name(NPU__CAT(NPU__PARAMS_, NPU__N(__VA_ARGS__))(__VA_ARGS__))

@@ -4,9 +4,10 @@
  *
  * A driver over Debian's clang and ld.lld, nothing of its own: each .c is
  * compiled for the compute units (RV64G, double-float ABI, no compressed
- * instructions, position independent, freestanding) against the installed
- * npu_kernel.h, then everything is linked with the npu runtime by the npu
- * linker script into a position-independent ELF the library loads.
+ * instructions, position independent) against the installed npu_kernel.h
+ * and Debian's picolibc (the C library and libm), then everything is
+ * linked with the npu runtime, picolibc and libgcc by the npu linker
+ * script into a position-independent ELF the library loads.
  *
  *   npu-cc [options] file.c|file.o ... [-o out.npu]
  *
@@ -17,6 +18,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <libgen.h>
 #include <spawn.h>
@@ -30,6 +32,18 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/*
+ * Debian's picolibc-riscv64-unknown-elf. Its multilibs have no rv64imafd:
+ * rv64imafdc has compressed instructions the units do not decode, so the
+ * kernels' C library is the rv64iafd one (multiply and divide through
+ * libgcc's __muldi3 and kin; the kernels' own code uses M). "release" is
+ * built for speed, the default for size.
+ */
+#define PICOLIBC	"/usr/lib/picolibc/riscv64-unknown-elf"
+#define PICOLIBC_INC	PICOLIBC "/include/release"
+#define PICOLIBC_LIBC	PICOLIBC "/lib/release/rv64iafd/lp64d/libc.a"
+#define LIBGCC_GLOB	"/usr/lib/gcc/riscv64-unknown-elf/*/rv64iafd/lp64d/libgcc.a"
 
 #define MAX_ARGS	512
 
@@ -122,6 +136,7 @@ static int cache_name(char *buf, size_t n, const char *dir, int argc,
 	};
 	uint64_t h = 0xcbf29ce484222325ull;
 	char base[PATH_MAX], path[PATH_MAX + 64];
+	struct stat st;
 	bool ok = true;
 	unsigned i;
 	int k;
@@ -137,6 +152,12 @@ static int cache_name(char *buf, size_t n, const char *dir, int argc,
 		h = fnv_file(h, path, &ok);
 	}
 	(void)lib;
+	/* the C library by its size and time: hashing it costs more than the
+	 * lookups the cache saves */
+	if (!stat(PICOLIBC_LIBC, &st)) {
+		h = fnv(h, &st.st_size, sizeof(st.st_size));
+		h = fnv(h, &st.st_mtime, sizeof(st.st_mtime));
+	}
 	if (!ok)
 		return -1;
 	snprintf(base, sizeof(base), "%s", argv[first]);
@@ -151,11 +172,25 @@ static int cache_name(char *buf, size_t n, const char *dir, int argc,
 	return 0;
 }
 
+/* libgcc.a of gcc-riscv64-unknown-elf's rv64iafd/lp64d multilib (the
+ * newest version if several), or NULL. */
+static char *libgcc_path(void)
+{
+	glob_t g;
+	char *p = NULL;
+
+	if (!glob(LIBGCC_GLOB, 0, NULL, &g) && g.gl_pathc)
+		p = strdup(g.gl_pathv[g.gl_pathc - 1]);
+	globfree(&g);
+	return p;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: npu-cc [options] file.c|file.o ... [-o out.npu]\n"
-"Compile npu kernels (C with npu_kernel.h) into a code object.\n"
+"Compile npu kernels (C with npu_kernel.h; picolibc's C library and libm)\n"
+"into a code object.\n"
 "  -o FILE        output (default: the first file with .npu)\n"
 "  -c             compile only: one RISC-V object per .c file\n"
 "  -g             keep DWARF (source lines in fault messages and profiles)\n"
@@ -185,7 +220,7 @@ int main(int argc, char **argv)
 	char self[PATH_MAX], inc[PATH_MAX + 32], lib[PATH_MAX + 32], path[PATH_MAX + 64];
 	struct argv cflags = { .n = 0 }, objs = { .n = 0 }, tmps = { .n = 0 };
 	const char *out = NULL, *opt = "-O2", *clang, *lld, *cache = NULL;
-	char cached[PATH_MAX + 64];
+	char cached[PATH_MAX + 64], *libgcc = NULL;
 	bool compile_only = false, debug = false, failed = false;
 	ssize_t len;
 	int c, i, print = 0;
@@ -263,6 +298,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "npu-cc: missing %s (is npu-cc installed?)\n", path);
 		return 2;
 	}
+	if (access(PICOLIBC_INC "/math.h", R_OK) ||
+	    (!compile_only && (access(PICOLIBC_LIBC, R_OK) ||
+			       !(libgcc = libgcc_path())))) {
+		fprintf(stderr, "npu-cc: missing the kernels' C library (install "
+			"picolibc-riscv64-unknown-elf and gcc-riscv64-unknown-elf)\n");
+		return 2;
+	}
 	for (i = optind; i < argc && !failed; i++) {
 		const char *src = argv[i];
 		struct argv cc = { .n = 0 };
@@ -307,14 +349,17 @@ int main(int argc, char **argv)
 		add(&cc, "-mcmodel=medany");
 		add(&cc, "-mno-relax");
 		add(&cc, "-fPIE");
-		add(&cc, "-ffreestanding");
-		add(&cc, "-nostdlib");
+		/* picolibc's errno: tp-relative, set up by the entry stub */
+		add(&cc, "-ftls-model=local-exec");
+		add(&cc, "-nostdlibinc");
 		add(&cc, "-fno-common");
 		add(&cc, opt);
 		if (debug)
 			add(&cc, "-g");
 		add(&cc, "-isystem");
 		add(&cc, inc);
+		add(&cc, "-isystem");
+		add(&cc, PICOLIBC_INC);
 		for (k = 0; k < cflags.n; k++)
 			add(&cc, cflags.v[k]);
 		add(&cc, "-c");
@@ -352,7 +397,11 @@ int main(int argc, char **argv)
 		for (i = 0; i < objs.n; i++)
 			add(&ld, objs.v[i]);
 		snprintf(path, sizeof(path), "%s/libnpu-rt.a", lib);
+		add(&ld, "--start-group");
 		add(&ld, path);
+		add(&ld, PICOLIBC_LIBC);
+		add(&ld, libgcc);
+		add(&ld, "--end-group");
 		if (run(&ld))
 			failed = true;
 	}
