@@ -169,20 +169,21 @@ int npu_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * Thread-local storage (picolibc's errno): code objects that have any get
- * each thread's copy set up by the entry stub (npu-rt.c); the test is two
- * addresses from the linker script, the call is made only if they differ.
+ * each thread's copy set up by the entry stub, in __npu_tls_entry
+ * (npu-rt.c). The test costs three instructions, the size of the TLS
+ * image being an absolute symbol of the linker script; the call links
+ * through t0 and the callee keeps ra, so the stub needs no frame. Nothing
+ * is live yet: the registers the callee may change are clobbers.
  */
-void __npu_tls_init(void);
-static inline void npu__tls(void)
-{
-	extern char __npu_tls_start[] __attribute__((visibility("hidden")));
-	extern char __npu_tls_end[] __attribute__((visibility("hidden")));
-	unsigned long start = (unsigned long)__npu_tls_start;
-
-	__asm__("" : "+r"(start));	/* two symbols may share an address */
-	if (start != (unsigned long)__npu_tls_end)
-		__npu_tls_init();
-}
+#define npu__tls() __asm__ volatile( \
+	"lui t1, %%hi(__npu_tls_size)\n\t" \
+	"addi t1, t1, %%lo(__npu_tls_size)\n\t" \
+	"beqz t1, 1f\n\t" \
+	"jal t0, __npu_tls_entry\n" \
+	"1:" : : : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a0", "a1", \
+	"a2", "a3", "a4", "a5", "a6", "a7", "ft0", "ft1", "ft2", "ft3", \
+	"ft4", "ft5", "ft6", "ft7", "ft8", "ft9", "ft10", "ft11", "fa0", \
+	"fa1", "fa2", "fa3", "fa4", "fa5", "fa6", "fa7", "memory")
 
 /* ---- kernel definitions: NPU_KERNEL(name, (type, arg), ...) ---- */
 #define NPU__N(...) NPU__N_(0, ##__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)

@@ -435,9 +435,9 @@ static const char *call_file(Dwarf_Die *cu, Dwarf_Die *inl, int *line)
  * calls the kernel's body, which clang inlines into it: the line table
  * gives the entry's own instructions (argument loads, the return) the
  * NPU_KERNEL line or line 0, and the body's instructions their lines. The
- * scopes at off tell them apart: inside the inlined body or a separate
- * kernel function it is the user's code, in the entry function outside any
- * inlined body it is the stub. dwarf_getscopes() follows an inlined
+ * scopes at off tell them apart: inside the inlined body (an inlined
+ * subroutine named as the kernel) or a separate kernel function it is the
+ * user's code, elsewhere in the entry function it is the stub. dwarf_getscopes() follows an inlined
  * subroutine to its abstract definition; dwarf_getscopes_die() on the
  * innermost scope gives the concrete nesting (a loop's block in a helper
  * in a helper in the body).
@@ -446,7 +446,7 @@ static void user_line_of(Dwarf_Die *cu, uint64_t off, bool entry,
 			 struct where *w)
 {
 	Dwarf_Die *scopes = NULL, *chain = NULL;
-	bool inlined = false;
+	bool body = false;
 	int i, n;
 
 	w->user_src = w->src;
@@ -454,9 +454,13 @@ static void user_line_of(Dwarf_Die *cu, uint64_t off, bool entry,
 	n = dwarf_getscopes(cu, off, &scopes);
 	n = n > 0 ? dwarf_getscopes_die(&scopes[0], &chain) : 0;
 	for (i = 0; i < n; i++) {
+		const char *name;
+
 		if (dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine)
 			continue;
-		inlined = true;
+		/* the kernel's body, not a helper the stub inlines */
+		name = dwarf_diename(&chain[i]);
+		body |= name && w->fn && !strcmp(name, w->fn);
 		if (w->user_src && sdk_header(w->user_src)) {
 			const char *f = call_file(cu, &chain[i], &w->user_line);
 
@@ -466,7 +470,7 @@ static void user_line_of(Dwarf_Die *cu, uint64_t off, bool entry,
 	}
 	free(chain);
 	free(scopes);
-	w->stub = entry && (!inlined || !w->line);
+	w->stub = entry && (!body || !w->line);
 }
 
 static void where_of(uint64_t pc, struct where *w)

@@ -34,3 +34,17 @@ void __npu_tls_init(void)
 	__builtin_memset(tls + data, 0, (size_t)(__npu_tls_end - __npu_tdata_end));
 	__asm__ volatile("mv tp, %0" : : "r"(tls) : "memory");
 }
+
+/* Called by the entry stub (npu_kernel.h) with jal t0: keeps ra. */
+__asm__(".globl __npu_tls_entry\n"
+	".type __npu_tls_entry, @function\n"
+	"__npu_tls_entry:\n"
+	"	addi sp, sp, -16\n"
+	"	sd ra, 0(sp)\n"
+	"	sd t0, 8(sp)\n"
+	"	call __npu_tls_init\n"
+	"	ld ra, 0(sp)\n"
+	"	ld t0, 8(sp)\n"
+	"	addi sp, sp, 16\n"
+	"	jr t0\n"
+	".size __npu_tls_entry, . - __npu_tls_entry\n");

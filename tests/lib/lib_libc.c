@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #define N 1024u
-#define NF 128u			/* snprintf's threads: formatting doubles is long */
+#define NF 32u			/* snprintf's threads: formatting doubles is long */
 #define T 16u			/* threads per block (the default unit's slots) */
 
 static uint32_t bits(float f)
