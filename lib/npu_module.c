@@ -437,10 +437,10 @@ static const char *call_file(Dwarf_Die *cu, Dwarf_Die *inl, int *line)
  * NPU_KERNEL line or line 0, and the body's instructions their lines. The
  * scopes at off tell them apart: inside the inlined body (an inlined
  * subroutine named as the kernel) or a separate kernel function it is the
- * user's code, elsewhere in the entry function it is the stub. dwarf_getscopes() follows an inlined
- * subroutine to its abstract definition; dwarf_getscopes_die() on the
- * innermost scope gives the concrete nesting (a loop's block in a helper
- * in a helper in the body).
+ * user's code, elsewhere in the entry function it is the stub.
+ * dwarf_getscopes() follows an inlined subroutine to its abstract
+ * definition; dwarf_getscopes_die() on the innermost scope gives the
+ * concrete nesting (a loop's block in a helper in a helper in the body).
  */
 static void user_line_of(Dwarf_Die *cu, uint64_t off, bool entry,
 			 struct where *w)
