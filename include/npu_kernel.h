@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npu_kernel.h - device-side header for kernels that run on the npu's
- * compute units (RV64G, freestanding C, Debian's clang-14):
+ * compute units (RV64G, C with Debian's clang-14 and picolibc), as npu-cc
+ * compiles them:
  *
  *   clang --target=riscv64-unknown-elf -march=rv64g -mabi=lp64d
- *         -mcmodel=medany -ffreestanding -nostdlib -O2 -c k.c
+ *         -mcmodel=medany -mno-relax -fPIE -ftls-model=local-exec
+ *         -nostdlibinc -isystem <picolibc>/include/release -O2 -c k.c
  *
  * A thread starts at the launch's entry with a0..a7 = the launch's first
  * eight arguments, sp at the end of its stack and ra = NPU_EXIT_PC, so a
@@ -165,6 +167,24 @@ int npu_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 #define printf npu_printf
 #endif
 
+/*
+ * Thread-local storage (picolibc's errno): code objects that have any get
+ * each thread's copy set up by the entry stub, in __npu_tls_entry
+ * (npu-rt.c). The test costs three instructions, the size of the TLS
+ * image being an absolute symbol of the linker script; the call links
+ * through t0 and the callee keeps ra, so the stub needs no frame. Nothing
+ * is live yet: the registers the callee may change are clobbers.
+ */
+#define npu__tls() __asm__ volatile( \
+	"lui t1, %%hi(__npu_tls_size)\n\t" \
+	"addi t1, t1, %%lo(__npu_tls_size)\n\t" \
+	"beqz t1, 1f\n\t" \
+	"jal t0, __npu_tls_entry\n" \
+	"1:" : : : "t0", "t1", "t2", "t3", "t4", "t5", "t6", "a0", "a1", \
+	"a2", "a3", "a4", "a5", "a6", "a7", "ft0", "ft1", "ft2", "ft3", \
+	"ft4", "ft5", "ft6", "ft7", "ft8", "ft9", "ft10", "ft11", "fa0", \
+	"fa1", "fa2", "fa3", "fa4", "fa5", "fa6", "fa7", "memory")
+
 /* ---- kernel definitions: NPU_KERNEL(name, (type, arg), ...) ---- */
 #define NPU__N(...) NPU__N_(0, ##__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define NPU__N_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, n, ...) n
@@ -265,6 +285,7 @@ int npu_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 		const unsigned long long *npu__p = \
 			(const unsigned long long *)NPU_LOCAL_PARAMS; \
 		(void)npu__p; \
+		npu__tls(); \
 		name(NPU__CAT(NPU__LOADS_, NPU__N(__VA_ARGS__))(__VA_ARGS__)); \
 	} \
 	static void name(NPU__CAT(NPU__PARAMS_, NPU__N(__VA_ARGS__))(__VA_ARGS__))

@@ -1073,9 +1073,10 @@ npu_status_t npu_profile_report(FILE *f);
  * Nsight Compute names them (npu_profile_stall_name(): selected,
  * not_selected, wait, short_scoreboard, long_scoreboard,
  * math_pipe_throttle, lg_throttle, barrier, branch_resolving), and samples
- * every resident thread's PC every 997 unit cycles; npu_profile_report()
- * prints the hot spots by source line (DWARF of code objects built with
- * npu-cc -g). Documentation/lib/profiling.rst explains each figure. */
+ * every resident thread's PC (every 997 unit cycles at first, then at the
+ * period that spreads a launch's samples over the whole launch);
+ * npu_profile_report() prints the hot spots by source line (DWARF of code
+ * objects built with npu-cc -g). Documentation/lib/profiling.rst explains each figure. */
 #define NPU_PROFILE_STALLS	9
 #define NPU_PROFILE_SPACES	4	/* scratchpad, stack, device, host */
 typedef struct npu_kernel_profile {

@@ -21,10 +21,12 @@
 #include "npu_module.h"
 
 #define NSLOTS		128
-#define TRACE_BYTES	(16u << 10)
+#define TRACE_BYTES	(64u << 10)
 #define STATS_BYTES	256u
 #define SLOT_BYTES	(STATS_BYTES + TRACE_BYTES)
 #define SAMPLE_PERIOD	997		/* cycles, prime: no aliasing with loops */
+#define TRACE_RECORDS	((TRACE_BYTES - sizeof(struct npu_cu_trace_header)) / \
+			 sizeof(struct npu_cu_trace_record))
 #define MAX_KERNELS	256
 #define MAX_LINES	64		/* hot-spot lines kept per kernel */
 
@@ -37,19 +39,28 @@ struct kslot {
 	struct tl *tl;
 	uint64_t point;
 	int kernel;			/* index in kern[] */
+	uint32_t period;		/* its sampling period */
 };
 
 struct line_count {
 	char where[96];			/* "file.c:12" or "kernel+0x40" */
-	uint64_t n;
+	uint64_t n;			/* thread-cycles: samples x period */
+};
+
+/* Samples by line, of whole launches or of launches whose trace buffer
+ * filled up (those cover only the launch's first cycles). */
+struct lines {
+	struct line_count line[MAX_LINES];
+	unsigned nlines;
+	uint64_t total;			/* thread-cycles of all samples */
+	uint64_t samples;
 };
 
 struct kern {
 	npu_kernel_profile p;
 	double theor_sum;		/* theoretical occupancy x launches */
-	struct line_count line[MAX_LINES];
-	unsigned nlines;
-	uint64_t other_samples;		/* beyond MAX_LINES distinct lines */
+	struct lines whole, partial;
+	uint32_t period;		/* sampling period of the next launch */
 };
 
 /* klock nests inside dev->lock; it protects everything below */
@@ -132,11 +143,12 @@ bool npu_kprofile_slot(struct device *dev, npu_function_t f,
 	pool.slot[i].used = true;
 	pool.slot[i].tracked = false;
 	pool.slot[i].kernel = k;
+	pool.slot[i].period = kern[k].period ? kern[k].period : SAMPLE_PERIOD;
 	*slot = (int)i;
 	*stats_va = pool.va + (uint64_t)i * SLOT_BYTES;
 	*trace_va = *stats_va + STATS_BYTES;
 	*trace_bytes = TRACE_BYTES;
-	*period = SAMPLE_PERIOD;
+	*period = pool.slot[i].period;
 	pthread_mutex_unlock(&klock);
 	return true;
 }
@@ -167,21 +179,42 @@ void npu_kprofile_cancel(struct device *dev, int slot)
 	pthread_mutex_unlock(&klock);
 }
 
-static void add_sample(struct kern *k, const char *where)
+static void add_sample(struct lines *ls, const char *where, uint32_t period)
 {
 	unsigned i;
 
-	for (i = 0; i < k->nlines; i++)
-		if (!strcmp(k->line[i].where, where)) {
-			k->line[i].n++;
+	ls->total += period;
+	ls->samples++;
+	for (i = 0; i < ls->nlines; i++)
+		if (!strcmp(ls->line[i].where, where)) {
+			ls->line[i].n += period;
 			return;
 		}
-	if (k->nlines == MAX_LINES) {
-		k->other_samples++;
-		return;
-	}
-	snprintf(k->line[k->nlines].where, sizeof(k->line[0].where), "%s", where);
-	k->line[k->nlines++].n = 1;
+	if (ls->nlines == MAX_LINES)
+		return;			/* counted in total only */
+	snprintf(ls->line[ls->nlines].where, sizeof(ls->line[0].where), "%s",
+		 where);
+	ls->line[ls->nlines++].n = period;
+}
+
+/*
+ * The device samples every resident thread at each sample point and
+ * keeps records until the buffer is full: with the period too short for
+ * the launch, every record comes from its first few thousand cycles
+ * (threads in the entry stub and index arithmetic), whatever the loop
+ * does after. The next launch of the kernel gets the period that would
+ * have filled half the buffer with this one's samples (its samples
+ * spread over the whole launch); shorter launches bring it back down.
+ */
+static uint32_t next_period(uint32_t period, uint64_t wanted)
+{
+	uint64_t p = (uint64_t)period * wanted / (TRACE_RECORDS / 2);
+
+	if (p < SAMPLE_PERIOD)
+		return SAMPLE_PERIOD;
+	if (p > UINT32_MAX)
+		p = UINT32_MAX;
+	return (uint32_t)p | 1;		/* odd: no aliasing with even loops */
 }
 
 /* Add a completed launch to its kernel's profile. klock held. */
@@ -191,6 +224,8 @@ static void take(struct kslot *s, const uint8_t *base)
 	struct npu_cu_trace_header th;
 	struct kern *k = &kern[s->kernel];
 	npu_kernel_profile *p = &k->p;
+	struct lines *lines;
+	uint32_t period;
 	uint64_t i, n;
 
 	memcpy(&st, base, sizeof(st));
@@ -215,8 +250,11 @@ static void take(struct kslot *s, const uint8_t *base)
 		return;
 	p->samples_lost += th.lost;
 	n = th.records;
-	if (n > (TRACE_BYTES - sizeof(th)) / sizeof(struct npu_cu_trace_record))
-		n = (TRACE_BYTES - sizeof(th)) / sizeof(struct npu_cu_trace_record);
+	if (n > TRACE_RECORDS)
+		n = TRACE_RECORDS;
+	period = s->period;
+	lines = th.lost ? &k->partial : &k->whole;
+	k->period = next_period(period, th.records + th.lost);
 	for (i = 0; i < n; i++) {
 		struct npu_cu_trace_record r;
 		char where[96];
@@ -229,7 +267,7 @@ static void take(struct kslot *s, const uint8_t *base)
 		if (r.stall < NPU_STALL_COUNT)
 			p->sample_stall[r.stall]++;
 		npu_module_line(r.pc, where, sizeof(where));
-		add_sample(k, where);
+		add_sample(lines, where, period);
 	}
 }
 
@@ -302,6 +340,28 @@ static int cmp_lines(const void *a, const void *b)
 	return x->n < y->n ? 1 : x->n > y->n ? -1 : strcmp(x->where, y->where);
 }
 
+/* The lines with the most sampled thread-cycles: of whole launches, or
+ * if the buffer filled in every launch, of their beginnings (said so). */
+static void hot_spots(FILE *f, struct kern *k)
+{
+	struct lines *ls = k->whole.samples ? &k->whole : &k->partial;
+	unsigned j;
+
+	if (!ls->samples)
+		return;
+	qsort(ls->line, ls->nlines, sizeof(ls->line[0]), cmp_lines);
+	fprintf(f, "    hot spots (%" PRIu64 " PC samples", ls->samples);
+	if (ls == &k->partial)
+		fprintf(f, " of the launches' first cycles only: %" PRIu64
+			" did not fit; the next launch samples every %u "
+			"cycles", k->p.samples_lost, k->period);
+	fprintf(f, "):");
+	for (j = 0; j < ls->nlines && j < 5; j++)
+		fprintf(f, " %s %.1f%%", ls->line[j].where,
+			100.0 * ls->line[j].n / ls->total);
+	fprintf(f, "\n");
+}
+
 void npu_kprofile_report(struct device *dev, FILE *f)
 {
 	unsigned i, j;
@@ -360,15 +420,7 @@ void npu_kprofile_report(struct device *dev, FILE *f)
 			"arithmetic)" : "compute-bound (issue: selected + "
 			"not_selected, and arithmetic dependencies exceed "
 			"memory waits)");
-		if (p->samples) {
-			qsort(k->line, k->nlines, sizeof(k->line[0]), cmp_lines);
-			fprintf(f, "    hot spots (%" PRIu64 " PC samples every %u "
-				"cycles):", p->samples, SAMPLE_PERIOD);
-			for (j = 0; j < k->nlines && j < 5; j++)
-				fprintf(f, " %s %.1f%%", k->line[j].where,
-					100.0 * k->line[j].n / p->samples);
-			fprintf(f, "\n");
-		}
+		hot_spots(f, k);
 	}
 	if (unprofiled)
 		fprintf(f, "  (%" PRIu64 " launch(es) not profiled: every "
@@ -385,10 +437,12 @@ void npu_kprofile_reset(void)
 	for (i = 0; i < nkern; i++) {
 		struct kern *k = &kern[i];
 		npu_kernel_profile keep = k->p;
+		uint32_t period = k->period;
 
 		memset(k, 0, sizeof(*k));
 		memcpy(k->p.name, keep.name, sizeof(keep.name));
 		memcpy(k->p.module, keep.module, sizeof(keep.module));
+		k->period = period;	/* what launches of it need */
 	}
 	unprofiled = 0;
 	pthread_mutex_unlock(&klock);

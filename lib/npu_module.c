@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <gelf.h>
 #include <stdarg.h>
@@ -333,7 +334,7 @@ static npu_status_t relocate(Elf *e, const struct layout *L, const uint8_t *file
 
 /* The function symbol of e containing off: its name without the entry
  * prefix (the kernel's name), or NULL. */
-static const char *func_at(Elf *e, uint64_t off)
+static const char *func_at(Elf *e, uint64_t off, bool *entry)
 {
 	Elf_Scn *scn = NULL;
 
@@ -356,7 +357,8 @@ static const char *func_at(Elf *e, uint64_t off)
 			    off < sym.st_value || off >= sym.st_value + sym.st_size)
 				continue;
 			name = elf_strptr(e, sh.sh_link, sym.st_name);
-			if (name && !strncmp(name, NPU_CODE_ENTRY_PREFIX, pl))
+			*entry = name && !strncmp(name, NPU_CODE_ENTRY_PREFIX, pl);
+			if (*entry)
 				name += pl;
 			return name;
 		}
@@ -393,12 +395,83 @@ static bool cu_of(Dwarf *dw, uint64_t off, Dwarf_Die *cu)
 }
 
 /* Where a device PC is: its module, function and source line (any may
- * be missing). mod_lock held. */
+ * be missing); user_src:user_line is the line of the kernel's own source
+ * (a helper of npu_kernel.h inlined into it counts at its call); stub
+ * when the PC is NPU_KERNEL's entry stub rather than the kernel's body.
+ * mod_lock held. */
 struct where {
 	struct npu_module *m;
-	const char *fn, *src;
-	int line;
+	const char *fn, *src, *user_src;
+	int line, user_line;
+	bool stub;
 };
+
+/* The npu-cc headers whose inline helpers are not the user's lines. */
+static bool sdk_header(const char *src)
+{
+	const char *b = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+
+	return !strcmp(b, "npu_kernel.h") || !strcmp(b, "npu_hw.h");
+}
+
+/* The source file DW_AT_call_file of an inlined subroutine names. */
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *inl, int *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Files *files;
+	Dwarf_Word file, l;
+	size_t n;
+
+	if (!dwarf_attr(inl, DW_AT_call_file, &a) || dwarf_formudata(&a, &file) ||
+	    !dwarf_attr(inl, DW_AT_call_line, &a) || dwarf_formudata(&a, &l) ||
+	    dwarf_getsrcfiles(cu, &files, &n) || file >= n)
+		return NULL;
+	*line = (int)l;
+	return dwarf_filesrc(files, file, NULL, NULL);
+}
+
+/*
+ * NPU_KERNEL expands to an entry function that loads the arguments and
+ * calls the kernel's body, which clang inlines into it: the line table
+ * gives the entry's own instructions (argument loads, the return) the
+ * NPU_KERNEL line or line 0, and the body's instructions their lines. The
+ * scopes at off tell them apart: inside the inlined body (an inlined
+ * subroutine named as the kernel) or a separate kernel function it is the
+ * user's code, elsewhere in the entry function it is the stub.
+ * dwarf_getscopes() follows an inlined subroutine to its abstract
+ * definition; dwarf_getscopes_die() on the innermost scope gives the
+ * concrete nesting (a loop's block in a helper in a helper in the body).
+ */
+static void user_line_of(Dwarf_Die *cu, uint64_t off, bool entry,
+			 struct where *w)
+{
+	Dwarf_Die *scopes = NULL, *chain = NULL;
+	bool body = false;
+	int i, n;
+
+	w->user_src = w->src;
+	w->user_line = w->line;
+	n = dwarf_getscopes(cu, off, &scopes);
+	n = n > 0 ? dwarf_getscopes_die(&scopes[0], &chain) : 0;
+	for (i = 0; i < n; i++) {
+		const char *name;
+
+		if (dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		/* the kernel's body, not a helper the stub inlines */
+		name = dwarf_diename(&chain[i]);
+		body |= name && w->fn && !strcmp(name, w->fn);
+		if (w->user_src && sdk_header(w->user_src)) {
+			const char *f = call_file(cu, &chain[i], &w->user_line);
+
+			if (f)
+				w->user_src = f;
+		}
+	}
+	free(chain);
+	free(scopes);
+	w->stub = entry && (!body || !w->line);
+}
 
 static void where_of(uint64_t pc, struct where *w)
 {
@@ -409,14 +482,16 @@ static void where_of(uint64_t pc, struct where *w)
 	if (w->m) {
 		uint64_t off = pc - w->m->base;
 		Elf *e = module_elf(w->m);
+		bool entry = false;
 		Dwarf_Die cu;
 
-		w->fn = e ? func_at(e, off) : NULL;
+		w->fn = e ? func_at(e, off, &entry) : NULL;
 		if (w->m->dwarf && cu_of(w->m->dwarf, off, &cu)) {
 			Dwarf_Line *l = dwarf_getsrc_die(&cu, off);
 
 			if (l && !dwarf_lineno(l, &w->line))
 				w->src = dwarf_linesrc(l, NULL, NULL);
+			user_line_of(&cu, off, entry, w);
 		}
 	}
 }
@@ -459,8 +534,9 @@ static void describe_pc(uint64_t pc, uint64_t entry, char *buf, size_t n)
 	pthread_mutex_unlock(&mod_lock);
 }
 
-/* "file.c:12" for a device PC inside a loaded module (its DWARF), else
- * "kernel+0x40", else "0x...". */
+/* "file.c:12" for a device PC inside a loaded module (its DWARF; the
+ * user's line a header helper was inlined at), "kernel (entry stub)" for
+ * NPU_KERNEL's entry, else "kernel+0x40", else "0x...". */
 void npu_module_line(uint64_t pc, char *buf, size_t n)
 {
 	struct where w;
@@ -468,9 +544,11 @@ void npu_module_line(uint64_t pc, char *buf, size_t n)
 	snprintf(buf, n, "0x%llx", (unsigned long long)pc);
 	pthread_mutex_lock(&mod_lock);
 	where_of(pc, &w);
-	if (w.src)
-		snprintf(buf, n, "%s:%d", strrchr(w.src, '/') ?
-			 strrchr(w.src, '/') + 1 : w.src, w.line);
+	if (w.stub && w.fn)
+		snprintf(buf, n, "%s (entry stub)", w.fn);
+	else if (w.user_src)
+		snprintf(buf, n, "%s:%d", strrchr(w.user_src, '/') ?
+			 strrchr(w.user_src, '/') + 1 : w.user_src, w.user_line);
 	else if (w.fn)
 		snprintf(buf, n, "%s+0x%llx", w.fn,
 			 (unsigned long long)(pc - w.m->base));

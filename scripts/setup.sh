@@ -53,8 +53,10 @@ pkgs=(
 	libdw-dev libgsl-dev
 	# JSON written by the tools (npu-smi -j)
 	libjson-c-dev
-	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump)
-	clang lld llvm
+	# RISC-V kernels for the compute units (clang-14, ld.lld, llvm-objdump);
+	# their C library and libm (picolibc, rv64iafd/lp64d) and the libgcc
+	# it calls for integer multiply and divide (gcc-riscv64-unknown-elf)
+	clang lld llvm picolibc-riscv64-unknown-elf gcc-riscv64-unknown-elf
 	# system call fuzzer run against the device node (tests/fuzz/)
 	trinity
 	# npu-timeline's pictures (cairo, with fontconfig's DejaVu fonts) and JSON

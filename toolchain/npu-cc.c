@@ -4,9 +4,10 @@
  *
  * A driver over Debian's clang and ld.lld, nothing of its own: each .c is
  * compiled for the compute units (RV64G, double-float ABI, no compressed
- * instructions, position independent, freestanding) against the installed
- * npu_kernel.h, then everything is linked with the npu runtime by the npu
- * linker script into a position-independent ELF the library loads.
+ * instructions, position independent) against the installed npu_kernel.h
+ * and Debian's picolibc (the C library and libm), then everything is
+ * linked with the npu runtime, picolibc and libgcc by the npu linker
+ * script into a position-independent ELF the library loads.
  *
  *   npu-cc [options] file.c|file.o ... [-o out.npu]
  *
@@ -16,7 +17,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <limits.h>
 #include <libgen.h>
 #include <spawn.h>
@@ -30,6 +33,18 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/*
+ * Debian's picolibc-riscv64-unknown-elf. Its multilibs have no rv64imafd:
+ * rv64imafdc has compressed instructions the units do not decode, so the
+ * kernels' C library is the rv64iafd one (multiply and divide through
+ * libgcc's __muldi3 and kin; the kernels' own code uses M). "release" is
+ * built for speed, the default for size.
+ */
+#define PICOLIBC	"/usr/lib/picolibc/riscv64-unknown-elf"
+#define PICOLIBC_INC	PICOLIBC "/include/release"
+#define PICOLIBC_LIBC	PICOLIBC "/lib/release/rv64iafd/lp64d/libc.a"
+#define LIBGCC_GLOB	"/usr/lib/gcc/riscv64-unknown-elf/*/rv64iafd/lp64d/libgcc.a"
 
 #define MAX_ARGS	512
 
@@ -50,8 +65,10 @@ static void add(struct argv *a, const char *s)
 	a->v[a->n] = NULL;
 }
 
-static int run(struct argv *a)
+/* Run a; its stderr into the file err if not NULL. */
+static int run_to(struct argv *a, const char *err)
 {
+	posix_spawn_file_actions_t fa;
 	pid_t pid;
 	int st, i;
 
@@ -60,7 +77,12 @@ static int run(struct argv *a)
 			fprintf(stderr, "%s%s", i ? " " : "", a->v[i]);
 		fputc('\n', stderr);
 	}
-	st = posix_spawnp(&pid, a->v[0], NULL, NULL, a->v, environ);
+	posix_spawn_file_actions_init(&fa);
+	if (err)
+		posix_spawn_file_actions_addopen(&fa, 2, err, O_WRONLY | O_CREAT |
+						 O_TRUNC, 0600);
+	st = posix_spawnp(&pid, a->v[0], &fa, NULL, a->v, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (st) {
 		fprintf(stderr, "npu-cc: cannot run %s: %s (install clang and "
 			"lld)\n", a->v[0], strerror(st));
@@ -70,6 +92,74 @@ static int run(struct argv *a)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int run(struct argv *a)
+{
+	return run_to(a, NULL);
+}
+
+static void cat_file(const char *path)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, stderr);
+	fclose(f);
+}
+
+/*
+ * A failed link of objects with DWARF: ld.lld names the place of each
+ * undefined reference from .debug_line, but does not apply the
+ * R_RISCV_ADD16/SUB16 relocations clang puts there, so it names the wrong
+ * line, often one of npu_kernel.h's. Link again, for the messages only,
+ * copies without DWARF (llvm-objcopy --strip-debug; ld.lld -r keeps most
+ * of it), named as the originals: then it names the object, after the
+ * source, and its function. 0 if that link's messages were printed.
+ */
+static int relink_for_messages(const struct argv *ld, const struct argv *objs,
+			       const char *tmpdir, struct argv *tmps)
+{
+	struct argv again = { .n = 0 };
+	char dir[PATH_MAX + 8], path[2 * PATH_MAX];
+	int i, k;
+
+	snprintf(dir, sizeof(dir), "%s/nodebug", tmpdir);
+	if (mkdir(dir, 0700))
+		return -1;
+	add(tmps, dir);		/* removed last: tmps go in reverse */
+	for (i = 0; i < ld->n; i++) {
+		for (k = 0; k < objs->n && strcmp(ld->v[i], objs->v[k]); k++)
+			;
+		if (k == objs->n) {
+			add(&again, ld->v[i]);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%d/", dir, k);
+		if (mkdir(path, 0700))
+			return -1;
+		add(tmps, path);	/* removed after the files in it */
+		strncat(path, basename(strdup(objs->v[k])),
+			sizeof(path) - strlen(path) - 1);
+		{
+			struct argv r = { .n = 0 };
+
+			add(&r, "llvm-objcopy");
+			add(&r, "--strip-debug");
+			add(&r, objs->v[k]);
+			add(&r, path);
+			if (run(&r))
+				return -1;
+		}
+		add(tmps, path);
+		add(&again, path);
+	}
+	run(&again);
+	return 0;
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -122,6 +212,7 @@ static int cache_name(char *buf, size_t n, const char *dir, int argc,
 	};
 	uint64_t h = 0xcbf29ce484222325ull;
 	char base[PATH_MAX], path[PATH_MAX + 64];
+	struct stat st;
 	bool ok = true;
 	unsigned i;
 	int k;
@@ -137,6 +228,12 @@ static int cache_name(char *buf, size_t n, const char *dir, int argc,
 		h = fnv_file(h, path, &ok);
 	}
 	(void)lib;
+	/* the C library by its size and time: hashing it costs more than the
+	 * lookups the cache saves */
+	if (!stat(PICOLIBC_LIBC, &st)) {
+		h = fnv(h, &st.st_size, sizeof(st.st_size));
+		h = fnv(h, &st.st_mtime, sizeof(st.st_mtime));
+	}
 	if (!ok)
 		return -1;
 	snprintf(base, sizeof(base), "%s", argv[first]);
@@ -151,11 +248,25 @@ static int cache_name(char *buf, size_t n, const char *dir, int argc,
 	return 0;
 }
 
+/* libgcc.a of gcc-riscv64-unknown-elf's rv64iafd/lp64d multilib (the
+ * newest version if several), or NULL. */
+static char *libgcc_path(void)
+{
+	glob_t g;
+	char *p = NULL;
+
+	if (!glob(LIBGCC_GLOB, 0, NULL, &g) && g.gl_pathc)
+		p = strdup(g.gl_pathv[g.gl_pathc - 1]);
+	globfree(&g);
+	return p;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 "usage: npu-cc [options] file.c|file.o ... [-o out.npu]\n"
-"Compile npu kernels (C with npu_kernel.h) into a code object.\n"
+"Compile npu kernels (C with npu_kernel.h; picolibc's C library and libm)\n"
+"into a code object.\n"
 "  -o FILE        output (default: the first file with .npu)\n"
 "  -c             compile only: one RISC-V object per .c file\n"
 "  -g             keep DWARF (source lines in fault messages and profiles)\n"
@@ -185,7 +296,7 @@ int main(int argc, char **argv)
 	char self[PATH_MAX], inc[PATH_MAX + 32], lib[PATH_MAX + 32], path[PATH_MAX + 64];
 	struct argv cflags = { .n = 0 }, objs = { .n = 0 }, tmps = { .n = 0 };
 	const char *out = NULL, *opt = "-O2", *clang, *lld, *cache = NULL;
-	char cached[PATH_MAX + 64];
+	char cached[PATH_MAX + 64], *libgcc = NULL, tmpdir[PATH_MAX] = "";
 	bool compile_only = false, debug = false, failed = false;
 	ssize_t len;
 	int c, i, print = 0;
@@ -263,6 +374,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "npu-cc: missing %s (is npu-cc installed?)\n", path);
 		return 2;
 	}
+	if (access(PICOLIBC_INC "/math.h", R_OK) ||
+	    (!compile_only && (access(PICOLIBC_LIBC, R_OK) ||
+			       !(libgcc = libgcc_path())))) {
+		fprintf(stderr, "npu-cc: missing the kernels' C library (install "
+			"picolibc-riscv64-unknown-elf and gcc-riscv64-unknown-elf)\n");
+		return 2;
+	}
 	for (i = optind; i < argc && !failed; i++) {
 		const char *src = argv[i];
 		struct argv cc = { .n = 0 };
@@ -287,17 +405,28 @@ int main(int argc, char **argv)
 				snprintf(obj, sizeof(obj), "%s", basename(strdup(obj)));
 			}
 		} else {
-			int fd;
+			char base[PATH_MAX];
 
-			snprintf(obj, sizeof(obj), "%s/npu-cc-XXXXXX.o",
-				 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-			fd = mkstemps(obj, 2);
-			if (fd < 0) {
-				perror("npu-cc: temporary file");
-				failed = true;
-				break;
+			/* named after the source: the linker's messages name
+			 * the object ("saxpy.o:(__npu_entry_saxpy)") */
+			if (!tmpdir[0]) {
+				snprintf(tmpdir, sizeof(tmpdir), "%s/npu-cc-XXXXXX",
+					 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+				if (!mkdtemp(tmpdir)) {
+					perror("npu-cc: temporary directory");
+					tmpdir[0] = 0;
+					failed = true;
+					break;
+				}
 			}
-			close(fd);
+			snprintf(base, sizeof(base), "%s", src);
+			snprintf(obj, sizeof(obj), "%s/%s", tmpdir, basename(base));
+			obj[strlen(obj) - 1] = 'o';
+			if (!access(obj, F_OK))	/* a second file of that name */
+				snprintf(obj, sizeof(obj), "%s/%d-%s", tmpdir, i,
+					 basename(base));
+			if (ends_with(obj, ".c"))
+				obj[strlen(obj) - 1] = 'o';
 			add(&tmps, obj);
 		}
 		add(&cc, clang);
@@ -307,14 +436,17 @@ int main(int argc, char **argv)
 		add(&cc, "-mcmodel=medany");
 		add(&cc, "-mno-relax");
 		add(&cc, "-fPIE");
-		add(&cc, "-ffreestanding");
-		add(&cc, "-nostdlib");
+		/* picolibc's errno: tp-relative, set up by the entry stub */
+		add(&cc, "-ftls-model=local-exec");
+		add(&cc, "-nostdlibinc");
 		add(&cc, "-fno-common");
 		add(&cc, opt);
 		if (debug)
 			add(&cc, "-g");
 		add(&cc, "-isystem");
 		add(&cc, inc);
+		add(&cc, "-isystem");
+		add(&cc, PICOLIBC_INC);
 		for (k = 0; k < cflags.n; k++)
 			add(&cc, cflags.v[k]);
 		add(&cc, "-c");
@@ -352,12 +484,31 @@ int main(int argc, char **argv)
 		for (i = 0; i < objs.n; i++)
 			add(&ld, objs.v[i]);
 		snprintf(path, sizeof(path), "%s/libnpu-rt.a", lib);
+		add(&ld, "--start-group");
 		add(&ld, path);
-		if (run(&ld))
-			failed = true;
+		add(&ld, PICOLIBC_LIBC);
+		add(&ld, libgcc);
+		add(&ld, "--end-group");
+		if (!debug || !tmpdir[0]) {
+			if (run(&ld))
+				failed = true;
+		} else {
+			char err[PATH_MAX + 16];
+
+			snprintf(err, sizeof(err), "%s/ld.err", tmpdir);
+			if (run_to(&ld, err)) {
+				failed = true;
+				if (relink_for_messages(&ld, &objs, tmpdir, &tmps))
+					cat_file(err);
+			}
+			unlink(err);
+		}
 	}
-	for (i = 0; i < tmps.n; i++)
-		unlink(tmps.v[i]);
+	for (i = tmps.n; i-- > 0;)	/* files before their directories */
+		if (unlink(tmps.v[i]) && errno == EISDIR)
+			rmdir(tmps.v[i]);
+	if (tmpdir[0])
+		rmdir(tmpdir);
 	if (cache && !failed) {
 		/* in place at once: concurrent builders see all or nothing */
 		if (rename(out, cached)) {

@@ -83,6 +83,49 @@ echo 'NPU_KERNEL(broken, (int, x)) { return x; }' >broken.c
 check "a kernel that does not compile: npu-cc fails with clang's error" \
 	bash -c '! env -i PATH=/usr/bin:/bin "'"$npucc"'" broken.c -o b.npu 2>err &&
 		 grep -q "error:" err && test ! -e b.npu'
+cat >"$root/work/softplus.c" <<'K'
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <npu_kernel.h>
+
+NPU_KERNEL(softplus, (const float *, x), (float *, y), (char *, s), (unsigned, n))
+{
+	unsigned i = npu_block_index() * npu_block_threads() + npu_thread_index();
+
+	if (i < n) {
+		y[i] = logf(1.0f + expf(x[i])) + sqrtf(fmaf(x[i], x[i], 1.0f));
+		memcpy(s, "ok", 3);
+		snprintf(s + 4, 16, "%d %.2f", errno, y[i]);
+	}
+}
+K
+check "kernels have picolibc: <math.h>, <string.h>, <stdio.h>, <errno.h> compile and link" \
+	bash -c 'env -i PATH=/usr/bin:/bin "'"$npucc"'" -g -Wall -Wextra -Werror softplus.c -o softplus.npu &&
+		 llvm-nm softplus.npu | grep -q " T expf$" &&
+		 llvm-nm softplus.npu | grep -q " T snprintf$"'
+check "the C library has no compressed instructions (the units run RV64G) and only relative relocations" \
+	bash -c '! llvm-objdump -d softplus.npu | grep -qE "^ +[0-9a-f]+:( [0-9a-f]{2}){2} {2,}[^ 0-9]" &&
+		 ! llvm-readelf -r softplus.npu | grep -E "R_RISCV_" | grep -qv R_RISCV_RELATIVE'
+check "errno is thread-local: a TLS segment, tp set up by the entry stub" \
+	bash -c 'llvm-readelf -l softplus.npu | grep -q " TLS " &&
+		 llvm-nm softplus.npu | grep -q " T __npu_tls_init$"'
+cat >"$root/work/undef.c" <<'K'
+#include <npu_kernel.h>
+
+float my_helper(float);
+
+NPU_KERNEL(undef, (float *, x))
+{
+	x[0] = my_helper(x[0]);
+}
+K
+check "an undefined symbol: the linker's error names the user's file, not npu_kernel.h" \
+	bash -c '! env -i PATH=/usr/bin:/bin "'"$npucc"'" -g undef.c -o u.npu 2>err; cat err;
+		 grep -q "undefined symbol: my_helper" err &&
+		 grep -q "referenced by .*/undef.o:(__npu_entry_undef)" err &&
+		 ! grep -q "npu_kernel.h" err && test ! -e u.npu'
 check "npu-cc --help" "$npucc" --help
 cat >"$root/work/host.c" <<'H'
 #include <npu.h>
