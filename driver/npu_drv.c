@@ -19,7 +19,12 @@
 
 #include "npu_drv.h"
 
-unsigned int npu_job_timeout_ms = 2000;
+/*
+ * A hang detector, not a budget: the interpreted compute units run a
+ * user's first kernel for seconds, so the default is what GPU drivers
+ * used for compute queues (see Documentation/driver/npu.rst).
+ */
+unsigned int npu_job_timeout_ms = 60000;
 
 /* 0 would time every job out at once */
 static int npu_param_set_timeout(const char *val,
@@ -35,7 +40,7 @@ static const struct kernel_param_ops npu_timeout_ops = {
 
 module_param_cb(job_timeout_ms, &npu_timeout_ops, &npu_job_timeout_ms, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "Job timeout before the ring is reset, ms, >= 1 (default 2000)");
+		 "Job timeout before the ring is reset, ms, >= 1 (default 60000)");
 
 /*
  * Context ids are a device-wide resource (16 bits): one user must not take

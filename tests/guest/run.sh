@@ -17,7 +17,8 @@
 #          --extra-bin DIR (DIR's files join the guest's /npu/bin, which is
 #          on PATH: your own programs; also NPU_EXTRA_BIN).
 # Environment: QEMU (binary; default: scripts/build-qemu.sh), BUILD (build dir),
-#              NPU_MODPARAMS (module parameters for npu.ko), NPU_TCG_THREAD
+#              NPU_MODPARAMS (module parameters for npu.ko, e.g.
+#              job_timeout_ms=120000 for kernels running over 60 s), NPU_TCG_THREAD
 #              (single, the default, or multi: TCG threads for the vCPUs).
 #
 # Exit status is non-zero when QEMU crashes or times out, when the guest does
