@@ -1260,7 +1260,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("compute-rings", NpuState, n_compute, 8),
     DEFINE_PROP_UINT32("copy-rings", NpuState, n_copy, 2),
     DEFINE_PROP_UINT32("compute-units", NpuState, n_cus, 8),
-    DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 64 * MiB),
+    DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 1 * GiB),
     DEFINE_PROP_STRING("timing", NpuState, timing_mode),
     DEFINE_PROP_UINT32("link-bw-mbps", NpuState, link_bw, 4000),
     DEFINE_PROP_UINT32("mem-bw-mbps", NpuState, mem_bw, 32000),

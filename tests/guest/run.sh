@@ -9,7 +9,8 @@
 #   run.sh --kernel 6.12 --shell                             interactive shell
 #
 # Options: --timeout SEC (hard limit for the whole boot, default 900),
-#          --device-opts ',compute-rings=4' (appended to -device npu),
+#          --device-opts ',compute-rings=4' (appended to -device npu;
+#          e.g. ',devmem-size=2G': device memory, 1G by default),
 #          --outdir DIR (files the guest writes to /out are copied here),
 #          --no-npu (do not insmod npu.ko),
 #          --npu-ko FILE (load this npu.ko instead of make modules' build,
