@@ -412,12 +412,23 @@ static void npu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 {
 	struct npu_file *nfile = file->driver_priv;
 	struct npu_device *ndev = nfile->ndev;
+	u64 done[2], ns[2];
 
-	drm_printf(p, "drm-engine-compute:\t%llu ns\n",
-		   (u64)atomic64_read(&nfile->engine_ns[0]));
+	/*
+	 * Finished jobs' time plus the running ones' so far; again if a job
+	 * retired in between (it would be counted twice, or not at all).
+	 */
+	do {
+		done[0] = atomic64_read(&nfile->engine_ns[0]);
+		done[1] = atomic64_read(&nfile->engine_ns[1]);
+		ns[0] = 0;
+		ns[1] = 0;
+		npu_rings_running_ns(ndev, nfile, ns);
+	} while (done[0] != atomic64_read(&nfile->engine_ns[0]) ||
+		 done[1] != atomic64_read(&nfile->engine_ns[1]));
+	drm_printf(p, "drm-engine-compute:\t%llu ns\n", done[0] + ns[0]);
 	drm_printf(p, "drm-engine-capacity-compute:\t%u\n", ndev->num_compute);
-	drm_printf(p, "drm-engine-copy:\t%llu ns\n",
-		   (u64)atomic64_read(&nfile->engine_ns[1]));
+	drm_printf(p, "drm-engine-copy:\t%llu ns\n", done[1] + ns[1]);
 	drm_printf(p, "drm-engine-capacity-copy:\t%u\n", ndev->num_copy);
 #ifdef NPU_HAVE_SHOW_FDINFO
 	drm_show_memory_stats(p, file);
