@@ -583,7 +583,11 @@ void *npu_ring_thread(void *opaque)
 
         qemu_mutex_lock(&r->lock);
         r->running = false;
-        qatomic_set(&r->cmd_start, 0);   /* failed or aborted: not counted */
+        if (qatomic_read(&r->cmd_start)) {
+            /* failed or aborted: busy until then, as BUSY showed it */
+            r->busy_ns += MAX(npu_time() - qatomic_read(&r->cmd_start), 0);
+            qatomic_set(&r->cmd_start, 0);
+        }
         r->sem_wait = false;
         r->ib_resume = 0;
         if (!r->abort && !r->stop) {
