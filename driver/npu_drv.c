@@ -19,7 +19,12 @@
 
 #include "npu_drv.h"
 
-unsigned int npu_job_timeout_ms = 2000;
+/*
+ * A hang detector, not a budget: the interpreted compute units run a
+ * user's first kernel for seconds, so the default is what GPU drivers
+ * used for compute queues (see Documentation/driver/npu.rst).
+ */
+unsigned int npu_job_timeout_ms = 60000;
 
 /* 0 would time every job out at once */
 static int npu_param_set_timeout(const char *val,
@@ -35,7 +40,7 @@ static const struct kernel_param_ops npu_timeout_ops = {
 
 module_param_cb(job_timeout_ms, &npu_timeout_ops, &npu_job_timeout_ms, 0444);
 MODULE_PARM_DESC(job_timeout_ms,
-		 "Job timeout before the ring is reset, ms, >= 1 (default 2000)");
+		 "Job timeout before the ring is reset, ms, >= 1 (default 60000)");
 
 /*
  * Context ids are a device-wide resource (16 bits): one user must not take
@@ -407,12 +412,23 @@ static void npu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 {
 	struct npu_file *nfile = file->driver_priv;
 	struct npu_device *ndev = nfile->ndev;
+	u64 done[2], ns[2];
 
-	drm_printf(p, "drm-engine-compute:\t%llu ns\n",
-		   (u64)atomic64_read(&nfile->engine_ns[0]));
+	/*
+	 * Finished jobs' time plus the running ones' so far; again if a job
+	 * retired in between (it would be counted twice, or not at all).
+	 */
+	do {
+		done[0] = atomic64_read(&nfile->engine_ns[0]);
+		done[1] = atomic64_read(&nfile->engine_ns[1]);
+		ns[0] = 0;
+		ns[1] = 0;
+		npu_rings_running_ns(ndev, nfile, ns);
+	} while (done[0] != atomic64_read(&nfile->engine_ns[0]) ||
+		 done[1] != atomic64_read(&nfile->engine_ns[1]));
+	drm_printf(p, "drm-engine-compute:\t%llu ns\n", done[0] + ns[0]);
 	drm_printf(p, "drm-engine-capacity-compute:\t%u\n", ndev->num_compute);
-	drm_printf(p, "drm-engine-copy:\t%llu ns\n",
-		   (u64)atomic64_read(&nfile->engine_ns[1]));
+	drm_printf(p, "drm-engine-copy:\t%llu ns\n", done[1] + ns[1]);
 	drm_printf(p, "drm-engine-capacity-copy:\t%u\n", ndev->num_copy);
 #ifdef NPU_HAVE_SHOW_FDINFO
 	drm_show_memory_stats(p, file);

@@ -406,7 +406,7 @@ struct npu_queue {
  * @fault: errors hit by the file's jobs
  * @engine_ns: time the file's jobs occupied compute rings ([0]) and copy
  *	rings ([1]), from the start of each job on its ring to its retirement
- *	(fdinfo drm-engine-*)
+ *	(fdinfo drm-engine-* adds the running jobs' time so far)
  */
 struct npu_file {
 	struct kref ref;
@@ -590,6 +590,8 @@ void npu_irqs_fini(struct npu_device *ndev);
 struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job);
 bool npu_ring_reset(struct npu_ring *ring, struct npu_job *bad);
 void npu_ring_fail_all(struct npu_ring *ring, int error);
+void npu_rings_running_ns(struct npu_device *ndev, struct npu_file *nfile,
+			  u64 ns[2]);
 struct npu_fence *npu_fence_alloc(gfp_t gfp);
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 		      u32 ring, u32 cause, u32 info, u64 addr,

@@ -212,6 +212,41 @@ static void npu_ring_retire_job(struct npu_ring *ring, struct npu_job *job,
 	dma_fence_put(f);
 }
 
+/**
+ * npu_rings_running_ns() - time so far of @nfile's jobs executing now
+ * @ndev: device
+ * @nfile: file
+ * @ns: adds the compute rings' ([0]) and copy rings' ([1]) share
+ *
+ * The oldest job on a ring is the one executing; it is counted from where
+ * npu_ring_retire_job() will count it, so fdinfo's engine time grows while
+ * a long job runs and does not jump back when it retires.
+ */
+void npu_rings_running_ns(struct npu_device *ndev, struct npu_file *nfile,
+			  u64 ns[2])
+{
+	u64 now = ktime_get_ns();
+	unsigned long flags;
+	struct npu_job *job;
+	u32 r;
+
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+		u64 start;
+
+		spin_lock_irqsave(&ring->lock, flags);
+		job = list_first_entry_or_null(&ring->pending, struct npu_job,
+					       node);
+		if (job && job->nfile == nfile) {
+			start = max(job->run_ns, ring->last_done_ns);
+			if (now > start)
+				ns[ring->kind == DRM_NPU_RING_KIND_COPY] +=
+					now - start;
+		}
+		spin_unlock_irqrestore(&ring->lock, flags);
+	}
+}
+
 /* Retire the jobs the device has finished. */
 static void npu_ring_retire(struct npu_ring *ring)
 {

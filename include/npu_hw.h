@@ -121,7 +121,8 @@
 #define NPU_RING_FAULT_HI	0x34
 #define NPU_RING_ERROR_INFO	0x38	/* RO: opcode/kernel id at the error */
 /* Counters (RO, 64 bit, reset with the device) */
-#define NPU_RING_BUSY_LO	0x40	/* ns spent executing commands */
+#define NPU_RING_BUSY_LO	0x40	/* ns spent executing commands, the
+					 * executing one's so far included */
 #define NPU_RING_BUSY_HI	0x44
 #define NPU_RING_CMDS_LO	0x48	/* commands completed */
 #define NPU_RING_CMDS_HI	0x4c

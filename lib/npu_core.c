@@ -1097,7 +1097,9 @@ npu_status_t npu_check_faults(struct device *dev)
 	if (f.kind == DRM_NPU_FAULT_TIMEOUT)
 		n = snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),
 			     "%s: job%s did not finish within the driver's %u ms "
-			     "timeout and was terminated",
+			     "timeout and was terminated (module parameter "
+			     "npu.job_timeout_ms; NPU_MODPARAMS=job_timeout_ms=N "
+			     "for tests/guest/run.sh)",
 			     npu_status_name(st), kbuf, dev->prop.job_timeout_ms);
 	else
 		n = snprintf(dev->sticky_msg, sizeof(dev->sticky_msg),

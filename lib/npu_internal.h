@@ -230,7 +230,7 @@ struct device {
 	_Atomic bool lost;		/* an ioctl failed with ENODEV: the
 					 * driver was unbound (lock-free) */
 	npu_status_t sticky;
-	char sticky_msg[384];
+	char sticky_msg[512];
 	uint32_t faults_seen;
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */
 	/* memory */

@@ -19,6 +19,10 @@
 
 
 #define PAGE 4096ull
+/* where device memory's size is set, for out-of-memory messages */
+#define DEVMEM_OPTION_HINT \
+	"; the device's size is QEMU's -device npu,devmem-size=SIZE " \
+	"(tests/guest/run.sh --device-opts ,devmem-size=SIZE)"
 
 /* ------------------------------------------------------------------------
  * Allocation tables, sorted by key
@@ -117,15 +121,19 @@ npu_status_t npu_malloc(void **devptr, size_t size)
 	}
 	if (size > dev->prop.devmem_size || size > UINT64_MAX - PAGE)
 		return npu_fail(NPU_ERROR_OUT_OF_MEMORY,
-				"%zu bytes exceed device memory (%llu)", size,
-				(unsigned long long)dev->prop.devmem_size);
+				"%zu bytes exceed device memory (%llu)%s", size,
+				(unsigned long long)dev->prop.devmem_size,
+				DEVMEM_OPTION_HINT);
 	memset(&c, 0, sizeof(c));
 	c.size = (size + PAGE - 1) & ~(PAGE - 1);
 	c.flags = DRM_NPU_BO_DEVMEM;
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_BO_CREATE, &c))
 		return npu_fail(errno == ENOMEM || errno == ENOSPC || errno == EINVAL ?
 				NPU_ERROR_OUT_OF_MEMORY : NPU_ERROR_OS,
-				"BO_CREATE(devmem, %zu): %s", size, npu_strerror(errno));
+				"BO_CREATE(devmem, %zu): %s (device memory %llu MiB%s)",
+				size, npu_strerror(errno),
+				(unsigned long long)(dev->prop.devmem_size >> 20),
+				DEVMEM_OPTION_HINT);
 	memset(&a, 0, sizeof(a));
 	a.key = c.va;
 	a.size = size;

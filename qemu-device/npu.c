@@ -715,6 +715,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
         r->size = 0;
         r->fence = 0;
         r->busy_ns = 0;
+        r->busy_seen = 0;
         r->cmds = 0;
         r->bytes = 0;
         r->ops = 0;
@@ -755,6 +756,19 @@ static void npu_qdev_reset(DeviceState *dev)
 /*
  * Registers
  */
+
+/* NPU_RING_BUSY: finished commands' time and the executing one's so far. */
+static uint64_t npu_ring_busy(NpuRing *r)
+{
+    int64_t start = qatomic_read(&r->cmd_start);
+    uint64_t v = r->busy_ns;
+
+    if (start) {
+        v += MAX(npu_time() - start, 0);
+    }
+    r->busy_seen = MAX(r->busy_seen, v);
+    return r->busy_seen;
+}
 
 static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
 {
@@ -825,10 +839,10 @@ static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
         v = r->fault_unit;
         break;
     case NPU_RING_BUSY_LO:
-        v = (uint32_t)r->busy_ns;
+        v = (uint32_t)npu_ring_busy(r);
         break;
     case NPU_RING_BUSY_HI:
-        v = r->busy_ns >> 32;
+        v = npu_ring_busy(r) >> 32;
         break;
     case NPU_RING_CMDS_LO:
         v = (uint32_t)r->cmds;
@@ -1260,7 +1274,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("compute-rings", NpuState, n_compute, 8),
     DEFINE_PROP_UINT32("copy-rings", NpuState, n_copy, 2),
     DEFINE_PROP_UINT32("compute-units", NpuState, n_cus, 8),
-    DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 64 * MiB),
+    DEFINE_PROP_SIZE("devmem-size", NpuState, devmem_size, 1 * GiB),
     DEFINE_PROP_STRING("timing", NpuState, timing_mode),
     DEFINE_PROP_UINT32("link-bw-mbps", NpuState, link_bw, 4000),
     DEFINE_PROP_UINT32("mem-bw-mbps", NpuState, mem_bw, 32000),

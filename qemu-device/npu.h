@@ -91,6 +91,14 @@ typedef struct NpuRing {
     uint32_t fault_unit;
     uint64_t busy_ns;
     /*
+     * BUSY also counts the command executing: cmd_start is the host ns
+     * it started (0 = none; atomic, set by the engine), busy_seen the
+     * highest BUSY read, which keeps the register monotonic when the
+     * command's own accounting (npu_complete) starts a little later.
+     */
+    int64_t cmd_start;
+    uint64_t busy_seen;
+    /*
      * timing=virtual: the ring's present and its command's start (the
      * engine's own), and the semaphore it is blocked on (under vt.lock).
      */

@@ -61,6 +61,7 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
                        : npu_time() - t0;
     qemu_mutex_lock(&r->lock);
     r->busy_ns += busy;
+    qatomic_set(&r->cmd_start, 0);
     r->cmds++;
     r->bytes += bytes;
     r->ops += job->ops;
@@ -432,6 +433,11 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         }
     }
 
+    if (!r->s->vtime && op != NPU_OP_INDIRECT && op != NPU_OP_SET_CONTEXT &&
+        op != NPU_OP_RING_CTRL && op != NPU_OP_SEM_WAIT) {
+        /* NPU_RING_BUSY counts it from now (a stall is not busy time) */
+        qatomic_set(&r->cmd_start, npu_time());
+    }
     switch (op) {
     case NPU_OP_COPY:
         return npu_exec_copy(job, p, err);
@@ -577,6 +583,11 @@ void *npu_ring_thread(void *opaque)
 
         qemu_mutex_lock(&r->lock);
         r->running = false;
+        if (qatomic_read(&r->cmd_start)) {
+            /* failed or aborted: busy until then, as BUSY showed it */
+            r->busy_ns += MAX(npu_time() - qatomic_read(&r->cmd_start), 0);
+            qatomic_set(&r->cmd_start, 0);
+        }
         r->sem_wait = false;
         r->ib_resume = 0;
         if (!r->abort && !r->stop) {

@@ -137,6 +137,10 @@ boot() {
 	[ "$k" = debug ] && [ -z "${NPU_GUEST_TIMEOUT:-}" ] && timeout=2400
 	mkdir -p "$out"
 	echo "== guest $label: booting $("$top/scripts/kernel-info.sh" "$k" release 2>/dev/null || echo '?')" >&2
+	# The hang and reset suites wait out the job timeout: they run with a
+	# short one (the driver's 60 s default is for users' long kernels;
+	# npu_modparams.sh checks that default).
+	NPU_MODPARAMS=${NPU_MODPARAMS-job_timeout_ms=2000} \
 	bash "$top/tests/guest/run.sh" --kernel "$k" --suites "$list" ${NPU_RUNNER_ARGS:-} \
 		${boot_extra_bin:+--extra-bin "$boot_extra_bin"} \
 		${devopts:+--device-opts "$devopts"} \

@@ -7,7 +7,7 @@
  *   0x00200000 ...             page tables (root first)
  *   0x00300000                 fence words, 0x00310000 MSI-X targets
  *   0x01000000 ...             host buffers (mapped in reverse page order)
- *   0xe0000000                 BAR2 (device memory), 0xfe000000 BAR0,
+ *   0x80000000                 BAR2 (device memory, up to 1 GiB), 0xfe000000 BAR0,
  *   0xfe010000                 BAR4 (MSI-X)
  */
 #define _GNU_SOURCE

@@ -16,7 +16,7 @@
 
 #define SLOT		4
 #define BAR0		0xfe000000ull
-#define BAR2		0xe0000000ull
+#define BAR2		0x80000000ull	/* 1 GiB aligned: the default BAR */
 #define BAR4		0xfe010000ull
 #define RING_PA(r)	(0x100000ull + (r) * 0x10000ull)
 #define RING_BYTES	0x4000u

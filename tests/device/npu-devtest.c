@@ -21,6 +21,24 @@
 
 /* ------------------------------------------------------------- tests */
 
+/* Resident memory of the QEMU under test, KiB (0 if unknown). */
+static unsigned long qemu_rss_kib(void)
+{
+	unsigned long kib = 0;
+	char path[64], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)q->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %lu kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
 static void test_identity(void)
 {
 	uint32_t caps = rd(NPU_REG_CAPS), v;
@@ -33,8 +51,12 @@ static void test_identity(void)
 	cfg_writel(0x18, 0xffffffff);
 	v = cfg_readl(0x18);
 	cfg_writel(0x18, (uint32_t)BAR2);
-	ok((v & 0xf) == 0xc && (v & ~0xfu) == (uint32_t)-(64u << 20),
-	   "BAR2 is 64-bit prefetchable, 64 MiB (0x%x)", v);
+	ok((v & 0xf) == 0xc && (v & ~0xfu) == (uint32_t)-(1u << 30),
+	   "BAR2 is 64-bit prefetchable, 1 GiB by default (0x%x)", v);
+	/* far below the BAR: its RAM is mapped, not touched */
+	ok(qemu_rss_kib() > 0 && qemu_rss_kib() < (256u << 10),
+	   "1 GiB of device memory costs no host RAM until used (QEMU's "
+	   "VmRSS %lu KiB)", qemu_rss_kib());
 	ok(msix_cap && nvec == nrings + 1, "MSI-X with %u vectors", nvec);
 	ok(rd(NPU_REG_ID) == NPU_ID_MAGIC && rd(NPU_REG_VERSION) == NPU_VERSION,
 	   "ID and VERSION");
@@ -43,7 +65,7 @@ static void test_identity(void)
 	   caps);
 	ok(rd(NPU_REG_FEATURES) ==
 	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE) &&
-	   rd(NPU_REG_DEVMEM_SIZE_LO) == 64u << 20 &&
+	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 30 &&
 	   rd(NPU_REG_DEVMEM_SIZE_HI) == 0 &&
 	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
 	ok(rd(NPU_REG_LINK_BW_MBPS) == 4000 && rd(NPU_REG_MEM_BW_MBPS) == 32000 &&
@@ -780,7 +802,8 @@ static void test_bounds(void)
 	pt_map(va, NPU_PTE_VALID | NPU_PTE_WRITE | 0x40000000ull);
 	pt_map(va + 4096, NPU_PTE_VALID | NPU_PTE_WRITE | BAR0);
 	pt_map(va + 8192, NPU_PTE_VALID | NPU_PTE_WRITE | NPU_PTE_DEVMEM |
-	       (64ull << 20));
+	       ((uint64_t)rd(NPU_REG_DEVMEM_SIZE_HI) << 32 |
+		rd(NPU_REG_DEVMEM_SIZE_LO)));
 	va_next += 4 * 4096;
 	pt_sync();
 	pk_copy(&p, va + 8, h.va, 16);

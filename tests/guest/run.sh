@@ -9,7 +9,8 @@
 #   run.sh --kernel 6.12 --shell                             interactive shell
 #
 # Options: --timeout SEC (hard limit for the whole boot, default 900),
-#          --device-opts ',compute-rings=4' (appended to -device npu),
+#          --device-opts ',compute-rings=4' (appended to -device npu;
+#          e.g. ',devmem-size=2G': device memory, 1G by default),
 #          --outdir DIR (files the guest writes to /out are copied here),
 #          --no-npu (do not insmod npu.ko),
 #          --npu-ko FILE (load this npu.ko instead of make modules' build,
@@ -17,7 +18,8 @@
 #          --extra-bin DIR (DIR's files join the guest's /npu/bin, which is
 #          on PATH: your own programs; also NPU_EXTRA_BIN).
 # Environment: QEMU (binary; default: scripts/build-qemu.sh), BUILD (build dir),
-#              NPU_MODPARAMS (module parameters for npu.ko), NPU_TCG_THREAD
+#              NPU_MODPARAMS (module parameters for npu.ko, e.g.
+#              job_timeout_ms=120000 for kernels running over 60 s), NPU_TCG_THREAD
 #              (single, the default, or multi: TCG threads for the vCPUs).
 #
 # Exit status is non-zero when QEMU crashes or times out, when the guest does

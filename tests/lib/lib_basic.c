@@ -286,6 +286,9 @@ static void test_memory(void)
 
 		ST(npu_malloc(&big, (size_t)1 << 62), NPU_ERROR_OUT_OF_MEMORY,
 		   "huge allocation fails");
+		tap_ok(strstr(npu_last_error_message(), "devmem-size=") != NULL,
+		       "... and the message names the device option: %s",
+		       npu_last_error_message());
 		ST(npu_malloc(&big, 0), NPU_SUCCESS, "zero-size allocation");
 		tap_ok(big == NULL, "zero-size allocation is NULL");
 	}
@@ -922,6 +925,38 @@ static void test_memlock_message(void)
 	}
 }
 
+/*
+ * SAXPY over 16M floats, the size a newcomer tries first: its two 64 MiB
+ * buffers fit in the default device's memory, to their last float. (The
+ * kernels themselves take seconds of wall time under the interpreter,
+ * longer than the short job timeout the suites run with.)
+ */
+static void test_saxpy_16m_buffers(void)
+{
+	const size_t n = (size_t)16 << 20, bytes = n * sizeof(float);
+	void *d[2] = { NULL, NULL };
+	float v, back;
+	int i, ok = 1;
+
+	ST(npu_malloc(&d[0], bytes), NPU_SUCCESS, "64 MiB device buffer x");
+	ST(npu_malloc(&d[1], bytes), NPU_SUCCESS, "64 MiB device buffer y");
+	if (!d[0] || !d[1])
+		tap_diag("message: %s", npu_last_error_message());
+	for (i = 0; i < 2; i++) {
+		v = 1.5f + (float)i;
+		back = 0;
+		ok &= d[i] &&
+		      !npu_memcpy((float *)d[i] + n - 1, &v, sizeof(v),
+				  NPU_MEMCPY_HOST_TO_DEVICE) &&
+		      !npu_memcpy(&back, (float *)d[i] + n - 1, sizeof(back),
+				  NPU_MEMCPY_DEVICE_TO_HOST) &&
+		      back == v;
+		npu_free(d[i]);
+	}
+	tap_ok(ok, "SAXPY's buffers for 16M floats fit on the default device");
+	npu_get_last_error();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], MEMLOCK_CHILD))
@@ -930,6 +965,7 @@ int main(int argc, char **argv)
 	tap_need_device();
 	test_device();
 	test_memory();
+	test_saxpy_16m_buffers();
 	test_kernels();
 	{
 		npu_device_prop p;

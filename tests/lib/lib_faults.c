@@ -117,6 +117,10 @@ static void run(int hang)
 	}
 	tap_ok(strstr(npu_last_error_message(), hang ? "test_hang" : "test_fault") != NULL,
 	       "message names the kernel");
+	if (hang)
+		tap_ok(strstr(npu_last_error_message(), "npu.job_timeout_ms") &&
+		       strstr(npu_last_error_message(), "NPU_MODPARAMS=job_timeout_ms="),
+		       "message names the setting that changes the timeout");
 	tap_ok(npu_get_last_error() == want, "last error is the %s",
 	       npu_status_name(want));
 	ST(npu_stream_query(s), want, "the error is sticky on the stream");

@@ -206,6 +206,49 @@ static void test_after(pid_t child)
 	free(out);
 }
 
+/*
+ * One kernel longer than npu-smi's interval, sampled while it runs: its
+ * ring and this process must show busy for that interval, not only once
+ * the kernel has finished. (1.6 s: below the suites' job timeout.)
+ */
+static void test_long_kernel(void)
+{
+	json_object *doc, *dev, *proc;
+	double ring_util, proc_util;
+	npu_device_prop prop;
+	npu_stream_t s;
+	char *out;
+	int st;
+
+	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS ||
+	    npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0) != NPU_SUCCESS ||
+	    spin(s, 1600000000ull) != NPU_SUCCESS) {
+		tap_ok(0, "launch a 1.6 s kernel");
+		return;
+	}
+	usleep(100000);
+	out = run("npu-smi -j -i 400", &st);
+	doc = json_tokener_parse(out);
+	dev = first_device(doc);
+	proc = process(dev, getpid());
+	ring_util = max_of(get(dev, "rings"), "util");
+	/* a process's share is of all compute rings: one busy ring of n */
+	proc_util = json_object_get_double(get(proc, "compute_util")) *
+		    prop.compute_rings;
+	tap_ok(npu_stream_query(s) == NPU_ERROR_NOT_READY,
+	       "the kernel still ran when npu-smi had sampled");
+	tap_ok(st == 0 && ring_util > 0.5,
+	       "while one long kernel runs its ring is busy (%.3f)", ring_util);
+	tap_ok(proc && proc_util > 0.5,
+	       "... and so is its process (%.3f of one ring)", proc_util);
+	if (!proc || ring_util <= 0.5 || proc_util <= 0.5)
+		tap_diag("npu-smi -j printed: %s", out);
+	json_object_put(doc);
+	free(out);
+	tap_ok(npu_stream_synchronize(s) == NPU_SUCCESS, "the long kernel completes");
+	npu_stream_destroy(s);
+}
+
 /* --help: exit 0 and a usage on stdout; a bad option: exit 2 and a message
  * on stderr. */
 static void test_options(const char *tool)
@@ -251,6 +294,7 @@ int main(void)
 	kill(child, SIGTERM);
 	waitpid(child, &status, 0);
 	test_after(child);
+	test_long_kernel();
 
 	test_options("npu-smi");
 	test_options("npu-bench");
