@@ -275,5 +275,15 @@ if [ -n "$suites" ] && [ -n "$results" ]; then
 		/^@@NPU-SUITE-BEGIN / { name = $2; file = dir "/" name ".tap"; printf "" > file; next }
 		/^@@NPU-SUITE-END / { print "# exit status " $3 >> file; close(file); name = ""; next }
 		name != "" { print >> file }' "$serial_out"
+	# a failing suite fails the run too (runner-status above is the
+	# boot's and the log's alone: run-all counts the suites itself)
+	for tap in "$results"/*.tap; do
+		[ -f "$tap" ] || continue
+		if grep -E '^not ok ' "$tap" | grep -viEq '# *todo' ||
+		   grep -Eq '^# exit status [^0]' "$tap"; then
+			echo "run.sh: FAIL: suite $(basename "$tap" .tap) failed" >&2
+			rc=1
+		fi
+	done
 fi
 exit $rc

@@ -43,7 +43,7 @@ check() { # name expected(pass|fail) reason-regex suites-line [env...]
 
 check "passing suite passes" pass '^2 passed, 0 failed' \
 	"good sh -c 'echo 1..1; echo ok 1 - fine'"
-check "failing test fails the run" fail 'not ok 2 - deliberately broken' \
+check "failing test fails the run" fail 'run.sh: FAIL: suite broken failed' \
 	"broken sh -c 'echo 1..2; echo ok 1 - fine; echo not ok 2 - deliberately broken'"
 check "suite exiting non-zero fails the run" fail 'exit status 3' \
 	"crashy sh -c 'echo 1..1; echo ok 1 - fine; exit 3'"
