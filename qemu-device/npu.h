@@ -154,6 +154,7 @@ struct NpuState {
     uint32_t cu_scratch_kib;
     uint32_t cu_clock_mhz;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
+    uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
 
     unsigned nrings;
     NpuRing rings[NPU_MAX_RINGS];

@@ -350,6 +350,13 @@ bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
     NpuVtime *vt = &s->vt;
     unsigned e;
 
+    if (until_ns == UINT64_MAX && s->vt_cu_idle_delay_us) {
+        /*
+         * debug knob: the units took their queue and are about to go idle;
+         * stay in that window a while, as a busy host may make them
+         */
+        g_usleep(s->vt_cu_idle_delay_us);
+    }
     qemu_mutex_lock(&vt->lock);
     vt->cu_time = cu_ns;
     if (until_ns == UINT64_MAX) {
