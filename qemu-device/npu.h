@@ -59,6 +59,7 @@ typedef struct NpuVtime {
     uint8_t state[NPU_VT_ENGINES];
     uint64_t until[NPU_VT_ENGINES];     /* NPU_VT_WAIT: until when */
     bool deferred;              /* a move waits for the host to settle */
+    bool cu_look;               /* work queued since the units took theirs */
     int64_t host_touch;         /* last MMIO write or IRQ, wall ns; atomic */
 } NpuVtime;
 
