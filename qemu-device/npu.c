@@ -1174,6 +1174,10 @@ static bool npu_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: vt-settle-us must be <= 1000000");
         return false;
     }
+    if (s->vt_cu_idle_delay_us > 1000000) {
+        error_setg(errp, "npu: x-vt-cu-idle-delay-us must be <= 1000000");
+        return false;
+    }
     return true;
 }
 
@@ -1285,6 +1289,8 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("cu-scratch-kib", NpuState, cu_scratch_kib, 64),
     DEFINE_PROP_UINT32("cu-clock-mhz", NpuState, cu_clock_mhz, 1000),
     DEFINE_PROP_UINT32("vt-settle-us", NpuState, vt_settle_us, 5000),
+    DEFINE_PROP_UINT32("x-vt-cu-idle-delay-us", NpuState,
+                       vt_cu_idle_delay_us, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -59,6 +59,7 @@ typedef struct NpuVtime {
     uint8_t state[NPU_VT_ENGINES];
     uint64_t until[NPU_VT_ENGINES];     /* NPU_VT_WAIT: until when */
     bool deferred;              /* a move waits for the host to settle */
+    bool cu_look;               /* work queued since the units took theirs */
     int64_t host_touch;         /* last MMIO write or IRQ, wall ns; atomic */
 } NpuVtime;
 
@@ -162,6 +163,7 @@ struct NpuState {
     uint32_t cu_scratch_kib;
     uint32_t cu_clock_mhz;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
+    uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
 
     unsigned nrings;
     NpuRing rings[NPU_MAX_RINGS];

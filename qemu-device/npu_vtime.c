@@ -266,7 +266,7 @@ bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value)
  * The units look at their queue as soon as the clock allows: at the
  * present, unless they have simulated past it. vt_lock held.
  */
-static void npu_vt_cu_look(NpuState *s)
+static void npu_vt_cu_wake(NpuState *s)
 {
     NpuVtime *vt = &s->vt;
     uint64_t when = MAX(vt->now, vt->cu_time);
@@ -276,6 +276,18 @@ static void npu_vt_cu_look(NpuState *s)
         vt->state[NPU_VT_CU] = NPU_VT_WAIT;
         vt->until[NPU_VT_CU] = when;
     }
+}
+
+/*
+ * Work for the units was queued. Running units may have taken their queue
+ * already (and be about to go idle), and units not yet at their first step
+ * will set their state themselves: both find cu_look at their next step.
+ * vt_lock held.
+ */
+static void npu_vt_cu_look(NpuState *s)
+{
+    s->vt.cu_look = true;
+    npu_vt_cu_wake(s);
 }
 
 /*
@@ -350,6 +362,13 @@ bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
     NpuVtime *vt = &s->vt;
     unsigned e;
 
+    if (until_ns == UINT64_MAX && s->vt_cu_idle_delay_us) {
+        /*
+         * debug knob: the units took their queue and are about to go idle;
+         * stay in that window a while, as a busy host may make them
+         */
+        g_usleep(s->vt_cu_idle_delay_us);
+    }
     qemu_mutex_lock(&vt->lock);
     vt->cu_time = cu_ns;
     if (until_ns == UINT64_MAX) {
@@ -357,6 +376,9 @@ bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
     } else {
         vt->state[NPU_VT_CU] = NPU_VT_WAIT;
         vt->until[NPU_VT_CU] = MAX(until_ns, cu_ns);
+    }
+    if (vt->cu_look) {
+        npu_vt_cu_wake(s);
     }
     npu_vt_advance(s);
     while (vt->state[NPU_VT_CU] != NPU_VT_RUN && !qatomic_read(stop)) {
@@ -367,6 +389,7 @@ bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
             qemu_cond_timedwait(&vt->cond, &vt->lock, 100);
         }
     }
+    vt->cu_look = false;                /* they take their queue now */
     *now = vt->now;
     *horizon = UINT64_MAX;
     for (e = 0; e < s->nrings; e++) {

@@ -1187,12 +1187,82 @@ static void test_late_block_invalidate(void)
 	   (unsigned long long)o[0], stale);
 	stop("late-placement instance");
 }
+/*
+ * timing=virtual: a launch queued while the units are awake with nothing
+ * to do (they took their empty queue just after the launch before it
+ * ended, and are about to go idle) is not lost. Ring 0's launch ends; the
+ * host sees its statistics written and queues a launch on ring 1 at once,
+ * while x-vt-cu-idle-delay-us holds the units in that window (ring 0 waits
+ * for the clock, which the units hold). A lost launch leaves its ring
+ * blocked for good: nothing else on the device moves the clock. The first
+ * round's ring 0 launch comes while the units' first step (at start-up,
+ * held as long) has yet to take the clock's lock: it must not be lost
+ * either.
+ */
+#define VT_LOOK_ROUNDS 4
+
+static void test_virtual_late_look(void)
+{
+	struct launch l = { .grid = { 1 }, .block = { 1 }, .stack = 64,
+			    .nargs = 3 };
+	struct npu_launch_stats st;
+	struct buf out, sb;
+	struct pk p;
+	uint32_t got[2];
+	uint64_t until;
+	int i, done = 0;
+
+	start("timing=virtual,vt-settle-us=0,x-vt-cu-idle-delay-us=200000", 0);
+	out = alloc_buf(4096, 1, 1);
+	sb = alloc_buf(4096, 0, 1);
+	load_kernel("iota", 1);
+	l.args[1] = 1;
+	for (i = 0; i < VT_LOOK_ROUNDS; i++) {
+		buf_write(&sb, 0, &(struct npu_launch_stats){ 0 }, sizeof(st));
+		p.n = 0;
+		l.args[0] = out.va;
+		l.args[2] = 1000 + i;
+		l.stats = sb.va;
+		pk_launch_code(&p, &l);
+		pk_fence(&p, ++seqno[0], fence_pa(0), 0);
+		ring_submit(0, &p);
+		until = host_ns() + 5000000000ull;
+		do {
+			st = read_stats(&sb);
+		} while (!st.cycles && host_ns() < until);
+		p.n = 0;
+		l.args[0] = out.va + 4;
+		l.stats = 0;
+		pk_launch_code(&p, &l);
+		if (!st.cycles) {
+			diag("round %d: ring 0's launch did not end", i);
+			break;
+		}
+		if (!ring_run(1, &p, 5000) || !completed(0)) {
+			diag("round %d: ring 1's launch did not complete", i);
+			break;
+		}
+		buf_read(&out, 0, got, sizeof(got));
+		if (got[0] != 1000u + i || got[1] != 1000u + i)
+			break;
+		done++;
+	}
+	stop("timing=virtual instance");
+	ok(done == VT_LOOK_ROUNDS,
+	   "timing=virtual: a launch queued while the units are about to go "
+	   "idle runs (%d of %d rounds)", done, VT_LOOK_ROUNDS);
+}
 
 static void run_all(void)
 {
-	/* NPU_CUTEST=late_block_invalidate (or code_alias) runs only that
-	 * test (debugging) */
+	/* NPU_CUTEST=late_block_invalidate (or code_alias, late_look)
+	 * runs only that test (debugging) */
 	const char *only = getenv("NPU_CUTEST");
+
+	if (only && strstr(only, "late_look")) {
+		test_virtual_late_look();
+		return;
+	}
 
 	if (only && strstr(only, "late_block_invalidate")) {
 		test_late_block_invalidate();
@@ -1221,6 +1291,7 @@ static void run_all(void)
 	test_virtual_time();
 	test_virtual_back_to_back();
 	test_virtual_settle();
+	test_virtual_late_look();
 }
 
 int main(int argc, char **argv)
