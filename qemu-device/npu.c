@@ -313,8 +313,8 @@ static const char *npu_mig_check_ring(NpuState *s, unsigned i)
             r->halted || r->fence || r->context || r->pt_root ||
             r->error || r->error_ctx || r->fault || r->error_info ||
             r->fault_pc || r->fault_block || r->fault_thread ||
-            r->fault_unit || r->fault_entry || r->busy_ns || r->cmds || r->bytes ||
-            r->ops || r->vt || s->mig_ib_resume[i]) {
+            r->fault_unit || r->fault_entry || r->busy_ns || r->cmds ||
+            r->bytes || r->ops || r->vt || s->mig_ib_resume[i]) {
             return "an absent ring's state";
         }
         return NULL;
@@ -1329,7 +1329,7 @@ static const VMStateDescription vmstate_npu_ring = {
         VMSTATE_UINT64(vt, NpuRing),
         VMSTATE_END_OF_LIST()
     },
-    .subsections = (const VMStateDescription *[]) {
+    .subsections = (const VMStateDescription * []) {
         &vmstate_npu_ring_fault_entry,
         NULL
     },
