@@ -62,8 +62,9 @@ struct npu_fence *npu_fence_alloc(gfp_t gfp)
  * @cause: enum npu_error
  * @info: opcode or kernel id
  * @addr: faulting address
- * @where: for a compute-unit thread's fault, its pc, block, thread and unit
- *	(the other fields of @where are ignored); NULL otherwise
+ * @where: for a compute-unit thread's fault, its pc, block, thread, unit and
+ *	the launched kernel's entry (the other fields of @where are ignored);
+ *	NULL otherwise
  */
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 		      u32 ring, u32 cause, u32 info, u64 addr,
@@ -83,6 +84,7 @@ void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 	nfile->fault.block = where ? where->block : 0;
 	nfile->fault.thread = where ? where->thread : 0;
 	nfile->fault.unit = where ? where->unit : 0;
+	nfile->fault.entry = where ? where->entry : 0;
 	spin_unlock_irqrestore(&nfile->fault_lock, flags);
 }
 
@@ -294,6 +296,8 @@ static void npu_ring_handle_error(struct npu_ring *ring)
 		where.block = npu_ring_rd(ring, NPU_RING_FAULT_BLOCK);
 		where.thread = npu_ring_rd(ring, NPU_RING_FAULT_THREAD);
 		where.unit = npu_ring_rd(ring, NPU_RING_FAULT_UNIT);
+		where.entry = npu_rd64(ring->ndev, NPU_RING_BASE(ring->index) +
+				       NPU_RING_FAULT_ENTRY_LO);
 	}
 	ring->stats_faults++;
 

@@ -138,6 +138,8 @@
 #define NPU_RING_FAULT_BLOCK	0x68	/* linear block index in the grid */
 #define NPU_RING_FAULT_THREAD	0x6c	/* linear thread index in the block */
 #define NPU_RING_FAULT_UNIT	0x70	/* compute unit */
+#define NPU_RING_FAULT_ENTRY_LO	0x78	/* entry VA of the faulting launch */
+#define NPU_RING_FAULT_ENTRY_HI	0x7c
 
 #define NPU_RING_SIZE_MIN	4096u
 #define NPU_RING_SIZE_MAX	(1u << 20)

@@ -1071,11 +1071,12 @@ npu_status_t npu_check_faults(struct device *dev)
 	    ((f.info & 0xff) == NPU_OP_LAUNCH_CODE ||
 	     (f.info & 0xff) == NPU_OP_LAUNCH_CODE_SHORT) && f.pc) {
 		char where[160] = "";
-		uint64_t entry = 0;
+		uint64_t entry = f.entry;
 
-		/* the launched kernel: the stream's first user launch after
-		 * its last fault-free check (the PC may be in a callee) */
-		for (unsigned i = 0; hit && i < hit->span_count; i++) {
+		/* the launched kernel (the PC may be in a callee): the device
+		 * names it; a driver without f.entry leaves 0, then take the
+		 * stream's first user launch after its last fault-free check */
+		for (unsigned i = 0; !entry && hit && i < hit->span_count; i++) {
 			struct cmd_span *sp =
 				&hit->span[(hit->span_head + i) % CMD_INFLIGHT];
 

@@ -313,8 +313,8 @@ static const char *npu_mig_check_ring(NpuState *s, unsigned i)
             r->halted || r->fence || r->context || r->pt_root ||
             r->error || r->error_ctx || r->fault || r->error_info ||
             r->fault_pc || r->fault_block || r->fault_thread ||
-            r->fault_unit || r->busy_ns || r->cmds || r->bytes ||
-            r->ops || r->vt || s->mig_ib_resume[i]) {
+            r->fault_unit || r->fault_entry || r->busy_ns || r->cmds ||
+            r->bytes || r->ops || r->vt || s->mig_ib_resume[i]) {
             return "an absent ring's state";
         }
         return NULL;
@@ -707,6 +707,7 @@ static void npu_ring_reset(NpuRing *r, bool counters)
     r->fault_block = 0;
     r->fault_thread = 0;
     r->fault_unit = 0;
+    r->fault_entry = 0;
     r->sem_wait = false;
     r->ib_resume = 0;
     npu_mmu_set_context(r, 0, 0);
@@ -837,6 +838,12 @@ static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
         break;
     case NPU_RING_FAULT_UNIT:
         v = r->fault_unit;
+        break;
+    case NPU_RING_FAULT_ENTRY_LO:
+        v = (uint32_t)r->fault_entry;
+        break;
+    case NPU_RING_FAULT_ENTRY_HI:
+        v = r->fault_entry >> 32;
         break;
     case NPU_RING_BUSY_LO:
         v = (uint32_t)npu_ring_busy(r);
@@ -1294,6 +1301,25 @@ static Property npu_properties[] = {
     DEFINE_PROP_END_OF_LIST(),
 };
 
+static bool npu_ring_fault_entry_needed(void *opaque)
+{
+    NpuRing *r = opaque;
+
+    return r->fault_entry != 0;
+}
+
+/* FAULT_ENTRY came later: a subsection, sent only when it is set */
+static const VMStateDescription vmstate_npu_ring_fault_entry = {
+    .name = "npu/ring/fault_entry",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = npu_ring_fault_entry_needed,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(fault_entry, NpuRing),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_npu_ring = {
     .name = "npu/ring",
     .version_id = 1,
@@ -1322,6 +1348,10 @@ static const VMStateDescription vmstate_npu_ring = {
         VMSTATE_UINT64(ops, NpuRing),
         VMSTATE_UINT64(vt, NpuRing),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * []) {
+        &vmstate_npu_ring_fault_entry,
+        NULL
     },
 };
 

@@ -39,6 +39,7 @@ typedef struct NpuErr {
     uint32_t block;
     uint32_t thread;
     uint32_t unit;
+    uint64_t entry;             /* LAUNCH_CODE entry of a unit fault */
 } NpuErr;
 
 typedef struct NpuCuState NpuCuState;
@@ -90,6 +91,7 @@ typedef struct NpuRing {
     uint32_t fault_block;
     uint32_t fault_thread;
     uint32_t fault_unit;
+    uint64_t fault_entry;
     uint64_t busy_ns;
     /*
      * BUSY also counts the command executing: cmd_start is the host ns

@@ -450,8 +450,15 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         return npu_launch(job, p, ndw, pkt_addr, err);
     case NPU_OP_LAUNCH_CODE:
     case NPU_OP_LAUNCH_CODE_SHORT:
-        return npu_launch_code(job, p, ndw, op == NPU_OP_LAUNCH_CODE,
-                               pkt_addr, err);
+        if (npu_launch_code(job, p, ndw, op == NPU_OP_LAUNCH_CODE, pkt_addr,
+                            err)) {
+            return true;
+        }
+        if (err->cu) {
+            /* the launched kernel, whatever function the PC is in */
+            err->entry = p[2] | (uint64_t)p[3] << 32;
+        }
+        return false;
     case NPU_OP_TIMESTAMP:
         return npu_exec_timestamp(job, p, err);
     case NPU_OP_SEM_WAIT:
@@ -594,7 +601,7 @@ void *npu_ring_thread(void *opaque)
             r->head = next;
             if (err.code) {
                 trace_npu_ring_halt(r->idx, err.code, r->context, err.addr,
-                                    info);
+                                    info, err.entry);
                 r->halted = true;
                 r->error = err.code;
                 r->error_ctx = r->context;
@@ -604,6 +611,7 @@ void *npu_ring_thread(void *opaque)
                 r->fault_block = err.block;
                 r->fault_thread = err.thread;
                 r->fault_unit = err.unit;
+                r->fault_entry = err.entry;
                 qemu_mutex_lock(&s->reg_lock);
                 s->err_pending |= 1u << r->idx;
                 qemu_mutex_unlock(&s->reg_lock);

@@ -1253,6 +1253,73 @@ static void test_virtual_late_look(void)
 	   "idle runs (%d of %d rounds)", done, VT_LOOK_ROUNDS);
 }
 
+/*
+ * FAULT_ENTRY names the launched kernel of a unit fault (not the function
+ * the PC is in): from the ring and from an IB, both launch forms; 0 for
+ * any other halt and after a ring reset.
+ */
+static void test_fault_entry(void)
+{
+	const uint64_t unmapped = 0x2000000000ull;	/* below the code VA */
+	struct launch l = {
+		.grid = { 2 }, .block = { 4 }, .stack = 256, .nargs = 3,
+		.args = { unmapped, 3, 7 },
+	};
+	struct buf ib = alloc_buf(4096, 0, 0);
+	struct pk p, i;
+	uint64_t entry, pc;
+	bool good;
+
+	load_kernel("iota", 0);
+
+	p.n = 0;
+	pk_launch_code(&p, &l);
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_MMU_FAULT, ~0ull, NPU_OP_LAUNCH_CODE);
+	entry = rrd64(0, NPU_RING_FAULT_ENTRY_LO);
+	pc = rrd64(0, NPU_RING_FAULT_PC_LO);
+	ok(good && entry == DEVTEST_CODE_VA && pc > entry,
+	   "LAUNCH_CODE fault: FAULT_ENTRY 0x%llx is the launch's entry (want "
+	   "0x%llx), FAULT_PC 0x%llx past it", (unsigned long long)entry,
+	   (unsigned long long)DEVTEST_CODE_VA, (unsigned long long)pc);
+	ring_resume(0);
+
+	i.n = 0;
+	pk_launch_code_short(&i, &l);
+	buf_write(&ib, 0, i.dw, i.n * 4);
+	p.n = 0;
+	pk_ib(&p, ib.va, i.n * 4);
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_MMU_FAULT, ~0ull,
+			    NPU_OP_LAUNCH_CODE_SHORT | 0x100);
+	entry = rrd64(0, NPU_RING_FAULT_ENTRY_LO);
+	ok(good && entry == DEVTEST_CODE_VA,
+	   "LAUNCH_CODE_SHORT fault in an IB: FAULT_ENTRY 0x%llx",
+	   (unsigned long long)entry);
+	ring_resume(0);
+
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(0xee, 0, 1));
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_BAD_OPCODE, ~0ull, ~0u);
+	entry = rrd64(0, NPU_RING_FAULT_ENTRY_LO);
+	ok(good && entry == 0,
+	   "a halt that is no unit fault sets FAULT_ENTRY to 0 (0x%llx)",
+	   (unsigned long long)entry);
+	ring_resume(0);
+
+	p.n = 0;
+	pk_launch_code(&p, &l);
+	ring_submit(0, &p);
+	good = expect_error(0, NPU_ERR_MMU_FAULT, ~0ull, ~0u) &&
+	       rrd64(0, NPU_RING_FAULT_ENTRY_LO) == DEVTEST_CODE_VA;
+	wr(NPU_REG_ERR_PENDING, 1u << 0);
+	ring_reset(0);
+	entry = rrd64(0, NPU_RING_FAULT_ENTRY_LO);
+	ok(good && entry == 0, "a ring reset clears FAULT_ENTRY (0x%llx)",
+	   (unsigned long long)entry);
+}
+
 static void run_all(void)
 {
 	/* NPU_CUTEST=late_block_invalidate (or code_alias, late_look)
@@ -1286,6 +1353,7 @@ static void run_all(void)
 	test_traces();
 	test_printf();
 	test_bql_stalls();
+	test_fault_entry();
 	stop("compute-unit instance");
 	test_late_block_invalidate();
 	test_virtual_time();

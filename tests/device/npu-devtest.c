@@ -2382,6 +2382,16 @@ static void test_migration(void)
 	good = ring_run(3, &p, 5000);
 	cmds3 = rrd64(3, NPU_RING_CMDS_LO);
 
+	/* ring 5: halted by a unit fault, its FAULT_ENTRY (a subsection) set */
+	load_kernel("iota", 0);
+	p.n = 0;
+	pk_launch_code(&p, &(struct launch){
+		.grid = { 1 }, .block = { 1 }, .stack = 256, .nargs = 3,
+		.args = { 0x2000000000ull, 3, 7 } });	/* out unmapped */
+	ring_submit(5, &p);
+	good &= expect_error(5, NPU_ERR_MMU_FAULT, ~0ull, ~0u) &&
+		rrd64(5, NPU_RING_FAULT_ENTRY_LO) == DEVTEST_CODE_VA;
+
 	/* ring 0: gate, then y += 2x, y -> out, fence + MSI-X */
 	p.n = 0;
 	pk_sem(&p, 1, gate.va, 1);
@@ -2450,10 +2460,13 @@ static void test_migration(void)
 		rrd64(3, NPU_RING_CMDS_LO) == cmds3 &&
 		(rrd(3, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
 		!(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
-		!(rrd(1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+		!(rrd(1, NPU_RING_STATUS) & NPU_RING_STS_IDLE) &&
+		(rrd(5, NPU_RING_STATUS) & NPU_RING_STS_HALTED) &&
+		rrd64(5, NPU_RING_FAULT_ENTRY_LO) == DEVTEST_CODE_VA;
 	ok(good && dev_clock() >= clk,
-	   "registers, counters and the device clock are back; rings 0 and 1 "
-	   "still wait on the gate");
+	   "registers, counters and the device clock are back (ring 5's "
+	   "FAULT_ENTRY 0x%llx too); rings 0 and 1 still wait on the gate",
+	   (unsigned long long)rrd64(5, NPU_RING_FAULT_ENTRY_LO));
 	buf_read(&x, 0, got, sizeof(got));
 	ok(!memcmp(got, xv, sizeof(xv)), "device memory migrated");
 

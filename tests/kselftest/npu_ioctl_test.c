@@ -5,6 +5,7 @@
  * error path (bad flags, pads, handles, sizes, pointers).
  */
 #include <glob.h>
+#include <stddef.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include "npu_test.h"
@@ -992,6 +993,28 @@ TEST_F(dev, get_fault_initially_empty)
 	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_GET_FAULT, &f), 0);
 	ASSERT_EQ(f.count, 0);
 	ASSERT_EQ(f.kind, DRM_NPU_FAULT_NONE);
+}
+
+/*
+ * A caller built before drm_npu_get_fault.entry was appended: its ioctl
+ * number encodes the shorter size, and nothing past that is written.
+ */
+TEST_F(dev, get_fault_shorter_struct)
+{
+	const size_t old = offsetof(struct drm_npu_get_fault, entry);
+	unsigned char buf[sizeof(struct drm_npu_get_fault)];
+	struct drm_npu_get_fault f;
+
+	memset(buf, 0xa5, sizeof(buf));
+	ASSERT_EQ(npu_ioctl(self->fd, _IOC(_IOC_READ | _IOC_WRITE,
+					   DRM_IOCTL_BASE,
+					   DRM_COMMAND_BASE + DRM_NPU_GET_FAULT,
+					   old), buf), 0);
+	memcpy(&f, buf, old);
+	ASSERT_EQ(f.count, 0);
+	ASSERT_EQ(f.kind, DRM_NPU_FAULT_NONE);
+	for (size_t i = old; i < sizeof(buf); i++)
+		ASSERT_EQ(buf[i], 0xa5);
 }
 
 TEST_F(dev, counters_basic)

@@ -180,7 +180,10 @@ TEST_F(rec, user_kernel_endless_loop)
 	ASSERT_EQ(((uint32_t *)b.map)[0], 0x600d);
 }
 
-/* GET_FAULT names the instruction, block, thread and unit of a fault. */
+/*
+ * GET_FAULT names the instruction, block, thread and unit of a fault, and
+ * the launched kernel's entry; a later fault of no thread clears them.
+ */
 TEST_F(rec, user_kernel_fault_where)
 {
 	uint64_t args[1] = { 0x7f0000000ull };	/* never handed out */
@@ -204,10 +207,19 @@ TEST_F(rec, user_kernel_fault_where)
 	ASSERT_EQ(f.block, 2);
 	ASSERT_EQ(f.thread, 1);
 	ASSERT_LT(f.unit, npu_param(self->fd, DRM_NPU_PARAM_NUM_CUS));
+	ASSERT_EQ(f.entry, code.va);
 	/* the queue goes on */
 	memcpy(code.map, kernel_store, sizeof(kernel_store));
 	npu_emit_fill(&self->cmd, code.va + 2048, 0, 64);
 	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so), 0);
+	/* a copy into the guard page after the BO: no thread, no kernel */
+	npu_emit_fill(&self->cmd, code.va + 4096, 0, 64);
+	ASSERT_EQ(npu_run_sync(self->fd, &self->cmd, self->q, self->so),
+		  -EFAULT);
+	f = get_fault(self->fd);
+	ASSERT_EQ(f.count, 2);
+	ASSERT_EQ(f.pc, 0);
+	ASSERT_EQ(f.entry, 0);
 }
 
 /* A copy into the unmapped guard page after a BO faults with its address. */

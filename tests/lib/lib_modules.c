@@ -236,6 +236,33 @@ static npu_status_t fault_of(npu_module_t m, const char *kernel,
 	return st;
 }
 
+/* fault_of() with the launch as the one kernel node of an executable graph. */
+static npu_status_t graph_fault_of(npu_module_t m, const char *kernel,
+				   void **args, char *msg, size_t n)
+{
+	npu_function_t f;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t node;
+	npu_kernel_node_params p;
+	npu_status_t st;
+
+	MUST(npu_module_get_function(&f, m, kernel));
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_kernel_node_params_init(&p, f, npu_grid(1, 1, 1),
+					 npu_grid(1, 1, 1), 0, args));
+	MUST(npu_graph_add_kernel_node(&node, g, NULL, 0, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	MUST(npu_graph_destroy(g));
+	st = npu_graph_launch(x, NULL);
+	if (st == NPU_SUCCESS)
+		st = npu_stream_synchronize(NULL);
+	snprintf(msg, n, "%s", npu_last_error_message());
+	npu_graph_exec_destroy(x);
+	MUST(npu_device_reset());
+	return st;
+}
+
 static void test_faults(void)
 {
 	void *bad = (void *)(uintptr_t)0x7ff0000000ull;	/* never mapped */
@@ -257,6 +284,15 @@ static void test_faults(void)
 	ST(fault_of(m, "calls_helper", a_helper, msg, sizeof(msg)),
 	   NPU_ERROR_ILLEGAL_ADDRESS, "a load from an unmapped address in a "
 	   "function the kernel called");
+	tap_ok(strstr(msg, "in kernel calls_helper") &&
+	       strstr(msg, "in function helper_load") &&
+	       strstr(msg, "faults.c:") && strstr(msg, "7ff0000000"),
+	       "its message names the launched kernel, the function and "
+	       "line that faulted, the address: %s", msg);
+	/* a graph's node runs on the graph's own queue, not a stream's */
+	ST(graph_fault_of(m, "calls_helper", a_helper, msg, sizeof(msg)),
+	   NPU_ERROR_ILLEGAL_ADDRESS, "the same fault in a kernel node of an "
+	   "executable graph");
 	tap_ok(strstr(msg, "in kernel calls_helper") &&
 	       strstr(msg, "in function helper_load") &&
 	       strstr(msg, "faults.c:") && strstr(msg, "7ff0000000"),

@@ -398,6 +398,11 @@ struct drm_npu_bo_wait {
  * @block: out, with @pc: linear index of the faulting block in the grid
  * @thread: out, with @pc: linear index of the faulting thread in its block
  * @unit: out, with @pc: compute unit that ran it
+ * @pad: out, 0
+ * @entry: out, with @pc: entry address of the launched kernel (the
+ *	LAUNCH_CODE packet's), whichever function @pc is in; else 0.
+ *	Appended later: DRM zero-extends a caller's shorter struct and copies
+ *	back only the size its ioctl number encodes, so older callers work.
  */
 struct drm_npu_get_fault {
 	__u32 count;
@@ -412,6 +417,7 @@ struct drm_npu_get_fault {
 	__u32 thread;
 	__u32 unit;
 	__u32 pad;
+	__u64 entry;
 };
 
 /**
