@@ -4,7 +4,8 @@
  * spends its time (kernels/hotspots.c). After a first launch of each
  * kernel, the second one's samples must all fit in the trace buffer (a
  * full buffer holds only the launch's first cycles); a grid-stride SAXPY
- * and a one-element-per-thread SAXPY are hottest on their bodies, not on
+ * is hottest on its loop body and a one-element-per-thread SAXPY on a line
+ * of its body, not on
  * the NPU_KERNEL line nor on npu_kernel.h's index helpers; a kernel with
  * an empty body spends its time in the entry stub, and the report names
  * it so.
@@ -111,7 +112,7 @@ int main(int argc, char **argv)
 	npu_function_t body_lines;
 	npu_kernel_profile prof[8], *ps, *ps1;
 	char self[PATH_MAX], path[PATH_MAX + 32], want[64], got[96];
-	unsigned line[2] = { 0, 0 }, *dline;
+	unsigned line[3] = { 0, 0, 0 }, *dline, hot = 0;
 	struct run r = { .a = 3.0f };
 	float *hy;
 	char *rep, *hs;
@@ -145,8 +146,8 @@ int main(int argc, char **argv)
 		MUST(npu_memcpy(line, dline, sizeof(line),
 				NPU_MEMCPY_DEVICE_TO_HOST));
 	}
-	tap_ok(line[0] && line[1], "the kernels' bodies are hotspots.c:%u "
-	       "and :%u", line[0], line[1]);
+	tap_ok(line[0] && line[1] && line[2] > line[1], "the kernels' bodies "
+	       "are hotspots.c:%u and :%u-%u", line[0], line[1], line[2]);
 
 	/* saxpy: one block of unit_threads per unit, every slot busy */
 	r.threads = prop.unit_threads;
@@ -204,10 +205,12 @@ int main(int argc, char **argv)
 
 	hs = hot_spots(rep, "saxpy1");
 	tap_diag("saxpy1: %s", hs ? hs : "(no hot spots)");
-	snprintf(want, sizeof(want), "hotspots.c:%u", line[1]);
+	/* its few instructions per thread make the split between the index
+	 * line and y[i] = ... depend on where the sample points fall */
 	hottest(hs, got, sizeof(got));
-	tap_ok(!strcmp(got, want), "saxpy1's hottest line is its body %s "
-	       "(got \"%s\")", want, got);
+	tap_ok(sscanf(got, "hotspots.c:%u", &hot) == 1 && hot >= line[1] &&
+	       hot <= line[2], "saxpy1's hottest line is in its body "
+	       "hotspots.c:%u-%u (got \"%s\")", line[1], line[2], got);
 	tap_ok(hs && !strstr(hs, "npu_kernel.h"), "no saxpy1 sample is "
 	       "charged to npu_kernel.h (its helpers count at their call)");
 	free(hs);

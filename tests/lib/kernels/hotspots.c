@@ -3,7 +3,11 @@
 #include <npu_kernel.h>
 
 /* the lines of the kernels' bodies, told to the test by body_lines */
-enum { SAXPY_BODY_LINE = __LINE__ + 9, SAXPY1_BODY_LINE = __LINE__ + 30 };
+enum {
+	SAXPY_BODY_LINE = __LINE__ + 12,
+	SAXPY1_FIRST_LINE = __LINE__ + 30,	/* its index line */
+	SAXPY1_LAST_LINE = __LINE__ + 32,	/* y[i] = ... */
+};
 
 /* grid-stride SAXPY: each thread runs the loop for many elements */
 NPU_KERNEL(saxpy, (float, a), (const float *, x), (float *, y), (unsigned, n))
@@ -18,7 +22,8 @@ NPU_KERNEL(saxpy, (float, a), (const float *, x), (float *, y), (unsigned, n))
 NPU_KERNEL(body_lines, (unsigned *, out))
 {
 	out[0] = SAXPY_BODY_LINE;
-	out[1] = SAXPY1_BODY_LINE;
+	out[1] = SAXPY1_FIRST_LINE;
+	out[2] = SAXPY1_LAST_LINE;
 }
 
 /* no body: every sample is in NPU_KERNEL's entry stub */
