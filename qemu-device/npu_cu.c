@@ -1335,8 +1335,9 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
  * in npu_cu_yield, so a thread is looked at again only then, at the next
  * cycle; its cycles are charged when its reason changes or it leaves
  * (npu_slot_settle, from t->since), not every cycle. The same cycles,
- * stall reasons and issue order as the loop; not for PC-sampled launches
- * (their samples would come in another order) or over 64 thread slots.
+ * stall reasons, issue order and samples as the loop (its cycles are
+ * visited in the same steps: one at a time while a thread can issue, else
+ * a jump to the first wake-up); not over 64 thread slots.
  */
 static inline void npu_slot_settle(NpuSlot *t, uint64_t c)
 {
@@ -1431,9 +1432,57 @@ static void npu_unit_settle_all(NpuUnit *u, uint64_t c)
     }
 }
 
+/* The first cycle a waiting thread wakes up at (UINT64_MAX: none). */
+static uint64_t npu_unit_first_wake(NpuUnit *u)
+{
+    uint64_t waiting = ~u->ready_mask & npu_live_bits(u->nlive);
+    uint64_t first = UINT64_MAX;
+
+    while (waiting) {
+        first = MIN(first, u->slot[u->live[ctz64(waiting)]].wake);
+        waiting &= waiting - 1;
+    }
+    return first;
+}
+
+/* The first PC sample point >= c of the unit's launches. */
+static uint64_t npu_unit_next_sample(NpuUnit *u, uint64_t c)
+{
+    uint64_t next = UINT64_MAX;
+    unsigned i;
+
+    for (i = 0; i < u->nlaunches; i++) {
+        uint32_t period = u->launches[i]->sample_period;
+
+        if (period) {
+            next = MIN(next, QEMU_ALIGN_UP(c, period));
+        }
+    }
+    return next;
+}
+
+/*
+ * PC samples in [c, c + n), as npu_cu_charge takes them: thread by thread
+ * in live order. The thread at live position pick issues at c.
+ */
+static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
+                            int pick)
+{
+    unsigned k, unit = u - s->cu->unit;
+
+    for (k = 0; k < u->nlive; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (t->l->sample_period && !t->l->failed) {
+            npu_cu_sample(s, t, unit, c, n,
+                          (int)k == pick ? NPU_STALL_SELECTED : t->stall);
+        }
+    }
+}
+
 static void npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
 {
-    uint64_t c = u->cycle;
+    uint64_t c = u->cycle, sample = npu_unit_next_sample(u, c);
     unsigned k;
 
     for (k = 0; k < u->nlive; k++) {
@@ -1461,15 +1510,25 @@ static void npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
             /* translations may have gone: look at everyone again */
             npu_unit_look_all(s, u, c);
             u->lazy = true;
+            sample = npu_unit_next_sample(u, c);
         }
         if (c >= u->next_wake) {
             npu_unit_wake(u, c);
         }
         if (!u->ready_mask) {
-            /* nothing can issue: jump to the first wake-up */
-            uint64_t to = MAX(MIN(u->next_wake, end), c + 1);
+            /*
+             * nothing can issue: jump to the first wake-up (exactly: the
+             * samples of a jump are in thread order, not cycle order)
+             */
+            uint64_t to;
 
+            u->next_wake = npu_unit_first_wake(u);
+            to = MAX(MIN(u->next_wake, end), c + 1);
             npu_unit_charge(u, to - c);
+            if (sample < to) {
+                npu_unit_sample(s, u, c, to - c, -1);
+                sample = npu_unit_next_sample(u, to);
+            }
             c = to;
             u->cycle = c;
             continue;
@@ -1479,6 +1538,10 @@ static void npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         pick = ctz64(m ? m : u->ready_mask);
         pt = &u->slot[u->live[pick]];
         npu_unit_charge(u, 1);
+        if (sample <= c) {
+            npu_unit_sample(s, u, c, 1, pick);
+            sample = npu_unit_next_sample(u, c + 1);
+        }
         npu_slot_settle(pt, c);
         pt->l->st.thread_cycles++;
         pt->l->st.stall[NPU_STALL_SELECTED]++;
@@ -1520,21 +1583,6 @@ static void npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
     u->lazy = false;
 }
 
-/* Can npu_unit_run_events run u? */
-static bool npu_unit_evented(NpuState *s, NpuUnit *u)
-{
-    unsigned i;
-
-    if (s->cu_threads > 64) {
-        return false;
-    }
-    for (i = 0; i < u->nlaunches; i++) {
-        if (u->launches[i]->sample_period) {
-            return false;
-        }
-    }
-    return true;
-}
 
 /* Run unit u from its current cycle up to end. */
 static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
@@ -1546,7 +1594,7 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         !u->slot[u->live[0]].barrier) {
         npu_unit_run_single(s, u, end);
     }
-    if (u->cycle < end && u->nlive && npu_unit_evented(s, u)) {
+    if (u->cycle < end && u->nlive && s->cu_threads <= 64) {
         npu_unit_run_events(s, u, end);
     }
     while (u->cycle < end && u->nlive) {
