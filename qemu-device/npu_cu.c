@@ -1480,7 +1480,9 @@ static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
     }
 }
 
-static void npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
+/* out of line: npu_unit_run_single's code stays as it was (isa_mips) */
+static void __attribute__((noinline))
+npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
 {
     uint64_t c = u->cycle, sample = npu_unit_next_sample(u, c);
     unsigned k;
