@@ -1283,17 +1283,21 @@ static void npu_cu_yield(NpuState *s)
 }
 
 /*
- * The general loop below with one live thread, of the unit's one launch,
- * not sampled: no round robin, and charging a cycle is three counters of
- * that launch (the unit's busy cycles are added once, at the end). The
- * same cycles, stall reasons and issue order; returns when a second thread
- * could appear (never within a run), the thread ends or end is reached.
+ * The general loop below with one live thread, of the unit's one launch:
+ * no round robin, and charging a cycle is three counters of that launch
+ * (the unit's busy cycles are added once, at the end). The same cycles,
+ * stall reasons, samples and issue order (the same steps: a jump to the
+ * wake-up, then the issue's cycle); returns when a second thread could
+ * appear (never within a run), the thread ends or end is reached.
  */
 static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
 {
     NpuSlot *t = &u->slot[u->live[0]];
     NpuLaunch *l = t->l;
+    uint32_t period = l->sample_period;
     uint64_t busy = 0;
+    uint64_t sample = period ? QEMU_ALIGN_UP(u->cycle, period) : UINT64_MAX;
+    unsigned unit = u - s->cu->unit;
 
     u->rr = 0;
     while (u->cycle < end && u->nlive == 1 && !t->barrier) {
@@ -1308,6 +1312,10 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
             l->st.thread_cycles += n;
             l->st.stall[t->stall] += n;
             busy += n;
+            if (sample < c + n) {
+                npu_cu_sample(s, t, unit, c, n, t->stall);
+                sample = QEMU_ALIGN_UP(c + n, period);
+            }
             c += n;
             u->cycle = c;
             if (c >= end) {
@@ -1320,6 +1328,10 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
         l->st.thread_cycles++;
         l->st.stall[NPU_STALL_SELECTED]++;
         busy++;
+        if (sample <= c) {
+            npu_cu_sample(s, t, unit, c, 1, NPU_STALL_SELECTED);
+            sample = QEMU_ALIGN_UP(c + 1, period);
+        }
         u->cycle = c + 1;
         npu_cu_issue(s, u, t, d, t->d_err, c);
     }
@@ -1592,7 +1604,6 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
     /* see npu_unit_run_single for when it applies */
     if (u->nlive == 1 && u->nlaunches == 1 &&
         u->launches[0] == u->slot[u->live[0]].l &&
-        !u->slot[u->live[0]].l->sample_period &&
         !u->slot[u->live[0]].barrier) {
         npu_unit_run_single(s, u, end);
     }
