@@ -106,6 +106,10 @@ typedef struct NpuSlot {
     uint8_t why[NPU_NREGS];     /* stall reason while waiting for it */
     uint64_t issue_at;          /* no issue before (branch bubble) */
     uint8_t stall;              /* reason of the current cycle */
+    /* npu_unit_run_events: waits until wake, charged from since */
+    uint64_t wake;
+    uint64_t since;
+    uint8_t wait_cls;           /* class of the instruction it waits to issue */
     /* the decoded instruction at d_pc, valid while code_epoch is d_epoch */
     const NpuCuInsn *d;
     uint64_t d_pc;
@@ -132,6 +136,13 @@ typedef struct NpuUnit {
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
     uint32_t rr;                /* position in live[] that issued last */
+    /* npu_unit_run_events: bit k set when live[k] can issue */
+    uint64_t ready_mask;
+    uint64_t next_wake;         /* no waiting thread wakes before */
+    bool lazy;                  /* live threads charged up to their since */
+    uint64_t lazy_at;           /* ... a thread leaving now is charged to */
+    bool resched;               /* a barrier released threads */
+    uint64_t mem_reqs;          /* memory requests queued (mem_done changed) */
     /* counters, read by MMIO without the npu-cu thread: atomics */
     uint64_t busy_cycles;       /* cycles with a LAUNCH_CODE block */
     uint64_t instrs;
@@ -888,10 +899,19 @@ static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
         }
     }
     u->mem_done[slot] = c + lat;
+    u->mem_reqs++;
     return c + lat;
 }
 
 static void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b);
+
+static inline void npu_slot_settle(NpuSlot *t, uint64_t c);
+
+/* Live positions below n as a mask (n <= 64). */
+static inline uint64_t npu_live_bits(unsigned n)
+{
+    return n >= 64 ? ~0ull : (1ull << n) - 1;
+}
 
 /* Take slot i off the unit's list of running threads. */
 static void npu_unit_unlive(NpuUnit *u, unsigned i)
@@ -900,6 +920,12 @@ static void npu_unit_unlive(NpuUnit *u, unsigned i)
 
     for (k = 0; k < u->nlive; k++) {
         if (u->live[k] == i) {
+            if (u->lazy) {
+                npu_slot_settle(&u->slot[i], u->lazy_at);
+            }
+            /* the positions after k move down by one */
+            u->ready_mask = (u->ready_mask & npu_live_bits(k)) |
+                            ((u->ready_mask >> 1) & ~npu_live_bits(k));
             memmove(&u->live[k], &u->live[k + 1],
                     (u->nlive - k - 1) * sizeof(u->live[0]));
             u->nlive--;
@@ -950,6 +976,7 @@ static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
             }
         }
         b->at_barrier = 0;
+        u->resched = true;
     }
     if (!b->live) {
         b->l->last_cycle = MAX(b->l->last_cycle, c + 1);
@@ -1106,6 +1133,7 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
                 }
             }
             b->at_barrier = 0;
+            u->resched = true;
         }
     }
     if (t->h.pc == NPU_EXIT_PC) {
@@ -1255,17 +1283,21 @@ static void npu_cu_yield(NpuState *s)
 }
 
 /*
- * The general loop below with one live thread, of the unit's one launch,
- * not sampled: no round robin, and charging a cycle is three counters of
- * that launch (the unit's busy cycles are added once, at the end). The
- * same cycles, stall reasons and issue order; returns when a second thread
- * could appear (never within a run), the thread ends or end is reached.
+ * The general loop below with one live thread, of the unit's one launch:
+ * no round robin, and charging a cycle is three counters of that launch
+ * (the unit's busy cycles are added once, at the end). The same cycles,
+ * stall reasons, samples and issue order (the same steps: a jump to the
+ * wake-up, then the issue's cycle); returns when a second thread could
+ * appear (never within a run), the thread ends or end is reached.
  */
 static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
 {
     NpuSlot *t = &u->slot[u->live[0]];
     NpuLaunch *l = t->l;
+    uint32_t period = l->sample_period;
     uint64_t busy = 0;
+    uint64_t sample = period ? QEMU_ALIGN_UP(u->cycle, period) : UINT64_MAX;
+    unsigned unit = u - s->cu->unit;
 
     u->rr = 0;
     while (u->cycle < end && u->nlive == 1 && !t->barrier) {
@@ -1280,6 +1312,10 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
             l->st.thread_cycles += n;
             l->st.stall[t->stall] += n;
             busy += n;
+            if (sample < c + n) {
+                npu_cu_sample(s, t, unit, c, n, t->stall);
+                sample = QEMU_ALIGN_UP(c + n, period);
+            }
             c += n;
             u->cycle = c;
             if (c >= end) {
@@ -1292,11 +1328,275 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
         l->st.thread_cycles++;
         l->st.stall[NPU_STALL_SELECTED]++;
         busy++;
+        if (sample <= c) {
+            npu_cu_sample(s, t, unit, c, 1, NPU_STALL_SELECTED);
+            sample = QEMU_ALIGN_UP(c + 1, period);
+        }
         u->cycle = c + 1;
         npu_cu_issue(s, u, t, d, t->d_err, c);
     }
     qatomic_set(&u->busy_cycles, u->busy_cycles + busy);
 }
+
+/*
+ * The event-driven form of the loop in npu_unit_run. A live thread either
+ * can issue (its live[] position's bit in ready_mask; charged
+ * NOT_SELECTED) or waits until t->wake for the reason t->stall. What
+ * npu_cu_ready reads changes only when the thread issues, when the
+ * dividers or the memory queue take a request, at a barrier release and
+ * in npu_cu_yield, so a thread is looked at again only then, at the next
+ * cycle; its cycles are charged when its reason changes or it leaves
+ * (npu_slot_settle, from t->since), not every cycle. The same cycles,
+ * stall reasons, issue order and samples as the loop (its cycles are
+ * visited in the same steps: one at a time while a thread can issue, else
+ * a jump to the first wake-up); not over 64 thread slots.
+ */
+static inline void npu_slot_settle(NpuSlot *t, uint64_t c)
+{
+    t->l->st.thread_cycles += c - t->since;
+    t->l->st.stall[t->stall] += c - t->since;
+    t->since = c;
+}
+
+/* From cycle c on, t's cycles go to reason why. */
+static inline void npu_slot_reason(NpuSlot *t, uint8_t why, uint64_t c)
+{
+    if (t->stall != why) {
+        npu_slot_settle(t, c);
+        t->stall = why;
+    }
+}
+
+/* Can the thread at live position k issue at c, else until when and why. */
+static void npu_unit_look(NpuState *s, NpuUnit *u, unsigned k, uint64_t c)
+{
+    NpuSlot *t = &u->slot[u->live[k]];
+    const NpuCuInsn *d = NULL;
+    uint64_t when;
+    uint8_t why;
+
+    if (!t->barrier) {
+        d = npu_slot_decode(s, t, t->l);
+    }
+    t->wait_cls = d ? d->d.cls : NPU_RV_NCLASSES;
+    when = npu_cu_ready(u, t, d, c, &why);
+    if (when <= c) {
+        npu_slot_reason(t, NPU_STALL_NOT_SELECTED, c);
+        u->ready_mask |= 1ull << k;
+    } else {
+        npu_slot_reason(t, why, c);
+        u->ready_mask &= ~(1ull << k);
+        t->wake = when;
+        u->next_wake = MIN(u->next_wake, when);
+    }
+}
+
+static void npu_unit_look_all(NpuState *s, NpuUnit *u, uint64_t c)
+{
+    unsigned k;
+
+    u->ready_mask = 0;
+    u->next_wake = UINT64_MAX;
+    for (k = 0; k < u->nlive; k++) {
+        npu_unit_look(s, u, k, c);
+    }
+}
+
+/* Waiting threads whose wake-up is c can issue from c. */
+static void npu_unit_wake(NpuUnit *u, uint64_t c)
+{
+    uint64_t waiting = ~u->ready_mask & npu_live_bits(u->nlive);
+
+    u->next_wake = UINT64_MAX;
+    while (waiting) {
+        unsigned k = ctz64(waiting);
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        waiting &= waiting - 1;
+        if (t->wake <= c) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+            u->ready_mask |= 1ull << k;
+        } else {
+            u->next_wake = MIN(u->next_wake, t->wake);
+        }
+    }
+}
+
+/* n cycles of the unit: its launches' unit cycles and its busy cycles. */
+static inline void npu_unit_charge(NpuUnit *u, uint64_t n)
+{
+    unsigned i;
+
+    for (i = 0; i < u->nlaunches; i++) {
+        u->launches[i]->st.unit_cycles += n;
+    }
+    if (u->ncode) {
+        qatomic_set(&u->busy_cycles, u->busy_cycles + n);
+    }
+}
+
+static void npu_unit_settle_all(NpuUnit *u, uint64_t c)
+{
+    unsigned k;
+
+    for (k = 0; k < u->nlive; k++) {
+        npu_slot_settle(&u->slot[u->live[k]], c);
+    }
+}
+
+/* The first cycle a waiting thread wakes up at (UINT64_MAX: none). */
+static uint64_t npu_unit_first_wake(NpuUnit *u)
+{
+    uint64_t waiting = ~u->ready_mask & npu_live_bits(u->nlive);
+    uint64_t first = UINT64_MAX;
+
+    while (waiting) {
+        first = MIN(first, u->slot[u->live[ctz64(waiting)]].wake);
+        waiting &= waiting - 1;
+    }
+    return first;
+}
+
+/* The first PC sample point >= c of the unit's launches. */
+static uint64_t npu_unit_next_sample(NpuUnit *u, uint64_t c)
+{
+    uint64_t next = UINT64_MAX;
+    unsigned i;
+
+    for (i = 0; i < u->nlaunches; i++) {
+        uint32_t period = u->launches[i]->sample_period;
+
+        if (period) {
+            next = MIN(next, QEMU_ALIGN_UP(c, period));
+        }
+    }
+    return next;
+}
+
+/*
+ * PC samples in [c, c + n), as npu_cu_charge takes them: thread by thread
+ * in live order. The thread at live position pick issues at c.
+ */
+static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
+                            int pick)
+{
+    unsigned k, unit = u - s->cu->unit;
+
+    for (k = 0; k < u->nlive; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (t->l->sample_period && !t->l->failed) {
+            npu_cu_sample(s, t, unit, c, n,
+                          (int)k == pick ? NPU_STALL_SELECTED : t->stall);
+        }
+    }
+}
+
+/* out of line: npu_unit_run_single's code stays as it was (isa_mips) */
+static void __attribute__((noinline))
+npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
+{
+    uint64_t c = u->cycle, sample = npu_unit_next_sample(u, c);
+    unsigned k;
+
+    for (k = 0; k < u->nlive; k++) {
+        u->slot[u->live[k]].since = c;
+    }
+    u->resched = false;
+    npu_unit_look_all(s, u, c);
+    u->lazy = true;
+    while (c < end && u->nlive) {
+        uint64_t div_free, fdiv_free, mem_reqs, m;
+        const NpuCuInsn *pick_d;
+        uint32_t classes = 0;
+        unsigned pick, nlive;
+        NpuSlot *pt;
+
+        if (unlikely(qatomic_read(&s->mmu_waiters) ||
+                     qatomic_read(&s->resetting) ||
+                     qatomic_read(&s->cu->cancel_pending))) {
+            npu_unit_settle_all(u, c);
+            u->lazy = false;
+            npu_cu_yield(s);
+            if (!u->nlive) {
+                break;
+            }
+            /* translations may have gone: look at everyone again */
+            npu_unit_look_all(s, u, c);
+            u->lazy = true;
+            sample = npu_unit_next_sample(u, c);
+        }
+        if (c >= u->next_wake) {
+            npu_unit_wake(u, c);
+        }
+        if (!u->ready_mask) {
+            /*
+             * nothing can issue: jump to the first wake-up (exactly: the
+             * samples of a jump are in thread order, not cycle order)
+             */
+            uint64_t to;
+
+            u->next_wake = npu_unit_first_wake(u);
+            to = MAX(MIN(u->next_wake, end), c + 1);
+            npu_unit_charge(u, to - c);
+            if (sample < to) {
+                npu_unit_sample(s, u, c, to - c, -1);
+                sample = npu_unit_next_sample(u, to);
+            }
+            c = to;
+            u->cycle = c;
+            continue;
+        }
+        /* round robin: the first that can issue after the last to issue */
+        m = u->ready_mask & ~npu_live_bits(u->rr + 1);
+        pick = ctz64(m ? m : u->ready_mask);
+        pt = &u->slot[u->live[pick]];
+        npu_unit_charge(u, 1);
+        if (sample <= c) {
+            npu_unit_sample(s, u, c, 1, pick);
+            sample = npu_unit_next_sample(u, c + 1);
+        }
+        npu_slot_settle(pt, c);
+        pt->l->st.thread_cycles++;
+        pt->l->st.stall[NPU_STALL_SELECTED]++;
+        pt->since = c + 1;
+        u->rr = pick;
+        u->cycle = c + 1;
+        pick_d = npu_slot_decode(s, pt, pt->l);
+        div_free = u->div_free;
+        fdiv_free = u->fdiv_free;
+        mem_reqs = u->mem_reqs;
+        nlive = u->nlive;
+        /* a thread that leaves in the issue was charged for cycle c */
+        u->lazy_at = c + 1;
+        npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
+        c++;
+        if (u->resched || u->nlive != nlive) {
+            u->resched = false;
+            npu_unit_look_all(s, u, c);
+            continue;
+        }
+        npu_unit_look(s, u, pick, c);
+        if (u->div_free != div_free) {
+            classes |= 1u << NPU_RV_DIV;
+        }
+        if (u->fdiv_free != fdiv_free) {
+            classes |= 1u << NPU_RV_FDIV;
+        }
+        if (u->mem_reqs != mem_reqs) {
+            classes |= 1u << NPU_RV_LOAD | 1u << NPU_RV_STORE |
+                       1u << NPU_RV_AMO;
+        }
+        for (k = 0; classes && k < u->nlive; k++) {
+            if (k != pick && (classes >> u->slot[u->live[k]].wait_cls & 1)) {
+                npu_unit_look(s, u, k, c);
+            }
+        }
+    }
+    npu_unit_settle_all(u, c);
+    u->lazy = false;
+}
+
 
 /* Run unit u from its current cycle up to end. */
 static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
@@ -1304,9 +1604,11 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
     /* see npu_unit_run_single for when it applies */
     if (u->nlive == 1 && u->nlaunches == 1 &&
         u->launches[0] == u->slot[u->live[0]].l &&
-        !u->slot[u->live[0]].l->sample_period &&
         !u->slot[u->live[0]].barrier) {
         npu_unit_run_single(s, u, end);
+    }
+    if (u->cycle < end && u->nlive && s->cu_threads <= 64) {
+        npu_unit_run_events(s, u, end);
     }
     while (u->cycle < end && u->nlive) {
         uint64_t c = u->cycle, wake = UINT64_MAX;

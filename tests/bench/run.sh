@@ -108,6 +108,7 @@ targets = [
     ("copy_bw_ratio", ">=", 0.7),
     ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
     ("isa_mips", ">=", 50.0), ("isa_mips_16t", None, None),
+    ("isa_mips_sampled", None, None),
     ("isa_native_ratio", None, None),
     ("user_vs_builtin_enqueue", "<=", 1.0),
 ]

@@ -6,8 +6,10 @@
  * process. Prints JSON: isa_mips (instructions retired per host second) and
  * isa_native_ratio (native time / device time for the same work), each the
  * median of the trials; isa_mips_16t, the same for 16 threads of one block
- * sharing the work (the scheduler's path for several live threads); and
- * the occupancy curve: IPC of one unit running a
+ * sharing the work (the scheduler's path for several live threads);
+ * isa_mips_sampled, one thread PC-sampled every 64 cycles (an eighth of the
+ * work, so that every sample fits the trace buffer); and the occupancy
+ * curve: IPC of one unit running a
  * latency-bound kernel (kernels/memlat.c) with 1, 2, 4, 8 and 16 resident
  * threads, next to the model's bound (memory queue / latency).
  * Usage: npu-isabench <qemu-system-x86_64> [trials]
@@ -22,6 +24,8 @@
 
 #define N_DEVICE	4000000ul
 #define N_NATIVE	400000000ul
+#define SAMPLE_PERIOD	64
+#define SAMPLE_BYTES	(8ul << 20)	/* 40 B per sample of N_DEVICE / 8 */
 
 static int cmp(const void *a, const void *b)
 {
@@ -39,7 +43,8 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
 	int trials = argc > 2 ? atoi(argv[2]) : 5;
-	double mips[32], mips16[32], ratio[32], dev_s = 0, nat_s = 0;
+	double mips[32], mips16[32], mipss[32], ratio[32], dev_s = 0;
+	double nat_s = 0;
 	uint64_t instr = 0, cycles = 0;
 	unsigned curve_t[16], curve_n = 0;
 	double curve_ipc[16], curve_bound = 0;
@@ -117,6 +122,40 @@ int main(int argc, char **argv)
 		}
 		mips16[t] = st.instructions / ((t1 - t0) / 1e9) / 1e6;
 	}
+	/* one thread, PC-sampled */
+	for (int t = 0; t < trials; t++) {
+		struct buf out = alloc_buf(4096, 1, 1);
+		struct buf sb = alloc_buf(4096, 0, 1);
+		struct buf tb = alloc_buf(SAMPLE_BYTES, 0, 1);
+		struct launch l = { .stack = 64, .stats = sb.va, .nargs = 3,
+				    .trace = tb.va, .trace_bytes = SAMPLE_BYTES,
+				    .sample_period = SAMPLE_PERIOD,
+				    .args = { out.va, N_DEVICE / 8, 99 + t } };
+		struct npu_launch_stats st;
+		struct pk p = { .n = 0 };
+		uint64_t t0, t1, got;
+
+		pk_launch_code(&p, &l);
+		t0 = host_ns();
+		if (!ring_run(0, &p, 120000)) {
+			fprintf(stderr, "npu-isabench: the sampled launch "
+				"failed\n");
+			return 1;
+		}
+		t1 = host_ns();
+		buf_read(&sb, 0, &st, sizeof(st));
+		buf_read(&out, 0, &got, 8);
+		if (got != bench_compute(N_DEVICE / 8, 99 + t) ||
+		    st.trace_lost ||
+		    st.trace_records < st.cycles / SAMPLE_PERIOD) {
+			fprintf(stderr, "npu-isabench: sampled launch: result "
+				"differs or samples missing (%llu, %llu lost)\n",
+				(unsigned long long)st.trace_records,
+				(unsigned long long)st.trace_lost);
+			return 1;
+		}
+		mipss[t] = st.instructions / ((t1 - t0) / 1e9) / 1e6;
+	}
 	/* the occupancy curve */
 	{
 		struct buf a = alloc_buf(64 * 1024, 1, 1);
@@ -154,12 +193,16 @@ int main(int argc, char **argv)
 	       "cycle model on\"}, \"isa_mips_16t\": {\"median\": %.2f, "
 	       "\"trials\": %d, \"what\": \"the same, 16 threads of one "
 	       "block on one unit\"}, "
+	       "\"isa_mips_sampled\": {\"median\": %.2f, \"trials\": %d, "
+	       "\"what\": \"the same, one thread PC-sampled every %d "
+	       "cycles\"}, "
 	       "\"isa_native_ratio\": {\"median\": %.5f, "
 	       "\"what\": \"native host time / device interpretation time "
 	       "for the same C\"}, \"occupancy_curve\": {\"what\": \"IPC of "
 	       "one unit on a latency-bound kernel by resident threads\", "
 	       "\"bound\": %.4f, \"points\": [", median(mips, trials), trials,
-	       median(mips16, trials), trials, median(ratio, trials),
+	       median(mips16, trials), trials, median(mipss, trials), trials,
+	       SAMPLE_PERIOD, median(ratio, trials),
 	       curve_bound);
 	for (unsigned i = 0; i < curve_n; i++)
 		printf("%s[%u, %.4f]", i ? ", " : "", curve_t[i], curve_ipc[i]);
