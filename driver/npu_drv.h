@@ -256,6 +256,9 @@ struct npu_pt {
  * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
  * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
  *	the owning file's &npu_file.vm_lock
+ * @reap_lock: held from taking references off @jobs and @retiring to
+ *	having dropped them, so that a reap that finds nothing left knows no
+ *	other is still unmapping a range (npu_ctx_reap())
  * @track_lock: protects @next_seq, @jobs, @retiring and the mapping
  *	references of the pushed jobs (&npu_job.maps)
  * @next_seq: sequence number the next pushed job of the context gets
@@ -276,6 +279,7 @@ struct npu_ctx {
 	kuid_t uid;
 	atomic_t queues;
 	struct list_head binds;
+	struct mutex reap_lock;	/* taking and dropping reaped references */
 	spinlock_t track_lock;	/* next_seq, jobs, retiring, jobs' maps */
 	u64 next_seq;
 	struct list_head jobs;

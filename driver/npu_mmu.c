@@ -150,6 +150,7 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	mutex_init(&ctx->lock);
 	atomic_set(&ctx->queues, 0);
 	INIT_LIST_HEAD(&ctx->binds);
+	mutex_init(&ctx->reap_lock);
 	spin_lock_init(&ctx->track_lock);
 	INIT_LIST_HEAD(&ctx->jobs);
 	INIT_LIST_HEAD(&ctx->retiring);
@@ -187,6 +188,7 @@ static void npu_ctx_release(struct kref *ref)
 	/* Every mapping holds a reference: the VA space is empty by now. */
 	drm_mm_takedown(&ctx->va_mm);
 	npu_pt_free(ndev, ctx->root, 2);
+	mutex_destroy(&ctx->reap_lock);
 	mutex_destroy(&ctx->lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
 	kfree(ctx);
@@ -671,7 +673,8 @@ static u32 npu_job_maps_take(struct npu_job *job, struct npu_mapping ***maps)
  * all signalled, are dropped now (a signalled job is off the hardware, even
  * after a ring reset), not when the scheduler frees the jobs later: a job
  * pushed after a wait must find an unmapped range unmapped, and a fixed
- * BO_MAP must find it free. Process context.
+ * BO_MAP must find it free. Reaps are serialized: one that returns has
+ * seen every reference an earlier one took dropped. Process context.
  *
  * Return: true if a reference was dropped.
  */
@@ -687,6 +690,7 @@ bool npu_ctx_reap(struct npu_ctx *ctx)
 	LIST_HEAD(done);
 	int i, k;
 
+	mutex_lock(&ctx->reap_lock);
 	do {
 		k = 0;
 		spin_lock(&ctx->track_lock);
@@ -718,6 +722,7 @@ bool npu_ctx_reap(struct npu_ctx *ctx)
 		npu_mapping_put(map);
 		dropped = true;
 	}
+	mutex_unlock(&ctx->reap_lock);
 	return dropped;
 }
 
@@ -749,12 +754,14 @@ void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job)
 	bool pushed;
 	u32 n;
 
+	mutex_lock(&ctx->reap_lock);
 	spin_lock(&ctx->track_lock);
 	pushed = !list_empty(&job->ctx_link);
 	list_del_init(&job->ctx_link);
 	n = npu_job_maps_take(job, &maps);
 	spin_unlock(&ctx->track_lock);
 	npu_job_maps_put(maps, n);
+	mutex_unlock(&ctx->reap_lock);
 	if (!pushed)
 		return;
 	dma_fence_put(job->done);

@@ -1667,6 +1667,47 @@ static void unlisted_teardown(struct __test_metadata *_metadata,
 		     npu_first_ne(nb.map, 16 * PG / 4, 0x6b6b6b6b) == -1));
 }
 
+/*
+ * A fixed BO_MAP made as soon as the fence of the last job using the range
+ * signalled finds the range free, also while the scheduler's free worker
+ * is dropping that job's references (it has taken them off the context
+ * and not yet unmapped): many rounds, so that the two meet.
+ */
+TEST_F(ctx, remap_as_fence_signals_while_job_is_freed)
+{
+	struct npu_bo d[2];
+	struct xctx x;
+	int i, busy = 0;
+
+	ASSERT_EQ(xctx_new(self->fd, &self->cmd, DRM_NPU_RING_KIND_COMPUTE, 0,
+			   &x), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &d[0]), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 1 << 16, 0, &d[1]), 0);
+	ASSERT_EQ(map_at(self->fd, d[0].handle, x.id, DATA_VA, 0), 0);
+	for (i = 0; i < 300; i++) {
+		self->cmd.n = 0;
+		self->cmd.start = 0;
+		npu_emit_fill(&self->cmd, DATA_VA, i, 1 << 16);
+		ASSERT_EQ(submit_ctx(self->fd, &self->cmd, x.q, NULL, 0, 0,
+				     self->so), 0);
+		/* unlisted: the mapping retires when the job signals */
+		ASSERT_EQ(npu_bo_unmap(self->fd, x.id, DATA_VA), 0);
+		ASSERT_EQ(wait_err(self->fd, self->so), 0);
+		if (map_at(self->fd, d[!(i & 1)].handle, x.id, DATA_VA, 0) ==
+		    -EBUSY) {
+			busy++;
+			ASSERT_EQ(npu_syncobj_wait(self->fd, self->so,
+						   NPU_TIMEOUT_NS), 0);
+			usleep(100000);
+			ASSERT_EQ(map_at(self->fd, d[!(i & 1)].handle, x.id,
+					 DATA_VA, 0), 0);
+		}
+		ASSERT_EQ(((uint32_t *)d[i & 1].map)[(1 << 14) - 1],
+			  (uint32_t)i);
+	}
+	EXPECT_EQ(busy, 0);
+}
+
 TEST_F(ctx, unmap_running_job_no_partial_writes)
 {
 	unlisted_teardown(_metadata, self, 0);
