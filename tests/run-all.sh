@@ -143,6 +143,7 @@ boot() {
 	NPU_MODPARAMS=${NPU_MODPARAMS-job_timeout_ms=2000} \
 	bash "$top/tests/guest/run.sh" --kernel "$k" --suites "$list" ${NPU_RUNNER_ARGS:-} \
 		${boot_extra_bin:+--extra-bin "$boot_extra_bin"} \
+		${boot_devices:+--devices "$boot_devices"} \
 		${devopts:+--device-opts "$devopts"} \
 		--results "$out" --timeout "$timeout" 2>"$out/runner.err"
 	# the boot's own verdict; run.sh's status also counts failing suites
@@ -219,6 +220,13 @@ if [ -d "$asan_bin" ] && [ -z "${NPU_SKIP_ASAN:-}" ]; then
 		fi
 	done
 fi
+
+# The suites that need two devices (tests/guest-suites-two-devices), on
+# 6.12: per-device modules, streams and memory.
+for k in "$@"; do
+	[ "$k" = 6.12 ] || continue
+	boot_devices=2 boot "$k-2dev" "$k" "$top/tests/guest-suites-two-devices"
+done
 
 printf '%-28s %-8s %6s %6s %6s\n' suite kernel pass fail skip
 tp=0 tf=0 ts=0

@@ -11,6 +11,7 @@
 # Options: --timeout SEC (hard limit for the whole boot, default 900),
 #          --device-opts ',compute-rings=4' (appended to -device npu;
 #          e.g. ',devmem-size=2G': device memory, 1G by default),
+#          --devices N (N npu devices, each with --device-opts; default 1),
 #          --outdir DIR (files the guest writes to /out are copied here),
 #          --no-npu (do not insmod npu.ko),
 #          --npu-ko FILE (load this npu.ko instead of make modules' build,
@@ -29,7 +30,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$top/build}
-extra_bin=${NPU_EXTRA_BIN:-} kernel=6.12 suites= cmd= shell=0 timeout=900 results= devopts= outdir= npu=1 npuko=
+extra_bin=${NPU_EXTRA_BIN:-} kernel=6.12 suites= cmd= shell=0 timeout=900 results= devopts= ndevices=1 outdir= npu=1 npuko=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift ;;
@@ -39,6 +40,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift ;;
 	--results) results=$2; shift ;;
 	--device-opts) devopts=$2; shift ;;
+	--devices) ndevices=$2; shift ;;
 	--outdir) outdir=$2; shift ;;
 	--no-npu) npu=0 ;;
 	--npu-ko) npuko=$2; shift ;;
@@ -191,7 +193,11 @@ echo "${NPU_MODPARAMS:-}" >"$root/modparams"
 
 (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1) >"$work/initrd.gz"
 
-[ $npu = 1 ] && qemu_extra=(-device "npu$devopts") || qemu_extra=()
+case $ndevices in [1-8]) ;; *) die "--devices $ndevices: give 1 to 8" ;; esac
+qemu_extra=()
+if [ $npu = 1 ]; then
+	for ((i = 0; i < ndevices; i++)); do qemu_extra+=(-device "npu$devopts"); done
+fi
 serial_out=$work/ttyS1.log
 console=$work/console.log
 # One TCG thread runs both vCPUs: QEMU 7.2's multi-threaded TCG can execute
