@@ -6,12 +6,12 @@
  * record only, sync_file export/import
  * (in this process and in a fresh process started with fork + exec).
  */
+#include "tap.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
-
-#include "tap.h"
 
 #define SPIN_NS 200000000ull	/* 200 ms device time */
 #define N 1024

@@ -7,9 +7,9 @@
  * second process using the device at the same time is unaffected; and
  * npu_device_reset() makes the device usable again.
  */
-#include <sys/wait.h>
-
 #include "tap.h"
+
+#include <sys/wait.h>
 
 #define N 65536
 

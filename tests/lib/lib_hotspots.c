@@ -12,7 +12,6 @@
  */
 #include "tap.h"
 
-#include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
 
@@ -111,14 +110,13 @@ int main(int argc, char **argv)
 	npu_module_t m;
 	npu_function_t body_lines;
 	npu_kernel_profile prof[8], *ps, *ps1;
-	char self[PATH_MAX], path[PATH_MAX + 32], want[64], got[96];
+	char path[PATH_MAX + 32], want[64], got[96];
 	unsigned line[3] = { 0, 0, 0 }, *dline, hot = 0;
 	struct run r = { .a = 3.0f };
 	float *hy;
 	char *rep, *hs;
 	size_t np = 8;
 	bool ok = true;
-	ssize_t len;
 
 	(void)argc;
 	(void)argv;
@@ -128,10 +126,8 @@ int main(int argc, char **argv)
 		tap_ok(0, "the device runs user kernels");
 		return tap_done();
 	}
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[len > 0 ? len : 0] = 0;
-	snprintf(path, sizeof(path), "%s/kernels/hotspots.npu", dirname(self));
-	MUST(npu_module_load(&m, path));
+	MUST(npu_module_load(&m, tap_beside_self(path, sizeof(path),
+						 "kernels/hotspots.npu")));
 	MUST(npu_module_get_function(&r.saxpy, m, "saxpy"));
 	MUST(npu_module_get_function(&r.saxpy1, m, "saxpy1"));
 	MUST(npu_module_get_function(&r.empty, m, "empty"));

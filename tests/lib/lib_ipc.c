@@ -5,10 +5,10 @@
  * imports the buffer, checks the parent's data through the device, and
  * writes new data into it with a device copy; the parent sees it.
  */
+#include "tap.h"
+
 #include <fcntl.h>
 #include <sys/wait.h>
-
-#include "tap.h"
 
 #define SIZE (256 * 1024)
 #define N (SIZE / 4)

@@ -10,7 +10,6 @@
 #include "tap.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -61,14 +60,13 @@ int main(void)
 	static char text[64 * N];
 	static int errs[2 * N];
 	npu_function_t math, format, errnos, hello;
-	char self[PATH_MAX], path[PATH_MAX + 32];
+	char path[PATH_MAX + 32];
 	uint64_t worst_exp = 0;
 	unsigned bad_sqrt = 0, bad_fma = 0, bad_copy = 0, bad_text = 0;
 	unsigned bad_errno = 0, n = N;
 	void *dx, *dy, *dz, *dout, *dtext, *derrs;
 	npu_device_prop prop;
 	npu_module_t m;
-	ssize_t len;
 
 	tap_need_device();
 	MUST(npu_device_get_properties(&prop, 0));
@@ -76,10 +74,8 @@ int main(void)
 		tap_ok(0, "the device runs user kernels");
 		return tap_done();
 	}
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[len > 0 ? len : 0] = 0;
-	snprintf(path, sizeof(path), "%s/kernels/libc.npu", dirname(self));
-	MUST(npu_module_load(&m, path));
+	MUST(npu_module_load(&m, tap_beside_self(path, sizeof(path),
+						 "kernels/libc.npu")));
 	MUST(npu_module_get_function(&math, m, "math"));
 	MUST(npu_module_get_function(&format, m, "format"));
 	MUST(npu_module_get_function(&errnos, m, "errnos"));

@@ -11,7 +11,6 @@
  */
 #include "tap.h"
 
-#include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
 
@@ -313,19 +312,15 @@ static void test_faults(void)
 
 int main(int argc, char **argv)
 {
-	char self[PATH_MAX];
 	npu_device_prop prop;
-	ssize_t n;
 
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = 0;
 	tap_need_device();
 	MUST(npu_device_get_properties(&prop, 0));
 	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
 		tap_ok(0, "the device runs user kernels");
 		return tap_done();
 	}
-	snprintf(kpath, sizeof(kpath), "%s/kernels/faults.npu", dirname(self));
+	tap_beside_self(kpath, sizeof(kpath), "kernels/faults.npu");
 	/* lib_modules [files|unload|graphs|faults]: all, or one part */
 	if (argc < 2 || !strcmp(argv[1], "files"))
 		test_bad_files();

@@ -12,7 +12,6 @@
  * until the test releases it, so "not yet complete" is certain, not timed.
  */
 #define _GNU_SOURCE
-#include <libgen.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -330,18 +329,15 @@ static void test_capture_rules(npu_function_t f)
 /* With an argument (destroy, graph-launch, rules), only that part runs. */
 int main(int argc, char **argv)
 {
-	char self[PATH_MAX], kpath[PATH_MAX + 32];
+	char kpath[PATH_MAX + 32];
 	const char *only = argc > 1 ? argv[1] : NULL;
 	npu_module_t m = NULL;
 	npu_function_t f = NULL;
-	ssize_t n;
 
 	tap_need_device();
 	MUST(npu_malloc(&dx, N * 4));
 	MUST(npu_host_alloc((void **)&pinned, N * 4, 0));
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = 0;
-	snprintf(kpath, sizeof(kpath), "%s/kernels/basic.npu", dirname(self));
+	tap_beside_self(kpath, sizeof(kpath), "kernels/basic.npu");
 	if (npu_module_load(&m, kpath) || npu_module_get_function(&f, m, "vadd")) {
 		tap_ok(0, "load %s (for npu_kernel_trace)", kpath);
 		f = NULL;

@@ -16,9 +16,9 @@
  * or with each other, with margins of 1.25x where the model predicts 2x
  * or more; nothing depends on the host clock.
  */
-#include <pthread.h>
-
 #include "tap.h"
+
+#include <pthread.h>
 
 #define T_MS	40.0		/* one spin. The winner's lead is 40 ms
 				   (2x) in the model; a run's overhead

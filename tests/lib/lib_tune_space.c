@@ -12,7 +12,6 @@
  */
 #include "tap.h"
 
-#include <libgen.h>
 #include <limits.h>
 
 #define D 32				/* C (D x D) = A (D x D) * B (D x D) */
@@ -128,19 +127,14 @@ int main(int argc, char **argv)
 	npu_tune_space_result ex, rnd, bo, r;
 	npu_tune_space_config c;
 	float *times, A[D * D], B[D * D], C[D * D];
-	char self[PATH_MAX];
-	ssize_t n;
 	int ok = 1;
 
 	if (argc == 2 && !strcmp(argv[1], "--print-points")) {
 		print_points();
 		return 0;
 	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = 0;
-	dirname(self);
-	snprintf(src, sizeof(src), "%s/kernels/sgemm_space.c", self);
-	snprintf(cache, sizeof(cache), "%s/tune-cache", self);
+	tap_beside_self(src, sizeof(src), "kernels/sgemm_space.c");
+	tap_beside_self(cache, sizeof(cache), "tune-cache");
 	tap_need_device();
 	for (int i = 0; i < D * D; i++) {
 		A[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;

@@ -14,7 +14,6 @@
  */
 #include "tap.h"
 
-#include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -37,7 +36,7 @@ static void *open_gate(void *arg)
 
 int main(void)
 {
-	char self[PATH_MAX], path[PATH_MAX + 32];
+	char path[PATH_MAX + 32];
 	float a = 2.0f, *x, *y, *h;
 	npu_device_prop prop;
 	npu_function_t saxpy;
@@ -47,7 +46,6 @@ int main(void)
 	pthread_t t;
 	unsigned n = N;
 	int count = 0, cur = -1;
-	ssize_t len;
 	bool ok = true;
 
 	tap_need_device();
@@ -56,9 +54,7 @@ int main(void)
 	if (count < 2)
 		return tap_done();
 
-	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[len > 0 ? len : 0] = 0;
-	snprintf(path, sizeof(path), "%s/kernels/hotspots.npu", dirname(self));
+	tap_beside_self(path, sizeof(path), "kernels/hotspots.npu");
 
 	MUST(npu_device_set(1));
 	MUST(npu_device_get_properties(&prop, 1));

@@ -91,6 +91,23 @@ static inline int tap_done(void)
 	return ksft_get_fail_cnt() ? KSFT_FAIL : KSFT_PASS;
 }
 
+/* out = "<this program's directory>/rel": the code objects (kernels/) and
+ * data built next to each test. */
+static inline const char *tap_beside_self(char *out, size_t n, const char *rel)
+{
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	self[len > 0 ? len : 0] = 0;
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	if (snprintf(out, n, "%s/%s", self, rel) >= (int)n)
+		out[0] = 0;	/* too long: the load then fails, named */
+	return out;
+}
+
 /* Skip the whole program when there is no device (kselftest's exit status
  * for a skip, which the runner counts as a failure: the guests have one). */
 static inline void tap_need_device(void)
