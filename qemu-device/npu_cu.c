@@ -1171,14 +1171,15 @@ static inline bool npu_cu_is_simple(const NpuSlot *t, const NpuCuInsn *ci)
  * committed, and the caller issues it through npu_cu_issue (which faults
  * the same way).
  */
-static inline bool npu_cu_issue_simple(NpuUnit *u, NpuSlot *t,
-                                       const NpuCuInsn *ci, uint64_t c)
+static inline QEMU_ALWAYS_INLINE bool
+npu_cu_issue_simple(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci, uint64_t c)
 {
     const NpuRvInsn *d = &ci->d;
     uint64_t fault, maddr, pc = t->h.pc, lat = NPU_LAT_ALU;
     uint8_t why = NPU_STALL_WAIT;
 
-    if (npu_rv_exec(&t->h, d, &npu_cu_ops, NULL, &fault, &maddr)) {
+    if (!npu_rv_exec_int(&t->h, d) &&
+        npu_rv_exec(&t->h, d, &npu_cu_ops, NULL, &fault, &maddr)) {
         return false;
     }
     switch (d->cls) {
