@@ -76,7 +76,15 @@ typedef struct NpuCuInsn {
     NpuRvInsn d;                /* d.cls == NPU_RV_NCLASSES: illegal */
     uint8_t regs[4];            /* scoreboard indices: sources, then rd */
     uint8_t nregs;
+    /* for npu_cu_issue_simple: */
+    uint8_t fast;               /* NPU_CU_FAST_*, 0: not a simple class */
+    uint8_t rdi;                /* scoreboard index of rd, NPU_NREGS: none */
+    uint8_t lat;                /* rd's latency */
 } NpuCuInsn;
+
+#define NPU_CU_FAST         0x01    /* a simple class (npu_cu_is_simple) */
+#define NPU_CU_FAST_DIV     0x02    /* ... that uses the integer divider */
+#define NPU_CU_FAST_FDIV    0x04    /* ... the FP divide/sqrt unit */
 
 typedef struct NpuBlock {
     NpuLaunch *l;
@@ -665,12 +673,41 @@ static void npu_cu_deps(NpuCuInsn *ci)
     if (d->flags & NPU_RV_RS3_F) {
         ci->regs[nr++] = npu_reg_index(true, d->rs3);
     }
+    ci->rdi = NPU_NREGS;
     if (d->flags & NPU_RV_RD_X) {
-        ci->regs[nr++] = npu_reg_index(false, d->rd);
+        ci->rdi = npu_reg_index(false, d->rd);
+        ci->regs[nr++] = ci->rdi;
     } else if (d->flags & NPU_RV_RD_F) {
-        ci->regs[nr++] = npu_reg_index(true, d->rd);
+        ci->rdi = npu_reg_index(true, d->rd);
+        ci->regs[nr++] = ci->rdi;
     }
     ci->nregs = nr;
+    /* the latencies npu_cu_issue_one charges these classes */
+    ci->fast = NPU_CU_FAST;
+    ci->lat = NPU_LAT_ALU;
+    switch (d->cls) {
+    case NPU_RV_ALU:
+    case NPU_RV_BRANCH:
+    case NPU_RV_JUMP:
+        break;
+    case NPU_RV_MUL:
+        ci->lat = NPU_LAT_MUL;
+        break;
+    case NPU_RV_DIV:
+        ci->lat = NPU_LAT_DIV;
+        ci->fast |= NPU_CU_FAST_DIV;
+        break;
+    case NPU_RV_FP:
+        ci->lat = NPU_LAT_FP;
+        break;
+    case NPU_RV_FDIV:
+        ci->lat = NPU_LAT_FDIV;
+        ci->fast |= NPU_CU_FAST_FDIV;
+        break;
+    default:
+        ci->fast = 0;
+        break;
+    }
 }
 
 /*
@@ -1145,12 +1182,9 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
 /*
  * The instruction classes that reach neither memory, CSRs, the block nor
  * the thread's end (except a jump to NPU_EXIT_PC, which the caller sees):
+ * ALU, branches, jumps, MUL, DIV, FP and FP divide (NpuCuInsn.fast).
  * npu_cu_issue_simple issues them without npu_cu_issue's bookkeeping.
  */
-#define NPU_CU_SIMPLE   (1u << NPU_RV_ALU | 1u << NPU_RV_BRANCH |         \
-                         1u << NPU_RV_JUMP | 1u << NPU_RV_MUL |           \
-                         1u << NPU_RV_DIV | 1u << NPU_RV_FP |             \
-                         1u << NPU_RV_FDIV)
 
 /*
  * Is ci (NULL: a fetch fault) of a simple class, on a thread that is not
@@ -1158,7 +1192,7 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
  */
 static inline bool npu_cu_is_simple(const NpuSlot *t, const NpuCuInsn *ci)
 {
-    return ci && (NPU_CU_SIMPLE >> ci->d.cls & 1) &&
+    return ci && (ci->fast & NPU_CU_FAST) &&
            (!(t->l->flags & NPU_CODE_ITRACE) ||
             t->blk->idx != t->l->trace_block);
 }
@@ -1175,44 +1209,27 @@ static inline QEMU_ALWAYS_INLINE bool
 npu_cu_issue_simple(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci, uint64_t c)
 {
     const NpuRvInsn *d = &ci->d;
-    uint64_t fault, maddr, pc = t->h.pc, lat = NPU_LAT_ALU;
-    uint8_t why = NPU_STALL_WAIT;
+    uint64_t fault, maddr, pc = t->h.pc;
 
     if (!npu_rv_exec_int(&t->h, d) &&
         npu_rv_exec(&t->h, d, &npu_cu_ops, NULL, &fault, &maddr)) {
         return false;
     }
-    switch (d->cls) {
-    case NPU_RV_BRANCH:
-    case NPU_RV_JUMP:
-        if (t->h.pc != pc + 4) {
-            t->issue_at = c + 1 + NPU_LAT_BRANCH;
-        }
-        break;
-    case NPU_RV_MUL:
-        lat = NPU_LAT_MUL;
-        break;
-    case NPU_RV_DIV:
-        lat = NPU_LAT_DIV;
-        why = NPU_STALL_SHORT_SCOREBOARD;
-        u->div_free = c + NPU_LAT_DIV;
-        break;
-    case NPU_RV_FP:
-        lat = NPU_LAT_FP;
-        break;
-    case NPU_RV_FDIV:
-        lat = NPU_LAT_FDIV;
-        why = NPU_STALL_SHORT_SCOREBOARD;
-        u->fdiv_free = c + NPU_LAT_FDIV;
-        break;
-    default:
-        break;
+    /* only a taken branch or a jump moves pc elsewhere */
+    if (t->h.pc != pc + 4) {
+        t->issue_at = c + 1 + NPU_LAT_BRANCH;
     }
-    if (d->flags & (NPU_RV_RD_X | NPU_RV_RD_F)) {
-        unsigned r = npu_reg_index(d->flags & NPU_RV_RD_F, d->rd);
-
-        t->ready[r] = MAX(t->ready[r], c + lat);
-        t->why[r] = why;
+    if (unlikely(ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV))) {
+        if (ci->fast & NPU_CU_FAST_DIV) {
+            u->div_free = c + NPU_LAT_DIV;
+        } else {
+            u->fdiv_free = c + NPU_LAT_FDIV;
+        }
+    }
+    if (ci->rdi < NPU_NREGS) {
+        t->ready[ci->rdi] = MAX(t->ready[ci->rdi], c + ci->lat);
+        t->why[ci->rdi] = ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV) ?
+                          NPU_STALL_SHORT_SCOREBOARD : NPU_STALL_WAIT;
     }
     return true;
 }
@@ -1398,10 +1415,12 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
     while (u->cycle < end && u->nlive == 1 && !t->barrier) {
         uint64_t c = u->cycle, when, n;
         const NpuCuInsn *d = npu_slot_decode(s, t, l);
+        uint8_t why;
 
-        when = npu_cu_ready(u, t, d, c, &t->stall);
+        when = npu_cu_ready(u, t, d, c, &why);
         if (when > c) {
             /* nothing can issue: jump to the wake-up */
+            t->stall = why;
             n = MIN(when, end) - c;
             l->st.unit_cycles += n;
             l->st.thread_cycles += n;
