@@ -76,7 +76,15 @@ typedef struct NpuCuInsn {
     NpuRvInsn d;                /* d.cls == NPU_RV_NCLASSES: illegal */
     uint8_t regs[4];            /* scoreboard indices: sources, then rd */
     uint8_t nregs;
+    /* for npu_cu_issue_simple: */
+    uint8_t fast;               /* NPU_CU_FAST_*, 0: not a simple class */
+    uint8_t rdi;                /* scoreboard index of rd, NPU_NREGS: none */
+    uint8_t lat;                /* rd's latency */
 } NpuCuInsn;
+
+#define NPU_CU_FAST         0x01    /* a simple class (npu_cu_is_simple) */
+#define NPU_CU_FAST_DIV     0x02    /* ... that uses the integer divider */
+#define NPU_CU_FAST_FDIV    0x04    /* ... the FP divide/sqrt unit */
 
 typedef struct NpuBlock {
     NpuLaunch *l;
@@ -665,12 +673,41 @@ static void npu_cu_deps(NpuCuInsn *ci)
     if (d->flags & NPU_RV_RS3_F) {
         ci->regs[nr++] = npu_reg_index(true, d->rs3);
     }
+    ci->rdi = NPU_NREGS;
     if (d->flags & NPU_RV_RD_X) {
-        ci->regs[nr++] = npu_reg_index(false, d->rd);
+        ci->rdi = npu_reg_index(false, d->rd);
+        ci->regs[nr++] = ci->rdi;
     } else if (d->flags & NPU_RV_RD_F) {
-        ci->regs[nr++] = npu_reg_index(true, d->rd);
+        ci->rdi = npu_reg_index(true, d->rd);
+        ci->regs[nr++] = ci->rdi;
     }
     ci->nregs = nr;
+    /* the latencies npu_cu_issue_one charges these classes */
+    ci->fast = NPU_CU_FAST;
+    ci->lat = NPU_LAT_ALU;
+    switch (d->cls) {
+    case NPU_RV_ALU:
+    case NPU_RV_BRANCH:
+    case NPU_RV_JUMP:
+        break;
+    case NPU_RV_MUL:
+        ci->lat = NPU_LAT_MUL;
+        break;
+    case NPU_RV_DIV:
+        ci->lat = NPU_LAT_DIV;
+        ci->fast |= NPU_CU_FAST_DIV;
+        break;
+    case NPU_RV_FP:
+        ci->lat = NPU_LAT_FP;
+        break;
+    case NPU_RV_FDIV:
+        ci->lat = NPU_LAT_FDIV;
+        ci->fast |= NPU_CU_FAST_FDIV;
+        break;
+    default:
+        ci->fast = 0;
+        break;
+    }
 }
 
 /*
@@ -817,8 +854,9 @@ static int npu_cu_space_of(NpuLaunch *l, uint64_t va)
  * Earliest cycle >= c at which t can issue its next instruction d, and the
  * stall reason until then. A fetch fault issues at once (and faults).
  */
-static uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci,
-                             uint64_t c, uint8_t *why)
+static inline uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t,
+                                    const NpuCuInsn *ci, uint64_t c,
+                                    uint8_t *why)
 {
     uint64_t when = MAX(c, t->issue_at);
     const NpuRvInsn *d = ci ? &ci->d : NULL;
@@ -1141,6 +1179,61 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
     }
 }
 
+/*
+ * The instruction classes that reach neither memory, CSRs, the block nor
+ * the thread's end (except a jump to NPU_EXIT_PC, which the caller sees):
+ * ALU, branches, jumps, MUL, DIV, FP and FP divide (NpuCuInsn.fast).
+ * npu_cu_issue_simple issues them without npu_cu_issue's bookkeeping.
+ */
+
+/*
+ * Is ci (NULL: a fetch fault) of a simple class, on a thread that is not
+ * traced (an untraced launch, or another block than the traced one)?
+ */
+static inline bool npu_cu_is_simple(const NpuSlot *t, const NpuCuInsn *ci)
+{
+    return ci && (ci->fast & NPU_CU_FAST) &&
+           (!(t->l->flags & NPU_CODE_ITRACE) ||
+            t->blk->idx != t->l->trace_block);
+}
+
+/*
+ * Issue a simple instruction (npu_cu_is_simple) for t at cycle c, as
+ * npu_cu_issue_one does except for the counters: the caller adds the
+ * instruction to l->st.instructions and u->instrs, and ends the thread if
+ * its pc is now NPU_EXIT_PC. False if it faults: then nothing of it is
+ * committed, and the caller issues it through npu_cu_issue (which faults
+ * the same way).
+ */
+static inline QEMU_ALWAYS_INLINE bool
+npu_cu_issue_simple(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci, uint64_t c)
+{
+    const NpuRvInsn *d = &ci->d;
+    uint64_t fault, maddr, pc = t->h.pc;
+
+    if (!npu_rv_exec_int(&t->h, d) &&
+        npu_rv_exec(&t->h, d, &npu_cu_ops, NULL, &fault, &maddr)) {
+        return false;
+    }
+    /* only a taken branch or a jump moves pc elsewhere */
+    if (t->h.pc != pc + 4) {
+        t->issue_at = c + 1 + NPU_LAT_BRANCH;
+    }
+    if (unlikely(ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV))) {
+        if (ci->fast & NPU_CU_FAST_DIV) {
+            u->div_free = c + NPU_LAT_DIV;
+        } else {
+            u->fdiv_free = c + NPU_LAT_FDIV;
+        }
+    }
+    if (ci->rdi < NPU_NREGS) {
+        t->ready[ci->rdi] = MAX(t->ready[ci->rdi], c + ci->lat);
+        t->why[ci->rdi] = ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV) ?
+                          NPU_STALL_SHORT_SCOREBOARD : NPU_STALL_WAIT;
+    }
+    return true;
+}
+
 /* Account n cycles from c: every live thread under its current reason. */
 static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c,
                                  uint64_t n)
@@ -1289,13 +1382,32 @@ static void npu_cu_yield(NpuState *s)
  * stall reasons, samples and issue order (the same steps: a jump to the
  * wake-up, then the issue's cycle); returns when a second thread could
  * appear (never within a run), the thread ends or end is reached.
+ * The cycles it issues in and the simple instructions it retires are
+ * counted in locals (sel, insns) and added to the launch's statistics and
+ * the unit's instruction count before anything else can read them: before
+ * an instruction goes through npu_cu_issue, when the thread ends or the
+ * launch fails, and on return.
  */
+static inline void npu_unit_single_flush(NpuUnit *u, NpuLaunch *l,
+                                         uint64_t *sel, uint64_t *insns)
+{
+    l->st.unit_cycles += *sel;
+    l->st.thread_cycles += *sel;
+    l->st.stall[NPU_STALL_SELECTED] += *sel;
+    l->st.instructions += *insns;
+    if (*insns) {
+        qatomic_set(&u->instrs, u->instrs + *insns);
+    }
+    *sel = 0;
+    *insns = 0;
+}
+
 static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
 {
     NpuSlot *t = &u->slot[u->live[0]];
     NpuLaunch *l = t->l;
     uint32_t period = l->sample_period;
-    uint64_t busy = 0;
+    uint64_t busy = 0, sel = 0, insns = 0;
     uint64_t sample = period ? QEMU_ALIGN_UP(u->cycle, period) : UINT64_MAX;
     unsigned unit = u - s->cu->unit;
 
@@ -1303,10 +1415,12 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
     while (u->cycle < end && u->nlive == 1 && !t->barrier) {
         uint64_t c = u->cycle, when, n;
         const NpuCuInsn *d = npu_slot_decode(s, t, l);
+        uint8_t why;
 
-        when = npu_cu_ready(u, t, d, c, &t->stall);
+        when = npu_cu_ready(u, t, d, c, &why);
         if (when > c) {
             /* nothing can issue: jump to the wake-up */
+            t->stall = why;
             n = MIN(when, end) - c;
             l->st.unit_cycles += n;
             l->st.thread_cycles += n;
@@ -1324,17 +1438,31 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
             /* npu_cu_ready(c) would now return c: nothing it reads changed */
         }
         t->stall = NPU_STALL_SELECTED;
-        l->st.unit_cycles++;
-        l->st.thread_cycles++;
-        l->st.stall[NPU_STALL_SELECTED]++;
+        sel++;
         busy++;
         if (sample <= c) {
             npu_cu_sample(s, t, unit, c, 1, NPU_STALL_SELECTED);
             sample = QEMU_ALIGN_UP(c + 1, period);
         }
         u->cycle = c + 1;
+        if (likely(npu_cu_is_simple(t, d)) &&
+            likely(npu_cu_issue_simple(u, t, d, c))) {
+            insns++;
+            if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
+                npu_unit_single_flush(u, l, &sel, &insns);
+                if (t->h.pc == NPU_EXIT_PC) {
+                    npu_cu_thread_end(s, u, t, c);
+                }
+                if (l->failed) {
+                    npu_cu_stop_launch(s, l);
+                }
+            }
+            continue;
+        }
+        npu_unit_single_flush(u, l, &sel, &insns);
         npu_cu_issue(s, u, t, d, t->d_err, c);
     }
+    npu_unit_single_flush(u, l, &sel, &insns);
     qatomic_set(&u->busy_cycles, u->busy_cycles + busy);
 }
 
@@ -1569,7 +1697,21 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         nlive = u->nlive;
         /* a thread that leaves in the issue was charged for cycle c */
         u->lazy_at = c + 1;
-        npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
+        if (likely(npu_cu_is_simple(pt, pick_d)) &&
+            likely(npu_cu_issue_simple(u, pt, pick_d, c))) {
+            NpuLaunch *pl = pt->l;
+
+            pl->st.instructions++;
+            qatomic_set(&u->instrs, u->instrs + 1);
+            if (unlikely(pt->h.pc == NPU_EXIT_PC)) {
+                npu_cu_thread_end(s, u, pt, c);
+            }
+            if (unlikely(pl->failed)) {
+                npu_cu_stop_launch(s, pl);
+            }
+        } else {
+            npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
+        }
         c++;
         if (u->resched || u->nlive != nlive) {
             u->resched = false;

@@ -13,6 +13,45 @@
 #ifndef HW_MISC_NPU_RV_H
 #define HW_MISC_NPU_RV_H
 
+/*
+ * Internal operations (NpuRvInsn.op): for npu_rv.c and the inline
+ * npu_rv_exec_int below.
+ */
+enum {
+    RV_LUI, RV_AUIPC, RV_JAL, RV_JALR,
+    RV_BEQ, RV_BNE, RV_BLT, RV_BGE, RV_BLTU, RV_BGEU,
+    RV_LB, RV_LH, RV_LW, RV_LD, RV_LBU, RV_LHU, RV_LWU, RV_STORE,
+    RV_ADDI, RV_SLTI, RV_SLTIU, RV_XORI, RV_ORI, RV_ANDI,
+    RV_SLLI, RV_SRLI, RV_SRAI,
+    RV_ADDIW, RV_SLLIW, RV_SRLIW, RV_SRAIW,
+    RV_ADD, RV_SUB, RV_SLL, RV_SLT, RV_SLTU, RV_XOR, RV_SRL, RV_SRA,
+    RV_OR, RV_AND,
+    RV_ADDW, RV_SUBW, RV_SLLW, RV_SRLW, RV_SRAW,
+    RV_MUL, RV_MULH, RV_MULHSU, RV_MULHU, RV_DIV, RV_DIVU, RV_REM, RV_REMU,
+    RV_MULW, RV_DIVW, RV_DIVUW, RV_REMW, RV_REMUW,
+    RV_FENCE, RV_ECALL, RV_EBREAK,
+    RV_CSRRW, RV_CSRRS, RV_CSRRC, RV_CSRRWI, RV_CSRRSI, RV_CSRRCI,
+    RV_LR, RV_SC, RV_AMOSWAP, RV_AMOADD, RV_AMOXOR, RV_AMOAND, RV_AMOOR,
+    RV_AMOMIN, RV_AMOMAX, RV_AMOMINU, RV_AMOMAXU,
+    RV_FLW, RV_FLD, RV_FSTORE,
+    /* rounded single-precision results (npu_rv_round_s) */
+    RV_FADD_S, RV_FSUB_S, RV_FMUL_S, RV_FDIV_S, RV_FSQRT_S,
+    RV_FMADD_S, RV_FMSUB_S, RV_FNMSUB_S, RV_FNMADD_S,
+    RV_FCVT_S_W, RV_FCVT_S_WU, RV_FCVT_S_L, RV_FCVT_S_LU, RV_FCVT_S_D,
+    /* rounded double-precision results (npu_rv_round_d) */
+    RV_FADD_D, RV_FSUB_D, RV_FMUL_D, RV_FDIV_D, RV_FSQRT_D,
+    RV_FMADD_D, RV_FMSUB_D, RV_FNMSUB_D, RV_FNMADD_D,
+    RV_FCVT_D_W, RV_FCVT_D_WU, RV_FCVT_D_L, RV_FCVT_D_LU, RV_FCVT_D_S,
+    /* conversions to integers */
+    RV_FCVT_W_S, RV_FCVT_WU_S, RV_FCVT_L_S, RV_FCVT_LU_S,
+    RV_FCVT_W_D, RV_FCVT_WU_D, RV_FCVT_L_D, RV_FCVT_LU_D,
+    /* exact operations */
+    RV_FSGNJ_S, RV_FSGNJN_S, RV_FSGNJX_S, RV_FMIN_S, RV_FMAX_S,
+    RV_FEQ_S, RV_FLT_S, RV_FLE_S, RV_FCLASS_S, RV_FMV_X_W, RV_FMV_W_X,
+    RV_FSGNJ_D, RV_FSGNJN_D, RV_FSGNJX_D, RV_FMIN_D, RV_FMAX_D,
+    RV_FEQ_D, RV_FLT_D, RV_FLE_D, RV_FCLASS_D, RV_FMV_X_D, RV_FMV_D_X,
+};
+
 /* Instruction classes: what the cycle model charges latency for. */
 enum {
     NPU_RV_ALU,         /* integer ALU, LUI/AUIPC, FENCE, FENCE.I */
@@ -84,6 +123,173 @@ typedef struct NpuRvOps {
 static inline bool npu_rv_is_lr(const NpuRvInsn *d)
 {
     return (d->word & 0x7f) == 0x2f && (d->word >> 27) == 0x02;
+}
+
+/* Is the conditional branch op (RV_BEQ..RV_BGEU) taken for a, b? */
+static inline bool npu_rv_taken(unsigned op, uint64_t a, uint64_t b)
+{
+    switch (op) {
+    case RV_BEQ:
+        return a == b;
+    case RV_BNE:
+        return a != b;
+    case RV_BLT:
+        return (int64_t)a < (int64_t)b;
+    case RV_BGE:
+        return (int64_t)a >= (int64_t)b;
+    case RV_BLTU:
+        return a < b;
+    default:
+        return a >= b;
+    }
+}
+
+/*
+ * The part of npu_rv_exec() that the compute units' fast path inlines:
+ * integer ALU operations, LUI/AUIPC, MUL, MULH*, MULW, and conditional
+ * branches to an aligned target. Returns true when d retired (as
+ * npu_rv_exec() returning 0); false, with nothing committed, for any
+ * other instruction or a misaligned branch target (npu_rv_exec() does
+ * those).
+ */
+static inline QEMU_ALWAYS_INLINE bool npu_rv_exec_int(NpuRvHart *h,
+                                                   const NpuRvInsn *d)
+{
+    uint64_t a = h->x[d->rs1], b = h->x[d->rs2];
+    uint64_t npc = h->pc + 4, r;
+
+    switch (d->op) {
+    case RV_LUI:
+        r = d->imm;
+        break;
+    case RV_AUIPC:
+        r = h->pc + d->imm;
+        break;
+    case RV_ADDI:
+        r = a + d->imm;
+        break;
+    case RV_SLTI:
+        r = (int64_t)a < d->imm;
+        break;
+    case RV_SLTIU:
+        r = a < (uint64_t)d->imm;
+        break;
+    case RV_XORI:
+        r = a ^ d->imm;
+        break;
+    case RV_ORI:
+        r = a | d->imm;
+        break;
+    case RV_ANDI:
+        r = a & d->imm;
+        break;
+    case RV_SLLI:
+        r = a << d->imm;
+        break;
+    case RV_SRLI:
+        r = a >> d->imm;
+        break;
+    case RV_SRAI:
+        r = (int64_t)a >> d->imm;
+        break;
+    case RV_ADDIW:
+        r = (int32_t)(a + d->imm);
+        break;
+    case RV_SLLIW:
+        r = (int32_t)((uint32_t)a << d->imm);
+        break;
+    case RV_SRLIW:
+        r = (int32_t)((uint32_t)a >> d->imm);
+        break;
+    case RV_SRAIW:
+        r = (int32_t)a >> d->imm;
+        break;
+
+    case RV_ADD:
+        r = a + b;
+        break;
+    case RV_SUB:
+        r = a - b;
+        break;
+    case RV_SLL:
+        r = a << (b & 63);
+        break;
+    case RV_SLT:
+        r = (int64_t)a < (int64_t)b;
+        break;
+    case RV_SLTU:
+        r = a < b;
+        break;
+    case RV_XOR:
+        r = a ^ b;
+        break;
+    case RV_SRL:
+        r = a >> (b & 63);
+        break;
+    case RV_SRA:
+        r = (int64_t)a >> (b & 63);
+        break;
+    case RV_OR:
+        r = a | b;
+        break;
+    case RV_AND:
+        r = a & b;
+        break;
+    case RV_ADDW:
+        r = (int32_t)(a + b);
+        break;
+    case RV_SUBW:
+        r = (int32_t)(a - b);
+        break;
+    case RV_SLLW:
+        r = (int32_t)((uint32_t)a << (b & 31));
+        break;
+    case RV_SRLW:
+        r = (int32_t)((uint32_t)a >> (b & 31));
+        break;
+    case RV_SRAW:
+        r = (int32_t)a >> (b & 31);
+        break;
+
+    case RV_MUL:
+        r = a * b;
+        break;
+    case RV_MULH:
+        r = ((__int128)(int64_t)a * (int64_t)b) >> 64;
+        break;
+    case RV_MULHSU:
+        r = ((__int128)(int64_t)a * (unsigned __int128)b) >> 64;
+        break;
+    case RV_MULHU:
+        r = ((unsigned __int128)a * b) >> 64;
+        break;
+    case RV_MULW:
+        r = (int32_t)(a * b);
+        break;
+    case RV_BEQ:
+    case RV_BNE:
+    case RV_BLT:
+    case RV_BGE:
+    case RV_BLTU:
+    case RV_BGEU:
+        if (npu_rv_taken(d->op, a, b)) {
+            npc = h->pc + d->imm;
+            if (npc & 3) {
+                return false;
+            }
+        }
+        h->pc = npc;
+        h->instret++;
+        return true;
+    default:
+        return false;
+    }
+    if (d->rd) {
+        h->x[d->rd] = r;
+    }
+    h->pc = npc;
+    h->instret++;
+    return true;
 }
 
 /* Decode word; false if it is not an RV64G instruction we execute. */

@@ -796,6 +796,60 @@ static void test_faults(void)
 	}
 }
 
+/*
+ * Faults of instructions the units issue on their fast path (a jump, an
+ * FP operation; EBREAK for comparison) by a block's only thread: the
+ * fault names the instruction, as with several threads (test_faults).
+ */
+static void test_faults_one_thread(void)
+{
+	static const struct {
+		unsigned mode, err;
+		const char *what;
+	} fc[] = {
+		{ M_JUMP_MIS, NPU_ERR_CU_MISALIGNED, "misaligned jalr target" },
+		{ M_BAD_RM, NPU_ERR_CU_ILLEGAL, "fadd.s with frm = 5 (reserved)" },
+		{ M_EBREAK, NPU_ERR_CU_BREAK, "ebreak" },
+	};
+
+	load_kernel("isa_fault", 1);
+	for (unsigned i = 0; i < sizeof(fc) / sizeof(fc[0]); i++) {
+		struct buf out = alloc_buf(4096, 1, 1);
+		struct launch l = {
+			.grid = { 3 }, .block = { 1 }, .stack = 256,
+			.nargs = 5, .args = { fc[i].mode, 2, 0, out.va, 0 },
+		};
+		struct pk p = { .n = 0 };
+		uint64_t o[3], want_fault, fpc, unit;
+		uint32_t fb, ft;
+		bool good;
+
+		pk_launch_code(&p, &l);
+		ring_submit(0, &p);
+		ring_wait(0, 10000);
+		buf_read(&out, 0, o, sizeof(o));
+		want_fault = fc[i].mode == M_JUMP_MIS ? o[2] : o[0];
+		good = expect_error(0, fc[i].err, want_fault, NPU_OP_LAUNCH_CODE);
+		fpc = rrd64(0, NPU_RING_FAULT_PC_LO);
+		fb = rrd(0, NPU_RING_FAULT_BLOCK);
+		ft = rrd(0, NPU_RING_FAULT_THREAD);
+		unit = rrd(0, NPU_RING_FAULT_UNIT);
+		if (fpc != o[0] || fb != 2 || ft != 0 || unit != o[1] || !o[0])
+			diag("%s: FAULT_PC 0x%llx (want 0x%llx) BLOCK %u THREAD %u "
+			     "UNIT %llu (want 2, 0, %llu)", fc[i].what,
+			     (unsigned long long)fpc, (unsigned long long)o[0],
+			     fb, ft, (unsigned long long)unit,
+			     (unsigned long long)o[1]);
+		good = good && fpc == o[0] && o[0] && fb == 2 && ft == 0 &&
+		       unit == o[1];
+		ring_resume(0);
+		ok(good && good_launch(0), "fault, one thread a block: %s halts "
+		   "with error %u, FAULT_PC/BLOCK/THREAD/UNIT name the "
+		   "instruction; after resume a good launch runs", fc[i].what,
+		   fc[i].err);
+	}
+}
+
 /* Ring 0 halted by a fault: ring 1 still runs; then ring 0 resumes. */
 static void test_fault_other_ring(void)
 {
@@ -1442,6 +1496,7 @@ static const struct {
 	{ "lrsc", 0, test_lrsc },
 	{ "lrsc_phys", 0, test_lrsc_phys },
 	{ "faults", 0, test_faults },
+	{ "faults_one_thread", 0, test_faults_one_thread },
 	{ "fault_other_ring", 0, test_fault_other_ring },
 	{ "scratch_isolation", 0, test_scratch_isolation },
 	{ "validation", 0, test_validation },
