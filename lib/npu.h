@@ -1059,8 +1059,9 @@ npu_status_t npu_trace_get_records(npu_trace_record *records, size_t *count);
 npu_status_t npu_trace_write_json(const char *path);
 
 /* Print the profile since npu_profiler_start to f: per ring busy time and
- * utilization, compute-unit occupancy (mean busy fraction of the units),
- * and per kernel (name and grid) calls, device time, ops, bytes,
+ * utilization, compute units busy (mean modelled busy fraction of the
+ * units), a host-bound notice when user kernels took longer than their
+ * modelled time (timing=on on a host slower than the model), and per kernel (name and grid) calls, device time, ops, bytes,
  * arithmetic intensity and the roofline verdict: "compute-bound" when
  * ops/bytes exceeds the device's ridge point (cu_mops * units used /
  * mem_bw), else "memory-bound". */

@@ -362,6 +362,55 @@ static void hot_spots(FILE *f, struct kern *k)
 	fprintf(f, "\n");
 }
 
+/* A profile's device time in the model: its unit cycles at the unit
+ * clock, in ms. */
+static double model_ms(const npu_kernel_profile *p, const npu_device_prop *prop)
+{
+	unsigned mhz = prop->unit_clock_mhz ? prop->unit_clock_mhz : 1000;
+
+	return (double)p->cycles / (mhz * 1e3);
+}
+
+/* Measured device time beyond the model by more than this fraction: the
+ * host interpreted the units slower than the model (timing=on paces the
+ * units to wall time, never faster than the model, but cannot make the
+ * host faster). Under timing=virtual the two agree. */
+#define HOST_BOUND_TOLERANCE	0.01
+
+static bool host_bound(const npu_kernel_profile *p, const npu_device_prop *prop)
+{
+	double m = model_ms(p, prop);
+
+	return m > 0 && p->time_ms > m * (1 + HOST_BOUND_TOLERANCE);
+}
+
+/* How to get the model's times: printed with each notice. */
+#define TIMING_VIRTUAL_HINT \
+	"run the device with timing=virtual (QEMU -device " \
+	"npu,timing=virtual; tests/guest/run.sh --device-opts ,timing=virtual)"
+
+bool npu_kprofile_host_bound(struct device *dev, double *measured_ms,
+			     double *modelled_ms)
+{
+	unsigned i;
+
+	*measured_ms = *modelled_ms = 0;
+	pthread_mutex_lock(&dev->lock);
+	npu_kprofile_harvest(dev);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_lock(&klock);
+	for (i = 0; i < nkern; i++) {
+		const npu_kernel_profile *p = &kern[i].p;
+
+		if (!p->launches || !host_bound(p, &dev->prop))
+			continue;
+		*measured_ms += p->time_ms;
+		*modelled_ms += model_ms(p, &dev->prop);
+	}
+	pthread_mutex_unlock(&klock);
+	return *measured_ms > 0;
+}
+
 void npu_kprofile_report(struct device *dev, FILE *f)
 {
 	unsigned i, j;
@@ -379,21 +428,34 @@ void npu_kprofile_report(struct device *dev, FILE *f)
 		struct kern *k = &kern[i];
 		npu_kernel_profile *p = &k->p;
 		uint64_t stalled = 0, dev_bytes, order[NPU_STALL_COUNT];
+		double mms;
 
 		if (!p->launches)
 			continue;
 		derive(k, &dev->prop);
 		dev_bytes = p->bytes_read[NPU_SPACE_DEVICE] +
 			    p->bytes_written[NPU_SPACE_DEVICE];
+		mms = model_ms(p, &dev->prop);
 		fprintf(f, "  %s (%s): %" PRIu64 " launch(es), %.3f ms, %" PRIu64
 			" blocks, %" PRIu64 " instructions\n", p->name, p->module,
 			p->launches, p->time_ms, p->blocks, p->instructions);
+		fprintf(f, "    device time: %.3f ms measured, %.3f ms modelled "
+			"(%" PRIu64 " unit cycles at %u MHz)\n", p->time_ms, mms,
+			p->cycles, dev->prop.unit_clock_mhz ?
+			dev->prop.unit_clock_mhz : 1000);
+		if (host_bound(p, &dev->prop))
+			fprintf(f, "    host-bound: the launches took %.1fx their "
+				"modelled time: the host interpreted the units "
+				"slower than the model, so the measured device "
+				"time (and events around these launches) is the "
+				"host's; for the model's times " TIMING_VIRTUAL_HINT
+				"\n", p->time_ms / mms);
 		fprintf(f, "    occupancy: theoretical %.1f%%, achieved %.1f%%; "
 			"IPC %.3f per unit\n", 100 * p->theoretical_occupancy,
 			100 * p->achieved_occupancy, p->ipc);
 		fprintf(f, "    memory: device %.3f GB/s (%" PRIu64 " bytes), host "
 			"%" PRIu64 " bytes, scratchpad %" PRIu64 " bytes\n",
-			p->time_ms > 0 ? dev_bytes / (p->time_ms * 1e6) : 0.0,
+			mms > 0 ? dev_bytes / (mms * 1e6) : 0.0,
 			dev_bytes, p->bytes_read[NPU_SPACE_HOST] +
 			p->bytes_written[NPU_SPACE_HOST],
 			p->bytes_read[NPU_SPACE_SCRATCH] +

@@ -23,6 +23,11 @@ void npu_kprofile_cancel(struct device *dev, int slot);
 void npu_kprofile_harvest(struct device *dev);
 /* The user-kernel section of npu_profile_report() (takes dev->lock). */
 void npu_kprofile_report(struct device *dev, FILE *f);
+/* Whether any profiled kernel's measured device time exceeds its
+ * modelled time (cycles at the unit clock) by more than the tolerance;
+ * the sums of both over those kernels (takes dev->lock). */
+bool npu_kprofile_host_bound(struct device *dev, double *measured_ms,
+			     double *modelled_ms);
 /* npu_profiler_start(): profiles start from zero. */
 void npu_kprofile_reset(void);
 

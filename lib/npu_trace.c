@@ -874,7 +874,7 @@ npu_status_t npu_profile_report(FILE *f)
 	pthread_mutex_unlock(&dev->lock);
 	if (!st && d >= 0 && tdev[d].have_start) {
 		const npu_device_counters *s0 = &tdev[d].start;
-		double occ = 0;
+		double occ = 0, meas_ms, mod_ms;
 
 		el_ns = (double)(now.clock - s0->clock) * 1e9 / hz;
 		fprintf(f, "interval: %.3f ms of device time since npu_profiler_start\n",
@@ -894,9 +894,22 @@ npu_status_t npu_profile_report(FILE *f)
 		}
 		for (r = 0; r < now.compute_units; r++)
 			occ += (double)(now.cu_busy_ns[r] - s0->cu_busy_ns[r]);
+		/* the units' busy time is modelled (cycles at the unit
+		 * clock); the interval is the device clock's, which under
+		 * timing=on follows the host while it interprets the units */
 		if (now.compute_units && el_ns > 0)
-			fprintf(f, "compute-unit occupancy: %.1f%% (mean busy fraction of %u units)\n",
+			fprintf(f, "compute units busy: %.1f%% (mean of %u units: "
+				"modelled busy time over the interval)\n",
 				100.0 * occ / (el_ns * now.compute_units), now.compute_units);
+		if (npu_kprofile_host_bound(dev, &meas_ms, &mod_ms))
+			fprintf(f, "host-bound: user kernels took %.1fx their "
+				"modelled time (%.3f ms measured, %.3f ms "
+				"modelled): the host interpreted the units "
+				"slower than the model, so the interval, the "
+				"engines' busy time and the units' busy share "
+				"above count the host's time; see timing=virtual "
+				"under the user kernels\n", meas_ms / mod_ms,
+				meas_ms, mod_ms);
 	} else {
 		fprintf(f, "(no counters)\n");
 	}

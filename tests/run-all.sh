@@ -109,6 +109,15 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	read -r p f s < <(tap_count "$res/host/tools.tap")
 	add_row tools host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# Documentation/first-kernel.rst's commands from an empty folder
+	# (boots 6.12 twice).
+	echo "== first-kernel guide" >&2
+	bash "$top/tests/guide/first-kernel.sh" >"$res/host/first-kernel.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/first-kernel.tap"
+	read -r p f s < <(tap_count "$res/host/first-kernel.tap")
+	add_row first-kernel host "$p" "$f" "$s"
+fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	echo "== device tests (qtest)" >&2
 	mkdir -p "$res/host"
