@@ -386,8 +386,8 @@ static bool host_bound(const npu_kernel_profile *p, const npu_device_prop *prop)
 
 /* How to get the model's times: printed with each notice. */
 #define TIMING_VIRTUAL_HINT \
-	"run the device with timing=virtual (QEMU -device " \
-	"npu,timing=virtual; tests/guest/run.sh --device-opts ,timing=virtual)"
+	"run the device with timing=virtual (npu-run --timing virtual; " \
+	"QEMU -device npu,timing=virtual)"
 
 bool npu_kprofile_host_bound(struct device *dev, double *measured_ms,
 			     double *modelled_ms)

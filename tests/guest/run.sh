@@ -23,9 +23,12 @@
 #              job_timeout_ms=120000 for kernels running over 60 s), NPU_TCG_THREAD
 #              (single, the default, or multi: TCG threads for the vCPUs).
 #
-# Exit status is non-zero when QEMU crashes or times out, when the guest does
-# not finish, when any suite fails, or when the guest kernel log shows an
-# Oops, BUG, WARNING, KASAN, lockdep or kmemleak report.
+# With --cmd the command's output is printed as the guest prints it, and the
+# exit status is the command's own, or 125 when the guest run itself failed.
+# Otherwise the exit status is non-zero when QEMU crashes or times out, when
+# the guest does not finish, when any suite fails, or when the guest kernel
+# log shows an Oops, BUG, WARNING, KASAN, lockdep or kmemleak report (with
+# --cmd too: that is a failed guest run).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,7 +68,8 @@ npuko=${npuko:-$BUILD/kmod/$release/npu.ko}
 QEMU=${QEMU:-$("$top/scripts/build-qemu.sh")} || die "QEMU build failed"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/npu-guest.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+qpid=
+trap '[ -n "$qpid" ] && kill "$qpid" 2>/dev/null; rm -rf "$work"' EXIT
 root=$work/root
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,out,lib/modules,npu/bin,npu/lib,etc}
 
@@ -224,9 +228,32 @@ if [ $shell = 1 ]; then
 fi
 
 start=$(date +%s)
-timeout --foreground -k 5 "$timeout" "$QEMU" "${qemu_args[@]}" -serial "file:$console" \
-	-monitor none </dev/null
-qrc=$?
+if [ -n "$cmd" ]; then
+	# the command's output as the guest prints it (QEMU appends ttyS1 to
+	# the file as it comes; tail ends with QEMU)
+	: >"$serial_out"
+	timeout -k 5 "$timeout" "$QEMU" "${qemu_args[@]}" -serial "file:$console" \
+		-monitor none </dev/null &
+	qpid=$!
+	tail --pid="$qpid" -s 0.2 -n +1 -F "$serial_out" 2>/dev/null |
+		{ # line by line: mawk would hold lines back in its input buffer
+		  p=0
+		  while IFS= read -r l; do
+			l=${l%$'\r'}
+			case $l in
+			@@NPU-JOB-END*) break ;;
+			@@NPU-MODULES*) p=1 ;;
+			*) [ $p = 0 ] || printf '%s\n' "$l" ;;
+			esac
+		  done; }
+	wait "$qpid"
+	qrc=$?
+	qpid=
+else
+	timeout --foreground -k 5 "$timeout" "$QEMU" "${qemu_args[@]}" -serial "file:$console" \
+		-monitor none </dev/null
+	qrc=$?
+fi
 [ -f "$serial_out" ] && sed -i 's/\r$//' "$serial_out"
 elapsed=$(( $(date +%s) - start ))
 rc=0
@@ -272,9 +299,9 @@ if [ -n "$outdir" ] && grep -q '^@@NPU-OUT-BEGIN' "$serial_out"; then
 		base64 -d | tar -C "$outdir" -xf -
 fi
 if [ -n "$cmd" ]; then
-	sed -n '/^@@NPU-MODULES/,/^@@NPU-JOB-END/p' "$serial_out" | sed '1d;$d'
 	jrc=$(sed -n 's/^@@NPU-JOB-END //p' "$serial_out")
-	[ "${jrc:-1}" = 0 ] || rc=1
+	[ $rc = 0 ] && [ -n "$jrc" ] && exit "$jrc"
+	exit 125
 fi
 if [ -n "$suites" ] && [ -n "$results" ]; then
 	awk -v dir="$results" '

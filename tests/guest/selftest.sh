@@ -70,6 +70,25 @@ QEMU_OVERRIDE=$work/crashing-qemu
 check "QEMU crash fails the run" fail 'QEMU exited with status' \
 	"slow sh -c 'sleep 20; echo 1..1; echo ok 1 - fine'"
 
+# One command (--cmd, as npu-run and make guest-run use it): its output
+# arrives while the guest still runs, and its exit status comes back.
+n=$((n + 1))
+t0=$(date +%s)
+bash "$top/tests/guest/run.sh" --kernel "$kernel" --no-npu \
+	--cmd 'echo first; sleep 8; echo second; exit 7' 2>"$work/cmd.err" |
+	while read -r l; do echo "$(( $(date +%s) - t0 )) $l"; done >"$work/cmd.out"
+rc=${PIPESTATUS[0]}
+end=$(( $(date +%s) - t0 ))
+first=$(awk '$2 == "first" { print $1 }' "$work/cmd.out")
+if [ "$rc" = 7 ] && [ -n "$first" ] && [ $((end - first)) -ge 5 ] &&
+   grep -q ' second$' "$work/cmd.out"; then
+	echo "ok $n - --cmd: output streamed ($first s of $end), exit status 7 passed back"
+else
+	failed=$((failed + 1))
+	echo "not ok $n - --cmd: output streamed and exit status 7 passed back (status $rc, first line at ${first:-never} s of $end)"
+	cat "$work/cmd.out" "$work/cmd.err" | tail -n 15 | sed 's/^/# /'
+fi
+
 # The interactive shell (make shell) through a pseudo-terminal.
 n=$((n + 1))
 if [ -f "$BUILD/kmod/$rel/npu.ko" ]; then

@@ -118,6 +118,9 @@ for k in saxpy sgemm; do
 	cat "../$k.check"
 	check "$k's profile: device time is its cycles at the clock within 1 % or carries the host-bound notice" test $rc = 0
 done
+check "npu-run --help prints its usage" sh -c "'$top/tools/npu-run' --help | grep -q '^usage: npu-run'"
+check "npu-run names a missing program and exits 125" sh -c \
+	"'$top/tools/npu-run' ./no-such-app 2>&1 | grep -q 'no-such-app: not an executable'; [ \$? = 0 ] && { '$top/tools/npu-run' ./no-such-app 2>/dev/null; [ \$? = 125 ]; }"
 check "the trace was copied out of the guest" test -s out/trace.json
 check "npu-timeline drew out/timeline.png and out/timeline.svg" \
 	test -s out/timeline.png -a -s out/timeline.svg
