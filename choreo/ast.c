@@ -62,6 +62,8 @@ static const struct {
 	[EL_S64] = { "s64", "int64_t", 8 },
 	[EL_F32] = { "f32", "float", 4 },
 	[EL_F64] = { "f64", "double", 8 },
+	[EL_F16] = { "f16", "uint16_t", 2 },
+	[EL_BF16] = { "bf16", "uint16_t", 2 },
 	[EL_INT] = { "int", "int", 4 },
 	[EL_BOOL] = { "bool", "_Bool", 1 },
 	[EL_VOID] = { "void", "void", 0 },
@@ -85,5 +87,11 @@ size_t elem_size(enum elem e)
 
 bool elem_is_float(enum elem e)
 {
-	return e == EL_F32 || e == EL_F64;
+	return e == EL_F32 || e == EL_F64 || e == EL_F16 || e == EL_BF16;
+}
+
+/* 16-bit floating point: stored as bits, computed with as f32 */
+bool elem_is_half(enum elem e)
+{
+	return e == EL_F16 || e == EL_BF16;
 }

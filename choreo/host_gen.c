@@ -525,9 +525,9 @@ void host_emit_span_decl(struct emitter *em, const struct node *d)
 		}
 		fprintf(o, "; i_++)\n");
 		emit_indent(em);
-		fprintf(o, "\t%s[i_] = (%s)(", s->cname, elem_ctype(s->type.elem));
-		emit_expr(em, d->kids[0]);
-		fputs(");\n", o);
+		fprintf(o, "\t%s[i_] = ", s->cname);
+		emit_stored(em, s->type.elem, d->kids[0]);
+		fputs(";\n", o);
 	}
 }
 

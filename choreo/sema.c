@@ -629,6 +629,9 @@ static struct type check_expr_inner(struct node *e)
 		t = check_lvalue(e->kids[0]);
 		check_mutable(e->kids[0], e->kids[0]->loc);
 		want_numeric(e->kids[0], t);
+		if (elem_is_half(t.elem))
+			diag_error(e->loc, "not supported yet: %s on %s", e->name[0] == 'p' ?
+				   e->name + 4 : e->name, elem_name(t.elem));
 		break;
 	case E_ADDR:
 		diag_error(e->loc, "not supported yet: '&' outside an atomic built-in");
@@ -1256,6 +1259,9 @@ static void check_return(struct node *r)
 		if (want.kind == TY_VOID)
 			diag_error(r->loc, "type mismatch: '%s' returns void",
 				   cur_func->name);
+		if (want.kind == TY_SCALAR && elem_is_half(want.elem))
+			diag_error(r->loc, "not supported yet: returning a scalar %s",
+				   elem_name(want.elem));
 		if (want.kind == TY_SPAN) {
 			struct node *e = r->kids[0];
 
@@ -1510,6 +1516,9 @@ static void check_func(struct node *f)
 						   "of a parameter");
 				}
 			}
+		if (p->type.kind == TY_SCALAR && elem_is_half(p->type.elem))
+			diag_error(p->loc, "not supported yet: a scalar %s parameter",
+				   elem_name(p->type.elem));
 		s = declare(p->name, SY_PARAM, p);
 		s->type = p->type;
 		s->mutable_ = p->type.kind == TY_SCALAR && p->type.elem != EL_INT &&

@@ -58,6 +58,56 @@ using s64 = int64_t;
 using f32 = float;
 using f64 = double;
 
+/* f16 (IEEE binary16) and bf16 (bfloat16): 16 bits in memory, f32 in
+ * arithmetic. Made from any number (rounded to nearest even, through
+ * f32), read as the f32 of the same value, so a[i] + b[i] is the f32 sum
+ * and storing it rounds once; printed as the f32. The conversions are
+ * npu_half.h's, the device's. */
+template <bool Brain>
+class float16 {
+public:
+	float16() = default;
+	template <typename U, typename = typename std::enable_if<
+				      std::is_arithmetic<U>::value>::type>
+	float16(U v) : bits_(encode(static_cast<float>(v))) {}
+	template <bool B>
+	explicit float16(float16<B> v) : bits_(encode(static_cast<float>(v))) {}
+
+	operator float() const { return Brain ? npu_bf16_to_f32(bits_) : npu_f16_to_f32(bits_); }
+
+	uint16_t bits() const { return bits_; }
+	static float16 from_bits(uint16_t b)
+	{
+		float16 h;
+
+		h.bits_ = b;
+		return h;
+	}
+
+private:
+	static uint16_t encode(float f)
+	{
+		return Brain ? npu_bf16_from_f32(f) : npu_f16_from_f32(f);
+	}
+	uint16_t bits_ = 0;
+};
+
+using f16 = float16<false>;
+using bf16 = float16<true>;
+using half = f16;
+using bfp16 = bf16;
+
+template <bool Brain>
+inline std::ostream &operator<<(std::ostream &os, float16<Brain> v)
+{
+	return os << static_cast<float>(v);
+}
+
+template <typename T>
+struct is_half : std::false_type {};
+template <bool Brain>
+struct is_half<float16<Brain>> : std::true_type {};
+
 /* the dimensions of spanned data of rank Rank */
 template <size_t Rank>
 using mdspan = std::array<size_t, Rank>;
@@ -97,6 +147,8 @@ template <> struct elem_of<s32> { static constexpr npu_choreo_elem value = NPU_C
 template <> struct elem_of<s64> { static constexpr npu_choreo_elem value = NPU_CHOREO_S64; };
 template <> struct elem_of<f32> { static constexpr npu_choreo_elem value = NPU_CHOREO_F32; };
 template <> struct elem_of<f64> { static constexpr npu_choreo_elem value = NPU_CHOREO_F64; };
+template <> struct elem_of<f16> { static constexpr npu_choreo_elem value = NPU_CHOREO_F16; };
+template <> struct elem_of<bf16> { static constexpr npu_choreo_elem value = NPU_CHOREO_BF16; };
 
 template <size_t Rank>
 inline size_t count(const mdspan<Rank> &dims)
@@ -178,6 +230,12 @@ public:
 
 			for (size_t i = 0; i < element_count(); i++)
 				p[i] = dist(gen);
+		} else if constexpr (is_half<T>::value) {
+			/* drawn in f32, rounded to the type */
+			std::uniform_real_distribution<float> dist((float)lb, (float)ub);
+
+			for (size_t i = 0; i < element_count(); i++)
+				p[i] = T(dist(gen));
 		} else {
 			/* 8-bit types are not distribution types */
 			using W = typename std::conditional<std::is_signed<T>::value,
