@@ -659,6 +659,11 @@ static struct type check_expr_inner(struct node *e)
 		want_numeric(e->kids[0], a);
 		b = check_expr(e->kids[1]);
 		want_numeric(e->kids[1], b);
+		/* Choreo promotes neither of f16 and bf16 to the other */
+		if (elem_is_half(a.elem) && elem_is_half(b.elem) && a.elem != b.elem)
+			diag_error(e->loc, "type mismatch: %s and %s in '%s' (convert one "
+				   "with __to<f32>)", elem_name(a.elem), elem_name(b.elem),
+				   e->name);
 		if (strchr("<>=!", e->name[0]) && strcmp(e->name, "<<") &&
 		    strcmp(e->name, ">>"))
 			t = scalar(EL_BOOL);
@@ -1259,9 +1264,6 @@ static void check_return(struct node *r)
 		if (want.kind == TY_VOID)
 			diag_error(r->loc, "type mismatch: '%s' returns void",
 				   cur_func->name);
-		if (want.kind == TY_SCALAR && elem_is_half(want.elem))
-			diag_error(r->loc, "not supported yet: returning a scalar %s",
-				   elem_name(want.elem));
 		if (want.kind == TY_SPAN) {
 			struct node *e = r->kids[0];
 
@@ -1516,9 +1518,6 @@ static void check_func(struct node *f)
 						   "of a parameter");
 				}
 			}
-		if (p->type.kind == TY_SCALAR && elem_is_half(p->type.elem))
-			diag_error(p->loc, "not supported yet: a scalar %s parameter",
-				   elem_name(p->type.elem));
 		s = declare(p->name, SY_PARAM, p);
 		s->type = p->type;
 		s->mutable_ = p->type.kind == TY_SCALAR && p->type.elem != EL_INT &&
