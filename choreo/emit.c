@@ -37,10 +37,11 @@ const char *c_elem_enum(enum elem e)
 		"NPU_CHOREO_U8", "NPU_CHOREO_S8", "NPU_CHOREO_U16",
 		"NPU_CHOREO_S16", "NPU_CHOREO_U32", "NPU_CHOREO_S32",
 		"NPU_CHOREO_S64", "NPU_CHOREO_F32", "NPU_CHOREO_F64",
-		"NPU_CHOREO_F16", "NPU_CHOREO_BF16",
+		"NPU_CHOREO_F16", "NPU_CHOREO_BF16", "NPU_CHOREO_F8_E4M3",
+		"NPU_CHOREO_F8_E5M2",
 	};
 
-	return e <= EL_BF16 ? names[e] : "NPU_CHOREO_S32";
+	return e <= EL_F8E5M2 ? names[e] : "NPU_CHOREO_S32";
 }
 
 void emit_indent(struct emitter *em)
@@ -115,12 +116,18 @@ static void emit_at(struct emitter *em, const struct node *e)
  * storing rounds an f32 to nearest even (npu_half.h) */
 static const char *half_to_f32(enum elem el)
 {
-	return el == EL_F16 ? "npu_f16_to_f32" : "npu_bf16_to_f32";
+	static char name[40];
+
+	snprintf(name, sizeof(name), "npu_%s_to_f32", elem_name(el));
+	return name;
 }
 
 static const char *half_from_f32(enum elem el)
 {
-	return el == EL_F16 ? "npu_f16_from_f32" : "npu_bf16_from_f32";
+	static char name[40];
+
+	snprintf(name, sizeof(name), "npu_%s_from_f32", elem_name(el));
+	return name;
 }
 
 /* a scalar variable or an element that holds f16/bf16 bits */

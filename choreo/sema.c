@@ -660,7 +660,8 @@ static struct type check_expr_inner(struct node *e)
 		b = check_expr(e->kids[1]);
 		want_numeric(e->kids[1], b);
 		/* Choreo promotes neither of f16 and bf16 to the other */
-		if (elem_is_half(a.elem) && elem_is_half(b.elem) && a.elem != b.elem)
+		if ((a.elem == EL_F16 && b.elem == EL_BF16) ||
+		    (a.elem == EL_BF16 && b.elem == EL_F16))
 			diag_error(e->loc, "type mismatch: %s and %s in '%s' (convert one "
 				   "with __to<f32>)", elem_name(a.elem), elem_name(b.elem),
 				   e->name);

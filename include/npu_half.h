@@ -11,6 +11,14 @@
  * tiny ones f16 denormals or zero; a NaN stays a quiet NaN of the same
  * sign. Widening to f32 is exact.
  *
+ * The 8-bit types f8_e4m3 and f8_e5m2 (OCP FP8, CUDA's __nv_fp8_e4m3 and
+ * __nv_fp8_e5m2) are held and computed with the same way. e4m3: 4
+ * exponent bits (bias 7), 3 fraction bits, no infinities (S.1111.111 is
+ * NaN), largest finite 448; e5m2: f16's upper byte (bias 15, 2 fraction
+ * bits), largest finite 57344. Their stores round to nearest even and
+ * saturate, as CUDA's default conversion (__NV_SATFINITE): anything beyond
+ * the largest finite value, infinity included, becomes it; NaN stays NaN.
+ *
  * Plain C with <stdint.h> only: kernels (npu-cc), host C and C++
  * (choreo.h) share these functions.
  */
@@ -96,6 +104,72 @@ static inline uint16_t npu_bf16_from_f32(float f)
 static inline float npu_bf16_to_f32(uint16_t h)
 {
 	return npu_bits_f32((uint32_t)h << 16);
+}
+
+/* f32 -> an 8-bit float of mbits fraction bits and exponent bias bias,
+ * round to nearest even, saturating at maxbits; NaN is nanbits */
+static inline uint8_t npu_fp8_from_f32(float f, int mbits, int bias,
+				       uint32_t maxbits, uint32_t nanbits)
+{
+	uint32_t x = npu_f32_bits(f);
+	uint32_t sign = (x >> 24) & 0x80u, ax = x & 0x7fffffffu;
+	uint32_t h, mant, rem, half;
+	int e, shift, drop = 23 - mbits;
+
+	if (ax > 0x7f800000u)
+		return (uint8_t)(sign | nanbits);
+	e = (int)(ax >> 23) - 127 + bias;
+	if (e > (int)(maxbits >> mbits))	/* infinity, or too large */
+		return (uint8_t)(sign | maxbits);
+	if (e <= 0) {			/* a denormal, or zero */
+		if (e < -mbits)
+			return (uint8_t)sign;
+		mant = (ax & 0x7fffffu) | 0x800000u;
+		shift = drop + 1 - e;
+		h = mant >> shift;
+		rem = mant & ((1u << shift) - 1);
+		half = 1u << (shift - 1);
+	} else {
+		h = ((uint32_t)e << mbits) | ((ax >> drop) & ((1u << mbits) - 1));
+		rem = ax & ((1u << drop) - 1);
+		half = 1u << (drop - 1);
+	}
+	if (rem > half || (rem == half && (h & 1)))
+		h++;
+	if (h > maxbits)
+		h = maxbits;
+	return (uint8_t)(sign | h);
+}
+
+static inline uint8_t npu_f8_e4m3_from_f32(float f)
+{
+	return npu_fp8_from_f32(f, 3, 7, 0x7eu, 0x7fu);
+}
+
+static inline uint8_t npu_f8_e5m2_from_f32(float f)
+{
+	return npu_fp8_from_f32(f, 2, 15, 0x7bu, 0x7fu);
+}
+
+/* f8_e4m3 bits -> f32, exact */
+static inline float npu_f8_e4m3_to_f32(uint8_t b)
+{
+	uint32_t sign = (uint32_t)(b & 0x80u) << 24;
+	uint32_t e = (b >> 3) & 0xfu, m = b & 0x7u;
+	float f;
+
+	if ((b & 0x7fu) == 0x7fu)
+		return npu_bits_f32(sign | 0x7fc00000u);
+	if (e)
+		return npu_bits_f32(sign | ((e + 120) << 23) | (m << 20));
+	f = (float)m * 0x1p-9f;
+	return sign ? -f : f;
+}
+
+/* f8_e5m2 bits -> f32, exact (f16's upper byte) */
+static inline float npu_f8_e5m2_to_f32(uint8_t b)
+{
+	return npu_f16_to_f32((uint16_t)(b << 8));
 }
 
 #endif /* NPU_HALF_H */
