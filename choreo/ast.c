@@ -62,6 +62,10 @@ static const struct {
 	[EL_S64] = { "s64", "int64_t", 8 },
 	[EL_F32] = { "f32", "float", 4 },
 	[EL_F64] = { "f64", "double", 8 },
+	[EL_F16] = { "f16", "uint16_t", 2 },
+	[EL_BF16] = { "bf16", "uint16_t", 2 },
+	[EL_F8E4M3] = { "f8_e4m3", "uint8_t", 1 },
+	[EL_F8E5M2] = { "f8_e5m2", "uint8_t", 1 },
 	[EL_INT] = { "int", "int", 4 },
 	[EL_BOOL] = { "bool", "_Bool", 1 },
 	[EL_VOID] = { "void", "void", 0 },
@@ -85,5 +89,12 @@ size_t elem_size(enum elem e)
 
 bool elem_is_float(enum elem e)
 {
-	return e == EL_F32 || e == EL_F64;
+	return e == EL_F32 || e == EL_F64 || elem_is_half(e);
+}
+
+/* 16- and 8-bit floating point: stored as bits, computed with as f32
+ * (npu_<name>_to_f32, npu_<name>_from_f32 in npu_half.h) */
+bool elem_is_half(enum elem e)
+{
+	return e == EL_F16 || e == EL_BF16 || e == EL_F8E4M3 || e == EL_F8E5M2;
 }

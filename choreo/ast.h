@@ -14,10 +14,13 @@ struct loc {
 	int line, col;
 };
 
-/* Element and scalar types; the order of the first nine is the order of
- * enum npu_choreo_elem in npu_choreo.h. */
+/* Element and scalar types; the order of the first thirteen is the order
+ * of enum npu_choreo_elem in npu_choreo.h. f16, bf16 and the fp8 types are
+ * held as their bits (uint16_t, uint8_t) in memory and in variables;
+ * read, they are f32 values (npu_half.h). */
 enum elem {
 	EL_U8, EL_S8, EL_U16, EL_S16, EL_U32, EL_S32, EL_S64, EL_F32, EL_F64,
+	EL_F16, EL_BF16, EL_F8E4M3, EL_F8E5M2,
 	EL_INT,		/* `int`: immutable unless declared mutable */
 	EL_BOOL,
 	EL_VOID,
@@ -130,5 +133,6 @@ const char *elem_name(enum elem e);
 const char *elem_ctype(enum elem e);
 size_t elem_size(enum elem e);
 bool elem_is_float(enum elem e);
+bool elem_is_half(enum elem e);
 
 #endif

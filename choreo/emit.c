@@ -37,9 +37,11 @@ const char *c_elem_enum(enum elem e)
 		"NPU_CHOREO_U8", "NPU_CHOREO_S8", "NPU_CHOREO_U16",
 		"NPU_CHOREO_S16", "NPU_CHOREO_U32", "NPU_CHOREO_S32",
 		"NPU_CHOREO_S64", "NPU_CHOREO_F32", "NPU_CHOREO_F64",
+		"NPU_CHOREO_F16", "NPU_CHOREO_BF16", "NPU_CHOREO_F8_E4M3",
+		"NPU_CHOREO_F8_E5M2",
 	};
 
-	return e <= EL_F64 ? names[e] : "NPU_CHOREO_S32";
+	return e <= EL_F8E5M2 ? names[e] : "NPU_CHOREO_S32";
 }
 
 void emit_indent(struct emitter *em)
@@ -108,6 +110,66 @@ static void emit_at(struct emitter *em, const struct node *e)
 		fputs("))", em->o);
 	}
 	fputc(']', em->o);
+}
+
+/* f16/bf16 values are held as bits: reading one widens it to f32,
+ * storing rounds an f32 to nearest even (npu_half.h) */
+static const char *half_to_f32(enum elem el)
+{
+	static char name[40];
+
+	snprintf(name, sizeof(name), "npu_%s_to_f32", elem_name(el));
+	return name;
+}
+
+static const char *half_from_f32(enum elem el)
+{
+	static char name[40];
+
+	snprintf(name, sizeof(name), "npu_%s_from_f32", elem_name(el));
+	return name;
+}
+
+/* a scalar variable or an element that holds f16/bf16 bits */
+static bool half_lvalue(const struct node *e)
+{
+	if (e->kind == E_AT)
+		return elem_is_half(e->sym->type.elem);
+	return e->kind == E_ID && e->sym && e->sym->type.kind == TY_SCALAR &&
+	       elem_is_half(e->sym->type.elem);
+}
+
+void emit_stored(struct emitter *em, enum elem el, const struct node *e)
+{
+	if (elem_is_half(el))
+		fprintf(em->o, "%s((float)(", half_from_f32(el));
+	else
+		fprintf(em->o, "(%s)(", c_scalar_type(el));
+	emit_expr(em, e);
+	fputs(elem_is_half(el) ? "))" : ")", em->o);
+}
+
+/* lhs op= rhs where lhs holds f16/bf16 bits: computed in f32, rounded */
+static void emit_half_assign(struct emitter *em, const struct node *s)
+{
+	const struct node *l = s->kids[0];
+	enum elem el = l->sym->type.elem;
+	size_t n = strlen(s->name);
+
+	if (l->kind == E_AT)
+		emit_at(em, l);
+	else
+		fputs(l->sym->cname, em->o);
+	fprintf(em->o, " = %s((float)(", half_from_f32(el));
+	if (n > 1) {
+		emit_expr(em, l);
+		fprintf(em->o, " %.*s (", (int)(n - 1), s->name);
+		emit_expr(em, s->kids[1]);
+		fputc(')', em->o);
+	} else {
+		emit_expr(em, s->kids[1]);
+	}
+	fputs("));\n", em->o);
 }
 
 static void emit_call(struct emitter *em, const struct node *e)
@@ -210,10 +272,17 @@ void emit_expr(struct emitter *em, const struct node *e)
 		fprintf(o, "((_Bool)%lld)", e->ival);
 		break;
 	case E_ID:
-		fputs(e->sym->cname, o);
+		if (half_lvalue(e))
+			fprintf(o, "%s(%s)", half_to_f32(e->sym->type.elem), e->sym->cname);
+		else
+			fputs(e->sym->cname, o);
 		break;
 	case E_AT:
+		if (half_lvalue(e))
+			fprintf(o, "%s(", half_to_f32(e->sym->type.elem));
 		emit_at(em, e);
+		if (half_lvalue(e))
+			fputc(')', o);
 		break;
 	case E_SPAN:
 		emit_dim(em, e->sym, (int)e->ival);
@@ -231,6 +300,13 @@ void emit_expr(struct emitter *em, const struct node *e)
 		}
 		break;
 	case E_CAST:
+		if (elem_is_half(e->type.elem)) {
+			/* the f32 value of the rounded f16/bf16 */
+			fprintf(o, "%s(", half_to_f32(e->type.elem));
+			emit_stored(em, e->type.elem, e->kids[0]);
+			fputc(')', o);
+			break;
+		}
 		fprintf(o, "((%s)(", c_scalar_type(e->type.elem));
 		emit_expr(em, e->kids[0]);
 		fputs("))", o);
@@ -366,9 +442,8 @@ static void emit_scalar_decl(struct emitter *em, const struct node *d)
 
 	fprintf(o, "%s %s = ", c_scalar_type(d->sym->type.elem), d->sym->cname);
 	if (d->nkids) {
-		fprintf(o, "(%s)(", c_scalar_type(d->sym->type.elem));
-		emit_expr(em, d->kids[0]);
-		fputs(");\n", o);
+		emit_stored(em, d->sym->type.elem, d->kids[0]);
+		fputs(";\n", o);
 	} else {
 		fputs("0;\n", o);
 	}
@@ -556,6 +631,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		fputs("}\n", o);
 		break;
 	case N_ASSIGN:
+		if (half_lvalue(s->kids[0])) {
+			emit_half_assign(em, s);
+			break;
+		}
 		emit_expr(em, s->kids[0]);
 		fprintf(o, " %s ", s->name);
 		emit_expr(em, s->kids[1]);

@@ -23,6 +23,8 @@ struct emitter {
 
 void emit_indent(struct emitter *em);
 void emit_line(struct emitter *em, struct loc loc);
+/* e converted to the storage of el (f16/bf16: rounded to its bits) */
+void emit_stored(struct emitter *em, enum elem el, const struct node *e);
 void emit_expr(struct emitter *em, const struct node *e);
 void emit_block(struct emitter *em, const struct node *b);
 void emit_stmt(struct emitter *em, const struct node *s);

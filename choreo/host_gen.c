@@ -525,9 +525,9 @@ void host_emit_span_decl(struct emitter *em, const struct node *d)
 		}
 		fprintf(o, "; i_++)\n");
 		emit_indent(em);
-		fprintf(o, "\t%s[i_] = (%s)(", s->cname, elem_ctype(s->type.elem));
-		emit_expr(em, d->kids[0]);
-		fputs(");\n", o);
+		fprintf(o, "\t%s[i_] = ", s->cname);
+		emit_stored(em, s->type.elem, d->kids[0]);
+		fputs(";\n", o);
 	}
 }
 
@@ -557,9 +557,9 @@ void host_emit_return(struct emitter *em, const struct node *r)
 		}
 	} else if (r->nkids) {
 		emit_indent(em);
-		fprintf(o, "\t*npu_ret = (%s)(", c_scalar_type(f->type.elem));
-		emit_expr(em, r->kids[0]);
-		fputs(");\n", o);
+		fputs("\t*npu_ret = ", o);
+		emit_stored(em, f->type.elem, r->kids[0]);
+		fputs(";\n", o);
 	}
 	emit_indent(em);
 	fputs("\tgoto npu__out;\n", o);
@@ -849,6 +849,8 @@ static void cxx_type(FILE *o, const struct type *t)
 	else if (t->kind == TY_SPAN)
 		fprintf(o, "choreo::spanned_data<choreo::%s, %d>", elem_name(t->elem),
 			t->rank);
+	else if (t->kind == TY_SCALAR && elem_is_half(t->elem))
+		fprintf(o, "choreo::%s", elem_name(t->elem));
 	else if (t->kind == TY_SCALAR)
 		fputs(proto_type(t->elem), o);
 	else
@@ -890,9 +892,14 @@ void host_cxx_wrappers(FILE *o, const struct program *prog)
 		else if (f->type.kind == TY_SCALAR)
 			fprintf(o, "\t%s r = {};\n", proto_type(f->type.elem));
 		fprintf(o, "\tchoreo::detail::check_call(npu_co_c::%s(", f->name);
-		for (k = 0; k < params->nkids; k++)
+		/* f16/bf16 scalars cross the C interface as their bits */
+		for (k = 0; k < params->nkids; k++) {
+			const struct type *t = &params->kids[k]->type;
+
 			fprintf(o, "%sa%d%s", k ? ", " : "", k,
-				params->kids[k]->type.kind == TY_SPAN ? ".c_view()" : "");
+				t->kind == TY_SPAN ? ".c_view()" :
+				elem_is_half(t->elem) ? ".bits()" : "");
+		}
 		if (f->type.kind != TY_VOID)
 			fprintf(o, "%s&r", k ? ", " : "");
 		fprintf(o, "), \"%s\");\n", f->name);
@@ -900,6 +907,9 @@ void host_cxx_wrappers(FILE *o, const struct program *prog)
 			fputs("\treturn ", o);
 			cxx_type(o, &f->type);
 			fputs("::adopt(r);\n", o);
+		} else if (f->type.kind == TY_SCALAR && elem_is_half(f->type.elem)) {
+			fprintf(o, "\treturn choreo::%s::from_bits(r);\n",
+				elem_name(f->type.elem));
 		} else if (f->type.kind == TY_SCALAR) {
 			fputs("\treturn r;\n", o);
 		}

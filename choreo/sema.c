@@ -629,6 +629,9 @@ static struct type check_expr_inner(struct node *e)
 		t = check_lvalue(e->kids[0]);
 		check_mutable(e->kids[0], e->kids[0]->loc);
 		want_numeric(e->kids[0], t);
+		if (elem_is_half(t.elem))
+			diag_error(e->loc, "not supported yet: %s on %s", e->name[0] == 'p' ?
+				   e->name + 4 : e->name, elem_name(t.elem));
 		break;
 	case E_ADDR:
 		diag_error(e->loc, "not supported yet: '&' outside an atomic built-in");
@@ -656,6 +659,12 @@ static struct type check_expr_inner(struct node *e)
 		want_numeric(e->kids[0], a);
 		b = check_expr(e->kids[1]);
 		want_numeric(e->kids[1], b);
+		/* Choreo promotes neither of f16 and bf16 to the other */
+		if ((a.elem == EL_F16 && b.elem == EL_BF16) ||
+		    (a.elem == EL_BF16 && b.elem == EL_F16))
+			diag_error(e->loc, "type mismatch: %s and %s in '%s' (convert one "
+				   "with __to<f32>)", elem_name(a.elem), elem_name(b.elem),
+				   e->name);
 		if (strchr("<>=!", e->name[0]) && strcmp(e->name, "<<") &&
 		    strcmp(e->name, ">>"))
 			t = scalar(EL_BOOL);

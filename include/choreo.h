@@ -58,6 +58,75 @@ using s64 = int64_t;
 using f32 = float;
 using f64 = double;
 
+/* f16 (IEEE binary16), bf16 (bfloat16), f8_e4m3 and f8_e5m2 (OCP FP8):
+ * their bits in memory, f32 in arithmetic. Made from any number (rounded
+ * to nearest even, through f32; the fp8 types saturate at their largest
+ * finite value), read as the f32 of the same value, so a[i] + b[i] is the
+ * f32 sum and storing it rounds once; printed as the f32. The conversions
+ * are npu_half.h's, the device's. */
+template <npu_choreo_elem E>
+class small_float {
+public:
+	using storage = typename std::conditional<E == NPU_CHOREO_F16 || E == NPU_CHOREO_BF16,
+						  uint16_t, uint8_t>::type;
+
+	small_float() = default;
+	template <typename U, typename = typename std::enable_if<
+				      std::is_arithmetic<U>::value>::type>
+	small_float(U v) : bits_(encode(static_cast<float>(v))) {}
+	template <npu_choreo_elem F>
+	explicit small_float(small_float<F> v) : bits_(encode(static_cast<float>(v))) {}
+
+	operator float() const
+	{
+		switch (E) {
+		case NPU_CHOREO_F16: return npu_f16_to_f32(bits_);
+		case NPU_CHOREO_BF16: return npu_bf16_to_f32(bits_);
+		case NPU_CHOREO_F8_E4M3: return npu_f8_e4m3_to_f32((uint8_t)bits_);
+		default: return npu_f8_e5m2_to_f32((uint8_t)bits_);
+		}
+	}
+
+	storage bits() const { return bits_; }
+	static small_float from_bits(storage b)
+	{
+		small_float h;
+
+		h.bits_ = b;
+		return h;
+	}
+
+private:
+	static storage encode(float f)
+	{
+		switch (E) {
+		case NPU_CHOREO_F16: return npu_f16_from_f32(f);
+		case NPU_CHOREO_BF16: return npu_bf16_from_f32(f);
+		case NPU_CHOREO_F8_E4M3: return npu_f8_e4m3_from_f32(f);
+		default: return npu_f8_e5m2_from_f32(f);
+		}
+	}
+	storage bits_ = 0;
+};
+
+using f16 = small_float<NPU_CHOREO_F16>;
+using bf16 = small_float<NPU_CHOREO_BF16>;
+using f8_e4m3 = small_float<NPU_CHOREO_F8_E4M3>;
+using f8_e5m2 = small_float<NPU_CHOREO_F8_E5M2>;
+using half = f16;
+using bfp16 = bf16;
+
+template <npu_choreo_elem E>
+inline std::ostream &operator<<(std::ostream &os, small_float<E> v)
+{
+	return os << static_cast<float>(v);
+}
+
+template <typename T>
+struct is_half : std::false_type {};
+template <npu_choreo_elem E>
+struct is_half<small_float<E>> : std::true_type {};
+
 /* the dimensions of spanned data of rank Rank */
 template <size_t Rank>
 using mdspan = std::array<size_t, Rank>;
@@ -97,6 +166,10 @@ template <> struct elem_of<s32> { static constexpr npu_choreo_elem value = NPU_C
 template <> struct elem_of<s64> { static constexpr npu_choreo_elem value = NPU_CHOREO_S64; };
 template <> struct elem_of<f32> { static constexpr npu_choreo_elem value = NPU_CHOREO_F32; };
 template <> struct elem_of<f64> { static constexpr npu_choreo_elem value = NPU_CHOREO_F64; };
+template <> struct elem_of<f16> { static constexpr npu_choreo_elem value = NPU_CHOREO_F16; };
+template <> struct elem_of<bf16> { static constexpr npu_choreo_elem value = NPU_CHOREO_BF16; };
+template <> struct elem_of<f8_e4m3> { static constexpr npu_choreo_elem value = NPU_CHOREO_F8_E4M3; };
+template <> struct elem_of<f8_e5m2> { static constexpr npu_choreo_elem value = NPU_CHOREO_F8_E5M2; };
 
 template <size_t Rank>
 inline size_t count(const mdspan<Rank> &dims)
@@ -178,6 +251,12 @@ public:
 
 			for (size_t i = 0; i < element_count(); i++)
 				p[i] = dist(gen);
+		} else if constexpr (is_half<T>::value) {
+			/* drawn in f32, rounded to the type */
+			std::uniform_real_distribution<float> dist((float)lb, (float)ub);
+
+			for (size_t i = 0; i < element_count(); i++)
+				p[i] = T(dist(gen));
 		} else {
 			/* 8-bit types are not distribution types */
 			using W = typename std::conditional<std::is_signed<T>::value,

@@ -28,6 +28,7 @@
 #include <stddef.h>
 
 #include <npu.h>
+#include "npu_half.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,7 +36,8 @@ extern "C" {
 
 #define NPU_CHOREO_MAX_RANK	4
 
-/* element types: Choreo's u8 s8 u16 s16 u32 s32 s64 f32 f64 */
+/* element types: Choreo's u8 s8 u16 s16 u32 s32 s64 f32 f64 f16 bf16
+ * f8_e4m3 f8_e5m2 (the last four are their bits: npu_half.h) */
 enum npu_choreo_elem {
 	NPU_CHOREO_U8,
 	NPU_CHOREO_S8,
@@ -46,6 +48,10 @@ enum npu_choreo_elem {
 	NPU_CHOREO_S64,
 	NPU_CHOREO_F32,
 	NPU_CHOREO_F64,
+	NPU_CHOREO_F16,
+	NPU_CHOREO_BF16,
+	NPU_CHOREO_F8_E4M3,
+	NPU_CHOREO_F8_E5M2,
 };
 
 /* row-major data of rank dimensions dims[0..rank-1] */
@@ -59,7 +65,7 @@ struct npu_choreo_view {
 /* Bytes of one element. */
 static inline size_t npu_choreo_elem_size(enum npu_choreo_elem elem)
 {
-	static const unsigned char size[] = { 1, 1, 2, 2, 4, 4, 8, 4, 8 };
+	static const unsigned char size[] = { 1, 1, 2, 2, 4, 4, 8, 4, 8, 2, 2, 1, 1 };
 
 	return (unsigned)elem < sizeof(size) ? size[elem] : 0;
 }
