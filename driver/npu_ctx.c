@@ -181,8 +181,8 @@ static int npu_bo_map_check(const struct drm_npu_bo_map *args, u64 size)
  * Map; a fixed range still held by unbound mappings whose jobs have all
  * signalled is released first, so that a range is reusable as soon as the
  * jobs that used it have completed. The retry does not depend on this reap
- * dropping anything: it may have waited for the job-free worker's reap of
- * the same range.
+ * dropping anything: the job-free worker's reap may have taken the range's
+ * mapping first, and npu_ctx_reap_wait() waited for it.
  */
 static int npu_bo_map_reaping(struct npu_ctx *ctx, struct npu_bo *bo,
 			      u64 va, u32 flags, struct npu_mapping **map)
@@ -191,7 +191,7 @@ static int npu_bo_map_reaping(struct npu_ctx *ctx, struct npu_bo *bo,
 
 	if (ret != -EBUSY)
 		return ret;
-	npu_ctx_reap(ctx);
+	npu_ctx_reap_wait(ctx);
 	return npu_mapping_create(ctx, bo, va, flags, map);
 }
 

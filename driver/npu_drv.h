@@ -256,15 +256,15 @@ struct npu_pt {
  * @queues: queues created on the context (CTX_DESTROY refuses while > 0)
  * @binds: mappings made by BO_MAP (&npu_mapping.ctx_link); protected by
  *	the owning file's &npu_file.vm_lock
- * @reap_lock: held from taking references off @jobs and @retiring to
- *	having dropped them, so that a reap that finds nothing left knows no
- *	other is still unmapping a range (npu_ctx_reap())
  * @track_lock: protects @next_seq, @jobs, @retiring and the mapping
  *	references of the pushed jobs (&npu_job.maps)
  * @next_seq: sequence number the next pushed job of the context gets
  * @jobs: pushed jobs not yet freed, in push order (&npu_job.ctx_link)
  * @retiring: unbound mappings waiting for the jobs pushed before their
  *	unbinding to signal, in unbinding order (&npu_mapping.ctx_link)
+ * @reaping: reaps that took references off @jobs or @retiring and have not
+ *	dropped them all yet, protected by @track_lock
+ * @reap_wq: woken when @reaping drops to 0 (npu_ctx_reap_wait())
  */
 struct npu_ctx {
 	struct kref ref;
@@ -279,11 +279,12 @@ struct npu_ctx {
 	kuid_t uid;
 	atomic_t queues;
 	struct list_head binds;
-	struct mutex reap_lock;	/* taking and dropping reaped references */
-	spinlock_t track_lock;	/* next_seq, jobs, retiring, jobs' maps */
+	spinlock_t track_lock;	/* next_seq, jobs, retiring, jobs' maps, reaping */
 	u64 next_seq;
 	struct list_head jobs;
 	struct list_head retiring;
+	u32 reaping;
+	wait_queue_head_t reap_wq;
 };
 
 /* Kinds of buffer object. */
@@ -539,6 +540,7 @@ void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map);
 bool npu_ctx_reap(struct npu_ctx *ctx);
+void npu_ctx_reap_wait(struct npu_ctx *ctx);
 struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id);
 void npu_file_ctxs_destroy(struct npu_file *nfile);
 int npu_ioctl_ctx_create(struct drm_device *dev, void *data,

@@ -150,8 +150,8 @@ struct npu_ctx *npu_ctx_create(struct npu_device *ndev)
 	mutex_init(&ctx->lock);
 	atomic_set(&ctx->queues, 0);
 	INIT_LIST_HEAD(&ctx->binds);
-	mutex_init(&ctx->reap_lock);
 	spin_lock_init(&ctx->track_lock);
+	init_waitqueue_head(&ctx->reap_wq);
 	INIT_LIST_HEAD(&ctx->jobs);
 	INIT_LIST_HEAD(&ctx->retiring);
 	drm_mm_init(&ctx->va_mm, NPU_VA_START, NPU_VA_END - NPU_VA_START);
@@ -188,7 +188,6 @@ static void npu_ctx_release(struct kref *ref)
 	/* Every mapping holds a reference: the VA space is empty by now. */
 	drm_mm_takedown(&ctx->va_mm);
 	npu_pt_free(ndev, ctx->root, 2);
-	mutex_destroy(&ctx->reap_lock);
 	mutex_destroy(&ctx->lock);
 	ida_free(&ndev->ctx_ida, ctx->id);
 	kfree(ctx);
@@ -651,6 +650,28 @@ static void npu_job_maps_put(struct npu_mapping **maps, u32 n)
 	kvfree(maps);
 }
 
+/* A reap that took references has dropped them all. */
+static void npu_ctx_reap_done(struct npu_ctx *ctx)
+{
+	bool idle;
+
+	spin_lock(&ctx->track_lock);
+	idle = !--ctx->reaping;
+	spin_unlock(&ctx->track_lock);
+	if (idle)
+		wake_up_all(&ctx->reap_wq);
+}
+
+static bool npu_ctx_reaps_done(struct npu_ctx *ctx)
+{
+	bool done;
+
+	spin_lock(&ctx->track_lock);
+	done = !ctx->reaping;
+	spin_unlock(&ctx->track_lock);
+	return done;
+}
+
 /* Take the mapping references off a job (caller holds track_lock). */
 static u32 npu_job_maps_take(struct npu_job *job, struct npu_mapping ***maps)
 {
@@ -673,8 +694,7 @@ static u32 npu_job_maps_take(struct npu_job *job, struct npu_mapping ***maps)
  * all signalled, are dropped now (a signalled job is off the hardware, even
  * after a ring reset), not when the scheduler frees the jobs later: a job
  * pushed after a wait must find an unmapped range unmapped, and a fixed
- * BO_MAP must find it free. Reaps are serialized: one that returns has
- * seen every reference an earlier one took dropped. Process context.
+ * BO_MAP must find it free. Process context.
  *
  * Return: true if a reference was dropped.
  */
@@ -690,7 +710,6 @@ bool npu_ctx_reap(struct npu_ctx *ctx)
 	LIST_HEAD(done);
 	int i, k;
 
-	mutex_lock(&ctx->reap_lock);
 	do {
 		k = 0;
 		spin_lock(&ctx->track_lock);
@@ -703,9 +722,13 @@ bool npu_ctx_reap(struct npu_ctx *ctx)
 			if (++k == ARRAY_SIZE(take))
 				break;
 		}
+		if (k)
+			ctx->reaping++;
 		spin_unlock(&ctx->track_lock);
 		for (i = 0; i < k; i++)
 			npu_job_maps_put(take[i].maps, take[i].n);
+		if (k)
+			npu_ctx_reap_done(ctx);
 		dropped |= k > 0;
 	} while (k == ARRAY_SIZE(take));
 
@@ -715,15 +738,34 @@ bool npu_ctx_reap(struct npu_ctx *ctx)
 			break;
 		list_move_tail(&map->ctx_link, &done);
 	}
+	if (!list_empty(&done))
+		ctx->reaping++;
 	spin_unlock(&ctx->track_lock);
 
+	if (list_empty(&done))
+		return dropped;
 	list_for_each_entry_safe(map, tmp, &done, ctx_link) {
 		list_del_init(&map->ctx_link);
 		npu_mapping_put(map);
-		dropped = true;
 	}
-	mutex_unlock(&ctx->reap_lock);
-	return dropped;
+	npu_ctx_reap_done(ctx);
+	return true;
+}
+
+/**
+ * npu_ctx_reap_wait() - reap, and wait for the reaps already under way
+ * @ctx: context
+ *
+ * Another reap (the job-free worker's) may have taken a signalled job's
+ * references and not yet unmapped them: a fixed BO_MAP waits for it
+ * before it calls the range taken. Process context; the caller may hold
+ * its file's vm_lock and a BO's maps_lock, which no reap takes.
+ */
+void npu_ctx_reap_wait(struct npu_ctx *ctx)
+{
+	npu_ctx_reap(ctx);
+	/* a fatal signal: the caller's retry says -EBUSY, the process ends */
+	wait_event_killable(ctx->reap_wq, npu_ctx_reaps_done(ctx));
 }
 
 /**
@@ -754,14 +796,16 @@ void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job)
 	bool pushed;
 	u32 n;
 
-	mutex_lock(&ctx->reap_lock);
 	spin_lock(&ctx->track_lock);
 	pushed = !list_empty(&job->ctx_link);
 	list_del_init(&job->ctx_link);
 	n = npu_job_maps_take(job, &maps);
+	if (n)
+		ctx->reaping++;
 	spin_unlock(&ctx->track_lock);
 	npu_job_maps_put(maps, n);
-	mutex_unlock(&ctx->reap_lock);
+	if (n)
+		npu_ctx_reap_done(ctx);
 	if (!pushed)
 		return;
 	dma_fence_put(job->done);
