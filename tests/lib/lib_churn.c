@@ -9,7 +9,8 @@
  * warms up (caches, tables at their working size). After the last round
  * both the process's VmRSS and the memory it holds from malloc (in use
  * plus mmapped blocks) must stay within 64 kB of the first round's, and
- * VmRSS after the warm-up within 64 kB of its highest during it.
+ * VmRSS after the warm-up within 64 kB of its highest during it, or of the
+ * first round after it.
  * "lib_churn NAME" runs one pattern.
  */
 #include "tap.h"
@@ -29,7 +30,13 @@ enum { ROUNDS = 6, WARMUP = 3, PER_ROUND = 10000, BATCH = 1000 };
  * and faults it in again (seen: 7576, 7660, 8144, 8196, 7788, 8192 kB at
  * fresh addresses), so the lowest of the rounds after warm-up is compared
  * with the highest of the warm-up: a leak like the one reported (260-460
- * kB per 10,000 events) raises every later round by at least that much */
+ * kB per 10,000 events) raises every later round by at least that much.
+ * The timestamp slots grow to the most records ever pending at once, which
+ * depends on how far the device falls behind: one new high-water mark
+ * after the warm-up (seen on 6.1 under load: +264 kB in round 4, then
+ * flat, malloc's share flat) raises the later rounds once. So the rounds
+ * after the warm-up may instead stay within the tolerance of the first
+ * of them; a leak grows them round after round and fails both. */
 #define RSS_TOLERANCE_KB 64
 
 static long rss_kb(void)
@@ -180,10 +187,13 @@ static void churn(const char *what, npu_status_t (*round)(void))
 		if (r >= WARMUP && (later_min < 0 || kb[r] < later_min))
 			later_min = kb[r];
 	}
-	tap_ok(later_min - warm_max <= RSS_TOLERANCE_KB,
+	tap_ok(later_min - warm_max <= RSS_TOLERANCE_KB ||
+	       kb[ROUNDS - 1] - kb[WARMUP] <= RSS_TOLERANCE_KB,
 	       "%s: VmRSS after rounds %d-%d (lowest %ld kB) is at most %d kB "
-	       "above warm-up rounds 1-%d (highest %ld kB)", what, WARMUP + 1,
-	       ROUNDS, later_min, RSS_TOLERANCE_KB, WARMUP, warm_max);
+	       "above warm-up rounds 1-%d (highest %ld kB), or grew at most "
+	       "that much from round %d to %d (%ld kB)", what, WARMUP + 1,
+	       ROUNDS, later_min, RSS_TOLERANCE_KB, WARMUP, warm_max,
+	       WARMUP + 1, ROUNDS, kb[ROUNDS - 1] - kb[WARMUP]);
 	tap_ok((long)(held[ROUNDS - 1] >> 10) - (long)(held[0] >> 10) <=
 	       TOLERANCE_KB, "%s: rounds 2-%d grew the memory held from "
 	       "malloc by %ld kB (at most %d)", what, ROUNDS,
