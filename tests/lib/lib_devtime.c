@@ -25,19 +25,6 @@
 
 #define N (1u << 16)	/* saxpy's elements */
 
-static char *report(void)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
-	MUST(npu_profile_report(f));
-	fclose(f);
-	return buf;
-}
-
 /* The section of kernel name in rep ("  name (module): ..." and the
  * lines indented by four under it), malloc'ed. */
 static char *section(const char *rep, const char *name)
@@ -54,15 +41,6 @@ static char *section(const char *rep, const char *name)
 	     e = strchr(e + 1, '\n'))
 		;
 	return strndup(b, e ? (size_t)(e - b) : strlen(b));
-}
-
-static npu_kernel_profile *find(npu_kernel_profile *p, size_t n,
-				const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(p[i].name, name))
-			return &p[i];
-	return NULL;
 }
 
 static double model_ms(const npu_kernel_profile *p, unsigned mhz)
@@ -147,13 +125,13 @@ int main(int argc, char **argv)
 	MUST(npu_device_synchronize());
 	MUST(npu_profiler_stop());
 	MUST(npu_profile_get_kernels(prof, &np));
-	pf = find(prof, np, "fma_chain");
-	ps = find(prof, np, "saxpy");
+	pf = tap_find_kernel(prof, np, "fma_chain");
+	ps = tap_find_kernel(prof, np, "saxpy");
 	if (!pf || !ps) {
 		tap_ok(0, "both kernels were profiled");
 		return tap_done();
 	}
-	rep = report();
+	rep = tap_profile_report();
 	sf = section(rep, "fma_chain");
 	ss = section(rep, "saxpy");
 	for (const char *l = rep; l && *l;) {	/* the report, line by line */

@@ -18,19 +18,6 @@
 #define N (1u << 15)	/* saxpy's elements */
 #define N1 (1u << 13)	/* saxpy1's */
 
-static char *report(void)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
-
-	if (!f)
-		return NULL;
-	MUST(npu_profile_report(f));
-	fclose(f);
-	return buf;
-}
-
 /* The "hot spots" line of kernel name in report rep, malloc'ed: among
  * the lines under its "  name (module): ..." header (indented by four). */
 static char *hot_spots(const char *rep, const char *name)
@@ -69,15 +56,6 @@ static void hottest(const char *line, char *out, size_t n)
 		e--;
 	if (e && e > p + 1)
 		snprintf(out, n, "%.*s", (int)(e - 1 - p), p);
-}
-
-static npu_kernel_profile *find(npu_kernel_profile *p, size_t n,
-				const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(p[i].name, name))
-			return &p[i];
-	return NULL;
 }
 
 struct run {
@@ -182,8 +160,8 @@ int main(int argc, char **argv)
 	}
 
 	MUST(npu_profile_get_kernels(prof, &np));
-	ps = find(prof, np, "saxpy");
-	ps1 = find(prof, np, "saxpy1");
+	ps = tap_find_kernel(prof, np, "saxpy");
+	ps1 = tap_find_kernel(prof, np, "saxpy1");
 	tap_ok(ps && ps1 && ps->samples > 100 && !ps->samples_lost &&
 	       ps1->samples > 100 && !ps1->samples_lost, "the second launches' "
 	       "samples all fit: saxpy %llu (%llu lost), saxpy1 %llu (%llu "
@@ -192,7 +170,7 @@ int main(int argc, char **argv)
 	       ps1 ? (unsigned long long)ps1->samples : 0,
 	       ps1 ? (unsigned long long)ps1->samples_lost : 0);
 
-	rep = report();
+	rep = tap_profile_report();
 	hs = hot_spots(rep, "saxpy");
 	tap_diag("saxpy: %s", hs ? hs : "(no hot spots)");
 	snprintf(want, sizeof(want), "hotspots.c:%u", line[0]);

@@ -108,6 +108,34 @@ static inline const char *tap_beside_self(char *out, size_t n, const char *rel)
 	return out;
 }
 
+/* npu_profile_report() as a malloc'ed string (NULL if it cannot be made). */
+static inline char *tap_profile_report(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (npu_profile_report(f) != NPU_SUCCESS) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+/* The profile of kernel name among the n of npu_profile_get_kernels(). */
+static inline npu_kernel_profile *tap_find_kernel(npu_kernel_profile *p,
+						  size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(p[i].name, name))
+			return &p[i];
+	return NULL;
+}
+
 /* Skip the whole program when there is no device (kselftest's exit status
  * for a skip, which the runner counts as a failure: the guests have one). */
 static inline void tap_need_device(void)
