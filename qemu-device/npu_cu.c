@@ -682,7 +682,7 @@ static void npu_cu_deps(NpuCuInsn *ci)
         ci->regs[nr++] = ci->rdi;
     }
     ci->nregs = nr;
-    /* the latencies npu_cu_issue_one charges these classes */
+    /* each class's latency, for both issue paths */
     ci->fast = NPU_CU_FAST;
     ci->lat = NPU_LAT_ALU;
     switch (d->cls) {
@@ -1119,20 +1119,18 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
         }
         break;
     case NPU_RV_MUL:
-        lat = NPU_LAT_MUL;
+    case NPU_RV_FP:
+        lat = ci->lat;          /* decoded once (npu_cu_deps) */
         break;
     case NPU_RV_DIV:
-        lat = NPU_LAT_DIV;
+        lat = ci->lat;
         why = NPU_STALL_SHORT_SCOREBOARD;
-        u->div_free = c + NPU_LAT_DIV;
-        break;
-    case NPU_RV_FP:
-        lat = NPU_LAT_FP;
+        u->div_free = c + lat;
         break;
     case NPU_RV_FDIV:
-        lat = NPU_LAT_FDIV;
+        lat = ci->lat;
         why = NPU_STALL_SHORT_SCOREBOARD;
-        u->fdiv_free = c + NPU_LAT_FDIV;
+        u->fdiv_free = c + lat;
         break;
     case NPU_RV_LOAD:
     case NPU_RV_STORE:
