@@ -85,6 +85,7 @@ typedef struct NpuCuInsn {
 #define NPU_CU_FAST         0x01    /* a simple class (npu_cu_is_simple) */
 #define NPU_CU_FAST_DIV     0x02    /* ... that uses the integer divider */
 #define NPU_CU_FAST_FDIV    0x04    /* ... the FP divide/sqrt unit */
+#define NPU_CU_FAST_LOCKSTEP 0x08   /* ... fit for npu_unit_lockstep */
 
 /*
  * A superblock: the decoded instructions from pc up to and including the
@@ -811,6 +812,26 @@ static void npu_cu_deps(NpuCuInsn *ci)
 }
 
 /*
+ * Can ci (at pc) issue in npu_unit_lockstep: a simple instruction that
+ * uses no divider, whose result is ready within 4 cycles, and that can
+ * neither fault nor end the thread (no JALR, no branch to a misaligned
+ * target or NPU_EXIT_PC, no reserved rounding mode; a dynamic one is
+ * checked when it runs)?
+ */
+static void npu_cu_lockstep_fit(NpuCuInsn *ci, uint64_t pc)
+{
+    const NpuRvInsn *d = &ci->d;
+
+    if (ci->fast != NPU_CU_FAST || ci->lat > 4 || d->op == RV_JALR ||
+        ((d->cls == NPU_RV_BRANCH || d->op == RV_JAL) &&
+         ((d->imm & 3) || pc + d->imm == NPU_EXIT_PC)) ||
+        (d->cls == NPU_RV_FP && (d->rm == 5 || d->rm == 6))) {
+        return;
+    }
+    ci->fast |= NPU_CU_FAST_LOCKSTEP;
+}
+
+/*
  * The decoded-page cache is set-associative, so that the pages of two
  * threads' code that share a set (NPU_CODE_PAGES / NPU_CODE_WAYS pages
  * apart) do not evict each other on every instruction.
@@ -876,6 +897,7 @@ static const NpuCuInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
                 ci->d.cls = NPU_RV_NCLASSES;
             }
             npu_cu_deps(ci);
+            npu_cu_lockstep_fit(ci, (vpn << NPU_PAGE_SHIFT) + 4 * i);
         }
         cp->vpn = vpn;
         cp->filled = ++l->code_fills;
@@ -1886,17 +1908,21 @@ static inline QEMU_ALWAYS_INLINE void npu_tb_account(NpuSingle *r,
     }
 }
 
-/* The thread's superblock at its pc, NULL if none (see npu_tb_build). */
-static inline NpuTb *npu_single_tb(NpuSingle *r)
+/* t's superblock at its pc, NULL if none (see npu_tb_build). */
+static inline NpuTb *npu_slot_tb(NpuState *s, NpuSlot *t)
 {
-    NpuSlot *t = r->t;
-    NpuLaunch *l = r->l;
+    NpuLaunch *l = t->l;
 
     if (!t->tb || t->tb_epoch != l->tb_epoch || t->tb->pc != t->h.pc) {
-        t->tb = npu_tb_get(r->s, l, t->h.pc);
+        t->tb = npu_tb_get(s, l, t->h.pc);
         t->tb_epoch = l->tb_epoch;
     }
     return t->tb;
+}
+
+static inline NpuTb *npu_single_tb(NpuSingle *r)
+{
+    return npu_slot_tb(r->s, r->t);
 }
 
 /*
@@ -2247,6 +2273,110 @@ static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
     }
 }
 
+/*
+ * Round robin in lockstep. When n >= 4 running threads can all issue at
+ * c, with no result pending, and their next instructions are fit for it
+ * (npu_cu_lockstep_fit: latencies of at most 4, no divider), every
+ * thread can issue at each of its turns: the unit issues every cycle,
+ * taking the threads in live order after u->rr, and a thread waits for
+ * its last result or branch bubble (at most 4 cycles), then
+ * NOT_SELECTED, until its next turn. Run turn by turn, without looking
+ * at every thread every cycle, until a thread's next instruction is not
+ * fit, the quantum ends or a PC sample point comes; each issue and the
+ * wait after it are the per-instruction model's (npu_cu_time_simple,
+ * npu_cu_ready). Returns the cycles run, 0 if it does not apply.
+ */
+static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
+                                  uint64_t end, uint64_t sample)
+{
+    unsigned n = u->nlive, pos, k;
+    uint64_t limit = MIN(end, sample), at = c, ran = 0;
+
+    if (n < 4 || u->ready_mask != npu_live_bits(n)) {
+        return 0;
+    }
+    for (k = 0; k < n; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (((t->l->flags & NPU_CODE_ITRACE) &&
+             t->blk->idx == t->l->trace_block) || t->ready_max > c) {
+            return 0;
+        }
+        t->wake = 0;
+    }
+    pos = u->rr + 1 >= n ? 0 : u->rr + 1;
+    for (; at < limit; at++, pos = pos + 1 == n ? 0 : pos + 1) {
+        NpuSlot *t = &u->slot[u->live[pos]];
+        NpuLaunch *l = t->l;
+        const NpuCuInsn *ci = npu_slot_decode(s, t, l), *next;
+        uint64_t pc = t->h.pc, fault, maddr, when;
+        uint8_t why;
+
+        if (!ci || !(ci->fast & NPU_CU_FAST_LOCKSTEP) || t->wake > at ||
+            (ci->d.cls == NPU_RV_FP && ci->d.rm == 7 &&
+             ((t->h.fcsr >> 5) & 7) > 4)) {
+            break;
+        }
+        if (t->wake) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        }
+        if (!npu_rv_exec_int(&t->h, &ci->d)) {
+            uint32_t res = npu_rv_exec(&t->h, &ci->d, &npu_cu_ops, NULL,
+                                       &fault, &maddr);
+
+            assert(!res);               /* npu_cu_lockstep_fit */
+        }
+        /* issued at its turn, as npu_unit_run_events charges it */
+        npu_slot_settle(t, at);
+        l->st.thread_cycles++;
+        l->st.stall[NPU_STALL_SELECTED]++;
+        l->st.instructions++;
+        t->since = at + 1;
+        npu_cu_time_simple(u, t, ci, at, t->h.pc != pc + 4);
+        /*
+         * and looked at in the next cycle. For a next instruction fit for
+         * the lockstep only what ci did can be pending: its branch bubble
+         * and its result (older results were ready by this turn): what
+         * npu_cu_ready would find, without its general checks.
+         */
+        next = npu_slot_decode(s, t, l);
+        if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
+            when = MAX(at + 1, t->issue_at);
+            why = t->issue_at > at + 1 ? NPU_STALL_BRANCH_RESOLVING
+                                       : NPU_STALL_SELECTED;
+            for (k = 0; ci->rdi < NPU_NREGS && k < next->nregs; k++) {
+                if (next->regs[k] == ci->rdi && t->ready[ci->rdi] > when) {
+                    when = t->ready[ci->rdi];
+                    why = t->why[ci->rdi];
+                }
+            }
+        } else {
+            when = npu_cu_ready(u, t, next, at + 1, &why);
+        }
+        t->wake = 0;
+        t->stall = NPU_STALL_NOT_SELECTED;
+        if (when > at + 1) {
+            t->stall = why;
+            t->wake = when;
+        }
+        u->rr = pos;
+        ran++;
+    }
+    /* waits that ended by now were NOT_SELECTED from their end */
+    for (k = 0; k < n; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (t->wake && t->wake <= at) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        }
+    }
+    if (ran) {
+        qatomic_set(&u->instrs, u->instrs + ran);
+        npu_unit_charge(u, ran);
+    }
+    return ran;
+}
+
 /* out of line: npu_unit_run_single's code stays as it was (isa_mips) */
 static void __attribute__((noinline))
 npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
@@ -2283,6 +2413,16 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         }
         if (c >= u->next_wake) {
             npu_unit_wake(u, c);
+        }
+        if (u->ready_mask == npu_live_bits(u->nlive)) {
+            uint64_t ran = npu_unit_lockstep(s, u, c, end, sample);
+
+            if (ran) {
+                c += ran;
+                u->cycle = c;
+                npu_unit_look_all(s, u, c);
+                continue;
+            }
         }
         if (!u->ready_mask) {
             /*
