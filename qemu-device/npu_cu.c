@@ -244,6 +244,7 @@ typedef struct NpuCodePage {
 typedef struct NpuDtlb {
     uint64_t vpn;               /* UINT64_MAX: empty */
     uint64_t pte;
+    uint8_t *host;              /* a device-memory page: where it is */
 } NpuDtlb;
 
 struct NpuLaunch {
@@ -423,6 +424,9 @@ static uint32_t npu_cu_translate(NpuLaunch *l, uint64_t va, bool is_write,
             return err.code;
         }
         e->vpn = vpn;
+        e->host = e->pte & NPU_PTE_DEVMEM ?
+                  l->ring->s->devmem_ptr + (e->pte & NPU_PTE_ADDR_MASK) :
+                  NULL;
     }
     if (is_write && !(e->pte & NPU_PTE_WRITE)) {
         return NPU_ERR_MMU_WRITE;
@@ -561,9 +565,30 @@ static void npu_cu_break_reservations(NpuExec *x, uint64_t phys)
 static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
                               uint64_t *val, bool is_write)
 {
+    uint64_t vpn = va >> NPU_PAGE_SHIFT;
+    const NpuDtlb *e = &x->l->dtlb[vpn % NPU_DTLB];
     uint8_t buf[8];
     uint32_t code;
 
+    /*
+     * A device-memory page the launch's translation cache holds: a
+     * compare and an add (the access is within the page: aligned).
+     */
+    if (e->vpn == vpn && e->host &&
+        (!is_write || (e->pte & NPU_PTE_WRITE)) && !x->s->cu->nreserved) {
+        uint64_t off = va & (NPU_PAGE_SIZE - 1);
+
+        x->space = NPU_SPACE_DEVICE;
+        x->phys = ((e->pte & NPU_PTE_ADDR_MASK) + off) | NPU_PHYS_DEVMEM;
+        if (is_write) {
+            stn_le_p(e->host + off, size, *val);
+            x->l->st.bytes_written[NPU_SPACE_DEVICE] += size;
+        } else {
+            *val = ldn_le_p(e->host + off, size);
+            x->l->st.bytes_read[NPU_SPACE_DEVICE] += size;
+        }
+        return 0;
+    }
     if (va >> NPU_VA_BITS) {
         uint8_t *p = npu_cu_local(x, va, size, is_write, &code, &x->space);
 
@@ -1844,7 +1869,7 @@ static inline bool npu_tb_fits(NpuSingle *r, const NpuTb *tb, uint64_t c0)
  */
 static void npu_tb_fault(NpuSingle *r, const NpuTb *tb, unsigned i)
 {
-    uint64_t c;
+    uint64_t c = 0;
     unsigned k;
 
     for (k = 0; k < i; k++) {
@@ -2099,10 +2124,17 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
         if (npu_tb_chain(&r, tb)) {
             continue;
         }
-        /* instruction by instruction, as long as the thread goes on */
+        /*
+         * Wait for the first instruction (a load's result, say); then the
+         * superblock may run whole from there.
+         */
         if (!npu_single_wait(&r, &tb->insn[0], &c)) {
             break;
         }
+        if (tb->simple && npu_tb_chain(&r, tb)) {
+            continue;
+        }
+        /* instruction by instruction, as long as the thread goes on */
         npu_single_issue(&r, &tb->insn[0], 0, c);
         for (i = 1; i < tb->n && npu_single_goes_on(&r) &&
                     t->h.pc == tb->pc + 4 * i; i++) {
