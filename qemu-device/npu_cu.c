@@ -216,6 +216,8 @@ typedef struct NpuUnit {
     uint32_t *nblocks_of;       /* ... and how many blocks each */
     uint32_t nlaunches;
     uint64_t cycle;
+    /* no block since this cycle of the quantum (UINT64_MAX: has one) */
+    uint64_t idle_at;
     uint64_t div_free;          /* integer divider free at */
     uint64_t fdiv_free;         /* FP divide/sqrt unit free at */
     uint64_t mem_done[NPU_MEM_QUEUE];
@@ -2613,6 +2615,7 @@ static void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         pick_d = npu_slot_decode(s, pt, pt->l);
         npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
     }
+    u->idle_at = !u->nblocks && u->cycle < end ? u->cycle : UINT64_MAX;
     if (u->cycle < end) {
         u->cycle = end;
     }
@@ -2802,6 +2805,7 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
             t->h.x[10 + k] = ldq_le_p(l->params + 8 * k);
         }
         t->issue_at = c;
+        t->since = c;
         t->d_pc = UINT64_MAX;
         u->free_slots--;
         tid++;
@@ -2816,7 +2820,10 @@ static bool npu_block_place(NpuState *s, NpuUnit *u, NpuLaunch *l)
     return true;
 }
 
-/* Unit with the most free thread slots that can take l's next block. */
+/*
+ * Unit with the most free thread slots that can take l's next block; not
+ * one that became idle in this quantum (npu_cu_refill_idle places there).
+ */
 static NpuUnit *npu_cu_pick_unit(NpuState *s, NpuLaunch *l)
 {
     NpuUnit *best = NULL;
@@ -2825,7 +2832,8 @@ static NpuUnit *npu_cu_pick_unit(NpuState *s, NpuLaunch *l)
     for (i = 0; i < s->n_cus; i++) {
         NpuUnit *u = &s->cu->unit[i];
 
-        if (!npu_unit_fits(u, l)) {
+        if (!npu_unit_fits(u, l) ||
+            (s->cu->in_quantum && u->idle_at != UINT64_MAX)) {
             continue;
         }
         if (!best || u->free_slots > best->free_slots) {
@@ -2869,6 +2877,66 @@ static void npu_cu_dispatch(NpuState *s)
             if (!npu_block_place(s, u, l)) {
                 break;
             }
+        }
+    }
+}
+
+/*
+ * Blocks start when room frees up. The units run a quantum one after the
+ * other, so a unit that became idle at cycle f (its last block ended) has
+ * seen nothing of the units after it by then. So once every unit has run
+ * the quantum, the idle units take the waiting blocks in the order they
+ * became idle (then by index), each as the dispatcher would place them
+ * (launch order; only while it has as many free thread slots as any unit
+ * that fits), at its idle cycle, and run again from there. Built-in
+ * kernels' blocks wait for the next dispatch.
+ */
+static void npu_cu_refill_idle(NpuState *s, uint64_t end)
+{
+    NpuCuState *cs = s->cu;
+
+    while (npu_cu_waiting(s)) {
+        NpuUnit *u = NULL;
+        NpuLaunch *l;
+        bool placed = false;
+        unsigned i;
+
+        for (i = 0; i < s->n_cus; i++) {
+            NpuUnit *v = &cs->unit[i];
+
+            if (v->idle_at < end && (!u || v->idle_at < u->idle_at)) {
+                u = v;
+            }
+        }
+        if (!u) {
+            return;
+        }
+        u->cycle = u->idle_at;
+        u->idle_at = UINT64_MAX;
+        qemu_mutex_lock(&s->cu_lock);
+        QTAILQ_FOREACH(l, &cs->queue, next) {
+            if (l->cancel || l->failed) {
+                continue;
+            }
+            while (l->next_block < l->nblocks) {
+                NpuUnit *best = npu_cu_pick_unit(s, l);
+
+                if (l->fixed || !npu_unit_fits(u, l) ||
+                    u->free_slots < best->free_slots) {
+                    goto out;
+                }
+                if (!npu_block_place(s, u, l)) {
+                    break;
+                }
+                placed = true;
+            }
+        }
+out:
+        qemu_mutex_unlock(&s->cu_lock);
+        if (placed) {
+            npu_unit_run(s, u, end);
+        } else {
+            u->cycle = end;
         }
     }
 }
@@ -3070,6 +3138,9 @@ static void npu_cu_run_units(NpuState *s, uint64_t end)
             npu_cu_quantum_access(cs, l);
         }
     }
+    for (i = 0; i < s->n_cus; i++) {
+        cs->unit[i].idle_at = UINT64_MAX;
+    }
     cs->in_quantum = true;
     /* the quantum runs unlocked: rings queue and cancel meanwhile */
     qemu_mutex_unlock(&s->cu_lock);
@@ -3080,13 +3151,17 @@ static void npu_cu_run_units(NpuState *s, uint64_t end)
             u->cycle = cs->cycle;
         }
         npu_unit_run(s, u, end);
-        /* blocks that ended freed room: refill within the quantum */
+        /*
+         * blocks that ended freed room: refill within the quantum, the
+         * units that became idle at their idle cycle, below
+         */
         if (npu_cu_waiting(s)) {
             qemu_mutex_lock(&s->cu_lock);
             npu_cu_dispatch(s);
             qemu_mutex_unlock(&s->cu_lock);
         }
     }
+    npu_cu_refill_idle(s, end);
     qemu_mutex_lock(&s->cu_lock);
     cs->in_quantum = false;
     for (i = 0; i < cs->naccess; i++) {
