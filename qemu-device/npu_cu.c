@@ -2373,12 +2373,20 @@ static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
          * and its result (older results were ready by this turn): what
          * npu_cu_ready would find, without its general checks.
          */
-        next = npu_slot_decode(s, t, l);
+        if (t->h.pc == pc + 4 && (t->h.pc & (NPU_PAGE_SIZE - 1))) {
+            /* the next word of ci's decoded page */
+            next = t->d = ci + 1;
+            t->d_pc = t->h.pc;
+        } else {
+            next = npu_slot_decode(s, t, l);
+        }
         if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
             when = MAX(at + 1, t->issue_at);
             why = t->issue_at > at + 1 ? NPU_STALL_BRANCH_RESOLVING
                                        : NPU_STALL_SELECTED;
-            for (k = 0; ci->rdi < NPU_NREGS && k < next->nregs; k++) {
+            /* (a result ready by the next cycle cannot delay it) */
+            for (k = 0; ci->rdi < NPU_NREGS && at + ci->lat > when &&
+                        k < next->nregs; k++) {
                 if (next->regs[k] == ci->rdi && t->ready[ci->rdi] > when) {
                     when = t->ready[ci->rdi];
                     why = t->why[ci->rdi];
