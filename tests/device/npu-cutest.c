@@ -1137,10 +1137,11 @@ static void test_virtual_settle(void)
  * waits behind it. Ring 3 copied from X before L, so its TLB holds X's
  * page. The host unmaps X and writes MMU_INVALIDATE (ring 3 is in no
  * access: it returns at once), then gives X's page to someone else and
- * lets E1 end (E2 waits for the same flag): unit 0 becomes idle, the
- * refill of idle units puts E2 there in the same quantum, E2 ends at once
- * and L takes unit 0, idle again, still in that quantum. L must fault on
- * X, not use the old page.
+ * lets E1 end (E2 waits for the same flag): unit 0 becomes idle and the
+ * refill of idle units puts E2 there in the same quantum; E2 ends at once
+ * and L takes unit 0, idle again, in that quantum, or, when E2's end falls
+ * in the next quantum, unit 1 (most free slots) at its start. Either way
+ * L must fault on X, not use the old page.
  */
 static void test_late_block_invalidate(void)
 {
@@ -1210,9 +1211,9 @@ static void test_late_block_invalidate(void)
 	qt_memread(q, xb.base, pg, 4096);
 	for (unsigned i = 0; i < 1024; i++)
 		stale += pg[i] != pat;
-	ok(copied_ok && waiting && others && o[1] == 0,
+	ok(copied_ok && waiting && others && o[1] <= 1,
 	   "late placement staged: ring 3 copied from X and its launch waited "
-	   "behind two unit-filling ones; it was placed on unit %llu (want 0)",
+	   "behind two unit-filling ones; it was placed on unit %llu",
 	   (unsigned long long)o[1]);
 	ok(faulted && stale == 0 && o[0] == 0xffffffffffffffffull,
 	   "a block placed mid-quantum after MMU_INVALIDATE faults on the "
