@@ -102,7 +102,7 @@ typedef struct NpuCuInsn {
 #define NPU_TB_LIMIT        4096        /* ... built before all are dropped */
 
 /*
- * An instruction of a simple superblock as npu_tb_exec reads it: its
+ * An instruction of a simple superblock as npu_tb_chain reads it: its
  * handler (NPU_XOP_*: integer operations and branches inline, the rest
  * through npu_rv_exec) and operands.
  */
@@ -1601,7 +1601,7 @@ static void npu_tb_time(NpuTb *tb)
     tb->fdiv_off = u.fdiv_free;
 }
 
-/* npu_tb_exec's handler for simple instruction ci */
+/* npu_tb_chain's handler for simple instruction ci */
 static uint8_t npu_tb_xop(const NpuCuInsn *ci)
 {
     switch (ci->d.op) {
