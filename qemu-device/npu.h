@@ -109,7 +109,8 @@ typedef struct NpuRing {
     uint64_t vt_start;
     bool vt_sem;
     uint64_t vt_sem_addr;
-    uint32_t vt_sem_value;
+    uint64_t vt_sem_value;
+    bool vt_sem_wide;           /* WAIT_MEM64: a u64, compared unsigned */
     int64_t vt_sem_since;       /* wall ns it blocked at */
     uint64_t cmds;
     uint64_t bytes;
@@ -141,10 +142,27 @@ typedef struct NpuRing {
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;
 
+/*
+ * User queues (npu_uq.c): the UQ_* register block, the event ring, and
+ * (with engines) the queues and their scheduler. lock protects all of it.
+ */
+typedef struct NpuUqState {
+    QemuMutex lock;
+    uint64_t event_base;
+    uint32_t event_size;
+    uint32_t event_head;
+    uint32_t event_tail;
+    uint32_t event_status;
+    uint64_t table_base;
+    uint32_t table_entries;
+    uint32_t cmd_status;
+} NpuUqState;
+
 struct NpuState {
     PCIDevice parent_obj;
 
     MemoryRegion mmio;
+    MemoryRegion doorbells;     /* BAR1, with user queues */
     MemoryRegion devmem;
     uint8_t *devmem_ptr;
 
@@ -166,8 +184,15 @@ struct NpuState {
     uint32_t cu_clock_mhz;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
     uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
+    uint32_t uq_n_compute;      /* user-queue engines (0 with timing=virtual) */
+    uint32_t uq_n_copy;
+    uint32_t uq_max_queues;
+    uint32_t uq_db_pages;
+    uint32_t uq_timeslice_us;
+    uint32_t uq_switch_ns;
 
     unsigned nrings;
+    unsigned nvec;              /* MSI-X vectors: nrings + 1 (+ 1 with UQ) */
     NpuRing rings[NPU_MAX_RINGS];
 
     /* global registers */
@@ -188,6 +213,7 @@ struct NpuState {
     NpuCuState *cu;
 
     NpuVtime vt;
+    NpuUqState uq;
 
     /*
      * SEM_WAIT (npu_engine.c): a ring that has waited a while sleeps on
@@ -255,6 +281,15 @@ static inline int64_t npu_sem_poll_ns(int64_t waited_ns)
     return MIN(MAX(waited_ns / 4, NPU_SEM_POLL_MIN_NS), NPU_SEM_POLL_MAX_NS);
 }
 
+/*
+ * A semaphore word v (the low 32 bits of it for SEM_WAIT, compared
+ * wrap-safe; all 64 for WAIT_MEM64, unsigned) satisfies a wait for value.
+ */
+static inline bool npu_sem_passed(uint64_t v, uint64_t value, bool wide)
+{
+    return wide ? v >= value : npu_seqno_passed((uint32_t)v, (uint32_t)value);
+}
+
 /* A modelled duration this long never ends by itself (TEST_HANG). */
 #define NPU_FOREVER_NS  (INT64_MAX / 8)
 
@@ -306,6 +341,18 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
 bool npu_launch(NpuJob *job, const uint32_t *pkt, unsigned ndw,
                 uint64_t pkt_addr, NpuErr *err);
 
+/* npu_uq.c */
+#define NPU_UQ_REGS_BASE    NPU_REG_UQ_MAX_QUEUES
+#define NPU_UQ_REGS_END     NPU_REG_UQ_ENGINE_QUEUE(2 * NPU_UQ_MAX_ENGINES)
+bool npu_uq_present(NpuState *s);
+bool npu_uq_check_props(NpuState *s, Error **errp);
+void npu_uq_realize(NpuState *s);
+void npu_uq_unrealize(NpuState *s);
+void npu_uq_reset(NpuState *s);
+uint32_t npu_uq_read(NpuState *s, hwaddr addr);
+void npu_uq_write(NpuState *s, hwaddr addr, uint32_t val);
+void npu_uq_signal_event(NpuRing *r, uint64_t va);
+
 /* npu_vtime.c */
 void npu_vt_init(NpuState *s);
 void npu_vt_fini(NpuState *s);
@@ -317,7 +364,7 @@ uint64_t npu_vt_now(NpuState *s);
 void npu_vt_ring_active(NpuRing *r);
 void npu_vt_ring_idle(NpuRing *r);
 bool npu_vt_complete(NpuRing *r, uint64_t model_ns);
-bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value);
+bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint64_t value, bool wide);
 void npu_vt_cu_submit(NpuRing *r);
 void npu_vt_cu_poke(NpuState *s);
 void npu_vt_cu_finished(NpuRing *r, uint64_t end_ns);

@@ -57,14 +57,16 @@ static void test_identity(void)
 	ok(qemu_rss_kib() > 0 && qemu_rss_kib() < (256u << 10),
 	   "1 GiB of device memory costs no host RAM until used (QEMU's "
 	   "VmRSS %lu KiB)", qemu_rss_kib());
-	ok(msix_cap && nvec == nrings + 1, "MSI-X with %u vectors", nvec);
+	ok(msix_cap && nvec == nrings + 2,
+	   "MSI-X with %u vectors (the last one for user queues)", nvec);
 	ok(rd(NPU_REG_ID) == NPU_ID_MAGIC && rd(NPU_REG_VERSION) == NPU_VERSION,
 	   "ID and VERSION");
 	ok(NPU_CAPS_COMPUTE_RINGS(caps) == 8 && NPU_CAPS_COPY_RINGS(caps) == 2 &&
 	   NPU_CAPS_CUS(caps) == 8, "CAPS 0x%x: 8 compute, 2 copy, 8 units",
 	   caps);
 	ok(rd(NPU_REG_FEATURES) ==
-	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE) &&
+	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE |
+	    NPU_FEATURE_USER_QUEUES) &&
 	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 30 &&
 	   rd(NPU_REG_DEVMEM_SIZE_HI) == 0 &&
 	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
@@ -724,6 +726,177 @@ static void test_semaphores(void)
 	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, s.va + 2, NPU_OP_SEM_SIGNAL),
 	   "unaligned semaphore address is BAD_PACKET");
 	ring_resume(COPY0);
+}
+
+/* The event ring: 4 KiB at UQ_EVENT_PA, emptied (HEAD = TAIL). */
+static void uq_events_init(void)
+{
+	qt_memset(q, UQ_EVENT_PA, 0, 4096);
+	wr(NPU_REG_UQ_EVENT_BASE_LO, (uint32_t)UQ_EVENT_PA);
+	wr(NPU_REG_UQ_EVENT_BASE_HI, 0);
+	wr(NPU_REG_UQ_EVENT_SIZE, 4096);
+}
+
+/* The event record at byte offset off of the event ring. */
+static struct npu_uq_event uq_event_at(uint32_t off)
+{
+	struct npu_uq_event ev;
+
+	qt_memread(q, UQ_EVENT_PA + off, &ev, sizeof(ev));
+	return ev;
+}
+
+/*
+ * SIGNAL and WAIT_MEM64 (VERSION 1.1) on rings and in indirect buffers:
+ * value and timestamp in order, an event and the user-queue vector only
+ * for an armed signal with an event ring programmed, 64-bit waits.
+ */
+static void test_signals(void)
+{
+	struct buf sg = alloc_buf(4096, 0, 1), t = alloc_buf(64, 1, 1);
+	struct buf ibb = alloc_buf(8192, 0, 0);
+	struct pk p = { .n = 0 }, ib = { .n = 0 };
+	struct npu_signal sig;
+	struct npu_uq_event ev;
+	unsigned uqv = nrings + 1;
+	uint64_t ts[2], w;
+	uint32_t one = 1;
+	bool good;
+
+	ok(rd(NPU_REG_VERSION) == 0x00010001 && NPU_VERSION == 0x00010001,
+	   "VERSION 1.1");
+	qt_memset(q, sg.base, 0, 4096);
+	qt_writel(q, MSI_PA + 4 * uqv, 0);
+	/* no event ring: armed or not, the value is written, nothing raised */
+	wr(NPU_REG_UQ_EVENT_SIZE, 0);
+	buf_write(&sg, 16, &one, 4);
+	pk_ts(&p, t.va);
+	pk_signal(&p, sg.va, 42);
+	pk_ts(&p, t.va + 8);
+	good = ring_run(0, &p, 5000);
+	buf_read(&sg, 0, &sig, sizeof(sig));
+	buf_read(&t, 0, ts, 16);
+	ok(good && sig.value == 42 && sig.timestamp >= ts[0] &&
+	   sig.timestamp <= ts[1] && sig.armed == 1 && !msi_word(uqv) &&
+	   rd(NPU_REG_UQ_EVENT_TAIL) == 0,
+	   "SIGNAL writes value and a timestamp between its neighbours' "
+	   "(%llu <= %llu <= %llu); armed without an event ring raises nothing",
+	   (unsigned long long)ts[0], (unsigned long long)sig.timestamp,
+	   (unsigned long long)ts[1]);
+
+	uq_events_init();
+	/* not armed: no event */
+	qt_memset(q, sg.base + 16, 0, 4);
+	p.n = 0;
+	pk_signal(&p, sg.va, 43);
+	good = ring_run(0, &p, 5000);
+	buf_read(&sg, 0, &sig, sizeof(sig));
+	ok(good && sig.value == 43 && rd(NPU_REG_UQ_EVENT_TAIL) == 0 &&
+	   !msi_word(uqv), "SIGNAL not armed: no event, no interrupt");
+
+	/* armed, from a copy ring: an event record and vector nrings + 1 */
+	buf_write(&sg, 16, &one, 4);
+	p.n = 0;
+	pk_signal(&p, sg.va, 44);
+	good = ring_run(COPY0, &p, 5000);
+	good &= wait_msi(uqv, 5000);
+	ev = uq_event_at(0);
+	ok(good && rd(NPU_REG_UQ_EVENT_TAIL) == 16 &&
+	   ev.kind == NPU_UQ_EVENT_SIGNAL && ev.ctx == CTX_ID &&
+	   ev.queue == (NPU_UQ_EVENT_RING | COPY0) && ev.data == sg.va,
+	   "SIGNAL armed: event (kind %u ctx %u queue 0x%x data 0x%llx) and "
+	   "MSI-X vector %u", ev.kind, ev.ctx, ev.queue,
+	   (unsigned long long)ev.data, uqv);
+
+	/* in an indirect buffer, 255 records fill the ring, the next overflows */
+	wr(NPU_REG_UQ_EVENT_HEAD, 16);
+	for (unsigned i = 0; i < 256; i++)
+		pk_signal(&ib, sg.va, 100 + i);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	good = ring_run(0, &p, 5000);
+	buf_read(&sg, 0, &sig, sizeof(sig));
+	ok(good && sig.value == 355 && rd(NPU_REG_UQ_EVENT_TAIL) == 0 &&
+	   rd(NPU_REG_UQ_EVENT_STATUS) == NPU_UQ_EVENT_STS_OVERFLOW &&
+	   uq_event_at(4080).data == sg.va,
+	   "SIGNAL in an IB; a full event ring drops the record and sets "
+	   "OVERFLOW (tail 0x%x status 0x%x)", rd(NPU_REG_UQ_EVENT_TAIL),
+	   rd(NPU_REG_UQ_EVENT_STATUS));
+	wr(NPU_REG_UQ_EVENT_STATUS, NPU_UQ_EVENT_STS_OVERFLOW);
+	ok(rd(NPU_REG_UQ_EVENT_STATUS) == 0, "UQ_EVENT_STATUS is RW1C");
+	qt_memset(q, sg.base + 16, 0, 4);
+
+	/* WAIT_MEM64: 64-bit unsigned compare, satisfied at once */
+	w = 0x100000005ull;
+	buf_write(&sg, 64, &w, 8);
+	p.n = 0;
+	pk_wait64(&p, sg.va + 64, 0x100000005ull);
+	pk_wait64(&p, sg.va + 64, 7);
+	ok(ring_run(0, &p, 5000), "WAIT_MEM64 satisfied (u64 >= value)");
+
+	/* unsatisfied: 0xffffffff is below 2^32 (no wrap-safe compare) */
+	w = 0xffffffffull;
+	buf_write(&sg, 64, &w, 8);
+	p.n = 0;
+	pk_wait64(&p, sg.va + 64, 0x100000000ull);
+	pk_ts(&p, t.va + 8);
+	pk_fence(&p, ++seqno[COPY1], fence_pa(COPY1), 0);
+	ring_submit(COPY1, &p);
+	usleep(30000);
+	good = !(rrd(COPY1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	/* a device write releases it: ring 0 signals the word (SIGNAL value) */
+	p.n = 0;
+	pk_ts(&p, t.va);
+	pk_signal(&p, sg.va + 64, 0x100000000ull);
+	good &= ring_run(0, &p, 5000);
+	good &= ring_wait(COPY1, 5000) ==
+		(NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	buf_read(&t, 0, ts, 16);
+	ok(good && rrd(COPY1, NPU_RING_FENCE) == seqno[COPY1] && ts[1] >= ts[0],
+	   "WAIT_MEM64 stalls below the value (0xffffffff < 2^32) and a "
+	   "SIGNAL by another ring releases it");
+
+	/* inside an IB, released by a host write */
+	ib.n = 0;
+	pk_wait64(&ib, sg.va + 64, 0x200000000ull);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	pk_fence(&p, ++seqno[COPY1], fence_pa(COPY1), 0);
+	ring_submit(COPY1, &p);
+	usleep(20000);
+	good = !(rrd(COPY1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	w = 0x200000001ull;
+	buf_write(&sg, 64, &w, 8);
+	good &= ring_wait(COPY1, 5000) ==
+		(NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	ok(good && rrd(COPY1, NPU_RING_FENCE) == seqno[COPY1],
+	   "WAIT_MEM64 in an IB, released by a host write");
+
+	/* alignment: SIGNAL 32 bytes, WAIT_MEM64 8 bytes */
+	p.n = 0;
+	pk_signal(&p, sg.va + 8, 1);
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, sg.va + 8, NPU_OP_SIGNAL),
+	   "SIGNAL to an address not 32-byte aligned is BAD_PACKET");
+	ring_resume(COPY0);
+	p.n = 0;
+	pk_wait64(&p, sg.va + 68, 1);
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, sg.va + 68,
+			NPU_OP_WAIT_MEM64),
+	   "WAIT_MEM64 on an address not 8-byte aligned is BAD_PACKET");
+	ring_resume(COPY0);
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(NPU_OP_SIGNAL, 0, 4));
+	pk_dw(&p, 0);
+	pk_qw(&p, sg.va);
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_SIGNAL),
+	   "SIGNAL of the wrong length is BAD_PACKET");
+	ring_resume(COPY0);
+	wr(NPU_REG_ERR_PENDING, ~0u);
 }
 
 static void test_faults(void)
@@ -1727,7 +1900,8 @@ static void test_timing(void)
 	pk_ts(&p, t.va + 8);
 	good = ring_run(0, &p, 20000);
 	buf_read(&t, 0, ts, 16);
-	ok(good && rd(NPU_REG_FEATURES) == NPU_FEATURE_USER_CODE &&
+	ok(good && rd(NPU_REG_FEATURES) ==
+	   (NPU_FEATURE_USER_CODE | NPU_FEATURE_USER_QUEUES) &&
 	   ts[1] - ts[0] < 500000000ull,
 	   "timing=off: a copy + kernel modelled at seconds takes %.1f ms",
 	   (ts[1] - ts[0]) / 1e6);
@@ -1845,9 +2019,9 @@ static void test_max_config(void)
 	bool good = true;
 
 	start("compute-rings=16,copy-rings=0,compute-units=64,devmem-size=1M", 0);
-	ok(nrings == 16 && nvec == 17 && NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 64 &&
+	ok(nrings == 16 && nvec == 18 && NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 64 &&
 	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 20,
-	   "16 rings, 17 MSI-X vectors, 64 units, 1 MiB device memory");
+	   "16 rings, 18 MSI-X vectors, 64 units, 1 MiB device memory");
 	for (unsigned r = 0; r < nrings; r++) {
 		p.n = 0;
 		pk_fence(&p, 0x500 + r, fence_pa(r), 1);
@@ -2951,6 +3125,7 @@ static void run_all(void)
 	test_timestamp_ib();
 	test_control();
 	test_semaphores();
+	test_signals();
 	test_sem_wait_cost();
 	test_faults();
 	test_bounds();
