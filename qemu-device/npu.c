@@ -279,6 +279,11 @@ static int npu_pre_save(void *opaque)
     int64_t end = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + 100;
     unsigned i, busy = 0;
 
+    if (npu_uq_busy(s)) {
+        error_report("npu: user queues are mapped; their state does not "
+                     "migrate yet (unmap them first)");
+        return -EBUSY;
+    }
     /* a ring that saw its semaphore just now finishes the SEM_WAIT */
     while (!npu_quiet(s, &busy)) {
         if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) >= end) {
@@ -357,8 +362,8 @@ static const char *npu_mig_check(NpuState *s)
     if (s->err_pending & ~ring_bits) {
         return "ERR_PENDING";
     }
-    /* one vector per ring, then the error vector */
-    if (s->irq_pending & ~((ring_bits << 1) | 1)) {
+    /* one vector per ring, the error vector, the user-queue vector */
+    if (s->irq_pending & ~(uint32_t)((1ull << s->nvec) - 1)) {
         return "pending interrupts";
     }
     if (s->mig_clock >= NPU_MIG_MAX_COUNT ||
@@ -472,6 +477,7 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
+    npu_uq_run_kick(s);
     if (qatomic_read(&s->irq_pending)) {
         qemu_bh_schedule(s->irq_bh);
     }
@@ -583,6 +589,7 @@ void npu_sem_kick(NpuState *s)
         qemu_cond_broadcast(&s->sem_cond);
         qemu_mutex_unlock(&s->sem_lock);
     }
+    npu_uq_kick(s);
 }
 
 /*
@@ -1279,8 +1286,8 @@ static void npu_exit(PCIDevice *pdev)
     qemu_del_vm_change_state_handler(s->vmse);
     vmstate_unregister_ram(&s->devmem, DEVICE(s));
     npu_stop_threads(s, s->nrings);
+    npu_uq_unrealize(s);                /* its engines launch on the units */
     npu_cu_fini(s);
-    npu_uq_unrealize(s);
     npu_vt_fini(s);
     qemu_bh_delete(s->irq_bh);
     s->irq_bh = NULL;

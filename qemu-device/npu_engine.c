@@ -17,7 +17,6 @@
 #include "npu.h"
 #include "trace.h"
 
-#define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 #define NPU_CHUNK           (64 * 1024)
 #define NPU_COPY_MAX        (1ull << 30)
 
@@ -244,6 +243,24 @@ static bool npu_exec_wait(NpuJob *job, uint64_t addr, uint64_t value,
     if (addr & (len - 1)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
+    if (r->uq_engine) {
+        /* a user queue looks once; unsatisfied, it yields its engine */
+        smp_mb();
+        v = 0;
+        if (!npu_vm_rw(job, addr, &v, len, false, err)) {
+            return false;
+        }
+        if (!npu_sem_passed(le64_to_cpu(v), value, wide)) {
+            job->yield = true;
+            job->wait_addr = addr;
+            job->wait_value = value;
+            job->wait_wide = wide;
+            return true;
+        }
+        smp_mb();
+        npu_complete(job, npu_time(), 0, false, len);
+        return true;
+    }
     trace_npu_ring_sem_wait(r->idx, addr, value);
     /*
      * Until the value is seen this command has no effect, so a snapshot
@@ -449,6 +466,9 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
         if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
             return false;
         }
+        if (job->yield) {
+            return true;        /* a user queue waits at ib_off */
+        }
         off += len;
     }
     return true;
@@ -559,6 +579,24 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         return true;
     }
     return npu_set_err(err, NPU_ERR_BAD_OPCODE, pkt_addr);
+}
+
+/*
+ * One packet of a user queue (p as for npu_exec_packet): packets that name
+ * guest-physical addresses or the ring's context are privileged there,
+ * INDIRECT is not (its buffer runs in the queue's context).
+ */
+bool npu_uq_exec(NpuJob *job, const uint32_t *p, unsigned ndw,
+                 uint64_t pkt_addr, NpuErr *err, uint32_t *info)
+{
+    uint32_t op = NPU_PKT_OP(p[0]);
+
+    *info = op;
+    if (NPU_OP_IS_PRIVILEGED(op) && op != NPU_OP_INDIRECT &&
+        npu_op_known(op)) {
+        return npu_set_err(err, NPU_ERR_PRIVILEGED, pkt_addr);
+    }
+    return npu_exec_packet(job, p, ndw, false, pkt_addr, err, info);
 }
 
 static bool npu_ring_config_ok(uint64_t base, uint32_t size, uint32_t head,

@@ -3083,6 +3083,533 @@ static void test_trace_events(void)
 	ok(good, "-trace npu_ring_halt and npu_dma_fault: the halt and the DMA fault are in the -D log");
 }
 
+/* ------------------------------------------------------------ user queues */
+
+struct tq {
+	unsigned idx;
+	uint32_t db;
+	uint32_t size;
+	uint32_t config;
+	struct buf ring, wb;
+	uint64_t wptr;
+};
+
+static uint64_t uqd_pa(unsigned idx)
+{
+	return UQ_TABLE_PA + (uint64_t)NPU_UQD_SIZE * idx;
+}
+
+static uint64_t uqd64(unsigned idx, unsigned off)
+{
+	return qt_readq(q, uqd_pa(idx) + off);
+}
+
+static uint32_t uqd32(unsigned idx, unsigned off)
+{
+	return qt_readl(q, uqd_pa(idx) + off);
+}
+
+static uint32_t uq_cmd(uint32_t op, unsigned idx)
+{
+	wr(NPU_REG_UQ_CMD, NPU_UQ_CMD(op, idx));
+	return rd(NPU_REG_UQ_CMD_STATUS);
+}
+
+/* Table and event ring programmed, every descriptor zeroed. */
+static void uq_setup(unsigned entries)
+{
+	qt_memset(q, UQ_TABLE_PA, 0, (size_t)NPU_UQD_SIZE * entries);
+	wr(NPU_REG_UQ_TABLE_BASE_LO, (uint32_t)UQ_TABLE_PA);
+	wr(NPU_REG_UQ_TABLE_BASE_HI, 0);
+	wr(NPU_REG_UQ_TABLE_ENTRIES, entries);
+	uq_events_init();
+}
+
+/* Descriptor idx for a queue with a ring of size bytes (not mapped yet). */
+static void uq_desc(struct tq *t, unsigned idx, uint32_t config,
+		    uint32_t size)
+{
+	uint64_t pa = uqd_pa(idx);
+
+	memset(t, 0, sizeof(*t));
+	t->idx = idx;
+	t->db = NPU_UQ_DOORBELL(idx / 8, idx % 8 * 3);
+	t->size = size;
+	t->config = config;
+	t->ring = alloc_buf(size, 0, 0);
+	t->wb = alloc_buf(4096, 0, 1);
+	qt_memset(q, pa, 0, NPU_UQD_SIZE);
+	qt_writeq(q, pa + NPU_UQD_RING_VA, t->ring.va);
+	qt_writel(q, pa + NPU_UQD_RING_SIZE, size);
+	qt_writel(q, pa + NPU_UQD_CONFIG, config);
+	qt_writeq(q, pa + NPU_UQD_WB_VA, t->wb.va);
+	qt_writel(q, pa + NPU_UQD_CTX, CTX_ID);
+	qt_writel(q, pa + NPU_UQD_DOORBELL, t->db);
+	qt_writeq(q, pa + NPU_UQD_PT_ROOT, PT_PA);
+}
+
+static bool uq_new(struct tq *t, unsigned idx, uint32_t config)
+{
+	uq_desc(t, idx, config, 4096);
+	return uq_cmd(NPU_UQ_CMD_MAP, idx) == 0;
+}
+
+/* Copy packets into the ring at wptr (wrapping), no doorbell. */
+static void uq_put(struct tq *t, const struct pk *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		uint32_t off = (t->wptr + 4 * i) & (t->size - 1);
+
+		qt_writel(q, buf_phys(&t->ring, off), p->dw[i]);
+	}
+	t->wptr += 4 * p->n;
+}
+
+static void uq_ring(struct tq *t)
+{
+	qt_writeq(q, BAR1 + 8ull * t->db, t->wptr);
+}
+
+static void uq_push(struct tq *t, const struct pk *p)
+{
+	uq_put(t, p);
+	uq_ring(t);
+}
+
+/* Until the queue is idle or halted: its status. */
+static uint32_t uq_wait(struct tq *t, int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+	uint32_t st;
+
+	do {
+		st = uqd32(t->idx, NPU_UQD_STATUS);
+		if ((st & NPU_UQ_STS_HALTED) ||
+		    ((st & NPU_UQ_STS_IDLE) && uqd64(t->idx, NPU_UQD_RPTR) ==
+		     t->wptr))
+			return st;
+		usleep(200);
+	} while (host_ns() < end && !q->dead);
+	return st;
+}
+
+static struct npu_uq_wb uq_wb(struct tq *t)
+{
+	struct npu_uq_wb wb;
+
+	buf_read(&t->wb, 0, &wb, sizeof(wb));
+	return wb;
+}
+
+/* The first event of kind for queue idx from the ring's start, or kind 0. */
+static struct npu_uq_event uq_find_event(uint8_t kind, uint32_t queue)
+{
+	uint32_t tail = rd(NPU_REG_UQ_EVENT_TAIL);
+	struct npu_uq_event ev = { 0 };
+
+	for (uint32_t off = 0; off != tail; off = (off + 16) & 4095) {
+		ev = uq_event_at(off);
+		if (ev.kind == kind && ev.queue == queue)
+			return ev;
+	}
+	memset(&ev, 0, sizeof(ev));
+	return ev;
+}
+
+#define UQ_RUNNABLE (NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE)
+
+static void test_uq(void)
+{
+	struct tq a, b, c, many[8];
+	struct buf d, sg;
+	struct pk p = { .n = 0 };
+	struct npu_uq_wb wb;
+	struct npu_uq_event ev;
+	uint32_t v, st;
+	uint64_t w;
+	bool good;
+
+	start("uq-compute-engines=2,uq-copy-engines=1,uq-max-queues=64,"
+	      "uq-doorbell-pages=4", 0);
+	sg = alloc_buf(4096, 0, 1);
+	d = alloc_buf(1 << 16, 0, 1);
+	ok(rd(NPU_REG_UQ_MAX_QUEUES) == 64 &&
+	   rd(NPU_REG_UQ_ENGINES) == (2 | 1 << 8) &&
+	   rd(NPU_REG_UQ_DOORBELL_PAGES) == 4 &&
+	   rd(NPU_REG_UQ_TIMESLICE_US) == 1000 &&
+	   rd(NPU_REG_UQ_SWITCH_NS) == 1000 &&
+	   rd(NPU_REG_UQ_ENGINE_QUEUE(0)) == NPU_UQ_ENGINE_IDLE &&
+	   rd(NPU_REG_UQ_ENGINE_QUEUE(3)) == 0,
+	   "UQ registers show the properties; engines idle");
+	ok(uq_cmd(NPU_UQ_CMD_MAP, 0) == NPU_ERR_RING_CONFIG,
+	   "MAP with no descriptor table is RING_CONFIG");
+	uq_setup(16);
+
+	/* MAP refusals: each a good descriptor with one field wrong */
+	{
+		static const struct {
+			unsigned off, len;
+			uint64_t v;
+			uint32_t err;
+			const char *what;
+		} bad[] = {
+			{ NPU_UQD_RING_SIZE, 4, 3000, NPU_ERR_RING_CONFIG, "ring size" },
+			{ NPU_UQD_RING_SIZE, 4, 2048, NPU_ERR_RING_CONFIG, "small ring" },
+			{ NPU_UQD_RING_VA, 8, 0x100000800ull, NPU_ERR_RING_CONFIG, "ring VA" },
+			{ NPU_UQD_WB_VA, 8, 0x100000020ull, NPU_ERR_RING_CONFIG, "wb VA" },
+			{ NPU_UQD_CONFIG, 4, 0x8, NPU_ERR_RING_CONFIG, "config bits" },
+			{ NPU_UQD_CONFIG, 4, 3 << 1, NPU_ERR_RING_CONFIG, "priority 3" },
+			{ NPU_UQD_CTX, 4, 0, NPU_ERR_RING_CONFIG, "ctx 0" },
+			{ NPU_UQD_DOORBELL, 4, NPU_UQ_DOORBELL(4, 0), NPU_ERR_RING_CONFIG, "doorbell page" },
+			{ NPU_UQD_PT_ROOT, 8, PT_PA + 8, NPU_ERR_BAD_PACKET, "pt_root" },
+			{ NPU_UQD_RPTR, 8, 8, NPU_ERR_RING_CONFIG, "wptr < rptr" },
+			{ NPU_UQD_WPTR, 8, 8192, NPU_ERR_RING_CONFIG, "wptr - rptr > size" },
+		};
+		good = true;
+		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			uq_desc(&a, 1, 0, 4096);
+			if (bad[i].len == 8)
+				qt_writeq(q, uqd_pa(1) + bad[i].off, bad[i].v);
+			else
+				qt_writel(q, uqd_pa(1) + bad[i].off, bad[i].v);
+			v = uq_cmd(NPU_UQ_CMD_MAP, 1);
+			if (v != bad[i].err || uqd32(1, NPU_UQD_STATUS)) {
+				diag("MAP with bad %s: %u", bad[i].what, v);
+				good = false;
+			}
+		}
+		ok(good, "MAP refuses bad ring VA/size, wb VA, config, ctx, "
+		   "doorbell, pt_root and pointers");
+	}
+	ok(uq_cmd(NPU_UQ_CMD_MAP, 16) == NPU_ERR_RING_CONFIG &&
+	   uq_cmd(NPU_UQ_CMD_UNMAP, 2) == NPU_ERR_RING_CONFIG,
+	   "a queue index past UQ_TABLE_ENTRIES, or UNMAP of an unmapped "
+	   "queue, is RING_CONFIG");
+	good = uq_new(&a, 1, 0);
+	st = uqd32(1, NPU_UQD_STATUS);
+	uq_desc(&b, 2, 0, 4096);
+	qt_writel(q, uqd_pa(2) + NPU_UQD_DOORBELL, a.db);
+	ok(good && st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+	   uq_cmd(NPU_UQ_CMD_MAP, 2) == NPU_ERR_RING_CONFIG &&
+	   uq_cmd(NPU_UQ_CMD_MAP, 1) == NPU_ERR_RING_CONFIG &&
+	   uq_wb(&a).status == (UQ_RUNNABLE | NPU_UQ_STS_IDLE),
+	   "MAP: MAPPED|RUNNABLE|IDLE in the descriptor and write-back; a "
+	   "doorbell bound twice or a second MAP is refused");
+	wr(NPU_REG_UQ_TABLE_ENTRIES, 8);
+	ok(rd(NPU_REG_UQ_TABLE_ENTRIES) == 16,
+	   "UQ_TABLE_* writes are ignored while a queue is mapped");
+
+	/* doorbell: packets run, rptr and write-back follow */
+	v = 0;
+	p.n = 0;
+	pk_fill(&p, d.va, 4096, 0x5a5a0001);
+	pk_signal(&p, sg.va, 7);
+	uq_push(&a, &p);
+	st = uq_wait(&a, 5000);
+	wb = uq_wb(&a);
+	buf_read(&d, 4092, &v, 4);
+	ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x5a5a0001 &&
+	   uqd64(1, NPU_UQD_RPTR) == a.wptr && uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+	   wb.rptr == a.wptr && wb.status == st && uqd64(1, NPU_UQD_CMDS) == 2 &&
+	   uqd64(1, NPU_UQD_PROGRESS_NS) > 0 && qt_readq(q, sg.base) == 7,
+	   "doorbell: FILL and SIGNAL run; rptr %llu in the descriptor and "
+	   "the write-back block; CMDS 2",
+	   (unsigned long long)uqd64(1, NPU_UQD_RPTR));
+
+	/* stale doorbell ignored; misaligned one halts with RING_CONFIG */
+	qt_writeq(q, BAR1 + 8ull * a.db, 4);
+	usleep(2000);
+	good = uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+	       !(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED);
+	qt_writeq(q, BAR1 + 8ull * a.db, a.wptr + 6);
+	st = uqd32(1, NPU_UQD_STATUS);
+	ev = uq_find_event(NPU_UQ_EVENT_HALT, 1);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(1, NPU_UQD_ERROR) == NPU_ERR_RING_CONFIG &&
+	   uqd64(1, NPU_UQD_FAULT) == a.wptr + 6 &&
+	   uq_wb(&a).error == NPU_ERR_RING_CONFIG &&
+	   ev.kind == NPU_UQ_EVENT_HALT && ev.data == NPU_ERR_RING_CONFIG &&
+	   ev.ctx == CTX_ID && wait_msi(nrings + 1, 2000),
+	   "a stale doorbell is ignored; a misaligned one halts the queue "
+	   "(RING_CONFIG, fault = value, HALT event, vector %u)", nrings + 1);
+	ok(uq_cmd(NPU_UQ_CMD_RESET, 1) == 0 &&
+	   uqd32(1, NPU_UQD_STATUS) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+	   uqd32(1, NPU_UQD_ERROR) == 0, "RESET clears HALTED and the error");
+
+	/* a privileged packet halts its queue at that packet; CONTINUE skips */
+	good = uq_new(&b, 2, 0);
+	p.n = 0;
+	pk_fence(&p, 1, FENCE_PA, 0);
+	pk_fill(&p, d.va, 4, 0x77);
+	w = b.wptr;
+	uq_push(&b, &p);
+	st = uq_wait(&b, 5000);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(2, NPU_UQD_ERROR) == NPU_ERR_PRIVILEGED &&
+	   uqd64(2, NPU_UQD_FAULT) == b.ring.va + w &&
+	   uqd64(2, NPU_UQD_RPTR) == w && uq_wb(&b).rptr == w,
+	   "FENCE on a user queue: PRIVILEGED, fault = its VA, rptr stays at it");
+	p.n = 0;
+	pk_fill(&p, d.va + 8, 4, 0x88);
+	uq_push(&a, &p);
+	st = uq_wait(&a, 5000);
+	buf_read(&d, 8, &v, 4);
+	ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x88 &&
+	   (uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED),
+	   "another queue of the same context runs on while one is halted");
+	good = uq_cmd(NPU_UQ_CMD_CONTINUE, 2) == 0;
+	st = uq_wait(&b, 5000);
+	buf_read(&d, 0, &v, 4);
+	ok(good && st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x77,
+	   "CONTINUE skips the failed packet and runs the rest");
+
+	/* an MMU fault halts one queue; the write-back says why */
+	p.n = 0;
+	pk_fill(&p, 0x7000000000ull, 64, 1);
+	uq_push(&b, &p);
+	p.n = 0;
+	pk_fill(&p, d.va + 16, 4, 0x99);
+	uq_push(&a, &p);
+	st = uq_wait(&b, 5000);
+	wb = uq_wb(&b);
+	good = uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&d, 16, &v, 4);
+	ok(good && (st & NPU_UQ_STS_HALTED) && v == 0x99 &&
+	   wb.error == NPU_ERR_MMU_FAULT && wb.fault == 0x7000000000ull &&
+	   (wb.status & NPU_UQ_STS_HALTED) &&
+	   uqd32(2, NPU_UQD_ERROR_INFO) == NPU_OP_FILL,
+	   "an MMU fault halts its queue alone (error %u fault 0x%llx in the "
+	   "write-back)", wb.error, (unsigned long long)wb.fault);
+	uq_cmd(NPU_UQ_CMD_RESET, 2);
+
+	/* INDIRECT on a user queue; LAUNCH refused on a copy queue */
+	{
+		struct buf ibb = alloc_buf(4096, 0, 0);
+		struct pk ib = { .n = 0 };
+
+		pk_fill(&ib, d.va + 20, 4, 0xabc);
+		buf_write(&ibb, 0, ib.dw, ib.n * 4);
+		p.n = 0;
+		pk_ib(&p, ibb.va, ib.n * 4);
+		uq_push(&a, &p);
+		st = uq_wait(&a, 5000);
+		buf_read(&d, 20, &v, 4);
+		ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0xabc,
+		   "INDIRECT runs in the queue's context");
+	}
+	good = uq_new(&c, 3, NPU_UQ_CONFIG_COPY);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_NOP, 1);
+	uq_push(&c, &p);
+	st = uq_wait(&c, 5000);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(3, NPU_UQD_ERROR) == NPU_ERR_BAD_PACKET,
+	   "a copy queue refuses LAUNCH (BAD_PACKET)");
+	uq_cmd(NPU_UQ_CMD_RESET, 3);
+
+	/* waits yield: two queues wait, the third still gets an engine */
+	{
+		uint64_t zero = 0;
+
+		buf_write(&sg, 64, &zero, 8);
+		buf_write(&sg, 128, &zero, 8);
+		p.n = 0;
+		pk_wait64(&p, sg.va + 64, 1);
+		pk_fill(&p, d.va + 24, 4, 0x1111);
+		uq_push(&a, &p);
+		p.n = 0;
+		pk_wait64(&p, sg.va + 128, 1);
+		pk_fill(&p, d.va + 28, 4, 0x2222);
+		uq_push(&b, &p);
+		for (unsigned i = 0; i < 5000 &&
+		     (!(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) ||
+		      !(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING)); i++)
+			usleep(1000);
+		good = (uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		       (uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		       rd(NPU_REG_UQ_ENGINE_QUEUE(0)) == NPU_UQ_ENGINE_IDLE &&
+		       rd(NPU_REG_UQ_ENGINE_QUEUE(1)) == NPU_UQ_ENGINE_IDLE;
+		/* a third compute queue: SIGNAL the word queue b waits on */
+		uq_desc(&many[0], 4, 0, 4096);
+		good &= uq_cmd(NPU_UQ_CMD_MAP, 4) == 0;
+		p.n = 0;
+		pk_fill(&p, d.va + 32, 4, 0x3333);
+		pk_signal(&p, sg.va + 128, 1);
+		uq_push(&many[0], &p);
+		good &= uq_wait(&many[0], 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		good &= uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&d, 28, &v, 4);
+		good &= v == 0x2222;
+		ok(good && (uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING),
+		   "two queues waiting hold no engine: a third runs and its "
+		   "SIGNAL releases one of them at once");
+		w = 1;
+		buf_write(&sg, 64, &w, 8);
+		good = uq_cmd(NPU_UQ_CMD_KICK, 1) == 0;
+		good &= uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&d, 24, &v, 4);
+		ok(good && v == 0x1111, "a host write + KICK releases the other");
+	}
+
+	/* more queues than engines: 8 queues, per-queue order kept */
+	{
+		struct buf ts = alloc_buf(8 * 40 * 8, 0, 1);
+		uint64_t t[40];
+
+		good = true;
+		for (unsigned i = 0; i < 8; i++) {
+			if (i)
+				uq_desc(&many[i], 4 + i, 0, 4096);
+			good &= i ? uq_cmd(NPU_UQ_CMD_MAP, 4 + i) == 0 : true;
+		}
+		for (unsigned i = 0; i < 8; i++) {
+			p.n = 0;
+			for (unsigned k = 0; k < 40; k++) {
+				pk_ts(&p, ts.va + (i * 40 + k) * 8);
+				if (k % 8 == 0)
+					LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000);
+			}
+			uq_push(&many[i], &p);
+		}
+		for (unsigned i = 0; i < 8; i++) {
+			good &= uq_wait(&many[i], 20000) ==
+				(UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+			buf_read(&ts, i * 40 * 8, t, sizeof(t));
+			for (unsigned k = 1; k < 40; k++)
+				good &= t[k] >= t[k - 1] && t[k];
+		}
+		ok(good, "8 queues on 2 compute engines all complete, each in "
+		   "its own order");
+	}
+
+	/* SUSPEND keeps a queue off its engine; RUN lets it go; UNMAP */
+	p.n = 0;
+	pk_fill(&p, d.va + 36, 4, 0x4444);
+	good = uq_cmd(NPU_UQ_CMD_SUSPEND, 1) == 0;
+	uq_push(&a, &p);
+	usleep(20000);
+	buf_read(&d, 36, &v, 4);
+	good &= v != 0x4444 && uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+		uqd32(1, NPU_UQD_STATUS) == NPU_UQ_STS_MAPPED;
+	if (!good)
+		diag("suspended: v 0x%x wptr %llu/%llu status 0x%x", v,
+		     (unsigned long long)uqd64(1, NPU_UQD_WPTR),
+		     (unsigned long long)a.wptr, uqd32(1, NPU_UQD_STATUS));
+	good &= uq_cmd(NPU_UQ_CMD_RUN, 1) == 0;
+	good &= uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&d, 36, &v, 4);
+	ok(good && v == 0x4444,
+	   "SUSPEND records doorbells but runs nothing; RUN runs them");
+	ok(uq_cmd(NPU_UQ_CMD_UNMAP, 1) == 0 && uqd32(1, NPU_UQD_STATUS) == 0 &&
+	   uqd64(1, NPU_UQD_RPTR) == a.wptr,
+	   "UNMAP: status 0, the state stays in the descriptor");
+
+	/* STOP of a queue inside a long kernel, bounded as a ring reset */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 1);
+	uq_push(&b, &p);
+	for (unsigned i = 0; i < 5000 &&
+	     !(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING); i++)
+		usleep(1000);
+	good = !!(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING);
+	good &= uq_cmd(NPU_UQ_CMD_STOP, 2) == 0;
+	st = uqd32(2, NPU_UQD_STATUS);
+	ok(good && (st & NPU_UQ_STS_HALTED) && !(st & NPU_UQ_STS_RUNNING) &&
+	   uqd32(2, NPU_UQD_ERROR) == NPU_ERR_STOPPED,
+	   "STOP aborts a hung kernel: HALTED with STOPPED (status 0x%x)", st);
+	good = uq_cmd(NPU_UQ_CMD_RESET, 2) == 0;
+	p.n = 0;
+	pk_fill(&p, d.va + 40, 4, 0x5555);
+	uq_push(&b, &p);
+	good &= uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&d, 40, &v, 4);
+	ok(good && v == 0x5555, "after RESET the queue runs new packets");
+
+	/* a device reset unmaps every queue */
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	ok(rd(NPU_REG_UQ_TABLE_ENTRIES) == 0 && rd(NPU_REG_UQ_EVENT_SIZE) == 0 &&
+	   uq_cmd(NPU_UQ_CMD_UNMAP, 2) == NPU_ERR_RING_CONFIG,
+	   "device reset clears the UQ registers and unmaps the queues");
+	stop("user-queue instance");
+}
+
+/*
+ * Priorities and no starvation on one compute engine with a 50 us slice.
+ * Each packet of the queues below is one INDIRECT of a TIMESTAMP and a
+ * 200 us kernel (a queue leaves its engine only between ring packets, so
+ * the pair is never split): every dispatch runs exactly one of them, and
+ * the timestamps give the dispatch order. A low-priority queue ready
+ * before two high-priority ones runs after exactly 8 high dispatches.
+ */
+static void uq_put_timed(struct tq *t, struct buf *ibs, unsigned *nib,
+			 uint64_t ts_va)
+{
+	struct pk ib = { .n = 0 }, p = { .n = 0 };
+	uint64_t off = (uint64_t)*nib * 64;
+
+	pk_ts(&ib, ts_va);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 200000);
+	buf_write(ibs, off, ib.dw, ib.n * 4);
+	pk_ib(&p, ibs->va + off, ib.n * 4);
+	uq_put(t, &p);
+	++*nib;
+}
+
+static void test_uq_sched(void)
+{
+	struct tq blk, lo, h1, h2;
+	struct buf ts, ibs;
+	struct pk p = { .n = 0 };
+	uint64_t tl[2], th[2][12];
+	unsigned before = 0, before2 = 0, nib = 0;
+	bool good, busy;
+
+	start("uq-compute-engines=1,uq-copy-engines=0,uq-max-queues=8,"
+	      "uq-doorbell-pages=1,uq-timeslice-us=50", 0);
+	ts = alloc_buf(4096, 0, 1);
+	ibs = alloc_buf(4096, 0, 0);
+	uq_setup(8);
+	good = uq_new(&blk, 0, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&lo, 1, NPU_UQ_PRIO_LOW << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&h1, 2, NPU_UQ_PRIO_HIGH << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&h2, 3, NPU_UQ_PRIO_HIGH << NPU_UQ_CONFIG_PRIO_SHIFT);
+	for (unsigned k = 0; k < 2; k++)
+		uq_put_timed(&lo, &ibs, &nib, ts.va + k * 8);
+	for (unsigned h = 0; h < 2; h++)
+		for (unsigned k = 0; k < 12; k++)
+			uq_put_timed(h ? &h2 : &h1, &ibs, &nib,
+				     ts.va + 256 + (h * 12 + k) * 8);
+	/* the engine is busy with blk while the others become ready */
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 200000000);
+	uq_push(&blk, &p);
+	for (unsigned i = 0; i < 5000 && rd(NPU_REG_UQ_ENGINE_QUEUE(0)); i++)
+		usleep(1000);
+	uq_ring(&lo);
+	uq_ring(&h1);
+	uq_ring(&h2);
+	busy = rd(NPU_REG_UQ_ENGINE_QUEUE(0)) == 0;
+	good &= uq_wait(&lo, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(&h1, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(&h2, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&ts, 0, tl, 16);
+	buf_read(&ts, 256, th, sizeof(th));
+	for (unsigned h = 0; h < 2; h++)
+		for (unsigned k = 0; k < 12; k++) {
+			before += th[h][k] < tl[0];
+			before2 += th[h][k] < tl[1];
+		}
+	if (!busy)
+		diag("the engine finished the blocking queue before the "
+		     "doorbells: the order below is not the one tested");
+	ok(good && busy && th[0][0] < tl[0] && th[1][0] < tl[0] &&
+	   th[0][1] > th[1][0],
+	   "high-priority queues go first and take turns (round robin)");
+	ok(good && busy && before == 8 && before2 == 16,
+	   "the low-priority queue runs after 8 high-priority dispatches, "
+	   "and again after 8 more (%u, %u)", before, before2);
+	stop("user-queue scheduler instance");
+}
+
 /*
  * NPU_DEVTEST_ONLY=name runs one of the tests that start their own QEMU
  * (a developer's shortcut; make test runs everything).
@@ -3105,6 +3632,8 @@ static const struct {
 	{ "max_config", test_max_config },
 	{ "properties", test_properties },
 	{ "hotplug", test_hotplug },
+	{ "uq", test_uq },
+	{ "uq_sched", test_uq_sched },
 };
 
 static void run_all(void)
@@ -3151,6 +3680,8 @@ static void run_all(void)
 	test_max_config();
 	test_properties();
 	test_hotplug();
+	test_uq();
+	test_uq_sched();
 }
 
 int main(int argc, char **argv)
