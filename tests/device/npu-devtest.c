@@ -1639,7 +1639,7 @@ static void fuzz_packet(struct pk *p, unsigned r)
 		NPU_OP_NOP, NPU_OP_COPY, NPU_OP_FILL, NPU_OP_LAUNCH,
 		NPU_OP_LAUNCH, NPU_OP_LAUNCH, NPU_OP_TIMESTAMP, NPU_OP_SEM_WAIT,
 		NPU_OP_SEM_SIGNAL, NPU_OP_INDIRECT, NPU_OP_SET_CONTEXT,
-		NPU_OP_FENCE, NPU_OP_RING_CTRL,
+		NPU_OP_FENCE, NPU_OP_RING_CTRL, NPU_OP_SIGNAL, NPU_OP_WAIT_MEM64,
 	};
 	uint32_t op = ops[rnd() % sizeof(ops)];
 	unsigned start = p->n;
@@ -1701,6 +1701,13 @@ static void fuzz_packet(struct pk *p, unsigned r)
 		break;
 	case NPU_OP_SEM_SIGNAL:
 		pk_sem(p, 0, fuzz_va(), rnd());
+		break;
+	case NPU_OP_SIGNAL:
+		pk_signal(p, fuzz_va() & (rnd() % 4 ? ~31ull : ~0ull), rnd64());
+		break;
+	case NPU_OP_WAIT_MEM64:
+		pk_wait64(p, fuzz_va() & (rnd() % 4 ? ~7ull : ~0ull),
+			  rnd() % 8 ? 0 : rnd64());
 		break;
 	case NPU_OP_INDIRECT:
 		pk_ib(p, fuzz_va() & ~3ull, (rnd() % 1024) * 4);
@@ -3525,6 +3532,100 @@ static void test_uq(void)
 	buf_read(&d, 40, &v, 4);
 	ok(good && v == 0x5555, "after RESET the queue runs new packets");
 
+	/* OFF: SUSPEND of a queue inside a kernel takes effect after it */
+	{
+		uint32_t tail0 = rd(NPU_REG_UQ_EVENT_TAIL);
+
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 30000000);
+		uq_push(&b, &p);
+		for (unsigned i = 0; i < 5000 &&
+		     !(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING); i++)
+			usleep(1000);
+		good = uq_cmd(NPU_UQ_CMD_SUSPEND, 2) == 0 &&
+		       (uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING);
+		for (unsigned i = 0; i < 5000 &&
+		     rd(NPU_REG_UQ_EVENT_TAIL) == tail0; i++)
+			usleep(1000);
+		ev = uq_event_at(tail0);
+		st = uqd32(2, NPU_UQD_STATUS);
+		ok(good && ev.kind == NPU_UQ_EVENT_OFF && ev.queue == 2 &&
+		   st == (NPU_UQ_STS_MAPPED | NPU_UQ_STS_IDLE) &&
+		   uqd64(2, NPU_UQD_RPTR) == b.wptr,
+		   "SUSPEND of a running queue returns at once; OFF event when "
+		   "its packet has completed (status 0x%x)", st);
+		uq_cmd(NPU_UQ_CMD_RUN, 2);
+	}
+
+	/* PROGRESS: an event when rptr reaches irq_rptr */
+	{
+		uint32_t tail0 = rd(NPU_REG_UQ_EVENT_TAIL);
+
+		p.n = 0;
+		pk_ts(&p, sg.va + 256);
+		qt_writeq(q, uqd_pa(2) + NPU_UQD_IRQ_RPTR, b.wptr + 2 * 16);
+		for (unsigned k = 0; k < 3; k++)
+			uq_put(&b, &p);
+		uq_ring(&b);
+		good = uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		ev = uq_event_at(tail0);
+		ok(good && ev.kind == NPU_UQ_EVENT_PROGRESS && ev.queue == 2 &&
+		   ev.data == b.wptr - 16 &&
+		   rd(NPU_REG_UQ_EVENT_TAIL) == ((tail0 + 16) & 4095),
+		   "PROGRESS event once, when rptr reaches irq_rptr (data %llu)",
+		   (unsigned long long)ev.data);
+		qt_writeq(q, uqd_pa(2) + NPU_UQD_IRQ_RPTR, 0);
+	}
+
+	/* random packets, doorbells and commands never crash QEMU */
+	{
+		struct tq *fq[3] = { &b, &c, &many[1] };
+		unsigned halts = 0;
+
+		fz_host = alloc_buf(65536, 0, 1);
+		fz_dev = alloc_buf(65536, 1, 1);
+		for (int i = 0; i < 1500 && !q->dead; i++) {
+			struct tq *t = fq[rnd() % 3];
+			uint32_t k = rnd() % 32;
+
+			if (k == 0) {
+				uq_cmd(1 + rnd() % 9, rnd() % 18);
+			} else if (k == 1) {
+				qt_writeq(q, BAR1 + 8ull * (rnd() % 2048),
+					  rnd() % 2 ? rnd64() : t->wptr + rnd() % 64);
+			} else if (k == 2) {
+				uint32_t off = 0x2000 + (rnd() % 0x140 & ~3u);
+
+				if (off != NPU_REG_UQ_TABLE_BASE_LO &&
+				    off != NPU_REG_UQ_TABLE_BASE_HI)
+					wr(off, rnd());
+			} else {
+				struct pk fp = { .n = 0 };
+				unsigned n = 1 + rnd() % 4;
+
+				for (unsigned j = 0; j < n; j++)
+					fuzz_packet(&fp, 0);
+				t->wptr = uqd64(t->idx, NPU_UQD_WPTR);
+				if (fp.n < 512 && t->wptr -
+				    uqd64(t->idx, NPU_UQD_RPTR) < t->size - 2048)
+					uq_push(t, &fp);
+			}
+			if (rnd() % 4 == 0) {
+				for (unsigned j = 0; j < 3; j++) {
+					if (!(uqd32(fq[j]->idx, NPU_UQD_STATUS) &
+					      NPU_UQ_STS_HALTED))
+						continue;
+					halts++;
+					uq_cmd(rnd() % 2 ? NPU_UQ_CMD_CONTINUE :
+					       NPU_UQ_CMD_RESET, fq[j]->idx);
+				}
+			}
+		}
+		ok(!q->dead && qt_alive(q),
+		   "user-queue fuzz: random packets, doorbells, commands and "
+		   "UQ register writes (%u halts), QEMU responsive", halts);
+	}
+
 	/* a device reset unmaps every queue */
 	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
 	ok(rd(NPU_REG_UQ_TABLE_ENTRIES) == 0 && rd(NPU_REG_UQ_EVENT_SIZE) == 0 &&
@@ -3607,6 +3708,34 @@ static void test_uq_sched(void)
 	ok(good && busy && before == 8 && before2 == 16,
 	   "the low-priority queue runs after 8 high-priority dispatches, "
 	   "and again after 8 more (%u, %u)", before, before2);
+
+	/* MMU_INVALIDATE reaches a user queue's engine (one engine: the same TLB) */
+	{
+		struct buf m = alloc_buf(4096, 0, 1);
+		struct pk p = { .n = 0 };
+		bool good;
+		uint64_t pte_old = buf_phys(&m, 0), zero = 0;
+		struct buf m2 = alloc_buf(4096, 0, 1);
+
+		p.n = 0;
+		pk_fill(&p, m.va, 4, 0x1234);
+		uq_push(&blk, &p);
+		good = uq_wait(&blk, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		/* remap m.va to m2's page: only an invalidation makes it seen */
+		qt_writeq(q, buf_phys(&m2, 0), zero);
+		pt_map(m.va, buf_phys(&m2, 0) | NPU_PTE_VALID | NPU_PTE_WRITE);
+		pt_sync();
+		wr(NPU_REG_MMU_INVALIDATE, CTX_ID);
+		p.n = 0;
+		pk_fill(&p, m.va, 4, 0x5678);
+		uq_push(&blk, &p);
+		good &= uq_wait(&blk, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		ok(good && qt_readl(q, buf_phys(&m2, 0)) == 0x5678 &&
+		   qt_readl(q, pte_old) == 0x1234,
+		   "MMU_INVALIDATE of the context drops a user queue's cached "
+		   "translation");
+	}
+
 	stop("user-queue scheduler instance");
 }
 
