@@ -74,6 +74,7 @@ typedef struct NpuRing {
      * TLB, abort flag and counters), idx NPU_UQ_ENG_IDX(e); waits yield.
      */
     bool uq_engine;
+    int64_t uq_slice0;          /* engine: when its queue got it */
     char name[16];
 
     QemuThread thread;
@@ -379,6 +380,7 @@ typedef struct NpuJob {
     NpuRing *ring;
     /* a user queue's unsatisfied wait yields its engine: what it waits for */
     bool yield;
+    bool preempt;               /* a user queue leaves its engine in an IB */
     bool wait_wide;
     uint64_t wait_addr;
     uint64_t wait_value;
@@ -441,6 +443,7 @@ uint32_t npu_uq_read(NpuState *s, hwaddr addr);
 void npu_uq_write(NpuState *s, hwaddr addr, uint32_t val);
 void npu_uq_signal_event(NpuRing *r, uint64_t va);
 void npu_uq_kick(NpuState *s);
+bool npu_uq_should_leave(NpuRing *e);
 void npu_uq_run_kick(NpuState *s);
 bool npu_uq_busy(NpuState *s);
 NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i);

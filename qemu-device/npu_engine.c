@@ -426,7 +426,7 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
     uint64_t va = ldq_le_p(p + 2);
     g_autofree uint32_t *ib = NULL;
     NpuRing *r = job->ring;
-    unsigned ndw, off = r->ib_resume / 4;
+    unsigned ndw, off = r->ib_resume / 4, first = off;
 
     /* a migrated ring resumes its IB where it stopped (npu.c, post_load) */
     r->ib_resume = 0;
@@ -450,6 +450,12 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
 
         *info = NPU_PKT_OP(h) | 0x100;
         if (npu_aborted(job->ring)) {
+            return true;
+        }
+        if (r->uq_engine && off != first && npu_uq_should_leave(r)) {
+            /* a user queue switches between the packets of an IB too */
+            qatomic_set(&r->ib_off, off * 4);
+            job->preempt = true;
             return true;
         }
         if (!len || len > ndw - off) {

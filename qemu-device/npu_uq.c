@@ -444,6 +444,9 @@ done:
     }
     if (!ok || err.code) {
         npu_uq_halt_locked(s, q, &err, info, skip);
+    } else if (job.preempt) {
+        /* off between two packets of the IB; it resumes at ib_offset */
+        npu_uq_sync_locked(s, q);
     } else if (job.yield) {
         q->status |= NPU_UQ_STS_WAITING;
         q->waiting = true;
@@ -480,9 +483,10 @@ done:
 }
 
 /* Why the queue on an engine must leave it now, or NULL. uq.lock held. */
-static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q,
-                                    int64_t slice0)
+static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
 {
+    int64_t slice0 = e->uq_slice0;
+
     if (e->stop || qatomic_read(&e->abort) || q->leave) {
         return "command";
     }
@@ -518,7 +522,6 @@ static void *npu_uq_engine_thread(void *opaque)
     qemu_mutex_lock(&uq->lock);
     while (!e->stop) {
         const char *why;
-        int64_t slice0;
         NpuUq *q = NULL;
 
         if (qatomic_read(&e->abort) || qatomic_read(&s->paused) ||
@@ -542,9 +545,9 @@ static void *npu_uq_engine_thread(void *opaque)
         }
         last = q->idx;
         npu_uq_publish(s, e, q->idx, false);
-        slice0 = npu_time();
+        e->uq_slice0 = npu_time();
         qemu_mutex_lock(&uq->lock);
-        while (!(why = npu_uq_leave_why(s, e, q, slice0))) {
+        while (!(why = npu_uq_leave_why(s, e, q))) {
             qemu_mutex_unlock(&uq->lock);
             npu_uq_step(s, e, q, ei);
             qemu_mutex_lock(&uq->lock);
@@ -578,6 +581,20 @@ static void *npu_uq_engine_thread(void *opaque)
     qemu_mutex_unlock(&uq->lock);
     rcu_unregister_thread();
     return NULL;
+}
+
+/* Between two packets of an IB: must the queue on engine e leave it? */
+bool npu_uq_should_leave(NpuRing *e)
+{
+    NpuUqState *uq = &e->s->uq;
+    int c;
+    bool leave;
+
+    qemu_mutex_lock(&uq->lock);
+    c = uq->cur[e->idx - NPU_UQ_ENG_IDX(0)];
+    leave = c >= 0 && npu_uq_leave_why(e->s, e, &uq->q[c]);
+    qemu_mutex_unlock(&uq->lock);
+    return leave;
 }
 
 /*
@@ -942,11 +959,14 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
     case NPU_UQ_CMD_CONTINUE:
         if (q->status & NPU_UQ_STS_HALTED) {
             q->status &= ~NPU_UQ_STS_HALTED;
-            q->rptr = MIN(q->rptr + q->skip, q->wptr);
-            q->skip = 0;
-            q->ib_va = 0;
-            q->ib_size = 0;
-            q->ib_offset = 0;
+            if (q->skip) {
+                /* past the failed packet (an INDIRECT: the rest of it) */
+                q->rptr = MIN(q->rptr + q->skip, q->wptr);
+                q->skip = 0;
+                q->ib_va = 0;
+                q->ib_size = 0;
+                q->ib_offset = 0;
+            }
             npu_uq_sync_locked(s, q);
             npu_uq_make_ready_locked(s, q);
             publish = true;

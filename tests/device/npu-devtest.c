@@ -3635,12 +3635,13 @@ static void test_uq(void)
 }
 
 /*
- * Priorities and no starvation on one compute engine with a 50 us slice.
+ * Priorities and no starvation on one compute engine with a 1 ms slice.
  * Each packet of the queues below is one INDIRECT of a TIMESTAMP and a
- * 200 us kernel (a queue leaves its engine only between ring packets, so
- * the pair is never split): every dispatch runs exactly one of them, and
- * the timestamps give the dispatch order. A low-priority queue ready
- * before two high-priority ones runs after exactly 8 high dispatches.
+ * 3 ms kernel (a dispatch runs at least one packet, so the pair is split
+ * only if the TIMESTAMP took a whole slice): every dispatch runs exactly
+ * one of them, and the timestamps give the dispatch order. A low-priority
+ * queue ready before two high-priority ones runs after exactly 8 high
+ * dispatches.
  */
 static void uq_put_timed(struct tq *t, struct buf *ibs, unsigned *nib,
 			 uint64_t ts_va)
@@ -3649,7 +3650,7 @@ static void uq_put_timed(struct tq *t, struct buf *ibs, unsigned *nib,
 	uint64_t off = (uint64_t)*nib * 64;
 
 	pk_ts(&ib, ts_va);
-	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 200000);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 3000000);
 	buf_write(ibs, off, ib.dw, ib.n * 4);
 	pk_ib(&p, ibs->va + off, ib.n * 4);
 	uq_put(t, &p);
@@ -3666,9 +3667,9 @@ static void test_uq_sched(void)
 	bool good, busy;
 
 	start("uq-compute-engines=1,uq-copy-engines=0,uq-max-queues=8,"
-	      "uq-doorbell-pages=1,uq-timeslice-us=50", 0);
+	      "uq-doorbell-pages=1,uq-timeslice-us=1000", 0);
 	ts = alloc_buf(4096, 0, 1);
-	ibs = alloc_buf(4096, 0, 0);
+	ibs = alloc_buf(8192, 0, 0);
 	uq_setup(8);
 	good = uq_new(&blk, 0, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
 	good &= uq_new(&lo, 1, NPU_UQ_PRIO_LOW << NPU_UQ_CONFIG_PRIO_SHIFT);
@@ -3736,6 +3737,40 @@ static void test_uq_sched(void)
 		   "translation");
 	}
 
+	/* a queue leaves its engine between two packets of one IB too */
+	{
+		struct tq x, y;
+		struct pk ib = { .n = 0 };
+		uint64_t tx[6], ty[6];
+		bool in_order = true;
+
+		good = uq_new(&x, 4, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+		good &= uq_new(&y, 5, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+		for (unsigned k = 0; k < 6; k++) {
+			pk_ts(&ib, ts.va + 1024 + k * 8);
+			LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 3000000);
+		}
+		buf_write(&ibs, 4096, ib.dw, ib.n * 4);
+		p.n = 0;
+		pk_ib(&p, ibs.va + 4096, ib.n * 4);
+		uq_push(&x, &p);
+		for (unsigned i = 0; i < 5000 &&
+		     rd(NPU_REG_UQ_ENGINE_QUEUE(0)) != 4; i++)
+			usleep(1000);
+		for (unsigned k = 0; k < 6; k++)
+			uq_put_timed(&y, &ibs, &nib, ts.va + 2048 + k * 8);
+		uq_ring(&y);
+		good &= uq_wait(&x, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		good &= uq_wait(&y, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&ts, 1024, tx, sizeof(tx));
+		buf_read(&ts, 2048, ty, sizeof(ty));
+		for (unsigned k = 1; k < 6; k++)
+			in_order &= tx[k] > tx[k - 1] && ty[k] > ty[k - 1];
+		ok(good && in_order && ty[0] < tx[5] && ty[0] > tx[0] &&
+		   uqd32(4, NPU_UQD_IB_OFFSET) == 0,
+		   "time slices switch queues between the packets of an "
+		   "indirect buffer, which resumes where it left off");
+	}
 	stop("user-queue scheduler instance");
 }
 
