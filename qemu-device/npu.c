@@ -243,7 +243,7 @@ static bool npu_quiet(NpuState *s, unsigned *busy)
             return false;
         }
     }
-    return true;
+    return npu_uq_quiet(s, busy);
 }
 
 /*
@@ -279,11 +279,6 @@ static int npu_pre_save(void *opaque)
     int64_t end = qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + 100;
     unsigned i, busy = 0;
 
-    if (npu_uq_busy(s)) {
-        error_report("npu: user queues are mapped; their state does not "
-                     "migrate yet (unmap them first)");
-        return -EBUSY;
-    }
     /* a ring that saw its semaphore just now finishes the SEM_WAIT */
     while (!npu_quiet(s, &busy)) {
         if (qemu_clock_get_ms(QEMU_CLOCK_REALTIME) >= end) {
@@ -1386,12 +1381,62 @@ static bool npu_uq_needed(void *opaque)
     return npu_uq_present(opaque);
 }
 
+static int npu_uq_vm_post_load(void *opaque, int version_id)
+{
+    return npu_uq_post_load(opaque);
+}
+
+/* A user queue's state and its place in the scheduler. */
+static const VMStateDescription vmstate_npu_uq_queue = {
+    .name = "npu/uq/queue",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(ring_va, NpuUq),
+        VMSTATE_UINT32(ring_size, NpuUq),
+        VMSTATE_UINT32(config, NpuUq),
+        VMSTATE_UINT64(wb_va, NpuUq),
+        VMSTATE_UINT32(ctx, NpuUq),
+        VMSTATE_UINT32(doorbell, NpuUq),
+        VMSTATE_UINT64(pt_root, NpuUq),
+        VMSTATE_UINT64(wptr, NpuUq),
+        VMSTATE_UINT64(rptr, NpuUq),
+        VMSTATE_UINT32(status, NpuUq),
+        VMSTATE_UINT32(error, NpuUq),
+        VMSTATE_UINT64(fault, NpuUq),
+        VMSTATE_UINT32(error_info, NpuUq),
+        VMSTATE_UINT32(fault_block, NpuUq),
+        VMSTATE_UINT64(fault_pc, NpuUq),
+        VMSTATE_UINT32(fault_thread, NpuUq),
+        VMSTATE_UINT32(fault_unit, NpuUq),
+        VMSTATE_UINT64(fault_entry, NpuUq),
+        VMSTATE_UINT64(ib_va, NpuUq),
+        VMSTATE_UINT32(ib_size, NpuUq),
+        VMSTATE_UINT32(ib_offset, NpuUq),
+        VMSTATE_UINT64(progress_ns, NpuUq),
+        VMSTATE_UINT64(busy_ns, NpuUq),
+        VMSTATE_UINT64(cmds, NpuUq),
+        VMSTATE_UINT64(bytes, NpuUq),
+        VMSTATE_UINT64(ops, NpuUq),
+        VMSTATE_UINT32(skip, NpuUq),
+        VMSTATE_UINT32(starve, NpuUq),
+        VMSTATE_BOOL(ready, NpuUq),
+        VMSTATE_UINT64(ready_seq, NpuUq),
+        VMSTATE_BOOL(waiting, NpuUq),
+        VMSTATE_UINT64(wait_addr, NpuUq),
+        VMSTATE_UINT64(wait_value, NpuUq),
+        VMSTATE_BOOL(wait_wide, NpuUq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /* The UQ_* registers (present only with user-queue engines). */
 static const VMStateDescription vmstate_npu_uq = {
     .name = "npu/uq",
     .version_id = 1,
     .minimum_version_id = 1,
     .needed = npu_uq_needed,
+    .post_load = npu_uq_vm_post_load,
     .fields = (VMStateField[]) {
         VMSTATE_UINT32_EQUAL(uq_n_compute, NpuState, NULL),
         VMSTATE_UINT32_EQUAL(uq_n_copy, NpuState, NULL),
@@ -1405,6 +1450,8 @@ static const VMStateDescription vmstate_npu_uq = {
         VMSTATE_UINT64(uq.table_base, NpuState),
         VMSTATE_UINT32(uq.table_entries, NpuState),
         VMSTATE_UINT32(uq.cmd_status, NpuState),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(uq.q, NpuState, uq_max_queues,
+                                             vmstate_npu_uq_queue, NpuUq),
         VMSTATE_END_OF_LIST()
     },
 };

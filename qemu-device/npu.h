@@ -445,7 +445,8 @@ void npu_uq_signal_event(NpuRing *r, uint64_t va);
 void npu_uq_kick(NpuState *s);
 bool npu_uq_should_leave(NpuRing *e);
 void npu_uq_run_kick(NpuState *s);
-bool npu_uq_busy(NpuState *s);
+bool npu_uq_quiet(NpuState *s, unsigned *busy);
+int npu_uq_post_load(NpuState *s);
 NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i);
 unsigned npu_uq_nmmu(NpuState *s);
 

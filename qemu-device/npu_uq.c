@@ -500,7 +500,7 @@ static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
         return "empty";
     }
     if (qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
-        return "pause";
+        return "pause";         /* a snapshot or migration: see npu.c */
     }
     if (npu_time() - slice0 >= (int64_t)s->uq_timeslice_us * SCALE_US &&
         npu_uq_contender_locked(s, e->copy, NPU_UQ_CONFIG_PRIO(q->config))) {
@@ -750,10 +750,117 @@ NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i)
     return &s->uq.eng[i];
 }
 
-/* Queues are mapped: the device cannot migrate them yet. */
-bool npu_uq_busy(NpuState *s)
+/*
+ * Migration: a stop for a save lets every queue leave its engine at a
+ * packet boundary (inside an IB too: draining counts as a reason to
+ * leave), so the saved state is the queues' alone; false while an engine
+ * still runs a packet.
+ */
+bool npu_uq_quiet(NpuState *s, unsigned *busy)
 {
-    return s->uq.nmapped > 0;
+    unsigned e;
+    bool quiet = true;
+
+    if (!npu_uq_present(s)) {
+        return true;
+    }
+    qemu_mutex_lock(&s->uq.lock);
+    for (e = 0; e < s->uq_n_compute + s->uq_n_copy; e++) {
+        if (s->uq.cur[e] >= 0) {
+            *busy = NPU_UQ_ENG_IDX(e);
+            quiet = false;
+            break;
+        }
+    }
+    qemu_mutex_unlock(&s->uq.lock);
+    return quiet;
+}
+
+static int npu_uq_ready_cmp(const void *a, const void *b)
+{
+    const NpuUq *x = *(NpuUq * const *)a, *y = *(NpuUq * const *)b;
+
+    return x->ready_seq < y->ready_seq ? -1 : x->ready_seq > y->ready_seq;
+}
+
+/*
+ * After a load (the device was reset first: no queue on an engine): the
+ * doorbell bindings, the ready lists in their saved order and the wait
+ * list, from the loaded queues. A queue the device could not have in this
+ * state refuses the stream.
+ */
+int npu_uq_post_load(NpuState *s)
+{
+    NpuUqState *uq = &s->uq;
+    uint32_t ndb = s->uq_db_pages * NPU_UQ_DOORBELLS_PER_PAGE;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    g_autofree NpuUq **rq = g_new(NpuUq *, s->uq_max_queues);
+    unsigned i, p, nready = 0;
+    int ret = 0;
+
+    qemu_mutex_lock(&uq->lock);
+    memset(uq->db_queue, 0, ndb * sizeof(uint32_t));
+    for (p = 0; p < NPU_UQ_PRIOS; p++) {
+        QTAILQ_INIT(&uq->ready[0][p]);
+        QTAILQ_INIT(&uq->ready[1][p]);
+    }
+    QTAILQ_INIT(&uq->wait_list);
+    uq->nmapped = 0;
+    qatomic_set(&uq->nwaiting, 0);
+    uq->seq = 0;
+    for (i = 0; i < s->uq_max_queues; i++) {
+        NpuUq *q = &uq->q[i];
+        bool ready = q->ready, waiting = q->waiting;
+
+        q->idx = i;
+        q->engine = -1;
+        q->ready = false;
+        q->waiting = false;
+        q->leave = false;
+        q->unmap = false;
+        q->off_event = false;
+        if (!(q->status & NPU_UQ_STS_MAPPED)) {
+            continue;
+        }
+        if (i >= uq->table_entries || q->doorbell >= ndb ||
+            uq->db_queue[q->doorbell] || !is_power_of_2(q->ring_size) ||
+            q->ring_size < NPU_UQ_RING_SIZE_MIN ||
+            q->ring_size > NPU_UQ_RING_SIZE_MAX ||
+            (q->config & ~NPU_UQ_CONFIG_ALL) ||
+            NPU_UQ_CONFIG_PRIO(q->config) >= NPU_UQ_PRIOS ||
+            q->wptr < q->rptr || q->wptr - q->rptr > q->ring_size ||
+            (q->status & ~(NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE |
+                           NPU_UQ_STS_WAITING | NPU_UQ_STS_HALTED)) ||
+            waiting != !!(q->status & NPU_UQ_STS_WAITING) ||
+            (ready && waiting)) {
+            error_report("npu: migration stream refused: user queue %u", i);
+            ret = -EINVAL;
+            break;
+        }
+        uq->db_queue[q->doorbell] = i + 1;
+        uq->nmapped++;
+        uq->seq = MAX(uq->seq, q->ready_seq);
+        if (waiting) {
+            q->waiting = true;
+            q->wait_since = now;
+            q->wait_next = now;
+            QTAILQ_INSERT_TAIL(&uq->wait_list, q, wlink);
+            qatomic_inc(&uq->nwaiting);
+        } else if (ready) {
+            rq[nready++] = q;
+        }
+    }
+    if (!ret) {
+        qsort(rq, nready, sizeof(*rq), npu_uq_ready_cmp);
+        for (i = 0; i < nready; i++) {
+            uint64_t seq = rq[i]->ready_seq;
+
+            npu_uq_make_ready_locked(s, rq[i]);
+            rq[i]->ready_seq = seq;
+        }
+    }
+    qemu_mutex_unlock(&uq->lock);
+    return ret;
 }
 
 /*

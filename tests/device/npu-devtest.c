@@ -3775,6 +3775,130 @@ static void test_uq_sched(void)
 }
 
 /*
+ * Migrate a device with user queues to a second QEMU: queue 0 waits on a
+ * gate (WAIT_MEM64) with a FILL behind it; queue 1 is inside an indirect
+ * buffer (FILL, a 2 s kernel, a SEM_SIGNAL that counts its runs, FILL)
+ * when the migration starts (its RAM copy takes far less), and leaves its
+ * engine at the IB's next packet for the save; queue 2 is halted by a fault; queue 3 is suspended
+ * with work pending. In the second QEMU the doorbells still reach the
+ * queues, the gate releases queue 0, queue 1's IB resumes where it was
+ * (its count is 1), CONTINUE and RUN work.
+ */
+static void test_uq_migration(void)
+{
+	const char *opts = "uq-compute-engines=2,uq-copy-engines=1,"
+			   "uq-max-queues=16,uq-doorbell-pages=1,"
+			   "devmem-size=16M";
+	char file[64], out_uri[128], in_uri[128], dev[160], json[256];
+	const char *extra[] = { "-device", dev, "-incoming", in_uri, NULL };
+	struct tq a, b, c, d;
+	struct buf gate, w, ibb;
+	struct pk p = { .n = 0 }, ib = { .n = 0 };
+	uint32_t v[4], ib_off;
+	uint64_t zero = 0, one = 1;
+	const char *r;
+	bool good;
+
+	snprintf(file, sizeof(file), "/tmp/npu-devtest-uqmig-%d", (int)getpid());
+	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
+	snprintf(in_uri, sizeof(in_uri), "exec:cat %s", file);
+	snprintf(dev, sizeof(dev), "npu,addr=%d,%s", SLOT, opts);
+	unlink(file);
+
+	start(opts, 1);
+	gate = alloc_buf(4096, 0, 1);
+	w = alloc_buf(4096, 0, 1);
+	ibb = alloc_buf(4096, 0, 0);
+	buf_write(&gate, 0, &zero, 8);
+	uq_setup(16);
+	good = uq_new(&a, 0, 0) && uq_new(&b, 1, 0) && uq_new(&c, 2, 0) &&
+	       uq_new(&d, 3, NPU_UQ_CONFIG_COPY);
+	p.n = 0;
+	pk_wait64(&p, gate.va, 1);
+	pk_fill(&p, w.va, 4, 0xa1);
+	uq_push(&a, &p);
+	pk_fill(&ib, w.va + 4, 4, 0xb1);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 2000000000);
+	pk_sem(&ib, 0, w.va + 8, 1);
+	pk_fill(&ib, w.va + 12, 4, 0xb2);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	uq_push(&b, &p);
+	p.n = 0;
+	pk_fill(&p, 0x7000000000ull, 4, 1);
+	pk_fill(&p, w.va + 16, 4, 0xc1);
+	uq_push(&c, &p);
+	good &= uq_cmd(NPU_UQ_CMD_SUSPEND, 3) == 0;
+	p.n = 0;
+	pk_fill(&p, w.va + 20, 4, 0xd1);
+	uq_push(&d, &p);
+	for (unsigned i = 0; i < 5000 &&
+	     !(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING); i++)
+		usleep(1000);
+	good &= (uqd32(0, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING) &&
+		(uq_wait(&c, 5000) & NPU_UQ_STS_HALTED);
+	/* the RAM copy at full speed, well inside the kernel's 2 s */
+	r = qmp_cmd(q, "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+		    "{\"max-bandwidth\":17179869184}}");
+	good &= r && strstr(r, "\"return\"");
+	snprintf(json, sizeof(json),
+		 "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}", out_uri);
+	r = qmp_cmd(q, json);
+	good &= r && strstr(r, "\"return\"") && migrate_wait(20000);
+	ib_off = uqd32(1, NPU_UQD_IB_OFFSET);
+	if (ib_off != 4 * (6 + 8))
+		diag("queue 1 after the save: status 0x%x rptr %llu wptr %llu "
+	     "ib_va 0x%llx cmds %llu sem %u", uqd32(1, NPU_UQD_STATUS),
+	     (unsigned long long)uqd64(1, NPU_UQD_RPTR),
+	     (unsigned long long)uqd64(1, NPU_UQD_WPTR),
+	     (unsigned long long)uqd64(1, NPU_UQD_IB_VA),
+	     (unsigned long long)uqd64(1, NPU_UQD_CMDS),
+	     qt_readl(q, buf_phys(&w, 8)));
+	ok(good && ib_off == 4 * (6 + 8),
+	   "user queues waiting, inside an IB, halted and suspended migrate "
+	   "out (queue 1 left its engine at IB offset %u)", ib_off);
+	stop("user-queue migration source");
+	if (!good) {
+		unlink(file);
+		return;
+	}
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -incoming");
+		unlink(file);
+		return;
+	}
+	good = wait_running(20000);
+	unlink(file);
+	good &= rd(NPU_REG_UQ_TABLE_ENTRIES) == 16 &&
+		(uqd32(0, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED);
+	buf_write(&gate, 0, &one, 8);
+	good &= uq_cmd(NPU_UQ_CMD_KICK, 0) == 0;
+	good &= uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_cmd(NPU_UQ_CMD_CONTINUE, 2) == 0 &&
+		uq_wait(&c, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_cmd(NPU_UQ_CMD_RUN, 3) == 0 &&
+		uq_wait(&d, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&w, 0, v, 16);
+	ok(good && v[0] == 0xa1 && v[1] == 0xb1 && v[2] == 1 && v[3] == 0xb2 &&
+	   qt_readl(q, buf_phys(&w, 16)) == 0xc1 &&
+	   qt_readl(q, buf_phys(&w, 20)) == 0xd1,
+	   "after the migration: the gate releases queue 0, queue 1's IB "
+	   "resumes (not rerun), CONTINUE and RUN work");
+	p.n = 0;
+	pk_fill(&p, w.va + 24, 4, 0xa2);
+	uq_push(&a, &p);
+	ok(uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+	   qt_readl(q, buf_phys(&w, 24)) == 0xa2,
+	   "doorbells reach the migrated queues");
+	stop("user-queue migration destination");
+}
+
+/*
  * NPU_DEVTEST_ONLY=name runs one of the tests that start their own QEMU
  * (a developer's shortcut; make test runs everything).
  */
@@ -3798,6 +3922,7 @@ static const struct {
 	{ "hotplug", test_hotplug },
 	{ "uq", test_uq },
 	{ "uq_sched", test_uq_sched },
+	{ "uq_migration", test_uq_migration },
 };
 
 static void run_all(void)
@@ -3846,6 +3971,7 @@ static void run_all(void)
 	test_hotplug();
 	test_uq();
 	test_uq_sched();
+	test_uq_migration();
 }
 
 int main(int argc, char **argv)
