@@ -1089,6 +1089,11 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
         ret = NPU_ERR_BAD_OPCODE;
         break;
     }
+    if (!ret && (q->status & NPU_UQ_STS_MAPPED)) {
+        /* every command leaves the descriptor current (also after a time
+         * without bus mastering, when the device could not write it) */
+        npu_uq_sync_locked(s, q);
+    }
     if (publish && q->engine < 0) {
         qemu_mutex_unlock(&uq->lock);
         npu_uq_publish(s, &uq->eng[NPU_UQ_ENGINES], qi, false);

@@ -3577,6 +3577,30 @@ static void test_uq(void)
 		qt_writeq(q, uqd_pa(2) + NPU_UQD_IRQ_RPTR, 0);
 	}
 
+	/* bus mastering off: the queue's accesses fail with BAD_DMA */
+	{
+		uint32_t cmd = cfg_readl(0x04);
+
+		uq_cmd(NPU_UQ_CMD_RESET, 2);
+		cfg_writel(0x04, cmd & ~0x4u);
+		p.n = 0;
+		pk_fill(&p, d.va + 44, 4, 0x6666);
+		uq_push(&b, &p);
+		usleep(20000);
+		cfg_writel(0x04, cmd);
+		/* the descriptor could not be written meanwhile: KICK does */
+		good = uq_cmd(NPU_UQ_CMD_KICK, 2) == 0;
+		st = uqd32(2, NPU_UQD_STATUS);
+		good &= (st & NPU_UQ_STS_HALTED) &&
+			uqd32(2, NPU_UQD_ERROR) == NPU_ERR_BAD_DMA;
+		good &= uq_cmd(NPU_UQ_CMD_CONTINUE, 2) == 0 &&
+			uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&d, 44, &v, 4);
+		ok(good && v == 0x6666, "bus mastering off: the queue halts "
+		   "with BAD_DMA (status 0x%x), shown by the next command; on "
+		   "again, CONTINUE runs the packet", st);
+	}
+
 	/* random packets, doorbells and commands never crash QEMU */
 	{
 		struct tq *fq[3] = { &b, &c, &many[1] };
