@@ -2080,10 +2080,16 @@ static void test_properties(void)
 	static char out[65536];
 	const char *props[] = { "compute-rings", "copy-rings", "compute-units",
 		"devmem-size", "timing", "link-bw-mbps", "mem-bw-mbps", "cu-mops",
-		"launch-ns", "copy-ns" };
+		"launch-ns", "copy-ns", "uq-compute-engines", "uq-copy-engines",
+		"uq-max-queues", "uq-doorbell-pages", "uq-timeslice-us",
+		"uq-switch-ns" };
 	const char *argv[] = { qemu_bin, "-device", "npu,help", NULL };
 	const char *bad[] = { "compute-rings=0", "compute-rings=12,copy-rings=5",
-		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000" };
+		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000",
+		"uq-compute-engines=17", "uq-copy-engines=17", "uq-max-queues=0",
+		"uq-max-queues=65537", "uq-doorbell-pages=3",
+		"uq-doorbell-pages=8192", "uq-timeslice-us=5",
+		"uq-switch-ns=1000001" };
 	bool good;
 	int rc;
 
@@ -3235,6 +3241,17 @@ static void test_uq(void)
 	uint32_t v, st;
 	uint64_t w;
 	bool good;
+
+	/* without engines: no UQ block, no vector, no FEATURES bit */
+	start("uq-compute-engines=0,uq-copy-engines=0", 0);
+	wr(NPU_REG_UQ_EVENT_SIZE, 4096);
+	ok(nvec == nrings + 1 &&
+	   !(rd(NPU_REG_FEATURES) & NPU_FEATURE_USER_QUEUES) &&
+	   rd(NPU_REG_UQ_MAX_QUEUES) == 0 && rd(NPU_REG_UQ_EVENT_SIZE) == 0 &&
+	   rd(NPU_REG_VERSION) == NPU_VERSION,
+	   "no user-queue engines: %u vectors, FEATURES bit 3 clear, UQ_* "
+	   "read 0 (VERSION still 1.1)", nvec);
+	stop("instance without user queues");
 
 	start("uq-compute-engines=2,uq-copy-engines=1,uq-max-queues=64,"
 	      "uq-doorbell-pages=4", 0);
