@@ -247,6 +247,9 @@ static void npu_uq_halt_locked(NpuState *s, NpuUq *q, const NpuErr *err,
     q->fault_unit = err->unit;
     q->fault_entry = err->entry;
     q->skip = skip;
+    /* the error fields are in the descriptor before HALTED is */
+    npu_uq_sync_locked(s, q);
+    smp_wmb();
     q->status |= NPU_UQ_STS_HALTED;
     npu_uq_sync_locked(s, q);
     npu_uq_post_locked(s, NPU_UQ_EVENT_HALT, q->ctx, q->idx, err->code);
