@@ -85,6 +85,80 @@ typedef struct NpuCuInsn {
 #define NPU_CU_FAST         0x01    /* a simple class (npu_cu_is_simple) */
 #define NPU_CU_FAST_DIV     0x02    /* ... that uses the integer divider */
 #define NPU_CU_FAST_FDIV    0x04    /* ... the FP divide/sqrt unit */
+#define NPU_CU_FAST_LOCKSTEP 0x08   /* ... fit for npu_unit_lockstep */
+
+/*
+ * A superblock: the decoded instructions from pc up to and including the
+ * first branch or jump, or up to the first instruction of another class
+ * than the simple ones (npu_cu_is_simple), the page's end or
+ * NPU_TB_INSNS; or a single instruction of another class. The one-thread
+ * loop runs a simple superblock whole when its inputs are ready (its
+ * timing computed once, when it was built: npu_tb_time), else instruction
+ * by instruction. Each launch keeps its own, until its translations are
+ * dropped (npu_launch_flush); chained to their successors.
+ */
+#define NPU_TB_INSNS        64
+#define NPU_TB_HASH         1024        /* superblocks by pc, per launch */
+#define NPU_TB_LIMIT        4096        /* ... built before all are dropped */
+
+/*
+ * An instruction of a simple superblock as npu_tb_exec reads it: its
+ * handler (NPU_XOP_*: integer operations and branches inline, the rest
+ * through npu_rv_exec) and operands.
+ */
+#define NPU_TB_BRANCHES(X) X(BEQ) X(BNE) X(BLT) X(BGE) X(BLTU) X(BGEU)
+
+enum {
+    NPU_XOP_OTHER,              /* npu_rv_exec */
+    NPU_XOP_NOP,                /* an integer result for x0 */
+    NPU_XOP_END,                /* after the last instruction */
+    NPU_XOP_JAL,
+    NPU_XOP_JALR,
+#define NPU_XOP_ENUM(name, ...) NPU_XOP_##name,
+    NPU_RV_INT_OPS(NPU_XOP_ENUM)
+    NPU_TB_BRANCHES(NPU_XOP_ENUM)
+#undef NPU_XOP_ENUM
+    NPU_XOPS
+};
+
+typedef struct NpuTbOp {
+    uint8_t xop;
+    uint8_t rd, rs1, rs2;
+    int64_t imm;
+} NpuTbOp;
+
+typedef struct NpuTb NpuTb;
+struct NpuTb {
+    uint64_t pc;
+    NpuTb *succ[2];             /* next: fall-through, elsewhere (or NULL) */
+    NpuTb *all_next;            /* the launch's list of superblocks */
+    uint16_t n;                 /* instructions */
+    bool simple;                /* of simple classes (else n == 1) */
+    /*
+     * The timing of a simple superblock entered at cycle c0 with every
+     * register it names ready, no branch bubble and the dividers it uses
+     * free by c0 (in[], div, fdiv): issue of the last instruction at
+     * c0 + cycles - 1; the thread's stall cycles before the issues by
+     * reason (waits[]); its register results ready at c0 + out[].off.
+     */
+    uint16_t cycles;
+    uint16_t wait_total;
+    uint8_t nin, nout, nwaits;
+    uint16_t out_max;           /* the latest out[].off */
+    bool div, fdiv;
+    uint16_t div_off, fdiv_off;
+    uint8_t in[NPU_NREGS];
+    struct {
+        uint8_t reg, why;
+        uint16_t off;
+    } out[NPU_NREGS];
+    struct {
+        uint8_t why;
+        uint16_t n;
+    } waits[NPU_STALL_COUNT];
+    NpuTbOp *ops;               /* simple: n + 1, the last NPU_XOP_END */
+    NpuCuInsn insn[];
+};
 
 typedef struct NpuBlock {
     NpuLaunch *l;
@@ -111,6 +185,7 @@ typedef struct NpuSlot {
     /* where h's LR reservation is held: npu_cu_vm_rw's physical key */
     uint64_t reserved_phys;
     uint64_t ready[NPU_NREGS];  /* cycle the register's value is ready */
+    uint64_t ready_max;         /* no register is ready later than this */
     uint8_t why[NPU_NREGS];     /* stall reason while waiting for it */
     uint64_t issue_at;          /* no issue before (branch bubble) */
     uint8_t stall;              /* reason of the current cycle */
@@ -123,6 +198,9 @@ typedef struct NpuSlot {
     uint64_t d_pc;
     uint64_t d_epoch;
     uint32_t d_err;
+    /* npu_unit_run_single: the superblock at pc, valid in tb_epoch */
+    NpuTb *tb;
+    uint64_t tb_epoch;
 } NpuSlot;
 
 typedef struct NpuUnit {
@@ -166,6 +244,7 @@ typedef struct NpuCodePage {
 typedef struct NpuDtlb {
     uint64_t vpn;               /* UINT64_MAX: empty */
     uint64_t pte;
+    uint8_t *host;              /* a device-memory page: where it is */
 } NpuDtlb;
 
 struct NpuLaunch {
@@ -205,6 +284,10 @@ struct NpuLaunch {
     uint64_t code_fills;        /* pages decoded into code[] */
     NpuCodePage code[NPU_CODE_PAGES];
     NpuDtlb dtlb[NPU_DTLB];
+    NpuTb **tb_hash;            /* NPU_TB_HASH entries, on first use */
+    NpuTb *tb_all;              /* every superblock, for freeing */
+    uint32_t ntb;
+    uint64_t tb_epoch;          /* changes whenever superblocks are freed */
 
     bool started;
     uint64_t first_cycle;
@@ -295,9 +378,28 @@ static void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,
  * Memory through the launch's context
  */
 
+/* Free l's superblocks (none may be in use). */
+static void npu_tb_free_all(NpuLaunch *l)
+{
+    NpuTb *tb, *nx;
+
+    for (tb = l->tb_all; tb; tb = nx) {
+        nx = tb->all_next;
+        g_free(tb);
+    }
+    l->tb_all = NULL;
+    l->ntb = 0;
+    l->tb_epoch++;
+    if (l->tb_hash) {
+        memset(l->tb_hash, 0, NPU_TB_HASH * sizeof(l->tb_hash[0]));
+    }
+}
+
 static void npu_launch_flush(NpuLaunch *l)
 {
     unsigned i;
+
+    npu_tb_free_all(l);
 
     for (i = 0; i < NPU_CODE_PAGES; i++) {
         l->code[i].vpn = UINT64_MAX;
@@ -322,6 +424,9 @@ static uint32_t npu_cu_translate(NpuLaunch *l, uint64_t va, bool is_write,
             return err.code;
         }
         e->vpn = vpn;
+        e->host = e->pte & NPU_PTE_DEVMEM ?
+                  l->ring->s->devmem_ptr + (e->pte & NPU_PTE_ADDR_MASK) :
+                  NULL;
     }
     if (is_write && !(e->pte & NPU_PTE_WRITE)) {
         return NPU_ERR_MMU_WRITE;
@@ -460,9 +565,30 @@ static void npu_cu_break_reservations(NpuExec *x, uint64_t phys)
 static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
                               uint64_t *val, bool is_write)
 {
+    uint64_t vpn = va >> NPU_PAGE_SHIFT;
+    const NpuDtlb *e = &x->l->dtlb[vpn % NPU_DTLB];
     uint8_t buf[8];
     uint32_t code;
 
+    /*
+     * A device-memory page the launch's translation cache holds: a
+     * compare and an add (the access is within the page: aligned).
+     */
+    if (e->vpn == vpn && e->host &&
+        (!is_write || (e->pte & NPU_PTE_WRITE)) && !x->s->cu->nreserved) {
+        uint64_t off = va & (NPU_PAGE_SIZE - 1);
+
+        x->space = NPU_SPACE_DEVICE;
+        x->phys = ((e->pte & NPU_PTE_ADDR_MASK) + off) | NPU_PHYS_DEVMEM;
+        if (is_write) {
+            stn_le_p(e->host + off, size, *val);
+            x->l->st.bytes_written[NPU_SPACE_DEVICE] += size;
+        } else {
+            *val = ldn_le_p(e->host + off, size);
+            x->l->st.bytes_read[NPU_SPACE_DEVICE] += size;
+        }
+        return 0;
+    }
     if (va >> NPU_VA_BITS) {
         uint8_t *p = npu_cu_local(x, va, size, is_write, &code, &x->space);
 
@@ -711,6 +837,26 @@ static void npu_cu_deps(NpuCuInsn *ci)
 }
 
 /*
+ * Can ci (at pc) issue in npu_unit_lockstep: a simple instruction that
+ * uses no divider, whose result is ready within 4 cycles, and that can
+ * neither fault nor end the thread (no JALR, no branch to a misaligned
+ * target or NPU_EXIT_PC, no reserved rounding mode; a dynamic one is
+ * checked when it runs)?
+ */
+static void npu_cu_lockstep_fit(NpuCuInsn *ci, uint64_t pc)
+{
+    const NpuRvInsn *d = &ci->d;
+
+    if (ci->fast != NPU_CU_FAST || ci->lat > 4 || d->op == RV_JALR ||
+        ((d->cls == NPU_RV_BRANCH || d->op == RV_JAL) &&
+         ((d->imm & 3) || pc + d->imm == NPU_EXIT_PC)) ||
+        (d->cls == NPU_RV_FP && (d->rm == 5 || d->rm == 6))) {
+        return;
+    }
+    ci->fast |= NPU_CU_FAST_LOCKSTEP;
+}
+
+/*
  * The decoded-page cache is set-associative, so that the pages of two
  * threads' code that share a set (NPU_CODE_PAGES / NPU_CODE_WAYS pages
  * apart) do not evict each other on every instruction.
@@ -776,6 +922,7 @@ static const NpuCuInsn *npu_cu_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
                 ci->d.cls = NPU_RV_NCLASSES;
             }
             npu_cu_deps(ci);
+            npu_cu_lockstep_fit(ci, (vpn << NPU_PAGE_SHIFT) + 4 * i);
         }
         cp->vpn = vpn;
         cp->filled = ++l->code_fills;
@@ -1153,6 +1300,7 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
         unsigned r = npu_reg_index(d->flags & NPU_RV_RD_F, d->rd);
 
         t->ready[r] = MAX(t->ready[r], c + lat);
+        t->ready_max = MAX(t->ready_max, t->ready[r]);
         t->why[r] = why;
     }
     if (x.barrier) {
@@ -1196,6 +1344,33 @@ static inline bool npu_cu_is_simple(const NpuSlot *t, const NpuCuInsn *ci)
 }
 
 /*
+ * The timing of a simple instruction (npu_cu_issue_simple below): ci
+ * issued at c; moved is true when it was a taken branch or a jump (pc not
+ * advanced by 4).
+ */
+static inline QEMU_ALWAYS_INLINE void
+npu_cu_time_simple(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci, uint64_t c,
+                   bool moved)
+{
+    if (moved) {
+        t->issue_at = c + 1 + NPU_LAT_BRANCH;
+    }
+    if (unlikely(ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV))) {
+        if (ci->fast & NPU_CU_FAST_DIV) {
+            u->div_free = c + NPU_LAT_DIV;
+        } else {
+            u->fdiv_free = c + NPU_LAT_FDIV;
+        }
+    }
+    if (ci->rdi < NPU_NREGS) {
+        t->ready[ci->rdi] = MAX(t->ready[ci->rdi], c + ci->lat);
+        t->ready_max = MAX(t->ready_max, t->ready[ci->rdi]);
+        t->why[ci->rdi] = ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV) ?
+                          NPU_STALL_SHORT_SCOREBOARD : NPU_STALL_WAIT;
+    }
+}
+
+/*
  * Issue a simple instruction (npu_cu_is_simple) for t at cycle c, as
  * npu_cu_issue_one does except for the counters: the caller adds the
  * instruction to l->st.instructions and u->instrs, and ends the thread if
@@ -1213,22 +1388,7 @@ npu_cu_issue_simple(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci, uint64_t c)
         npu_rv_exec(&t->h, d, &npu_cu_ops, NULL, &fault, &maddr)) {
         return false;
     }
-    /* only a taken branch or a jump moves pc elsewhere */
-    if (t->h.pc != pc + 4) {
-        t->issue_at = c + 1 + NPU_LAT_BRANCH;
-    }
-    if (unlikely(ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV))) {
-        if (ci->fast & NPU_CU_FAST_DIV) {
-            u->div_free = c + NPU_LAT_DIV;
-        } else {
-            u->fdiv_free = c + NPU_LAT_FDIV;
-        }
-    }
-    if (ci->rdi < NPU_NREGS) {
-        t->ready[ci->rdi] = MAX(t->ready[ci->rdi], c + ci->lat);
-        t->why[ci->rdi] = ci->fast & (NPU_CU_FAST_DIV | NPU_CU_FAST_FDIV) ?
-                          NPU_STALL_SHORT_SCOREBOARD : NPU_STALL_WAIT;
-    }
+    npu_cu_time_simple(u, t, ci, c, t->h.pc != pc + 4);
     return true;
 }
 
@@ -1374,6 +1534,182 @@ static void npu_cu_yield(NpuState *s)
 }
 
 /*
+ * Superblocks (NpuTb)
+ */
+
+/*
+ * The timing of simple superblock tb, by the per-instruction model itself
+ * (npu_cu_ready, npu_cu_time_simple) run on a thread and a unit whose
+ * registers and dividers are all ready at cycle 0: what the one-thread
+ * loop would do from any cycle c0 at which everything tb names is ready,
+ * shifted by c0. Its last instruction's own bubble (a taken branch)
+ * depends on the run and is left to the caller.
+ */
+static void npu_tb_time(NpuTb *tb)
+{
+    g_autofree NpuSlot *t = g_new0(NpuSlot, 1);
+    NpuUnit u = { 0 };
+    uint64_t c = 0, named = 0, written = 0, waits[NPU_STALL_COUNT] = { 0 };
+    unsigned i, k;
+
+    for (i = 0; i < tb->n; i++) {
+        const NpuCuInsn *ci = &tb->insn[i];
+        uint64_t when;
+        uint8_t why;
+
+        for (k = 0; k < ci->nregs; k++) {
+            if (!(named & (1ull << ci->regs[k]))) {
+                named |= 1ull << ci->regs[k];
+                tb->in[tb->nin++] = ci->regs[k];
+            }
+        }
+        if (ci->rdi < NPU_NREGS) {
+            written |= 1ull << ci->rdi;
+        }
+        when = npu_cu_ready(&u, t, ci, c, &why);
+        if (when > c) {
+            waits[why] += when - c;
+            tb->wait_total += when - c;
+            c = when;
+        }
+        npu_cu_time_simple(&u, t, ci, c, false);
+        c++;
+    }
+    tb->cycles = c;
+    /* results ready by the block's end need no update: nothing waits */
+    for (k = 0; k < NPU_NREGS; k++) {
+        if ((written & (1ull << k)) && t->ready[k] > c) {
+            tb->out[tb->nout].reg = k;
+            tb->out[tb->nout].why = t->why[k];
+            tb->out[tb->nout].off = t->ready[k];
+            tb->out_max = MAX(tb->out_max, t->ready[k]);
+            tb->nout++;
+        }
+    }
+    for (k = 0; k < NPU_STALL_COUNT; k++) {
+        if (waits[k]) {
+            tb->waits[tb->nwaits].why = k;
+            tb->waits[tb->nwaits].n = waits[k];
+            tb->nwaits++;
+        }
+    }
+    tb->div = u.div_free != 0;
+    tb->div_off = u.div_free;
+    tb->fdiv = u.fdiv_free != 0;
+    tb->fdiv_off = u.fdiv_free;
+}
+
+/* npu_tb_exec's handler for simple instruction ci */
+static uint8_t npu_tb_xop(const NpuCuInsn *ci)
+{
+    switch (ci->d.op) {
+#define NPU_XOP_INT(name, ...) \
+    case RV_##name: \
+        return ci->rdi < NPU_NREGS ? NPU_XOP_##name : NPU_XOP_NOP;
+    NPU_RV_INT_OPS(NPU_XOP_INT)
+#undef NPU_XOP_INT
+#define NPU_XOP_BRANCH(name) \
+    case RV_##name: \
+        return NPU_XOP_##name;
+    NPU_TB_BRANCHES(NPU_XOP_BRANCH)
+#undef NPU_XOP_BRANCH
+    case RV_JAL:
+        return NPU_XOP_JAL;
+    case RV_JALR:
+        return NPU_XOP_JALR;
+    default:
+        return NPU_XOP_OTHER;
+    }
+}
+
+/*
+ * Build the superblock at pc; NULL if its first instruction cannot be
+ * fetched or is illegal (the caller's decode reports it).
+ */
+static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
+{
+    NpuCuInsn insn[NPU_TB_INSNS];
+    bool simple = true;
+    unsigned n = 0;
+    NpuTb *tb;
+
+    while (n < NPU_TB_INSNS) {
+        uint64_t p = pc + 4 * n;
+        const NpuCuInsn *ci;
+        uint32_t err;
+
+        if (n && !(p & (NPU_PAGE_SIZE - 1))) {
+            break;                      /* the next page is fetched later */
+        }
+        ci = npu_cu_fetch(s, l, p, &err);
+        if (!ci || ci->d.cls == NPU_RV_NCLASSES) {
+            break;
+        }
+        if (!(ci->fast & NPU_CU_FAST)) {
+            if (!n) {
+                insn[n++] = *ci;
+                simple = false;
+            }
+            break;
+        }
+        insn[n++] = *ci;
+        if (ci->d.cls == NPU_RV_BRANCH || ci->d.cls == NPU_RV_JUMP) {
+            break;
+        }
+    }
+    if (!n) {
+        return NULL;
+    }
+    if (l->ntb >= NPU_TB_LIMIT) {
+        npu_tb_free_all(l);
+    }
+    tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
+                   (simple ? (n + 1) * sizeof(NpuTbOp) : 0));
+    tb->pc = pc;
+    tb->n = n;
+    tb->simple = simple;
+    memcpy(tb->insn, insn, n * sizeof(insn[0]));
+    if (simple) {
+        unsigned i;
+
+        tb->ops = (NpuTbOp *)&tb->insn[n];
+        for (i = 0; i < n; i++) {
+            const NpuRvInsn *d = &insn[i].d;
+
+            tb->ops[i] = (NpuTbOp) {
+                .xop = npu_tb_xop(&insn[i]),
+                .rd = d->rd, .rs1 = d->rs1, .rs2 = d->rs2, .imm = d->imm,
+            };
+        }
+        tb->ops[n].xop = NPU_XOP_END;
+        npu_tb_time(tb);
+    }
+    tb->all_next = l->tb_all;
+    l->tb_all = tb;
+    l->ntb++;
+    return tb;
+}
+
+/* The superblock at pc (built on first use), NULL as npu_tb_build. */
+static NpuTb *npu_tb_get(NpuState *s, NpuLaunch *l, uint64_t pc)
+{
+    NpuTb **e, *tb;
+
+    if (!l->tb_hash) {
+        l->tb_hash = g_new0(NpuTb *, NPU_TB_HASH);
+    }
+    e = &l->tb_hash[(pc >> 2) & (NPU_TB_HASH - 1)];
+    if (*e && (*e)->pc == pc) {
+        return *e;
+    }
+    tb = npu_tb_build(s, l, pc);
+    if (tb) {
+        *e = tb;
+    }
+    return tb;
+}
+
+/*
  * The general loop below with one live thread, of the unit's one launch:
  * no round robin, and charging a cycle is three counters of that launch
  * (the unit's busy cycles are added once, at the end). The same cycles,
@@ -1381,87 +1717,438 @@ static void npu_cu_yield(NpuState *s)
  * wake-up, then the issue's cycle); returns when a second thread could
  * appear (never within a run), the thread ends or end is reached.
  * The cycles it issues in and the simple instructions it retires are
- * counted in locals (sel, insns) and added to the launch's statistics and
- * the unit's instruction count before anything else can read them: before
- * an instruction goes through npu_cu_issue, when the thread ends or the
- * launch fails, and on return.
+ * counted in locals (NpuSingle's sel, insns) and added to the launch's
+ * statistics and the unit's instruction count before anything else can
+ * read them: before an instruction goes through npu_cu_issue, when the
+ * thread ends or the launch fails, and on return.
+ *
+ * It runs superblocks: a simple one whose inputs are ready when its first
+ * instruction can issue, that ends before end and holds no PC sample
+ * point runs whole, its timing taken from npu_tb_time; any other one
+ * instruction by instruction. A traced thread decodes one instruction
+ * at a time.
  */
-static inline void npu_unit_single_flush(NpuUnit *u, NpuLaunch *l,
-                                         uint64_t *sel, uint64_t *insns)
+typedef struct NpuSingle {
+    NpuState *s;
+    NpuUnit *u;
+    NpuSlot *t;
+    NpuLaunch *l;
+    uint64_t end;
+    uint64_t sel;               /* issue cycles not yet in l->st */
+    uint64_t insns;             /* simple instructions not yet counted */
+    uint64_t busy;              /* the unit's busy cycles, added at return */
+    uint64_t sample;            /* next PC sample point, UINT64_MAX: none */
+    uint32_t period;
+    unsigned unit;
+} NpuSingle;
+
+static inline void npu_single_flush(NpuSingle *r)
 {
-    l->st.unit_cycles += *sel;
-    l->st.thread_cycles += *sel;
-    l->st.stall[NPU_STALL_SELECTED] += *sel;
-    l->st.instructions += *insns;
-    if (*insns) {
-        qatomic_set(&u->instrs, u->instrs + *insns);
+    NpuLaunch *l = r->l;
+
+    l->st.unit_cycles += r->sel;
+    l->st.thread_cycles += r->sel;
+    l->st.stall[NPU_STALL_SELECTED] += r->sel;
+    l->st.instructions += r->insns;
+    if (r->insns) {
+        qatomic_set(&r->u->instrs, r->u->instrs + r->insns);
     }
-    *sel = 0;
-    *insns = 0;
+    r->sel = 0;
+    r->insns = 0;
+}
+
+/*
+ * Wait from the unit's cycle until d can issue; the cycle it issues at in
+ * *at, false if end comes first.
+ */
+static inline bool npu_single_wait(NpuSingle *r, const NpuCuInsn *d,
+                                   uint64_t *at)
+{
+    NpuUnit *u = r->u;
+    NpuSlot *t = r->t;
+    NpuLaunch *l = r->l;
+    uint64_t c = u->cycle, when, n;
+    uint8_t why;
+
+    when = npu_cu_ready(u, t, d, c, &why);
+    if (when > c) {
+        /* nothing can issue: jump to the wake-up */
+        t->stall = why;
+        n = MIN(when, r->end) - c;
+        l->st.unit_cycles += n;
+        l->st.thread_cycles += n;
+        l->st.stall[t->stall] += n;
+        r->busy += n;
+        if (r->sample < c + n) {
+            npu_cu_sample(r->s, t, r->unit, c, n, t->stall);
+            r->sample = QEMU_ALIGN_UP(c + n, r->period);
+        }
+        c += n;
+        u->cycle = c;
+        if (c >= r->end) {
+            return false;
+        }
+        /* npu_cu_ready(c) would now return c: nothing it reads changed */
+    }
+    *at = c;
+    return true;
+}
+
+/* The issue cycle c of the thread (after npu_single_wait). */
+static inline void npu_single_select(NpuSingle *r, uint64_t c)
+{
+    r->t->stall = NPU_STALL_SELECTED;
+    r->sel++;
+    r->busy++;
+    if (r->sample <= c) {
+        npu_cu_sample(r->s, r->t, r->unit, c, 1, NPU_STALL_SELECTED);
+        r->sample = QEMU_ALIGN_UP(c + 1, r->period);
+    }
+    r->u->cycle = c + 1;
+}
+
+/* Issue d (fetch error ferr) at c, after npu_single_wait. */
+static inline void npu_single_issue(NpuSingle *r, const NpuCuInsn *d,
+                                    uint32_t ferr, uint64_t c)
+{
+    NpuSlot *t = r->t;
+    NpuLaunch *l = r->l;
+
+    npu_single_select(r, c);
+    if (likely(npu_cu_is_simple(t, d)) &&
+        likely(npu_cu_issue_simple(r->u, t, d, c))) {
+        r->insns++;
+        if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
+            npu_single_flush(r);
+            if (t->h.pc == NPU_EXIT_PC) {
+                npu_cu_thread_end(r->s, r->u, t, c);
+            }
+            if (l->failed) {
+                npu_cu_stop_launch(r->s, l);
+            }
+        }
+        return;
+    }
+    npu_single_flush(r);
+    npu_cu_issue(r->s, r->u, t, d, ferr, c);
+}
+
+/* The thread can go on in this loop. */
+static inline bool npu_single_goes_on(NpuSingle *r)
+{
+    return r->u->cycle < r->end && r->u->nlive == 1 && r->t->live &&
+           !r->t->barrier;
+}
+
+/*
+ * Can simple superblock tb run whole from c0 (not before the thread's
+ * branch bubble ends), its first instruction issuing at c0?
+ */
+static inline bool npu_tb_fits(NpuSingle *r, const NpuTb *tb, uint64_t c0)
+{
+    const NpuSlot *t = r->t;
+    unsigned k;
+
+    if (c0 + tb->cycles > r->end || r->sample < c0 + tb->cycles) {
+        return false;
+    }
+    for (k = 0; t->ready_max > c0 && k < tb->nin; k++) {
+        if (t->ready[tb->in[k]] > c0) {
+            return false;
+        }
+    }
+    return (!tb->div || r->u->div_free <= c0) &&
+           (!tb->fdiv || r->u->fdiv_free <= c0);
+}
+
+/*
+ * Simple superblock tb's first i instructions retired (executed by
+ * npu_tb_chain from c0) and the next one faulted on the short path:
+ * charge the i one by one, then issue it through npu_cu_issue, as
+ * without superblocks.
+ */
+static void npu_tb_fault(NpuSingle *r, const NpuTb *tb, unsigned i)
+{
+    uint64_t c = 0;
+    unsigned k;
+
+    for (k = 0; k < i; k++) {
+        npu_single_wait(r, &tb->insn[k], &c);
+        npu_single_select(r, c);
+        npu_cu_time_simple(r->u, r->t, &tb->insn[k], c, false);
+        r->insns++;
+    }
+    if (npu_single_wait(r, &tb->insn[i], &c)) {
+        npu_single_issue(r, &tb->insn[i], 0, c);
+    }
+}
+
+/*
+ * Simple superblock tb ran whole from c0: its cycles, stalls and results'
+ * ready cycles (npu_tb_time), the bubble of a taken last branch, and the
+ * thread's end.
+ */
+static inline QEMU_ALWAYS_INLINE void npu_tb_account(NpuSingle *r,
+                                                     const NpuTb *tb,
+                                                     uint64_t c0)
+{
+    NpuSlot *t = r->t;
+    NpuUnit *u = r->u;
+    NpuLaunch *l = r->l;
+    uint64_t last = c0 + tb->cycles - 1;
+    unsigned k;
+
+    for (k = 0; k < tb->nwaits; k++) {
+        l->st.stall[tb->waits[k].why] += tb->waits[k].n;
+    }
+    l->st.unit_cycles += tb->wait_total;
+    l->st.thread_cycles += tb->wait_total;
+    r->sel += tb->n;
+    r->busy += tb->cycles;
+    r->insns += tb->n;
+    for (k = 0; k < tb->nout; k++) {
+        t->ready[tb->out[k].reg] = c0 + tb->out[k].off;
+        t->why[tb->out[k].reg] = tb->out[k].why;
+    }
+    t->ready_max = MAX(t->ready_max, c0 + tb->out_max);
+    if (tb->div) {
+        u->div_free = c0 + tb->div_off;
+    }
+    if (tb->fdiv) {
+        u->fdiv_free = c0 + tb->fdiv_off;
+    }
+    if (t->h.pc != tb->pc + 4 * tb->n) {
+        t->issue_at = last + 1 + NPU_LAT_BRANCH;
+    }
+    t->stall = NPU_STALL_SELECTED;
+    u->cycle = last + 1;
+    if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
+        npu_single_flush(r);
+        if (t->h.pc == NPU_EXIT_PC) {
+            npu_cu_thread_end(r->s, u, t, last);
+        }
+        if (l->failed) {
+            npu_cu_stop_launch(r->s, l);
+        }
+    }
+}
+
+/* t's superblock at its pc, NULL if none (see npu_tb_build). */
+static inline NpuTb *npu_slot_tb(NpuState *s, NpuSlot *t)
+{
+    NpuLaunch *l = t->l;
+
+    if (!t->tb || t->tb_epoch != l->tb_epoch || t->tb->pc != t->h.pc) {
+        t->tb = npu_tb_get(s, l, t->h.pc);
+        t->tb_epoch = l->tb_epoch;
+    }
+    return t->tb;
+}
+
+static inline NpuTb *npu_single_tb(NpuSingle *r)
+{
+    return npu_slot_tb(r->s, r->t);
+}
+
+/*
+ * After tb ran whole: the superblock at the thread's pc (NULL if none),
+ * chained to tb.
+ */
+static inline NpuTb *npu_single_next(NpuSingle *r, NpuTb *tb)
+{
+    NpuSlot *t = r->t;
+    NpuLaunch *l = r->l;
+    unsigned k = t->h.pc != tb->pc + 4 * tb->n;
+    NpuTb *nx = tb->succ[k];
+
+    if (!nx || nx->pc != t->h.pc) {
+        uint64_t epoch = l->tb_epoch;
+
+        nx = npu_tb_get(r->s, l, t->h.pc);
+        if (l->tb_epoch == epoch) {
+            tb->succ[k] = nx;   /* else tb is gone */
+        }
+    }
+    t->tb = nx;
+    t->tb_epoch = l->tb_epoch;
+    return nx;
+}
+
+/*
+ * Run simple superblocks whole, tb first, then its successors, for as
+ * long as each fits (npu_tb_fits) from the cycle its first instruction
+ * can issue at: the end of a branch bubble, whose wait is charged as
+ * npu_single_wait would. Returns false if tb itself did not fit.
+ * Executing a superblock involves no timing: each handler jumps straight
+ * to the next one's (direct threading), and pc and instret are counted at
+ * its end (only the last instruction can branch). npu_tb_fault takes
+ * over at an instruction that faults on the short path.
+ */
+static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
+{
+    static const void *const handler[NPU_XOPS] = {
+        [NPU_XOP_OTHER] = &&x_other,
+        [NPU_XOP_NOP] = &&x_nop,
+        [NPU_XOP_END] = &&x_end,
+        [NPU_XOP_JAL] = &&x_jump,
+        [NPU_XOP_JALR] = &&x_jump,
+#define NPU_XOP_LABEL(name, ...) [NPU_XOP_##name] = &&x_##name,
+        NPU_RV_INT_OPS(NPU_XOP_LABEL)
+        NPU_TB_BRANCHES(NPU_XOP_LABEL)
+#undef NPU_XOP_LABEL
+    };
+    NpuSlot *t = r->t;
+    NpuUnit *u = r->u;
+    NpuLaunch *l = r->l;
+    uint64_t *x = t->h.x, c0, npc, fault, maddr;
+    const NpuTbOp *ops, *o;
+    unsigned by_exec;           /* retired by npu_rv_exec, which counts */
+    bool ran = false;
+
+#define NPU_TB_PC       (tb->pc + ((uint64_t)(o - ops) << 2))
+#define NPU_TB_NEXT     goto *handler[(++o)->xop]
+
+next_block:
+    c0 = MAX(u->cycle, t->issue_at);
+    if (!tb->simple || !npu_tb_fits(r, tb, c0)) {
+        return ran;
+    }
+    if (c0 > u->cycle) {
+        uint64_t n = c0 - u->cycle;
+
+        l->st.unit_cycles += n;
+        l->st.thread_cycles += n;
+        l->st.stall[NPU_STALL_BRANCH_RESOLVING] += n;
+        r->busy += n;
+        u->cycle = c0;
+    }
+    ran = true;
+    ops = o = tb->ops;
+    by_exec = 0;
+    goto *handler[o->xop];
+
+#define NPU_XOP_INT(name, expr) \
+x_##name: \
+    { \
+        uint64_t a = x[o->rs1], b = x[o->rs2], pc = NPU_TB_PC; \
+        int64_t imm = o->imm; \
+        \
+        (void)a, (void)b, (void)pc, (void)imm; \
+        x[o->rd] = (expr); \
+    } \
+    NPU_TB_NEXT;
+    NPU_RV_INT_OPS(NPU_XOP_INT)
+#undef NPU_XOP_INT
+#define NPU_XOP_BRANCH(name) \
+x_##name: \
+    npc = npu_rv_branch_next(RV_##name, x[o->rs1], x[o->rs2], o->imm, \
+                             NPU_TB_PC); \
+    if (npc == NPU_RV_NOT_INT) { \
+        goto stop; \
+    } \
+    goto out;
+    NPU_TB_BRANCHES(NPU_XOP_BRANCH)
+#undef NPU_XOP_BRANCH
+x_jump:
+    npc = npu_rv_jump_target(tb->insn[o - ops].d.op, x[o->rs1], o->imm,
+                             NPU_TB_PC);
+    if (npc == NPU_RV_NOT_INT) {
+        goto stop;
+    }
+    if (o->rd) {
+        x[o->rd] = NPU_TB_PC + 4;
+    }
+    goto out;
+x_nop:
+    NPU_TB_NEXT;
+x_other:
+    t->h.pc = NPU_TB_PC;
+    if (npu_rv_exec(&t->h, &tb->insn[o - ops].d, &npu_cu_ops, NULL, &fault,
+                    &maddr)) {
+        goto stop;
+    }
+    by_exec++;
+    NPU_TB_NEXT;
+x_end:
+    npc = tb->pc + 4 * tb->n;
+out:
+    t->h.pc = npc;
+    t->h.instret += tb->n - by_exec;
+    npu_tb_account(r, tb, c0);
+    if (!npu_single_goes_on(r) || t->h.pc == NPU_EXIT_PC || l->failed) {
+        return true;
+    }
+    tb = npu_single_next(r, tb);
+    if (tb) {
+        goto next_block;
+    }
+    return true;
+stop:
+    /* nothing of the instruction at o is committed */
+    t->h.pc = NPU_TB_PC;
+    t->h.instret += (o - ops) - by_exec;
+    npu_tb_fault(r, tb, o - ops);
+    return true;
+#undef NPU_TB_PC
+#undef NPU_TB_NEXT
 }
 
 static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
 {
     NpuSlot *t = &u->slot[u->live[0]];
     NpuLaunch *l = t->l;
-    uint32_t period = l->sample_period;
-    uint64_t busy = 0, sel = 0, insns = 0;
-    uint64_t sample = period ? QEMU_ALIGN_UP(u->cycle, period) : UINT64_MAX;
-    unsigned unit = u - s->cu->unit;
+    NpuSingle r = {
+        .s = s, .u = u, .t = t, .l = l, .end = end,
+        .period = l->sample_period,
+        .sample = l->sample_period ?
+                  QEMU_ALIGN_UP(u->cycle, l->sample_period) : UINT64_MAX,
+        .unit = u - s->cu->unit,
+    };
+    bool traced = (l->flags & NPU_CODE_ITRACE) &&
+                  t->blk->idx == l->trace_block;
 
     u->rr = 0;
-    while (u->cycle < end && u->nlive == 1 && !t->barrier) {
-        uint64_t c = u->cycle, when, n;
-        const NpuCuInsn *d = npu_slot_decode(s, t, l);
-        uint8_t why;
+    while (npu_single_goes_on(&r)) {
+        NpuTb *tb = traced ? NULL : npu_single_tb(&r);
+        uint64_t c;
+        unsigned i;
 
-        when = npu_cu_ready(u, t, d, c, &why);
-        if (when > c) {
-            /* nothing can issue: jump to the wake-up */
-            t->stall = why;
-            n = MIN(when, end) - c;
-            l->st.unit_cycles += n;
-            l->st.thread_cycles += n;
-            l->st.stall[t->stall] += n;
-            busy += n;
-            if (sample < c + n) {
-                npu_cu_sample(s, t, unit, c, n, t->stall);
-                sample = QEMU_ALIGN_UP(c + n, period);
-            }
-            c += n;
-            u->cycle = c;
-            if (c >= end) {
-                break;
-            }
-            /* npu_cu_ready(c) would now return c: nothing it reads changed */
-        }
-        t->stall = NPU_STALL_SELECTED;
-        sel++;
-        busy++;
-        if (sample <= c) {
-            npu_cu_sample(s, t, unit, c, 1, NPU_STALL_SELECTED);
-            sample = QEMU_ALIGN_UP(c + 1, period);
-        }
-        u->cycle = c + 1;
-        if (likely(npu_cu_is_simple(t, d)) &&
-            likely(npu_cu_issue_simple(u, t, d, c))) {
-            insns++;
-            if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
-                npu_unit_single_flush(u, l, &sel, &insns);
-                if (t->h.pc == NPU_EXIT_PC) {
-                    npu_cu_thread_end(s, u, t, c);
-                }
-                if (l->failed) {
-                    npu_cu_stop_launch(s, l);
-                }
+        if (!tb) {
+            const NpuCuInsn *d = npu_slot_decode(s, t, l);
+
+            if (npu_single_wait(&r, d, &c)) {
+                npu_single_issue(&r, d, t->d_err, c);
             }
             continue;
         }
-        npu_unit_single_flush(u, l, &sel, &insns);
-        npu_cu_issue(s, u, t, d, t->d_err, c);
+        if (npu_tb_chain(&r, tb)) {
+            continue;
+        }
+        /*
+         * Wait for the first instruction (a load's result, say); then the
+         * superblock may run whole from there.
+         */
+        if (!npu_single_wait(&r, &tb->insn[0], &c)) {
+            break;
+        }
+        if (tb->simple && npu_tb_chain(&r, tb)) {
+            continue;
+        }
+        /* instruction by instruction, as long as the thread goes on */
+        npu_single_issue(&r, &tb->insn[0], 0, c);
+        for (i = 1; i < tb->n && npu_single_goes_on(&r) &&
+                    t->h.pc == tb->pc + 4 * i; i++) {
+            if (!npu_single_wait(&r, &tb->insn[i], &c)) {
+                break;
+            }
+            npu_single_issue(&r, &tb->insn[i], 0, c);
+        }
+        if (i == tb->n && t->live && t->h.pc != NPU_EXIT_PC && !l->failed) {
+            npu_single_next(&r, tb);
+        }
     }
-    npu_unit_single_flush(u, l, &sel, &insns);
-    qatomic_set(&u->busy_cycles, u->busy_cycles + busy);
+    npu_single_flush(&r);
+    qatomic_set(&u->busy_cycles, u->busy_cycles + r.busy);
 }
 
 /*
@@ -1618,6 +2305,110 @@ static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
     }
 }
 
+/*
+ * Round robin in lockstep. When n >= 4 running threads can all issue at
+ * c, with no result pending, and their next instructions are fit for it
+ * (npu_cu_lockstep_fit: latencies of at most 4, no divider), every
+ * thread can issue at each of its turns: the unit issues every cycle,
+ * taking the threads in live order after u->rr, and a thread waits for
+ * its last result or branch bubble (at most 4 cycles), then
+ * NOT_SELECTED, until its next turn. Run turn by turn, without looking
+ * at every thread every cycle, until a thread's next instruction is not
+ * fit, the quantum ends or a PC sample point comes; each issue and the
+ * wait after it are the per-instruction model's (npu_cu_time_simple,
+ * npu_cu_ready). Returns the cycles run, 0 if it does not apply.
+ */
+static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
+                                  uint64_t end, uint64_t sample)
+{
+    unsigned n = u->nlive, pos, k;
+    uint64_t limit = MIN(end, sample), at = c, ran = 0;
+
+    if (n < 4 || u->ready_mask != npu_live_bits(n)) {
+        return 0;
+    }
+    for (k = 0; k < n; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (((t->l->flags & NPU_CODE_ITRACE) &&
+             t->blk->idx == t->l->trace_block) || t->ready_max > c) {
+            return 0;
+        }
+        t->wake = 0;
+    }
+    pos = u->rr + 1 >= n ? 0 : u->rr + 1;
+    for (; at < limit; at++, pos = pos + 1 == n ? 0 : pos + 1) {
+        NpuSlot *t = &u->slot[u->live[pos]];
+        NpuLaunch *l = t->l;
+        const NpuCuInsn *ci = npu_slot_decode(s, t, l), *next;
+        uint64_t pc = t->h.pc, fault, maddr, when;
+        uint8_t why;
+
+        if (!ci || !(ci->fast & NPU_CU_FAST_LOCKSTEP) || t->wake > at ||
+            (ci->d.cls == NPU_RV_FP && ci->d.rm == 7 &&
+             ((t->h.fcsr >> 5) & 7) > 4)) {
+            break;
+        }
+        if (t->wake) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        }
+        if (!npu_rv_exec_int(&t->h, &ci->d)) {
+            uint32_t res = npu_rv_exec(&t->h, &ci->d, &npu_cu_ops, NULL,
+                                       &fault, &maddr);
+
+            assert(!res);               /* npu_cu_lockstep_fit */
+        }
+        /* issued at its turn, as npu_unit_run_events charges it */
+        npu_slot_settle(t, at);
+        l->st.thread_cycles++;
+        l->st.stall[NPU_STALL_SELECTED]++;
+        l->st.instructions++;
+        t->since = at + 1;
+        npu_cu_time_simple(u, t, ci, at, t->h.pc != pc + 4);
+        /*
+         * and looked at in the next cycle. For a next instruction fit for
+         * the lockstep only what ci did can be pending: its branch bubble
+         * and its result (older results were ready by this turn): what
+         * npu_cu_ready would find, without its general checks.
+         */
+        next = npu_slot_decode(s, t, l);
+        if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
+            when = MAX(at + 1, t->issue_at);
+            why = t->issue_at > at + 1 ? NPU_STALL_BRANCH_RESOLVING
+                                       : NPU_STALL_SELECTED;
+            for (k = 0; ci->rdi < NPU_NREGS && k < next->nregs; k++) {
+                if (next->regs[k] == ci->rdi && t->ready[ci->rdi] > when) {
+                    when = t->ready[ci->rdi];
+                    why = t->why[ci->rdi];
+                }
+            }
+        } else {
+            when = npu_cu_ready(u, t, next, at + 1, &why);
+        }
+        t->wake = 0;
+        t->stall = NPU_STALL_NOT_SELECTED;
+        if (when > at + 1) {
+            t->stall = why;
+            t->wake = when;
+        }
+        u->rr = pos;
+        ran++;
+    }
+    /* waits that ended by now were NOT_SELECTED from their end */
+    for (k = 0; k < n; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (t->wake && t->wake <= at) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        }
+    }
+    if (ran) {
+        qatomic_set(&u->instrs, u->instrs + ran);
+        npu_unit_charge(u, ran);
+    }
+    return ran;
+}
+
 /* out of line: npu_unit_run_single's code stays as it was (isa_mips) */
 static void __attribute__((noinline))
 npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
@@ -1654,6 +2445,16 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         }
         if (c >= u->next_wake) {
             npu_unit_wake(u, c);
+        }
+        if (u->ready_mask == npu_live_bits(u->nlive)) {
+            uint64_t ran = npu_unit_lockstep(s, u, c, end, sample);
+
+            if (ran) {
+                c += ran;
+                u->cycle = c;
+                npu_unit_look_all(s, u, c);
+                continue;
+            }
         }
         if (!u->ready_mask) {
             /*
@@ -2482,6 +3283,8 @@ static void npu_launch_free(NpuLaunch *l)
     for (i = 0; i < NPU_CODE_PAGES; i++) {
         g_free(l->code[i].insn);
     }
+    npu_tb_free_all(l);
+    g_free(l->tb_hash);
     g_free(l);
 }
 

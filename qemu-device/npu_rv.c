@@ -658,6 +658,14 @@ static inline void npu_rv_fp_clear(void)
     __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~0x3fu);
 }
 
+/* fegetround() as SSE arithmetic sees it: MXCSR.RC [14:13] as FE_* */
+static inline int npu_rv_fp_round(void)
+{
+    QEMU_BUILD_BUG_ON(FE_DOWNWARD != 0x400 || FE_UPWARD != 0x800 ||
+                      FE_TOWARDZERO != 0xc00 || FE_TONEAREST != 0);
+    return (__builtin_ia32_stmxcsr() >> 3) & 0xc00;
+}
+
 static inline unsigned npu_rv_fp_flags(void)
 {
     unsigned m = __builtin_ia32_stmxcsr();
@@ -682,6 +690,11 @@ static inline void npu_rv_fp_clear(void)
     feclearexcept(FE_ALL_EXCEPT);
 }
 
+static inline int npu_rv_fp_round(void)
+{
+    return fegetround();
+}
+
 static inline unsigned npu_rv_fp_flags(void)
 {
     return npu_rv_host_flags(fetestexcept(FE_ALL_EXCEPT));
@@ -697,7 +710,7 @@ static inline unsigned npu_rv_fp_flags(void)
  */
 static inline int npu_rv_fp_enter(unsigned rm, unsigned known)
 {
-    int old = fegetround();
+    int old = npu_rv_fp_round();
 
     if (old != npu_rv_fe_round[rm]) {
         fesetround(npu_rv_fe_round[rm]);

@@ -145,126 +145,98 @@ static inline bool npu_rv_taken(unsigned op, uint64_t a, uint64_t b)
 }
 
 /*
- * The part of npu_rv_exec() that the compute units' fast path inlines:
- * integer ALU operations, LUI/AUIPC, MUL, MULH*, MULW, and conditional
- * branches to an aligned target. Returns true when d retired (as
- * npu_rv_exec() returning 0); false, with nothing committed, for any
- * other instruction or a misaligned branch target (npu_rv_exec() does
- * those).
+ * The integer operations with a register result, each once: name and
+ * result from a = x[rs1], b = x[rs2], imm (int64_t) and pc. Expanded by
+ * npu_rv_exec_int_at below and by the compute units' superblock executor.
  */
-static inline QEMU_ALWAYS_INLINE bool npu_rv_exec_int(NpuRvHart *h,
-                                                   const NpuRvInsn *d)
+#define NPU_RV_INT_OPS(X) \
+    X(LUI, imm) \
+    X(AUIPC, pc + imm) \
+    X(ADDI, a + imm) \
+    X(SLTI, (int64_t)a < imm) \
+    X(SLTIU, a < (uint64_t)imm) \
+    X(XORI, a ^ imm) \
+    X(ORI, a | imm) \
+    X(ANDI, a & imm) \
+    X(SLLI, a << imm) \
+    X(SRLI, a >> imm) \
+    X(SRAI, (int64_t)a >> imm) \
+    X(ADDIW, (int32_t)(a + imm)) \
+    X(SLLIW, (int32_t)((uint32_t)a << imm)) \
+    X(SRLIW, (int32_t)((uint32_t)a >> imm)) \
+    X(SRAIW, (int32_t)a >> imm) \
+    X(ADD, a + b) \
+    X(SUB, a - b) \
+    X(SLL, a << (b & 63)) \
+    X(SLT, (int64_t)a < (int64_t)b) \
+    X(SLTU, a < b) \
+    X(XOR, a ^ b) \
+    X(SRL, a >> (b & 63)) \
+    X(SRA, (int64_t)a >> (b & 63)) \
+    X(OR, a | b) \
+    X(AND, a & b) \
+    X(ADDW, (int32_t)(a + b)) \
+    X(SUBW, (int32_t)(a - b)) \
+    X(SLLW, (int32_t)((uint32_t)a << (b & 31))) \
+    X(SRLW, (int32_t)((uint32_t)a >> (b & 31))) \
+    X(SRAW, (int32_t)a >> (b & 31)) \
+    X(MUL, a * b) \
+    X(MULH, ((__int128)(int64_t)a * (int64_t)b) >> 64) \
+    X(MULHSU, ((__int128)(int64_t)a * (unsigned __int128)b) >> 64) \
+    X(MULHU, ((unsigned __int128)a * b) >> 64) \
+    X(MULW, (int32_t)(a * b))
+
+/* npu_rv_exec_int_at's result for an instruction it does not execute */
+#define NPU_RV_NOT_INT  1ull
+
+/* Target of JAL or JALR (op) at pc, NPU_RV_NOT_INT if misaligned. */
+static inline QEMU_ALWAYS_INLINE uint64_t
+npu_rv_jump_target(unsigned op, uint64_t a, int64_t imm, uint64_t pc)
+{
+    uint64_t npc = op == RV_JAL ? pc + imm : (a + imm) & ~1ull;
+
+    return npc & 3 ? NPU_RV_NOT_INT : npc;
+}
+
+/* Next pc after branch op at pc, NPU_RV_NOT_INT if taken and misaligned. */
+static inline QEMU_ALWAYS_INLINE uint64_t
+npu_rv_branch_next(unsigned op, uint64_t a, uint64_t b, int64_t imm,
+                   uint64_t pc)
+{
+    uint64_t npc = npu_rv_taken(op, a, b) ? pc + imm : pc + 4;
+
+    return npc & 3 ? NPU_RV_NOT_INT : npc;
+}
+
+/*
+ * The part of npu_rv_exec() that the compute units' fast path inlines:
+ * integer ALU operations, LUI/AUIPC, MUL, MULH*, MULW, jumps and
+ * conditional branches to an aligned target, for d at pc (the caller
+ * keeps h->pc and h->instret). Returns the next pc when d retired;
+ * NPU_RV_NOT_INT (not a pc), with nothing committed, for any other
+ * instruction or a misaligned target (npu_rv_exec() does those).
+ */
+static inline QEMU_ALWAYS_INLINE uint64_t
+npu_rv_exec_int_at(NpuRvHart *h, const NpuRvInsn *d, uint64_t pc)
 {
     uint64_t a = h->x[d->rs1], b = h->x[d->rs2];
-    uint64_t npc = h->pc + 4, r;
+    uint64_t npc = pc + 4, r;
+    int64_t imm = d->imm;
 
     switch (d->op) {
-    case RV_LUI:
-        r = d->imm;
+#define NPU_RV_INT_CASE(name, expr) \
+    case RV_##name: \
+        r = (expr); \
         break;
-    case RV_AUIPC:
-        r = h->pc + d->imm;
-        break;
-    case RV_ADDI:
-        r = a + d->imm;
-        break;
-    case RV_SLTI:
-        r = (int64_t)a < d->imm;
-        break;
-    case RV_SLTIU:
-        r = a < (uint64_t)d->imm;
-        break;
-    case RV_XORI:
-        r = a ^ d->imm;
-        break;
-    case RV_ORI:
-        r = a | d->imm;
-        break;
-    case RV_ANDI:
-        r = a & d->imm;
-        break;
-    case RV_SLLI:
-        r = a << d->imm;
-        break;
-    case RV_SRLI:
-        r = a >> d->imm;
-        break;
-    case RV_SRAI:
-        r = (int64_t)a >> d->imm;
-        break;
-    case RV_ADDIW:
-        r = (int32_t)(a + d->imm);
-        break;
-    case RV_SLLIW:
-        r = (int32_t)((uint32_t)a << d->imm);
-        break;
-    case RV_SRLIW:
-        r = (int32_t)((uint32_t)a >> d->imm);
-        break;
-    case RV_SRAIW:
-        r = (int32_t)a >> d->imm;
-        break;
-
-    case RV_ADD:
-        r = a + b;
-        break;
-    case RV_SUB:
-        r = a - b;
-        break;
-    case RV_SLL:
-        r = a << (b & 63);
-        break;
-    case RV_SLT:
-        r = (int64_t)a < (int64_t)b;
-        break;
-    case RV_SLTU:
-        r = a < b;
-        break;
-    case RV_XOR:
-        r = a ^ b;
-        break;
-    case RV_SRL:
-        r = a >> (b & 63);
-        break;
-    case RV_SRA:
-        r = (int64_t)a >> (b & 63);
-        break;
-    case RV_OR:
-        r = a | b;
-        break;
-    case RV_AND:
-        r = a & b;
-        break;
-    case RV_ADDW:
-        r = (int32_t)(a + b);
-        break;
-    case RV_SUBW:
-        r = (int32_t)(a - b);
-        break;
-    case RV_SLLW:
-        r = (int32_t)((uint32_t)a << (b & 31));
-        break;
-    case RV_SRLW:
-        r = (int32_t)((uint32_t)a >> (b & 31));
-        break;
-    case RV_SRAW:
-        r = (int32_t)a >> (b & 31);
-        break;
-
-    case RV_MUL:
-        r = a * b;
-        break;
-    case RV_MULH:
-        r = ((__int128)(int64_t)a * (int64_t)b) >> 64;
-        break;
-    case RV_MULHSU:
-        r = ((__int128)(int64_t)a * (unsigned __int128)b) >> 64;
-        break;
-    case RV_MULHU:
-        r = ((unsigned __int128)a * b) >> 64;
-        break;
-    case RV_MULW:
-        r = (int32_t)(a * b);
+    NPU_RV_INT_OPS(NPU_RV_INT_CASE)
+#undef NPU_RV_INT_CASE
+    case RV_JAL:
+    case RV_JALR:
+        npc = npu_rv_jump_target(d->op, a, imm, pc);
+        if (npc == NPU_RV_NOT_INT) {
+            return npc;
+        }
+        r = pc + 4;
         break;
     case RV_BEQ:
     case RV_BNE:
@@ -272,20 +244,27 @@ static inline QEMU_ALWAYS_INLINE bool npu_rv_exec_int(NpuRvHart *h,
     case RV_BGE:
     case RV_BLTU:
     case RV_BGEU:
-        if (npu_rv_taken(d->op, a, b)) {
-            npc = h->pc + d->imm;
-            if (npc & 3) {
-                return false;
-            }
-        }
-        h->pc = npc;
-        h->instret++;
-        return true;
+        return npu_rv_branch_next(d->op, a, b, imm, pc);
     default:
-        return false;
+        return NPU_RV_NOT_INT;
     }
     if (d->rd) {
         h->x[d->rd] = r;
+    }
+    return npc;
+}
+
+/*
+ * npu_rv_exec_int_at at h->pc, which it advances: true when d retired (as
+ * npu_rv_exec() returning 0), false with nothing committed.
+ */
+static inline QEMU_ALWAYS_INLINE bool npu_rv_exec_int(NpuRvHart *h,
+                                                   const NpuRvInsn *d)
+{
+    uint64_t npc = npu_rv_exec_int_at(h, d, h->pc);
+
+    if (npc == NPU_RV_NOT_INT) {
+        return false;
     }
     h->pc = npc;
     h->instret++;
