@@ -26,6 +26,7 @@
 #define NPU_PCI_REVISION	0x01
 
 #define NPU_BAR_REGS		0	/* 64 KiB of registers */
+#define NPU_BAR_DOORBELL	1	/* user-queue doorbell pages (32-bit) */
 #define NPU_BAR_DEVMEM		2	/* 64-bit prefetchable device memory */
 #define NPU_BAR_MSIX		4	/* MSI-X table and PBA */
 #define NPU_REGS_SIZE		0x10000
@@ -40,7 +41,7 @@
 #define NPU_REG_ID		0x000	/* RO: NPU_ID_MAGIC */
 #define NPU_ID_MAGIC		0x3155504e	/* "NPU1" little endian */
 #define NPU_REG_VERSION		0x004	/* RO: major << 16 | minor */
-#define NPU_VERSION		0x00010000
+#define NPU_VERSION		0x00010001	/* 1.1: SIGNAL, WAIT_MEM64 */
 #define NPU_REG_CAPS		0x008	/* RO: ring and unit counts */
 #define NPU_CAPS_COMPUTE_RINGS(c)	((c) & 0xff)
 #define NPU_CAPS_COPY_RINGS(c)		(((c) >> 8) & 0xff)
@@ -49,6 +50,7 @@
 #define NPU_FEATURE_TIMING	(1u << 0)	/* timing model is on */
 #define NPU_FEATURE_USER_CODE	(1u << 1)	/* LAUNCH_CODE, RISC-V units */
 #define NPU_FEATURE_VIRTUAL_TIME (1u << 2)	/* device clock = model time */
+#define NPU_FEATURE_USER_QUEUES	(1u << 3)	/* UQ_* registers, BAR1 */
 #define NPU_REG_DEVMEM_SIZE_LO	0x010	/* RO: bytes of device memory */
 #define NPU_REG_DEVMEM_SIZE_HI	0x014
 #define NPU_REG_CLOCK_HZ	0x018	/* RO: device clock rate (ticks/s) */
@@ -164,6 +166,7 @@ enum npu_error {
 	NPU_ERR_CU_MISALIGNED = 14,	/* misaligned PC, load, store or AMO */
 	NPU_ERR_CU_LOCAL_RANGE = 15,	/* outside scratchpad, stack or params */
 	NPU_ERR_CU_BREAK = 16,		/* EBREAK */
+	NPU_ERR_STOPPED = 17,		/* user queue stopped by UQ_CMD STOP */
 	NPU_ERR_COUNT
 };
 
@@ -191,6 +194,8 @@ enum npu_opcode {
 	NPU_OP_SEM_SIGNAL = 0x15,
 	NPU_OP_LAUNCH_CODE = 0x16,
 	NPU_OP_LAUNCH_CODE_SHORT = 0x17,
+	NPU_OP_SIGNAL = 0x18,
+	NPU_OP_WAIT_MEM64 = 0x19,
 	/* privileged: ring only, refused in an indirect buffer */
 	NPU_OP_INDIRECT = 0x80,
 	NPU_OP_SET_CONTEXT = 0x81,
@@ -306,6 +311,37 @@ struct npu_pkt_sem {
 	uint64_t addr;
 };
 
+/*
+ * SIGNAL: when all earlier commands have completed, write the device clock
+ * to the memory signal's timestamp, then value to its value, then (after a
+ * full barrier) read armed: non-zero appends a SIGNAL event and raises the
+ * user-queue event vector (if an event ring is programmed). addr is the
+ * VA of a struct npu_signal, 32-byte aligned.
+ */
+struct npu_pkt_signal {
+	uint32_t header;	/* NPU_OP_SIGNAL, 6 dwords */
+	uint32_t reserved;
+	uint64_t addr;
+	uint64_t value;
+};
+#define NPU_SIGNAL_ALIGN	32
+struct npu_signal {
+	uint64_t value;		/* the signalled value */
+	uint64_t timestamp;	/* device clock when value was written */
+	uint32_t armed;		/* non-zero: a waiter sleeps on it */
+	uint32_t reserved[3];	/* not touched by the device */
+};
+
+/* WAIT_MEM64: stall until the u64 at addr (8-byte aligned) is >= value,
+ * unsigned. On a user queue the wait yields the queue's engine.
+ */
+struct npu_pkt_wait_mem64 {
+	uint32_t header;	/* NPU_OP_WAIT_MEM64, 6 dwords */
+	uint32_t reserved;
+	uint64_t addr;
+	uint64_t value;
+};
+
 /* INDIRECT (ring only): execute size bytes of packets at VA addr in the
  * current context. IBs do not nest.
  */
@@ -350,6 +386,131 @@ static inline int npu_seqno_passed(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) >= 0;
 }
+
+/* ------------------------------------------------------------------------
+ * User queues (Documentation/hw/npu.rst, "User queues"): registers in BAR0,
+ * a descriptor table and an event ring in guest RAM, doorbells in BAR1.
+ */
+#define NPU_REG_UQ_MAX_QUEUES	0x2000	/* RO: uq-max-queues */
+#define NPU_REG_UQ_ENGINES	0x2004	/* RO: compute [7:0], copy [15:8] */
+#define NPU_UQ_ENGINES_COMPUTE(v)	((v) & 0xff)
+#define NPU_UQ_ENGINES_COPY(v)		(((v) >> 8) & 0xff)
+#define NPU_REG_UQ_DOORBELL_PAGES 0x2008	/* RO: pages of BAR1 */
+#define NPU_REG_UQ_TIMESLICE_US	0x200c	/* RO */
+#define NPU_REG_UQ_TABLE_BASE_LO 0x2010	/* RW: descriptor table, GPA, 4K */
+#define NPU_REG_UQ_TABLE_BASE_HI 0x2014
+#define NPU_REG_UQ_TABLE_ENTRIES 0x2018	/* RW: <= UQ_MAX_QUEUES */
+#define NPU_REG_UQ_SWITCH_NS	0x201c	/* RO */
+#define NPU_REG_UQ_EVENT_BASE_LO 0x2020	/* RW: event ring, GPA, 4K */
+#define NPU_REG_UQ_EVENT_BASE_HI 0x2024
+#define NPU_REG_UQ_EVENT_SIZE	0x2028	/* RW: bytes, power of 2, 4K..1M */
+#define NPU_REG_UQ_EVENT_HEAD	0x202c	/* RW: next record the driver reads */
+#define NPU_REG_UQ_EVENT_TAIL	0x2030	/* RO: after the last record written */
+#define NPU_REG_UQ_EVENT_STATUS	0x2034	/* RW1C: NPU_UQ_EVENT_STS_* */
+#define NPU_UQ_EVENT_STS_OVERFLOW	(1u << 0)
+#define NPU_REG_UQ_CMD		0x2038	/* WO: op [7:0], queue [31:8] */
+#define NPU_UQ_CMD(op, q)	((uint32_t)(op) | ((uint32_t)(q) << 8))
+#define NPU_REG_UQ_CMD_STATUS	0x203c	/* RO: NPU_ERR_* of the last command */
+#define NPU_REG_UQ_ENGINE_QUEUE(e) (0x2100 + (e) * 4) /* RO: queue or ~0 */
+#define NPU_UQ_MAX_ENGINES	16	/* per class */
+#define NPU_UQ_ENGINE_IDLE	0xffffffffu
+
+#define NPU_UQ_EVENT_SIZE_MIN	4096u
+#define NPU_UQ_EVENT_SIZE_MAX	(1u << 20)
+#define NPU_UQ_RING_SIZE_MIN	4096u
+#define NPU_UQ_RING_SIZE_MAX	(16u << 20)
+#define NPU_UQ_DOORBELLS_PER_PAGE 512	/* 64-bit doorbells in a 4K page */
+
+enum npu_uq_cmd {
+	NPU_UQ_CMD_MAP = 1,
+	NPU_UQ_CMD_UNMAP = 2,
+	NPU_UQ_CMD_SUSPEND = 3,
+	NPU_UQ_CMD_RUN = 4,
+	NPU_UQ_CMD_STOP = 5,
+	NPU_UQ_CMD_RESET = 6,
+	NPU_UQ_CMD_CONTINUE = 7,
+	NPU_UQ_CMD_KICK = 8,
+};
+
+/*
+ * Queue descriptor: NPU_UQD_SIZE bytes at UQ_TABLE_BASE + NPU_UQD_SIZE * q.
+ * The driver writes 0x00..0x3f while the queue is unmapped (IRQ_RPTR at
+ * any time); the device writes the state from WPTR on.
+ */
+#define NPU_UQD_SIZE		256
+#define NPU_UQD_RING_VA		0x00	/* u64: ring VA, 4K aligned */
+#define NPU_UQD_RING_SIZE	0x08	/* u32: power of 2, 4K..16M */
+#define NPU_UQD_CONFIG		0x0c	/* u32: NPU_UQ_CONFIG_* */
+#define NPU_UQ_CONFIG_COPY		(1u << 0)	/* class: copy */
+#define NPU_UQ_CONFIG_PRIO(c)		(((c) >> 1) & 3)
+#define NPU_UQ_CONFIG_PRIO_SHIFT	1
+#define NPU_UQ_CONFIG_ALL		0x7u
+#define NPU_UQ_PRIO_LOW			0
+#define NPU_UQ_PRIO_NORMAL		1
+#define NPU_UQ_PRIO_HIGH		2
+#define NPU_UQ_PRIOS			3
+#define NPU_UQD_WB_VA		0x10	/* u64: write-back block, 64-aligned */
+#define NPU_UQD_CTX		0x18	/* u32: context id, non-zero */
+#define NPU_UQD_DOORBELL	0x1c	/* u32: page [20:9], doorbell [8:0] */
+#define NPU_UQ_DOORBELL(page, d)	(((uint32_t)(page) << 9) | (d))
+#define NPU_UQD_PT_ROOT		0x20	/* u64: page-table root, GPA, 4K */
+#define NPU_UQD_IRQ_RPTR	0x28	/* u64: PROGRESS event at this rptr */
+#define NPU_UQD_WPTR		0x30	/* u64: last doorbell value accepted */
+#define NPU_UQD_RPTR		0x38	/* u64: bytes of packets completed */
+#define NPU_UQD_STATUS		0x40	/* u32: NPU_UQ_STS_* */
+#define NPU_UQD_ERROR		0x44	/* u32: NPU_ERR_* of the last halt */
+#define NPU_UQD_FAULT		0x48	/* u64: as the ring's FAULT */
+#define NPU_UQD_ERROR_INFO	0x50	/* u32 */
+#define NPU_UQD_FAULT_BLOCK	0x54	/* u32 */
+#define NPU_UQD_FAULT_PC	0x58	/* u64 */
+#define NPU_UQD_FAULT_THREAD	0x60	/* u32 */
+#define NPU_UQD_FAULT_UNIT	0x64	/* u32 */
+#define NPU_UQD_FAULT_ENTRY	0x68	/* u64 */
+#define NPU_UQD_IB_VA		0x70	/* u64: IB the queue is inside, or 0 */
+#define NPU_UQD_IB_SIZE		0x78	/* u32 */
+#define NPU_UQD_IB_OFFSET	0x7c	/* u32: offset of its next packet */
+#define NPU_UQD_PROGRESS_NS	0x80	/* u64: clock at the last completion */
+#define NPU_UQD_BUSY_NS		0x88	/* u64 */
+#define NPU_UQD_CMDS		0x90	/* u64 */
+#define NPU_UQD_BYTES		0x98	/* u64 */
+#define NPU_UQD_OPS		0xa0	/* u64 */
+
+/* Queue status, in the descriptor and in the write-back block. */
+#define NPU_UQ_STS_MAPPED	(1u << 0)	/* in the scheduler */
+#define NPU_UQ_STS_RUNNABLE	(1u << 1)	/* not suspended */
+#define NPU_UQ_STS_IDLE		(1u << 2)	/* rptr == wptr, nothing runs */
+#define NPU_UQ_STS_WAITING	(1u << 3)	/* at an unsatisfied wait */
+#define NPU_UQ_STS_HALTED	(1u << 4)	/* by an error or STOP */
+#define NPU_UQ_STS_RUNNING	(1u << 5)	/* on an engine now */
+
+/* Write-back block: 64 bytes at wb_va, the owner's view. */
+#define NPU_UQ_WB_SIZE		64
+struct npu_uq_wb {
+	uint64_t rptr;
+	uint32_t status;	/* NPU_UQ_STS_* */
+	uint32_t error;		/* NPU_ERR_* */
+	uint64_t fault;
+	uint32_t error_info;
+	uint32_t reserved0;
+	uint64_t progress_ns;
+	uint64_t reserved1[3];
+};
+
+/* Event ring records (16 bytes) the device writes for the driver. */
+enum npu_uq_event_kind {
+	NPU_UQ_EVENT_SIGNAL = 1,	/* data = VA of the memory signal */
+	NPU_UQ_EVENT_PROGRESS = 2,	/* data = rptr that reached irq_rptr */
+	NPU_UQ_EVENT_HALT = 3,		/* data = error */
+	NPU_UQ_EVENT_OFF = 4,		/* a delayed SUSPEND/UNMAP took effect */
+};
+#define NPU_UQ_EVENT_RING	0x80000000u	/* queue: SIGNAL on ring r */
+struct npu_uq_event {
+	uint8_t kind;		/* enum npu_uq_event_kind */
+	uint8_t flags;
+	uint16_t ctx;
+	uint32_t queue;		/* queue index, or NPU_UQ_EVENT_RING | r */
+	uint64_t data;
+};
 
 /* ------------------------------------------------------------------------
  * MMU: 3-level page tables of 512 64-bit entries, 4 KiB pages, 39-bit VA.

@@ -92,7 +92,7 @@ static void npu_irq_bh(void *opaque)
         unsigned v = ctz32(pending);
 
         pending &= pending - 1;
-        if (msix_enabled(pdev) && v < s->nrings + 1) {
+        if (msix_enabled(pdev) && v < s->nvec) {
             trace_npu_irq(v);
             msix_notify(pdev, v);
         }
@@ -243,7 +243,7 @@ static bool npu_quiet(NpuState *s, unsigned *busy)
             return false;
         }
     }
-    return true;
+    return npu_uq_quiet(s, busy);
 }
 
 /*
@@ -357,8 +357,8 @@ static const char *npu_mig_check(NpuState *s)
     if (s->err_pending & ~ring_bits) {
         return "ERR_PENDING";
     }
-    /* one vector per ring, then the error vector */
-    if (s->irq_pending & ~((ring_bits << 1) | 1)) {
+    /* one vector per ring, the error vector, the user-queue vector */
+    if (s->irq_pending & ~(uint32_t)((1ull << s->nvec) - 1)) {
         return "pending interrupts";
     }
     if (s->mig_clock >= NPU_MIG_MAX_COUNT ||
@@ -472,6 +472,7 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);
     qemu_mutex_unlock(&s->cu_lock);
+    npu_uq_run_kick(s);
     if (qatomic_read(&s->irq_pending)) {
         qemu_bh_schedule(s->irq_bh);
     }
@@ -583,6 +584,7 @@ void npu_sem_kick(NpuState *s)
         qemu_cond_broadcast(&s->sem_cond);
         qemu_mutex_unlock(&s->sem_lock);
     }
+    npu_uq_kick(s);
 }
 
 /*
@@ -738,6 +740,7 @@ static void npu_device_reset(NpuState *s)
     for (i = 0; i < s->nrings; i++) {
         npu_ring_reset(&s->rings[i], true);
     }
+    npu_uq_reset(s);
     npu_cu_reset(s);
     npu_vt_reset(s);
     qemu_mutex_lock(&s->reg_lock);
@@ -932,6 +935,9 @@ static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
 {
     uint64_t v = 0;
 
+    if (addr >= NPU_UQ_REGS_BASE && addr < NPU_UQ_REGS_END) {
+        return npu_uq_read(s, addr);
+    }
     if (addr >= NPU_RING_BASE(0)) {
         unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;
 
@@ -967,7 +973,8 @@ static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
         return s->n_compute | s->n_copy << 8 | s->n_cus << 16;
     case NPU_REG_FEATURES:
         return (s->timing ? NPU_FEATURE_TIMING : 0) | NPU_FEATURE_USER_CODE |
-               (s->vtime ? NPU_FEATURE_VIRTUAL_TIME : 0);
+               (s->vtime ? NPU_FEATURE_VIRTUAL_TIME : 0) |
+               (npu_uq_present(s) ? NPU_FEATURE_USER_QUEUES : 0);
     case NPU_REG_DEVMEM_SIZE_LO:
         return (uint32_t)s->devmem_size;
     case NPU_REG_DEVMEM_SIZE_HI:
@@ -1033,6 +1040,10 @@ static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
 
     trace_npu_mmio_write(addr, val);
     npu_vt_host_touch(s);
+    if (addr >= NPU_UQ_REGS_BASE && addr < NPU_UQ_REGS_END) {
+        npu_uq_write(s, addr, val);
+        return;
+    }
     if (addr >= NPU_RING_BASE(0)) {
         unsigned idx = (addr - NPU_RING_BASE(0)) / 0x100;
 
@@ -1185,7 +1196,7 @@ static bool npu_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: x-vt-cu-idle-delay-us must be <= 1000000");
         return false;
     }
-    return true;
+    return npu_uq_check_props(s, errp);
 }
 
 static void npu_realize(PCIDevice *pdev, Error **errp)
@@ -1222,14 +1233,17 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
                      PCI_BASE_ADDRESS_MEM_TYPE_64 |
                      PCI_BASE_ADDRESS_MEM_PREFETCH, &s->devmem);
 
-    if (msix_init_exclusive_bar(pdev, s->nrings + 1, NPU_BAR_MSIX, errp)) {
+    /* with user queues, vector nrings + 1 is their event vector */
+    s->nvec = s->nrings + 1 + npu_uq_present(s);
+    if (msix_init_exclusive_bar(pdev, s->nvec, NPU_BAR_MSIX, errp)) {
         return;
     }
-    for (i = 0; i < s->nrings + 1; i++) {
+    for (i = 0; i < s->nvec; i++) {
         msix_vector_use(pdev, i);
     }
 
     qemu_mutex_init(&s->reg_lock);
+    npu_uq_realize(s);
     npu_vt_init(s);
     qemu_mutex_init(&s->cu_lock);
     qemu_cond_init(&s->cu_cond);
@@ -1267,6 +1281,7 @@ static void npu_exit(PCIDevice *pdev)
     qemu_del_vm_change_state_handler(s->vmse);
     vmstate_unregister_ram(&s->devmem, DEVICE(s));
     npu_stop_threads(s, s->nrings);
+    npu_uq_unrealize(s);                /* its engines launch on the units */
     npu_cu_fini(s);
     npu_vt_fini(s);
     qemu_bh_delete(s->irq_bh);
@@ -1296,6 +1311,12 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("cu-scratch-kib", NpuState, cu_scratch_kib, 64),
     DEFINE_PROP_UINT32("cu-clock-mhz", NpuState, cu_clock_mhz, 1000),
     DEFINE_PROP_UINT32("vt-settle-us", NpuState, vt_settle_us, 5000),
+    DEFINE_PROP_UINT32("uq-compute-engines", NpuState, uq_n_compute, 8),
+    DEFINE_PROP_UINT32("uq-copy-engines", NpuState, uq_n_copy, 2),
+    DEFINE_PROP_UINT32("uq-max-queues", NpuState, uq_max_queues, 1024),
+    DEFINE_PROP_UINT32("uq-doorbell-pages", NpuState, uq_db_pages, 256),
+    DEFINE_PROP_UINT32("uq-timeslice-us", NpuState, uq_timeslice_us, 1000),
+    DEFINE_PROP_UINT32("uq-switch-ns", NpuState, uq_switch_ns, 1000),
     DEFINE_PROP_UINT32("x-vt-cu-idle-delay-us", NpuState,
                        vt_cu_idle_delay_us, 0),
     DEFINE_PROP_END_OF_LIST(),
@@ -1355,6 +1376,86 @@ static const VMStateDescription vmstate_npu_ring = {
     },
 };
 
+static bool npu_uq_needed(void *opaque)
+{
+    return npu_uq_present(opaque);
+}
+
+static int npu_uq_vm_post_load(void *opaque, int version_id)
+{
+    return npu_uq_post_load(opaque);
+}
+
+/* A user queue's state and its place in the scheduler. */
+static const VMStateDescription vmstate_npu_uq_queue = {
+    .name = "npu/uq/queue",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT64(ring_va, NpuUq),
+        VMSTATE_UINT32(ring_size, NpuUq),
+        VMSTATE_UINT32(config, NpuUq),
+        VMSTATE_UINT64(wb_va, NpuUq),
+        VMSTATE_UINT32(ctx, NpuUq),
+        VMSTATE_UINT32(doorbell, NpuUq),
+        VMSTATE_UINT64(pt_root, NpuUq),
+        VMSTATE_UINT64(wptr, NpuUq),
+        VMSTATE_UINT64(rptr, NpuUq),
+        VMSTATE_UINT32(status, NpuUq),
+        VMSTATE_UINT32(error, NpuUq),
+        VMSTATE_UINT64(fault, NpuUq),
+        VMSTATE_UINT32(error_info, NpuUq),
+        VMSTATE_UINT32(fault_block, NpuUq),
+        VMSTATE_UINT64(fault_pc, NpuUq),
+        VMSTATE_UINT32(fault_thread, NpuUq),
+        VMSTATE_UINT32(fault_unit, NpuUq),
+        VMSTATE_UINT64(fault_entry, NpuUq),
+        VMSTATE_UINT64(ib_va, NpuUq),
+        VMSTATE_UINT32(ib_size, NpuUq),
+        VMSTATE_UINT32(ib_offset, NpuUq),
+        VMSTATE_UINT64(progress_ns, NpuUq),
+        VMSTATE_UINT64(busy_ns, NpuUq),
+        VMSTATE_UINT64(cmds, NpuUq),
+        VMSTATE_UINT64(bytes, NpuUq),
+        VMSTATE_UINT64(ops, NpuUq),
+        VMSTATE_UINT32(skip, NpuUq),
+        VMSTATE_UINT32(starve, NpuUq),
+        VMSTATE_BOOL(ready, NpuUq),
+        VMSTATE_UINT64(ready_seq, NpuUq),
+        VMSTATE_BOOL(waiting, NpuUq),
+        VMSTATE_UINT64(wait_addr, NpuUq),
+        VMSTATE_UINT64(wait_value, NpuUq),
+        VMSTATE_BOOL(wait_wide, NpuUq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* The UQ_* registers (present only with user-queue engines). */
+static const VMStateDescription vmstate_npu_uq = {
+    .name = "npu/uq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = npu_uq_needed,
+    .post_load = npu_uq_vm_post_load,
+    .fields = (VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(uq_n_compute, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(uq_n_copy, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(uq_max_queues, NpuState, NULL),
+        VMSTATE_UINT32_EQUAL(uq_db_pages, NpuState, NULL),
+        VMSTATE_UINT64(uq.event_base, NpuState),
+        VMSTATE_UINT32(uq.event_size, NpuState),
+        VMSTATE_UINT32(uq.event_head, NpuState),
+        VMSTATE_UINT32(uq.event_tail, NpuState),
+        VMSTATE_UINT32(uq.event_status, NpuState),
+        VMSTATE_UINT64(uq.table_base, NpuState),
+        VMSTATE_UINT32(uq.table_entries, NpuState),
+        VMSTATE_UINT32(uq.cmd_status, NpuState),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(uq.q, NpuState, uq_max_queues,
+                                             vmstate_npu_uq_queue, NpuUq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /*
  * Registers, counters and clock, with the rings at command boundaries
  * (see "Migration"); device memory is RAM and migrates as such; the TLBs
@@ -1387,6 +1488,10 @@ static const VMStateDescription vmstate_npu = {
         VMSTATE_STRUCT_ARRAY(rings, NpuState, NPU_MAX_RINGS, 1,
                              vmstate_npu_ring, NpuRing),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * []) {
+        &vmstate_npu_uq,
+        NULL
     },
 };
 

@@ -12,6 +12,7 @@
 #include "hw/pci/pci.h"
 #include "exec/memory.h"
 #include "qemu/thread.h"
+#include "qemu/queue.h"
 #include "npu_hw.h"
 
 #define TYPE_NPU "npu"
@@ -68,6 +69,12 @@ typedef struct NpuRing {
     NpuState *s;
     unsigned idx;
     bool copy;                  /* copy engine (no LAUNCH) */
+    /*
+     * A user-queue engine (npu_uq.c) is an NpuRing too (its MMU context,
+     * TLB, abort flag and counters), idx NPU_UQ_ENG_IDX(e); waits yield.
+     */
+    bool uq_engine;
+    int64_t uq_slice0;          /* engine: when its queue got it */
     char name[16];
 
     QemuThread thread;
@@ -109,7 +116,8 @@ typedef struct NpuRing {
     uint64_t vt_start;
     bool vt_sem;
     uint64_t vt_sem_addr;
-    uint32_t vt_sem_value;
+    uint64_t vt_sem_value;
+    bool vt_sem_wide;           /* WAIT_MEM64: a u64, compared unsigned */
     int64_t vt_sem_since;       /* wall ns it blocked at */
     uint64_t cmds;
     uint64_t bytes;
@@ -141,10 +149,99 @@ typedef struct NpuRing {
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;
 
+/* One user queue (npu_uq.c), under NpuUqState.lock. */
+typedef struct NpuUq NpuUq;
+struct NpuUq {
+    /* loaded from the descriptor at MAP */
+    uint64_t ring_va;
+    uint32_t ring_size;
+    uint32_t config;
+    uint64_t wb_va;
+    uint32_t ctx;
+    uint32_t doorbell;
+    uint64_t pt_root;
+    /* state (descriptor bytes 0x30..0xa7) */
+    uint64_t wptr;
+    uint64_t rptr;
+    uint32_t status;            /* MAPPED, RUNNABLE, WAITING, HALTED */
+    uint32_t error;
+    uint64_t fault;
+    uint32_t error_info;
+    uint32_t fault_block;
+    uint64_t fault_pc;
+    uint32_t fault_thread;
+    uint32_t fault_unit;
+    uint64_t fault_entry;
+    uint64_t ib_va;
+    uint32_t ib_size;
+    uint32_t ib_offset;
+    uint64_t progress_ns;
+    uint64_t busy_ns;
+    uint64_t cmds;
+    uint64_t bytes;
+    uint64_t ops;
+    /* scheduler */
+    uint32_t idx;
+    int engine;                 /* engine it is on, -1 if none */
+    bool ready;                 /* on its ready list */
+    bool waiting;               /* on the wait list */
+    bool leave;                 /* SUSPEND/UNMAP/STOP: leave the engine */
+    bool unmap;                 /* ... and unmap when off */
+    bool off_event;             /* post OFF when off the engine */
+    uint32_t skip;              /* bytes CONTINUE skips (failed packet) */
+    uint32_t starve;            /* higher-priority dispatches waited */
+    uint64_t ready_seq;         /* order it became ready */
+    uint64_t wait_addr;
+    uint64_t wait_value;
+    bool wait_wide;
+    bool wait_kick;             /* re-read the word now */
+    int64_t wait_since;         /* wall ns */
+    int64_t wait_next;
+    QTAILQ_ENTRY(NpuUq) link;   /* ready list */
+    QTAILQ_ENTRY(NpuUq) wlink;  /* wait list */
+};
+
+#define NPU_UQ_ENGINES      (2 * NPU_UQ_MAX_ENGINES)
+#define NPU_UQ_ENG_IDX(e)   (NPU_MAX_RINGS + (e))
+#define NPU_UQ_STARVE       8   /* higher dispatches before a queue starves */
+
+/*
+ * User queues (npu_uq.c): the UQ_* register block, the event ring, and
+ * (with engines) the queues and their scheduler. lock protects all of it.
+ */
+typedef struct NpuUqState {
+    QemuMutex lock;
+    QemuCond cond;              /* engines: work; commands: engine left */
+    QemuCond poll_cond;         /* the wait poller: a kick */
+    QemuThread poll_thread;
+    bool stop;
+    NpuUq *q;                   /* uq_max_queues of them */
+    uint32_t *db_queue;         /* per doorbell: queue index + 1, 0 none */
+    unsigned nmapped;
+    unsigned nwaiting;          /* atomic reads by npu_sem_kick */
+    bool kick;                  /* a device write: re-read every wait */
+    uint64_t seq;
+    QTAILQ_HEAD(, NpuUq) ready[2][NPU_UQ_PRIOS];   /* [copy][prio] */
+    QTAILQ_HEAD(, NpuUq) wait_list;
+    /* engines (compute first), then the register side's and the poller's
+     * MMU contexts */
+    NpuRing eng[NPU_UQ_ENGINES + 2];
+    int cur[NPU_UQ_ENGINES];    /* queue on engine e, -1 if none */
+    uint64_t event_base;
+    uint32_t event_size;
+    uint32_t event_head;
+    uint32_t event_tail;
+    uint32_t event_status;
+    uint64_t table_base;
+    uint32_t table_entries;
+    uint32_t cmd_status;
+} NpuUqState;
+
 struct NpuState {
     PCIDevice parent_obj;
 
     MemoryRegion mmio;
+    MemoryRegion doorbells;     /* BAR1, with user queues */
     MemoryRegion devmem;
     uint8_t *devmem_ptr;
 
@@ -166,8 +263,15 @@ struct NpuState {
     uint32_t cu_clock_mhz;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
     uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
+    uint32_t uq_n_compute;      /* user-queue engines (0 with timing=virtual) */
+    uint32_t uq_n_copy;
+    uint32_t uq_max_queues;
+    uint32_t uq_db_pages;
+    uint32_t uq_timeslice_us;
+    uint32_t uq_switch_ns;
 
     unsigned nrings;
+    unsigned nvec;              /* MSI-X vectors: nrings + 1 (+ 1 with UQ) */
     NpuRing rings[NPU_MAX_RINGS];
 
     /* global registers */
@@ -188,6 +292,7 @@ struct NpuState {
     NpuCuState *cu;
 
     NpuVtime vt;
+    NpuUqState uq;
 
     /*
      * SEM_WAIT (npu_engine.c): a ring that has waited a while sleeps on
@@ -255,12 +360,30 @@ static inline int64_t npu_sem_poll_ns(int64_t waited_ns)
     return MIN(MAX(waited_ns / 4, NPU_SEM_POLL_MIN_NS), NPU_SEM_POLL_MAX_NS);
 }
 
+/*
+ * A semaphore word v (the low 32 bits of it for SEM_WAIT, compared
+ * wrap-safe; all 64 for WAIT_MEM64, unsigned) satisfies a wait for value.
+ */
+static inline bool npu_sem_passed(uint64_t v, uint64_t value, bool wide)
+{
+    return wide ? v >= value : npu_seqno_passed((uint32_t)v, (uint32_t)value);
+}
+
 /* A modelled duration this long never ends by itself (TEST_HANG). */
 #define NPU_FOREVER_NS  (INT64_MAX / 8)
+
+/* The longest packet the device reads whole (LAUNCH_CODE, 16 arguments). */
+#define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 
 /* One command's accounting, filled in while it runs. */
 typedef struct NpuJob {
     NpuRing *ring;
+    /* a user queue's unsatisfied wait yields its engine: what it waits for */
+    bool yield;
+    bool preempt;               /* a user queue leaves its engine in an IB */
+    bool wait_wide;
+    uint64_t wait_addr;
+    uint64_t wait_value;
     uint64_t host_bytes;        /* bytes moved over the host link */
     uint64_t dev_bytes;         /* bytes moved in device memory */
     uint64_t ops;
@@ -301,10 +424,31 @@ bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
 uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes);
 bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
                   uint64_t bytes);
+bool npu_uq_exec(NpuJob *job, const uint32_t *p, unsigned ndw,
+                 uint64_t pkt_addr, NpuErr *err, uint32_t *info);
 
 /* npu_kernels.c */
 bool npu_launch(NpuJob *job, const uint32_t *pkt, unsigned ndw,
                 uint64_t pkt_addr, NpuErr *err);
+
+/* npu_uq.c */
+#define NPU_UQ_REGS_BASE    NPU_REG_UQ_MAX_QUEUES
+#define NPU_UQ_REGS_END     NPU_REG_UQ_ENGINE_QUEUE(2 * NPU_UQ_MAX_ENGINES)
+bool npu_uq_present(NpuState *s);
+bool npu_uq_check_props(NpuState *s, Error **errp);
+void npu_uq_realize(NpuState *s);
+void npu_uq_unrealize(NpuState *s);
+void npu_uq_reset(NpuState *s);
+uint32_t npu_uq_read(NpuState *s, hwaddr addr);
+void npu_uq_write(NpuState *s, hwaddr addr, uint32_t val);
+void npu_uq_signal_event(NpuRing *r, uint64_t va);
+void npu_uq_kick(NpuState *s);
+bool npu_uq_should_leave(NpuRing *e);
+void npu_uq_run_kick(NpuState *s);
+bool npu_uq_quiet(NpuState *s, unsigned *busy);
+int npu_uq_post_load(NpuState *s);
+NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i);
+unsigned npu_uq_nmmu(NpuState *s);
 
 /* npu_vtime.c */
 void npu_vt_init(NpuState *s);
@@ -317,7 +461,7 @@ uint64_t npu_vt_now(NpuState *s);
 void npu_vt_ring_active(NpuRing *r);
 void npu_vt_ring_idle(NpuRing *r);
 bool npu_vt_complete(NpuRing *r, uint64_t model_ns);
-bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value);
+bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint64_t value, bool wide);
 void npu_vt_cu_submit(NpuRing *r);
 void npu_vt_cu_poke(NpuState *s);
 void npu_vt_cu_finished(NpuRing *r, uint64_t end_ns);

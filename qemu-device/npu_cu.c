@@ -317,7 +317,7 @@ struct NpuCuState {
      */
     bool in_quantum;
     uint32_t naccess;
-    NpuRing *access[NPU_MAX_RINGS];
+    NpuRing *access[NPU_MAX_RINGS + NPU_UQ_ENGINES];
     bool cancel_pending;        /* a launch was cancelled (atomic) */
     bool stop;
     bool anchored;

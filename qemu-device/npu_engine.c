@@ -17,7 +17,6 @@
 #include "npu.h"
 #include "trace.h"
 
-#define NPU_PKT_MAX_DW      (NPU_PKT_LAUNCH_CODE_DW + 2 * NPU_CODE_MAX_ARGS)
 #define NPU_CHUNK           (64 * 1024)
 #define NPU_COPY_MAX        (1ull << 30)
 
@@ -160,30 +159,106 @@ static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
     return true;
 }
 
-static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
-                         NpuErr *err)
+/* SEM_SIGNAL: the 32-bit value to addr after every earlier command. */
+static bool npu_exec_sem_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
-    NpuRing *r = job->ring;
-    NpuState *s = r->s;
-    uint32_t value = p[1];
     uint64_t addr = ldq_le_p(p + 2);
-    int64_t t0, w0;
-    uint32_t v, gen;
-    unsigned polls = 0;
-    bool ok = true, seen = false;
+    int64_t t0 = npu_time();
+    uint32_t v = cpu_to_le32(p[1]);
 
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
-    if (!wait) {
-        t0 = npu_time();
-        /* earlier commands' writes are visible before the signal */
+    /* earlier commands' writes are visible before the signal */
+    smp_mb();
+    if (!npu_vm_rw(job, addr, &v, 4, true, err)) {
+        return false;
+    }
+    npu_complete(job, t0, 0, false, 4);
+    return true;
+}
+
+/*
+ * SIGNAL: the clock to the memory signal's timestamp, then the value, then
+ * (after a full barrier) a look at armed, which a waiter sets before it
+ * reads value again: either it sees the value or the device sees armed.
+ */
+static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
+{
+    NpuRing *r = job->ring;
+    NpuState *s = r->s;
+    uint64_t addr = ldq_le_p(p + 2), value = ldq_le_p(p + 4);
+    int64_t t0 = npu_time();
+    uint64_t ts, v;
+    uint32_t armed;
+
+    if (addr & (NPU_SIGNAL_ALIGN - 1)) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
+    }
+    /* earlier commands' writes are visible before the signal */
+    smp_mb();
+    ts = cpu_to_le64(s->vtime ? r->vt : npu_clock(s));
+    v = cpu_to_le64(value);
+    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, timestamp), &ts,
+                   8, true, err)) {
+        return false;
+    }
+    smp_wmb();
+    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, value), &v, 8,
+                   true, err)) {
+        return false;
+    }
+    smp_mb();
+    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, armed), &armed,
+                   4, false, err)) {
+        return false;
+    }
+    trace_npu_signal(r->idx, addr, value, le32_to_cpu(armed));
+    if (npu_aborted(r)) {
+        return true;
+    }
+    if (armed) {
+        npu_uq_signal_event(r, addr);
+    }
+    npu_complete(job, t0, 0, false, 16);
+    return true;
+}
+
+/*
+ * SEM_WAIT (wide false: a u32 compared wrap-safe) and WAIT_MEM64 (wide: a
+ * u64 compared unsigned): until the word at addr has reached value.
+ */
+static bool npu_exec_wait(NpuJob *job, uint64_t addr, uint64_t value,
+                          bool wide, NpuErr *err)
+{
+    NpuRing *r = job->ring;
+    NpuState *s = r->s;
+    unsigned len = wide ? 8 : 4;
+    int64_t t0, w0;
+    uint64_t v;
+    uint32_t gen;
+    unsigned polls = 0;
+    bool ok = true, seen = false;
+
+    if (addr & (len - 1)) {
+        return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
+    }
+    if (r->uq_engine) {
+        /* a user queue looks once; unsatisfied, it yields its engine */
         smp_mb();
-        v = cpu_to_le32(value);
-        if (!npu_vm_rw(job, addr, &v, 4, true, err)) {
+        v = 0;
+        if (!npu_vm_rw(job, addr, &v, len, false, err)) {
             return false;
         }
-        npu_complete(job, t0, 0, false, 4);
+        if (!npu_sem_passed(le64_to_cpu(v), value, wide)) {
+            job->yield = true;
+            job->wait_addr = addr;
+            job->wait_value = value;
+            job->wait_wide = wide;
+            return true;
+        }
+        smp_mb();
+        npu_complete(job, npu_time(), 0, false, len);
         return true;
     }
     trace_npu_ring_sem_wait(r->idx, addr, value);
@@ -216,12 +291,13 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
         gen = qatomic_read(&s->sem_gen);
         /* sem_gen before the semaphore; pairs with npu_sem_kick */
         smp_mb();
-        if (!npu_vm_rw(job, addr, &v, 4, false, err)) {
+        v = 0;
+        if (!npu_vm_rw(job, addr, &v, len, false, err)) {
             ok = false;
             break;
         }
         polls++;
-        if (npu_seqno_passed(le32_to_cpu(v), value)) {
+        if (npu_sem_passed(le64_to_cpu(v), value, wide)) {
             seen = true;
             qemu_mutex_lock(&r->lock);
             r->sem_wait = false;
@@ -232,7 +308,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
             break;
         }
         if (s->vtime) {
-            if (!npu_vt_sem_block(r, addr, value)) {
+            if (!npu_vt_sem_block(r, addr, value, wide)) {
                 break;
             }
             continue;
@@ -257,7 +333,7 @@ static bool npu_exec_sem(NpuJob *job, const uint32_t *p, bool wait,
     /* later commands' accesses happen after the semaphore was seen */
     smp_mb();
     t0 = npu_time();
-    npu_complete(job, t0, 0, false, 4);
+    npu_complete(job, t0, 0, false, len);
     return true;
 }
 
@@ -298,6 +374,8 @@ static unsigned npu_pkt_len(uint32_t op)
     case NPU_OP_COPY:
         return 8;
     case NPU_OP_FILL:
+    case NPU_OP_SIGNAL:
+    case NPU_OP_WAIT_MEM64:
         return 6;
     case NPU_OP_TIMESTAMP:
     case NPU_OP_SEM_WAIT:
@@ -325,6 +403,8 @@ static bool npu_op_known(uint32_t op)
     case NPU_OP_TIMESTAMP:
     case NPU_OP_SEM_WAIT:
     case NPU_OP_SEM_SIGNAL:
+    case NPU_OP_SIGNAL:
+    case NPU_OP_WAIT_MEM64:
     case NPU_OP_INDIRECT:
     case NPU_OP_SET_CONTEXT:
     case NPU_OP_FENCE:
@@ -346,7 +426,7 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
     uint64_t va = ldq_le_p(p + 2);
     g_autofree uint32_t *ib = NULL;
     NpuRing *r = job->ring;
-    unsigned ndw, off = r->ib_resume / 4;
+    unsigned ndw, off = r->ib_resume / 4, first = off;
 
     /* a migrated ring resumes its IB where it stopped (npu.c, post_load) */
     r->ib_resume = 0;
@@ -372,6 +452,12 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
         if (npu_aborted(job->ring)) {
             return true;
         }
+        if (r->uq_engine && off != first && npu_uq_should_leave(r)) {
+            /* a user queue switches between the packets of an IB too */
+            qatomic_set(&r->ib_off, off * 4);
+            job->preempt = true;
+            return true;
+        }
         if (!len || len > ndw - off) {
             return npu_set_err(err, NPU_ERR_BAD_PACKET, va + off * 4);
         }
@@ -385,6 +471,9 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
         qatomic_set(&r->ib_off, off * 4);
         if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
             return false;
+        }
+        if (job->yield) {
+            return true;        /* a user queue waits at ib_off */
         }
         off += len;
     }
@@ -434,7 +523,8 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
 
     if (!r->s->vtime && op != NPU_OP_INDIRECT && op != NPU_OP_SET_CONTEXT &&
-        op != NPU_OP_RING_CTRL && op != NPU_OP_SEM_WAIT) {
+        op != NPU_OP_RING_CTRL && op != NPU_OP_SEM_WAIT &&
+        op != NPU_OP_WAIT_MEM64) {
         /* NPU_RING_BUSY counts it from now (a stall is not busy time) */
         qatomic_set(&r->cmd_start, npu_time());
     }
@@ -462,8 +552,13 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     case NPU_OP_TIMESTAMP:
         return npu_exec_timestamp(job, p, err);
     case NPU_OP_SEM_WAIT:
+        return npu_exec_wait(job, ldq_le_p(p + 2), p[1], false, err);
     case NPU_OP_SEM_SIGNAL:
-        return npu_exec_sem(job, p, op == NPU_OP_SEM_WAIT, err);
+        return npu_exec_sem_signal(job, p, err);
+    case NPU_OP_WAIT_MEM64:
+        return npu_exec_wait(job, ldq_le_p(p + 2), ldq_le_p(p + 4), true, err);
+    case NPU_OP_SIGNAL:
+        return npu_exec_signal(job, p, err);
     case NPU_OP_INDIRECT:
         return npu_exec_indirect(job, p, err, info);
     case NPU_OP_SET_CONTEXT: {
@@ -490,6 +585,24 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         return true;
     }
     return npu_set_err(err, NPU_ERR_BAD_OPCODE, pkt_addr);
+}
+
+/*
+ * One packet of a user queue (p as for npu_exec_packet): packets that name
+ * guest-physical addresses or the ring's context are privileged there,
+ * INDIRECT is not (its buffer runs in the queue's context).
+ */
+bool npu_uq_exec(NpuJob *job, const uint32_t *p, unsigned ndw,
+                 uint64_t pkt_addr, NpuErr *err, uint32_t *info)
+{
+    uint32_t op = NPU_PKT_OP(p[0]);
+
+    *info = op;
+    if (NPU_OP_IS_PRIVILEGED(op) && op != NPU_OP_INDIRECT &&
+        npu_op_known(op)) {
+        return npu_set_err(err, NPU_ERR_PRIVILEGED, pkt_addr);
+    }
+    return npu_exec_packet(job, p, ndw, false, pkt_addr, err, info);
 }
 
 static bool npu_ring_config_ok(uint64_t base, uint32_t size, uint32_t head,

@@ -108,8 +108,9 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
     qatomic_inc(&s->mmu_waiters);
     /* the guest's page-table writes before reading the rings' state */
     smp_mb();
-    for (i = 0; i < s->nrings; i++) {
-        NpuRing *r = &s->rings[i];
+    for (i = 0; i < s->nrings + npu_uq_nmmu(s); i++) {
+        NpuRing *r = i < s->nrings ? &s->rings[i]
+                                   : npu_uq_mmu_ring(s, i - s->nrings);
         uint32_t gen, busy;
         unsigned spins = 0;
 

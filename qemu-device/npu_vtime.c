@@ -76,7 +76,7 @@ static bool npu_vt_sem_ready(NpuRing *r)
 {
     NpuJob job = { .ring = r };
     NpuErr err = { 0 };
-    uint32_t v;
+    uint64_t v = 0;
     bool read;
 
     /*
@@ -87,9 +87,11 @@ static bool npu_vt_sem_ready(NpuRing *r)
      * or parks.
      */
     npu_dma_set_noblock(true);
-    read = npu_vm_rw(&job, r->vt_sem_addr, &v, 4, false, &err);
+    read = npu_vm_rw(&job, r->vt_sem_addr, &v, r->vt_sem_wide ? 8 : 4, false,
+                     &err);
     npu_dma_set_noblock(false);
-    return !read || npu_seqno_passed(le32_to_cpu(v), r->vt_sem_value);
+    return !read || npu_sem_passed(le64_to_cpu(v), r->vt_sem_value,
+                                   r->vt_sem_wide);
 }
 
 /* Move the clock if no engine runs. vt_lock held. */
@@ -243,7 +245,7 @@ bool npu_vt_complete(NpuRing *r, uint64_t model_ns)
  * there (re-read whenever the clock would move, and every
  * NPU_VT_POLL_MS for writes by the host). False if the ring was reset.
  */
-bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value)
+bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint64_t value, bool wide)
 {
     NpuState *s = r->s;
     NpuVtime *vt = &s->vt;
@@ -253,6 +255,7 @@ bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint32_t value)
     r->vt_sem = true;
     r->vt_sem_addr = addr;
     r->vt_sem_value = value;
+    r->vt_sem_wide = wide;
     r->vt_sem_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     vt->state[r->idx] = NPU_VT_BLOCKED;
     npu_vt_advance(s);

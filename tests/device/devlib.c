@@ -6,9 +6,11 @@
  *   0x00100000 + r * 0x10000   ring r (16 KiB)
  *   0x00200000 ...             page tables (root first)
  *   0x00300000                 fence words, 0x00310000 MSI-X targets
+ *   0x00380000                 user-queue event ring (64 KiB)
+ *   0x00400000                 user-queue descriptor table (1 MiB)
  *   0x01000000 ...             host buffers (mapped in reverse page order)
  *   0x80000000                 BAR2 (device memory, up to 1 GiB), 0xfe000000 BAR0,
- *   0xfe010000                 BAR4 (MSI-X)
+ *   0xfe010000                 BAR4 (MSI-X), 0xfe100000 BAR1 (doorbells)
  */
 #define _GNU_SOURCE
 #include <libgen.h>
@@ -128,6 +130,7 @@ void pci_setup(void)
 	unsigned cap;
 
 	cfg_writel(0x10, (uint32_t)BAR0);
+	cfg_writel(0x14, (uint32_t)BAR1);
 	cfg_writel(0x18, (uint32_t)BAR2);
 	cfg_writel(0x1c, BAR2 >> 32);
 	cfg_writel(0x20, (uint32_t)BAR4);
@@ -388,6 +391,22 @@ void pk_sem(struct pk *p, int wait, uint64_t addr, uint32_t v)
 	pk_dw(p, NPU_PKT_HDR(wait ? NPU_OP_SEM_WAIT : NPU_OP_SEM_SIGNAL, 0, 4));
 	pk_dw(p, v);
 	pk_qw(p, addr);
+}
+
+void pk_signal(struct pk *p, uint64_t addr, uint64_t value)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_SIGNAL, 0, 6));
+	pk_dw(p, 0);
+	pk_qw(p, addr);
+	pk_qw(p, value);
+}
+
+void pk_wait64(struct pk *p, uint64_t addr, uint64_t value)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_WAIT_MEM64, 0, 6));
+	pk_dw(p, 0);
+	pk_qw(p, addr);
+	pk_qw(p, value);
 }
 
 void pk_ib(struct pk *p, uint64_t va, uint32_t size)

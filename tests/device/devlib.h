@@ -18,12 +18,15 @@
 #define BAR0		0xfe000000ull
 #define BAR2		0x80000000ull	/* 1 GiB aligned: the default BAR */
 #define BAR4		0xfe010000ull
+#define BAR1		0xfe100000ull	/* user-queue doorbells */
 #define RING_PA(r)	(0x100000ull + (r) * 0x10000ull)
 #define RING_BYTES	0x4000u
 #define PT_PA		0x200000ull
 #define PT_MAX		240
 #define FENCE_PA	0x300000ull
 #define MSI_PA		0x310000ull
+#define UQ_EVENT_PA	0x380000ull	/* user-queue event ring, 64 KiB */
+#define UQ_TABLE_PA	0x400000ull	/* user-queue descriptors, 1 MiB */
 #define HOST_PA		0x1000000ull
 #define HOST_END	0x0f000000ull
 #define VA_BASE		0x100000000ull
@@ -94,6 +97,8 @@ void pk_fill(struct pk *p, uint64_t dst, uint64_t size, uint32_t v);
 void pk_launch(struct pk *p, uint32_t kernel, uint32_t gx, unsigned nargs, const uint64_t *args);
 void pk_ts(struct pk *p, uint64_t dst);
 void pk_sem(struct pk *p, int wait, uint64_t addr, uint32_t v);
+void pk_signal(struct pk *p, uint64_t addr, uint64_t value);
+void pk_wait64(struct pk *p, uint64_t addr, uint64_t value);
 void pk_ib(struct pk *p, uint64_t va, uint32_t size);
 void pk_ctx(struct pk *p, uint32_t ctx, uint64_t root);
 void pk_fence(struct pk *p, uint32_t seq, uint64_t addr, int irq);

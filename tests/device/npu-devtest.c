@@ -57,14 +57,16 @@ static void test_identity(void)
 	ok(qemu_rss_kib() > 0 && qemu_rss_kib() < (256u << 10),
 	   "1 GiB of device memory costs no host RAM until used (QEMU's "
 	   "VmRSS %lu KiB)", qemu_rss_kib());
-	ok(msix_cap && nvec == nrings + 1, "MSI-X with %u vectors", nvec);
+	ok(msix_cap && nvec == nrings + 2,
+	   "MSI-X with %u vectors (the last one for user queues)", nvec);
 	ok(rd(NPU_REG_ID) == NPU_ID_MAGIC && rd(NPU_REG_VERSION) == NPU_VERSION,
 	   "ID and VERSION");
 	ok(NPU_CAPS_COMPUTE_RINGS(caps) == 8 && NPU_CAPS_COPY_RINGS(caps) == 2 &&
 	   NPU_CAPS_CUS(caps) == 8, "CAPS 0x%x: 8 compute, 2 copy, 8 units",
 	   caps);
 	ok(rd(NPU_REG_FEATURES) ==
-	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE) &&
+	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE |
+	    NPU_FEATURE_USER_QUEUES) &&
 	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 30 &&
 	   rd(NPU_REG_DEVMEM_SIZE_HI) == 0 &&
 	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
@@ -724,6 +726,177 @@ static void test_semaphores(void)
 	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, s.va + 2, NPU_OP_SEM_SIGNAL),
 	   "unaligned semaphore address is BAD_PACKET");
 	ring_resume(COPY0);
+}
+
+/* The event ring: 4 KiB at UQ_EVENT_PA, emptied (HEAD = TAIL). */
+static void uq_events_init(void)
+{
+	qt_memset(q, UQ_EVENT_PA, 0, 4096);
+	wr(NPU_REG_UQ_EVENT_BASE_LO, (uint32_t)UQ_EVENT_PA);
+	wr(NPU_REG_UQ_EVENT_BASE_HI, 0);
+	wr(NPU_REG_UQ_EVENT_SIZE, 4096);
+}
+
+/* The event record at byte offset off of the event ring. */
+static struct npu_uq_event uq_event_at(uint32_t off)
+{
+	struct npu_uq_event ev;
+
+	qt_memread(q, UQ_EVENT_PA + off, &ev, sizeof(ev));
+	return ev;
+}
+
+/*
+ * SIGNAL and WAIT_MEM64 (VERSION 1.1) on rings and in indirect buffers:
+ * value and timestamp in order, an event and the user-queue vector only
+ * for an armed signal with an event ring programmed, 64-bit waits.
+ */
+static void test_signals(void)
+{
+	struct buf sg = alloc_buf(4096, 0, 1), t = alloc_buf(64, 1, 1);
+	struct buf ibb = alloc_buf(8192, 0, 0);
+	struct pk p = { .n = 0 }, ib = { .n = 0 };
+	struct npu_signal sig;
+	struct npu_uq_event ev;
+	unsigned uqv = nrings + 1;
+	uint64_t ts[2], w;
+	uint32_t one = 1;
+	bool good;
+
+	ok(rd(NPU_REG_VERSION) == 0x00010001 && NPU_VERSION == 0x00010001,
+	   "VERSION 1.1");
+	qt_memset(q, sg.base, 0, 4096);
+	qt_writel(q, MSI_PA + 4 * uqv, 0);
+	/* no event ring: armed or not, the value is written, nothing raised */
+	wr(NPU_REG_UQ_EVENT_SIZE, 0);
+	buf_write(&sg, 16, &one, 4);
+	pk_ts(&p, t.va);
+	pk_signal(&p, sg.va, 42);
+	pk_ts(&p, t.va + 8);
+	good = ring_run(0, &p, 5000);
+	buf_read(&sg, 0, &sig, sizeof(sig));
+	buf_read(&t, 0, ts, 16);
+	ok(good && sig.value == 42 && sig.timestamp >= ts[0] &&
+	   sig.timestamp <= ts[1] && sig.armed == 1 && !msi_word(uqv) &&
+	   rd(NPU_REG_UQ_EVENT_TAIL) == 0,
+	   "SIGNAL writes value and a timestamp between its neighbours' "
+	   "(%llu <= %llu <= %llu); armed without an event ring raises nothing",
+	   (unsigned long long)ts[0], (unsigned long long)sig.timestamp,
+	   (unsigned long long)ts[1]);
+
+	uq_events_init();
+	/* not armed: no event */
+	qt_memset(q, sg.base + 16, 0, 4);
+	p.n = 0;
+	pk_signal(&p, sg.va, 43);
+	good = ring_run(0, &p, 5000);
+	buf_read(&sg, 0, &sig, sizeof(sig));
+	ok(good && sig.value == 43 && rd(NPU_REG_UQ_EVENT_TAIL) == 0 &&
+	   !msi_word(uqv), "SIGNAL not armed: no event, no interrupt");
+
+	/* armed, from a copy ring: an event record and vector nrings + 1 */
+	buf_write(&sg, 16, &one, 4);
+	p.n = 0;
+	pk_signal(&p, sg.va, 44);
+	good = ring_run(COPY0, &p, 5000);
+	good &= wait_msi(uqv, 5000);
+	ev = uq_event_at(0);
+	ok(good && rd(NPU_REG_UQ_EVENT_TAIL) == 16 &&
+	   ev.kind == NPU_UQ_EVENT_SIGNAL && ev.ctx == CTX_ID &&
+	   ev.queue == (NPU_UQ_EVENT_RING | COPY0) && ev.data == sg.va,
+	   "SIGNAL armed: event (kind %u ctx %u queue 0x%x data 0x%llx) and "
+	   "MSI-X vector %u", ev.kind, ev.ctx, ev.queue,
+	   (unsigned long long)ev.data, uqv);
+
+	/* in an indirect buffer, 255 records fill the ring, the next overflows */
+	wr(NPU_REG_UQ_EVENT_HEAD, 16);
+	for (unsigned i = 0; i < 256; i++)
+		pk_signal(&ib, sg.va, 100 + i);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	good = ring_run(0, &p, 5000);
+	buf_read(&sg, 0, &sig, sizeof(sig));
+	ok(good && sig.value == 355 && rd(NPU_REG_UQ_EVENT_TAIL) == 0 &&
+	   rd(NPU_REG_UQ_EVENT_STATUS) == NPU_UQ_EVENT_STS_OVERFLOW &&
+	   uq_event_at(4080).data == sg.va,
+	   "SIGNAL in an IB; a full event ring drops the record and sets "
+	   "OVERFLOW (tail 0x%x status 0x%x)", rd(NPU_REG_UQ_EVENT_TAIL),
+	   rd(NPU_REG_UQ_EVENT_STATUS));
+	wr(NPU_REG_UQ_EVENT_STATUS, NPU_UQ_EVENT_STS_OVERFLOW);
+	ok(rd(NPU_REG_UQ_EVENT_STATUS) == 0, "UQ_EVENT_STATUS is RW1C");
+	qt_memset(q, sg.base + 16, 0, 4);
+
+	/* WAIT_MEM64: 64-bit unsigned compare, satisfied at once */
+	w = 0x100000005ull;
+	buf_write(&sg, 64, &w, 8);
+	p.n = 0;
+	pk_wait64(&p, sg.va + 64, 0x100000005ull);
+	pk_wait64(&p, sg.va + 64, 7);
+	ok(ring_run(0, &p, 5000), "WAIT_MEM64 satisfied (u64 >= value)");
+
+	/* unsatisfied: 0xffffffff is below 2^32 (no wrap-safe compare) */
+	w = 0xffffffffull;
+	buf_write(&sg, 64, &w, 8);
+	p.n = 0;
+	pk_wait64(&p, sg.va + 64, 0x100000000ull);
+	pk_ts(&p, t.va + 8);
+	pk_fence(&p, ++seqno[COPY1], fence_pa(COPY1), 0);
+	ring_submit(COPY1, &p);
+	usleep(30000);
+	good = !(rrd(COPY1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	/* a device write releases it: ring 0 signals the word (SIGNAL value) */
+	p.n = 0;
+	pk_ts(&p, t.va);
+	pk_signal(&p, sg.va + 64, 0x100000000ull);
+	good &= ring_run(0, &p, 5000);
+	good &= ring_wait(COPY1, 5000) ==
+		(NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	buf_read(&t, 0, ts, 16);
+	ok(good && rrd(COPY1, NPU_RING_FENCE) == seqno[COPY1] && ts[1] >= ts[0],
+	   "WAIT_MEM64 stalls below the value (0xffffffff < 2^32) and a "
+	   "SIGNAL by another ring releases it");
+
+	/* inside an IB, released by a host write */
+	ib.n = 0;
+	pk_wait64(&ib, sg.va + 64, 0x200000000ull);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	pk_fence(&p, ++seqno[COPY1], fence_pa(COPY1), 0);
+	ring_submit(COPY1, &p);
+	usleep(20000);
+	good = !(rrd(COPY1, NPU_RING_STATUS) & NPU_RING_STS_IDLE);
+	w = 0x200000001ull;
+	buf_write(&sg, 64, &w, 8);
+	good &= ring_wait(COPY1, 5000) ==
+		(NPU_RING_STS_IDLE | NPU_RING_STS_ENABLED);
+	ok(good && rrd(COPY1, NPU_RING_FENCE) == seqno[COPY1],
+	   "WAIT_MEM64 in an IB, released by a host write");
+
+	/* alignment: SIGNAL 32 bytes, WAIT_MEM64 8 bytes */
+	p.n = 0;
+	pk_signal(&p, sg.va + 8, 1);
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, sg.va + 8, NPU_OP_SIGNAL),
+	   "SIGNAL to an address not 32-byte aligned is BAD_PACKET");
+	ring_resume(COPY0);
+	p.n = 0;
+	pk_wait64(&p, sg.va + 68, 1);
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, sg.va + 68,
+			NPU_OP_WAIT_MEM64),
+	   "WAIT_MEM64 on an address not 8-byte aligned is BAD_PACKET");
+	ring_resume(COPY0);
+	p.n = 0;
+	pk_dw(&p, NPU_PKT_HDR(NPU_OP_SIGNAL, 0, 4));
+	pk_dw(&p, 0);
+	pk_qw(&p, sg.va);
+	ring_submit(COPY0, &p);
+	ok(expect_error(COPY0, NPU_ERR_BAD_PACKET, ~0ull, NPU_OP_SIGNAL),
+	   "SIGNAL of the wrong length is BAD_PACKET");
+	ring_resume(COPY0);
+	wr(NPU_REG_ERR_PENDING, ~0u);
 }
 
 static void test_faults(void)
@@ -1466,7 +1639,7 @@ static void fuzz_packet(struct pk *p, unsigned r)
 		NPU_OP_NOP, NPU_OP_COPY, NPU_OP_FILL, NPU_OP_LAUNCH,
 		NPU_OP_LAUNCH, NPU_OP_LAUNCH, NPU_OP_TIMESTAMP, NPU_OP_SEM_WAIT,
 		NPU_OP_SEM_SIGNAL, NPU_OP_INDIRECT, NPU_OP_SET_CONTEXT,
-		NPU_OP_FENCE, NPU_OP_RING_CTRL,
+		NPU_OP_FENCE, NPU_OP_RING_CTRL, NPU_OP_SIGNAL, NPU_OP_WAIT_MEM64,
 	};
 	uint32_t op = ops[rnd() % sizeof(ops)];
 	unsigned start = p->n;
@@ -1528,6 +1701,13 @@ static void fuzz_packet(struct pk *p, unsigned r)
 		break;
 	case NPU_OP_SEM_SIGNAL:
 		pk_sem(p, 0, fuzz_va(), rnd());
+		break;
+	case NPU_OP_SIGNAL:
+		pk_signal(p, fuzz_va() & (rnd() % 4 ? ~31ull : ~0ull), rnd64());
+		break;
+	case NPU_OP_WAIT_MEM64:
+		pk_wait64(p, fuzz_va() & (rnd() % 4 ? ~7ull : ~0ull),
+			  rnd() % 8 ? 0 : rnd64());
 		break;
 	case NPU_OP_INDIRECT:
 		pk_ib(p, fuzz_va() & ~3ull, (rnd() % 1024) * 4);
@@ -1727,7 +1907,8 @@ static void test_timing(void)
 	pk_ts(&p, t.va + 8);
 	good = ring_run(0, &p, 20000);
 	buf_read(&t, 0, ts, 16);
-	ok(good && rd(NPU_REG_FEATURES) == NPU_FEATURE_USER_CODE &&
+	ok(good && rd(NPU_REG_FEATURES) ==
+	   (NPU_FEATURE_USER_CODE | NPU_FEATURE_USER_QUEUES) &&
 	   ts[1] - ts[0] < 500000000ull,
 	   "timing=off: a copy + kernel modelled at seconds takes %.1f ms",
 	   (ts[1] - ts[0]) / 1e6);
@@ -1845,9 +2026,9 @@ static void test_max_config(void)
 	bool good = true;
 
 	start("compute-rings=16,copy-rings=0,compute-units=64,devmem-size=1M", 0);
-	ok(nrings == 16 && nvec == 17 && NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 64 &&
+	ok(nrings == 16 && nvec == 18 && NPU_CAPS_CUS(rd(NPU_REG_CAPS)) == 64 &&
 	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 20,
-	   "16 rings, 17 MSI-X vectors, 64 units, 1 MiB device memory");
+	   "16 rings, 18 MSI-X vectors, 64 units, 1 MiB device memory");
 	for (unsigned r = 0; r < nrings; r++) {
 		p.n = 0;
 		pk_fence(&p, 0x500 + r, fence_pa(r), 1);
@@ -1899,10 +2080,16 @@ static void test_properties(void)
 	static char out[65536];
 	const char *props[] = { "compute-rings", "copy-rings", "compute-units",
 		"devmem-size", "timing", "link-bw-mbps", "mem-bw-mbps", "cu-mops",
-		"launch-ns", "copy-ns" };
+		"launch-ns", "copy-ns", "uq-compute-engines", "uq-copy-engines",
+		"uq-max-queues", "uq-doorbell-pages", "uq-timeslice-us",
+		"uq-switch-ns" };
 	const char *argv[] = { qemu_bin, "-device", "npu,help", NULL };
 	const char *bad[] = { "compute-rings=0", "compute-rings=12,copy-rings=5",
-		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000" };
+		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000",
+		"uq-compute-engines=17", "uq-copy-engines=17", "uq-max-queues=0",
+		"uq-max-queues=65537", "uq-doorbell-pages=3",
+		"uq-doorbell-pages=8192", "uq-timeslice-us=5",
+		"uq-switch-ns=1000001" };
 	bool good;
 	int rc;
 
@@ -2909,6 +3096,849 @@ static void test_trace_events(void)
 	ok(good, "-trace npu_ring_halt and npu_dma_fault: the halt and the DMA fault are in the -D log");
 }
 
+/* ------------------------------------------------------------ user queues */
+
+struct tq {
+	unsigned idx;
+	uint32_t db;
+	uint32_t size;
+	uint32_t config;
+	struct buf ring, wb;
+	uint64_t wptr;
+};
+
+static uint64_t uqd_pa(unsigned idx)
+{
+	return UQ_TABLE_PA + (uint64_t)NPU_UQD_SIZE * idx;
+}
+
+static uint64_t uqd64(unsigned idx, unsigned off)
+{
+	return qt_readq(q, uqd_pa(idx) + off);
+}
+
+static uint32_t uqd32(unsigned idx, unsigned off)
+{
+	return qt_readl(q, uqd_pa(idx) + off);
+}
+
+static uint32_t uq_cmd(uint32_t op, unsigned idx)
+{
+	wr(NPU_REG_UQ_CMD, NPU_UQ_CMD(op, idx));
+	return rd(NPU_REG_UQ_CMD_STATUS);
+}
+
+/* Table and event ring programmed, every descriptor zeroed. */
+static void uq_setup(unsigned entries)
+{
+	qt_memset(q, UQ_TABLE_PA, 0, (size_t)NPU_UQD_SIZE * entries);
+	wr(NPU_REG_UQ_TABLE_BASE_LO, (uint32_t)UQ_TABLE_PA);
+	wr(NPU_REG_UQ_TABLE_BASE_HI, 0);
+	wr(NPU_REG_UQ_TABLE_ENTRIES, entries);
+	uq_events_init();
+}
+
+/* Descriptor idx for a queue with a ring of size bytes (not mapped yet). */
+static void uq_desc(struct tq *t, unsigned idx, uint32_t config,
+		    uint32_t size)
+{
+	uint64_t pa = uqd_pa(idx);
+
+	memset(t, 0, sizeof(*t));
+	t->idx = idx;
+	t->db = NPU_UQ_DOORBELL(idx / 8, idx % 8 * 3);
+	t->size = size;
+	t->config = config;
+	t->ring = alloc_buf(size, 0, 0);
+	t->wb = alloc_buf(4096, 0, 1);
+	qt_memset(q, pa, 0, NPU_UQD_SIZE);
+	qt_writeq(q, pa + NPU_UQD_RING_VA, t->ring.va);
+	qt_writel(q, pa + NPU_UQD_RING_SIZE, size);
+	qt_writel(q, pa + NPU_UQD_CONFIG, config);
+	qt_writeq(q, pa + NPU_UQD_WB_VA, t->wb.va);
+	qt_writel(q, pa + NPU_UQD_CTX, CTX_ID);
+	qt_writel(q, pa + NPU_UQD_DOORBELL, t->db);
+	qt_writeq(q, pa + NPU_UQD_PT_ROOT, PT_PA);
+}
+
+static bool uq_new(struct tq *t, unsigned idx, uint32_t config)
+{
+	uq_desc(t, idx, config, 4096);
+	return uq_cmd(NPU_UQ_CMD_MAP, idx) == 0;
+}
+
+/* Copy packets into the ring at wptr (wrapping), no doorbell. */
+static void uq_put(struct tq *t, const struct pk *p)
+{
+	for (unsigned i = 0; i < p->n; i++) {
+		uint32_t off = (t->wptr + 4 * i) & (t->size - 1);
+
+		qt_writel(q, buf_phys(&t->ring, off), p->dw[i]);
+	}
+	t->wptr += 4 * p->n;
+}
+
+static void uq_ring(struct tq *t)
+{
+	qt_writeq(q, BAR1 + 8ull * t->db, t->wptr);
+}
+
+static void uq_push(struct tq *t, const struct pk *p)
+{
+	uq_put(t, p);
+	uq_ring(t);
+}
+
+/* Until the queue is idle or halted: its status. */
+static uint32_t uq_wait(struct tq *t, int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+	uint32_t st;
+
+	do {
+		st = uqd32(t->idx, NPU_UQD_STATUS);
+		if ((st & NPU_UQ_STS_HALTED) ||
+		    ((st & NPU_UQ_STS_IDLE) && uqd64(t->idx, NPU_UQD_RPTR) ==
+		     t->wptr))
+			return st;
+		usleep(200);
+	} while (host_ns() < end && !q->dead);
+	return st;
+}
+
+static struct npu_uq_wb uq_wb(struct tq *t)
+{
+	struct npu_uq_wb wb;
+
+	buf_read(&t->wb, 0, &wb, sizeof(wb));
+	return wb;
+}
+
+/* The first event of kind for queue idx from the ring's start, or kind 0. */
+static struct npu_uq_event uq_find_event(uint8_t kind, uint32_t queue)
+{
+	uint32_t tail = rd(NPU_REG_UQ_EVENT_TAIL);
+	struct npu_uq_event ev = { 0 };
+
+	for (uint32_t off = 0; off != tail; off = (off + 16) & 4095) {
+		ev = uq_event_at(off);
+		if (ev.kind == kind && ev.queue == queue)
+			return ev;
+	}
+	memset(&ev, 0, sizeof(ev));
+	return ev;
+}
+
+#define UQ_RUNNABLE (NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE)
+
+static void test_uq(void)
+{
+	struct tq a, b, c, many[8];
+	struct buf d, sg;
+	struct pk p = { .n = 0 };
+	struct npu_uq_wb wb;
+	struct npu_uq_event ev;
+	uint32_t v, st;
+	uint64_t w;
+	bool good;
+
+	/* without engines: no UQ block, no vector, no FEATURES bit */
+	start("uq-compute-engines=0,uq-copy-engines=0", 0);
+	wr(NPU_REG_UQ_EVENT_SIZE, 4096);
+	ok(nvec == nrings + 1 &&
+	   !(rd(NPU_REG_FEATURES) & NPU_FEATURE_USER_QUEUES) &&
+	   rd(NPU_REG_UQ_MAX_QUEUES) == 0 && rd(NPU_REG_UQ_EVENT_SIZE) == 0 &&
+	   rd(NPU_REG_VERSION) == NPU_VERSION,
+	   "no user-queue engines: %u vectors, FEATURES bit 3 clear, UQ_* "
+	   "read 0 (VERSION still 1.1)", nvec);
+	stop("instance without user queues");
+
+	start("uq-compute-engines=2,uq-copy-engines=1,uq-max-queues=64,"
+	      "uq-doorbell-pages=4", 0);
+	sg = alloc_buf(4096, 0, 1);
+	d = alloc_buf(1 << 16, 0, 1);
+	ok(rd(NPU_REG_UQ_MAX_QUEUES) == 64 &&
+	   rd(NPU_REG_UQ_ENGINES) == (2 | 1 << 8) &&
+	   rd(NPU_REG_UQ_DOORBELL_PAGES) == 4 &&
+	   rd(NPU_REG_UQ_TIMESLICE_US) == 1000 &&
+	   rd(NPU_REG_UQ_SWITCH_NS) == 1000 &&
+	   rd(NPU_REG_UQ_ENGINE_QUEUE(0)) == NPU_UQ_ENGINE_IDLE &&
+	   rd(NPU_REG_UQ_ENGINE_QUEUE(3)) == 0,
+	   "UQ registers show the properties; engines idle");
+	ok(uq_cmd(NPU_UQ_CMD_MAP, 0) == NPU_ERR_RING_CONFIG,
+	   "MAP with no descriptor table is RING_CONFIG");
+	uq_setup(16);
+
+	/* MAP refusals: each a good descriptor with one field wrong */
+	{
+		static const struct {
+			unsigned off, len;
+			uint64_t v;
+			uint32_t err;
+			const char *what;
+		} bad[] = {
+			{ NPU_UQD_RING_SIZE, 4, 3000, NPU_ERR_RING_CONFIG, "ring size" },
+			{ NPU_UQD_RING_SIZE, 4, 2048, NPU_ERR_RING_CONFIG, "small ring" },
+			{ NPU_UQD_RING_VA, 8, 0x100000800ull, NPU_ERR_RING_CONFIG, "ring VA" },
+			{ NPU_UQD_WB_VA, 8, 0x100000020ull, NPU_ERR_RING_CONFIG, "wb VA" },
+			{ NPU_UQD_CONFIG, 4, 0x8, NPU_ERR_RING_CONFIG, "config bits" },
+			{ NPU_UQD_CONFIG, 4, 3 << 1, NPU_ERR_RING_CONFIG, "priority 3" },
+			{ NPU_UQD_CTX, 4, 0, NPU_ERR_RING_CONFIG, "ctx 0" },
+			{ NPU_UQD_DOORBELL, 4, NPU_UQ_DOORBELL(4, 0), NPU_ERR_RING_CONFIG, "doorbell page" },
+			{ NPU_UQD_PT_ROOT, 8, PT_PA + 8, NPU_ERR_BAD_PACKET, "pt_root" },
+			{ NPU_UQD_RPTR, 8, 8, NPU_ERR_RING_CONFIG, "wptr < rptr" },
+			{ NPU_UQD_WPTR, 8, 8192, NPU_ERR_RING_CONFIG, "wptr - rptr > size" },
+		};
+		good = true;
+		for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			uq_desc(&a, 1, 0, 4096);
+			if (bad[i].len == 8)
+				qt_writeq(q, uqd_pa(1) + bad[i].off, bad[i].v);
+			else
+				qt_writel(q, uqd_pa(1) + bad[i].off, bad[i].v);
+			v = uq_cmd(NPU_UQ_CMD_MAP, 1);
+			if (v != bad[i].err || uqd32(1, NPU_UQD_STATUS)) {
+				diag("MAP with bad %s: %u", bad[i].what, v);
+				good = false;
+			}
+		}
+		ok(good, "MAP refuses bad ring VA/size, wb VA, config, ctx, "
+		   "doorbell, pt_root and pointers");
+	}
+	ok(uq_cmd(NPU_UQ_CMD_MAP, 16) == NPU_ERR_RING_CONFIG &&
+	   uq_cmd(NPU_UQ_CMD_UNMAP, 2) == NPU_ERR_RING_CONFIG,
+	   "a queue index past UQ_TABLE_ENTRIES, or UNMAP of an unmapped "
+	   "queue, is RING_CONFIG");
+	good = uq_new(&a, 1, 0);
+	st = uqd32(1, NPU_UQD_STATUS);
+	uq_desc(&b, 2, 0, 4096);
+	qt_writel(q, uqd_pa(2) + NPU_UQD_DOORBELL, a.db);
+	ok(good && st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+	   uq_cmd(NPU_UQ_CMD_MAP, 2) == NPU_ERR_RING_CONFIG &&
+	   uq_cmd(NPU_UQ_CMD_MAP, 1) == NPU_ERR_RING_CONFIG &&
+	   uq_wb(&a).status == (UQ_RUNNABLE | NPU_UQ_STS_IDLE),
+	   "MAP: MAPPED|RUNNABLE|IDLE in the descriptor and write-back; a "
+	   "doorbell bound twice or a second MAP is refused");
+	wr(NPU_REG_UQ_TABLE_ENTRIES, 8);
+	ok(rd(NPU_REG_UQ_TABLE_ENTRIES) == 16,
+	   "UQ_TABLE_* writes are ignored while a queue is mapped");
+
+	/* doorbell: packets run, rptr and write-back follow */
+	v = 0;
+	p.n = 0;
+	pk_fill(&p, d.va, 4096, 0x5a5a0001);
+	pk_signal(&p, sg.va, 7);
+	uq_push(&a, &p);
+	st = uq_wait(&a, 5000);
+	wb = uq_wb(&a);
+	buf_read(&d, 4092, &v, 4);
+	ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x5a5a0001 &&
+	   uqd64(1, NPU_UQD_RPTR) == a.wptr && uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+	   wb.rptr == a.wptr && wb.status == st && uqd64(1, NPU_UQD_CMDS) == 2 &&
+	   uqd64(1, NPU_UQD_PROGRESS_NS) > 0 && qt_readq(q, sg.base) == 7,
+	   "doorbell: FILL and SIGNAL run; rptr %llu in the descriptor and "
+	   "the write-back block; CMDS 2",
+	   (unsigned long long)uqd64(1, NPU_UQD_RPTR));
+
+	/* stale doorbell ignored; misaligned one halts with RING_CONFIG */
+	qt_writeq(q, BAR1 + 8ull * a.db, 4);
+	usleep(2000);
+	good = uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+	       !(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED);
+	qt_writeq(q, BAR1 + 8ull * a.db, a.wptr + 6);
+	st = uqd32(1, NPU_UQD_STATUS);
+	ev = uq_find_event(NPU_UQ_EVENT_HALT, 1);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(1, NPU_UQD_ERROR) == NPU_ERR_RING_CONFIG &&
+	   uqd64(1, NPU_UQD_FAULT) == a.wptr + 6 &&
+	   uq_wb(&a).error == NPU_ERR_RING_CONFIG &&
+	   ev.kind == NPU_UQ_EVENT_HALT && ev.data == NPU_ERR_RING_CONFIG &&
+	   ev.ctx == CTX_ID && wait_msi(nrings + 1, 2000),
+	   "a stale doorbell is ignored; a misaligned one halts the queue "
+	   "(RING_CONFIG, fault = value, HALT event, vector %u)", nrings + 1);
+	ok(uq_cmd(NPU_UQ_CMD_RESET, 1) == 0 &&
+	   uqd32(1, NPU_UQD_STATUS) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+	   uqd32(1, NPU_UQD_ERROR) == 0, "RESET clears HALTED and the error");
+
+	/* a privileged packet halts its queue at that packet; CONTINUE skips */
+	good = uq_new(&b, 2, 0);
+	p.n = 0;
+	pk_fence(&p, 1, FENCE_PA, 0);
+	pk_fill(&p, d.va, 4, 0x77);
+	w = b.wptr;
+	uq_push(&b, &p);
+	st = uq_wait(&b, 5000);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(2, NPU_UQD_ERROR) == NPU_ERR_PRIVILEGED &&
+	   uqd64(2, NPU_UQD_FAULT) == b.ring.va + w &&
+	   uqd64(2, NPU_UQD_RPTR) == w && uq_wb(&b).rptr == w,
+	   "FENCE on a user queue: PRIVILEGED, fault = its VA, rptr stays at it");
+	p.n = 0;
+	pk_fill(&p, d.va + 8, 4, 0x88);
+	uq_push(&a, &p);
+	st = uq_wait(&a, 5000);
+	buf_read(&d, 8, &v, 4);
+	ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x88 &&
+	   (uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED),
+	   "another queue of the same context runs on while one is halted");
+	good = uq_cmd(NPU_UQ_CMD_CONTINUE, 2) == 0;
+	st = uq_wait(&b, 5000);
+	buf_read(&d, 0, &v, 4);
+	ok(good && st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x77,
+	   "CONTINUE skips the failed packet and runs the rest");
+
+	/* an MMU fault halts one queue; the write-back says why */
+	p.n = 0;
+	pk_fill(&p, 0x7000000000ull, 64, 1);
+	uq_push(&b, &p);
+	p.n = 0;
+	pk_fill(&p, d.va + 16, 4, 0x99);
+	uq_push(&a, &p);
+	st = uq_wait(&b, 5000);
+	wb = uq_wb(&b);
+	good = uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&d, 16, &v, 4);
+	ok(good && (st & NPU_UQ_STS_HALTED) && v == 0x99 &&
+	   wb.error == NPU_ERR_MMU_FAULT && wb.fault == 0x7000000000ull &&
+	   (wb.status & NPU_UQ_STS_HALTED) &&
+	   uqd32(2, NPU_UQD_ERROR_INFO) == NPU_OP_FILL,
+	   "an MMU fault halts its queue alone (error %u fault 0x%llx in the "
+	   "write-back)", wb.error, (unsigned long long)wb.fault);
+	uq_cmd(NPU_UQ_CMD_RESET, 2);
+
+	/* INDIRECT on a user queue; LAUNCH refused on a copy queue */
+	{
+		struct buf ibb = alloc_buf(4096, 0, 0);
+		struct pk ib = { .n = 0 };
+
+		pk_fill(&ib, d.va + 20, 4, 0xabc);
+		buf_write(&ibb, 0, ib.dw, ib.n * 4);
+		p.n = 0;
+		pk_ib(&p, ibb.va, ib.n * 4);
+		uq_push(&a, &p);
+		st = uq_wait(&a, 5000);
+		buf_read(&d, 20, &v, 4);
+		ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0xabc,
+		   "INDIRECT runs in the queue's context");
+	}
+	good = uq_new(&c, 3, NPU_UQ_CONFIG_COPY);
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_NOP, 1);
+	uq_push(&c, &p);
+	st = uq_wait(&c, 5000);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(3, NPU_UQD_ERROR) == NPU_ERR_BAD_PACKET,
+	   "a copy queue refuses LAUNCH (BAD_PACKET)");
+	uq_cmd(NPU_UQ_CMD_RESET, 3);
+
+	/* waits yield: two queues wait, the third still gets an engine */
+	{
+		uint64_t zero = 0;
+
+		buf_write(&sg, 64, &zero, 8);
+		buf_write(&sg, 128, &zero, 8);
+		p.n = 0;
+		pk_wait64(&p, sg.va + 64, 1);
+		pk_fill(&p, d.va + 24, 4, 0x1111);
+		uq_push(&a, &p);
+		p.n = 0;
+		pk_wait64(&p, sg.va + 128, 1);
+		pk_fill(&p, d.va + 28, 4, 0x2222);
+		uq_push(&b, &p);
+		for (unsigned i = 0; i < 5000 &&
+		     (!(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) ||
+		      !(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING)); i++)
+			usleep(1000);
+		good = (uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		       (uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		       rd(NPU_REG_UQ_ENGINE_QUEUE(0)) == NPU_UQ_ENGINE_IDLE &&
+		       rd(NPU_REG_UQ_ENGINE_QUEUE(1)) == NPU_UQ_ENGINE_IDLE;
+		/* a third compute queue: SIGNAL the word queue b waits on */
+		uq_desc(&many[0], 4, 0, 4096);
+		good &= uq_cmd(NPU_UQ_CMD_MAP, 4) == 0;
+		p.n = 0;
+		pk_fill(&p, d.va + 32, 4, 0x3333);
+		pk_signal(&p, sg.va + 128, 1);
+		uq_push(&many[0], &p);
+		good &= uq_wait(&many[0], 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		good &= uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&d, 28, &v, 4);
+		good &= v == 0x2222;
+		ok(good && (uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING),
+		   "two queues waiting hold no engine: a third runs and its "
+		   "SIGNAL releases one of them at once");
+		w = 1;
+		buf_write(&sg, 64, &w, 8);
+		good = uq_cmd(NPU_UQ_CMD_KICK, 1) == 0;
+		good &= uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&d, 24, &v, 4);
+		ok(good && v == 0x1111, "a host write + KICK releases the other");
+	}
+
+	/* more queues than engines: 8 queues, per-queue order kept */
+	{
+		struct buf ts = alloc_buf(8 * 40 * 8, 0, 1);
+		uint64_t t[40];
+
+		good = true;
+		for (unsigned i = 0; i < 8; i++) {
+			if (i)
+				uq_desc(&many[i], 4 + i, 0, 4096);
+			good &= i ? uq_cmd(NPU_UQ_CMD_MAP, 4 + i) == 0 : true;
+		}
+		for (unsigned i = 0; i < 8; i++) {
+			p.n = 0;
+			for (unsigned k = 0; k < 40; k++) {
+				pk_ts(&p, ts.va + (i * 40 + k) * 8);
+				if (k % 8 == 0)
+					LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000);
+			}
+			uq_push(&many[i], &p);
+		}
+		for (unsigned i = 0; i < 8; i++) {
+			good &= uq_wait(&many[i], 20000) ==
+				(UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+			buf_read(&ts, i * 40 * 8, t, sizeof(t));
+			for (unsigned k = 1; k < 40; k++)
+				good &= t[k] >= t[k - 1] && t[k];
+		}
+		ok(good, "8 queues on 2 compute engines all complete, each in "
+		   "its own order");
+	}
+
+	/* SUSPEND keeps a queue off its engine; RUN lets it go; UNMAP */
+	p.n = 0;
+	pk_fill(&p, d.va + 36, 4, 0x4444);
+	good = uq_cmd(NPU_UQ_CMD_SUSPEND, 1) == 0;
+	uq_push(&a, &p);
+	usleep(20000);
+	buf_read(&d, 36, &v, 4);
+	good &= v != 0x4444 && uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+		uqd32(1, NPU_UQD_STATUS) == NPU_UQ_STS_MAPPED;
+	if (!good)
+		diag("suspended: v 0x%x wptr %llu/%llu status 0x%x", v,
+		     (unsigned long long)uqd64(1, NPU_UQD_WPTR),
+		     (unsigned long long)a.wptr, uqd32(1, NPU_UQD_STATUS));
+	good &= uq_cmd(NPU_UQ_CMD_RUN, 1) == 0;
+	good &= uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&d, 36, &v, 4);
+	ok(good && v == 0x4444,
+	   "SUSPEND records doorbells but runs nothing; RUN runs them");
+	ok(uq_cmd(NPU_UQ_CMD_UNMAP, 1) == 0 && uqd32(1, NPU_UQD_STATUS) == 0 &&
+	   uqd64(1, NPU_UQD_RPTR) == a.wptr,
+	   "UNMAP: status 0, the state stays in the descriptor");
+
+	/* STOP of a queue inside a long kernel, bounded as a ring reset */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_HANG, 1);
+	uq_push(&b, &p);
+	for (unsigned i = 0; i < 5000 &&
+	     !(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING); i++)
+		usleep(1000);
+	good = !!(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING);
+	good &= uq_cmd(NPU_UQ_CMD_STOP, 2) == 0;
+	st = uqd32(2, NPU_UQD_STATUS);
+	ok(good && (st & NPU_UQ_STS_HALTED) && !(st & NPU_UQ_STS_RUNNING) &&
+	   uqd32(2, NPU_UQD_ERROR) == NPU_ERR_STOPPED,
+	   "STOP aborts a hung kernel: HALTED with STOPPED (status 0x%x)", st);
+	good = uq_cmd(NPU_UQ_CMD_RESET, 2) == 0;
+	p.n = 0;
+	pk_fill(&p, d.va + 40, 4, 0x5555);
+	uq_push(&b, &p);
+	good &= uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&d, 40, &v, 4);
+	ok(good && v == 0x5555, "after RESET the queue runs new packets");
+
+	/* OFF: SUSPEND of a queue inside a kernel takes effect after it */
+	{
+		uint32_t tail0 = rd(NPU_REG_UQ_EVENT_TAIL);
+
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 30000000);
+		uq_push(&b, &p);
+		for (unsigned i = 0; i < 5000 &&
+		     !(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING); i++)
+			usleep(1000);
+		good = uq_cmd(NPU_UQ_CMD_SUSPEND, 2) == 0 &&
+		       (uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING);
+		for (unsigned i = 0; i < 5000 &&
+		     rd(NPU_REG_UQ_EVENT_TAIL) == tail0; i++)
+			usleep(1000);
+		ev = uq_event_at(tail0);
+		st = uqd32(2, NPU_UQD_STATUS);
+		ok(good && ev.kind == NPU_UQ_EVENT_OFF && ev.queue == 2 &&
+		   st == (NPU_UQ_STS_MAPPED | NPU_UQ_STS_IDLE) &&
+		   uqd64(2, NPU_UQD_RPTR) == b.wptr,
+		   "SUSPEND of a running queue returns at once; OFF event when "
+		   "its packet has completed (status 0x%x)", st);
+		uq_cmd(NPU_UQ_CMD_RUN, 2);
+	}
+
+	/* PROGRESS: an event when rptr reaches irq_rptr */
+	{
+		uint32_t tail0 = rd(NPU_REG_UQ_EVENT_TAIL);
+
+		p.n = 0;
+		pk_ts(&p, sg.va + 256);
+		qt_writeq(q, uqd_pa(2) + NPU_UQD_IRQ_RPTR, b.wptr + 2 * 16);
+		for (unsigned k = 0; k < 3; k++)
+			uq_put(&b, &p);
+		uq_ring(&b);
+		good = uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		ev = uq_event_at(tail0);
+		ok(good && ev.kind == NPU_UQ_EVENT_PROGRESS && ev.queue == 2 &&
+		   ev.data == b.wptr - 16 &&
+		   rd(NPU_REG_UQ_EVENT_TAIL) == ((tail0 + 16) & 4095),
+		   "PROGRESS event once, when rptr reaches irq_rptr (data %llu)",
+		   (unsigned long long)ev.data);
+		qt_writeq(q, uqd_pa(2) + NPU_UQD_IRQ_RPTR, 0);
+	}
+
+	/* bus mastering off: the queue's accesses fail with BAD_DMA */
+	{
+		uint32_t cmd = cfg_readl(0x04);
+
+		uq_cmd(NPU_UQ_CMD_RESET, 2);
+		cfg_writel(0x04, cmd & ~0x4u);
+		p.n = 0;
+		pk_fill(&p, d.va + 44, 4, 0x6666);
+		uq_push(&b, &p);
+		usleep(20000);
+		cfg_writel(0x04, cmd);
+		/* the descriptor could not be written meanwhile: KICK does */
+		good = uq_cmd(NPU_UQ_CMD_KICK, 2) == 0;
+		st = uqd32(2, NPU_UQD_STATUS);
+		good &= (st & NPU_UQ_STS_HALTED) &&
+			uqd32(2, NPU_UQD_ERROR) == NPU_ERR_BAD_DMA;
+		good &= uq_cmd(NPU_UQ_CMD_CONTINUE, 2) == 0 &&
+			uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&d, 44, &v, 4);
+		ok(good && v == 0x6666, "bus mastering off: the queue halts "
+		   "with BAD_DMA (status 0x%x), shown by the next command; on "
+		   "again, CONTINUE runs the packet", st);
+	}
+
+	/* random packets, doorbells and commands never crash QEMU */
+	{
+		struct tq *fq[3] = { &b, &c, &many[1] };
+		unsigned halts = 0;
+
+		fz_host = alloc_buf(65536, 0, 1);
+		fz_dev = alloc_buf(65536, 1, 1);
+		for (int i = 0; i < 1500 && !q->dead; i++) {
+			struct tq *t = fq[rnd() % 3];
+			uint32_t k = rnd() % 32;
+
+			if (k == 0) {
+				uq_cmd(1 + rnd() % 9, rnd() % 18);
+			} else if (k == 1) {
+				qt_writeq(q, BAR1 + 8ull * (rnd() % 2048),
+					  rnd() % 2 ? rnd64() : t->wptr + rnd() % 64);
+			} else if (k == 2) {
+				uint32_t off = 0x2000 + (rnd() % 0x140 & ~3u);
+
+				if (off != NPU_REG_UQ_TABLE_BASE_LO &&
+				    off != NPU_REG_UQ_TABLE_BASE_HI)
+					wr(off, rnd());
+			} else {
+				struct pk fp = { .n = 0 };
+				unsigned n = 1 + rnd() % 4;
+
+				for (unsigned j = 0; j < n; j++)
+					fuzz_packet(&fp, 0);
+				t->wptr = uqd64(t->idx, NPU_UQD_WPTR);
+				if (fp.n < 512 && t->wptr -
+				    uqd64(t->idx, NPU_UQD_RPTR) < t->size - 2048)
+					uq_push(t, &fp);
+			}
+			if (rnd() % 4 == 0) {
+				for (unsigned j = 0; j < 3; j++) {
+					if (!(uqd32(fq[j]->idx, NPU_UQD_STATUS) &
+					      NPU_UQ_STS_HALTED))
+						continue;
+					halts++;
+					uq_cmd(rnd() % 2 ? NPU_UQ_CMD_CONTINUE :
+					       NPU_UQ_CMD_RESET, fq[j]->idx);
+				}
+			}
+		}
+		ok(!q->dead && qt_alive(q),
+		   "user-queue fuzz: random packets, doorbells, commands and "
+		   "UQ register writes (%u halts), QEMU responsive", halts);
+	}
+
+	/* a device reset unmaps every queue */
+	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	ok(rd(NPU_REG_UQ_TABLE_ENTRIES) == 0 && rd(NPU_REG_UQ_EVENT_SIZE) == 0 &&
+	   uq_cmd(NPU_UQ_CMD_UNMAP, 2) == NPU_ERR_RING_CONFIG,
+	   "device reset clears the UQ registers and unmaps the queues");
+	stop("user-queue instance");
+}
+
+/*
+ * Priorities and no starvation on one compute engine with a 1 ms slice.
+ * Each packet of the queues below is one INDIRECT of a TIMESTAMP and a
+ * 3 ms kernel (a dispatch runs at least one packet, so the pair is split
+ * only if the TIMESTAMP took a whole slice): every dispatch runs exactly
+ * one of them, and the timestamps give the dispatch order. A low-priority
+ * queue ready before two high-priority ones runs after exactly 8 high
+ * dispatches.
+ */
+static void uq_put_timed(struct tq *t, struct buf *ibs, unsigned *nib,
+			 uint64_t ts_va)
+{
+	struct pk ib = { .n = 0 }, p = { .n = 0 };
+	uint64_t off = (uint64_t)*nib * 64;
+
+	pk_ts(&ib, ts_va);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 3000000);
+	buf_write(ibs, off, ib.dw, ib.n * 4);
+	pk_ib(&p, ibs->va + off, ib.n * 4);
+	uq_put(t, &p);
+	++*nib;
+}
+
+static void test_uq_sched(void)
+{
+	struct tq blk, lo, h1, h2;
+	struct buf ts, ibs;
+	struct pk p = { .n = 0 };
+	uint64_t tl[2], th[2][12];
+	unsigned before = 0, before2 = 0, nib = 0;
+	bool good, busy;
+
+	start("uq-compute-engines=1,uq-copy-engines=0,uq-max-queues=8,"
+	      "uq-doorbell-pages=1,uq-timeslice-us=1000", 0);
+	ts = alloc_buf(4096, 0, 1);
+	ibs = alloc_buf(8192, 0, 0);
+	uq_setup(8);
+	good = uq_new(&blk, 0, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&lo, 1, NPU_UQ_PRIO_LOW << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&h1, 2, NPU_UQ_PRIO_HIGH << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&h2, 3, NPU_UQ_PRIO_HIGH << NPU_UQ_CONFIG_PRIO_SHIFT);
+	for (unsigned k = 0; k < 2; k++)
+		uq_put_timed(&lo, &ibs, &nib, ts.va + k * 8);
+	for (unsigned h = 0; h < 2; h++)
+		for (unsigned k = 0; k < 12; k++)
+			uq_put_timed(h ? &h2 : &h1, &ibs, &nib,
+				     ts.va + 256 + (h * 12 + k) * 8);
+	/* the engine is busy with blk while the others become ready */
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 200000000);
+	uq_push(&blk, &p);
+	for (unsigned i = 0; i < 5000 && rd(NPU_REG_UQ_ENGINE_QUEUE(0)); i++)
+		usleep(1000);
+	uq_ring(&lo);
+	uq_ring(&h1);
+	uq_ring(&h2);
+	busy = rd(NPU_REG_UQ_ENGINE_QUEUE(0)) == 0;
+	good &= uq_wait(&lo, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(&h1, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(&h2, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&ts, 0, tl, 16);
+	buf_read(&ts, 256, th, sizeof(th));
+	for (unsigned h = 0; h < 2; h++)
+		for (unsigned k = 0; k < 12; k++) {
+			before += th[h][k] < tl[0];
+			before2 += th[h][k] < tl[1];
+		}
+	if (!busy)
+		diag("the engine finished the blocking queue before the "
+		     "doorbells: the order below is not the one tested");
+	ok(good && busy && th[0][0] < tl[0] && th[1][0] < tl[0] &&
+	   th[0][1] > th[1][0],
+	   "high-priority queues go first and take turns (round robin)");
+	ok(good && busy && before == 8 && before2 == 16,
+	   "the low-priority queue runs after 8 high-priority dispatches, "
+	   "and again after 8 more (%u, %u)", before, before2);
+
+	/* MMU_INVALIDATE reaches a user queue's engine (one engine: the same TLB) */
+	{
+		struct buf m = alloc_buf(4096, 0, 1);
+		struct pk p = { .n = 0 };
+		bool good;
+		uint64_t pte_old = buf_phys(&m, 0), zero = 0;
+		struct buf m2 = alloc_buf(4096, 0, 1);
+
+		p.n = 0;
+		pk_fill(&p, m.va, 4, 0x1234);
+		uq_push(&blk, &p);
+		good = uq_wait(&blk, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		/* remap m.va to m2's page: only an invalidation makes it seen */
+		qt_writeq(q, buf_phys(&m2, 0), zero);
+		pt_map(m.va, buf_phys(&m2, 0) | NPU_PTE_VALID | NPU_PTE_WRITE);
+		pt_sync();
+		wr(NPU_REG_MMU_INVALIDATE, CTX_ID);
+		p.n = 0;
+		pk_fill(&p, m.va, 4, 0x5678);
+		uq_push(&blk, &p);
+		good &= uq_wait(&blk, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		ok(good && qt_readl(q, buf_phys(&m2, 0)) == 0x5678 &&
+		   qt_readl(q, pte_old) == 0x1234,
+		   "MMU_INVALIDATE of the context drops a user queue's cached "
+		   "translation");
+	}
+
+	/* a queue leaves its engine between two packets of one IB too */
+	{
+		struct tq x, y;
+		struct pk ib = { .n = 0 };
+		uint64_t tx[6], ty[6];
+		bool in_order = true;
+
+		good = uq_new(&x, 4, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+		good &= uq_new(&y, 5, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+		for (unsigned k = 0; k < 6; k++) {
+			pk_ts(&ib, ts.va + 1024 + k * 8);
+			LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 3000000);
+		}
+		buf_write(&ibs, 4096, ib.dw, ib.n * 4);
+		p.n = 0;
+		pk_ib(&p, ibs.va + 4096, ib.n * 4);
+		uq_push(&x, &p);
+		for (unsigned i = 0; i < 5000 &&
+		     rd(NPU_REG_UQ_ENGINE_QUEUE(0)) != 4; i++)
+			usleep(1000);
+		for (unsigned k = 0; k < 6; k++)
+			uq_put_timed(&y, &ibs, &nib, ts.va + 2048 + k * 8);
+		uq_ring(&y);
+		good &= uq_wait(&x, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		good &= uq_wait(&y, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&ts, 1024, tx, sizeof(tx));
+		buf_read(&ts, 2048, ty, sizeof(ty));
+		for (unsigned k = 1; k < 6; k++)
+			in_order &= tx[k] > tx[k - 1] && ty[k] > ty[k - 1];
+		ok(good && in_order && ty[0] < tx[5] && ty[0] > tx[0] &&
+		   uqd32(4, NPU_UQD_IB_OFFSET) == 0,
+		   "time slices switch queues between the packets of an "
+		   "indirect buffer, which resumes where it left off");
+	}
+	stop("user-queue scheduler instance");
+}
+
+/*
+ * Migrate a device with user queues to a second QEMU: queue 0 waits on a
+ * gate (WAIT_MEM64) with a FILL behind it; queue 1 is inside an indirect
+ * buffer (FILL, a 2 s kernel, a SEM_SIGNAL that counts its runs, FILL)
+ * when the migration starts (its RAM copy takes far less), and leaves its
+ * engine at the IB's next packet for the save; queue 2 is halted by a fault; queue 3 is suspended
+ * with work pending. In the second QEMU the doorbells still reach the
+ * queues, the gate releases queue 0, queue 1's IB resumes where it was
+ * (its count is 1), CONTINUE and RUN work.
+ */
+static void test_uq_migration(void)
+{
+	const char *opts = "uq-compute-engines=2,uq-copy-engines=1,"
+			   "uq-max-queues=16,uq-doorbell-pages=1,"
+			   "devmem-size=16M";
+	char file[64], out_uri[128], in_uri[128], dev[160], json[256];
+	const char *extra[] = { "-device", dev, "-incoming", in_uri, NULL };
+	struct tq a, b, c, d;
+	struct buf gate, w, ibb;
+	struct pk p = { .n = 0 }, ib = { .n = 0 };
+	uint32_t v[4], ib_off;
+	uint64_t zero = 0, one = 1;
+	const char *r;
+	bool good;
+
+	snprintf(file, sizeof(file), "/tmp/npu-devtest-uqmig-%d", (int)getpid());
+	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
+	snprintf(in_uri, sizeof(in_uri), "exec:cat %s", file);
+	snprintf(dev, sizeof(dev), "npu,addr=%d,%s", SLOT, opts);
+	unlink(file);
+
+	start(opts, 1);
+	gate = alloc_buf(4096, 0, 1);
+	w = alloc_buf(4096, 0, 1);
+	ibb = alloc_buf(4096, 0, 0);
+	buf_write(&gate, 0, &zero, 8);
+	uq_setup(16);
+	good = uq_new(&a, 0, 0) && uq_new(&b, 1, 0) && uq_new(&c, 2, 0) &&
+	       uq_new(&d, 3, NPU_UQ_CONFIG_COPY);
+	p.n = 0;
+	pk_wait64(&p, gate.va, 1);
+	pk_fill(&p, w.va, 4, 0xa1);
+	uq_push(&a, &p);
+	pk_fill(&ib, w.va + 4, 4, 0xb1);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 2000000000);
+	pk_sem(&ib, 0, w.va + 8, 1);
+	pk_fill(&ib, w.va + 12, 4, 0xb2);
+	buf_write(&ibb, 0, ib.dw, ib.n * 4);
+	p.n = 0;
+	pk_ib(&p, ibb.va, ib.n * 4);
+	uq_push(&b, &p);
+	p.n = 0;
+	pk_fill(&p, 0x7000000000ull, 4, 1);
+	pk_fill(&p, w.va + 16, 4, 0xc1);
+	uq_push(&c, &p);
+	good &= uq_cmd(NPU_UQ_CMD_SUSPEND, 3) == 0;
+	p.n = 0;
+	pk_fill(&p, w.va + 20, 4, 0xd1);
+	uq_push(&d, &p);
+	for (unsigned i = 0; i < 5000 &&
+	     !(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING); i++)
+		usleep(1000);
+	good &= (uqd32(0, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		(uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_RUNNING) &&
+		(uq_wait(&c, 5000) & NPU_UQ_STS_HALTED);
+	/* the RAM copy at full speed, well inside the kernel's 2 s */
+	r = qmp_cmd(q, "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+		    "{\"max-bandwidth\":17179869184}}");
+	good &= r && strstr(r, "\"return\"");
+	snprintf(json, sizeof(json),
+		 "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}", out_uri);
+	r = qmp_cmd(q, json);
+	good &= r && strstr(r, "\"return\"") && migrate_wait(20000);
+	ib_off = uqd32(1, NPU_UQD_IB_OFFSET);
+	if (ib_off != 4 * (6 + 8))
+		diag("queue 1 after the save: status 0x%x rptr %llu wptr %llu "
+	     "ib_va 0x%llx cmds %llu sem %u", uqd32(1, NPU_UQD_STATUS),
+	     (unsigned long long)uqd64(1, NPU_UQD_RPTR),
+	     (unsigned long long)uqd64(1, NPU_UQD_WPTR),
+	     (unsigned long long)uqd64(1, NPU_UQD_IB_VA),
+	     (unsigned long long)uqd64(1, NPU_UQD_CMDS),
+	     qt_readl(q, buf_phys(&w, 8)));
+	ok(good && ib_off == 4 * (6 + 8),
+	   "user queues waiting, inside an IB, halted and suspended migrate "
+	   "out (queue 1 left its engine at IB offset %u)", ib_off);
+	stop("user-queue migration source");
+	if (!good) {
+		unlink(file);
+		return;
+	}
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -incoming");
+		unlink(file);
+		return;
+	}
+	good = wait_running(20000);
+	unlink(file);
+	good &= rd(NPU_REG_UQ_TABLE_ENTRIES) == 16 &&
+		(uqd32(0, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED);
+	buf_write(&gate, 0, &one, 8);
+	good &= uq_cmd(NPU_UQ_CMD_KICK, 0) == 0;
+	good &= uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(&b, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_cmd(NPU_UQ_CMD_CONTINUE, 2) == 0 &&
+		uq_wait(&c, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_cmd(NPU_UQ_CMD_RUN, 3) == 0 &&
+		uq_wait(&d, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(&w, 0, v, 16);
+	ok(good && v[0] == 0xa1 && v[1] == 0xb1 && v[2] == 1 && v[3] == 0xb2 &&
+	   qt_readl(q, buf_phys(&w, 16)) == 0xc1 &&
+	   qt_readl(q, buf_phys(&w, 20)) == 0xd1,
+	   "after the migration: the gate releases queue 0, queue 1's IB "
+	   "resumes (not rerun), CONTINUE and RUN work");
+	p.n = 0;
+	pk_fill(&p, w.va + 24, 4, 0xa2);
+	uq_push(&a, &p);
+	ok(uq_wait(&a, 5000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+	   qt_readl(q, buf_phys(&w, 24)) == 0xa2,
+	   "doorbells reach the migrated queues");
+	stop("user-queue migration destination");
+}
+
 /*
  * NPU_DEVTEST_ONLY=name runs one of the tests that start their own QEMU
  * (a developer's shortcut; make test runs everything).
@@ -2931,6 +3961,9 @@ static const struct {
 	{ "max_config", test_max_config },
 	{ "properties", test_properties },
 	{ "hotplug", test_hotplug },
+	{ "uq", test_uq },
+	{ "uq_sched", test_uq_sched },
+	{ "uq_migration", test_uq_migration },
 };
 
 static void run_all(void)
@@ -2951,6 +3984,7 @@ static void run_all(void)
 	test_timestamp_ib();
 	test_control();
 	test_semaphores();
+	test_signals();
 	test_sem_wait_cost();
 	test_faults();
 	test_bounds();
@@ -2976,6 +4010,9 @@ static void run_all(void)
 	test_max_config();
 	test_properties();
 	test_hotplug();
+	test_uq();
+	test_uq_sched();
+	test_uq_migration();
 }
 
 int main(int argc, char **argv)

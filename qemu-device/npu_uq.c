@@ -1,0 +1,1484 @@
+/*
+ * npu - virtual NPU PCI device: user queues.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * The UQ_* register block of BAR0, the event ring through which the device
+ * reports to the driver, the descriptor table, the doorbells of BAR1, the
+ * queue commands, and the scheduler that serves the queues on engines of
+ * their own (Documentation/hw/npu.rst, "User queues").
+ *
+ * Locking: uq.lock protects every queue's state, the ready and wait lists
+ * and the engines' assignments. Register and doorbell accesses run under
+ * the BQL and take uq.lock; engine threads and the wait poller never take
+ * the BQL. Guest-memory accesses through an MMU context (packets, the
+ * write-back block, waited words) are made without uq.lock held, by the
+ * thread that owns the queue at the time: its engine, the poller for a
+ * waiting queue's word, or the register side (eng[NPU_UQ_ENGINES]) for a
+ * queue on no engine. Descriptor writes are physical and made under the
+ * lock, so the descriptor always shows the state of one moment.
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/log.h"
+#include "qemu/rcu.h"
+#include "qemu/main-loop.h"
+#include "qapi/error.h"
+#include "npu.h"
+#include "trace.h"
+
+bool npu_uq_present(NpuState *s)
+{
+    return s->uq_n_compute + s->uq_n_copy > 0;
+}
+
+bool npu_uq_check_props(NpuState *s, Error **errp)
+{
+    if (s->uq_n_compute > NPU_UQ_MAX_ENGINES ||
+        s->uq_n_copy > NPU_UQ_MAX_ENGINES) {
+        error_setg(errp, "npu: uq-compute-engines and uq-copy-engines must "
+                   "be 0..%d", NPU_UQ_MAX_ENGINES);
+        return false;
+    }
+    if (s->uq_max_queues < 1 || s->uq_max_queues > 65536) {
+        error_setg(errp, "npu: uq-max-queues must be 1..65536");
+        return false;
+    }
+    if (s->uq_db_pages < 1 || s->uq_db_pages > 4096 ||
+        !is_power_of_2(s->uq_db_pages)) {
+        error_setg(errp, "npu: uq-doorbell-pages must be a power of 2, "
+                   "1..4096");
+        return false;
+    }
+    if (s->uq_timeslice_us < 10 || s->uq_timeslice_us > 1000000) {
+        error_setg(errp, "npu: uq-timeslice-us must be 10..1000000");
+        return false;
+    }
+    if (s->uq_switch_ns > 1000000) {
+        error_setg(errp, "npu: uq-switch-ns must be <= 1000000");
+        return false;
+    }
+    if (s->vtime) {
+        /* user queues do not take part in the virtual clock yet */
+        s->uq_n_compute = 0;
+        s->uq_n_copy = 0;
+    }
+    if (!s->timing) {
+        s->uq_switch_ns = 0;
+    }
+    return true;
+}
+
+/*
+ * Append a record to the event ring and raise the user-queue vector. With
+ * no event ring programmed nothing is written or raised; a full ring or
+ * one that cannot be written drops the record and sets OVERFLOW. uq.lock
+ * held.
+ */
+static void npu_uq_post_locked(NpuState *s, uint8_t kind, uint32_t ctx,
+                               uint32_t queue, uint64_t data)
+{
+    NpuUqState *uq = &s->uq;
+    struct npu_uq_event ev = {
+        .kind = kind,
+        .ctx = cpu_to_le16(ctx),
+        .queue = cpu_to_le32(queue),
+        .data = cpu_to_le64(data),
+    };
+    uint32_t next;
+
+    if (!uq->event_size) {
+        return;
+    }
+    next = (uq->event_tail + sizeof(ev)) & (uq->event_size - 1);
+    trace_npu_uq_event(kind, queue, data, next == uq->event_head);
+    if (next == uq->event_head ||
+        npu_phys_rw(s, uq->event_base + uq->event_tail, &ev, sizeof(ev),
+                    true) != MEMTX_OK) {
+        uq->event_status |= NPU_UQ_EVENT_STS_OVERFLOW;
+    } else {
+        /* the record before the tail that publishes it */
+        smp_wmb();
+        qatomic_set(&uq->event_tail, next);
+    }
+    npu_raise(s, s->nrings + 1);
+}
+
+/* A SIGNAL packet found its memory signal armed. */
+void npu_uq_signal_event(NpuRing *r, uint64_t va)
+{
+    NpuState *s = r->s;
+
+    if (!npu_uq_present(s)) {
+        return;
+    }
+    qemu_mutex_lock(&s->uq.lock);
+    if (r->uq_engine) {
+        int c = s->uq.cur[r->idx - NPU_UQ_ENG_IDX(0)];
+
+        if (c >= 0) {
+            npu_uq_post_locked(s, NPU_UQ_EVENT_SIGNAL, s->uq.q[c].ctx, c, va);
+        }
+    } else {
+        npu_uq_post_locked(s, NPU_UQ_EVENT_SIGNAL, r->context,
+                           NPU_UQ_EVENT_RING | r->idx, va);
+    }
+    qemu_mutex_unlock(&s->uq.lock);
+}
+
+/*
+ * Queues
+ */
+
+/* Guest-memory accesses made holding uq.lock never park (npu.c). */
+static MemTxResult npu_uq_phys(NpuState *s, uint64_t pa, void *buf,
+                               uint64_t len, bool is_write)
+{
+    MemTxResult r;
+
+    npu_dma_set_noblock(true);
+    r = npu_phys_rw(s, pa, buf, len, is_write);
+    npu_dma_set_noblock(false);
+    return r;
+}
+
+static uint64_t npu_uq_desc(NpuState *s, NpuUq *q)
+{
+    return s->uq.table_base + (uint64_t)NPU_UQD_SIZE * q->idx;
+}
+
+/* The status word as the owner and the driver see it. */
+static uint32_t npu_uq_status(NpuUq *q, bool off)
+{
+    uint32_t st = q->status;
+
+    if (q->engine >= 0 && !off) {
+        st |= NPU_UQ_STS_RUNNING;
+    } else if (q->rptr == q->wptr && (st & NPU_UQ_STS_MAPPED)) {
+        st |= NPU_UQ_STS_IDLE;
+    }
+    return st;
+}
+
+/* Write the queue's state (descriptor bytes 0x30..0xa7). uq.lock held. */
+static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
+{
+    uint8_t d[NPU_UQD_OPS + 8 - NPU_UQD_WPTR];
+
+#define D(off) (d + (off) - NPU_UQD_WPTR)
+    stq_le_p(D(NPU_UQD_WPTR), q->wptr);
+    stq_le_p(D(NPU_UQD_RPTR), q->rptr);
+    stl_le_p(D(NPU_UQD_STATUS), npu_uq_status(q, false));
+    stl_le_p(D(NPU_UQD_ERROR), q->error);
+    stq_le_p(D(NPU_UQD_FAULT), q->fault);
+    stl_le_p(D(NPU_UQD_ERROR_INFO), q->error_info);
+    stl_le_p(D(NPU_UQD_FAULT_BLOCK), q->fault_block);
+    stq_le_p(D(NPU_UQD_FAULT_PC), q->fault_pc);
+    stl_le_p(D(NPU_UQD_FAULT_THREAD), q->fault_thread);
+    stl_le_p(D(NPU_UQD_FAULT_UNIT), q->fault_unit);
+    stq_le_p(D(NPU_UQD_FAULT_ENTRY), q->fault_entry);
+    stq_le_p(D(NPU_UQD_IB_VA), q->ib_va);
+    stl_le_p(D(NPU_UQD_IB_SIZE), q->ib_size);
+    stl_le_p(D(NPU_UQD_IB_OFFSET), q->ib_offset);
+    stq_le_p(D(NPU_UQD_PROGRESS_NS), q->progress_ns);
+    stq_le_p(D(NPU_UQD_BUSY_NS), q->busy_ns);
+    stq_le_p(D(NPU_UQD_CMDS), q->cmds);
+    stq_le_p(D(NPU_UQD_BYTES), q->bytes);
+    stq_le_p(D(NPU_UQD_OPS), q->ops);
+#undef D
+    npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_WPTR, d, sizeof(d), true);
+}
+
+/* Put a queue that can run at the tail of its ready list. uq.lock held. */
+static void npu_uq_make_ready_locked(NpuState *s, NpuUq *q)
+{
+    NpuUqState *uq = &s->uq;
+    uint32_t st = q->status;
+
+    if (!(st & NPU_UQ_STS_MAPPED) || !(st & NPU_UQ_STS_RUNNABLE) ||
+        (st & (NPU_UQ_STS_HALTED | NPU_UQ_STS_WAITING)) || q->engine >= 0 ||
+        q->ready || q->rptr == q->wptr) {
+        return;
+    }
+    q->ready = true;
+    q->ready_seq = ++uq->seq;
+    QTAILQ_INSERT_TAIL(&uq->ready[q->config & NPU_UQ_CONFIG_COPY]
+                                 [NPU_UQ_CONFIG_PRIO(q->config)], q, link);
+    qemu_cond_broadcast(&uq->cond);
+}
+
+static void npu_uq_unready_locked(NpuState *s, NpuUq *q)
+{
+    if (q->ready) {
+        QTAILQ_REMOVE(&s->uq.ready[q->config & NPU_UQ_CONFIG_COPY]
+                                  [NPU_UQ_CONFIG_PRIO(q->config)], q, link);
+        q->ready = false;
+    }
+}
+
+static void npu_uq_unwait_locked(NpuState *s, NpuUq *q)
+{
+    if (q->waiting) {
+        QTAILQ_REMOVE(&s->uq.wait_list, q, wlink);
+        q->waiting = false;
+        qatomic_dec(&s->uq.nwaiting);
+        trace_npu_uq_wait(q->idx, 0, q->wait_addr, q->wait_value);
+    }
+    q->status &= ~NPU_UQ_STS_WAITING;
+}
+
+/*
+ * Halt a queue: the error fields, HALTED, the descriptor, a HALT event.
+ * The caller writes the write-back block. uq.lock held.
+ */
+static void npu_uq_halt_locked(NpuState *s, NpuUq *q, const NpuErr *err,
+                               uint32_t info, uint32_t skip)
+{
+    trace_npu_uq_halt(q->idx, err->code, err->addr, info);
+    npu_uq_unready_locked(s, q);
+    npu_uq_unwait_locked(s, q);
+    q->error = err->code;
+    q->fault = err->addr;
+    q->error_info = info;
+    q->fault_pc = err->pc;
+    q->fault_block = err->block;
+    q->fault_thread = err->thread;
+    q->fault_unit = err->unit;
+    q->fault_entry = err->entry;
+    q->skip = skip;
+    /* the error fields are in the descriptor before HALTED is */
+    npu_uq_sync_locked(s, q);
+    smp_wmb();
+    q->status |= NPU_UQ_STS_HALTED;
+    npu_uq_sync_locked(s, q);
+    npu_uq_post_locked(s, NPU_UQ_EVENT_HALT, q->ctx, q->idx, err->code);
+}
+
+/*
+ * Write the write-back block of queue qi through the MMU context of mr (a
+ * thread's own). A fault halts the queue. uq.lock not held.
+ */
+static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
+{
+    NpuUqState *uq = &s->uq;
+    NpuUq *q = &uq->q[qi];
+    struct npu_uq_wb wb = { 0 };
+    NpuJob job = { .ring = mr };
+    NpuErr err = { 0 };
+    uint64_t va, root;
+    uint32_t ctx;
+
+    qemu_mutex_lock(&uq->lock);
+    if (!(q->status & NPU_UQ_STS_MAPPED) && !q->unmap) {
+        qemu_mutex_unlock(&uq->lock);
+        return;
+    }
+    wb.rptr = cpu_to_le64(q->rptr);
+    wb.status = cpu_to_le32(npu_uq_status(q, off));
+    wb.error = cpu_to_le32(q->error);
+    wb.fault = cpu_to_le64(q->fault);
+    wb.error_info = cpu_to_le32(q->error_info);
+    wb.progress_ns = cpu_to_le64(q->progress_ns);
+    va = q->wb_va;
+    ctx = q->ctx;
+    root = q->pt_root;
+    qemu_mutex_unlock(&uq->lock);
+
+    if (qatomic_read(&mr->mmu_ctx) != ctx || mr->pt_root != root) {
+        npu_mmu_set_context(mr, ctx, root);
+    }
+    if (npu_vm_rw(&job, va, &wb, sizeof(wb), true, &err)) {
+        return;
+    }
+    qemu_mutex_lock(&uq->lock);
+    if (!(q->status & NPU_UQ_STS_HALTED) && (q->status & NPU_UQ_STS_MAPPED)) {
+        npu_uq_halt_locked(s, q, &err, 0, 0);
+    }
+    qemu_mutex_unlock(&uq->lock);
+}
+
+/*
+ * Scheduler
+ */
+
+/* A queue of the class that a queue of priority prio should make way for. */
+static bool npu_uq_contender_locked(NpuState *s, bool copy, unsigned prio)
+{
+    NpuUq *q;
+    unsigned p;
+
+    for (p = 0; p < NPU_UQ_PRIOS; p++) {
+        QTAILQ_FOREACH(q, &s->uq.ready[copy][p], link) {
+            if (p >= prio || q->starve >= NPU_UQ_STARVE) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* The next queue for a free engine of the class, off its list. */
+static NpuUq *npu_uq_pick_locked(NpuState *s, bool copy)
+{
+    NpuUqState *uq = &s->uq;
+    NpuUq *best = NULL, *q;
+    unsigned p, prio;
+
+    /* the oldest starving queue first */
+    for (p = 0; p < NPU_UQ_PRIOS; p++) {
+        QTAILQ_FOREACH(q, &uq->ready[copy][p], link) {
+            if (q->starve >= NPU_UQ_STARVE &&
+                (!best || q->ready_seq < best->ready_seq)) {
+                best = q;
+            }
+        }
+    }
+    for (p = NPU_UQ_PRIOS; !best && p-- > 0;) {
+        best = QTAILQ_FIRST(&uq->ready[copy][p]);
+    }
+    if (!best) {
+        return NULL;
+    }
+    npu_uq_unready_locked(s, best);
+    prio = NPU_UQ_CONFIG_PRIO(best->config);
+    for (p = 0; p < prio; p++) {
+        QTAILQ_FOREACH(q, &uq->ready[copy][p], link) {
+            q->starve++;
+        }
+    }
+    best->starve = 0;
+    return best;
+}
+
+/*
+ * Engines
+ */
+
+/* Fetch and run the packet at rptr of q on engine e. uq.lock not held. */
+static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
+{
+    NpuUqState *uq = &s->uq;
+    NpuJob job = { .ring = e };
+    NpuErr err = { 0 };
+    uint32_t pkt[NPU_PKT_MAX_DW];
+    uint32_t h = 0, len, info = 0, first, i, skip = 0;
+    uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0, old;
+    uint32_t size, ib_off;
+    bool ok = false, in_ib;
+
+    qemu_mutex_lock(&uq->lock);
+    base = q->ring_va;
+    size = q->ring_size;
+    rptr = q->rptr;
+    wptr = q->wptr;
+    ib_off = q->ib_offset;
+    qemu_mutex_unlock(&uq->lock);
+
+    off = rptr & (size - 1);
+    qatomic_set(&e->ib_off, 0);
+    if (!npu_vm_rw(&job, base + off, &h, 4, false, &err)) {
+        goto done;
+    }
+    h = le32_to_cpu(h);
+    len = NPU_PKT_LEN(h);
+    info = NPU_PKT_OP(h);
+    if (!len || len > (wptr - rptr) / 4) {
+        /* unusable header: CONTINUE steps over its dword only */
+        err.code = NPU_ERR_BAD_PACKET;
+        err.addr = base + off;
+        skip = 4;
+        goto done;
+    }
+    skip = len * 4;
+    trace_npu_uq_packet(q->idx, rptr, NPU_PKT_OP(h), len);
+    if (NPU_PKT_OP(h) == NPU_OP_NOP) {
+        ok = true;
+        goto done;
+    }
+    len = MIN(len, NPU_PKT_MAX_DW);
+    first = MIN(len * 4, size - off);
+    if (!npu_vm_rw(&job, base + off, pkt, first, false, &err) ||
+        (first < len * 4 &&
+         !npu_vm_rw(&job, base, (uint8_t *)pkt + first, len * 4 - first,
+                    false, &err))) {
+        goto done;
+    }
+    for (i = 0; i < len; i++) {
+        pkt[i] = le32_to_cpu(pkt[i]);
+    }
+    qemu_mutex_lock(&e->lock);
+    cmds0 = e->cmds;
+    bytes0 = e->bytes;
+    ops0 = e->ops;
+    busy0 = e->busy_ns;
+    e->running = true;
+    qemu_mutex_unlock(&e->lock);
+    e->ib_resume = NPU_PKT_OP(h) == NPU_OP_INDIRECT ? ib_off : 0;
+    ok = npu_uq_exec(&job, pkt, NPU_PKT_LEN(h), base + off, &err, &info);
+    qemu_mutex_lock(&e->lock);
+    e->running = false;
+    if (qatomic_read(&e->cmd_start)) {
+        e->busy_ns += MAX(npu_time() - qatomic_read(&e->cmd_start), 0);
+        qatomic_set(&e->cmd_start, 0);
+    }
+    e->ib_resume = 0;
+    qemu_mutex_lock(&uq->lock);
+    q->cmds += e->cmds - cmds0;
+    q->bytes += e->bytes - bytes0;
+    q->ops += e->ops - ops0;
+    q->busy_ns += e->busy_ns - busy0;
+    qemu_mutex_unlock(&uq->lock);
+    qemu_mutex_unlock(&e->lock);
+
+done:
+    in_ib = info & 0x100;
+    qemu_mutex_lock(&uq->lock);
+    if (qatomic_read(&e->abort) || qatomic_read(&e->stop)) {
+        /* STOP, RESET or a device reset: the command sets the state */
+        q->skip = skip;
+        qemu_mutex_unlock(&uq->lock);
+        return;
+    }
+    if (in_ib) {
+        q->ib_va = ldq_le_p(pkt + 2);
+        q->ib_size = pkt[1];
+        q->ib_offset = qatomic_read(&e->ib_off);
+    }
+    if (!ok || err.code) {
+        npu_uq_halt_locked(s, q, &err, info, skip);
+    } else if (job.preempt) {
+        /* off between two packets of the IB; it resumes at ib_offset */
+        npu_uq_sync_locked(s, q);
+    } else if (job.yield) {
+        q->status |= NPU_UQ_STS_WAITING;
+        q->waiting = true;
+        q->wait_addr = job.wait_addr;
+        q->wait_value = job.wait_value;
+        q->wait_wide = job.wait_wide;
+        q->wait_kick = false;
+        q->wait_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        q->wait_next = q->wait_since + NPU_SEM_POLL_MIN_NS;
+        QTAILQ_INSERT_TAIL(&uq->wait_list, q, wlink);
+        qatomic_inc(&uq->nwaiting);
+        trace_npu_uq_wait(q->idx, 1, q->wait_addr, q->wait_value);
+        npu_uq_sync_locked(s, q);
+        qemu_cond_broadcast(&uq->poll_cond);
+    } else {
+        uint64_t irq = 0;
+
+        old = q->rptr;
+        q->rptr += skip;
+        q->ib_va = 0;
+        q->ib_size = 0;
+        q->ib_offset = 0;
+        q->progress_ns = npu_clock(s);
+        npu_uq_sync_locked(s, q);
+        npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_IRQ_RPTR, &irq, 8, false);
+        irq = le64_to_cpu(irq);
+        if (irq && old < irq && q->rptr >= irq) {
+            npu_uq_post_locked(s, NPU_UQ_EVENT_PROGRESS, q->ctx, q->idx,
+                               q->rptr);
+        }
+    }
+    qemu_mutex_unlock(&uq->lock);
+    npu_uq_publish(s, e, q->idx, false);
+}
+
+/* Why the queue on an engine must leave it now, or NULL. uq.lock held. */
+static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
+{
+    int64_t slice0 = e->uq_slice0;
+
+    if (e->stop || qatomic_read(&e->abort) || q->leave) {
+        return "command";
+    }
+    if (q->status & NPU_UQ_STS_HALTED) {
+        return "halt";
+    }
+    if (q->status & NPU_UQ_STS_WAITING) {
+        return "wait";
+    }
+    if (q->rptr == q->wptr) {
+        return "empty";
+    }
+    if (qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
+        return "pause";         /* a snapshot or migration: see npu.c */
+    }
+    if (npu_time() - slice0 >= (int64_t)s->uq_timeslice_us * SCALE_US &&
+        npu_uq_contender_locked(s, e->copy, NPU_UQ_CONFIG_PRIO(q->config))) {
+        return "slice";
+    }
+    return NULL;
+}
+
+static void *npu_uq_engine_thread(void *opaque)
+{
+    NpuRing *e = opaque;
+    NpuState *s = e->s;
+    NpuUqState *uq = &s->uq;
+    unsigned ei = e->idx - NPU_UQ_ENG_IDX(0);
+    int last = -1;
+
+    rcu_register_thread();
+    npu_engine_thread_init();
+    qemu_mutex_lock(&uq->lock);
+    while (!e->stop) {
+        const char *why;
+        NpuUq *q = NULL;
+
+        if (qatomic_read(&e->abort) || qatomic_read(&s->paused) ||
+            qatomic_read(&s->draining) ||
+            !(q = npu_uq_pick_locked(s, e->copy))) {
+            qemu_cond_wait(&uq->cond, &uq->lock);
+            continue;
+        }
+        q->engine = ei;
+        uq->cur[ei] = q->idx;
+        trace_npu_uq_switch(ei, last, q->idx, "dispatch");
+        npu_uq_sync_locked(s, q);
+        qemu_mutex_unlock(&uq->lock);
+
+        if (qatomic_read(&e->mmu_ctx) != q->ctx || e->pt_root != q->pt_root) {
+            npu_mmu_set_context(e, q->ctx, q->pt_root);
+        }
+        if (last != (int)q->idx && last >= 0 && s->uq_switch_ns) {
+            /* saving one queue's state and loading the next one's */
+            npu_sleep_until(e, npu_time() + s->uq_switch_ns);
+        }
+        last = q->idx;
+        npu_uq_publish(s, e, q->idx, false);
+        e->uq_slice0 = npu_time();
+        qemu_mutex_lock(&uq->lock);
+        while (!(why = npu_uq_leave_why(s, e, q))) {
+            qemu_mutex_unlock(&uq->lock);
+            npu_uq_step(s, e, q, ei);
+            qemu_mutex_lock(&uq->lock);
+        }
+        trace_npu_uq_switch(ei, q->idx, -1, why);
+        qemu_mutex_unlock(&uq->lock);
+        if (!qatomic_read(&e->abort) && !e->stop) {
+            npu_uq_publish(s, e, q->idx, true);
+        }
+        qemu_mutex_lock(&uq->lock);
+        q->engine = -1;
+        uq->cur[ei] = -1;
+        q->leave = false;
+        if (q->unmap) {
+            q->unmap = false;
+            uq->db_queue[q->doorbell] = 0;
+            q->status &= ~NPU_UQ_STS_MAPPED;
+            uq->nmapped--;
+        }
+        if (q->off_event) {
+            q->off_event = false;
+            npu_uq_post_locked(s, NPU_UQ_EVENT_OFF, q->ctx, q->idx, 0);
+        }
+        if (!qatomic_read(&e->abort)) {
+            npu_uq_sync_locked(s, q);
+            npu_uq_make_ready_locked(s, q);
+        }
+        /* commands waiting for the queue to be off its engine */
+        qemu_cond_broadcast(&uq->cond);
+    }
+    qemu_mutex_unlock(&uq->lock);
+    rcu_unregister_thread();
+    return NULL;
+}
+
+/* Between two packets of an IB: must the queue on engine e leave it? */
+bool npu_uq_should_leave(NpuRing *e)
+{
+    NpuUqState *uq = &e->s->uq;
+    int c;
+    bool leave;
+
+    qemu_mutex_lock(&uq->lock);
+    c = uq->cur[e->idx - NPU_UQ_ENG_IDX(0)];
+    leave = c >= 0 && npu_uq_leave_why(e->s, e, &uq->q[c]);
+    qemu_mutex_unlock(&uq->lock);
+    return leave;
+}
+
+/*
+ * Waiting queues: the poller re-reads the words they wait for, at once
+ * after a device write or a doorbell/KICK, else with the rings' backoff.
+ */
+
+typedef struct NpuUqLook {
+    uint32_t qi;
+    uint32_t ctx;
+    uint64_t root;
+    uint64_t addr;
+    uint64_t value;
+    bool wide;
+    bool passed;
+    bool publish;               /* released or halted: write-back */
+    NpuErr err;
+} NpuUqLook;
+
+#define NPU_UQ_LOOKS 64
+
+static void *npu_uq_poll_thread(void *opaque)
+{
+    NpuState *s = opaque;
+    NpuUqState *uq = &s->uq;
+    NpuRing *mr = &uq->eng[NPU_UQ_ENGINES + 1];
+    NpuUqLook look[NPU_UQ_LOOKS];
+
+    rcu_register_thread();
+    npu_engine_thread_init();
+    qemu_mutex_lock(&uq->lock);
+    while (!uq->stop) {
+        int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        int64_t next = INT64_MAX;
+        bool kick = uq->kick;
+        unsigned n = 0, i;
+        NpuUq *q;
+
+        if (qatomic_read(&s->paused)) {
+            qemu_cond_wait(&uq->poll_cond, &uq->lock);
+            continue;
+        }
+        uq->kick = false;
+        QTAILQ_FOREACH(q, &uq->wait_list, wlink) {
+            if ((kick || q->wait_kick || now >= q->wait_next) &&
+                n < NPU_UQ_LOOKS) {
+                look[n++] = (NpuUqLook) {
+                    .qi = q->idx, .ctx = q->ctx, .root = q->pt_root,
+                    .addr = q->wait_addr, .value = q->wait_value,
+                    .wide = q->wait_wide,
+                };
+                q->wait_kick = false;
+            } else {
+                next = MIN(next, q->wait_next);
+            }
+        }
+        if (n) {
+            qemu_mutex_unlock(&uq->lock);
+            for (i = 0; i < n; i++) {
+                NpuJob job = { .ring = mr };
+                uint64_t v = 0;
+
+                if (qatomic_read(&mr->mmu_ctx) != look[i].ctx ||
+                    mr->pt_root != look[i].root) {
+                    npu_mmu_set_context(mr, look[i].ctx, look[i].root);
+                }
+                smp_mb();
+                if (npu_vm_rw(&job, look[i].addr, &v, look[i].wide ? 8 : 4,
+                              false, &look[i].err)) {
+                    look[i].passed = npu_sem_passed(le64_to_cpu(v),
+                                                    look[i].value,
+                                                    look[i].wide);
+                }
+            }
+            qemu_mutex_lock(&uq->lock);
+            now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+            for (i = 0; i < n; i++) {
+                q = &uq->q[look[i].qi];
+                if (!q->waiting || q->wait_addr != look[i].addr ||
+                    q->wait_value != look[i].value) {
+                    continue;           /* stopped, reset or unmapped */
+                }
+                if (look[i].err.code) {
+                    npu_uq_halt_locked(s, q, &look[i].err, 0, 0);
+                    look[i].publish = true;
+                } else if (look[i].passed) {
+                    npu_uq_unwait_locked(s, q);
+                    npu_uq_sync_locked(s, q);
+                    npu_uq_make_ready_locked(s, q);
+                    look[i].publish = true;
+                } else {
+                    q->wait_next = now + npu_sem_poll_ns(now - q->wait_since);
+                }
+            }
+            qemu_mutex_unlock(&uq->lock);
+            for (i = 0; i < n; i++) {
+                if (look[i].publish) {
+                    npu_uq_publish(s, mr, look[i].qi, false);
+                }
+            }
+            qemu_mutex_lock(&uq->lock);
+            continue;
+        }
+        if (next == INT64_MAX) {
+            qemu_cond_wait(&uq->poll_cond, &uq->lock);
+        } else if (next - now < SCALE_MS) {
+            /* condition variables time out in whole milliseconds */
+            qemu_mutex_unlock(&uq->lock);
+            g_usleep(MAX(next - now, SCALE_US) / SCALE_US);
+            qemu_mutex_lock(&uq->lock);
+        } else {
+            qemu_cond_timedwait(&uq->poll_cond, &uq->lock,
+                                (next - now) / SCALE_MS);
+        }
+    }
+    qemu_mutex_unlock(&uq->lock);
+    rcu_unregister_thread();
+    return NULL;
+}
+
+/* The device wrote memory: waiting queues look again (npu_sem_kick). */
+void npu_uq_kick(NpuState *s)
+{
+    if (!qatomic_read(&s->uq.nwaiting)) {
+        return;
+    }
+    qemu_mutex_lock(&s->uq.lock);
+    s->uq.kick = true;
+    qemu_cond_broadcast(&s->uq.poll_cond);
+    qemu_mutex_unlock(&s->uq.lock);
+}
+
+/* The VM runs again: engines and the poller look for work. */
+void npu_uq_run_kick(NpuState *s)
+{
+    if (!npu_uq_present(s)) {
+        return;
+    }
+    qemu_mutex_lock(&s->uq.lock);
+    qemu_cond_broadcast(&s->uq.cond);
+    qemu_cond_broadcast(&s->uq.poll_cond);
+    qemu_mutex_unlock(&s->uq.lock);
+}
+
+/* MMU contexts of the user-queue side, for MMU_INVALIDATE. */
+unsigned npu_uq_nmmu(NpuState *s)
+{
+    return npu_uq_present(s) ? NPU_UQ_ENGINES + 2 : 0;
+}
+
+NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i)
+{
+    return &s->uq.eng[i];
+}
+
+/*
+ * Migration: a stop for a save lets every queue leave its engine at a
+ * packet boundary (inside an IB too: draining counts as a reason to
+ * leave), so the saved state is the queues' alone; false while an engine
+ * still runs a packet.
+ */
+bool npu_uq_quiet(NpuState *s, unsigned *busy)
+{
+    unsigned e;
+    bool quiet = true;
+
+    if (!npu_uq_present(s)) {
+        return true;
+    }
+    qemu_mutex_lock(&s->uq.lock);
+    for (e = 0; e < s->uq_n_compute + s->uq_n_copy; e++) {
+        if (s->uq.cur[e] >= 0) {
+            *busy = NPU_UQ_ENG_IDX(e);
+            quiet = false;
+            break;
+        }
+    }
+    qemu_mutex_unlock(&s->uq.lock);
+    return quiet;
+}
+
+static int npu_uq_ready_cmp(const void *a, const void *b)
+{
+    const NpuUq *x = *(NpuUq * const *)a, *y = *(NpuUq * const *)b;
+
+    return x->ready_seq < y->ready_seq ? -1 : x->ready_seq > y->ready_seq;
+}
+
+/*
+ * After a load (the device was reset first: no queue on an engine): the
+ * doorbell bindings, the ready lists in their saved order and the wait
+ * list, from the loaded queues. A queue the device could not have in this
+ * state refuses the stream.
+ */
+int npu_uq_post_load(NpuState *s)
+{
+    NpuUqState *uq = &s->uq;
+    uint32_t ndb = s->uq_db_pages * NPU_UQ_DOORBELLS_PER_PAGE;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    g_autofree NpuUq **rq = g_new(NpuUq *, s->uq_max_queues);
+    unsigned i, p, nready = 0;
+    int ret = 0;
+
+    qemu_mutex_lock(&uq->lock);
+    memset(uq->db_queue, 0, ndb * sizeof(uint32_t));
+    for (p = 0; p < NPU_UQ_PRIOS; p++) {
+        QTAILQ_INIT(&uq->ready[0][p]);
+        QTAILQ_INIT(&uq->ready[1][p]);
+    }
+    QTAILQ_INIT(&uq->wait_list);
+    uq->nmapped = 0;
+    qatomic_set(&uq->nwaiting, 0);
+    uq->seq = 0;
+    for (i = 0; i < s->uq_max_queues; i++) {
+        NpuUq *q = &uq->q[i];
+        bool ready = q->ready, waiting = q->waiting;
+
+        q->idx = i;
+        q->engine = -1;
+        q->ready = false;
+        q->waiting = false;
+        q->leave = false;
+        q->unmap = false;
+        q->off_event = false;
+        if (!(q->status & NPU_UQ_STS_MAPPED)) {
+            continue;
+        }
+        if (i >= uq->table_entries || q->doorbell >= ndb ||
+            uq->db_queue[q->doorbell] || !is_power_of_2(q->ring_size) ||
+            q->ring_size < NPU_UQ_RING_SIZE_MIN ||
+            q->ring_size > NPU_UQ_RING_SIZE_MAX ||
+            (q->config & ~NPU_UQ_CONFIG_ALL) ||
+            NPU_UQ_CONFIG_PRIO(q->config) >= NPU_UQ_PRIOS ||
+            q->wptr < q->rptr || q->wptr - q->rptr > q->ring_size ||
+            (q->status & ~(NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE |
+                           NPU_UQ_STS_WAITING | NPU_UQ_STS_HALTED)) ||
+            waiting != !!(q->status & NPU_UQ_STS_WAITING) ||
+            (ready && waiting)) {
+            error_report("npu: migration stream refused: user queue %u", i);
+            ret = -EINVAL;
+            break;
+        }
+        uq->db_queue[q->doorbell] = i + 1;
+        uq->nmapped++;
+        uq->seq = MAX(uq->seq, q->ready_seq);
+        if (waiting) {
+            q->waiting = true;
+            q->wait_since = now;
+            q->wait_next = now;
+            QTAILQ_INSERT_TAIL(&uq->wait_list, q, wlink);
+            qatomic_inc(&uq->nwaiting);
+        } else if (ready) {
+            rq[nready++] = q;
+        }
+    }
+    if (!ret) {
+        qsort(rq, nready, sizeof(*rq), npu_uq_ready_cmp);
+        for (i = 0; i < nready; i++) {
+            uint64_t seq = rq[i]->ready_seq;
+
+            npu_uq_make_ready_locked(s, rq[i]);
+            rq[i]->ready_seq = seq;
+        }
+    }
+    qemu_mutex_unlock(&uq->lock);
+    return ret;
+}
+
+/*
+ * Queue commands (UQ_CMD, BQL held)
+ */
+
+/*
+ * Abort what engine ei runs for q and wait until q is off it, as a ring
+ * reset does. uq.lock held.
+ */
+static void npu_uq_abort_locked(NpuState *s, NpuUq *q)
+{
+    NpuUqState *uq = &s->uq;
+    NpuRing *e;
+
+    if (q->engine < 0) {
+        return;
+    }
+    e = &uq->eng[q->engine];
+    qatomic_set(&e->abort, true);
+    qemu_cond_broadcast(&uq->cond);
+    qemu_mutex_unlock(&uq->lock);
+    npu_sem_kick(s);
+    qemu_mutex_lock(&s->cu_lock);
+    qemu_cond_broadcast(&s->cu_cond);   /* a launch waiting for units */
+    qemu_mutex_unlock(&s->cu_lock);
+    qemu_mutex_lock(&uq->lock);
+    while (q->engine >= 0) {
+        qemu_cond_wait(&uq->cond, &uq->lock);
+    }
+    qatomic_set(&e->abort, false);
+    qemu_cond_broadcast(&uq->cond);
+}
+
+/* Check and load descriptor qi for MAP. uq.lock held. */
+static uint32_t npu_uq_map_locked(NpuState *s, NpuUq *q)
+{
+    NpuUqState *uq = &s->uq;
+    uint8_t d[NPU_UQD_RPTR + 8];
+    uint32_t page, db, ndb = s->uq_db_pages * NPU_UQ_DOORBELLS_PER_PAGE;
+
+    if (q->status & NPU_UQ_STS_MAPPED) {
+        return NPU_ERR_RING_CONFIG;
+    }
+    if (npu_uq_phys(s, npu_uq_desc(s, q), d, sizeof(d), false) != MEMTX_OK) {
+        return NPU_ERR_BAD_DMA;
+    }
+    q->ring_va = ldq_le_p(d + NPU_UQD_RING_VA);
+    q->ring_size = ldl_le_p(d + NPU_UQD_RING_SIZE);
+    q->config = ldl_le_p(d + NPU_UQD_CONFIG);
+    q->wb_va = ldq_le_p(d + NPU_UQD_WB_VA);
+    q->ctx = ldl_le_p(d + NPU_UQD_CTX);
+    q->doorbell = ldl_le_p(d + NPU_UQD_DOORBELL);
+    q->pt_root = ldq_le_p(d + NPU_UQD_PT_ROOT);
+    q->wptr = ldq_le_p(d + NPU_UQD_WPTR);
+    q->rptr = ldq_le_p(d + NPU_UQD_RPTR);
+    page = q->doorbell >> 9;
+    db = q->doorbell;
+    if ((q->ring_va & (NPU_PAGE_SIZE - 1)) ||
+        q->ring_va + q->ring_size <= q->ring_va ||
+        q->ring_va + q->ring_size > (1ull << NPU_VA_BITS) ||
+        q->ring_size < NPU_UQ_RING_SIZE_MIN ||
+        q->ring_size > NPU_UQ_RING_SIZE_MAX ||
+        !is_power_of_2(q->ring_size) ||
+        (q->wb_va & (NPU_UQ_WB_SIZE - 1)) ||
+        (q->config & ~NPU_UQ_CONFIG_ALL) ||
+        NPU_UQ_CONFIG_PRIO(q->config) >= NPU_UQ_PRIOS ||
+        ((q->config & NPU_UQ_CONFIG_COPY) ? !s->uq_n_copy :
+                                            !s->uq_n_compute) ||
+        page >= s->uq_db_pages || db >= ndb || (db >> 21) ||
+        uq->db_queue[db] || !q->ctx ||
+        q->wptr < q->rptr || q->wptr - q->rptr > q->ring_size ||
+        (q->wptr & 3) || (q->rptr & 3)) {
+        return NPU_ERR_RING_CONFIG;
+    }
+    if (q->pt_root & (NPU_PAGE_SIZE - 1)) {
+        return NPU_ERR_BAD_PACKET;
+    }
+    q->status = NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE;
+    q->error = 0;
+    q->fault = 0;
+    q->error_info = 0;
+    q->fault_block = 0;
+    q->fault_pc = 0;
+    q->fault_thread = 0;
+    q->fault_unit = 0;
+    q->fault_entry = 0;
+    q->ib_va = 0;
+    q->ib_size = 0;
+    q->ib_offset = 0;
+    q->progress_ns = 0;
+    q->busy_ns = 0;
+    q->cmds = 0;
+    q->bytes = 0;
+    q->ops = 0;
+    q->skip = 0;
+    q->starve = 0;
+    q->leave = false;
+    q->unmap = false;
+    q->off_event = false;
+    uq->db_queue[db] = q->idx + 1;
+    uq->nmapped++;
+    npu_uq_sync_locked(s, q);
+    npu_uq_make_ready_locked(s, q);
+    return 0;
+}
+
+/* Off the scheduler: on no engine, in no list. uq.lock held. */
+static void npu_uq_unmap_locked(NpuState *s, NpuUq *q)
+{
+    npu_uq_unready_locked(s, q);
+    npu_uq_unwait_locked(s, q);
+    s->uq.db_queue[q->doorbell] = 0;
+    q->status = 0;
+    s->uq.nmapped--;
+    npu_uq_sync_locked(s, q);
+}
+
+static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
+{
+    NpuUqState *uq = &s->uq;
+    NpuErr stopped = { .code = NPU_ERR_STOPPED };
+    uint32_t ret = 0;
+    bool publish = false;
+    NpuUq *q;
+
+    if (qi >= uq->table_entries || !uq->table_base) {
+        return NPU_ERR_RING_CONFIG;
+    }
+    q = &uq->q[qi];
+    trace_npu_uq_map(op, qi, q->status);
+    if (op != NPU_UQ_CMD_MAP && !(q->status & NPU_UQ_STS_MAPPED)) {
+        return NPU_ERR_RING_CONFIG;
+    }
+    switch (op) {
+    case NPU_UQ_CMD_MAP:
+        ret = npu_uq_map_locked(s, q);
+        publish = !ret;
+        break;
+    case NPU_UQ_CMD_UNMAP:
+    case NPU_UQ_CMD_SUSPEND:
+        q->status &= ~NPU_UQ_STS_RUNNABLE;
+        npu_uq_unready_locked(s, q);
+        if (q->engine >= 0) {
+            /* off at the next packet boundary, then an OFF event */
+            q->leave = true;
+            q->off_event = true;
+            q->unmap = op == NPU_UQ_CMD_UNMAP;
+            qemu_cond_broadcast(&uq->cond);
+            break;
+        }
+        if (op == NPU_UQ_CMD_UNMAP) {
+            npu_uq_unmap_locked(s, q);
+        } else {
+            npu_uq_sync_locked(s, q);
+            publish = true;
+        }
+        break;
+    case NPU_UQ_CMD_RUN:
+        q->status |= NPU_UQ_STS_RUNNABLE;
+        npu_uq_sync_locked(s, q);
+        npu_uq_make_ready_locked(s, q);
+        publish = true;
+        break;
+    case NPU_UQ_CMD_STOP:
+    case NPU_UQ_CMD_RESET:
+        q->skip = 0;
+        npu_uq_abort_locked(s, q);
+        /* an unmap the aborted packet held back takes effect now */
+        if (q->unmap) {
+            q->unmap = false;
+            q->leave = false;
+            npu_uq_unmap_locked(s, q);
+            break;
+        }
+        q->leave = false;
+        if (q->waiting) {
+            q->skip = 0;        /* a wait that never started is not skipped */
+        }
+        if (op == NPU_UQ_CMD_STOP) {
+            npu_uq_halt_locked(s, q, &stopped, 0, q->skip);
+        } else {
+            npu_uq_unready_locked(s, q);
+            npu_uq_unwait_locked(s, q);
+            q->rptr = q->wptr;
+            q->ib_va = 0;
+            q->ib_size = 0;
+            q->ib_offset = 0;
+            q->skip = 0;
+            q->status &= ~NPU_UQ_STS_HALTED;
+            q->error = 0;
+            q->fault = 0;
+            q->error_info = 0;
+            q->fault_block = 0;
+            q->fault_pc = 0;
+            q->fault_thread = 0;
+            q->fault_unit = 0;
+            q->fault_entry = 0;
+            npu_uq_sync_locked(s, q);
+        }
+        publish = true;
+        break;
+    case NPU_UQ_CMD_CONTINUE:
+        if (q->status & NPU_UQ_STS_HALTED) {
+            q->status &= ~NPU_UQ_STS_HALTED;
+            if (q->skip) {
+                /* past the failed packet (an INDIRECT: the rest of it) */
+                q->rptr = MIN(q->rptr + q->skip, q->wptr);
+                q->skip = 0;
+                q->ib_va = 0;
+                q->ib_size = 0;
+                q->ib_offset = 0;
+            }
+            npu_uq_sync_locked(s, q);
+            npu_uq_make_ready_locked(s, q);
+            publish = true;
+        }
+        break;
+    case NPU_UQ_CMD_KICK:
+        if (q->waiting) {
+            q->wait_kick = true;
+            qemu_cond_broadcast(&uq->poll_cond);
+        }
+        break;
+    default:
+        ret = NPU_ERR_BAD_OPCODE;
+        break;
+    }
+    if (!ret && (q->status & NPU_UQ_STS_MAPPED)) {
+        /* every command leaves the descriptor current (also after a time
+         * without bus mastering, when the device could not write it) */
+        npu_uq_sync_locked(s, q);
+    }
+    if (publish && q->engine < 0) {
+        qemu_mutex_unlock(&uq->lock);
+        npu_uq_publish(s, &uq->eng[NPU_UQ_ENGINES], qi, false);
+        qemu_mutex_lock(&uq->lock);
+    }
+    return ret;
+}
+
+/*
+ * Doorbells (BAR1, BQL held)
+ */
+
+static uint64_t npu_uq_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    return 0;
+}
+
+static void npu_uq_db_write(void *opaque, hwaddr addr, uint64_t w,
+                            unsigned size)
+{
+    NpuState *s = opaque;
+    NpuUqState *uq = &s->uq;
+    uint32_t db = addr / 8, qi;
+    bool publish = false;
+    NpuUq *q;
+
+    npu_vt_host_touch(s);
+    if (size != 8 || (addr & 7)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: doorbell write of %u bytes at "
+                      "0x%" HWADDR_PRIx ": ignored\n", size, addr);
+        return;
+    }
+    qemu_mutex_lock(&uq->lock);
+    qi = uq->db_queue[db];
+    trace_npu_uq_doorbell(db, (int)qi - 1, w);
+    if (!qi || !uq->table_base) {
+        qemu_mutex_unlock(&uq->lock);
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: write to unbound doorbell %u\n",
+                      db);
+        return;
+    }
+    q = &uq->q[qi - 1];
+    if (w <= q->wptr) {
+        /* stale; a waiting queue looks at its word again */
+        if (q->waiting) {
+            q->wait_kick = true;
+            qemu_cond_broadcast(&uq->poll_cond);
+        }
+    } else if ((w & 3) || w - q->rptr > q->ring_size) {
+        NpuErr err = { .code = NPU_ERR_RING_CONFIG, .addr = w };
+
+        if (!(q->status & NPU_UQ_STS_HALTED)) {
+            if (q->engine >= 0) {
+                q->leave = true;        /* halted at its packet boundary */
+            }
+            npu_uq_halt_locked(s, q, &err, 0, 0);
+            publish = q->engine < 0;
+        }
+    } else {
+        q->wptr = w;
+        /* wptr, and the status: no longer IDLE */
+        npu_uq_sync_locked(s, q);
+        if (q->waiting) {
+            q->wait_kick = true;
+            qemu_cond_broadcast(&uq->poll_cond);
+        }
+        npu_uq_make_ready_locked(s, q);
+    }
+    qemu_mutex_unlock(&uq->lock);
+    if (publish) {
+        npu_uq_publish(s, &uq->eng[NPU_UQ_ENGINES], qi - 1, false);
+    }
+}
+
+static const MemoryRegionOps npu_uq_db_ops = {
+    .read = npu_uq_db_read,
+    .write = npu_uq_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+    },
+    .impl = {
+        .min_access_size = 1,
+        .max_access_size = 8,
+    },
+};
+
+/*
+ * Realize, reset, unrealize
+ */
+
+void npu_uq_realize(NpuState *s)
+{
+    NpuUqState *uq = &s->uq;
+    unsigned i, p;
+
+    qemu_mutex_init(&uq->lock);
+    qemu_cond_init(&uq->cond);
+    qemu_cond_init(&uq->poll_cond);
+    if (!npu_uq_present(s)) {
+        return;
+    }
+    memory_region_init_io(&s->doorbells, OBJECT(s), &npu_uq_db_ops, s,
+                          "npu-doorbells", s->uq_db_pages * NPU_PAGE_SIZE);
+    pci_register_bar(PCI_DEVICE(s), NPU_BAR_DOORBELL,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY, &s->doorbells);
+    uq->q = g_new0(NpuUq, s->uq_max_queues);
+    for (i = 0; i < s->uq_max_queues; i++) {
+        uq->q[i].idx = i;
+        uq->q[i].engine = -1;
+    }
+    uq->db_queue = g_new0(uint32_t,
+                          s->uq_db_pages * NPU_UQ_DOORBELLS_PER_PAGE);
+    for (p = 0; p < NPU_UQ_PRIOS; p++) {
+        QTAILQ_INIT(&uq->ready[0][p]);
+        QTAILQ_INIT(&uq->ready[1][p]);
+    }
+    QTAILQ_INIT(&uq->wait_list);
+    for (i = 0; i < NPU_UQ_ENGINES + 2; i++) {
+        NpuRing *e = &uq->eng[i];
+
+        memset(e, 0, sizeof(*e));
+        e->s = s;
+        e->idx = NPU_UQ_ENG_IDX(i);
+        e->uq_engine = true;
+        e->copy = i >= s->uq_n_compute;
+        qemu_mutex_init(&e->lock);
+        qemu_cond_init(&e->cond);
+        npu_tlb_flush(e);
+        if (i < NPU_UQ_ENGINES) {
+            uq->cur[i] = -1;
+        }
+        if (i < s->uq_n_compute + s->uq_n_copy) {
+            snprintf(e->name, sizeof(e->name), "npu-uq%u", i);
+            qemu_thread_create(&e->thread, e->name, npu_uq_engine_thread, e,
+                               QEMU_THREAD_JOINABLE);
+        }
+    }
+    qemu_thread_create(&uq->poll_thread, "npu-uq-poll", npu_uq_poll_thread,
+                       s, QEMU_THREAD_JOINABLE);
+}
+
+void npu_uq_unrealize(NpuState *s)
+{
+    NpuUqState *uq = &s->uq;
+    unsigned i, n = s->uq_n_compute + s->uq_n_copy;
+
+    if (npu_uq_present(s)) {
+        qemu_mutex_lock(&uq->lock);
+        uq->stop = true;
+        for (i = 0; i < n; i++) {
+            qatomic_set(&uq->eng[i].stop, true);
+        }
+        qemu_cond_broadcast(&uq->cond);
+        qemu_cond_broadcast(&uq->poll_cond);
+        qemu_mutex_unlock(&uq->lock);
+        npu_sem_kick(s);
+        qemu_mutex_lock(&s->cu_lock);
+        qemu_cond_broadcast(&s->cu_cond);
+        qemu_mutex_unlock(&s->cu_lock);
+        for (i = 0; i < n; i++) {
+            qemu_thread_join(&uq->eng[i].thread);
+        }
+        qemu_thread_join(&uq->poll_thread);
+        for (i = 0; i < NPU_UQ_ENGINES + 2; i++) {
+            qemu_cond_destroy(&uq->eng[i].cond);
+            qemu_mutex_destroy(&uq->eng[i].lock);
+        }
+        g_free(uq->q);
+        g_free(uq->db_queue);
+    }
+    qemu_cond_destroy(&uq->poll_cond);
+    qemu_cond_destroy(&uq->cond);
+    qemu_mutex_destroy(&uq->lock);
+}
+
+/*
+ * Device reset: every queue's packet aborted, every queue unmapped, the
+ * registers cleared; the descriptors are not written after the abort.
+ */
+void npu_uq_reset(NpuState *s)
+{
+    NpuUqState *uq = &s->uq;
+    unsigned i, p;
+
+    qemu_mutex_lock(&uq->lock);
+    if (npu_uq_present(s)) {
+        /* nothing can be dispatched or released while engines let go */
+        for (i = 0; i < s->uq_max_queues; i++) {
+            npu_uq_unready_locked(s, &uq->q[i]);
+            npu_uq_unwait_locked(s, &uq->q[i]);
+            uq->q[i].status &= ~NPU_UQ_STS_RUNNABLE;
+        }
+        for (i = 0; i < s->uq_max_queues; i++) {
+            NpuUq *q = &uq->q[i];
+
+            if (q->engine >= 0) {
+                q->unmap = false;
+                q->off_event = false;
+                npu_uq_abort_locked(s, q);
+            }
+        }
+        for (i = 0; i < s->uq_max_queues; i++) {
+            NpuUq *q = &uq->q[i];
+
+            memset(q, 0, sizeof(*q));
+            q->idx = i;
+            q->engine = -1;
+        }
+        memset(uq->db_queue, 0, s->uq_db_pages * NPU_UQ_DOORBELLS_PER_PAGE *
+                                sizeof(uint32_t));
+        for (p = 0; p < NPU_UQ_PRIOS; p++) {
+            QTAILQ_INIT(&uq->ready[0][p]);
+            QTAILQ_INIT(&uq->ready[1][p]);
+        }
+        QTAILQ_INIT(&uq->wait_list);
+        qatomic_set(&uq->nwaiting, 0);
+        for (i = 0; i < NPU_UQ_ENGINES + 2; i++) {
+            npu_mmu_set_context(&uq->eng[i], 0, 0);
+        }
+    }
+    uq->nmapped = 0;
+    uq->kick = false;
+    uq->event_base = 0;
+    uq->event_size = 0;
+    uq->event_head = 0;
+    uq->event_tail = 0;
+    uq->event_status = 0;
+    uq->table_base = 0;
+    uq->table_entries = 0;
+    uq->cmd_status = 0;
+    qemu_mutex_unlock(&uq->lock);
+}
+
+uint32_t npu_uq_read(NpuState *s, hwaddr addr)
+{
+    NpuUqState *uq = &s->uq;
+    uint32_t v = 0;
+
+    if (!npu_uq_present(s)) {
+        return 0;
+    }
+    qemu_mutex_lock(&uq->lock);
+    switch (addr) {
+    case NPU_REG_UQ_MAX_QUEUES:
+        v = s->uq_max_queues;
+        break;
+    case NPU_REG_UQ_ENGINES:
+        v = s->uq_n_compute | s->uq_n_copy << 8;
+        break;
+    case NPU_REG_UQ_DOORBELL_PAGES:
+        v = s->uq_db_pages;
+        break;
+    case NPU_REG_UQ_TIMESLICE_US:
+        v = s->uq_timeslice_us;
+        break;
+    case NPU_REG_UQ_TABLE_BASE_LO:
+        v = uq->table_base;
+        break;
+    case NPU_REG_UQ_TABLE_BASE_HI:
+        v = uq->table_base >> 32;
+        break;
+    case NPU_REG_UQ_TABLE_ENTRIES:
+        v = uq->table_entries;
+        break;
+    case NPU_REG_UQ_SWITCH_NS:
+        v = s->uq_switch_ns;
+        break;
+    case NPU_REG_UQ_EVENT_BASE_LO:
+        v = uq->event_base;
+        break;
+    case NPU_REG_UQ_EVENT_BASE_HI:
+        v = uq->event_base >> 32;
+        break;
+    case NPU_REG_UQ_EVENT_SIZE:
+        v = uq->event_size;
+        break;
+    case NPU_REG_UQ_EVENT_HEAD:
+        v = uq->event_head;
+        break;
+    case NPU_REG_UQ_EVENT_TAIL:
+        v = uq->event_tail;
+        break;
+    case NPU_REG_UQ_EVENT_STATUS:
+        v = uq->event_status;
+        break;
+    case NPU_REG_UQ_CMD_STATUS:
+        v = uq->cmd_status;
+        break;
+    default:
+        if (addr >= NPU_REG_UQ_ENGINE_QUEUE(0) &&
+            addr < NPU_REG_UQ_ENGINE_QUEUE(s->uq_n_compute + s->uq_n_copy)) {
+            int c = uq->cur[(addr - NPU_REG_UQ_ENGINE_QUEUE(0)) / 4];
+
+            v = c < 0 ? NPU_UQ_ENGINE_IDLE : c;
+        }
+        break;
+    }
+    qemu_mutex_unlock(&uq->lock);
+    return v;
+}
+
+/* A write to a register that only changes while no queue is mapped. */
+static bool npu_uq_config_ok(NpuState *s, hwaddr addr)
+{
+    if (s->uq.nmapped) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: UQ register 0x%" HWADDR_PRIx
+                      " written while queues are mapped: ignored\n", addr);
+        return false;
+    }
+    return true;
+}
+
+void npu_uq_write(NpuState *s, hwaddr addr, uint32_t val)
+{
+    NpuUqState *uq = &s->uq;
+
+    if (!npu_uq_present(s)) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: write to UQ register 0x%"
+                      HWADDR_PRIx " without user queues\n", addr);
+        return;
+    }
+    qemu_mutex_lock(&uq->lock);
+    switch (addr) {
+    case NPU_REG_UQ_TABLE_BASE_LO:
+        if (npu_uq_config_ok(s, addr)) {
+            uq->table_base = deposit64(uq->table_base, 0, 32,
+                                       val & ~(uint32_t)(NPU_PAGE_SIZE - 1));
+        }
+        break;
+    case NPU_REG_UQ_TABLE_BASE_HI:
+        if (npu_uq_config_ok(s, addr)) {
+            uq->table_base = deposit64(uq->table_base, 32, 32, val);
+        }
+        break;
+    case NPU_REG_UQ_TABLE_ENTRIES:
+        if (npu_uq_config_ok(s, addr)) {
+            uq->table_entries = MIN(val, s->uq_max_queues);
+        }
+        break;
+    case NPU_REG_UQ_EVENT_BASE_LO:
+        if (npu_uq_config_ok(s, addr)) {
+            uq->event_base = deposit64(uq->event_base, 0, 32,
+                                       val & ~(uint32_t)(NPU_PAGE_SIZE - 1));
+        }
+        break;
+    case NPU_REG_UQ_EVENT_BASE_HI:
+        if (npu_uq_config_ok(s, addr)) {
+            uq->event_base = deposit64(uq->event_base, 32, 32, val);
+        }
+        break;
+    case NPU_REG_UQ_EVENT_SIZE:
+        if (!npu_uq_config_ok(s, addr)) {
+            break;
+        }
+        if (val && (!is_power_of_2(val) || val < NPU_UQ_EVENT_SIZE_MIN ||
+                    val > NPU_UQ_EVENT_SIZE_MAX)) {
+            qemu_log_mask(LOG_GUEST_ERROR, "npu: bad UQ_EVENT_SIZE 0x%x\n",
+                          val);
+            break;
+        }
+        uq->event_size = val;
+        uq->event_head = 0;
+        uq->event_tail = 0;
+        break;
+    case NPU_REG_UQ_EVENT_HEAD:
+        if (uq->event_size) {
+            uq->event_head = val & (uq->event_size - 1) &
+                             ~(uint32_t)(sizeof(struct npu_uq_event) - 1);
+        }
+        break;
+    case NPU_REG_UQ_EVENT_STATUS:
+        uq->event_status &= ~val;
+        break;
+    case NPU_REG_UQ_CMD:
+        uq->cmd_status = npu_uq_cmd(s, val & 0xff, val >> 8);
+        break;
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "npu: write 0x%x to read-only or "
+                      "unknown UQ register 0x%" HWADDR_PRIx "\n", val, addr);
+        break;
+    }
+    qemu_mutex_unlock(&uq->lock);
+}
