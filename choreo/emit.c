@@ -172,14 +172,66 @@ static void emit_half_assign(struct emitter *em, const struct node *s)
 	fputs("));\n", em->o);
 }
 
+/* the C of each math built-in over x_ (y_, z_), in float; "%s" is the
+ * suffix of <math.h>'s functions ("f", or "" for double) */
+static const struct {
+	const char *name, *c;
+} math_c[] = {
+	{ "__acos", "acos%s(x_)" }, { "__asin", "asin%s(x_)" },
+	{ "__atan", "atan%s(x_)" }, { "__atan2", "atan2%s(x_, y_)" },
+	{ "__ceil", "ceil%s(x_)" }, { "__cos", "cos%s(x_)" },
+	{ "__cosh", "cosh%s(x_)" }, { "__exp", "exp%s(x_)" },
+	{ "__exp2f", "exp2%s(x_)" }, { "__expm1", "expm1%s(x_)" },
+	{ "__fabs", "fabs%s(x_)" }, { "__fmaf", "fma%s(x_, y_, z_)" },
+	{ "__frcp_rn", "1 / x_" }, { "__floor", "floor%s(x_)" },
+	{ "__gelu", "x_ / 2 * (1 + erf%s(x_ * (T_)0.70710678118654752440))" },
+	{ "__isfinite", "isfinite(x_)" }, { "__round", "round%s(x_)" },
+	{ "__rsqrt", "1 / sqrt%s(x_)" },
+	{ "__sigmoid", "1 / (1 + exp%s(-x_))" }, { "__sinh", "sinh%s(x_)" },
+	{ "__softplus", "log1p%s(exp%s(x_))" }, { "__sqrt", "sqrt%s(x_)" },
+	{ "__tan", "tan%s(x_)" }, { "__log1p", "log1p%s(x_)" },
+	{ "__log", "log%s(x_)" }, { "__pow", "pow%s(x_, y_)" },
+	{ "__sign", "(T_)((x_ > 0) - (x_ < 0))" }, { "__sin", "sin%s(x_)" },
+	{ "__tanh", "tanh%s(x_)" },
+};
+
+/* a math built-in: its operands converted once to T_ (float, or double
+ * when sema typed the call f64), then <math.h> */
+static void emit_math(struct emitter *em, const struct node *e)
+{
+	static const char *const names[] = { "x_", "y_", "z_" };
+	bool dbl = e->ety.elem == EL_F64;
+	const char *fmt = NULL, *sfx = dbl ? "" : "f";
+	unsigned i;
+	int k;
+
+	if (e->ety.elem == EL_BOOL)	/* __isfinite: of the operand's type */
+		dbl = e->kids[0]->ety.elem == EL_F64;
+	for (i = 0; i < sizeof(math_c) / sizeof(math_c[0]); i++)
+		if (!strcmp(e->name, math_c[i].name))
+			fmt = math_c[i].c;
+	fprintf(em->o, "__extension__ ({ typedef %s T_; ", dbl ? "double" : "float");
+	for (k = 0; k < e->nkids; k++) {
+		fprintf(em->o, "T_ %s = (T_)(", names[k]);
+		emit_expr(em, e->kids[k]);
+		fputs("); ", em->o);
+	}
+	fprintf(em->o, fmt, sfx, sfx);
+	fputs("; })", em->o);
+}
+
 static void emit_call(struct emitter *em, const struct node *e)
 {
 	const char *n = e->name;
 	const struct node *at, *v;
 	enum elem el;
 
+	if (math_builtin_args(n)) {
+		emit_math(em, e);
+		return;
+	}
 	/* two-operand built-ins: each operand evaluated once, as a_ and b_ */
-	if (!strcmp(n, "__min") || !strcmp(n, "__max") ||
+	if (!strcmp(n, "__min") || !strcmp(n, "__max") || !strcmp(n, "cdiv") ||
 	    !strcmp(n, "__alignup") || !strcmp(n, "__aligndown")) {
 		fputs("__extension__ ({ __typeof__((", em->o);
 		emit_expr(em, e->kids[0]);
@@ -192,6 +244,8 @@ static void emit_call(struct emitter *em, const struct node *e)
 		if (!strcmp(n, "__min") || !strcmp(n, "__max"))
 			fprintf(em->o, "); a_ %s b_ ? a_ : b_; })",
 				n[3] == 'i' ? "<" : ">");
+		else if (!strcmp(n, "cdiv"))
+			fputs("); (a_ + b_ - 1) / b_; })", em->o);
 		else
 			fprintf(em->o, "); (a_%s) / b_ * b_; })",
 				!strcmp(n, "__alignup") ? " + b_ - 1" : "");

@@ -128,15 +128,45 @@ static bool is_integer(struct type t)
 }
 
 /* __alignup(a, b) is (a + b - 1) / b * b and __aligndown(a, b) is
- * a / b * b, as Choreo desugars them: b need not be a power of two */
+ * a / b * b, as Choreo desugars them: b need not be a power of two;
+ * cdiv(a, b), the ceiling of a / b, is (a + b - 1) / b */
 static bool is_align_call(const struct node *e)
 {
-	return !strcmp(e->name, "__alignup") || !strcmp(e->name, "__aligndown");
+	return !strcmp(e->name, "__alignup") || !strcmp(e->name, "__aligndown") ||
+	       !strcmp(e->name, "cdiv");
 }
 
 static long long align_value(const char *name, long long a, long long b)
 {
+	if (!strcmp(name, "cdiv"))
+		return (a + b - 1) / b;
 	return (strcmp(name, "__alignup") ? a : a + b - 1) / b * b;
+}
+
+/* the math built-ins of Choreo (its numerics documentation): name and
+ * number of operands */
+static const struct {
+	const char *name;
+	int nargs;
+} math_builtins[] = {
+	{ "__acos", 1 }, { "__asin", 1 }, { "__atan", 1 }, { "__atan2", 2 },
+	{ "__ceil", 1 }, { "__cos", 1 }, { "__cosh", 1 }, { "__exp", 1 },
+	{ "__exp2f", 1 }, { "__expm1", 1 }, { "__fabs", 1 }, { "__fmaf", 3 },
+	{ "__frcp_rn", 1 }, { "__floor", 1 }, { "__gelu", 1 },
+	{ "__isfinite", 1 }, { "__round", 1 }, { "__rsqrt", 1 },
+	{ "__sigmoid", 1 }, { "__sinh", 1 }, { "__softplus", 1 },
+	{ "__sqrt", 1 }, { "__tan", 1 }, { "__log1p", 1 }, { "__log", 1 },
+	{ "__pow", 2 }, { "__sign", 1 }, { "__sin", 1 }, { "__tanh", 1 },
+};
+
+int math_builtin_args(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(math_builtins) / sizeof(math_builtins[0]); i++)
+		if (!strcmp(name, math_builtins[i].name))
+			return math_builtins[i].nargs;
+	return 0;
 }
 
 bool const_eval(const struct node *e, long long *v)
@@ -400,6 +430,23 @@ static struct type check_call(struct node *e)
 		if (!is_integer(a) || !is_integer(b))
 			diag_error(e->loc, "type mismatch: %s needs integers", e->name);
 		return arith(a, b);
+	}
+	if (math_builtin_args(e->name)) {
+		int i, n = math_builtin_args(e->name);
+		struct type t = scalar(EL_F32);
+
+		/* computed in f32 (CUDA's float functions), in f64 when an
+		 * operand is f64; __isfinite is a boolean */
+		if (e->nkids != n)
+			diag_error(e->loc, "type mismatch: %s takes %d argument%s",
+				   e->name, n, n > 1 ? "s" : "");
+		for (i = 0; i < n; i++) {
+			a = check_expr(e->kids[i]);
+			want_numeric(e->kids[i], a);
+			if (a.elem == EL_F64 && e->kids[i]->kind != E_FLOAT)
+				t = scalar(EL_F64);
+		}
+		return !strcmp(e->name, "__isfinite") ? scalar(EL_BOOL) : t;
 	}
 	/* __atomic_*(&x.at(i), v) or (x.at(i), v) */
 	if (e->nkids != 2)
