@@ -91,6 +91,8 @@ struct node {
 
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
+/* N_SYNC flag: a storage (sync.shared), or sync.fence */
+#define SYNC_FENCE 16
 
 /* parallel levels (N_PARBY flag) */
 enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER };

@@ -706,7 +706,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		host_emit_stream_decl(em, s);
 		break;
 	case N_SYNC:
-		fputs(em->device ? "npu_barrier();\n" : ";\n", o);
+		if (s->flag == SYNC_FENCE)
+			fputs("__sync_synchronize();\n", o);
+		else
+			fputs(em->device ? "npu_barrier();\n" : ";\n", o);
 		break;
 	case N_WAIT:
 		/* dma.copy.async copies at once (allowed to complete early):

@@ -68,6 +68,12 @@ static void set_span_type(struct type *t, int elem, struct node *dims)
 		t->dims[t->rank++] = dims->kids[i];
 }
 
+static void unroll_hint(YYLTYPE at, const char *name)
+{
+	if (strcmp(name, "unroll"))
+		diag_error(L(at), "not supported yet: foreach hint '%s'", name);
+}
+
 static void set_scalar_type(struct type *t, int elem)
 {
 	t->kind = TY_SCALAR;
@@ -249,6 +255,14 @@ stmt
 	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
+	| SYNC '.' IDENT ':' PBLEVEL ';' {
+		/* sync.barrier : thread (or : block, the block's threads as
+		 * CUDA's __syncthreads) and sync.fence : thread|block */
+		if (strcmp($3, "barrier") && strcmp($3, "fence"))
+			diag_error(L(@3), "not supported yet: sync.%s", $3);
+		$$ = mk(N_SYNC, @1);
+		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
+	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
 	| RETURN ';'		{ $$ = mk(N_RETURN, @1); }
 	| RETURN expr ';'	{ $$ = node_add(mk(N_RETURN, @1), $2); }
@@ -482,8 +496,16 @@ with
 	;
 
 foreach
-	: FOREACH withins stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $3); $$->flag = 1; }
-	| FOREACH ranges stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $3); }
+	: FOREACH withins unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); $$->flag = 1; }
+	| FOREACH ranges unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); }
+	;
+
+/* `: unroll` and `: unroll(n)`: a hint with no meaning to the result
+ * (npu-cc's optimiser decides); checked, then dropped */
+unroll_opt
+	: %empty
+	| ':' IDENT		{ unroll_hint(@2, $2); }
+	| ':' IDENT '(' INTLIT ')' { unroll_hint(@2, $2); }
 	;
 
 withins

@@ -1451,6 +1451,8 @@ static void check_stmt_inner(struct node *s)
 		check_print(s);
 		break;
 	case N_SYNC:
+		if (s->flag == SYNC_FENCE)
+			break;
 		if (cur_kernel)
 			cur_kernel->threads_fixed = true;
 		if (s->flag != ST_SHARED)
