@@ -61,9 +61,13 @@ void emit_dim(struct emitter *em, const struct sym *s, int k)
 {
 	long long v;
 
-	if (span_dim_const(s, k, &v))
+	if (span_dim_const(s, k, &v)) {
 		fprintf(em->o, "%lldL", v);
-	else
+	} else if (s->kind == SY_SHAPE) {
+		fputs("((long long)(", em->o);
+		emit_expr(em, s->type.dims[k]);
+		fputs("))", em->o);
+	} else
 		fprintf(em->o, "%s_d%d", s->cname, k);
 }
 
@@ -701,6 +705,8 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_PRINT:
 		emit_print(em, s);
+		break;
+	case N_SHAPEDECL:	/* a shape has no storage */
 		break;
 	case N_STREAMDECL:
 		host_emit_stream_decl(em, s);

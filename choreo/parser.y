@@ -68,6 +68,26 @@ static void set_span_type(struct type *t, int elem, struct node *dims)
 		t->dims[t->rank++] = dims->kids[i];
 }
 
+/* `T mdspan<n> name`: n dimensions, each a symbol of its own */
+static struct node *anon_dims(YYLTYPE at, long long rank, const char *name)
+{
+	struct node *dims = mk(E_DIMLIST, at);
+	long long k;
+	char buf[300];
+
+	if (rank < 1 || rank > MAX_RANK)
+		diag_error(L(at), "not supported yet: rank %lld (at most %d)",
+			   rank, MAX_RANK);
+	for (k = 0; k < rank; k++) {
+		struct node *d = mk(E_ID, at);
+
+		snprintf(buf, sizeof(buf), "__%s_mds%lld", name, k);
+		d->name = xstrdup(buf);
+		node_add(dims, d);
+	}
+	return dims;
+}
+
 static void unroll_hint(YYLTYPE at, const char *name)
 {
 	if (strcmp(name, "unroll"))
@@ -94,7 +114,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
-%token COPY ".copy" DATA ".data" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token MDSPAN "mdspan" COPY ".copy" DATA ".data" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -109,7 +129,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
-%type <n> stream_opt ret_type
+%type <n> stream_opt ret_type shape_decl shape_init
 
 %precedence IFX
 %precedence ELSE
@@ -157,6 +177,15 @@ ret_type
 	| AUTO			{ $$ = mk(N_PARAM, @1); $$->type.kind = TY_VOID; $$->type.elem = EL_VOID; $$->flag = FN_AUTO; }
 	| scalar_type		{ $$ = mk(N_PARAM, @1); set_scalar_type(&$$->type, $1); }
 	| ETYPE '[' dims ']'	{ $$ = mk(N_PARAM, @1); set_span_type(&$$->type, $1, $3); }
+	| ETYPE MDSPAN '[' dims ']' { $$ = mk(N_PARAM, @1); set_span_type(&$$->type, $1, $4); }
+	| ETYPE MDSPAN '<' INTLIT '>' {
+		/* spanned data of that rank: the first return gives its shape */
+		$$ = mk(N_PARAM, @1);
+		$$->type.kind = TY_VOID;
+		$$->type.elem = EL_VOID;
+		$$->flag = FN_AUTO;
+		$$->ival = $4;
+	}
 	| STREAM		{ diag_error(L(@1), "type mismatch: a __co__ function cannot return a stream"); }
 	;
 
@@ -172,6 +201,16 @@ param
 		$$ = mk(N_PARAM, @5);
 		$$->name = $5;
 		set_span_type(&$$->type, $1, $3);
+	}
+	| ETYPE MDSPAN '[' dims ']' IDENT {
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $1, $4);
+	}
+	| ETYPE MDSPAN '<' INTLIT '>' IDENT {
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $1, anon_dims(@4, $4, $6));
 	}
 	| ETYPE '[' dims ']' '&' IDENT {
 		/* a reference: spanned parameters are the caller's data anyway */
@@ -252,7 +291,7 @@ stmt
 		$$ = mk2(N_EXPRSTMT, @1, NULL, c, NULL);
 	}
 	| STREAM IDENT ';'	{ $$ = mk(N_STREAMDECL, @2); $$->name = $2; }
-	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
+	| shape_decl ';'	{ $$ = $1; }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
 	| SYNC '.' IDENT ':' PBLEVEL ';' {
@@ -342,6 +381,36 @@ declarator
 	| IDENT '=' expr	{ $$ = node_add(mk(N_DECL, @1), $3); $$->name = $1; }
 	;
 
+/* a shape (Choreo's mdspan): `s : [7, 8];`, `mdspan<2> s : [a, b];`,
+ * `mdspan s : other;` (N_SHAPEDECL: kid 0 the dimension list, ival the
+ * declared rank or -1) */
+shape_decl
+	: IDENT ':' shape_init	{ $$ = node_add(mk(N_SHAPEDECL, @1), $3); $$->name = $1; $$->ival = -1; }
+	| MDSPAN IDENT ':' shape_init {
+		$$ = node_add(mk(N_SHAPEDECL, @2), $4);
+		$$->name = $2;
+		$$->ival = -1;
+	}
+	| MDSPAN '<' INTLIT '>' IDENT ':' shape_init {
+		$$ = node_add(mk(N_SHAPEDECL, @5), $7);
+		$$->name = $5;
+		$$->ival = $3;
+	}
+	;
+
+shape_init
+	: '[' args ']'		{ $$ = $2; }
+	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
+	| IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
+	| IDENT SPAN		{
+		struct node *e = mk(E_SPAN, @1);
+
+		e->name = $1;
+		e->ival = -1;
+		$$ = node_add(mk(N_BLOCK, @1), e);
+	}
+	;
+
 span_decl
 	: ETYPE '[' dims ']' span_items {
 		int i;
@@ -349,6 +418,13 @@ span_decl
 		$$ = $5;
 		for (i = 0; i < $$->nkids; i++)
 			set_span_type(&$$->kids[i]->type, $1, $3);
+	}
+	| ETYPE MDSPAN '[' dims ']' span_items {
+		int i;
+
+		$$ = $6;
+		for (i = 0; i < $$->nkids; i++)
+			set_span_type(&$$->kids[i]->type, $1, $4);
 	}
 	| STORAGE ETYPE '[' dims ']' span_items {
 		int i;

@@ -187,6 +187,9 @@ bool const_eval(const struct node *e, long long *v)
 		else
 			return false;
 		return true;
+	case E_SPAN:	/* a dimension of data or of a shape */
+		return e->sym && e->ival >= 0 && e->ival < e->sym->type.rank &&
+		       const_eval(e->sym->type.dims[e->ival], v);
 	case E_UBOUND:
 		return e->kids[0]->sym && e->kids[0]->sym->ubound &&
 		       const_eval(e->kids[0]->sym->ubound, v);
@@ -262,6 +265,8 @@ static void capture(struct sym *s, struct loc loc)
 	k->nargs += n;
 }
 
+static void capture_expr(const struct node *e);
+
 static struct sym *resolve(struct node *id)
 {
 	struct sym *s = lookup(id->name);
@@ -275,6 +280,12 @@ static struct sym *resolve(struct node *id)
 	 * ituple's integers are */
 	if (s->kind == SY_FUTURE) {
 		capture(s->target, id->loc);
+	} else if (s->kind == SY_SHAPE) {
+		int k;
+
+		/* no data: its dimensions' expressions are what a kernel needs */
+		for (k = 0; k < s->type.rank; k++)
+			capture_expr(s->type.dims[k]);
 	} else if (s->kind == SY_TUPLE) {
 		int k;
 
@@ -345,7 +356,7 @@ static struct type check_at(struct node *e)
 		capture(s, e->loc);
 	}
 	e->sym = s;
-	if (s->type.kind != TY_SPAN)
+	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
 		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 	/* an ituple index stands for its integers */
 	for (i = 0; i < e->nkids; i++) {
@@ -580,6 +591,13 @@ static struct type check_expr_inner(struct node *e)
 		t.elem = EL_NONE;
 		break;
 	case E_ID:
+		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
+			/* a shape's name stands for the shape: s is s.span */
+			e->kind = E_SPAN;
+			e->ival = -1;
+			t = check_expr_inner(e);
+			break;
+		}
 		s = resolve(e);
 		t = s->type;
 		break;
@@ -587,6 +605,19 @@ static struct type check_expr_inner(struct node *e)
 		t = check_at(e);
 		break;
 	case E_COCALL:
+		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
+			long long k;
+
+			/* a shape's dimension: s(0) */
+			if (e->nkids != 1 || !const_eval(e->kids[0], &k))
+				diag_error(e->loc, "type mismatch: a dimension of shape "
+					   "'%s' needs one constant index", e->name);
+			e->kind = E_SPAN;
+			e->ival = k;
+			e->nkids = 0;
+			t = check_expr_inner(e);
+			break;
+		}
 		if (lookup(e->name) || !find_func(e->name)) {
 			struct node *arg, *id;
 
@@ -789,6 +820,11 @@ static void check_dims(struct node *d, struct type *t)
 		struct node *e = t->dims[i];
 		struct type dt;
 
+		if (e->kind == E_ID && lookup(e->name) &&
+		    lookup(e->name)->kind == SY_SHAPE) {
+			e->kind = E_SPAN;	/* f32[s]: the shape s */
+			e->ival = -1;
+		}
 		if (e->kind == E_SPAN && e->ival < 0) {
 			struct sym *s = resolve(e);
 
@@ -1365,6 +1401,57 @@ static int stmt_depth;
 
 static void check_stmt_inner(struct node *s);
 
+/*
+ * A shape (mdspan): its dimensions are integer expressions, shapes (their
+ * dimensions concatenated) or data's .span. It has no storage: each use
+ * of a dimension is its expression (a constant where there is one).
+ */
+static void check_shape_decl(struct node *d)
+{
+	struct node *list = d->kids[0];
+	struct type t = { .kind = TY_SPAN, .elem = EL_NONE };
+	struct sym *sy;
+	int i, k;
+
+	for (i = 0; i < list->nkids; i++) {
+		struct node *e = list->kids[i];
+		struct sym *src = NULL;
+
+		if (e->kind == E_ID && lookup(e->name) &&
+		    lookup(e->name)->kind == SY_SHAPE)
+			e->kind = E_SPAN, e->ival = -1;
+		if (e->kind == E_SPAN && e->ival < 0) {
+			src = resolve(e);
+			if (src->type.kind != TY_SPAN)
+				diag_error(e->loc, "type mismatch: '%s' is not spanned "
+					   "data", src->name);
+			for (k = 0; k < src->type.rank; k++) {
+				struct node *de = node_new(E_SPAN, e->loc);
+
+				if (t.rank == MAX_RANK)
+					diag_error(e->loc, "not supported yet: rank above %d",
+						   MAX_RANK);
+				de->name = e->name;
+				de->ival = k;
+				check_expr(de);
+				t.dims[t.rank++] = de;
+			}
+			continue;
+		}
+		if (!is_integer(check_expr(e)))
+			diag_error(e->loc, "type mismatch: a dimension must be an integer");
+		if (t.rank == MAX_RANK)
+			diag_error(e->loc, "not supported yet: rank above %d", MAX_RANK);
+		t.dims[t.rank++] = e;
+	}
+	if (d->ival >= 0 && d->ival != t.rank)
+		diag_error(d->loc, "type mismatch: mdspan '%s' declared of rank %lld "
+			   "has %d dimensions", d->name, d->ival, t.rank);
+	sy = declare(d->name, SY_SHAPE, d);
+	sy->type = t;
+	d->sym = sy;
+}
+
 static void check_stmt(struct node *s)
 {
 	if (++stmt_depth > MAX_STMT_DEPTH)
@@ -1434,6 +1521,9 @@ static void check_stmt_inner(struct node *s)
 		span_result_ok = s->kids[0]->kind == E_COCALL;
 		check_expr(s->kids[0]);
 		span_result_ok = false;
+		break;
+	case N_SHAPEDECL:
+		check_shape_decl(s);
 		break;
 	case N_STREAMDECL: {
 		/* extension: a stream local, created where it is declared */
