@@ -61,6 +61,7 @@ enum node_kind {
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
 	E_DATA, E_DIMLIST, E_ELEM,
 	E_COCALL,	/* extension: a call of a __co__ function (->callee) */
+	E_VIEW,		/* x.chunkat(...), x.subspan(...)[.at(...)] */
 };
 
 struct sym;
@@ -89,6 +90,9 @@ struct node {
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
  * (void until one is seen) */
 #define FN_AUTO 1
+
+/* E_VIEW flag */
+enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN };
 
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };

@@ -512,11 +512,90 @@ static void emit_scalar_decl(struct emitter *em, const struct node *d)
 
 /* copy |src| elements; the element loop also serves spans whose data
  * lives in the scratchpad or on the stack */
+/* a dma.copy operand: spanned data or a view of it (E_VIEW) */
+static int op_rank(const struct node *e)
+{
+	return e->kind == E_VIEW ? e->ety.rank : e->sym->type.rank;
+}
+
+static void emit_op_dim(struct emitter *em, const struct node *e, int k)
+{
+	if (e->kind != E_VIEW) {
+		emit_dim(em, e->sym, k);
+		return;
+	}
+	fputs("((long long)(", em->o);
+	emit_expr(em, e->ety.dims[k]);
+	fputs("))", em->o);
+}
+
+/* j_[0..rank) from the row-major index in r_ over the dimensions dims[] */
+static void emit_unravel(struct emitter *em, int rank, const char *dims)
+{
+	int k;
+
+	for (k = rank - 1; k >= 0; k--) {
+		emit_indent(em);
+		if (k)
+			fprintf(em->o, "\t\tj_[%d] = r_ %% %s[%d];\n", k, dims, k);
+		else
+			fputs("\t\tj_[0] = r_;\n", em->o);
+		if (k) {
+			emit_indent(em);
+			fprintf(em->o, "\t\tr_ /= %s[%d];\n", dims, k);
+		}
+	}
+}
+
+/* var = the element offset of j_ in the operand: in a view, tile index
+ * times tile size plus j_, each checked against the data's dimension */
+static void emit_op_offset(struct emitter *em, const struct node *e,
+			   const char *var, int line)
+{
+	FILE *o = em->o;
+	int k, rank = op_rank(e);
+
+	emit_indent(em);
+	fprintf(o, "\t\t%s = 0;\n", var);
+	for (k = 0; k < rank; k++) {
+		emit_indent(em);
+		fputs("\t\t{\n", o);
+		emit_indent(em);
+		fputs("\t\t\tlong long b_ = ", o);
+		if (e->kind == E_VIEW) {
+			fputs("(long long)(", o);
+			emit_expr(em, e->kids[1]->kids[k]);
+			fputs(") * ", o);
+			emit_op_dim(em, e, k);
+			fputs(" + ", o);
+		}
+		fprintf(o, "j_[%d], bd_ = ", k);
+		emit_dim(em, e->sym, k);
+		fputs(";\n", o);
+		if (e->kind == E_VIEW) {
+			emit_indent(em);
+			if (em->device)
+				fputs("\t\t\tif (b_ < 0 || b_ >= bd_)\n\t\t\t\tNPU_CO_TRAP();\n", o);
+			else
+				fprintf(o, "\t\t\tif (b_ < 0 || b_ >= bd_) {\n"
+					"\t\t\t\tnpu_co_bad_view(%s, %d, %d, b_, bd_);\n"
+					"\t\t\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n"
+					"\t\t\t\tgoto npu__out;\n\t\t\t}\n",
+					emit_path_literal(), line, k);
+		}
+		emit_indent(em);
+		fprintf(o, "\t\t\t%s = %s * bd_ + b_;\n", var, var);
+		emit_indent(em);
+		fputs("\t\t}\n", o);
+	}
+}
+
 static void emit_dma(struct emitter *em, const struct node *d)
 {
 	FILE *o = em->o;
 	const struct node *src = d->kids[0], *dst = d->kids[1];
 	const struct sym *ss = src->sym, *ds;
+	int k, sr = op_rank(src), dr = op_rank(dst);
 
 	if (dst->kind == N_SPANDECL) {
 		if (em->device)
@@ -540,23 +619,65 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		}
 	}
 	emit_indent(em);
-	fputs("\tlong long n_ = ", o);
-	emit_count(em, ss);
-	fputs(", m_ = ", o);
-	emit_count(em, ds);
+	fputs("\tlong long sd_[] = { ", o);
+	for (k = 0; k < sr; k++) {
+		fputs(k ? ", " : "", o);
+		emit_op_dim(em, src, k);
+	}
+	fputs(" }, dd_[] = { ", o);
+	for (k = 0; k < dr; k++) {
+		fputs(k ? ", " : "", o);
+		emit_op_dim(em, dst, k);
+	}
+	fputs(" };\n", o);
+	emit_indent(em);
+	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
+	emit_indent(em);
+	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
+	emit_indent(em);
+	fputs("\t\tn_ *= sd_[k_];\n", o);
+	emit_indent(em);
+	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", dr);
+	emit_indent(em);
+	fputs("\t\tm_ *= dd_[k_];\n", o);
+	/* same rank and each dimension fits: element (i, j) goes to (i, j);
+	 * otherwise the elements in row-major order */
+	emit_indent(em);
+	fputs("\tint fit_ = ", o);
+	if (sr == dr) {
+		fputs("1", o);
+		for (k = 0; k < sr; k++)
+			fprintf(o, " && sd_[%d] <= dd_[%d]", k, k);
+	} else {
+		fputs("0", o);
+	}
 	fputs(";\n", o);
 	emit_indent(em);
 	if (em->device)
 		/* a shape mismatch faults at this line */
-		fputs("\tif (n_ > m_)\n\t\tNPU_CO_TRAP();\n", o);
+		fputs("\tif (!fit_ && n_ > m_)\n\t\tNPU_CO_TRAP();\n", o);
 	else
-		fprintf(o, "\tif (n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
+		fprintf(o, "\tif (!fit_ && n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
 			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n"
 			"\t}\n", emit_path_literal(), d->loc.line);
 	emit_indent(em);
-	fprintf(o, "\tfor (long long i_ = 0; i_ < n_; i_++)\n");
+	fputs("\tfor (long long i_ = 0; i_ < n_; i_++) {\n", o);
 	emit_indent(em);
-	fprintf(o, "\t\t%s[i_] = %s[i_];\n", ds->cname, ss->cname);
+	fputs("\t\tlong long r_ = i_, so_, do_;\n\n", o);
+	emit_unravel(em, sr, "sd_");
+	emit_op_offset(em, src, "so_", d->loc.line);
+	emit_indent(em);
+	fputs("\t\tif (!fit_) {\n", o);
+	emit_indent(em);
+	fputs("\t\t\tr_ = i_;\n", o);
+	emit_unravel(em, dr, "dd_");
+	emit_indent(em);
+	fputs("\t\t}\n", o);
+	emit_op_offset(em, dst, "do_", d->loc.line);
+	emit_indent(em);
+	fprintf(o, "\t\t%s[do_] = %s[so_];\n", ds->cname, ss->cname);
+	emit_indent(em);
+	fputs("\t}\n", o);
 	emit_indent(em);
 	fputs("}\n", o);
 }

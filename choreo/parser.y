@@ -114,7 +114,8 @@ static void set_scalar_type(struct type *t, int elem)
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
-%token MDSPAN "mdspan" COPY ".copy" DATA ".data" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
+%token SUBSPAN ".subspan" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -660,6 +661,19 @@ expr
 	| IDENT SPAN		{ $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = -1; }
 	| IDENT SPAN '(' INTLIT ')' { $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = $4; }
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
+	| IDENT CHUNKAT '(' args ')' {
+		/* views (E_VIEW: kid 0 the tile sizes, kid 1 the indices) */
+		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
+		$$->flag = VIEW_CHUNKAT;
+	}
+	| IDENT SUBSPAN '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| IDENT SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, $8);
+		$$->flag = VIEW_SUBSPAN;
+	}
 	| IDENT '(' args_opt ')' {
 		/* a __co__ function's call, or an ituple's element idx(0):
 		 * sema tells them apart */

@@ -266,6 +266,9 @@ static void capture(struct sym *s, struct loc loc)
 }
 
 static void capture_expr(const struct node *e);
+/* views are dma.copy operands only */
+static bool view_ok;
+static struct type check_view(struct node *e);
 
 static struct sym *resolve(struct node *id)
 {
@@ -294,6 +297,18 @@ static struct sym *resolve(struct node *id)
 			capture(lookup(s->elems[k]->name), id->loc);
 	} else {
 		capture(s, id->loc);
+	}
+	return s;
+}
+
+/* a name whose shape is wanted: a future's is its buffer's (f.span) */
+static struct sym *resolve_data(struct node *id)
+{
+	struct sym *s = resolve(id);
+
+	if (s->kind == SY_FUTURE) {
+		s = s->target;
+		id->sym = s;
 	}
 	return s;
 }
@@ -604,6 +619,9 @@ static struct type check_expr_inner(struct node *e)
 	case E_AT:
 		t = check_at(e);
 		break;
+	case E_VIEW:
+		t = check_view(e);
+		break;
 	case E_COCALL:
 		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
 			long long k;
@@ -659,7 +677,7 @@ static struct type check_expr_inner(struct node *e)
 		break;
 	}
 	case E_SPAN:
-		s = resolve(e);
+		s = resolve_data(e);
 		if (s->type.kind != TY_SPAN)
 			diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 		if (e->ival >= s->type.rank)
@@ -826,7 +844,7 @@ static void check_dims(struct node *d, struct type *t)
 			e->ival = -1;
 		}
 		if (e->kind == E_SPAN && e->ival < 0) {
-			struct sym *s = resolve(e);
+			struct sym *s = resolve_data(e);
 
 			if (s->type.kind != TY_SPAN)
 				diag_error(e->loc, "type mismatch: '%s' is not spanned data",
@@ -974,7 +992,7 @@ static void declare_withins(struct node *withins)
 
 			if (b->kind == E_SPAN && b->ival < 0) {
 				struct node *nb = node_new(N_BLOCK, bounds->loc);
-				struct sym *s = resolve(b);
+				struct sym *s = resolve_data(b);
 				int d, j;
 
 				if (s->type.kind != TY_SPAN)
@@ -1254,7 +1272,11 @@ static void check_foreach(struct node *f)
 static void check_dma(struct node *d)
 {
 	struct node *src = d->kids[0], *dst = d->kids[1];
-	struct type st = check_expr(src);
+	struct type st;
+
+	view_ok = true;
+	st = check_expr(src);
+	view_ok = false;
 
 	if (st.kind != TY_SPAN)
 		diag_error(src->loc, "type mismatch: dma.copy needs spanned data");
@@ -1268,15 +1290,18 @@ static void check_dma(struct node *d)
 		snprintf(name, sizeof(name), "dma%d_%d", d->loc.line, d->loc.col);
 		dst->kind = N_SPANDECL;
 		dst->name = xstrdup(name);
-		dst->type = src->sym->type;
+		dst->type = st;	/* a view's: its tile's */
 		dst->flag = dst->flag == ST_SHARED ? ST_SHARED : ST_LOCAL;
 		if (!cur_kernel)
 			dst->flag = ST_DEFAULT;
 		dst->level = cur_level;
 		check_span_decl(dst);
 	} else {
-		struct type dt = check_expr(dst);
+		struct type dt;
 
+		view_ok = true;
+		dt = check_expr(dst);
+		view_ok = false;
 		if (dt.kind != TY_SPAN)
 			diag_error(dst->loc, "type mismatch: dma.copy needs spanned data");
 		long long sn = 1, dn = 1, v;
@@ -1286,17 +1311,19 @@ static void check_dma(struct node *d)
 		if (dt.elem != st.elem)
 			diag_error(dst->loc, "type mismatch: dma.copy from %s to %s",
 				   elem_name(st.elem), elem_name(dt.elem));
-		for (k = 0; k < src->sym->type.rank; k++)
-			if (span_dim_const(src->sym, k, &v))
+		for (k = 0; k < st.rank; k++)
+			if (const_eval(st.dims[k], &v))
 				sn *= v;
 			else
 				known = false;
-		for (k = 0; k < dst->sym->type.rank; k++)
-			if (span_dim_const(dst->sym, k, &v))
+		for (k = 0; k < dt.rank; k++)
+			if (const_eval(dt.dims[k], &v))
 				dn *= v;
 			else
 				known = false;
-		if (known && sn != dn)
+		/* a view's tile may be partly filled (subspan(31, 32) into a
+		 * subspan(32, 32)): each index must fit, checked when it runs */
+		if (known && sn != dn && src->kind != E_VIEW && dst->kind != E_VIEW)
 			diag_error(dst->loc, "type mismatch: dma.copy of %lld elements "
 				   "into %lld", sn, dn);
 	}
@@ -1401,6 +1428,122 @@ static int stmt_depth;
 
 static void check_stmt_inner(struct node *s);
 
+
+static struct node *int_node(struct loc loc, long long v)
+{
+	struct node *n = node_new(E_INT, loc);
+
+	n->ival = v;
+	check_expr(n);
+	return n;
+}
+
+/*
+ * A view of spanned data (Choreo's view operations): a tile of it.
+ * x.chunkat(p, _, q): dimension k is split into #index_k equal chunks (the
+ * bounded variables, an ituple standing for its elements, `_` the whole
+ * dimension) and the index_k-th is taken; x.subspan(a, b) is the tile
+ * [a, b] at the origin, x.subspan(a, b).at(i, j) the (i, j)-th such tile.
+ * After this, kid 0 holds the tile's dimensions and kid 1 one index per
+ * dimension (in tiles); e->sym is the data.
+ */
+static struct type check_view(struct node *e)
+{
+	struct node *sizes = e->kids[0], *ix = e->kids[1];
+	struct node *nsizes = node_new(E_DIMLIST, e->loc);
+	struct node *nix = node_new(N_BLOCK, e->loc);
+	struct sym *s = resolve(&(struct node){ .kind = E_ID, .loc = e->loc,
+						 .name = e->name });
+	struct type t;
+	int i, k, rank;
+
+	if (!view_ok)
+		diag_error(e->loc, "not supported yet: a view outside dma.copy");
+	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
+		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+	e->sym = s;
+	rank = s->type.rank;
+	if (e->flag == VIEW_CHUNKAT) {
+		for (i = 0; i < ix->nkids; i++) {
+			struct node *a = ix->kids[i];
+			struct sym *v;
+			int n = 1;
+
+			if (a->kind == E_ID && !strcmp(a->name, "_")) {
+				if (nix->nkids >= rank)
+					break;
+				node_add(nsizes, NULL);
+				node_add(nix, int_node(a->loc, 0));
+				continue;
+			}
+			if (a->kind != E_ID)
+				diag_error(a->loc, "type mismatch: chunkat needs bounded "
+					   "variables or '_'");
+			v = lookup(a->name);
+			if (v && v->kind == SY_TUPLE)
+				n = v->type.rank;
+			for (k = 0; k < n; k++) {
+				struct node *id = node_new(E_ID, a->loc), *ub;
+
+				id->name = v && v->kind == SY_TUPLE ? v->elems[k]->name :
+					   a->name;
+				check_expr(id);
+				if (!id->sym->ubound)
+					diag_error(a->loc, "type mismatch: '%s' is not a "
+						   "bounded variable", id->name);
+				if (nix->nkids >= rank)
+					break;
+				ub = node_new(E_UBOUND, a->loc);
+				node_add(ub, id);
+				node_add(nsizes, ub);
+				node_add(nix, id);
+			}
+		}
+		if (nix->nkids != rank || i != ix->nkids)
+			diag_error(e->loc, "type mismatch: chunkat of '%s' (rank %d) "
+				   "needs %d indices", s->name, rank, rank);
+		/* tile dimension k: x.span(k) / #index_k */
+		for (k = 0; k < rank; k++) {
+			struct node *d = node_new(E_SPAN, e->loc), *q;
+
+			d->name = e->name;
+			d->ival = k;
+			if (nsizes->kids[k]) {
+				q = node_new(E_BINARY, e->loc);
+				q->name = xstrdup("/");
+				node_add(q, d);
+				node_add(q, nsizes->kids[k]);
+				d = q;
+			}
+			nsizes->kids[k] = d;
+		}
+	} else {
+		if (sizes->nkids != rank)
+			diag_error(e->loc, "type mismatch: subspan of '%s' (rank %d) "
+				   "needs %d sizes", s->name, rank, rank);
+		if (ix->nkids && ix->nkids != rank)
+			diag_error(e->loc, "type mismatch: subspan of '%s' (rank %d) "
+				   "needs %d indices", s->name, rank, rank);
+		for (k = 0; k < rank; k++) {
+			node_add(nsizes, sizes->kids[k]);
+			node_add(nix, ix->nkids ? ix->kids[k] : int_node(e->loc, 0));
+		}
+	}
+	t = s->type;
+	for (k = 0; k < rank; k++) {
+		if (!is_integer(check_expr(nsizes->kids[k])))
+			diag_error(nsizes->kids[k]->loc, "type mismatch: a dimension "
+				   "must be an integer");
+		if (!is_integer(check_expr(nix->kids[k])))
+			diag_error(nix->kids[k]->loc, "type mismatch: an index must "
+				   "be an integer");
+		t.dims[k] = nsizes->kids[k];
+	}
+	e->kids[0] = nsizes;
+	e->kids[1] = nix;
+	return t;
+}
+
 /*
  * A shape (mdspan): its dimensions are integer expressions, shapes (their
  * dimensions concatenated) or data's .span. It has no storage: each use
@@ -1421,7 +1564,7 @@ static void check_shape_decl(struct node *d)
 		    lookup(e->name)->kind == SY_SHAPE)
 			e->kind = E_SPAN, e->ival = -1;
 		if (e->kind == E_SPAN && e->ival < 0) {
-			src = resolve(e);
+			src = resolve_data(e);
 			if (src->type.kind != TY_SPAN)
 				diag_error(e->loc, "type mismatch: '%s' is not spanned "
 					   "data", src->name);
