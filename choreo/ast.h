@@ -92,7 +92,7 @@ struct node {
 #define FN_AUTO 1
 
 /* E_VIEW flag */
-enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN };
+enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS };
 
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
@@ -106,6 +106,7 @@ enum sym_kind {
 	SY_PARAM, SY_DIM, SY_VAR, SY_SPAN, SY_PVAR, SY_LOOPVAR, SY_FUTURE,
 	SY_TUPLE,
 	SY_SHAPE,	/* an mdspan: type TY_SPAN of EL_NONE, no data */
+	SY_ALIAS,	/* x = y.span_as(...): y's data (->target), x's shape */
 };
 
 struct sym {

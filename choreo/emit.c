@@ -63,7 +63,7 @@ void emit_dim(struct emitter *em, const struct sym *s, int k)
 
 	if (span_dim_const(s, k, &v)) {
 		fprintf(em->o, "%lldL", v);
-	} else if (s->kind == SY_SHAPE) {
+	} else if (s->kind == SY_SHAPE || s->kind == SY_ALIAS) {
 		fputs("((long long)(", em->o);
 		emit_expr(em, s->type.dims[k]);
 		fputs("))", em->o);
@@ -562,6 +562,17 @@ static void emit_op_offset(struct emitter *em, const struct node *e,
 		fputs("\t\t{\n", o);
 		emit_indent(em);
 		fputs("\t\t\tlong long b_ = ", o);
+		if (e->kind == E_VIEW && e->flag == VIEW_SPAN_AS) {
+			/* row-major in its own shape */
+			fprintf(o, "j_[%d], bd_ = ", k);
+			emit_op_dim(em, e, k);
+			fprintf(o, ";\n");
+			emit_indent(em);
+			fprintf(o, "\t\t\t%s = %s * bd_ + b_;\n", var, var);
+			emit_indent(em);
+			fputs("\t\t}\n", o);
+			continue;
+		}
 		if (e->kind == E_VIEW) {
 			fputs("(long long)(", o);
 			emit_expr(em, e->kids[1]->kids[k]);

@@ -115,7 +115,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
-%token SUBSPAN ".subspan" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -665,6 +665,14 @@ expr
 		/* views (E_VIEW: kid 0 the tile sizes, kid 1 the indices) */
 		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
 		$$->flag = VIEW_CHUNKAT;
+	}
+	| IDENT SPAN_AS '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
 	}
 	| IDENT SUBSPAN '(' args ')' {
 		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));

@@ -283,9 +283,11 @@ static struct sym *resolve(struct node *id)
 	 * ituple's integers are */
 	if (s->kind == SY_FUTURE) {
 		capture(s->target, id->loc);
-	} else if (s->kind == SY_SHAPE) {
+	} else if (s->kind == SY_SHAPE || s->kind == SY_ALIAS) {
 		int k;
 
+		if (s->kind == SY_ALIAS)
+			capture(s->target, id->loc);
 		/* no data: its dimensions' expressions are what a kernel needs */
 		for (k = 0; k < s->type.rank; k++)
 			capture_expr(s->type.dims[k]);
@@ -1517,6 +1519,35 @@ static struct type check_view(struct node *e)
 			}
 			nsizes->kids[k] = d;
 		}
+	} else if (e->flag == VIEW_SPAN_AS) {
+		long long n = 1, m = 1, v;
+		bool known = true;
+
+		/* the same elements in row-major order, another shape */
+		if (sizes->nkids > MAX_RANK)
+			diag_error(e->loc, "not supported yet: rank %d (at most %d)",
+				   sizes->nkids, MAX_RANK);
+		t = s->type;
+		t.rank = sizes->nkids;
+		for (k = 0; k < sizes->nkids; k++) {
+			if (!is_integer(check_expr(sizes->kids[k])))
+				diag_error(sizes->kids[k]->loc, "type mismatch: a "
+					   "dimension must be an integer");
+			t.dims[k] = sizes->kids[k];
+			if (const_eval(t.dims[k], &v))
+				n *= v;
+			else
+				known = false;
+		}
+		for (k = 0; k < rank; k++)
+			if (span_dim_const(s, k, &v))
+				m *= v;
+			else
+				known = false;
+		if (known && n != m)
+			diag_error(e->loc, "type mismatch: span_as of %lld elements "
+				   "as %lld", m, n);
+		return t;
 	} else {
 		if (sizes->nkids != rank)
 			diag_error(e->loc, "type mismatch: subspan of '%s' (rank %d) "
@@ -1618,6 +1649,23 @@ static void check_stmt_inner(struct node *s)
 			check_body(s);
 		break;
 	case N_ASSIGN:
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=") && s->kids[1]->kind == E_VIEW &&
+		    s->kids[1]->flag == VIEW_SPAN_AS) {
+			/* `x = y.span_as(...)`: x is y's data with another shape */
+			struct sym *sy;
+
+			view_ok = true;
+			b = check_expr(s->kids[1]);
+			view_ok = false;
+			sy = declare(s->kids[0]->name, SY_ALIAS, s);
+			sy->type = b;
+			sy->target = s->kids[1]->sym;
+			sy->cname = sy->target->cname;
+			s->kids[0]->sym = sy;
+			s->kind = N_SHAPEDECL;	/* nothing to run */
+			break;
+		}
 		b = check_expr(s->kids[1]);
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=")) {
