@@ -840,6 +840,20 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_SHAPEDECL:	/* a shape has no storage */
 		break;
+	case N_ASSERT:
+		if (s->flag)	/* held at compile time */
+			break;
+		fputs("if (!(", o);
+		emit_expr(em, s->kids[0]);
+		if (em->device)
+			/* faults at the assertion's line */
+			fputs("))\n\tNPU_CO_TRAP();\n", o);
+		else
+			fprintf(o, ")) {\n\tfflush(stdout);\n\tfprintf(stderr, \"%%s:%%d: "
+				"error: choreo assertion abort: %%s\\n\", %s, %d, \"%s\");\n"
+				"\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\tgoto npu__out;\n}\n",
+				emit_path_literal(), s->loc.line, s->name);
+		break;
 	case N_STREAMDECL:
 		host_emit_stream_decl(em, s);
 		break;

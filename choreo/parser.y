@@ -115,7 +115,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
-%token SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -304,6 +304,9 @@ stmt
 		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
 	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
+	| ASSERT '(' expr ',' STRING ')' ';' {
+		$$ = mk2(N_ASSERT, @1, $5, $3, NULL);
+	}
 	| RETURN ';'		{ $$ = mk(N_RETURN, @1); }
 	| RETURN expr ';'	{ $$ = node_add(mk(N_RETURN, @1), $2); }
 	| BREAK ';'		{ $$ = mk(N_BREAK, @1); }

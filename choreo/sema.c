@@ -196,6 +196,26 @@ bool const_eval(const struct node *e, long long *v)
 	case E_BINARY:
 		if (!const_eval(e->kids[0], &a) || !const_eval(e->kids[1], &b))
 			return false;
+		if (e->name[1] || strchr("<>", e->name[0])) {
+			static const char *const ops[] = {
+				"==", "!=", "<", ">", "<=", ">=", "&&", "||",
+			};
+			int i;
+
+			for (i = 0; i < 8 && strcmp(e->name, ops[i]); i++)
+				;
+			switch (i) {
+			case 0: *v = a == b; return true;
+			case 1: *v = a != b; return true;
+			case 2: *v = a < b; return true;
+			case 3: *v = a > b; return true;
+			case 4: *v = a <= b; return true;
+			case 5: *v = a >= b; return true;
+			case 6: *v = a && b; return true;
+			case 7: *v = a || b; return true;
+			default: return false;
+			}
+		}
 		switch (e->name[0]) {
 		case '+': *v = a + b; return true;
 		case '-': *v = a - b; return true;
@@ -920,13 +940,18 @@ static void check_span_decl(struct node *d)
 		check_assignable(d->kids[0]->loc, scalar(d->type.elem), it);
 	}
 declare_it:
+	/* global data of host code is what the host declares anyway:
+	 * memory every block reaches */
+	if (d->flag == ST_GLOBAL && !cur_kernel)
+		d->flag = ST_DEFAULT;
 	s = declare(d->name, SY_SPAN, d);
 	s->type = d->type;
 	s->mutable_ = true;
 	s->storage = d->flag;
 	d->sym = s;
 	if (s->storage == ST_GLOBAL)
-		diag_error(d->loc, "not supported yet: global storage");
+		diag_error(d->loc, "not supported yet: global data in a parallel "
+			   "body");
 	if (!cur_kernel) {
 		if (s->storage == ST_SHARED)
 			diag_error(d->loc, "not supported yet: shared data outside a "
@@ -1288,6 +1313,9 @@ static void check_dma(struct node *d)
 
 		if (dst->flag == ST_SHARED && !cur_kernel)
 			diag_error(dst->loc, "not supported yet: shared data outside a "
+				   "parallel body");
+		if (dst->flag == ST_GLOBAL && cur_kernel)
+			diag_error(dst->loc, "not supported yet: global data in a "
 				   "parallel body");
 		snprintf(name, sizeof(name), "dma%d_%d", d->loc.line, d->loc.col);
 		dst->kind = N_SPANDECL;
@@ -1716,6 +1744,21 @@ static void check_stmt_inner(struct node *s)
 	case N_SHAPEDECL:
 		check_shape_decl(s);
 		break;
+	case N_ASSERT: {
+		struct type c = check_expr(s->kids[0]);
+		long long v;
+
+		if (!is_numeric(c))
+			diag_error(s->kids[0]->loc, "type mismatch: assert needs a "
+				   "condition");
+		/* decided here when it can be: no code, or an error */
+		if (is_integer(c) && const_eval(s->kids[0], &v)) {
+			if (!v)
+				diag_error(s->loc, "choreo assertion abort: %s", s->name);
+			s->flag = 1;
+		}
+		break;
+	}
 	case N_STREAMDECL: {
 		/* extension: a stream local, created where it is declared */
 		struct sym *sy;
