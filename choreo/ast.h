@@ -100,7 +100,7 @@ enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
 #define SYNC_FENCE 16
 
 /* parallel levels (N_PARBY flag) */
-enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER };
+enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER, PB_GROUP };
 
 enum sym_kind {
 	SY_PARAM, SY_DIM, SY_VAR, SY_SPAN, SY_PVAR, SY_LOOPVAR, SY_FUTURE,

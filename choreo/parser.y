@@ -300,6 +300,8 @@ stmt
 		 * CUDA's __syncthreads) and sync.fence : thread|block */
 		if (strcmp($3, "barrier") && strcmp($3, "fence"))
 			diag_error(L(@3), "not supported yet: sync.%s", $3);
+		if ($5 == PB_GROUP)
+			diag_error(L(@5), "not supported yet: sync.%s : group", $3);
 		$$ = mk(N_SYNC, @1);
 		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
 	}

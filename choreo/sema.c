@@ -1093,6 +1093,69 @@ static void check_body(struct node *b)
 	pop_scope();
 }
 
+/* the names and extents of a level's parby into names and exts; false
+ * if it has a form that cannot be folded */
+static bool parby_append(struct node *p, struct node *names, struct node *exts)
+{
+	struct node **nm, **ex;
+	int nn, ne, i;
+	char buf[64];
+
+	if (p->kids[0]->name)	/* p = {i, j} by ...: an ituple */
+		return false;
+	parby_parts(p, &nm, &nn, &ex, &ne);
+	if (nn && nn != ne)
+		return false;
+	for (i = 0; i < ne; i++) {
+		struct node *id = nn ? nm[i] : node_new(E_ID, p->loc);
+
+		if (!nn) {
+			snprintf(buf, sizeof(buf), "__group%d_%d_%d", p->loc.line,
+				 p->loc.col, i);
+			id->name = xstrdup(buf);
+		}
+		node_add(names, id);
+		node_add(exts, ex[i]);
+	}
+	return true;
+}
+
+/*
+ * Choreo's group levels (on a GPU a warp of a block's threads, `: group`,
+ * or four, `: group-4`) have no counterpart on the npu: a group level
+ * folds into the thread level. `parallel g by G : group { parallel t by T
+ * : thread {...} }` is `parallel {g, t} by [G, T] : thread` (thread
+ * g * T + t, as CUDA numbers them); a group level without a thread level
+ * inside is a thread level, one thread per group.
+ */
+static void fold_group(struct node *p)
+{
+	struct node *pb = p->kids[0], *body = p->kids[2], *in, *npb, *names, *exts;
+
+	if (pb->flag != PB_GROUP)
+		return;
+	pb->flag = PB_THREAD;
+	if (body->nkids != 1 || body->kids[0]->kind != N_PARALLEL)
+		return;
+	in = body->kids[0];
+	if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
+	    in->flag || in->kids[1]->kind == E_ID)
+		return;
+	npb = node_new(N_PARBY, pb->loc);
+	names = node_new(N_BLOCK, pb->loc);
+	exts = node_new(N_BLOCK, pb->loc);
+	if (!parby_append(p, names, exts) || !parby_append(in, names, exts))
+		return;
+	if (names->nkids > MAX_RANK)
+		return;
+	node_add(npb, names);
+	node_add(npb, exts);
+	npb->ival = 1;
+	npb->flag = PB_THREAD;
+	p->kids[0] = npb;
+	p->kids[2] = in->kids[2];
+}
+
 static void check_parallel(struct node *p)
 {
 	struct node *stream = p->kids[1], **names, **extents;
@@ -1101,6 +1164,8 @@ static void check_parallel(struct node *p)
 	struct node *pb = p->kids[0];
 	bool thread_level;
 
+	fold_group(p);
+	pb = p->kids[0];
 	if (stream->kind == E_ID) {
 		struct sym *s = lookup(stream->name);
 
