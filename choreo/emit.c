@@ -998,6 +998,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			fputs("}", o);
 		}
 		fputc('\n', o);
+		if (s->ival == 2 && em->device) {	/* after inthreads */
+			emit_indent(em);
+			fputs("npu_barrier();\n", o);
+		}
 		break;
 	default:
 		diag_error(s->loc, "not supported yet: this statement");

@@ -115,7 +115,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
-%token ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -253,7 +253,6 @@ stmts
 stmts_block
 	: '{' stmts '}'		{ $$ = $2; $$->loc = L(@1); }
 	| stmt			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
-	| ';'			{ $$ = mk(N_BLOCK, @1); }
 	;
 
 stmt
@@ -318,6 +317,14 @@ stmt
 	| foreach		{ $$ = $1; }
 	| WHILE '(' expr ')' stmts_block { $$ = mk2(N_WHILE, @1, NULL, $3, $5); }
 	| if_stmt		{ $$ = $1; }
+	| INTHREADS async_opt '(' expr ')' stmts_block {
+		/* an if whose threads meet after it unless .async (N_IF with
+		 * ival 1, flag async) */
+		$$ = mk2(N_IF, @1, NULL, $4, $6);
+		$$->ival = 1;
+		$$->flag = $2;
+	}
+	| ';'			{ $$ = mk(N_BLOCK, @1); }
 	;
 
 if_stmt

@@ -1894,6 +1894,12 @@ static void check_stmt_inner(struct node *s)
 	case N_IF:
 		a = check_expr(s->kids[0]);
 		want_numeric(s->kids[0], a);
+		/* inthreads (not .async) in a thread level: the block's threads
+		 * meet after it (a barrier); elsewhere it is an if */
+		if (s->ival == 1 && !s->flag && cur_level == 2 && cur_kernel) {
+			s->ival = 2;
+			cur_kernel->threads_fixed = true;
+		}
 		check_body(s->kids[1]);
 		if (s->nkids > 2)
 			check_body(s->kids[2]);
