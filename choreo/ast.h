@@ -92,7 +92,7 @@ struct node {
 #define FN_AUTO 1
 
 /* E_VIEW flag */
-enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS };
+enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS, VIEW_FROM };
 
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };

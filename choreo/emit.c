@@ -576,8 +576,11 @@ static void emit_op_offset(struct emitter *em, const struct node *e,
 		if (e->kind == E_VIEW) {
 			fputs("(long long)(", o);
 			emit_expr(em, e->kids[1]->kids[k]);
-			fputs(") * ", o);
-			emit_op_dim(em, e, k);
+			fputs(")", o);
+			if (e->flag != VIEW_FROM) {	/* tiles, not elements */
+				fputs(" * ", o);
+				emit_op_dim(em, e, k);
+			}
 			fputs(" + ", o);
 		}
 		fprintf(o, "j_[%d], bd_ = ", k);

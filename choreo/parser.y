@@ -115,7 +115,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
-%token INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -685,6 +685,11 @@ expr
 	| IDENT SPAN_AS '(' '[' args ']' ')' {
 		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
 		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT VIEW '(' args ')' FROM '(' args ')' {
+		/* the [a, b] tile whose first element is (i, j) */
+		$$ = mk2(E_VIEW, @1, $1, $4, $8);
+		$$->flag = VIEW_FROM;
 	}
 	| IDENT SUBSPAN '(' args ')' {
 		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));

@@ -1366,6 +1366,13 @@ static void check_dma(struct node *d)
 	struct node *src = d->kids[0], *dst = d->kids[1];
 	struct type st;
 
+	/* a future stands for its data: dma.copy f => out is f.data */
+	if (src->kind == E_ID && lookup(src->name) &&
+	    lookup(src->name)->kind == SY_FUTURE)
+		src->kind = E_DATA;
+	if (dst->kind == E_ID && dst->name && lookup(dst->name) &&
+	    lookup(dst->name)->kind == SY_FUTURE)
+		dst->kind = E_DATA;
 	view_ok = true;
 	st = check_expr(src);
 	view_ok = false;
@@ -1643,11 +1650,14 @@ static struct type check_view(struct node *e)
 		return t;
 	} else {
 		if (sizes->nkids != rank)
-			diag_error(e->loc, "type mismatch: subspan of '%s' (rank %d) "
-				   "needs %d sizes", s->name, rank, rank);
+			diag_error(e->loc, "type mismatch: %s of '%s' (rank %d) "
+				   "needs %d sizes", e->flag == VIEW_FROM ? "view" :
+				   "subspan", s->name, rank, rank);
 		if (ix->nkids && ix->nkids != rank)
-			diag_error(e->loc, "type mismatch: subspan of '%s' (rank %d) "
-				   "needs %d indices", s->name, rank, rank);
+			diag_error(e->loc, "type mismatch: %s of '%s' (rank %d) "
+				   "needs %d %s", e->flag == VIEW_FROM ? "view" :
+				   "subspan", s->name, rank, rank,
+				   e->flag == VIEW_FROM ? "offsets" : "indices");
 		for (k = 0; k < rank; k++) {
 			node_add(nsizes, sizes->kids[k]);
 			node_add(nix, ix->nkids ? ix->kids[k] : int_node(e->loc, 0));
