@@ -55,7 +55,7 @@ enum node_kind {
 	N_BLOCK, N_DECL, N_SPANDECL, N_PARALLEL, N_PARBY, N_WITH, N_WITHIN,
 	N_FOREACH, N_RANGE, N_WHILE, N_IF, N_BREAK, N_CONTINUE, N_RETURN,
 	N_EXPRSTMT, N_ASSIGN, N_PRINT, N_SYNC, N_DMA, N_WAIT, N_STREAMDECL,
-	N_SHAPEDECL, N_ASSERT,
+	N_SHAPEDECL, N_ASSERT, N_YIELD,
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
@@ -84,7 +84,9 @@ struct node {
 	int level;		/* 0 host, 1 block body, 2 thread body */
 	int kernel;		/* N_PARALLEL at block level: kernel number */
 	struct node *par;	/* enclosing block-level N_PARALLEL */
-	struct node *callee;	/* E_COCALL: the called N_FUNC */
+	struct node *callee;	/* E_COCALL: the called N_FUNC; N_YIELD: its
+				 * thread-level N_PARALLEL */
+	bool yields;		/* N_PARALLEL: a yield inside */
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

@@ -843,6 +843,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_SHAPEDECL:	/* a shape has no storage */
 		break;
+	case N_YIELD:
+		fprintf(o, "goto npu__yield_%d_%d;\n", s->callee->loc.line,
+			s->callee->loc.col);
+		break;
 	case N_ASSERT:
 		if (s->flag)	/* held at compile time */
 			break;

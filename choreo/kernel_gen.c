@@ -98,6 +98,15 @@ static void emit_thread_loop(struct emitter *em, const struct node *par)
 	fputs("; npu__t += npu_block_threads()) {\n", em->o);
 }
 
+/* where a yield goes: the end of the thread's current index */
+static void emit_yield_label(struct emitter *em, const struct node *par)
+{
+	if (!par->yields)
+		return;
+	emit_indent(em);
+	fprintf(em->o, "npu__yield_%d_%d: ;\n", par->loc.line, par->loc.col);
+}
+
 void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 {
 	FILE *o = em->o;
@@ -113,6 +122,7 @@ void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 	em->indent++;
 	emit_level_names(em, par, "npu__t");
 	emit_block(em, par->kids[2]);
+	emit_yield_label(em, par);
 	em->indent--;
 	emit_indent(em);
 	fputs("}\n", o);
@@ -184,6 +194,7 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		em.indent++;
 		emit_level_names(&em, k->par, "npu__t");
 		emit_block(&em, k->par->kids[2]);
+		emit_yield_label(&em, k->par);
 		em.indent--;
 		fputs("\t}\n", o);
 	} else {

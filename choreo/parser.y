@@ -115,7 +115,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
-%token VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -308,6 +308,7 @@ stmt
 	| ASSERT '(' expr ',' STRING ')' ';' {
 		$$ = mk2(N_ASSERT, @1, $5, $3, NULL);
 	}
+	| YIELD ';'		{ $$ = mk(N_YIELD, @1); }
 	| RETURN ';'		{ $$ = mk(N_RETURN, @1); }
 	| RETURN expr ';'	{ $$ = node_add(mk(N_RETURN, @1), $2); }
 	| BREAK ';'		{ $$ = mk(N_BREAK, @1); }

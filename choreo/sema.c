@@ -1156,8 +1156,12 @@ static void fold_group(struct node *p)
 	p->kids[2] = in->kids[2];
 }
 
+/* the thread-level parallel whose body is being checked */
+static struct node *cur_thread_par;
+
 static void check_parallel(struct node *p)
 {
+	struct node *saved_thread_par = NULL;
 	struct node *stream = p->kids[1], **names, **extents;
 	int nnames, nextents, i, saved_level = cur_level;
 	struct kernel *saved_kernel = cur_kernel;
@@ -1249,6 +1253,10 @@ static void check_parallel(struct node *p)
 	p->par = cur_kernel->par;
 	p->level = cur_level;
 	cur_level = thread_level ? 2 : 1;
+	if (thread_level) {
+		saved_thread_par = cur_thread_par;
+		cur_thread_par = p;
+	}
 	push_scope();
 	for (i = 0; i < nnames; i++)
 		declare_bounded(names[i], nnames > 1 ? extents[i] : extents[0],
@@ -1263,6 +1271,8 @@ static void check_parallel(struct node *p)
 	pop_scope();
 	cur_level = saved_level;
 	cur_kernel = saved_kernel;
+	if (thread_level)
+		cur_thread_par = saved_thread_par;
 }
 
 static void check_foreach(struct node *f)
@@ -1818,6 +1828,14 @@ static void check_stmt_inner(struct node *s)
 		break;
 	case N_SHAPEDECL:
 		check_shape_decl(s);
+		break;
+	case N_YIELD:
+		/* this thread's index is done: on to its next one */
+		if (cur_level != 2 || !cur_thread_par)
+			diag_error(s->loc, "not supported yet: yield outside a "
+				   "thread-level parallel");
+		s->callee = cur_thread_par;
+		cur_thread_par->yields = true;
 		break;
 	case N_ASSERT: {
 		struct type c = check_expr(s->kids[0]);
