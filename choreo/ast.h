@@ -55,11 +55,13 @@ enum node_kind {
 	N_BLOCK, N_DECL, N_SPANDECL, N_PARALLEL, N_PARBY, N_WITH, N_WITHIN,
 	N_FOREACH, N_RANGE, N_WHILE, N_IF, N_BREAK, N_CONTINUE, N_RETURN,
 	N_EXPRSTMT, N_ASSIGN, N_PRINT, N_SYNC, N_DMA, N_WAIT, N_STREAMDECL,
+	N_SHAPEDECL, N_ASSERT, N_YIELD,
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
 	E_DATA, E_DIMLIST, E_ELEM,
 	E_COCALL,	/* extension: a call of a __co__ function (->callee) */
+	E_VIEW,		/* x.chunkat(...), x.subspan(...)[.at(...)] */
 };
 
 struct sym;
@@ -82,22 +84,31 @@ struct node {
 	int level;		/* 0 host, 1 block body, 2 thread body */
 	int kernel;		/* N_PARALLEL at block level: kernel number */
 	struct node *par;	/* enclosing block-level N_PARALLEL */
-	struct node *callee;	/* E_COCALL: the called N_FUNC */
+	struct node *callee;	/* E_COCALL: the called N_FUNC; N_YIELD: its
+				 * thread-level N_PARALLEL */
+	bool yields;		/* N_PARALLEL: a yield inside */
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
  * (void until one is seen) */
 #define FN_AUTO 1
 
+/* E_VIEW flag */
+enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS, VIEW_FROM };
+
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
+/* N_SYNC flag: a storage (sync.shared), or sync.fence */
+#define SYNC_FENCE 16
 
 /* parallel levels (N_PARBY flag) */
-enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER };
+enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER, PB_GROUP };
 
 enum sym_kind {
 	SY_PARAM, SY_DIM, SY_VAR, SY_SPAN, SY_PVAR, SY_LOOPVAR, SY_FUTURE,
 	SY_TUPLE,
+	SY_SHAPE,	/* an mdspan: type TY_SPAN of EL_NONE, no data */
+	SY_ALIAS,	/* x = y.span_as(...): y's data (->target), x's shape */
 };
 
 struct sym {

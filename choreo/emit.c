@@ -61,9 +61,13 @@ void emit_dim(struct emitter *em, const struct sym *s, int k)
 {
 	long long v;
 
-	if (span_dim_const(s, k, &v))
+	if (span_dim_const(s, k, &v)) {
 		fprintf(em->o, "%lldL", v);
-	else
+	} else if (s->kind == SY_SHAPE || s->kind == SY_ALIAS) {
+		fputs("((long long)(", em->o);
+		emit_expr(em, s->type.dims[k]);
+		fputs("))", em->o);
+	} else
 		fprintf(em->o, "%s_d%d", s->cname, k);
 }
 
@@ -172,14 +176,66 @@ static void emit_half_assign(struct emitter *em, const struct node *s)
 	fputs("));\n", em->o);
 }
 
+/* the C of each math built-in over x_ (y_, z_), in float; "%s" is the
+ * suffix of <math.h>'s functions ("f", or "" for double) */
+static const struct {
+	const char *name, *c;
+} math_c[] = {
+	{ "__acos", "acos%s(x_)" }, { "__asin", "asin%s(x_)" },
+	{ "__atan", "atan%s(x_)" }, { "__atan2", "atan2%s(x_, y_)" },
+	{ "__ceil", "ceil%s(x_)" }, { "__cos", "cos%s(x_)" },
+	{ "__cosh", "cosh%s(x_)" }, { "__exp", "exp%s(x_)" },
+	{ "__exp2f", "exp2%s(x_)" }, { "__expm1", "expm1%s(x_)" },
+	{ "__fabs", "fabs%s(x_)" }, { "__fmaf", "fma%s(x_, y_, z_)" },
+	{ "__frcp_rn", "1 / x_" }, { "__floor", "floor%s(x_)" },
+	{ "__gelu", "x_ / 2 * (1 + erf%s(x_ * (T_)0.70710678118654752440))" },
+	{ "__isfinite", "isfinite(x_)" }, { "__round", "round%s(x_)" },
+	{ "__rsqrt", "1 / sqrt%s(x_)" },
+	{ "__sigmoid", "1 / (1 + exp%s(-x_))" }, { "__sinh", "sinh%s(x_)" },
+	{ "__softplus", "log1p%s(exp%s(x_))" }, { "__sqrt", "sqrt%s(x_)" },
+	{ "__tan", "tan%s(x_)" }, { "__log1p", "log1p%s(x_)" },
+	{ "__log", "log%s(x_)" }, { "__pow", "pow%s(x_, y_)" },
+	{ "__sign", "(T_)((x_ > 0) - (x_ < 0))" }, { "__sin", "sin%s(x_)" },
+	{ "__tanh", "tanh%s(x_)" },
+};
+
+/* a math built-in: its operands converted once to T_ (float, or double
+ * when sema typed the call f64), then <math.h> */
+static void emit_math(struct emitter *em, const struct node *e)
+{
+	static const char *const names[] = { "x_", "y_", "z_" };
+	bool dbl = e->ety.elem == EL_F64;
+	const char *fmt = NULL, *sfx = dbl ? "" : "f";
+	unsigned i;
+	int k;
+
+	if (e->ety.elem == EL_BOOL)	/* __isfinite: of the operand's type */
+		dbl = e->kids[0]->ety.elem == EL_F64;
+	for (i = 0; i < sizeof(math_c) / sizeof(math_c[0]); i++)
+		if (!strcmp(e->name, math_c[i].name))
+			fmt = math_c[i].c;
+	fprintf(em->o, "__extension__ ({ typedef %s T_; ", dbl ? "double" : "float");
+	for (k = 0; k < e->nkids; k++) {
+		fprintf(em->o, "T_ %s = (T_)(", names[k]);
+		emit_expr(em, e->kids[k]);
+		fputs("); ", em->o);
+	}
+	fprintf(em->o, fmt, sfx, sfx);
+	fputs("; })", em->o);
+}
+
 static void emit_call(struct emitter *em, const struct node *e)
 {
 	const char *n = e->name;
 	const struct node *at, *v;
 	enum elem el;
 
+	if (math_builtin_args(n)) {
+		emit_math(em, e);
+		return;
+	}
 	/* two-operand built-ins: each operand evaluated once, as a_ and b_ */
-	if (!strcmp(n, "__min") || !strcmp(n, "__max") ||
+	if (!strcmp(n, "__min") || !strcmp(n, "__max") || !strcmp(n, "cdiv") ||
 	    !strcmp(n, "__alignup") || !strcmp(n, "__aligndown")) {
 		fputs("__extension__ ({ __typeof__((", em->o);
 		emit_expr(em, e->kids[0]);
@@ -192,6 +248,8 @@ static void emit_call(struct emitter *em, const struct node *e)
 		if (!strcmp(n, "__min") || !strcmp(n, "__max"))
 			fprintf(em->o, "); a_ %s b_ ? a_ : b_; })",
 				n[3] == 'i' ? "<" : ">");
+		else if (!strcmp(n, "cdiv"))
+			fputs("); (a_ + b_ - 1) / b_; })", em->o);
 		else
 			fprintf(em->o, "); (a_%s) / b_ * b_; })",
 				!strcmp(n, "__alignup") ? " + b_ - 1" : "");
@@ -454,11 +512,104 @@ static void emit_scalar_decl(struct emitter *em, const struct node *d)
 
 /* copy |src| elements; the element loop also serves spans whose data
  * lives in the scratchpad or on the stack */
+/* a dma.copy operand: spanned data or a view of it (E_VIEW) */
+static int op_rank(const struct node *e)
+{
+	return e->kind == E_VIEW ? e->ety.rank : e->sym->type.rank;
+}
+
+static void emit_op_dim(struct emitter *em, const struct node *e, int k)
+{
+	if (e->kind != E_VIEW) {
+		emit_dim(em, e->sym, k);
+		return;
+	}
+	fputs("((long long)(", em->o);
+	emit_expr(em, e->ety.dims[k]);
+	fputs("))", em->o);
+}
+
+/* j_[0..rank) from the row-major index in r_ over the dimensions dims[] */
+static void emit_unravel(struct emitter *em, int rank, const char *dims)
+{
+	int k;
+
+	for (k = rank - 1; k >= 0; k--) {
+		emit_indent(em);
+		if (k)
+			fprintf(em->o, "\t\tj_[%d] = r_ %% %s[%d];\n", k, dims, k);
+		else
+			fputs("\t\tj_[0] = r_;\n", em->o);
+		if (k) {
+			emit_indent(em);
+			fprintf(em->o, "\t\tr_ /= %s[%d];\n", dims, k);
+		}
+	}
+}
+
+/* var = the element offset of j_ in the operand: in a view, tile index
+ * times tile size plus j_, each checked against the data's dimension */
+static void emit_op_offset(struct emitter *em, const struct node *e,
+			   const char *var, int line)
+{
+	FILE *o = em->o;
+	int k, rank = op_rank(e);
+
+	emit_indent(em);
+	fprintf(o, "\t\t%s = 0;\n", var);
+	for (k = 0; k < rank; k++) {
+		emit_indent(em);
+		fputs("\t\t{\n", o);
+		emit_indent(em);
+		fputs("\t\t\tlong long b_ = ", o);
+		if (e->kind == E_VIEW && e->flag == VIEW_SPAN_AS) {
+			/* row-major in its own shape */
+			fprintf(o, "j_[%d], bd_ = ", k);
+			emit_op_dim(em, e, k);
+			fprintf(o, ";\n");
+			emit_indent(em);
+			fprintf(o, "\t\t\t%s = %s * bd_ + b_;\n", var, var);
+			emit_indent(em);
+			fputs("\t\t}\n", o);
+			continue;
+		}
+		if (e->kind == E_VIEW) {
+			fputs("(long long)(", o);
+			emit_expr(em, e->kids[1]->kids[k]);
+			fputs(")", o);
+			if (e->flag != VIEW_FROM) {	/* tiles, not elements */
+				fputs(" * ", o);
+				emit_op_dim(em, e, k);
+			}
+			fputs(" + ", o);
+		}
+		fprintf(o, "j_[%d], bd_ = ", k);
+		emit_dim(em, e->sym, k);
+		fputs(";\n", o);
+		if (e->kind == E_VIEW) {
+			emit_indent(em);
+			if (em->device)
+				fputs("\t\t\tif (b_ < 0 || b_ >= bd_)\n\t\t\t\tNPU_CO_TRAP();\n", o);
+			else
+				fprintf(o, "\t\t\tif (b_ < 0 || b_ >= bd_) {\n"
+					"\t\t\t\tnpu_co_bad_view(%s, %d, %d, b_, bd_);\n"
+					"\t\t\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n"
+					"\t\t\t\tgoto npu__out;\n\t\t\t}\n",
+					emit_path_literal(), line, k);
+		}
+		emit_indent(em);
+		fprintf(o, "\t\t\t%s = %s * bd_ + b_;\n", var, var);
+		emit_indent(em);
+		fputs("\t\t}\n", o);
+	}
+}
+
 static void emit_dma(struct emitter *em, const struct node *d)
 {
 	FILE *o = em->o;
 	const struct node *src = d->kids[0], *dst = d->kids[1];
 	const struct sym *ss = src->sym, *ds;
+	int k, sr = op_rank(src), dr = op_rank(dst);
 
 	if (dst->kind == N_SPANDECL) {
 		if (em->device)
@@ -482,23 +633,65 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		}
 	}
 	emit_indent(em);
-	fputs("\tlong long n_ = ", o);
-	emit_count(em, ss);
-	fputs(", m_ = ", o);
-	emit_count(em, ds);
+	fputs("\tlong long sd_[] = { ", o);
+	for (k = 0; k < sr; k++) {
+		fputs(k ? ", " : "", o);
+		emit_op_dim(em, src, k);
+	}
+	fputs(" }, dd_[] = { ", o);
+	for (k = 0; k < dr; k++) {
+		fputs(k ? ", " : "", o);
+		emit_op_dim(em, dst, k);
+	}
+	fputs(" };\n", o);
+	emit_indent(em);
+	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
+	emit_indent(em);
+	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
+	emit_indent(em);
+	fputs("\t\tn_ *= sd_[k_];\n", o);
+	emit_indent(em);
+	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", dr);
+	emit_indent(em);
+	fputs("\t\tm_ *= dd_[k_];\n", o);
+	/* same rank and each dimension fits: element (i, j) goes to (i, j);
+	 * otherwise the elements in row-major order */
+	emit_indent(em);
+	fputs("\tint fit_ = ", o);
+	if (sr == dr) {
+		fputs("1", o);
+		for (k = 0; k < sr; k++)
+			fprintf(o, " && sd_[%d] <= dd_[%d]", k, k);
+	} else {
+		fputs("0", o);
+	}
 	fputs(";\n", o);
 	emit_indent(em);
 	if (em->device)
 		/* a shape mismatch faults at this line */
-		fputs("\tif (n_ > m_)\n\t\tNPU_CO_TRAP();\n", o);
+		fputs("\tif (!fit_ && n_ > m_)\n\t\tNPU_CO_TRAP();\n", o);
 	else
-		fprintf(o, "\tif (n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
+		fprintf(o, "\tif (!fit_ && n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
 			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n"
 			"\t}\n", emit_path_literal(), d->loc.line);
 	emit_indent(em);
-	fprintf(o, "\tfor (long long i_ = 0; i_ < n_; i_++)\n");
+	fputs("\tfor (long long i_ = 0; i_ < n_; i_++) {\n", o);
 	emit_indent(em);
-	fprintf(o, "\t\t%s[i_] = %s[i_];\n", ds->cname, ss->cname);
+	fputs("\t\tlong long r_ = i_, so_, do_;\n\n", o);
+	emit_unravel(em, sr, "sd_");
+	emit_op_offset(em, src, "so_", d->loc.line);
+	emit_indent(em);
+	fputs("\t\tif (!fit_) {\n", o);
+	emit_indent(em);
+	fputs("\t\t\tr_ = i_;\n", o);
+	emit_unravel(em, dr, "dd_");
+	emit_indent(em);
+	fputs("\t\t}\n", o);
+	emit_op_offset(em, dst, "do_", d->loc.line);
+	emit_indent(em);
+	fprintf(o, "\t\t%s[do_] = %s[so_];\n", ds->cname, ss->cname);
+	emit_indent(em);
+	fputs("\t}\n", o);
 	emit_indent(em);
 	fputs("}\n", o);
 }
@@ -648,11 +841,34 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	case N_PRINT:
 		emit_print(em, s);
 		break;
+	case N_SHAPEDECL:	/* a shape has no storage */
+		break;
+	case N_YIELD:
+		fprintf(o, "goto npu__yield_%d_%d;\n", s->callee->loc.line,
+			s->callee->loc.col);
+		break;
+	case N_ASSERT:
+		if (s->flag)	/* held at compile time */
+			break;
+		fputs("if (!(", o);
+		emit_expr(em, s->kids[0]);
+		if (em->device)
+			/* faults at the assertion's line */
+			fputs("))\n\tNPU_CO_TRAP();\n", o);
+		else
+			fprintf(o, ")) {\n\tfflush(stdout);\n\tfprintf(stderr, \"%%s:%%d: "
+				"error: choreo assertion abort: %%s\\n\", %s, %d, \"%s\");\n"
+				"\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\tgoto npu__out;\n}\n",
+				emit_path_literal(), s->loc.line, s->name);
+		break;
 	case N_STREAMDECL:
 		host_emit_stream_decl(em, s);
 		break;
 	case N_SYNC:
-		fputs(em->device ? "npu_barrier();\n" : ";\n", o);
+		if (s->flag == SYNC_FENCE)
+			fputs("__sync_synchronize();\n", o);
+		else
+			fputs(em->device ? "npu_barrier();\n" : ";\n", o);
 		break;
 	case N_WAIT:
 		/* dma.copy.async copies at once (allowed to complete early):
@@ -789,6 +1005,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			fputs("}", o);
 		}
 		fputc('\n', o);
+		if (s->ival == 2 && em->device) {	/* after inthreads */
+			emit_indent(em);
+			fputs("npu_barrier();\n", o);
+		}
 		break;
 	default:
 		diag_error(s->loc, "not supported yet: this statement");

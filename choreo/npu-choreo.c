@@ -406,7 +406,7 @@ static int build_host_program(const struct program *prog, const char *host_text,
 		 * program of npu-choreo needs (a guest's root has no C++) */
 		char *exe_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-pthread", incflag,
 				     npuinc, main_cc, host_o, "-o", (char *)out, libflag,
-				     rpath, "-lnpu", "-static-libstdc++", "-static-libgcc",
+				     rpath, "-lnpu", "-lm", "-static-libstdc++", "-static-libgcc",
 				     NULL };
 
 		if (run_argv(relocatable ? obj_argv : exe_argv)) {
@@ -579,7 +579,7 @@ int main(int argc, char **argv)
 				       incflag, "-c", host_c, "-o", (char *)out, NULL };
 		char *exe_argv[] = { cc, "-std=c11", "-O2", "-g", "-pthread", incflag,
 				     host_c, "-o", (char *)out, libflag, rpath, "-lnpu",
-				     NULL };
+				     "-lm", NULL };
 
 		rc = run_argv(!strcmp(cmd, "build") ? build_argv : exe_argv);
 		if (rc) {

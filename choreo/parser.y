@@ -68,6 +68,32 @@ static void set_span_type(struct type *t, int elem, struct node *dims)
 		t->dims[t->rank++] = dims->kids[i];
 }
 
+/* `T mdspan<n> name`: n dimensions, each a symbol of its own */
+static struct node *anon_dims(YYLTYPE at, long long rank, const char *name)
+{
+	struct node *dims = mk(E_DIMLIST, at);
+	long long k;
+	char buf[300];
+
+	if (rank < 1 || rank > MAX_RANK)
+		diag_error(L(at), "not supported yet: rank %lld (at most %d)",
+			   rank, MAX_RANK);
+	for (k = 0; k < rank; k++) {
+		struct node *d = mk(E_ID, at);
+
+		snprintf(buf, sizeof(buf), "__%s_mds%lld", name, k);
+		d->name = xstrdup(buf);
+		node_add(dims, d);
+	}
+	return dims;
+}
+
+static void unroll_hint(YYLTYPE at, const char *name)
+{
+	if (strcmp(name, "unroll"))
+		diag_error(L(at), "not supported yet: foreach hint '%s'", name);
+}
+
 static void set_scalar_type(struct type *t, int elem)
 {
 	t->kind = TY_SCALAR;
@@ -88,7 +114,8 @@ static void set_scalar_type(struct type *t, int elem)
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
-%token COPY ".copy" DATA ".data" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
+%token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -103,7 +130,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
-%type <n> stream_opt ret_type
+%type <n> stream_opt ret_type shape_decl shape_init
 
 %precedence IFX
 %precedence ELSE
@@ -151,6 +178,15 @@ ret_type
 	| AUTO			{ $$ = mk(N_PARAM, @1); $$->type.kind = TY_VOID; $$->type.elem = EL_VOID; $$->flag = FN_AUTO; }
 	| scalar_type		{ $$ = mk(N_PARAM, @1); set_scalar_type(&$$->type, $1); }
 	| ETYPE '[' dims ']'	{ $$ = mk(N_PARAM, @1); set_span_type(&$$->type, $1, $3); }
+	| ETYPE MDSPAN '[' dims ']' { $$ = mk(N_PARAM, @1); set_span_type(&$$->type, $1, $4); }
+	| ETYPE MDSPAN '<' INTLIT '>' {
+		/* spanned data of that rank: the first return gives its shape */
+		$$ = mk(N_PARAM, @1);
+		$$->type.kind = TY_VOID;
+		$$->type.elem = EL_VOID;
+		$$->flag = FN_AUTO;
+		$$->ival = $4;
+	}
 	| STREAM		{ diag_error(L(@1), "type mismatch: a __co__ function cannot return a stream"); }
 	;
 
@@ -166,6 +202,16 @@ param
 		$$ = mk(N_PARAM, @5);
 		$$->name = $5;
 		set_span_type(&$$->type, $1, $3);
+	}
+	| ETYPE MDSPAN '[' dims ']' IDENT {
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $1, $4);
+	}
+	| ETYPE MDSPAN '<' INTLIT '>' IDENT {
+		$$ = mk(N_PARAM, @6);
+		$$->name = $6;
+		set_span_type(&$$->type, $1, anon_dims(@4, $4, $6));
 	}
 	| ETYPE '[' dims ']' '&' IDENT {
 		/* a reference: spanned parameters are the caller's data anyway */
@@ -207,7 +253,6 @@ stmts
 stmts_block
 	: '{' stmts '}'		{ $$ = $2; $$->loc = L(@1); }
 	| stmt			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
-	| ';'			{ $$ = mk(N_BLOCK, @1); }
 	;
 
 stmt
@@ -246,10 +291,24 @@ stmt
 		$$ = mk2(N_EXPRSTMT, @1, NULL, c, NULL);
 	}
 	| STREAM IDENT ';'	{ $$ = mk(N_STREAMDECL, @2); $$->name = $2; }
-	| IDENT ':'		{ diag_error(L(@2), "not supported yet: mdspan"); }
+	| shape_decl ';'	{ $$ = $1; }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
+	| SYNC '.' IDENT ':' PBLEVEL ';' {
+		/* sync.barrier : thread (or : block, the block's threads as
+		 * CUDA's __syncthreads) and sync.fence : thread|block */
+		if (strcmp($3, "barrier") && strcmp($3, "fence"))
+			diag_error(L(@3), "not supported yet: sync.%s", $3);
+		if ($5 == PB_GROUP)
+			diag_error(L(@5), "not supported yet: sync.%s : group", $3);
+		$$ = mk(N_SYNC, @1);
+		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
+	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
+	| ASSERT '(' expr ',' STRING ')' ';' {
+		$$ = mk2(N_ASSERT, @1, $5, $3, NULL);
+	}
+	| YIELD ';'		{ $$ = mk(N_YIELD, @1); }
 	| RETURN ';'		{ $$ = mk(N_RETURN, @1); }
 	| RETURN expr ';'	{ $$ = node_add(mk(N_RETURN, @1), $2); }
 	| BREAK ';'		{ $$ = mk(N_BREAK, @1); }
@@ -259,6 +318,14 @@ stmt
 	| foreach		{ $$ = $1; }
 	| WHILE '(' expr ')' stmts_block { $$ = mk2(N_WHILE, @1, NULL, $3, $5); }
 	| if_stmt		{ $$ = $1; }
+	| INTHREADS async_opt '(' expr ')' stmts_block {
+		/* an if whose threads meet after it unless .async (N_IF with
+		 * ival 1, flag async) */
+		$$ = mk2(N_IF, @1, NULL, $4, $6);
+		$$->ival = 1;
+		$$->flag = $2;
+	}
+	| ';'			{ $$ = mk(N_BLOCK, @1); }
 	;
 
 if_stmt
@@ -328,6 +395,36 @@ declarator
 	| IDENT '=' expr	{ $$ = node_add(mk(N_DECL, @1), $3); $$->name = $1; }
 	;
 
+/* a shape (Choreo's mdspan): `s : [7, 8];`, `mdspan<2> s : [a, b];`,
+ * `mdspan s : other;` (N_SHAPEDECL: kid 0 the dimension list, ival the
+ * declared rank or -1) */
+shape_decl
+	: IDENT ':' shape_init	{ $$ = node_add(mk(N_SHAPEDECL, @1), $3); $$->name = $1; $$->ival = -1; }
+	| MDSPAN IDENT ':' shape_init {
+		$$ = node_add(mk(N_SHAPEDECL, @2), $4);
+		$$->name = $2;
+		$$->ival = -1;
+	}
+	| MDSPAN '<' INTLIT '>' IDENT ':' shape_init {
+		$$ = node_add(mk(N_SHAPEDECL, @5), $7);
+		$$->name = $5;
+		$$->ival = $3;
+	}
+	;
+
+shape_init
+	: '[' args ']'		{ $$ = $2; }
+	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
+	| IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
+	| IDENT SPAN		{
+		struct node *e = mk(E_SPAN, @1);
+
+		e->name = $1;
+		e->ival = -1;
+		$$ = node_add(mk(N_BLOCK, @1), e);
+	}
+	;
+
 span_decl
 	: ETYPE '[' dims ']' span_items {
 		int i;
@@ -335,6 +432,13 @@ span_decl
 		$$ = $5;
 		for (i = 0; i < $$->nkids; i++)
 			set_span_type(&$$->kids[i]->type, $1, $3);
+	}
+	| ETYPE MDSPAN '[' dims ']' span_items {
+		int i;
+
+		$$ = $6;
+		for (i = 0; i < $$->nkids; i++)
+			set_span_type(&$$->kids[i]->type, $1, $4);
 	}
 	| STORAGE ETYPE '[' dims ']' span_items {
 		int i;
@@ -482,8 +586,16 @@ with
 	;
 
 foreach
-	: FOREACH withins stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $3); $$->flag = 1; }
-	| FOREACH ranges stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $3); }
+	: FOREACH withins unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); $$->flag = 1; }
+	| FOREACH ranges unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); }
+	;
+
+/* `: unroll` and `: unroll(n)`: a hint with no meaning to the result
+ * (npu-cc's optimiser decides); checked, then dropped */
+unroll_opt
+	: %empty
+	| ':' IDENT		{ unroll_hint(@2, $2); }
+	| ':' IDENT '(' INTLIT ')' { unroll_hint(@2, $2); }
 	;
 
 withins
@@ -562,6 +674,32 @@ expr
 	| IDENT SPAN		{ $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = -1; }
 	| IDENT SPAN '(' INTLIT ')' { $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = $4; }
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
+	| IDENT CHUNKAT '(' args ')' {
+		/* views (E_VIEW: kid 0 the tile sizes, kid 1 the indices) */
+		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
+		$$->flag = VIEW_CHUNKAT;
+	}
+	| IDENT SPAN_AS '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT VIEW '(' args ')' FROM '(' args ')' {
+		/* the [a, b] tile whose first element is (i, j) */
+		$$ = mk2(E_VIEW, @1, $1, $4, $8);
+		$$->flag = VIEW_FROM;
+	}
+	| IDENT SUBSPAN '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| IDENT SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, $8);
+		$$->flag = VIEW_SUBSPAN;
+	}
 	| IDENT '(' args_opt ')' {
 		/* a __co__ function's call, or an ituple's element idx(0):
 		 * sema tells them apart */

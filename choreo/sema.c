@@ -128,15 +128,45 @@ static bool is_integer(struct type t)
 }
 
 /* __alignup(a, b) is (a + b - 1) / b * b and __aligndown(a, b) is
- * a / b * b, as Choreo desugars them: b need not be a power of two */
+ * a / b * b, as Choreo desugars them: b need not be a power of two;
+ * cdiv(a, b), the ceiling of a / b, is (a + b - 1) / b */
 static bool is_align_call(const struct node *e)
 {
-	return !strcmp(e->name, "__alignup") || !strcmp(e->name, "__aligndown");
+	return !strcmp(e->name, "__alignup") || !strcmp(e->name, "__aligndown") ||
+	       !strcmp(e->name, "cdiv");
 }
 
 static long long align_value(const char *name, long long a, long long b)
 {
+	if (!strcmp(name, "cdiv"))
+		return (a + b - 1) / b;
 	return (strcmp(name, "__alignup") ? a : a + b - 1) / b * b;
+}
+
+/* the math built-ins of Choreo (its numerics documentation): name and
+ * number of operands */
+static const struct {
+	const char *name;
+	int nargs;
+} math_builtins[] = {
+	{ "__acos", 1 }, { "__asin", 1 }, { "__atan", 1 }, { "__atan2", 2 },
+	{ "__ceil", 1 }, { "__cos", 1 }, { "__cosh", 1 }, { "__exp", 1 },
+	{ "__exp2f", 1 }, { "__expm1", 1 }, { "__fabs", 1 }, { "__fmaf", 3 },
+	{ "__frcp_rn", 1 }, { "__floor", 1 }, { "__gelu", 1 },
+	{ "__isfinite", 1 }, { "__round", 1 }, { "__rsqrt", 1 },
+	{ "__sigmoid", 1 }, { "__sinh", 1 }, { "__softplus", 1 },
+	{ "__sqrt", 1 }, { "__tan", 1 }, { "__log1p", 1 }, { "__log", 1 },
+	{ "__pow", 2 }, { "__sign", 1 }, { "__sin", 1 }, { "__tanh", 1 },
+};
+
+int math_builtin_args(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(math_builtins) / sizeof(math_builtins[0]); i++)
+		if (!strcmp(name, math_builtins[i].name))
+			return math_builtins[i].nargs;
+	return 0;
 }
 
 bool const_eval(const struct node *e, long long *v)
@@ -157,12 +187,35 @@ bool const_eval(const struct node *e, long long *v)
 		else
 			return false;
 		return true;
+	case E_SPAN:	/* a dimension of data or of a shape */
+		return e->sym && e->ival >= 0 && e->ival < e->sym->type.rank &&
+		       const_eval(e->sym->type.dims[e->ival], v);
 	case E_UBOUND:
 		return e->kids[0]->sym && e->kids[0]->sym->ubound &&
 		       const_eval(e->kids[0]->sym->ubound, v);
 	case E_BINARY:
 		if (!const_eval(e->kids[0], &a) || !const_eval(e->kids[1], &b))
 			return false;
+		if (e->name[1] || strchr("<>", e->name[0])) {
+			static const char *const ops[] = {
+				"==", "!=", "<", ">", "<=", ">=", "&&", "||",
+			};
+			int i;
+
+			for (i = 0; i < 8 && strcmp(e->name, ops[i]); i++)
+				;
+			switch (i) {
+			case 0: *v = a == b; return true;
+			case 1: *v = a != b; return true;
+			case 2: *v = a < b; return true;
+			case 3: *v = a > b; return true;
+			case 4: *v = a <= b; return true;
+			case 5: *v = a >= b; return true;
+			case 6: *v = a && b; return true;
+			case 7: *v = a || b; return true;
+			default: return false;
+			}
+		}
 		switch (e->name[0]) {
 		case '+': *v = a + b; return true;
 		case '-': *v = a - b; return true;
@@ -232,6 +285,11 @@ static void capture(struct sym *s, struct loc loc)
 	k->nargs += n;
 }
 
+static void capture_expr(const struct node *e);
+/* views are dma.copy operands only */
+static bool view_ok;
+static struct type check_view(struct node *e);
+
 static struct sym *resolve(struct node *id)
 {
 	struct sym *s = lookup(id->name);
@@ -245,6 +303,14 @@ static struct sym *resolve(struct node *id)
 	 * ituple's integers are */
 	if (s->kind == SY_FUTURE) {
 		capture(s->target, id->loc);
+	} else if (s->kind == SY_SHAPE || s->kind == SY_ALIAS) {
+		int k;
+
+		if (s->kind == SY_ALIAS)
+			capture(s->target, id->loc);
+		/* no data: its dimensions' expressions are what a kernel needs */
+		for (k = 0; k < s->type.rank; k++)
+			capture_expr(s->type.dims[k]);
 	} else if (s->kind == SY_TUPLE) {
 		int k;
 
@@ -253,6 +319,18 @@ static struct sym *resolve(struct node *id)
 			capture(lookup(s->elems[k]->name), id->loc);
 	} else {
 		capture(s, id->loc);
+	}
+	return s;
+}
+
+/* a name whose shape is wanted: a future's is its buffer's (f.span) */
+static struct sym *resolve_data(struct node *id)
+{
+	struct sym *s = resolve(id);
+
+	if (s->kind == SY_FUTURE) {
+		s = s->target;
+		id->sym = s;
 	}
 	return s;
 }
@@ -315,7 +393,7 @@ static struct type check_at(struct node *e)
 		capture(s, e->loc);
 	}
 	e->sym = s;
-	if (s->type.kind != TY_SPAN)
+	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
 		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 	/* an ituple index stands for its integers */
 	for (i = 0; i < e->nkids; i++) {
@@ -400,6 +478,23 @@ static struct type check_call(struct node *e)
 		if (!is_integer(a) || !is_integer(b))
 			diag_error(e->loc, "type mismatch: %s needs integers", e->name);
 		return arith(a, b);
+	}
+	if (math_builtin_args(e->name)) {
+		int i, n = math_builtin_args(e->name);
+		struct type t = scalar(EL_F32);
+
+		/* computed in f32 (CUDA's float functions), in f64 when an
+		 * operand is f64; __isfinite is a boolean */
+		if (e->nkids != n)
+			diag_error(e->loc, "type mismatch: %s takes %d argument%s",
+				   e->name, n, n > 1 ? "s" : "");
+		for (i = 0; i < n; i++) {
+			a = check_expr(e->kids[i]);
+			want_numeric(e->kids[i], a);
+			if (a.elem == EL_F64 && e->kids[i]->kind != E_FLOAT)
+				t = scalar(EL_F64);
+		}
+		return !strcmp(e->name, "__isfinite") ? scalar(EL_BOOL) : t;
 	}
 	/* __atomic_*(&x.at(i), v) or (x.at(i), v) */
 	if (e->nkids != 2)
@@ -533,13 +628,36 @@ static struct type check_expr_inner(struct node *e)
 		t.elem = EL_NONE;
 		break;
 	case E_ID:
+		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
+			/* a shape's name stands for the shape: s is s.span */
+			e->kind = E_SPAN;
+			e->ival = -1;
+			t = check_expr_inner(e);
+			break;
+		}
 		s = resolve(e);
 		t = s->type;
 		break;
 	case E_AT:
 		t = check_at(e);
 		break;
+	case E_VIEW:
+		t = check_view(e);
+		break;
 	case E_COCALL:
+		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
+			long long k;
+
+			/* a shape's dimension: s(0) */
+			if (e->nkids != 1 || !const_eval(e->kids[0], &k))
+				diag_error(e->loc, "type mismatch: a dimension of shape "
+					   "'%s' needs one constant index", e->name);
+			e->kind = E_SPAN;
+			e->ival = k;
+			e->nkids = 0;
+			t = check_expr_inner(e);
+			break;
+		}
 		if (lookup(e->name) || !find_func(e->name)) {
 			struct node *arg, *id;
 
@@ -581,7 +699,7 @@ static struct type check_expr_inner(struct node *e)
 		break;
 	}
 	case E_SPAN:
-		s = resolve(e);
+		s = resolve_data(e);
 		if (s->type.kind != TY_SPAN)
 			diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 		if (e->ival >= s->type.rank)
@@ -742,8 +860,13 @@ static void check_dims(struct node *d, struct type *t)
 		struct node *e = t->dims[i];
 		struct type dt;
 
+		if (e->kind == E_ID && lookup(e->name) &&
+		    lookup(e->name)->kind == SY_SHAPE) {
+			e->kind = E_SPAN;	/* f32[s]: the shape s */
+			e->ival = -1;
+		}
 		if (e->kind == E_SPAN && e->ival < 0) {
-			struct sym *s = resolve(e);
+			struct sym *s = resolve_data(e);
 
 			if (s->type.kind != TY_SPAN)
 				diag_error(e->loc, "type mismatch: '%s' is not spanned data",
@@ -817,13 +940,18 @@ static void check_span_decl(struct node *d)
 		check_assignable(d->kids[0]->loc, scalar(d->type.elem), it);
 	}
 declare_it:
+	/* global data of host code is what the host declares anyway:
+	 * memory every block reaches */
+	if (d->flag == ST_GLOBAL && !cur_kernel)
+		d->flag = ST_DEFAULT;
 	s = declare(d->name, SY_SPAN, d);
 	s->type = d->type;
 	s->mutable_ = true;
 	s->storage = d->flag;
 	d->sym = s;
 	if (s->storage == ST_GLOBAL)
-		diag_error(d->loc, "not supported yet: global storage");
+		diag_error(d->loc, "not supported yet: global data in a parallel "
+			   "body");
 	if (!cur_kernel) {
 		if (s->storage == ST_SHARED)
 			diag_error(d->loc, "not supported yet: shared data outside a "
@@ -891,7 +1019,7 @@ static void declare_withins(struct node *withins)
 
 			if (b->kind == E_SPAN && b->ival < 0) {
 				struct node *nb = node_new(N_BLOCK, bounds->loc);
-				struct sym *s = resolve(b);
+				struct sym *s = resolve_data(b);
 				int d, j;
 
 				if (s->type.kind != TY_SPAN)
@@ -965,14 +1093,83 @@ static void check_body(struct node *b)
 	pop_scope();
 }
 
+/* the names and extents of a level's parby into names and exts; false
+ * if it has a form that cannot be folded */
+static bool parby_append(struct node *p, struct node *names, struct node *exts)
+{
+	struct node **nm, **ex;
+	int nn, ne, i;
+	char buf[64];
+
+	if (p->kids[0]->name)	/* p = {i, j} by ...: an ituple */
+		return false;
+	parby_parts(p, &nm, &nn, &ex, &ne);
+	if (nn && nn != ne)
+		return false;
+	for (i = 0; i < ne; i++) {
+		struct node *id = nn ? nm[i] : node_new(E_ID, p->loc);
+
+		if (!nn) {
+			snprintf(buf, sizeof(buf), "__group%d_%d_%d", p->loc.line,
+				 p->loc.col, i);
+			id->name = xstrdup(buf);
+		}
+		node_add(names, id);
+		node_add(exts, ex[i]);
+	}
+	return true;
+}
+
+/*
+ * Choreo's group levels (on a GPU a warp of a block's threads, `: group`,
+ * or four, `: group-4`) have no counterpart on the npu: a group level
+ * folds into the thread level. `parallel g by G : group { parallel t by T
+ * : thread {...} }` is `parallel {g, t} by [G, T] : thread` (thread
+ * g * T + t, as CUDA numbers them); a group level without a thread level
+ * inside is a thread level, one thread per group.
+ */
+static void fold_group(struct node *p)
+{
+	struct node *pb = p->kids[0], *body = p->kids[2], *in, *npb, *names, *exts;
+
+	if (pb->flag != PB_GROUP)
+		return;
+	pb->flag = PB_THREAD;
+	if (body->nkids != 1 || body->kids[0]->kind != N_PARALLEL)
+		return;
+	in = body->kids[0];
+	if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
+	    in->flag || in->kids[1]->kind == E_ID)
+		return;
+	npb = node_new(N_PARBY, pb->loc);
+	names = node_new(N_BLOCK, pb->loc);
+	exts = node_new(N_BLOCK, pb->loc);
+	if (!parby_append(p, names, exts) || !parby_append(in, names, exts))
+		return;
+	if (names->nkids > MAX_RANK)
+		return;
+	node_add(npb, names);
+	node_add(npb, exts);
+	npb->ival = 1;
+	npb->flag = PB_THREAD;
+	p->kids[0] = npb;
+	p->kids[2] = in->kids[2];
+}
+
+/* the thread-level parallel whose body is being checked */
+static struct node *cur_thread_par;
+
 static void check_parallel(struct node *p)
 {
+	struct node *saved_thread_par = NULL;
 	struct node *stream = p->kids[1], **names, **extents;
 	int nnames, nextents, i, saved_level = cur_level;
 	struct kernel *saved_kernel = cur_kernel;
 	struct node *pb = p->kids[0];
 	bool thread_level;
 
+	fold_group(p);
+	pb = p->kids[0];
 	if (stream->kind == E_ID) {
 		struct sym *s = lookup(stream->name);
 
@@ -1056,6 +1253,10 @@ static void check_parallel(struct node *p)
 	p->par = cur_kernel->par;
 	p->level = cur_level;
 	cur_level = thread_level ? 2 : 1;
+	if (thread_level) {
+		saved_thread_par = cur_thread_par;
+		cur_thread_par = p;
+	}
 	push_scope();
 	for (i = 0; i < nnames; i++)
 		declare_bounded(names[i], nnames > 1 ? extents[i] : extents[0],
@@ -1070,6 +1271,8 @@ static void check_parallel(struct node *p)
 	pop_scope();
 	cur_level = saved_level;
 	cur_kernel = saved_kernel;
+	if (thread_level)
+		cur_thread_par = saved_thread_par;
 }
 
 static void check_foreach(struct node *f)
@@ -1171,7 +1374,18 @@ static void check_foreach(struct node *f)
 static void check_dma(struct node *d)
 {
 	struct node *src = d->kids[0], *dst = d->kids[1];
-	struct type st = check_expr(src);
+	struct type st;
+
+	/* a future stands for its data: dma.copy f => out is f.data */
+	if (src->kind == E_ID && lookup(src->name) &&
+	    lookup(src->name)->kind == SY_FUTURE)
+		src->kind = E_DATA;
+	if (dst->kind == E_ID && dst->name && lookup(dst->name) &&
+	    lookup(dst->name)->kind == SY_FUTURE)
+		dst->kind = E_DATA;
+	view_ok = true;
+	st = check_expr(src);
+	view_ok = false;
 
 	if (st.kind != TY_SPAN)
 		diag_error(src->loc, "type mismatch: dma.copy needs spanned data");
@@ -1182,18 +1396,24 @@ static void check_dma(struct node *d)
 		if (dst->flag == ST_SHARED && !cur_kernel)
 			diag_error(dst->loc, "not supported yet: shared data outside a "
 				   "parallel body");
+		if (dst->flag == ST_GLOBAL && cur_kernel)
+			diag_error(dst->loc, "not supported yet: global data in a "
+				   "parallel body");
 		snprintf(name, sizeof(name), "dma%d_%d", d->loc.line, d->loc.col);
 		dst->kind = N_SPANDECL;
 		dst->name = xstrdup(name);
-		dst->type = src->sym->type;
+		dst->type = st;	/* a view's: its tile's */
 		dst->flag = dst->flag == ST_SHARED ? ST_SHARED : ST_LOCAL;
 		if (!cur_kernel)
 			dst->flag = ST_DEFAULT;
 		dst->level = cur_level;
 		check_span_decl(dst);
 	} else {
-		struct type dt = check_expr(dst);
+		struct type dt;
 
+		view_ok = true;
+		dt = check_expr(dst);
+		view_ok = false;
 		if (dt.kind != TY_SPAN)
 			diag_error(dst->loc, "type mismatch: dma.copy needs spanned data");
 		long long sn = 1, dn = 1, v;
@@ -1203,17 +1423,19 @@ static void check_dma(struct node *d)
 		if (dt.elem != st.elem)
 			diag_error(dst->loc, "type mismatch: dma.copy from %s to %s",
 				   elem_name(st.elem), elem_name(dt.elem));
-		for (k = 0; k < src->sym->type.rank; k++)
-			if (span_dim_const(src->sym, k, &v))
+		for (k = 0; k < st.rank; k++)
+			if (const_eval(st.dims[k], &v))
 				sn *= v;
 			else
 				known = false;
-		for (k = 0; k < dst->sym->type.rank; k++)
-			if (span_dim_const(dst->sym, k, &v))
+		for (k = 0; k < dt.rank; k++)
+			if (const_eval(dt.dims[k], &v))
 				dn *= v;
 			else
 				known = false;
-		if (known && sn != dn)
+		/* a view's tile may be partly filled (subspan(31, 32) into a
+		 * subspan(32, 32)): each index must fit, checked when it runs */
+		if (known && sn != dn && src->kind != E_VIEW && dst->kind != E_VIEW)
 			diag_error(dst->loc, "type mismatch: dma.copy of %lld elements "
 				   "into %lld", sn, dn);
 	}
@@ -1318,6 +1540,205 @@ static int stmt_depth;
 
 static void check_stmt_inner(struct node *s);
 
+
+static struct node *int_node(struct loc loc, long long v)
+{
+	struct node *n = node_new(E_INT, loc);
+
+	n->ival = v;
+	check_expr(n);
+	return n;
+}
+
+/*
+ * A view of spanned data (Choreo's view operations): a tile of it.
+ * x.chunkat(p, _, q): dimension k is split into #index_k equal chunks (the
+ * bounded variables, an ituple standing for its elements, `_` the whole
+ * dimension) and the index_k-th is taken; x.subspan(a, b) is the tile
+ * [a, b] at the origin, x.subspan(a, b).at(i, j) the (i, j)-th such tile.
+ * After this, kid 0 holds the tile's dimensions and kid 1 one index per
+ * dimension (in tiles); e->sym is the data.
+ */
+static struct type check_view(struct node *e)
+{
+	struct node *sizes = e->kids[0], *ix = e->kids[1];
+	struct node *nsizes = node_new(E_DIMLIST, e->loc);
+	struct node *nix = node_new(N_BLOCK, e->loc);
+	struct sym *s = resolve(&(struct node){ .kind = E_ID, .loc = e->loc,
+						 .name = e->name });
+	struct type t;
+	int i, k, rank;
+
+	if (!view_ok)
+		diag_error(e->loc, "not supported yet: a view outside dma.copy");
+	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
+		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+	e->sym = s;
+	rank = s->type.rank;
+	if (e->flag == VIEW_CHUNKAT) {
+		for (i = 0; i < ix->nkids; i++) {
+			struct node *a = ix->kids[i];
+			struct sym *v;
+			int n = 1;
+
+			if (a->kind == E_ID && !strcmp(a->name, "_")) {
+				if (nix->nkids >= rank)
+					break;
+				node_add(nsizes, NULL);
+				node_add(nix, int_node(a->loc, 0));
+				continue;
+			}
+			if (a->kind != E_ID)
+				diag_error(a->loc, "type mismatch: chunkat needs bounded "
+					   "variables or '_'");
+			v = lookup(a->name);
+			if (v && v->kind == SY_TUPLE)
+				n = v->type.rank;
+			for (k = 0; k < n; k++) {
+				struct node *id = node_new(E_ID, a->loc), *ub;
+
+				id->name = v && v->kind == SY_TUPLE ? v->elems[k]->name :
+					   a->name;
+				check_expr(id);
+				if (!id->sym->ubound)
+					diag_error(a->loc, "type mismatch: '%s' is not a "
+						   "bounded variable", id->name);
+				if (nix->nkids >= rank)
+					break;
+				ub = node_new(E_UBOUND, a->loc);
+				node_add(ub, id);
+				node_add(nsizes, ub);
+				node_add(nix, id);
+			}
+		}
+		if (nix->nkids != rank || i != ix->nkids)
+			diag_error(e->loc, "type mismatch: chunkat of '%s' (rank %d) "
+				   "needs %d indices", s->name, rank, rank);
+		/* tile dimension k: x.span(k) / #index_k */
+		for (k = 0; k < rank; k++) {
+			struct node *d = node_new(E_SPAN, e->loc), *q;
+
+			d->name = e->name;
+			d->ival = k;
+			if (nsizes->kids[k]) {
+				q = node_new(E_BINARY, e->loc);
+				q->name = xstrdup("/");
+				node_add(q, d);
+				node_add(q, nsizes->kids[k]);
+				d = q;
+			}
+			nsizes->kids[k] = d;
+		}
+	} else if (e->flag == VIEW_SPAN_AS) {
+		long long n = 1, m = 1, v;
+		bool known = true;
+
+		/* the same elements in row-major order, another shape */
+		if (sizes->nkids > MAX_RANK)
+			diag_error(e->loc, "not supported yet: rank %d (at most %d)",
+				   sizes->nkids, MAX_RANK);
+		t = s->type;
+		t.rank = sizes->nkids;
+		for (k = 0; k < sizes->nkids; k++) {
+			if (!is_integer(check_expr(sizes->kids[k])))
+				diag_error(sizes->kids[k]->loc, "type mismatch: a "
+					   "dimension must be an integer");
+			t.dims[k] = sizes->kids[k];
+			if (const_eval(t.dims[k], &v))
+				n *= v;
+			else
+				known = false;
+		}
+		for (k = 0; k < rank; k++)
+			if (span_dim_const(s, k, &v))
+				m *= v;
+			else
+				known = false;
+		if (known && n != m)
+			diag_error(e->loc, "type mismatch: span_as of %lld elements "
+				   "as %lld", m, n);
+		return t;
+	} else {
+		if (sizes->nkids != rank)
+			diag_error(e->loc, "type mismatch: %s of '%s' (rank %d) "
+				   "needs %d sizes", e->flag == VIEW_FROM ? "view" :
+				   "subspan", s->name, rank, rank);
+		if (ix->nkids && ix->nkids != rank)
+			diag_error(e->loc, "type mismatch: %s of '%s' (rank %d) "
+				   "needs %d %s", e->flag == VIEW_FROM ? "view" :
+				   "subspan", s->name, rank, rank,
+				   e->flag == VIEW_FROM ? "offsets" : "indices");
+		for (k = 0; k < rank; k++) {
+			node_add(nsizes, sizes->kids[k]);
+			node_add(nix, ix->nkids ? ix->kids[k] : int_node(e->loc, 0));
+		}
+	}
+	t = s->type;
+	for (k = 0; k < rank; k++) {
+		if (!is_integer(check_expr(nsizes->kids[k])))
+			diag_error(nsizes->kids[k]->loc, "type mismatch: a dimension "
+				   "must be an integer");
+		if (!is_integer(check_expr(nix->kids[k])))
+			diag_error(nix->kids[k]->loc, "type mismatch: an index must "
+				   "be an integer");
+		t.dims[k] = nsizes->kids[k];
+	}
+	e->kids[0] = nsizes;
+	e->kids[1] = nix;
+	return t;
+}
+
+/*
+ * A shape (mdspan): its dimensions are integer expressions, shapes (their
+ * dimensions concatenated) or data's .span. It has no storage: each use
+ * of a dimension is its expression (a constant where there is one).
+ */
+static void check_shape_decl(struct node *d)
+{
+	struct node *list = d->kids[0];
+	struct type t = { .kind = TY_SPAN, .elem = EL_NONE };
+	struct sym *sy;
+	int i, k;
+
+	for (i = 0; i < list->nkids; i++) {
+		struct node *e = list->kids[i];
+		struct sym *src = NULL;
+
+		if (e->kind == E_ID && lookup(e->name) &&
+		    lookup(e->name)->kind == SY_SHAPE)
+			e->kind = E_SPAN, e->ival = -1;
+		if (e->kind == E_SPAN && e->ival < 0) {
+			src = resolve_data(e);
+			if (src->type.kind != TY_SPAN)
+				diag_error(e->loc, "type mismatch: '%s' is not spanned "
+					   "data", src->name);
+			for (k = 0; k < src->type.rank; k++) {
+				struct node *de = node_new(E_SPAN, e->loc);
+
+				if (t.rank == MAX_RANK)
+					diag_error(e->loc, "not supported yet: rank above %d",
+						   MAX_RANK);
+				de->name = e->name;
+				de->ival = k;
+				check_expr(de);
+				t.dims[t.rank++] = de;
+			}
+			continue;
+		}
+		if (!is_integer(check_expr(e)))
+			diag_error(e->loc, "type mismatch: a dimension must be an integer");
+		if (t.rank == MAX_RANK)
+			diag_error(e->loc, "not supported yet: rank above %d", MAX_RANK);
+		t.dims[t.rank++] = e;
+	}
+	if (d->ival >= 0 && d->ival != t.rank)
+		diag_error(d->loc, "type mismatch: mdspan '%s' declared of rank %lld "
+			   "has %d dimensions", d->name, d->ival, t.rank);
+	sy = declare(d->name, SY_SHAPE, d);
+	sy->type = t;
+	d->sym = sy;
+}
+
 static void check_stmt(struct node *s)
 {
 	if (++stmt_depth > MAX_STMT_DEPTH)
@@ -1341,6 +1762,23 @@ static void check_stmt_inner(struct node *s)
 			check_body(s);
 		break;
 	case N_ASSIGN:
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=") && s->kids[1]->kind == E_VIEW &&
+		    s->kids[1]->flag == VIEW_SPAN_AS) {
+			/* `x = y.span_as(...)`: x is y's data with another shape */
+			struct sym *sy;
+
+			view_ok = true;
+			b = check_expr(s->kids[1]);
+			view_ok = false;
+			sy = declare(s->kids[0]->name, SY_ALIAS, s);
+			sy->type = b;
+			sy->target = s->kids[1]->sym;
+			sy->cname = sy->target->cname;
+			s->kids[0]->sym = sy;
+			s->kind = N_SHAPEDECL;	/* nothing to run */
+			break;
+		}
 		b = check_expr(s->kids[1]);
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=")) {
@@ -1388,6 +1826,32 @@ static void check_stmt_inner(struct node *s)
 		check_expr(s->kids[0]);
 		span_result_ok = false;
 		break;
+	case N_SHAPEDECL:
+		check_shape_decl(s);
+		break;
+	case N_YIELD:
+		/* this thread's index is done: on to its next one */
+		if (cur_level != 2 || !cur_thread_par)
+			diag_error(s->loc, "not supported yet: yield outside a "
+				   "thread-level parallel");
+		s->callee = cur_thread_par;
+		cur_thread_par->yields = true;
+		break;
+	case N_ASSERT: {
+		struct type c = check_expr(s->kids[0]);
+		long long v;
+
+		if (!is_numeric(c))
+			diag_error(s->kids[0]->loc, "type mismatch: assert needs a "
+				   "condition");
+		/* decided here when it can be: no code, or an error */
+		if (is_integer(c) && const_eval(s->kids[0], &v)) {
+			if (!v)
+				diag_error(s->loc, "choreo assertion abort: %s", s->name);
+			s->flag = 1;
+		}
+		break;
+	}
 	case N_STREAMDECL: {
 		/* extension: a stream local, created where it is declared */
 		struct sym *sy;
@@ -1404,6 +1868,8 @@ static void check_stmt_inner(struct node *s)
 		check_print(s);
 		break;
 	case N_SYNC:
+		if (s->flag == SYNC_FENCE)
+			break;
 		if (cur_kernel)
 			cur_kernel->threads_fixed = true;
 		if (s->flag != ST_SHARED)
@@ -1456,6 +1922,12 @@ static void check_stmt_inner(struct node *s)
 	case N_IF:
 		a = check_expr(s->kids[0]);
 		want_numeric(s->kids[0], a);
+		/* inthreads (not .async) in a thread level: the block's threads
+		 * meet after it (a barrier); elsewhere it is an if */
+		if (s->ival == 1 && !s->flag && cur_level == 2 && cur_kernel) {
+			s->ival = 2;
+			cur_kernel->threads_fixed = true;
+		}
 		check_body(s->kids[1]);
 		if (s->nkids > 2)
 			check_body(s->kids[2]);

@@ -40,6 +40,8 @@ void sema_program(struct program *prog);
 bool const_eval(const struct node *e, long long *value);
 /* does the span's dimension k have a compile-time value */
 bool span_dim_const(const struct sym *s, int k, long long *value);
+/* operands of a math built-in (__sqrt ...), 0 if name is not one */
+int math_builtin_args(const char *name);
 /* the parby of a level: its names and extents */
 void parby_parts(const struct node *par, struct node ***names, int *nnames,
 		 struct node ***extents, int *nextents);
