@@ -1760,6 +1760,37 @@ static inline void npu_single_flush(NpuSingle *r)
 }
 
 /*
+ * After the thread's instruction issued at c: its end (pc NPU_EXIT_PC) or
+ * its launch's failure, with the counts flushed first.
+ */
+static inline void npu_single_after(NpuSingle *r, uint64_t c)
+{
+    NpuSlot *t = r->t;
+    NpuLaunch *l = r->l;
+
+    if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
+        npu_single_flush(r);
+        if (t->h.pc == NPU_EXIT_PC) {
+            npu_cu_thread_end(r->s, r->u, t, c);
+        }
+        if (l->failed) {
+            npu_cu_stop_launch(r->s, l);
+        }
+    }
+}
+
+/* n stall cycles of the thread for reason why (not sampled here) */
+static inline void npu_single_stall(NpuSingle *r, uint8_t why, uint64_t n)
+{
+    NpuLaunch *l = r->l;
+
+    l->st.unit_cycles += n;
+    l->st.thread_cycles += n;
+    l->st.stall[why] += n;
+    r->busy += n;
+}
+
+/*
  * Wait from the unit's cycle until d can issue; the cycle it issues at in
  * *at, false if end comes first.
  */
@@ -1768,7 +1799,6 @@ static inline bool npu_single_wait(NpuSingle *r, const NpuCuInsn *d,
 {
     NpuUnit *u = r->u;
     NpuSlot *t = r->t;
-    NpuLaunch *l = r->l;
     uint64_t c = u->cycle, when, n;
     uint8_t why;
 
@@ -1777,10 +1807,7 @@ static inline bool npu_single_wait(NpuSingle *r, const NpuCuInsn *d,
         /* nothing can issue: jump to the wake-up */
         t->stall = why;
         n = MIN(when, r->end) - c;
-        l->st.unit_cycles += n;
-        l->st.thread_cycles += n;
-        l->st.stall[t->stall] += n;
-        r->busy += n;
+        npu_single_stall(r, why, n);
         if (r->sample < c + n) {
             npu_cu_sample(r->s, t, r->unit, c, n, t->stall);
             r->sample = QEMU_ALIGN_UP(c + n, r->period);
@@ -1814,21 +1841,12 @@ static inline void npu_single_issue(NpuSingle *r, const NpuCuInsn *d,
                                     uint32_t ferr, uint64_t c)
 {
     NpuSlot *t = r->t;
-    NpuLaunch *l = r->l;
 
     npu_single_select(r, c);
     if (likely(npu_cu_is_simple(t, d)) &&
         likely(npu_cu_issue_simple(r->u, t, d, c))) {
         r->insns++;
-        if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
-            npu_single_flush(r);
-            if (t->h.pc == NPU_EXIT_PC) {
-                npu_cu_thread_end(r->s, r->u, t, c);
-            }
-            if (l->failed) {
-                npu_cu_stop_launch(r->s, l);
-            }
-        }
+        npu_single_after(r, c);
         return;
     }
     npu_single_flush(r);
@@ -1924,15 +1942,7 @@ static inline QEMU_ALWAYS_INLINE void npu_tb_account(NpuSingle *r,
     }
     t->stall = NPU_STALL_SELECTED;
     u->cycle = last + 1;
-    if (unlikely(t->h.pc == NPU_EXIT_PC || l->failed)) {
-        npu_single_flush(r);
-        if (t->h.pc == NPU_EXIT_PC) {
-            npu_cu_thread_end(r->s, u, t, last);
-        }
-        if (l->failed) {
-            npu_cu_stop_launch(r->s, l);
-        }
-    }
+    npu_single_after(r, last);
 }
 
 /* t's superblock at its pc, NULL if none (see npu_tb_build). */
@@ -2016,12 +2026,7 @@ next_block:
         return ran;
     }
     if (c0 > u->cycle) {
-        uint64_t n = c0 - u->cycle;
-
-        l->st.unit_cycles += n;
-        l->st.thread_cycles += n;
-        l->st.stall[NPU_STALL_BRANCH_RESOLVING] += n;
-        r->busy += n;
+        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, c0 - u->cycle);
         u->cycle = c0;
     }
     ran = true;
