@@ -2514,6 +2514,26 @@ static bool wait_running(int timeout_ms)
 }
 
 /*
+ * Start the migration's destination QEMU (extra: its -incoming options)
+ * and wait until it runs; the migration file goes either way. -1 (after a
+ * failed check) if it does not start, else whether it runs.
+ */
+static int start_incoming(const char *extra[], const char *file)
+{
+	bool running;
+
+	q = qt_start(qemu_bin, extra, 1);
+	if (!q || q->dead) {
+		ok(0, "QEMU starts with -incoming");
+		unlink(file);
+		return -1;
+	}
+	running = wait_running(20000);
+	unlink(file);
+	return running;
+}
+
+/*
  * Migrate a busy device to a second QEMU through a file (exec: URIs, QEMU
  * 7.2 has no file: migration): ring 0 waits on a host semaphore with a
  * launch and a copy queued behind it; ring 1 runs an indirect buffer whose
@@ -2538,6 +2558,7 @@ static void test_migration(void)
 	uint64_t cmds3, clk, head0, head1;
 	const char *r;
 	bool good;
+	int started;
 
 	snprintf(file, sizeof(file), "/tmp/npu-devtest-mig-%d", (int)getpid());
 	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
@@ -2630,14 +2651,10 @@ static void test_migration(void)
 		return;
 	}
 
-	q = qt_start(qemu_bin, extra, 1);
-	if (!q || q->dead) {
-		ok(0, "QEMU starts with -incoming");
-		unlink(file);
+	started = start_incoming(extra, file);
+	if (started < 0)
 		return;
-	}
-	good = wait_running(20000);
-	unlink(file);
+	good = started;
 	ok(good, "the second QEMU loads the device and runs");
 	good &= rrd(0, NPU_RING_HEAD) == head0 && rrd(1, NPU_RING_HEAD) == head1 &&
 		rrd(0, NPU_RING_TAIL) == tail[0] && rrd(1, NPU_RING_TAIL) == tail[1] &&
@@ -3839,6 +3856,7 @@ static void test_uq_migration(void)
 	uint64_t zero = 0, one = 1;
 	const char *r;
 	bool good;
+	int started;
 
 	snprintf(file, sizeof(file), "/tmp/npu-devtest-uqmig-%d", (int)getpid());
 	snprintf(out_uri, sizeof(out_uri), "exec:cat > %s", file);
@@ -3905,14 +3923,10 @@ static void test_uq_migration(void)
 		unlink(file);
 		return;
 	}
-	q = qt_start(qemu_bin, extra, 1);
-	if (!q || q->dead) {
-		ok(0, "QEMU starts with -incoming");
-		unlink(file);
+	started = start_incoming(extra, file);
+	if (started < 0)
 		return;
-	}
-	good = wait_running(20000);
-	unlink(file);
+	good = started;
 	good &= rd(NPU_REG_UQ_TABLE_ENTRIES) == 16 &&
 		(uqd32(0, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
 		(uqd32(2, NPU_UQD_STATUS) & NPU_UQ_STS_HALTED);
