@@ -103,8 +103,9 @@ typedef struct NpuCuInsn {
 
 /*
  * An instruction of a simple superblock as npu_tb_chain reads it: its
- * handler (NPU_XOP_*: integer operations and branches inline, the rest
- * through npu_rv_exec) and operands.
+ * handler (NPU_XOP_*: integer operations, branches and the FP operations
+ * of NPU_RV_FP_FAST_OPS inline, the rest through npu_rv_exec) and
+ * operands.
  */
 #define NPU_TB_BRANCHES(X) X(BEQ) X(BNE) X(BLT) X(BGE) X(BLTU) X(BGEU)
 
@@ -116,6 +117,7 @@ enum {
     NPU_XOP_JALR,
 #define NPU_XOP_ENUM(name, ...) NPU_XOP_##name,
     NPU_RV_INT_OPS(NPU_XOP_ENUM)
+    NPU_RV_FP_FAST_OPS(NPU_XOP_ENUM)
     NPU_TB_BRANCHES(NPU_XOP_ENUM)
 #undef NPU_XOP_ENUM
     NPU_XOPS
@@ -123,7 +125,8 @@ enum {
 
 typedef struct NpuTbOp {
     uint8_t xop;
-    uint8_t rd, rs1, rs2;
+    uint8_t rd, rs1, rs2, rs3;
+    uint8_t rm;                 /* rounding field of FP operations */
     int64_t imm;
 } NpuTbOp;
 
@@ -1615,6 +1618,11 @@ static uint8_t npu_tb_xop(const NpuCuInsn *ci)
         return NPU_XOP_##name;
     NPU_TB_BRANCHES(NPU_XOP_BRANCH)
 #undef NPU_XOP_BRANCH
+#define NPU_XOP_FP(name, ...) \
+    case RV_##name: \
+        return NPU_XOP_##name;
+    NPU_RV_FP_FAST_OPS(NPU_XOP_FP)
+#undef NPU_XOP_FP
     case RV_JAL:
         return NPU_XOP_JAL;
     case RV_JALR:
@@ -1680,7 +1688,8 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
 
             tb->ops[i] = (NpuTbOp) {
                 .xop = npu_tb_xop(&insn[i]),
-                .rd = d->rd, .rs1 = d->rs1, .rs2 = d->rs2, .imm = d->imm,
+                .rd = d->rd, .rs1 = d->rs1, .rs2 = d->rs2, .rs3 = d->rs3,
+                .rm = d->rm, .imm = d->imm,
             };
         }
         tb->ops[n].xop = NPU_XOP_END;
@@ -2006,16 +2015,18 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
         [NPU_XOP_JALR] = &&x_jump,
 #define NPU_XOP_LABEL(name, ...) [NPU_XOP_##name] = &&x_##name,
         NPU_RV_INT_OPS(NPU_XOP_LABEL)
+        NPU_RV_FP_FAST_OPS(NPU_XOP_LABEL)
         NPU_TB_BRANCHES(NPU_XOP_LABEL)
 #undef NPU_XOP_LABEL
     };
     NpuSlot *t = r->t;
     NpuUnit *u = r->u;
     NpuLaunch *l = r->l;
-    uint64_t *x = t->h.x, c0, npc, fault, maddr;
+    uint64_t *x = t->h.x, *f = t->h.f, c0, npc, fault, maddr;
     const NpuTbOp *ops, *o;
     unsigned by_exec;           /* retired by npu_rv_exec, which counts */
     bool ran = false;
+    bool fp_host = npu_rv_host_rounds_nearest();
 
 #define NPU_TB_PC       (tb->pc + ((uint64_t)(o - ops) << 2))
 #define NPU_TB_NEXT     goto *handler[(++o)->xop]
@@ -2056,6 +2067,40 @@ x_##name: \
     goto out;
     NPU_TB_BRANCHES(NPU_XOP_BRANCH)
 #undef NPU_XOP_BRANCH
+#define NPU_XOP_FP_d(nops, expr) \
+    { \
+        double a = npu_rv_d_of(f[o->rs1]), b = npu_rv_d_of(f[o->rs2]); \
+        double c = npu_rv_d_of(f[o->rs3]); \
+        uint64_t v = npu_rv_bits_d(expr); \
+        \
+        (void)b, (void)c; \
+        if (npu_rv_fp_fast_d_result(v)) { \
+            f[o->rd] = v; \
+            NPU_TB_NEXT; \
+        } \
+    }
+#define NPU_XOP_FP_s(nops, expr) \
+    if (npu_rv_fp_fast_s_boxed(nops, f[o->rs1], f[o->rs2], f[o->rs3])) { \
+        float a = npu_rv_f_of(f[o->rs1]), b = npu_rv_f_of(f[o->rs2]); \
+        float c = npu_rv_f_of(f[o->rs3]); \
+        uint32_t v = npu_rv_bits_f(expr); \
+        \
+        (void)b, (void)c; \
+        if (npu_rv_fp_fast_s_result(v)) { \
+            f[o->rd] = RV_BOX_S | v; \
+            NPU_TB_NEXT; \
+        } \
+    }
+#define NPU_XOP_FP(name, prec, nops, expr) \
+x_##name: \
+    if (fp_host && npu_rv_fp_fast_ok(&t->h, o->rm)) { \
+        NPU_XOP_FP_##prec(nops, expr) \
+    } \
+    goto x_other;
+    NPU_RV_FP_FAST_OPS(NPU_XOP_FP)
+#undef NPU_XOP_FP
+#undef NPU_XOP_FP_s
+#undef NPU_XOP_FP_d
 x_jump:
     npc = npu_rv_jump_target(tb->insn[o - ops].d.op, x[o->rs1], o->imm,
                              NPU_TB_PC);

@@ -49,20 +49,8 @@ typedef long double npu_rv_wide;
 #define RV_CSR_FCSR        0x003
 #define RV_CSR_INSTRET     0xc02
 
-/* fflags bits */
-#define RV_FFLAG_NX        0x01
-#define RV_FFLAG_UF        0x02
-#define RV_FFLAG_OF        0x04
-#define RV_FFLAG_DZ        0x08
-#define RV_FFLAG_NV        0x10
-
-#define RV_RM_RNE          0
-#define RV_RM_RMM          4
-#define RV_RM_DYN          7
-
 #define RV_CANON_NAN_S     0x7fc00000u
 #define RV_CANON_NAN_D     0x7ff8000000000000ull
-#define RV_BOX_S           0xffffffff00000000ull
 
 /* ------------------------------------------------------------------------
  * Decoder
@@ -582,38 +570,6 @@ bool npu_rv_decode(uint32_t w, NpuRvInsn *d)
  * Floating point helpers
  */
 
-static inline double npu_rv_d_of(uint64_t v)
-{
-    double r;
-
-    memcpy(&r, &v, 8);
-    return r;
-}
-
-static inline uint64_t npu_rv_bits_d(double v)
-{
-    uint64_t r;
-
-    memcpy(&r, &v, 8);
-    return r;
-}
-
-static inline float npu_rv_f_of(uint32_t v)
-{
-    float r;
-
-    memcpy(&r, &v, 4);
-    return r;
-}
-
-static inline uint32_t npu_rv_bits_f(float v)
-{
-    uint32_t r;
-
-    memcpy(&r, &v, 4);
-    return r;
-}
-
 /* A single-precision operand: not NaN-boxed reads as the canonical NaN */
 static inline uint32_t npu_rv_unbox(uint64_t v)
 {
@@ -700,6 +656,11 @@ static inline unsigned npu_rv_fp_flags(void)
     return npu_rv_host_flags(fetestexcept(FE_ALL_EXCEPT));
 }
 #endif
+
+bool npu_rv_host_rounds_nearest(void)
+{
+    return npu_rv_fp_round() == FE_TONEAREST;
+}
 
 /*
  * Enter the host FP environment for rm; returns the mode to restore.

@@ -13,6 +13,8 @@
 #ifndef HW_MISC_NPU_RV_H
 #define HW_MISC_NPU_RV_H
 
+#include <math.h>
+
 /*
  * Internal operations (NpuRvInsn.op): for npu_rv.c and the inline
  * npu_rv_exec_int below.
@@ -185,6 +187,117 @@ static inline bool npu_rv_taken(unsigned op, uint64_t a, uint64_t b)
     X(MULHSU, ((__int128)(int64_t)a * (unsigned __int128)b) >> 64) \
     X(MULHU, ((unsigned __int128)a * b) >> 64) \
     X(MULW, (int32_t)(a * b))
+
+/* fflags bits */
+#define RV_FFLAG_NX        0x01
+#define RV_FFLAG_UF        0x02
+#define RV_FFLAG_OF        0x04
+#define RV_FFLAG_DZ        0x08
+#define RV_FFLAG_NV        0x10
+
+#define RV_RM_RNE          0
+#define RV_RM_RMM          4
+#define RV_RM_DYN          7
+
+#define RV_BOX_S           0xffffffff00000000ull
+
+/* Register bits as host floating point and back */
+static inline double npu_rv_d_of(uint64_t v)
+{
+    double r;
+
+    memcpy(&r, &v, 8);
+    return r;
+}
+
+static inline uint64_t npu_rv_bits_d(double v)
+{
+    uint64_t r;
+
+    memcpy(&r, &v, 8);
+    return r;
+}
+
+static inline float npu_rv_f_of(uint32_t v)
+{
+    float r;
+
+    memcpy(&r, &v, 4);
+    return r;
+}
+
+static inline uint32_t npu_rv_bits_f(float v)
+{
+    uint32_t r;
+
+    memcpy(&r, &v, 4);
+    return r;
+}
+
+/*
+ * Floating-point operations the host's own arithmetic can retire exactly
+ * when npu_rv_fp_fast_ok holds and the result is npu_rv_fp_fast_*_result:
+ * name, precision (d: double, s: single), operands, result from a, b, c
+ * (f[rs1], f[rs2], f[rs3] as host values). The rest go through npu_rv_exec().
+ */
+#define NPU_RV_FP_FAST_OPS(X) \
+    X(FADD_D, d, 2, a + b) \
+    X(FSUB_D, d, 2, a - b) \
+    X(FMUL_D, d, 2, a * b) \
+    X(FMADD_D, d, 3, fma(a, b, c)) \
+    X(FMSUB_D, d, 3, fma(a, b, -c)) \
+    X(FNMSUB_D, d, 3, fma(-a, b, c)) \
+    X(FNMADD_D, d, 3, fma(-a, b, -c)) \
+    X(FADD_S, s, 2, a + b) \
+    X(FSUB_S, s, 2, a - b) \
+    X(FMUL_S, s, 2, a * b) \
+    X(FMADD_S, s, 3, fmaf(a, b, c)) \
+    X(FMSUB_S, s, 3, fmaf(a, b, -c)) \
+    X(FNMSUB_S, s, 3, fmaf(-a, b, c)) \
+    X(FNMADD_S, s, 3, fmaf(-a, b, -c))
+
+/*
+ * May an operation with rounding field rm take the host's arithmetic?
+ * The host thread rounds to nearest even outside npu_rv_exec()
+ * (npu_rv_host_rounds_nearest), so the mode must be RNE; and the only
+ * flag a normal result of finite operands can raise, NX, must already be
+ * set (fflags are sticky), so the flags cannot change.
+ */
+static inline QEMU_ALWAYS_INLINE bool npu_rv_fp_fast_ok(const NpuRvHart *h,
+                                                        unsigned rm)
+{
+    return (h->fcsr & RV_FFLAG_NX) &&
+           (rm == RV_RM_RNE || (rm == RV_RM_DYN && !(h->fcsr >> 5)));
+}
+
+/*
+ * Results npu_rv_fp_fast_ok operations may commit: finite (so were the
+ * operands: no NV, no OF) and above the smallest normal binade (so no
+ * UF, whether tininess is detected before or after rounding).
+ */
+static inline bool npu_rv_fp_fast_d_result(uint64_t v)
+{
+    unsigned e = (v >> 52) & 0x7ff;
+
+    return e >= 2 && e != 0x7ff;
+}
+
+static inline bool npu_rv_fp_fast_s_result(uint32_t v)
+{
+    unsigned e = (v >> 23) & 0xff;
+
+    return e >= 2 && e != 0xff;
+}
+
+/* Single-precision operands the fast path reads (nops of them): NaN-boxed */
+static inline QEMU_ALWAYS_INLINE bool
+npu_rv_fp_fast_s_boxed(unsigned nops, uint64_t a, uint64_t b, uint64_t c)
+{
+    return (a & b & (nops == 3 ? c : RV_BOX_S)) >> 32 == 0xffffffffu;
+}
+
+/* Does this host thread round to nearest even (the fast path's premise)? */
+bool npu_rv_host_rounds_nearest(void);
 
 /* npu_rv_exec_int_at's result for an instruction it does not execute */
 #define NPU_RV_NOT_INT  1ull

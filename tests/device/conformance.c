@@ -20,9 +20,10 @@
 
 #ifdef __riscv
 /* ---------------------------------------------------- device (RV64G) */
-static inline void cf_enter(uint32_t rm)
+static inline void cf_enter(uint32_t rm, uint32_t sticky)
 {
-	__asm__ volatile("fsrm %0\n\tfsflags zero" : : "r"((unsigned long)rm) : "memory");
+	__asm__ volatile("fsrm %0\n\tfsflags %1" : : "r"((unsigned long)rm),
+			 "r"((unsigned long)sticky) : "memory");
 }
 
 static inline uint32_t cf_leave(void)
@@ -79,7 +80,7 @@ static inline uint64_t canon_d(uint64_t v)
 #include <fenv.h>
 #include <math.h>
 
-static inline void cf_enter(uint32_t rm)
+static inline void cf_enter(uint32_t rm, uint32_t sticky)
 {
 	static const int mode[5] = {
 		FE_TONEAREST, FE_TOWARDZERO, FE_DOWNWARD, FE_UPWARD, FE_TONEAREST
@@ -87,6 +88,11 @@ static inline void cf_enter(uint32_t rm)
 
 	fesetround(mode[rm < 5 ? rm : 0]);
 	feclearexcept(FE_ALL_EXCEPT);
+	feraiseexcept((sticky & 16 ? FE_INVALID : 0) |
+		      (sticky & 8 ? FE_DIVBYZERO : 0) |
+		      (sticky & 4 ? FE_OVERFLOW : 0) |
+		      (sticky & 2 ? FE_UNDERFLOW : 0) |
+		      (sticky & 1 ? FE_INEXACT : 0));
 }
 
 /* fetestexcept() in RISC-V fflags bit order */
@@ -727,7 +733,7 @@ uint64_t conf_eval(const struct conf_case *k, uint32_t *flags)
 {
 	volatile uint64_t r;
 
-	cf_enter(k->rm);
+	cf_enter(k->rm, k->sticky);
 	if (k->fn < CF_FADD_S)
 		r = conf_int(k->fn, k->a, k->b);
 	else if (k->fn < CF_FADD_D || k->fn == CF_CVT_D_S ||
@@ -738,6 +744,6 @@ uint64_t conf_eval(const struct conf_case *k, uint32_t *flags)
 		r = conf_f64(k->fn, k->rm, k->a, k->b, k->c);
 	else
 		r = conf_i2f(k->fn, k->a);
-	*flags = cf_leave();
+	*flags = cf_leave() | k->sticky;	/* fflags are sticky */
 	return rv_rmm_fix(k, r);
 }

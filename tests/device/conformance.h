@@ -48,7 +48,8 @@ enum conf_fn { CONF_FNS(CONF_ENUM) CF_COUNT };
 /* One input (32 bytes) and one result (16 bytes), as the device sees them. */
 struct conf_case {
 	uint32_t fn;
-	uint32_t rm;		/* RISC-V rounding mode 0..4 */
+	uint16_t rm;		/* RISC-V rounding mode 0..4 */
+	uint16_t sticky;	/* fflags already set before the operation */
 	uint64_t a, b, c;	/* f32 operands in the low 32 bits */
 };
 struct conf_res {
@@ -57,7 +58,7 @@ struct conf_res {
 	uint32_t done;		/* 1 once written */
 };
 
-/* Run one case: the result, *flags = the fflags it raised. */
+/* Run one case: the result, *flags = the fflags after it (with sticky). */
 uint64_t conf_eval(const struct conf_case *k, uint32_t *flags);
 
 #endif
