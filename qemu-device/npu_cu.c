@@ -160,6 +160,9 @@ struct NpuTb {
         uint16_t n;
     } waits[NPU_STALL_COUNT];
     NpuTbOp *ops;               /* simple: n + 1, the last NPU_XOP_END */
+    /* whole runs in the current npu_tb_chain, not yet in the statistics */
+    uint32_t runs;
+    NpuTb *ran_next;            /* NpuChain.ran */
     NpuCuInsn insn[];
 };
 
@@ -1870,27 +1873,6 @@ static inline bool npu_single_goes_on(NpuSingle *r)
 }
 
 /*
- * Can simple superblock tb run whole from c0 (not before the thread's
- * branch bubble ends), its first instruction issuing at c0?
- */
-static inline bool npu_tb_fits(NpuSingle *r, const NpuTb *tb, uint64_t c0)
-{
-    const NpuSlot *t = r->t;
-    unsigned k;
-
-    if (c0 + tb->cycles > r->end || r->sample < c0 + tb->cycles) {
-        return false;
-    }
-    for (k = 0; t->ready_max > c0 && k < tb->nin; k++) {
-        if (t->ready[tb->in[k]] > c0) {
-            return false;
-        }
-    }
-    return (!tb->div || r->u->div_free <= c0) &&
-           (!tb->fdiv || r->u->fdiv_free <= c0);
-}
-
-/*
  * Simple superblock tb's first i instructions retired (executed by
  * npu_tb_chain from c0) and the next one faulted on the short path:
  * charge the i one by one, then issue it through npu_cu_issue, as
@@ -1910,48 +1892,6 @@ static void npu_tb_fault(NpuSingle *r, const NpuTb *tb, unsigned i)
     if (npu_single_wait(r, &tb->insn[i], &c)) {
         npu_single_issue(r, &tb->insn[i], 0, c);
     }
-}
-
-/*
- * Simple superblock tb ran whole from c0: its cycles, stalls and results'
- * ready cycles (npu_tb_time), the bubble of a taken last branch, and the
- * thread's end.
- */
-static inline QEMU_ALWAYS_INLINE void npu_tb_account(NpuSingle *r,
-                                                     const NpuTb *tb,
-                                                     uint64_t c0)
-{
-    NpuSlot *t = r->t;
-    NpuUnit *u = r->u;
-    NpuLaunch *l = r->l;
-    uint64_t last = c0 + tb->cycles - 1;
-    unsigned k;
-
-    for (k = 0; k < tb->nwaits; k++) {
-        l->st.stall[tb->waits[k].why] += tb->waits[k].n;
-    }
-    l->st.unit_cycles += tb->wait_total;
-    l->st.thread_cycles += tb->wait_total;
-    r->sel += tb->n;
-    r->busy += tb->cycles;
-    r->insns += tb->n;
-    for (k = 0; k < tb->nout; k++) {
-        t->ready[tb->out[k].reg] = c0 + tb->out[k].off;
-        t->why[tb->out[k].reg] = tb->out[k].why;
-    }
-    t->ready_max = MAX(t->ready_max, c0 + tb->out_max);
-    if (tb->div) {
-        u->div_free = c0 + tb->div_off;
-    }
-    if (tb->fdiv) {
-        u->fdiv_free = c0 + tb->fdiv_off;
-    }
-    if (t->h.pc != tb->pc + 4 * tb->n) {
-        t->issue_at = last + 1 + NPU_LAT_BRANCH;
-    }
-    t->stall = NPU_STALL_SELECTED;
-    u->cycle = last + 1;
-    npu_single_after(r, last);
 }
 
 /* t's superblock at its pc, NULL if none (see npu_tb_build). */
@@ -1996,14 +1936,84 @@ static inline NpuTb *npu_single_next(NpuSingle *r, NpuTb *tb)
 }
 
 /*
+ * What a chain of whole superblocks (npu_tb_chain) keeps aside until it
+ * stops (npu_chain_sync): the unit's cycle and the thread's branch bubble;
+ * the branch-resolving cycles before superblocks; the superblocks that
+ * ran, each counting its runs (their issue and stall cycles are added to
+ * the statistics once per chain: the sums are the same); and the results
+ * of the last one, written to the thread's ready cycles only when the
+ * next superblock could still find one of them pending.
+ */
+typedef struct NpuChain {
+    uint64_t cycle;             /* the unit's */
+    uint64_t issue_at;          /* the thread's */
+    uint64_t bubble;
+    NpuTb *ran;                 /* by ran_next */
+    const NpuTb *last;          /* its out[] not yet in the thread's ready[] */
+    uint64_t last_c0;           /* ... relative to this cycle */
+    bool selected;              /* a superblock ran: the thread issued */
+} NpuChain;
+
+/* The last superblock's pending results into the thread's ready cycles. */
+static inline void npu_chain_results(NpuChain *ch, NpuSlot *t)
+{
+    const NpuTb *tb = ch->last;
+    unsigned k;
+
+    for (k = 0; k < tb->nout; k++) {
+        t->ready[tb->out[k].reg] = ch->last_c0 + tb->out[k].off;
+        t->why[tb->out[k].reg] = tb->out[k].why;
+    }
+    ch->last = NULL;
+}
+
+/* Everything the chain kept aside into the unit, the thread and r. */
+static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
+{
+    NpuLaunch *l = r->l;
+    NpuTb *tb;
+    unsigned k;
+
+    if (ch->last) {
+        npu_chain_results(ch, r->t);
+    }
+    r->u->cycle = ch->cycle;
+    r->t->issue_at = ch->issue_at;
+    if (ch->selected) {
+        r->t->stall = NPU_STALL_SELECTED;
+    }
+    if (ch->bubble) {
+        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, ch->bubble);
+        ch->bubble = 0;
+    }
+    for (tb = ch->ran; tb; tb = tb->ran_next) {
+        uint64_t n = tb->runs;
+
+        for (k = 0; k < tb->nwaits; k++) {
+            l->st.stall[tb->waits[k].why] += tb->waits[k].n * n;
+        }
+        l->st.unit_cycles += tb->wait_total * n;
+        l->st.thread_cycles += tb->wait_total * n;
+        r->sel += tb->n * n;
+        r->insns += tb->n * n;
+        r->busy += tb->cycles * n;
+        tb->runs = 0;
+    }
+    ch->ran = NULL;
+}
+
+/*
  * Run simple superblocks whole, tb first, then its successors, for as
- * long as each fits (npu_tb_fits) from the cycle its first instruction
- * can issue at: the end of a branch bubble, whose wait is charged as
- * npu_single_wait would. Returns false if tb itself did not fit.
+ * long as each fits from the cycle its first instruction can issue at
+ * (the end of a branch bubble, charged as npu_single_wait would): every
+ * register it names ready, the dividers it uses free, its end within
+ * the quantum and before the next PC sample point. Returns false if tb
+ * itself did not fit.
  * Executing a superblock involves no timing: each handler jumps straight
  * to the next one's (direct threading), and pc and instret are counted at
- * its end (only the last instruction can branch). npu_tb_fault takes
- * over at an instruction that faults on the short path.
+ * its end (only the last instruction can branch); its timing is
+ * npu_tb_time's, kept aside in an NpuChain. npu_tb_fault takes over at
+ * an instruction that faults on the short path.
  */
 static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
 {
@@ -2023,24 +2033,38 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
     NpuUnit *u = r->u;
     NpuLaunch *l = r->l;
     uint64_t *x = t->h.x, *f = t->h.f, c0, npc, fault, maddr;
+    uint64_t lim = MIN(r->end, r->sample);
+    NpuChain ch = { .cycle = u->cycle, .issue_at = t->issue_at };
     const NpuTbOp *ops, *o;
     unsigned by_exec;           /* retired by npu_rv_exec, which counts */
-    bool ran = false;
+    unsigned k;
     bool fp_host = npu_rv_host_rounds_nearest();
+    NpuTb *nx;
 
 #define NPU_TB_PC       (tb->pc + ((uint64_t)(o - ops) << 2))
 #define NPU_TB_NEXT     goto *handler[(++o)->xop]
 
 next_block:
-    c0 = MAX(u->cycle, t->issue_at);
-    if (!tb->simple || !npu_tb_fits(r, tb, c0)) {
-        return ran;
+    c0 = MAX(ch.cycle, ch.issue_at);
+    if (!tb->simple || c0 + tb->cycles > lim) {
+        goto no_fit;
     }
-    if (c0 > u->cycle) {
-        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, c0 - u->cycle);
-        u->cycle = c0;
+    if (t->ready_max > c0) {
+        if (ch.last && ch.last_c0 + ch.last->out_max > c0) {
+            npu_chain_results(&ch, t);
+        }
+        for (k = 0; k < tb->nin; k++) {
+            if (t->ready[tb->in[k]] > c0) {
+                goto no_fit;
+            }
+        }
     }
-    ran = true;
+    if (unlikely(tb->div || tb->fdiv) &&
+        ((tb->div && u->div_free > c0) || (tb->fdiv && u->fdiv_free > c0))) {
+        goto no_fit;
+    }
+    ch.bubble += c0 - ch.cycle;
+    ch.cycle = c0;
     ops = o = tb->ops;
     by_exec = 0;
     goto *handler[o->xop];
@@ -2124,21 +2148,70 @@ x_other:
 x_end:
     npc = tb->pc + 4 * tb->n;
 out:
+    /* tb ran whole from c0: its timing is npu_tb_time's */
     t->h.pc = npc;
     t->h.instret += tb->n - by_exec;
-    npu_tb_account(r, tb, c0);
-    if (!npu_single_goes_on(r) || t->h.pc == NPU_EXIT_PC || l->failed) {
+    if (!tb->runs++) {
+        tb->ran_next = ch.ran;
+        ch.ran = tb;
+    }
+    ch.selected = true;
+    /* the previous superblock's results were ready by c0, or are in ready[] */
+    ch.last = tb;
+    ch.last_c0 = c0;
+    t->ready_max = MAX(t->ready_max, c0 + tb->out_max);
+    if (unlikely(tb->div || tb->fdiv)) {
+        if (tb->div) {
+            u->div_free = c0 + tb->div_off;
+        }
+        if (tb->fdiv) {
+            u->fdiv_free = c0 + tb->fdiv_off;
+        }
+    }
+    ch.cycle = c0 + tb->cycles;
+    k = npc != tb->pc + 4 * tb->n;
+    if (k) {
+        ch.issue_at = ch.cycle + NPU_LAT_BRANCH;
+    }
+    if (unlikely(npc == NPU_EXIT_PC || l->failed)) {
+        npu_chain_sync(r, &ch);
+        npu_single_after(r, ch.cycle - 1);
         return true;
     }
-    tb = npu_single_next(r, tb);
-    if (tb) {
-        goto next_block;
+    /* nothing else npu_single_goes_on reads changes in a superblock */
+    if (ch.cycle >= r->end) {
+        nx = tb->succ[k] && tb->succ[k]->pc == npc ? tb->succ[k] : NULL;
+        npu_chain_sync(r, &ch);
+        t->tb = nx;
+        t->tb_epoch = l->tb_epoch;
+        return true;
     }
-    return true;
+    nx = tb->succ[k];
+    if (unlikely(!nx || nx->pc != npc)) {
+        /* npu_tb_get may free every superblock: nothing kept aside */
+        npu_chain_sync(r, &ch);
+        t->tb = tb;
+        t->tb_epoch = l->tb_epoch;
+        nx = npu_single_next(r, tb);
+        if (!nx) {
+            return true;
+        }
+    }
+    tb = nx;
+    goto next_block;
+
+no_fit:
+    npu_chain_sync(r, &ch);
+    t->tb = tb;
+    t->tb_epoch = l->tb_epoch;
+    return ch.selected;
 stop:
     /* nothing of the instruction at o is committed */
     t->h.pc = NPU_TB_PC;
     t->h.instret += (o - ops) - by_exec;
+    npu_chain_sync(r, &ch);
+    t->tb = tb;
+    t->tb_epoch = l->tb_epoch;
     npu_tb_fault(r, tb, o - ops);
     return true;
 #undef NPU_TB_PC

@@ -348,6 +348,7 @@ static void setup_isa_conf(struct job *j, unsigned T, unsigned B)
 	for (unsigned i = 0; i < CONF_CASES; i++) {
 		c[i].fn = (i * 7) % CF_COUNT;
 		c[i].rm = i % 5;
+		c[i].sticky = i % 3 ? 0 : 1;	/* NX already set */
 		c[i].a = rnd64();
 		c[i].b = rnd64() >> (i % 3 * 20);
 		c[i].c = rnd64();
