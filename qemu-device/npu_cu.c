@@ -124,13 +124,18 @@ enum {
 };
 
 typedef struct NpuTbOp {
-    uint8_t xop;
+    const void *handler;        /* npu_tb_chain's label for xop */
+    /* branches and JAL: target - NpuTb.pc; FP: the rounding field */
+    int32_t imm;
     uint8_t rd, rs1, rs2, rs3;
-    uint8_t rm;                 /* rounding field of FP operations */
-    int64_t imm;
 } NpuTbOp;
 
+static const void *const *npu_tb_handler;      /* by NPU_XOP_* */
+
 typedef struct NpuTb NpuTb;
+typedef struct NpuSingle NpuSingle;
+static bool npu_tb_chain(NpuSingle *r, NpuTb *tb);
+
 struct NpuTb {
     uint64_t pc;
     NpuTb *succ[2];             /* next: fall-through, elsewhere (or NULL) */
@@ -1686,16 +1691,30 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
         unsigned i;
 
         tb->ops = (NpuTbOp *)&tb->insn[n];
+        if (!npu_tb_handler) {
+            npu_tb_chain(NULL, NULL);
+        }
         for (i = 0; i < n; i++) {
             const NpuRvInsn *d = &insn[i].d;
+            uint8_t xop = npu_tb_xop(&insn[i]);
+            int64_t imm = d->imm;
 
+            if (xop >= NPU_XOP_BEQ || xop == NPU_XOP_JAL) {
+                /* a misaligned target faults: on the general path */
+                imm += 4 * i;
+                xop = (pc + imm) & 3 ? NPU_XOP_OTHER : xop;
+            } else if (xop >= NPU_XOP_FADD_D && xop <= NPU_XOP_FNMADD_S) {
+                imm = d->rm;
+            }
+            if (imm != (int32_t)imm) {
+                xop = NPU_XOP_OTHER;
+            }
             tb->ops[i] = (NpuTbOp) {
-                .xop = npu_tb_xop(&insn[i]),
+                .handler = npu_tb_handler[xop], .imm = imm,
                 .rd = d->rd, .rs1 = d->rs1, .rs2 = d->rs2, .rs3 = d->rs3,
-                .rm = d->rm, .imm = d->imm,
             };
         }
-        tb->ops[n].xop = NPU_XOP_END;
+        tb->ops[n].handler = npu_tb_handler[NPU_XOP_END];
         npu_tb_time(tb);
     }
     tb->all_next = l->tb_all;
@@ -1742,7 +1761,7 @@ static NpuTb *npu_tb_get(NpuState *s, NpuLaunch *l, uint64_t pc)
  * instruction by instruction. A traced thread decodes one instruction
  * at a time.
  */
-typedef struct NpuSingle {
+struct NpuSingle {
     NpuState *s;
     NpuUnit *u;
     NpuSlot *t;
@@ -1754,7 +1773,7 @@ typedef struct NpuSingle {
     uint64_t sample;            /* next PC sample point, UINT64_MAX: none */
     uint32_t period;
     unsigned unit;
-} NpuSingle;
+};
 
 static inline void npu_single_flush(NpuSingle *r)
 {
@@ -2021,28 +2040,43 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
         [NPU_XOP_OTHER] = &&x_other,
         [NPU_XOP_NOP] = &&x_nop,
         [NPU_XOP_END] = &&x_end,
-        [NPU_XOP_JAL] = &&x_jump,
-        [NPU_XOP_JALR] = &&x_jump,
+        [NPU_XOP_JAL] = &&x_JAL,
+        [NPU_XOP_JALR] = &&x_JALR,
 #define NPU_XOP_LABEL(name, ...) [NPU_XOP_##name] = &&x_##name,
         NPU_RV_INT_OPS(NPU_XOP_LABEL)
         NPU_RV_FP_FAST_OPS(NPU_XOP_LABEL)
         NPU_TB_BRANCHES(NPU_XOP_LABEL)
 #undef NPU_XOP_LABEL
     };
-    NpuSlot *t = r->t;
-    NpuUnit *u = r->u;
-    NpuLaunch *l = r->l;
-    uint64_t *x = t->h.x, *f = t->h.f, c0, npc, fault, maddr;
-    uint64_t lim = MIN(r->end, r->sample);
-    NpuChain ch = { .cycle = u->cycle, .issue_at = t->issue_at };
+    NpuSlot *t;
+    NpuUnit *u;
+    NpuLaunch *l;
+    uint64_t *x, *f, c0, npc, fault, maddr, lim, fall;
+    NpuChain ch;
     const NpuTbOp *ops, *o;
     unsigned by_exec;           /* retired by npu_rv_exec, which counts */
     unsigned k;
-    bool fp_host = npu_rv_host_rounds_nearest();
+    bool fp_host, failed;
     NpuTb *nx;
 
+    if (!r) {
+        /* npu_tb_build's first call: the labels for NpuTbOp.handler */
+        npu_tb_handler = handler;
+        return false;
+    }
+    t = r->t;
+    u = r->u;
+    l = r->l;
+    x = t->h.x;
+    f = t->h.f;
+    lim = MIN(r->end, r->sample);
+    ch = (NpuChain) { .cycle = u->cycle, .issue_at = t->issue_at };
+    fp_host = npu_rv_host_rounds_nearest();
+    /* set on this thread only, by instructions that are not simple */
+    failed = l->failed;
+
 #define NPU_TB_PC       (tb->pc + ((uint64_t)(o - ops) << 2))
-#define NPU_TB_NEXT     goto *handler[(++o)->xop]
+#define NPU_TB_NEXT     goto *(++o)->handler
 
 next_block:
     c0 = MAX(ch.cycle, ch.issue_at);
@@ -2067,7 +2101,7 @@ next_block:
     ch.cycle = c0;
     ops = o = tb->ops;
     by_exec = 0;
-    goto *handler[o->xop];
+    goto *o->handler;
 
 #define NPU_XOP_INT(name, expr) \
 x_##name: \
@@ -2083,12 +2117,11 @@ x_##name: \
 #undef NPU_XOP_INT
 #define NPU_XOP_BRANCH(name) \
 x_##name: \
-    npc = npu_rv_branch_next(RV_##name, x[o->rs1], x[o->rs2], o->imm, \
-                             NPU_TB_PC); \
-    if (npc == NPU_RV_NOT_INT) { \
-        goto stop; \
+    if (npu_rv_taken(RV_##name, x[o->rs1], x[o->rs2])) { \
+        npc = tb->pc + o->imm; \
+        goto out; \
     } \
-    goto out;
+    goto x_end;
     NPU_TB_BRANCHES(NPU_XOP_BRANCH)
 #undef NPU_XOP_BRANCH
 #define NPU_XOP_FP_d(nops, expr) \
@@ -2117,7 +2150,7 @@ x_##name: \
     }
 #define NPU_XOP_FP(name, prec, nops, expr) \
 x_##name: \
-    if (fp_host && npu_rv_fp_fast_ok(&t->h, o->rm)) { \
+    if (fp_host && npu_rv_fp_fast_ok(&t->h, o->imm)) { \
         NPU_XOP_FP_##prec(nops, expr) \
     } \
     goto x_other;
@@ -2125,9 +2158,14 @@ x_##name: \
 #undef NPU_XOP_FP
 #undef NPU_XOP_FP_s
 #undef NPU_XOP_FP_d
-x_jump:
-    npc = npu_rv_jump_target(tb->insn[o - ops].d.op, x[o->rs1], o->imm,
-                             NPU_TB_PC);
+x_JAL:
+    npc = tb->pc + o->imm;
+    if (o->rd) {
+        x[o->rd] = NPU_TB_PC + 4;
+    }
+    goto out;
+x_JALR:
+    npc = npu_rv_jump_target(RV_JALR, x[o->rs1], o->imm, NPU_TB_PC);
     if (npc == NPU_RV_NOT_INT) {
         goto stop;
     }
@@ -2169,11 +2207,12 @@ out:
         }
     }
     ch.cycle = c0 + tb->cycles;
-    k = npc != tb->pc + 4 * tb->n;
+    fall = tb->pc + 4 * tb->n;
+    k = npc != fall;
     if (k) {
         ch.issue_at = ch.cycle + NPU_LAT_BRANCH;
     }
-    if (unlikely(npc == NPU_EXIT_PC || l->failed)) {
+    if (unlikely(npc == NPU_EXIT_PC || failed)) {
         npu_chain_sync(r, &ch);
         npu_single_after(r, ch.cycle - 1);
         return true;
@@ -2193,7 +2232,7 @@ out:
         t->tb = tb;
         t->tb_epoch = l->tb_epoch;
         nx = npu_single_next(r, tb);
-        if (!nx) {
+        if (!nx || l->failed) {
             return true;
         }
     }
