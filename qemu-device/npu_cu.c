@@ -134,7 +134,8 @@ static const void *const *npu_tb_handler;      /* by NPU_XOP_* */
 
 typedef struct NpuTb NpuTb;
 typedef struct NpuSingle NpuSingle;
-static bool npu_tb_chain(NpuSingle *r, NpuTb *tb);
+typedef struct NpuTbRun NpuTbRun;
+static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run);
 
 struct NpuTb {
     uint64_t pc;
@@ -165,6 +166,12 @@ struct NpuTb {
         uint16_t n;
     } waits[NPU_STALL_COUNT];
     NpuTbOp *ops;               /* simple: n + 1, the last NPU_XOP_END */
+    /*
+     * npu_unit_lockstep: every instruction fit for it (ls_ok), and the
+     * cycles its instructions wait for the one before inside it (WAIT)
+     */
+    bool ls_ok;
+    uint16_t ls_wait;
     /* whole runs in the current npu_tb_chain, not yet in the statistics */
     uint32_t runs;
     NpuTb *ran_next;            /* NpuChain.ran */
@@ -1612,6 +1619,31 @@ static void npu_tb_time(NpuTb *tb)
     tb->fdiv_off = u.fdiv_free;
 }
 
+/*
+ * In npu_unit_lockstep, for a thread whose older results are all ready:
+ * the cycles after ci's issue before next (fit for the lockstep too) can
+ * issue, and their reason in *why: a taken branch's or jump's bubble
+ * (moved), then ci's result if next waits for it (a result ready by the
+ * next cycle cannot delay it). npu_cu_ready's answer, without its
+ * general checks.
+ */
+static inline unsigned npu_ls_wait_after(const NpuCuInsn *ci, bool moved,
+                                         const NpuCuInsn *next, uint8_t *why)
+{
+    unsigned when = moved ? 1 + NPU_LAT_BRANCH : 1, k;
+
+    *why = moved ? NPU_STALL_BRANCH_RESOLVING : NPU_STALL_SELECTED;
+    for (k = 0; ci->rdi < NPU_NREGS && ci->lat > when && k < next->nregs;
+         k++) {
+        if (next->regs[k] == ci->rdi) {
+            when = ci->lat;
+            *why = NPU_STALL_WAIT;  /* npu_cu_time_simple's, no divider */
+            break;
+        }
+    }
+    return when - 1;
+}
+
 /* npu_tb_chain's handler for simple instruction ci */
 static uint8_t npu_tb_xop(const NpuCuInsn *ci)
 {
@@ -1692,7 +1724,7 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
 
         tb->ops = (NpuTbOp *)&tb->insn[n];
         if (!npu_tb_handler) {
-            npu_tb_chain(NULL, NULL);
+            npu_tb_chain(NULL, NULL, NULL);
         }
         for (i = 0; i < n; i++) {
             const NpuRvInsn *d = &insn[i].d;
@@ -1715,6 +1747,16 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
             };
         }
         tb->ops[n].handler = npu_tb_handler[NPU_XOP_END];
+        tb->ls_ok = true;
+        for (i = 0; i < n; i++) {
+            uint8_t why;
+
+            tb->ls_ok &= !!(insn[i].fast & NPU_CU_FAST_LOCKSTEP);
+            if (i + 1 < n) {
+                tb->ls_wait += npu_ls_wait_after(&insn[i], false,
+                                                 &insn[i + 1], &why);
+            }
+        }
         npu_tb_time(tb);
     }
     tb->all_next = l->tb_all;
@@ -2034,7 +2076,20 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
  * npu_tb_time's, kept aside in an NpuChain. npu_tb_fault takes over at
  * an instruction that faults on the short path.
  */
-static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
+/*
+ * npu_tb_chain's other use: run one simple superblock on hart h, without
+ * timing (npu_unit_lockstep). Out: npc, the next pc; or NPU_RV_NOT_INT
+ * when the instruction at stop faulted on the short path (the ones before
+ * it retired, nothing of it is committed, h->pc is its pc).
+ */
+struct NpuTbRun {
+    NpuRvHart *h;
+    bool fp_host;               /* npu_rv_host_rounds_nearest() */
+    uint64_t npc;
+    unsigned stop;
+};
+
+static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
 {
     static const void *const handler[NPU_XOPS] = {
         [NPU_XOP_OTHER] = &&x_other,
@@ -2048,17 +2103,27 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
         NPU_TB_BRANCHES(NPU_XOP_LABEL)
 #undef NPU_XOP_LABEL
     };
-    NpuSlot *t;
-    NpuUnit *u;
-    NpuLaunch *l;
-    uint64_t *x, *f, c0, npc, fault, maddr, lim, fall;
+    NpuSlot *t = NULL;
+    NpuUnit *u = NULL;
+    NpuLaunch *l = NULL;
+    uint64_t *x, *f, c0 = 0, npc, fault, maddr, lim = 0, fall;
+    NpuRvHart *h;
     NpuChain ch;
     const NpuTbOp *ops, *o;
     unsigned by_exec;           /* retired by npu_rv_exec, which counts */
     unsigned k;
-    bool fp_host, failed;
+    bool fp_host, failed = false;
     NpuTb *nx;
 
+    if (run) {
+        h = run->h;
+        x = h->x;
+        f = h->f;
+        fp_host = run->fp_host;
+        ops = o = tb->ops;
+        by_exec = 0;
+        goto *o->handler;
+    }
     if (!r) {
         /* npu_tb_build's first call: the labels for NpuTbOp.handler */
         npu_tb_handler = handler;
@@ -2067,8 +2132,9 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb)
     t = r->t;
     u = r->u;
     l = r->l;
-    x = t->h.x;
-    f = t->h.f;
+    h = &t->h;
+    x = h->x;
+    f = h->f;
     lim = MIN(r->end, r->sample);
     ch = (NpuChain) { .cycle = u->cycle, .issue_at = t->issue_at };
     fp_host = npu_rv_host_rounds_nearest();
@@ -2150,7 +2216,7 @@ x_##name: \
     }
 #define NPU_XOP_FP(name, prec, nops, expr) \
 x_##name: \
-    if (fp_host && npu_rv_fp_fast_ok(&t->h, o->imm)) { \
+    if (fp_host && npu_rv_fp_fast_ok(h, o->imm)) { \
         NPU_XOP_FP_##prec(nops, expr) \
     } \
     goto x_other;
@@ -2176,8 +2242,8 @@ x_JALR:
 x_nop:
     NPU_TB_NEXT;
 x_other:
-    t->h.pc = NPU_TB_PC;
-    if (npu_rv_exec(&t->h, &tb->insn[o - ops].d, &npu_cu_ops, NULL, &fault,
+    h->pc = NPU_TB_PC;
+    if (npu_rv_exec(h, &tb->insn[o - ops].d, &npu_cu_ops, NULL, &fault,
                     &maddr)) {
         goto stop;
     }
@@ -2186,9 +2252,13 @@ x_other:
 x_end:
     npc = tb->pc + 4 * tb->n;
 out:
+    h->pc = npc;
+    h->instret += tb->n - by_exec;
+    if (run) {
+        run->npc = npc;
+        return true;
+    }
     /* tb ran whole from c0: its timing is npu_tb_time's */
-    t->h.pc = npc;
-    t->h.instret += tb->n - by_exec;
     if (!tb->runs++) {
         tb->ran_next = ch.ran;
         ch.ran = tb;
@@ -2246,8 +2316,13 @@ no_fit:
     return ch.selected;
 stop:
     /* nothing of the instruction at o is committed */
-    t->h.pc = NPU_TB_PC;
-    t->h.instret += (o - ops) - by_exec;
+    h->pc = NPU_TB_PC;
+    h->instret += (o - ops) - by_exec;
+    if (run) {
+        run->npc = NPU_RV_NOT_INT;
+        run->stop = o - ops;
+        return false;
+    }
     npu_chain_sync(r, &ch);
     t->tb = tb;
     t->tb_epoch = l->tb_epoch;
@@ -2285,7 +2360,7 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
             }
             continue;
         }
-        if (npu_tb_chain(&r, tb)) {
+        if (npu_tb_chain(&r, tb, NULL)) {
             continue;
         }
         /*
@@ -2295,7 +2370,7 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
         if (!npu_single_wait(&r, &tb->insn[0], &c)) {
             break;
         }
-        if (tb->simple && npu_tb_chain(&r, tb)) {
+        if (tb->simple && npu_tb_chain(&r, tb, NULL)) {
             continue;
         }
         /* instruction by instruction, as long as the thread goes on */
@@ -2470,25 +2545,151 @@ static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
 }
 
 /*
+ * A thread's part of a lockstep run (npu_unit_lockstep), kept aside until
+ * the run's end is known: the instructions it issued, its cycles by
+ * reason, and the last one (a copy: superblocks and decoded pages may go).
+ */
+typedef struct NpuLsPart {
+    NpuRvHart h0;               /* the hart before the run */
+    uint64_t first;             /* the cycle of its first turn */
+    uint64_t issued;
+    uint64_t broke;             /* turn of an instruction not fit, or ~0 */
+    uint64_t stall[NPU_STALL_COUNT];
+    uint64_t cycles;            /* thread cycles */
+    NpuCuInsn last;
+    bool last_moved;
+} NpuLsPart;
+
+/*
+ * Thread t's turns from p->first, every n cycles, before limit: each
+ * issues its next instruction while that is fit for the lockstep. Whole
+ * superblocks whose instructions all are run at once (npu_tb_chain's run
+ * mode), their waits taken from the superblock (ls_wait); others one
+ * instruction at a time. The cycles are charged as npu_unit_run_events
+ * would: before the first turn, t's current reason; between two turns,
+ * the wait after the first (npu_ls_wait_after), then NOT_SELECTED.
+ */
+static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
+                       uint64_t limit, bool fp_host)
+{
+    NpuLaunch *l = t->l;
+    uint64_t at = p->first;
+    bool frm_ok = ((t->h.fcsr >> 5) & 7) <= 4;
+    const NpuCuInsn *prev = NULL;
+    NpuCuInsn prev_copy;
+    bool prev_moved = false;
+    NpuTb *tb = NULL, *from = NULL;
+    unsigned i = 0;             /* tb->insn[i] is at the thread's pc */
+
+    p->h0 = t->h;
+    p->issued = 0;
+    p->broke = ~0ull;
+    memset(p->stall, 0, sizeof(p->stall));
+    p->cycles = 0;
+    while (at < limit) {
+        const NpuCuInsn *ci;
+        uint64_t pc = t->h.pc, epoch;
+        uint8_t why;
+        unsigned w;
+
+        if (!tb || tb->pc + 4 * i != pc) {
+            /* superblocks may go: keep prev */
+            if (prev && prev != &prev_copy) {
+                prev_copy = *prev;
+                prev = &prev_copy;
+            }
+            epoch = l->tb_epoch;
+            tb = npu_tb_get(s, l, pc);
+            if (from && l->tb_epoch == epoch) {
+                from->succ[prev_moved] = tb;
+            }
+            i = 0;
+        }
+        from = NULL;
+        ci = tb ? &tb->insn[i] : NULL;
+        if (!ci || !(ci->fast & NPU_CU_FAST_LOCKSTEP) ||
+            (ci->d.cls == NPU_RV_FP && ci->d.rm == 7 && !frm_ok)) {
+            p->broke = at;
+            break;
+        }
+        /* the cycles since the last issue */
+        if (!prev) {
+            p->stall[t->stall] += at - t->since;
+            p->cycles += at - t->since;
+        } else {
+            w = npu_ls_wait_after(prev, prev_moved, ci, &why);
+            p->stall[why] += w;
+            p->stall[NPU_STALL_NOT_SELECTED] += n - 1 - w;
+            p->cycles += n - 1;
+        }
+        if (!i && tb->simple && tb->ls_ok && frm_ok &&
+            at + (uint64_t)(tb->n - 1) * n < limit) {
+            NpuTbRun run = { .h = &t->h, .fp_host = fp_host };
+
+            npu_tb_chain(NULL, tb, &run);
+            assert(run.npc != NPU_RV_NOT_INT);  /* npu_cu_lockstep_fit */
+            p->stall[NPU_STALL_WAIT] += tb->ls_wait;
+            p->stall[NPU_STALL_NOT_SELECTED] +=
+                (uint64_t)(tb->n - 1) * (n - 1) - tb->ls_wait;
+            p->stall[NPU_STALL_SELECTED] += tb->n;
+            p->cycles += tb->n + (uint64_t)(tb->n - 1) * (n - 1);
+            p->issued += tb->n;
+            at += (uint64_t)tb->n * n;
+            prev = &tb->insn[tb->n - 1];
+            prev_moved = run.npc != tb->pc + 4 * tb->n;
+            from = tb;
+            tb = tb->succ[prev_moved];
+        } else {
+            uint64_t fault, maddr;
+
+            if (!npu_rv_exec_int(&t->h, &ci->d)) {
+                uint32_t res = npu_rv_exec(&t->h, &ci->d, &npu_cu_ops, NULL,
+                                           &fault, &maddr);
+
+                assert(!res);           /* npu_cu_lockstep_fit */
+            }
+            p->stall[NPU_STALL_SELECTED]++;
+            p->cycles++;
+            p->issued++;
+            at += n;
+            prev = ci;
+            prev_moved = t->h.pc != pc + 4;
+            i++;
+        }
+    }
+    if (prev) {
+        p->last = *prev;
+        p->last_moved = prev_moved;
+    }
+}
+
+/*
  * Round robin in lockstep. When n >= 4 running threads can all issue at
  * c, with no result pending, and their next instructions are fit for it
  * (npu_cu_lockstep_fit: latencies of at most 4, no divider), every
  * thread can issue at each of its turns: the unit issues every cycle,
  * taking the threads in live order after u->rr, and a thread waits for
  * its last result or branch bubble (at most 4 cycles), then
- * NOT_SELECTED, until its next turn. Run turn by turn, without looking
- * at every thread every cycle, until a thread's next instruction is not
- * fit, the quantum ends or a PC sample point comes; each issue and the
- * wait after it are the per-instruction model's (npu_cu_time_simple,
- * npu_cu_ready). Returns the cycles run, 0 if it does not apply.
+ * NOT_SELECTED, until its next turn. That goes on until a thread's next
+ * instruction at its turn is not fit, the quantum ends or a PC sample
+ * point comes. Simple instructions touch nothing but their thread's
+ * registers, so the threads are run one after the other, each for all
+ * its turns before that end (npu_ls_run); a thread that stops early moves
+ * the end earlier, and a thread already run past it runs again from its
+ * saved hart, for its turns before the end. Then each thread's last
+ * issue and the wait after it are the per-instruction model's
+ * (npu_cu_time_simple, npu_cu_ready). Returns the cycles run, 0 if it
+ * does not apply.
  */
 static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
                                   uint64_t end, uint64_t sample)
 {
-    unsigned n = u->nlive, pos, k;
-    uint64_t limit = MIN(end, sample), at = c, ran = 0;
+    unsigned n = u->nlive, pos0, j, k;
+    uint64_t limit = MIN(end, sample), ran;
+    NpuLsPart part[64];         /* ready_mask: at most 64 live threads */
+    bool fp_host = npu_rv_host_rounds_nearest();
 
-    if (n < 4 || u->ready_mask != npu_live_bits(n)) {
+    if (n < 4 || n > ARRAY_SIZE(part) || u->ready_mask != npu_live_bits(n)) {
         return 0;
     }
     for (k = 0; k < n; k++) {
@@ -2500,60 +2701,48 @@ static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
         }
         t->wake = 0;
     }
-    pos = u->rr + 1 >= n ? 0 : u->rr + 1;
-    for (; at < limit; at++, pos = pos + 1 == n ? 0 : pos + 1) {
-        NpuSlot *t = &u->slot[u->live[pos]];
+    pos0 = u->rr + 1 >= n ? 0 : u->rr + 1;
+    /* thread j of the turn order is at live position (pos0 + j) % n */
+    for (j = 0; j < n; j++) {
+        NpuSlot *t = &u->slot[u->live[(pos0 + j) % n]];
+
+        part[j].first = c + j;
+        npu_ls_run(s, t, &part[j], n, limit, fp_host);
+        if (part[j].broke < limit) {
+            limit = part[j].broke;
+        }
+    }
+    ran = limit - c;
+    for (j = 0; j < n; j++) {
+        NpuSlot *t = &u->slot[u->live[(pos0 + j) % n]];
+        NpuLsPart *p = &part[j];
+        uint64_t turns = limit > p->first ? (limit - p->first + n - 1) / n : 0;
         NpuLaunch *l = t->l;
-        const NpuCuInsn *ci = npu_slot_decode(s, t, l), *next;
-        uint64_t pc = t->h.pc, fault, maddr, when;
+        const NpuCuInsn *next;
+        uint64_t at, when;
         uint8_t why;
 
-        if (!ci || !(ci->fast & NPU_CU_FAST_LOCKSTEP) || t->wake > at ||
-            (ci->d.cls == NPU_RV_FP && ci->d.rm == 7 &&
-             ((t->h.fcsr >> 5) & 7) > 4)) {
-            break;
+        if (p->issued > turns) {
+            t->h = p->h0;
+            npu_ls_run(s, t, p, n, limit, fp_host);
+            assert(p->issued == turns);
         }
-        if (t->wake) {
-            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        if (!p->issued) {
+            continue;
         }
-        if (!npu_rv_exec_int(&t->h, &ci->d)) {
-            uint32_t res = npu_rv_exec(&t->h, &ci->d, &npu_cu_ops, NULL,
-                                       &fault, &maddr);
-
-            assert(!res);               /* npu_cu_lockstep_fit */
+        for (k = 0; k < NPU_STALL_COUNT; k++) {
+            l->st.stall[k] += p->stall[k];
         }
-        /* issued at its turn, as npu_unit_run_events charges it */
-        npu_slot_settle(t, at);
-        l->st.thread_cycles++;
-        l->st.stall[NPU_STALL_SELECTED]++;
-        l->st.instructions++;
+        l->st.thread_cycles += p->cycles;
+        l->st.instructions += p->issued;
+        /* its last issue, and the wait after it, as the general loop's */
+        at = p->first + (p->issued - 1) * n;
         t->since = at + 1;
-        npu_cu_time_simple(u, t, ci, at, t->h.pc != pc + 4);
-        /*
-         * and looked at in the next cycle. For a next instruction fit for
-         * the lockstep only what ci did can be pending: its branch bubble
-         * and its result (older results were ready by this turn): what
-         * npu_cu_ready would find, without its general checks.
-         */
-        if (t->h.pc == pc + 4 && (t->h.pc & (NPU_PAGE_SIZE - 1))) {
-            /* the next word of ci's decoded page */
-            next = t->d = ci + 1;
-            t->d_pc = t->h.pc;
-        } else {
-            next = npu_slot_decode(s, t, l);
-        }
+        npu_cu_time_simple(u, t, &p->last, at, p->last_moved);
+        next = npu_slot_decode(s, t, l);
         if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
-            when = MAX(at + 1, t->issue_at);
-            why = t->issue_at > at + 1 ? NPU_STALL_BRANCH_RESOLVING
-                                       : NPU_STALL_SELECTED;
-            /* (a result ready by the next cycle cannot delay it) */
-            for (k = 0; ci->rdi < NPU_NREGS && at + ci->lat > when &&
-                        k < next->nregs; k++) {
-                if (next->regs[k] == ci->rdi && t->ready[ci->rdi] > when) {
-                    when = t->ready[ci->rdi];
-                    why = t->why[ci->rdi];
-                }
-            }
+            when = at + 1 + npu_ls_wait_after(&p->last, p->last_moved, next,
+                                              &why);
         } else {
             when = npu_cu_ready(u, t, next, at + 1, &why);
         }
@@ -2563,18 +2752,17 @@ static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
             t->stall = why;
             t->wake = when;
         }
-        u->rr = pos;
-        ran++;
     }
     /* waits that ended by now were NOT_SELECTED from their end */
     for (k = 0; k < n; k++) {
         NpuSlot *t = &u->slot[u->live[k]];
 
-        if (t->wake && t->wake <= at) {
+        if (t->wake && t->wake <= limit) {
             npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
         }
     }
     if (ran) {
+        u->rr = (pos0 + (ran - 1)) % n;
         qatomic_set(&u->instrs, u->instrs + ran);
         npu_unit_charge(u, ran);
     }
