@@ -152,6 +152,8 @@ struct NpuTb {
      */
     uint16_t cycles;
     uint16_t wait_total;
+    uint32_t whole;             /* cycles if simple, else UINT32_MAX */
+    bool divs;                  /* div || fdiv */
     uint8_t nin, nout, nwaits;
     uint16_t out_max;           /* the latest out[].off */
     bool div, fdiv;
@@ -1616,6 +1618,7 @@ static void npu_tb_time(NpuTb *tb)
     tb->div = u.div_free != 0;
     tb->div_off = u.div_free;
     tb->fdiv = u.fdiv_free != 0;
+    tb->divs = tb->div || tb->fdiv;
     tb->fdiv_off = u.fdiv_free;
 }
 
@@ -1718,6 +1721,7 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
     tb->pc = pc;
     tb->n = n;
     tb->simple = simple;
+    tb->whole = UINT32_MAX;
     memcpy(tb->insn, insn, n * sizeof(insn[0]));
     if (simple) {
         unsigned i;
@@ -1758,6 +1762,7 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
             }
         }
         npu_tb_time(tb);
+        tb->whole = tb->cycles;
     }
     tb->all_next = l->tb_all;
     l->tb_all = tb;
@@ -2008,6 +2013,7 @@ static inline NpuTb *npu_single_next(NpuSingle *r, NpuTb *tb)
 typedef struct NpuChain {
     uint64_t cycle;             /* the unit's */
     uint64_t issue_at;          /* the thread's */
+    uint64_t ready_max;         /* the thread's */
     uint64_t bubble;
     NpuTb *ran;                 /* by ran_next */
     const NpuTb *last;          /* its out[] not yet in the thread's ready[] */
@@ -2040,6 +2046,7 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
     }
     r->u->cycle = ch->cycle;
     r->t->issue_at = ch->issue_at;
+    r->t->ready_max = ch->ready_max;
     if (ch->selected) {
         r->t->stall = NPU_STALL_SELECTED;
     }
@@ -2136,7 +2143,9 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
     x = h->x;
     f = h->f;
     lim = MIN(r->end, r->sample);
-    ch = (NpuChain) { .cycle = u->cycle, .issue_at = t->issue_at };
+    ch = (NpuChain) {
+        .cycle = u->cycle, .issue_at = t->issue_at, .ready_max = t->ready_max,
+    };
     fp_host = npu_rv_host_rounds_nearest();
     /* set on this thread only, by instructions that are not simple */
     failed = l->failed;
@@ -2146,10 +2155,10 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
 
 next_block:
     c0 = MAX(ch.cycle, ch.issue_at);
-    if (!tb->simple || c0 + tb->cycles > lim) {
+    if (c0 + tb->whole > lim) {
         goto no_fit;
     }
-    if (t->ready_max > c0) {
+    if (ch.ready_max > c0) {
         if (ch.last && ch.last_c0 + ch.last->out_max > c0) {
             npu_chain_results(&ch, t);
         }
@@ -2159,7 +2168,7 @@ next_block:
             }
         }
     }
-    if (unlikely(tb->div || tb->fdiv) &&
+    if (unlikely(tb->divs) &&
         ((tb->div && u->div_free > c0) || (tb->fdiv && u->fdiv_free > c0))) {
         goto no_fit;
     }
@@ -2267,8 +2276,8 @@ out:
     /* the previous superblock's results were ready by c0, or are in ready[] */
     ch.last = tb;
     ch.last_c0 = c0;
-    t->ready_max = MAX(t->ready_max, c0 + tb->out_max);
-    if (unlikely(tb->div || tb->fdiv)) {
+    ch.ready_max = MAX(ch.ready_max, c0 + tb->out_max);
+    if (unlikely(tb->divs)) {
         if (tb->div) {
             u->div_free = c0 + tb->div_off;
         }
