@@ -107,9 +107,9 @@ targets = [
     ("concurrency_speedup_8", "conc", 8), ("concurrency_start_skew_8_ms", None, None),
     ("copy_bw_ratio", ">=", 0.7),
     ("link_bw_ratio", ">=", 0.95), ("gemm_ratio", None, None),
-    ("isa_mips", ">=", 50.0), ("isa_mips_16t", None, None),
-    ("isa_mips_sampled", None, None),
-    ("isa_native_ratio", None, None),
+    ("isa_mips", ">=", 500.0), ("isa_mips_16t", ">=", 200.0),
+    ("isa_mips_sampled", ">=", 100.0),
+    ("isa_native_ratio", ">=", 0.2), ("isa_host_bound", None, None),
     ("user_vs_builtin_enqueue", "<=", 1.0),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1

@@ -8,7 +8,10 @@
  * median of the trials; isa_mips_16t, the same for 16 threads of one block
  * sharing the work (the scheduler's path for several live threads);
  * isa_mips_sampled, one thread PC-sampled every 64 cycles (an eighth of the
- * work, so that every sample fits the trace buffer); and the occupancy
+ * work, so that every sample fits the trace buffer); isa_host_bound, the
+ * fraction of the one-thread launch's device time that the interpreter,
+ * not the cycle model, set (the units are paced to cu-clock-mhz, so the
+ * model alone would take cycles / clock); and the occupancy
  * curve: IPC of one unit running a
  * latency-bound kernel (kernels/memlat.c) with 1, 2, 4, 8 and 16 resident
  * threads, next to the model's bound (memory queue / latency).
@@ -43,7 +46,8 @@ static double median(double *v, int n)
 int main(int argc, char **argv)
 {
 	int trials = argc > 2 ? atoi(argv[2]) : 5;
-	double mips[32], mips16[32], mipss[32], ratio[32], dev_s = 0;
+	double mips[32], mips16[32], mipss[32], ratio[32], bound[32], dev_s = 0;
+	double clock_hz;
 	double nat_s = 0;
 	uint64_t instr = 0, cycles = 0;
 	unsigned curve_t[16], curve_n = 0;
@@ -58,6 +62,7 @@ int main(int argc, char **argv)
 	set_kernel_dir(argv[0]);
 	start(NULL, 0);
 	load_kernel("bench_compute", 1);
+	clock_hz = rd(NPU_REG_CU_CLOCK_MHZ) * 1e6;
 	for (int t = 0; t < trials; t++) {
 		struct buf out = alloc_buf(4096, 1, 1);
 		struct buf sb = alloc_buf(4096, 0, 1);
@@ -91,6 +96,9 @@ int main(int argc, char **argv)
 		nat_s = (t1 - t0) / 1e9 * N_DEVICE / N_NATIVE;
 		mips[t] = instr / dev_s / 1e6;
 		ratio[t] = nat_s / dev_s;
+		bound[t] = 1 - cycles / clock_hz / dev_s;
+		if (bound[t] < 0)
+			bound[t] = 0;
 	}
 	/* 16 threads of one unit, each a sixteenth of the work */
 	for (int t = 0; t < trials; t++) {
@@ -198,11 +206,16 @@ int main(int argc, char **argv)
 	       "cycles\"}, "
 	       "\"isa_native_ratio\": {\"median\": %.5f, "
 	       "\"what\": \"native host time / device interpretation time "
-	       "for the same C\"}, \"occupancy_curve\": {\"what\": \"IPC of "
+	       "for the same C\"}, \"isa_host_bound\": {\"median\": %.4f, "
+	       "\"trials\": %d, \"what\": \"fraction of the one-thread "
+	       "launch's device time set by the interpreter, not the cycle "
+	       "model (%.0f MHz, %.0f M instructions/s at its IPC)\"}, "
+	       "\"occupancy_curve\": {\"what\": \"IPC of "
 	       "one unit on a latency-bound kernel by resident threads\", "
 	       "\"bound\": %.4f, \"points\": [", median(mips, trials), trials,
 	       median(mips16, trials), trials, median(mipss, trials), trials,
-	       SAMPLE_PERIOD, median(ratio, trials),
+	       SAMPLE_PERIOD, median(ratio, trials), median(bound, trials),
+	       trials, clock_hz / 1e6, clock_hz * instr / cycles / 1e6,
 	       curve_bound);
 	for (unsigned i = 0; i < curve_n; i++)
 		printf("%s[%u, %.4f]", i ? ", " : "", curve_t[i], curve_ipc[i]);
