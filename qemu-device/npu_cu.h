@@ -131,6 +131,9 @@ struct NpuTb {
         uint16_t n;
     } waits[NPU_STALL_COUNT];
     NpuTbOp *ops;               /* simple: n + 1, the last NPU_XOP_END */
+    /* simple: instruction i's issue cycle and the reason of its wait */
+    uint16_t *issue_off;
+    uint8_t *why_before;        /* NPU_STALL_SELECTED: none */
     /*
      * npu_unit_lockstep: every instruction fit for it (ls_ok), and the
      * cycles its instructions wait for the one before inside it (WAIT)

@@ -735,11 +735,14 @@ static void npu_tb_time(NpuTb *tb)
             written |= 1ull << ci->rdi;
         }
         when = npu_cu_ready(&u, t, ci, c, &why);
+        tb->why_before[i] = NPU_STALL_SELECTED;
         if (when > c) {
             waits[why] += when - c;
             tb->wait_total += when - c;
+            tb->why_before[i] = why;
             c = when;
         }
+        tb->issue_off[i] = c;
         npu_cu_time_simple(&u, t, ci, c, false);
         c++;
     }
@@ -863,7 +866,9 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
         npu_tb_free_all(l);
     }
     tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
-                   (simple ? (n + 1) * sizeof(NpuTbOp) : 0));
+                   (simple ? (n + 1) * sizeof(NpuTbOp) +
+                             n * (sizeof(*tb->issue_off) +
+                                  sizeof(*tb->why_before)) : 0));
     tb->pc = pc;
     tb->n = n;
     tb->simple = simple;
@@ -873,6 +878,8 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
         unsigned i;
 
         tb->ops = (NpuTbOp *)&tb->insn[n];
+        tb->issue_off = (uint16_t *)&tb->ops[n + 1];
+        tb->why_before = (uint8_t *)&tb->issue_off[n];
         if (!npu_tb_handler) {
             npu_tb_chain(NULL, NULL, NULL);
         }
@@ -1230,6 +1237,37 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
  * an instruction that faults on the short path.
  */
 /*
+ * The PC samples of simple superblock tb, which ran whole from c0 after a
+ * branch bubble (the thread's pc is now its successor's): in the bubble
+ * BRANCH_RESOLVING at tb's first instruction; then, at each instruction's
+ * issue cycle (npu_tb_time), SELECTED at its pc, and before it the reason
+ * of its wait; as npu_single_wait and npu_single_select would sample.
+ */
+static void npu_tb_samples(NpuSingle *r, const NpuTb *tb, uint64_t c0)
+{
+    NpuSlot *t = r->t;
+    uint64_t npc = t->h.pc, p, end = c0 + tb->cycles;
+    unsigned i = 0;
+
+    for (p = r->sample; p < end; p += r->period) {
+        uint8_t why = NPU_STALL_BRANCH_RESOLVING;
+
+        t->h.pc = tb->pc;
+        if (p >= c0) {
+            while (c0 + tb->issue_off[i] < p) {
+                i++;
+            }
+            t->h.pc = tb->pc + 4 * i;
+            why = c0 + tb->issue_off[i] == p ? NPU_STALL_SELECTED
+                                             : tb->why_before[i];
+        }
+        npu_cu_sample(r->s, t, r->unit, p, 1, why);
+    }
+    t->h.pc = npc;
+    r->sample = QEMU_ALIGN_UP(end, r->period);
+}
+
+/*
  * npu_tb_chain's other use: run one simple superblock on hart h, without
  * timing (npu_unit_lockstep). Out: npc, the next pc; or NPU_RV_NOT_INT
  * when the instruction at stop faulted on the short path (the ones before
@@ -1288,7 +1326,7 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
     h = &t->h;
     x = h->x;
     f = h->f;
-    lim = MIN(r->end, r->sample);
+    lim = r->end;
     ch = (NpuChain) {
         .cycle = u->cycle, .issue_at = t->issue_at, .ready_max = t->ready_max,
     };
@@ -1414,6 +1452,9 @@ out:
         return true;
     }
     /* tb ran whole from c0: its timing is npu_tb_time's */
+    if (unlikely(r->sample < c0 + tb->cycles)) {
+        npu_tb_samples(r, tb, c0);
+    }
     if (!tb->runs++) {
         tb->ran_next = ch.ran;
         ch.ran = tb;
