@@ -1860,43 +1860,113 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
 }
 
 /*
- * Round robin in lockstep. When n >= 4 running threads can all issue at
- * c, with no result pending, and their next instructions are fit for it
- * (npu_cu_lockstep_fit: latencies of at most 4, no divider), every
- * thread can issue at each of its turns: the unit issues every cycle,
- * taking the threads in live order after u->rr, and a thread waits for
- * its last result or branch bubble (at most 4 cycles), then
- * NOT_SELECTED, until its next turn. That goes on until a thread's next
- * instruction at its turn is not fit, the quantum ends or a PC sample
- * point comes. Simple instructions touch nothing but their thread's
- * registers, so the threads are run one after the other, each for all
- * its turns before that end (npu_ls_run); a thread that stops early moves
- * the end earlier, and a thread already run past it runs again from its
- * saved hart, for its turns before the end. Then each thread's last
- * issue and the wait after it are the per-instruction model's
- * (npu_cu_time_simple, npu_cu_ready). Returns the cycles run, 0 if it
- * does not apply.
+ * The lockstep (npu_unit_lockstep) turn by turn: each turn's thread
+ * decodes, runs and times its instruction as npu_unit_run_events would.
+ * For runs that stop after a few turns (a load comes).
  */
-static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
-                                  uint64_t end, uint64_t sample)
+static uint64_t npu_ls_steps(NpuState *s, NpuUnit *u, uint64_t c,
+                             uint64_t limit)
 {
-    unsigned n = u->nlive, pos0, j, k;
-    uint64_t limit = MIN(end, sample), ran;
-    NpuLsPart part[64];         /* ready_mask: at most 64 live threads */
-    bool fp_host = npu_rv_host_rounds_nearest();
+    unsigned n = u->nlive, pos, k;
+    uint64_t at = c, ran = 0;
 
-    if (n < 4 || n > ARRAY_SIZE(part) || u->ready_mask != npu_live_bits(n)) {
-        return 0;
+    pos = u->rr + 1 >= n ? 0 : u->rr + 1;
+    for (; at < limit; at++, pos = pos + 1 == n ? 0 : pos + 1) {
+        NpuSlot *t = &u->slot[u->live[pos]];
+        NpuLaunch *l = t->l;
+        const NpuCuInsn *ci = npu_slot_decode(s, t, l), *next;
+        uint64_t pc = t->h.pc, fault, maddr, when;
+        uint8_t why;
+
+        if (!ci || !(ci->fast & NPU_CU_FAST_LOCKSTEP) || t->wake > at ||
+            (ci->d.cls == NPU_RV_FP && ci->d.rm == 7 &&
+             ((t->h.fcsr >> 5) & 7) > 4)) {
+            break;
+        }
+        if (t->wake) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        }
+        if (!npu_rv_exec_int(&t->h, &ci->d)) {
+            uint32_t res = npu_rv_exec(&t->h, &ci->d, &npu_cu_ops, NULL,
+                                       &fault, &maddr);
+
+            assert(!res);               /* npu_cu_lockstep_fit */
+        }
+        /* issued at its turn, as npu_unit_run_events charges it */
+        npu_slot_settle(t, at);
+        l->st.thread_cycles++;
+        l->st.stall[NPU_STALL_SELECTED]++;
+        l->st.instructions++;
+        t->since = at + 1;
+        npu_cu_time_simple(u, t, ci, at, t->h.pc != pc + 4);
+        /*
+         * and looked at in the next cycle. For a next instruction fit for
+         * the lockstep only what ci did can be pending: its branch bubble
+         * and its result (older results were ready by this turn): what
+         * npu_cu_ready would find, without its general checks.
+         */
+        if (t->h.pc == pc + 4 && (t->h.pc & (NPU_PAGE_SIZE - 1))) {
+            /* the next word of ci's decoded page */
+            next = t->d = ci + 1;
+            t->d_pc = t->h.pc;
+        } else {
+            next = npu_slot_decode(s, t, l);
+        }
+        if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
+            when = MAX(at + 1, t->issue_at);
+            why = t->issue_at > at + 1 ? NPU_STALL_BRANCH_RESOLVING
+                                       : NPU_STALL_SELECTED;
+            /* (a result ready by the next cycle cannot delay it) */
+            for (k = 0; ci->rdi < NPU_NREGS && at + ci->lat > when &&
+                        k < next->nregs; k++) {
+                if (next->regs[k] == ci->rdi && t->ready[ci->rdi] > when) {
+                    when = t->ready[ci->rdi];
+                    why = t->why[ci->rdi];
+                }
+            }
+        } else {
+            when = npu_cu_ready(u, t, next, at + 1, &why);
+        }
+        t->wake = 0;
+        t->stall = NPU_STALL_NOT_SELECTED;
+        if (when > at + 1) {
+            t->stall = why;
+            t->wake = when;
+        }
+        u->rr = pos;
+        ran++;
     }
+    /* waits that ended by now were NOT_SELECTED from their end */
     for (k = 0; k < n; k++) {
         NpuSlot *t = &u->slot[u->live[k]];
 
-        if (((t->l->flags & NPU_CODE_ITRACE) &&
-             t->blk->idx == t->l->trace_block) || t->ready_max > c) {
-            return 0;
+        if (t->wake && t->wake <= at) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
         }
-        t->wake = 0;
     }
+    if (ran) {
+        qatomic_set(&u->instrs, u->instrs + ran);
+        npu_unit_charge(u, ran);
+    }
+    return ran;
+}
+
+/*
+ * The lockstep (npu_unit_lockstep) thread by thread: each runs all its
+ * turns before the end (npu_ls_run), whole superblocks at once; a thread
+ * that stops early moves the end earlier, and a thread already run past
+ * it runs again from its saved hart for its turns before it. Then each
+ * thread's last issue and the wait after it are the per-instruction
+ * model's (npu_cu_time_simple, npu_cu_ready).
+ */
+static uint64_t npu_ls_blocks(NpuState *s, NpuUnit *u, uint64_t c,
+                              uint64_t limit)
+{
+    unsigned n = u->nlive, pos0, j, k;
+    uint64_t ran;
+    NpuLsPart part[64];         /* ready_mask: at most 64 live threads */
+    bool fp_host = npu_rv_host_rounds_nearest();
+
     pos0 = u->rr + 1 >= n ? 0 : u->rr + 1;
     /* thread j of the turn order is at live position (pos0 + j) % n */
     for (j = 0; j < n; j++) {
@@ -1963,6 +2033,48 @@ static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
         npu_unit_charge(u, ran);
     }
     return ran;
+}
+
+/*
+ * Round robin in lockstep. When n >= 4 running threads can all issue at
+ * c, with no result pending, and their next instructions are fit for it
+ * (npu_cu_lockstep_fit: latencies of at most 4, no divider), every
+ * thread can issue at each of its turns: the unit issues every cycle,
+ * taking the threads in live order after u->rr, and a thread waits for
+ * its last result or branch bubble (at most 4 cycles), then
+ * NOT_SELECTED, until its next turn. That goes on until a thread's next
+ * instruction at its turn is not fit, the quantum ends or a PC sample
+ * point comes. Simple instructions touch nothing but their thread's
+ * registers, so when every thread is at the start of a superblock whose
+ * instructions all are fit, the threads run one after the other
+ * (npu_ls_blocks); otherwise turn by turn (npu_ls_steps). Returns the
+ * cycles run, 0 if the lockstep does not apply.
+ */
+static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
+                                  uint64_t end, uint64_t sample)
+{
+    unsigned n = u->nlive, k;
+    bool blocks = true;
+
+    if (n < 4 || n > 64 || u->ready_mask != npu_live_bits(n)) {
+        return 0;
+    }
+    for (k = 0; k < n; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+        NpuTb *tb;
+
+        if (((t->l->flags & NPU_CODE_ITRACE) &&
+             t->blk->idx == t->l->trace_block) || t->ready_max > c) {
+            return 0;
+        }
+        t->wake = 0;
+        if (blocks) {
+            tb = npu_slot_tb(s, t);
+            blocks = tb && tb->simple && tb->ls_ok;
+        }
+    }
+    return blocks ? npu_ls_blocks(s, u, c, MIN(end, sample))
+                  : npu_ls_steps(s, u, c, MIN(end, sample));
 }
 
 /* out of line: npu_unit_run_single's code stays as it was (isa_mips) */
