@@ -1751,8 +1751,7 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 					npu_strerror(-r));
 	}
 	jc->off = off;
-	jc->cmd = s->cmd_map + off;
-	jc->max = max_bytes;
+	npu_cmdw_init(&jc->w, s->cmd_map + off, s->cmd_va + off, max_bytes);
 	if (tr)
 		tr->job_begin(dev, jc);
 	return NPU_SUCCESS;
@@ -1941,7 +1940,7 @@ void npu_job_abort(struct jobctx *jc)
 	jc_release(jc);
 }
 
-/* Finish a job: cmd bytes written at jc->cmd[0..jc->len). queue is Q_COMPUTE
+/* Finish a job: the packets written with jc->w. queue is Q_COMPUTE
  * or Q_COPY. ev/ev_point: an extra timeline point to signal (event record).
  * On success *point is the stream point the job signals. Caller holds
  * dev->lock. */
@@ -1977,14 +1976,11 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	out[0] = s->tl;
 	out_pt[0] = s->tl->next + 1;
 	if (jc->word) {		/* last: the job's point to the completion word */
-		struct npu_pkt_sem p = {
-			.header = NPU_PKT_HDR(NPU_OP_SEM_SIGNAL, 0, 4),
-			.value = (uint32_t)out_pt[0],
-			.addr = s->tl->word_va,
-		};
-
-		memcpy(jc->cmd + jc->len, &p, sizeof(p));
-		jc->len += sizeof(p);
+		npu_cmd_sem_signal(&jc->w, s->tl->word_va, (uint32_t)out_pt[0]);
+	}
+	if (npu_cmdw_full(&jc->w)) {	/* more packets than npu_job_begin's room */
+		jc_release(jc);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "command buffer full");
 	}
 	if (ev) {
 		out[1] = ev;
@@ -2003,7 +1999,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	for (i = 0; i < jc->ndeps && ready; i++)
 		ready = dep_ready(&jc->deps[i]);
 	if (ready) {
-		r = submit_now(dev, s->queue[queue], s->cmd_va + jc->off, jc->len,
+		r = submit_now(dev, s->queue[queue], s->cmd_va + jc->off, jc->w.len,
 			       jc->deps, jc->ndeps, out, out_pt, nout, jc->bo,
 			       jc->nbo);
 		if (r) {
@@ -2036,7 +2032,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		j->s = s;
 		j->queue_id = s->queue[queue];
 		j->cmd_off = jc->off;
-		j->cmd_size = jc->len;
+		j->cmd_size = jc->w.len;
 		j->nout = nout;
 		for (i = 0; i < nout; i++) {
 			j->out[i] = out[i];
@@ -2079,8 +2075,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		}
 	}
 	s->last_queue = queue;
-	if (jc->len)
-		cmd_commit(s, jc->off, jc->len, out_pt[0], jc->kernel,
+	if (jc->w.len)
+		cmd_commit(s, jc->off, jc->w.len, out_pt[0], jc->kernel,
 			   jc->entry);
 	jc_release(jc);
 	if (point)

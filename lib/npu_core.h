@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npu_cmd.h"
 #include "npu_hw.h"
 #include "drm/npu_accel.h"
 #include "npu_internal.h"
@@ -18,11 +19,13 @@
 
 enum { REG_STREAM = 1, REG_EVENT = 2 };
 
-/* One job being built: command bytes go to cmd[0..len) (at most max). */
+/* One job being built: its packets are written with w (npu_cmd.h), over
+ * the room npu_job_begin reserved at offset off of the stream's command
+ * ring. */
 struct jobctx {
 	struct npu_stream *s;
-	uint32_t off, max, len;
-	uint8_t *cmd;
+	uint32_t off;
+	struct npu_cmdw w;
 	struct dep *deps;
 	struct dep inline_deps[INLINE_DEPS];
 	unsigned ndeps, cap;
@@ -243,14 +246,6 @@ npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
 						  uint64_t point),
 			     void *arg);
 void npu_legacy_deps_commit(struct device *dev, struct npu_stream *s);
-
-static inline void *npu_job_put(struct jobctx *jc, uint32_t bytes)
-{
-	void *p = jc->cmd + jc->len;
-
-	jc->len += (bytes + 3) & ~3u;
-	return p;
-}
 
 /* Device printf text: queue it (with or without dev->lock held), and
  * write what is queued to stdout (without dev->lock: stdout may block). */

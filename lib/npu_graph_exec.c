@@ -247,17 +247,18 @@ static uint32_t node_bytes(const struct xnode *x)
 
 	switch (x->type) {
 	case NPU_GRAPH_NODE_KERNEL:
-		b = (x->kp.function ? sizeof(struct npu_pkt_launch_code) :
-		     sizeof(struct npu_pkt_launch)) + 8 * x->kp.nargs;
+		b = x->kp.function ? (uint32_t)sizeof(struct npu_pkt_launch_code) +
+				     8 * x->kp.nargs :
+				     NPU_CMD_LAUNCH_BYTES(x->kp.nargs);
 		break;
 	case NPU_GRAPH_NODE_MEMCPY:
-		b = sizeof(struct npu_pkt_copy);
+		b = NPU_CMD_COPY_BYTES;
 		break;
 	case NPU_GRAPH_NODE_MEMSET:
-		b = 2 * (16 + sizeof(struct npu_pkt_copy)) + sizeof(struct npu_pkt_fill);
+		b = NPU_CMD_MEMSET_BYTES;
 		break;
 	case NPU_GRAPH_NODE_EVENT_RECORD:
-		b = sizeof(struct npu_pkt_timestamp);
+		b = NPU_CMD_TS_BYTES;
 		break;
 	default:
 		return 0;
@@ -818,144 +819,65 @@ static void launch_free(struct launch *L)
 	launch_release(L);
 }
 
-/* Write node i's packets at cmd (VA va); returns bytes. */
-static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va)
+/* Write node i's packets with w (npu_cmd.h). */
+static void put_node(struct launch *L, unsigned i, struct npu_cmdw *w)
 {
 	struct xnode *xn = &L->x->x[i];
 	const npu_kernel_node_params *kp = L->kp ? &L->kp[i] : &xn->kp;
-	uint32_t len = 0;
 
 	switch (xn->type) {
 	case NPU_GRAPH_NODE_KERNEL: {
-		struct npu_pkt_launch p;
+		const uint32_t g[3] = { kp->grid.x, kp->grid.y, kp->grid.z };
 
-		if (kp->function) {
-			len = npu_ukernel_packet(cmd, kp->function, kp->grid,
-						 kp->block, kp->scratch_bytes,
-						 kp->args, &L->extra[i]);
-			break;
-		}
-		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * kp->nargs);
-		p.kernel = (uint32_t)kp->kernel;
-		p.grid[0] = kp->grid.x;
-		p.grid[1] = kp->grid.y;
-		p.grid[2] = kp->grid.z;
-		p.nargs = kp->nargs;
-		memcpy(cmd, &p, sizeof(p));
-		memcpy(cmd + sizeof(p), kp->args, 8 * kp->nargs);
-		len = sizeof(p) + 8 * kp->nargs;
+		if (kp->function)
+			npu_ukernel_packet(w, kp->function, kp->grid, kp->block,
+					   kp->scratch_bytes, kp->args,
+					   &L->extra[i]);
+		else
+			npu_cmd_launch(w, (uint32_t)kp->kernel, g, kp->args,
+				       kp->nargs);
 		break;
 	}
-	case NPU_GRAPH_NODE_MEMCPY: {
-		struct npu_pkt_copy c = {
-			.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
-			.src = xn->src_va, .dst = xn->dst_va, .size = xn->count,
-		};
-
-		memcpy(cmd, &c, sizeof(c));
-		len = sizeof(c);
+	case NPU_GRAPH_NODE_MEMCPY:
+		npu_cmd_copy(w, xn->src_va, xn->dst_va, xn->count);
 		break;
-	}
-	case NPU_GRAPH_NODE_MEMSET: {
-		uint8_t bytes[4];
-		uint64_t d = xn->dst_va, n = xn->count, head, body, tail;
-		uint32_t pattern;
-		unsigned part;
-
-		memset(bytes, xn->value & 0xff, 4);
-		memcpy(&pattern, bytes, 4);
-		head = (4 - (d & 3)) & 3;
-		if (head > n)
-			head = n;
-		body = (n - head) & ~3ull;
-		tail = n - head - body;
-		for (part = 0; part < 3; part++) {
-			uint64_t sz = part == 0 ? head : part == 1 ? body : tail;
-			uint64_t at = part == 0 ? d : part == 1 ? d + head : d + head + body;
-
-			if (!sz)
-				continue;
-			if (part == 1) {
-				struct npu_pkt_fill f = {
-					.header = NPU_PKT_HDR(NPU_OP_FILL, 0, 6),
-					.value = pattern, .dst = at, .size = sz,
-				};
-
-				memcpy(cmd + len, &f, sizeof(f));
-				len += sizeof(f);
-			} else {
-				uint32_t nop[4] = { NPU_PKT_HDR(NPU_OP_NOP, 0, 4), 0,
-						    pattern, 0 };
-				struct npu_pkt_copy c = {
-					.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
-					.src = va + len + 8, .dst = at, .size = sz,
-				};
-
-				memcpy(cmd + len, nop, sizeof(nop));
-				len += sizeof(nop);
-				memcpy(cmd + len, &c, sizeof(c));
-				len += sizeof(c);
-			}
-		}
+	case NPU_GRAPH_NODE_MEMSET:
+		npu_cmd_memset(w, xn->dst_va, (uint8_t)xn->value, xn->count);
 		break;
-	}
 	case NPU_GRAPH_NODE_EVENT_RECORD:
-		if (L->evts[i]) {
-			struct npu_pkt_timestamp t = {
-				.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4),
-				.dst = L->evts[i],
-			};
-
-			memcpy(cmd, &t, sizeof(t));
-			len = sizeof(t);
-		}
+		if (L->evts[i])
+			npu_cmd_timestamp(w, L->evts[i]);
 		break;
 	default:
 		break;
 	}
-	return len;
 }
 
-static void put_ts(uint8_t *at, uint64_t va)
-{
-	struct npu_pkt_timestamp t = {
-		.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4), .dst = va,
-	};
-
-	memcpy(at, &t, sizeof(t));
-}
-
-static void put_sem(uint8_t *at, uint32_t op, uint32_t value, uint64_t va)
-{
-	struct npu_pkt_sem p = {
-		.header = NPU_PKT_HDR(op, 0, 4), .value = value, .addr = va,
-	};
-
-	memcpy(at, &p, sizeof(p));
-}
-
-/* Packets of node i, bracketed by trace TIMESTAMPs when tracing. */
-static uint32_t put_traced(struct launch *L, unsigned i, uint8_t *cmd,
-			   uint64_t va, bool tracing)
+/* Packets of node i, bracketed by trace TIMESTAMPs when tracing; returns
+ * their bytes. */
+static uint32_t put_traced(struct launch *L, unsigned i, struct npu_cmdw *w,
+			   bool tracing)
 {
 	struct xnode *xn = &L->x->x[i];
 	struct device *dev = L->dev;
-	uint32_t len, slot = 0;
+	uint32_t start = w->len, body, slot = 0;
 	uint64_t tva;
 
 	if (tracing && (xn->type == NPU_GRAPH_NODE_KERNEL ||
 			xn->type == NPU_GRAPH_NODE_MEMCPY ||
 			xn->type == NPU_GRAPH_NODE_MEMSET))
 		slot = npu_trace_slot(dev, &tva);
-	if (!slot)
-		return put_node(L, i, cmd, va);
-	put_ts(cmd, tva);
-	len = 16;
-	len += put_node(L, i, cmd + len, va + len);
-	npu_trace_fill(dev, slot, cmd + 16, len - 16,
+	if (!slot) {
+		put_node(L, i, w);
+		return w->len - start;
+	}
+	npu_cmd_timestamp(w, tva);
+	body = w->len;
+	put_node(L, i, w);
+	npu_trace_fill(dev, slot, w->buf + body, w->len - body,
 		       npu_ring_global(dev, xn->q, xn->ring), L->s, true);
-	put_ts(cmd + len, tva + 8);
-	return len + 16;
+	npu_cmd_timestamp(w, tva + 8);
+	return w->len - start;
 }
 
 /* A user-kernel node whose packet names this launch's printf buffer: it is
@@ -1183,20 +1105,22 @@ static npu_status_t submit_ready(struct launch *L)
 			L->pt[i] = jpt[job_of[i]];
 		}
 		for (jj = 0; jj < nj; jj++) {
-			uint32_t base = at, len = 0;
+			uint32_t base = at, len;
 			unsigned b0 = nb;
+			struct npu_cmdw w;
 
+			npu_cmdw_init(&w, L->cmd + base, L->cmd_va + base,
+				      x->slot_size - base);
 			for (i = 0; i < x->n; i++)
 				if (now[i] && job_of[i] == (int)jj) {
 					if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD &&
 					    !per_launch(&x->x[i])) {
-						len += x->x[i].plen;	/* prebuilt */
+						/* prebuilt */
+						npu_cmd_reserve(&w, x->x[i].plen);
 					} else {
-						k = put_traced(L, i, L->cmd + base + len,
-							       L->cmd_va + base + len, tracing);
+						k = put_traced(L, i, &w, tracing);
 						if (pre)
 							x->x[i].plen = k;
-						len += k;
 					}
 					/* every node's BOs stay mapped until
 					 * the job is done */
@@ -1204,6 +1128,7 @@ static npu_status_t submit_ready(struct launch *L)
 						if (nb == b0 || bos[nb - 1] != x->x[i].bo[k])
 							bos[nb++] = x->x[i].bo[k];
 				}
+			len = w.len;
 			jobs[jj].cmd_va = len ? L->cmd_va + base : 0;
 			jobs[jj].cmd_size = len;
 			jobs[jj].bo_handles = (uintptr_t)&bos[b0];
@@ -1279,7 +1204,8 @@ static npu_status_t submit_ready(struct launch *L)
 			for (rr = 0; rr < NPU_MAX_RINGS_LIB; rr++) {
 				unsigned cnt = per_q[q][rr], nch, size, done_ = 0;
 				struct drm_npu_job *j = NULL;
-				uint32_t len = 0, base = 0;
+				uint32_t base = 0;
+				struct npu_cmdw w = { 0 };
 
 				if (!cnt)
 					continue;
@@ -1289,8 +1215,6 @@ static npu_status_t submit_ready(struct launch *L)
 				size = (cnt + nch - 1) / nch;
 				for (i = 0; i < x->n; i++) {
 					struct xnode *xn = &x->x[i];
-					uint8_t *c;
-					uint64_t cva;
 
 					if (!now[i] || xn->q != (int)q || xn->ring != rr)
 						continue;
@@ -1307,7 +1231,9 @@ static npu_status_t submit_ready(struct launch *L)
 						j->out_sync_count = 1;
 						j->bo_handles = (uintptr_t)&bos[nb];
 						base = at;
-						len = 0;
+						npu_cmdw_init(&w, L->cmd + base,
+							      L->cmd_va + base,
+							      x->slot_size - base);
 					}
 					for (k = 0; k < xn->nbo; k++)
 						if (j->bo_count < JOB_BOS &&
@@ -1315,24 +1241,17 @@ static npu_status_t submit_ready(struct launch *L)
 							bos[nb++] = xn->bo[k];
 							j->bo_count++;
 						}
-					c = L->cmd + base + len;
-					cva = L->cmd_va + base + len;
 					for (k = 0; k < xn->npreds; k++) {
 						unsigned p = xn->preds[k];
 
 						if (!now[p] || same_queue(&x->x[p], xn))
 							continue;
-						put_sem(c, NPU_OP_SEM_WAIT, n32,
-							x->sem_va + 4ull * p);
-						c += 16;
-						cva += 16;
-						len += 16;
+						npu_cmd_sem_wait(&w, x->sem_va + 4ull * p,
+								 n32);
 					}
-					k = put_traced(L, i, c, cva, tracing);
-					len += k;
-					put_sem(c + k, NPU_OP_SEM_SIGNAL, n32,
-						x->sem_va + 4ull * i);
-					len += 16;
+					put_traced(L, i, &w, tracing);
+					npu_cmd_sem_signal(&w, x->sem_va + 4ull * i,
+							   n32);
 					L->ptl[i] = pp->tl[q][rr];
 					if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
 					    j->out_sync_count < 2) {
@@ -1353,14 +1272,14 @@ static npu_status_t submit_ready(struct launch *L)
 						unsigned m;
 
 						j->cmd_va = L->cmd_va + base;
-						j->cmd_size = len;
+						j->cmd_size = w.len;
 						/* every node of the chunk is done
 						 * at the chunk's point */
 						for (m = 0; m <= i; m++)
 							if (now[m] && L->ptl[m] == pp->tl[q][rr] &&
 							    !L->pt[m])
 								L->pt[m] = o[0].point;
-						at = (base + len + 7) & ~7u;
+						at = (base + w.len + 7) & ~7u;
 						j = NULL;
 					}
 				}

@@ -26,6 +26,7 @@ import sys
 
 LAYERS = [
     "npu_json",      # JSON string escaping
+    "npu_cmd",       # the command writer: every packet of include/npu_hw.h
     "npu_core",      # errors, handles, devices, timelines, submission, host BOs, kernel table
     "npu_stream",    # streams, events, host functions
     "npu_mem",       # allocations, copies, fills, launch of built-in kernels
