@@ -2,7 +2,7 @@
 /*
  * npu_graph_exec.c - executable graphs: instantiation, and launch as one
  * DRM_IOCTL_NPU_SUBMIT through the submission layer's primitives (queues,
- * npu_submit, the legacy-stream rules of npu_core.c).
+ * npu_submit, the legacy-stream rules of npu_job.c).
  * Documentation/lib/graphs.rst describes the design.
  *
  * Launch model. Graph jobs run on the executable graph's own queues, one
@@ -1050,7 +1050,7 @@ static npu_status_t submit_ready(struct launch *L)
 		for (i = 0; i < x->n && valid; i++)
 			if (x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD &&
 			    x->x[i].plen != (L->evts[i] ?
-					     sizeof(struct npu_pkt_timestamp) : 0u)) {
+					     NPU_CMD_TS_BYTES : 0u)) {
 				x->gen++;	/* every slot's layout is off */
 				valid = false;
 			}
