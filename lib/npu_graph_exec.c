@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -325,6 +326,8 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	struct device *dev;
 	struct gpool *pool;
 	unsigned *order, *indeg, *pos, i, k, head = 0, tail = 0;
+	unsigned *sfirst, *succ = NULL;
+	size_t nedges;
 	unsigned *load[2];
 	bool *passed;
 	npu_status_t st = npu_graph_check(g);
@@ -340,10 +343,12 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	order = calloc(g->n + 1, sizeof(*order));
 	indeg = calloc(g->n + 1, sizeof(*indeg));
 	pos = calloc(g->n + 1, sizeof(*pos));
+	sfirst = calloc(g->n + 1, sizeof(*sfirst));
 	passed = calloc(g->n + 1, sizeof(*passed));
 	load[0] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
 	load[1] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
-	if (!x || !order || !indeg || !pos || !passed || !load[0] || !load[1]) {
+	if (!x || !order || !indeg || !pos || !sfirst || !passed || !load[0] ||
+	    !load[1]) {
 		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
 		goto fail;
 	}
@@ -356,22 +361,36 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
 		goto fail;
 	}
-	/* topological order (Kahn), stable in creation order */
-	for (i = 0; i < g->n; i++)
+	/* topological order (Kahn), stable in creation order, over lists of
+	 * successors (each node's in creation order, in one array): linear
+	 * in nodes and edges */
+	nedges = 0;
+	for (i = 0; i < g->n; i++) {
 		indeg[i] = g->nodes[i]->npreds;
+		nedges += indeg[i];
+		for (k = 0; k < indeg[i]; k++)
+			sfirst[g->nodes[i]->preds[k]->idx + 1]++;
+	}
+	succ = calloc(nedges + 1, sizeof(*succ));
+	if (!succ) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+		goto fail;
+	}
+	for (i = 0; i < g->n; i++)
+		sfirst[i + 1] += sfirst[i];
+	memcpy(pos, sfirst, g->n * sizeof(*pos));	/* (fill cursors) */
+	for (i = 0; i < g->n; i++)
+		for (k = 0; k < g->nodes[i]->npreds; k++)
+			succ[pos[g->nodes[i]->preds[k]->idx]++] = i;
 	for (i = 0; i < g->n; i++)
 		if (!indeg[i])
 			order[tail++] = i;
 	while (head < tail) {
-		unsigned u = order[head++], v;
+		unsigned u = order[head++];
 
-		for (v = 0; v < g->n; v++) {
-			struct npu_graph_node *n = g->nodes[v];
-
-			for (k = 0; k < n->npreds; k++)
-				if (n->preds[k]->idx == u && --indeg[v] == 0)
-					order[tail++] = v;
-		}
+		for (k = sfirst[u]; k < sfirst[u + 1]; k++)
+			if (--indeg[succ[k]] == 0)
+				order[tail++] = succ[k];
 	}
 	if (tail != g->n) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE, "the graph has a cycle");
@@ -516,16 +535,25 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	if (!st) {
 		void *m;
 
-		/* room for the packed form: semaphore packets around nodes */
+		/* room for the packed form: semaphore packets around nodes
+		 * (a slot's offsets are 32-bit: at most 4 GiB for all slots) */
+		uint64_t size = x->slot_size;
+
 		x->chunk_off = x->slot_size;
 		for (i = 0; i < x->n; i++)
-			x->slot_size += ((x->x[i].size + 16 * (x->x[i].npreds + 1)) + 7) & ~7u;
+			size += ((x->x[i].size + 16ull * (x->x[i].npreds + 1)) + 7) & ~7ull;
+		if (size > (UINT32_MAX - 4095) / EXEC_SLOTS)
+			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				      "the graph needs %" PRIu64 " bytes of command buffer per launch",
+				      size);
+		x->slot_size = (uint32_t)size;
 		x->sem_size = ((uint64_t)4 * x->n + 4095) & ~4095ull;
 		if (!x->sem_size)
 			x->sem_size = 4096;
-		if (npu_host_bo(dev, x->sem_size, &x->sem_handle, &x->sem_va, &m))
+		if (!st && npu_host_bo(dev, x->sem_size, &x->sem_handle,
+				       &x->sem_va, &m))
 			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph semaphores");
-		else
+		else if (!st)
 			x->sem_map = m;
 	}
 	if (!st) {
@@ -553,6 +581,8 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	free(order);
 	free(indeg);
 	free(pos);
+	free(sfirst);
+	free(succ);
 	free(passed);
 	free(load[0]);
 	free(load[1]);
@@ -564,6 +594,8 @@ fail:
 	free(order);
 	free(indeg);
 	free(pos);
+	free(sfirst);
+	free(succ);
 	free(passed);
 	free(load[0]);
 	free(load[1]);
