@@ -84,6 +84,10 @@ static inline void *npu_cmd_reserve(struct npu_cmdw *w, uint32_t bytes)
 	(2 * (NPU_CMD_INLINE_BYTES(3) + NPU_CMD_COPY_BYTES) + NPU_CMD_FILL_BYTES)
 #define NPU_CMD_LAUNCH_BYTES(nargs) \
 	((uint32_t)sizeof(struct npu_pkt_launch) + 8 * (nargs))
+#define NPU_CMD_LAUNCH_CODE_BYTES(nargs) \
+	((uint32_t)sizeof(struct npu_pkt_launch_code) + 8 * (nargs))
+#define NPU_CMD_LAUNCH_CODE_SHORT_BYTES(nargs) \
+	((uint32_t)sizeof(struct npu_pkt_launch_code_short) + 8 * (nargs))
 
 /* COPY of size bytes from src to dst. */
 int npu_cmd_copy(struct npu_cmdw *w, uint64_t src, uint64_t dst,

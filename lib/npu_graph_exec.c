@@ -248,8 +248,7 @@ static uint32_t node_bytes(const struct xnode *x)
 
 	switch (x->type) {
 	case NPU_GRAPH_NODE_KERNEL:
-		b = x->kp.function ? (uint32_t)sizeof(struct npu_pkt_launch_code) +
-				     8 * x->kp.nargs :
+		b = x->kp.function ? NPU_CMD_LAUNCH_CODE_BYTES(x->kp.nargs) :
 				     NPU_CMD_LAUNCH_BYTES(x->kp.nargs);
 		break;
 	case NPU_GRAPH_NODE_MEMCPY:

@@ -204,8 +204,8 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 {
 	unsigned nargs = f->desc.nargs, i;
 	uint32_t log2 = f->arg_log2;
-	uint32_t bytes = (extra ? sizeof(struct npu_pkt_launch_code) :
-			  sizeof(struct npu_pkt_launch_code_short)) + 8 * nargs;
+	uint32_t bytes = extra ? NPU_CMD_LAUNCH_CODE_BYTES(nargs) :
+			 NPU_CMD_LAUNCH_CODE_SHORT_BYTES(nargs);
 	const uint32_t g[3] = { grid.x, grid.y, grid.z };
 	const uint32_t b[3] = { block.x, block.y, block.z };
 	uint32_t scratch = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);

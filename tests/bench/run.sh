@@ -104,7 +104,7 @@ targets = [
     ("graph_speedup_bound_20", ">=", 6.0), ("graph_speedup_bound_100", ">=", 10.0),
     ("graph_instantiate_us_per_node_100", None, None),
     ("graph_instantiate_us_per_node_4000", None, None),
-    ("graph_instantiate_growth", "<=", 2.0),
+    ("graph_instantiate_growth", "<=", 1.5),
     ("overlap_efficiency", ">=", 0.90),
     ("concurrency_speedup_2", "conc", 2), ("concurrency_speedup_4", "conc", 4),
     ("concurrency_speedup_8", "conc", 8), ("concurrency_start_skew_8_ms", None, None),
