@@ -874,13 +874,14 @@ npu_status_t npu_graph_kernel_node_set_params(npu_graph_node_t node,
 
 /* Instantiate (cudaGraphInstantiate): validates the graph, chooses the
  * queue of every node and reserves command-buffer memory for a few
- * launches in flight. flags must be 0. Limits: at most
- * NPU_GRAPH_MAX_NODES nodes, at most 60 dependencies that cross queues
- * per node and at most 60 nodes without successors (join them with an
- * empty node) (NPU_ERROR_NOT_SUPPORTED). Memory operands are resolved
- * here: freeing them before the executable graph is destroyed is an
- * error of the program (as CUDA). */
-#define NPU_GRAPH_MAX_NODES	4096
+ * launches in flight; its cost is linear in nodes and edges. flags must
+ * be 0. Limits: at most NPU_GRAPH_MAX_NODES nodes (a bound on a graph's
+ * memory; CUDA has none), at most 60 dependencies that cross queues per node, at most 60 nodes
+ * without successors (join them with an empty node) and 4 GiB of command
+ * buffers (NPU_ERROR_NOT_SUPPORTED). Memory operands are resolved here:
+ * freeing them before the executable graph is destroyed is an error of
+ * the program (as CUDA). */
+#define NPU_GRAPH_MAX_NODES	(1u << 20)
 npu_status_t npu_graph_instantiate(npu_graph_exec_t *exec, npu_graph_t graph,
 				   unsigned int flags);
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npu_cmd.h"
 #include "npu_hw.h"
 #include "drm/npu_accel.h"
 #include "npu_internal.h"
@@ -18,11 +19,13 @@
 
 enum { REG_STREAM = 1, REG_EVENT = 2 };
 
-/* One job being built: command bytes go to cmd[0..len) (at most max). */
+/* One job being built: its packets are written with w (npu_cmd.h), over
+ * the room npu_job_begin reserved at offset off of the stream's command
+ * ring. */
 struct jobctx {
 	struct npu_stream *s;
-	uint32_t off, max, len;
-	uint8_t *cmd;
+	uint32_t off;
+	struct npu_cmdw w;
 	struct dep *deps;
 	struct dep inline_deps[INLINE_DEPS];
 	unsigned ndeps, cap;
@@ -55,7 +58,7 @@ void npu_set_last_error(npu_status_t st);	/* status only, no message */
 /* strerror for a library used from many threads (strerror_r) */
 const char *npu_strerror(int e);
 
-/* The built-in kernels (npu_core.c): hardware id, name, argument count. */
+/* The built-in kernels (npu_builtin.c): hardware id, name, argument count. */
 struct npu_kinfo {
 	uint32_t id;
 	const char *name;
@@ -220,6 +223,29 @@ unsigned npu_submit_max(const struct device *dev);
 int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
 	       unsigned *sent, unsigned *ioctls);
 
+/* Is d's point submitted (in the kernel), so that a job may wait on it? */
+static inline bool npu_dep_ready(const struct dep *d)
+{
+	return d->tl->submitted >= d->point;
+}
+
+/* Submit one job now (npu_batch.c): cmd_size bytes at cmd_va on queue
+ * queue_id, waiting on deps (all submitted; order-only ones and complete
+ * ones are left out), signalling out[i] at out_pt[i], with BO handles
+ * bo[0..nbo). Returns 0 or -errno. Caller holds dev->lock. */
+int npu_submit_now(struct device *dev, uint32_t queue_id, uint64_t cmd_va,
+		   uint32_t cmd_size, const struct dep *deps, unsigned ndeps,
+		   struct tl *const *out, const uint64_t *out_pt, unsigned nout,
+		   const uint32_t *bo, unsigned nbo);
+/* The same job (its commands at cmd_off of s's command ring), deferred:
+ * submitted by the submit thread (dev->batch) or by npu_flush_deferred
+ * once its dependencies are submitted. Takes references to the
+ * timelines. Returns 0 or -ENOMEM. Caller holds dev->lock. */
+int npu_defer_job(struct device *dev, struct npu_stream *s, uint32_t queue_id,
+		  uint32_t cmd_off, uint32_t cmd_size, const struct dep *deps,
+		  unsigned ndeps, struct tl *const *out, const uint64_t *out_pt,
+		  unsigned nout, const uint32_t *bo, unsigned nbo);
+
 npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 			   uint32_t max_bytes, struct jobctx *jc);
 npu_status_t npu_job_wait(struct jobctx *jc, struct tl *t, uint64_t point);
@@ -243,14 +269,6 @@ npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
 						  uint64_t point),
 			     void *arg);
 void npu_legacy_deps_commit(struct device *dev, struct npu_stream *s);
-
-static inline void *npu_job_put(struct jobctx *jc, uint32_t bytes)
-{
-	void *p = jc->cmd + jc->len;
-
-	jc->len += (bytes + 3) & ~3u;
-	return p;
-}
 
 /* Device printf text: queue it (with or without dev->lock held), and
  * write what is queued to stdout (without dev->lock: stdout may block). */

@@ -2,7 +2,7 @@
 /*
  * npu_graph_exec.c - executable graphs: instantiation, and launch as one
  * DRM_IOCTL_NPU_SUBMIT through the submission layer's primitives (queues,
- * npu_submit, the legacy-stream rules of npu_core.c).
+ * npu_submit, the legacy-stream rules of npu_job.c).
  * Documentation/lib/graphs.rst describes the design.
  *
  * Launch model. Graph jobs run on the executable graph's own queues, one
@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,17 +248,17 @@ static uint32_t node_bytes(const struct xnode *x)
 
 	switch (x->type) {
 	case NPU_GRAPH_NODE_KERNEL:
-		b = (x->kp.function ? sizeof(struct npu_pkt_launch_code) :
-		     sizeof(struct npu_pkt_launch)) + 8 * x->kp.nargs;
+		b = x->kp.function ? NPU_CMD_LAUNCH_CODE_BYTES(x->kp.nargs) :
+				     NPU_CMD_LAUNCH_BYTES(x->kp.nargs);
 		break;
 	case NPU_GRAPH_NODE_MEMCPY:
-		b = sizeof(struct npu_pkt_copy);
+		b = NPU_CMD_COPY_BYTES;
 		break;
 	case NPU_GRAPH_NODE_MEMSET:
-		b = 2 * (16 + sizeof(struct npu_pkt_copy)) + sizeof(struct npu_pkt_fill);
+		b = NPU_CMD_MEMSET_BYTES;
 		break;
 	case NPU_GRAPH_NODE_EVENT_RECORD:
-		b = sizeof(struct npu_pkt_timestamp);
+		b = NPU_CMD_TS_BYTES;
 		break;
 	default:
 		return 0;
@@ -324,6 +325,8 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	struct device *dev;
 	struct gpool *pool;
 	unsigned *order, *indeg, *pos, i, k, head = 0, tail = 0;
+	unsigned *sfirst, *succ = NULL;
+	size_t nedges;
 	unsigned *load[2];
 	bool *passed;
 	npu_status_t st = npu_graph_check(g);
@@ -339,10 +342,12 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	order = calloc(g->n + 1, sizeof(*order));
 	indeg = calloc(g->n + 1, sizeof(*indeg));
 	pos = calloc(g->n + 1, sizeof(*pos));
+	sfirst = calloc(g->n + 1, sizeof(*sfirst));
 	passed = calloc(g->n + 1, sizeof(*passed));
 	load[0] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
 	load[1] = calloc(NPU_MAX_RINGS_LIB, sizeof(unsigned));
-	if (!x || !order || !indeg || !pos || !passed || !load[0] || !load[1]) {
+	if (!x || !order || !indeg || !pos || !sfirst || !passed || !load[0] ||
+	    !load[1]) {
 		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
 		goto fail;
 	}
@@ -355,22 +360,36 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
 		goto fail;
 	}
-	/* topological order (Kahn), stable in creation order */
-	for (i = 0; i < g->n; i++)
+	/* topological order (Kahn), stable in creation order, over lists of
+	 * successors (each node's in creation order, in one array): linear
+	 * in nodes and edges */
+	nedges = 0;
+	for (i = 0; i < g->n; i++) {
 		indeg[i] = g->nodes[i]->npreds;
+		nedges += indeg[i];
+		for (k = 0; k < indeg[i]; k++)
+			sfirst[g->nodes[i]->preds[k]->idx + 1]++;
+	}
+	succ = calloc(nedges + 1, sizeof(*succ));
+	if (!succ) {
+		st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "instantiate");
+		goto fail;
+	}
+	for (i = 0; i < g->n; i++)
+		sfirst[i + 1] += sfirst[i];
+	memcpy(pos, sfirst, g->n * sizeof(*pos));	/* (fill cursors) */
+	for (i = 0; i < g->n; i++)
+		for (k = 0; k < g->nodes[i]->npreds; k++)
+			succ[pos[g->nodes[i]->preds[k]->idx]++] = i;
 	for (i = 0; i < g->n; i++)
 		if (!indeg[i])
 			order[tail++] = i;
 	while (head < tail) {
-		unsigned u = order[head++], v;
+		unsigned u = order[head++];
 
-		for (v = 0; v < g->n; v++) {
-			struct npu_graph_node *n = g->nodes[v];
-
-			for (k = 0; k < n->npreds; k++)
-				if (n->preds[k]->idx == u && --indeg[v] == 0)
-					order[tail++] = v;
-		}
+		for (k = sfirst[u]; k < sfirst[u + 1]; k++)
+			if (--indeg[succ[k]] == 0)
+				order[tail++] = succ[k];
 	}
 	if (tail != g->n) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE, "the graph has a cycle");
@@ -515,16 +534,25 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	if (!st) {
 		void *m;
 
-		/* room for the packed form: semaphore packets around nodes */
+		/* room for the packed form: semaphore packets around nodes
+		 * (a slot's offsets are 32-bit: at most 4 GiB for all slots) */
+		uint64_t size = x->slot_size;
+
 		x->chunk_off = x->slot_size;
 		for (i = 0; i < x->n; i++)
-			x->slot_size += ((x->x[i].size + 16 * (x->x[i].npreds + 1)) + 7) & ~7u;
+			size += ((x->x[i].size + 16ull * (x->x[i].npreds + 1)) + 7) & ~7ull;
+		if (size > (UINT32_MAX - 4095) / EXEC_SLOTS)
+			st = npu_fail(NPU_ERROR_NOT_SUPPORTED,
+				      "the graph needs %" PRIu64 " bytes of command buffer per launch",
+				      size);
+		x->slot_size = (uint32_t)size;
 		x->sem_size = ((uint64_t)4 * x->n + 4095) & ~4095ull;
 		if (!x->sem_size)
 			x->sem_size = 4096;
-		if (npu_host_bo(dev, x->sem_size, &x->sem_handle, &x->sem_va, &m))
+		if (!st && npu_host_bo(dev, x->sem_size, &x->sem_handle,
+				       &x->sem_va, &m))
 			st = npu_fail(NPU_ERROR_OUT_OF_MEMORY, "graph semaphores");
-		else
+		else if (!st)
 			x->sem_map = m;
 	}
 	if (!st) {
@@ -552,6 +580,8 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	free(order);
 	free(indeg);
 	free(pos);
+	free(sfirst);
+	free(succ);
 	free(passed);
 	free(load[0]);
 	free(load[1]);
@@ -563,6 +593,8 @@ fail:
 	free(order);
 	free(indeg);
 	free(pos);
+	free(sfirst);
+	free(succ);
 	free(passed);
 	free(load[0]);
 	free(load[1]);
@@ -818,144 +850,65 @@ static void launch_free(struct launch *L)
 	launch_release(L);
 }
 
-/* Write node i's packets at cmd (VA va); returns bytes. */
-static uint32_t put_node(struct launch *L, unsigned i, uint8_t *cmd, uint64_t va)
+/* Write node i's packets with w (npu_cmd.h). */
+static void put_node(struct launch *L, unsigned i, struct npu_cmdw *w)
 {
 	struct xnode *xn = &L->x->x[i];
 	const npu_kernel_node_params *kp = L->kp ? &L->kp[i] : &xn->kp;
-	uint32_t len = 0;
 
 	switch (xn->type) {
 	case NPU_GRAPH_NODE_KERNEL: {
-		struct npu_pkt_launch p;
+		const uint32_t g[3] = { kp->grid.x, kp->grid.y, kp->grid.z };
 
-		if (kp->function) {
-			len = npu_ukernel_packet(cmd, kp->function, kp->grid,
-						 kp->block, kp->scratch_bytes,
-						 kp->args, &L->extra[i]);
-			break;
-		}
-		p.header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * kp->nargs);
-		p.kernel = (uint32_t)kp->kernel;
-		p.grid[0] = kp->grid.x;
-		p.grid[1] = kp->grid.y;
-		p.grid[2] = kp->grid.z;
-		p.nargs = kp->nargs;
-		memcpy(cmd, &p, sizeof(p));
-		memcpy(cmd + sizeof(p), kp->args, 8 * kp->nargs);
-		len = sizeof(p) + 8 * kp->nargs;
+		if (kp->function)
+			npu_ukernel_packet(w, kp->function, kp->grid, kp->block,
+					   kp->scratch_bytes, kp->args,
+					   &L->extra[i]);
+		else
+			npu_cmd_launch(w, (uint32_t)kp->kernel, g, kp->args,
+				       kp->nargs);
 		break;
 	}
-	case NPU_GRAPH_NODE_MEMCPY: {
-		struct npu_pkt_copy c = {
-			.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
-			.src = xn->src_va, .dst = xn->dst_va, .size = xn->count,
-		};
-
-		memcpy(cmd, &c, sizeof(c));
-		len = sizeof(c);
+	case NPU_GRAPH_NODE_MEMCPY:
+		npu_cmd_copy(w, xn->src_va, xn->dst_va, xn->count);
 		break;
-	}
-	case NPU_GRAPH_NODE_MEMSET: {
-		uint8_t bytes[4];
-		uint64_t d = xn->dst_va, n = xn->count, head, body, tail;
-		uint32_t pattern;
-		unsigned part;
-
-		memset(bytes, xn->value & 0xff, 4);
-		memcpy(&pattern, bytes, 4);
-		head = (4 - (d & 3)) & 3;
-		if (head > n)
-			head = n;
-		body = (n - head) & ~3ull;
-		tail = n - head - body;
-		for (part = 0; part < 3; part++) {
-			uint64_t sz = part == 0 ? head : part == 1 ? body : tail;
-			uint64_t at = part == 0 ? d : part == 1 ? d + head : d + head + body;
-
-			if (!sz)
-				continue;
-			if (part == 1) {
-				struct npu_pkt_fill f = {
-					.header = NPU_PKT_HDR(NPU_OP_FILL, 0, 6),
-					.value = pattern, .dst = at, .size = sz,
-				};
-
-				memcpy(cmd + len, &f, sizeof(f));
-				len += sizeof(f);
-			} else {
-				uint32_t nop[4] = { NPU_PKT_HDR(NPU_OP_NOP, 0, 4), 0,
-						    pattern, 0 };
-				struct npu_pkt_copy c = {
-					.header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8),
-					.src = va + len + 8, .dst = at, .size = sz,
-				};
-
-				memcpy(cmd + len, nop, sizeof(nop));
-				len += sizeof(nop);
-				memcpy(cmd + len, &c, sizeof(c));
-				len += sizeof(c);
-			}
-		}
+	case NPU_GRAPH_NODE_MEMSET:
+		npu_cmd_memset(w, xn->dst_va, (uint8_t)xn->value, xn->count);
 		break;
-	}
 	case NPU_GRAPH_NODE_EVENT_RECORD:
-		if (L->evts[i]) {
-			struct npu_pkt_timestamp t = {
-				.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4),
-				.dst = L->evts[i],
-			};
-
-			memcpy(cmd, &t, sizeof(t));
-			len = sizeof(t);
-		}
+		if (L->evts[i])
+			npu_cmd_timestamp(w, L->evts[i]);
 		break;
 	default:
 		break;
 	}
-	return len;
 }
 
-static void put_ts(uint8_t *at, uint64_t va)
-{
-	struct npu_pkt_timestamp t = {
-		.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4), .dst = va,
-	};
-
-	memcpy(at, &t, sizeof(t));
-}
-
-static void put_sem(uint8_t *at, uint32_t op, uint32_t value, uint64_t va)
-{
-	struct npu_pkt_sem p = {
-		.header = NPU_PKT_HDR(op, 0, 4), .value = value, .addr = va,
-	};
-
-	memcpy(at, &p, sizeof(p));
-}
-
-/* Packets of node i, bracketed by trace TIMESTAMPs when tracing. */
-static uint32_t put_traced(struct launch *L, unsigned i, uint8_t *cmd,
-			   uint64_t va, bool tracing)
+/* Packets of node i, bracketed by trace TIMESTAMPs when tracing; returns
+ * their bytes. */
+static uint32_t put_traced(struct launch *L, unsigned i, struct npu_cmdw *w,
+			   bool tracing)
 {
 	struct xnode *xn = &L->x->x[i];
 	struct device *dev = L->dev;
-	uint32_t len, slot = 0;
+	uint32_t start = w->len, body, slot = 0;
 	uint64_t tva;
 
 	if (tracing && (xn->type == NPU_GRAPH_NODE_KERNEL ||
 			xn->type == NPU_GRAPH_NODE_MEMCPY ||
 			xn->type == NPU_GRAPH_NODE_MEMSET))
 		slot = npu_trace_slot(dev, &tva);
-	if (!slot)
-		return put_node(L, i, cmd, va);
-	put_ts(cmd, tva);
-	len = 16;
-	len += put_node(L, i, cmd + len, va + len);
-	npu_trace_fill(dev, slot, cmd + 16, len - 16,
+	if (!slot) {
+		put_node(L, i, w);
+		return w->len - start;
+	}
+	npu_cmd_timestamp(w, tva);
+	body = w->len;
+	put_node(L, i, w);
+	npu_trace_fill(dev, slot, w->buf + body, w->len - body,
 		       npu_ring_global(dev, xn->q, xn->ring), L->s, true);
-	put_ts(cmd + len, tva + 8);
-	return len + 16;
+	npu_cmd_timestamp(w, tva + 8);
+	return w->len - start;
 }
 
 /* A user-kernel node whose packet names this launch's printf buffer: it is
@@ -1021,472 +974,547 @@ static bool same_queue(const struct xnode *a, const struct xnode *b)
 	       a->q == b->q && a->ring == b->ring;
 }
 
+/* One call of submit_ready: the jobs it builds in the exec's scratch
+ * arrays (used only within the call, which holds dev->lock throughout). */
+struct round {
+	struct launch *L;
+	struct drm_npu_job *jobs;
+	struct drm_npu_sync *sy;	/* the jobs' in- and out-syncs */
+	uint32_t *bos;			/* the jobs' BO handles */
+	bool *now;			/* node submitted by this call */
+	int *job_of;			/* node -> its job (merged form) */
+	struct gpool *used;		/* the queues the jobs go to */
+	unsigned nj, ns, nb;		/* jobs, syncs, BO handles used */
+	unsigned nready, nmerged, ngates, maxj;
+	bool tracing, chunked, join_now;
+};
+
+/* Clear the scratch arrays as far as used; the ready set, in topological
+ * order: the device nodes not yet submitted whose predecessors are. */
+static void round_start(struct round *R, struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	unsigned i, k;
+
+	memset(R, 0, sizeof(*R));
+	R->L = L;
+	R->maxj = npu_submit_max(L->dev);
+	R->jobs = x->s_jobs;
+	R->now = x->s_now;
+	R->sy = x->s_sy;
+	R->bos = x->s_bos;
+	R->job_of = x->s_job_of;
+	R->used = L->pool;
+	R->tracing = npu_tracing();
+	memset(R->jobs, 0, (x->n + 2) * sizeof(*R->jobs));	/* (packed: all) */
+	memset(R->now, 0, (x->n + 1) * sizeof(*R->now));
+	memset(R->sy, 0, sync_cap(x, L->nentry) * sizeof(*R->sy));
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		bool ready = !L->pt[i] && xn->type != NPU_GRAPH_NODE_HOST;
+
+		for (k = 0; k < xn->npreds && ready; k++)
+			ready = L->pt[xn->preds[k]] != 0 || R->now[xn->preds[k]];
+		R->now[i] = ready;
+		R->nready += ready;
+	}
+}
+
+/* One job per node, except that a node whose predecessors are all in the
+ * open job of its queue joins that job, as long as no node of that job
+ * has a successor on another queue (that successor would wait for the
+ * whole job): chains collapse into one job without delaying anybody.
+ * Packets of one command buffer run one after the other on the ring (each
+ * completes before the next starts, see Documentation/hw/npu.rst, "Ring
+ * protocol"), so no barrier is needed between the merged nodes. A node
+ * that needs a fence of its own ends the open job: an event record (its
+ * event's timeline is signalled with the job's fence) and a node with a
+ * successor on another queue; an event wait (an in-fence) and a root (the
+ * entry fences) start one; host nodes are no jobs. A job also ends before
+ * its BO handles would exceed the driver's limit. Sets R->job_of and
+ * R->nmerged. */
+static void round_merge(struct round *R)
+{
+	struct npu_graph_exec *x = R->L->x;
+	int open_j[2][NPU_MAX_RINGS_LIB];
+	unsigned open_bo[2][NPU_MAX_RINGS_LIB];
+	unsigned i, k;
+
+	memset(open_j, 0xff, sizeof(open_j));
+	memset(open_bo, 0, sizeof(open_bo));
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		int *o = &open_j[xn->q][xn->ring];
+		unsigned *ob = &open_bo[xn->q][xn->ring];
+		bool merge = *o >= 0 && xn->npreds &&
+			xn->type != NPU_GRAPH_NODE_EVENT_WAIT &&
+			*ob + xn->nbo <= JOB_BOS;
+
+		if (!R->now[i])
+			continue;
+		for (k = 0; k < xn->npreds && merge; k++)
+			merge = R->now[xn->preds[k]] &&
+				R->job_of[xn->preds[k]] == *o;
+		R->job_of[i] = merge ? *o : (int)R->nmerged++;
+		*o = R->job_of[i];
+		*ob = merge ? *ob + xn->nbo : xn->nbo;
+		if (xn->xo || xn->type == NPU_GRAPH_NODE_EVENT_RECORD)
+			*o = -1;
+	}
+}
+
+/* The merged form: build the jobs round_merge chose (their fences), then
+ * lay their packets out contiguously. */
+static void round_build_merged(struct round *R)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	struct drm_npu_job *jobs = R->jobs;
+	struct drm_npu_sync *sy = R->sy;
+	uint64_t *jpt = x->s_jpt;
+	uint32_t at = L->at;
+	unsigned i, k, jj;
+	/* An untraced launch of a graph without host nodes (every node is
+	 * submitted by this one call) always lays its packets out the same
+	 * way: the slot may hold them already (see struct npu_graph_exec); an
+	 * event record node's length must still be the one built (its event
+	 * has timing or not). */
+	bool pre = !R->tracing && !x->has_host && !L->owned && R->nready == x->n;
+	bool valid = pre && x->slot_gen[L->slot] == x->gen;
+
+	for (i = 0; i < x->n && valid; i++)
+		if (x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD &&
+		    x->x[i].plen != (L->evts[i] ? NPU_CMD_TS_BYTES : 0u)) {
+			x->gen++;	/* every slot's layout is off */
+			valid = false;
+		}
+	memset(jpt, 0, (x->n + 2) * sizeof(*jpt));
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+		struct drm_npu_job *j;
+		uint32_t in0;
+
+		if (!R->now[i])
+			continue;
+		if (R->job_of[i] < (int)R->nj) {
+			j = &jobs[R->job_of[i]];
+		} else {
+			j = &jobs[R->nj++];	/* job_of[i] == nj - 1 */
+			j->queue_id = L->pool->queue[xn->q][xn->ring];
+			in0 = R->ns;
+			if (!xn->npreds)
+				for (k = 0; k < L->nentry; k++) {
+					sy[R->ns].handle = L->entry[k].tl->handle;
+					sy[R->ns++].point = L->entry[k].point;
+				}
+			for (k = 0; k < xn->npreds; k++) {
+				if (L->ptl[xn->preds[k]] ==
+				    L->pool->tl[xn->q][xn->ring])
+					continue;	/* queue order */
+				sy[R->ns].handle = L->ptl[xn->preds[k]]->handle;
+				sy[R->ns++].point = L->pt[xn->preds[k]];
+			}
+			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+				sy[R->ns].handle = L->evtl[i]->handle;
+				sy[R->ns++].point = L->evpt[i];
+			}
+			j->in_syncs = (uintptr_t)&sy[in0];
+			j->in_sync_count = R->ns - in0;
+			jpt[R->job_of[i]] = ++L->pool->tl[xn->q][xn->ring]->next;
+			j->out_syncs = (uintptr_t)&sy[R->ns];
+			sy[R->ns].handle = L->pool->tl[xn->q][xn->ring]->handle;
+			sy[R->ns].point = jpt[R->job_of[i]];
+			/* room for an event and the join's two points */
+			R->ns += JOB_OUTS;
+			j->out_sync_count = 1;
+		}
+		if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+			struct drm_npu_sync *o2 = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+			o2[1].handle = L->evtl[i]->handle;
+			o2[1].point = L->evpt[i];
+			j->out_sync_count = 2;
+		}
+		L->ptl[i] = L->pool->tl[xn->q][xn->ring];
+		L->pt[i] = jpt[R->job_of[i]];
+	}
+	for (jj = 0; jj < R->nj; jj++) {
+		uint32_t base = at;
+		unsigned b0 = R->nb;
+		struct npu_cmdw w;
+
+		npu_cmdw_init(&w, L->cmd + base, L->cmd_va + base,
+			      x->slot_size - base);
+		for (i = 0; i < x->n; i++) {
+			if (!R->now[i] || R->job_of[i] != (int)jj)
+				continue;
+			if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD &&
+			    !per_launch(&x->x[i])) {
+				npu_cmd_reserve(&w, x->x[i].plen);	/* prebuilt */
+			} else {
+				k = put_traced(L, i, &w, R->tracing);
+				if (pre)
+					x->x[i].plen = k;
+			}
+			/* every node's BOs stay mapped until the job is done */
+			for (k = 0; k < x->x[i].nbo; k++)
+				if (R->nb == b0 || R->bos[R->nb - 1] != x->x[i].bo[k])
+					R->bos[R->nb++] = x->x[i].bo[k];
+		}
+		jobs[jj].cmd_va = w.len ? L->cmd_va + base : 0;
+		jobs[jj].cmd_size = w.len;
+		jobs[jj].bo_handles = (uintptr_t)&R->bos[b0];
+		jobs[jj].bo_count = R->nb - b0;
+		at = (base + w.len + 7) & ~7u;
+	}
+	L->at = at;
+	/* the slot now holds this layout, or something else */
+	x->slot_gen[L->slot] = pre ? x->gen : 0;
+}
+
+/* The packed form's gates: every external dependency of the launch, at
+ * most MAX_CROSS_DEPS in-fences a gate job, the gates one after the other
+ * on one queue (queue order): the last one completes after all of them.
+ * Returns the last gate's point on pp's first compute timeline. */
+static uint64_t round_gates(struct round *R, struct gpool *pp)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	struct drm_npu_sync *sy = R->sy;
+	struct tl *gtl = pp->tl[Q_COMPUTE][0];
+	unsigned f0 = R->ns, nf, g, i, k;
+	uint64_t gpt = 0;
+
+	for (k = 0; k < L->nentry; k++) {
+		sy[R->ns].handle = L->entry[k].tl->handle;
+		sy[R->ns++].point = L->entry[k].point;
+	}
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+
+		if (!R->now[i])
+			continue;
+		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
+			sy[R->ns].handle = L->evtl[i]->handle;
+			sy[R->ns++].point = L->evpt[i];
+		}
+		/* host predecessors (earlier phases) and predecessors
+		 * submitted by earlier calls: fences, at the gate */
+		for (k = 0; k < xn->npreds; k++) {
+			unsigned p = xn->preds[k];
+
+			if (R->now[p] || L->ptl[p] == pp->tl[xn->q][xn->ring])
+				continue;
+			sy[R->ns].handle = L->ptl[p]->handle;
+			sy[R->ns++].point = L->pt[p];
+		}
+	}
+	nf = R->ns - f0;
+	for (g = 0; g == 0 || g * MAX_CROSS_DEPS < nf; g++) {
+		struct drm_npu_job *gate = &R->jobs[R->nj++];
+		unsigned c = nf - g * MAX_CROSS_DEPS;
+
+		if (nf < g * MAX_CROSS_DEPS)
+			c = 0;
+		gate->queue_id = pp->queue[Q_COMPUTE][0];
+		gate->in_syncs = (uintptr_t)&sy[f0 + g * MAX_CROSS_DEPS];
+		gate->in_sync_count = c < MAX_CROSS_DEPS ? c : MAX_CROSS_DEPS;
+		gpt = ++gtl->next;
+		gate->out_syncs = (uintptr_t)&sy[R->ns];
+		sy[R->ns].handle = gtl->handle;
+		sy[R->ns++].point = gpt;
+		gate->out_sync_count = 1;
+	}
+	R->ngates = R->nj;
+	return gpt;
+}
+
+/* The packed form's chunks of ring (q, rr), cnt nodes in nch jobs at most:
+ * each waits for the gate (gtl, gpt), its nodes' edges to other rings are
+ * semaphores. A chunk signals one event: it ends after an event record. */
+static void round_chunks(struct round *R, struct gpool *pp, unsigned q,
+			 unsigned rr, unsigned cnt, unsigned nch, uint64_t gpt)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	struct drm_npu_sync *sy = R->sy;
+	struct tl *gtl = pp->tl[Q_COMPUTE][0];
+	unsigned size = (cnt + nch - 1) / nch, done_ = 0, i, k;
+	uint32_t n32 = (uint32_t)L->n, base = 0;
+	struct drm_npu_job *j = NULL;
+	struct npu_cmdw w = { 0 };
+
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+
+		if (!R->now[i] || xn->q != (int)q || xn->ring != rr)
+			continue;
+		if (!j) {
+			j = &R->jobs[R->nj++];
+			j->queue_id = pp->queue[q][rr];
+			j->in_syncs = (uintptr_t)&sy[R->ns];
+			sy[R->ns].handle = gtl->handle;
+			sy[R->ns++].point = gpt;
+			j->in_sync_count = 1;
+			j->out_syncs = (uintptr_t)&sy[R->ns];
+			sy[R->ns].handle = pp->tl[q][rr]->handle;
+			sy[R->ns++].point = ++pp->tl[q][rr]->next;
+			j->out_sync_count = 1;
+			j->bo_handles = (uintptr_t)&R->bos[R->nb];
+			base = L->at;
+			npu_cmdw_init(&w, L->cmd + base, L->cmd_va + base,
+				      x->slot_size - base);
+		}
+		for (k = 0; k < xn->nbo; k++)
+			if (j->bo_count < JOB_BOS &&
+			    (!j->bo_count || R->bos[R->nb - 1] != xn->bo[k])) {
+				R->bos[R->nb++] = xn->bo[k];
+				j->bo_count++;
+			}
+		for (k = 0; k < xn->npreds; k++) {
+			unsigned p = xn->preds[k];
+
+			if (!R->now[p] || same_queue(&x->x[p], xn))
+				continue;
+			npu_cmd_sem_wait(&w, x->sem_va + 4ull * p, n32);
+		}
+		put_traced(L, i, &w, R->tracing);
+		npu_cmd_sem_signal(&w, x->sem_va + 4ull * i, n32);
+		L->ptl[i] = pp->tl[q][rr];
+		if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+		    j->out_sync_count < 2) {
+			struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+
+			/* (one event record per chunk signals its timeline) */
+			o[1].handle = L->evtl[i]->handle;
+			o[1].point = L->evpt[i];
+			R->ns++;
+			j->out_sync_count = 2;
+		}
+		if (++done_ % size == 0 || done_ == cnt ||
+		    xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
+			struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+			unsigned m;
+
+			j->cmd_va = L->cmd_va + base;
+			j->cmd_size = w.len;
+			/* every node of the chunk is done at the chunk's
+			 * point */
+			for (m = 0; m <= i; m++)
+				if (R->now[m] && L->ptl[m] == pp->tl[q][rr] &&
+				    !L->pt[m])
+					L->pt[m] = o[0].point;
+			L->at = (base + w.len + 7) & ~7u;
+			j = NULL;
+		}
+	}
+}
+
+/* The packed form (more jobs than one SUBMIT takes): the gates, then the
+ * chunks of each ring, in proportion to its nodes. */
+static void round_build_packed(struct round *R)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	unsigned per_q[2][NPU_MAX_RINGS_LIB], budget = R->maxj - 2, q, rr, i;
+	struct gpool *pp;
+	uint64_t gpt;
+
+	memset(R->jobs, 0, JOBS_CAP(x->n) * sizeof(*R->jobs));
+	x->slot_gen[L->slot] = 0;
+	pp = packed_pool(L->dev);	/* made by npu_graph_instantiate */
+	R->used = pp;
+	gpt = round_gates(R, pp);
+	memset(per_q, 0, sizeof(per_q));
+	for (i = 0; i < x->n; i++)
+		if (R->now[i])
+			per_q[x->x[i].q][x->x[i].ring]++;
+	for (q = 0; q < 2; q++)
+		for (rr = 0; rr < NPU_MAX_RINGS_LIB; rr++) {
+			unsigned cnt = per_q[q][rr], nch;
+
+			if (!cnt)
+				continue;
+			nch = (unsigned)((uint64_t)budget * cnt / R->nready);
+			round_chunks(R, pp, q, rr, cnt, nch ? nch : 1, gpt);
+		}
+}
+
+/* When every sink is in one job of this call, that job completes after
+ * every node (each node is an ancestor of a sink, reached through packet
+ * order, queue order or an in-fence) and after the entry dependencies
+ * (through the roots): it signals the stream's point and the done point
+ * itself, and no join job is needed (a chain is then one job in all). */
+static void round_join_in_sink(struct round *R)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	struct drm_npu_job *j;
+	struct drm_npu_sync *o;
+	unsigned i;
+	int sj = -1;
+
+	for (i = 0; i < x->n && sj != -2; i++) {
+		if (!x->x[i].sink)
+			continue;
+		if (!R->now[i] || (sj >= 0 && R->job_of[i] != sj))
+			sj = -2;
+		else
+			sj = R->job_of[i];
+	}
+	if (sj < 0)
+		return;
+	j = &R->jobs[sj];
+	o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
+	o[j->out_sync_count].handle = L->s->tl->handle;
+	o[j->out_sync_count++].point = L->P;
+	o[j->out_sync_count].handle = x->done->handle;
+	o[j->out_sync_count++].point = L->n;
+	L->joined = true;
+	R->join_now = true;
+	/* The whole launch is this one job (a chain) and no later phase
+	 * refers to its nodes: the ring timeline's point is waited on by
+	 * nobody, so the job does not signal it (one syncobj point less in
+	 * the SUBMIT) and the point is given back. */
+	if (R->nj == 1 && !x->has_host && o[0].handle == L->ptl[0]->handle &&
+	    L->ptl[0]->next == o[0].point) {
+		struct tl *rt = L->ptl[0];
+
+		for (i = 0; i < x->n; i++) {
+			L->ptl[i] = L->s->tl;
+			L->pt[i] = L->P;
+		}
+		rt->next--;
+		memmove(o, o + 1, (j->out_sync_count - 1) * sizeof(*o));
+		j->out_sync_count--;
+	}
+}
+
+/* A join job on the stream's compute queue: waits for every sink (or, for
+ * an empty graph, the entry dependencies), signals the stream's point and
+ * the done point. */
+static void round_join_job(struct round *R)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	struct drm_npu_sync *sy = R->sy;
+	struct drm_npu_job *j = &R->jobs[R->nj++];
+	unsigned in0 = R->ns, i, k;
+
+	j->queue_id = L->s->queue[Q_COMPUTE];
+	for (i = 0; i < x->n; i++)
+		if (x->x[i].sink) {
+			sy[R->ns].handle = L->ptl[i]->handle;
+			sy[R->ns++].point = L->pt[i];
+		}
+	if (!x->n)
+		for (k = 0; k < L->nentry; k++) {
+			sy[R->ns].handle = L->entry[k].tl->handle;
+			sy[R->ns++].point = L->entry[k].point;
+		}
+	j->in_syncs = (uintptr_t)&sy[in0];
+	j->in_sync_count = R->ns - in0;
+	j->out_syncs = (uintptr_t)&sy[R->ns];
+	sy[R->ns].handle = L->s->tl->handle;
+	sy[R->ns++].point = L->P;
+	sy[R->ns].handle = x->done->handle;
+	sy[R->ns++].point = L->n;
+	j->out_sync_count = 2;
+	L->joined = true;
+	R->join_now = true;
+}
+
+/* One ioctl; several in order only if the driver's limit is below the
+ * smallest packing (never with the default 64). Points of jobs not
+ * queued are signalled from the host (nobody may wait forever); those
+ * queued now exist in the kernel. Returns 0 or -errno. */
+static int round_submit(struct round *R)
+{
+	struct launch *L = R->L;
+	struct npu_graph_exec *x = L->x;
+	struct device *dev = L->dev;
+	struct drm_npu_job *jobs = R->jobs;
+	/* the gates but the last go first (the rest fits one call) */
+	unsigned first = R->ngates > 1 ? R->ngates - 1 : 0, n2 = 0, c1 = 0;
+	unsigned c2 = 0, sent = 0, i, k, q;
+	int r;
+
+	r = npu_submit(dev, jobs, first, &sent, &c1);
+	if (!r) {
+		r = npu_submit(dev, jobs + first, R->nj - first, &n2, &c2);
+		sent += n2;
+	}
+	atomic_fetch_add(&st_ioctls, c1 + c2);
+	atomic_fetch_add(&st_jobs, sent);
+	for (i = sent; i < R->nj; i++) {
+		struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)jobs[i].out_syncs;
+
+		for (k = 0; k < jobs[i].out_sync_count; k++) {
+			uint64_t pt = o[k].point;
+
+			drmSyncobjTimelineSignal(dev->fd, &o[k].handle, &pt, 1);
+		}
+	}
+	for (q = 0; q < 2 && R->nj; q++)
+		for (k = 0; k < R->used->nq[q]; k++)
+			if (R->used->tl[q][k])
+				R->used->tl[q][k]->submitted = R->used->tl[q][k]->next;
+	for (i = 0; i < x->n; i++) {
+		struct xnode *xn = &x->x[i];
+
+		if (R->now[i] && xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
+		    L->evpt[i] > L->evtl[i]->submitted)
+			L->evtl[i]->submitted = L->evpt[i];
+	}
+	if (R->join_now) {
+		if (L->P > L->s->tl->submitted)
+			L->s->tl->submitted = L->P;
+		if (L->n > x->done->submitted)
+			x->done->submitted = L->n;
+	}
+	if (R->nj)
+		npu_flush_deferred(dev);
+	return r;
+}
+
 /* Submit every device node whose predecessors have all been submitted (or,
  * for host nodes, have returned), and the join once every sink is.
  *
- * Normally each chain of nodes on one queue is one job (see below) and all
- * go in one DRM_IOCTL_NPU_SUBMIT.
+ * Normally each chain of nodes on one queue is one job (round_merge) and
+ * all go in one DRM_IOCTL_NPU_SUBMIT.
  * When there are more than the driver takes in one call
  * (DRM_NPU_PARAM_MAX_JOBS), the nodes of each queue are packed into a few
  * jobs ("chunks") and edges between queues inside the launch become device
  * semaphores (SEM_SIGNAL after a node, SEM_WAIT before its successor on
  * another ring), so the launch is still one ioctl. A gate job first waits
  * for every external dependency, and every chunk waits for the gate: a
- * chunk npu_graph_reaches its ring only when nothing outside the launch can hold it
+ * chunk reaches its ring only when nothing outside the launch can hold it
  * up, and each ring runs its chunks in topological order, so the
  * semaphore waits cannot deadlock. Caller holds dev->lock. */
 static npu_status_t submit_ready(struct launch *L)
 {
 	struct npu_graph_exec *x = L->x;
 	struct device *dev = L->dev;
-	struct drm_npu_job *jobs;
-	struct drm_npu_sync *sy;
-	unsigned i, k, q, nj = 0, ns = 0, cap_s, maxj, sent = 0, nready = 0;
-	unsigned nmerged = 0, nb = 0, ngates = 0;
-	struct gpool *pp, *used = L->pool;
-	int *job_of;
-	uint32_t *bos;			/* the jobs' BO handles */
-	bool *now;			/* node submitted by this call */
-	bool all_sinks = true, tracing = npu_tracing(), chunked, join_now = false;
+	bool all_sinks = true;
+	struct round R;
+	unsigned i;
 	int r;
 
-	maxj = npu_submit_max(dev);
-	/* the exec's scratch arrays (used only within this call, which
-	 * holds dev->lock throughout), cleared as far as used */
-	jobs = x->s_jobs;
-	now = x->s_now;
-	sy = x->s_sy;
-	bos = x->s_bos;
-	job_of = x->s_job_of;
-	cap_s = sync_cap(x, L->nentry);
-	memset(jobs, 0, (x->n + 2) * sizeof(*jobs));	/* (packed: all) */
-	memset(now, 0, (x->n + 1) * sizeof(*now));
-	memset(sy, 0, cap_s * sizeof(*sy));
-	/* the ready set, in topological order */
-	for (i = 0; i < x->n; i++) {
-		struct xnode *xn = &x->x[i];
-		bool ready = !L->pt[i] && xn->type != NPU_GRAPH_NODE_HOST;
-
-		for (k = 0; k < xn->npreds && ready; k++)
-			ready = L->pt[xn->preds[k]] != 0 || now[xn->preds[k]];
-		now[i] = ready;
-		nready += ready;
-	}
-	/* One job per node, except that a node whose predecessors are all in
-	 * the open job of its queue joins that job, as long as no node of
-	 * that job has a successor on another queue (that successor would wait
-	 * for the whole job): chains collapse into one job without delaying
-	 * anybody. Packets of one command buffer run one after the other on
-	 * the ring (each completes before the next starts, see
-	 * Documentation/hw/npu.rst, "Ring protocol"), so no barrier is needed
-	 * between the merged nodes. A node that needs a fence of its own ends
-	 * the open job: an event record (its event's timeline is signalled
-	 * with the job's fence) and a node with a successor on another queue;
-	 * an event wait (an in-fence) and a root (the entry fences) start
-	 * one; host nodes are no jobs. A job also ends before its BO handles
-	 * would exceed the driver's limit. */
-	{
-		int open_j[2][NPU_MAX_RINGS_LIB];
-		unsigned open_bo[2][NPU_MAX_RINGS_LIB];
-
-		memset(open_j, 0xff, sizeof(open_j));
-		memset(open_bo, 0, sizeof(open_bo));
-		for (i = 0; i < x->n; i++) {
-			struct xnode *xn = &x->x[i];
-			int *o = &open_j[xn->q][xn->ring];
-			unsigned *ob = &open_bo[xn->q][xn->ring];
-			bool merge = *o >= 0 && xn->npreds &&
-				xn->type != NPU_GRAPH_NODE_EVENT_WAIT &&
-				*ob + xn->nbo <= JOB_BOS;
-
-			if (!now[i])
-				continue;
-			for (k = 0; k < xn->npreds && merge; k++)
-				merge = now[xn->preds[k]] && job_of[xn->preds[k]] == *o;
-			job_of[i] = merge ? *o : (int)nmerged++;
-			*o = job_of[i];
-			*ob = merge ? *ob + xn->nbo : xn->nbo;
-			if (xn->xo || xn->type == NPU_GRAPH_NODE_EVENT_RECORD)
-				*o = -1;
-		}
-	}
-	chunked = nmerged + 1 > maxj && maxj >= 4;
-	if (!chunked) {
-		/* build the jobs chosen above, then lay their packets out
-		 * contiguously */
-		uint64_t *jpt = x->s_jpt;
-		uint32_t at = L->at;
-		unsigned jj;
-		/* An untraced launch of a graph without host nodes (every
-		 * node is submitted by this one call) always lays its packets
-		 * out the same way: the slot may hold them already (see
-		 * struct npu_graph_exec); an event record node's length must
-		 * still be the one built (its event has timing or not). */
-		bool pre = !tracing && !x->has_host && !L->owned && nready == x->n;
-		bool valid = pre && x->slot_gen[L->slot] == x->gen;
-
-		for (i = 0; i < x->n && valid; i++)
-			if (x->x[i].type == NPU_GRAPH_NODE_EVENT_RECORD &&
-			    x->x[i].plen != (L->evts[i] ?
-					     sizeof(struct npu_pkt_timestamp) : 0u)) {
-				x->gen++;	/* every slot's layout is off */
-				valid = false;
-			}
-		memset(jpt, 0, (x->n + 2) * sizeof(*jpt));
-		for (i = 0; i < x->n; i++) {
-			struct xnode *xn = &x->x[i];
-			struct drm_npu_job *j;
-			uint32_t in0;
-
-			if (!now[i])
-				continue;
-			if (job_of[i] < (int)nj) {
-				j = &jobs[job_of[i]];
-			} else {
-				j = &jobs[nj++];	/* job_of[i] == nj - 1 */
-				j->queue_id = L->pool->queue[xn->q][xn->ring];
-				in0 = ns;
-				if (!xn->npreds)
-					for (k = 0; k < L->nentry; k++) {
-						sy[ns].handle = L->entry[k].tl->handle;
-						sy[ns++].point = L->entry[k].point;
-					}
-				for (k = 0; k < xn->npreds; k++) {
-					if (L->ptl[xn->preds[k]] ==
-					    L->pool->tl[xn->q][xn->ring])
-						continue;	/* queue order */
-					sy[ns].handle = L->ptl[xn->preds[k]]->handle;
-					sy[ns++].point = L->pt[xn->preds[k]];
-				}
-				if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
-					sy[ns].handle = L->evtl[i]->handle;
-					sy[ns++].point = L->evpt[i];
-				}
-				j->in_syncs = (uintptr_t)&sy[in0];
-				j->in_sync_count = ns - in0;
-				jpt[job_of[i]] = ++L->pool->tl[xn->q][xn->ring]->next;
-				j->out_syncs = (uintptr_t)&sy[ns];
-				sy[ns].handle = L->pool->tl[xn->q][xn->ring]->handle;
-				sy[ns].point = jpt[job_of[i]];
-				/* room for an event and the join's two points */
-				ns += JOB_OUTS;
-				j->out_sync_count = 1;
-			}
-			if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
-				struct drm_npu_sync *o2 = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
-
-				o2[1].handle = L->evtl[i]->handle;
-				o2[1].point = L->evpt[i];
-				j->out_sync_count = 2;
-			}
-			L->ptl[i] = L->pool->tl[xn->q][xn->ring];
-			L->pt[i] = jpt[job_of[i]];
-		}
-		for (jj = 0; jj < nj; jj++) {
-			uint32_t base = at, len = 0;
-			unsigned b0 = nb;
-
-			for (i = 0; i < x->n; i++)
-				if (now[i] && job_of[i] == (int)jj) {
-					if (valid && x->x[i].type != NPU_GRAPH_NODE_EVENT_RECORD &&
-					    !per_launch(&x->x[i])) {
-						len += x->x[i].plen;	/* prebuilt */
-					} else {
-						k = put_traced(L, i, L->cmd + base + len,
-							       L->cmd_va + base + len, tracing);
-						if (pre)
-							x->x[i].plen = k;
-						len += k;
-					}
-					/* every node's BOs stay mapped until
-					 * the job is done */
-					for (k = 0; k < x->x[i].nbo; k++)
-						if (nb == b0 || bos[nb - 1] != x->x[i].bo[k])
-							bos[nb++] = x->x[i].bo[k];
-				}
-			jobs[jj].cmd_va = len ? L->cmd_va + base : 0;
-			jobs[jj].cmd_size = len;
-			jobs[jj].bo_handles = (uintptr_t)&bos[b0];
-			jobs[jj].bo_count = nb - b0;
-			at = (base + len + 7) & ~7u;
-		}
-		L->at = at;
-		/* the slot now holds this layout, or something else */
-		x->slot_gen[L->slot] = pre ? x->gen : 0;
-	} else {
-		memset(jobs, 0, JOBS_CAP(x->n) * sizeof(*jobs));
-		x->slot_gen[L->slot] = 0;
-		pp = packed_pool(dev);	/* made by npu_graph_instantiate */
-		used = pp;
-		/* gates: every external dependency of the launch, at most
-		 * MAX_CROSS_DEPS in-fences a gate job, the gates one after the
-		 * other on one queue (queue order): the last one completes
-		 * after all of them */
-		struct tl *gtl = pp->tl[Q_COMPUTE][0];
-		uint64_t gpt = 0;
-		unsigned per_q[2][NPU_MAX_RINGS_LIB], budget = maxj - 2, rr;
-		unsigned f0 = ns, nf, g;
-		uint32_t at = L->at;
-		uint32_t n32 = (uint32_t)L->n;
-
-		for (k = 0; k < L->nentry; k++) {
-			sy[ns].handle = L->entry[k].tl->handle;
-			sy[ns++].point = L->entry[k].point;
-		}
-		for (i = 0; i < x->n; i++) {
-			struct xnode *xn = &x->x[i];
-
-			if (!now[i])
-				continue;
-			if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && L->evpt[i]) {
-				sy[ns].handle = L->evtl[i]->handle;
-				sy[ns++].point = L->evpt[i];
-			}
-			/* host predecessors (earlier phases) and predecessors
-			 * submitted by earlier calls: fences, at the gate */
-			for (k = 0; k < xn->npreds; k++) {
-				unsigned p = xn->preds[k];
-
-				if (now[p] || L->ptl[p] == pp->tl[xn->q][xn->ring])
-					continue;
-				sy[ns].handle = L->ptl[p]->handle;
-				sy[ns++].point = L->pt[p];
-			}
-		}
-		nf = ns - f0;
-		for (g = 0; g == 0 || g * MAX_CROSS_DEPS < nf; g++) {
-			struct drm_npu_job *gate = &jobs[nj++];
-			unsigned c = nf - g * MAX_CROSS_DEPS;
-
-			if (nf < g * MAX_CROSS_DEPS)
-				c = 0;
-			gate->queue_id = pp->queue[Q_COMPUTE][0];
-			gate->in_syncs = (uintptr_t)&sy[f0 + g * MAX_CROSS_DEPS];
-			gate->in_sync_count = c < MAX_CROSS_DEPS ? c : MAX_CROSS_DEPS;
-			gpt = ++gtl->next;
-			gate->out_syncs = (uintptr_t)&sy[ns];
-			sy[ns].handle = gtl->handle;
-			sy[ns++].point = gpt;
-			gate->out_sync_count = 1;
-		}
-		ngates = nj;
-		/* chunks per queue, in proportion to its nodes */
-		memset(per_q, 0, sizeof(per_q));
-		for (i = 0; i < x->n; i++)
-			if (now[i])
-				per_q[x->x[i].q][x->x[i].ring]++;
-		for (q = 0; q < 2; q++)
-			for (rr = 0; rr < NPU_MAX_RINGS_LIB; rr++) {
-				unsigned cnt = per_q[q][rr], nch, size, done_ = 0;
-				struct drm_npu_job *j = NULL;
-				uint32_t len = 0, base = 0;
-
-				if (!cnt)
-					continue;
-				nch = (unsigned)((uint64_t)budget * cnt / nready);
-				if (!nch)
-					nch = 1;
-				size = (cnt + nch - 1) / nch;
-				for (i = 0; i < x->n; i++) {
-					struct xnode *xn = &x->x[i];
-					uint8_t *c;
-					uint64_t cva;
-
-					if (!now[i] || xn->q != (int)q || xn->ring != rr)
-						continue;
-					if (!j) {
-						j = &jobs[nj++];
-						j->queue_id = pp->queue[q][rr];
-						j->in_syncs = (uintptr_t)&sy[ns];
-						sy[ns].handle = gtl->handle;
-						sy[ns++].point = gpt;
-						j->in_sync_count = 1;
-						j->out_syncs = (uintptr_t)&sy[ns];
-						sy[ns].handle = pp->tl[q][rr]->handle;
-						sy[ns++].point = ++pp->tl[q][rr]->next;
-						j->out_sync_count = 1;
-						j->bo_handles = (uintptr_t)&bos[nb];
-						base = at;
-						len = 0;
-					}
-					for (k = 0; k < xn->nbo; k++)
-						if (j->bo_count < JOB_BOS &&
-						    (!j->bo_count || bos[nb - 1] != xn->bo[k])) {
-							bos[nb++] = xn->bo[k];
-							j->bo_count++;
-						}
-					c = L->cmd + base + len;
-					cva = L->cmd_va + base + len;
-					for (k = 0; k < xn->npreds; k++) {
-						unsigned p = xn->preds[k];
-
-						if (!now[p] || same_queue(&x->x[p], xn))
-							continue;
-						put_sem(c, NPU_OP_SEM_WAIT, n32,
-							x->sem_va + 4ull * p);
-						c += 16;
-						cva += 16;
-						len += 16;
-					}
-					k = put_traced(L, i, c, cva, tracing);
-					len += k;
-					put_sem(c + k, NPU_OP_SEM_SIGNAL, n32,
-						x->sem_va + 4ull * i);
-					len += 16;
-					L->ptl[i] = pp->tl[q][rr];
-					if (xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
-					    j->out_sync_count < 2) {
-						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
-
-						/* (one event record per chunk
-						 * signals its timeline) */
-						o[1].handle = L->evtl[i]->handle;
-						o[1].point = L->evpt[i];
-						ns++;
-						j->out_sync_count = 2;
-					}
-					/* a chunk signals one event: end it after
-					 * an event record */
-					if (++done_ % size == 0 || done_ == cnt ||
-					    xn->type == NPU_GRAPH_NODE_EVENT_RECORD) {
-						struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
-						unsigned m;
-
-						j->cmd_va = L->cmd_va + base;
-						j->cmd_size = len;
-						/* every node of the chunk is done
-						 * at the chunk's point */
-						for (m = 0; m <= i; m++)
-							if (now[m] && L->ptl[m] == pp->tl[q][rr] &&
-							    !L->pt[m])
-								L->pt[m] = o[0].point;
-						at = (base + len + 7) & ~7u;
-						j = NULL;
-					}
-				}
-			}
-		L->at = at;
-	}
+	round_start(&R, L);
+	round_merge(&R);
+	R.chunked = R.nmerged + 1 > R.maxj && R.maxj >= 4;
+	if (!R.chunked)
+		round_build_merged(&R);
+	else
+		round_build_packed(&R);
 	for (i = 0; i < x->n; i++)
 		if (x->x[i].sink && !L->pt[i])
 			all_sinks = false;
-	/* When every sink is in one job of this call, that job completes
-	 * after every node (each node is an ancestor of a sink, reached
-	 * through packet order, queue order or an in-fence) and after the
-	 * entry dependencies (through the roots): it signals the stream's
-	 * point and the done point itself, and no join job is needed (a
-	 * chain is then one job in all). */
-	if (all_sinks && !L->joined && !chunked && x->n) {
-		int sj = -1;
-
-		for (i = 0; i < x->n && sj != -2; i++) {
-			if (!x->x[i].sink)
-				continue;
-			if (!now[i] || (sj >= 0 && job_of[i] != sj))
-				sj = -2;
-			else
-				sj = job_of[i];
-		}
-		if (sj >= 0) {
-			struct drm_npu_job *j = &jobs[sj];
-			struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)j->out_syncs;
-
-			o[j->out_sync_count].handle = L->s->tl->handle;
-			o[j->out_sync_count++].point = L->P;
-			o[j->out_sync_count].handle = x->done->handle;
-			o[j->out_sync_count++].point = L->n;
-			L->joined = true;
-			join_now = true;
-			/* The whole launch is this one job (a chain) and no
-			 * later phase refers to its nodes: the ring
-			 * timeline's point is waited on by nobody, so the
-			 * job does not signal it (one syncobj point less in
-			 * the SUBMIT) and the point is given back. */
-			if (nj == 1 && !x->has_host && o[0].handle == L->ptl[0]->handle &&
-			    L->ptl[0]->next == o[0].point) {
-				struct tl *rt = L->ptl[0];
-
-				for (i = 0; i < x->n; i++) {
-					L->ptl[i] = L->s->tl;
-					L->pt[i] = L->P;
-				}
-				rt->next--;
-				memmove(o, o + 1, (j->out_sync_count - 1) * sizeof(*o));
-				j->out_sync_count--;
-			}
-		}
-	}
-	if (all_sinks && !L->joined) {
-		struct drm_npu_job *j = &jobs[nj++];
-		unsigned in0 = ns;
-
-		j->queue_id = L->s->queue[Q_COMPUTE];
-		for (i = 0; i < x->n; i++)
-			if (x->x[i].sink) {
-				sy[ns].handle = L->ptl[i]->handle;
-				sy[ns++].point = L->pt[i];
-			}
-		if (!x->n)
-			for (k = 0; k < L->nentry; k++) {
-				sy[ns].handle = L->entry[k].tl->handle;
-				sy[ns++].point = L->entry[k].point;
-			}
-		j->in_syncs = (uintptr_t)&sy[in0];
-		j->in_sync_count = ns - in0;
-		j->out_syncs = (uintptr_t)&sy[ns];
-		sy[ns].handle = L->s->tl->handle;
-		sy[ns++].point = L->P;
-		sy[ns].handle = x->done->handle;
-		sy[ns++].point = L->n;
-		j->out_sync_count = 2;
-		L->joined = true;
-		join_now = true;
-	}
-	/* one ioctl; several in order only if the driver's limit is below the
-	 * smallest packing (never with the default 64) */
-	{
-		/* the gates but the last go first (the rest fits one call) */
-		unsigned first = ngates > 1 ? ngates - 1 : 0, n2 = 0, c1 = 0, c2 = 0;
-
-		r = npu_submit(dev, jobs, first, &sent, &c1);
-		if (!r) {
-			r = npu_submit(dev, jobs + first, nj - first, &n2, &c2);
-			sent += n2;
-		}
-		atomic_fetch_add(&st_ioctls, c1 + c2);
-		atomic_fetch_add(&st_jobs, sent);
-	}
-	for (i = 0; i < nj; i++) {
-		struct drm_npu_sync *o = (struct drm_npu_sync *)(uintptr_t)jobs[i].out_syncs;
-
-		for (k = 0; k < jobs[i].out_sync_count; k++) {
-			uint64_t pt = o[k].point;
-
-			if (i >= sent)	/* not queued: nobody may wait forever */
-				drmSyncobjTimelineSignal(dev->fd, &o[k].handle,
-							 &pt, 1);
-		}
-	}
-	/* the points now exist in the kernel */
-	for (q = 0; q < 2 && nj; q++)
-		for (k = 0; k < used->nq[q]; k++)
-			if (used->tl[q][k])
-				used->tl[q][k]->submitted = used->tl[q][k]->next;
-	for (i = 0; i < x->n; i++) {
-		struct xnode *xn = &x->x[i];
-
-		if (now[i] && xn->type == NPU_GRAPH_NODE_EVENT_RECORD &&
-		    L->evpt[i] > L->evtl[i]->submitted)
-			L->evtl[i]->submitted = L->evpt[i];
-	}
-	if (join_now) {
-		if (L->P > L->s->tl->submitted)
-			L->s->tl->submitted = L->P;
-		if (L->n > x->done->submitted)
-			x->done->submitted = L->n;
-	}
-	if (nj)
-		npu_flush_deferred(dev);
+	if (all_sinks && !L->joined && !R.chunked && x->n)
+		round_join_in_sink(&R);
+	if (all_sinks && !L->joined)
+		round_join_job(&R);
+	r = round_submit(&R);
 	if (r) {
 		if (!dev->sticky) {
 			dev->sticky = NPU_ERROR_LAUNCH_FAILURE;

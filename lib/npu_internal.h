@@ -6,7 +6,7 @@
  * stream, event, timeline, allocation table and the deferred-job list of
  * the device. It is held while a job is built and submitted (one ioctl) and
  * never while waiting for the device. Handle validation uses a separate
- * registry lock (npu_core.c).
+ * registry lock (npu_handle.c).
  *
  * Ordering model: every stream and every event owns a *timeline* (a DRM
  * timeline syncobj). Each job a stream submits signals the next point of
@@ -211,7 +211,7 @@ struct device {
 	struct djob *free_djobs;	/* recycled, so enqueue never mallocs */
 	unsigned nfree_djobs;		/* ... at most CMD_INFLIGHT kept: a
 					 * burst's jobs go back to malloc */
-	/* batched submission (see npu_core.c) */
+	/* batched submission (see npu_batch.c) */
 	bool batch;			/* jobs go through the submit thread */
 	uint64_t spin_ns;		/* how long a stream wait watches the
 					 * completion word before it blocks

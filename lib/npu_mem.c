@@ -644,34 +644,8 @@ static void staging_put(struct staging *b, struct tl *t, uint64_t point)
 }
 
 /* ------------------------------------------------------------------------
- * Copy packets
+ * Copy jobs
  */
-static void put_copy(struct jobctx *jc, uint64_t src, uint64_t dst, uint64_t n)
-{
-	struct npu_pkt_copy *c = npu_job_put(jc, sizeof(*c));
-
-	c->header = NPU_PKT_HDR(NPU_OP_COPY, 0, 8);
-	c->reserved = 0;
-	c->src = src;
-	c->dst = dst;
-	c->size = n;
-}
-
-/* Data inline in the command buffer, inside a NOP; returns its VA. */
-static uint64_t put_inline(struct jobctx *jc, const void *data, uint32_t n)
-{
-	uint32_t dw = 2 + (n + 3) / 4;
-	uint32_t *p;
-
-	dw += dw & 1;		/* keep later packets' 64-bit fields aligned */
-	p = npu_job_put(jc, dw * 4);
-
-	p[0] = NPU_PKT_HDR(NPU_OP_NOP, 0, dw);
-	p[1] = 0;
-	memcpy(&p[2], data, n);
-	return jc->s->cmd_va + jc->off + (uint32_t)((uint8_t *)&p[2] - jc->cmd);
-}
-
 static void add_bo(struct jobctx *jc, const struct loc *l)
 {
 	if (l->kind != LOC_PAGEABLE && jc->nbo < 2 &&
@@ -685,11 +659,11 @@ static npu_status_t copy_job(struct device *dev, struct npu_stream *s,
 			     uint64_t n, uint64_t *point)
 {
 	struct jobctx jc;
-	npu_status_t st = npu_job_begin(dev, s, sizeof(struct npu_pkt_copy), &jc);
+	npu_status_t st = npu_job_begin(dev, s, NPU_CMD_COPY_BYTES, &jc);
 
 	if (st)
 		return st;
-	put_copy(&jc, sr->va, d->va, n);
+	npu_cmd_copy(&jc.w, sr->va, d->va, n);
 	add_bo(&jc, d);
 	add_bo(&jc, sr);
 	return npu_job_submit(dev, &jc, Q_COPY, NULL, 0, point);
@@ -766,11 +740,14 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 		if (n <= INLINE_COPY_MAX) {
 			struct jobctx jc;
 
-			st = npu_job_begin(dev, s, 20 + (uint32_t)n +
-					   sizeof(struct npu_pkt_copy), &jc);
+			uint64_t iva;
+
+			st = npu_job_begin(dev, s, NPU_CMD_INLINE_BYTES((uint32_t)n) +
+					   NPU_CMD_COPY_BYTES, &jc);
 			if (st)
 				return st;
-			put_copy(&jc, put_inline(&jc, src, (uint32_t)n), dl.va, n);
+			if (!npu_cmd_inline(&jc.w, src, (uint32_t)n, &iva))
+				npu_cmd_copy(&jc.w, iva, dl.va, n);
 			add_bo(&jc, &dl);
 			st = npu_job_submit(dev, &jc, Q_COPY, NULL, 0, &point);
 		} else {
@@ -886,9 +863,6 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	struct npu_stream *s;
 	struct jobctx jc;
 	struct loc l;
-	uint8_t bytes[4];
-	uint32_t pattern;
-	uint64_t va, head, body, tail;
 	npu_status_t st;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
@@ -900,8 +874,6 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
-	memset(bytes, value & 0xff, 4);
-	memcpy(&pattern, bytes, 4);
 	pthread_mutex_lock(&dev->lock);
 	st = classify(dev, devptr, n, 1, &l, "destination");
 	if (st)
@@ -912,29 +884,10 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	}
 	if (!n)
 		goto out;
-	va = l.va;
-	head = (4 - (va & 3)) & 3;
-	if (head > n)
-		head = n;
-	body = (n - head) & ~3ull;
-	tail = n - head - body;
-	st = npu_job_begin(dev, s, 2 * (20 + sizeof(struct npu_pkt_copy)) +
-			   sizeof(struct npu_pkt_fill), &jc);
+	st = npu_job_begin(dev, s, NPU_CMD_MEMSET_BYTES, &jc);
 	if (st)
 		goto out;
-	if (head)
-		put_copy(&jc, put_inline(&jc, bytes, (uint32_t)head), va, head);
-	if (body) {
-		struct npu_pkt_fill *f = npu_job_put(&jc, sizeof(*f));
-
-		f->header = NPU_PKT_HDR(NPU_OP_FILL, 0, 6);
-		f->value = pattern;
-		f->dst = va + head;
-		f->size = body;
-	}
-	if (tail)
-		put_copy(&jc, put_inline(&jc, bytes, (uint32_t)tail),
-			 va + head + body, tail);
+	npu_cmd_memset(&jc.w, l.va, (uint8_t)value, n);
 	add_bo(&jc, &l);
 	st = npu_job_submit(dev, &jc, Q_COPY, NULL, 0, NULL);
 	if (!st && sync)
@@ -966,7 +919,6 @@ static npu_status_t value_op(npu_stream_t stream, uint32_t *addr,
 {
 	struct device *dev;
 	struct npu_stream *s;
-	struct npu_pkt_sem *p;
 	struct jobctx jc;
 	struct loc l;
 	npu_status_t st;
@@ -991,12 +943,12 @@ static npu_status_t value_op(npu_stream_t stream, uint32_t *addr,
 	if (!st && dev->sticky)
 		st = npu_fail_sticky(dev, dev->sticky);
 	if (!st)
-		st = npu_job_begin(dev, s, sizeof(*p), &jc);
+		st = npu_job_begin(dev, s, NPU_CMD_SEM_BYTES, &jc);
 	if (!st) {
-		p = npu_job_put(&jc, sizeof(*p));
-		p->header = NPU_PKT_HDR(op, 0, 4);
-		p->value = value;
-		p->addr = l.va;
+		if (op == NPU_OP_SEM_WAIT)
+			npu_cmd_sem_wait(&jc.w, l.va, value);
+		else
+			npu_cmd_sem_signal(&jc.w, l.va, value);
 		add_bo(&jc, &l);
 		st = npu_job_submit(dev, &jc, s->last_queue == Q_NONE ?
 				    Q_COMPUTE : s->last_queue, NULL, 0, NULL);
@@ -1026,7 +978,7 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 	const struct npu_kinfo *k = npu_kernel_find((uint32_t)kernel);
 	struct device *dev;
 	struct npu_stream *s;
-	struct npu_pkt_launch *p;
+	const uint32_t g[3] = { grid.x, grid.y, grid.z };
 	struct jobctx jc;
 	npu_status_t st;
 
@@ -1060,18 +1012,10 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 		st = npu_fail_sticky(dev, dev->sticky);
 		goto out;
 	}
-	st = npu_job_begin(dev, s, sizeof(*p) + 8 * nargs, &jc);
+	st = npu_job_begin(dev, s, NPU_CMD_LAUNCH_BYTES(nargs), &jc);
 	if (st)
 		goto out;
-	p = npu_job_put(&jc, sizeof(*p) + 8 * nargs);
-	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * nargs);
-	p->kernel = k->id;
-	p->grid[0] = grid.x;
-	p->grid[1] = grid.y;
-	p->grid[2] = grid.z;
-	p->nargs = nargs;
-	if (nargs)
-		memcpy(p->args, args, 8 * nargs);
+	npu_cmd_launch(&jc.w, k->id, g, args, nargs);
 	jc.kernel = k->id + 1;
 	st = npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, NULL);
 	if (st)

@@ -676,19 +676,14 @@ static npu_status_t load(npu_module_t *out, const void *image, size_t size,
 	m->dev = dev;
 	for (unsigned i = 0; i < m->nfuncs; i++) {
 		struct npu_function *f = &m->funcs[i];
-		struct npu_pkt_launch_code_short *t = &f->packet;
 
 		f->entry = m->base + f->entry_off;
 		f->scratch_room = dev->prop.unit_scratch_bytes -
 				  f->desc.scratch_bytes;
 		f->dev = dev;
 		f->uses_printf = m->uses_printf;
-		memset(t, 0, sizeof(*t));
-		t->header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE_SHORT, 0,
-					NPU_PKT_LAUNCH_CODE_SHORT_DW +
-					2 * f->desc.nargs);
-		t->entry = f->entry;
-		t->stack_bytes = f->stack_bytes;
+		npu_cmd_short_template(&f->packet, f->entry, f->desc.nargs,
+				       f->stack_bytes);
 	}
 	pthread_mutex_lock(&mod_lock);
 	m->next = modules;

@@ -171,66 +171,25 @@ npu_ukernel_prepare(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	return NPU_SUCCESS;
 }
 
-/* Write f's LAUNCH_CODE_SHORT packet at cmd (8-aligned: command buffers
- * are built in place) but its arguments. */
-static inline __attribute__((always_inline)) struct npu_pkt_launch_code_short *
-npu_ukernel_short(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
-		  npu_dim3 block, uint64_t scratch_bytes)
-{
-	struct npu_pkt_launch_code_short *p = (void *)cmd;
-
-	/* field by field: a whole-struct copy becomes a rep movs, slow under
-	 * TCG */
-	memcpy(p, &f->packet, offsetof(struct npu_pkt_launch_code_short, grid));
-	p->grid[0] = grid.x;
-	p->grid[1] = grid.y;
-	p->grid[2] = grid.z;
-	p->block[0] = block.x;
-	p->block[1] = block.y;
-	p->block[2] = block.z;
-	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
-	p->stack_bytes = f->packet.stack_bytes;
-	return p;
-}
-
-/* Write f's full LAUNCH_CODE packet at cmd but its arguments, with extra's
- * printf, statistics and trace fields. */
-static inline __attribute__((always_inline)) struct npu_pkt_launch_code *
-npu_ukernel_head(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
-		 npu_dim3 block, uint64_t scratch_bytes,
-		 const struct npu_pkt_launch_code *extra)
-{
-	struct npu_pkt_launch_code *p = (void *)cmd;
-
-	*p = *extra;
-	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH_CODE, 0,
-				NPU_PKT_LAUNCH_CODE_DW + 2 * f->desc.nargs);
-	p->entry = f->entry;
-	p->grid[0] = grid.x;
-	p->grid[1] = grid.y;
-	p->grid[2] = grid.z;
-	p->block[0] = block.x;
-	p->block[1] = block.y;
-	p->block[2] = block.z;
-	p->scratch_bytes = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
-	p->stack_bytes = f->stack_bytes;
-	p->nargs = f->desc.nargs;
-	p->reserved = 0;
-	return p;
-}
-
-/* The whole full packet, with arguments packed in words; returns its
- * bytes. */
-static inline __attribute__((always_inline)) uint32_t
-npu_ukernel_packet(uint8_t *cmd, npu_function_t f, npu_dim3 grid,
+/* Write f's launch packet with its arguments packed in words (the full
+ * LAUNCH_CODE with extra's printf, statistics and trace fields) with w
+ * (npu_cmd.h). Returns 0 or -ENOSPC. */
+static inline __attribute__((always_inline)) int
+npu_ukernel_packet(struct npu_cmdw *w, npu_function_t f, npu_dim3 grid,
 		   npu_dim3 block, uint64_t scratch_bytes, const uint64_t *words,
 		   const struct npu_pkt_launch_code *extra)
 {
-	struct npu_pkt_launch_code *p = npu_ukernel_head(cmd, f, grid, block,
-							 scratch_bytes, extra);
+	const uint32_t g[3] = { grid.x, grid.y, grid.z };
+	const uint32_t b[3] = { block.x, block.y, block.z };
+	uint64_t *a = npu_cmd_launch_code(w, extra, f->entry, f->desc.nargs, g, b,
+					  (uint32_t)(f->desc.scratch_bytes +
+						     scratch_bytes),
+					  f->stack_bytes);
 
-	memcpy(p->args, words, 8 * f->desc.nargs);
-	return (uint32_t)(sizeof(*p) + 8 * f->desc.nargs);
+	if (!a)
+		return -ENOSPC;
+	memcpy(a, words, 8 * f->desc.nargs);
+	return 0;
 }
 
 /* Queue a launch checked by npu_ukernel_config as one job on s's compute
@@ -245,8 +204,11 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 {
 	unsigned nargs = f->desc.nargs, i;
 	uint32_t log2 = f->arg_log2;
-	uint32_t bytes = (extra ? sizeof(struct npu_pkt_launch_code) :
-			  sizeof(struct npu_pkt_launch_code_short)) + 8 * nargs;
+	uint32_t bytes = extra ? NPU_CMD_LAUNCH_CODE_BYTES(nargs) :
+			 NPU_CMD_LAUNCH_CODE_SHORT_BYTES(nargs);
+	const uint32_t g[3] = { grid.x, grid.y, grid.z };
+	const uint32_t b[3] = { block.x, block.y, block.z };
+	uint32_t scratch = (uint32_t)(f->desc.scratch_bytes + scratch_bytes);
 	uint64_t *words;
 	struct jobctx jc;
 	npu_status_t st = npu_job_begin(dev, s, bytes, &jc);
@@ -255,11 +217,15 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 		return st;
 	jc.entry = f->entry;	/* a fault names the launched kernel */
 	if (extra)
-		words = npu_ukernel_head(npu_job_put(&jc, bytes), f, grid,
-					 block, scratch_bytes, extra)->args;
+		words = npu_cmd_launch_code(&jc.w, extra, f->entry, nargs, g, b,
+					    scratch, f->stack_bytes);
 	else
-		words = npu_ukernel_short(npu_job_put(&jc, bytes), f, grid,
-					  block, scratch_bytes)->args;
+		words = npu_cmd_launch_code_short(&jc.w, &f->packet, g, b,
+						  scratch);
+	if (__builtin_expect(!words, 0)) {	/* npu_job_begin made room */
+		npu_job_abort(&jc);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "command buffer full");
+	}
 	/* the arguments are checked as they are packed: one pass */
 	for (i = 0; i < nargs; i++, log2 >>= 2) {
 		const void *a = args[i];

@@ -5,7 +5,7 @@
  * gets a buffer from a pool of pinned memory; when a
  * synchronize or a query sees the launch complete, its records are
  * formatted here, launches in submission order, and queued as text
- * (npu_printf_queue, npu_core.c); the text is written to stdout by
+ * (npu_printf_queue, npu_outq.c); the text is written to stdout by
  * npu_printf_output() once dev->lock is dropped, so a stdout nobody reads blocks only the thread writing it. A
  * full buffer drops records and the device counts them; the count is
  * reported on stderr. Nothing grows: with every buffer in use, a launch

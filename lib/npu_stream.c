@@ -1083,20 +1083,15 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 	st = npu_event_prepare_record(dev, e, &rec);
 	if (st)
 		goto out;
-	st = npu_job_begin(dev, s, rec.ts_index >= 0 ?
-			   sizeof(struct npu_pkt_timestamp) : 0, &jc);
+	st = npu_job_begin(dev, s, rec.ts_index >= 0 ? NPU_CMD_TS_BYTES : 0,
+			   &jc);
 	if (st) {
 		npu_event_end_record(dev, e, &rec, false);
 		goto out;
 	}
 	gen = rec.tl->next + 1;
-	if (rec.ts_index >= 0) {
-		struct npu_pkt_timestamp *p = npu_job_put(&jc, sizeof(*p));
-
-		p->header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4);
-		p->reserved = 0;
-		p->dst = npu_event_ts_va(dev, rec.ts_index);
-	}
+	if (rec.ts_index >= 0)
+		npu_cmd_timestamp(&jc.w, npu_event_ts_va(dev, rec.ts_index));
 	queue = s->last_queue == Q_NONE ? Q_COMPUTE : s->last_queue;
 	st = npu_job_submit(dev, &jc, queue, rec.tl, gen, NULL);
 	npu_event_end_record(dev, e, &rec, !st);

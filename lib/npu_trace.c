@@ -186,16 +186,6 @@ out:
 	return slot;
 }
 
-static void put_ts(uint8_t *at, uint64_t va)
-{
-	struct npu_pkt_timestamp p;
-
-	p.header = NPU_PKT_HDR(NPU_OP_TIMESTAMP, 0, 4);
-	p.reserved = 0;
-	p.dst = va;
-	memcpy(at, &p, sizeof(p));
-}
-
 static void trace_job_begin(struct device *dev, struct jobctx *jc)
 {
 	uint64_t va;
@@ -203,7 +193,7 @@ static void trace_job_begin(struct device *dev, struct jobctx *jc)
 
 	if (!slot)
 		return;
-	put_ts(npu_job_put(jc, 16), va);
+	npu_cmd_timestamp(&jc->w, va);
 	jc->trace = slot;
 }
 
@@ -305,14 +295,15 @@ static void trace_job_end(struct device *dev, struct jobctx *jc, int queue)
 
 	if (queue != Q_COMPUTE && queue != Q_COPY)
 		return;
-	npu_trace_fill(dev, jc->trace, jc->cmd + 16, jc->len - 16,
+	npu_trace_fill(dev, jc->trace, jc->w.buf + NPU_CMD_TS_BYTES,
+		       jc->w.len - NPU_CMD_TS_BYTES,
 		       npu_ring_global(dev, queue, jc->s->ring[queue]), jc->s,
 		       false);
 	pthread_mutex_lock(&tlock);
 	d = tdev_index(dev, false);
 	pthread_mutex_unlock(&tlock);
 	if (d >= 0)
-		put_ts(npu_job_put(jc, 16), tdev[d].va + 16ull * (jc->trace - 1) + 8);
+		npu_cmd_timestamp(&jc->w, tdev[d].va + 16ull * (jc->trace - 1) + 8);
 }
 
 static void trace_event_record(struct npu_event *e, struct npu_stream *s)

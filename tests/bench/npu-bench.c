@@ -1150,6 +1150,10 @@ static int bench_curve_graphs(void)
 	struct json_object *ci, *cl, *pi[2], *pl[2];
 	static const char *nm[2] = { "chain", "fan-out" };
 	double big = 0;
+	/* instantiate cost per node of the chains of 100, 1,000 and 4,000
+	 * nodes */
+	double per[3][MAX_TRIALS];
+	int nper[3] = { 0, 0, 0 };
 
 	if (!have_graphs() || !npu_graph_create || !npu_graph_add_kernel_node ||
 	    !npu_graph_add_empty_node) {
@@ -1181,7 +1185,7 @@ static int bench_curve_graphs(void)
 			double vi[MAX_TRIALS], vl[MAX_TRIALS], p0 = now_us();
 
 			n = ns[k];
-			while (f && fan_nodes(n) > NPU_GRAPH_MAX_NODES)
+			while (f && fan_nodes(n) > (int)NPU_GRAPH_MAX_NODES)
 				n -= 8;	/* root + n + joins within the limit */
 			if (n != ns[k]) {
 				char why[160];
@@ -1189,7 +1193,7 @@ static int bench_curve_graphs(void)
 				snprintf(why, sizeof(why), "the fan-out point of %d is %d kernel "
 					 "nodes: with its root and %d join nodes that is the most "
 					 "a graph holds (%d)", ns[k], n, fan_nodes(n) - n - 1,
-					 NPU_GRAPH_MAX_NODES);
+					 (int)NPU_GRAPH_MAX_NODES);
 				curve_note("curve_graph_fan_out", why);
 			}
 
@@ -1203,6 +1207,11 @@ static int bench_curve_graphs(void)
 				t0 = now_us();
 				CK(npu_graph_instantiate(&ex, g, 0));
 				vi[t] = now_us() - t0;
+				if (!f && (n == 100 || n == 1000 || n == 4000)) {
+					int w = n == 100 ? 0 : n == 1000 ? 1 : 2;
+
+					per[w][nper[w]++] = vi[t] / n;
+				}
 				CK(npu_graph_launch(ex, s[0]));	/* warm-up */
 				CK(npu_stream_synchronize(s[0]));
 				t0 = now_us();
@@ -1219,6 +1228,25 @@ static int bench_curve_graphs(void)
 			curve_point(pi[f], nm[f], n, stats(vi, nt).med);
 			curve_point(pl[f], nm[f], n, stats(vl, nt).med);
 		}
+	}
+	if (nper[0])
+		emit("graph_instantiate_us_per_node_100", stats(per[0], nper[0]), "us",
+		     "npu_graph_instantiate of a chain of 100 NOP kernel nodes, per node");
+	else
+		emit_null("graph_instantiate_us_per_node_100", "the 100-node points were left out");
+	/* The growth is taken from 1,000 nodes on: at 100 the fixed costs
+	 * (queues, buffers) still weigh on the cost per node, and under TCG a
+	 * working set of megabytes costs more per byte than one of kilobytes
+	 * (its software TLB), so 100 to 1,000 grows even when the work per
+	 * node does not. */
+	if (nper[2] == nper[1] && nper[1]) {
+		emit("graph_instantiate_us_per_node_4000", stats(per[2], nper[2]), "us",
+		     "the same for a chain of 4,000 nodes");
+		emit_ratio("graph_instantiate_growth", per[2], per[1], nper[1],
+			   "per-node cost at 4,000 nodes / at 1,000 (1: linear)");
+	} else {
+		emit_null("graph_instantiate_us_per_node_4000", "the 4,000-node points were left out");
+		emit_null("graph_instantiate_growth", "the 4,000-node points were left out");
 	}
 	tap(1, "curve: graph instantiate and launch, chain and fan-out");
 	return 0;

@@ -26,7 +26,19 @@ import sys
 
 LAYERS = [
     "npu_json",      # JSON string escaping
-    "npu_core",      # errors, handles, devices, timelines, submission, host BOs, kernel table
+    "npu_cmd",       # the command writer: every packet of include/npu_hw.h
+    "npu_error",     # per-thread errors, status strings, device loss
+    "npu_outq",      # device printf text waiting for stdout
+    "npu_builtin",   # the built-in kernels' table
+    "npu_handle",    # handle registry of streams and events
+    "npu_thread",    # helper threads, stopping them at teardown
+    "npu_device",    # enumeration, opening, properties, current device
+    "npu_timeline",  # timelines, completion words, syncobj waits
+    "npu_fault",     # failed jobs to sticky errors
+    "npu_queue",     # kernel queues, the SUBMIT ioctl
+    "npu_batch",     # direct and deferred submission, the submit thread
+    "npu_wait",      # waits on a point: spin on the word, then sleep
+    "npu_job",       # jobs in a stream's command ring, legacy-stream rules
     "npu_stream",    # streams, events, host functions
     "npu_mem",       # allocations, copies, fills, launch of built-in kernels
     "npu_module",    # code objects

@@ -1795,6 +1795,58 @@ static void test_failed_first_submit(void)
 	npu_free(d);
 }
 
+/* More nodes than the 4,096 graphs were once limited to: a memset, a
+ * chain of NOP kernels, then y += x; instantiated and launched. */
+static void test_huge_chain(void)
+{
+	const int len = 5000;
+	npu_graph_node_t prev = NULL, n;
+	npu_graph_exec_t x;
+	npu_stream_t s;
+	npu_graph_t g;
+	npu_status_t st;
+	int i;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_graph_create(&g, 0));
+	st = npu_graph_add_memset_node(&prev, g, NULL, 0, dy, 0, N * 4);
+	for (i = 1; i < len - 1 && !st; i++) {
+		npu_kernel_node_params p;
+
+		memset(&p, 0, sizeof(p));
+		p.kernel = NPU_K_NOP;
+		p.grid = npu_grid(1, 1, 1);
+		st = npu_graph_add_kernel_node(&n, g, &prev, 1, &p);
+		prev = n;
+	}
+	if (!st) {
+		npu_kernel_node_params p = kscale(dx, dy, 1.0f, 1);
+
+		p.kernel = NPU_K_SAXPY_F32;	/* y += 1 * x */
+		st = npu_graph_add_kernel_node(&n, g, &prev, 1, &p);
+	}
+	tap_ok(st == NPU_SUCCESS, "a graph of %d nodes can be built (%s)", len,
+	       npu_status_name(st));
+	if (!st)
+		st = npu_graph_instantiate(&x, g, 0);
+	tap_ok(st == NPU_SUCCESS, "... and instantiated (%s)", npu_status_name(st));
+	if (!st) {
+		init_inputs();
+		MUST(npu_memcpy(dx, hx, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		MUST(npu_memcpy(dy, hy, N * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_stream_synchronize(s));
+		MUST(npu_memcpy(hout, dy, N * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+		tap_ok(same(hout, hx), "... and its %d nodes ran in order (y = 0, then y += x)",
+		       len);
+		MUST(npu_graph_exec_destroy(x));
+	} else {
+		tap_ok(0, "... and its %d nodes ran in order (not launched)", len);
+	}
+	MUST(npu_graph_destroy(g));
+	MUST(npu_stream_destroy(s));
+}
+
 static void test_errors(void)
 {
 	npu_graph_t g;
@@ -1847,6 +1899,7 @@ int main(void)
 	test_host_event();
 	test_capture();
 	test_long_chain();
+	test_huge_chain();
 	test_merged_chain();
 	test_prebuilt();
 	test_errors();

@@ -1,0 +1,401 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_job.c - jobs: room in a stream command ring, dependencies, CUDA legacy-stream rules, submission.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_core.h"
+
+/* Reserve bytes in the stream's command ring. Caller holds dev->lock (it
+ * may be dropped while waiting for the device). Returns the offset or -1. */
+static int cmd_reserve(struct device *dev, struct npu_stream *s, uint32_t bytes,
+		       uint32_t *off)
+{
+	int pass;
+
+	bytes = (bytes + 7) & ~7u;
+	if (bytes > CMD_RING_SIZE / 2)
+		return -EINVAL;
+	for (pass = 0;; pass++) {
+		/* retire completed spans: from the cache first, then (only when
+		 * short of space) by asking the kernel */
+		while (s->span_count) {
+			struct cmd_span *sp = &s->span[s->span_head];
+
+			if (sp->point > s->tl->completed &&
+			    (pass == 0 || sp->point > s->tl->submitted ||
+			     !npu_tl_done(dev, s->tl, sp->point)))
+				break;
+			s->span_head = (s->span_head + 1) % CMD_INFLIGHT;
+			s->span_count--;
+		}
+		if (!s->span_count)
+			s->cmd_head = 0;
+		if (s->span_count < CMD_INFLIGHT) {
+			uint32_t tail = s->span_count ? s->span[s->span_head].start : 0;
+			uint32_t head = s->cmd_head;
+
+			if (!s->span_count || head > tail) {
+				/* free: [head, end) and [0, tail) */
+				if (head + bytes <= CMD_RING_SIZE) {
+					*off = head;
+					return 0;
+				}
+				if (bytes < tail) {
+					*off = 0;
+					return 0;
+				}
+			} else if (head + bytes < tail) {
+				*off = head;
+				return 0;
+			}
+		}
+		if (pass == 0)
+			continue;
+		/* full: wait for the oldest span */
+		if (npu_tl_wait_locked(dev, s->tl, s->span[s->span_head].point))
+			return -EIO;
+	}
+}
+
+static void cmd_commit(struct npu_stream *s, uint32_t off, uint32_t bytes,
+		       uint64_t point, uint32_t kernel, uint64_t entry)
+{
+	unsigned i = (s->span_head + s->span_count) % CMD_INFLIGHT;
+
+	bytes = (bytes + 7) & ~7u;
+	s->span[i].start = off;
+	s->span[i].end = off + bytes;
+	s->span[i].point = point;
+	s->span[i].kernel = kernel;
+	s->span[i].entry = entry;
+	s->span_count++;
+	s->cmd_head = off + bytes;
+}
+
+/* Hooks of the capture and the trace (npu_core.h) */
+atomic_int npu_capture_active;
+const struct npu_capture_hooks *_Atomic npu_capture_hooks;
+atomic_int npu_trace_active;
+const struct npu_trace_hooks *_Atomic npu_trace_hooks;
+
+npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
+			   uint32_t max_bytes, struct jobctx *jc)
+{
+	uint32_t off = 0;
+	int r;
+	/* profiler trace hook (npu_trace.c): room for two TIMESTAMPs */
+	const struct npu_trace_hooks *tr = max_bytes && npu_tracing() ?
+					   npu_tracer() : NULL;
+
+	if (tr)
+		max_bytes += NPU_TRACE_BYTES;
+	memset(jc, 0, sizeof(*jc));
+	jc->s = s;
+	if (max_bytes && s->tl->word) {
+		max_bytes += NPU_CMD_SEM_BYTES;
+		jc->word = true;
+	}
+	if (max_bytes) {
+		r = cmd_reserve(dev, s, max_bytes, &off);
+		if (r)
+			return npu_fail(r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
+					NPU_ERROR_OS, "command buffer: %s",
+					npu_strerror(-r));
+	}
+	jc->off = off;
+	npu_cmdw_init(&jc->w, s->cmd_map + off, s->cmd_va + off, max_bytes);
+	if (tr)
+		tr->job_begin(dev, jc);
+	return NPU_SUCCESS;
+}
+
+static npu_status_t jc_add_dep(struct jobctx *jc, struct tl *t, uint64_t point,
+			       bool order_only)
+{
+	if (!point || (!order_only && point <= t->completed))
+		return NPU_SUCCESS;
+	if (jc->ndeps == jc->cap) {
+		unsigned ncap = jc->cap ? jc->cap * 2 : 16;
+		struct dep *nd;
+
+		if (jc->deps == jc->inline_deps || !jc->deps) {
+			nd = malloc(ncap * sizeof(*nd));
+			if (nd && jc->ndeps)
+				memcpy(nd, jc->inline_deps, jc->ndeps * sizeof(*nd));
+		} else {
+			nd = realloc(jc->deps, ncap * sizeof(*nd));
+		}
+		if (!nd)
+			return NPU_ERROR_OUT_OF_MEMORY;
+		jc->deps = nd;
+		jc->cap = ncap;
+	}
+	jc->deps[jc->ndeps].tl = t;
+	jc->deps[jc->ndeps].point = point;
+	jc->deps[jc->ndeps].order_only = order_only;
+	jc->ndeps++;
+	return NPU_SUCCESS;
+}
+
+npu_status_t npu_job_wait(struct jobctx *jc, struct tl *t, uint64_t point)
+{
+	if (!jc->deps) {
+		jc->deps = jc->inline_deps;
+		jc->cap = INLINE_DEPS;
+	}
+	return jc_add_dep(jc, t, point, false);
+}
+
+npu_status_t npu_job_order_after(struct jobctx *jc, struct tl *t, uint64_t point)
+{
+	if (!jc->deps) {
+		jc->deps = jc->inline_deps;
+		jc->cap = INLINE_DEPS;
+	}
+	return jc_add_dep(jc, t, point, true);
+}
+
+/* The implicit dependencies of a stream's next operation: its own previous
+ * point, and CUDA's legacy-stream rules. When the previous point is a job of
+ * the same queue, queue order is enough: once that job is submitted nothing
+ * is needed, and before, the job is only submitted after it (order only; a
+ * fence wait would hold it in the driver until that job has finished and
+ * its interrupt was handled, instead of behind it on the ring). */
+static npu_status_t jc_wait(void *jc, struct tl *t, uint64_t point)
+{
+	return npu_job_wait(jc, t, point);
+}
+
+static npu_status_t add_stream_deps(struct device *dev, struct jobctx *jc,
+				    int queue)
+{
+	struct npu_stream *s = jc->s;
+	npu_status_t st;
+	uint64_t prev = s->tl->next;
+
+	if (prev && (queue == Q_NONE || queue != s->last_queue)) {
+		st = npu_job_wait(jc, s->tl, prev);
+		if (st)
+			return st;
+	} else if (prev && s->tl->submitted < prev) {
+		st = npu_job_order_after(jc, s->tl, prev);
+		if (st)
+			return st;
+	}
+	if (jc->no_implicit)
+		return NPU_SUCCESS;
+	return npu_legacy_deps(dev, s, jc_wait, jc);
+}
+
+npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
+			     npu_status_t (*wait)(void *arg, struct tl *t,
+						  uint64_t point),
+			     void *arg)
+{
+	struct npu_stream *b;
+	npu_status_t st;
+
+	if (s->legacy) {
+		for (b = dev->streams; b; b = b->next) {
+			if (b->legacy || (b->flags & NPU_STREAM_NON_BLOCKING))
+				continue;
+			if (b->tl->next > b->waited_by_legacy) {
+				st = wait(arg, b->tl, b->tl->next);
+				if (st)
+					return st;
+			}
+		}
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
+		struct tl *l = dev->legacy->tl;
+
+		if (l->next > s->legacy_seen) {
+			st = wait(arg, l, l->next);
+			if (st)
+				return st;
+		}
+	}
+	return NPU_SUCCESS;
+}
+
+/* A job takes at most 64 in-fences (driver limit). Before a legacy-stream
+ * job that would wait on more than LEGACY_FANIN (for a graph launch, keep)
+ * blocking streams, empty barrier jobs on the legacy stream absorb them
+ * LEGACY_FANIN at a time; the job itself then waits on the last barrier
+ * through stream order. */
+#define LEGACY_FANIN 48
+
+static bool legacy_candidate(const struct npu_stream *b)
+{
+	return !b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
+	       b->tl->next > b->waited_by_legacy && b->tl->next > b->tl->completed;
+}
+
+npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
+			      int queue, unsigned keep)
+{
+	struct npu_stream *b, *chunk[LEGACY_FANIN];
+	uint64_t pts[LEGACY_FANIN];
+	unsigned n = 0, k, i;
+	npu_status_t st;
+
+	for (b = dev->streams; b; b = b->next)
+		n += legacy_candidate(b);
+	while (n > keep) {
+		struct jobctx jc;
+
+		memset(&jc, 0, sizeof(jc));
+		jc.s = s;
+		jc.no_implicit = true;
+		for (b = dev->streams, k = 0; b && k < LEGACY_FANIN; b = b->next) {
+			if (!legacy_candidate(b))
+				continue;
+			st = npu_job_wait(&jc, b->tl, b->tl->next);
+			if (st) {
+				npu_job_abort(&jc);
+				return st;
+			}
+			chunk[k] = b;
+			pts[k++] = b->tl->next;
+		}
+		st = npu_job_submit(dev, &jc, queue, NULL, 0, NULL);
+		if (st)
+			return st;
+		for (i = 0; i < k; i++)
+			chunk[i]->waited_by_legacy = pts[i];
+		n -= k;
+	}
+	return NPU_SUCCESS;
+}
+
+void npu_legacy_deps_commit(struct device *dev, struct npu_stream *s)
+{
+	struct npu_stream *b;
+
+	if (s->legacy) {
+		for (b = dev->streams; b; b = b->next)
+			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING))
+				b->waited_by_legacy = b->tl->next;
+	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
+		s->legacy_seen = dev->legacy->tl->next;
+	}
+}
+
+static void jc_release(struct jobctx *jc)
+{
+	if (jc->deps && jc->deps != jc->inline_deps)
+		free(jc->deps);
+	jc->deps = NULL;
+}
+
+void npu_job_abort(struct jobctx *jc)
+{
+	jc_release(jc);
+}
+
+/* Finish a job: the packets written with jc->w. queue is Q_COMPUTE
+ * or Q_COPY. ev/ev_point: an extra timeline point to signal (event record).
+ * On success *point is the stream point the job signals. Caller holds
+ * dev->lock. */
+npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
+			    struct tl *ev, uint64_t ev_point, uint64_t *point)
+{
+	struct npu_stream *s = jc->s;
+	struct tl *out[2];
+	uint64_t out_pt[2];
+	unsigned nout = 1, i;
+	bool ready = true;
+	npu_status_t st;
+	int r;
+
+	if (jc->trace)		/* profiler trace hook (npu_trace.c) */
+		npu_tracer()->job_end(dev, jc, queue);
+	if (!jc->deps) {
+		jc->deps = jc->inline_deps;
+		jc->cap = INLINE_DEPS;
+	}
+	if (s->legacy && !jc->no_implicit) {
+		st = npu_legacy_fanin(dev, s, queue, LEGACY_FANIN);
+		if (st) {
+			jc_release(jc);
+			return st;
+		}
+	}
+	st = add_stream_deps(dev, jc, queue);
+	if (st) {
+		jc_release(jc);
+		return npu_fail(st, "out of memory");
+	}
+	out[0] = s->tl;
+	out_pt[0] = s->tl->next + 1;
+	if (jc->word) {		/* last: the job's point to the completion word */
+		npu_cmd_sem_signal(&jc->w, s->tl->word_va, (uint32_t)out_pt[0]);
+	}
+	if (npu_cmdw_full(&jc->w)) {	/* more packets than npu_job_begin's room */
+		jc_release(jc);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "command buffer full");
+	}
+	if (ev) {
+		out[1] = ev;
+		out_pt[1] = ev_point;
+		nout = 2;
+		if (ev->next > ev->submitted) {
+			st = npu_job_order_after(jc, ev, ev->next);
+			if (st) {
+				jc_release(jc);
+				return npu_fail(st, "out of memory");
+			}
+		}
+	}
+	if (dev->batch)
+		ready = false;		/* the submit thread submits it */
+	for (i = 0; i < jc->ndeps && ready; i++)
+		ready = npu_dep_ready(&jc->deps[i]);
+	if (ready) {
+		r = npu_submit_now(dev, s->queue[queue], s->cmd_va + jc->off,
+				   jc->w.len, jc->deps, jc->ndeps, out, out_pt,
+				   nout, jc->bo, jc->nbo);
+		if (r) {
+			jc_release(jc);
+			return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
+					r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
+					r == -ENODEV ? NPU_ERROR_DEVICE_LOST :
+					NPU_ERROR_OS,
+					"DRM_IOCTL_NPU_SUBMIT: %s", npu_strerror(-r));
+		}
+	} else if (npu_defer_job(dev, s, s->queue[queue], jc->off, jc->w.len,
+				 jc->deps, jc->ndeps, out, out_pt, nout, jc->bo,
+				 jc->nbo)) {
+		jc_release(jc);
+		return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "deferred job");
+	}
+	if (!jc->no_implicit)
+		npu_legacy_deps_commit(dev, s);
+	s->tl->next = out_pt[0];
+	if (jc->word)
+		s->tl->word_pt = out_pt[0];
+	if (ev) {
+		ev->next = ev_point;
+		/* a synchronize that saw the stream's word has seen this
+		 * record too: so must the event's queries (CUDA) */
+		npu_tl_put(dev, ev->via);
+		ev->via = NULL;
+		if (jc->word) {
+			ev->via = s->tl;
+			s->tl->refs++;
+			ev->via_pt = out_pt[0];
+			ev->via_ev_pt = ev_point;
+		}
+	}
+	s->last_queue = queue;
+	if (jc->w.len)
+		cmd_commit(s, jc->off, jc->w.len, out_pt[0], jc->kernel,
+			   jc->entry);
+	jc_release(jc);
+	if (point)
+		*point = out_pt[0];
+	return NPU_SUCCESS;
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_wait.c - waits on a timeline point: spin on its completion word, then sleep in the kernel.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <time.h>
+
+#include <xf86drm.h>
+
+#include "npu_core.h"
+
+/* Wait for one point of a timeline; takes and drops dev->lock around the
+ * wait. Caller holds dev->lock and keeps a reference to t.
+ * npu_tl_wait_locked first asks the kernel whether the point is complete
+ * (SYNCOBJ_QUERY, without dropping the lock when it is);
+ * npu_tl_wait_now trusts only the cache and otherwise waits at once: one
+ * ioctl instead of two when the point is still pending (a wait on a
+ * complete point returns at once). */
+int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point)
+{
+	if (npu_tl_done(dev, t, point))
+		return 0;
+	return npu_tl_wait_now(dev, t, point);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Watch t's completion word for point (as CUDA spins on completion memory
+ * before it sleeps): a short job's end is seen without the interrupt and
+ * the wake-up behind a syncobj wait. NPU_DEVICE_SCHEDULE_AUTO watches for
+ * dev->spin_ns at most (false: not seen), SPIN and YIELD until the point
+ * is complete, whether it succeeded or not. Called without
+ * dev->lock, holding a reference to t: the word's slot is reused only once
+ * its last point is complete (ts_retire), so a stale look can only be a
+ * late one.
+ */
+static bool word_spin(struct device *dev, const struct tl *t, uint64_t point,
+		      unsigned sched)
+{
+	uint32_t *w = t->word;
+	uint32_t h = t->handle;
+	bool bounded = sched == NPU_DEVICE_SCHEDULE_AUTO;
+	/* a yield is a system call: only now and then, for a thread (the
+	 * submit thread) that shares this CPU, unless asked to yield */
+	unsigned every = sched == NPU_DEVICE_SCHEDULE_YIELD ? 1 :
+			 sched == NPU_DEVICE_SCHEDULE_SPIN ? 1024 : 32;
+	uint64_t now = mono_ns(), end = now + dev->spin_ns, look = now;
+	unsigned i = 0;
+
+	for (;;) {
+		if ((int32_t)(__atomic_load_n(w, __ATOMIC_ACQUIRE) -
+			      (uint32_t)point) >= 0)
+			return true;
+		if (++i % every == 0)
+			sched_yield();
+		else
+			cpu_relax();
+		now = mono_ns();
+		if (bounded && now >= end)
+			return false;
+		/* a failed job never writes the word, but its fence is
+		 * signalled (with the error): look at the syncobj each ms */
+		if (!bounded && now - look >= 1000000) {
+			uint64_t v = 0;
+
+			look = now;
+			if (!drmSyncobjQuery(dev->fd, &h, &v, 1)) {
+				if (v >= point)
+					return true;
+			} else if (errno == ENODEV) {
+				/* device lost: the word will never move;
+				 * the caller's wait reports it */
+				return false;
+			}
+		}
+	}
+}
+
+int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
+{
+	uint32_t h = t->handle;
+	unsigned sched;
+	bool spin;
+	int r = 0;
+
+	if (!point || point <= t->completed)
+		return 0;
+	if (point > t->submitted)
+		npu_flush_now(dev);
+	sched = dev->sched;
+	spin = t->word && point <= t->word_pt &&
+	       sched != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC &&
+	       (sched != NPU_DEVICE_SCHEDULE_AUTO || dev->spin_ns);
+	t->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	if (!spin || !word_spin(dev, t, point, sched))
+		r = npu_wait_points(dev, &h, &point, 1);
+	pthread_mutex_lock(&dev->lock);
+	if (!r && point > t->completed)
+		t->completed = point;
+	npu_tl_put(dev, t);
+	return r;
+}
