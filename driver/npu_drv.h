@@ -40,6 +40,9 @@
 #define NPU_MAX_QUEUES		256	/* queues of one file */
 #define NPU_MAX_CTXS		64	/* extra contexts of one file */
 #define NPU_MAX_BO_SIZE		BIT_ULL(32)	/* 4 GiB per BO */
+/* User queue ids: past the kernel queues' ids, one per doorbell of a page */
+#define NPU_USERQ_IDS	XA_LIMIT(NPU_MAX_QUEUES + 1, \
+				 NPU_MAX_QUEUES + NPU_UQ_DOORBELLS_PER_PAGE)
 
 /*
  * uAPI arrays carry their element size: the smallest accepted is the size
@@ -177,6 +180,20 @@ struct npu_ring {
  *	run_job and free_job work (kernels whose scheduler uses a workqueue)
  * @reset_delay_ms: debugfs test knob: a timed-out ring waits this long
  *	between stopping its scheduler and its reset
+ * @uq_lock: protects the user-queue registers (a command and its status),
+ *	the descriptor table, @uq_db_used and @user_userqs (npu_userq.c);
+ *	taken after &npu_file.vm_lock
+ * @uq_table: CPU address of the user-queue descriptor table, NULL without
+ *	user queues or once the device is removed
+ * @uq_table_dma: its bus address
+ * @uq_entries: descriptors in the table
+ * @uq_ida: descriptor indices in use (the ida has its own lock)
+ * @uq_engines: NPU_REG_UQ_ENGINES
+ * @uq_db_pages: pages of the doorbell BAR
+ * @uq_db_base: bus address of the doorbell BAR
+ * @uq_db_used: doorbell pages given to files
+ * @user_userqs: user queues per user, as @user_ctxs, bounded by the
+ *	max_user_userqs parameter
  */
 struct npu_device {
 	struct drm_device drm;
@@ -217,6 +234,16 @@ struct npu_device {
 	struct work_struct free_work;
 	struct workqueue_struct *sched_wq;
 	u32 reset_delay_ms;
+	struct mutex uq_lock;	/* UQ_CMD, table, uq_db_used, user_userqs */
+	void *uq_table;
+	dma_addr_t uq_table_dma;
+	u32 uq_entries;
+	struct ida uq_ida;
+	u32 uq_engines;
+	u32 uq_db_pages;
+	resource_size_t uq_db_base;
+	unsigned long *uq_db_used;
+	struct xarray user_userqs;
 };
 
 #define to_npu_device(d) container_of(d, struct npu_device, drm)
@@ -355,6 +382,9 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
  * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP, then in
  *	&npu_ctx.retiring until the jobs pushed before it was unbound signal
  * @retire_seq: &npu_ctx.next_seq when it was unbound
+ * @userq_pins: user queues whose ring or write-back block it holds
+ *	(BO_UNMAP refuses while > 0); protected by the owning file's
+ *	&npu_file.vm_lock
  */
 struct npu_mapping {
 	struct kref ref;
@@ -366,6 +396,7 @@ struct npu_mapping {
 	struct list_head bo_link;
 	struct list_head ctx_link;
 	u64 retire_seq;
+	u32 userq_pins;
 };
 
 /* npu_mapping_create() flags */
@@ -400,8 +431,10 @@ struct npu_queue {
  * @ref: references: the DRM file, every job
  * @ndev: device
  * @ctx: the file's default address space (context id 0 in the uAPI)
- * @vm_lock: protects the extra contexts' &npu_ctx.binds and serialises
- *	CTX_DESTROY, BO_MAP and BO_UNMAP; taken before &npu_bo.maps_lock
+ * @vm_lock: protects the extra contexts' &npu_ctx.binds, the user queues
+ *	(@userqs, @nuserqs, @doorbell, @doorbells_used, the mappings'
+ *	&npu_mapping.userq_pins) and serialises CTX_DESTROY, BO_MAP,
+ *	BO_UNMAP and the USERQ ioctls; taken before &npu_bo.maps_lock
  * @ctxs: extra context id -> &struct npu_ctx (xarray has its own lock)
  * @client_id: DRM client id, for the scheduler
  * @queues: queue id -> &struct npu_queue (xarray has its own lock)
@@ -412,6 +445,11 @@ struct npu_queue {
  * @engine_ns: time the file's jobs occupied compute rings ([0]) and copy
  *	rings ([1]), from the start of each job on its ring to its retirement
  *	(fdinfo drm-engine-* adds the running jobs' time so far)
+ * @userqs: user queue id -> struct npu_userq (npu_userq.c)
+ * @nuserqs: entries in @userqs
+ * @doorbell: the file's doorbell page (a GEM object), NULL until its first
+ *	user queue
+ * @doorbells_used: doorbells of @doorbell bound to the file's queues
  */
 struct npu_file {
 	struct kref ref;
@@ -425,6 +463,10 @@ struct npu_file {
 	spinlock_t fault_lock;		/* fault */
 	struct drm_npu_get_fault fault;
 	atomic64_t engine_ns[2];
+	struct xarray userqs;
+	u32 nuserqs;
+	struct drm_gem_object *doorbell;
+	DECLARE_BITMAP(doorbells_used, NPU_UQ_DOORBELLS_PER_PAGE);
 };
 
 /**
@@ -536,6 +578,7 @@ static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 }
 
 struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
+u64 npu_ctx_va_pte(struct npu_ctx *ctx, u64 va);
 void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map);
@@ -602,6 +645,20 @@ struct npu_fence *npu_fence_alloc(gfp_t gfp);
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 		      u32 ring, u32 cause, u32 info, u64 addr,
 		      const struct drm_npu_get_fault *where);
+
+/* npu_userq.c */
+extern unsigned int npu_userq_max;
+int npu_userq_hw_init(struct npu_device *ndev);
+void npu_userq_hw_fini(struct npu_device *ndev);
+void npu_userq_fini(struct npu_device *ndev);
+void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx);
+void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file);
+int npu_ioctl_userq_create(struct drm_device *dev, void *data,
+			   struct drm_file *file);
+int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,
+			    struct drm_file *file);
+int npu_ioctl_userq_query(struct drm_device *dev, void *data,
+			  struct drm_file *file);
 
 /* npu_debugfs.c, npu_sysfs.c */
 void npu_debugfs_init(struct drm_minor *minor);
