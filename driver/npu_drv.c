@@ -427,6 +427,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 			  DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_USERQ_QUERY, npu_ioctl_userq_query,
 			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_WAIT_MEM, npu_ioctl_userq_wait_mem,
+			  DRM_RENDER_ALLOW),
 };
 
 /* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */
@@ -649,6 +651,11 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	mutex_init(&ndev->uq_lock);
 	ida_init(&ndev->uq_ida);
 	xa_init(&ndev->user_userqs);
+	xa_init(&ndev->uq_queues);
+	spin_lock_init(&ndev->uq_event_lock);
+	init_waitqueue_head(&ndev->uq_wq);
+	INIT_WORK(&ndev->uq_halt_work, npu_userq_halt_work);
+	INIT_DELAYED_WORK(&ndev->uq_watchdog, npu_userq_watchdog);
 	INIT_LIST_HEAD(&ndev->bo_list);
 	init_waitqueue_head(&ndev->jobs_wq);
 	atomic_set(&ndev->jobs_alive, 0);

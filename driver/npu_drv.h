@@ -14,6 +14,7 @@
 #define NPU_DRV_H
 
 #include <linux/dma-fence.h>
+#include <linux/interrupt.h>
 #include <linux/kref.h>
 #include <linux/llist.h>
 #include <linux/mutex.h>
@@ -194,6 +195,18 @@ struct npu_ring {
  * @uq_db_used: doorbell pages given to files
  * @user_userqs: user queues per user, as @user_ctxs, bounded by the
  *	max_user_userqs parameter
+ * @uq_queues: descriptor index -> &struct npu_userq of every mapped queue
+ *	(changed under @uq_lock; the xarray has its own lock)
+ * @uq_events: CPU address of the user-queue event ring
+ * @uq_events_dma: its bus address
+ * @uq_event_lock: protects @uq_event_head and the event registers; taken
+ *	in the user-queue interrupt handler
+ * @uq_event_head: next record the driver reads
+ * @uq_irq: Linux irq number of the user-queue event vector, 0 if none
+ * @uq_wq: woken by every user-queue event, queue destruction, watchdog
+ *	stop and removal; USERQ_WAIT_MEM sleeps here and re-checks
+ * @uq_halt_work: records halted queues in their files' fault records
+ * @uq_watchdog: stops queues that run without progress for the job timeout
  */
 struct npu_device {
 	struct drm_device drm;
@@ -244,6 +257,15 @@ struct npu_device {
 	resource_size_t uq_db_base;
 	unsigned long *uq_db_used;
 	struct xarray user_userqs;
+	struct xarray uq_queues;
+	void *uq_events;
+	dma_addr_t uq_events_dma;
+	spinlock_t uq_event_lock;	/* uq_event_head, UQ_EVENT_* */
+	u32 uq_event_head;
+	int uq_irq;
+	wait_queue_head_t uq_wq;
+	struct work_struct uq_halt_work;
+	struct delayed_work uq_watchdog;
 };
 
 #define to_npu_device(d) container_of(d, struct npu_device, drm)
@@ -533,6 +555,50 @@ struct npu_fence {
 extern unsigned int npu_job_timeout_ms;
 extern unsigned int npu_max_user_contexts;
 
+/**
+ * struct npu_userq - one user-mode queue (npu_userq.c)
+ * @ref: references: &npu_file.userqs until destroyed, each USERQ_WAIT_MEM
+ *	sleeping on it
+ * @nfile: owning file (not referenced: the queue is destroyed before the
+ *	file is released, and only looked at while in &npu_device.uq_queues)
+ * @ctx: context it runs in (referenced)
+ * @ring_map: mapping holding the ring (referenced, pinned)
+ * @wb_map: mapping holding the write-back block (referenced, pinned)
+ * @uid: real user charged for the queue
+ * @id: uAPI id
+ * @index: descriptor index on the device
+ * @doorbell: doorbell index in the file's page
+ * @dead: destroyed: waiters return -ECANCELED (written under
+ *	&npu_device.uq_lock, read with READ_ONCE())
+ * @stopped: stopped by the watchdog (as @dead)
+ * @halt_seen: its halt was recorded in the file's fault record
+ *	(&npu_device.uq_lock)
+ * @wd_running: watchdog: the last sample saw it on an engine
+ *	(&npu_device.uq_lock)
+ * @wd_rptr: watchdog: rptr at the last sample (&npu_device.uq_lock)
+ * @wd_cmds: watchdog: cmds at the last sample (&npu_device.uq_lock)
+ * @wd_since: watchdog: jiffies since when the queue has been running
+ *	without progress (&npu_device.uq_lock)
+ */
+struct npu_userq {
+	struct kref ref;
+	struct npu_file *nfile;
+	struct npu_ctx *ctx;
+	struct npu_mapping *ring_map;
+	struct npu_mapping *wb_map;
+	kuid_t uid;
+	u32 id;
+	u32 index;
+	u32 doorbell;
+	bool dead;
+	bool stopped;
+	bool halt_seen;
+	bool wd_running;
+	u64 wd_rptr;
+	u64 wd_cmds;
+	unsigned long wd_since;
+};
+
 /* register access: callers hold drm_dev_enter() */
 static inline u32 npu_rd(struct npu_device *ndev, u32 reg)
 {
@@ -653,6 +719,21 @@ void npu_userq_hw_fini(struct npu_device *ndev);
 void npu_userq_fini(struct npu_device *ndev);
 void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx);
 void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file);
+void npu_userq_put(struct npu_userq *uq);
+u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index);
+u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off);
+u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off);
+void npu_uqd_wr64(struct npu_device *ndev, u32 index, u32 off, u64 v);
+int npu_ioctl_userq_wait_mem(struct drm_device *dev, void *data,
+			     struct drm_file *file);
+
+/* npu_userq_event.c */
+int npu_userq_events_init(struct npu_device *ndev);
+void npu_userq_events_fini(struct npu_device *ndev);
+irqreturn_t npu_userq_irq(int irq, void *arg);
+void npu_userq_halt_work(struct work_struct *work);
+void npu_userq_watchdog(struct work_struct *work);
+void npu_userq_watchdog_kick(struct npu_device *ndev);
 int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 			   struct drm_file *file);
 int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,

@@ -56,26 +56,6 @@ MODULE_PARM_DESC(max_user_userqs,
 		 "User queues one user may have per device; 0: no limit (default 1024)");
 
 /**
- * struct npu_userq - one user queue
- * @ctx: context it runs in (referenced)
- * @ring_map: mapping holding the ring (referenced, pinned)
- * @wb_map: mapping holding the write-back block (referenced, pinned)
- * @uid: real user charged for the queue
- * @id: uAPI id
- * @index: descriptor index on the device
- * @doorbell: doorbell index in the file's page
- */
-struct npu_userq {
-	struct npu_ctx *ctx;
-	struct npu_mapping *ring_map;
-	struct npu_mapping *wb_map;
-	kuid_t uid;
-	u32 id;
-	u32 index;
-	u32 doorbell;
-};
-
-/**
  * struct npu_doorbell - a file's doorbell page, as a GEM object without
  * pages so that DRM's offset manager hands out and checks its mmap offset
  * @base: GEM object (one page)
@@ -93,17 +73,18 @@ static void *npu_uqd(struct npu_device *ndev, u32 index)
 	return ndev->uq_table + (size_t)index * NPU_UQD_SIZE;
 }
 
-static u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off)
+/* Descriptor fields: the table is DMA-coherent, little-endian. */
+u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off)
 {
 	return le64_to_cpu(READ_ONCE(*(__le64 *)(npu_uqd(ndev, index) + off)));
 }
 
-static u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off)
+u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off)
 {
 	return le32_to_cpu(READ_ONCE(*(__le32 *)(npu_uqd(ndev, index) + off)));
 }
 
-static void npu_uqd_wr64(struct npu_device *ndev, u32 index, u32 off, u64 v)
+void npu_uqd_wr64(struct npu_device *ndev, u32 index, u32 off, u64 v)
 {
 	WRITE_ONCE(*(__le64 *)(npu_uqd(ndev, index) + off), cpu_to_le64(v));
 }
@@ -113,8 +94,15 @@ static void npu_uqd_wr32(struct npu_device *ndev, u32 index, u32 off, u32 v)
 	WRITE_ONCE(*(__le32 *)(npu_uqd(ndev, index) + off), cpu_to_le32(v));
 }
 
-/* One queue command; returns the device's NPU_ERR_* (0: done). */
-static u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index)
+/**
+ * npu_uq_cmd() - one queue command
+ * @ndev: device, inside drm_dev_enter(), &npu_device.uq_lock held
+ * @op: NPU_UQ_CMD_*
+ * @index: descriptor index
+ *
+ * Return: the device's NPU_ERR_* (0: done).
+ */
+u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index)
 {
 	lockdep_assert_held(&ndev->uq_lock);
 
@@ -165,7 +153,7 @@ int npu_userq_hw_init(struct npu_device *ndev)
 	npu_wr(ndev, NPU_REG_UQ_TABLE_BASE_LO, lower_32_bits(ndev->uq_table_dma));
 	npu_wr(ndev, NPU_REG_UQ_TABLE_BASE_HI, upper_32_bits(ndev->uq_table_dma));
 	npu_wr(ndev, NPU_REG_UQ_TABLE_ENTRIES, entries);
-	return 0;
+	return npu_userq_events_init(ndev);
 }
 
 /**
@@ -175,6 +163,11 @@ int npu_userq_hw_init(struct npu_device *ndev)
  */
 void npu_userq_hw_fini(struct npu_device *ndev)
 {
+	/* waiters see the device gone; the works take uq_lock */
+	wake_up_all(&ndev->uq_wq);
+	cancel_delayed_work_sync(&ndev->uq_watchdog);
+	cancel_work_sync(&ndev->uq_halt_work);
+	npu_userq_events_fini(ndev);
 	mutex_lock(&ndev->uq_lock);
 	if (ndev->uq_table)
 		dma_free_coherent(ndev->drm.dev,
@@ -193,6 +186,8 @@ void npu_userq_fini(struct npu_device *ndev)
 	bitmap_free(ndev->uq_db_used);
 	ndev->uq_db_used = NULL;
 	ida_destroy(&ndev->uq_ida);
+	WARN_ON(!xa_empty(&ndev->uq_queues));
+	xa_destroy(&ndev->uq_queues);
 	WARN_ON(!xa_empty(&ndev->user_userqs));
 	xa_destroy(&ndev->user_userqs);
 }
@@ -334,9 +329,24 @@ static bool npu_userq_va_writable(struct npu_ctx *ctx, u64 va)
 	return npu_ctx_va_pte(ctx, va) & NPU_PTE_WRITE;
 }
 
+static void npu_userq_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct npu_userq, ref));
+}
+
+/**
+ * npu_userq_put() - drop a reference to a queue
+ * @uq: queue
+ */
+void npu_userq_put(struct npu_userq *uq)
+{
+	kref_put(&uq->ref, npu_userq_release);
+}
+
 /*
  * Stop and unmap @uq on the device and give back what it holds; the
  * caller holds the file's vm_lock and took @uq out of &npu_file.userqs.
+ * Waiters still holding a reference see @uq->dead.
  */
 static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 {
@@ -346,6 +356,8 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 	lockdep_assert_held(&nfile->vm_lock);
 
 	mutex_lock(&ndev->uq_lock);
+	xa_erase(&ndev->uq_queues, uq->index);
+	WRITE_ONCE(uq->dead, true);
 	if (drm_dev_enter(&ndev->drm, &idx)) {
 		/*
 		 * STOP aborts the packet in execution (bounded, like a ring
@@ -366,7 +378,11 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 	npu_mapping_put(uq->ring_map);
 	npu_mapping_put(uq->wb_map);
 	npu_ctx_put(uq->ctx);
-	kfree(uq);
+	uq->ring_map = NULL;
+	uq->wb_map = NULL;
+	uq->ctx = NULL;
+	wake_up_all(&ndev->uq_wq);
+	npu_userq_put(uq);
 }
 
 static int npu_userq_check(struct npu_device *ndev,
@@ -454,6 +470,8 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 	uq = kzalloc(sizeof(*uq), GFP_KERNEL);
 	if (!uq)
 		return -ENOMEM;
+	kref_init(&uq->ref);
+	uq->nfile = nfile;
 	uq->uid = current_uid();
 
 	mutex_lock(&nfile->vm_lock);
@@ -499,11 +517,17 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 
 	mutex_lock(&ndev->uq_lock);
 	ret = npu_user_uq_charge(ndev, uq->uid);
+	if (!ret)
+		/* the watchdog and the halt work find it there */
+		ret = xa_err(xa_store(&ndev->uq_queues, uq->index, uq,
+				      GFP_KERNEL));
 	if (!ret) {
 		ret = npu_userq_map(ndev, uq, args, db_page);
 		if (ret)
-			npu_user_uq_uncharge(ndev, uq->uid);
+			xa_erase(&ndev->uq_queues, uq->index);
 	}
+	if (ret && ret != -EDQUOT)
+		npu_user_uq_uncharge(ndev, uq->uid);
 	mutex_unlock(&ndev->uq_lock);
 	if (ret)
 		goto err_index;
@@ -518,6 +542,7 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 	args->doorbell_offset = (u64)uq->doorbell * sizeof(u64);
 	args->mmap_offset = drm_vma_node_offset_addr(&nfile->doorbell->vma_node);
 	args->wait_va = 0;
+	npu_userq_watchdog_kick(ndev);
 	return 0;
 
 err_index:
@@ -595,6 +620,8 @@ int npu_ioctl_userq_query(struct drm_device *dev, void *data,
 	args->status = sts & (DRM_NPU_USERQ_MAPPED | DRM_NPU_USERQ_IDLE |
 			      DRM_NPU_USERQ_WAITING | DRM_NPU_USERQ_HALTED |
 			      DRM_NPU_USERQ_RUNNING);
+	if (READ_ONCE(uq->stopped))
+		args->status |= DRM_NPU_USERQ_STOPPED;
 	args->error = npu_uqd_rd32(ndev, i, NPU_UQD_ERROR);
 	args->info = npu_uqd_rd32(ndev, i, NPU_UQD_ERROR_INFO);
 	args->rptr = npu_uqd_rd64(ndev, i, NPU_UQD_RPTR);

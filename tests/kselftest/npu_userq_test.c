@@ -5,8 +5,12 @@
  * only, pinned mappings, packets written into the ring and a doorbell store
  * with no system call, a privileged packet that stops one queue, the
  * doorbell page of another file or process, the per-file and per-user
- * limits, close with work in flight, and 10,000 queues with memory flat.
+ * limits, close with work in flight, and 10,000 queues with memory flat;
+ * USERQ_WAIT_MEM (memory signals and rptr, timeouts, halts and destroys
+ * ending a wait) and the progress watchdog stopping a hung queue while
+ * another process's queue runs on.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -724,6 +728,345 @@ TEST_F(userq, ten_thousand_queues_memory_flat)
 	/* a leak of one small object per queue would be >= 300 KiB */
 	EXPECT_LT(after - before, 256);
 	uq_free(self->fd, &u);
+}
+
+/* Interrupts of the user-queue event vector so far (/proc/interrupts). */
+static long uq_irqs(void)
+{
+	char line[512];
+	long total = -1;
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *p;
+		long n;
+
+		if (!strstr(line, "npu-userq"))
+			continue;
+		p = strchr(line, ':');
+		if (!p)
+			break;
+		total = 0;
+		for (p++;;) {
+			char *end;
+
+			n = strtol(p, &end, 10);
+			if (end == p)
+				break;
+			total += n;
+			p = end;
+		}
+		break;
+	}
+	fclose(f);
+	return total;
+}
+
+static int wait_mem(int fd, uint32_t ctx, uint32_t queue, uint32_t flags,
+		    uint64_t addr, uint64_t value, uint64_t timeout_ns)
+{
+	struct drm_npu_userq_wait_mem w = {
+		.addr = addr, .value = value, .ctx_id = ctx,
+		.queue_id = queue, .flags = flags,
+		.timeout_ns = npu_abs_timeout(timeout_ns),
+	};
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_WAIT_MEM, &w);
+}
+
+/* A thread that waits until *armed is non-zero, then sets *gate. */
+struct releaser {
+	pthread_t t;
+	volatile uint32_t *armed;	/* NULL: sleep 200 ms instead */
+	volatile uint64_t *gate;
+	int fd;
+	uint32_t destroy;		/* queue to destroy instead */
+	int ok;
+};
+
+static void *releaser_main(void *arg)
+{
+	struct releaser *r = arg;
+	uint64_t end = npu_now_ns() + NPU_TIMEOUT_NS;
+
+	if (r->armed) {
+		while (!*r->armed) {
+			if (npu_now_ns() > end)
+				return NULL;
+			usleep(1000);
+		}
+	} else {
+		usleep(200 * 1000);
+	}
+	if (r->destroy)
+		r->ok = uq_destroy(r->fd, r->destroy) == 0;
+	else
+		r->ok = 1;
+	if (r->gate)
+		*r->gate = 1;
+	return NULL;
+}
+
+/* Signals: value at +0, armed at +16; the gate word at +1024. */
+#define SIG_OFF		2048
+#define GATE_OFF	1024
+
+TEST_F(userq, wait_mem_bad_arguments)
+{
+	struct drm_npu_userq_wait_mem w = { 0 };
+	struct npu_bo ro;
+	struct uq u;
+	void *mem = aligned_alloc(4096, 4096);
+	uint64_t sig;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	sig = u.data.va + SIG_OFF;
+	w.addr = sig;
+	w.pad = 1;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT_MEM, &w),
+		  -EINVAL);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 2, sig, 1, 0), -EINVAL);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, sig + 16, 1, 0), -EINVAL);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, 0, 1, 0), -EINVAL);
+	EXPECT_EQ(wait_mem(self->fd, 0, u.c.queue_id, DRM_NPU_WAIT_MEM_RPTR,
+			   sig, 1, 0), -EINVAL);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, DRM_NPU_WAIT_MEM_RPTR, 0, 1, 0),
+		  -EINVAL);
+	EXPECT_EQ(wait_mem(self->fd, 9, 0, 0, sig, 1, 0), -ENOENT);
+	EXPECT_EQ(wait_mem(self->fd, 0, 999, 0, sig, 1, 0), -ENOENT);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, 1ull << 38, 1, 0), -ENOENT);
+	ASSERT_NE(mem, NULL);
+	memset(mem, 0, 4096);
+	ASSERT_EQ(npu_userptr(self->fd, mem, 4096, DRM_NPU_USERPTR_READ_ONLY,
+			      &ro), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, ro.va, 1, 0), -EACCES);
+	/* a value already there: at once, even with a timeout passed */
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, sig, 0, 0), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, u.c.queue_id, DRM_NPU_WAIT_MEM_RPTR,
+			   0, 0, 0), 0);
+	npu_bo_free(self->fd, &ro);
+	free(mem);
+	uq_free(self->fd, &u);
+}
+
+/*
+ * A completion nobody sleeps on raises no interrupt; a sleeper arms the
+ * signal, the queue's SIGNAL wakes it, and the sleeper disarms on return.
+ */
+TEST_F(userq, wait_mem_sleeps_until_the_signal)
+{
+	volatile uint64_t *sig, *gate;
+	volatile uint32_t *armed;
+	struct releaser r = { 0 };
+	long before;
+	struct uq u;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
+	sig = (volatile uint64_t *)((char *)u.data.map + SIG_OFF);
+	armed = (volatile uint32_t *)((char *)u.data.map + SIG_OFF + 16);
+	gate = (volatile uint64_t *)((char *)u.data.map + GATE_OFF);
+
+	before = uq_irqs();
+	ASSERT_GE(before, 0);
+	uq_signal(&u, u.data.va + SIG_OFF, 3);
+	uq_ring(&u);
+	ASSERT_EQ(uq_poll(&u, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(*sig, 3);
+	EXPECT_EQ(uq_irqs(), before);
+
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	uq_signal(&u, u.data.va + SIG_OFF, 5);
+	uq_ring(&u);
+	r.armed = armed;
+	r.gate = gate;
+	ASSERT_EQ(pthread_create(&r.t, NULL, releaser_main, &r), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, u.data.va + SIG_OFF, 5,
+			   NPU_TIMEOUT_NS), 0);
+	pthread_join(r.t, NULL);
+	EXPECT_TRUE(r.ok);
+	EXPECT_EQ(*sig, 5);
+	EXPECT_EQ(*armed, 0);
+	EXPECT_GT(uq_irqs(), before);
+	uq_free(self->fd, &u);
+}
+
+/* A value that never comes times out (-ETIME) and leaves armed at 0. */
+TEST_F(userq, wait_mem_timeout)
+{
+	struct uq u;
+	uint64_t t0;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	t0 = npu_now_ns();
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, u.data.va + SIG_OFF, 1,
+			   200 * 1000 * 1000), -ETIME);
+	EXPECT_GE(npu_now_ns() - t0, 190 * 1000 * 1000);
+	EXPECT_EQ(*(volatile uint32_t *)((char *)u.data.map + SIG_OFF + 16),
+		  0);
+	uq_free(self->fd, &u);
+}
+
+/* DRM_NPU_WAIT_MEM_RPTR: sleep until the queue has passed a position. */
+TEST_F(userq, wait_mem_rptr)
+{
+	struct releaser r = { 0 };
+	struct uq u;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	uq_fill(&u, u.data.va, 9, 4);
+	uq_ring(&u);
+	r.gate = (volatile uint64_t *)((char *)u.data.map + GATE_OFF);
+	ASSERT_EQ(pthread_create(&r.t, NULL, releaser_main, &r), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, u.c.queue_id, DRM_NPU_WAIT_MEM_RPTR,
+			   0, u.wptr, NPU_TIMEOUT_NS), 0);
+	pthread_join(r.t, NULL);
+	EXPECT_EQ(((volatile struct npu_uq_wb *)u.wb.map)->rptr, u.wptr);
+	EXPECT_EQ(*(volatile uint32_t *)u.data.map, 9);
+	uq_free(self->fd, &u);
+}
+
+/*
+ * A wait naming a queue ends with -ECANCELED when the queue halts (and
+ * GET_FAULT names the queue) or is destroyed.
+ */
+TEST_F(userq, wait_mem_ends_when_the_queue_stops)
+{
+	struct drm_npu_get_fault f;
+	struct releaser r = { 0 };
+	uint64_t end;
+	struct uq u;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	uq_dw(&u, NPU_PKT_HDR(NPU_OP_RING_CTRL, 0, 1));
+	uq_signal(&u, u.data.va + SIG_OFF, 1);
+	uq_ring(&u);
+	r.armed = (volatile uint32_t *)((char *)u.data.map + SIG_OFF + 16);
+	r.gate = (volatile uint64_t *)((char *)u.data.map + GATE_OFF);
+	ASSERT_EQ(pthread_create(&r.t, NULL, releaser_main, &r), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, u.c.queue_id, 0, u.data.va + SIG_OFF,
+			   1, NPU_TIMEOUT_NS), -ECANCELED);
+	pthread_join(r.t, NULL);
+	/* the fault record is written by a work item: poll for it */
+	end = npu_now_ns() + NPU_TIMEOUT_NS;
+	do {
+		memset(&f, 0, sizeof(f));
+		ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_GET_FAULT, &f), 0);
+	} while (!f.count && npu_now_ns() < end && !usleep(1000));
+	EXPECT_EQ(f.count, 1);
+	EXPECT_EQ(f.kind, DRM_NPU_FAULT_DEVICE);
+	EXPECT_EQ(f.queue_id, u.c.queue_id);
+	EXPECT_EQ(f.ring, 0xffffffffu);
+	EXPECT_EQ(f.cause, NPU_ERR_PRIVILEGED);
+	uq_free(self->fd, &u);
+
+	/* destroyed while someone sleeps on it */
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	memset(&r, 0, sizeof(r));
+	r.armed = (volatile uint32_t *)((char *)u.data.map + SIG_OFF + 16);
+	r.fd = self->fd;
+	r.destroy = u.c.queue_id;
+	ASSERT_EQ(pthread_create(&r.t, NULL, releaser_main, &r), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, u.c.queue_id, 0, u.data.va + SIG_OFF,
+			   1, NPU_TIMEOUT_NS), -ECANCELED);
+	pthread_join(r.t, NULL);
+	EXPECT_TRUE(r.ok);
+	u.c.queue_id = 0;
+	uq_free(self->fd, &u);
+}
+
+/* Another process: fills and polls on its own queue for @ms. */
+static int busy_process(unsigned int ms)
+{
+	uint64_t end = npu_now_ns() + ms * 1000000ull;
+	int fd = npu_open(), n = 0;
+	struct uq u;
+
+	if (fd < 0 || uq_new(fd, &u, DRM_NPU_RING_KIND_COMPUTE) ||
+	    uq_map_doorbell(fd, &u))
+		return 2;
+	while (npu_now_ns() < end) {
+		uq_fill(&u, u.data.va, n, 4);
+		uq_ring(&u);
+		if (uq_poll(&u, NPU_TIMEOUT_NS))
+			return 3;
+		if (*(volatile uint32_t *)u.data.map != (uint32_t)n)
+			return 4;
+		n++;
+	}
+	return n > 10 ? 0 : 5;
+}
+
+/*
+ * The watchdog stops a queue that runs a hung kernel, reports it (QUERY
+ * STOPPED, GET_FAULT kind TIMEOUT), while a queue waiting on memory for
+ * longer is left alone and another process's queue runs on.
+ */
+TEST_F(userq, watchdog_stops_a_hung_queue_only)
+{
+	uint32_t timeout_ms = npu_param(self->fd, DRM_NPU_PARAM_JOB_TIMEOUT_MS);
+	struct drm_npu_userq_query q;
+	struct drm_npu_get_fault f = { 0 };
+	struct uq hung, waiting;
+	uint64_t t0;
+	pid_t pid;
+	int st;
+
+	if (timeout_ms > 5000)
+		SKIP(return, "job timeout %u ms: load npu with job_timeout_ms=2000",
+		     timeout_ms);
+	ASSERT_EQ(uq_new(self->fd, &hung, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_new(self->fd, &waiting, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &hung), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &waiting), 0);
+	uq_wait_mem(&waiting, waiting.data.va + GATE_OFF, 1);
+	uq_ring(&waiting);
+
+	pid = fork();
+	ASSERT_GE(pid, 0);
+	if (pid == 0) {
+		close(self->fd);
+		_exit(busy_process(timeout_ms * 2));
+	}
+
+	t0 = npu_now_ns();
+	uq_dw(&hung, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6));
+	uq_dw(&hung, NPU_KERNEL_TEST_HANG);
+	uq_dw(&hung, 1);
+	uq_dw(&hung, 1);
+	uq_dw(&hung, 1);
+	uq_dw(&hung, 0);
+	uq_ring(&hung);
+	ASSERT_EQ(uq_query_until(self->fd, hung.c.queue_id,
+				 DRM_NPU_USERQ_STOPPED, &q), 0);
+	EXPECT_GE(npu_now_ns() - t0, timeout_ms * 1000000ull);
+	EXPECT_TRUE(q.status & DRM_NPU_USERQ_HALTED);
+	EXPECT_EQ(q.error, NPU_ERR_STOPPED);
+	EXPECT_EQ(q.rptr, 0);
+	ASSERT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_GET_FAULT, &f), 0);
+	EXPECT_EQ(f.kind, DRM_NPU_FAULT_TIMEOUT);
+	EXPECT_EQ(f.queue_id, hung.c.queue_id);
+
+	ASSERT_EQ(waitpid(pid, &st, 0), pid);
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		TH_LOG("other process: status %#x", st);
+	}
+	/* waited longer than the timeout, but held no engine */
+	ASSERT_EQ(uq_query(self->fd, waiting.c.queue_id, &q), 0);
+	EXPECT_EQ(q.status & (DRM_NPU_USERQ_STOPPED | DRM_NPU_USERQ_HALTED),
+		  0);
+	EXPECT_TRUE(q.status & DRM_NPU_USERQ_WAITING);
+	*(volatile uint64_t *)((char *)waiting.data.map + GATE_OFF) = 1;
+	uq_ring(&waiting);	/* the same wptr: look again now */
+	EXPECT_EQ(uq_poll(&waiting, NPU_TIMEOUT_NS), 0);
+	uq_free(self->fd, &hung);
+	uq_free(self->fd, &waiting);
 }
 
 TEST_HARNESS_MAIN
