@@ -429,6 +429,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 			  DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_USERQ_WAIT_MEM, npu_ioctl_userq_wait_mem,
 			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_SIGNAL, npu_ioctl_userq_signal,
+			  DRM_RENDER_ALLOW),
 };
 
 /* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */
@@ -654,6 +656,8 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	xa_init(&ndev->uq_queues);
 	spin_lock_init(&ndev->uq_event_lock);
 	init_waitqueue_head(&ndev->uq_wq);
+	spin_lock_init(&ndev->uq_fence_lock);
+	INIT_LIST_HEAD(&ndev->uq_fences);
 	INIT_WORK(&ndev->uq_halt_work, npu_userq_halt_work);
 	INIT_DELAYED_WORK(&ndev->uq_watchdog, npu_userq_watchdog);
 	INIT_LIST_HEAD(&ndev->bo_list);

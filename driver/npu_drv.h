@@ -207,6 +207,8 @@ struct npu_ring {
  *	stop and removal; USERQ_WAIT_MEM sleeps here and re-checks
  * @uq_halt_work: records halted queues in their files' fault records
  * @uq_watchdog: stops queues that run without progress for the job timeout
+ * @uq_fence_lock: protects @uq_fences; the lock of the USERQ_SIGNAL fences
+ * @uq_fences: pending USERQ_SIGNAL fences (npu_userq_event.c)
  */
 struct npu_device {
 	struct drm_device drm;
@@ -266,6 +268,8 @@ struct npu_device {
 	wait_queue_head_t uq_wq;
 	struct work_struct uq_halt_work;
 	struct delayed_work uq_watchdog;
+	spinlock_t uq_fence_lock;	/* uq_fences, the fences */
+	struct list_head uq_fences;
 };
 
 #define to_npu_device(d) container_of(d, struct npu_device, drm)
@@ -579,6 +583,8 @@ extern unsigned int npu_max_user_contexts;
  * @wd_cmds: watchdog: cmds at the last sample (&npu_device.uq_lock)
  * @wd_since: watchdog: jiffies since when the queue has been running
  *	without progress (&npu_device.uq_lock)
+ * @fence_context: dma_fence context of its USERQ_SIGNAL fences
+ * @fence_seqno: seqno of its last USERQ_SIGNAL fence (&npu_device.uq_lock)
  */
 struct npu_userq {
 	struct kref ref;
@@ -597,6 +603,8 @@ struct npu_userq {
 	u64 wd_rptr;
 	u64 wd_cmds;
 	unsigned long wd_since;
+	u64 fence_context;
+	u64 fence_seqno;
 };
 
 /* register access: callers hold drm_dev_enter() */
@@ -734,6 +742,11 @@ irqreturn_t npu_userq_irq(int irq, void *arg);
 void npu_userq_halt_work(struct work_struct *work);
 void npu_userq_watchdog(struct work_struct *work);
 void npu_userq_watchdog_kick(struct npu_device *ndev);
+void npu_userq_fences_cancel(struct npu_device *ndev, struct npu_userq *uq,
+			     int error);
+void npu_userq_fences_check(struct npu_device *ndev);
+int npu_ioctl_userq_signal(struct drm_device *dev, void *data,
+			   struct drm_file *file);
 int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 			   struct drm_file *file);
 int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,

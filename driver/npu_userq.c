@@ -167,6 +167,7 @@ void npu_userq_hw_fini(struct npu_device *ndev)
 	wake_up_all(&ndev->uq_wq);
 	cancel_delayed_work_sync(&ndev->uq_watchdog);
 	cancel_work_sync(&ndev->uq_halt_work);
+	npu_userq_fences_cancel(ndev, NULL, -ENODEV);
 	npu_userq_events_fini(ndev);
 	mutex_lock(&ndev->uq_lock);
 	if (ndev->uq_table)
@@ -381,6 +382,7 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 	uq->ring_map = NULL;
 	uq->wb_map = NULL;
 	uq->ctx = NULL;
+	npu_userq_fences_cancel(ndev, uq, -ECANCELED);
 	wake_up_all(&ndev->uq_wq);
 	npu_userq_put(uq);
 }
@@ -472,6 +474,7 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 		return -ENOMEM;
 	kref_init(&uq->ref);
 	uq->nfile = nfile;
+	uq->fence_context = dma_fence_context_alloc(1);
 	uq->uid = current_uid();
 
 	mutex_lock(&nfile->vm_lock);

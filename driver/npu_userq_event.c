@@ -3,7 +3,8 @@
  * npu_userq_event.c - what the kernel does for user queues after creation:
  * the device's event ring and its interrupt, USERQ_WAIT_MEM (sleeping until
  * a memory signal or a queue's rptr reaches a value), the fault record of
- * a halted queue, and the progress watchdog.
+ * a halted queue, the progress watchdog, and USERQ_SIGNAL (a syncobj fence
+ * for a queue position).
  *
  * Every event (SIGNAL, PROGRESS, HALT, OFF, and an overflow) wakes one
  * device-wide wait queue, &npu_device.uq_wq; each sleeper re-checks its own
@@ -20,7 +21,9 @@
 #include <linux/io.h>
 #include <linux/pci.h>
 #include <linux/sched/signal.h>
+#include <linux/dma-fence-chain.h>
 #include <drm/drm_drv.h>
+#include <drm/drm_syncobj.h>
 #include <drm/drm_utils.h>
 
 #include "npu_drv.h"
@@ -108,13 +111,14 @@ irqreturn_t npu_userq_irq(int irq, void *arg)
 	spin_unlock(&ndev->uq_event_lock);
 
 	wake_up_all(&ndev->uq_wq);
-	if (halt)
+	if (halt || !list_empty(&ndev->uq_fences))
 		schedule_work(&ndev->uq_halt_work);
 	return IRQ_HANDLED;
 }
 
 /**
- * npu_userq_halt_work() - record newly halted user queues in their files
+ * npu_userq_halt_work() - record newly halted user queues in their files,
+ *	and signal the USERQ_SIGNAL fences the queues have passed
  * @work: &npu_device.uq_halt_work
  *
  * GET_FAULT then reports the queue (kind DEVICE, ring 0xffffffff, the
@@ -144,6 +148,7 @@ void npu_userq_halt_work(struct work_struct *work)
 				 npu_uqd_rd64(ndev, index, NPU_UQD_FAULT),
 				 NULL);
 	}
+	npu_userq_fences_check(ndev);
 	mutex_unlock(&ndev->uq_lock);
 	drm_dev_exit(idx);
 }
@@ -222,6 +227,8 @@ void npu_userq_watchdog(struct work_struct *work)
 				 0xffffffff, NPU_ERR_STOPPED, 0, rptr, NULL);
 		stopped = true;
 	}
+	/* also the deadlines of the USERQ_SIGNAL fences */
+	npu_userq_fences_check(ndev);
 	any = !xa_empty(&ndev->uq_queues);
 	mutex_unlock(&ndev->uq_lock);
 	drm_dev_exit(idx);
@@ -432,5 +439,213 @@ out:
 	npu_mapping_put(w.map);
 	if (w.uq)
 		npu_userq_put(w.uq);
+	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* USERQ_SIGNAL: a dma_fence for a position of a user queue */
+
+/**
+ * struct npu_uq_fence - fence that signals when a queue's rptr passes @wptr
+ * @base: dma fence (context: the queue, lock: &npu_device.uq_fence_lock)
+ * @link: entry in &npu_device.uq_fences while pending
+ * @index: descriptor index of the queue
+ * @uq: the queue (not referenced: the queue signals its fences before it
+ *	is freed)
+ * @wptr: position
+ * @deadline: jiffies after which it signals -ETIMEDOUT in any case
+ */
+struct npu_uq_fence {
+	struct dma_fence base;
+	struct list_head link;
+	u32 index;
+	struct npu_userq *uq;
+	u64 wptr;
+	unsigned long deadline;
+};
+
+static const char *npu_uq_fence_driver_name(struct dma_fence *f)
+{
+	return "npu";
+}
+
+static const char *npu_uq_fence_timeline_name(struct dma_fence *f)
+{
+	return "userq";
+}
+
+static const struct dma_fence_ops npu_uq_fence_ops = {
+	.get_driver_name = npu_uq_fence_driver_name,
+	.get_timeline_name = npu_uq_fence_timeline_name,
+};
+
+/* Signal @f with @error (0: done) and drop the list's reference. */
+static void npu_uq_fence_done(struct npu_device *ndev, struct npu_uq_fence *f,
+			      int error)
+{
+	lockdep_assert_held(&ndev->uq_fence_lock);
+
+	list_del(&f->link);
+	if (error)
+		dma_fence_set_error(&f->base, error);
+	dma_fence_signal_locked(&f->base);
+	dma_fence_put(&f->base);
+}
+
+/**
+ * npu_userq_fences_cancel() - fail every pending fence of a queue
+ * @ndev: device
+ * @uq: queue being destroyed, or NULL for every queue (removal)
+ * @error: -ECANCELED, or -ENODEV
+ */
+void npu_userq_fences_cancel(struct npu_device *ndev, struct npu_userq *uq,
+			     int error)
+{
+	struct npu_uq_fence *f, *tmp;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ndev->uq_fence_lock, flags);
+	list_for_each_entry_safe(f, tmp, &ndev->uq_fences, link)
+		if (!uq || f->uq == uq)
+			npu_uq_fence_done(ndev, f, error);
+	spin_unlock_irqrestore(&ndev->uq_fence_lock, flags);
+}
+
+/**
+ * npu_userq_fences_check() - signal the fences whose position was passed,
+ *	fail those of halted queues and those past their deadline, and ask
+ *	for a PROGRESS event at the next pending position of each queue
+ * @ndev: device, inside drm_dev_enter(), &npu_device.uq_lock held (so the
+ *	queues of the fences are mapped)
+ */
+void npu_userq_fences_check(struct npu_device *ndev)
+{
+	struct npu_uq_fence *f, *tmp;
+	unsigned long flags;
+	bool again;
+
+	lockdep_assert_held(&ndev->uq_lock);
+	do {
+		again = false;
+		spin_lock_irqsave(&ndev->uq_fence_lock, flags);
+		list_for_each_entry_safe(f, tmp, &ndev->uq_fences, link) {
+			u32 sts = npu_uqd_rd32(ndev, f->index, NPU_UQD_STATUS);
+			u64 rptr = npu_uqd_rd64(ndev, f->index, NPU_UQD_RPTR);
+			u64 irq;
+
+			if (rptr >= f->wptr) {
+				npu_uq_fence_done(ndev, f, 0);
+			} else if (READ_ONCE(f->uq->stopped)) {
+				npu_uq_fence_done(ndev, f, -ETIMEDOUT);
+			} else if (sts & NPU_UQ_STS_HALTED) {
+				npu_uq_fence_done(ndev, f, -EFAULT);
+			} else if (time_after(jiffies, f->deadline)) {
+				npu_uq_fence_done(ndev, f, -ETIMEDOUT);
+			} else {
+				irq = npu_uqd_rd64(ndev, f->index,
+						   NPU_UQD_IRQ_RPTR);
+				if (!irq || irq <= rptr || f->wptr < irq) {
+					npu_uqd_wr64(ndev, f->index,
+						     NPU_UQD_IRQ_RPTR, f->wptr);
+					/* then re-read rptr: no crossing lost */
+					mb();
+					again = true;
+				}
+			}
+		}
+		spin_unlock_irqrestore(&ndev->uq_fence_lock, flags);
+	} while (again);
+}
+
+/**
+ * npu_ioctl_userq_signal() - DRM_IOCTL_NPU_USERQ_SIGNAL
+ * @dev: DRM device
+ * @data: &struct drm_npu_userq_signal
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_userq_signal(struct drm_device *dev, void *data,
+			   struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_userq_signal *args = data;
+	struct dma_fence_chain *chain = NULL;
+	struct drm_syncobj *syncobj;
+	struct npu_uq_fence *f;
+	struct npu_userq *uq;
+	unsigned long flags;
+	u64 cur;
+	int idx, ret = 0;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	syncobj = drm_syncobj_find(file, args->handle);
+	if (!syncobj)
+		return -ENOENT;
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (args->point)
+		chain = dma_fence_chain_alloc();
+	if (!f || (args->point && !chain)) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+
+	mutex_lock(&nfile->vm_lock);
+	uq = xa_load(&nfile->userqs, args->queue_id);
+	if (!uq) {
+		ret = -ENOENT;
+		goto out_unlock;
+	}
+	if (!drm_dev_enter(dev, &idx)) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	mutex_lock(&ndev->uq_lock);
+	cur = npu_uqd_rd64(ndev, uq->index, NPU_UQD_WPTR);
+	if (READ_ONCE(uq->stopped) ||
+	    (npu_uqd_rd32(ndev, uq->index, NPU_UQD_STATUS) &
+	     NPU_UQ_STS_HALTED))
+		ret = -ECANCELED;
+	else if (args->wptr > cur)
+		ret = -EINVAL;
+	if (!ret) {
+		f->index = uq->index;
+		f->uq = uq;
+		f->wptr = args->wptr ?: cur;
+		f->deadline = jiffies +
+			      msecs_to_jiffies(READ_ONCE(npu_job_timeout_ms));
+		dma_fence_init(&f->base, &npu_uq_fence_ops,
+			       &ndev->uq_fence_lock, uq->fence_context,
+			       ++uq->fence_seqno);
+		/* one reference for the list, one for the syncobj */
+		dma_fence_get(&f->base);
+		spin_lock_irqsave(&ndev->uq_fence_lock, flags);
+		list_add_tail(&f->link, &ndev->uq_fences);
+		spin_unlock_irqrestore(&ndev->uq_fence_lock, flags);
+		npu_userq_fences_check(ndev);
+	}
+	mutex_unlock(&ndev->uq_lock);
+	drm_dev_exit(idx);
+	mutex_unlock(&nfile->vm_lock);
+	if (ret)
+		goto out_free;
+
+	npu_userq_watchdog_kick(ndev);	/* deadlines are checked there */
+	if (chain)
+		drm_syncobj_add_point(syncobj, chain, &f->base, args->point);
+	else
+		drm_syncobj_replace_fence(syncobj, &f->base);
+	dma_fence_put(&f->base);
+	drm_syncobj_put(syncobj);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&nfile->vm_lock);
+out_free:
+	dma_fence_chain_free(chain);
+	kfree(f);
+	drm_syncobj_put(syncobj);
 	return ret;
 }

@@ -1069,4 +1069,98 @@ TEST_F(userq, watchdog_stops_a_hung_queue_only)
 	uq_free(self->fd, &waiting);
 }
 
+static int uq_signal_ioctl(int fd, uint32_t queue, uint64_t wptr,
+			   uint32_t handle, uint64_t point)
+{
+	struct drm_npu_userq_signal s = {
+		.queue_id = queue, .wptr = wptr, .handle = handle,
+		.point = point,
+	};
+
+	return npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &s);
+}
+
+/*
+ * USERQ_SIGNAL puts a fence in a syncobj that signals when the queue has
+ * passed a position; a halted queue fails it with -EFAULT, a destroyed one
+ * with -ECANCELED.
+ */
+TEST_F(userq, signal_bridges_to_syncobj)
+{
+	struct drm_npu_userq_signal s = { 0 };
+	volatile uint64_t *gate;
+	uint32_t so, tl;
+	uint64_t pos, pt = 5;
+	struct uq u;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so), 0);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &tl), 0);
+	gate = (volatile uint64_t *)((char *)u.data.map + GATE_OFF);
+
+	s.queue_id = u.c.queue_id;
+	s.handle = so;
+	s.flags = 1;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &s),
+		  -EINVAL);
+	s.flags = 0;
+	s.pad = 1;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &s),
+		  -EINVAL);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, 999, 0, so, 0), -ENOENT);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 0, 4321, 0),
+		  -ENOENT);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 64, so, 0),
+		  -EINVAL);	/* beyond the queue's wptr (0) */
+	/* a position the queue has passed: signalled at once */
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 0, so, 0), 0);
+	EXPECT_EQ(npu_syncobj_wait(self->fd, so, 0), 0);
+
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	uq_fill(&u, u.data.va, 11, 4);
+	pos = u.wptr;
+	uq_ring(&u);
+	/* the doorbell reached the device: its wptr is the position */
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 0, so, 0), 0);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, pos, tl, pt), 0);
+	EXPECT_EQ(npu_syncobj_wait(self->fd, so, 100 * 1000 * 1000), -ETIME);
+	*gate = 1;
+	uq_ring(&u);
+	EXPECT_EQ(npu_syncobj_wait(self->fd, so, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(npu_syncobj_error(self->fd, so), 0);
+	EXPECT_EQ(drmSyncobjTimelineWait(self->fd, &tl, &pt, 1,
+					 npu_abs_timeout(NPU_TIMEOUT_NS), 0,
+					 NULL), 0);
+	EXPECT_EQ(*(volatile uint32_t *)u.data.map, 11);
+
+	/* a halt fails the fence; a halted queue takes no new one */
+	*gate = 0;
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	uq_dw(&u, NPU_PKT_HDR(NPU_OP_RING_CTRL, 0, 1));
+	uq_ring(&u);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 0, so, 0), 0);
+	*gate = 1;
+	uq_ring(&u);
+	EXPECT_EQ(npu_syncobj_wait(self->fd, so, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(npu_syncobj_error(self->fd, so), -EFAULT);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 0, so, 0),
+		  -ECANCELED);
+	uq_free(self->fd, &u);
+
+	/* destroyed with a fence pending */
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	uq_ring(&u);
+	EXPECT_EQ(uq_signal_ioctl(self->fd, u.c.queue_id, 0, so, 0), 0);
+	EXPECT_EQ(uq_destroy(self->fd, u.c.queue_id), 0);
+	u.c.queue_id = 0;
+	EXPECT_EQ(npu_syncobj_wait(self->fd, so, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(npu_syncobj_error(self->fd, so), -ECANCELED);
+	uq_free(self->fd, &u);
+	drmSyncobjDestroy(self->fd, so);
+	drmSyncobjDestroy(self->fd, tl);
+}
+
 TEST_HARNESS_MAIN
