@@ -154,6 +154,8 @@ int npu_ioctl_ctx_destroy(struct drm_device *dev, void *data,
 		ret = -EBUSY;
 		goto out;
 	}
+	/* its user queues are stopped and destroyed, not waited for */
+	npu_userqs_ctx_destroy(nfile, ctx);
 	xa_erase(&nfile->ctxs, args->ctx_id);
 	npu_ctx_unbind_all(nfile, ctx);
 	npu_ctx_put(ctx);
@@ -287,8 +289,10 @@ int npu_ioctl_bo_unmap(struct drm_device *dev, void *data,
 	if (ctx) {
 		list_for_each_entry(map, &ctx->binds, ctx_link) {
 			if (map->node.start == args->va) {
-				npu_ctx_unbind(nfile, map);
-				ret = 0;
+				/* a user queue's ring or write-back block */
+				ret = map->userq_pins ? -EBUSY : 0;
+				if (!ret)
+					npu_ctx_unbind(nfile, map);
 				break;
 			}
 		}

@@ -119,6 +119,7 @@ static int npu_open(struct drm_device *dev, struct drm_file *file)
 	mutex_init(&nfile->submit_lock);
 	mutex_init(&nfile->vm_lock);
 	xa_init_flags(&nfile->ctxs, XA_FLAGS_ALLOC1);
+	xa_init_flags(&nfile->userqs, XA_FLAGS_ALLOC);
 	spin_lock_init(&nfile->fault_lock);
 	nfile->ctx = npu_ctx_create(ndev);
 	if (IS_ERR(nfile->ctx)) {
@@ -138,7 +139,11 @@ static void npu_postclose(struct drm_device *dev, struct drm_file *file)
 {
 	struct npu_file *nfile = file->driver_priv;
 
-	/* GEM handles are gone already; jobs keep what they use alive. */
+	/*
+	 * GEM handles are gone already; jobs keep what they use alive. User
+	 * queues go first: they are stopped, not waited for.
+	 */
+	npu_userqs_file_fini(nfile, file);
 	npu_queues_destroy(nfile);
 	npu_file_ctxs_destroy(nfile);
 	npu_file_put(nfile);
@@ -194,6 +199,17 @@ static int npu_ioctl_get_param(struct drm_device *dev, void *data,
 			args->value |= DRM_NPU_FEATURE_DEVMEM_MMAP;
 		if (ndev->features & NPU_FEATURE_USER_CODE)
 			args->value |= DRM_NPU_FEATURE_USER_CODE;
+		if (ndev->uq_entries)
+			args->value |= DRM_NPU_FEATURE_USER_QUEUES;
+		break;
+	case DRM_NPU_PARAM_USERQ_MAX:
+		args->value = READ_ONCE(npu_userq_max);
+		break;
+	case DRM_NPU_PARAM_USERQ_ENGINES:
+		args->value = ndev->uq_entries ? ndev->uq_engines & 0xffff : 0;
+		break;
+	case DRM_NPU_PARAM_USERQ_RING_MAX:
+		args->value = NPU_UQ_RING_SIZE_MAX;
 		break;
 	case DRM_NPU_PARAM_CU_THREADS:
 		args->value = ndev->cu_threads;
@@ -405,6 +421,16 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 	DRM_IOCTL_DEF_DRV(NPU_BO_UNMAP, npu_ioctl_bo_unmap, DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_BO_PROTECT, npu_ioctl_bo_protect,
 			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_CREATE, npu_ioctl_userq_create,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_DESTROY, npu_ioctl_userq_destroy,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_QUERY, npu_ioctl_userq_query,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_WAIT_MEM, npu_ioctl_userq_wait_mem,
+			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_SIGNAL, npu_ioctl_userq_signal,
+			  DRM_RENDER_ALLOW),
 };
 
 /* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */
@@ -519,6 +545,9 @@ static void npu_drm_release(struct drm_device *drm, void *arg)
 
 	/* last reference: every file is closed, every entity gone */
 	npu_rings_fini(ndev);
+	/* probe failed after the table was made: removal did not free it */
+	npu_userq_hw_fini(ndev);
+	npu_userq_fini(ndev);
 	drm_mm_takedown(&ndev->devmem_mm);
 	ida_destroy(&ndev->ctx_ida);
 	WARN_ON(!xa_empty(&ndev->user_ctxs));
@@ -621,6 +650,16 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	mutex_init(&ndev->ctx_lock);
 	INIT_LIST_HEAD(&ndev->ctx_list);
 	mutex_init(&ndev->bo_lock);
+	mutex_init(&ndev->uq_lock);
+	ida_init(&ndev->uq_ida);
+	xa_init(&ndev->user_userqs);
+	xa_init(&ndev->uq_queues);
+	spin_lock_init(&ndev->uq_event_lock);
+	init_waitqueue_head(&ndev->uq_wq);
+	spin_lock_init(&ndev->uq_fence_lock);
+	INIT_LIST_HEAD(&ndev->uq_fences);
+	INIT_WORK(&ndev->uq_halt_work, npu_userq_halt_work);
+	INIT_DELAYED_WORK(&ndev->uq_watchdog, npu_userq_watchdog);
 	INIT_LIST_HEAD(&ndev->bo_list);
 	init_waitqueue_head(&ndev->jobs_wq);
 	atomic_set(&ndev->jobs_alive, 0);
@@ -641,6 +680,9 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		ndev->sched_lists[k][i] = &ring->sched;
 	}
 	ret = drmm_add_action_or_reset(&ndev->drm, npu_drm_release, ndev);
+	if (ret)
+		return ret;
+	ret = npu_userq_hw_init(ndev);
 	if (ret)
 		return ret;
 
@@ -696,6 +738,7 @@ static void npu_remove(struct pci_dev *pdev)
 	npu_ctxs_hw_fini(ndev);
 	npu_bos_hw_fini(ndev);
 	npu_rings_hw_fini(ndev);
+	npu_userq_hw_fini(ndev);
 }
 
 /*

@@ -14,6 +14,7 @@
 #define NPU_DRV_H
 
 #include <linux/dma-fence.h>
+#include <linux/interrupt.h>
 #include <linux/kref.h>
 #include <linux/llist.h>
 #include <linux/mutex.h>
@@ -40,6 +41,9 @@
 #define NPU_MAX_QUEUES		256	/* queues of one file */
 #define NPU_MAX_CTXS		64	/* extra contexts of one file */
 #define NPU_MAX_BO_SIZE		BIT_ULL(32)	/* 4 GiB per BO */
+/* User queue ids: past the kernel queues' ids, one per doorbell of a page */
+#define NPU_USERQ_IDS	XA_LIMIT(NPU_MAX_QUEUES + 1, \
+				 NPU_MAX_QUEUES + NPU_UQ_DOORBELLS_PER_PAGE)
 
 /*
  * uAPI arrays carry their element size: the smallest accepted is the size
@@ -177,6 +181,34 @@ struct npu_ring {
  *	run_job and free_job work (kernels whose scheduler uses a workqueue)
  * @reset_delay_ms: debugfs test knob: a timed-out ring waits this long
  *	between stopping its scheduler and its reset
+ * @uq_lock: protects the user-queue registers (a command and its status),
+ *	the descriptor table, @uq_db_used and @user_userqs (npu_userq.c);
+ *	taken after &npu_file.vm_lock
+ * @uq_table: CPU address of the user-queue descriptor table, NULL without
+ *	user queues or once the device is removed
+ * @uq_table_dma: its bus address
+ * @uq_entries: descriptors in the table
+ * @uq_ida: descriptor indices in use (the ida has its own lock)
+ * @uq_engines: NPU_REG_UQ_ENGINES
+ * @uq_db_pages: pages of the doorbell BAR
+ * @uq_db_base: bus address of the doorbell BAR
+ * @uq_db_used: doorbell pages given to files
+ * @user_userqs: user queues per user, as @user_ctxs, bounded by the
+ *	max_user_userqs parameter
+ * @uq_queues: descriptor index -> &struct npu_userq of every mapped queue
+ *	(changed under @uq_lock; the xarray has its own lock)
+ * @uq_events: CPU address of the user-queue event ring
+ * @uq_events_dma: its bus address
+ * @uq_event_lock: protects @uq_event_head and the event registers; taken
+ *	in the user-queue interrupt handler
+ * @uq_event_head: next record the driver reads
+ * @uq_irq: Linux irq number of the user-queue event vector, 0 if none
+ * @uq_wq: woken by every user-queue event, queue destruction, watchdog
+ *	stop and removal; USERQ_WAIT_MEM sleeps here and re-checks
+ * @uq_halt_work: records halted queues in their files' fault records
+ * @uq_watchdog: stops queues that run without progress for the job timeout
+ * @uq_fence_lock: protects @uq_fences; the lock of the USERQ_SIGNAL fences
+ * @uq_fences: pending USERQ_SIGNAL fences (npu_userq_event.c)
  */
 struct npu_device {
 	struct drm_device drm;
@@ -217,6 +249,27 @@ struct npu_device {
 	struct work_struct free_work;
 	struct workqueue_struct *sched_wq;
 	u32 reset_delay_ms;
+	struct mutex uq_lock;	/* UQ_CMD, table, uq_db_used, user_userqs */
+	void *uq_table;
+	dma_addr_t uq_table_dma;
+	u32 uq_entries;
+	struct ida uq_ida;
+	u32 uq_engines;
+	u32 uq_db_pages;
+	resource_size_t uq_db_base;
+	unsigned long *uq_db_used;
+	struct xarray user_userqs;
+	struct xarray uq_queues;
+	void *uq_events;
+	dma_addr_t uq_events_dma;
+	spinlock_t uq_event_lock;	/* uq_event_head, UQ_EVENT_* */
+	u32 uq_event_head;
+	int uq_irq;
+	wait_queue_head_t uq_wq;
+	struct work_struct uq_halt_work;
+	struct delayed_work uq_watchdog;
+	spinlock_t uq_fence_lock;	/* uq_fences, the fences */
+	struct list_head uq_fences;
 };
 
 #define to_npu_device(d) container_of(d, struct npu_device, drm)
@@ -355,6 +408,9 @@ static inline struct npu_bo *to_npu_bo(struct drm_gem_object *obj)
  * @ctx_link: entry in &npu_ctx.binds while bound by BO_MAP, then in
  *	&npu_ctx.retiring until the jobs pushed before it was unbound signal
  * @retire_seq: &npu_ctx.next_seq when it was unbound
+ * @userq_pins: user queues whose ring or write-back block it holds
+ *	(BO_UNMAP refuses while > 0); protected by the owning file's
+ *	&npu_file.vm_lock
  */
 struct npu_mapping {
 	struct kref ref;
@@ -366,6 +422,7 @@ struct npu_mapping {
 	struct list_head bo_link;
 	struct list_head ctx_link;
 	u64 retire_seq;
+	u32 userq_pins;
 };
 
 /* npu_mapping_create() flags */
@@ -400,8 +457,10 @@ struct npu_queue {
  * @ref: references: the DRM file, every job
  * @ndev: device
  * @ctx: the file's default address space (context id 0 in the uAPI)
- * @vm_lock: protects the extra contexts' &npu_ctx.binds and serialises
- *	CTX_DESTROY, BO_MAP and BO_UNMAP; taken before &npu_bo.maps_lock
+ * @vm_lock: protects the extra contexts' &npu_ctx.binds, the user queues
+ *	(@userqs, @nuserqs, @doorbell, @doorbells_used, the mappings'
+ *	&npu_mapping.userq_pins) and serialises CTX_DESTROY, BO_MAP,
+ *	BO_UNMAP and the USERQ ioctls; taken before &npu_bo.maps_lock
  * @ctxs: extra context id -> &struct npu_ctx (xarray has its own lock)
  * @client_id: DRM client id, for the scheduler
  * @queues: queue id -> &struct npu_queue (xarray has its own lock)
@@ -412,6 +471,11 @@ struct npu_queue {
  * @engine_ns: time the file's jobs occupied compute rings ([0]) and copy
  *	rings ([1]), from the start of each job on its ring to its retirement
  *	(fdinfo drm-engine-* adds the running jobs' time so far)
+ * @userqs: user queue id -> struct npu_userq (npu_userq.c)
+ * @nuserqs: entries in @userqs
+ * @doorbell: the file's doorbell page (a GEM object), NULL until its first
+ *	user queue
+ * @doorbells_used: doorbells of @doorbell bound to the file's queues
  */
 struct npu_file {
 	struct kref ref;
@@ -425,6 +489,10 @@ struct npu_file {
 	spinlock_t fault_lock;		/* fault */
 	struct drm_npu_get_fault fault;
 	atomic64_t engine_ns[2];
+	struct xarray userqs;
+	u32 nuserqs;
+	struct drm_gem_object *doorbell;
+	DECLARE_BITMAP(doorbells_used, NPU_UQ_DOORBELLS_PER_PAGE);
 };
 
 /**
@@ -491,6 +559,54 @@ struct npu_fence {
 extern unsigned int npu_job_timeout_ms;
 extern unsigned int npu_max_user_contexts;
 
+/**
+ * struct npu_userq - one user-mode queue (npu_userq.c)
+ * @ref: references: &npu_file.userqs until destroyed, each USERQ_WAIT_MEM
+ *	sleeping on it
+ * @nfile: owning file (not referenced: the queue is destroyed before the
+ *	file is released, and only looked at while in &npu_device.uq_queues)
+ * @ctx: context it runs in (referenced)
+ * @ring_map: mapping holding the ring (referenced, pinned)
+ * @wb_map: mapping holding the write-back block (referenced, pinned)
+ * @uid: real user charged for the queue
+ * @id: uAPI id
+ * @index: descriptor index on the device
+ * @doorbell: doorbell index in the file's page
+ * @dead: destroyed: waiters return -ECANCELED (written under
+ *	&npu_device.uq_lock, read with READ_ONCE())
+ * @stopped: stopped by the watchdog (as @dead)
+ * @halt_seen: its halt was recorded in the file's fault record
+ *	(&npu_device.uq_lock)
+ * @wd_running: watchdog: the last sample saw it on an engine
+ *	(&npu_device.uq_lock)
+ * @wd_rptr: watchdog: rptr at the last sample (&npu_device.uq_lock)
+ * @wd_cmds: watchdog: cmds at the last sample (&npu_device.uq_lock)
+ * @wd_since: watchdog: jiffies since when the queue has been running
+ *	without progress (&npu_device.uq_lock)
+ * @fence_context: dma_fence context of its USERQ_SIGNAL fences
+ * @fence_seqno: seqno of its last USERQ_SIGNAL fence (&npu_device.uq_lock)
+ */
+struct npu_userq {
+	struct kref ref;
+	struct npu_file *nfile;
+	struct npu_ctx *ctx;
+	struct npu_mapping *ring_map;
+	struct npu_mapping *wb_map;
+	kuid_t uid;
+	u32 id;
+	u32 index;
+	u32 doorbell;
+	bool dead;
+	bool stopped;
+	bool halt_seen;
+	bool wd_running;
+	u64 wd_rptr;
+	u64 wd_cmds;
+	unsigned long wd_since;
+	u64 fence_context;
+	u64 fence_seqno;
+};
+
 /* register access: callers hold drm_dev_enter() */
 static inline u32 npu_rd(struct npu_device *ndev, u32 reg)
 {
@@ -536,6 +652,7 @@ static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
 }
 
 struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
+u64 npu_ctx_va_pte(struct npu_ctx *ctx, u64 va);
 void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job);
 void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map);
@@ -602,6 +719,40 @@ struct npu_fence *npu_fence_alloc(gfp_t gfp);
 void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
 		      u32 ring, u32 cause, u32 info, u64 addr,
 		      const struct drm_npu_get_fault *where);
+
+/* npu_userq.c */
+extern unsigned int npu_userq_max;
+int npu_userq_hw_init(struct npu_device *ndev);
+void npu_userq_hw_fini(struct npu_device *ndev);
+void npu_userq_fini(struct npu_device *ndev);
+void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx);
+void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file);
+void npu_userq_put(struct npu_userq *uq);
+u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index);
+u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off);
+u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off);
+void npu_uqd_wr64(struct npu_device *ndev, u32 index, u32 off, u64 v);
+int npu_ioctl_userq_wait_mem(struct drm_device *dev, void *data,
+			     struct drm_file *file);
+
+/* npu_userq_event.c */
+int npu_userq_events_init(struct npu_device *ndev);
+void npu_userq_events_fini(struct npu_device *ndev);
+irqreturn_t npu_userq_irq(int irq, void *arg);
+void npu_userq_halt_work(struct work_struct *work);
+void npu_userq_watchdog(struct work_struct *work);
+void npu_userq_watchdog_kick(struct npu_device *ndev);
+void npu_userq_fences_cancel(struct npu_device *ndev, struct npu_userq *uq,
+			     int error);
+void npu_userq_fences_check(struct npu_device *ndev);
+int npu_ioctl_userq_signal(struct drm_device *dev, void *data,
+			   struct drm_file *file);
+int npu_ioctl_userq_create(struct drm_device *dev, void *data,
+			   struct drm_file *file);
+int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,
+			    struct drm_file *file);
+int npu_ioctl_userq_query(struct drm_device *dev, void *data,
+			  struct drm_file *file);
 
 /* npu_debugfs.c, npu_sysfs.c */
 void npu_debugfs_init(struct drm_minor *minor);

@@ -624,6 +624,29 @@ struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size)
 	return found;
 }
 
+/**
+ * npu_ctx_va_pte() - the page-table entry of an address
+ * @ctx: context
+ * @va: device address
+ *
+ * Return: the leaf entry (NPU_PTE_*), 0 when the page is not mapped.
+ */
+u64 npu_ctx_va_pte(struct npu_ctx *ctx, u64 va)
+{
+	u64 *pte, val = 0;
+
+	if (va >= NPU_VA_END)
+		return 0;
+	mutex_lock(&ctx->lock);
+	if (ctx->root) {
+		pte = npu_pt_leaf(ctx, va, NULL);
+		if (pte)
+			val = READ_ONCE(*pte);
+	}
+	mutex_unlock(&ctx->lock);
+	return val;
+}
+
 /* Have all jobs of @ctx pushed before sequence number @seq signalled? */
 static bool npu_ctx_signalled_before(struct npu_ctx *ctx, u64 seq)
 {

@@ -663,7 +663,8 @@ void npu_rings_fini(struct npu_device *ndev)
 int npu_irqs_init(struct npu_device *ndev)
 {
 	struct pci_dev *pdev = ndev->pdev;
-	int nvec = ndev->num_rings + 1;
+	/* the user-queue event vector comes after the error vector */
+	int nvec = ndev->num_rings + 1 + (ndev->uq_events ? 1 : 0);
 	int r, ret;
 
 	ret = pci_alloc_irq_vectors(pdev, nvec, nvec, PCI_IRQ_MSIX);
@@ -682,6 +683,16 @@ int npu_irqs_init(struct npu_device *ndev)
 	ret = request_irq(ndev->err_irq, npu_error_irq, 0, "npu-error", ndev);
 	if (ret)
 		goto err;
+	if (ndev->uq_events) {
+		ndev->uq_irq = pci_irq_vector(pdev, ndev->num_rings + 1);
+		ret = request_irq(ndev->uq_irq, npu_userq_irq, 0, "npu-userq",
+				  ndev);
+		if (ret) {
+			ndev->uq_irq = 0;
+			free_irq(ndev->err_irq, ndev);
+			goto err;
+		}
+	}
 	ndev->irqs_on = true;
 	return 0;
 
@@ -703,6 +714,9 @@ void npu_irqs_fini(struct npu_device *ndev)
 	if (!ndev->irqs_on)
 		return;
 	ndev->irqs_on = false;
+	if (ndev->uq_irq)
+		free_irq(ndev->uq_irq, ndev);
+	ndev->uq_irq = 0;
 	free_irq(ndev->err_irq, ndev);
 	for (r = 0; r < ndev->num_rings; r++)
 		free_irq(ndev->rings[r].irq, &ndev->rings[r]);

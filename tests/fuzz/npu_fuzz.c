@@ -47,6 +47,7 @@
 #define MAX_MAPS	24
 #define MAX_SYNCS	16
 #define MAX_STALE	32
+#define MAX_UQS		6
 #define WATCHDOG_S	240
 
 /* ---- operation kinds and their counters ------------------------------ */
@@ -57,7 +58,8 @@
 	X(GET_FAULT) X(COUNTERS) X(CTX_CREATE) X(CTX_DESTROY) X(BO_MAP) \
 	X(BO_UNMAP) X(SYNCOBJ_CREATE) X(SYNCOBJ_DESTROY) X(SYNCOBJ_WAIT) \
 	X(SYNCOBJ_MISC) X(PRIME_SEND) X(SYNC_SEND) X(RECV_IMPORT) \
-	X(RAW_IOCTL) X(FORK) X(REOPEN)
+	X(RAW_IOCTL) X(FORK) X(REOPEN) X(USERQ_CREATE) X(USERQ_DESTROY) \
+	X(USERQ_MISC)
 
 #define OP_ENUM(n) OP_##n,
 #define OP_NAME(n) #n,
@@ -74,7 +76,8 @@ static const unsigned int op_weight[OP_COUNT] = {
 	[OP_BO_UNMAP] = 3, [OP_SYNCOBJ_CREATE] = 4, [OP_SYNCOBJ_DESTROY] = 2,
 	[OP_SYNCOBJ_WAIT] = 3, [OP_SYNCOBJ_MISC] = 3, [OP_PRIME_SEND] = 3,
 	[OP_SYNC_SEND] = 2, [OP_RECV_IMPORT] = 4, [OP_RAW_IOCTL] = 4,
-	[OP_FORK] = 1, [OP_REOPEN] = 1,
+	[OP_FORK] = 1, [OP_REOPEN] = 1, [OP_USERQ_CREATE] = 3,
+	[OP_USERQ_DESTROY] = 2, [OP_USERQ_MISC] = 8,
 };
 
 /* outcome of one operation */
@@ -132,6 +135,13 @@ struct fqueue { bool live; uint32_t id, ctx; };
 struct fctx { bool live; uint32_t id; };
 struct fmap { bool live; uint32_t ctx, handle; uint64_t va, size; };
 struct fsync { bool live; uint32_t handle; uint64_t point; };
+/* a user queue on BOs of its own (ring, write-back block, data) */
+struct fuq {
+	bool live;
+	uint32_t id, ring_size;
+	uint64_t wptr, doorbell_offset;
+	struct npu_bo ring, wb, data;
+};
 
 static struct {
 	int proc;		/* 0 or 1 */
@@ -146,6 +156,8 @@ static struct {
 	struct fctx ctx[MAX_CTXS];
 	struct fmap map[MAX_MAPS];
 	struct fsync sync[MAX_SYNCS];
+	struct fuq uq[MAX_UQS];
+	void *db;			/* the file's doorbell page, or NULL */
 	uint32_t stale[MAX_STALE];	/* closed handles and ids */
 	unsigned int nstale;
 	uint32_t foreign[8];		/* handles of the other process */
@@ -180,7 +192,8 @@ static bool errno_documented(int e)
 	case EINVAL: case ENOENT: case ENOMEM: case ENOSPC: case EFAULT:
 	case EBUSY: case EEXIST: case EACCES: case ENODEV: case ETIME:
 	case ETIMEDOUT: case EPERM: case E2BIG: case EINTR: case EAGAIN:
-	case EBADF: case EOPNOTSUPP: case ENOTTY:
+	case EBADF: case EOPNOTSUPP: case ENOTTY: case ECANCELED:
+	case EDQUOT:
 		return true;
 	}
 	return false;
@@ -392,10 +405,10 @@ static void op_get_param(void)
 	bool wf = chance(80);
 	int ret;
 
-	p.param = wf ? below(DRM_NPU_PARAM_CU_CLOCK_MHZ + 1) :
-		  (chance(50) ? 26 + below(10) : (uint32_t)rnd());
+	p.param = wf ? below(DRM_NPU_PARAM_USERQ_RING_MAX + 1) :
+		  (chance(50) ? 29 + below(10) : (uint32_t)rnd());
 	p.pad = wf ? 0 : pad32();
-	wf = wf || (p.param <= DRM_NPU_PARAM_CU_CLOCK_MHZ && !p.pad);
+	wf = wf || (p.param <= DRM_NPU_PARAM_USERQ_RING_MAX && !p.pad);
 	ret = npu_ioctl(S.fd, DRM_IOCTL_NPU_GET_PARAM, &p);
 	outcome(OP_GET_PARAM, ret, wf);
 }
@@ -1785,8 +1798,12 @@ static void op_raw_ioctl(void)
 	 * read-only; the structured operations and kselftests cover them.
 	 */
 	if (nr == DRM_NPU_QUEUE_DESTROY || nr == DRM_NPU_CTX_DESTROY ||
-	    nr == DRM_NPU_BO_UNMAP || nr == DRM_NPU_BO_PROTECT)
+	    nr == DRM_NPU_BO_UNMAP || nr == DRM_NPU_BO_PROTECT ||
+	    nr == DRM_NPU_USERQ_DESTROY)
 		nr += 0x10;
+	/* random bytes could make a long sleep of it: op_userq_misc waits */
+	if (nr == DRM_NPU_USERQ_WAIT_MEM)
+		nr = DRM_NPU_USERQ_QUERY;
 	nr += DRM_COMMAND_BASE;
 	for (i = 0; i < size && i < sizeof(buf); i++)
 		buf[i] = chance(70) ? 0 : (uint8_t)rnd();
@@ -1826,6 +1843,9 @@ static void op_fork(void)
 		memset(S.map, 0, sizeof(S.map));
 		memset(S.ctx, 0, sizeof(S.ctx));
 		memset(S.sync, 0, sizeof(S.sync));
+		/* the doorbell page is not inherited (VM_DONTCOPY) */
+		memset(S.uq, 0, sizeof(S.uq));
+		S.db = NULL;
 		run_ops(10 + below(30));
 		_exit(S.bad ? 1 : 0);
 	}
@@ -1859,6 +1879,19 @@ static void reset_state(void)
 	for (i = 0; i < MAX_SYNCS; i++)
 		S.sync[i].live = false;
 	S.cmdbo = NULL;
+	/* the CPU mappings of the old file's user queues keep it open */
+	for (i = 0; i < MAX_UQS; i++) {
+		if (S.uq[i].ring.map)
+			munmap(S.uq[i].ring.map, S.uq[i].ring.size);
+		if (S.uq[i].wb.map)
+			munmap(S.uq[i].wb.map, S.uq[i].wb.size);
+		if (S.uq[i].data.map)
+			munmap(S.uq[i].data.map, S.uq[i].data.size);
+	}
+	memset(S.uq, 0, sizeof(S.uq));
+	if (S.db)
+		munmap(S.db, PAGE);
+	S.db = NULL;
 }
 
 static int open_dev(void)
@@ -1885,6 +1918,254 @@ static void op_reopen(void)
 	outcome(OP_REOPEN, 0, true);
 }
 
+/* ---- user queues ------------------------------------------------------ */
+
+static void uq_free_bos(struct fuq *u)
+{
+	npu_bo_free(S.fd, &u->ring);
+	npu_bo_free(S.fd, &u->wb);
+	npu_bo_free(S.fd, &u->data);
+	memset(u, 0, sizeof(*u));
+}
+
+static struct fuq *pick_live_uq(void)
+{
+	unsigned int i, start = below(MAX_UQS);
+
+	for (i = 0; i < MAX_UQS; i++)
+		if (S.uq[(start + i) % MAX_UQS].live)
+			return &S.uq[(start + i) % MAX_UQS];
+	return NULL;
+}
+
+static void op_userq_create(void)
+{
+	struct drm_npu_userq_create c = { 0 };
+	struct fuq *slot = NULL;
+	bool wf = true;
+	unsigned int i;
+	int ret;
+
+	if (!(S.features & DRM_NPU_FEATURE_USER_QUEUES))
+		return;
+	for (i = 0; i < MAX_UQS; i++)
+		if (!S.uq[i].live && !S.uq[i].ring.handle)
+			slot = &S.uq[i];
+	if (!slot)
+		return;
+	slot->ring_size = 4096u << below(3);
+	if (npu_bo_new(S.fd, slot->ring_size, 0, &slot->ring) ||
+	    npu_bo_new(S.fd, PAGE, 0, &slot->wb) ||
+	    npu_bo_new(S.fd, PAGE, 0, &slot->data)) {
+		uq_free_bos(slot);
+		return;
+	}
+	c.kind = chance(70) ? DRM_NPU_RING_KIND_COMPUTE : DRM_NPU_RING_KIND_COPY;
+	c.priority = chance(70) ? DRM_NPU_PRIORITY_NORMAL :
+		     DRM_NPU_PRIORITY_LOW;
+	c.ring_va = slot->ring.va;
+	c.ring_size = slot->ring_size;
+	c.wb_va = slot->wb.va + 64 * below(PAGE / 64);
+	switch (below(16)) {
+	case 0:
+		c.flags = 1u << below(32);
+		wf = false;
+		break;
+	case 1:
+		c.kind = 2 + below(100);
+		wf = false;
+		break;
+	case 2:
+		c.priority = DRM_NPU_PRIORITY_HIGH;
+		wf = geteuid() == 0;
+		break;
+	case 3:
+		c.ring_size = chance(50) ? (uint32_t)rnd() : 4096u << below(16);
+		wf = c.ring_size <= slot->ring_size && c.ring_size >= 4096 &&
+		     !(c.ring_size & (c.ring_size - 1));
+		break;
+	case 4:
+		c.ring_va += chance(50) ? 4 * below(1024) : rnd();
+		wf = false;
+		break;
+	case 5:
+		c.wb_va = chance(50) ? slot->wb.va + below(PAGE) : rnd();
+		wf = false;
+		break;
+	case 6:
+		c.queue_id = 1 + below(1000);
+		wf = false;
+		break;
+	case 7: {
+		struct fctx *x = pick_live_ctx();
+		bool v;
+
+		/* the BOs are not mapped in an extra context */
+		c.ctx_id = pick_id(x ? x->id : 0, x != NULL, &v);
+		wf = false;
+		break;
+	}
+	case 8:
+		c.ring_va = S.va_start + PAGE * below(1u << 20);
+		wf = false;
+		break;
+	default:
+		break;
+	}
+	ret = npu_ioctl(S.fd, DRM_IOCTL_NPU_USERQ_CREATE, &c);
+	outcome(OP_USERQ_CREATE, ret, wf);
+	if (ret) {
+		uq_free_bos(slot);
+		return;
+	}
+	slot->live = true;
+	slot->id = c.queue_id;
+	slot->ring_size = c.ring_size;
+	slot->doorbell_offset = c.doorbell_offset;
+	if (!S.db) {
+		S.db = mmap(NULL, PAGE, PROT_WRITE, MAP_SHARED, S.fd,
+			    c.mmap_offset);
+		if (S.db == MAP_FAILED) {
+			S.db = NULL;
+			outcome(OP_USERQ_CREATE, -errno, true);
+		}
+	}
+}
+
+static void op_userq_destroy(void)
+{
+	struct drm_npu_userq_destroy d = { 0 };
+	struct fuq *u = pick_live_uq();
+	unsigned int i;
+	bool wf;
+	int ret;
+
+	d.queue_id = pick_id(u ? u->id : 0, u != NULL, &wf);
+	if (chance(3)) {
+		d.pad = 1;
+		wf = false;
+	}
+	ret = npu_ioctl(S.fd, DRM_IOCTL_NPU_USERQ_DESTROY, &d);
+	outcome(OP_USERQ_DESTROY, ret, wf);
+	if (ret)
+		return;
+	for (i = 0; i < MAX_UQS; i++)
+		if (S.uq[i].live && S.uq[i].id == d.queue_id) {
+			uq_free_bos(&S.uq[i]);
+			remember_stale(d.queue_id);
+		}
+}
+
+/* Packets into @u's ring (valid ones and garbage), then the doorbell. */
+static void uq_write_packets(struct fuq *u)
+{
+	volatile struct npu_uq_wb *wb = u->wb.map;
+	uint32_t *ring = u->ring.map;
+	uint64_t room, n, i, data = u->data.va;
+
+	if (!S.db || !ring)
+		return;
+	room = u->ring_size - (u->wptr - wb->rptr);
+	if (u->wptr < wb->rptr || room > u->ring_size)
+		room = 0;	/* the owner's scribbles: start over below */
+	n = below(64) * 4;
+	if (n > room)
+		n = room;
+	for (i = 0; i + 24 <= n; ) {
+		uint64_t at = data + 32 * below(64);
+		uint32_t p[6] = { 0 };
+		unsigned int k;
+
+		switch (below(6)) {
+		case 0:	/* FILL of a word of the data BO */
+		case 1:	/* SIGNAL into the data BO, nobody armed */
+			p[0] = NPU_PKT_HDR(chance(50) ? NPU_OP_FILL :
+					   NPU_OP_SIGNAL, 0, 6);
+			p[1] = (uint32_t)rnd();
+			p[2] = (uint32_t)at;
+			p[3] = (uint32_t)(at >> 32);
+			p[4] = 4;
+			break;
+		case 2:	/* a NOP */
+			p[0] = NPU_PKT_HDR(NPU_OP_NOP, 0, 6);
+			break;
+		default:	/* garbage: any opcode, length, fields */
+			for (k = 0; k < 6; k++)
+				p[k] = (uint32_t)rnd();
+			if (chance(50))
+				p[0] = NPU_PKT_HDR(below(0x20), 0, 1 + below(8));
+			break;
+		}
+		for (k = 0; k < 6; k++) {
+			ring[((u->wptr + i) & (u->ring_size - 1)) / 4] = p[k];
+			i += 4;
+		}
+	}
+	u->wptr += i;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	/* now and then a doorbell value the device must refuse */
+	*(volatile uint64_t *)((char *)S.db + u->doorbell_offset) =
+		chance(3) ? rnd() : u->wptr;
+}
+
+static void op_userq_misc(void)
+{
+	struct fuq *u = pick_live_uq();
+	struct fsync *s;
+	bool wf;
+	int ret;
+
+	switch (below(4)) {
+	case 0: {
+		struct drm_npu_userq_query q = { 0 };
+
+		q.queue_id = pick_id(u ? u->id : 0, u != NULL, &wf);
+		ret = npu_ioctl(S.fd, DRM_IOCTL_NPU_USERQ_QUERY, &q);
+		outcome(OP_USERQ_MISC, ret, wf);
+		break;
+	}
+	case 1: {
+		struct drm_npu_userq_wait_mem w = { 0 };
+
+		w.addr = u && chance(80) ? u->data.va + 32 * below(128) :
+			 rnd();
+		w.value = below(4);
+		w.timeout_ns = (int64_t)timeout_soon();
+		w.queue_id = u && chance(50) ? u->id : 0;
+		if (u && chance(15)) {
+			w.flags = DRM_NPU_WAIT_MEM_RPTR;
+			w.addr = 0;
+			w.value = u->wptr;
+			w.queue_id = u->id;
+		}
+		if (chance(5))
+			w.flags = (uint32_t)rnd();
+		if (chance(5))
+			w.pad = pad32();
+		ret = npu_ioctl(S.fd, DRM_IOCTL_NPU_USERQ_WAIT_MEM, &w);
+		/* -ETIME, -ECANCELED are answers, not failures */
+		outcome(OP_USERQ_MISC, ret, false);
+		break;
+	}
+	case 2: {
+		struct drm_npu_userq_signal sg = { 0 };
+
+		s = pick_live_sync();
+		sg.queue_id = u ? u->id : (uint32_t)rnd();
+		sg.handle = s ? s->handle : (uint32_t)rnd();
+		sg.wptr = chance(70) ? 0 : (u && chance(50) ? u->wptr : rnd());
+		sg.point = s && s->point && chance(50) ? ++s->point : 0;
+		ret = npu_ioctl(S.fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &sg);
+		outcome(OP_USERQ_MISC, ret, false);
+		break;
+	}
+	default:
+		if (u)
+			uq_write_packets(u);
+		break;
+	}
+}
+
 static void (*const op_fn[OP_COUNT])(void) = {
 	[OP_GET_PARAM] = op_get_param, [OP_BO_CREATE] = op_bo_create,
 	[OP_BO_INFO] = op_bo_info, [OP_USERPTR] = op_userptr,
@@ -1900,7 +2181,8 @@ static void (*const op_fn[OP_COUNT])(void) = {
 	[OP_SYNCOBJ_MISC] = op_syncobj_misc, [OP_PRIME_SEND] = op_prime_send,
 	[OP_SYNC_SEND] = op_sync_send, [OP_RECV_IMPORT] = op_recv_import,
 	[OP_RAW_IOCTL] = op_raw_ioctl, [OP_FORK] = op_fork,
-	[OP_REOPEN] = op_reopen,
+	[OP_REOPEN] = op_reopen, [OP_USERQ_CREATE] = op_userq_create,
+	[OP_USERQ_DESTROY] = op_userq_destroy, [OP_USERQ_MISC] = op_userq_misc,
 };
 
 static enum op pick_op(void)
@@ -1925,7 +2207,7 @@ static bool child_avoids(enum op op)
 	switch (op) {
 	case OP_FORK: case OP_REOPEN: case OP_GEM_CLOSE: case OP_QUEUE_DESTROY:
 	case OP_CTX_DESTROY: case OP_BO_UNMAP: case OP_SYNCOBJ_DESTROY:
-	case OP_SYNCOBJ_MISC:
+	case OP_SYNCOBJ_MISC: case OP_USERQ_DESTROY:
 		return true;
 	default:
 		return false;

@@ -3,11 +3,13 @@
  * npu_unbind_test - unbinding the driver from the PCI device while files
  * are open and jobs are in flight: ioctls fail with -ENODEV, fences of lost
  * jobs signal with an error, mappings and close stay safe, CPU mappings of
- * device memory give SIGBUS; rebinding brings a working device back. Run
+ * device memory and of a doorbell page give SIGBUS, a USERQ_WAIT_MEM
+ * sleeper returns -ENODEV; rebinding brings a working device back. Run
  * last: it unbinds the device.
  */
 #include <glob.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -404,6 +406,138 @@ TEST(unbind_while_counters_copy_blocks)
 	fd = npu_open();
 	ASSERT_GE(fd, 0);
 	ASSERT_GT(npu_param(fd, DRM_NPU_PARAM_NUM_COMPUTE_RINGS), 0);
+	close(fd);
+}
+
+static sigjmp_buf bus_jmp;
+
+static void on_sigbus(int sig)
+{
+	siglongjmp(bus_jmp, 1);
+}
+
+/* 0 if an 8-byte store to @p here raises SIGBUS (a doorbell page is not
+ * inherited by a child, so the store cannot be made in one)
+ */
+static int store_gets_sigbus(volatile uint64_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int ret = -1;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_jmp, 1))
+		ret = 0;
+	else
+		*p = 0;
+	sigaction(SIGBUS, &old, NULL);
+	return ret;
+}
+
+struct uq_sleeper {
+	pthread_t t;
+	int fd;
+	uint32_t queue;
+	uint64_t addr;
+	int ret;
+};
+
+static void *uq_sleeper_main(void *arg)
+{
+	struct uq_sleeper *s = arg;
+	struct drm_npu_userq_wait_mem w = {
+		.addr = s->addr, .value = 1, .queue_id = s->queue,
+		.timeout_ns = npu_abs_timeout(NPU_TIMEOUT_NS),
+	};
+
+	s->ret = npu_ioctl(s->fd, DRM_IOCTL_NPU_USERQ_WAIT_MEM, &w);
+	return NULL;
+}
+
+/*
+ * Unbind with a user queue waiting on memory, a sleeper in USERQ_WAIT_MEM
+ * and the doorbell page mapped: the sleeper returns -ENODEV, the doorbell
+ * page is gone (SIGBUS), QUERY answers -ENODEV, close is clean, and the
+ * rebound device makes user queues again.
+ */
+TEST(unbind_user_queues)
+{
+	struct drm_npu_userq_create c = {
+		.kind = DRM_NPU_RING_KIND_COMPUTE,
+		.priority = DRM_NPU_PRIORITY_NORMAL,
+		.ring_size = 4096,
+	};
+	struct drm_npu_userq_query q = { 0 };
+	struct uq_sleeper sl = { 0 };
+	struct npu_bo ring, wb, data;
+	volatile uint64_t *db;
+	volatile uint32_t *armed;
+	uint32_t *r;
+	char addr[64];
+	uint64_t end;
+	void *page;
+	int fd;
+
+	fd = npu_open();
+	if (fd < 0 || pci_addr(addr, sizeof(addr)))
+		SKIP(return, "no npu device bound");
+	if (!(npu_param(fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_USER_QUEUES)) {
+		close(fd);
+		SKIP(return, "no user queues");
+	}
+	ASSERT_EQ(npu_bo_new(fd, 4096, 0, &ring), 0);
+	ASSERT_EQ(npu_bo_new(fd, 4096, 0, &wb), 0);
+	ASSERT_EQ(npu_bo_new(fd, 4096, 0, &data), 0);
+	c.ring_va = ring.va;
+	c.wb_va = wb.va;
+	ASSERT_EQ(npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_CREATE, &c), 0);
+	page = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, c.mmap_offset);
+	ASSERT_NE(page, MAP_FAILED);
+	db = (volatile uint64_t *)((char *)page + c.doorbell_offset);
+	/* WAIT_MEM64 on a word nobody writes */
+	r = ring.map;
+	r[0] = NPU_PKT_HDR(NPU_OP_WAIT_MEM64, 0, 6);
+	r[1] = 0;
+	r[2] = (uint32_t)(data.va + 1024);
+	r[3] = (uint32_t)((data.va + 1024) >> 32);
+	r[4] = 1;
+	r[5] = 0;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*db = 24;
+
+	sl.fd = fd;
+	sl.queue = c.queue_id;
+	sl.addr = data.va + 2048;
+	armed = (volatile uint32_t *)((char *)data.map + 2048 + 16);
+	ASSERT_EQ(pthread_create(&sl.t, NULL, uq_sleeper_main, &sl), 0);
+	end = npu_now_ns() + NPU_TIMEOUT_NS;
+	while (!*armed && npu_now_ns() < end)
+		usleep(1000);
+	ASSERT_NE(*armed, 0);
+
+	ASSERT_EQ(sysfs_write(DRV "/unbind", addr), 0);
+	pthread_join(sl.t, NULL);
+	EXPECT_EQ(sl.ret, -ENODEV);
+	EXPECT_EQ(store_gets_sigbus(db), 0);
+	q.queue_id = c.queue_id;
+	EXPECT_EQ(npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_QUERY, &q), -ENODEV);
+	EXPECT_EQ(munmap(page, 4096), 0);
+	npu_bo_free(fd, &ring);
+	npu_bo_free(fd, &wb);
+	npu_bo_free(fd, &data);
+	close(fd);
+
+	ASSERT_EQ(sysfs_write(DRV "/bind", addr), 0);
+	fd = npu_open();
+	ASSERT_GE(fd, 0);
+	ASSERT_EQ(npu_bo_new(fd, 4096, 0, &ring), 0);
+	ASSERT_EQ(npu_bo_new(fd, 4096, 0, &wb), 0);
+	c.ring_va = ring.va;
+	c.wb_va = wb.va;
+	c.queue_id = 0;
+	EXPECT_EQ(npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_CREATE, &c), 0);
+	npu_bo_free(fd, &ring);
+	npu_bo_free(fd, &wb);
 	close(fd);
 }
 

@@ -32,6 +32,12 @@ extern "C" {
 #define DRM_NPU_BO_MAP		0x0c
 #define DRM_NPU_BO_UNMAP	0x0d
 #define DRM_NPU_BO_PROTECT	0x0e
+#define DRM_NPU_USERQ_CREATE	0x0f
+#define DRM_NPU_USERQ_DESTROY	0x10
+#define DRM_NPU_USERQ_QUERY	0x11
+#define DRM_NPU_USERQ_WAIT_MEM	0x12
+#define DRM_NPU_USERQ_SIGNAL	0x13
+#define DRM_NPU_USERQ_WAIT	0x14
 
 #define DRM_IOCTL_NPU_GET_PARAM \
 	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_GET_PARAM, struct drm_npu_get_param)
@@ -66,6 +72,24 @@ extern "C" {
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_UNMAP, struct drm_npu_bo_unmap)
 #define DRM_IOCTL_NPU_BO_PROTECT \
 	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_BO_PROTECT, struct drm_npu_bo_protect)
+#define DRM_IOCTL_NPU_USERQ_CREATE \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERQ_CREATE, \
+		 struct drm_npu_userq_create)
+#define DRM_IOCTL_NPU_USERQ_DESTROY \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_USERQ_DESTROY, \
+		struct drm_npu_userq_destroy)
+#define DRM_IOCTL_NPU_USERQ_QUERY \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERQ_QUERY, \
+		 struct drm_npu_userq_query)
+#define DRM_IOCTL_NPU_USERQ_WAIT_MEM \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_USERQ_WAIT_MEM, \
+		struct drm_npu_userq_wait_mem)
+#define DRM_IOCTL_NPU_USERQ_SIGNAL \
+	DRM_IOW(DRM_COMMAND_BASE + DRM_NPU_USERQ_SIGNAL, \
+		struct drm_npu_userq_signal)
+#define DRM_IOCTL_NPU_USERQ_WAIT \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERQ_WAIT, \
+		 struct drm_npu_userq_wait)
 
 /**
  * enum drm_npu_param - what DRM_IOCTL_NPU_GET_PARAM can read
@@ -99,6 +123,12 @@ extern "C" {
  *	(with DRM_NPU_FEATURE_USER_CODE, else 0)
  * @DRM_NPU_PARAM_CU_SCRATCH_BYTES: scratchpad bytes of one compute unit
  * @DRM_NPU_PARAM_CU_CLOCK_MHZ: compute unit clock, MHz
+ * @DRM_NPU_PARAM_USERQ_MAX: most user queues one file can have at a time
+ *	(DRM_IOCTL_NPU_USERQ_CREATE; at most 512, the doorbells of one page)
+ * @DRM_NPU_PARAM_USERQ_ENGINES: user-queue engines: compute [7:0], copy
+ *	[15:8]
+ * @DRM_NPU_PARAM_USERQ_RING_MAX: largest user-queue ring, bytes (the
+ *	smallest is 4096)
  */
 enum drm_npu_param {
 	DRM_NPU_PARAM_DEVICE_ID = 0,
@@ -127,6 +157,9 @@ enum drm_npu_param {
 	DRM_NPU_PARAM_CU_THREADS = 23,
 	DRM_NPU_PARAM_CU_SCRATCH_BYTES = 24,
 	DRM_NPU_PARAM_CU_CLOCK_MHZ = 25,
+	DRM_NPU_PARAM_USERQ_MAX = 26,
+	DRM_NPU_PARAM_USERQ_ENGINES = 27,
+	DRM_NPU_PARAM_USERQ_RING_MAX = 28,
 };
 
 /* DRM_NPU_PARAM_FEATURES bits */
@@ -140,6 +173,7 @@ enum drm_npu_param {
 #define DRM_NPU_FEATURE_CONTEXTS	(0x80ull)	/* CTX_CREATE, BO_MAP */
 #define DRM_NPU_FEATURE_USER_CODE	(0x100ull)	/* LAUNCH_CODE packets */
 #define DRM_NPU_FEATURE_BO_PROTECT	(0x200ull)	/* DRM_IOCTL_NPU_BO_PROTECT */
+#define DRM_NPU_FEATURE_USER_QUEUES	(0x400ull)	/* DRM_IOCTL_NPU_USERQ_* */
 
 /**
  * struct drm_npu_get_param - read one device parameter
@@ -582,6 +616,161 @@ struct drm_npu_bo_protect {
 	__u32 flags;
 	__u64 offset;
 	__u64 size;
+};
+
+/**
+ * struct drm_npu_userq_create - create a user-mode queue
+ * @ctx_id: in, 0 for the file's default context or a CTX_CREATE id
+ * @kind: in, DRM_NPU_RING_KIND_COMPUTE or DRM_NPU_RING_KIND_COPY
+ * @priority: in, DRM_NPU_PRIORITY_*; HIGH needs CAP_SYS_NICE
+ * @flags: in, must be zero
+ * @ring_va: in, device VA of the ring in @ctx_id, 4096-byte aligned
+ * @ring_size: in, bytes, a power of two, 4096 .. DRM_NPU_PARAM_USERQ_RING_MAX
+ * @queue_id: out (must be zero on input), the queue's id, from the file's
+ *	queue-id space but never the id of a DRM_IOCTL_NPU_QUEUE_CREATE queue
+ * @wb_va: in, device VA of the 64-byte write-back block (struct npu_uq_wb
+ *	of npu_hw.h), 64-byte aligned, writable by the device
+ * @doorbell_offset: out, byte offset of the queue's doorbell in the page
+ * @mmap_offset: out, mmap() offset of the file's doorbell page
+ * @wait_va: out, device VA of the queue's wait counter, 0 while the
+ *	driver has no wait page (Documentation/uapi/npu_accel.rst)
+ *
+ * The ring and the write-back block must each lie in one mapping of the
+ * context; both mappings are pinned until the queue is destroyed. To
+ * submit, write packets at ring offset (wptr & (ring_size - 1)), then
+ * store the new wptr (a byte count that only grows) as one 8-byte store at
+ * @doorbell_offset of the page mapped at @mmap_offset.
+ * Errors: -EINVAL, -ENOENT, -EACCES, -ENODEV, -ENOSPC, -EDQUOT, -ENOMEM.
+ */
+struct drm_npu_userq_create {
+	__u32 ctx_id;
+	__u32 kind;
+	__u32 priority;
+	__u32 flags;
+	__u64 ring_va;
+	__u32 ring_size;
+	__u32 queue_id;
+	__u64 wb_va;
+	__u64 doorbell_offset;
+	__u64 mmap_offset;
+	__u64 wait_va;
+};
+
+/**
+ * struct drm_npu_userq_destroy - stop and destroy a user queue
+ * @queue_id: in
+ * @pad: must be zero
+ *
+ * The packet executing is aborted and the pending ones dropped.
+ * Errors: -EINVAL (pad), -ENOENT (unknown id, or a kernel queue's id).
+ */
+struct drm_npu_userq_destroy {
+	__u32 queue_id;
+	__u32 pad;
+};
+
+/* drm_npu_userq_query.status: the device's NPU_UQ_STS_* bits, and STOPPED */
+#define DRM_NPU_USERQ_MAPPED	(0x1u)	/* in the device's scheduler */
+#define DRM_NPU_USERQ_IDLE	(0x4u)	/* rptr == wptr, nothing runs */
+#define DRM_NPU_USERQ_WAITING	(0x8u)	/* at an unsatisfied wait */
+#define DRM_NPU_USERQ_HALTED	(0x10u)	/* by an error or a stop */
+#define DRM_NPU_USERQ_RUNNING	(0x20u)	/* on an engine now */
+#define DRM_NPU_USERQ_STOPPED	(0x100u)	/* stopped by the kernel */
+
+/**
+ * struct drm_npu_userq_query - the kernel's view of a user queue
+ * @queue_id: in
+ * @status: out, DRM_NPU_USERQ_*
+ * @error: out, npu_hw.h enum npu_error of the last halt, 0 if none
+ * @info: out, error info (opcode or kernel id) of the last halt
+ * @rptr: out, bytes of packets completed
+ * @wptr: out, the last doorbell value the device accepted
+ * @fault: out, faulting address or value of the last halt
+ * @busy_ns: out, device time the queue spent on an engine
+ * @cmds: out, packets completed (inside indirect buffers too)
+ * @reserved: out, zero
+ *
+ * Read from the queue's descriptor (the device's copy), not from the
+ * write-back block. Errors: -ENOENT (unknown id), -ENODEV (device gone).
+ */
+struct drm_npu_userq_query {
+	__u32 queue_id;
+	__u32 status;
+	__u32 error;
+	__u32 info;
+	__u64 rptr;
+	__u64 wptr;
+	__u64 fault;
+	__u64 busy_ns;
+	__u64 cmds;
+	__u64 reserved;
+};
+
+/* drm_npu_userq_wait_mem.flags */
+#define DRM_NPU_WAIT_MEM_RPTR	(0x1u)	/* wait for queue_id's rptr */
+
+/**
+ * struct drm_npu_userq_wait_mem - sleep until a memory signal reaches a value
+ * @addr: in, device VA of a 32-byte memory signal (struct npu_signal) in
+ *	@ctx_id, 32-byte aligned; 0 with DRM_NPU_WAIT_MEM_RPTR
+ * @value: in, wait until the signal's value (or the rptr) >= @value
+ * @timeout_ns: in, absolute CLOCK_MONOTONIC time; -ETIME when it passes
+ * @ctx_id: in, 0 for the default context or a CTX_CREATE id
+ * @queue_id: in, 0, or a user queue whose stop ends the wait
+ * @flags: in, DRM_NPU_WAIT_MEM_*
+ * @pad: must be zero
+ *
+ * Not implemented yet: Documentation/uapi/npu_accel.rst says the status.
+ */
+struct drm_npu_userq_wait_mem {
+	__u64 addr;
+	__u64 value;
+	__s64 timeout_ns;
+	__u32 ctx_id;
+	__u32 queue_id;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * struct drm_npu_userq_signal - a syncobj fence for a user-queue position
+ * @queue_id: in
+ * @flags: in, must be zero
+ * @wptr: in, queue position whose completion signals the fence, 0 for the
+ *	queue's current wptr
+ * @handle: in, syncobj
+ * @pad: must be zero
+ * @point: in, timeline point, 0 for a binary syncobj
+ *
+ * Not implemented yet: Documentation/uapi/npu_accel.rst says the status.
+ */
+struct drm_npu_userq_signal {
+	__u32 queue_id;
+	__u32 flags;
+	__u64 wptr;
+	__u32 handle;
+	__u32 pad;
+	__u64 point;
+};
+
+/**
+ * struct drm_npu_userq_wait - let a user queue wait for syncobj fences
+ * @queue_id: in
+ * @count: in, 1 .. DRM_NPU_PARAM_MAX_JOB_SYNCS
+ * @syncs: in, pointer to @count struct drm_npu_sync
+ * @sync_stride: in, bytes between two entries of @syncs, 0 for 16
+ * @flags: in, must be zero
+ * @value: out, the wait-counter value the queue's WAIT_MEM64 waits for
+ *
+ * Not implemented yet: Documentation/uapi/npu_accel.rst says the status.
+ */
+struct drm_npu_userq_wait {
+	__u32 queue_id;
+	__u32 count;
+	__u64 syncs;
+	__u32 sync_stride;
+	__u32 flags;
+	__u64 value;
 };
 
 #if defined(__cplusplus)
