@@ -867,6 +867,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	case N_SYNC:
 		if (s->flag == SYNC_FENCE)
 			fputs("__sync_synchronize();\n", o);
+		else if (s->flag == ST_GLOBAL && !em->device)
+			fprintf(o, "if ((npu__st = npu_device_synchronize())) {\n"
+				"\tnpu_co_fail(NPU_CO_FILE, %d, npu__st);\n"
+				"\tgoto npu__out;\n}\n", s->loc.line);
 		else
 			fputs(em->device ? "npu_barrier();\n" : ";\n", o);
 		break;

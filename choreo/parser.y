@@ -493,7 +493,33 @@ async_opt
 	;
 
 parallel
-	: PARALLEL async_opt stream_opt parbys stmts_block {
+	: PARALLEL async_opt stream_opt parby ':' IDENT '(' IDENT ')' stmts_block {
+		/* a device level (Choreo's heterogeneous programs):
+		 * `parallel.async by 1 : device(cpu) { ... }`, a block of
+		 * host code named "device" (sema.c); the host runs it at
+		 * once, its parallels launch as elsewhere */
+		struct node *ext = $4->kids[1];
+
+		if (strcmp($6, "device"))
+			diag_error(L(@6), "syntax error, unexpected identifier, "
+				   "expecting parallel level");
+		if (strcmp($8, "cpu") && strcmp($8, "gpu"))
+			diag_error(L(@8), "unknown device target '%s'", $8);
+		if ($3)
+			diag_error($3->loc, "not supported yet: a stream on a "
+				   "device level");
+		if ($4->kids[0]->nkids)
+			diag_error($4->kids[0]->loc, "not supported yet: a named "
+				   "device level");
+		if (ext->kind != E_INT || ext->ival != 1)
+			diag_error(ext->loc, "not supported yet: a device level "
+				   "of extent other than 1");
+		$$ = $10;
+		$$->flag = 0;
+		$$->name = "device";
+		$$->loc = L(@1);
+	}
+	| PARALLEL async_opt stream_opt parbys stmts_block {
 		struct node *body = $5, *lvl = NULL;
 		int i;
 

@@ -1756,6 +1756,9 @@ static void check_stmt_inner(struct node *s)
 	s->par = cur_kernel ? cur_kernel->par : NULL;
 	switch (s->kind) {
 	case N_BLOCK:
+		if (s->name && !strcmp(s->name, "device") && cur_kernel)
+			diag_error(s->loc, "not supported yet: a device level "
+				   "inside a parallel body");
 		if (s->flag)
 			check_decl_group(s);
 		else
@@ -1872,6 +1875,9 @@ static void check_stmt_inner(struct node *s)
 			break;
 		if (cur_kernel)
 			cur_kernel->threads_fixed = true;
+		/* sync.global in host code: every launch done */
+		if (s->flag == ST_GLOBAL && !cur_kernel)
+			break;
 		if (s->flag != ST_SHARED)
 			diag_error(s->loc, "not supported yet: sync.%s",
 				   s->flag == ST_LOCAL ? "local" : "global");
