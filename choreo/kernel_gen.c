@@ -187,6 +187,25 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		fputs("\tchar *const npu__scratch = (char *)npu_scratch();\n", o);
 	for (i = 0; i < n; i++)
 		fprintf(o, "\t(void)%s;\n", names[i]);
+	/* events: counters of published generations in the scratchpad, set
+	 * (1 for `= ready`) before any thread can trigger or wait; each
+	 * thread counts its own waits */
+	for (i = 0; i < k->nevents; i++) {
+		const struct sym *s = k->events[i];
+
+		fprintf(o, "\tunsigned *const %s = (unsigned *)(npu__scratch + %ld);\n",
+			s->cname, s->shared_offset);
+		fprintf(o, "\tunsigned %s_gen[%ld] = { 0 };\n\t(void)%s_gen;\n",
+			s->cname, s->event_slots, s->cname);
+	}
+	if (k->nevents) {
+		fputs("\tif (npu_thread_index() == 0) {\n", o);
+		for (i = 0; i < k->nevents; i++)
+			fprintf(o, "\t\tfor (int i_ = 0; i_ < %ld; i_++)\n\t\t\t%s[i_] = %d;\n",
+				k->events[i]->event_slots, k->events[i]->cname,
+				k->events[i]->event_ready);
+		fputs("\t}\n\tnpu_barrier();\n", o);
+	}
 	if (k->grid_is_threads) {
 		/* one block whose threads are this level */
 		fputs("\t", o);

@@ -977,6 +977,68 @@ declare_it:
 	}
 }
 
+/* shared event a, b[N] = ready;: counters in the kernel's scratchpad,
+ * set when it starts (kernel_gen.c); waits need every thread-level index
+ * on a thread of its own */
+static void check_events(struct node *s)
+{
+	int i;
+
+	for (i = 0; i < s->nkids; i++) {
+		struct node *d = s->kids[i];
+		struct sym *sy;
+		long long n = 1;
+
+		if (!cur_kernel)
+			diag_error(d->loc, "not supported yet: an event outside a "
+				   "parallel body");
+		if (d->nkids) {
+			check_expr(d->kids[0]);
+			if (!const_eval(d->kids[0], &n) || n <= 0 || n > 4096)
+				diag_error(d->kids[0]->loc, "not supported yet: an "
+					   "event array of a size not known at compile "
+					   "time (or not in 1..4096)");
+		}
+		if (cur_kernel->nevents == MAX_EVENTS)
+			diag_error(d->loc, "not supported yet: more than %d events "
+				   "in a parallel", MAX_EVENTS);
+		sy = declare(d->name, SY_EVENT, d);
+		sy->storage = ST_SHARED;
+		sy->event_slots = n;
+		sy->event_array = d->nkids;
+		sy->event_ready = d->flag;
+		d->sym = sy;
+		cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 15) & ~15L;
+		sy->shared_offset = cur_kernel->shared_bytes;
+		cur_kernel->shared_bytes += 4 * n;
+		cur_kernel->events[cur_kernel->nevents++] = sy;
+		cur_kernel->threads_fixed = true;
+	}
+}
+
+/* an operand of trigger or wait: e (of an array: each slot), e[i] (a
+ * slot), e.at(order) (a cyclic generation of an event array) */
+static void check_event_ref(struct node *r)
+{
+	struct sym *s = lookup(r->name);
+	struct type t;
+
+	if (!s)
+		diag_error(r->loc, "unknown identifier '%s'", r->name);
+	if (s->kind != SY_EVENT)
+		diag_error(r->loc, "type mismatch: '%s' is not an event", r->name);
+	r->sym = s;
+	if (r->kind != E_AT)
+		return;	/* an array: every slot */
+	if (!s->event_array)
+		diag_error(r->loc, "type mismatch: '%s' is not an event array",
+			   r->name);
+	t = check_expr(r->kids[0]);
+	if (!is_integer(t))
+		diag_error(r->kids[0]->loc, "type mismatch: an event index must "
+			   "be an integer");
+}
+
 static void check_decl_group(struct node *b)
 {
 	int i;
@@ -1886,14 +1948,32 @@ static void check_stmt_inner(struct node *s)
 		int i;
 
 		for (i = 0; i < s->nkids; i++) {
-			struct sym *f = resolve(s->kids[i]);
+			struct node *k = s->kids[i];
 
-			if (f->kind != SY_FUTURE)
-				diag_error(s->kids[i]->loc, "type mismatch: '%s' is not a "
-					   "future", f->name);
+			if (k->kind == E_AT) {
+				check_event_ref(k);
+				continue;
+			}
+			if (lookup(k->name) && lookup(k->name)->kind == SY_EVENT) {
+				check_event_ref(k);
+				continue;
+			}
+			if (resolve(k)->kind != SY_FUTURE)
+				diag_error(k->loc, "type mismatch: '%s' is not a "
+					   "future", k->sym->name);
 		}
 		break;
 	}
+	case N_TRIGGER: {
+		int i;
+
+		for (i = 0; i < s->nkids; i++)
+			check_event_ref(s->kids[i]);
+		break;
+	}
+	case N_EVENTS:
+		check_events(s);
+		break;
 	case N_DMA:
 		check_dma(s);
 		break;
