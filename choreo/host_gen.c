@@ -675,9 +675,16 @@ void host_emit_launch(struct emitter *em, const struct node *par)
 	emit_indent(em);
 	fputs("\tnpu_dim3 g_ = { (uint32_t)npu__grid, 1, 1 }, b_ = { (uint32_t)npu__threads, 1, 1 };\n", o);
 	emit_indent(em);
-	fprintf(o, "\tnpu__st = npu_parallel_kernel%s(npu_co_fn[%d], g_, b_, %ld, %s, npu__args);\n",
-		par->flag ? "_async" : "", par->kernel, k->shared_bytes,
-		stream->kind == E_ID ? stream->sym->cname : "NULL");
+	fprintf(o, "\tnpu__st = npu_parallel_kernel%s(npu_co_fn[%d], g_, b_, %ld",
+		par->flag ? "_async" : "", par->kernel, k->ndyn_shared ?
+		(k->shared_bytes + 15) & ~15L : k->shared_bytes);
+	/* shared data sized by host values, as the kernel places it */
+	for (i = 0; i < k->ndyn_shared; i++) {
+		fputs(" + ((", o);
+		kernel_emit_dyn_bytes(em, k->dyn_shared[i]);
+		fputs(" + 15) & ~15UL)", o);
+	}
+	fprintf(o, ", %s, npu__args);\n", stream->kind == E_ID ? stream->sym->cname : "NULL");
 	emit_indent(em);
 	fputs("\tif (npu__st) {\n", o);
 	emit_indent(em);

@@ -882,6 +882,9 @@ static void check_dims(struct node *d, struct type *t)
 				de->name = e->name;
 				de->ival = k;
 				check_expr(de);
+				/* of shared data sized by host values: those */
+				if (s->storage == ST_SHARED && s->shared_offset < 0)
+					de = s->type.dims[k];
 				out.dims[out.rank++] = de;
 			}
 			continue;
@@ -894,6 +897,58 @@ static void check_dims(struct node *d, struct type *t)
 		out.dims[out.rank++] = e;
 	}
 	*t = out;
+}
+
+/* an expression of host values only (integers, their arithmetic) */
+static bool host_value(struct node *e)
+{
+	long long v;
+	int i;
+
+	switch (e->kind) {
+	case E_INT:
+		return true;
+	case E_UBOUND:	/* a constant extent */
+		return const_eval(e, &v);
+	case E_ID:
+		return e->sym && e->sym->level == 0 &&
+		       (e->sym->kind == SY_DIM || e->sym->kind == SY_VAR ||
+			e->sym->kind == SY_PARAM) &&
+		       e->sym->type.kind == TY_SCALAR && is_integer(e->sym->type);
+	case E_SPAN:	/* a dimension of host data */
+		if (!e->sym && e->name && !e->nkids && lookup(e->name) &&
+		    lookup(e->name)->level == 0)
+			resolve_data(e);
+		return e->ival >= 0 && !e->nkids && e->sym && e->sym->level == 0 &&
+		       (e->sym->kind == SY_PARAM || e->sym->kind == SY_SPAN);
+	case E_BINARY:
+	case E_UNARY:
+	case E_TERNARY:
+		for (i = 0; i < e->nkids; i++)
+			if (!host_value(e->kids[i]))
+				return false;
+		return e->nkids > 0;
+	default:
+		return false;
+	}
+}
+
+/* shared data with a dimension known only at run time, each of them
+ * computed from host values */
+static bool dyn_shared_ok(const struct sym *s)
+{
+	long long v;
+	bool dyn = false;
+	int i;
+
+	for (i = 0; i < s->type.rank; i++) {
+		if (span_dim_const(s, i, &v))
+			continue;
+		if (!host_value(s->type.dims[i]))
+			return false;
+		dyn = true;
+	}
+	return dyn;
 }
 
 static void check_span_decl(struct node *d)
@@ -958,8 +1013,19 @@ declare_it:
 				   "parallel body");
 		return;
 	}
-	/* scratchpad and stack data need compile-time sizes */
+	/* scratchpad and stack data need compile-time sizes; shared data
+	 * may take its sizes from host values (the launch's scratchpad) */
 	bytes = elem_size(s->type.elem);
+	if (s->storage == ST_SHARED && dyn_shared_ok(s)) {
+		if (cur_kernel->ndyn_shared == MAX_EVENTS)
+			diag_error(d->loc, "not supported yet: more than %d shared "
+				   "buffers sized at run time", MAX_EVENTS);
+		for (i = 0; i < s->type.rank; i++)
+			capture_expr(s->type.dims[i]);
+		s->shared_offset = -1;
+		cur_kernel->dyn_shared[cur_kernel->ndyn_shared++] = s;
+		return;
+	}
 	for (i = 0; i < s->type.rank; i++) {
 		if (!span_dim_const(s, i, &v) || v <= 0)
 			diag_error(s->type.dims[i]->loc, "not supported yet: %s data of "

@@ -30,6 +30,10 @@ struct kernel {
 	/* its events: initialised when the kernel starts */
 	struct sym *events[MAX_EVENTS];
 	int nevents;
+	/* shared data sized by host values (shared_offset -1): after the
+	 * rest, placed when the kernel starts; the launch adds their bytes */
+	struct sym *dyn_shared[MAX_EVENTS];
+	int ndyn_shared;
 };
 
 struct program {
