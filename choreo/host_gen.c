@@ -907,12 +907,20 @@ void host_cxx_wrappers(FILE *o, const struct program *prog)
 			fputs("\tnpu_choreo_view r = {};\n", o);
 		else if (f->type.kind == TY_SCALAR)
 			fprintf(o, "\t%s r = {};\n", proto_type(f->type.elem));
+		/* host memory the device cannot reach is staged */
+		for (k = 0; k < params->nkids; k++) {
+			const struct type *t = &params->kids[k]->type;
+
+			if (t->kind == TY_SPAN)
+				fprintf(o, "	choreo::detail::staged_view<choreo::%s, %d> s%d(a%d);\n",
+					elem_name(t->elem), t->rank, k, k);
+		}
 		fprintf(o, "\tchoreo::detail::check_call(npu_co_c::%s(", f->name);
 		/* f16/bf16 scalars cross the C interface as their bits */
 		for (k = 0; k < params->nkids; k++) {
 			const struct type *t = &params->kids[k]->type;
 
-			fprintf(o, "%sa%d%s", k ? ", " : "", k,
+			fprintf(o, "%s%c%d%s", k ? ", " : "", t->kind == TY_SPAN ? 's' : 'a', k,
 				t->kind == TY_SPAN ? ".c_view()" :
 				elem_is_half(t->elem) ? ".bits()" : "");
 		}
