@@ -133,6 +133,8 @@ struct sym {
 	long event_slots;	/* SY_EVENT: its slots (1 for a scalar event) */
 	bool event_array;	/* SY_EVENT: declared with [N] */
 	bool event_ready;	/* SY_EVENT: = ready, generation zero published */
+	bool init_hoisted;	/* shared data of a thread level: its {init} is
+				 * set once when the kernel starts */
 	struct sym *next_in_func;
 };
 

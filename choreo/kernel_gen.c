@@ -146,6 +146,30 @@ void kernel_emit_dyn_bytes(struct emitter *em, const struct sym *s)
 	}
 }
 
+/* a thread level's shared data with {init}, set when the kernel starts */
+static void emit_shared_init(struct emitter *em, const struct node *d)
+{
+	const struct sym *s = d->sym;
+	FILE *o = em->o;
+	int k;
+
+	fputs("\t\tfor (long long i_ = 0; i_ < 1", o);
+	for (k = 0; k < s->type.rank; k++) {
+		fputs(" * (long long)(", o);
+		emit_expr(em, s->type.dims[k]);
+		fputc(')', o);
+	}
+	fputs("; i_++)\n", o);
+	if (s->shared_offset < 0)
+		fprintf(o, "\t\t\t((%s *)(npu__scratch + npu__off_%s))[i_] = ",
+			elem_ctype(s->type.elem), s->cname);
+	else
+		fprintf(o, "\t\t\t((%s *)(npu__scratch + %ld))[i_] = ",
+			elem_ctype(s->type.elem), s->shared_offset);
+	emit_stored(em, s->type.elem, d->kids[0]);
+	fputs(";\n", o);
+}
+
 /* shared data sized by host values: its dimensions as the names .at()
  * checks against (emit_dim), its place from the kernel's start */
 static void emit_dyn_shared_decl(struct emitter *em, const struct node *d)
@@ -169,7 +193,7 @@ static void emit_dyn_shared_decl(struct emitter *em, const struct node *d)
 		elem_ctype(s->type.elem), s->cname, elem_ctype(s->type.elem), s->cname);
 	emit_indent(em);
 	fprintf(o, "(void)%s;\n", s->cname);
-	if (d->nkids) {
+	if (d->nkids && !s->init_hoisted) {
 		emit_indent(em);
 		fputs("for (long long i_ = 0; i_ < 1", o);
 		for (k = 0; k < s->type.rank; k++) {
@@ -208,7 +232,7 @@ void kernel_emit_span_decl(struct emitter *em, const struct node *d)
 		fprintf(o, "%s %s[%lld];\n", elem_ctype(s->type.elem), s->cname, count);
 	emit_indent(em);
 	fprintf(o, "(void)%s;\n", s->cname);
-	if (d->nkids) {
+	if (d->nkids && !s->init_hoisted) {
 		emit_indent(em);
 		fprintf(o, "for (long i_ = 0; i_ < %lld; i_++)\n", count);
 		emit_indent(em);
@@ -274,6 +298,14 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 			fputs(" + 15) & ~15UL;\n", o);
 		}
 		fputs("\t(void)npu__dyn;\n", o);
+	}
+	if (k->nshared_inits) {
+		fputs("\tif (npu_thread_index() == 0) {\n", o);
+		em.indent = 2;
+		for (i = 0; i < k->nshared_inits; i++)
+			emit_shared_init(&em, k->shared_inits[i]);
+		em.indent = 1;
+		fputs("\t}\n\tnpu_barrier();\n", o);
 	}
 	if (k->grid_is_threads) {
 		/* one block whose threads are this level */

@@ -1016,6 +1016,15 @@ declare_it:
 	/* scratchpad and stack data need compile-time sizes; shared data
 	 * may take its sizes from host values (the launch's scratchpad) */
 	bytes = elem_size(s->type.elem);
+	/* shared data with {init} in a thread level: every index of every
+	 * thread would set it again, so the kernel sets it once when it
+	 * starts (an init of host values) */
+	if (s->storage == ST_SHARED && cur_level == 2 && d->nkids &&
+	    cur_kernel->nshared_inits < MAX_EVENTS &&
+	    (const_eval(d->kids[0], &v) || host_value(d->kids[0]))) {
+		s->init_hoisted = true;
+		cur_kernel->shared_inits[cur_kernel->nshared_inits++] = d;
+	}
 	if (s->storage == ST_SHARED && dyn_shared_ok(s)) {
 		if (cur_kernel->ndyn_shared == MAX_EVENTS)
 			diag_error(d->loc, "not supported yet: more than %d shared "

@@ -34,6 +34,9 @@ struct kernel {
 	 * rest, placed when the kernel starts; the launch adds their bytes */
 	struct sym *dyn_shared[MAX_EVENTS];
 	int ndyn_shared;
+	/* shared data declared with {init} in a thread level */
+	struct node *shared_inits[MAX_EVENTS];
+	int nshared_inits;
 };
 
 struct program {
