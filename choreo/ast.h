@@ -56,6 +56,9 @@ enum node_kind {
 	N_FOREACH, N_RANGE, N_WHILE, N_IF, N_BREAK, N_CONTINUE, N_RETURN,
 	N_EXPRSTMT, N_ASSIGN, N_PRINT, N_SYNC, N_DMA, N_WAIT, N_STREAMDECL,
 	N_SHAPEDECL, N_ASSERT, N_YIELD,
+	N_EVENTS,	/* shared event a, b[2] = ready; kids N_EVENTDECL */
+	N_EVENTDECL,	/* kid 0 the slot count if an array; flag: = ready */
+	N_TRIGGER,	/* trigger e, f[i], g.at(order); */
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
@@ -109,6 +112,7 @@ enum sym_kind {
 	SY_TUPLE,
 	SY_SHAPE,	/* an mdspan: type TY_SPAN of EL_NONE, no data */
 	SY_ALIAS,	/* x = y.span_as(...): y's data (->target), x's shape */
+	SY_EVENT,	/* shared event: ->event_slots counters in the scratchpad */
 };
 
 struct sym {
@@ -126,6 +130,11 @@ struct sym {
 	struct sym *target;	/* SY_FUTURE: the buffer it copies into */
 	struct sym *elems[MAX_RANK];	/* SY_TUPLE: its bounded integers */
 	long shared_offset;	/* shared spans: byte offset in the scratchpad */
+	long event_slots;	/* SY_EVENT: its slots (1 for a scalar event) */
+	bool event_array;	/* SY_EVENT: declared with [N] */
+	bool event_ready;	/* SY_EVENT: = ready, generation zero published */
+	bool init_hoisted;	/* shared data of a thread level: its {init} is
+				 * set once when the kernel starts */
 	struct sym *next_in_func;
 };
 

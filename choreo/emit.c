@@ -716,6 +716,7 @@ static bool single_thread(struct emitter *em, const struct node *s)
 		return false;
 	switch (s->kind) {
 	case N_PRINT:
+	case N_TRIGGER:
 		return true;
 	case N_DMA:
 		return s->kids[1]->kind != N_SPANDECL && visible(s->kids[1]->sym);
@@ -785,6 +786,77 @@ static void check_every_thread(struct emitter *em, const struct node *s)
 		diag_error(e->loc, "not supported yet: an atomic or ++/-- on shared "
 			   "data in block-level code whose result every thread "
 			   "needs");
+}
+
+/* an event's counter: the number of generations published; e.at(order)
+ * is slot order % N */
+static void emit_event_slot(struct emitter *em, const struct node *r)
+{
+	const struct sym *s = r->sym;
+
+	fprintf(em->o, "%s[", s->cname);
+	if (r->kind != E_AT) {
+		fputs(s->event_array ? "e_]" : "0]", em->o);
+		return;
+	}
+	fputs(r->ival == 2 ? "NPU_CO_IX(" : "(unsigned long long)(", em->o);
+	emit_expr(em, r->kids[0]);
+	fprintf(em->o, r->ival == 2 ? ", %ld)]" : ") %% %ldu]", s->event_slots);
+}
+
+/* wait e, e[i]: the thread's next generation of that slot (its own count
+ * of the waits it did); wait e.at(order): generation order / N of slot
+ * order % N. Either blocks until the slot's counter is past it. */
+static void emit_event_wait(struct emitter *em, const struct node *r)
+{
+	const struct sym *s = r->sym;
+	FILE *o = em->o;
+
+	emit_indent(em);
+	fputs("\t{\n", o);
+	emit_indent(em);
+	if (r->kind == E_AT && r->ival == 1) {
+		fputs("\t\tunsigned long long o_ = (unsigned long long)(", o);
+		emit_expr(em, r->kids[0]);
+		fprintf(o, ");\n");
+		emit_indent(em);
+		fprintf(o, "\t\tunsigned s_ = (unsigned)(o_ %% %ldu), g_ = (unsigned)(o_ / %ldu);\n",
+			s->event_slots, s->event_slots);
+	} else if (r->kind != E_AT && s->event_array) {
+		/* a whole array: each slot's next generation */
+		fprintf(o, "\t\tfor (unsigned s_ = 0; s_ < %ldu; s_++) {\n", s->event_slots);
+		emit_indent(em);
+		fprintf(o, "\t\t\tunsigned g_ = %s_gen[s_]++;\n", s->cname);
+		emit_indent(em);
+		fprintf(o, "\t\t\twhile ((int)(__atomic_load_n(&%s[s_], __ATOMIC_ACQUIRE) - g_) <= 0)\n",
+			s->cname);
+		emit_indent(em);
+		fputs("\t\t\t\t;\n", o);
+		emit_indent(em);
+		fputs("\t\t}\n", o);
+		emit_indent(em);
+		fputs("\t}\n", o);
+		return;
+	} else {
+		fputs("\t\tunsigned s_ = (unsigned)", o);
+		if (r->kind == E_AT) {
+			fputs("NPU_CO_IX(", o);
+			emit_expr(em, r->kids[0]);
+			fprintf(o, ", %ld)", s->event_slots);
+		} else {
+			fputs("0", o);
+		}
+		fputs(";\n", o);
+		emit_indent(em);
+		fprintf(o, "\t\tunsigned g_ = %s_gen[s_]++;\n", s->cname);
+	}
+	emit_indent(em);
+	fprintf(o, "\t\twhile ((int)(__atomic_load_n(&%s[s_], __ATOMIC_ACQUIRE) - g_) <= 0)\n",
+		s->cname);
+	emit_indent(em);
+	fputs("\t\t\t;\n", o);
+	emit_indent(em);
+	fputs("\t}\n", o);
 }
 
 void emit_stmt(struct emitter *em, const struct node *s)
@@ -867,12 +939,40 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	case N_SYNC:
 		if (s->flag == SYNC_FENCE)
 			fputs("__sync_synchronize();\n", o);
+		else if (s->flag == ST_GLOBAL && !em->device)
+			fprintf(o, "if ((npu__st = npu_device_synchronize())) {\n"
+				"\tnpu_co_fail(NPU_CO_FILE, %d, npu__st);\n"
+				"\tgoto npu__out;\n}\n", s->loc.line);
 		else
 			fputs(em->device ? "npu_barrier();\n" : ";\n", o);
 		break;
 	case N_WAIT:
 		/* dma.copy.async copies at once (allowed to complete early):
-		 * waiting has nothing left to do */
+		 * waiting for a future has nothing left to do; events below */
+		fputs("{\n", o);
+		for (i = 0; i < s->nkids; i++)
+			if (s->kids[i]->sym && s->kids[i]->sym->kind == SY_EVENT)
+				emit_event_wait(em, s->kids[i]);
+		emit_indent(em);
+		fputs("}\n", o);
+		break;
+	case N_TRIGGER:
+		fputs("{\n", o);
+		for (i = 0; i < s->nkids; i++) {
+			emit_indent(em);
+			/* a whole array: each slot */
+			if (s->kids[i]->kind != E_AT && s->kids[i]->sym->event_array)
+				fprintf(o, "\tfor (long e_ = 0; e_ < %ld; e_++)\n\t",
+					s->kids[i]->sym->event_slots);
+			fputs("\t__atomic_fetch_add(&", o);
+			emit_event_slot(em, s->kids[i]);
+			fputs(", 1u, __ATOMIC_RELEASE);\n", o);
+		}
+		emit_indent(em);
+		fputs("}\n", o);
+		break;
+	case N_EVENTS:
+		/* the kernel set its counters when it started */
 		fputs(";\n", o);
 		break;
 	case N_DMA:

@@ -675,9 +675,16 @@ void host_emit_launch(struct emitter *em, const struct node *par)
 	emit_indent(em);
 	fputs("\tnpu_dim3 g_ = { (uint32_t)npu__grid, 1, 1 }, b_ = { (uint32_t)npu__threads, 1, 1 };\n", o);
 	emit_indent(em);
-	fprintf(o, "\tnpu__st = npu_parallel_kernel%s(npu_co_fn[%d], g_, b_, %ld, %s, npu__args);\n",
-		par->flag ? "_async" : "", par->kernel, k->shared_bytes,
-		stream->kind == E_ID ? stream->sym->cname : "NULL");
+	fprintf(o, "\tnpu__st = npu_parallel_kernel%s(npu_co_fn[%d], g_, b_, %ld",
+		par->flag ? "_async" : "", par->kernel, k->ndyn_shared ?
+		(k->shared_bytes + 15) & ~15L : k->shared_bytes);
+	/* shared data sized by host values, as the kernel places it */
+	for (i = 0; i < k->ndyn_shared; i++) {
+		fputs(" + ((", o);
+		kernel_emit_dyn_bytes(em, k->dyn_shared[i]);
+		fputs(" + 15) & ~15UL)", o);
+	}
+	fprintf(o, ", %s, npu__args);\n", stream->kind == E_ID ? stream->sym->cname : "NULL");
 	emit_indent(em);
 	fputs("\tif (npu__st) {\n", o);
 	emit_indent(em);
@@ -900,12 +907,20 @@ void host_cxx_wrappers(FILE *o, const struct program *prog)
 			fputs("\tnpu_choreo_view r = {};\n", o);
 		else if (f->type.kind == TY_SCALAR)
 			fprintf(o, "\t%s r = {};\n", proto_type(f->type.elem));
+		/* host memory the device cannot reach is staged */
+		for (k = 0; k < params->nkids; k++) {
+			const struct type *t = &params->kids[k]->type;
+
+			if (t->kind == TY_SPAN)
+				fprintf(o, "	choreo::detail::staged_view<choreo::%s, %d> s%d(a%d);\n",
+					elem_name(t->elem), t->rank, k, k);
+		}
 		fprintf(o, "\tchoreo::detail::check_call(npu_co_c::%s(", f->name);
 		/* f16/bf16 scalars cross the C interface as their bits */
 		for (k = 0; k < params->nkids; k++) {
 			const struct type *t = &params->kids[k]->type;
 
-			fprintf(o, "%sa%d%s", k ? ", " : "", k,
+			fprintf(o, "%s%c%d%s", k ? ", " : "", t->kind == TY_SPAN ? 's' : 'a', k,
 				t->kind == TY_SPAN ? ".c_view()" :
 				elem_is_half(t->elem) ? ".bits()" : "");
 		}

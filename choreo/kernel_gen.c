@@ -133,12 +133,92 @@ void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 	fputs("}\n", o);
 }
 
+/* the bytes of shared data sized by host values */
+void kernel_emit_dyn_bytes(struct emitter *em, const struct sym *s)
+{
+	int k;
+
+	fprintf(em->o, "(unsigned long)%zu", (size_t)elem_size(s->type.elem));
+	for (k = 0; k < s->type.rank; k++) {
+		fputs(" * (unsigned long)(", em->o);
+		emit_expr(em, s->type.dims[k]);
+		fputc(')', em->o);
+	}
+}
+
+/* a thread level's shared data with {init}, set when the kernel starts */
+static void emit_shared_init(struct emitter *em, const struct node *d)
+{
+	const struct sym *s = d->sym;
+	FILE *o = em->o;
+	int k;
+
+	fputs("\t\tfor (long long i_ = 0; i_ < 1", o);
+	for (k = 0; k < s->type.rank; k++) {
+		fputs(" * (long long)(", o);
+		emit_expr(em, s->type.dims[k]);
+		fputc(')', o);
+	}
+	fputs("; i_++)\n", o);
+	if (s->shared_offset < 0)
+		fprintf(o, "\t\t\t((%s *)(npu__scratch + npu__off_%s))[i_] = ",
+			elem_ctype(s->type.elem), s->cname);
+	else
+		fprintf(o, "\t\t\t((%s *)(npu__scratch + %ld))[i_] = ",
+			elem_ctype(s->type.elem), s->shared_offset);
+	emit_stored(em, s->type.elem, d->kids[0]);
+	fputs(";\n", o);
+}
+
+/* shared data sized by host values: its dimensions as the names .at()
+ * checks against (emit_dim), its place from the kernel's start */
+static void emit_dyn_shared_decl(struct emitter *em, const struct node *d)
+{
+	const struct sym *s = d->sym;
+	FILE *o = em->o;
+	long long v;
+	int k;
+
+	for (k = 0; k < s->type.rank; k++) {
+		if (span_dim_const(s, k, &v))
+			continue;
+		fprintf(o, "const long long %s_d%d = (long long)(", s->cname, k);
+		emit_expr(em, s->type.dims[k]);
+		fputs(");\n", o);
+		emit_indent(em);
+		fprintf(o, "(void)%s_d%d;\n", s->cname, k);
+		emit_indent(em);
+	}
+	fprintf(o, "%s *const %s = (%s *)(npu__scratch + npu__off_%s);\n",
+		elem_ctype(s->type.elem), s->cname, elem_ctype(s->type.elem), s->cname);
+	emit_indent(em);
+	fprintf(o, "(void)%s;\n", s->cname);
+	if (d->nkids && !s->init_hoisted) {
+		emit_indent(em);
+		fputs("for (long long i_ = 0; i_ < 1", o);
+		for (k = 0; k < s->type.rank; k++) {
+			fputs(" * ", o);
+			emit_dim(em, s, k);
+		}
+		fputs("; i_++)\n", o);
+		emit_indent(em);
+		fprintf(o, "\t%s[i_] = ", s->cname);
+		emit_stored(em, s->type.elem, d->kids[0]);
+		fputs(";\n", o);
+	}
+}
+
 void kernel_emit_span_decl(struct emitter *em, const struct node *d)
 {
 	const struct sym *s = d->sym;
 	FILE *o = em->o;
 	long long count = 1, v;
 	int k;
+
+	if (s->storage == ST_SHARED && s->shared_offset < 0) {
+		emit_dyn_shared_decl(em, d);
+		return;
+	}
 
 	for (k = 0; k < s->type.rank; k++) {
 		span_dim_const(s, k, &v);
@@ -152,7 +232,7 @@ void kernel_emit_span_decl(struct emitter *em, const struct node *d)
 		fprintf(o, "%s %s[%lld];\n", elem_ctype(s->type.elem), s->cname, count);
 	emit_indent(em);
 	fprintf(o, "(void)%s;\n", s->cname);
-	if (d->nkids) {
+	if (d->nkids && !s->init_hoisted) {
 		emit_indent(em);
 		fprintf(o, "for (long i_ = 0; i_ < %lld; i_++)\n", count);
 		emit_indent(em);
@@ -183,10 +263,50 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 	for (i = 0; i < n; i++)
 		fprintf(o, ", (%s, %s)", types[i], names[i]);
 	fputs(")\n{\n", o);
-	if (k->shared_bytes)
+	if (k->shared_bytes || k->ndyn_shared)
 		fputs("\tchar *const npu__scratch = (char *)npu_scratch();\n", o);
 	for (i = 0; i < n; i++)
 		fprintf(o, "\t(void)%s;\n", names[i]);
+	/* events: counters of published generations in the scratchpad, set
+	 * (1 for `= ready`) before any thread can trigger or wait; each
+	 * thread counts its own waits */
+	for (i = 0; i < k->nevents; i++) {
+		const struct sym *s = k->events[i];
+
+		fprintf(o, "\tunsigned *const %s = (unsigned *)(npu__scratch + %ld);\n",
+			s->cname, s->shared_offset);
+		fprintf(o, "\tunsigned %s_gen[%ld] = { 0 };\n\t(void)%s_gen;\n",
+			s->cname, s->event_slots, s->cname);
+	}
+	if (k->nevents) {
+		fputs("\tif (npu_thread_index() == 0) {\n", o);
+		for (i = 0; i < k->nevents; i++)
+			fprintf(o, "\t\tfor (int i_ = 0; i_ < %ld; i_++)\n\t\t\t%s[i_] = %d;\n",
+				k->events[i]->event_slots, k->events[i]->cname,
+				k->events[i]->event_ready);
+		fputs("\t}\n\tnpu_barrier();\n", o);
+	}
+	/* shared data sized by host values: after the rest, in order, as
+	 * the launch counted them (host_gen.c) */
+	if (k->ndyn_shared) {
+		fprintf(o, "\tunsigned long npu__dyn = %ldUL;\n", (k->shared_bytes + 15) & ~15L);
+		for (i = 0; i < k->ndyn_shared; i++) {
+			fprintf(o, "\tconst unsigned long npu__off_%s = npu__dyn;\n",
+				k->dyn_shared[i]->cname);
+			fputs("\tnpu__dyn = (npu__dyn + ", o);
+			kernel_emit_dyn_bytes(&em, k->dyn_shared[i]);
+			fputs(" + 15) & ~15UL;\n", o);
+		}
+		fputs("\t(void)npu__dyn;\n", o);
+	}
+	if (k->nshared_inits) {
+		fputs("\tif (npu_thread_index() == 0) {\n", o);
+		em.indent = 2;
+		for (i = 0; i < k->nshared_inits; i++)
+			emit_shared_init(&em, k->shared_inits[i]);
+		em.indent = 1;
+		fputs("\t}\n\tnpu_barrier();\n", o);
+	}
 	if (k->grid_is_threads) {
 		/* one block whose threads are this level */
 		fputs("\t", o);

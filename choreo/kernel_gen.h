@@ -12,4 +12,7 @@ void kernel_gen(FILE *o, struct program *prog);
 int kernel_args(const struct kernel *k, const char *types[], const char *names[],
 		char buf[][96], int max);
 
+struct emitter;
+void kernel_emit_dyn_bytes(struct emitter *em, const struct sym *s);
+
 #endif

@@ -116,6 +116,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
 %token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token EVENT "event" TRIGGER "trigger" AFTER "after"
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -130,7 +131,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
-%type <n> stream_opt ret_type shape_decl shape_init
+%type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref
 
 %precedence IFX
 %precedence ELSE
@@ -305,6 +306,16 @@ stmt
 		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
 	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
+	| STORAGE EVENT evdecls ';' {
+		if ($1 != ST_SHARED)
+			diag_error(L(@1), "not supported yet: %s events",
+				   $1 == ST_LOCAL ? "local" : "global");
+		$$ = $3;
+	}
+	| EVENT evdecls ';'	{ $$ = $2; }
+	| STORAGE EVENT '<' { diag_error(L(@3), "not supported yet: event<...>"); }
+	| TRIGGER evlist ';'	{ $$ = $2; $$->kind = N_TRIGGER; $$->loc = L(@1); }
+	| TRIGGER evlist AFTER	{ diag_error(L(@3), "not supported yet: trigger ... after"); }
 	| ASSERT '(' expr ',' STRING ')' ';' {
 		$$ = mk2(N_ASSERT, @1, $5, $3, NULL);
 	}
@@ -493,7 +504,33 @@ async_opt
 	;
 
 parallel
-	: PARALLEL async_opt stream_opt parbys stmts_block {
+	: PARALLEL async_opt stream_opt parby ':' IDENT '(' IDENT ')' stmts_block {
+		/* a device level (Choreo's heterogeneous programs):
+		 * `parallel.async by 1 : device(cpu) { ... }`, a block of
+		 * host code named "device" (sema.c); the host runs it at
+		 * once, its parallels launch as elsewhere */
+		struct node *ext = $4->kids[1];
+
+		if (strcmp($6, "device"))
+			diag_error(L(@6), "syntax error, unexpected identifier, "
+				   "expecting parallel level");
+		if (strcmp($8, "cpu") && strcmp($8, "gpu"))
+			diag_error(L(@8), "unknown device target '%s'", $8);
+		if ($3)
+			diag_error($3->loc, "not supported yet: a stream on a "
+				   "device level");
+		if ($4->kids[0]->nkids)
+			diag_error($4->kids[0]->loc, "not supported yet: a named "
+				   "device level");
+		if (ext->kind != E_INT || ext->ival != 1)
+			diag_error(ext->loc, "not supported yet: a device level "
+				   "of extent other than 1");
+		$$ = $10;
+		$$->flag = 0;
+		$$->name = "device";
+		$$->loc = L(@1);
+	}
+	| PARALLEL async_opt stream_opt parbys stmts_block {
 		struct node *body = $5, *lvl = NULL;
 		int i;
 
@@ -570,6 +607,37 @@ idlist
 	| idlist ',' IDENT	{ $$ = node_add($1, ident(@3, $3)); }
 	;
 
+/* events (N_EVENTS of N_EVENTDECL): `e`, `e[N]`, either `= ready` */
+evdecls
+	: evdecl		{ $$ = node_add(mk(N_EVENTS, @1), $1); }
+	| evdecls ',' evdecl	{ $$ = node_add($1, $3); }
+	;
+
+evdecl
+	: IDENT			{ $$ = mk(N_EVENTDECL, @1); $$->name = $1; }
+	| IDENT '[' expr ']'	{ $$ = node_add(mk(N_EVENTDECL, @1), $3); $$->name = $1; }
+	| evdecl '=' IDENT	{
+		if (strcmp($3, "ready"))
+			diag_error(L(@3), "syntax error, unexpected identifier, "
+				   "expecting ready");
+		$$ = $1;
+		$$->flag = 1;
+	}
+	;
+
+/* an event operand: E_ID, or E_AT of one index (ival 1: `.at(order)`, a
+ * cyclic generation; ival 2: `[i]`, a slot) */
+evlist
+	: evref			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| evlist ',' evref	{ $$ = node_add($1, $3); }
+	;
+
+evref
+	: IDENT			{ $$ = ident(@1, $1); }
+	| IDENT AT '(' expr ')'	{ $$ = node_add(mk(E_AT, @1), $4); $$->name = $1; $$->ival = 1; }
+	| IDENT '[' expr ']'	{ $$ = node_add(mk(E_AT, @1), $3); $$->name = $1; $$->ival = 2; }
+	;
+
 /* wait's operands are expressions in Choreo: "wait f;", "wait (f), g;" */
 waitlist
 	: waited		{ $$ = node_add(mk(N_BLOCK, @1), $1); }
@@ -578,6 +646,8 @@ waitlist
 
 waited
 	: IDENT			{ $$ = ident(@1, $1); }
+	| IDENT AT '(' expr ')'	{ $$ = node_add(mk(E_AT, @1), $4); $$->name = $1; $$->ival = 1; }
+	| IDENT '[' expr ']'	{ $$ = node_add(mk(E_AT, @1), $3); $$->name = $1; $$->ival = 2; }
 	| '(' waited ')'	{ $$ = $2; }
 	;
 

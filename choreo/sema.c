@@ -882,6 +882,9 @@ static void check_dims(struct node *d, struct type *t)
 				de->name = e->name;
 				de->ival = k;
 				check_expr(de);
+				/* of shared data sized by host values: those */
+				if (s->storage == ST_SHARED && s->shared_offset < 0)
+					de = s->type.dims[k];
 				out.dims[out.rank++] = de;
 			}
 			continue;
@@ -894,6 +897,58 @@ static void check_dims(struct node *d, struct type *t)
 		out.dims[out.rank++] = e;
 	}
 	*t = out;
+}
+
+/* an expression of host values only (integers, their arithmetic) */
+static bool host_value(struct node *e)
+{
+	long long v;
+	int i;
+
+	switch (e->kind) {
+	case E_INT:
+		return true;
+	case E_UBOUND:	/* a constant extent */
+		return const_eval(e, &v);
+	case E_ID:
+		return e->sym && e->sym->level == 0 &&
+		       (e->sym->kind == SY_DIM || e->sym->kind == SY_VAR ||
+			e->sym->kind == SY_PARAM) &&
+		       e->sym->type.kind == TY_SCALAR && is_integer(e->sym->type);
+	case E_SPAN:	/* a dimension of host data */
+		if (!e->sym && e->name && !e->nkids && lookup(e->name) &&
+		    lookup(e->name)->level == 0)
+			resolve_data(e);
+		return e->ival >= 0 && !e->nkids && e->sym && e->sym->level == 0 &&
+		       (e->sym->kind == SY_PARAM || e->sym->kind == SY_SPAN);
+	case E_BINARY:
+	case E_UNARY:
+	case E_TERNARY:
+		for (i = 0; i < e->nkids; i++)
+			if (!host_value(e->kids[i]))
+				return false;
+		return e->nkids > 0;
+	default:
+		return false;
+	}
+}
+
+/* shared data with a dimension known only at run time, each of them
+ * computed from host values */
+static bool dyn_shared_ok(const struct sym *s)
+{
+	long long v;
+	bool dyn = false;
+	int i;
+
+	for (i = 0; i < s->type.rank; i++) {
+		if (span_dim_const(s, i, &v))
+			continue;
+		if (!host_value(s->type.dims[i]))
+			return false;
+		dyn = true;
+	}
+	return dyn;
 }
 
 static void check_span_decl(struct node *d)
@@ -958,8 +1013,28 @@ declare_it:
 				   "parallel body");
 		return;
 	}
-	/* scratchpad and stack data need compile-time sizes */
+	/* scratchpad and stack data need compile-time sizes; shared data
+	 * may take its sizes from host values (the launch's scratchpad) */
 	bytes = elem_size(s->type.elem);
+	/* shared data with {init} in a thread level: every index of every
+	 * thread would set it again, so the kernel sets it once when it
+	 * starts (an init of host values) */
+	if (s->storage == ST_SHARED && cur_level == 2 && d->nkids &&
+	    cur_kernel->nshared_inits < MAX_EVENTS &&
+	    (const_eval(d->kids[0], &v) || host_value(d->kids[0]))) {
+		s->init_hoisted = true;
+		cur_kernel->shared_inits[cur_kernel->nshared_inits++] = d;
+	}
+	if (s->storage == ST_SHARED && dyn_shared_ok(s)) {
+		if (cur_kernel->ndyn_shared == MAX_EVENTS)
+			diag_error(d->loc, "not supported yet: more than %d shared "
+				   "buffers sized at run time", MAX_EVENTS);
+		for (i = 0; i < s->type.rank; i++)
+			capture_expr(s->type.dims[i]);
+		s->shared_offset = -1;
+		cur_kernel->dyn_shared[cur_kernel->ndyn_shared++] = s;
+		return;
+	}
 	for (i = 0; i < s->type.rank; i++) {
 		if (!span_dim_const(s, i, &v) || v <= 0)
 			diag_error(s->type.dims[i]->loc, "not supported yet: %s data of "
@@ -975,6 +1050,68 @@ declare_it:
 		s->storage = ST_LOCAL;
 		cur_kernel->local_bytes += bytes;
 	}
+}
+
+/* shared event a, b[N] = ready;: counters in the kernel's scratchpad,
+ * set when it starts (kernel_gen.c); waits need every thread-level index
+ * on a thread of its own */
+static void check_events(struct node *s)
+{
+	int i;
+
+	for (i = 0; i < s->nkids; i++) {
+		struct node *d = s->kids[i];
+		struct sym *sy;
+		long long n = 1;
+
+		if (!cur_kernel)
+			diag_error(d->loc, "not supported yet: an event outside a "
+				   "parallel body");
+		if (d->nkids) {
+			check_expr(d->kids[0]);
+			if (!const_eval(d->kids[0], &n) || n <= 0 || n > 4096)
+				diag_error(d->kids[0]->loc, "not supported yet: an "
+					   "event array of a size not known at compile "
+					   "time (or not in 1..4096)");
+		}
+		if (cur_kernel->nevents == MAX_EVENTS)
+			diag_error(d->loc, "not supported yet: more than %d events "
+				   "in a parallel", MAX_EVENTS);
+		sy = declare(d->name, SY_EVENT, d);
+		sy->storage = ST_SHARED;
+		sy->event_slots = n;
+		sy->event_array = d->nkids;
+		sy->event_ready = d->flag;
+		d->sym = sy;
+		cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 15) & ~15L;
+		sy->shared_offset = cur_kernel->shared_bytes;
+		cur_kernel->shared_bytes += 4 * n;
+		cur_kernel->events[cur_kernel->nevents++] = sy;
+		cur_kernel->threads_fixed = true;
+	}
+}
+
+/* an operand of trigger or wait: e (of an array: each slot), e[i] (a
+ * slot), e.at(order) (a cyclic generation of an event array) */
+static void check_event_ref(struct node *r)
+{
+	struct sym *s = lookup(r->name);
+	struct type t;
+
+	if (!s)
+		diag_error(r->loc, "unknown identifier '%s'", r->name);
+	if (s->kind != SY_EVENT)
+		diag_error(r->loc, "type mismatch: '%s' is not an event", r->name);
+	r->sym = s;
+	if (r->kind != E_AT)
+		return;	/* an array: every slot */
+	if (!s->event_array)
+		diag_error(r->loc, "type mismatch: '%s' is not an event array",
+			   r->name);
+	t = check_expr(r->kids[0]);
+	if (!is_integer(t))
+		diag_error(r->kids[0]->loc, "type mismatch: an event index must "
+			   "be an integer");
 }
 
 static void check_decl_group(struct node *b)
@@ -1756,6 +1893,9 @@ static void check_stmt_inner(struct node *s)
 	s->par = cur_kernel ? cur_kernel->par : NULL;
 	switch (s->kind) {
 	case N_BLOCK:
+		if (s->name && !strcmp(s->name, "device") && cur_kernel)
+			diag_error(s->loc, "not supported yet: a device level "
+				   "inside a parallel body");
 		if (s->flag)
 			check_decl_group(s);
 		else
@@ -1872,6 +2012,9 @@ static void check_stmt_inner(struct node *s)
 			break;
 		if (cur_kernel)
 			cur_kernel->threads_fixed = true;
+		/* sync.global in host code: every launch done */
+		if (s->flag == ST_GLOBAL && !cur_kernel)
+			break;
 		if (s->flag != ST_SHARED)
 			diag_error(s->loc, "not supported yet: sync.%s",
 				   s->flag == ST_LOCAL ? "local" : "global");
@@ -1880,14 +2023,32 @@ static void check_stmt_inner(struct node *s)
 		int i;
 
 		for (i = 0; i < s->nkids; i++) {
-			struct sym *f = resolve(s->kids[i]);
+			struct node *k = s->kids[i];
 
-			if (f->kind != SY_FUTURE)
-				diag_error(s->kids[i]->loc, "type mismatch: '%s' is not a "
-					   "future", f->name);
+			if (k->kind == E_AT) {
+				check_event_ref(k);
+				continue;
+			}
+			if (lookup(k->name) && lookup(k->name)->kind == SY_EVENT) {
+				check_event_ref(k);
+				continue;
+			}
+			if (resolve(k)->kind != SY_FUTURE)
+				diag_error(k->loc, "type mismatch: '%s' is not a "
+					   "future", k->sym->name);
 		}
 		break;
 	}
+	case N_TRIGGER: {
+		int i;
+
+		for (i = 0; i < s->nkids; i++)
+			check_event_ref(s->kids[i]);
+		break;
+	}
+	case N_EVENTS:
+		check_events(s);
+		break;
 	case N_DMA:
 		check_dma(s);
 		break;

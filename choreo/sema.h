@@ -8,6 +8,7 @@
 
 #define MAX_CAPTURES	64
 #define MAX_THREAD_PARS	64
+#define MAX_EVENTS	64
 #define NPU_MAX_KERNEL_ARGS 16	/* NPU_CODE_MAX_ARGS */
 
 struct kernel {
@@ -26,6 +27,16 @@ struct kernel {
 	/* sync.shared or return inside: each thread runs at most one index
 	 * of a thread level, so a level cannot exceed a block */
 	bool threads_fixed;
+	/* its events: initialised when the kernel starts */
+	struct sym *events[MAX_EVENTS];
+	int nevents;
+	/* shared data sized by host values (shared_offset -1): after the
+	 * rest, placed when the kernel starts; the launch adds their bytes */
+	struct sym *dyn_shared[MAX_EVENTS];
+	int ndyn_shared;
+	/* shared data declared with {init} in a thread level */
+	struct node *shared_inits[MAX_EVENTS];
+	int nshared_inits;
 };
 
 struct program {

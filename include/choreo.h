@@ -36,6 +36,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <iostream>
 #include <random>
@@ -305,6 +306,72 @@ private:
 	T *ptr_;
 	mdspan<Rank> dims_;
 };
+
+namespace detail {
+
+/*
+ * A view passed to a __co__ function from C++: memory the device reaches
+ * (pinned host memory, device memory) goes as it is; other host memory
+ * (a stack array under make_spanview, as Croqtile's own programs pass)
+ * is staged as Croqtile's GPU back end copies it: into mapped pinned
+ * memory before the call, back after it once the device is idle.
+ */
+template <typename T, size_t Rank>
+class staged_view {
+public:
+	explicit staged_view(const spanned_view<T, Rank> &v) : v_(v)
+	{
+		size_t bytes = v.bytes();
+		npu_status_t prior = npu_peek_last_error();
+		char *p = (char *)v.data();
+		void *dev, *last;
+
+		if (!bytes || !p)
+			return;
+		if (npu_host_get_device_pointer(&dev, p, 0) == NPU_SUCCESS &&
+		    npu_host_get_device_pointer(&last, p + bytes - 1, 0) == NPU_SUCCESS &&
+		    (char *)last == (char *)dev + bytes - 1)
+			return;
+		/* device memory: libnpu takes an empty memset only there */
+		if (npu_memset_async(p, 0, 0, NULL) == NPU_SUCCESS &&
+		    npu_memset_async(p + bytes - 1, 0, 0, NULL) == NPU_SUCCESS)
+			return;
+		/* the probes' failures are not the caller's last error */
+		if (prior == NPU_SUCCESS)
+			npu_get_last_error();
+		check_call(npu_host_alloc(&copy_, bytes, NPU_HOST_ALLOC_MAPPED),
+			   "npu_host_alloc");
+		std::memcpy(copy_, p, bytes);
+	}
+
+	~staged_view()
+	{
+		if (!copy_)
+			return;
+		/* .async launches may still write it */
+		check_call(npu_device_synchronize(), "npu_device_synchronize");
+		std::memcpy((void *)v_.data(), copy_, v_.bytes());
+		npu_host_free(copy_);
+	}
+
+	staged_view(const staged_view &) = delete;
+	staged_view &operator=(const staged_view &) = delete;
+
+	npu_choreo_view c_view() const
+	{
+		npu_choreo_view c = v_.c_view();
+
+		if (copy_)
+			c.data = copy_;
+		return c;
+	}
+
+private:
+	spanned_view<T, Rank> v_;
+	void *copy_ = nullptr;
+};
+
+} /* namespace detail */
 
 /* row-major elements in mapped pinned memory, owned (move only) */
 template <typename T, size_t Rank>
