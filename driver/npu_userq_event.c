@@ -93,7 +93,10 @@ irqreturn_t npu_userq_irq(int irq, void *arg)
 	tail = npu_rd(ndev, NPU_REG_UQ_EVENT_TAIL);
 	/* the records are written before TAIL moves */
 	dma_rmb();
-	while (head != tail && tail < NPU_UQ_EVENT_BYTES) {
+	/* a TAIL the ring cannot have would never be reached */
+	if (tail >= NPU_UQ_EVENT_BYTES || (tail & (NPU_UQ_EVENT_REC - 1)))
+		tail = head;
+	while (head != tail) {
 		const struct npu_uq_event *ev = ndev->uq_events + head;
 
 		if (READ_ONCE(ev->kind) == NPU_UQ_EVENT_HALT)
