@@ -660,16 +660,32 @@ TEST_F(userq, limits)
 
 /*
  * Close with work in flight: a queue waiting on memory that never comes,
- * and a queue with a full ring of fills queued, are stopped, not waited
- * for; a new file works. (CPU mappings hold the file open: they go
+ * a queue with a full ring of fills queued, and a queue running a kernel
+ * that never ends, are stopped, not waited for; a new file works. (CPU mappings hold the file open: they go
  * first, so that close() releases it.)
  */
 TEST_F(userq, close_with_work_in_flight)
 {
-	struct uq w, busy, again;
+	struct drm_npu_userq_query q;
+	struct uq w, busy, hang, again;
 	int i, round;
 
 	for (round = 0; round < 3; round++) {
+		ASSERT_EQ(uq_new(self->fd, &hang, DRM_NPU_RING_KIND_COMPUTE), 0);
+		ASSERT_EQ(uq_map_doorbell(self->fd, &hang), 0);
+		uq_dw(&hang, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6));
+		uq_dw(&hang, NPU_KERNEL_TEST_HANG);
+		uq_dw(&hang, 1);
+		uq_dw(&hang, 1);
+		uq_dw(&hang, 1);
+		uq_dw(&hang, 0);
+		uq_ring(&hang);
+		ASSERT_EQ(uq_query_until(self->fd, hang.c.queue_id,
+					 DRM_NPU_USERQ_RUNNING, &q), 0);
+		munmap(hang.db_page, 4096);
+		munmap(hang.ring.map, RING_SIZE);
+		munmap(hang.wb.map, 4096);
+		munmap(hang.data.map, 4096);
 		ASSERT_EQ(uq_new(self->fd, &w, DRM_NPU_RING_KIND_COMPUTE), 0);
 		ASSERT_EQ(uq_new(self->fd, &busy, DRM_NPU_RING_KIND_COPY), 0);
 		ASSERT_EQ(uq_map_doorbell(self->fd, &w), 0);
@@ -688,6 +704,7 @@ TEST_F(userq, close_with_work_in_flight)
 		munmap(busy.ring.map, RING_SIZE);
 		munmap(busy.wb.map, 4096);
 		munmap(busy.data.map, 4096);
+		/* returns: a wait for the hung kernel would never end */
 		close(self->fd);
 		self->fd = npu_open();
 		ASSERT_GE(self->fd, 0);
