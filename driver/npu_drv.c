@@ -431,6 +431,8 @@ static const struct drm_ioctl_desc npu_ioctls[] = {
 			  DRM_RENDER_ALLOW),
 	DRM_IOCTL_DEF_DRV(NPU_USERQ_SIGNAL, npu_ioctl_userq_signal,
 			  DRM_RENDER_ALLOW),
+	DRM_IOCTL_DEF_DRV(NPU_USERQ_WAIT, npu_ioctl_userq_wait,
+			  DRM_RENDER_ALLOW),
 };
 
 /* fdinfo: the keys of Documentation/gpu/drm-usage-stats.rst */
@@ -547,6 +549,7 @@ static void npu_drm_release(struct drm_device *drm, void *arg)
 	npu_rings_fini(ndev);
 	/* probe failed after the table was made: removal did not free it */
 	npu_userq_hw_fini(ndev);
+	npu_userq_waits_fini(ndev);
 	npu_userq_fini(ndev);
 	drm_mm_takedown(&ndev->devmem_mm);
 	ida_destroy(&ndev->ctx_ida);
@@ -658,6 +661,8 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	init_waitqueue_head(&ndev->uq_wq);
 	spin_lock_init(&ndev->uq_fence_lock);
 	INIT_LIST_HEAD(&ndev->uq_fences);
+	INIT_LIST_HEAD(&ndev->uq_waits);
+	INIT_WORK(&ndev->uq_wait_work, npu_userq_wait_work);
 	INIT_WORK(&ndev->uq_halt_work, npu_userq_halt_work);
 	INIT_DELAYED_WORK(&ndev->uq_watchdog, npu_userq_watchdog);
 	INIT_LIST_HEAD(&ndev->bo_list);

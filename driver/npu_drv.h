@@ -209,6 +209,9 @@ struct npu_ring {
  * @uq_watchdog: stops queues that run without progress for the job timeout
  * @uq_fence_lock: protects @uq_fences; the lock of the USERQ_SIGNAL fences
  * @uq_fences: pending USERQ_SIGNAL fences (npu_userq_event.c)
+ * @uq_waits: USERQ_WAIT requests not yet written, in request order;
+ *	protected by @uq_fence_lock
+ * @uq_wait_work: writes the wait counters of completed USERQ_WAITs
  */
 struct npu_device {
 	struct drm_device drm;
@@ -270,6 +273,8 @@ struct npu_device {
 	struct delayed_work uq_watchdog;
 	spinlock_t uq_fence_lock;	/* uq_fences, the fences */
 	struct list_head uq_fences;
+	struct list_head uq_waits;
+	struct work_struct uq_wait_work;
 };
 
 #define to_npu_device(d) container_of(d, struct npu_device, drm)
@@ -318,6 +323,9 @@ struct npu_pt {
  * @reaping: reaps that took references off @jobs or @retiring and have not
  *	dropped them all yet, protected by @track_lock
  * @reap_wq: woken when @reaping drops to 0 (npu_ctx_reap_wait())
+ * @wait_map: the owning file's wait page, mapped read-only at the
+ *	context's first user queue (npu_userq.c); protected by the file's
+ *	&npu_file.vm_lock
  */
 struct npu_ctx {
 	struct kref ref;
@@ -338,6 +346,7 @@ struct npu_ctx {
 	struct list_head retiring;
 	u32 reaping;
 	wait_queue_head_t reap_wq;
+	struct npu_mapping *wait_map;
 };
 
 /* Kinds of buffer object. */
@@ -476,6 +485,8 @@ struct npu_queue {
  * @doorbell: the file's doorbell page (a GEM object), NULL until its first
  *	user queue
  * @doorbells_used: doorbells of @doorbell bound to the file's queues
+ * @wait_bo: the file's wait page (one u64 wait counter per doorbell), made
+ *	with @doorbell
  */
 struct npu_file {
 	struct kref ref;
@@ -493,6 +504,7 @@ struct npu_file {
 	u32 nuserqs;
 	struct drm_gem_object *doorbell;
 	DECLARE_BITMAP(doorbells_used, NPU_UQ_DOORBELLS_PER_PAGE);
+	struct npu_bo *wait_bo;
 };
 
 /**
@@ -585,6 +597,10 @@ extern unsigned int npu_max_user_contexts;
  *	without progress (&npu_device.uq_lock)
  * @fence_context: dma_fence context of its USERQ_SIGNAL fences
  * @fence_seqno: seqno of its last USERQ_SIGNAL fence (&npu_device.uq_lock)
+ * @wait_bo: the file's wait page (referenced)
+ * @wait_next: last wait-counter value USERQ_WAIT handed out
+ *	(&npu_file.vm_lock)
+ * @wait_blocked: scratch of npu_userq_wait_work() (&npu_device.uq_lock)
  */
 struct npu_userq {
 	struct kref ref;
@@ -605,6 +621,9 @@ struct npu_userq {
 	unsigned long wd_since;
 	u64 fence_context;
 	u64 fence_seqno;
+	struct npu_bo *wait_bo;
+	u64 wait_next;
+	bool wait_blocked;
 };
 
 /* register access: callers hold drm_dev_enter() */
@@ -689,6 +708,7 @@ int npu_ioctl_userptr(struct drm_device *dev, void *data,
 int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
 		      struct drm_file *file);
 void npu_bos_hw_fini(struct npu_device *ndev);
+struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size);
 
 /* npu_job.c */
 int npu_ioctl_queue_create(struct drm_device *dev, void *data,
@@ -728,6 +748,7 @@ void npu_userq_fini(struct npu_device *ndev);
 void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx);
 void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file);
 void npu_userq_put(struct npu_userq *uq);
+void npu_wait_counter_write(struct npu_userq *uq, u64 value);
 u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index);
 u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off);
 u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off);
@@ -747,6 +768,10 @@ void npu_userq_fences_cancel(struct npu_device *ndev, struct npu_userq *uq,
 void npu_userq_fences_check(struct npu_device *ndev);
 int npu_ioctl_userq_signal(struct drm_device *dev, void *data,
 			   struct drm_file *file);
+int npu_ioctl_userq_wait(struct drm_device *dev, void *data,
+			 struct drm_file *file);
+void npu_userq_wait_work(struct work_struct *work);
+void npu_userq_waits_fini(struct npu_device *ndev);
 int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 			   struct drm_file *file);
 int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,

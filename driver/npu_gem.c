@@ -547,7 +547,15 @@ static int npu_bo_publish(struct drm_file *file, struct npu_bo *bo,
 	return 0;
 }
 
-static struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size)
+/**
+ * npu_bo_create_shmem() - a system-memory BO with its pages pinned and
+ *	mapped for the device, charged to the caller's user
+ * @ndev: device
+ * @size: bytes, page aligned
+ *
+ * Return: the BO with one reference, or an ERR_PTR.
+ */
+struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size)
 {
 	struct drm_gem_shmem_object *shmem;
 	struct npu_bo *bo;

@@ -21,6 +21,7 @@
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
 #include <linux/slab.h>
@@ -167,6 +168,7 @@ void npu_userq_hw_fini(struct npu_device *ndev)
 	wake_up_all(&ndev->uq_wq);
 	cancel_delayed_work_sync(&ndev->uq_watchdog);
 	cancel_work_sync(&ndev->uq_halt_work);
+	flush_work(&ndev->uq_wait_work);
 	npu_userq_fences_cancel(ndev, NULL, -ENODEV);
 	npu_userq_events_fini(ndev);
 	mutex_lock(&ndev->uq_lock);
@@ -321,6 +323,39 @@ static int npu_doorbell_get(struct npu_file *nfile, struct drm_file *file)
 	return 0;
 }
 
+/*
+ * The file's wait page, and its read-only mapping in @ctx; vm_lock held.
+ * The page is only written by the kernel (USERQ_WAIT).
+ */
+static int npu_wait_page_get(struct npu_file *nfile, struct npu_ctx *ctx)
+{
+	struct npu_bo *bo;
+	int ret;
+
+	lockdep_assert_held(&nfile->vm_lock);
+	if (!nfile->wait_bo) {
+		bo = npu_bo_create_shmem(nfile->ndev, NPU_PAGE_SIZE);
+		if (IS_ERR(bo))
+			return PTR_ERR(bo);
+		nfile->wait_bo = bo;
+	}
+	if (ctx->wait_map)
+		return 0;
+	ret = npu_mapping_create(ctx, nfile->wait_bo, 0, NPU_MAP_READ_ONLY,
+				 &ctx->wait_map);
+	if (ret)
+		ctx->wait_map = NULL;
+	return ret;
+}
+
+/* Drop @ctx's mapping of the wait page; vm_lock held. */
+static void npu_wait_page_unmap(struct npu_file *nfile, struct npu_ctx *ctx)
+{
+	lockdep_assert_held(&nfile->vm_lock);
+	npu_mapping_put(ctx->wait_map);
+	ctx->wait_map = NULL;
+}
+
 /* ---------------------------------------------------------------------- */
 /* queues */
 
@@ -332,7 +367,24 @@ static bool npu_userq_va_writable(struct npu_ctx *ctx, u64 va)
 
 static void npu_userq_release(struct kref *ref)
 {
-	kfree(container_of(ref, struct npu_userq, ref));
+	struct npu_userq *uq = container_of(ref, struct npu_userq, ref);
+
+	if (uq->wait_bo)
+		drm_gem_object_put(&uq->wait_bo->base.base);
+	kfree(uq);
+}
+
+/**
+ * npu_wait_counter_write() - store a queue's wait counter
+ * @uq: queue
+ * @value: value
+ */
+void npu_wait_counter_write(struct npu_userq *uq, u64 value)
+{
+	void *p = kmap_local_page(uq->wait_bo->base.pages[0]);
+
+	WRITE_ONCE(*(u64 *)(p + uq->doorbell * sizeof(u64)), value);
+	kunmap_local(p);
 }
 
 /**
@@ -382,6 +434,7 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 	uq->ring_map = NULL;
 	uq->wb_map = NULL;
 	uq->ctx = NULL;
+	/* the struct and wait_bo live on while USERQ_WAITs are pending */
 	npu_userq_fences_cancel(ndev, uq, -ECANCELED);
 	wake_up_all(&ndev->uq_wq);
 	npu_userq_put(uq);
@@ -499,6 +552,8 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 		goto err_maps;
 	}
 	ret = npu_doorbell_get(nfile, file);
+	if (!ret)
+		ret = npu_wait_page_get(nfile, uq->ctx);
 	if (ret)
 		goto err_maps;
 	db_page = to_npu_doorbell(nfile->doorbell)->page;
@@ -537,6 +592,10 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 
 	__set_bit(uq->doorbell, nfile->doorbells_used);
 	nfile->nuserqs++;
+	/* a new queue's counter starts at 0 */
+	uq->wait_bo = nfile->wait_bo;
+	drm_gem_object_get(&uq->wait_bo->base.base);
+	npu_wait_counter_write(uq, 0);
 	uq->ring_map->userq_pins++;
 	uq->wb_map->userq_pins++;
 	mutex_unlock(&nfile->vm_lock);
@@ -544,7 +603,8 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 	args->queue_id = id;
 	args->doorbell_offset = (u64)uq->doorbell * sizeof(u64);
 	args->mmap_offset = drm_vma_node_offset_addr(&nfile->doorbell->vma_node);
-	args->wait_va = 0;
+	args->wait_va = uq->ctx->wait_map->node.start +
+			(u64)uq->doorbell * sizeof(u64);
 	npu_userq_watchdog_kick(ndev);
 	return 0;
 
@@ -657,6 +717,8 @@ void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx)
 		xa_erase(&nfile->userqs, id);
 		npu_userq_free(nfile, uq);
 	}
+	if (ctx)
+		npu_wait_page_unmap(nfile, ctx);
 }
 
 /**
@@ -670,8 +732,18 @@ void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx)
  */
 void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file)
 {
+	struct npu_ctx *ctx;
+	unsigned long id;
+
 	mutex_lock(&nfile->vm_lock);
 	npu_userqs_ctx_destroy(nfile, NULL);
+	npu_wait_page_unmap(nfile, nfile->ctx);
+	xa_for_each(&nfile->ctxs, id, ctx)
+		npu_wait_page_unmap(nfile, ctx);
+	if (nfile->wait_bo) {
+		drm_gem_object_put(&nfile->wait_bo->base.base);
+		nfile->wait_bo = NULL;
+	}
 	if (nfile->doorbell) {
 		/* the file pointer may be reused: it must name nothing */
 		drm_vma_node_revoke(&nfile->doorbell->vma_node, file);

@@ -93,7 +93,10 @@ irqreturn_t npu_userq_irq(int irq, void *arg)
 	tail = npu_rd(ndev, NPU_REG_UQ_EVENT_TAIL);
 	/* the records are written before TAIL moves */
 	dma_rmb();
-	while (head != tail && tail < NPU_UQ_EVENT_BYTES) {
+	/* a TAIL the ring cannot have would never be reached */
+	if (tail >= NPU_UQ_EVENT_BYTES || (tail & (NPU_UQ_EVENT_REC - 1)))
+		tail = head;
+	while (head != tail) {
 		const struct npu_uq_event *ev = ndev->uq_events + head;
 
 		if (READ_ONCE(ev->kind) == NPU_UQ_EVENT_HALT)
@@ -648,4 +651,204 @@ out_free:
 	kfree(f);
 	drm_syncobj_put(syncobj);
 	return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* USERQ_WAIT: a queue's wait counter released by syncobj fences */
+
+/**
+ * struct npu_uq_waiter - one USERQ_WAIT request
+ * @link: entry in &npu_device.uq_waits until its value is written
+ * @ndev: device
+ * @uq: the queue (referenced: a request outlives a destroyed queue until
+ *	its fences signal, as dma-fences do in bounded time)
+ * @value: the wait-counter value it releases
+ * @pending: fences not yet signalled, plus one while being set up
+ * @n: entries in @cbs
+ * @cbs: one callback per fence
+ */
+struct npu_uq_waiter {
+	struct list_head link;
+	struct npu_device *ndev;
+	struct npu_userq *uq;
+	u64 value;
+	atomic_t pending;
+	u32 n;
+	struct npu_uq_wait_cb {
+		struct dma_fence_cb cb;
+		struct dma_fence *fence;
+		struct npu_uq_waiter *w;
+	} cbs[];
+};
+
+static void npu_uq_waiter_arrive(struct npu_uq_waiter *w)
+{
+	if (atomic_dec_and_test(&w->pending))
+		schedule_work(&w->ndev->uq_wait_work);
+}
+
+static void npu_uq_wait_fence_cb(struct dma_fence *f, struct dma_fence_cb *cb)
+{
+	/* an error still releases the wait (the spec's open question) */
+	npu_uq_waiter_arrive(container_of(cb, struct npu_uq_wait_cb, cb)->w);
+}
+
+static void npu_uq_waiter_free(struct npu_uq_waiter *w)
+{
+	u32 i;
+
+	for (i = 0; i < w->n; i++)
+		dma_fence_put(w->cbs[i].fence);
+	npu_userq_put(w->uq);
+	kfree(w);
+}
+
+/**
+ * npu_userq_wait_work() - write the wait counters of completed USERQ_WAITs
+ *	and kick their queues
+ * @work: &npu_device.uq_wait_work
+ *
+ * In request order per queue: a completed request waits for the earlier
+ * ones of its queue, so the counter only grows.
+ */
+void npu_userq_wait_work(struct work_struct *work)
+{
+	struct npu_device *ndev = container_of(work, struct npu_device,
+					       uq_wait_work);
+	struct npu_uq_waiter *w, *tmp;
+	LIST_HEAD(done);
+	int idx;
+	bool dev;
+
+	dev = drm_dev_enter(&ndev->drm, &idx);
+	mutex_lock(&ndev->uq_lock);
+	spin_lock_irq(&ndev->uq_fence_lock);
+	list_for_each_entry(w, &ndev->uq_waits, link)
+		w->uq->wait_blocked = false;
+	list_for_each_entry_safe(w, tmp, &ndev->uq_waits, link) {
+		if (w->uq->wait_blocked || atomic_read(&w->pending)) {
+			w->uq->wait_blocked = true;
+			continue;
+		}
+		list_move_tail(&w->link, &done);
+		if (READ_ONCE(w->uq->dead))
+			continue;
+		npu_wait_counter_write(w->uq, w->value);
+		if (dev) {
+			/* the counter is in memory before the queue looks */
+			wmb();
+			npu_uq_cmd(ndev, NPU_UQ_CMD_KICK, w->uq->index);
+		}
+	}
+	spin_unlock_irq(&ndev->uq_fence_lock);
+	mutex_unlock(&ndev->uq_lock);
+	if (dev)
+		drm_dev_exit(idx);
+	list_for_each_entry_safe(w, tmp, &done, link)
+		npu_uq_waiter_free(w);
+}
+
+/**
+ * npu_ioctl_userq_wait() - DRM_IOCTL_NPU_USERQ_WAIT
+ * @dev: DRM device
+ * @data: &struct drm_npu_userq_wait
+ * @file: DRM file
+ *
+ * Return: 0 or a negative errno.
+ */
+int npu_ioctl_userq_wait(struct drm_device *dev, void *data,
+			 struct drm_file *file)
+{
+	struct npu_device *ndev = to_npu_device(dev);
+	struct npu_file *nfile = file->driver_priv;
+	struct drm_npu_userq_wait *args = data;
+	u32 stride = args->sync_stride ?: NPU_SYNC_SIZE_V1;
+	struct npu_uq_waiter *w;
+	struct npu_userq *uq;
+	unsigned long flags;
+	u32 i;
+	int ret = 0;
+
+	if (args->flags || !args->count || args->count > NPU_MAX_JOB_SYNCS ||
+	    stride < NPU_SYNC_SIZE_V1 || stride > NPU_MAX_STRIDE)
+		return -EINVAL;
+	w = kzalloc(struct_size(w, cbs, args->count), GFP_KERNEL);
+	if (!w)
+		return -ENOMEM;
+	w->ndev = ndev;
+	for (i = 0; i < args->count; i++) {
+		struct drm_npu_sync s;
+		void __user *p = u64_to_user_ptr(args->syncs) +
+				 (size_t)i * stride;
+
+		if (copy_from_user(&s, p, sizeof(s))) {
+			ret = -EFAULT;
+			goto err;
+		}
+		if (s.flags) {
+			ret = -EINVAL;
+			goto err;
+		}
+		/* -EINVAL for a point not yet submitted, as SUBMIT */
+		ret = drm_syncobj_find_fence(file, s.handle, s.point, 0,
+					     &w->cbs[i].fence);
+		if (ret)
+			goto err;
+		w->n = i + 1;
+	}
+
+	mutex_lock(&nfile->vm_lock);
+	uq = xa_load(&nfile->userqs, args->queue_id);
+	if (!uq) {
+		mutex_unlock(&nfile->vm_lock);
+		ret = -ENOENT;
+		goto err;
+	}
+	kref_get(&uq->ref);
+	w->uq = uq;
+	w->value = ++uq->wait_next;
+	atomic_set(&w->pending, w->n + 1);
+	spin_lock_irqsave(&ndev->uq_fence_lock, flags);
+	list_add_tail(&w->link, &ndev->uq_waits);
+	spin_unlock_irqrestore(&ndev->uq_fence_lock, flags);
+	mutex_unlock(&nfile->vm_lock);
+
+	args->value = w->value;
+	for (i = 0; i < w->n; i++) {
+		w->cbs[i].w = w;
+		if (dma_fence_add_callback(w->cbs[i].fence, &w->cbs[i].cb,
+					   npu_uq_wait_fence_cb))
+			npu_uq_waiter_arrive(w);	/* already signalled */
+	}
+	npu_uq_waiter_arrive(w);
+	return 0;
+
+err:
+	for (i = 0; i < w->n; i++)
+		dma_fence_put(w->cbs[i].fence);
+	kfree(w);
+	return ret;
+}
+
+/**
+ * npu_userq_waits_fini() - drop the USERQ_WAIT requests still pending
+ * @ndev: device whose last reference goes: every file is closed, so no
+ *	request is added and every queue is dead
+ */
+void npu_userq_waits_fini(struct npu_device *ndev)
+{
+	struct npu_uq_waiter *w, *tmp;
+	u32 i;
+
+	cancel_work_sync(&ndev->uq_wait_work);
+	/* the fences' callbacks may still run, and only queue the work */
+	list_for_each_entry(w, &ndev->uq_waits, link)
+		for (i = 0; i < w->n; i++)
+			dma_fence_remove_callback(w->cbs[i].fence,
+						  &w->cbs[i].cb);
+	cancel_work_sync(&ndev->uq_wait_work);
+	list_for_each_entry_safe(w, tmp, &ndev->uq_waits, link) {
+		list_del(&w->link);
+		npu_uq_waiter_free(w);
+	}
 }

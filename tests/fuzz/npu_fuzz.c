@@ -590,6 +590,19 @@ static void op_gem_close(void)
 				b = &S.bo[i];
 	}
 	outcome(OP_GEM_CLOSE, ret, wf);
+	if (!ret) {
+		unsigned int u;
+
+		/* a user queue's BO closed by number: never close it again */
+		for (u = 0; u < MAX_UQS; u++) {
+			if (S.uq[u].ring.handle == c.handle)
+				S.uq[u].ring.handle = 0;
+			if (S.uq[u].wb.handle == c.handle)
+				S.uq[u].wb.handle = 0;
+			if (S.uq[u].data.handle == c.handle)
+				S.uq[u].data.handle = 0;
+		}
+	}
 	if (!ret && b && b->handle == c.handle) {
 		unsigned int m;
 
@@ -1949,7 +1962,7 @@ static void op_userq_create(void)
 	if (!(S.features & DRM_NPU_FEATURE_USER_QUEUES))
 		return;
 	for (i = 0; i < MAX_UQS; i++)
-		if (!S.uq[i].live && !S.uq[i].ring.handle)
+		if (!S.uq[i].live)
 			slot = &S.uq[i];
 	if (!slot)
 		return;

@@ -660,16 +660,32 @@ TEST_F(userq, limits)
 
 /*
  * Close with work in flight: a queue waiting on memory that never comes,
- * and a queue with a full ring of fills queued, are stopped, not waited
- * for; a new file works. (CPU mappings hold the file open: they go
+ * a queue with a full ring of fills queued, and a queue running a kernel
+ * that never ends, are stopped, not waited for; a new file works. (CPU mappings hold the file open: they go
  * first, so that close() releases it.)
  */
 TEST_F(userq, close_with_work_in_flight)
 {
-	struct uq w, busy, again;
+	struct drm_npu_userq_query q;
+	struct uq w, busy, hang, again;
 	int i, round;
 
 	for (round = 0; round < 3; round++) {
+		ASSERT_EQ(uq_new(self->fd, &hang, DRM_NPU_RING_KIND_COMPUTE), 0);
+		ASSERT_EQ(uq_map_doorbell(self->fd, &hang), 0);
+		uq_dw(&hang, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6));
+		uq_dw(&hang, NPU_KERNEL_TEST_HANG);
+		uq_dw(&hang, 1);
+		uq_dw(&hang, 1);
+		uq_dw(&hang, 1);
+		uq_dw(&hang, 0);
+		uq_ring(&hang);
+		ASSERT_EQ(uq_query_until(self->fd, hang.c.queue_id,
+					 DRM_NPU_USERQ_RUNNING, &q), 0);
+		munmap(hang.db_page, 4096);
+		munmap(hang.ring.map, RING_SIZE);
+		munmap(hang.wb.map, 4096);
+		munmap(hang.data.map, 4096);
 		ASSERT_EQ(uq_new(self->fd, &w, DRM_NPU_RING_KIND_COMPUTE), 0);
 		ASSERT_EQ(uq_new(self->fd, &busy, DRM_NPU_RING_KIND_COPY), 0);
 		ASSERT_EQ(uq_map_doorbell(self->fd, &w), 0);
@@ -688,6 +704,7 @@ TEST_F(userq, close_with_work_in_flight)
 		munmap(busy.ring.map, RING_SIZE);
 		munmap(busy.wb.map, 4096);
 		munmap(busy.data.map, 4096);
+		/* returns: a wait for the hung kernel would never end */
 		close(self->fd);
 		self->fd = npu_open();
 		ASSERT_GE(self->fd, 0);
@@ -1161,6 +1178,113 @@ TEST_F(userq, signal_bridges_to_syncobj)
 	uq_free(self->fd, &u);
 	drmSyncobjDestroy(self->fd, so);
 	drmSyncobjDestroy(self->fd, tl);
+}
+
+static int uq_wait_ioctl(int fd, uint32_t queue, uint32_t handle,
+			 uint64_t point, uint64_t *value)
+{
+	struct drm_npu_sync s = { .handle = handle, .point = point };
+	struct drm_npu_userq_wait w = {
+		.queue_id = queue, .count = 1, .syncs = (uintptr_t)&s,
+	};
+	int ret = npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_WAIT, &w);
+
+	if (!ret && value)
+		*value = w.value;
+	return ret;
+}
+
+/*
+ * USERQ_WAIT: the queue waits on the device (WAIT_MEM64 on its wait
+ * counter) for a syncobj fence, here the USERQ_SIGNAL fence of another
+ * queue held back by a gate; the wait page is read-only for the device.
+ */
+TEST_F(userq, wait_for_a_syncobj_on_the_device)
+{
+	struct drm_npu_sync s[2] = { 0 };
+	struct drm_npu_userq_wait w = { 0 };
+	struct drm_npu_userq_query q;
+	volatile uint64_t *gate;
+	uint64_t n, n2;
+	struct uq a, b, c;
+	uint32_t so;
+
+	ASSERT_EQ(uq_new(self->fd, &a, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_new(self->fd, &b, DRM_NPU_RING_KIND_COPY), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &a), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &b), 0);
+	ASSERT_NE(a.c.wait_va, 0);
+	EXPECT_EQ(b.c.wait_va - a.c.wait_va,
+		  b.c.doorbell_offset - a.c.doorbell_offset);
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so), 0);
+
+	/* arguments */
+	w.queue_id = a.c.queue_id;
+	w.syncs = (uintptr_t)s;
+	w.count = 0;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -EINVAL);
+	w.count = 65;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -EINVAL);
+	w.count = 1;
+	w.sync_stride = 8;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -EINVAL);
+	w.sync_stride = 0;
+	w.flags = 1;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -EINVAL);
+	w.flags = 0;
+	s[0].handle = 4321;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -ENOENT);
+	s[0].handle = so;	/* no fence in it yet */
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -EINVAL);
+	w.syncs = 8;
+	EXPECT_EQ(npu_ioctl(self->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w), -EFAULT);
+	EXPECT_EQ(uq_wait_ioctl(self->fd, 999, so, 0, NULL), -EINVAL);
+
+	/* b's work, held back by a gate, gives the fence */
+	gate = (volatile uint64_t *)((char *)b.data.map + GATE_OFF);
+	uq_wait_mem(&b, b.data.va + GATE_OFF, 1);
+	uq_fill(&b, b.data.va, 21, 4);
+	uq_ring(&b);
+	ASSERT_EQ(uq_signal_ioctl(self->fd, b.c.queue_id, 0, so, 0), 0);
+	EXPECT_EQ(uq_wait_ioctl(self->fd, 999, so, 0, NULL), -ENOENT);
+	ASSERT_EQ(uq_wait_ioctl(self->fd, a.c.queue_id, so, 0, &n), 0);
+	EXPECT_EQ(n, 1);
+	uq_wait_mem(&a, a.c.wait_va, n);
+	uq_fill(&a, a.data.va, 22, 4);
+	uq_ring(&a);
+	usleep(100 * 1000);
+	ASSERT_EQ(uq_query(self->fd, a.c.queue_id, &q), 0);
+	EXPECT_TRUE(q.status & DRM_NPU_USERQ_WAITING);
+	EXPECT_EQ(q.rptr, 0);
+	EXPECT_EQ(*(volatile uint32_t *)a.data.map, 0);
+
+	*gate = 1;
+	uq_ring(&b);
+	ASSERT_EQ(uq_poll(&a, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(*(volatile uint32_t *)b.data.map, 21);
+	EXPECT_EQ(*(volatile uint32_t *)a.data.map, 22);
+
+	/* a signalled fence: the next value, released at once */
+	ASSERT_EQ(uq_wait_ioctl(self->fd, a.c.queue_id, so, 0, &n2), 0);
+	EXPECT_EQ(n2, 2);
+	uq_wait_mem(&a, a.c.wait_va, n2);
+	uq_fill(&a, a.data.va, 23, 4);
+	uq_ring(&a);
+	ASSERT_EQ(uq_poll(&a, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(*(volatile uint32_t *)a.data.map, 23);
+
+	/* the wait page is read-only for the device */
+	ASSERT_EQ(uq_new(self->fd, &c, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &c), 0);
+	uq_fill(&c, c.c.wait_va, 99, 8);
+	uq_ring(&c);
+	ASSERT_EQ(uq_query_until(self->fd, c.c.queue_id,
+				 DRM_NPU_USERQ_HALTED, &q), 0);
+	EXPECT_EQ(q.error, NPU_ERR_MMU_WRITE);
+	uq_free(self->fd, &c);
+	uq_free(self->fd, &a);
+	uq_free(self->fd, &b);
+	drmSyncobjDestroy(self->fd, so);
 }
 
 TEST_HARNESS_MAIN

@@ -632,8 +632,8 @@ struct drm_npu_bo_protect {
  *	of npu_hw.h), 64-byte aligned, writable by the device
  * @doorbell_offset: out, byte offset of the queue's doorbell in the page
  * @mmap_offset: out, mmap() offset of the file's doorbell page
- * @wait_va: out, device VA of the queue's wait counter, 0 while the
- *	driver has no wait page (Documentation/uapi/npu_accel.rst)
+ * @wait_va: out, device VA of the queue's wait counter (u64, read-only
+ *	for the device) in the file's wait page, mapped in @ctx_id
  *
  * The ring and the write-back block must each lie in one mapping of the
  * context; both mappings are pinned until the queue is destroyed. To
@@ -720,7 +720,9 @@ struct drm_npu_userq_query {
  * @flags: in, DRM_NPU_WAIT_MEM_*
  * @pad: must be zero
  *
- * Not implemented yet: Documentation/uapi/npu_accel.rst says the status.
+ * Arms the signal (its armed word), re-reads it and sleeps. Errors: -ETIME,
+ * -ERESTARTSYS, -ECANCELED (@queue_id stopped or halted first), -EINVAL,
+ * -ENOENT, -EACCES (read-only mapping), -ENODEV.
  */
 struct drm_npu_userq_wait_mem {
 	__u64 addr;
@@ -742,7 +744,10 @@ struct drm_npu_userq_wait_mem {
  * @pad: must be zero
  * @point: in, timeline point, 0 for a binary syncobj
  *
- * Not implemented yet: Documentation/uapi/npu_accel.rst says the status.
+ * The fence fails with -EFAULT (halt), -ETIMEDOUT (watchdog stop, or not
+ * signalled a job timeout after creation), -ECANCELED (destroyed).
+ * Errors: -EINVAL (flags, pad, @wptr beyond the queue's), -ENOENT,
+ * -ECANCELED (the queue is stopped), -ENOMEM.
  */
 struct drm_npu_userq_signal {
 	__u32 queue_id;
@@ -762,7 +767,11 @@ struct drm_npu_userq_signal {
  * @flags: in, must be zero
  * @value: out, the wait-counter value the queue's WAIT_MEM64 waits for
  *
- * Not implemented yet: Documentation/uapi/npu_accel.rst says the status.
+ * When every fence has signalled (with or without an error) and the
+ * queue's earlier waits are written, the kernel writes @value to the
+ * counter at &drm_npu_userq_create.wait_va and kicks the queue. Errors:
+ * -EINVAL (count, stride, flags, a point not yet submitted), -ENOENT,
+ * -EFAULT, -ENOMEM.
  */
 struct drm_npu_userq_wait {
 	__u32 queue_id;
