@@ -297,11 +297,11 @@ stmt
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
 	| SYNC '.' IDENT ':' PBLEVEL ';' {
 		/* sync.barrier : thread (or : block, the block's threads as
-		 * CUDA's __syncthreads) and sync.fence : thread|block */
+		 * CUDA's __syncthreads; or : group, whose threads meet as
+		 * the whole block meets, group levels being folded into the
+		 * thread level) and sync.fence : thread|group|block */
 		if (strcmp($3, "barrier") && strcmp($3, "fence"))
 			diag_error(L(@3), "not supported yet: sync.%s", $3);
-		if ($5 == PB_GROUP)
-			diag_error(L(@5), "not supported yet: sync.%s : group", $3);
 		$$ = mk(N_SYNC, @1);
 		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
 	}

@@ -333,12 +333,14 @@ public:
 		    (char *)last == (char *)dev + bytes - 1)
 			return;
 		/* device memory: libnpu takes an empty memset only there */
-		if (npu_memset_async(p, 0, 0, NULL) == NPU_SUCCESS &&
-		    npu_memset_async(p + bytes - 1, 0, 0, NULL) == NPU_SUCCESS)
-			return;
+		bool on_device = npu_memset_async(p, 0, 0, NULL) == NPU_SUCCESS &&
+				 npu_memset_async(p + bytes - 1, 0, 0, NULL) == NPU_SUCCESS;
+
 		/* the probes' failures are not the caller's last error */
 		if (prior == NPU_SUCCESS)
 			npu_get_last_error();
+		if (on_device)
+			return;
 		check_call(npu_host_alloc(&copy_, bytes, NPU_HOST_ALLOC_MAPPED),
 			   "npu_host_alloc");
 		std::memcpy(copy_, p, bytes);
