@@ -135,7 +135,7 @@ struct NpuTb {
     uint16_t *issue_off;
     uint8_t *why_before;        /* NPU_STALL_SELECTED: none */
     /*
-     * npu_unit_lockstep: every instruction fit for it (ls_ok), and the
+     * npu_unit_lockstep: simple, every instruction fit for it (ls_ok); the
      * cycles its instructions wait for the one before inside it (WAIT)
      */
     bool ls_ok;

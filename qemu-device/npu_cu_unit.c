@@ -1741,6 +1741,44 @@ static void npu_unit_sample(NpuState *s, NpuUnit *u, uint64_t c, uint64_t n,
 }
 
 /*
+ * After t issued ci at cycle at (moved: it branched; its timing applied by
+ * npu_cu_time_simple): until when, and why, t waits before its next
+ * instruction next, as npu_unit_look would find it.
+ */
+static void npu_ls_wait_next(NpuUnit *u, NpuSlot *t, const NpuCuInsn *ci,
+                             bool moved, const NpuCuInsn *next, uint64_t at)
+{
+    uint64_t when;
+    uint8_t why;
+
+    if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
+        when = at + 1 + npu_ls_wait_after(ci, moved, next, &why);
+    } else {
+        when = npu_cu_ready(u, t, next, at + 1, &why);
+    }
+    t->wake = 0;
+    t->stall = NPU_STALL_NOT_SELECTED;
+    if (when > at + 1) {
+        t->stall = why;
+        t->wake = when;
+    }
+}
+
+/* The lockstep ended at cycle at: waits ended by then were NOT_SELECTED. */
+static void npu_ls_end(NpuUnit *u, uint64_t at)
+{
+    unsigned k;
+
+    for (k = 0; k < u->nlive; k++) {
+        NpuSlot *t = &u->slot[u->live[k]];
+
+        if (t->wake && t->wake <= at) {
+            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
+        }
+    }
+}
+
+/*
  * A thread's part of a lockstep run (npu_unit_lockstep), kept aside until
  * the run's end is known: the instructions it issued, its cycles by
  * reason, and the last one (a copy: superblocks and decoded pages may go).
@@ -1818,7 +1856,7 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
             p->stall[NPU_STALL_NOT_SELECTED] += n - 1 - w;
             p->cycles += n - 1;
         }
-        if (!i && tb->simple && tb->ls_ok && frm_ok &&
+        if (!i && tb->ls_ok && frm_ok &&
             at + (uint64_t)(tb->n - 1) * n < limit) {
             NpuTbRun run = { .h = &t->h, .fp_host = fp_host };
 
@@ -1867,7 +1905,7 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
 static uint64_t npu_ls_steps(NpuState *s, NpuUnit *u, uint64_t c,
                              uint64_t limit)
 {
-    unsigned n = u->nlive, pos, k;
+    unsigned n = u->nlive, pos;
     uint64_t at = c, ran = 0;
 
     pos = u->rr + 1 >= n ? 0 : u->rr + 1;
@@ -1875,8 +1913,7 @@ static uint64_t npu_ls_steps(NpuState *s, NpuUnit *u, uint64_t c,
         NpuSlot *t = &u->slot[u->live[pos]];
         NpuLaunch *l = t->l;
         const NpuCuInsn *ci = npu_slot_decode(s, t, l), *next;
-        uint64_t pc = t->h.pc, fault, maddr, when;
-        uint8_t why;
+        uint64_t pc = t->h.pc, fault, maddr;
 
         if (!ci || !(ci->fast & NPU_CU_FAST_LOCKSTEP) || t->wake > at ||
             (ci->d.cls == NPU_RV_FP && ci->d.rm == 7 &&
@@ -1912,38 +1949,11 @@ static uint64_t npu_ls_steps(NpuState *s, NpuUnit *u, uint64_t c,
         } else {
             next = npu_slot_decode(s, t, l);
         }
-        if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
-            when = MAX(at + 1, t->issue_at);
-            why = t->issue_at > at + 1 ? NPU_STALL_BRANCH_RESOLVING
-                                       : NPU_STALL_SELECTED;
-            /* (a result ready by the next cycle cannot delay it) */
-            for (k = 0; ci->rdi < NPU_NREGS && at + ci->lat > when &&
-                        k < next->nregs; k++) {
-                if (next->regs[k] == ci->rdi && t->ready[ci->rdi] > when) {
-                    when = t->ready[ci->rdi];
-                    why = t->why[ci->rdi];
-                }
-            }
-        } else {
-            when = npu_cu_ready(u, t, next, at + 1, &why);
-        }
-        t->wake = 0;
-        t->stall = NPU_STALL_NOT_SELECTED;
-        if (when > at + 1) {
-            t->stall = why;
-            t->wake = when;
-        }
+        npu_ls_wait_next(u, t, ci, t->h.pc != pc + 4, next, at);
         u->rr = pos;
         ran++;
     }
-    /* waits that ended by now were NOT_SELECTED from their end */
-    for (k = 0; k < n; k++) {
-        NpuSlot *t = &u->slot[u->live[k]];
-
-        if (t->wake && t->wake <= at) {
-            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
-        }
-    }
+    npu_ls_end(u, at);
     if (ran) {
         qatomic_set(&u->instrs, u->instrs + ran);
         npu_unit_charge(u, ran);
@@ -1984,9 +1994,7 @@ static uint64_t npu_ls_blocks(NpuState *s, NpuUnit *u, uint64_t c,
         NpuLsPart *p = &part[j];
         uint64_t turns = limit > p->first ? (limit - p->first + n - 1) / n : 0;
         NpuLaunch *l = t->l;
-        const NpuCuInsn *next;
-        uint64_t at, when;
-        uint8_t why;
+        uint64_t at;
 
         if (p->issued > turns) {
             t->h = p->h0;
@@ -2005,28 +2013,10 @@ static uint64_t npu_ls_blocks(NpuState *s, NpuUnit *u, uint64_t c,
         at = p->first + (p->issued - 1) * n;
         t->since = at + 1;
         npu_cu_time_simple(u, t, &p->last, at, p->last_moved);
-        next = npu_slot_decode(s, t, l);
-        if (next && (next->fast & NPU_CU_FAST_LOCKSTEP)) {
-            when = at + 1 + npu_ls_wait_after(&p->last, p->last_moved, next,
-                                              &why);
-        } else {
-            when = npu_cu_ready(u, t, next, at + 1, &why);
-        }
-        t->wake = 0;
-        t->stall = NPU_STALL_NOT_SELECTED;
-        if (when > at + 1) {
-            t->stall = why;
-            t->wake = when;
-        }
+        npu_ls_wait_next(u, t, &p->last, p->last_moved,
+                         npu_slot_decode(s, t, l), at);
     }
-    /* waits that ended by now were NOT_SELECTED from their end */
-    for (k = 0; k < n; k++) {
-        NpuSlot *t = &u->slot[u->live[k]];
-
-        if (t->wake && t->wake <= limit) {
-            npu_slot_reason(t, NPU_STALL_NOT_SELECTED, t->wake);
-        }
-    }
+    npu_ls_end(u, limit);
     if (ran) {
         u->rr = (pos0 + (ran - 1)) % n;
         qatomic_set(&u->instrs, u->instrs + ran);
@@ -2070,7 +2060,7 @@ static uint64_t npu_unit_lockstep(NpuState *s, NpuUnit *u, uint64_t c,
         t->wake = 0;
         if (blocks) {
             tb = npu_slot_tb(s, t);
-            blocks = tb && tb->simple && tb->ls_ok;
+            blocks = tb && tb->ls_ok;
         }
     }
     return blocks ? npu_ls_blocks(s, u, c, MIN(end, sample))
