@@ -312,6 +312,19 @@ static inline uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t,
     return when;
 }
 
+/* Are all of the unit's memory requests still in flight at cycle c? */
+static inline bool npu_mem_full(const NpuUnit *u, uint64_t c)
+{
+    unsigned i;
+
+    for (i = 0; i < NPU_MEM_QUEUE; i++) {
+        if (u->mem_done[i] <= c) {
+            return false;
+        }
+    }
+    return true;
+}
+
 /* Queue a memory request of the unit; returns the cycle its data is back. */
 static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
                                    uint64_t c)
@@ -2182,7 +2195,12 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         if (u->fdiv_free != fdiv_free) {
             classes |= 1u << NPU_RV_FDIV;
         }
-        if (u->mem_reqs != mem_reqs) {
+        /*
+         * A request can only fill the queue (it was not full at c, or the
+         * request would have waited): the threads' memory instructions
+         * see a change only if it is full now.
+         */
+        if (u->mem_reqs != mem_reqs && npu_mem_full(u, c)) {
             classes |= 1u << NPU_RV_LOAD | 1u << NPU_RV_STORE |
                        1u << NPU_RV_AMO;
         }
