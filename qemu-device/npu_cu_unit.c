@@ -1170,9 +1170,10 @@ static inline NpuTb *npu_single_next(NpuSingle *r, NpuTb *tb)
 /*
  * What a chain of whole superblocks (npu_tb_chain) keeps aside until it
  * stops (npu_chain_sync): the unit's cycle and the thread's branch bubble;
- * the branch-resolving cycles before superblocks; the superblocks that
- * ran, each counting its runs (their issue and stall cycles are added to
- * the statistics once per chain: the sums are the same); and the results
+ * the branch-resolving cycles before superblocks (what the superblocks
+ * that ran leave of the cycles since `since`); the superblocks that ran,
+ * each counting its runs (their retired instructions, issue and stall
+ * cycles are added once per chain: the sums are the same); and the results
  * of the last one, written to the thread's ready cycles only when the
  * next superblock could still find one of them pending.
  */
@@ -1180,8 +1181,8 @@ typedef struct NpuChain {
     uint64_t cycle;             /* the unit's */
     uint64_t issue_at;          /* the thread's */
     uint64_t ready_max;         /* the thread's */
-    uint64_t bubble;
-    NpuTb *ran;                 /* by ran_next */
+    uint64_t since;             /* cycle: since then bubbles and ran's runs */
+    NpuTb *ran;                 /* by ran_next; their instret not yet added */
     const NpuTb *last;          /* its out[] not yet in the thread's ready[] */
     uint64_t last_c0;           /* ... relative to this cycle */
     bool selected;              /* a superblock ran: the thread issued */
@@ -1204,6 +1205,7 @@ static inline void npu_chain_results(NpuChain *ch, NpuSlot *t)
 static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
 {
     NpuLaunch *l = r->l;
+    uint64_t bubble = ch->cycle - ch->since;
     NpuTb *tb;
     unsigned k;
 
@@ -1213,12 +1215,9 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
     r->u->cycle = ch->cycle;
     r->t->issue_at = ch->issue_at;
     r->t->ready_max = ch->ready_max;
+    ch->selected |= ch->ran != NULL;
     if (ch->selected) {
         r->t->stall = NPU_STALL_SELECTED;
-    }
-    if (ch->bubble) {
-        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, ch->bubble);
-        ch->bubble = 0;
     }
     for (tb = ch->ran; tb; tb = tb->ran_next) {
         uint64_t n = tb->runs;
@@ -1228,11 +1227,17 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
         }
         l->st.unit_cycles += tb->wait_total * n;
         l->st.thread_cycles += tb->wait_total * n;
+        r->t->h.instret += tb->n * n;
         r->sel += tb->n * n;
         r->insns += tb->n * n;
         r->busy += tb->cycles * n;
+        bubble -= tb->cycles * n;
         tb->runs = 0;
     }
+    if (bubble) {
+        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, bubble);
+    }
+    ch->since = ch->cycle;
     ch->ran = NULL;
 }
 
@@ -1310,11 +1315,10 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
     NpuSlot *t = NULL;
     NpuUnit *u = NULL;
     NpuLaunch *l = NULL;
-    uint64_t *x, *f, c0 = 0, npc, fault, maddr, lim = 0, fall;
+    uint64_t *x, *f, c0 = 0, npc, fault, maddr, lim = 0;
     NpuRvHart *h;
     NpuChain ch;
     const NpuTbOp *ops, *o;
-    unsigned by_exec;           /* retired by npu_rv_exec, which counts */
     unsigned k;
     bool fp_host, failed = false;
     NpuTb *nx;
@@ -1325,7 +1329,6 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
         f = h->f;
         fp_host = run->fp_host;
         ops = o = tb->ops;
-        by_exec = 0;
         goto *o->handler;
     }
     if (!r) {
@@ -1342,6 +1345,7 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
     lim = r->end;
     ch = (NpuChain) {
         .cycle = u->cycle, .issue_at = t->issue_at, .ready_max = t->ready_max,
+        .since = u->cycle,
     };
     fp_host = npu_rv_host_rounds_nearest();
     /* set on this thread only, by instructions that are not simple */
@@ -1369,10 +1373,8 @@ next_block:
         ((tb->div && u->div_free > c0) || (tb->fdiv && u->fdiv_free > c0))) {
         goto no_fit;
     }
-    ch.bubble += c0 - ch.cycle;
     ch.cycle = c0;
     ops = o = tb->ops;
-    by_exec = 0;
     goto *o->handler;
 
 #define NPU_XOP_INT(name, expr) \
@@ -1453,17 +1455,22 @@ x_other:
                     &maddr)) {
         goto stop;
     }
-    by_exec++;
+    h->instret--;               /* npu_rv_exec counted it; so does out */
     NPU_TB_NEXT;
 x_end:
     npc = tb->pc + 4 * tb->n;
+    k = 0;
+    goto out_k;
 out:
+    k = npc != tb->pc + 4 * tb->n;
+out_k:
     h->pc = npc;
-    h->instret += tb->n - by_exec;
     if (run) {
+        h->instret += tb->n;
         run->npc = npc;
         return true;
     }
+    /* the chain adds tb->n to instret per run (npu_chain_sync) */
     /* tb ran whole from c0: its timing is npu_tb_time's */
     if (unlikely(r->sample < c0 + tb->cycles)) {
         npu_tb_samples(r, tb, c0);
@@ -1472,7 +1479,6 @@ out:
         tb->ran_next = ch.ran;
         ch.ran = tb;
     }
-    ch.selected = true;
     /* the previous superblock's results were ready by c0, or are in ready[] */
     ch.last = tb;
     ch.last_c0 = c0;
@@ -1486,10 +1492,13 @@ out:
         }
     }
     ch.cycle = c0 + tb->cycles;
-    fall = tb->pc + 4 * tb->n;
-    k = npc != fall;
     if (k) {
         ch.issue_at = ch.cycle + NPU_LAT_BRANCH;
+    }
+    nx = tb->succ[k];
+    if (likely(nx && nx->pc == npc && !failed && ch.cycle < lim)) {
+        tb = nx;                /* NPU_EXIT_PC has no superblock */
+        goto next_block;
     }
     if (unlikely(npc == NPU_EXIT_PC || failed)) {
         npu_chain_sync(r, &ch);
@@ -1498,22 +1507,19 @@ out:
     }
     /* nothing else npu_single_goes_on reads changes in a superblock */
     if (ch.cycle >= r->end) {
-        nx = tb->succ[k] && tb->succ[k]->pc == npc ? tb->succ[k] : NULL;
+        nx = nx && nx->pc == npc ? nx : NULL;
         npu_chain_sync(r, &ch);
         t->tb = nx;
         t->tb_epoch = l->tb_epoch;
         return true;
     }
-    nx = tb->succ[k];
-    if (unlikely(!nx || nx->pc != npc)) {
-        /* npu_tb_get may free every superblock: nothing kept aside */
-        npu_chain_sync(r, &ch);
-        t->tb = tb;
-        t->tb_epoch = l->tb_epoch;
-        nx = npu_single_next(r, tb);
-        if (!nx || l->failed) {
-            return true;
-        }
+    /* npu_tb_get may free every superblock: nothing kept aside */
+    npu_chain_sync(r, &ch);
+    t->tb = tb;
+    t->tb_epoch = l->tb_epoch;
+    nx = npu_single_next(r, tb);
+    if (!nx || l->failed) {
+        return true;
     }
     tb = nx;
     goto next_block;
@@ -1526,7 +1532,7 @@ no_fit:
 stop:
     /* nothing of the instruction at o is committed */
     h->pc = NPU_TB_PC;
-    h->instret += (o - ops) - by_exec;
+    h->instret += o - ops;
     if (run) {
         run->npc = NPU_RV_NOT_INT;
         run->stop = o - ops;
