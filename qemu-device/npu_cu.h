@@ -17,6 +17,7 @@
 #define NPU_CODE_PAGES      16          /* decoded code pages per launch */
 #define NPU_CODE_WAYS       2           /* ... in sets of this many */
 #define NPU_DTLB            64          /* data translations per launch */
+#define NPU_TRACE_STAGE     64          /* trace records written at once */
 #define NPU_MEM_QUEUE       8           /* memory requests in flight/unit */
 #define NPU_SECTOR          32          /* bytes per memory transaction */
 #define NPU_PACE_SLACK_NS   1000000     /* re-anchor when this far behind */
@@ -250,6 +251,13 @@ struct NpuLaunch {
     uint64_t stats_va;
     uint64_t trace_va;
     uint32_t trace_bytes;
+    /*
+     * The last trace_staged of st.trace_records, not yet in memory: their
+     * pages were translated for writing when staged, and they are written
+     * before the quantum's MMU access ends (npu_trace_flush).
+     */
+    uint32_t trace_staged;
+    struct npu_cu_trace_record trace_stage[NPU_TRACE_STAGE];
     uint32_t sample_period;
     uint32_t trace_block;
     uint64_t printf_va;
@@ -365,6 +373,7 @@ uint32_t npu_cu_translate(NpuLaunch *l, uint64_t va, bool is_write,
 uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va, void *buf,
                       unsigned len, bool is_write, int *space,
                       uint64_t *phys);
+void npu_trace_flush(NpuState *s, NpuLaunch *l);
 bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va, const void *buf,
                   uint64_t len);
 

@@ -198,6 +198,7 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
     struct npu_cu_trace_record rec;
     uint64_t n = l->st.trace_records;
     uint64_t off = sizeof(struct npu_cu_trace_header) + n * sizeof(rec);
+    uint64_t va = l->trace_va + off, pte;
 
     if (l->failed) {
         return;
@@ -216,7 +217,19 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
     rec.unit = unit;
     rec.kind = kind;
     rec.stall = stall;
-    if (npu_cu_write(s, l, l->trace_va + off, &rec, sizeof(rec))) {
+    /* staged if its pages can be written (a DMA per record is slow) */
+    if (!npu_cu_translate(l, va, true, &pte) &&
+        !npu_cu_translate(l, va + sizeof(rec) - 1, true, &pte)) {
+        l->trace_stage[l->trace_staged++] = rec;
+        l->st.trace_records++;
+        if (l->trace_staged == NPU_TRACE_STAGE) {
+            npu_trace_flush(s, l);
+        }
+        return;
+    }
+    /* the records before it first; then it faults, as it would alone */
+    npu_trace_flush(s, l);
+    if (npu_cu_write(s, l, va, &rec, sizeof(rec))) {
         l->st.trace_records++;
     }
 }
