@@ -59,7 +59,10 @@ typedef struct NpuCuInsn {
  * A superblock: the decoded instructions from pc up to and including the
  * first branch or jump, or up to the first instruction of another class
  * than the simple ones (npu_cu_is_simple), the page's end or
- * NPU_TB_INSNS; or a single instruction of another class. The one-thread
+ * NPU_TB_INSNS; or a single instruction of another class. A simple one
+ * that ends in a conditional branch goes on past it, up to the next end
+ * (one side exit: `side`, the superblock up to the branch, is what ran
+ * when the branch was taken). The one-thread
  * loop runs a simple superblock whole when its inputs are ready (its
  * timing computed once, when it was built: npu_tb_time), else instruction
  * by instruction. Each launch keeps its own, until its translations are
@@ -87,6 +90,9 @@ enum {
     NPU_RV_INT_OPS(NPU_XOP_ENUM)
     NPU_RV_FP_FAST_OPS(NPU_XOP_ENUM)
     NPU_TB_BRANCHES(NPU_XOP_ENUM)
+#define NPU_XOP_SIDE_ENUM(name) NPU_XOP_S##name,
+    NPU_TB_BRANCHES(NPU_XOP_SIDE_ENUM)    /* taken: leave by NpuTb.side */
+#undef NPU_XOP_SIDE_ENUM
 #undef NPU_XOP_ENUM
     NPU_XOPS
 };
@@ -144,6 +150,7 @@ struct NpuTb {
     /* whole runs in the current npu_tb_chain, not yet in the statistics */
     uint32_t runs;
     NpuTb *ran_next;            /* NpuChain.ran */
+    NpuTb *side;                /* up to its side exit's branch, or NULL */
     NpuCuInsn insn[];
 };
 

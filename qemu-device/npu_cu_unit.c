@@ -851,16 +851,15 @@ static uint8_t npu_tb_xop(const NpuCuInsn *ci)
 }
 
 /*
- * Build the superblock at pc; NULL if its first instruction cannot be
- * fetched or is illegal (the caller's decode reports it).
+ * Fetch the superblock's instructions into insn[n..] from pc + 4 * n on:
+ * up to the first branch or jump, the page's end, NPU_TB_INSNS or an
+ * instruction of another class than the simple ones (which is kept only
+ * as the first, alone: *simple false). Returns the new count.
  */
-static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
+static unsigned npu_tb_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
+                             NpuCuInsn *insn, unsigned n, bool *simple)
 {
-    NpuCuInsn insn[NPU_TB_INSNS];
-    bool simple = true;
-    unsigned n = 0;
-    NpuTb *tb;
-
+    *simple = true;
     while (n < NPU_TB_INSNS) {
         uint64_t p = pc + 4 * n;
         const NpuCuInsn *ci;
@@ -876,7 +875,7 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
         if (!(ci->fast & NPU_CU_FAST)) {
             if (!n) {
                 insn[n++] = *ci;
-                simple = false;
+                *simple = false;
             }
             break;
         }
@@ -885,16 +884,22 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
             break;
         }
     }
-    if (!n) {
-        return NULL;
-    }
-    if (l->ntb >= NPU_TB_LIMIT) {
-        npu_tb_free_all(l);
-    }
-    tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
-                   (simple ? (n + 1) * sizeof(NpuTbOp) +
-                             n * (sizeof(*tb->issue_off) +
-                                  sizeof(*tb->why_before)) : 0));
+    return n;
+}
+
+/*
+ * A superblock of the n instructions insn[] at pc, on l's list. side: the
+ * index of a conditional branch that leaves by NpuTb.side when taken, or
+ * -1.
+ */
+static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
+                         unsigned n, bool simple, int side)
+{
+    NpuTb *tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
+                          (simple ? (n + 1) * sizeof(NpuTbOp) +
+                                    n * (sizeof(*tb->issue_off) +
+                                         sizeof(*tb->why_before)) : 0));
+
     tb->pc = pc;
     tb->n = n;
     tb->simple = simple;
@@ -924,6 +929,10 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
             if (imm != (int32_t)imm) {
                 xop = NPU_XOP_OTHER;
             }
+            if ((int)i == side && xop != NPU_XOP_OTHER) {
+                /* (an OTHER branch faults if taken: never leaves here) */
+                xop += NPU_XOP_SBEQ - NPU_XOP_BEQ;
+            }
             tb->ops[i] = (NpuTbOp) {
                 .handler = npu_tb_handler[xop], .imm = imm,
                 .rd = d->rd, .rs1 = d->rs1, .rs2 = d->rs2, .rs3 = d->rs3,
@@ -946,6 +955,42 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
     tb->all_next = l->tb_all;
     l->tb_all = tb;
     l->ntb++;
+    return tb;
+}
+
+/*
+ * Build the superblock at pc; NULL if its first instruction cannot be
+ * fetched or is illegal (the caller's decode reports it). One that ends
+ * in a conditional branch goes on past it (its fall-through), if what
+ * follows is simple: taken branches then cost a chain step, not-taken
+ * ones nothing.
+ */
+static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
+{
+    NpuCuInsn insn[NPU_TB_INSNS];
+    bool simple, more;
+    unsigned n, m;
+    NpuTb *tb;
+
+    n = npu_tb_fetch(s, l, pc, insn, 0, &simple);
+    if (!n) {
+        return NULL;
+    }
+    if (l->ntb + 2 > NPU_TB_LIMIT) {
+        npu_tb_free_all(l);
+    }
+    m = n;
+    if (simple && insn[n - 1].d.cls == NPU_RV_BRANCH) {
+        m = npu_tb_fetch(s, l, pc, insn, n, &more);
+        if (!more) {
+            m = n;
+        }
+    }
+    if (m == n) {
+        return npu_tb_new(l, pc, insn, n, simple, -1);
+    }
+    tb = npu_tb_new(l, pc, insn, m, true, n - 1);
+    tb->side = npu_tb_new(l, pc, insn, n, true, -1);
     return tb;
 }
 
@@ -1308,6 +1353,7 @@ struct NpuTbRun {
     NpuRvHart *h;
     bool fp_host;               /* npu_rv_host_rounds_nearest() */
     uint64_t npc;
+    NpuTb *tb;                  /* what ran: tb, or its side */
     unsigned stop;
 };
 
@@ -1324,6 +1370,9 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
         NPU_RV_FP_FAST_OPS(NPU_XOP_LABEL)
         NPU_TB_BRANCHES(NPU_XOP_LABEL)
 #undef NPU_XOP_LABEL
+#define NPU_XOP_SIDE_LABEL(name) [NPU_XOP_S##name] = &&x_S##name,
+        NPU_TB_BRANCHES(NPU_XOP_SIDE_LABEL)
+#undef NPU_XOP_SIDE_LABEL
     };
     NpuSlot *t = NULL;
     NpuUnit *u = NULL;
@@ -1411,6 +1460,17 @@ x_##name: \
     goto x_end;
     NPU_TB_BRANCHES(NPU_XOP_BRANCH)
 #undef NPU_XOP_BRANCH
+    /* taken: what ran is the superblock up to here, tb->side */
+#define NPU_XOP_SIDE(name) \
+x_S##name: \
+    if (npu_rv_taken(RV_##name, x[o->rs1], x[o->rs2])) { \
+        npc = tb->pc + o->imm; \
+        tb = tb->side; \
+        goto out; \
+    } \
+    NPU_TB_NEXT;
+    NPU_TB_BRANCHES(NPU_XOP_SIDE)
+#undef NPU_XOP_SIDE
 #define NPU_XOP_FP_d(nops, expr) \
     { \
         double a = npu_rv_d_of(f[o->rs1]), b = npu_rv_d_of(f[o->rs2]); \
@@ -1481,6 +1541,7 @@ out_k:
     if (run) {
         h->instret += tb->n;
         run->npc = npc;
+        run->tb = tb;
         return true;
     }
     /* the chain adds tb->n to instret per run (npu_chain_sync) */
@@ -1538,6 +1599,10 @@ out_k:
     goto next_block;
 
 no_fit:
+    if (tb->side) {
+        tb = tb->side;          /* up to the side exit, it may fit */
+        goto next_block;
+    }
     npu_chain_sync(r, &ch);
     t->tb = tb;
     t->tb_epoch = l->tb_epoch;
@@ -1894,6 +1959,7 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
 
             npu_tb_chain(NULL, tb, &run);
             assert(run.npc != NPU_RV_NOT_INT);  /* npu_cu_lockstep_fit */
+            tb = run.tb;
             p->stall[NPU_STALL_WAIT] += tb->ls_wait;
             p->stall[NPU_STALL_NOT_SELECTED] +=
                 (uint64_t)(tb->n - 1) * (n - 1) - tb->ls_wait;
