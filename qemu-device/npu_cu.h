@@ -215,6 +215,7 @@ typedef struct NpuUnit {
     uint64_t div_free;          /* integer divider free at */
     uint64_t fdiv_free;         /* FP divide/sqrt unit free at */
     uint64_t mem_done[NPU_MEM_QUEUE];
+    uint64_t mem_first;         /* the earliest of mem_done[] */
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
     uint32_t rr;                /* position in live[] that issued last */

@@ -303,22 +303,14 @@ static inline uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t,
     if (d->cls == NPU_RV_LOAD || d->cls == NPU_RV_STORE ||
         d->cls == NPU_RV_AMO) {
         uint64_t va = t->h.x[d->rs1] + d->imm;
-        uint64_t first = UINT64_MAX;
-        unsigned busy = 0;
 
         if (d->cls == NPU_RV_AMO) {
             va = t->h.x[d->rs1];
         }
-        for (i = 0; i < NPU_MEM_QUEUE; i++) {
-            if (u->mem_done[i] > when) {
-                busy++;
-                first = MIN(first, u->mem_done[i]);
-            }
-        }
-        /* only a full queue needs the space: a translation saved */
-        if (busy == NPU_MEM_QUEUE &&
+        /* full at when: every request in flight; a translation saved */
+        if (u->mem_first > when &&
             npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
-            when = first;
+            when = u->mem_first;
             *why = NPU_STALL_LG_THROTTLE;
         }
     }
@@ -328,14 +320,7 @@ static inline uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t,
 /* Are all of the unit's memory requests still in flight at cycle c? */
 static inline bool npu_mem_full(const NpuUnit *u, uint64_t c)
 {
-    unsigned i;
-
-    for (i = 0; i < NPU_MEM_QUEUE; i++) {
-        if (u->mem_done[i] <= c) {
-            return false;
-        }
-    }
-    return true;
+    return u->mem_first > c;
 }
 
 /* Queue a memory request of the unit; returns the cycle its data is back. */
@@ -366,6 +351,10 @@ static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
         }
     }
     u->mem_done[slot] = c + lat;
+    u->mem_first = u->mem_done[0];
+    for (i = 1; i < NPU_MEM_QUEUE; i++) {
+        u->mem_first = MIN(u->mem_first, u->mem_done[i]);
+    }
     u->mem_reqs++;
     return c + lat;
 }
