@@ -3833,6 +3833,125 @@ static void test_uq_sched(void)
 }
 
 /*
+ * timing=virtual: user queues on the device clock. Queues a, b and c (one
+ * compute engine, 25 us slices, 1 us switches) each wait for a gate, then
+ * take turns at six TIMESTAMP + FILL pairs (10 us a FILL over the link);
+ * queue z on the copy engine fills for 10 us and signals the gate. The
+ * times follow from the model alone: the first TIMESTAMP is the gate's
+ * signal time plus one switch, each slice holds three pairs, the queues
+ * go a, b, c, a, b, c, and a switch costs exactly uq-switch-ns. A second
+ * run gives the same times (from its gate's signal).
+ */
+#define UQVT_K 6
+
+static bool uq_vt_run(struct tq *t, struct tq *z, struct buf *ts,
+		      struct buf *d, struct buf *sg, uint64_t run,
+		      int64_t rel[3][UQVT_K], uint64_t *sig_ts)
+{
+	struct pk p = { .n = 0 };
+	uint64_t raw[3][UQVT_K];
+	bool good = true;
+
+	for (unsigned i = 0; i < 3; i++) {
+		p.n = 0;
+		pk_wait64(&p, sg->va, run);
+		for (unsigned k = 0; k < UQVT_K; k++) {
+			pk_ts(&p, ts->va + (i * UQVT_K + k) * 8);
+			pk_fill(&p, d->va + i * 65536, 40000, run);
+		}
+		uq_push(&t[i], &p);
+	}
+	/* the three wait (off the engine) before the gate's queue starts */
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned w = 0; w < 5000 &&
+		     !(uqd32(t[i].idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING); w++)
+			usleep(1000);
+	p.n = 0;
+	pk_fill(&p, d->va + 3 * 65536, 40000, run);
+	pk_signal(&p, sg->va, run);
+	uq_push(z, &p);
+	for (unsigned i = 0; i < 3; i++)
+		good &= uq_wait(&t[i], 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(z, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(ts, 0, raw, sizeof(raw));
+	buf_read(sg, offsetof(struct npu_signal, timestamp), sig_ts, 8);
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned k = 0; k < UQVT_K; k++)
+			rel[i][k] = (int64_t)(raw[i][k] - *sig_ts);
+	return good;
+}
+
+static void test_uq_vt(void)
+{
+	struct tq t[3], z;
+	struct buf ts, d, sg;
+	int64_t rel[2][3][UQVT_K], fill = 0;
+	uint64_t sig[2], prev = 0;
+	unsigned order[3 * UQVT_K], n = 0, runs = 0;
+	bool good, same, shape = true;
+
+	start("timing=virtual,uq-compute-engines=1,uq-copy-engines=1,"
+	      "uq-max-queues=8,uq-doorbell-pages=1,uq-timeslice-us=25,"
+	      "uq-switch-ns=1000", 0);
+	ts = alloc_buf(4096, 0, 1);
+	d = alloc_buf(4 * 65536, 0, 1);
+	sg = alloc_buf(4096, 0, 1);
+	uq_setup(8);
+	good = true;
+	for (unsigned i = 0; i < 3; i++)
+		good &= uq_new(&t[i], i, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&z, 4, NPU_UQ_CONFIG_COPY);
+	good &= uq_vt_run(t, &z, &ts, &d, &sg, 1, rel[0], &sig[0]);
+	good &= uq_vt_run(t, &z, &ts, &d, &sg, 2, rel[1], &sig[1]);
+	same = !memcmp(rel[0], rel[1], sizeof(rel[0]));
+	if (!same)
+		for (unsigned i = 0; i < 3; i++)
+			diag("queue %u: %lld %lld .. / %lld %lld ..", i,
+			     (long long)rel[0][i][0], (long long)rel[0][i][1],
+			     (long long)rel[1][i][0], (long long)rel[1][i][1]);
+	ok(good && same && sig[1] > sig[0],
+	   "timing=virtual: two identical runs of three user queues give the "
+	   "same device times");
+
+	/* the times in the order they happened: which queue, and the gaps */
+	while (n < 3 * UQVT_K) {
+		int best = -1;
+		unsigned bk = 0;
+
+		for (unsigned i = 0; i < 3; i++)
+			for (unsigned k = 0; k < UQVT_K; k++)
+				if ((uint64_t)rel[0][i][k] >= prev && (n == 0 ||
+				     (uint64_t)rel[0][i][k] > prev) &&
+				    (best < 0 || rel[0][i][k] < rel[0][best][bk])) {
+					best = i;
+					bk = k;
+				}
+		if (best < 0)
+			break;
+		if (n == 1)
+			fill = rel[0][best][bk] - (int64_t)prev;
+		if (n && order[n - 1] == (unsigned)best)
+			shape &= rel[0][best][bk] - (int64_t)prev == fill;
+		else if (n)
+			shape &= rel[0][best][bk] - (int64_t)prev == fill + 1000;
+		runs += !n || order[n - 1] != (unsigned)best;
+		order[n++] = best;
+		prev = rel[0][best][bk];
+	}
+	for (unsigned j = 0; j < n; j++)
+		shape &= order[j] == (j / 3) % 3;
+	if (!shape || n != 3 * UQVT_K)
+		for (unsigned j = 0; j < n; j++)
+			diag("%u: queue %u", j, order[j]);
+	ok(good && n == 3 * UQVT_K && shape && fill == 10000 &&
+	   rel[0][0][0] == 1000 && runs == 6,
+	   "timing=virtual: the gate releases the queues at its signal's time "
+	   "(+ one 1 us switch), three 10 us FILLs a 25 us slice, round robin "
+	   "a b c a b c, each switch 1 us");
+	stop("user-queue timing=virtual instance");
+}
+
+/*
  * Migrate a device with user queues to a second QEMU: queue 0 waits on a
  * gate (WAIT_MEM64) with a FILL behind it; queue 1 is inside an indirect
  * buffer (FILL, a 2 s kernel, a SEM_SIGNAL that counts its runs, FILL)
@@ -3978,6 +4097,7 @@ static const struct {
 	{ "uq", test_uq },
 	{ "uq_sched", test_uq_sched },
 	{ "uq_migration", test_uq_migration },
+	{ "uq_vt", test_uq_vt },
 };
 
 static void run_all(void)
@@ -4027,6 +4147,7 @@ static void run_all(void)
 	test_uq();
 	test_uq_sched();
 	test_uq_migration();
+	test_uq_vt();
 }
 
 int main(int argc, char **argv)
