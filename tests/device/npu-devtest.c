@@ -3836,7 +3836,9 @@ static void test_uq_sched(void)
  * timing=virtual: user queues on the device clock. Queues a, b and c (one
  * compute engine, 25 us slices, 1 us switches) each wait for a gate, then
  * take turns at six TIMESTAMP + FILL pairs (10 us a FILL over the link);
- * queue z on the copy engine fills for 10 us and signals the gate. The
+ * while they wait, queue y runs on the compute engine (waiting queues do
+ * not hold it); then queue z on the copy engine fills for 10 us and
+ * signals the gate. The
  * times follow from the model alone: the first TIMESTAMP is the gate's
  * signal time plus one switch, each slice holds three pairs, the queues
  * go a, b, c, a, b, c, and a switch costs exactly uq-switch-ns. A second
@@ -3844,15 +3846,16 @@ static void test_uq_sched(void)
  */
 #define UQVT_K 6
 
-static bool uq_vt_run(struct tq *t, struct tq *z, struct buf *ts,
-		      struct buf *d, struct buf *sg, uint64_t run,
-		      int64_t rel[3][UQVT_K], uint64_t *sig_ts)
+static bool uq_vt_run(struct tq *t, struct tq *y, struct tq *z,
+		      struct buf *ts, struct buf *d, struct buf *sg,
+		      uint64_t run, int64_t rel[3][UQVT_K], uint64_t *sig_ts)
 {
 	struct pk p = { .n = 0 };
-	uint64_t raw[3][UQVT_K];
+	uint64_t raw[3][UQVT_K], start[3];
 	bool good = true;
 
 	for (unsigned i = 0; i < 3; i++) {
+		start[i] = t[i].wptr;
 		p.n = 0;
 		pk_wait64(&p, sg->va, run);
 		for (unsigned k = 0; k < UQVT_K; k++) {
@@ -3866,6 +3869,14 @@ static bool uq_vt_run(struct tq *t, struct tq *z, struct buf *ts,
 		for (unsigned w = 0; w < 5000 &&
 		     !(uqd32(t[i].idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING); w++)
 			usleep(1000);
+	/* meanwhile a fourth queue has the compute engine to itself */
+	p.n = 0;
+	pk_fill(&p, d->va + 3 * 65536 + 40960, 4096, run);
+	uq_push(y, &p);
+	good &= uq_wait(y, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	for (unsigned i = 0; i < 3; i++)
+		good &= (uqd32(t[i].idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+			uqd64(t[i].idx, NPU_UQD_RPTR) == start[i];
 	p.n = 0;
 	pk_fill(&p, d->va + 3 * 65536, 40000, run);
 	pk_signal(&p, sg->va, run);
@@ -3883,7 +3894,7 @@ static bool uq_vt_run(struct tq *t, struct tq *z, struct buf *ts,
 
 static void test_uq_vt(void)
 {
-	struct tq t[3], z;
+	struct tq t[3], y, z;
 	struct buf ts, d, sg;
 	int64_t rel[2][3][UQVT_K], fill = 0;
 	uint64_t sig[2], prev = 0;
@@ -3900,9 +3911,10 @@ static void test_uq_vt(void)
 	good = true;
 	for (unsigned i = 0; i < 3; i++)
 		good &= uq_new(&t[i], i, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&y, 3, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
 	good &= uq_new(&z, 4, NPU_UQ_CONFIG_COPY);
-	good &= uq_vt_run(t, &z, &ts, &d, &sg, 1, rel[0], &sig[0]);
-	good &= uq_vt_run(t, &z, &ts, &d, &sg, 2, rel[1], &sig[1]);
+	good &= uq_vt_run(t, &y, &z, &ts, &d, &sg, 1, rel[0], &sig[0]);
+	good &= uq_vt_run(t, &y, &z, &ts, &d, &sg, 2, rel[1], &sig[1]);
 	same = !memcmp(rel[0], rel[1], sizeof(rel[0]));
 	if (!same)
 		for (unsigned i = 0; i < 3; i++)
@@ -3911,7 +3923,8 @@ static void test_uq_vt(void)
 			     (long long)rel[1][i][0], (long long)rel[1][i][1]);
 	ok(good && same && sig[1] > sig[0],
 	   "timing=virtual: two identical runs of three user queues give the "
-	   "same device times");
+	   "same device times; a fourth queue runs on their engine while they "
+	   "wait");
 
 	/* the times in the order they happened: which queue, and the gaps */
 	while (n < 3 * UQVT_K) {
