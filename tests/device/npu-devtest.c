@@ -3961,6 +3961,53 @@ static void test_uq_vt(void)
 	   "timing=virtual: the gate releases the queues at its signal's time "
 	   "(+ one 1 us switch), three 10 us FILLs a 25 us slice, round robin "
 	   "a b c a b c, each switch 1 us");
+	/*
+	 * priorities: a low and (rung after it waits) a high queue released
+	 * together: the high one goes first, with no switch (its wait was the
+	 * engine's last), then the low one after one switch
+	 */
+	{
+		struct tq lo, hi;
+		struct pk p = { .n = 0 };
+		uint64_t tl[2], th[2], s3;
+
+		good = uq_new(&lo, 5, NPU_UQ_PRIO_LOW << NPU_UQ_CONFIG_PRIO_SHIFT);
+		good &= uq_new(&hi, 6, NPU_UQ_PRIO_HIGH << NPU_UQ_CONFIG_PRIO_SHIFT);
+		for (unsigned h = 0; h < 2; h++) {
+			struct tq *u = h ? &hi : &lo;
+
+			p.n = 0;
+			pk_wait64(&p, sg.va, 3);
+			for (unsigned k = 0; k < 2; k++) {
+				pk_ts(&p, ts.va + 1024 + (h * 2 + k) * 8);
+				pk_fill(&p, d.va + (h + 1) * 65536, 40000, 3);
+			}
+			uq_push(u, &p);
+			for (unsigned w = 0; w < 5000 &&
+			     !(uqd32(u->idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING);
+			     w++)
+				usleep(1000);
+		}
+		p.n = 0;
+		pk_signal(&p, sg.va, 3);
+		uq_push(&z, &p);
+		good &= uq_wait(&lo, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		good &= uq_wait(&hi, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&ts, 1024, tl, 16);
+		buf_read(&ts, 1040, th, 16);
+		buf_read(&sg, offsetof(struct npu_signal, timestamp), &s3, 8);
+		if (th[0] != s3 || th[1] != s3 + 10000 ||
+		    tl[0] != s3 + 21000 || tl[1] != s3 + 31000)
+			diag("signal %llu: high +%lld +%lld, low +%lld +%lld",
+			     (unsigned long long)s3, (long long)(th[0] - s3),
+			     (long long)(th[1] - s3), (long long)(tl[0] - s3),
+			     (long long)(tl[1] - s3));
+		ok(good && th[0] == s3 && th[1] == s3 + 10000 &&
+		   tl[0] == s3 + 21000 && tl[1] == s3 + 31000,
+		   "timing=virtual: released together, the high-priority queue "
+		   "runs first (no switch: it was the engine's last), the low "
+		   "one after one switch");
+	}
 	stop("user-queue timing=virtual instance");
 }
 
