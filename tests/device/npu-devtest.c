@@ -3248,8 +3248,12 @@ static struct npu_uq_event uq_find_event(uint8_t kind, uint32_t queue)
 
 #define UQ_RUNNABLE (NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE)
 
+/* test_uq's device: "" or "timing=virtual," (test_uq_vt_all) */
+static const char *uq_timing = "";
+
 static void test_uq(void)
 {
+	char opts[160];
 	struct tq a, b, c, many[8];
 	struct buf d, sg;
 	struct pk p = { .n = 0 };
@@ -3270,8 +3274,9 @@ static void test_uq(void)
 	   "read 0 (VERSION still 1.1)", nvec);
 	stop("instance without user queues");
 
-	start("uq-compute-engines=2,uq-copy-engines=1,uq-max-queues=64,"
-	      "uq-doorbell-pages=4", 0);
+	snprintf(opts, sizeof(opts), "%suq-compute-engines=2,uq-copy-engines=1,"
+		 "uq-max-queues=64,uq-doorbell-pages=4", uq_timing);
+	start(opts, 0);
 	sg = alloc_buf(4096, 0, 1);
 	d = alloc_buf(1 << 16, 0, 1);
 	ok(rd(NPU_REG_UQ_MAX_QUEUES) == 64 &&
@@ -3833,6 +3838,19 @@ static void test_uq_sched(void)
 }
 
 /*
+ * Every user-queue case of test_uq again, with timing=virtual. A settle
+ * time of 100 ms keeps the clock still while the test looks at a queue
+ * in the middle of a modelled kernel (it polls with reads, which do not
+ * count as touching the device).
+ */
+static void test_uq_vt_all(void)
+{
+	uq_timing = "timing=virtual,vt-settle-us=100000,";
+	test_uq();
+	uq_timing = "";
+}
+
+/*
  * timing=virtual: user queues on the device clock. Queues a, b and c (one
  * compute engine, 25 us slices, 1 us switches) each wait for a gate, then
  * take turns at six TIMESTAMP + FILL pairs (10 us a FILL over the link);
@@ -4158,6 +4176,7 @@ static const struct {
 	{ "uq_sched", test_uq_sched },
 	{ "uq_migration", test_uq_migration },
 	{ "uq_vt", test_uq_vt },
+	{ "uq_vt_all", test_uq_vt_all },
 };
 
 static void run_all(void)
@@ -4208,6 +4227,7 @@ static void run_all(void)
 	test_uq_sched();
 	test_uq_migration();
 	test_uq_vt();
+	test_uq_vt_all();
 }
 
 int main(int argc, char **argv)
