@@ -3722,6 +3722,7 @@ static void uq_put_timed(struct tq *t, struct buf *ibs, unsigned *nib,
 
 static void test_uq_sched(void)
 {
+	char opts[160];
 	struct tq blk, lo, h1, h2;
 	struct buf ts, ibs;
 	struct pk p = { .n = 0 };
@@ -3729,8 +3730,10 @@ static void test_uq_sched(void)
 	unsigned before = 0, before2 = 0, nib = 0;
 	bool good, busy;
 
-	start("uq-compute-engines=1,uq-copy-engines=0,uq-max-queues=8,"
-	      "uq-doorbell-pages=1,uq-timeslice-us=1000", 0);
+	snprintf(opts, sizeof(opts), "%suq-compute-engines=1,uq-copy-engines=0,"
+		 "uq-max-queues=8,uq-doorbell-pages=1,uq-timeslice-us=1000",
+		 uq_timing);
+	start(opts, 0);
 	ts = alloc_buf(4096, 0, 1);
 	ibs = alloc_buf(8192, 0, 0);
 	uq_setup(8);
@@ -3847,6 +3850,7 @@ static void test_uq_vt_all(void)
 {
 	uq_timing = "timing=virtual,vt-settle-us=100000,";
 	test_uq();
+	test_uq_sched();
 	uq_timing = "";
 }
 
