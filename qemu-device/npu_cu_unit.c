@@ -1702,7 +1702,8 @@ static inline void npu_slot_reason(NpuSlot *t, uint8_t why, uint64_t c)
 }
 
 /* Can the thread at live position k issue at c, else until when and why. */
-static void npu_unit_look(NpuState *s, NpuUnit *u, unsigned k, uint64_t c)
+static inline QEMU_ALWAYS_INLINE void
+npu_unit_look(NpuState *s, NpuUnit *u, unsigned k, uint64_t c)
 {
     NpuSlot *t = &u->slot[u->live[k]];
     const NpuCuInsn *d = NULL;
