@@ -4036,8 +4036,10 @@ static void test_uq_vt(void)
 /*
  * Migrate a device with user queues to a second QEMU: queue 0 waits on a
  * gate (WAIT_MEM64) with a FILL behind it; queue 1 is inside an indirect
- * buffer (FILL, a 2 s kernel, a SEM_SIGNAL that counts its runs, FILL)
- * when the migration starts (its RAM copy takes far less), and leaves its
+ * buffer (FILL, a 10 s kernel, a SEM_SIGNAL that counts its runs, FILL)
+ * when the migration starts (its RAM copy takes far less, also on a
+ * loaded host, where 2 s was too short once; the drain for the save ends
+ * the kernel early, so its length costs nothing), and leaves its
  * engine at the IB's next packet for the save; queue 2 is halted by a fault; queue 3 is suspended
  * with work pending. In the second QEMU the doorbells still reach the
  * queues, the gate releases queue 0, queue 1's IB resumes where it was
@@ -4078,7 +4080,7 @@ static void test_uq_migration(void)
 	pk_fill(&p, w.va, 4, 0xa1);
 	uq_push(&a, &p);
 	pk_fill(&ib, w.va + 4, 4, 0xb1);
-	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 2000000000);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 10000000000ull);
 	pk_sem(&ib, 0, w.va + 8, 1);
 	pk_fill(&ib, w.va + 12, 4, 0xb2);
 	buf_write(&ibb, 0, ib.dw, ib.n * 4);
