@@ -1806,7 +1806,15 @@ static struct type check_view(struct node *e)
 				   "subspan", s->name, rank, rank,
 				   e->flag == VIEW_FROM ? "offsets" : "indices");
 		for (k = 0; k < rank; k++) {
-			node_add(nsizes, sizes->kids[k]);
+			struct node *z = sizes->kids[k];
+
+			/* `_`: the whole dimension (at index or offset 0) */
+			if (z->kind == E_ID && !strcmp(z->name, "_")) {
+				z = node_new(E_SPAN, z->loc);
+				z->name = e->name;
+				z->ival = k;
+			}
+			node_add(nsizes, z);
 			node_add(nix, ix->nkids ? ix->kids[k] : int_node(e->loc, 0));
 		}
 	}

@@ -117,6 +117,14 @@ using f8_e5m2 = small_float<NPU_CHOREO_F8_E5M2>;
 using half = f16;
 using bfp16 = bf16;
 
+/* Croqtile's named conversions: rounded to nearest even, read exactly */
+inline f16 f32_to_f16(float v) { return f16(v); }
+inline float f16_to_f32(f16 v) { return static_cast<float>(v); }
+inline bf16 f32_to_bf16(float v) { return bf16(v); }
+inline float bf16_to_f32(bf16 v) { return static_cast<float>(v); }
+template <typename T>
+inline float to_f32(T v) { return static_cast<float>(v); }
+
 template <npu_choreo_elem E>
 inline std::ostream &operator<<(std::ostream &os, small_float<E> v)
 {
@@ -440,6 +448,13 @@ template <typename T, typename... Dims>
 spanned_data<T, sizeof...(Dims)> make_spandata(Dims... dims)
 {
 	return spanned_data<T, sizeof...(Dims)>(mdspan<sizeof...(Dims)>{ (size_t)dims... });
+}
+
+/* make_spandata<s32, 3>({2, 3, 64}): the same, its dimensions a list */
+template <typename T, size_t Rank>
+spanned_data<T, Rank> make_spandata(const mdspan<Rank> &dims)
+{
+	return spanned_data<T, Rank>(dims);
 }
 
 /* make_spanview<2, f32>(ptr, {m, n}): a view of memory the device reaches */
