@@ -90,6 +90,12 @@ struct node {
 	struct node *callee;	/* E_COCALL: the called N_FUNC; N_YIELD: its
 				 * thread-level N_PARALLEL */
 	bool yields;		/* N_PARALLEL: a yield inside */
+	/* thread levels larger than a block with barriers only between the
+	 * statements of their body: N_PARALLEL: how many such barriers (its
+	 * body runs as loops over the level split at them); a statement: the
+	 * barrier (sync) or the statement the barrier follows (inthreads) */
+	int splits;
+	bool split;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

@@ -1105,7 +1105,8 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			fputs("}", o);
 		}
 		fputc('\n', o);
-		if (s->ival == 2 && em->device) {	/* after inthreads */
+		/* after inthreads (a split body's loops meet after it) */
+		if (s->ival == 2 && em->device && !s->split) {
 			emit_indent(em);
 			fputs("npu_barrier();\n", o);
 		}

@@ -1087,7 +1087,7 @@ static void check_events(struct node *s)
 		sy->shared_offset = cur_kernel->shared_bytes;
 		cur_kernel->shared_bytes += 4 * n;
 		cur_kernel->events[cur_kernel->nevents++] = sy;
-		cur_kernel->threads_fixed = true;
+		cur_kernel->events_fixed = true;
 	}
 }
 
@@ -1296,6 +1296,109 @@ static void fold_group(struct node *p)
 /* the thread-level parallel whose body is being checked */
 static struct node *cur_thread_par;
 
+/*
+ * A barrier between two statements of a thread level's body (sync.shared,
+ * the end of an inthreads) splits the body: the level then runs as one
+ * loop over its indices per part, the barrier between the loops, so a
+ * level may be larger than a block (kernel_gen.c). Anything else with a
+ * barrier inside fixes the level to a thread per index.
+ */
+static bool split_point(struct node *s)
+{
+	struct node *body;
+	int i;
+
+	if (cur_level != 2 || !cur_thread_par || !cur_kernel)
+		return false;
+	body = cur_thread_par->kids[2];
+	if (body->kind != N_BLOCK || body->flag)
+		return false;
+	for (i = 0; i < body->nkids; i++)
+		if (body->kids[i] == s) {
+			s->split = true;
+			cur_thread_par->splits++;
+			return true;
+		}
+	return false;
+}
+
+/* shared data declared in a split body: placed before the loops */
+bool split_hoisted(const struct node *s)
+{
+	int i;
+
+	if (s->kind == N_EVENTS)
+		return true;
+	if (s->kind != N_BLOCK || !s->flag)
+		return false;
+	for (i = 0; i < s->nkids; i++) {
+		const struct node *d = s->kids[i];
+
+		if (d->kind != N_SPANDECL || !d->sym || d->sym->storage != ST_SHARED ||
+		    (d->nkids && !d->sym->init_hoisted))
+			return false;
+	}
+	return true;
+}
+
+static bool tree_has(const struct node *n, const struct node *want)
+{
+	int i;
+
+	if (!n)
+		return false;
+	if (n == want)
+		return true;
+	for (i = 0; i < n->nkids; i++)
+		if (tree_has(n->kids[i], want))
+			return true;
+	return false;
+}
+
+/* does n use a name declared in body's statements [from, to) */
+static bool uses_decl_in(const struct node *n, const struct node *body, int from,
+			 int to)
+{
+	int i;
+
+	if (!n)
+		return false;
+	if (n->sym && n->sym->decl)
+		for (i = from; i < to; i++)
+			if (!split_hoisted(body->kids[i]) &&
+			    tree_has(body->kids[i], n->sym->decl))
+				return true;
+	for (i = 0; i < n->nkids; i++)
+		if (uses_decl_in(n->kids[i], body, from, to))
+			return true;
+	return false;
+}
+
+/* a split body whose parts share no thread's own names, no yield */
+static void check_split(struct node *p)
+{
+	struct node *body = p->kids[2];
+	int i, start = 0;
+
+	if (!p->splits)
+		return;
+	if (p->yields)
+		goto fixed;
+	for (i = 0; i < body->nkids; i++) {
+		if (start && uses_decl_in(body->kids[i], body, 0, start))
+			goto fixed;
+		if (body->kids[i]->split)
+			start = i + 1;
+	}
+	cur_kernel->any_split = true;
+	return;
+fixed:
+	for (i = 0; i < body->nkids; i++)
+		body->kids[i]->split = false;
+	p->splits = 0;
+	cur_kernel->threads_fixed = true;
+}
+
 static void check_parallel(struct node *p)
 {
 	struct node *saved_thread_par = NULL;
@@ -1406,6 +1509,10 @@ static void check_parallel(struct node *p)
 		loop_depth = saved_loops;
 	}
 	pop_scope();
+	if (thread_level)
+		check_split(p);
+	if (saved_level == 0 && cur_kernel->events_fixed && !cur_kernel->any_split)
+		cur_kernel->threads_fixed = true;
 	cur_level = saved_level;
 	cur_kernel = saved_kernel;
 	if (thread_level)
@@ -2018,7 +2125,7 @@ static void check_stmt_inner(struct node *s)
 	case N_SYNC:
 		if (s->flag == SYNC_FENCE)
 			break;
-		if (cur_kernel)
+		if (cur_kernel && !split_point(s))
 			cur_kernel->threads_fixed = true;
 		/* sync.global in host code: every launch done */
 		if (s->flag == ST_GLOBAL && !cur_kernel)
@@ -2095,7 +2202,8 @@ static void check_stmt_inner(struct node *s)
 		 * meet after it (a barrier); elsewhere it is an if */
 		if (s->ival == 1 && !s->flag && cur_level == 2 && cur_kernel) {
 			s->ival = 2;
-			cur_kernel->threads_fixed = true;
+			if (!split_point(s))
+				cur_kernel->threads_fixed = true;
 		}
 		check_body(s->kids[1]);
 		if (s->nkids > 2)
