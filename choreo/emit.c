@@ -646,6 +646,16 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	fputs(" };\n", o);
 	emit_indent(em);
 	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
+	/* a view of the same rank takes as much of the other as fits in
+	 * each dimension (a tile partly filled, or partly taken) */
+	if (sr == dr && (src->kind == E_VIEW || dst->kind == E_VIEW)) {
+		emit_indent(em);
+		fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
+		emit_indent(em);
+		fputs("\t\tif (sd_[k_] > dd_[k_])\n", o);
+		emit_indent(em);
+		fputs("\t\t\tsd_[k_] = dd_[k_];\n", o);
+	}
 	emit_indent(em);
 	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
 	emit_indent(em);

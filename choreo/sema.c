@@ -1696,6 +1696,10 @@ static void check_dma(struct node *d)
 		s->type.kind = TY_FUTURE;
 		s->target = dst->sym;
 		f->sym = s;
+	} else if (cur_level == 2 && dst->sym && dst->sym->storage == ST_SHARED) {
+		/* each thread of the level copies the whole: the block's
+		 * threads meet after it, before any uses the data */
+		split_point(d);
 	}
 }
 
