@@ -41,6 +41,8 @@ const char *c_elem_enum(enum elem e)
 		"NPU_CHOREO_F8_E5M2",
 	};
 
+	if (elem_bits(e))
+		return elem_signed_bits(e) ? "NPU_CHOREO_S8" : "NPU_CHOREO_U8";
 	return e <= EL_F8E5M2 ? names[e] : "NPU_CHOREO_S32";
 }
 
@@ -143,8 +145,35 @@ static bool half_lvalue(const struct node *e)
 	       elem_is_half(e->sym->type.elem);
 }
 
+/* (a sub-byte integer: its low bits, sign-extended when signed) */
+static void emit_bits_open(struct emitter *em, enum elem el)
+{
+	int n = elem_bits(el);
+
+	if (elem_signed_bits(el))
+		fprintf(em->o, "(int8_t)((int8_t)((uint8_t)(%d & (", (1 << n) - 1);
+	else
+		fprintf(em->o, "(uint8_t)(%d & (", (1 << n) - 1);
+}
+
+static void emit_bits_close(struct emitter *em, enum elem el)
+{
+	int n = elem_bits(el);
+
+	if (elem_signed_bits(el))
+		fprintf(em->o, ")) << %d) >> %d)", 8 - n, 8 - n);
+	else
+		fputs("))", em->o);
+}
+
 void emit_stored(struct emitter *em, enum elem el, const struct node *e)
 {
+	if (elem_bits(el)) {
+		emit_bits_open(em, el);
+		emit_expr(em, e);
+		emit_bits_close(em, el);
+		return;
+	}
 	if (elem_is_half(el))
 		fprintf(em->o, "%s((float)(", half_from_f32(el));
 	else
@@ -908,6 +937,26 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	case N_ASSIGN:
 		if (half_lvalue(s->kids[0])) {
 			emit_half_assign(em, s);
+			break;
+		}
+		if (s->kids[0]->sym && elem_bits(s->kids[0]->sym->type.elem)) {
+			enum elem el = s->kids[0]->sym->type.elem;
+			size_t n = strlen(s->name);
+
+			/* lhs op= rhs: lhs = bits(lhs op rhs) */
+			emit_expr(em, s->kids[0]);
+			fputs(" = ", o);
+			emit_bits_open(em, el);
+			if (n > 1) {
+				emit_expr(em, s->kids[0]);
+				fprintf(o, " %.*s (", (int)(n - 1), s->name);
+				emit_expr(em, s->kids[1]);
+				fputc(')', o);
+			} else {
+				emit_expr(em, s->kids[1]);
+			}
+			emit_bits_close(em, el);
+			fputs(";\n", o);
 			break;
 		}
 		emit_expr(em, s->kids[0]);
