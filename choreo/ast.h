@@ -99,6 +99,15 @@ struct node {
 	 * barrier (sync) or the statement the barrier follows (inthreads) */
 	int splits;
 	bool split;
+	/* N_DMA of dma.transp: destination dimension k is source dimension
+	 * perm[k] */
+	int perm[MAX_RANK];
+	int nperm;
+	/* N_DMA of dma.pad: low, high and interior padding per dimension,
+	 * the value (a literal) of the padding */
+	int pad[3][MAX_RANK];
+	int npad;
+	struct node *padval;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

@@ -677,7 +677,7 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
 	/* a view of the same rank takes as much of the other as fits in
 	 * each dimension (a tile partly filled, or partly taken) */
-	if (sr == dr && (src->kind == E_VIEW || dst->kind == E_VIEW)) {
+	if (sr == dr && !d->nperm && (src->kind == E_VIEW || dst->kind == E_VIEW)) {
 		emit_indent(em);
 		fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
 		emit_indent(em);
@@ -697,7 +697,11 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	 * otherwise the elements in row-major order */
 	emit_indent(em);
 	fputs("\tint fit_ = ", o);
-	if (sr == dr) {
+	if (d->npad) {
+		fputs("1", o);
+	} else if (d->nperm) {
+		fputs("n_ == m_", o);
+	} else if (sr == dr) {
 		fputs("1", o);
 		for (k = 0; k < sr; k++)
 			fprintf(o, " && sd_[%d] <= dd_[%d]", k, k);
@@ -713,12 +717,48 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		fprintf(o, "\tif (!fit_ && n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
 			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n"
 			"\t}\n", emit_path_literal(), d->loc.line);
+	if (d->npad) {
+		/* dma.pad: the destination is the padding value first */
+		emit_indent(em);
+		fputs("\tfor (long long i_ = 0; i_ < m_; i_++) {\n", o);
+		emit_indent(em);
+		fputs("\t\tlong long r_ = i_, do_;\n\n", o);
+		emit_unravel(em, dr, "dd_");
+		emit_op_offset(em, dst, "do_", d->loc.line);
+		emit_indent(em);
+		fprintf(o, "\t\t%s[do_] = ", ds->cname);
+		emit_stored(em, ds->type.elem, d->padval);
+		fputs(";\n", o);
+		emit_indent(em);
+		fputs("\t}\n", o);
+	}
 	emit_indent(em);
 	fputs("\tfor (long long i_ = 0; i_ < n_; i_++) {\n", o);
 	emit_indent(em);
 	fputs("\t\tlong long r_ = i_, so_, do_;\n\n", o);
 	emit_unravel(em, sr, "sd_");
 	emit_op_offset(em, src, "so_", d->loc.line);
+	for (k = 0; k < d->npad; k++) {
+		emit_indent(em);
+		fprintf(o, "\t\tj_[%d] = %d + j_[%d] * %lld;\n", k, d->pad[0][k], k,
+			(long long)d->pad[2][k] + 1);
+	}
+	if (d->nperm) {
+		/* dma.transp: destination index k is source index perm[k] */
+		emit_indent(em);
+		fputs("\t\t{\n", o);
+		emit_indent(em);
+		fputs("\t\t\tlong long t_[4] = { ", o);
+		for (k = 0; k < d->nperm; k++)
+			fprintf(o, "%sj_[%d]", k ? ", " : "", d->perm[k]);
+		fputs(" };\n", o);
+		emit_indent(em);
+		fprintf(o, "\t\t\tfor (int k_ = 0; k_ < %d; k_++)\n", d->nperm);
+		emit_indent(em);
+		fputs("\t\t\t\tj_[k_] = t_[k_];\n", o);
+		emit_indent(em);
+		fputs("\t\t}\n", o);
+	}
 	emit_indent(em);
 	fputs("\t\tif (!fit_) {\n", o);
 	emit_indent(em);

@@ -32,6 +32,7 @@ static int deepest_ref;			/* highest level of a symbol referenced */
 
 static void check_stmt(struct node *s);
 static void check_block(struct node *b);
+static struct node *int_node(struct loc loc, long long v);
 static struct type check_expr(struct node *e);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
@@ -1633,6 +1634,53 @@ static void check_dma(struct node *d)
 
 	if (st.kind != TY_SPAN)
 		diag_error(src->loc, "type mismatch: dma.copy needs spanned data");
+	if (d->nperm) {
+		struct type pt = st;
+		int k, seen = 0;
+
+		if (d->nperm != st.rank)
+			diag_error(d->loc, "type mismatch: dma.transp of rank %d data "
+				   "needs %d dimensions", st.rank, st.rank);
+		for (k = 0; k < d->nperm; k++) {
+			if (d->perm[k] < 0 || d->perm[k] >= st.rank ||
+			    (seen & (1 << d->perm[k])))
+				diag_error(d->loc, "type mismatch: dma.transp needs a "
+					   "permutation of 0..%d", st.rank - 1);
+			seen |= 1 << d->perm[k];
+			pt.dims[k] = st.dims[d->perm[k]];
+		}
+		st = pt;
+	}
+	if (d->npad) {
+		int k;
+
+		if (d->npad != st.rank)
+			diag_error(d->loc, "type mismatch: dma.pad of rank %d data "
+				   "needs %d paddings each", st.rank, st.rank);
+		check_expr(d->padval);
+		/* dimension k: low + high + n + (n - 1) * mid */
+		for (k = 0; k < st.rank; k++) {
+			struct node *n = st.dims[k], *e = node_new(E_BINARY, d->loc);
+			struct node *m = node_new(E_BINARY, d->loc);
+			struct node *n1 = node_new(E_BINARY, d->loc);
+
+			n1->name = xstrdup("-");
+			node_add(n1, n);
+			node_add(n1, int_node(d->loc, 1));
+			m->name = xstrdup("*");
+			node_add(m, n1);
+			node_add(m, int_node(d->loc, d->pad[2][k]));
+			e->name = xstrdup("+");
+			node_add(e, n);
+			node_add(e, int_node(d->loc, (long long)d->pad[0][k] + d->pad[1][k]));
+			n = node_new(E_BINARY, d->loc);
+			n->name = xstrdup("+");
+			node_add(n, e);
+			node_add(n, m);
+			check_expr(n);
+			st.dims[k] = n;
+		}
+	}
 	if (dst->kind == E_ID && !dst->name) {
 		/* `=> shared`: a new buffer shaped like the source */
 		char name[64];
