@@ -1715,6 +1715,22 @@ static void check_dma(struct node *d)
 		if (dt.elem != st.elem)
 			diag_error(dst->loc, "type mismatch: dma.copy from %s to %s",
 				   elem_name(st.elem), elem_name(dt.elem));
+		/* transposed or padded: the destination has the result's shape */
+		if ((d->nperm || d->npad) && dst->kind != E_VIEW) {
+			long long a, b;
+
+			if (dt.rank != st.rank)
+				diag_error(dst->loc, "type mismatch: dma.%s of rank %d "
+					   "into rank %d", d->nperm ? "transp" : "pad",
+					   st.rank, dt.rank);
+			for (k = 0; k < st.rank; k++)
+				if (const_eval(st.dims[k], &a) &&
+				    const_eval(dt.dims[k], &b) && a != b)
+					diag_error(dst->loc, "type mismatch: dma.%s gives "
+						   "%lld in dimension %d, '%s' has %lld",
+						   d->nperm ? "transp" : "pad", a, k,
+						   dst->sym ? dst->sym->name : "?", b);
+		}
 		for (k = 0; k < st.rank; k++)
 			if (const_eval(st.dims[k], &v))
 				sn *= v;
