@@ -1394,10 +1394,13 @@ static void check_split(struct node *p)
 	cur_kernel->any_split = true;
 	return;
 fixed:
-	for (i = 0; i < body->nkids; i++)
+	/* a copy into shared data alone never fixed the level */
+	for (i = 0; i < body->nkids; i++) {
+		if (body->kids[i]->split && body->kids[i]->kind != N_DMA)
+			cur_kernel->threads_fixed = true;
 		body->kids[i]->split = false;
+	}
 	p->splits = 0;
-	cur_kernel->threads_fixed = true;
 }
 
 static void check_parallel(struct node *p)
