@@ -439,6 +439,21 @@ void emit_expr(struct emitter *em, const struct node *e)
 	}
 }
 
+/*
+ * A condition in its own parentheses: a binary expression already has
+ * one pair (clang warns about `if ((a == b))`).
+ */
+static void emit_cond(struct emitter *em, const struct node *e)
+{
+	if (e->kind == E_BINARY) {
+		emit_expr(em, e);
+		return;
+	}
+	fputc('(', em->o);
+	emit_expr(em, e);
+	fputc(')', em->o);
+}
+
 /* println as Choreo's runtime prints: integers %lld, floats %f, booleans
  * true/false, shapes [d0, d1]; arguments separated by one space */
 static void emit_print(struct emitter *em, const struct node *p)
@@ -1177,9 +1192,9 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	}
 	case N_WHILE:
-		fputs("while (", o);
-		emit_expr(em, s->kids[0]);
-		fputs(") {\n", o);
+		fputs("while ", o);
+		emit_cond(em, s->kids[0]);
+		fputs(" {\n", o);
 		em->indent++;
 		emit_block(em, s->kids[1]);
 		em->indent--;
@@ -1187,9 +1202,9 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		fputs("}\n", o);
 		break;
 	case N_IF:
-		fputs("if (", o);
-		emit_expr(em, s->kids[0]);
-		fputs(") {\n", o);
+		fputs("if ", o);
+		emit_cond(em, s->kids[0]);
+		fputs(" {\n", o);
 		em->indent++;
 		emit_block(em, s->kids[1]);
 		em->indent--;
