@@ -95,7 +95,8 @@ npu_status_t npu_check_faults(struct device *dev)
 		return dev->sticky;
 	}
 	for (s = dev->streams; s; s = s->next)
-		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id)
+		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id ||
+		    (s->uq && s->uq->id == f.queue_id))
 			hit = s;
 	/* the failed jobs since the last check, counted against the tuner
 	 * when the latest one ran on a stream of npu_tune() (npu_tune.c) */

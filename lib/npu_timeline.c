@@ -59,7 +59,9 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 	if (point <= t->completed)
 		return true;
 	if (word_passed(t, point) ||
-	    (t->via && point == t->via_ev_pt && word_passed(t->via, t->via_pt))) {
+	    (t->via && point == t->via_ev_pt &&
+	     (word_passed(t->via, t->via_pt) ||
+	      t->via->completed >= t->via_pt))) {
 		t->completed = point;
 		return true;
 	}
