@@ -1654,6 +1654,7 @@ static void wait_available(struct device *dev, struct tl *t, uint64_t point)
 
 	if (!point || npu_tl_done(dev, t, point))
 		return;
+	npu_tl_bridge(dev, t, point);	/* a user queue's point */
 	t->refs++;
 	pthread_mutex_unlock(&dev->lock);
 	npu_syncobj_wait(dev, &h, &point, 1,

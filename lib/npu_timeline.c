@@ -65,6 +65,13 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 		t->completed = point;
 		return true;
 	}
+	if (t->uq_status && point <= t->uq_pt && point > t->k_pt &&
+	    (*t->uq_status & NPU_UQ_STS_HALTED)) {
+		/* its user queue halted (a fault, a stop): the point never
+		 * comes; as a failed job's fence, it counts as done and the
+		 * fault check reports why */
+		return true;
+	}
 	if (point > t->submitted)
 		return false;
 	if (drmSyncobjQuery(dev->fd, &t->handle, &v, 1)) {

@@ -139,8 +139,11 @@ static int sig_wait(struct device *dev, const uint32_t *word,
 			}
 			continue;
 		}
-		/* -ECANCELED: the queue halted (a fault) or was stopped;
-		 * the caller's fault check says why */
+		/* the queue halted (a fault) or was stopped: the point never
+		 * comes; as a failed job's fence it ends the wait, and the
+		 * caller's fault check says why */
+		if (r == -ECANCELED)
+			return 0;
 		errno = -r;
 		return -1;
 	}
