@@ -238,6 +238,13 @@ bool npu_uq_halted(struct npu_uq *u);
 int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
 		   struct npu_cmdw *w);
 void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w);
+/* A new queue for u after a halt (its memory reused, the work it left
+ * counted as done), once the error was reported. 0 or -errno. */
+int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
+/* npu_job.c: s's user queue again after a halt (npu_uq_restart) once the
+ * halt was reported; -EIO before (the fault check ran). Caller holds
+ * dev->lock. */
+int npu_uq_revive(struct device *dev, struct npu_stream *s);
 /* Memory a waiting queue may wait on was written by the host. */
 void npu_uq_kick(struct npu_uq *u);
 /* Sleep until the memory signal at addr reaches value, at most slice_ns;

@@ -99,6 +99,7 @@ struct npu_uq {
 	uint64_t last_pt;		/* stream point of the last job in it */
 	uint64_t releases;		/* host functions queued on it */
 	bool halted;			/* seen halted or stopped */
+	bool halt_reported;		/* its fault record was waited for */
 };
 
 struct dep {

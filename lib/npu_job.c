@@ -297,6 +297,27 @@ void npu_job_abort(struct jobctx *jc)
 	jc_release(jc);
 }
 
+/* A stream whose queue halted gets a new queue once the halt has been
+ * reported (sticky errors stop the work before it gets here until
+ * npu_device_reset); before, -EIO. Caller holds dev->lock. */
+int npu_uq_revive(struct device *dev, struct npu_stream *s)
+{
+	int r;
+
+	if (!npu_uq_halted(s->uq))
+		return 0;
+	if (!s->uq->halt_reported) {	/* first report the halt */
+		npu_check_faults(dev);
+		return -EIO;
+	}
+	r = npu_uq_restart(dev, s->uq, s->qprio);
+	if (r)
+		return r;
+	s->tl->uq_id = s->uq->id;
+	s->tl->uq_wptr = 0;
+	return 0;
+}
+
 /* Where a user-queue job waits for a point: a memory word and the value
  * its WAIT_MEM64 waits for. */
 struct uq_wait {
@@ -401,7 +422,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	}
 	bytes = nw * NPU_CMD_WAIT64_BYTES + NPU_CMD_SIGNAL_BYTES +
 		(jc->w.len ? NPU_CMD_INDIRECT_BYTES : 0);
-	r = npu_uq_reserve(dev, u, bytes, &w);
+	r = npu_uq_revive(dev, s);
+	if (!r)
+		r = npu_uq_reserve(dev, u, bytes, &w);
 	if (r) {
 		if (wv != inline_w)
 			free(wv);

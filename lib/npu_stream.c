@@ -917,9 +917,11 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 		 * signal the function's point (no system call) */
 		struct npu_uq *u = s->uq;
 		struct npu_cmdw w;
-		int r = npu_uq_reserve(dev, u, NPU_CMD_WAIT64_BYTES +
-				       NPU_CMD_SIGNAL_BYTES, &w);
+		int r = npu_uq_revive(dev, s);
 
+		if (!r)
+			r = npu_uq_reserve(dev, u, NPU_CMD_WAIT64_BYTES +
+					   NPU_CMD_SIGNAL_BYTES, &w);
 		if (r) {
 			st = npu_fail(NPU_ERROR_LAUNCH_FAILURE, "user queue: %s",
 				      npu_strerror(-r));
@@ -1247,6 +1249,17 @@ out:
 	return st;
 }
 
+/* Has a user queue of dev halted (read from memory)? */
+static bool uq_any_halted(struct device *dev)
+{
+	struct npu_stream *s;
+
+	for (s = dev->streams; s; s = s->next)
+		if (s->uq && npu_uq_halted(s->uq))
+			return true;
+	return false;
+}
+
 npu_status_t npu_event_query(npu_event_t e)
 {
 	struct device *dev;
@@ -1258,6 +1271,12 @@ npu_status_t npu_event_query(npu_event_t e)
 	dev = e->dev;
 	pthread_mutex_lock(&dev->lock);
 	known = e->tl->next <= e->tl->completed;
+	if (!known && e->tl->via && e->tl->via->sig_va &&
+	    e->tl->next == e->tl->via_ev_pt && !uq_any_halted(dev))
+		/* recorded on a user queue, which halts at a fault: its
+		 * signal passing says the work before it ran clean; no
+		 * queue of the device halted, so no fault check (ioctl) */
+		known = true;
 	if (!npu_tl_done(dev, e->tl, e->tl->next)) {
 		st = NPU_ERROR_NOT_READY;
 	} else {

@@ -208,3 +208,25 @@ int npu_uq_wait_syncobj(struct device *dev, struct npu_uq *u, uint32_t handle,
 	*value = w.value;
 	return 0;
 }
+
+int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority)
+{
+	uint64_t off, done = u->last_pt;
+	int r;
+
+	npu_uq_destroy(dev, u);
+	memset(u->mem, 0, NPU_UQ_WB_SIZE);
+	/* what the halted queue left undone failed: count it as done */
+	__atomic_store_n((uint64_t *)(u->mem + UQ_SIG_OFF), done,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(u->mem + UQ_REL_OFF), u->releases,
+			 __ATOMIC_RELEASE);
+	r = npu_uq_create(dev, u, DRM_NPU_RING_KIND_COMPUTE, priority, &off);
+	if (r)
+		return r;
+	u->db = (volatile uint64_t *)((char *)dev->uq_db_page +
+				      (uintptr_t)u->db);
+	u->last_pt = done;
+	u->halt_reported = false;
+	return 0;
+}
