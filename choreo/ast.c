@@ -66,6 +66,14 @@ static const struct {
 	[EL_BF16] = { "bf16", "uint16_t", 2 },
 	[EL_F8E4M3] = { "f8_e4m3", "uint8_t", 1 },
 	[EL_F8E5M2] = { "f8_e5m2", "uint8_t", 1 },
+	[EL_U6] = { "u6", "uint8_t", 1 },
+	[EL_S6] = { "s6", "int8_t", 1 },
+	[EL_U4] = { "u4", "uint8_t", 1 },
+	[EL_S4] = { "s4", "int8_t", 1 },
+	[EL_U2] = { "u2", "uint8_t", 1 },
+	[EL_S2] = { "s2", "int8_t", 1 },
+	[EL_U1] = { "u1", "uint8_t", 1 },
+	[EL_BIN1] = { "bin1", "uint8_t", 1 },
 	[EL_INT] = { "int", "int", 4 },
 	[EL_BOOL] = { "bool", "_Bool", 1 },
 	[EL_VOID] = { "void", "void", 0 },
@@ -97,4 +105,20 @@ bool elem_is_float(enum elem e)
 bool elem_is_half(enum elem e)
 {
 	return e == EL_F16 || e == EL_BF16 || e == EL_F8E4M3 || e == EL_F8E5M2;
+}
+
+int elem_bits(enum elem e)
+{
+	switch (e) {
+	case EL_U6: case EL_S6: return 6;
+	case EL_U4: case EL_S4: return 4;
+	case EL_U2: case EL_S2: return 2;
+	case EL_U1: case EL_BIN1: return 1;
+	default: return 0;
+	}
+}
+
+bool elem_signed_bits(enum elem e)
+{
+	return e == EL_S6 || e == EL_S4 || e == EL_S2;
 }

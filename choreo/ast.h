@@ -21,6 +21,9 @@ struct loc {
 enum elem {
 	EL_U8, EL_S8, EL_U16, EL_S16, EL_U32, EL_S32, EL_S64, EL_F32, EL_F64,
 	EL_F16, EL_BF16, EL_F8E4M3, EL_F8E5M2,
+	/* integers narrower than a byte: one a byte (u8/s8 at the C
+	 * interface), a store keeps the low bits (sign-extended) */
+	EL_U6, EL_S6, EL_U4, EL_S4, EL_U2, EL_S2, EL_U1, EL_BIN1,
 	EL_INT,		/* `int`: immutable unless declared mutable */
 	EL_BOOL,
 	EL_VOID,
@@ -90,6 +93,21 @@ struct node {
 	struct node *callee;	/* E_COCALL: the called N_FUNC; N_YIELD: its
 				 * thread-level N_PARALLEL */
 	bool yields;		/* N_PARALLEL: a yield inside */
+	/* thread levels larger than a block with barriers only between the
+	 * statements of their body: N_PARALLEL: how many such barriers (its
+	 * body runs as loops over the level split at them); a statement: the
+	 * barrier (sync) or the statement the barrier follows (inthreads) */
+	int splits;
+	bool split;
+	/* N_DMA of dma.transp: destination dimension k is source dimension
+	 * perm[k] */
+	int perm[MAX_RANK];
+	int nperm;
+	/* N_DMA of dma.pad: low, high and interior padding per dimension,
+	 * the value (a literal) of the padding */
+	int pad[3][MAX_RANK];
+	int npad;
+	struct node *padval;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
@@ -154,5 +172,8 @@ const char *elem_ctype(enum elem e);
 size_t elem_size(enum elem e);
 bool elem_is_float(enum elem e);
 bool elem_is_half(enum elem e);
+/* the bits of a sub-byte integer (0 for the other types), its sign */
+int elem_bits(enum elem e);
+bool elem_signed_bits(enum elem e);
 
 #endif

@@ -41,6 +41,8 @@ const char *c_elem_enum(enum elem e)
 		"NPU_CHOREO_F8_E5M2",
 	};
 
+	if (elem_bits(e))
+		return elem_signed_bits(e) ? "NPU_CHOREO_S8" : "NPU_CHOREO_U8";
 	return e <= EL_F8E5M2 ? names[e] : "NPU_CHOREO_S32";
 }
 
@@ -143,8 +145,35 @@ static bool half_lvalue(const struct node *e)
 	       elem_is_half(e->sym->type.elem);
 }
 
+/* (a sub-byte integer: its low bits, sign-extended when signed) */
+static void emit_bits_open(struct emitter *em, enum elem el)
+{
+	int n = elem_bits(el);
+
+	if (elem_signed_bits(el))
+		fprintf(em->o, "(int8_t)((int8_t)((uint8_t)(%d & (", (1 << n) - 1);
+	else
+		fprintf(em->o, "(uint8_t)(%d & (", (1 << n) - 1);
+}
+
+static void emit_bits_close(struct emitter *em, enum elem el)
+{
+	int n = elem_bits(el);
+
+	if (elem_signed_bits(el))
+		fprintf(em->o, ")) << %d) >> %d)", 8 - n, 8 - n);
+	else
+		fputs("))", em->o);
+}
+
 void emit_stored(struct emitter *em, enum elem el, const struct node *e)
 {
+	if (elem_bits(el)) {
+		emit_bits_open(em, el);
+		emit_expr(em, e);
+		emit_bits_close(em, el);
+		return;
+	}
 	if (elem_is_half(el))
 		fprintf(em->o, "%s((float)(", half_from_f32(el));
 	else
@@ -646,6 +675,16 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	fputs(" };\n", o);
 	emit_indent(em);
 	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
+	/* a view of the same rank takes as much of the other as fits in
+	 * each dimension (a tile partly filled, or partly taken) */
+	if (sr == dr && !d->nperm && (src->kind == E_VIEW || dst->kind == E_VIEW)) {
+		emit_indent(em);
+		fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
+		emit_indent(em);
+		fputs("\t\tif (sd_[k_] > dd_[k_])\n", o);
+		emit_indent(em);
+		fputs("\t\t\tsd_[k_] = dd_[k_];\n", o);
+	}
 	emit_indent(em);
 	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++)\n", sr);
 	emit_indent(em);
@@ -658,7 +697,11 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	 * otherwise the elements in row-major order */
 	emit_indent(em);
 	fputs("\tint fit_ = ", o);
-	if (sr == dr) {
+	if (d->npad) {
+		fputs("1", o);
+	} else if (d->nperm) {
+		fputs("n_ == m_", o);
+	} else if (sr == dr) {
 		fputs("1", o);
 		for (k = 0; k < sr; k++)
 			fprintf(o, " && sd_[%d] <= dd_[%d]", k, k);
@@ -674,12 +717,48 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		fprintf(o, "\tif (!fit_ && n_ > m_) {\n\t\tnpu_co_bad_copy(%s, %d, n_, m_);\n"
 			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n"
 			"\t}\n", emit_path_literal(), d->loc.line);
+	if (d->npad) {
+		/* dma.pad: the destination is the padding value first */
+		emit_indent(em);
+		fputs("\tfor (long long i_ = 0; i_ < m_; i_++) {\n", o);
+		emit_indent(em);
+		fputs("\t\tlong long r_ = i_, do_;\n\n", o);
+		emit_unravel(em, dr, "dd_");
+		emit_op_offset(em, dst, "do_", d->loc.line);
+		emit_indent(em);
+		fprintf(o, "\t\t%s[do_] = ", ds->cname);
+		emit_stored(em, ds->type.elem, d->padval);
+		fputs(";\n", o);
+		emit_indent(em);
+		fputs("\t}\n", o);
+	}
 	emit_indent(em);
 	fputs("\tfor (long long i_ = 0; i_ < n_; i_++) {\n", o);
 	emit_indent(em);
 	fputs("\t\tlong long r_ = i_, so_, do_;\n\n", o);
 	emit_unravel(em, sr, "sd_");
 	emit_op_offset(em, src, "so_", d->loc.line);
+	for (k = 0; k < d->npad; k++) {
+		emit_indent(em);
+		fprintf(o, "\t\tj_[%d] = %d + j_[%d] * %lld;\n", k, d->pad[0][k], k,
+			(long long)d->pad[2][k] + 1);
+	}
+	if (d->nperm) {
+		/* dma.transp: destination index k is source index perm[k] */
+		emit_indent(em);
+		fputs("\t\t{\n", o);
+		emit_indent(em);
+		fputs("\t\t\tlong long t_[4] = { ", o);
+		for (k = 0; k < d->nperm; k++)
+			fprintf(o, "%sj_[%d]", k ? ", " : "", d->perm[k]);
+		fputs(" };\n", o);
+		emit_indent(em);
+		fprintf(o, "\t\t\tfor (int k_ = 0; k_ < %d; k_++)\n", d->nperm);
+		emit_indent(em);
+		fputs("\t\t\t\tj_[k_] = t_[k_];\n", o);
+		emit_indent(em);
+		fputs("\t\t}\n", o);
+	}
 	emit_indent(em);
 	fputs("\t\tif (!fit_) {\n", o);
 	emit_indent(em);
@@ -900,6 +979,26 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			emit_half_assign(em, s);
 			break;
 		}
+		if (s->kids[0]->sym && elem_bits(s->kids[0]->sym->type.elem)) {
+			enum elem el = s->kids[0]->sym->type.elem;
+			size_t n = strlen(s->name);
+
+			/* lhs op= rhs: lhs = bits(lhs op rhs) */
+			emit_expr(em, s->kids[0]);
+			fputs(" = ", o);
+			emit_bits_open(em, el);
+			if (n > 1) {
+				emit_expr(em, s->kids[0]);
+				fprintf(o, " %.*s (", (int)(n - 1), s->name);
+				emit_expr(em, s->kids[1]);
+				fputc(')', o);
+			} else {
+				emit_expr(em, s->kids[1]);
+			}
+			emit_bits_close(em, el);
+			fputs(";\n", o);
+			break;
+		}
 		emit_expr(em, s->kids[0]);
 		fprintf(o, " %s ", s->name);
 		emit_expr(em, s->kids[1]);
@@ -1105,7 +1204,8 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			fputs("}", o);
 		}
 		fputc('\n', o);
-		if (s->ival == 2 && em->device) {	/* after inthreads */
+		/* after inthreads (a split body's loops meet after it) */
+		if (s->ival == 2 && em->device && !s->split) {
 			emit_indent(em);
 			fputs("npu_barrier();\n", o);
 		}

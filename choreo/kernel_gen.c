@@ -107,6 +107,46 @@ static void emit_yield_label(struct emitter *em, const struct node *par)
 	fprintf(em->o, "npu__yield_%d_%d: ;\n", par->loc.line, par->loc.col);
 }
 
+/* a thread level's body split at its barriers (sema.c: split_point): one
+ * loop over the level per part, the barrier between them; its shared
+ * data placed before them */
+static void emit_split_loops(struct emitter *em, const struct node *par)
+{
+	const struct node *body = par->kids[2];
+	FILE *o = em->o;
+	int i;
+
+	for (i = 0; i < body->nkids; i++)
+		if (split_hoisted(body->kids[i]))
+			emit_stmt(em, body->kids[i]);
+	emit_indent(em);
+	emit_thread_loop(em, par);
+	em->indent++;
+	emit_level_names(em, par, "npu__t");
+	for (i = 0; i < body->nkids; i++) {
+		const struct node *s = body->kids[i];
+
+		if (split_hoisted(s))
+			continue;
+		if (!(s->split && s->kind == N_SYNC))
+			emit_stmt(em, s);
+		if (!s->split || i == body->nkids - 1)
+			continue;
+		em->indent--;
+		emit_indent(em);
+		fputs("}\n", o);
+		emit_indent(em);
+		fputs("npu_barrier();\n", o);
+		emit_indent(em);
+		emit_thread_loop(em, par);
+		em->indent++;
+		emit_level_names(em, par, "npu__t");
+	}
+	em->indent--;
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
 void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 {
 	FILE *o = em->o;
@@ -117,15 +157,19 @@ void kernel_emit_thread_parallel(struct emitter *em, const struct node *par)
 	em->indent++;
 	emit_indent(em);
 	fputs("npu_barrier();\n", o);
-	emit_indent(em);
-	emit_thread_loop(em, par);
-	em->indent++;
-	emit_level_names(em, par, "npu__t");
-	emit_block(em, par->kids[2]);
-	emit_yield_label(em, par);
-	em->indent--;
-	emit_indent(em);
-	fputs("}\n", o);
+	if (par->splits) {
+		emit_split_loops(em, par);
+	} else {
+		emit_indent(em);
+		emit_thread_loop(em, par);
+		em->indent++;
+		emit_level_names(em, par, "npu__t");
+		emit_block(em, par->kids[2]);
+		emit_yield_label(em, par);
+		em->indent--;
+		emit_indent(em);
+		fputs("}\n", o);
+	}
 	emit_indent(em);
 	fputs("npu_barrier();\n", o);
 	em->indent--;
@@ -307,7 +351,9 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		em.indent = 1;
 		fputs("\t}\n\tnpu_barrier();\n", o);
 	}
-	if (k->grid_is_threads) {
+	if (k->grid_is_threads && k->par->splits) {
+		emit_split_loops(&em, k->par);
+	} else if (k->grid_is_threads) {
 		/* one block whose threads are this level */
 		fputs("\t", o);
 		emit_thread_loop(&em, k->par);

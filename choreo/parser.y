@@ -46,6 +46,47 @@ static struct node *mk2(enum node_kind k, YYLTYPE at, const char *name,
 	return n;
 }
 
+/* dma.transp's permutation, checked by sema */
+static void set_perm(struct node *d, const struct node *perm)
+{
+	int i;
+
+	if (perm->nkids > MAX_RANK)
+		diag_error(perm->loc, "not supported yet: rank %d (at most %d)",
+			   perm->nkids, MAX_RANK);
+	d->nperm = perm->nkids;
+	for (i = 0; i < perm->nkids; i++)
+		d->perm[i] = (int)perm->kids[i]->ival;
+}
+
+/* dma.pad's configuration: three lists of a size each, a value */
+static void set_pad(struct node *d, struct node *cfg)
+{
+	int i, k;
+
+	for (k = 0; k < 3; k++) {
+		const struct node *l = cfg->kids[k];
+
+		if (l->nkids != cfg->kids[0]->nkids)
+			diag_error(l->loc, "type mismatch: dma.pad's lists differ in "
+				   "size");
+		if (l->nkids > MAX_RANK)
+			diag_error(l->loc, "not supported yet: rank %d (at most %d)",
+				   l->nkids, MAX_RANK);
+		for (i = 0; i < l->nkids; i++) {
+			if (l->kids[i]->ival < 0 || l->kids[i]->ival > 1 << 20)
+				diag_error(l->kids[i]->loc, "type mismatch: a padding "
+					   "must be in 0..%d", 1 << 20);
+			d->pad[k][i] = (int)l->kids[i]->ival;
+			if (k == 2 && d->pad[k][i])
+				diag_error(l->kids[i]->loc, "not supported yet: dma.pad "
+					   "with padding between elements");
+		}
+	}
+	d->npad = cfg->kids[0]->nkids;
+	d->padval = cfg->kids[3];
+}
+
 static struct node *ident(YYLTYPE at, char *name)
 {
 	struct node *n = mk(E_ID, at);
@@ -113,6 +154,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
+%token TRANSP ".transp" PAD ".pad" STEP ".step"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
 %token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
@@ -128,7 +170,8 @@ static void set_scalar_type(struct type *t, int elem)
 
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
-%type <n> args_opt lvalue dma_expr parallel parbys parby with foreach
+%type <n> args_opt lvalue dma_expr parallel parbys parby with foreach perm
+%type <n> pad_cfg pad_value
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref
@@ -495,7 +538,57 @@ dma_expr
 		$$ = mk2(N_DMA, @1, NULL, $4, t);
 		$$->flag = $3;
 	}
+	| DMA TRANSP async_opt '<' perm '>' expr TRANS expr {
+		$$ = mk2(N_DMA, @1, NULL, $7, $9);
+		$$->flag = $3;
+		set_perm($$, $5);
+	}
+	| DMA TRANSP async_opt '<' perm '>' expr TRANS STORAGE {
+		struct node *t = mk(E_ID, @9);
+
+		t->flag = $9;
+		$$ = mk2(N_DMA, @1, NULL, $7, t);
+		$$->flag = $3;
+		set_perm($$, $5);
+	}
+	| DMA PAD async_opt '<' pad_cfg '>' async_opt expr TRANS expr {
+		$$ = mk2(N_DMA, @1, NULL, $8, $10);
+		$$->flag = $3 || $7;
+		set_pad($$, $5);
+	}
+	| DMA PAD async_opt '<' pad_cfg '>' async_opt expr TRANS STORAGE {
+		struct node *t = mk(E_ID, @10);
+
+		t->flag = $10;
+		$$ = mk2(N_DMA, @1, NULL, $8, t);
+		$$->flag = $3 || $7;
+		set_pad($$, $5);
+	}
 	| DMA '.' IDENT		{ diag_error(L(@3), "not supported yet: dma.%s", $3); }
+	;
+
+/* dma.pad<{low...}, {high...}, {mid...}, value> */
+pad_cfg
+	: '{' perm '}' ',' '{' perm '}' ',' '{' perm '}' ',' pad_value {
+		$$ = mk(E_DIMLIST, @1);
+		node_add($$, $2);
+		node_add($$, $6);
+		node_add($$, $10);
+		node_add($$, $13);
+	}
+	;
+
+pad_value
+	: INTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; }
+	| '-' INTLIT		{ $$ = mk(E_INT, @1); $$->ival = -$2; }
+	| FLOATLIT		{ $$ = mk(E_FLOAT, @1); $$->fval = $1; }
+	| '-' FLOATLIT		{ $$ = mk(E_FLOAT, @1); $$->fval = -$2; }
+	;
+
+/* dma.transp<2, 0, 1>: destination dimension k is source dimension perm[k] */
+perm
+	: INTLIT		{ $$ = mk(E_DIMLIST, @1); node_add($$, mk(E_INT, @1))->kids[0]->ival = $1; }
+	| perm ',' INTLIT	{ $$ = $1; node_add($$, mk(E_INT, @3))->kids[$$->nkids - 1]->ival = $3; }
 	;
 
 async_opt
@@ -769,6 +862,24 @@ expr
 	| IDENT SUBSPAN '(' args ')' AT '(' args ')' {
 		$$ = mk2(E_VIEW, @1, $1, $4, $8);
 		$$->flag = VIEW_SUBSPAN;
+	}
+	| IDENT SUBSPAN '(' args ')' STEP '(' args ')' AT '(' args ')' {
+		/* tile (i, j) starts at element (i * step0, j * step1): the
+		 * window view(sizes).from(i * step0, j * step1) */
+		struct node *ix = mk(N_BLOCK, @11);
+		int i;
+
+		if ($8->nkids != $12->nkids)
+			diag_error(L(@6), "type mismatch: %d steps but %d indices",
+				   $8->nkids, $12->nkids);
+		for (i = 0; i < $12->nkids; i++) {
+			struct node *m = mk2(E_BINARY, @11, "*", $12->kids[i],
+					     $8->kids[i]);
+
+			node_add(ix, m);
+		}
+		$$ = mk2(E_VIEW, @1, $1, $4, ix);
+		$$->flag = VIEW_FROM;
 	}
 	| IDENT '(' args_opt ')' {
 		/* a __co__ function's call, or an ituple's element idx(0):

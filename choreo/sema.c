@@ -32,6 +32,7 @@ static int deepest_ref;			/* highest level of a symbol referenced */
 
 static void check_stmt(struct node *s);
 static void check_block(struct node *b);
+static struct node *int_node(struct loc loc, long long v);
 static struct type check_expr(struct node *e);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
@@ -1087,7 +1088,7 @@ static void check_events(struct node *s)
 		sy->shared_offset = cur_kernel->shared_bytes;
 		cur_kernel->shared_bytes += 4 * n;
 		cur_kernel->events[cur_kernel->nevents++] = sy;
-		cur_kernel->threads_fixed = true;
+		cur_kernel->events_fixed = true;
 	}
 }
 
@@ -1296,6 +1297,112 @@ static void fold_group(struct node *p)
 /* the thread-level parallel whose body is being checked */
 static struct node *cur_thread_par;
 
+/*
+ * A barrier between two statements of a thread level's body (sync.shared,
+ * the end of an inthreads) splits the body: the level then runs as one
+ * loop over its indices per part, the barrier between the loops, so a
+ * level may be larger than a block (kernel_gen.c). Anything else with a
+ * barrier inside fixes the level to a thread per index.
+ */
+static bool split_point(struct node *s)
+{
+	struct node *body;
+	int i;
+
+	if (cur_level != 2 || !cur_thread_par || !cur_kernel)
+		return false;
+	body = cur_thread_par->kids[2];
+	if (body->kind != N_BLOCK || body->flag)
+		return false;
+	for (i = 0; i < body->nkids; i++)
+		if (body->kids[i] == s) {
+			s->split = true;
+			cur_thread_par->splits++;
+			return true;
+		}
+	return false;
+}
+
+/* shared data declared in a split body: placed before the loops */
+bool split_hoisted(const struct node *s)
+{
+	int i;
+
+	if (s->kind == N_EVENTS)
+		return true;
+	if (s->kind != N_BLOCK || !s->flag)
+		return false;
+	for (i = 0; i < s->nkids; i++) {
+		const struct node *d = s->kids[i];
+
+		if (d->kind != N_SPANDECL || !d->sym || d->sym->storage != ST_SHARED ||
+		    (d->nkids && !d->sym->init_hoisted))
+			return false;
+	}
+	return true;
+}
+
+static bool tree_has(const struct node *n, const struct node *want)
+{
+	int i;
+
+	if (!n)
+		return false;
+	if (n == want)
+		return true;
+	for (i = 0; i < n->nkids; i++)
+		if (tree_has(n->kids[i], want))
+			return true;
+	return false;
+}
+
+/* does n use a name declared in body's statements [from, to) */
+static bool uses_decl_in(const struct node *n, const struct node *body, int from,
+			 int to)
+{
+	int i;
+
+	if (!n)
+		return false;
+	if (n->sym && n->sym->decl)
+		for (i = from; i < to; i++)
+			if (!split_hoisted(body->kids[i]) &&
+			    tree_has(body->kids[i], n->sym->decl))
+				return true;
+	for (i = 0; i < n->nkids; i++)
+		if (uses_decl_in(n->kids[i], body, from, to))
+			return true;
+	return false;
+}
+
+/* a split body whose parts share no thread's own names, no yield */
+static void check_split(struct node *p)
+{
+	struct node *body = p->kids[2];
+	int i, start = 0;
+
+	if (!p->splits)
+		return;
+	if (p->yields)
+		goto fixed;
+	for (i = 0; i < body->nkids; i++) {
+		if (start && uses_decl_in(body->kids[i], body, 0, start))
+			goto fixed;
+		if (body->kids[i]->split)
+			start = i + 1;
+	}
+	cur_kernel->any_split = true;
+	return;
+fixed:
+	/* a copy into shared data alone never fixed the level */
+	for (i = 0; i < body->nkids; i++) {
+		if (body->kids[i]->split && body->kids[i]->kind != N_DMA)
+			cur_kernel->threads_fixed = true;
+		body->kids[i]->split = false;
+	}
+	p->splits = 0;
+}
+
 static void check_parallel(struct node *p)
 {
 	struct node *saved_thread_par = NULL;
@@ -1406,6 +1513,10 @@ static void check_parallel(struct node *p)
 		loop_depth = saved_loops;
 	}
 	pop_scope();
+	if (thread_level)
+		check_split(p);
+	if (saved_level == 0 && cur_kernel->events_fixed && !cur_kernel->any_split)
+		cur_kernel->threads_fixed = true;
 	cur_level = saved_level;
 	cur_kernel = saved_kernel;
 	if (thread_level)
@@ -1526,6 +1637,53 @@ static void check_dma(struct node *d)
 
 	if (st.kind != TY_SPAN)
 		diag_error(src->loc, "type mismatch: dma.copy needs spanned data");
+	if (d->nperm) {
+		struct type pt = st;
+		int k, seen = 0;
+
+		if (d->nperm != st.rank)
+			diag_error(d->loc, "type mismatch: dma.transp of rank %d data "
+				   "needs %d dimensions", st.rank, st.rank);
+		for (k = 0; k < d->nperm; k++) {
+			if (d->perm[k] < 0 || d->perm[k] >= st.rank ||
+			    (seen & (1 << d->perm[k])))
+				diag_error(d->loc, "type mismatch: dma.transp needs a "
+					   "permutation of 0..%d", st.rank - 1);
+			seen |= 1 << d->perm[k];
+			pt.dims[k] = st.dims[d->perm[k]];
+		}
+		st = pt;
+	}
+	if (d->npad) {
+		int k;
+
+		if (d->npad != st.rank)
+			diag_error(d->loc, "type mismatch: dma.pad of rank %d data "
+				   "needs %d paddings each", st.rank, st.rank);
+		check_expr(d->padval);
+		/* dimension k: low + high + n + (n - 1) * mid */
+		for (k = 0; k < st.rank; k++) {
+			struct node *n = st.dims[k], *e = node_new(E_BINARY, d->loc);
+			struct node *m = node_new(E_BINARY, d->loc);
+			struct node *n1 = node_new(E_BINARY, d->loc);
+
+			n1->name = xstrdup("-");
+			node_add(n1, n);
+			node_add(n1, int_node(d->loc, 1));
+			m->name = xstrdup("*");
+			node_add(m, n1);
+			node_add(m, int_node(d->loc, d->pad[2][k]));
+			e->name = xstrdup("+");
+			node_add(e, n);
+			node_add(e, int_node(d->loc, (long long)d->pad[0][k] + d->pad[1][k]));
+			n = node_new(E_BINARY, d->loc);
+			n->name = xstrdup("+");
+			node_add(n, e);
+			node_add(n, m);
+			check_expr(n);
+			st.dims[k] = n;
+		}
+	}
 	if (dst->kind == E_ID && !dst->name) {
 		/* `=> shared`: a new buffer shaped like the source */
 		char name[64];
@@ -1560,6 +1718,22 @@ static void check_dma(struct node *d)
 		if (dt.elem != st.elem)
 			diag_error(dst->loc, "type mismatch: dma.copy from %s to %s",
 				   elem_name(st.elem), elem_name(dt.elem));
+		/* transposed or padded: the destination has the result's shape */
+		if ((d->nperm || d->npad) && dst->kind != E_VIEW) {
+			long long a, b;
+
+			if (dt.rank != st.rank)
+				diag_error(dst->loc, "type mismatch: dma.%s of rank %d "
+					   "into rank %d", d->nperm ? "transp" : "pad",
+					   st.rank, dt.rank);
+			for (k = 0; k < st.rank; k++)
+				if (const_eval(st.dims[k], &a) &&
+				    const_eval(dt.dims[k], &b) && a != b)
+					diag_error(dst->loc, "type mismatch: dma.%s gives "
+						   "%lld in dimension %d, '%s' has %lld",
+						   d->nperm ? "transp" : "pad", a, k,
+						   dst->sym ? dst->sym->name : "?", b);
+		}
 		for (k = 0; k < st.rank; k++)
 			if (const_eval(st.dims[k], &v))
 				sn *= v;
@@ -1589,6 +1763,10 @@ static void check_dma(struct node *d)
 		s->type.kind = TY_FUTURE;
 		s->target = dst->sym;
 		f->sym = s;
+	} else if (cur_level == 2 && dst->sym && dst->sym->storage == ST_SHARED) {
+		/* each thread of the level copies the whole: the block's
+		 * threads meet after it, before any uses the data */
+		split_point(d);
 	}
 }
 
@@ -1806,7 +1984,15 @@ static struct type check_view(struct node *e)
 				   "subspan", s->name, rank, rank,
 				   e->flag == VIEW_FROM ? "offsets" : "indices");
 		for (k = 0; k < rank; k++) {
-			node_add(nsizes, sizes->kids[k]);
+			struct node *z = sizes->kids[k];
+
+			/* `_`: the whole dimension (at index or offset 0) */
+			if (z->kind == E_ID && !strcmp(z->name, "_")) {
+				z = node_new(E_SPAN, z->loc);
+				z->name = e->name;
+				z->ival = k;
+			}
+			node_add(nsizes, z);
 			node_add(nix, ix->nkids ? ix->kids[k] : int_node(e->loc, 0));
 		}
 	}
@@ -2010,7 +2196,7 @@ static void check_stmt_inner(struct node *s)
 	case N_SYNC:
 		if (s->flag == SYNC_FENCE)
 			break;
-		if (cur_kernel)
+		if (cur_kernel && !split_point(s))
 			cur_kernel->threads_fixed = true;
 		/* sync.global in host code: every launch done */
 		if (s->flag == ST_GLOBAL && !cur_kernel)
@@ -2087,7 +2273,8 @@ static void check_stmt_inner(struct node *s)
 		 * meet after it (a barrier); elsewhere it is an if */
 		if (s->ival == 1 && !s->flag && cur_level == 2 && cur_kernel) {
 			s->ival = 2;
-			cur_kernel->threads_fixed = true;
+			if (!split_point(s))
+				cur_kernel->threads_fixed = true;
 		}
 		check_body(s->kids[1]);
 		if (s->nkids > 2)

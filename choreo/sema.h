@@ -27,6 +27,9 @@ struct kernel {
 	/* sync.shared or return inside: each thread runs at most one index
 	 * of a thread level, so a level cannot exceed a block */
 	bool threads_fixed;
+	/* events inside: fixed unless a thread level is split at barriers */
+	bool events_fixed;
+	bool any_split;
 	/* its events: initialised when the kernel starts */
 	struct sym *events[MAX_EVENTS];
 	int nevents;
@@ -46,6 +49,8 @@ struct program {
 };
 
 void sema_program(struct program *prog);
+/* a statement of a split thread-level body placed before its loops */
+bool split_hoisted(const struct node *s);
 
 /* constant value of an integer expression, if it has one */
 bool const_eval(const struct node *e, long long *value);

@@ -127,4 +127,19 @@ static inline void npu_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
+/**
+ * npu_vm_flags_clear() - clear flags of a VMA being set up by mmap()
+ * @vma: the new mapping
+ * @flags: VM_* flags to remove
+ */
+static inline void npu_vm_flags_clear(struct vm_area_struct *vma,
+				      vm_flags_t flags)
+{
+#ifdef NPU_HAVE_VM_FLAGS_SET
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
 #endif /* NPU_COMPAT_H */

@@ -709,6 +709,7 @@ int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
 		      struct drm_file *file);
 void npu_bos_hw_fini(struct npu_device *ndev);
 struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size);
+struct npu_bo *npu_bo_create_read_only(struct npu_device *ndev);
 
 /* npu_job.c */
 int npu_ioctl_queue_create(struct drm_device *dev, void *data,

@@ -353,6 +353,54 @@ static const struct drm_gem_object_funcs npu_shmem_funcs = {
 	.vm_ops = &drm_gem_shmem_vm_ops,
 };
 
+/*
+ * The CPU's view of a one-page BO that only the kernel writes (a file's
+ * wait page): read-only for good (no mprotect() to write or execute), not
+ * inherited by fork(), and gone at unplug (drm_dev_unplug() zaps it and
+ * nothing faults it back: later accesses get SIGBUS).
+ */
+static int npu_read_only_mmap(struct drm_gem_object *obj,
+			      struct vm_area_struct *vma)
+{
+	struct npu_bo *bo = to_npu_bo(obj);
+	int idx, ret;
+
+	if (vma->vm_flags & (VM_WRITE | VM_EXEC))
+		return -EACCES;
+	if (vma->vm_end - vma->vm_start != PAGE_SIZE || !bo->base.pages)
+		return -EINVAL;
+	if (!drm_dev_enter(obj->dev, &idx))
+		return -ENODEV;
+	npu_vm_flags_clear(vma, VM_MAYWRITE | VM_MAYEXEC);
+	npu_vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
+			 VM_DONTCOPY);
+	vma->vm_page_prot = vm_get_page_prot(vma->vm_flags);
+	ret = remap_pfn_range(vma, vma->vm_start,
+			      page_to_pfn(bo->base.pages[0]), PAGE_SIZE,
+			      vma->vm_page_prot);
+	drm_dev_exit(idx);
+	return ret;
+}
+
+static const struct vm_operations_struct npu_read_only_vm_ops = {
+	.open = drm_gem_vm_open,
+	.close = drm_gem_vm_close,
+};
+
+static const struct drm_gem_object_funcs npu_read_only_funcs = {
+	.free = npu_bo_free,
+	.open = npu_gem_open,
+	.close = npu_gem_close,
+	.print_info = drm_gem_shmem_object_print_info,
+	.pin = drm_gem_shmem_object_pin,
+	.unpin = drm_gem_shmem_object_unpin,
+	.get_sg_table = drm_gem_shmem_object_get_sg_table,
+	.vmap = drm_gem_shmem_object_vmap,
+	.vunmap = drm_gem_shmem_object_vunmap,
+	.mmap = npu_read_only_mmap,
+	.vm_ops = &npu_read_only_vm_ops,
+};
+
 static const struct drm_gem_object_funcs npu_raw_funcs = {
 	.free = npu_bo_free,
 	.open = npu_gem_open,
@@ -545,6 +593,22 @@ static int npu_bo_publish(struct drm_file *file, struct npu_bo *bo,
 	*va = map->node.start;
 	npu_mapping_put(map);
 	return 0;
+}
+
+/**
+ * npu_bo_create_read_only() - a one-page system-memory BO as
+ *	npu_bo_create_shmem() makes it, which the CPU may only map read-only
+ * @ndev: device
+ *
+ * Return: the BO with one reference, or an ERR_PTR.
+ */
+struct npu_bo *npu_bo_create_read_only(struct npu_device *ndev)
+{
+	struct npu_bo *bo = npu_bo_create_shmem(ndev, PAGE_SIZE);
+
+	if (!IS_ERR(bo))
+		bo->base.base.funcs = &npu_read_only_funcs;
+	return bo;
 }
 
 /**

@@ -13,6 +13,10 @@
  * Each file gets one page of BAR1 at its first queue, as a GEM object
  * without pages (&struct npu_doorbell) whose mmap offset only that file
  * may use (drm_vma_node_allow()); its queues' doorbells are in that page.
+ * Its wait page (one u64 wait counter per doorbell, written by the kernel
+ * alone) is mapped read-only on the device in each context with queues,
+ * and read-only for the CPU at an mmap offset of its own, also the file's
+ * alone.
  *
  * Locks, outermost first: &npu_file.vm_lock (the file's queues, its
  * doorbell page and the pins of the mappings a queue uses), then
@@ -325,18 +329,27 @@ static int npu_doorbell_get(struct npu_file *nfile, struct drm_file *file)
 
 /*
  * The file's wait page, and its read-only mapping in @ctx; vm_lock held.
- * The page is only written by the kernel (USERQ_WAIT).
+ * The page is only written by the kernel (USERQ_WAIT); the CPU maps it
+ * read-only at an mmap offset that only @file may use.
  */
-static int npu_wait_page_get(struct npu_file *nfile, struct npu_ctx *ctx)
+static int npu_wait_page_get(struct npu_file *nfile, struct drm_file *file,
+			     struct npu_ctx *ctx)
 {
 	struct npu_bo *bo;
 	int ret;
 
 	lockdep_assert_held(&nfile->vm_lock);
 	if (!nfile->wait_bo) {
-		bo = npu_bo_create_shmem(nfile->ndev, NPU_PAGE_SIZE);
+		bo = npu_bo_create_read_only(nfile->ndev);
 		if (IS_ERR(bo))
 			return PTR_ERR(bo);
+		ret = drm_gem_create_mmap_offset(&bo->base.base);
+		if (!ret)
+			ret = drm_vma_node_allow(&bo->base.base.vma_node, file);
+		if (ret) {
+			drm_gem_object_put(&bo->base.base);
+			return ret;
+		}
 		nfile->wait_bo = bo;
 	}
 	if (ctx->wait_map)
@@ -553,7 +566,7 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 	}
 	ret = npu_doorbell_get(nfile, file);
 	if (!ret)
-		ret = npu_wait_page_get(nfile, uq->ctx);
+		ret = npu_wait_page_get(nfile, file, uq->ctx);
 	if (ret)
 		goto err_maps;
 	db_page = to_npu_doorbell(nfile->doorbell)->page;
@@ -605,6 +618,8 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 	args->mmap_offset = drm_vma_node_offset_addr(&nfile->doorbell->vma_node);
 	args->wait_va = uq->ctx->wait_map->node.start +
 			(u64)uq->doorbell * sizeof(u64);
+	args->wait_mmap_offset =
+		drm_vma_node_offset_addr(&uq->wait_bo->base.base.vma_node);
 	npu_userq_watchdog_kick(ndev);
 	return 0;
 
@@ -741,6 +756,7 @@ void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file)
 	xa_for_each(&nfile->ctxs, id, ctx)
 		npu_wait_page_unmap(nfile, ctx);
 	if (nfile->wait_bo) {
+		drm_vma_node_revoke(&nfile->wait_bo->base.base.vma_node, file);
 		drm_gem_object_put(&nfile->wait_bo->base.base);
 		nfile->wait_bo = NULL;
 	}

@@ -117,6 +117,54 @@ using f8_e5m2 = small_float<NPU_CHOREO_F8_E5M2>;
 using half = f16;
 using bfp16 = bf16;
 
+/* integers narrower than a byte (u6, s4, u1, bin1 ...): one a byte, as
+ * the device holds them; made from any integer by keeping its low Bits
+ * bits (sign-extended when Signed), read as an int */
+template <int Bits, bool Signed>
+class small_int {
+public:
+	using storage = typename std::conditional<Signed, int8_t, uint8_t>::type;
+
+	small_int() = default;
+	template <typename U, typename = typename std::enable_if<
+				      std::is_arithmetic<U>::value>::type>
+	small_int(U v) : v_(wrap(static_cast<long long>(v))) {}
+	operator int() const { return v_; }
+
+private:
+	static storage wrap(long long v)
+	{
+		unsigned m = (1u << Bits) - 1, b = (unsigned)v & m;
+
+		if (Signed && (b >> (Bits - 1)))
+			return (storage)((int)b - (int)(m + 1));
+		return (storage)b;
+	}
+	storage v_ = 0;
+};
+
+using u6 = small_int<6, false>;
+using s6 = small_int<6, true>;
+using u4 = small_int<4, false>;
+using s4 = small_int<4, true>;
+using u2 = small_int<2, false>;
+using s2 = small_int<2, true>;
+using u1 = small_int<1, false>;
+using bin1 = small_int<1, false>;
+
+template <typename T>
+struct is_small_int : std::false_type {};
+template <int Bits, bool Signed>
+struct is_small_int<small_int<Bits, Signed>> : std::true_type {};
+
+/* Croqtile's named conversions: rounded to nearest even, read exactly */
+inline f16 f32_to_f16(float v) { return f16(v); }
+inline float f16_to_f32(f16 v) { return static_cast<float>(v); }
+inline bf16 f32_to_bf16(float v) { return bf16(v); }
+inline float bf16_to_f32(bf16 v) { return static_cast<float>(v); }
+template <typename T>
+inline float to_f32(T v) { return static_cast<float>(v); }
+
 template <npu_choreo_elem E>
 inline std::ostream &operator<<(std::ostream &os, small_float<E> v)
 {
@@ -171,6 +219,9 @@ template <> struct elem_of<f16> { static constexpr npu_choreo_elem value = NPU_C
 template <> struct elem_of<bf16> { static constexpr npu_choreo_elem value = NPU_CHOREO_BF16; };
 template <> struct elem_of<f8_e4m3> { static constexpr npu_choreo_elem value = NPU_CHOREO_F8_E4M3; };
 template <> struct elem_of<f8_e5m2> { static constexpr npu_choreo_elem value = NPU_CHOREO_F8_E5M2; };
+template <int Bits, bool Signed> struct elem_of<small_int<Bits, Signed>> {
+	static constexpr npu_choreo_elem value = Signed ? NPU_CHOREO_S8 : NPU_CHOREO_U8;
+};
 
 template <size_t Rank>
 inline size_t count(const mdspan<Rank> &dims)
@@ -255,6 +306,12 @@ public:
 		} else if constexpr (is_half<T>::value) {
 			/* drawn in f32, rounded to the type */
 			std::uniform_real_distribution<float> dist((float)lb, (float)ub);
+
+			for (size_t i = 0; i < element_count(); i++)
+				p[i] = T(dist(gen));
+		} else if constexpr (is_small_int<T>::value) {
+			std::uniform_int_distribution<long long> dist((long long)lb,
+								 (long long)ub);
 
 			for (size_t i = 0; i < element_count(); i++)
 				p[i] = T(dist(gen));
@@ -440,6 +497,13 @@ template <typename T, typename... Dims>
 spanned_data<T, sizeof...(Dims)> make_spandata(Dims... dims)
 {
 	return spanned_data<T, sizeof...(Dims)>(mdspan<sizeof...(Dims)>{ (size_t)dims... });
+}
+
+/* make_spandata<s32, 3>({2, 3, 64}): the same, its dimensions a list */
+template <typename T, size_t Rank>
+spanned_data<T, Rank> make_spandata(const mdspan<Rank> &dims)
+{
+	return spanned_data<T, Rank>(dims);
 }
 
 /* make_spanview<2, f32>(ptr, {m, n}): a view of memory the device reaches */

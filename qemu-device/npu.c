@@ -1243,8 +1243,8 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     }
 
     qemu_mutex_init(&s->reg_lock);
-    npu_uq_realize(s);
     npu_vt_init(s);
+    npu_uq_realize(s);                  /* its engines take part in vtime */
     qemu_mutex_init(&s->cu_lock);
     qemu_cond_init(&s->cu_cond);
     s->irq_bh = qemu_bh_new(npu_irq_bh, s);

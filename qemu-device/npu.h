@@ -45,12 +45,17 @@ typedef struct NpuErr {
 
 typedef struct NpuCuState NpuCuState;
 
+#define NPU_UQ_ENGINES      (2 * NPU_UQ_MAX_ENGINES)
+#define NPU_UQ_ENG_IDX(e)   (NPU_MAX_RINGS + (e))
+
 /*
- * Deterministic device time (npu_vtime.c): engines are the rings and,
- * last, the compute units.
+ * Deterministic device time (npu_vtime.c): engines are the rings, the
+ * user-queue engines (at NPU_UQ_ENG_IDX), the compute units and the
+ * user-queue scheduler.
  */
-#define NPU_VT_ENGINES  (NPU_MAX_RINGS + 1)
-#define NPU_VT_CU       NPU_MAX_RINGS
+#define NPU_VT_CU       (NPU_MAX_RINGS + NPU_UQ_ENGINES)
+#define NPU_VT_UQ       (NPU_VT_CU + 1)
+#define NPU_VT_ENGINES  (NPU_VT_UQ + 1)
 enum { NPU_VT_IDLE, NPU_VT_RUN, NPU_VT_WAIT, NPU_VT_BLOCKED };
 
 typedef struct NpuVtime {
@@ -62,6 +67,13 @@ typedef struct NpuVtime {
     uint64_t until[NPU_VT_ENGINES];     /* NPU_VT_WAIT: until when */
     bool deferred;              /* a move waits for the host to settle */
     bool cu_look;               /* work queued since the units took theirs */
+    /*
+     * user queues: the scheduler has work (a queue became ready, an
+     * engine free), and an engine ran since its last look at the words
+     * waiting queues wait for (uq_dirty)
+     */
+    bool uq_pending;
+    bool uq_dirty;
     int64_t host_touch;         /* last MMIO write or IRQ, wall ns; atomic */
 } NpuVtime;
 
@@ -119,6 +131,7 @@ typedef struct NpuRing {
     uint64_t vt_sem_value;
     bool vt_sem_wide;           /* WAIT_MEM64: a u64, compared unsigned */
     int64_t vt_sem_since;       /* wall ns it blocked at */
+    bool vt_yield;              /* user-queue engine: its wait yields */
     uint64_t cmds;
     uint64_t bytes;
     uint64_t ops;
@@ -188,6 +201,7 @@ struct NpuUq {
     bool leave;                 /* SUSPEND/UNMAP/STOP: leave the engine */
     bool unmap;                 /* ... and unmap when off */
     bool off_event;             /* post OFF when off the engine */
+    bool vt_pend;               /* timing=virtual: on the pending list */
     uint32_t skip;              /* bytes CONTINUE skips (failed packet) */
     uint32_t starve;            /* higher-priority dispatches waited */
     uint64_t ready_seq;         /* order it became ready */
@@ -201,8 +215,6 @@ struct NpuUq {
     QTAILQ_ENTRY(NpuUq) wlink;  /* wait list */
 };
 
-#define NPU_UQ_ENGINES      (2 * NPU_UQ_MAX_ENGINES)
-#define NPU_UQ_ENG_IDX(e)   (NPU_MAX_RINGS + (e))
 #define NPU_UQ_STARVE       8   /* higher dispatches before a queue starves */
 
 /*
@@ -223,6 +235,8 @@ typedef struct NpuUqState {
     uint64_t seq;
     QTAILQ_HEAD(, NpuUq) ready[2][NPU_UQ_PRIOS];   /* [copy][prio] */
     QTAILQ_HEAD(, NpuUq) wait_list;
+    /* timing=virtual: queues that became ready, listed by the scheduler */
+    QTAILQ_HEAD(, NpuUq) vt_pend;
     /* engines (compute first), then the register side's and the poller's
      * MMU contexts */
     NpuRing eng[NPU_UQ_ENGINES + 2];
@@ -263,7 +277,7 @@ struct NpuState {
     uint32_t cu_clock_mhz;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
     uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
-    uint32_t uq_n_compute;      /* user-queue engines (0 with timing=virtual) */
+    uint32_t uq_n_compute;      /* user-queue engines */
     uint32_t uq_n_copy;
     uint32_t uq_max_queues;
     uint32_t uq_db_pages;
@@ -468,6 +482,13 @@ void npu_vt_cu_finished(NpuRing *r, uint64_t end_ns);
 bool npu_vt_cu_wait(NpuRing *r);
 bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
                     uint64_t *now, uint64_t *horizon, const bool *stop);
+int npu_vt_uq_block(NpuRing *e, uint64_t addr, uint64_t value, bool wide);
+void npu_vt_uq_idle(NpuRing *e, bool freed);
+void npu_vt_uq_assign(NpuRing *e);
+void npu_vt_uq_pending(NpuState *s);
+bool npu_vt_uq_round(NpuState *s);
+void npu_vt_uq_round_end(NpuState *s);
+void npu_vt_uq_sleep(NpuState *s, int64_t deadline, const bool *stop);
 
 /* npu_cu.c */
 void npu_cu_init(NpuState *s);

@@ -62,6 +62,21 @@
 
 static void npu_launch_finish(NpuState *s, NpuLaunch *l);
 
+/*
+ * Write the staged trace records of the resident launches: their pages
+ * were translated in the MMU access that is about to end.
+ */
+static void npu_cu_flush_traces(NpuState *s)
+{
+    NpuLaunch *l;
+
+    QTAILQ_FOREACH(l, &s->cu->queue, next) {
+        if (l->trace_staged) {
+            npu_trace_flush(s, l);
+        }
+    }
+}
+
 void npu_cu_yield(NpuState *s)
 {
     NpuCuState *cs = s->cu;
@@ -74,6 +89,7 @@ void npu_cu_yield(NpuState *s)
         uint32_t seq = qatomic_read(&s->mmu_inval_started);
 
         trace_npu_cu_yield(cs->naccess, 0);
+        npu_cu_flush_traces(s);
         for (i = 0; i < cs->naccess; i++) {
             npu_mmu_access_end(cs->access[i]);
         }
@@ -454,6 +470,8 @@ out:
 /* Write the launch's records; then the ring thread may go on. */
 static void npu_launch_finish(NpuState *s, NpuLaunch *l)
 {
+    /* the quantum's end wrote them; a cancelled launch's are dropped */
+    l->trace_staged = 0;
     if (!l->fixed && !l->failed && !l->cancel) {
         npu_mmu_access_begin(l->ring);
         if (l->gen != l->ring->tlb_gen) {
@@ -674,6 +692,7 @@ static void npu_cu_run_units(NpuState *s, uint64_t end)
     npu_cu_refill_idle(s, end);
     qemu_mutex_lock(&s->cu_lock);
     cs->in_quantum = false;
+    npu_cu_flush_traces(s);
     for (i = 0; i < cs->naccess; i++) {
         npu_mmu_access_end(cs->access[i]);
     }

@@ -17,6 +17,7 @@
 #define NPU_CODE_PAGES      16          /* decoded code pages per launch */
 #define NPU_CODE_WAYS       2           /* ... in sets of this many */
 #define NPU_DTLB            64          /* data translations per launch */
+#define NPU_TRACE_STAGE     64          /* trace records written at once */
 #define NPU_MEM_QUEUE       8           /* memory requests in flight/unit */
 #define NPU_SECTOR          32          /* bytes per memory transaction */
 #define NPU_PACE_SLACK_NS   1000000     /* re-anchor when this far behind */
@@ -58,7 +59,10 @@ typedef struct NpuCuInsn {
  * A superblock: the decoded instructions from pc up to and including the
  * first branch or jump, or up to the first instruction of another class
  * than the simple ones (npu_cu_is_simple), the page's end or
- * NPU_TB_INSNS; or a single instruction of another class. The one-thread
+ * NPU_TB_INSNS; or a single instruction of another class. A simple one
+ * that ends in a conditional branch goes on past it, up to the next end
+ * (one side exit: `side`, the superblock up to the branch, is what ran
+ * when the branch was taken). The one-thread
  * loop runs a simple superblock whole when its inputs are ready (its
  * timing computed once, when it was built: npu_tb_time), else instruction
  * by instruction. Each launch keeps its own, until its translations are
@@ -86,6 +90,9 @@ enum {
     NPU_RV_INT_OPS(NPU_XOP_ENUM)
     NPU_RV_FP_FAST_OPS(NPU_XOP_ENUM)
     NPU_TB_BRANCHES(NPU_XOP_ENUM)
+#define NPU_XOP_SIDE_ENUM(name) NPU_XOP_S##name,
+    NPU_TB_BRANCHES(NPU_XOP_SIDE_ENUM)    /* taken: leave by NpuTb.side */
+#undef NPU_XOP_SIDE_ENUM
 #undef NPU_XOP_ENUM
     NPU_XOPS
 };
@@ -143,6 +150,7 @@ struct NpuTb {
     /* whole runs in the current npu_tb_chain, not yet in the statistics */
     uint32_t runs;
     NpuTb *ran_next;            /* NpuChain.ran */
+    NpuTb *side;                /* up to its side exit's branch, or NULL */
     NpuCuInsn insn[];
 };
 
@@ -207,6 +215,7 @@ typedef struct NpuUnit {
     uint64_t div_free;          /* integer divider free at */
     uint64_t fdiv_free;         /* FP divide/sqrt unit free at */
     uint64_t mem_done[NPU_MEM_QUEUE];
+    uint64_t mem_first;         /* the earliest of mem_done[] */
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
     uint32_t rr;                /* position in live[] that issued last */
@@ -250,6 +259,13 @@ struct NpuLaunch {
     uint64_t stats_va;
     uint64_t trace_va;
     uint32_t trace_bytes;
+    /*
+     * The last trace_staged of st.trace_records, not yet in memory: their
+     * pages were translated for writing when staged, and they are written
+     * before the quantum's MMU access ends (npu_trace_flush).
+     */
+    uint32_t trace_staged;
+    struct npu_cu_trace_record trace_stage[NPU_TRACE_STAGE];
     uint32_t sample_period;
     uint32_t trace_block;
     uint64_t printf_va;
@@ -365,6 +381,7 @@ uint32_t npu_cu_translate(NpuLaunch *l, uint64_t va, bool is_write,
 uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va, void *buf,
                       unsigned len, bool is_write, int *space,
                       uint64_t *phys);
+void npu_trace_flush(NpuState *s, NpuLaunch *l);
 bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va, const void *buf,
                   uint64_t len);
 

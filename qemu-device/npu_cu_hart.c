@@ -156,6 +156,36 @@ bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va,
     return true;
 }
 
+/*
+ * Write l's staged trace records (npu_cu_trace). A page that fails now
+ * fails the launch as npu_cu_write does, and the records from that page
+ * on are not counted, as if each had been written on its own.
+ */
+void npu_trace_flush(NpuState *s, NpuLaunch *l)
+{
+    uint64_t first = l->st.trace_records - l->trace_staged;
+    uint64_t bytes = l->trace_staged * sizeof(l->trace_stage[0]), done = 0;
+    uint64_t va = l->trace_va + sizeof(struct npu_cu_trace_header) +
+                  first * sizeof(l->trace_stage[0]);
+    const uint8_t *p = (const uint8_t *)l->trace_stage;
+    int space;
+
+    l->trace_staged = 0;
+    while (done < bytes) {
+        unsigned n = MIN(bytes - done,
+                         NPU_PAGE_SIZE - ((va + done) & (NPU_PAGE_SIZE - 1)));
+        uint32_t code = npu_cu_vm_rw(s, l, va + done, (void *)(p + done), n,
+                                     true, &space, NULL);
+
+        if (code) {
+            npu_cu_fail(l, code, va + done, NULL, 0);
+            l->st.trace_records = first + done / sizeof(l->trace_stage[0]);
+            return;
+        }
+        done += n;
+    }
+}
+
 /* The local windows: scratchpad, stack, params. NULL if va is not in one. */
 static uint8_t *npu_cu_local(NpuExec *x, uint64_t va, unsigned size,
                              bool is_write, uint32_t *code, int *space)

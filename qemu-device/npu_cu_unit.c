@@ -198,6 +198,7 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
     struct npu_cu_trace_record rec;
     uint64_t n = l->st.trace_records;
     uint64_t off = sizeof(struct npu_cu_trace_header) + n * sizeof(rec);
+    uint64_t va = l->trace_va + off, pte;
 
     if (l->failed) {
         return;
@@ -216,7 +217,19 @@ static void npu_cu_trace(NpuState *s, NpuLaunch *l, const NpuSlot *t,
     rec.unit = unit;
     rec.kind = kind;
     rec.stall = stall;
-    if (npu_cu_write(s, l, l->trace_va + off, &rec, sizeof(rec))) {
+    /* staged if its pages can be written (a DMA per record is slow) */
+    if (!npu_cu_translate(l, va, true, &pte) &&
+        !npu_cu_translate(l, va + sizeof(rec) - 1, true, &pte)) {
+        l->trace_stage[l->trace_staged++] = rec;
+        l->st.trace_records++;
+        if (l->trace_staged == NPU_TRACE_STAGE) {
+            npu_trace_flush(s, l);
+        }
+        return;
+    }
+    /* the records before it first; then it faults, as it would alone */
+    npu_trace_flush(s, l);
+    if (npu_cu_write(s, l, va, &rec, sizeof(rec))) {
         l->st.trace_records++;
     }
 }
@@ -290,26 +303,24 @@ static inline uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t,
     if (d->cls == NPU_RV_LOAD || d->cls == NPU_RV_STORE ||
         d->cls == NPU_RV_AMO) {
         uint64_t va = t->h.x[d->rs1] + d->imm;
-        uint64_t first = UINT64_MAX;
-        unsigned busy = 0;
 
         if (d->cls == NPU_RV_AMO) {
             va = t->h.x[d->rs1];
         }
-        for (i = 0; i < NPU_MEM_QUEUE; i++) {
-            if (u->mem_done[i] > when) {
-                busy++;
-                first = MIN(first, u->mem_done[i]);
-            }
-        }
-        /* only a full queue needs the space: a translation saved */
-        if (busy == NPU_MEM_QUEUE &&
+        /* full at when: every request in flight; a translation saved */
+        if (u->mem_first > when &&
             npu_cu_space_of(t->l, va) >= NPU_SPACE_DEVICE) {
-            when = first;
+            when = u->mem_first;
             *why = NPU_STALL_LG_THROTTLE;
         }
     }
     return when;
+}
+
+/* Are all of the unit's memory requests still in flight at cycle c? */
+static inline bool npu_mem_full(const NpuUnit *u, uint64_t c)
+{
+    return u->mem_first > c;
 }
 
 /* Queue a memory request of the unit; returns the cycle its data is back. */
@@ -340,6 +351,10 @@ static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
         }
     }
     u->mem_done[slot] = c + lat;
+    u->mem_first = u->mem_done[0];
+    for (i = 1; i < NPU_MEM_QUEUE; i++) {
+        u->mem_first = MIN(u->mem_first, u->mem_done[i]);
+    }
     u->mem_reqs++;
     return c + lat;
 }
@@ -825,16 +840,15 @@ static uint8_t npu_tb_xop(const NpuCuInsn *ci)
 }
 
 /*
- * Build the superblock at pc; NULL if its first instruction cannot be
- * fetched or is illegal (the caller's decode reports it).
+ * Fetch the superblock's instructions into insn[n..] from pc + 4 * n on:
+ * up to the first branch or jump, the page's end, NPU_TB_INSNS or an
+ * instruction of another class than the simple ones (which is kept only
+ * as the first, alone: *simple false). Returns the new count.
  */
-static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
+static unsigned npu_tb_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
+                             NpuCuInsn *insn, unsigned n, bool *simple)
 {
-    NpuCuInsn insn[NPU_TB_INSNS];
-    bool simple = true;
-    unsigned n = 0;
-    NpuTb *tb;
-
+    *simple = true;
     while (n < NPU_TB_INSNS) {
         uint64_t p = pc + 4 * n;
         const NpuCuInsn *ci;
@@ -850,7 +864,7 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
         if (!(ci->fast & NPU_CU_FAST)) {
             if (!n) {
                 insn[n++] = *ci;
-                simple = false;
+                *simple = false;
             }
             break;
         }
@@ -859,16 +873,22 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
             break;
         }
     }
-    if (!n) {
-        return NULL;
-    }
-    if (l->ntb >= NPU_TB_LIMIT) {
-        npu_tb_free_all(l);
-    }
-    tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
-                   (simple ? (n + 1) * sizeof(NpuTbOp) +
-                             n * (sizeof(*tb->issue_off) +
-                                  sizeof(*tb->why_before)) : 0));
+    return n;
+}
+
+/*
+ * A superblock of the n instructions insn[] at pc, on l's list. side: the
+ * index of a conditional branch that leaves by NpuTb.side when taken, or
+ * -1.
+ */
+static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
+                         unsigned n, bool simple, int side)
+{
+    NpuTb *tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
+                          (simple ? (n + 1) * sizeof(NpuTbOp) +
+                                    n * (sizeof(*tb->issue_off) +
+                                         sizeof(*tb->why_before)) : 0));
+
     tb->pc = pc;
     tb->n = n;
     tb->simple = simple;
@@ -898,6 +918,10 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
             if (imm != (int32_t)imm) {
                 xop = NPU_XOP_OTHER;
             }
+            if ((int)i == side && xop != NPU_XOP_OTHER) {
+                /* (an OTHER branch faults if taken: never leaves here) */
+                xop += NPU_XOP_SBEQ - NPU_XOP_BEQ;
+            }
             tb->ops[i] = (NpuTbOp) {
                 .handler = npu_tb_handler[xop], .imm = imm,
                 .rd = d->rd, .rs1 = d->rs1, .rs2 = d->rs2, .rs3 = d->rs3,
@@ -920,6 +944,42 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
     tb->all_next = l->tb_all;
     l->tb_all = tb;
     l->ntb++;
+    return tb;
+}
+
+/*
+ * Build the superblock at pc; NULL if its first instruction cannot be
+ * fetched or is illegal (the caller's decode reports it). One that ends
+ * in a conditional branch goes on past it (its fall-through), if what
+ * follows is simple: taken branches then cost a chain step, not-taken
+ * ones nothing.
+ */
+static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
+{
+    NpuCuInsn insn[NPU_TB_INSNS];
+    bool simple, more;
+    unsigned n, m;
+    NpuTb *tb;
+
+    n = npu_tb_fetch(s, l, pc, insn, 0, &simple);
+    if (!n) {
+        return NULL;
+    }
+    if (l->ntb + 2 > NPU_TB_LIMIT) {
+        npu_tb_free_all(l);
+    }
+    m = n;
+    if (simple && insn[n - 1].d.cls == NPU_RV_BRANCH) {
+        m = npu_tb_fetch(s, l, pc, insn, n, &more);
+        if (!more) {
+            m = n;
+        }
+    }
+    if (m == n) {
+        return npu_tb_new(l, pc, insn, n, simple, -1);
+    }
+    tb = npu_tb_new(l, pc, insn, m, true, n - 1);
+    tb->side = npu_tb_new(l, pc, insn, n, true, -1);
     return tb;
 }
 
@@ -1157,9 +1217,10 @@ static inline NpuTb *npu_single_next(NpuSingle *r, NpuTb *tb)
 /*
  * What a chain of whole superblocks (npu_tb_chain) keeps aside until it
  * stops (npu_chain_sync): the unit's cycle and the thread's branch bubble;
- * the branch-resolving cycles before superblocks; the superblocks that
- * ran, each counting its runs (their issue and stall cycles are added to
- * the statistics once per chain: the sums are the same); and the results
+ * the branch-resolving cycles before superblocks (what the superblocks
+ * that ran leave of the cycles since `since`); the superblocks that ran,
+ * each counting its runs (their retired instructions, issue and stall
+ * cycles are added once per chain: the sums are the same); and the results
  * of the last one, written to the thread's ready cycles only when the
  * next superblock could still find one of them pending.
  */
@@ -1167,8 +1228,8 @@ typedef struct NpuChain {
     uint64_t cycle;             /* the unit's */
     uint64_t issue_at;          /* the thread's */
     uint64_t ready_max;         /* the thread's */
-    uint64_t bubble;
-    NpuTb *ran;                 /* by ran_next */
+    uint64_t since;             /* cycle: since then bubbles and ran's runs */
+    NpuTb *ran;                 /* by ran_next; their instret not yet added */
     const NpuTb *last;          /* its out[] not yet in the thread's ready[] */
     uint64_t last_c0;           /* ... relative to this cycle */
     bool selected;              /* a superblock ran: the thread issued */
@@ -1191,6 +1252,7 @@ static inline void npu_chain_results(NpuChain *ch, NpuSlot *t)
 static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
 {
     NpuLaunch *l = r->l;
+    uint64_t bubble = ch->cycle - ch->since;
     NpuTb *tb;
     unsigned k;
 
@@ -1200,12 +1262,9 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
     r->u->cycle = ch->cycle;
     r->t->issue_at = ch->issue_at;
     r->t->ready_max = ch->ready_max;
+    ch->selected |= ch->ran != NULL;
     if (ch->selected) {
         r->t->stall = NPU_STALL_SELECTED;
-    }
-    if (ch->bubble) {
-        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, ch->bubble);
-        ch->bubble = 0;
     }
     for (tb = ch->ran; tb; tb = tb->ran_next) {
         uint64_t n = tb->runs;
@@ -1215,11 +1274,17 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
         }
         l->st.unit_cycles += tb->wait_total * n;
         l->st.thread_cycles += tb->wait_total * n;
+        r->t->h.instret += tb->n * n;
         r->sel += tb->n * n;
         r->insns += tb->n * n;
         r->busy += tb->cycles * n;
+        bubble -= tb->cycles * n;
         tb->runs = 0;
     }
+    if (bubble) {
+        npu_single_stall(r, NPU_STALL_BRANCH_RESOLVING, bubble);
+    }
+    ch->since = ch->cycle;
     ch->ran = NULL;
 }
 
@@ -1277,6 +1342,7 @@ struct NpuTbRun {
     NpuRvHart *h;
     bool fp_host;               /* npu_rv_host_rounds_nearest() */
     uint64_t npc;
+    NpuTb *tb;                  /* what ran: tb, or its side */
     unsigned stop;
 };
 
@@ -1293,15 +1359,17 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
         NPU_RV_FP_FAST_OPS(NPU_XOP_LABEL)
         NPU_TB_BRANCHES(NPU_XOP_LABEL)
 #undef NPU_XOP_LABEL
+#define NPU_XOP_SIDE_LABEL(name) [NPU_XOP_S##name] = &&x_S##name,
+        NPU_TB_BRANCHES(NPU_XOP_SIDE_LABEL)
+#undef NPU_XOP_SIDE_LABEL
     };
     NpuSlot *t = NULL;
     NpuUnit *u = NULL;
     NpuLaunch *l = NULL;
-    uint64_t *x, *f, c0 = 0, npc, fault, maddr, lim = 0, fall;
+    uint64_t *x, *f, c0 = 0, npc, fault, maddr, lim = 0;
     NpuRvHart *h;
     NpuChain ch;
     const NpuTbOp *ops, *o;
-    unsigned by_exec;           /* retired by npu_rv_exec, which counts */
     unsigned k;
     bool fp_host, failed = false;
     NpuTb *nx;
@@ -1312,7 +1380,6 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
         f = h->f;
         fp_host = run->fp_host;
         ops = o = tb->ops;
-        by_exec = 0;
         goto *o->handler;
     }
     if (!r) {
@@ -1329,6 +1396,7 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
     lim = r->end;
     ch = (NpuChain) {
         .cycle = u->cycle, .issue_at = t->issue_at, .ready_max = t->ready_max,
+        .since = u->cycle,
     };
     fp_host = npu_rv_host_rounds_nearest();
     /* set on this thread only, by instructions that are not simple */
@@ -1356,10 +1424,8 @@ next_block:
         ((tb->div && u->div_free > c0) || (tb->fdiv && u->fdiv_free > c0))) {
         goto no_fit;
     }
-    ch.bubble += c0 - ch.cycle;
     ch.cycle = c0;
     ops = o = tb->ops;
-    by_exec = 0;
     goto *o->handler;
 
 #define NPU_XOP_INT(name, expr) \
@@ -1383,6 +1449,17 @@ x_##name: \
     goto x_end;
     NPU_TB_BRANCHES(NPU_XOP_BRANCH)
 #undef NPU_XOP_BRANCH
+    /* taken: what ran is the superblock up to here, tb->side */
+#define NPU_XOP_SIDE(name) \
+x_S##name: \
+    if (npu_rv_taken(RV_##name, x[o->rs1], x[o->rs2])) { \
+        npc = tb->pc + o->imm; \
+        tb = tb->side; \
+        goto out; \
+    } \
+    NPU_TB_NEXT;
+    NPU_TB_BRANCHES(NPU_XOP_SIDE)
+#undef NPU_XOP_SIDE
 #define NPU_XOP_FP_d(nops, expr) \
     { \
         double a = npu_rv_d_of(f[o->rs1]), b = npu_rv_d_of(f[o->rs2]); \
@@ -1440,17 +1517,23 @@ x_other:
                     &maddr)) {
         goto stop;
     }
-    by_exec++;
+    h->instret--;               /* npu_rv_exec counted it; so does out */
     NPU_TB_NEXT;
 x_end:
     npc = tb->pc + 4 * tb->n;
+    k = 0;
+    goto out_k;
 out:
+    k = npc != tb->pc + 4 * tb->n;
+out_k:
     h->pc = npc;
-    h->instret += tb->n - by_exec;
     if (run) {
+        h->instret += tb->n;
         run->npc = npc;
+        run->tb = tb;
         return true;
     }
+    /* the chain adds tb->n to instret per run (npu_chain_sync) */
     /* tb ran whole from c0: its timing is npu_tb_time's */
     if (unlikely(r->sample < c0 + tb->cycles)) {
         npu_tb_samples(r, tb, c0);
@@ -1459,7 +1542,6 @@ out:
         tb->ran_next = ch.ran;
         ch.ran = tb;
     }
-    ch.selected = true;
     /* the previous superblock's results were ready by c0, or are in ready[] */
     ch.last = tb;
     ch.last_c0 = c0;
@@ -1473,10 +1555,13 @@ out:
         }
     }
     ch.cycle = c0 + tb->cycles;
-    fall = tb->pc + 4 * tb->n;
-    k = npc != fall;
     if (k) {
         ch.issue_at = ch.cycle + NPU_LAT_BRANCH;
+    }
+    nx = tb->succ[k];
+    if (likely(nx && nx->pc == npc && !failed && ch.cycle < lim)) {
+        tb = nx;                /* NPU_EXIT_PC has no superblock */
+        goto next_block;
     }
     if (unlikely(npc == NPU_EXIT_PC || failed)) {
         npu_chain_sync(r, &ch);
@@ -1485,27 +1570,28 @@ out:
     }
     /* nothing else npu_single_goes_on reads changes in a superblock */
     if (ch.cycle >= r->end) {
-        nx = tb->succ[k] && tb->succ[k]->pc == npc ? tb->succ[k] : NULL;
+        nx = nx && nx->pc == npc ? nx : NULL;
         npu_chain_sync(r, &ch);
         t->tb = nx;
         t->tb_epoch = l->tb_epoch;
         return true;
     }
-    nx = tb->succ[k];
-    if (unlikely(!nx || nx->pc != npc)) {
-        /* npu_tb_get may free every superblock: nothing kept aside */
-        npu_chain_sync(r, &ch);
-        t->tb = tb;
-        t->tb_epoch = l->tb_epoch;
-        nx = npu_single_next(r, tb);
-        if (!nx || l->failed) {
-            return true;
-        }
+    /* npu_tb_get may free every superblock: nothing kept aside */
+    npu_chain_sync(r, &ch);
+    t->tb = tb;
+    t->tb_epoch = l->tb_epoch;
+    nx = npu_single_next(r, tb);
+    if (!nx || l->failed) {
+        return true;
     }
     tb = nx;
     goto next_block;
 
 no_fit:
+    if (tb->side) {
+        tb = tb->side;          /* up to the side exit, it may fit */
+        goto next_block;
+    }
     npu_chain_sync(r, &ch);
     t->tb = tb;
     t->tb_epoch = l->tb_epoch;
@@ -1513,7 +1599,7 @@ no_fit:
 stop:
     /* nothing of the instruction at o is committed */
     h->pc = NPU_TB_PC;
-    h->instret += (o - ops) - by_exec;
+    h->instret += o - ops;
     if (run) {
         run->npc = NPU_RV_NOT_INT;
         run->stop = o - ops;
@@ -1616,7 +1702,8 @@ static inline void npu_slot_reason(NpuSlot *t, uint8_t why, uint64_t c)
 }
 
 /* Can the thread at live position k issue at c, else until when and why. */
-static void npu_unit_look(NpuState *s, NpuUnit *u, unsigned k, uint64_t c)
+static inline QEMU_ALWAYS_INLINE void
+npu_unit_look(NpuState *s, NpuUnit *u, unsigned k, uint64_t c)
 {
     NpuSlot *t = &u->slot[u->live[k]];
     const NpuCuInsn *d = NULL;
@@ -1862,6 +1949,7 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
 
             npu_tb_chain(NULL, tb, &run);
             assert(run.npc != NPU_RV_NOT_INT);  /* npu_cu_lockstep_fit */
+            tb = run.tb;
             p->stall[NPU_STALL_WAIT] += tb->ls_wait;
             p->stall[NPU_STALL_NOT_SELECTED] +=
                 (uint64_t)(tb->n - 1) * (n - 1) - tb->ls_wait;
@@ -2182,7 +2270,12 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         if (u->fdiv_free != fdiv_free) {
             classes |= 1u << NPU_RV_FDIV;
         }
-        if (u->mem_reqs != mem_reqs) {
+        /*
+         * A request can only fill the queue (it was not full at c, or the
+         * request would have waited): the threads' memory instructions
+         * see a change only if it is full now.
+         */
+        if (u->mem_reqs != mem_reqs && npu_mem_full(u, c)) {
             classes |= 1u << NPU_RV_LOAD | 1u << NPU_RV_STORE |
                        1u << NPU_RV_AMO;
         }

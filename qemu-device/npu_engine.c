@@ -251,6 +251,20 @@ static bool npu_exec_wait(NpuJob *job, uint64_t addr, uint64_t value,
             return false;
         }
         if (!npu_sem_passed(le64_to_cpu(v), value, wide)) {
+            /*
+             * timing=virtual: the word is read again when the clock would
+             * move, so a write at the present releases it on its engine
+             */
+            int passed = s->vtime ? npu_vt_uq_block(r, addr, value, wide) : 0;
+
+            if (passed < 0) {
+                return true;    /* aborted */
+            }
+            if (passed) {
+                smp_mb();
+                npu_complete(job, npu_time(), 0, false, len);
+                return true;
+            }
             job->yield = true;
             job->wait_addr = addr;
             job->wait_value = value;

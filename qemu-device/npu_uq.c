@@ -59,11 +59,6 @@ bool npu_uq_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: uq-switch-ns must be <= 1000000");
         return false;
     }
-    if (s->vtime) {
-        /* user queues do not take part in the virtual clock yet */
-        s->uq_n_compute = 0;
-        s->uq_n_copy = 0;
-    }
     if (!s->timing) {
         s->uq_switch_ns = 0;
     }
@@ -190,15 +185,21 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
     npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_WPTR, d, sizeof(d), true);
 }
 
-/* Put a queue that can run at the tail of its ready list. uq.lock held. */
-static void npu_uq_make_ready_locked(NpuState *s, NpuUq *q)
+static bool npu_uq_can_run(NpuUq *q)
 {
-    NpuUqState *uq = &s->uq;
     uint32_t st = q->status;
 
-    if (!(st & NPU_UQ_STS_MAPPED) || !(st & NPU_UQ_STS_RUNNABLE) ||
-        (st & (NPU_UQ_STS_HALTED | NPU_UQ_STS_WAITING)) || q->engine >= 0 ||
-        q->ready || q->rptr == q->wptr) {
+    return (st & NPU_UQ_STS_MAPPED) && (st & NPU_UQ_STS_RUNNABLE) &&
+           !(st & (NPU_UQ_STS_HALTED | NPU_UQ_STS_WAITING)) &&
+           q->engine < 0 && !q->ready && q->rptr != q->wptr;
+}
+
+/* Put a queue that can run at the tail of its ready list. uq.lock held. */
+static void npu_uq_enqueue_locked(NpuState *s, NpuUq *q)
+{
+    NpuUqState *uq = &s->uq;
+
+    if (!npu_uq_can_run(q)) {
         return;
     }
     q->ready = true;
@@ -208,8 +209,38 @@ static void npu_uq_make_ready_locked(NpuState *s, NpuUq *q)
     qemu_cond_broadcast(&uq->cond);
 }
 
+/*
+ * A queue that can run becomes ready. With timing=virtual it waits on the
+ * pending list for the scheduler's round at the present, which lists the
+ * queues that became ready at one time in the order of their indices,
+ * whatever order the host's threads got there in. uq.lock held.
+ */
+static void npu_uq_make_ready_locked(NpuState *s, NpuUq *q)
+{
+    if (!s->vtime) {
+        npu_uq_enqueue_locked(s, q);
+    } else if (!q->vt_pend && npu_uq_can_run(q)) {
+        q->vt_pend = true;
+        QTAILQ_INSERT_TAIL(&s->uq.vt_pend, q, link);
+        npu_vt_uq_pending(s);
+    }
+}
+
+/* Waiting queues look at their words again (a kick). uq.lock held. */
+static void npu_uq_poke_locked(NpuState *s)
+{
+    qemu_cond_broadcast(&s->uq.poll_cond);
+    if (s->vtime) {
+        npu_vt_uq_pending(s);
+    }
+}
+
 static void npu_uq_unready_locked(NpuState *s, NpuUq *q)
 {
+    if (q->vt_pend) {
+        QTAILQ_REMOVE(&s->uq.vt_pend, q, link);
+        q->vt_pend = false;
+    }
     if (q->ready) {
         QTAILQ_REMOVE(&s->uq.ready[q->config & NPU_UQ_CONFIG_COPY]
                                   [NPU_UQ_CONFIG_PRIO(q->config)], q, link);
@@ -463,7 +494,7 @@ done:
         qatomic_inc(&uq->nwaiting);
         trace_npu_uq_wait(q->idx, 1, q->wait_addr, q->wait_value);
         npu_uq_sync_locked(s, q);
-        qemu_cond_broadcast(&uq->poll_cond);
+        npu_uq_poke_locked(s);
     } else {
         uint64_t irq = 0;
 
@@ -472,7 +503,7 @@ done:
         q->ib_va = 0;
         q->ib_size = 0;
         q->ib_offset = 0;
-        q->progress_ns = npu_clock(s);
+        q->progress_ns = s->vtime ? e->vt : npu_clock(s);
         npu_uq_sync_locked(s, q);
         npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_IRQ_RPTR, &irq, 8, false);
         irq = le64_to_cpu(irq);
@@ -489,6 +520,7 @@ done:
 static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
 {
     int64_t slice0 = e->uq_slice0;
+    int64_t now = s->vtime ? (int64_t)e->vt : npu_time();
 
     if (e->stop || qatomic_read(&e->abort) || q->leave) {
         return "command";
@@ -505,7 +537,7 @@ static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
     if (qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
         return "pause";         /* a snapshot or migration: see npu.c */
     }
-    if (npu_time() - slice0 >= (int64_t)s->uq_timeslice_us * SCALE_US &&
+    if (now - slice0 >= (int64_t)s->uq_timeslice_us * SCALE_US &&
         npu_uq_contender_locked(s, e->copy, NPU_UQ_CONFIG_PRIO(q->config))) {
         return "slice";
     }
@@ -519,6 +551,7 @@ static void *npu_uq_engine_thread(void *opaque)
     NpuUqState *uq = &s->uq;
     unsigned ei = e->idx - NPU_UQ_ENG_IDX(0);
     int last = -1;
+    bool freed = false, vt_idle = false;
 
     rcu_register_thread();
     npu_engine_thread_init();
@@ -527,14 +560,28 @@ static void *npu_uq_engine_thread(void *opaque)
         const char *why;
         NpuUq *q = NULL;
 
-        if (qatomic_read(&e->abort) || qatomic_read(&s->paused) ||
-            qatomic_read(&s->draining) ||
-            !(q = npu_uq_pick_locked(s, e->copy))) {
+        if (s->vtime) {
+            /* the scheduler's round gives the engine its queue */
+            if (uq->cur[ei] < 0) {
+                if (!vt_idle || freed) {
+                    npu_vt_uq_idle(e, freed);
+                    vt_idle = true;
+                    freed = false;
+                }
+                qemu_cond_wait(&uq->cond, &uq->lock);
+                continue;
+            }
+            q = &uq->q[uq->cur[ei]];
+            vt_idle = false;
+        } else if (qatomic_read(&e->abort) || qatomic_read(&s->paused) ||
+                   qatomic_read(&s->draining) ||
+                   !(q = npu_uq_pick_locked(s, e->copy))) {
             qemu_cond_wait(&uq->cond, &uq->lock);
             continue;
+        } else {
+            q->engine = ei;
+            uq->cur[ei] = q->idx;
         }
-        q->engine = ei;
-        uq->cur[ei] = q->idx;
         trace_npu_uq_switch(ei, last, q->idx, "dispatch");
         npu_uq_sync_locked(s, q);
         qemu_mutex_unlock(&uq->lock);
@@ -544,11 +591,16 @@ static void *npu_uq_engine_thread(void *opaque)
         }
         if (last != (int)q->idx && last >= 0 && s->uq_switch_ns) {
             /* saving one queue's state and loading the next one's */
-            npu_sleep_until(e, npu_time() + s->uq_switch_ns);
+            if (s->vtime) {
+                e->vt_start = e->vt;
+                npu_vt_complete(e, s->uq_switch_ns);
+            } else {
+                npu_sleep_until(e, npu_time() + s->uq_switch_ns);
+            }
         }
         last = q->idx;
         npu_uq_publish(s, e, q->idx, false);
-        e->uq_slice0 = npu_time();
+        e->uq_slice0 = s->vtime ? (int64_t)e->vt : npu_time();
         qemu_mutex_lock(&uq->lock);
         while (!(why = npu_uq_leave_why(s, e, q))) {
             qemu_mutex_unlock(&uq->lock);
@@ -564,6 +616,7 @@ static void *npu_uq_engine_thread(void *opaque)
         q->engine = -1;
         uq->cur[ei] = -1;
         q->leave = false;
+        freed = true;
         if (q->unmap) {
             q->unmap = false;
             uq->db_queue[q->doorbell] = 0;
@@ -619,12 +672,68 @@ typedef struct NpuUqLook {
 
 #define NPU_UQ_LOOKS 64
 
+static int npu_uq_idx_cmp(const void *a, const void *b)
+{
+    const NpuUq *x = *(NpuUq * const *)a, *y = *(NpuUq * const *)b;
+
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/*
+ * timing=virtual: the scheduler's round, at the present with the clock
+ * held. The queues that became ready join their ready lists in the order
+ * of their indices, then every free engine, in the order of the engines,
+ * gets the queue the policy picks for it. uq.lock held.
+ */
+static void npu_uq_vt_dispatch_locked(NpuState *s)
+{
+    NpuUqState *uq = &s->uq;
+    g_autofree NpuUq **pend = NULL;
+    unsigned n = 0, i, ei;
+    bool assigned = false;
+    NpuUq *q;
+
+    QTAILQ_FOREACH(q, &uq->vt_pend, link) {
+        n++;
+    }
+    pend = g_new(NpuUq *, MAX(n, 1));
+    for (i = 0; i < n; i++) {
+        q = QTAILQ_FIRST(&uq->vt_pend);
+        QTAILQ_REMOVE(&uq->vt_pend, q, link);
+        q->vt_pend = false;
+        pend[i] = q;
+    }
+    qsort(pend, n, sizeof(*pend), npu_uq_idx_cmp);
+    for (i = 0; i < n; i++) {
+        npu_uq_enqueue_locked(s, pend[i]);
+    }
+    if (qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
+        return;
+    }
+    for (ei = 0; ei < s->uq_n_compute + s->uq_n_copy; ei++) {
+        NpuRing *e = &uq->eng[ei];
+
+        if (uq->cur[ei] >= 0 || qatomic_read(&e->abort) || e->stop ||
+            !(q = npu_uq_pick_locked(s, e->copy))) {
+            continue;
+        }
+        q->engine = ei;
+        uq->cur[ei] = q->idx;
+        npu_vt_uq_assign(e);
+        assigned = true;
+    }
+    if (assigned) {
+        qemu_cond_broadcast(&uq->cond);
+    }
+}
+
 static void *npu_uq_poll_thread(void *opaque)
 {
     NpuState *s = opaque;
     NpuUqState *uq = &s->uq;
     NpuRing *mr = &uq->eng[NPU_UQ_ENGINES + 1];
-    NpuUqLook look[NPU_UQ_LOOKS];
+    unsigned cap = NPU_UQ_LOOKS;
+    g_autofree NpuUqLook *look = g_new(NpuUqLook, cap);
 
     rcu_register_thread();
     npu_engine_thread_init();
@@ -632,7 +741,7 @@ static void *npu_uq_poll_thread(void *opaque)
     while (!uq->stop) {
         int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
         int64_t next = INT64_MAX;
-        bool kick = uq->kick;
+        bool kick = uq->kick, round = false;
         unsigned n = 0, i;
         NpuUq *q;
 
@@ -640,10 +749,18 @@ static void *npu_uq_poll_thread(void *opaque)
             qemu_cond_wait(&uq->poll_cond, &uq->lock);
             continue;
         }
+        if (s->vtime) {
+            /* a round looks at every waiting queue's word */
+            round = npu_vt_uq_round(s);
+            if (round && uq->nwaiting > cap) {
+                cap = uq->nwaiting;
+                look = g_renew(NpuUqLook, look, cap);
+            }
+        }
         uq->kick = false;
         QTAILQ_FOREACH(q, &uq->wait_list, wlink) {
-            if ((kick || q->wait_kick || now >= q->wait_next) &&
-                n < NPU_UQ_LOOKS) {
+            if ((round || kick || q->wait_kick || now >= q->wait_next) &&
+                n < cap) {
                 look[n++] = (NpuUqLook) {
                     .qi = q->idx, .ctx = q->ctx, .root = q->pt_root,
                     .addr = q->wait_addr, .value = q->wait_value,
@@ -699,9 +816,21 @@ static void *npu_uq_poll_thread(void *opaque)
                 }
             }
             qemu_mutex_lock(&uq->lock);
+            if (!round) {
+                continue;
+            }
+        }
+        if (round) {
+            npu_uq_vt_dispatch_locked(s);
+            npu_vt_uq_round_end(s);
             continue;
         }
-        if (next == INT64_MAX) {
+        if (s->vtime) {
+            /* rounds, and the host's writes to waited words */
+            qemu_mutex_unlock(&uq->lock);
+            npu_vt_uq_sleep(s, next, &uq->stop);
+            qemu_mutex_lock(&uq->lock);
+        } else if (next == INT64_MAX) {
             qemu_cond_wait(&uq->poll_cond, &uq->lock);
         } else if (next - now < SCALE_MS) {
             /* condition variables time out in whole milliseconds */
@@ -739,6 +868,9 @@ void npu_uq_run_kick(NpuState *s)
     qemu_mutex_lock(&s->uq.lock);
     qemu_cond_broadcast(&s->uq.cond);
     qemu_cond_broadcast(&s->uq.poll_cond);
+    if (s->vtime) {
+        npu_vt_uq_pending(s);
+    }
     qemu_mutex_unlock(&s->uq.lock);
 }
 
@@ -808,6 +940,7 @@ int npu_uq_post_load(NpuState *s)
         QTAILQ_INIT(&uq->ready[1][p]);
     }
     QTAILQ_INIT(&uq->wait_list);
+    QTAILQ_INIT(&uq->vt_pend);
     uq->nmapped = 0;
     qatomic_set(&uq->nwaiting, 0);
     uq->seq = 0;
@@ -818,6 +951,7 @@ int npu_uq_post_load(NpuState *s)
         q->idx = i;
         q->engine = -1;
         q->ready = false;
+        q->vt_pend = false;
         q->waiting = false;
         q->leave = false;
         q->unmap = false;
@@ -858,8 +992,11 @@ int npu_uq_post_load(NpuState *s)
         for (i = 0; i < nready; i++) {
             uint64_t seq = rq[i]->ready_seq;
 
-            npu_uq_make_ready_locked(s, rq[i]);
+            npu_uq_enqueue_locked(s, rq[i]);
             rq[i]->ready_seq = seq;
+        }
+        if (s->vtime) {
+            npu_vt_uq_pending(s);
         }
     }
     qemu_mutex_unlock(&uq->lock);
@@ -887,6 +1024,9 @@ static void npu_uq_abort_locked(NpuState *s, NpuUq *q)
     qemu_cond_broadcast(&uq->cond);
     qemu_mutex_unlock(&uq->lock);
     npu_sem_kick(s);
+    if (s->vtime) {
+        npu_vt_kick(s);                 /* an engine waiting for the clock */
+    }
     qemu_mutex_lock(&s->cu_lock);
     qemu_cond_broadcast(&s->cu_cond);   /* a launch waiting for units */
     qemu_mutex_unlock(&s->cu_lock);
@@ -1085,7 +1225,7 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
     case NPU_UQ_CMD_KICK:
         if (q->waiting) {
             q->wait_kick = true;
-            qemu_cond_broadcast(&uq->poll_cond);
+            npu_uq_poke_locked(s);
         }
         break;
     default:
@@ -1143,7 +1283,7 @@ static void npu_uq_db_write(void *opaque, hwaddr addr, uint64_t w,
         /* stale; a waiting queue looks at its word again */
         if (q->waiting) {
             q->wait_kick = true;
-            qemu_cond_broadcast(&uq->poll_cond);
+            npu_uq_poke_locked(s);
         }
     } else if ((w & 3) || w - q->rptr > q->ring_size) {
         NpuErr err = { .code = NPU_ERR_RING_CONFIG, .addr = w };
@@ -1161,7 +1301,7 @@ static void npu_uq_db_write(void *opaque, hwaddr addr, uint64_t w,
         npu_uq_sync_locked(s, q);
         if (q->waiting) {
             q->wait_kick = true;
-            qemu_cond_broadcast(&uq->poll_cond);
+            npu_uq_poke_locked(s);
         }
         npu_uq_make_ready_locked(s, q);
     }
@@ -1216,6 +1356,7 @@ void npu_uq_realize(NpuState *s)
         QTAILQ_INIT(&uq->ready[1][p]);
     }
     QTAILQ_INIT(&uq->wait_list);
+    QTAILQ_INIT(&uq->vt_pend);
     for (i = 0; i < NPU_UQ_ENGINES + 2; i++) {
         NpuRing *e = &uq->eng[i];
 
@@ -1255,6 +1396,7 @@ void npu_uq_unrealize(NpuState *s)
         qemu_cond_broadcast(&uq->poll_cond);
         qemu_mutex_unlock(&uq->lock);
         npu_sem_kick(s);
+        npu_vt_kick(s);
         qemu_mutex_lock(&s->cu_lock);
         qemu_cond_broadcast(&s->cu_cond);
         qemu_mutex_unlock(&s->cu_lock);
@@ -1314,6 +1456,7 @@ void npu_uq_reset(NpuState *s)
             QTAILQ_INIT(&uq->ready[1][p]);
         }
         QTAILQ_INIT(&uq->wait_list);
+        QTAILQ_INIT(&uq->vt_pend);
         qatomic_set(&uq->nwaiting, 0);
         for (i = 0; i < NPU_UQ_ENGINES + 2; i++) {
             npu_mmu_set_context(&uq->eng[i], 0, 0);

@@ -25,6 +25,15 @@
  * releases while the device runs lands at a time that depends on when the
  * host did it.
  *
+ * User-queue engines (npu_uq.c) are engines too, and so is the user-queue
+ * scheduler: engines do not pick queues, the scheduler's rounds give them
+ * theirs. A round runs at the present, before the clock moves, when a
+ * queue became ready or an engine free, or when an engine ran since the
+ * words that waiting queues wait for were last read; a queue whose wait is
+ * not satisfied blocks its engine until the clock would move, and only
+ * then yields it. So a user queue's schedule and times follow from the
+ * model alone, as a ring's do.
+ *
  * The host reacts to the device (an interrupt, then drm_sched pushes the
  * jobs that waited for it, or the library queues more): so the clock
  * moves forward only once the host has left the device alone (no MMIO
@@ -33,7 +42,8 @@
  * completion, provided the host reacts within the settle time.
  *
  * Locking: vt_lock protects all of NpuVtime; vt_cond is broadcast whenever
- * an engine is made to run. Lock order: a ring's lock, cu_lock, vt_lock.
+ * an engine is made to run. Lock order: a ring's lock, cu_lock, uq.lock,
+ * vt_lock.
  */
 
 #include "qemu/osdep.h"
@@ -94,28 +104,63 @@ static bool npu_vt_sem_ready(NpuRing *r)
                                    r->vt_sem_wide);
 }
 
-/* Move the clock if no engine runs. vt_lock held. */
-static void npu_vt_advance(NpuState *s)
+/* The ring (or user-queue engine) that is engine e, or NULL. */
+static NpuRing *npu_vt_ring(NpuState *s, unsigned e)
+{
+    if (e < s->nrings) {
+        return &s->rings[e];
+    }
+    if (e >= NPU_UQ_ENG_IDX(0) &&
+        e < NPU_UQ_ENG_IDX(s->uq_n_compute + s->uq_n_copy)) {
+        return &s->uq.eng[e - NPU_UQ_ENG_IDX(0)];
+    }
+    return NULL;
+}
+
+/*
+ * Move the clock if no engine runs. A blocked ring whose semaphore passed
+ * runs at the present; a blocked user-queue engine runs either way (its
+ * queue yields the engine if the word has not passed). Then the user-queue
+ * scheduler runs if it has work, or if an engine ran since it last read
+ * the words queues wait for. dirty: the caller is an engine (not the
+ * scheduler). vt_lock held.
+ */
+static void npu_vt_advance_from(NpuState *s, bool dirty)
 {
     NpuVtime *vt = &s->vt;
     uint64_t next = UINT64_MAX;
     bool woke = false;
     unsigned e;
 
+    vt->uq_dirty |= dirty;
     for (e = 0; e < NPU_VT_ENGINES; e++) {
         if (vt->state[e] == NPU_VT_RUN) {
             return;
         }
     }
-    for (e = 0; e < s->nrings; e++) {
-        NpuRing *r = &s->rings[e];
+    for (e = 0; e < NPU_VT_CU; e++) {
+        NpuRing *r = npu_vt_ring(s, e);
 
-        if (vt->state[e] == NPU_VT_BLOCKED && r->vt_sem &&
-            npu_vt_sem_ready(r)) {
+        if (r && vt->state[e] == NPU_VT_BLOCKED && r->vt_sem) {
+            if (npu_vt_sem_ready(r)) {
+                r->vt_yield = false;
+            } else if (r->uq_engine) {
+                r->vt_yield = true;
+            } else {
+                continue;
+            }
             vt->state[e] = NPU_VT_RUN;
             r->vt = vt->now;
             woke = true;
         }
+    }
+    if (!woke && (vt->uq_pending ||
+                  (vt->uq_dirty && qatomic_read(&s->uq.nwaiting)))) {
+        /* npu_uq.c: the scheduler's round at the present */
+        vt->uq_pending = false;
+        vt->uq_dirty = false;
+        vt->state[NPU_VT_UQ] = NPU_VT_RUN;
+        woke = true;
     }
     if (woke) {
         qemu_cond_broadcast(&vt->cond);
@@ -132,13 +177,20 @@ static void npu_vt_advance(NpuState *s)
     vt->now = MAX(vt->now, next);
     for (e = 0; e < NPU_VT_ENGINES; e++) {
         if (vt->state[e] == NPU_VT_WAIT && vt->until[e] <= vt->now) {
+            NpuRing *r = npu_vt_ring(s, e);
+
             vt->state[e] = NPU_VT_RUN;
-            if (e < s->nrings) {
-                s->rings[e].vt = vt->now;
+            if (r) {
+                r->vt = vt->now;
             }
         }
     }
     qemu_cond_broadcast(&vt->cond);
+}
+
+static void npu_vt_advance(NpuState *s)
+{
+    npu_vt_advance_from(s, true);
 }
 
 uint64_t npu_vt_now(NpuState *s)
@@ -395,7 +447,7 @@ bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
     vt->cu_look = false;                /* they take their queue now */
     *now = vt->now;
     *horizon = UINT64_MAX;
-    for (e = 0; e < s->nrings; e++) {
+    for (e = 0; e < NPU_VT_CU; e++) {
         if (vt->state[e] == NPU_VT_WAIT) {
             *horizon = MIN(*horizon, vt->until[e]);
         }
@@ -431,14 +483,131 @@ void npu_vt_reset(NpuState *s)
     qemu_mutex_lock(&vt->lock);
     vt->now = 0;
     vt->cu_time = 0;
-    for (e = 0; e < s->nrings; e++) {
-        s->rings[e].vt = 0;
-        s->rings[e].vt_start = 0;
+    vt->uq_pending = false;
+    vt->uq_dirty = false;
+    for (e = 0; e < NPU_VT_CU; e++) {
+        NpuRing *r = npu_vt_ring(s, e);
+
+        if (r) {
+            r->vt = 0;
+            r->vt_start = 0;
+        }
         if (vt->state[e] != NPU_VT_RUN) {
             vt->state[e] = NPU_VT_IDLE;
         }
     }
     qemu_cond_broadcast(&vt->cond);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/*
+ * User queues (npu_uq.c). An engine that finds its queue's word short of
+ * the value blocks like a ring in SEM_WAIT; when the clock would move the
+ * word is read again: passed, the queue goes on (1); not, it yields the
+ * engine (0). -1 if the engine was aborted.
+ */
+int npu_vt_uq_block(NpuRing *e, uint64_t addr, uint64_t value, bool wide)
+{
+    NpuState *s = e->s;
+    NpuVtime *vt = &s->vt;
+    int ret;
+
+    qemu_mutex_lock(&vt->lock);
+    e->vt_sem = true;
+    e->vt_yield = false;
+    e->vt_sem_addr = addr;
+    e->vt_sem_value = value;
+    e->vt_sem_wide = wide;
+    e->vt_sem_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    vt->state[e->idx] = NPU_VT_BLOCKED;
+    npu_vt_advance(s);
+    ret = !npu_vt_wait_run(s, e->idx, e) ? -1 : !e->vt_yield;
+    e->vt_sem = false;
+    qemu_mutex_unlock(&vt->lock);
+    return ret;
+}
+
+/*
+ * A user-queue engine has no queue; freed: it just left one (the
+ * scheduler may give it another). uq.lock held.
+ */
+void npu_vt_uq_idle(NpuRing *e, bool freed)
+{
+    NpuVtime *vt = &e->s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->state[e->idx] = NPU_VT_IDLE;
+    e->vt_sem = false;
+    vt->uq_pending |= freed;
+    npu_vt_advance(e->s);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* The scheduler gave engine e a queue: it runs from the present. */
+void npu_vt_uq_assign(NpuRing *e)
+{
+    NpuVtime *vt = &e->s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->state[e->idx] = NPU_VT_RUN;
+    e->vt = MAX(e->vt, vt->now);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* The scheduler has work: a round before the clock moves. uq.lock held. */
+void npu_vt_uq_pending(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->uq_pending = true;
+    npu_vt_advance_from(s, false);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/* Is a scheduler round due (the clock held for it)? uq.lock held. */
+bool npu_vt_uq_round(NpuState *s)
+{
+    bool run;
+
+    qemu_mutex_lock(&s->vt.lock);
+    run = s->vt.state[NPU_VT_UQ] == NPU_VT_RUN;
+    qemu_mutex_unlock(&s->vt.lock);
+    return run;
+}
+
+/* The scheduler's round is over: the clock may move. */
+void npu_vt_uq_round_end(NpuState *s)
+{
+    NpuVtime *vt = &s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    vt->state[NPU_VT_UQ] = NPU_VT_IDLE;
+    npu_vt_advance_from(s, false);
+    qemu_mutex_unlock(&vt->lock);
+}
+
+/*
+ * The scheduler sleeps until a round is due, stop is set, or the wall
+ * clock reaches deadline (ns, INT64_MAX: none). uq.lock not held.
+ */
+void npu_vt_uq_sleep(NpuState *s, int64_t deadline, const bool *stop)
+{
+    NpuVtime *vt = &s->vt;
+
+    qemu_mutex_lock(&vt->lock);
+    while (vt->state[NPU_VT_UQ] != NPU_VT_RUN && !qatomic_read(stop)) {
+        int64_t left = deadline - qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+        if (deadline == INT64_MAX) {
+            qemu_cond_wait(&vt->cond, &vt->lock);
+        } else if (left <= 0) {
+            break;
+        } else {
+            qemu_cond_timedwait(&vt->cond, &vt->lock,
+                                MAX(left / SCALE_MS, 1));
+        }
+    }
     qemu_mutex_unlock(&vt->lock);
 }
 

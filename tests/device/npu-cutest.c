@@ -660,6 +660,45 @@ static void test_traces(void)
 	ok(h.records == 10 && h.lost > 0 && st.trace_lost == h.lost,
 	   "a full trace buffer keeps 10 records and counts %llu lost",
 	   (unsigned long long)h.lost);
+
+	/*
+	 * A trace buffer whose mapping ends before trace_bytes: the record
+	 * that reaches the unmapped page faults the launch there, and every
+	 * record before it is in memory (records may reach memory in
+	 * batches, but before the launch's end or fault).
+	 */
+	{
+		struct buf tb2 = alloc_buf(2 * 4096, 0, 1);	/* then a guard */
+		uint64_t whole = (2 * 4096 - sizeof(h)) /
+				 sizeof(struct npu_cu_trace_record);
+		struct pk p = { .n = 0 };
+		uint64_t seen = 0;
+		bool faulted;
+
+		l.trace = tb2.va;
+		l.trace_bytes = 4 * 4096;
+		l.sample_period = 1;
+		pk_launch_code(&p, &l);
+		ring_submit(0, &p);
+		faulted = expect_error(0, NPU_ERR_MMU_FAULT, tb2.va + 2 * 4096,
+				       ~0u);
+		for (i = 0; i < whole; i++) {
+			struct npu_cu_trace_record r;
+
+			buf_read(&tb2, sizeof(h) + i * sizeof(r), &r,
+				 sizeof(r));
+			seen += r.kind == NPU_CU_TRACE_SAMPLE &&
+				r.pc >= DEVTEST_CODE_VA &&
+				r.pc < DEVTEST_CODE_VA + 1024 &&
+				r.thread < 16 && r.block < 16;
+		}
+		ok(faulted && seen == whole,
+		   "a trace buffer mapped for 2 of its 4 pages: the launch "
+		   "faults at the first unmapped byte, and the %llu records "
+		   "before it are in memory (%llu are samples)",
+		   (unsigned long long)whole, (unsigned long long)seen);
+		ring_resume(0);
+	}
 }
 
 /*
@@ -1120,11 +1159,16 @@ static uint64_t vt_reaction(const char *devopts)
 
 static void test_virtual_settle(void)
 {
-	uint64_t r = vt_reaction("timing=virtual");
+	/*
+	 * A settle time far above this program's reaction time, also on a
+	 * loaded host: with the default 5 ms, a descheduled qtest reacted
+	 * too late once while both cores were busy with builds and guests.
+	 */
+	uint64_t r = vt_reaction("timing=virtual,vt-settle-us=200000");
 
-	ok(r == 0, "timing=virtual: work queued in reaction to an interrupt "
-	   "starts at the completion it followed, not after another ring's "
-	   "50 ms kernel");
+	ok(r == 0, "timing=virtual (settle time 200 ms): work queued in "
+	   "reaction to an interrupt starts at the completion it followed, not "
+	   "after another ring's 50 ms kernel");
 	r = vt_reaction("timing=virtual,vt-settle-us=0");
 	ok(r != 0 && r != UINT64_MAX, "timing=virtual,vt-settle-us=0: without "
 	   "the settle time it starts later (%llu ns)", (unsigned long long)r);

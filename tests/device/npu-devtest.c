@@ -3248,8 +3248,12 @@ static struct npu_uq_event uq_find_event(uint8_t kind, uint32_t queue)
 
 #define UQ_RUNNABLE (NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE)
 
+/* test_uq's device: "" or "timing=virtual," (test_uq_vt_all) */
+static const char *uq_timing = "";
+
 static void test_uq(void)
 {
+	char opts[160];
 	struct tq a, b, c, many[8];
 	struct buf d, sg;
 	struct pk p = { .n = 0 };
@@ -3270,8 +3274,9 @@ static void test_uq(void)
 	   "read 0 (VERSION still 1.1)", nvec);
 	stop("instance without user queues");
 
-	start("uq-compute-engines=2,uq-copy-engines=1,uq-max-queues=64,"
-	      "uq-doorbell-pages=4", 0);
+	snprintf(opts, sizeof(opts), "%suq-compute-engines=2,uq-copy-engines=1,"
+		 "uq-max-queues=64,uq-doorbell-pages=4", uq_timing);
+	start(opts, 0);
 	sg = alloc_buf(4096, 0, 1);
 	d = alloc_buf(1 << 16, 0, 1);
 	ok(rd(NPU_REG_UQ_MAX_QUEUES) == 64 &&
@@ -3717,6 +3722,7 @@ static void uq_put_timed(struct tq *t, struct buf *ibs, unsigned *nib,
 
 static void test_uq_sched(void)
 {
+	char opts[160];
 	struct tq blk, lo, h1, h2;
 	struct buf ts, ibs;
 	struct pk p = { .n = 0 };
@@ -3724,8 +3730,10 @@ static void test_uq_sched(void)
 	unsigned before = 0, before2 = 0, nib = 0;
 	bool good, busy;
 
-	start("uq-compute-engines=1,uq-copy-engines=0,uq-max-queues=8,"
-	      "uq-doorbell-pages=1,uq-timeslice-us=1000", 0);
+	snprintf(opts, sizeof(opts), "%suq-compute-engines=1,uq-copy-engines=0,"
+		 "uq-max-queues=8,uq-doorbell-pages=1,uq-timeslice-us=1000",
+		 uq_timing);
+	start(opts, 0);
 	ts = alloc_buf(4096, 0, 1);
 	ibs = alloc_buf(8192, 0, 0);
 	uq_setup(8);
@@ -3833,10 +3841,205 @@ static void test_uq_sched(void)
 }
 
 /*
+ * Every user-queue case of test_uq again, with timing=virtual. A settle
+ * time of 100 ms keeps the clock still while the test looks at a queue
+ * in the middle of a modelled kernel (it polls with reads, which do not
+ * count as touching the device).
+ */
+static void test_uq_vt_all(void)
+{
+	uq_timing = "timing=virtual,vt-settle-us=100000,";
+	test_uq();
+	test_uq_sched();
+	uq_timing = "";
+}
+
+/*
+ * timing=virtual: user queues on the device clock. Queues a, b and c (one
+ * compute engine, 25 us slices, 1 us switches) each wait for a gate, then
+ * take turns at six TIMESTAMP + FILL pairs (10 us a FILL over the link);
+ * while they wait, queue y runs on the compute engine (waiting queues do
+ * not hold it); then queue z on the copy engine fills for 10 us and
+ * signals the gate. The
+ * times follow from the model alone: the first TIMESTAMP is the gate's
+ * signal time plus one switch, each slice holds three pairs, the queues
+ * go a, b, c, a, b, c, and a switch costs exactly uq-switch-ns. A second
+ * run gives the same times (from its gate's signal).
+ */
+#define UQVT_K 6
+
+static bool uq_vt_run(struct tq *t, struct tq *y, struct tq *z,
+		      struct buf *ts, struct buf *d, struct buf *sg,
+		      uint64_t run, int64_t rel[3][UQVT_K], uint64_t *sig_ts)
+{
+	struct pk p = { .n = 0 };
+	uint64_t raw[3][UQVT_K], start[3];
+	bool good = true;
+
+	for (unsigned i = 0; i < 3; i++) {
+		start[i] = t[i].wptr;
+		p.n = 0;
+		pk_wait64(&p, sg->va, run);
+		for (unsigned k = 0; k < UQVT_K; k++) {
+			pk_ts(&p, ts->va + (i * UQVT_K + k) * 8);
+			pk_fill(&p, d->va + i * 65536, 40000, run);
+		}
+		uq_push(&t[i], &p);
+	}
+	/* the three wait (off the engine) before the gate's queue starts */
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned w = 0; w < 5000 &&
+		     !(uqd32(t[i].idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING); w++)
+			usleep(1000);
+	/* meanwhile a fourth queue has the compute engine to itself */
+	p.n = 0;
+	pk_fill(&p, d->va + 3 * 65536 + 40960, 4096, run);
+	uq_push(y, &p);
+	good &= uq_wait(y, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	for (unsigned i = 0; i < 3; i++)
+		good &= (uqd32(t[i].idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+			uqd64(t[i].idx, NPU_UQD_RPTR) == start[i];
+	p.n = 0;
+	pk_fill(&p, d->va + 3 * 65536, 40000, run);
+	pk_signal(&p, sg->va, run);
+	uq_push(z, &p);
+	for (unsigned i = 0; i < 3; i++)
+		good &= uq_wait(&t[i], 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	good &= uq_wait(z, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+	buf_read(ts, 0, raw, sizeof(raw));
+	buf_read(sg, offsetof(struct npu_signal, timestamp), sig_ts, 8);
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned k = 0; k < UQVT_K; k++)
+			rel[i][k] = (int64_t)(raw[i][k] - *sig_ts);
+	return good;
+}
+
+static void test_uq_vt(void)
+{
+	struct tq t[3], y, z;
+	struct buf ts, d, sg;
+	int64_t rel[2][3][UQVT_K], fill = 0;
+	uint64_t sig[2], prev = 0;
+	unsigned order[3 * UQVT_K], n = 0, runs = 0;
+	bool good, same, shape = true;
+
+	start("timing=virtual,uq-compute-engines=1,uq-copy-engines=1,"
+	      "uq-max-queues=8,uq-doorbell-pages=1,uq-timeslice-us=25,"
+	      "uq-switch-ns=1000", 0);
+	ts = alloc_buf(4096, 0, 1);
+	d = alloc_buf(4 * 65536, 0, 1);
+	sg = alloc_buf(4096, 0, 1);
+	uq_setup(8);
+	good = true;
+	for (unsigned i = 0; i < 3; i++)
+		good &= uq_new(&t[i], i, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&y, 3, NPU_UQ_PRIO_NORMAL << NPU_UQ_CONFIG_PRIO_SHIFT);
+	good &= uq_new(&z, 4, NPU_UQ_CONFIG_COPY);
+	good &= uq_vt_run(t, &y, &z, &ts, &d, &sg, 1, rel[0], &sig[0]);
+	good &= uq_vt_run(t, &y, &z, &ts, &d, &sg, 2, rel[1], &sig[1]);
+	same = !memcmp(rel[0], rel[1], sizeof(rel[0]));
+	if (!same)
+		for (unsigned i = 0; i < 3; i++)
+			diag("queue %u: %lld %lld .. / %lld %lld ..", i,
+			     (long long)rel[0][i][0], (long long)rel[0][i][1],
+			     (long long)rel[1][i][0], (long long)rel[1][i][1]);
+	ok(good && same && sig[1] > sig[0],
+	   "timing=virtual: two identical runs of three user queues give the "
+	   "same device times; a fourth queue runs on their engine while they "
+	   "wait");
+
+	/* the times in the order they happened: which queue, and the gaps */
+	while (n < 3 * UQVT_K) {
+		int best = -1;
+		unsigned bk = 0;
+
+		for (unsigned i = 0; i < 3; i++)
+			for (unsigned k = 0; k < UQVT_K; k++)
+				if ((uint64_t)rel[0][i][k] >= prev && (n == 0 ||
+				     (uint64_t)rel[0][i][k] > prev) &&
+				    (best < 0 || rel[0][i][k] < rel[0][best][bk])) {
+					best = i;
+					bk = k;
+				}
+		if (best < 0)
+			break;
+		if (n == 1)
+			fill = rel[0][best][bk] - (int64_t)prev;
+		if (n && order[n - 1] == (unsigned)best)
+			shape &= rel[0][best][bk] - (int64_t)prev == fill;
+		else if (n)
+			shape &= rel[0][best][bk] - (int64_t)prev == fill + 1000;
+		runs += !n || order[n - 1] != (unsigned)best;
+		order[n++] = best;
+		prev = rel[0][best][bk];
+	}
+	for (unsigned j = 0; j < n; j++)
+		shape &= order[j] == (j / 3) % 3;
+	if (!shape || n != 3 * UQVT_K)
+		for (unsigned j = 0; j < n; j++)
+			diag("%u: queue %u", j, order[j]);
+	ok(good && n == 3 * UQVT_K && shape && fill == 10000 &&
+	   rel[0][0][0] == 1000 && runs == 6,
+	   "timing=virtual: the gate releases the queues at its signal's time "
+	   "(+ one 1 us switch), three 10 us FILLs a 25 us slice, round robin "
+	   "a b c a b c, each switch 1 us");
+	/*
+	 * priorities: a low and (rung after it waits) a high queue released
+	 * together: the high one goes first, with no switch (its wait was the
+	 * engine's last), then the low one after one switch
+	 */
+	{
+		struct tq lo, hi;
+		struct pk p = { .n = 0 };
+		uint64_t tl[2], th[2], s3;
+
+		good = uq_new(&lo, 5, NPU_UQ_PRIO_LOW << NPU_UQ_CONFIG_PRIO_SHIFT);
+		good &= uq_new(&hi, 6, NPU_UQ_PRIO_HIGH << NPU_UQ_CONFIG_PRIO_SHIFT);
+		for (unsigned h = 0; h < 2; h++) {
+			struct tq *u = h ? &hi : &lo;
+
+			p.n = 0;
+			pk_wait64(&p, sg.va, 3);
+			for (unsigned k = 0; k < 2; k++) {
+				pk_ts(&p, ts.va + 1024 + (h * 2 + k) * 8);
+				pk_fill(&p, d.va + (h + 1) * 65536, 40000, 3);
+			}
+			uq_push(u, &p);
+			for (unsigned w = 0; w < 5000 &&
+			     !(uqd32(u->idx, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING);
+			     w++)
+				usleep(1000);
+		}
+		p.n = 0;
+		pk_signal(&p, sg.va, 3);
+		uq_push(&z, &p);
+		good &= uq_wait(&lo, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		good &= uq_wait(&hi, 20000) == (UQ_RUNNABLE | NPU_UQ_STS_IDLE);
+		buf_read(&ts, 1024, tl, 16);
+		buf_read(&ts, 1040, th, 16);
+		buf_read(&sg, offsetof(struct npu_signal, timestamp), &s3, 8);
+		if (th[0] != s3 || th[1] != s3 + 10000 ||
+		    tl[0] != s3 + 21000 || tl[1] != s3 + 31000)
+			diag("signal %llu: high +%lld +%lld, low +%lld +%lld",
+			     (unsigned long long)s3, (long long)(th[0] - s3),
+			     (long long)(th[1] - s3), (long long)(tl[0] - s3),
+			     (long long)(tl[1] - s3));
+		ok(good && th[0] == s3 && th[1] == s3 + 10000 &&
+		   tl[0] == s3 + 21000 && tl[1] == s3 + 31000,
+		   "timing=virtual: released together, the high-priority queue "
+		   "runs first (no switch: it was the engine's last), the low "
+		   "one after one switch");
+	}
+	stop("user-queue timing=virtual instance");
+}
+
+/*
  * Migrate a device with user queues to a second QEMU: queue 0 waits on a
  * gate (WAIT_MEM64) with a FILL behind it; queue 1 is inside an indirect
- * buffer (FILL, a 2 s kernel, a SEM_SIGNAL that counts its runs, FILL)
- * when the migration starts (its RAM copy takes far less), and leaves its
+ * buffer (FILL, a 10 s kernel, a SEM_SIGNAL that counts its runs, FILL)
+ * when the migration starts (its RAM copy takes far less, also on a
+ * loaded host, where 2 s was too short once; the drain for the save ends
+ * the kernel early, so its length costs nothing), and leaves its
  * engine at the IB's next packet for the save; queue 2 is halted by a fault; queue 3 is suspended
  * with work pending. In the second QEMU the doorbells still reach the
  * queues, the gate releases queue 0, queue 1's IB resumes where it was
@@ -3877,7 +4080,7 @@ static void test_uq_migration(void)
 	pk_fill(&p, w.va, 4, 0xa1);
 	uq_push(&a, &p);
 	pk_fill(&ib, w.va + 4, 4, 0xb1);
-	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 2000000000);
+	LAUNCH(&ib, NPU_KERNEL_TEST_SPIN, 1, 10000000000ull);
 	pk_sem(&ib, 0, w.va + 8, 1);
 	pk_fill(&ib, w.va + 12, 4, 0xb2);
 	buf_write(&ibb, 0, ib.dw, ib.n * 4);
@@ -3978,6 +4181,8 @@ static const struct {
 	{ "uq", test_uq },
 	{ "uq_sched", test_uq_sched },
 	{ "uq_migration", test_uq_migration },
+	{ "uq_vt", test_uq_vt },
+	{ "uq_vt_all", test_uq_vt_all },
 };
 
 static void run_all(void)
@@ -4027,6 +4232,8 @@ static void run_all(void)
 	test_uq();
 	test_uq_sched();
 	test_uq_migration();
+	test_uq_vt();
+	test_uq_vt_all();
 }
 
 int main(int argc, char **argv)

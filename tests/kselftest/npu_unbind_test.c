@@ -433,6 +433,21 @@ static int store_gets_sigbus(volatile uint64_t *p)
 	return ret;
 }
 
+/* 0 if an 8-byte load from @p here raises SIGBUS */
+static int load_gets_sigbus(volatile uint64_t *p)
+{
+	struct sigaction sa = { .sa_handler = on_sigbus }, old;
+	int ret = -1;
+
+	sigaction(SIGBUS, &sa, &old);
+	if (sigsetjmp(bus_jmp, 1))
+		ret = 0;
+	else
+		(void)*p;
+	sigaction(SIGBUS, &old, NULL);
+	return ret;
+}
+
 struct uq_sleeper {
 	pthread_t t;
 	int fd;
@@ -455,9 +470,9 @@ static void *uq_sleeper_main(void *arg)
 
 /*
  * Unbind with a user queue waiting on memory, a sleeper in USERQ_WAIT_MEM
- * and the doorbell page mapped: the sleeper returns -ENODEV, the doorbell
- * page is gone (SIGBUS), QUERY answers -ENODEV, close is clean, and the
- * rebound device makes user queues again.
+ * and the doorbell and wait pages mapped: the sleeper returns -ENODEV, the
+ * doorbell and wait pages are gone (SIGBUS), QUERY answers -ENODEV, close
+ * is clean, and the rebound device makes user queues again.
  */
 TEST(unbind_user_queues)
 {
@@ -469,8 +484,9 @@ TEST(unbind_user_queues)
 	struct drm_npu_userq_query q = { 0 };
 	struct uq_sleeper sl = { 0 };
 	struct npu_bo ring, wb, data;
-	volatile uint64_t *db;
+	volatile uint64_t *db, *ctr;
 	volatile uint32_t *armed;
+	void *wpage;
 	uint32_t *r;
 	char addr[64];
 	uint64_t end;
@@ -494,6 +510,10 @@ TEST(unbind_user_queues)
 	page = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, c.mmap_offset);
 	ASSERT_NE(page, MAP_FAILED);
 	db = (volatile uint64_t *)((char *)page + c.doorbell_offset);
+	wpage = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, c.wait_mmap_offset);
+	ASSERT_NE(wpage, MAP_FAILED);
+	ctr = (volatile uint64_t *)((char *)wpage + c.doorbell_offset);
+	EXPECT_EQ(*ctr, 0);
 	/* WAIT_MEM64 on a word nobody writes */
 	r = ring.map;
 	r[0] = NPU_PKT_HDR(NPU_OP_WAIT_MEM64, 0, 6);
@@ -519,6 +539,8 @@ TEST(unbind_user_queues)
 	pthread_join(sl.t, NULL);
 	EXPECT_EQ(sl.ret, -ENODEV);
 	EXPECT_EQ(store_gets_sigbus(db), 0);
+	EXPECT_EQ(load_gets_sigbus(ctr), 0);
+	EXPECT_EQ(munmap(wpage, 4096), 0);
 	q.queue_id = c.queue_id;
 	EXPECT_EQ(npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_QUERY, &q), -ENODEV);
 	EXPECT_EQ(munmap(page, 4096), 0);

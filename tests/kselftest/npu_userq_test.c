@@ -8,7 +8,7 @@
  * limits, close with work in flight, and 10,000 queues with memory flat;
  * USERQ_WAIT_MEM (memory signals and rptr, timeouts, halts and destroys
  * ending a wait) and the progress watchdog stopping a hung queue while
- * another process's queue runs on.
+ * another process's queue runs on; the wait page's read-only CPU mapping.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -23,7 +23,7 @@
 #define PARAM_USER	"/sys/module/npu/parameters/max_user_userqs"
 #define PARAM_FILE	"/sys/module/npu/parameters/userq_max"
 
-_Static_assert(sizeof(struct drm_npu_userq_create) == 64, "create");
+_Static_assert(sizeof(struct drm_npu_userq_create) == 72, "create");
 _Static_assert(sizeof(struct drm_npu_userq_destroy) == 8, "destroy");
 _Static_assert(sizeof(struct drm_npu_userq_query) == 64, "query");
 _Static_assert(sizeof(struct drm_npu_userq_wait_mem) == 40, "wait_mem");
@@ -1285,6 +1285,117 @@ TEST_F(userq, wait_for_a_syncobj_on_the_device)
 	uq_free(self->fd, &a);
 	uq_free(self->fd, &b);
 	drmSyncobjDestroy(self->fd, so);
+}
+
+/* The first version of the create struct, before wait_mmap_offset. */
+struct userq_create_v1 {
+	__u32 ctx_id, kind, priority, flags;
+	__u64 ring_va;
+	__u32 ring_size, queue_id;
+	__u64 wb_va, doorbell_offset, mmap_offset, wait_va;
+};
+
+#define IOCTL_USERQ_CREATE_V1 \
+	DRM_IOWR(DRM_COMMAND_BASE + DRM_NPU_USERQ_CREATE, struct userq_create_v1)
+
+static uint64_t counter_until(volatile uint64_t *ctr, uint64_t want)
+{
+	for (int i = 0; i < 2000 && *ctr != want; i++)
+		usleep(1000);
+	return *ctr;
+}
+
+/*
+ * The wait page for the CPU: one read-only page of the file's own at
+ * wait_mmap_offset (not writable, not executable, not by mprotect(), not
+ * from another file), where a queue's counter follows USERQ_WAIT; the
+ * shorter first version of the create struct still works.
+ */
+TEST_F(userq, wait_page_cpu_mapping)
+{
+	struct userq_create_v1 v1;
+	volatile uint64_t *ctr, *gate;
+	struct uq a, b;
+	uint64_t n;
+	uint32_t so;
+	void *p;
+	int other;
+
+	ASSERT_EQ(uq_new(self->fd, &a, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_new(self->fd, &b, DRM_NPU_RING_KIND_COPY), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &a), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &b), 0);
+	ASSERT_NE(a.c.wait_mmap_offset, 0);
+	EXPECT_EQ(a.c.wait_mmap_offset, b.c.wait_mmap_offset);
+	EXPECT_NE(a.c.wait_mmap_offset, a.c.mmap_offset);
+
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd,
+		 a.c.wait_mmap_offset);
+	EXPECT_EQ(p, MAP_FAILED);
+	p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_SHARED, self->fd,
+		 a.c.wait_mmap_offset);
+	EXPECT_EQ(p, MAP_FAILED);
+	p = mmap(NULL, 8192, PROT_READ, MAP_SHARED, self->fd,
+		 a.c.wait_mmap_offset);
+	EXPECT_EQ(p, MAP_FAILED);
+	other = npu_open();
+	ASSERT_GE(other, 0);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, other,
+		 a.c.wait_mmap_offset);
+	EXPECT_EQ(p, MAP_FAILED);
+	EXPECT_EQ(errno, EACCES);
+	close(other);
+
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd,
+		 a.c.wait_mmap_offset);
+	ASSERT_NE(p, MAP_FAILED);
+	EXPECT_EQ(mprotect(p, 4096, PROT_READ | PROT_WRITE), -1);
+	EXPECT_EQ(mprotect(p, 4096, PROT_READ | PROT_EXEC), -1);
+	ctr = (volatile uint64_t *)((char *)p + a.c.doorbell_offset);
+	EXPECT_EQ(*ctr, 0);
+
+	/* b's SIGNAL fence, held back by a gate; a waits for it */
+	ASSERT_EQ(drmSyncobjCreate(self->fd, 0, &so), 0);
+	gate = (volatile uint64_t *)((char *)b.data.map + GATE_OFF);
+	uq_wait_mem(&b, b.data.va + GATE_OFF, 1);
+	uq_fill(&b, b.data.va, 31, 4);
+	uq_ring(&b);
+	ASSERT_EQ(uq_signal_ioctl(self->fd, b.c.queue_id, 0, so, 0), 0);
+	ASSERT_EQ(uq_wait_ioctl(self->fd, a.c.queue_id, so, 0, &n), 0);
+	EXPECT_EQ(n, 1);
+	uq_wait_mem(&a, a.c.wait_va, n);
+	uq_fill(&a, a.data.va, 32, 4);
+	uq_ring(&a);
+	usleep(50 * 1000);
+	EXPECT_EQ(*ctr, 0);
+	*gate = 1;
+	uq_ring(&b);
+	ASSERT_EQ(uq_poll(&a, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(counter_until(ctr, 1), 1);
+	EXPECT_EQ(*(volatile uint32_t *)a.data.map, 32);
+	/* a signalled fence: the next value at once */
+	ASSERT_EQ(uq_wait_ioctl(self->fd, a.c.queue_id, so, 0, &n), 0);
+	EXPECT_EQ(n, 2);
+	EXPECT_EQ(counter_until(ctr, 2), 2);
+	EXPECT_EQ(munmap(p, 4096), 0);
+	drmSyncobjDestroy(self->fd, so);
+	uq_free(self->fd, &a);
+	uq_free(self->fd, &b);
+
+	/* the first version of the struct: created, without the offset */
+	ASSERT_EQ(uq_new(self->fd, &a, DRM_NPU_RING_KIND_COMPUTE), 0);
+	memset(&v1, 0, sizeof(v1));
+	v1.kind = DRM_NPU_RING_KIND_COMPUTE;
+	v1.priority = DRM_NPU_PRIORITY_NORMAL;
+	v1.ring_va = a.data.va;
+	v1.ring_size = RING_SIZE;
+	v1.wb_va = a.wb.va + 2048;
+	ASSERT_EQ(npu_ioctl(self->fd, IOCTL_USERQ_CREATE_V1, &v1), 0);
+	EXPECT_NE(v1.queue_id, 0);
+	EXPECT_EQ(v1.mmap_offset, a.c.mmap_offset);
+	EXPECT_NE(v1.wait_va, 0);
+	EXPECT_EQ(uq_destroy(self->fd, v1.queue_id), 0);
+	uq_free(self->fd, &a);
 }
 
 TEST_HARNESS_MAIN

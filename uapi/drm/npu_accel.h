@@ -634,6 +634,11 @@ struct drm_npu_bo_protect {
  * @mmap_offset: out, mmap() offset of the file's doorbell page
  * @wait_va: out, device VA of the queue's wait counter (u64, read-only
  *	for the device) in the file's wait page, mapped in @ctx_id
+ * @wait_mmap_offset: out, mmap() offset of the file's wait page (one
+ *	page, PROT_READ only); the queue's counter is at @doorbell_offset in
+ *	it. Added after the first version of the struct: a caller that
+ *	passes the shorter struct does not get it (DRM copies out only the
+ *	size the caller gave)
  *
  * The ring and the write-back block must each lie in one mapping of the
  * context; both mappings are pinned until the queue is destroyed. To
@@ -654,6 +659,7 @@ struct drm_npu_userq_create {
 	__u64 doorbell_offset;
 	__u64 mmap_offset;
 	__u64 wait_va;
+	__u64 wait_mmap_offset;
 };
 
 /**
