@@ -139,6 +139,7 @@ const char *npu_last_error_message(void);
 #define NPU_FEATURE_PRIME		(1ull << 4)
 #define NPU_FEATURE_COUNTERS		(1ull << 5)
 #define NPU_FEATURE_USER_KERNELS	(1ull << 8)	/* runs user kernels */
+#define NPU_FEATURE_USERQ		(1ull << 10)	/* user-mode queues */
 
 typedef struct npu_device_prop {
 	char name[64];			/* "npu" plus PCI ids */
@@ -388,6 +389,16 @@ npu_status_t npu_memset_async(void *devptr, int value, size_t count,
 #define NPU_STREAM_LEGACY		((npu_stream_t)0)
 #define NPU_STREAM_DEFAULT		0u	/* blocking stream */
 #define NPU_STREAM_NON_BLOCKING		(1u << 0)
+/* Where a stream's work goes (at most one of the two; neither: the
+ * environment variable NPU_QUEUES=user|kernel, else the library's
+ * default). USER_QUEUE: a user-mode queue, written and rung from user
+ * space with no system call per launch, copy or event; when the driver or
+ * device has none (DRM_NPU_FEATURE_USER_QUEUES) or one cannot be made,
+ * the stream runs on kernel queues. KERNEL_QUEUE: jobs through the
+ * driver's SUBMIT ioctl and scheduler. npu_stream_get_flags() of a
+ * stream made with either says which it got. */
+#define NPU_STREAM_USER_QUEUE		(1u << 1)
+#define NPU_STREAM_KERNEL_QUEUE		(1u << 2)
 
 /* Range of stream priorities (cudaDeviceGetStreamPriorityRange). As in CUDA
  * a lower number is a higher priority and 0 is the default; npu has three
@@ -395,7 +406,8 @@ npu_status_t npu_memset_async(void *devptr, int value, size_t count,
 npu_status_t npu_stream_priority_range(int *least, int *greatest);
 
 /* Create a stream (cudaStreamCreateWithPriority). flags:
- * NPU_STREAM_DEFAULT or NPU_STREAM_NON_BLOCKING. priority outside the range
+ * NPU_STREAM_DEFAULT or NPU_STREAM_NON_BLOCKING, with NPU_STREAM_USER_QUEUE
+ * or NPU_STREAM_KERNEL_QUEUE. priority outside the range
  * is clamped (as CUDA). Priority orders jobs waiting for the same ring.
  * The highest (-1) needs CAP_SYS_NICE; without it the stream gets 0, which
  * npu_stream_get_priority() reports. */

@@ -138,3 +138,51 @@ int npu_cmd_launch(struct npu_cmdw *w, uint32_t kernel, const uint32_t grid[3],
 		memcpy(p->args, args, 8 * nargs);
 	return 0;
 }
+
+int npu_cmd_signal(struct npu_cmdw *w, uint64_t addr, uint64_t value)
+{
+	struct npu_pkt_signal *p = npu_cmd_reserve(w, sizeof(*p));
+
+	if (!p)
+		return -ENOSPC;
+	p->header = NPU_PKT_HDR(NPU_OP_SIGNAL, 0, 6);
+	p->reserved = 0;
+	p->addr = addr;
+	p->value = value;
+	return 0;
+}
+
+int npu_cmd_wait_mem64(struct npu_cmdw *w, uint64_t addr, uint64_t value)
+{
+	struct npu_pkt_wait_mem64 *p = npu_cmd_reserve(w, sizeof(*p));
+
+	if (!p)
+		return -ENOSPC;
+	p->header = NPU_PKT_HDR(NPU_OP_WAIT_MEM64, 0, 6);
+	p->reserved = 0;
+	p->addr = addr;
+	p->value = value;
+	return 0;
+}
+
+int npu_cmd_indirect(struct npu_cmdw *w, uint64_t addr, uint32_t size)
+{
+	struct npu_pkt_indirect *p = npu_cmd_reserve(w, sizeof(*p));
+
+	if (!p)
+		return -ENOSPC;
+	p->header = NPU_PKT_HDR(NPU_OP_INDIRECT, 0, 4);
+	p->size = size;
+	p->addr = addr;
+	return 0;
+}
+
+int npu_cmd_nop(struct npu_cmdw *w, uint32_t bytes)
+{
+	uint32_t *p = bytes >= 4 ? npu_cmd_reserve(w, bytes) : NULL;
+
+	if (!p)
+		return -ENOSPC;
+	p[0] = NPU_PKT_HDR(NPU_OP_NOP, 0, bytes / 4);
+	return 0;
+}

@@ -77,6 +77,9 @@ static inline void *npu_cmd_reserve(struct npu_cmdw *w, uint32_t bytes)
 #define NPU_CMD_FILL_BYTES	((uint32_t)sizeof(struct npu_pkt_fill))
 #define NPU_CMD_TS_BYTES	((uint32_t)sizeof(struct npu_pkt_timestamp))
 #define NPU_CMD_SEM_BYTES	((uint32_t)sizeof(struct npu_pkt_sem))
+#define NPU_CMD_SIGNAL_BYTES	((uint32_t)sizeof(struct npu_pkt_signal))
+#define NPU_CMD_WAIT64_BYTES	((uint32_t)sizeof(struct npu_pkt_wait_mem64))
+#define NPU_CMD_INDIRECT_BYTES	((uint32_t)sizeof(struct npu_pkt_indirect))
 /* n bytes inline (npu_cmd_inline) */
 #define NPU_CMD_INLINE_BYTES(n)	((((2 + ((n) + 3) / 4) + 1) & ~1u) * 4)
 /* a memset: an inline word and a COPY on each unaligned end, a FILL */
@@ -109,6 +112,14 @@ int npu_cmd_timestamp(struct npu_cmdw *w, uint64_t dst);
 /* SEM_WAIT (the word at addr reaches value) or SEM_SIGNAL (value to it). */
 int npu_cmd_sem_wait(struct npu_cmdw *w, uint64_t addr, uint32_t value);
 int npu_cmd_sem_signal(struct npu_cmdw *w, uint64_t addr, uint32_t value);
+/* SIGNAL: after every earlier packet, value (and the device clock) to the
+ * memory signal (struct npu_signal) at addr. WAIT_MEM64: the u64 at addr
+ * reaches value. INDIRECT: the size bytes of packets at addr. NOP: bytes
+ * (a multiple of 4, at least 4) of padding. */
+int npu_cmd_signal(struct npu_cmdw *w, uint64_t addr, uint64_t value);
+int npu_cmd_wait_mem64(struct npu_cmdw *w, uint64_t addr, uint64_t value);
+int npu_cmd_indirect(struct npu_cmdw *w, uint64_t addr, uint32_t size);
+int npu_cmd_nop(struct npu_cmdw *w, uint32_t bytes);
 /* LAUNCH of built-in kernel over grid[3], nargs arguments. */
 int npu_cmd_launch(struct npu_cmdw *w, uint32_t kernel, const uint32_t grid[3],
 		   const uint64_t *args, uint32_t nargs);

@@ -223,6 +223,43 @@ unsigned npu_submit_max(const struct device *dev);
 int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
 	       unsigned *sent, unsigned *ioctls);
 
+/* User queues (npu_uq.c). npu_uq_create makes the queue on u's memory
+ * (ring_va, mem_va set by the caller) and says where the file's doorbell
+ * page is mapped (*mmap_offset; u->db is then the doorbell's offset in
+ * it, which the caller turns into a pointer). 0 or -errno. */
+int npu_uq_create(struct device *dev, struct npu_uq *u, uint32_t kind,
+		  uint32_t priority, uint64_t *mmap_offset);
+void npu_uq_destroy(struct device *dev, struct npu_uq *u);
+const volatile struct npu_uq_wb *npu_uq_wb(const struct npu_uq *u);
+bool npu_uq_halted(struct npu_uq *u);
+/* Room for bytes (multiple of 8) in u's ring, written with w; then
+ * npu_uq_commit publishes them with one doorbell store. Caller holds
+ * dev->lock. */
+int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
+		   struct npu_cmdw *w);
+void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w);
+/* A new queue for u after a halt (its memory reused, the work it left
+ * counted as done), once the error was reported. 0 or -errno. */
+int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
+/* npu_job.c: s's user queue again after a halt (npu_uq_restart) once the
+ * halt was reported; -EIO before (the fault check ran). Caller holds
+ * dev->lock. */
+int npu_uq_revive(struct device *dev, struct npu_stream *s);
+/* Memory a waiting queue may wait on was written by the host. */
+void npu_uq_kick(struct npu_uq *u);
+/* Sleep until the memory signal at addr reaches value, at most slice_ns;
+ * queue_id (or 0): its halt ends the wait (-ECANCELED). 0 or -errno. */
+int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
+		    uint32_t queue_id, uint64_t slice_ns);
+/* Put t's point (a user-queue point not yet in the syncobj) into its
+ * syncobj with USERQ_SIGNAL, so that kernel jobs and syncobj waits see it.
+ * 0 or -errno. Caller holds dev->lock. */
+int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point);
+/* A syncobj point queue u must wait for: *value is what its WAIT_MEM64 on
+ * u->wait_va waits for (USERQ_WAIT). 0 or -errno. */
+int npu_uq_wait_syncobj(struct device *dev, struct npu_uq *u, uint32_t handle,
+			uint64_t point, uint64_t *value);
+
 /* Is d's point submitted (in the kernel), so that a job may wait on it? */
 static inline bool npu_dep_ready(const struct dep *d)
 {

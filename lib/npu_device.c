@@ -244,6 +244,9 @@ static npu_status_t device_open(struct device *d)
 
 		pthread_cond_init(&d->flush_cond, NULL);
 		d->batch = !(m && !strcmp(m, "direct"));
+		m = getenv("NPU_QUEUES");
+		d->uq_default = m && !strcmp(m, "user");
+		d->uq_ok = !!(pr->features & DRM_NPU_FEATURE_USER_QUEUES);
 		m = getenv("NPU_WAIT_SPIN_US");
 		d->spin_ns = (m ? strtoull(m, NULL, 10) : NPU_WAIT_SPIN_US) * 1000;
 	}

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <xf86drm.h>
 
@@ -74,6 +75,19 @@ npu_status_t npu_check_faults(struct device *dev)
 	unsigned nargs;
 	int n;
 
+	int settle = 0;
+
+	/* A user queue that halted: the driver records its fault from a
+	 * work item, after the queue's status (and USERQ_WAIT_MEM) say
+	 * halted. Wait for that record (a bounded while) once per halt. */
+	for (s = dev->streams; s; s = s->next)
+		if (s->uq && !s->uq->halt_reported &&
+		    (((const volatile struct npu_uq_wb *)s->uq->mem)->status &
+		     NPU_UQ_STS_HALTED)) {
+			s->uq->halt_reported = true;
+			settle = 2000;
+		}
+again:
 	memset(&f, 0, sizeof(f));
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f)) {
 		npu_note_errno(dev, errno);
@@ -88,6 +102,10 @@ npu_status_t npu_check_faults(struct device *dev)
 		}
 		return dev->sticky;
 	}
+	if (f.count == dev->faults_seen && settle-- > 0) {
+		usleep(1000);
+		goto again;
+	}
 	if (f.count == dev->faults_seen) {
 		/* everything complete so far ran without a fault */
 		for (s = dev->streams; s; s = s->next)
@@ -95,7 +113,8 @@ npu_status_t npu_check_faults(struct device *dev)
 		return dev->sticky;
 	}
 	for (s = dev->streams; s; s = s->next)
-		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id)
+		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id ||
+		    (s->uq && s->uq->id == f.queue_id))
 			hit = s;
 	/* the failed jobs since the last check, counted against the tuner
 	 * when the latest one ran on a stream of npu_tune() (npu_tune.c) */

@@ -1591,6 +1591,8 @@ static void add_entry(struct launch *L, struct tl *t, uint64_t point)
 
 	if (!point || point <= t->completed)
 		return;
+	/* a point of a user queue: into its syncobj (the launch is a job) */
+	npu_tl_bridge(L->dev, t, point);
 	for (i = 0; i < L->nentry; i++)
 		if (L->entry[i].tl == t) {
 			if (point > L->entry[i].point)
@@ -1652,6 +1654,7 @@ static void wait_available(struct device *dev, struct tl *t, uint64_t point)
 
 	if (!point || npu_tl_done(dev, t, point))
 		return;
+	npu_tl_bridge(dev, t, point);	/* a user queue's point */
 	t->refs++;
 	pthread_mutex_unlock(&dev->lock);
 	npu_syncobj_wait(dev, &h, &point, 1,
@@ -1888,6 +1891,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 
 		if (xn->type == NPU_GRAPH_NODE_EVENT_WAIT && e->tl->next &&
 		    !npu_tl_done(dev, e->tl, e->tl->next)) {
+			npu_tl_bridge(dev, e->tl, e->tl->next);
 			L->evpt[i] = e->tl->next;
 			L->evtl[i] = e->tl;
 			e->tl->refs++;
@@ -1927,6 +1931,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	npu_legacy_deps_commit(dev, s);
 	/* reserve the stream point: later work of the stream follows it */
 	L->P = ++s->tl->next;
+	s->tl->k_pt = L->P;	/* a kernel job's point, on any stream */
 	s->last_queue = Q_NONE;
 	s->tl->refs++;
 	x->launches = L->n;

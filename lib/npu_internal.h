@@ -66,6 +66,40 @@ struct tl {				/* refcounted timeline syncobj */
 	 * it complete too (refs held on via) */
 	struct tl *via;
 	uint64_t via_pt, via_ev_pt;
+	/* user queues (npu_uq.c): point uq_pt of this timeline completes
+	 * when queue uq_id's rptr reaches uq_wptr, and is not in the
+	 * syncobj until npu_tl_bridge puts it there (uq_id 0: none). A
+	 * stream's timeline on a user queue has a memory signal (struct
+	 * npu_signal at sig_va, word = its value's low half): every point
+	 * <= uq_pt and > k_pt is written there (by the device, or by the
+	 * host thread for a host function) */
+	uint32_t uq_id;
+	uint64_t uq_pt, uq_wptr;
+	uint64_t sig_va;		/* 0: no memory signal */
+	const volatile uint32_t *uq_status;	/* its queue's, write-back */
+	uint64_t k_pt;			/* last point a kernel job signals */
+};
+
+/* A stream's user queue (npu_uq.c): its ring, and a page holding the
+ * write-back block (offset 0), the stream's memory signal (offset 64). */
+#define UQ_RING_SIZE		(128u * 1024)
+#define UQ_MEM_SIZE		4096u
+#define UQ_SIG_OFF		64u
+#define UQ_REL_OFF		128u	/* u64: host functions released */
+struct npu_uq {
+	uint32_t id;
+	uint32_t ring_handle, mem_handle;
+	uint8_t *ring;
+	uint64_t ring_va;
+	uint8_t *mem;
+	uint64_t mem_va;
+	volatile uint64_t *db;		/* the queue's doorbell */
+	uint64_t wptr;			/* bytes written (published or not) */
+	uint64_t wait_va;		/* USERQ_WAIT's counter */
+	uint64_t last_pt;		/* stream point of the last job in it */
+	uint64_t releases;		/* host functions queued on it */
+	bool halted;			/* seen halted or stopped */
+	bool halt_reported;		/* its fault record was waited for */
 };
 
 struct dep {
@@ -95,6 +129,7 @@ struct hostcb {
 	void *user;
 	uint64_t wait_point;		/* stream point to wait for (0: none) */
 	uint64_t signal_point;		/* stream point to signal after fn */
+	uint64_t release;		/* user queue: its release count */
 };
 
 struct cmd_span {
@@ -128,6 +163,8 @@ struct npu_stream {
 	struct cmd_span span[CMD_INFLIGHT];	/* not zeroed: see span_count */
 	unsigned span_head, span_count;		/* (stream_new zeroes from here) */
 	int word_idx;			/* slot of tl->word (-1: none) */
+	struct npu_uq *uq;		/* its user queue, or NULL (kernel) */
+	unsigned qflags;		/* NPU_STREAM_*_QUEUE it was made with */
 	/* sticky error */
 	npu_status_t sticky;
 	bool tune;			/* a stream of npu_tune() (npu_tune.c) */
@@ -226,6 +263,11 @@ struct device {
 	bool batch_busy;		/* a batch is built and not yet done:
 					 * bjobs/bsyncs in use, order pending */
 	struct djob **wait_batch;	/* a waiter's batch (npu_flush_now) */
+	/* user queues: NPU_QUEUES (user or kernel) and whether the driver
+	 * has them; the file's doorbell page, mapped on first use */
+	bool uq_default, uq_ok;
+	void *uq_db_page;
+	uint64_t uq_db_offset;		/* its mmap offset */
 	/* errors */
 	_Atomic bool lost;		/* an ioctl failed with ENODEV: the
 					 * driver was unbound (lock-free) */

@@ -26,7 +26,8 @@ static int cmd_reserve(struct device *dev, struct npu_stream *s, uint32_t bytes,
 			struct cmd_span *sp = &s->span[s->span_head];
 
 			if (sp->point > s->tl->completed &&
-			    (pass == 0 || sp->point > s->tl->submitted ||
+			    (pass == 0 ||
+			     (sp->point > s->tl->submitted && !s->uq) ||
 			     !npu_tl_done(dev, s->tl, sp->point)))
 				break;
 			s->span_head = (s->span_head + 1) % CMD_INFLIGHT;
@@ -95,7 +96,7 @@ npu_status_t npu_job_begin(struct device *dev, struct npu_stream *s,
 		max_bytes += NPU_TRACE_BYTES;
 	memset(jc, 0, sizeof(*jc));
 	jc->s = s;
-	if (max_bytes && s->tl->word) {
+	if (max_bytes && s->tl->word && !s->uq) {
 		max_bytes += NPU_CMD_SEM_BYTES;
 		jc->word = true;
 	}
@@ -296,6 +297,182 @@ void npu_job_abort(struct jobctx *jc)
 	jc_release(jc);
 }
 
+/* A stream whose queue halted gets a new queue once the halt has been
+ * reported (sticky errors stop the work before it gets here until
+ * npu_device_reset); before, -EIO. Caller holds dev->lock. */
+int npu_uq_revive(struct device *dev, struct npu_stream *s)
+{
+	int r;
+
+	if (!npu_uq_halted(s->uq))
+		return 0;
+	if (!s->uq->halt_reported) {	/* first report the halt */
+		npu_check_faults(dev);
+		return -EIO;
+	}
+	r = npu_uq_restart(dev, s->uq, s->qprio);
+	if (r)
+		return r;
+	s->tl->uq_id = s->uq->id;
+	s->tl->uq_wptr = 0;
+	return 0;
+}
+
+/* Where a user-queue job waits for a point: a memory word and the value
+ * its WAIT_MEM64 waits for. */
+struct uq_wait {
+	uint64_t addr, value;
+};
+
+/* The wait a user queue needs for dependency d, if any (0: none, 1: *w).
+ * Points of user queues are memory signals; a point only a syncobj has
+ * goes through USERQ_WAIT (a system call, for work from kernel queues:
+ * graph launches, imported events, streams on kernel queues). Caller
+ * holds dev->lock, which a point not yet in the kernel (held back behind
+ * a host function of a kernel-queue stream) drops until the point is
+ * submitted. */
+static int uq_dep(struct device *dev, struct npu_stream *s,
+		  const struct dep *d, struct uq_wait *w)
+{
+	struct tl *t = d->tl;
+	uint64_t p = d->point;
+	int r;
+
+	if (d->order_only)	/* queue order, or a fresh event timeline */
+		return 0;
+	if (t == s->tl && p <= s->uq->last_pt)
+		return 0;	/* an earlier job of this queue */
+	if (npu_tl_done(dev, t, p))
+		return 0;
+	if (t->via && p == t->via_ev_pt && t->via->sig_va &&
+	    t->via_pt > t->via->k_pt) {
+		w->addr = t->via->sig_va;	/* recorded on a user queue */
+		w->value = t->via_pt;
+		return 1;
+	}
+	if (t->sig_va && p <= t->uq_pt && p > t->k_pt) {
+		w->addr = t->sig_va;
+		w->value = p;
+		return 1;
+	}
+	if (p > t->submitted) {
+		npu_flush_now(dev);
+		npu_flush_deferred(dev);
+	}
+	if (p > t->submitted) {
+		/* until its fence exists (not until it signals) */
+		uint32_t h = t->handle;
+
+		t->refs++;
+		pthread_mutex_unlock(&dev->lock);
+		r = npu_syncobj_wait(dev, &h, &p, 1,
+				     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_FOR_SUBMIT |
+				     DRM_SYNCOBJ_WAIT_FLAGS_WAIT_AVAILABLE);
+		pthread_mutex_lock(&dev->lock);
+		npu_tl_put(dev, t);
+		if (r)
+			return -EIO;
+	}
+	r = npu_uq_wait_syncobj(dev, s->uq, t->handle, p, &w->value);
+	if (r)
+		return r;
+	w->addr = s->uq->wait_va;
+	return 1;
+}
+
+/* npu_job_submit on a user queue: its waits (WAIT_MEM64), the job's
+ * packets (an INDIRECT to them in the command ring), and a SIGNAL of the
+ * stream's point to the stream's memory signal, then one doorbell store.
+ * No system call unless a dependency is only in a syncobj. */
+static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
+				  int queue, struct tl *ev, uint64_t ev_point,
+				  uint64_t *point)
+{
+	struct npu_stream *s = jc->s;
+	struct npu_uq *u = s->uq;
+	struct uq_wait inline_w[INLINE_DEPS], *wv = inline_w;
+	uint64_t pt = s->tl->next + 1;
+	struct npu_cmdw w;
+	unsigned nw = 0, i;
+	uint32_t bytes;
+	int r;
+
+	if (npu_cmdw_full(&jc->w)) {
+		jc_release(jc);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "command buffer full");
+	}
+	if (jc->ndeps > INLINE_DEPS) {
+		wv = malloc(jc->ndeps * sizeof(*wv));
+		if (!wv) {
+			jc_release(jc);
+			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "user queue waits");
+		}
+	}
+	for (i = 0; i < jc->ndeps; i++) {
+		r = uq_dep(dev, s, &jc->deps[i], &wv[nw]);
+		if (r < 0) {
+			if (wv != inline_w)
+				free(wv);
+			jc_release(jc);
+			return npu_fail(r == -EIO ? npu_fail_wait(dev) :
+					NPU_ERROR_OS, "user queue wait: %s",
+					npu_strerror(-r));
+		}
+		nw += r;
+	}
+	bytes = nw * NPU_CMD_WAIT64_BYTES + NPU_CMD_SIGNAL_BYTES +
+		(jc->w.len ? NPU_CMD_INDIRECT_BYTES : 0);
+	r = npu_uq_revive(dev, s);
+	if (!r)
+		r = npu_uq_reserve(dev, u, bytes, &w);
+	if (r) {
+		if (wv != inline_w)
+			free(wv);
+		jc_release(jc);
+		if (r == -EIO) {
+			npu_check_faults(dev);
+			return npu_fail_sticky(dev, dev->sticky ? dev->sticky :
+					       NPU_ERROR_LAUNCH_FAILURE);
+		}
+		return npu_fail(NPU_ERROR_OS, "user queue: %s", npu_strerror(-r));
+	}
+	for (i = 0; i < nw; i++)
+		npu_cmd_wait_mem64(&w, wv[i].addr, wv[i].value);
+	if (wv != inline_w)
+		free(wv);
+	if (jc->w.len)
+		npu_cmd_indirect(&w, s->cmd_va + jc->off, jc->w.len);
+	npu_cmd_signal(&w, s->tl->sig_va, pt);
+	npu_uq_commit(u, &w);
+
+	if (!jc->no_implicit)
+		npu_legacy_deps_commit(dev, s);
+	s->tl->next = pt;
+	s->tl->uq_id = u->id;
+	s->tl->uq_pt = pt;
+	s->tl->uq_wptr = u->wptr;
+	s->tl->word_pt = pt;
+	u->last_pt = pt;
+	if (ev) {
+		ev->next = ev_point;
+		npu_tl_put(dev, ev->via);
+		ev->via = s->tl;
+		s->tl->refs++;
+		ev->via_pt = pt;
+		ev->via_ev_pt = ev_point;
+		ev->uq_id = u->id;
+		ev->uq_pt = ev_point;
+		ev->uq_wptr = u->wptr;
+	}
+	s->last_queue = queue;
+	if (jc->w.len)
+		cmd_commit(s, jc->off, jc->w.len, pt, jc->kernel, jc->entry);
+	jc_release(jc);
+	if (point)
+		*point = pt;
+	return NPU_SUCCESS;
+}
+
 /* Finish a job: the packets written with jc->w. queue is Q_COMPUTE
  * or Q_COPY. ev/ev_point: an extra timeline point to signal (event record).
  * On success *point is the stream point the job signals. Caller holds
@@ -317,7 +494,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		jc->deps = jc->inline_deps;
 		jc->cap = INLINE_DEPS;
 	}
-	if (s->legacy && !jc->no_implicit) {
+	if (s->legacy && !jc->no_implicit && !s->uq) {
 		st = npu_legacy_fanin(dev, s, queue, LEGACY_FANIN);
 		if (st) {
 			jc_release(jc);
@@ -329,6 +506,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 		jc_release(jc);
 		return npu_fail(st, "out of memory");
 	}
+	if (s->uq)
+		return uq_job_submit(dev, jc, queue, ev, ev_point, point);
 	out[0] = s->tl;
 	out_pt[0] = s->tl->next + 1;
 	if (jc->word) {		/* last: the job's point to the completion word */
@@ -348,6 +527,15 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 				jc_release(jc);
 				return npu_fail(st, "out of memory");
 			}
+		}
+	}
+	/* points of user queues the job waits for: into their syncobjs */
+	for (i = 0; i < jc->ndeps; i++) {
+		r = npu_tl_bridge(dev, jc->deps[i].tl, jc->deps[i].point);
+		if (r) {
+			jc_release(jc);
+			return npu_fail(NPU_ERROR_OS, "DRM_IOCTL_NPU_USERQ_SIGNAL: %s",
+					npu_strerror(-r));
 		}
 	}
 	if (dev->batch)

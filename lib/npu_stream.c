@@ -173,6 +173,23 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 	} else if (s->cmd_map) {
 		npu_host_bo_free(dev, s->cmd_handle, s->cmd_map, CMD_RING_SIZE);
 	}
+	if (s->uq) {
+		/* destroyed, the queue writes nothing more: its memory goes;
+		 * the timeline may live on (events, graphs) without it */
+		npu_uq_destroy(dev, s->uq);
+		npu_host_bo_free(dev, s->uq->ring_handle, s->uq->ring,
+				 UQ_RING_SIZE);
+		npu_host_bo_free(dev, s->uq->mem_handle, s->uq->mem,
+				 UQ_MEM_SIZE);
+		free(s->uq);
+		s->uq = NULL;
+		if (s->tl) {
+			s->tl->word = NULL;
+			s->tl->sig_va = 0;
+			s->tl->uq_id = 0;
+			s->tl->uq_status = NULL;
+		}
+	}
 	/* the device may still write the word: the slot waits for the
 	 * last point that does */
 	if (s->word_idx >= 0)
@@ -204,6 +221,72 @@ static uint32_t pick_ring(struct device *dev, int q, uint32_t nrings)
 	return best;
 }
 
+/* A user queue for s (its memory, the queue, the file's doorbell page on
+ * first use), and s's timeline on its memory signal. 0 or -errno: then s
+ * runs on kernel queues. Caller holds dev->lock. */
+static int stream_uq(struct device *dev, struct npu_stream *s)
+{
+	struct npu_uq *u = calloc(1, sizeof(*u));
+	uint64_t off;
+	int r;
+
+	if (!u)
+		return -ENOMEM;
+	r = npu_host_bo(dev, UQ_RING_SIZE, &u->ring_handle, &u->ring_va,
+			(void **)&u->ring);
+	if (r)
+		goto fail;
+	r = npu_host_bo(dev, UQ_MEM_SIZE, &u->mem_handle, &u->mem_va,
+			(void **)&u->mem);
+	if (r)
+		goto fail_ring;
+	r = npu_uq_create(dev, u, DRM_NPU_RING_KIND_COMPUTE,
+			  map_priority(s->priority), &off);
+	if (r)
+		goto fail_mem;
+	if (!dev->uq_db_page) {
+		void *m = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, dev->fd,
+			       (off_t)off);
+
+		if (m == MAP_FAILED) {
+			r = -errno;
+			goto fail_queue;
+		}
+		if (npu_host_map_add(dev, m, 4096)) {
+			munmap(m, 4096);
+			r = -ENOMEM;
+			goto fail_queue;
+		}
+		dev->uq_db_page = m;
+		dev->uq_db_offset = off;
+	}
+	u->db = (volatile uint64_t *)((char *)dev->uq_db_page +
+				      (uintptr_t)u->db);
+	s->uq = u;
+	s->tl->sig_va = u->mem_va + UQ_SIG_OFF;
+	s->tl->word = (uint32_t *)(u->mem + UQ_SIG_OFF);
+	s->tl->word_va = s->tl->sig_va;
+	s->tl->uq_status = &npu_uq_wb(u)->status;
+	return 0;
+fail_queue:
+	npu_uq_destroy(dev, u);
+fail_mem:
+	npu_host_bo_free(dev, u->mem_handle, u->mem, UQ_MEM_SIZE);
+fail_ring:
+	npu_host_bo_free(dev, u->ring_handle, u->ring, UQ_RING_SIZE);
+fail:
+	free(u);
+	return r;
+}
+
+/* Does a stream made with flags run on a user queue? */
+static bool stream_wants_uq(const struct device *dev, unsigned flags)
+{
+	if (!dev->uq_ok || (flags & NPU_STREAM_KERNEL_QUEUE))
+		return false;
+	return (flags & NPU_STREAM_USER_QUEUE) || dev->uq_default;
+}
+
 /* Caller holds dev->lock. */
 static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 			       bool legacy, struct npu_stream **out)
@@ -219,7 +302,8 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	memset(&s->span_head, 0, sizeof(*s) - offsetof(struct npu_stream, span_head));
 	s->magic = STREAM_MAGIC;
 	s->dev = dev;
-	s->flags = flags;
+	s->flags = flags & NPU_STREAM_NON_BLOCKING;
+	s->qflags = flags & (NPU_STREAM_USER_QUEUE | NPU_STREAM_KERNEL_QUEUE);
 	s->priority = prio;
 	s->legacy = legacy;
 	s->last_queue = Q_NONE;
@@ -231,9 +315,17 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		stream_free_resources(dev, s, false);
 		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
 	}
+	/* a user queue when asked for and there are any, else kernel
+	 * queues (the debug message says why) */
+	if (stream_wants_uq(dev, flags)) {
+		r = stream_uq(dev, s);
+		if (r && getenv("NPU_DEBUG"))
+			fprintf(stderr, "libnpu: stream on kernel queues: "
+				"user queue: %s\n", npu_strerror(-r));
+	}
 	/* a completion word from the timestamp pool; without one, waits
 	 * just block in the kernel */
-	s->word_idx = ts_alloc(dev);
+	s->word_idx = s->uq ? -1 : ts_alloc(dev);
 	if (s->word_idx >= 0) {
 		s->tl->word = (uint32_t *)ts_ptr(dev, s->word_idx);
 		*s->tl->word = 0;
@@ -369,7 +461,9 @@ npu_status_t npu_stream_create(npu_stream_t *out, unsigned int flags,
 
 	if (!out)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "stream pointer is NULL");
-	if (flags & ~NPU_STREAM_NON_BLOCKING)
+	if (flags & ~(NPU_STREAM_NON_BLOCKING | NPU_STREAM_USER_QUEUE |
+		      NPU_STREAM_KERNEL_QUEUE) ||
+	    ((flags & NPU_STREAM_USER_QUEUE) && (flags & NPU_STREAM_KERNEL_QUEUE)))
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown stream flags 0x%x",
 				flags);
 	st = npu_cur_dev(&dev);
@@ -537,6 +631,8 @@ npu_status_t npu_stream_get_flags(npu_stream_t h, unsigned int *flags)
 	if (!flags)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags is NULL");
 	*flags = s->flags;
+	if (s->qflags)		/* asked for one: where it runs */
+		*flags |= s->uq ? NPU_STREAM_USER_QUEUE : NPU_STREAM_KERNEL_QUEUE;
 	return NPU_SUCCESS;
 }
 
@@ -631,9 +727,31 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 		pt[n] = s->tl->next;
 		n++;
 	}
-	pthread_mutex_unlock(&dev->lock);
-	r = npu_wait_points(dev, h, pt, n);
-	pthread_mutex_lock(&dev->lock);
+	/* points of user queues are memory signals, not (yet) in their
+	 * syncobjs: waited for one by one (the waits drop the lock) */
+	r = 0;
+	for (i = 0; i < n && !r; i++)
+		if (tls[i]->sig_va && pt[i] <= tls[i]->uq_pt &&
+		    pt[i] > tls[i]->k_pt)
+			r = npu_tl_wait_now(dev, tls[i], pt[i]);
+	if (!r) {
+		unsigned k = 0;
+
+		/* the rest in one syncobj wait (h, pt, tls compacted) */
+		for (i = 0; i < n; i++)
+			if (pt[i] > tls[i]->completed) {
+				h[k] = h[i];
+				pt[k] = pt[i];
+				tls[k] = tls[i];
+				k++;
+			} else {
+				npu_tl_put(dev, tls[i]);
+			}
+		n = k;
+		pthread_mutex_unlock(&dev->lock);
+		r = npu_wait_points(dev, h, pt, n);
+		pthread_mutex_lock(&dev->lock);
+	}
 	for (i = 0; i < n; i++) {
 		if (!r && pt[i] > tls[i]->completed)
 			tls[i]->completed = pt[i];
@@ -735,7 +853,12 @@ static void *cb_main(void *arg)
 		if (run)
 			cb->fn(cb->user);
 		pthread_mutex_lock(&dev->lock);
-		if (waited) {
+		if (s->uq) {
+			/* release the queue's wait: it signals the point */
+			__atomic_store_n((uint64_t *)(s->uq->mem + UQ_REL_OFF),
+					 cb->release, __ATOMIC_RELEASE);
+			npu_uq_kick(s->uq);
+		} else if (waited) {
 			drmSyncobjTimelineSignal(dev->fd, &s->tl->handle,
 						 &cb->signal_point, 1);
 			s->tl->submitted = cb->signal_point;
@@ -788,6 +911,30 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 			goto fail;
 		}
 		s->cb_started = true;
+	}
+	if (s->uq) {
+		/* on the queue: wait for the host thread's release, then
+		 * signal the function's point (no system call) */
+		struct npu_uq *u = s->uq;
+		struct npu_cmdw w;
+		int r = npu_uq_revive(dev, s);
+
+		if (!r)
+			r = npu_uq_reserve(dev, u, NPU_CMD_WAIT64_BYTES +
+					   NPU_CMD_SIGNAL_BYTES, &w);
+		if (r) {
+			st = npu_fail(NPU_ERROR_LAUNCH_FAILURE, "user queue: %s",
+				      npu_strerror(-r));
+			goto fail;
+		}
+		cb->release = ++u->releases;
+		npu_cmd_wait_mem64(&w, u->mem_va + UQ_REL_OFF, cb->release);
+		npu_cmd_signal(&w, s->tl->sig_va, s->tl->next + 1);
+		npu_uq_commit(u, &w);
+		s->tl->uq_id = u->id;
+		s->tl->uq_pt = s->tl->next + 1;
+		s->tl->uq_wptr = u->wptr;
+		u->last_pt = s->tl->next + 1;
 	}
 	cb->fn = fn;
 	cb->user = user;
@@ -1102,6 +1249,17 @@ out:
 	return st;
 }
 
+/* Has a user queue of dev halted (read from memory)? */
+static bool uq_any_halted(struct device *dev)
+{
+	struct npu_stream *s;
+
+	for (s = dev->streams; s; s = s->next)
+		if (s->uq && npu_uq_halted(s->uq))
+			return true;
+	return false;
+}
+
 npu_status_t npu_event_query(npu_event_t e)
 {
 	struct device *dev;
@@ -1113,6 +1271,12 @@ npu_status_t npu_event_query(npu_event_t e)
 	dev = e->dev;
 	pthread_mutex_lock(&dev->lock);
 	known = e->tl->next <= e->tl->completed;
+	if (!known && e->tl->via && e->tl->via->sig_va &&
+	    e->tl->next == e->tl->via_ev_pt && !uq_any_halted(dev))
+		/* recorded on a user queue, which halts at a fault: its
+		 * signal passing says the work before it ran clean; no
+		 * queue of the device halted, so no fault check (ioctl) */
+		known = true;
 	if (!npu_tl_done(dev, e->tl, e->tl->next)) {
 		st = NPU_ERROR_NOT_READY;
 	} else {
@@ -1268,6 +1432,8 @@ npu_status_t npu_event_export_fd(npu_event_t e, int *fd)
 		/* the record may still be on its way to the kernel */
 		struct tl *t = e->tl;
 
+		/* or on a user queue: into the syncobj (USERQ_SIGNAL) */
+		npu_tl_bridge(dev, t, p);
 		t->refs++;
 		pthread_mutex_unlock(&dev->lock);
 		npu_syncobj_wait(dev, &t->handle, &p, 1,

@@ -59,8 +59,17 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 	if (point <= t->completed)
 		return true;
 	if (word_passed(t, point) ||
-	    (t->via && point == t->via_ev_pt && word_passed(t->via, t->via_pt))) {
+	    (t->via && point == t->via_ev_pt &&
+	     (word_passed(t->via, t->via_pt) ||
+	      t->via->completed >= t->via_pt))) {
 		t->completed = point;
+		return true;
+	}
+	if (t->uq_status && point <= t->uq_pt && point > t->k_pt &&
+	    (*t->uq_status & NPU_UQ_STS_HALTED)) {
+		/* its user queue halted (a fault, a stop): the point never
+		 * comes; as a failed job's fence, it counts as done and the
+		 * fault check reports why */
 		return true;
 	}
 	if (point > t->submitted)

@@ -417,6 +417,7 @@ static npu_status_t wait_any(struct tuner *t)
 		if (!sl->n)
 			continue;
 		e = sl->run[sl->head].ev[1];
+		npu_tl_bridge(t->dev, e->tl, e->tl->next);	/* user queues */
 		h[n] = e->tl->handle;
 		pt[n++] = e->tl->next;
 	}
@@ -427,6 +428,7 @@ static npu_status_t wait_any(struct tuner *t)
 		if (!lq->n)
 			continue;
 		e = lq->ev[lq->head];
+		npu_tl_bridge(t->dev, e->tl, e->tl->next);
 		h[n] = e->tl->handle;
 		pt[n++] = e->tl->next;
 	}

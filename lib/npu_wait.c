@@ -94,6 +94,61 @@ static bool word_spin(struct device *dev, const struct tl *t, uint64_t point,
 	}
 }
 
+/* How long one USERQ_WAIT_MEM may sleep before the signal and the device
+ * are looked at again. */
+#define UQ_WAIT_SLICE_NS 250000000ull
+
+/* A user-queue point: the device writes it to t's memory signal. Watch
+ * the signal, then sleep in USERQ_WAIT_MEM (which arms it) until it
+ * passes or the queue halts. Without dev->lock, holding a reference. */
+static int sig_wait(struct device *dev, const uint32_t *word,
+		    const volatile uint32_t *status, uint64_t sig_va,
+		    uint32_t uq_id, uint64_t point, unsigned sched, bool spin)
+{
+	bool bounded = sched == NPU_DEVICE_SCHEDULE_AUTO;
+	unsigned every = sched == NPU_DEVICE_SCHEDULE_YIELD ? 1 :
+			 sched == NPU_DEVICE_SCHEDULE_SPIN ? 1024 : 32;
+	uint64_t end = mono_ns() + dev->spin_ns;
+	unsigned i = 0;
+	int r;
+
+	/* as word_spin, but a halted queue (it never writes the signal)
+	 * ends the spin: the wait below then says why */
+	while (spin && !(*status & NPU_UQ_STS_HALTED)) {
+		if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) -
+			      (uint32_t)point) >= 0)
+			return 0;
+		if (++i % every == 0)
+			sched_yield();
+		else
+			cpu_relax();
+		if (bounded && mono_ns() >= end)
+			break;
+	}
+	for (;;) {
+		if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) -
+			      (uint32_t)point) >= 0)
+			return 0;
+		r = npu_uq_wait_mem(dev, sig_va, point, uq_id, UQ_WAIT_SLICE_NS);
+		if (!r)
+			return 0;
+		if (r == -ETIME || r == -EINTR) {
+			if (npu_dev_lost(dev)) {
+				errno = ENODEV;
+				return -1;
+			}
+			continue;
+		}
+		/* the queue halted (a fault) or was stopped: the point never
+		 * comes; as a failed job's fence it ends the wait, and the
+		 * caller's fault check says why */
+		if (r == -ECANCELED)
+			return 0;
+		errno = -r;
+		return -1;
+	}
+}
+
 int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 {
 	uint32_t h = t->handle;
@@ -103,6 +158,37 @@ int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 
 	if (!point || point <= t->completed)
 		return 0;
+	if (t->via && point == t->via_ev_pt &&
+	    (t->via->sig_va || t->via->completed >= t->via_pt) &&
+	    t->via_pt > t->via->k_pt) {
+		/* an event recorded on a user queue: its stream's signal */
+		struct tl *v = t->via;
+
+		v->refs++;
+		r = npu_tl_wait_now(dev, v, t->via_pt);
+		npu_tl_put(dev, v);
+		if (!r && point > t->completed)
+			t->completed = point;
+		return r;
+	}
+	if (t->sig_va && point <= t->uq_pt && point > t->k_pt) {
+		sched = dev->sched;
+		spin = sched != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC &&
+		       (sched != NPU_DEVICE_SCHEDULE_AUTO || dev->spin_ns);
+		const uint32_t *word = t->word;
+		const volatile uint32_t *status = t->uq_status;
+		uint64_t va = t->sig_va;
+		uint32_t id = t->uq_id;
+
+		t->refs++;
+		pthread_mutex_unlock(&dev->lock);
+		r = sig_wait(dev, word, status, va, id, point, sched, spin);
+		pthread_mutex_lock(&dev->lock);
+		if (!r && point > t->completed)
+			t->completed = point;
+		npu_tl_put(dev, t);
+		return r;
+	}
 	if (point > t->submitted)
 		npu_flush_now(dev);
 	sched = dev->sched;

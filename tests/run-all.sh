@@ -217,7 +217,7 @@ asan_bin=$BUILD/guest-asan/bin
 if [ -d "$asan_bin" ] && [ -z "${NPU_SKIP_ASAN:-}" ]; then
 	for k in "$@"; do
 		[ "$k" = 6.12 ] || continue
-		awk -v bin="$asan_bin" '$1 != "lib-churn" && $1 != "lib-launch-cost" &&
+		awk -v bin="$asan_bin" '$1 !~ /^lib-(churn|launch-cost)(-uq)?$/ &&
 			system("test -x " bin "/" $2) == 0' "$suites" >"$res/guest-suites.asan"
 		boot_extra_bin=$asan_bin boot "$k-asan" "$k" "$res/guest-suites.asan"
 		if [ -n "$vsuites" ]; then

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,33 @@
 
 #define MAX_TRIALS 31
 #define MAX_S 8
+
+/* Every ioctl of this process, libnpu's and libdrm's included: this
+ * program defines ioctl() (linked with -rdynamic, so the libraries' calls
+ * reach it) and counts the calls, to give system calls per launch. */
+static unsigned long n_ioctls;
+
+int ioctl(int fd, unsigned long request, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_ioctl, fd, request, arg);
+}
+
+static unsigned long ioctls(void)
+{
+	return __atomic_load_n(&n_ioctls, __ATOMIC_RELAXED);
+}
+
+/* Key suffix of the pass under way: "" (kernel queues) or "_uq" (user
+ * queues), so both paths print side by side. */
+static const char *sfx = "";
+static unsigned qflag;		/* NPU_STREAM_*_QUEUE of the pass */
 
 static int tiny, trials = 7, model_off, fails, verbose, skip_floor;
 static struct json_object *js;		/* --json: the results, then notes */
@@ -145,8 +173,11 @@ static struct json_object *js_num(double v)
 }
 
 /* key: {"median": m, "min": a, "max": b, "trials": n} plus a table row */
-static void emit(const char *key, struct stat3 s, const char *unit, const char *what)
+static void emit(const char *key0, struct stat3 s, const char *unit, const char *what)
 {
+	char key[96];
+
+	snprintf(key, sizeof(key), "%s%s", key0, sfx);
 	if (js) {
 		struct json_object *o = json_object_new_object();
 
@@ -173,8 +204,11 @@ static void emit_ratio(const char *key, const double *num, const double *den, in
 
 /* A key that could not be measured: null in the JSON, with the reason in
  * "notes". */
-static void emit_null(const char *key, const char *why)
+static void emit_null(const char *key0, const char *why)
 {
+	char key[96];
+
+	snprintf(key, sizeof(key), "%s%s", key0, sfx);
 	if (js) {
 		json_object_object_add(js, key, NULL);
 		json_object_object_add(js_notes, key, json_object_new_string(why));
@@ -258,11 +292,13 @@ static int bench_calls(void)
 	double nul[MAX_TRIALS], wait[MAX_TRIALS], enq[MAX_TRIALS], rt[MAX_TRIALS];
 	double rec[MAX_TRIALS], qry[MAX_TRIALS], swe[MAX_TRIALS], hf[MAX_TRIALS], floor2[MAX_TRIALS];
 	double scd[MAX_TRIALS], sus[MAX_TRIALS], enq_nul[MAX_TRIALS];
+	double enq_sys[MAX_TRIALS], sus_sys[MAX_TRIALS];
 	int n = tiny ? 4 : 400, rtn = tiny ? 2 : 60, scn = tiny ? 2 : 50, t, i,
 	    nt = tiny ? 1 : trials;
 	npu_event_t ev[512], done;
 	npu_stream_t tmp;
 
+	hits = 0;
 	CK(npu_event_create(&done, NPU_EVENT_DISABLE_TIMING));
 	for (i = 0; i < n; i++)
 		CK(npu_event_create(&ev[i], NPU_EVENT_DISABLE_TIMING));
@@ -284,6 +320,7 @@ static int bench_calls(void)
 		{
 			double eb[ENQ_ROUNDS], nb[ENQ_ROUNDS];
 			int r, per = n >= ENQ_ROUNDS ? n / ENQ_ROUNDS : 1;
+			unsigned long sys = 0, c0;
 
 			for (r = 0; r < ENQ_ROUNDS; r++) {
 				CK(npu_stream_synchronize(s[0]));
@@ -291,24 +328,33 @@ static int bench_calls(void)
 					return failed("npu_stream_wait_value32",
 						      NPU_ERROR_OS);
 				nb[r] = null_ioctl_us(per);
+				c0 = ioctls();
 				t0 = now_us();
 				for (i = 0; i < per; i++)
 					CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0],
 						      NPU_LAUNCH_ASYNC));
 				eb[r] = (now_us() - t0) / per;
+				sys += ioctls() - c0;
 				gate_open();
 			}
 			CK(npu_stream_synchronize(s[0]));
+			enq_sys[t] = (double)sys / (per * ENQ_ROUNDS);
 			enq[t] = stats(eb, ENQ_ROUNDS).med;
 			enq_nul[t] = stats(nb, ENQ_ROUNDS).med;
 		}
 		/* sustained: n async launches on an open stream, then one
 		 * synchronize: the submit thread's work counts too */
-		t0 = now_us();
-		for (i = 0; i < n; i++)
-			CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0], NPU_LAUNCH_ASYNC));
-		CK(npu_stream_synchronize(s[0]));
-		sus[t] = (now_us() - t0) / n;
+		{
+			unsigned long c0 = ioctls();
+
+			t0 = now_us();
+			for (i = 0; i < n; i++)
+				CK(npu_launch(NPU_K_NOP, g1, NULL, 0, s[0],
+					      NPU_LAUNCH_ASYNC));
+			CK(npu_stream_synchronize(s[0]));
+			sus[t] = (now_us() - t0) / n;
+			sus_sys[t] = (double)(ioctls() - c0) / n;
+		}
 		/* round trip: launch + synchronize */
 		t0 = now_us();
 		for (i = 0; i < rtn; i++) {
@@ -345,7 +391,7 @@ static int bench_calls(void)
 		 * program that makes one per task does) */
 		t0 = now_us();
 		for (i = 0; i < scn; i++) {
-			CK(npu_stream_create(&tmp, NPU_STREAM_NON_BLOCKING, 0));
+			CK(npu_stream_create(&tmp, NPU_STREAM_NON_BLOCKING | qflag, 0));
 			CK(npu_stream_destroy(tmp));
 		}
 		scd[t] = (now_us() - t0) / scn;
@@ -363,6 +409,10 @@ static int bench_calls(void)
 	emit_ratio("launch_enqueue_ratio", enq, enq_nul, nt,
 		   "async npu_launch / null ioctl (medians of 10 rounds)");
 	emit("launch_enqueue_us", stats(enq, nt), "us", "async npu_launch of an empty kernel");
+	emit("launch_syscalls", stats(enq_sys, nt), "calls",
+	     "ioctls per async launch while enqueueing (all threads)");
+	emit("launch_sustained_syscalls", stats(sus_sys, nt), "calls",
+	     "ioctls per launch of N launches + one synchronize");
 	emit_ratio("launch_sustained_ratio", sus, nul, nt,
 		   "(N async launches + one synchronize) / N / null ioctl");
 	emit("launch_sustained_us", stats(sus, nt), "us",
@@ -423,12 +473,19 @@ static int bench_chains(void)
 #ifdef HAVE_NPU_GRAPH
 	graphs = have_graphs();
 #endif
+	double cv[3][MAX_TRIALS], cg[3][MAX_TRIALS], cn[MAX_TRIALS];
+	int cnum[3], cgok = graphs;
+
+	for (t = 0; t < nt; t++)
+		cn[t] = null_ioctl_us(tiny ? 4 : 400);
 	for (k = 0; k < 3; k++) {
-		double v[MAX_TRIALS], gv[MAX_TRIALS], sp[MAX_TRIALS];
+		double *v = cv[k], *gv = cg[k], sp[MAX_TRIALS];
 		char key[64];
 		int n = tiny ? (ns[k] > 4 ? 4 : ns[k]) : ns[k];
 
 		int gok = graphs;
+
+		cnum[k] = n;
 		char gwhy[200] = "";
 
 		(void)gv;
@@ -506,10 +563,34 @@ static int bench_chains(void)
 			}
 #endif
 		}
+		if (!gok)
+			cgok = 0;
 #ifdef HAVE_NPU_GRAPH
 		if (exec)
 			npu_graph_exec_destroy(exec);
 #endif
+	}
+	/* per-kernel marginal cost of a chain, (T(N) - T(1)) / (N - 1), in
+	 * null ioctls: what a CUDA user compares (28 and 3.8 on an H200) */
+	if (cnum[2] > cnum[0]) {
+		double m[MAX_TRIALS];
+
+		for (t = 0; t < nt; t++)
+			m[t] = (cv[2][t] - cv[0][t]) / (cnum[2] - cnum[0]) / cn[t];
+		emit("stream_chain_marginal_null", stats(m, nt), "x",
+		     "(T(N) - T(1)) / (N - 1) / null ioctl, stream, N = 100");
+		if (cgok) {
+			for (t = 0; t < nt; t++)
+				m[t] = (cg[2][t] - cg[0][t]) / (cnum[2] - cnum[0]) / cn[t];
+			emit("graph_chain_marginal_null", stats(m, nt), "x",
+			     "(T(N) - T(1)) / (N - 1) / null ioctl, graph, N = 100");
+			for (t = 0; t < nt; t++)
+				m[t] = cv[0][t] > 0 ? cg[2][t] / cv[0][t] : 0;
+			emit("graph_vs_launch_100", stats(m, nt), "x",
+			     "graph of 100 launch+sync / one kernel launch+sync");
+		} else {
+			emit_null("graph_chain_marginal_null", "no graph figures");
+		}
 	}
 	if (!graphs)
 		for (k = 0; k < 3; k++) {
@@ -525,6 +606,47 @@ static int bench_chains(void)
 	tap(1, graphs ? "stream chains and graph launches of empty kernels" :
 		"stream chains of empty kernels (graphs: skipped, no graph API)");
 	return 0;
+}
+
+/* bench_calls and bench_chains again with s[0] and s[1] on user queues
+ * (keys with "_uq"), then back on the library's default. */
+static int bench_user_queues(void)
+{
+	npu_stream_t keep[2] = { s[0], s[1] };
+	unsigned f = 0;
+	int i, r = 0;
+
+	for (i = 0; i < 2; i++)
+		CK(npu_stream_create(&s[i], NPU_STREAM_NON_BLOCKING |
+				     NPU_STREAM_USER_QUEUE, 0));
+	CK(npu_stream_get_flags(s[0], &f));
+	sfx = "_uq";
+	qflag = NPU_STREAM_USER_QUEUE;
+	if (!(f & NPU_STREAM_USER_QUEUE)) {
+		static const char *const keys[] = {
+			"roundtrip_null_ratio", "launch_enqueue_ratio",
+			"host_func_null_ratio", "event_query_us",
+			"launch_syscalls", "stream_chain_marginal_null",
+		};
+
+		for (i = 0; i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
+			emit_null(keys[i], "the device or driver has no user queues");
+		if (tiny) {
+			ksft_test_result_skip("calls on user queues: none\n");
+			ksft_test_result_skip("chains on user queues: none\n");
+		}
+	} else {
+		r = bench_calls() || bench_chains();
+	}
+	sfx = "";
+	qflag = 0;
+	for (i = 0; i < 2; i++) {
+		CK(npu_stream_destroy(s[i]));
+		s[i] = keep[i];
+	}
+	if (!r)
+		tap(1, "user queues: calls and chains");
+	return r;
 }
 
 /* ------------------------------------------------------------------------
@@ -1648,7 +1770,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (tiny) {	/* every path once, whatever the device's timing model */
 		ksft_print_header();
-		ksft_set_plan(13);
+		ksft_set_plan(16);
 	}
 	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS) {
 		fprintf(stderr, "npu-bench: no device: %s\n", npu_last_error_message());
@@ -1694,7 +1816,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "npu-bench: warning: the device's timing model is %s\n",
 			prop.features & NPU_FEATURE_TIMING_MODEL ? "on" : "off");
 	for (i = 0; i < MAX_S; i++) {
-		if (npu_stream_create(&s[i], NPU_STREAM_NON_BLOCKING, 0) != NPU_SUCCESS ||
+		if (npu_stream_create(&s[i], NPU_STREAM_NON_BLOCKING |
+				      NPU_STREAM_KERNEL_QUEUE, 0) != NPU_SUCCESS ||
 		    npu_event_create(&e_s[i], NPU_EVENT_DEFAULT) != NPU_SUCCESS ||
 		    npu_event_create(&e_e[i], NPU_EVENT_DEFAULT) != NPU_SUCCESS) {
 			fprintf(stderr, "npu-bench: stream setup: %s\n", npu_last_error_message());
@@ -1709,6 +1832,8 @@ int main(int argc, char **argv)
 			tap(0, "launch, round trip, events, stream wait");
 		if (bench_chains())
 			tap(0, "stream chains of empty kernels");
+		if (bench_user_queues())
+			tap(0, "user queues: calls and chains");
 		if (skip_floor && tiny)
 			ksft_test_result_skip("uAPI floor of a graph launch: --skip-floor\n");
 		else if (!skip_floor && bench_submit_floor())

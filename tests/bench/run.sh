@@ -137,6 +137,31 @@ for key, op, t in targets:
         tgt, verdict = ">= %.3g" % t, "holds" if m >= t else "MISSES"
     summary[key] = verdict or "reported"
     print("%-24s %10.4g %10.4g %10.4g  %-12s %s" % (key, m, lo, hi, tgt, verdict))
+# Both submission paths side by side (npu-bench's keys with "_uq": the
+# same measurement with the streams on user-mode queues), with issue 35's
+# targets for the user-queue path.
+uq_rows = [
+    ("launch_enqueue_ratio", "<=", 0.3), ("launch_syscalls", "<=", 0.0),
+    ("launch_sustained_ratio", "<=", 1.0), ("launch_sustained_syscalls", None, None),
+    ("roundtrip_null_ratio", "<=", 20.0), ("host_func_null_ratio", "<=", 30.0),
+    ("event_record_us", None, None), ("event_query_us", "<=", 0.5),
+    ("stream_wait_event_us", None, None),
+    ("stream_chain_marginal_null", "<=", 1.0), ("graph_chain_marginal_null", "<=", 1.0),
+    ("graph_vs_launch_100", None, None),
+]
+print()
+print("%-28s %12s %12s  %-10s %s" % ("key (median)", "kernel q", "user q", "uq target", "verdict"))
+for key, op, t in uq_rows:
+    k, u = res.get(key), res.get(key + "_uq")
+    km = "%.4g" % k["median"] if isinstance(k, dict) else "-"
+    um = "%.4g" % u["median"] if isinstance(u, dict) else "-"
+    tgt, verdict = "report", "reported" if isinstance(u, dict) else \
+        res["notes"].get(key + "_uq", "not measured")
+    if op and isinstance(u, dict):
+        tgt = "<= %g" % t
+        verdict = "holds" if u["median"] <= t else "MISSES"
+    summary[key + "_uq"] = verdict if isinstance(u, dict) else "missing"
+    print("%-28s %12s %12s  %-10s %s" % (key, km, um, tgt, verdict))
 curve = res.get("occupancy_curve")
 if isinstance(curve, dict) and curve.get("points"):
     print("occupancy curve (IPC of one unit, latency-bound kernel; model bound %.3f): %s" % (

@@ -37,6 +37,7 @@ LAYERS = [
     "npu_fault",     # failed jobs to sticky errors
     "npu_queue",     # kernel queues, the SUBMIT ioctl
     "npu_batch",     # direct and deferred submission, the submit thread
+    "npu_uq",        # user queues: ring, doorbell, memory signals, bridges
     "npu_wait",      # waits on a point: spin on the word, then sleep
     "npu_job",       # jobs in a stream's command ring, legacy-stream rules
     "npu_stream",    # streams, events, host functions

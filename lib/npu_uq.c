@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * npu_uq.c - user-mode queues: a stream's ring in its own memory, packets
+ * written there and published with one doorbell store (no system call),
+ * memory signals waited on by spinning and then in USERQ_WAIT_MEM, and
+ * the bridges to syncobjs (USERQ_SIGNAL, USERQ_WAIT) for whatever still
+ * speaks them: kernel-queue jobs, exported events, graph launches.
+ *
+ * The queue's memory (ring, write-back block and signal page) is
+ * allocated by the stream code above (npu_stream.c), which also maps the
+ * file's doorbell page; this file knows the ioctls and the ring.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+#include <xf86drm.h>
+
+#include "npu_core.h"
+
+static uint64_t uq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int npu_uq_create(struct device *dev, struct npu_uq *u, uint32_t kind,
+		  uint32_t priority, uint64_t *mmap_offset)
+{
+	struct drm_npu_userq_create c;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = kind;
+	c.priority = priority;
+	c.ring_va = u->ring_va;
+	c.ring_size = UQ_RING_SIZE;
+	c.wb_va = u->mem_va;
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_CREATE, &c)) {
+		npu_note_errno(dev, errno);
+		return -errno;
+	}
+	u->id = c.queue_id;
+	u->wait_va = c.wait_va;
+	u->wptr = 0;
+	u->last_pt = 0;
+	u->halted = false;
+	*mmap_offset = c.mmap_offset;
+	u->db = (volatile uint64_t *)(uintptr_t)c.doorbell_offset;
+	return 0;
+}
+
+void npu_uq_destroy(struct device *dev, struct npu_uq *u)
+{
+	struct drm_npu_userq_destroy d = { .queue_id = u->id };
+
+	if (u->id && drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_DESTROY, &d))
+		npu_note_errno(dev, errno);
+	u->id = 0;
+}
+
+const volatile struct npu_uq_wb *npu_uq_wb(const struct npu_uq *u)
+{
+	return (const volatile struct npu_uq_wb *)u->mem;
+}
+
+bool npu_uq_halted(struct npu_uq *u)
+{
+	if (!u->halted &&
+	    (npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
+		u->halted = true;
+	return u->halted;
+}
+
+/*
+ * Room for bytes (a multiple of 8) of packets at the ring's write pointer,
+ * contiguous: when they would cross the ring's end, a NOP fills the rest
+ * of it first. Waits (holding dev->lock) while the device has not read far
+ * enough. w covers the room; npu_uq_commit publishes it.
+ */
+int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
+		   struct npu_cmdw *w)
+{
+	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
+	uint32_t pad = off + bytes > UQ_RING_SIZE ? UQ_RING_SIZE - off : 0;
+	uint64_t need = u->wptr + pad + bytes - UQ_RING_SIZE;
+	const volatile struct npu_uq_wb *wb = npu_uq_wb(u);
+	unsigned i = 0;
+
+	if (bytes > UQ_RING_SIZE / 2)
+		return -EINVAL;
+	while (u->wptr + pad + bytes > UQ_RING_SIZE &&
+	       __atomic_load_n(&wb->rptr, __ATOMIC_ACQUIRE) < need) {
+		struct drm_npu_userq_wait_mem m;
+
+		if (npu_uq_halted(u))
+			return -EIO;
+		if (++i < 1000) {
+			sched_yield();
+			continue;
+		}
+		memset(&m, 0, sizeof(m));
+		m.value = need;
+		m.timeout_ns = (int64_t)(uq_now_ns() + 250000000ull);
+		m.queue_id = u->id;
+		m.flags = DRM_NPU_WAIT_MEM_RPTR;
+		if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_WAIT_MEM, &m) &&
+		    errno != ETIME && errno != EINTR) {
+			npu_note_errno(dev, errno);
+			return -errno;
+		}
+	}
+	if (pad) {
+		npu_cmdw_init(w, u->ring + off, u->ring_va + off, pad);
+		npu_cmd_nop(w, pad);
+		u->wptr += pad;
+		off = 0;
+	}
+	npu_cmdw_init(w, u->ring + off, u->ring_va + off, bytes);
+	return 0;
+}
+
+/* The packets written with w (npu_uq_reserve) into the queue, and the
+ * doorbell: a release fence, then one 8-byte store of the new wptr. */
+void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w)
+{
+	u->wptr += (w->len + 7) & ~7u;
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	*u->db = u->wptr;
+}
+
+/* The owner wrote memory a waiting queue may wait on: an old doorbell
+ * value makes a WAITING queue re-read it (no system call). */
+void npu_uq_kick(struct npu_uq *u)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	*u->db = u->wptr;
+}
+
+int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
+		    uint32_t queue_id, uint64_t slice_ns)
+{
+	struct drm_npu_userq_wait_mem m;
+
+	memset(&m, 0, sizeof(m));
+	m.addr = addr;
+	m.value = value;
+	m.timeout_ns = (int64_t)(uq_now_ns() + slice_ns);
+	m.queue_id = queue_id;
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_WAIT_MEM, &m)) {
+		int e = errno;
+
+		if (e != ETIME && e != EINTR)
+			npu_note_errno(dev, e);
+		return -e;
+	}
+	return 0;
+}
+
+int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
+{
+	struct drm_npu_userq_signal sig;
+
+	if (point <= t->submitted || !t->uq_id || point > t->uq_pt)
+		return 0;
+	if (npu_tl_done(dev, t, point)) {
+		/* complete (its queue may be gone): signalled from here */
+		if (drmSyncobjTimelineSignal(dev->fd, &t->handle, &point, 1)) {
+			npu_note_errno(dev, errno);
+			return -errno;
+		}
+		t->submitted = point;
+		return 0;
+	}
+	memset(&sig, 0, sizeof(sig));
+	sig.queue_id = t->uq_id;
+	sig.wptr = t->uq_wptr;
+	sig.handle = t->handle;
+	sig.point = t->uq_pt;
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &sig)) {
+		npu_note_errno(dev, errno);
+		return -errno;
+	}
+	t->submitted = t->uq_pt;
+	return 0;
+}
+
+int npu_uq_wait_syncobj(struct device *dev, struct npu_uq *u, uint32_t handle,
+			uint64_t point, uint64_t *value)
+{
+	struct drm_npu_sync s;
+	struct drm_npu_userq_wait w;
+
+	memset(&s, 0, sizeof(s));
+	s.handle = handle;
+	s.point = point;
+	memset(&w, 0, sizeof(w));
+	w.queue_id = u->id;
+	w.count = 1;
+	w.syncs = (uintptr_t)&s;
+	w.sync_stride = sizeof(s);
+	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_WAIT, &w)) {
+		npu_note_errno(dev, errno);
+		return -errno;
+	}
+	*value = w.value;
+	return 0;
+}
+
+int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority)
+{
+	uint64_t off, done = u->last_pt;
+	int r;
+
+	npu_uq_destroy(dev, u);
+	memset(u->mem, 0, NPU_UQ_WB_SIZE);
+	/* what the halted queue left undone failed: count it as done */
+	__atomic_store_n((uint64_t *)(u->mem + UQ_SIG_OFF), done,
+			 __ATOMIC_RELEASE);
+	__atomic_store_n((uint64_t *)(u->mem + UQ_REL_OFF), u->releases,
+			 __ATOMIC_RELEASE);
+	r = npu_uq_create(dev, u, DRM_NPU_RING_KIND_COMPUTE, priority, &off);
+	if (r)
+		return r;
+	u->db = (volatile uint64_t *)((char *)dev->uq_db_page +
+				      (uintptr_t)u->db);
+	u->last_pt = done;
+	u->halt_reported = false;
+	return 0;
+}

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib_userq: streams on user-mode queues (NPU_STREAM_USER_QUEUE). A
+ * launch, copy or memset is packets in the stream's own ring and one
+ * doorbell store: this program defines ioctl() itself (linked with
+ * -rdynamic, so libdrm's calls reach it) and counts the calls. Events are
+ * memory signals (a query reads memory), a stream waits for another's
+ * event on the device, host functions release the queue by writing
+ * memory, and user-queue work mixes with kernel-queue streams and
+ * exported events both ways.
+ */
+#include "tap.h"
+
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include <drm/npu_accel.h>
+
+static unsigned long n_ioctls;
+
+int ioctl(int fd, unsigned long request, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_ioctl, fd, request, arg);
+}
+
+static unsigned long ioctls(void)
+{
+	return __atomic_load_n(&n_ioctls, __ATOMIC_RELAXED);
+}
+
+#define N 4096
+
+static bool all_are(const float *v, size_t n, float want)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] != want)
+			return false;
+	return true;
+}
+
+static void fill(float *y, float value, npu_stream_t s)
+{
+	uint64_t a[3] = { npu_arg_ptr(y), N, npu_arg_f32(value) };
+
+	MUST(npu_launch(NPU_K_FILL_F32, npu_grid(4, 1, 1), a, 3, s,
+			NPU_LAUNCH_ASYNC));
+}
+
+static void scale(const float *x, float *y, float f, npu_stream_t s)
+{
+	uint64_t a[4] = { npu_arg_ptr(x), npu_arg_ptr(y), N, npu_arg_f32(f) };
+
+	MUST(npu_launch(NPU_K_SCALE_F32, npu_grid(4, 1, 1), a, 4, s,
+			NPU_LAUNCH_ASYNC));
+}
+
+static unsigned stream_kind(npu_stream_t s)
+{
+	unsigned f = 0;
+
+	MUST(npu_stream_get_flags(s, &f));
+	return f & (NPU_STREAM_USER_QUEUE | NPU_STREAM_KERNEL_QUEUE);
+}
+
+/* Launches, copies, a memset and an event record: no system call; the
+ * synchronize and the results. */
+static void launch_without_syscalls(float *d, float *h)
+{
+	npu_stream_t s;
+	npu_event_t e;
+	unsigned long before, after;
+	int i;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	tap_ok(stream_kind(s) == NPU_STREAM_USER_QUEUE,
+	       "a stream asked for a user queue runs on one");
+	MUST(npu_event_create(&e, NPU_EVENT_DISABLE_TIMING));
+	/* warm: the first enqueue may map things */
+	fill(d, 1.0f, s);
+	MUST(npu_stream_synchronize(s));
+
+	before = ioctls();
+	for (i = 0; i < 100; i++)
+		fill(d, (float)i, s);
+	scale(d, d + N, 2.0f, s);
+	MUST(npu_memset_async(d + 2 * N, 0, N * sizeof(float), s));
+	MUST(npu_memcpy_async(h, d + N, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_event_record(e, s));
+	after = ioctls();
+	tap_ok(after == before,
+	       "100 launches, a memset, a copy and a record: %lu system calls",
+	       after - before);
+	MUST(npu_stream_synchronize(s));
+	tap_ok(all_are(h, N, 198.0f), "the results are in order (99 * 2)");
+	before = ioctls();
+	ST(npu_event_query(e), NPU_SUCCESS, "the record is complete");
+	tap_ok(ioctls() - before <= 1,
+	       "an event query after the synchronize: %lu system calls",
+	       ioctls() - before);
+	MUST(npu_event_destroy(e));
+	MUST(npu_stream_destroy(s));
+}
+
+/* A record behind a gate: pending to a query that reads memory, done once
+ * the gate opens; another stream's wait for it holds that stream on the
+ * device. */
+static void events_across_streams(float *d, float *h, uint32_t *gate)
+{
+	npu_stream_t a, b;
+	npu_event_t e;
+	unsigned long before;
+
+	MUST(npu_stream_create(&a, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_event_create(&e, 0));
+	*gate = 0;
+	fill(d, 3.0f, a);
+	MUST(npu_stream_wait_value32(a, gate, 1, 0));
+	fill(d, 5.0f, a);
+	MUST(npu_event_record(e, a));
+	before = ioctls();
+	ST(npu_event_query(e), NPU_ERROR_NOT_READY,
+	   "a record behind a closed gate is pending");
+	tap_ok(ioctls() == before, "the query made no system call");
+	MUST(npu_stream_wait_event(b, e, 0));
+	MUST(npu_memcpy_async(h, d, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, b));
+	tap_ok(ioctls() == before,
+	       "a wait for another queue's event and a copy: no system call");
+	usleep(20000);
+	ST(npu_stream_query(b), NPU_ERROR_NOT_READY,
+	   "the waiting stream waits for the gate");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	MUST(npu_stream_synchronize(b));
+	tap_ok(all_are(h, N, 5.0f), "the copy after the wait saw the record's work");
+	ST(npu_event_synchronize(e), NPU_SUCCESS, "the event synchronizes");
+	ST(npu_event_query(e), NPU_SUCCESS, "and is complete");
+	MUST(npu_event_destroy(e));
+	MUST(npu_stream_destroy(a));
+	MUST(npu_stream_destroy(b));
+}
+
+struct hf {
+	float *h;
+	float seen;
+	int calls;
+};
+
+static void host_fn(void *p)
+{
+	struct hf *x = p;
+
+	x->seen = x->h[0];
+	x->h[0] = 11.0f;
+	x->calls++;
+}
+
+/* A host function runs after the work before it and before the work
+ * after it. */
+static void host_function_order(float *d, float *h)
+{
+	npu_stream_t s;
+	struct hf x = { .h = h };
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	fill(d, 7.0f, s);
+	MUST(npu_memcpy_async(h, d, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_launch_host_func(s, host_fn, &x));
+	MUST(npu_memcpy_async(d + N, h, sizeof(float),
+			      NPU_MEMCPY_HOST_TO_DEVICE, s));
+	MUST(npu_memcpy_async(h + 1, d + N, sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(x.calls == 1 && x.seen == 7.0f,
+	       "the host function saw the copy before it (%g)", x.seen);
+	tap_ok(h[1] == 11.0f, "the copy after it saw its write (%g)", h[1]);
+	MUST(npu_stream_destroy(s));
+}
+
+/* User-queue and kernel-queue streams wait for each other's events, and
+ * an event recorded on a user queue exports as a sync file. */
+static void mixed_with_kernel_queues(float *d, float *h, uint32_t *gate)
+{
+	npu_stream_t u, k;
+	npu_event_t eu, ek;
+	struct pollfd pfd;
+	int fd = -1;
+
+	MUST(npu_stream_create(&u, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_create(&k, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_KERNEL_QUEUE, 0));
+	tap_ok(stream_kind(k) == NPU_STREAM_KERNEL_QUEUE,
+	       "a stream asked for kernel queues runs on them");
+	MUST(npu_event_create(&eu, 0));
+	MUST(npu_event_create(&ek, 0));
+
+	/* user queue -> kernel queue, behind a gate */
+	*gate = 0;
+	MUST(npu_stream_wait_value32(u, gate, 1, 0));
+	fill(d, 21.0f, u);
+	MUST(npu_event_record(eu, u));
+	MUST(npu_event_export_fd(eu, &fd));
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	tap_ok(fd >= 0 && poll(&pfd, 1, 0) == 0,
+	       "the exported record is pending behind the gate");
+	MUST(npu_stream_wait_event(k, eu, 0));
+	MUST(npu_memcpy_async(h, d, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, k));
+	usleep(20000);
+	ST(npu_stream_query(k), NPU_ERROR_NOT_READY,
+	   "the kernel-queue stream waits for the user queue's event");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	MUST(npu_stream_synchronize(k));
+	tap_ok(all_are(h, N, 21.0f), "and then sees its work");
+	tap_ok(fd >= 0 && poll(&pfd, 1, 5000) == 1,
+	       "the exported sync file signals");
+	if (fd >= 0)
+		close(fd);
+
+	/* kernel queue -> user queue */
+	*gate = 0;
+	MUST(npu_stream_wait_value32(k, gate, 1, 0));
+	fill(d, 42.0f, k);
+	MUST(npu_event_record(ek, k));
+	MUST(npu_stream_wait_event(u, ek, 0));
+	MUST(npu_memcpy_async(h, d, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, u));
+	usleep(20000);
+	ST(npu_stream_query(u), NPU_ERROR_NOT_READY,
+	   "the user queue waits for the kernel-queue stream's event");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	MUST(npu_stream_synchronize(u));
+	tap_ok(all_are(h, N, 42.0f), "and then sees its work");
+
+	MUST(npu_device_synchronize());
+	MUST(npu_event_destroy(eu));
+	MUST(npu_event_destroy(ek));
+	MUST(npu_stream_destroy(u));
+	MUST(npu_stream_destroy(k));
+}
+
+int main(void)
+{
+	npu_device_prop p;
+	float *d, *h;
+	uint32_t *gate;
+
+	tap_need_device();
+	tap_start();
+	MUST(npu_device_get_properties(&p, 0));
+	if (!(p.features & NPU_FEATURE_USERQ)) {
+		npu_stream_t s;
+
+		MUST(npu_stream_create(&s, NPU_STREAM_USER_QUEUE, 0));
+		tap_ok(stream_kind(s) == NPU_STREAM_KERNEL_QUEUE,
+		       "no user queues: the stream runs on kernel queues");
+		MUST(npu_stream_destroy(s));
+		return tap_done();
+	}
+	MUST(npu_malloc((void **)&d, 3 * N * sizeof(float)));
+	MUST(npu_host_alloc((void **)&h, N * sizeof(float), 0));
+	MUST(npu_host_alloc((void **)&gate, 4096, 0));
+	launch_without_syscalls(d, h);
+	events_across_streams(d, h, gate);
+	host_function_order(d, h);
+	mixed_with_kernel_queues(d, h, gate);
+	MUST(npu_free(d));
+	MUST(npu_host_free(h));
+	MUST(npu_host_free(gate));
+	return tap_done();
+}
