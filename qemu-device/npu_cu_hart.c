@@ -133,27 +133,37 @@ uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va,
     return 0;
 }
 
+/*
+ * Write len bytes at va page by page; a page that cannot be written fails
+ * the launch. Returns the bytes written before it.
+ */
+static uint64_t npu_cu_write_pages(NpuState *s, NpuLaunch *l, uint64_t va,
+                                   const void *buf, uint64_t len)
+{
+    const uint8_t *p = buf;
+    uint64_t done = 0;
+    int space;
+
+    while (done < len) {
+        unsigned n = MIN(len - done,
+                         NPU_PAGE_SIZE - ((va + done) & (NPU_PAGE_SIZE - 1)));
+        uint32_t code = npu_cu_vm_rw(s, l, va + done, (void *)(p + done), n,
+                                     true, &space, NULL);
+
+        if (code) {
+            npu_cu_fail(l, code, va + done, NULL, 0);
+            break;
+        }
+        done += n;
+    }
+    return done;
+}
+
 /* Larger transfers for the device's own records (stats, traces, printf). */
 bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va,
                          const void *buf, uint64_t len)
 {
-    const uint8_t *p = buf;
-    int space;
-
-    while (len) {
-        unsigned n = MIN(len, NPU_PAGE_SIZE - (va & (NPU_PAGE_SIZE - 1)));
-        uint32_t code = npu_cu_vm_rw(s, l, va, (void *)p, n, true, &space,
-                                     NULL);
-
-        if (code) {
-            npu_cu_fail(l, code, va, NULL, 0);
-            return false;
-        }
-        va += n;
-        p += n;
-        len -= n;
-    }
-    return true;
+    return npu_cu_write_pages(s, l, va, buf, len) == len;
 }
 
 /*
@@ -164,25 +174,14 @@ bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va,
 void npu_trace_flush(NpuState *s, NpuLaunch *l)
 {
     uint64_t first = l->st.trace_records - l->trace_staged;
-    uint64_t bytes = l->trace_staged * sizeof(l->trace_stage[0]), done = 0;
+    uint64_t bytes = l->trace_staged * sizeof(l->trace_stage[0]);
     uint64_t va = l->trace_va + sizeof(struct npu_cu_trace_header) +
                   first * sizeof(l->trace_stage[0]);
-    const uint8_t *p = (const uint8_t *)l->trace_stage;
-    int space;
+    uint64_t done = npu_cu_write_pages(s, l, va, l->trace_stage, bytes);
 
     l->trace_staged = 0;
-    while (done < bytes) {
-        unsigned n = MIN(bytes - done,
-                         NPU_PAGE_SIZE - ((va + done) & (NPU_PAGE_SIZE - 1)));
-        uint32_t code = npu_cu_vm_rw(s, l, va + done, (void *)(p + done), n,
-                                     true, &space, NULL);
-
-        if (code) {
-            npu_cu_fail(l, code, va + done, NULL, 0);
-            l->st.trace_records = first + done / sizeof(l->trace_stage[0]);
-            return;
-        }
-        done += n;
+    if (done < bytes) {
+        l->st.trace_records = first + done / sizeof(l->trace_stage[0]);
     }
 }
 

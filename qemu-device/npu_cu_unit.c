@@ -957,7 +957,7 @@ static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
 static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
 {
     NpuCuInsn insn[NPU_TB_INSNS];
-    bool simple, more;
+    bool simple;
     unsigned n, m;
     NpuTb *tb;
 
@@ -970,10 +970,8 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
     }
     m = n;
     if (simple && insn[n - 1].d.cls == NPU_RV_BRANCH) {
-        m = npu_tb_fetch(s, l, pc, insn, n, &more);
-        if (!more) {
-            m = n;
-        }
+        /* only simple ones after the first: simple stays true */
+        m = npu_tb_fetch(s, l, pc, insn, n, &simple);
     }
     if (m == n) {
         return npu_tb_new(l, pc, insn, n, simple, -1);
