@@ -58,27 +58,7 @@
 #define MAX_TRIALS 31
 #define MAX_S 8
 
-/* Every ioctl of this process, libnpu's and libdrm's included: this
- * program defines ioctl() (linked with -rdynamic, so the libraries' calls
- * reach it) and counts the calls, to give system calls per launch. */
-static unsigned long n_ioctls;
-
-int ioctl(int fd, unsigned long request, ...)
-{
-	va_list ap;
-	void *arg;
-
-	va_start(ap, request);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
-	return (int)syscall(SYS_ioctl, fd, request, arg);
-}
-
-static unsigned long ioctls(void)
-{
-	return __atomic_load_n(&n_ioctls, __ATOMIC_RELAXED);
-}
+#include "../common/ioctl_count.h"
 
 /* Key suffix of the pass under way: "" (kernel queues) or "_uq" (user
  * queues), so both paths print side by side. */

@@ -20,24 +20,7 @@
 
 #include <drm/npu_accel.h>
 
-static unsigned long n_ioctls;
-
-int ioctl(int fd, unsigned long request, ...)
-{
-	va_list ap;
-	void *arg;
-
-	va_start(ap, request);
-	arg = va_arg(ap, void *);
-	va_end(ap);
-	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
-	return (int)syscall(SYS_ioctl, fd, request, arg);
-}
-
-static unsigned long ioctls(void)
-{
-	return __atomic_load_n(&n_ioctls, __ATOMIC_RELAXED);
-}
+#include "../common/ioctl_count.h"
 
 #define N 4096
 

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/*
+ * ioctl_count.h - count every ioctl of this process, libnpu's and libdrm's
+ * included: the program that includes it (once) defines ioctl() and is
+ * linked with -rdynamic, so the libraries' calls reach it. Gives system
+ * calls per launch (npu-bench, lib_userq).
+ */
+#ifndef IOCTL_COUNT_H
+#define IOCTL_COUNT_H
+
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static unsigned long n_ioctls;
+
+int ioctl(int fd, unsigned long request, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_ioctl, fd, request, arg);
+}
+
+/* ioctls made so far */
+static unsigned long ioctls(void)
+{
+	return __atomic_load_n(&n_ioctls, __ATOMIC_RELAXED);
+}
+
+#endif
