@@ -232,7 +232,8 @@ void npu_flush_deferred(struct device *dev)
  * thread has no batch under way, npu_flush_now). Points are marked
  * submitted when a job is taken into a batch; that is safe because one
  * batch is under way at a time, batches are taken in order, and every
- * wait uses WAIT_FOR_SUBMIT.
+ * wait uses WAIT_FOR_SUBMIT (or, for USERQ_WAIT, which has no such flag,
+ * waits for the batch first: npu_batch_wait_idle).
  */
 static unsigned collect_batch(struct device *dev, struct djob **out, unsigned max)
 {
@@ -379,12 +380,17 @@ static void submit_batch(struct device *dev, struct djob **b, unsigned n,
 	pthread_cond_broadcast(&dev->thread_cond);	/* npu_deferred_drop_stream */
 }
 
+void npu_batch_wait_idle(struct device *dev)
+{
+	while (dev->batch_busy)
+		pthread_cond_wait(&dev->thread_cond, &dev->lock);
+}
+
 void npu_deferred_drop_stream(struct device *dev, struct npu_stream *s)
 {
 	struct djob **pp = &dev->deferred, *j;
 
-	while (dev->batch_busy)
-		pthread_cond_wait(&dev->thread_cond, &dev->lock);
+	npu_batch_wait_idle(dev);
 	dev->deferred_tail = NULL;
 	while ((j = *pp)) {
 		if (j->s != s) {

@@ -120,6 +120,11 @@ void npu_flush_deferred(struct device *dev);
  * until no batch under way can name s: a stream destroyed after a failed
  * wait (the device was lost) still has them. Caller holds dev->lock. */
 void npu_deferred_drop_stream(struct device *dev, struct npu_stream *s);
+/* Wait until no batch is under way: its points are marked submitted when
+ * it is taken, but are in the kernel only once its SUBMIT returns. For a
+ * caller that names them in an ioctl without WAIT_FOR_SUBMIT (USERQ_WAIT).
+ * Drops dev->lock while it waits. Caller holds dev->lock. */
+void npu_batch_wait_idle(struct device *dev);
 int npu_start_flusher(struct device *dev);
 
 /* ---- Hooks of the layers above ----

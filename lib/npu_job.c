@@ -372,6 +372,12 @@ static int uq_dep(struct device *dev, struct npu_stream *s,
 		npu_tl_put(dev, t);
 		if (r)
 			return -EIO;
+	} else if (dev->batch_busy) {
+		/* taken into the batch under way, maybe not yet in the kernel:
+		 * USERQ_WAIT refuses a point not yet submitted */
+		t->refs++;
+		npu_batch_wait_idle(dev);
+		npu_tl_put(dev, t);
 	}
 	r = npu_uq_wait_syncobj(dev, s->uq, t->handle, p, &w->value);
 	if (r)

@@ -197,11 +197,8 @@ debug_vsuites=$res/guest-suites-vtime.debug
 [ -z "$vsuites" ] || grep -v '^lib-tune-space ' "$vsuites" >"$debug_vsuites"
 debug_suites=$res/guest-suites.debug
 # lib-churn-uq: the same rounds on user queues (killed at the suite's timeout
-# under KASAN). lib-userq: on the debug kernel only, one stream-waits-event
-# case got EINVAL from the user-queue wait ioctl in the fresh-machine run of
-# 2026-12-05 (59996de), a defect not found yet (Documentation/testing.rst).
-grep -v -e '^lib-churn ' -e '^lib-churn-uq ' -e '^lib-userq ' "$suites" \
-	>"$debug_suites"
+# under KASAN).
+grep -v -e '^lib-churn ' -e '^lib-churn-uq ' "$suites" >"$debug_suites"
 for k in "$@"; do
 	if [ "$k" = debug ]; then boot "$k" "$k" "$debug_suites"
 	else boot "$k" "$k" "$suites"; fi

@@ -3,7 +3,8 @@
  * ioctl_count.h - count every ioctl of this process, libnpu's and libdrm's
  * included: the program that includes it (once) defines ioctl() and is
  * linked with -rdynamic, so the libraries' calls reach it. Gives system
- * calls per launch (npu-bench, lib_userq).
+ * calls per launch (npu-bench, lib_userq), and can hold one request back
+ * to stage a slow driver (a debug kernel's SUBMIT).
  */
 #ifndef IOCTL_COUNT_H
 #define IOCTL_COUNT_H
@@ -13,6 +14,9 @@
 #include <unistd.h>
 
 static unsigned long n_ioctls;
+/* calls of ioctl_slow_request sleep ioctl_slow_us before the system call */
+static unsigned long ioctl_slow_request;
+static unsigned ioctl_slow_us;
 
 int ioctl(int fd, unsigned long request, ...)
 {
@@ -23,6 +27,8 @@ int ioctl(int fd, unsigned long request, ...)
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
+	if (request == __atomic_load_n(&ioctl_slow_request, __ATOMIC_RELAXED))
+		usleep(__atomic_load_n(&ioctl_slow_us, __ATOMIC_RELAXED));
 	return (int)syscall(SYS_ioctl, fd, request, arg);
 }
 

@@ -241,6 +241,39 @@ static void mixed_with_kernel_queues(float *d, float *h, uint32_t *gate)
 	MUST(npu_stream_destroy(k));
 }
 
+/* A user queue waits for a kernel-queue event whose job the submit thread
+ * has taken but the driver does not have yet: a slow SUBMIT, as on a
+ * debug kernel. The wait must wait for the point to be submitted. */
+static void wait_for_point_in_submission(float *d, float *h)
+{
+	npu_stream_t u, k;
+	npu_event_t ek;
+
+	MUST(npu_stream_create(&u, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_create(&k, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_KERNEL_QUEUE, 0));
+	MUST(npu_event_create(&ek, 0));
+	MUST(npu_stream_synchronize(k));
+	__atomic_store_n(&ioctl_slow_us, 300000, __ATOMIC_RELAXED);
+	__atomic_store_n(&ioctl_slow_request, DRM_IOCTL_NPU_SUBMIT,
+			 __ATOMIC_RELAXED);
+	fill(d, 7.0f, k);
+	MUST(npu_event_record(ek, k));
+	usleep(50000);	/* the submit thread is inside the slow SUBMIT */
+	ST(npu_stream_wait_event(u, ek, 0), NPU_SUCCESS,
+	   "a user queue waits for an event whose SUBMIT is under way");
+	__atomic_store_n(&ioctl_slow_request, 0, __ATOMIC_RELAXED);
+	MUST(npu_memcpy_async(h, d, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, u));
+	MUST(npu_stream_synchronize(u));
+	tap_ok(all_are(h, N, 7.0f), "and then sees its work");
+	MUST(npu_device_synchronize());
+	MUST(npu_event_destroy(ek));
+	MUST(npu_stream_destroy(u));
+	MUST(npu_stream_destroy(k));
+}
+
 int main(void)
 {
 	npu_device_prop p;
@@ -266,6 +299,7 @@ int main(void)
 	events_across_streams(d, h, gate);
 	host_function_order(d, h);
 	mixed_with_kernel_queues(d, h, gate);
+	wait_for_point_in_submission(d, h);
 	MUST(npu_free(d));
 	MUST(npu_host_free(h));
 	MUST(npu_host_free(gate));
