@@ -1,15 +1,16 @@
 /*
  * npu - virtual NPU PCI device: PCI function, registers, engine threads,
- * interrupts and reset.
+ * interrupts, reset and migration: the device's top.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * Every ring is an independent command processor running on its own
  * QemuThread; see npu_engine.c (packets), npu_mmu.c (address translation),
  * npu_cu.c (compute units, block dispatcher), npu_rv.c (their RV64G
- * instructions), npu_vtime.c (timing=virtual) and npu_kernels.c (built-in
- * kernels). Documentation/hw/npu.rst is the description of the device seen
- * by software.
+ * instructions), npu_vtime.c (timing=virtual), npu_kernels.c (built-in
+ * kernels) and npu_base.c (what they share: clock, waits, DMA, interrupts).
+ * Documentation/hw/npu.rst is the description of the device seen by
+ * software.
  *
  * Locking: the BQL serialises register accesses. Each ring has a mutex
  * protecting its registers, taken by the MMIO handlers and briefly by the
@@ -18,9 +19,10 @@
  * MMU_INVALIDATE takes no lock: it synchronises with the engines through
  * atomics (npu_mmu.c).
  * Engine threads never take the BQL; interrupts they raise are delivered by
- * a bottom half, and their DMA is restricted to RAM (npu_dma_map, used by
- * npu_phys_rw and the COPY/FILL fast path in npu_mmu.c), checked and done on
- * one translation, so they never dispatch an MMIO access.
+ * a bottom half, and their DMA is restricted to RAM (npu_dma_map in
+ * npu_base.c, used by npu_phys_rw and the COPY/FILL fast path in
+ * npu_mmu.c), checked and done on one translation, so they never dispatch
+ * an MMIO access.
  */
 
 #include "qemu/osdep.h"
@@ -29,52 +31,26 @@
 #include "qemu/error-report.h"
 #include "qemu/main-loop.h"
 #include "qemu/module.h"
-#include "qemu/rcu.h"
 #include "qemu/timer.h"
 #include "qapi/error.h"
 #include "exec/memory.h"
 #include "hw/pci/pci.h"
 #include "hw/pci/msix.h"
 #include "hw/qdev-properties.h"
-#include "sysemu/cpu-timers.h"
 #include "sysemu/runstate.h"
 #include "migration/vmstate.h"
-#include "npu.h"
+#include "npu_base.h"
+#include "npu_cu.h"
+#include "npu_engine.h"
+#include "npu_mmu.h"
+#include "npu_uq.h"
+#include "npu_vtime.h"
 #include "trace.h"
-#ifdef CONFIG_LINUX
-#include <sys/prctl.h>
-#endif
 
 /*
- * Helpers shared with the engines
+ * Interrupts: engine threads raise them (npu_raise), this bottom half
+ * delivers them.
  */
-
-/*
- * Device time, ns: the VM's clock without icount (QEMU_CLOCK_VIRTUAL on
- * TCG and KVM), which runs at host rate and stands still while the VM is
- * stopped. Read directly because under icount or qtest QEMU_CLOCK_VIRTUAL
- * follows instructions or clock_step, not the host, and the timing model
- * paces commands in host time.
- */
-int64_t npu_time(void)
-{
-    return cpu_get_clock();
-}
-
-uint64_t npu_clock(NpuState *s)
-{
-    if (s->vtime) {
-        return npu_vt_now(s);
-    }
-    return npu_time() - qatomic_read(&s->clock_base);
-}
-
-void npu_raise(NpuState *s, unsigned vector)
-{
-    npu_vt_host_touch(s);
-    qatomic_or(&s->irq_pending, 1u << vector);
-    qemu_bh_schedule(s->irq_bh);
-}
 
 static void npu_irq_bh(void *opaque)
 {
@@ -96,96 +72,6 @@ static void npu_irq_bh(void *opaque)
             trace_npu_irq(v);
             msix_notify(pdev, v);
         }
-    }
-}
-
-bool npu_aborted(NpuRing *r)
-{
-    return qatomic_read(&r->abort) || qatomic_read(&r->stop);
-}
-
-/*
- * Run state
- */
-
-static void npu_run_kick(NpuState *s)
-{
-    qemu_mutex_lock(&s->run_lock);
-    qemu_cond_broadcast(&s->run_cond);
-    qemu_mutex_unlock(&s->run_lock);
-}
-
-/*
- * While the VM is stopped, wait until it runs again, the ring r (if any)
- * is aborted, or a reset is under way (it must not wait for parked
- * engines).
- */
-void npu_park(NpuState *s, NpuRing *r)
-{
-    if (!qatomic_read(&s->paused)) {
-        return;
-    }
-    qemu_mutex_lock(&s->run_lock);
-    while (qatomic_read(&s->paused) && !qatomic_read(&s->resetting) &&
-           !(r && npu_aborted(r))) {
-        qemu_cond_wait(&s->run_cond, &s->run_lock);
-    }
-    qemu_mutex_unlock(&s->run_lock);
-}
-
-/*
- * Bracket every guest-memory access. The stop handler sets paused, then
- * waits for dma_active to drop to 0; an access sets dma_active, then reads
- * paused: one of the two sees the other (both fence between write and
- * read), so no access starts after the handler returned. While stopped an
- * access parks; during a reset it is refused (the reset discards it).
- * Accesses nest on a thread (a page-table walk inside a mapped copy): only
- * the outermost one counts, so an inner one never parks while the outer
- * one keeps the stop handler waiting.
- */
-static __thread unsigned npu_dma_depth;
-static __thread bool npu_dma_noblock;
-
-/*
- * While set, an access on this thread is refused instead of parked when
- * the VM is stopped: for accesses made holding a lock that the main loop
- * may need meanwhile (timing=virtual reads semaphores under vt_lock).
- */
-void npu_dma_set_noblock(bool on)
-{
-    npu_dma_noblock = on;
-}
-
-static void npu_dma_exit(NpuState *s)
-{
-    if (--npu_dma_depth) {
-        return;
-    }
-    if (qatomic_fetch_dec(&s->dma_active) == 1 &&
-        qatomic_read(&s->paused)) {
-        npu_run_kick(s);
-    }
-}
-
-static bool npu_dma_enter(NpuState *s)
-{
-    if (npu_dma_depth) {
-        npu_dma_depth++;
-        return true;
-    }
-    for (;;) {
-        npu_dma_depth = 1;
-        qatomic_inc(&s->dma_active);
-        /* dma_active before paused; pairs with npu_vm_state_change */
-        smp_mb();
-        if (!qatomic_read(&s->paused)) {
-            return true;
-        }
-        npu_dma_exit(s);
-        if (qatomic_read(&s->resetting) || npu_dma_noblock) {
-            return false;
-        }
-        npu_park(s, NULL);
     }
 }
 
@@ -478,200 +364,12 @@ static void npu_vm_state_change(void *opaque, bool running, RunState state)
     }
 }
 
-/*
- * Waiting for a deadline. Engine threads run with a timer slack of 1 ns
- * (npu_engine_thread_init), so a sleep wakes only as late as the host's
- * timer interrupt and scheduler make it: a few microseconds on a quiet
- * host (the default slack of 50 us would stretch every short command to
- * about that). Commands are modelled in microseconds (launch-ns 4 us,
- * copy-ns 2 us): a wait of at most NPU_SPIN_MAX_NS is spun, as every
- * command's last 100 us used to be, so short commands keep their
- * precision. A longer one sleeps until a margin before its deadline and
- * spins the margin: the thread's recent worst wake-up lateness (it rises
- * to a late wake-up at once and decays by 1/16 per sleep) plus
- * NPU_SPIN_MIN_NS, at most NPU_SPIN_MAX_NS; on a quiet host about 10 us.
- * Documentation/hw/npu.rst, "Waiting out modelled time", has numbers.
- */
-#define NPU_SPIN_MIN_NS     5000
-#define NPU_SPIN_MAX_NS     100000
-#define NPU_SLICE_NS        1000000     /* a reset is noticed this fast */
-
-static __thread int64_t npu_late_ns = NPU_SPIN_MAX_NS;
-
-void npu_engine_thread_init(void)
-{
-#ifdef CONFIG_LINUX
-    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
-#endif
-}
-
-static bool npu_nap_stop(NpuState *s, NpuRing *r)
-{
-    return qatomic_read(&s->paused) || qatomic_read(&s->draining) ||
-           (r && npu_aborted(r));
-}
-
-/*
- * One step towards deadline (device time): sleep up to a slice, or spin
- * out the margin; returns early when the VM stops, a drain begins or the
- * ring r (if any) is aborted. Callers loop.
- */
-void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r)
-{
-    int64_t now = npu_time(), d = deadline - now;
-    int64_t margin = MIN(npu_late_ns + NPU_SPIN_MIN_NS, NPU_SPIN_MAX_NS);
-
-    if (d > NPU_SPIN_MAX_NS && d - margin >= 1000) {
-        int64_t want = MIN(d - margin, NPU_SLICE_NS) / 1000;
-        int64_t late;
-
-        g_usleep(want);
-        late = npu_time() - (now + want * 1000);
-        /* a stop freezes device time: that is not lateness */
-        if (late >= 0 && !qatomic_read(&s->paused)) {
-            late = MIN(late, NPU_SPIN_MAX_NS);
-            npu_late_ns = late > npu_late_ns ? late
-                          : npu_late_ns - (npu_late_ns - late) / 16;
-        }
-        return;
-    }
-    while (npu_time() < deadline && !npu_nap_stop(s, r)) {
-        cpu_relax();
-    }
-}
-
-/*
- * Sleep until device time reaches deadline; false if aborted. A drain for
- * migration cuts finite waits short.
- */
-bool npu_sleep_until(NpuRing *r, int64_t deadline)
-{
-    for (;;) {
-        int64_t now;
-
-        if (npu_aborted(r)) {
-            return false;
-        }
-        now = npu_time();
-        if (now >= deadline || (qatomic_read(&r->s->draining) &&
-                                deadline - now < NPU_FOREVER_NS)) {
-            return true;
-        }
-        if (qatomic_read(&r->s->paused)) {
-            npu_park(r->s, r);
-            continue;
-        }
-        npu_nap_until(r->s, deadline, r);
-    }
-}
-
 /* Wake every ring sleeping in SEM_WAIT (a reset: they give up). */
 static void npu_sem_wake(NpuState *s)
 {
     qemu_mutex_lock(&s->sem_lock);
     qemu_cond_broadcast(&s->sem_cond);
     qemu_mutex_unlock(&s->sem_lock);
-}
-
-/* A command completed: wake rings waiting on a semaphore to look again. */
-void npu_sem_kick(NpuState *s)
-{
-    /* the command's writes before sem_waiters; pairs with npu_exec_sem */
-    smp_mb();
-    if (qatomic_read(&s->sem_waiters)) {
-        qemu_mutex_lock(&s->sem_lock);
-        qatomic_inc(&s->sem_gen);
-        qemu_cond_broadcast(&s->sem_cond);
-        qemu_mutex_unlock(&s->sem_lock);
-    }
-    npu_uq_kick(s);
-}
-
-/*
- * Whether an engine may access mr directly: plain RAM only (device memory
- * counts), and no writes to ROM.
- */
-static bool npu_dma_allowed(MemoryRegion *mr, bool is_write)
-{
-    return memory_region_is_ram(mr) && !memory_region_is_ram_device(mr) &&
-           !(is_write && (mr->readonly || mr->rom_device));
-}
-
-/*
- * Map [pa, pa + len) of the bus-master address space for an engine: one
- * translation, kept in cache, giving a host pointer to as much of the range
- * as is contiguous RAM (returned, > 0). 0 when the start is not RAM the
- * engine may use: unassigned (bus mastering off), MMIO, ROM for a write.
- * The engine threads run without the BQL, so nothing here may dispatch an
- * MMIO access; and the access must use this translation, never a second
- * one, which could see bus mastering turned off in between and land in
- * unassigned memory (dispatched under the BQL). Release with
- * npu_dma_unmap().
- */
-uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
-                     uint64_t len, bool is_write)
-{
-    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
-    int64_t l;
-
-    *cache = MEMORY_REGION_CACHE_INVALID;
-    if (!len || pa + len < pa || !npu_dma_enter(s)) {
-        return 0;
-    }
-    WITH_RCU_READ_LOCK_GUARD() {
-        l = address_space_cache_init(cache, as, pa, len, is_write);
-    }
-    if (l <= 0 || !cache->ptr || !npu_dma_allowed(cache->mrs.mr, is_write)) {
-        address_space_cache_destroy(cache);
-        npu_dma_exit(s);
-        return 0;
-    }
-    return l;
-}
-
-/*
- * Release a mapping; written says how many bytes from its start were
- * written (marked dirty for migration and TCG's code cache).
- */
-void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written)
-{
-    if (written) {
-        address_space_cache_invalidate(cache, 0, written);
-    }
-    address_space_cache_destroy(cache);
-    npu_dma_exit(s);
-}
-
-/* Bus-master DMA restricted to RAM (see npu_dma_map). */
-MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
-                        bool is_write)
-{
-    uint8_t *p = buf;
-
-    if (pa + len < pa) {
-        return MEMTX_DECODE_ERROR;
-    }
-    /* ordered after the engine's earlier accesses, as pci_dma_rw is */
-    smp_mb();
-    while (len) {
-        MemoryRegionCache cache;
-        uint64_t l = npu_dma_map(s, &cache, pa, len, is_write);
-
-        if (!l) {
-            trace_npu_dma_fault(pa, len, is_write);
-            return MEMTX_DECODE_ERROR;
-        }
-        if (is_write) {
-            memcpy(cache.ptr, p, l);
-        } else {
-            memcpy(p, cache.ptr, l);
-        }
-        npu_dma_unmap(s, &cache, is_write ? l : 0);
-        pa += l;
-        p += l;
-        len -= l;
-    }
-    return MEMTX_OK;
 }
 
 /*
@@ -1039,7 +737,7 @@ static void npu_mmio_write(void *opaque, hwaddr addr, uint64_t val,
     NpuState *s = opaque;
 
     trace_npu_mmio_write(addr, val);
-    npu_vt_host_touch(s);
+    npu_host_touch(s);
     if (addr >= NPU_UQ_REGS_BASE && addr < NPU_UQ_REGS_END) {
         npu_uq_write(s, addr, val);
         return;

@@ -42,7 +42,13 @@
 #include "qemu/queue.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
+#include "npu_cu_state.h"
 #include "npu_cu.h"
+#include "npu_cu_hart.h"
+#include "npu_cu_unit.h"
+#include "npu_job.h"
+#include "npu_mmu.h"
+#include "npu_vtime.h"
 #include "trace.h"
 
 /*
@@ -77,7 +83,12 @@ static void npu_cu_flush_traces(NpuState *s)
     }
 }
 
-void npu_cu_yield(NpuState *s)
+/*
+ * Between two instructions of a quantum (the model calls it through
+ * NpuCuState.yield): let go for an MMU invalidation, a reset or a
+ * cancelled launch.
+ */
+static void npu_cu_yield(NpuState *s)
 {
     NpuCuState *cs = s->cu;
     NpuLaunch *l, *nx;
@@ -150,54 +161,6 @@ void npu_cu_yield(NpuState *s)
 /*
  * Dispatcher
  */
-
-void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
-{
-    NpuLaunch *l = b->l;
-    unsigned i;
-
-    for (i = 0; i < s->cu_threads; i++) {
-        NpuSlot *t = &u->slot[i];
-
-        if (t->blk == b) {
-            if (t->live) {
-                npu_unit_unlive(u, i);
-            }
-            if (t->h.reserved) {
-                t->h.reserved = false;
-                s->cu->nreserved--;
-            }
-            g_free(t->stack);
-            t->stack = NULL;
-            t->blk = NULL;
-            t->live = false;
-            t->barrier = false;
-            u->free_slots++;
-        }
-    }
-    for (i = 0; i < u->nblocks; i++) {
-        if (u->blocks[i] == b) {
-            u->blocks[i] = u->blocks[--u->nblocks];
-            break;
-        }
-    }
-    if (l->fixed) {
-        qatomic_set(&u->fixed_ns,
-                    u->fixed_ns + MAX(npu_now() - b->fixed_start, 0));
-        if (s->vtime) {
-            l->last_cycle = MAX(l->last_cycle,
-                                MIN(b->fixed_end_cycle, s->cu->cycle));
-        }
-    } else {
-        u->ncode--;
-        u->free_scratch += l->scratch;
-        npu_unit_launch(u, l, -1);
-    }
-    l->resident--;
-    l->done_blocks++;
-    g_free(b->scratch);
-    g_free(b);
-}
 
 /*
  * Does a block of l fit on u? A fixed-function block needs an empty unit;
@@ -530,7 +493,7 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
  * Drop the resident blocks of failed and cancelled launches; finish the
  * launches that are done.
  */
-void npu_cu_reap(NpuState *s, int64_t now)
+static void npu_cu_reap(NpuState *s, int64_t now)
 {
     NpuLaunch *l, *nx;
     unsigned i, j;
@@ -1194,6 +1157,7 @@ void npu_cu_init(NpuState *s)
 
     QTAILQ_INIT(&cs->incoming);
     QTAILQ_INIT(&cs->queue);
+    cs->yield = npu_cu_yield;
     for (i = 0; i < s->n_cus; i++) {
         NpuUnit *u = &cs->unit[i];
 

@@ -16,7 +16,9 @@
 #include "qemu/queue.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
-#include "npu_cu.h"
+#include "npu_cu_state.h"
+#include "npu_cu_hart.h"
+#include "npu_mmu.h"
 #include "trace.h"
 
 void npu_cu_fail(NpuLaunch *l, uint32_t code, uint64_t addr,

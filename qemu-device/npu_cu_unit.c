@@ -19,7 +19,9 @@
 #include "qemu/queue.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
-#include "npu_cu.h"
+#include "npu_cu_state.h"
+#include "npu_cu_hart.h"
+#include "npu_cu_unit.h"
 #include "trace.h"
 
 static const void *const *npu_tb_handler;      /* by NPU_XOP_* */
@@ -368,7 +370,7 @@ static inline uint64_t npu_live_bits(unsigned n)
 }
 
 /* Take slot i off the unit's list of running threads. */
-void npu_unit_unlive(NpuUnit *u, unsigned i)
+static void npu_unit_unlive(NpuUnit *u, unsigned i)
 {
     unsigned k;
 
@@ -410,6 +412,58 @@ void npu_unit_launch(NpuUnit *u, NpuLaunch *l, int add)
         u->launches[i] = u->launches[u->nlaunches];
         u->nblocks_of[i] = u->nblocks_of[u->nlaunches];
     }
+}
+
+/*
+ * A block leaves unit u: it ended, its launch failed or was cancelled, or
+ * a fixed-function block's time is up.
+ */
+void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
+{
+    NpuLaunch *l = b->l;
+    unsigned i;
+
+    for (i = 0; i < s->cu_threads; i++) {
+        NpuSlot *t = &u->slot[i];
+
+        if (t->blk == b) {
+            if (t->live) {
+                npu_unit_unlive(u, i);
+            }
+            if (t->h.reserved) {
+                t->h.reserved = false;
+                s->cu->nreserved--;
+            }
+            g_free(t->stack);
+            t->stack = NULL;
+            t->blk = NULL;
+            t->live = false;
+            t->barrier = false;
+            u->free_slots++;
+        }
+    }
+    for (i = 0; i < u->nblocks; i++) {
+        if (u->blocks[i] == b) {
+            u->blocks[i] = u->blocks[--u->nblocks];
+            break;
+        }
+    }
+    if (l->fixed) {
+        qatomic_set(&u->fixed_ns,
+                    u->fixed_ns + MAX(npu_now() - b->fixed_start, 0));
+        if (s->vtime) {
+            l->last_cycle = MAX(l->last_cycle,
+                                MIN(b->fixed_end_cycle, s->cu->cycle));
+        }
+    } else {
+        u->ncode--;
+        u->free_scratch += l->scratch;
+        npu_unit_launch(u, l, -1);
+    }
+    l->resident--;
+    l->done_blocks++;
+    g_free(b->scratch);
+    g_free(b);
 }
 
 /* Thread t ended: its block may end, or a barrier may now be complete. */
@@ -2178,7 +2232,7 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
                      qatomic_read(&s->cu->cancel_pending))) {
             npu_unit_settle_all(u, c);
             u->lazy = false;
-            npu_cu_yield(s);
+            s->cu->yield(s);
             if (!u->nlive) {
                 break;
             }
@@ -2311,7 +2365,7 @@ void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         if (unlikely(qatomic_read(&s->mmu_waiters) ||
                      qatomic_read(&s->resetting) ||
                      qatomic_read(&s->cu->cancel_pending))) {
-            npu_cu_yield(s);
+            s->cu->yield(s);
             if (!u->nlive) {
                 break;
             }

@@ -14,7 +14,13 @@
 #include "qemu/bswap.h"
 #include "qemu/rcu.h"
 #include "qemu/timer.h"
-#include "npu.h"
+#include "npu_base.h"
+#include "npu_cu.h"
+#include "npu_engine.h"
+#include "npu_job.h"
+#include "npu_kernels.h"
+#include "npu_mmu.h"
+#include "npu_vtime.h"
 #include "trace.h"
 
 #define NPU_CHUNK           (64 * 1024)
@@ -25,48 +31,6 @@ static bool npu_set_err(NpuErr *err, uint32_t code, uint64_t addr)
     err->code = code;
     err->addr = addr;
     return false;
-}
-
-/* Modelled time to move bytes over the link and in device memory. */
-uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes)
-{
-    return host_bytes * 1000 / s->link_bw + dev_bytes * 1000 / s->mem_bw;
-}
-
-/*
- * End of a command that started at t0: wait for its modelled duration (if
- * the timing model is on, or force is set) and account it. False if the
- * ring was reset meanwhile.
- */
-bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
-                  uint64_t bytes)
-{
-    NpuRing *r = job->ring;
-    uint64_t busy;
-
-    if (r->s->vtime) {
-        if (!npu_vt_complete(r, model_ns)) {
-            return false;
-        }
-    } else if ((r->s->timing || force) &&
-               !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns,
-                                                     INT64_MAX / 2))) {
-        return false;
-    }
-    if (npu_aborted(r)) {
-        return false;
-    }
-    busy = r->s->vtime ? r->vt - r->vt_start
-                       : npu_time() - t0;
-    qemu_mutex_lock(&r->lock);
-    r->busy_ns += busy;
-    qatomic_set(&r->cmd_start, 0);
-    r->cmds++;
-    r->bytes += bytes;
-    r->ops += job->ops;
-    qemu_mutex_unlock(&r->lock);
-    npu_sem_kick(r->s);
-    return true;
 }
 
 static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
@@ -218,7 +182,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         return true;
     }
     if (armed) {
-        npu_uq_signal_event(r, addr);
+        s->uq_hooks->signal_event(r, addr);
     }
     npu_complete(job, t0, 0, false, 16);
     return true;
@@ -466,7 +430,8 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
         if (npu_aborted(job->ring)) {
             return true;
         }
-        if (r->uq_engine && off != first && npu_uq_should_leave(r)) {
+        if (r->uq_engine && off != first &&
+            r->s->uq_hooks->should_leave(r)) {
             /* a user queue switches between the packets of an IB too */
             qatomic_set(&r->ib_off, off * 4);
             job->preempt = true;

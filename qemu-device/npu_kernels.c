@@ -14,7 +14,11 @@
 #include "qemu/bswap.h"
 #include "qemu/host-utils.h"
 #include "qemu/timer.h"
-#include "npu.h"
+#include "npu_base.h"
+#include "npu_cu.h"
+#include "npu_job.h"
+#include "npu_kernels.h"
+#include "npu_mmu.h"
 
 #define NPU_MAX_ELEMS       (1ull << 24)        /* per operand */
 #define NPU_GEMM_MAX_ELEMS  (1ull << 22)        /* per matrix */

@@ -43,7 +43,8 @@
 #include "qemu/processor.h"
 #include "qemu/rcu.h"
 #include "exec/memory.h"
-#include "npu.h"
+#include "npu_base.h"
+#include "npu_mmu.h"
 #include "trace.h"
 
 void npu_tlb_flush(NpuRing *r)
@@ -99,6 +100,8 @@ void npu_mmu_access_end(NpuRing *r)
  */
 void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
 {
+    /* the rings, then (with user queues) their engines and MMU contexts */
+    unsigned n = s->nrings + (npu_uq_present(s) ? ARRAY_SIZE(s->uq.eng) : 0);
     uint32_t seq;
     unsigned i;
 
@@ -108,9 +111,9 @@ void npu_mmu_invalidate(NpuState *s, uint32_t ctx)
     qatomic_inc(&s->mmu_waiters);
     /* the guest's page-table writes before reading the rings' state */
     smp_mb();
-    for (i = 0; i < s->nrings + npu_uq_nmmu(s); i++) {
+    for (i = 0; i < n; i++) {
         NpuRing *r = i < s->nrings ? &s->rings[i]
-                                   : npu_uq_mmu_ring(s, i - s->nrings);
+                                   : &s->uq.eng[i - s->nrings];
         uint32_t gen, busy;
         unsigned spins = 0;
 

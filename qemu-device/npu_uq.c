@@ -25,13 +25,12 @@
 #include "qemu/rcu.h"
 #include "qemu/main-loop.h"
 #include "qapi/error.h"
-#include "npu.h"
+#include "npu_base.h"
+#include "npu_engine.h"
+#include "npu_mmu.h"
+#include "npu_uq.h"
+#include "npu_vtime.h"
 #include "trace.h"
-
-bool npu_uq_present(NpuState *s)
-{
-    return s->uq_n_compute + s->uq_n_copy > 0;
-}
 
 bool npu_uq_check_props(NpuState *s, Error **errp)
 {
@@ -101,7 +100,7 @@ static void npu_uq_post_locked(NpuState *s, uint8_t kind, uint32_t ctx,
 }
 
 /* A SIGNAL packet found its memory signal armed. */
-void npu_uq_signal_event(NpuRing *r, uint64_t va)
+static void npu_uq_signal_event(NpuRing *r, uint64_t va)
 {
     NpuState *s = r->s;
 
@@ -126,7 +125,7 @@ void npu_uq_signal_event(NpuRing *r, uint64_t va)
  * Queues
  */
 
-/* Guest-memory accesses made holding uq.lock never park (npu.c). */
+/* Guest-memory accesses made holding uq.lock never park (npu_base.c). */
 static MemTxResult npu_uq_phys(NpuState *s, uint64_t pa, void *buf,
                                uint64_t len, bool is_write)
 {
@@ -640,7 +639,7 @@ static void *npu_uq_engine_thread(void *opaque)
 }
 
 /* Between two packets of an IB: must the queue on engine e leave it? */
-bool npu_uq_should_leave(NpuRing *e)
+static bool npu_uq_should_leave(NpuRing *e)
 {
     NpuUqState *uq = &e->s->uq;
     int c;
@@ -848,7 +847,7 @@ static void *npu_uq_poll_thread(void *opaque)
 }
 
 /* The device wrote memory: waiting queues look again (npu_sem_kick). */
-void npu_uq_kick(NpuState *s)
+static void npu_uq_kick(NpuState *s)
 {
     if (!qatomic_read(&s->uq.nwaiting)) {
         return;
@@ -872,17 +871,6 @@ void npu_uq_run_kick(NpuState *s)
         npu_vt_uq_pending(s);
     }
     qemu_mutex_unlock(&s->uq.lock);
-}
-
-/* MMU contexts of the user-queue side, for MMU_INVALIDATE. */
-unsigned npu_uq_nmmu(NpuState *s)
-{
-    return npu_uq_present(s) ? NPU_UQ_ENGINES + 2 : 0;
-}
-
-NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i)
-{
-    return &s->uq.eng[i];
 }
 
 /*
@@ -1263,7 +1251,7 @@ static void npu_uq_db_write(void *opaque, hwaddr addr, uint64_t w,
     bool publish = false;
     NpuUq *q;
 
-    npu_vt_host_touch(s);
+    npu_host_touch(s);
     if (size != 8 || (addr & 7)) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu: doorbell write of %u bytes at "
                       "0x%" HWADDR_PRIx ": ignored\n", size, addr);
@@ -1329,11 +1317,18 @@ static const MemoryRegionOps npu_uq_db_ops = {
  * Realize, reset, unrealize
  */
 
+static const NpuUqHooks npu_uq_hooks = {
+    .kick = npu_uq_kick,
+    .signal_event = npu_uq_signal_event,
+    .should_leave = npu_uq_should_leave,
+};
+
 void npu_uq_realize(NpuState *s)
 {
     NpuUqState *uq = &s->uq;
     unsigned i, p;
 
+    s->uq_hooks = &npu_uq_hooks;
     qemu_mutex_init(&uq->lock);
     qemu_cond_init(&uq->cond);
     qemu_cond_init(&uq->poll_cond);

@@ -49,17 +49,11 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/timer.h"
-#include "npu.h"
+#include "npu_base.h"
+#include "npu_mmu.h"
+#include "npu_vtime.h"
 
 #define NPU_VT_POLL_MS  1       /* a deferred move is retried this often */
-
-void npu_vt_host_touch(NpuState *s)
-{
-    if (s->vtime) {
-        qatomic_set(&s->vt.host_touch,
-                    qemu_clock_get_ns(QEMU_CLOCK_REALTIME));
-    }
-}
 
 /*
  * Has the host been quiet for the settle time? Else mark the move
@@ -191,16 +185,6 @@ static void npu_vt_advance_from(NpuState *s, bool dirty)
 static void npu_vt_advance(NpuState *s)
 {
     npu_vt_advance_from(s, true);
-}
-
-uint64_t npu_vt_now(NpuState *s)
-{
-    uint64_t now;
-
-    qemu_mutex_lock(&s->vt.lock);
-    now = s->vt.now;
-    qemu_mutex_unlock(&s->vt.lock);
-    return now;
 }
 
 /* A ring takes up work: it starts at the present. */

@@ -1,13 +1,15 @@
 /*
- * npu - virtual NPU PCI device: private definitions.
+ * npu - virtual NPU PCI device: the device's state and the base layer
+ * (npu_base.c) that every engine uses.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * The hardware interface (registers, packets, page tables, kernels) is
- * include/npu_hw.h; Documentation/hw/npu.rst describes the behaviour.
+ * include/npu_hw.h; Documentation/hw/npu.rst describes the behaviour and,
+ * in "Implementation notes", which file may call which.
  */
-#ifndef HW_MISC_NPU_H
-#define HW_MISC_NPU_H
+#ifndef HW_MISC_NPU_BASE_H
+#define HW_MISC_NPU_BASE_H
 
 #include "hw/pci/pci.h"
 #include "exec/memory.h"
@@ -251,6 +253,19 @@ typedef struct NpuUqState {
     uint32_t cmd_status;
 } NpuUqState;
 
+/*
+ * What the code the engines share tells the user queues (npu_uq.c), which
+ * sit above it; npu_uq_realize sets the table.
+ */
+typedef struct NpuUqHooks {
+    /* the device wrote memory: waiting queues look again */
+    void (*kick)(NpuState *s);
+    /* a SIGNAL packet found its memory signal armed */
+    void (*signal_event)(NpuRing *r, uint64_t va);
+    /* between two packets of an IB: must the queue on engine e leave it? */
+    bool (*should_leave)(NpuRing *e);
+} NpuUqHooks;
+
 struct NpuState {
     PCIDevice parent_obj;
 
@@ -307,6 +322,7 @@ struct NpuState {
 
     NpuVtime vt;
     NpuUqState uq;
+    const NpuUqHooks *uq_hooks;
 
     /*
      * SEM_WAIT (npu_engine.c): a ring that has waited a while sleeps on
@@ -403,13 +419,21 @@ typedef struct NpuJob {
     uint64_t ops;
 } NpuJob;
 
-/* npu.c */
+/* The device has user queues (npu_uq.c). */
+static inline bool npu_uq_present(NpuState *s)
+{
+    return s->uq_n_compute + s->uq_n_copy > 0;
+}
+
+/* npu_base.c */
 int64_t npu_time(void);
 uint64_t npu_clock(NpuState *s);
-void npu_park(NpuState *s, NpuRing *r);
-void npu_dma_set_noblock(bool on);
+void npu_host_touch(NpuState *s);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);
+void npu_run_kick(NpuState *s);
+void npu_park(NpuState *s, NpuRing *r);
+void npu_dma_set_noblock(bool on);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
 void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r);
 void npu_engine_thread_init(void);
@@ -419,85 +443,5 @@ uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
 void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written);
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
-
-/* npu_mmu.c */
-void npu_tlb_flush(NpuRing *r);
-void npu_mmu_access_begin(NpuRing *r);
-void npu_mmu_access_end(NpuRing *r);
-bool npu_mmu_translate(NpuRing *r, uint64_t va, bool is_write,
-                       uint64_t *pte_out, NpuErr *err);
-void npu_mmu_set_context(NpuRing *r, uint32_t ctx, uint64_t pt_root);
-void npu_mmu_invalidate(NpuState *s, uint32_t ctx);
-bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
-               bool is_write, NpuErr *err);
-
-/* npu_engine.c */
-void *npu_ring_thread(void *opaque);
-bool npu_vm_copy_fast(NpuJob *job, uint64_t src, const void *src_buf,
-                      uint64_t dst, uint64_t len);
-uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes);
-bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
-                  uint64_t bytes);
-bool npu_uq_exec(NpuJob *job, const uint32_t *p, unsigned ndw,
-                 uint64_t pkt_addr, NpuErr *err, uint32_t *info);
-
-/* npu_kernels.c */
-bool npu_launch(NpuJob *job, const uint32_t *pkt, unsigned ndw,
-                uint64_t pkt_addr, NpuErr *err);
-
-/* npu_uq.c */
-#define NPU_UQ_REGS_BASE    NPU_REG_UQ_MAX_QUEUES
-#define NPU_UQ_REGS_END     NPU_REG_UQ_ENGINE_QUEUE(2 * NPU_UQ_MAX_ENGINES)
-bool npu_uq_present(NpuState *s);
-bool npu_uq_check_props(NpuState *s, Error **errp);
-void npu_uq_realize(NpuState *s);
-void npu_uq_unrealize(NpuState *s);
-void npu_uq_reset(NpuState *s);
-uint32_t npu_uq_read(NpuState *s, hwaddr addr);
-void npu_uq_write(NpuState *s, hwaddr addr, uint32_t val);
-void npu_uq_signal_event(NpuRing *r, uint64_t va);
-void npu_uq_kick(NpuState *s);
-bool npu_uq_should_leave(NpuRing *e);
-void npu_uq_run_kick(NpuState *s);
-bool npu_uq_quiet(NpuState *s, unsigned *busy);
-int npu_uq_post_load(NpuState *s);
-NpuRing *npu_uq_mmu_ring(NpuState *s, unsigned i);
-unsigned npu_uq_nmmu(NpuState *s);
-
-/* npu_vtime.c */
-void npu_vt_init(NpuState *s);
-void npu_vt_fini(NpuState *s);
-void npu_vt_reset(NpuState *s);
-void npu_vt_ring_reset(NpuRing *r);
-void npu_vt_kick(NpuState *s);
-void npu_vt_host_touch(NpuState *s);
-uint64_t npu_vt_now(NpuState *s);
-void npu_vt_ring_active(NpuRing *r);
-void npu_vt_ring_idle(NpuRing *r);
-bool npu_vt_complete(NpuRing *r, uint64_t model_ns);
-bool npu_vt_sem_block(NpuRing *r, uint64_t addr, uint64_t value, bool wide);
-void npu_vt_cu_submit(NpuRing *r);
-void npu_vt_cu_poke(NpuState *s);
-void npu_vt_cu_finished(NpuRing *r, uint64_t end_ns);
-bool npu_vt_cu_wait(NpuRing *r);
-bool npu_vt_cu_step(NpuState *s, uint64_t cu_ns, uint64_t until_ns,
-                    uint64_t *now, uint64_t *horizon, const bool *stop);
-int npu_vt_uq_block(NpuRing *e, uint64_t addr, uint64_t value, bool wide);
-void npu_vt_uq_idle(NpuRing *e, bool freed);
-void npu_vt_uq_assign(NpuRing *e);
-void npu_vt_uq_pending(NpuState *s);
-bool npu_vt_uq_round(NpuState *s);
-void npu_vt_uq_round_end(NpuState *s);
-void npu_vt_uq_sleep(NpuState *s, int64_t deadline, const bool *stop);
-
-/* npu_cu.c */
-void npu_cu_init(NpuState *s);
-void npu_cu_fini(NpuState *s);
-void npu_cu_reset(NpuState *s);
-uint64_t npu_cu_counter(NpuState *s, unsigned cu, unsigned which);
-void npu_cu_migrate(NpuState *s, bool load);
-bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns);
-bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
-                     bool full, uint64_t pkt_addr, NpuErr *err);
 
 #endif

@@ -1,0 +1,57 @@
+/*
+ * npu - virtual NPU PCI device: a command's end.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ *
+ * Every command (a ring's or a user queue's packet, a built-in kernel, a
+ * LAUNCH_CODE) ends here: its modelled duration is waited out, in device
+ * time or on the virtual clock (npu_vtime.c), and it is accounted to its
+ * ring.
+ */
+
+#include "qemu/osdep.h"
+#include "npu_base.h"
+#include "npu_job.h"
+#include "npu_vtime.h"
+
+/* Modelled time to move bytes over the link and in device memory. */
+uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes)
+{
+    return host_bytes * 1000 / s->link_bw + dev_bytes * 1000 / s->mem_bw;
+}
+
+/*
+ * End of a command that started at t0: wait for its modelled duration (if
+ * the timing model is on, or force is set) and account it. False if the
+ * ring was reset meanwhile.
+ */
+bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
+                  uint64_t bytes)
+{
+    NpuRing *r = job->ring;
+    uint64_t busy;
+
+    if (r->s->vtime) {
+        if (!npu_vt_complete(r, model_ns)) {
+            return false;
+        }
+    } else if ((r->s->timing || force) &&
+               !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns,
+                                                     INT64_MAX / 2))) {
+        return false;
+    }
+    if (npu_aborted(r)) {
+        return false;
+    }
+    busy = r->s->vtime ? r->vt - r->vt_start
+                       : npu_time() - t0;
+    qemu_mutex_lock(&r->lock);
+    r->busy_ns += busy;
+    qatomic_set(&r->cmd_start, 0);
+    r->cmds++;
+    r->bytes += bytes;
+    r->ops += job->ops;
+    qemu_mutex_unlock(&r->lock);
+    npu_sem_kick(r->s);
+    return true;
+}
