@@ -86,6 +86,7 @@ enum {
     NPU_XOP_END,                /* after the last instruction */
     NPU_XOP_JAL,
     NPU_XOP_JALR,
+    NPU_XOP_JAL_IN,             /* a jump the superblock goes on past */
 #define NPU_XOP_ENUM(name, ...) NPU_XOP_##name,
     NPU_RV_INT_OPS(NPU_XOP_ENUM)
     NPU_RV_FP_FAST_OPS(NPU_XOP_ENUM)
@@ -109,8 +110,16 @@ typedef struct NpuTb NpuTb;
 
 struct NpuTb {
     uint64_t pc;
+    uint64_t end;               /* the pc after its last instruction */
     NpuTb *succ[2];             /* next: fall-through, elsewhere (or NULL) */
     NpuTb *all_next;            /* the launch's list of superblocks */
+    /*
+     * A JAL the superblock goes on past, to its target (NPU_TB_NO_JUMP if
+     * none): the instructions after it are jump_delta bytes further on
+     * than their index says (npu_tb_pc).
+     */
+    int64_t jump_delta;
+    uint16_t jump;
     uint16_t n;                 /* instructions */
     bool simple;                /* of simple classes (else n == 1) */
     /*
@@ -143,16 +152,26 @@ struct NpuTb {
     uint8_t *why_before;        /* NPU_STALL_SELECTED: none */
     /*
      * npu_unit_lockstep: simple, every instruction fit for it (ls_ok); the
-     * cycles its instructions wait for the one before inside it (WAIT)
+     * cycles its instructions wait for the one before inside it, for a
+     * result (WAIT) and after its inner jump (BRANCH_RESOLVING)
      */
     bool ls_ok;
     uint16_t ls_wait;
+    uint16_t ls_bubble;
     /* whole runs in the current npu_tb_chain, not yet in the statistics */
     uint32_t runs;
     NpuTb *ran_next;            /* NpuChain.ran */
     NpuTb *side;                /* up to its side exit's branch, or NULL */
     NpuCuInsn insn[];
 };
+
+#define NPU_TB_NO_JUMP  UINT16_MAX
+
+/* The pc of tb's instruction i */
+static inline uint64_t npu_tb_pc(const NpuTb *tb, unsigned i)
+{
+    return tb->pc + 4 * (uint64_t)i + (i > tb->jump ? tb->jump_delta : 0);
+}
 
 typedef struct NpuBlock {
     NpuLaunch *l;

@@ -812,7 +812,7 @@ static void npu_tb_time(NpuTb *tb)
             c = when;
         }
         tb->issue_off[i] = c;
-        npu_cu_time_simple(&u, t, ci, c, false);
+        npu_cu_time_simple(&u, t, ci, c, i == tb->jump);
         c++;
     }
     tb->cycles = c;
@@ -894,21 +894,24 @@ static uint8_t npu_tb_xop(const NpuCuInsn *ci)
 }
 
 /*
- * Fetch the superblock's instructions into insn[n..] from pc + 4 * n on:
- * up to the first branch or jump, the page's end, NPU_TB_INSNS or an
+ * Fetch the superblock's instructions into insn[n..] from pc on: up to
+ * the first branch or jump, the page's end, NPU_TB_INSNS or an
  * instruction of another class than the simple ones (which is kept only
- * as the first, alone: *simple false). Returns the new count.
+ * as the first, alone: *simple false). A jump's target (jumped) may start
+ * a page. Returns the new count.
  */
 static unsigned npu_tb_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
-                             NpuCuInsn *insn, unsigned n, bool *simple)
+                             NpuCuInsn *insn, unsigned n, bool jumped,
+                             bool *simple)
 {
+    uint64_t p = pc;
+
     *simple = true;
-    while (n < NPU_TB_INSNS) {
-        uint64_t p = pc + 4 * n;
+    for (; n < NPU_TB_INSNS; p += 4) {
         const NpuCuInsn *ci;
         uint32_t err;
 
-        if (n && !(p & (NPU_PAGE_SIZE - 1))) {
+        if (n && (p != pc || !jumped) && !(p & (NPU_PAGE_SIZE - 1))) {
             break;                      /* the next page is fetched later */
         }
         ci = npu_cu_fetch(s, l, p, &err);
@@ -936,7 +939,8 @@ static unsigned npu_tb_fetch(NpuState *s, NpuLaunch *l, uint64_t pc,
  * -1.
  */
 static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
-                         unsigned n, bool simple, int side)
+                         unsigned n, bool simple, int side, int jump,
+                         int64_t jump_delta)
 {
     NpuTb *tb = g_malloc0(sizeof(*tb) + n * sizeof(tb->insn[0]) +
                           (simple ? (n + 1) * sizeof(NpuTbOp) +
@@ -945,6 +949,9 @@ static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
 
     tb->pc = pc;
     tb->n = n;
+    tb->jump = jump < 0 ? NPU_TB_NO_JUMP : jump;
+    tb->jump_delta = jump < 0 ? 0 : jump_delta;
+    tb->end = npu_tb_pc(tb, n - 1) + 4;
     tb->simple = simple;
     tb->whole = UINT32_MAX;
     memcpy(tb->insn, insn, n * sizeof(insn[0]));
@@ -962,9 +969,11 @@ static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
             uint8_t xop = npu_tb_xop(&insn[i]);
             int64_t imm = d->imm;
 
-            if (xop >= NPU_XOP_BEQ || xop == NPU_XOP_JAL) {
+            if (i == tb->jump) {
+                xop = d->rd ? NPU_XOP_JAL_IN : NPU_XOP_NOP;
+            } else if (xop >= NPU_XOP_BEQ || xop == NPU_XOP_JAL) {
                 /* a misaligned target faults: on the general path */
-                imm += 4 * i;
+                imm += npu_tb_pc(tb, i) - pc;
                 xop = (pc + imm) & 3 ? NPU_XOP_OTHER : xop;
             } else if (xop >= NPU_XOP_FADD_D && xop <= NPU_XOP_FNMADD_S) {
                 imm = d->rm;
@@ -988,8 +997,14 @@ static NpuTb *npu_tb_new(NpuLaunch *l, uint64_t pc, const NpuCuInsn *insn,
 
             tb->ls_ok &= !!(insn[i].fast & NPU_CU_FAST_LOCKSTEP);
             if (i + 1 < n) {
-                tb->ls_wait += npu_ls_wait_after(&insn[i], false,
-                                                 &insn[i + 1], &why);
+                unsigned w = npu_ls_wait_after(&insn[i], i == tb->jump,
+                                               &insn[i + 1], &why);
+
+                if (why == NPU_STALL_BRANCH_RESOLVING) {
+                    tb->ls_bubble += w;
+                } else {
+                    tb->ls_wait += w;
+                }
             }
         }
         npu_tb_time(tb);
@@ -1013,25 +1028,50 @@ static NpuTb *npu_tb_build(NpuState *s, NpuLaunch *l, uint64_t pc)
     NpuCuInsn insn[NPU_TB_INSNS];
     bool simple;
     unsigned n, m;
+    int side = -1, jump = -1;
+    int64_t delta = 0;
+    uint64_t next;
     NpuTb *tb;
 
-    n = npu_tb_fetch(s, l, pc, insn, 0, &simple);
+    n = npu_tb_fetch(s, l, pc, insn, 0, false, &simple);
     if (!n) {
         return NULL;
     }
     if (l->ntb + 2 > NPU_TB_LIMIT) {
         npu_tb_free_all(l);
     }
-    m = n;
-    if (simple && insn[n - 1].d.cls == NPU_RV_BRANCH) {
-        /* only simple ones after the first: simple stays true */
-        m = npu_tb_fetch(s, l, pc, insn, n, &simple);
+    next = pc + 4 * n;
+    /* only simple ones after the first: simple stays true */
+    while (simple && n < NPU_TB_INSNS) {
+        const NpuRvInsn *d = &insn[n - 1].d;
+        uint64_t to = next - 4 + d->imm;
+
+        if (side < 0 && d->cls == NPU_RV_BRANCH) {
+            m = npu_tb_fetch(s, l, next, insn, n, false, &simple);
+            side = m > n ? (int)n - 1 : -1;
+        } else if (jump < 0 && d->op == RV_JAL && !(to & 3) &&
+                   to != NPU_EXIT_PC) {
+            m = npu_tb_fetch(s, l, to, insn, n, true, &simple);
+            if (m > n) {
+                jump = n - 1;
+                delta = to - next;
+                next = to;
+            }
+        } else {
+            break;
+        }
+        if (m == n) {
+            break;
+        }
+        next += 4 * (m - n);
+        n = m;
     }
-    if (m == n) {
-        return npu_tb_new(l, pc, insn, n, simple, -1);
+    if (side < 0) {
+        return npu_tb_new(l, pc, insn, n, simple, -1, jump, delta);
     }
-    tb = npu_tb_new(l, pc, insn, m, true, n - 1);
-    tb->side = npu_tb_new(l, pc, insn, n, true, -1);
+    tb = npu_tb_new(l, pc, insn, n, true, side, jump, delta);
+    tb->side = npu_tb_new(l, pc, insn, side + 1, true, -1,
+                          jump < side ? jump : -1, delta);
     return tb;
 }
 
@@ -1217,7 +1257,7 @@ static void npu_tb_fault(NpuSingle *r, const NpuTb *tb, unsigned i)
     for (k = 0; k < i; k++) {
         npu_single_wait(r, &tb->insn[k], &c);
         npu_single_select(r, c);
-        npu_cu_time_simple(r->u, r->t, &tb->insn[k], c, false);
+        npu_cu_time_simple(r->u, r->t, &tb->insn[k], c, k == tb->jump);
         r->insns++;
     }
     if (npu_single_wait(r, &tb->insn[i], &c)) {
@@ -1250,7 +1290,7 @@ static inline NpuTb *npu_single_next(NpuSingle *r, NpuTb *tb)
 {
     NpuSlot *t = r->t;
     NpuLaunch *l = r->l;
-    unsigned k = t->h.pc != tb->pc + 4 * tb->n;
+    unsigned k = t->h.pc != tb->end;
     NpuTb *nx = tb->succ[k];
 
     if (!nx || nx->pc != t->h.pc) {
@@ -1374,7 +1414,7 @@ static void npu_tb_samples(NpuSingle *r, const NpuTb *tb, uint64_t c0)
             while (c0 + tb->issue_off[i] < p) {
                 i++;
             }
-            t->h.pc = tb->pc + 4 * i;
+            t->h.pc = npu_tb_pc(tb, i);
             why = c0 + tb->issue_off[i] == p ? NPU_STALL_SELECTED
                                              : tb->why_before[i];
         }
@@ -1406,6 +1446,7 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
         [NPU_XOP_END] = &&x_end,
         [NPU_XOP_JAL] = &&x_JAL,
         [NPU_XOP_JALR] = &&x_JALR,
+        [NPU_XOP_JAL_IN] = &&x_JAL_IN,
 #define NPU_XOP_LABEL(name, ...) [NPU_XOP_##name] = &&x_##name,
         NPU_RV_INT_OPS(NPU_XOP_LABEL)
         NPU_RV_FP_FAST_OPS(NPU_XOP_LABEL)
@@ -1454,7 +1495,7 @@ static bool npu_tb_chain(NpuSingle *r, NpuTb *tb, NpuTbRun *run)
     /* set on this thread only, by instructions that are not simple */
     failed = l->failed;
 
-#define NPU_TB_PC       (tb->pc + ((uint64_t)(o - ops) << 2))
+#define NPU_TB_PC       npu_tb_pc(tb, o - ops)
 #define NPU_TB_NEXT     goto *(++o)->handler
 
 next_block:
@@ -1552,6 +1593,9 @@ x_JAL:
         x[o->rd] = NPU_TB_PC + 4;
     }
     goto out;
+x_JAL_IN:
+    x[o->rd] = NPU_TB_PC + 4;
+    NPU_TB_NEXT;
 x_JALR:
     npc = npu_rv_jump_target(RV_JALR, x[o->rs1], o->imm, NPU_TB_PC);
     if (npc == NPU_RV_NOT_INT) {
@@ -1572,11 +1616,11 @@ x_other:
     h->instret--;               /* npu_rv_exec counted it; so does out */
     NPU_TB_NEXT;
 x_end:
-    npc = tb->pc + 4 * tb->n;
+    npc = tb->end;
     k = 0;
     goto out_k;
 out:
-    k = npc != tb->pc + 4 * tb->n;
+    k = npc != tb->end;
 out_k:
     h->pc = npc;
     if (run) {
@@ -1710,7 +1754,7 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
         /* instruction by instruction, as long as the thread goes on */
         npu_single_issue(&r, &tb->insn[0], 0, c);
         for (i = 1; i < tb->n && npu_single_goes_on(&r) &&
-                    t->h.pc == tb->pc + 4 * i; i++) {
+                    t->h.pc == npu_tb_pc(tb, i); i++) {
             if (!npu_single_wait(&r, &tb->insn[i], &c)) {
                 break;
             }
@@ -1965,7 +2009,7 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
         uint8_t why;
         unsigned w;
 
-        if (!tb || tb->pc + 4 * i != pc) {
+        if (!tb || npu_tb_pc(tb, i) != pc) {
             /* superblocks may go: keep prev */
             if (prev && prev != &prev_copy) {
                 prev_copy = *prev;
@@ -2003,14 +2047,16 @@ static void npu_ls_run(NpuState *s, NpuSlot *t, NpuLsPart *p, unsigned n,
             assert(run.npc != NPU_RV_NOT_INT);  /* npu_cu_lockstep_fit */
             tb = run.tb;
             p->stall[NPU_STALL_WAIT] += tb->ls_wait;
+            p->stall[NPU_STALL_BRANCH_RESOLVING] += tb->ls_bubble;
             p->stall[NPU_STALL_NOT_SELECTED] +=
-                (uint64_t)(tb->n - 1) * (n - 1) - tb->ls_wait;
+                (uint64_t)(tb->n - 1) * (n - 1) - tb->ls_wait -
+                tb->ls_bubble;
             p->stall[NPU_STALL_SELECTED] += tb->n;
             p->cycles += tb->n + (uint64_t)(tb->n - 1) * (n - 1);
             p->issued += tb->n;
             at += (uint64_t)tb->n * n;
             prev = &tb->insn[tb->n - 1];
-            prev_moved = run.npc != tb->pc + 4 * tb->n;
+            prev_moved = run.npc != tb->end;
             from = tb;
             tb = tb->succ[prev_moved];
         } else {
