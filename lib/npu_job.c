@@ -470,6 +470,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	jc_release(jc);
 	if (point)
 		*point = pt;
+	/* the doorbell store faulted: the driver was unbound */
+	if (npu_dev_lost(dev))
+		return npu_fail_lost();
 	return NPU_SUCCESS;
 }
 
