@@ -272,28 +272,35 @@ int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
 {
 	struct drm_npu_userq_signal sig;
+	int e;
 
 	if (point <= t->submitted || !t->uq_id || point > t->uq_pt)
 		return 0;
-	if (npu_tl_done(dev, t, point)) {
-		/* complete (its queue may be gone): signalled from here */
-		if (drmSyncobjTimelineSignal(dev->fd, &t->handle, &point, 1)) {
-			npu_note_errno(dev, errno);
-			return -errno;
-		}
-		t->submitted = point;
-		return 0;
-	}
+	if (npu_tl_done(dev, t, point))
+		goto cpu_signal;	/* complete (its queue may be gone) */
 	memset(&sig, 0, sizeof(sig));
 	sig.queue_id = t->uq_id;
 	sig.wptr = t->uq_wptr;
 	sig.handle = t->handle;
 	sig.point = t->uq_pt;
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &sig)) {
+		e = errno;
+		npu_note_errno(dev, e);
+		/* the queue halted or was stopped (or is gone after that):
+		 * the point never comes. Its syncobj point ends waits as a
+		 * failed job's fence does; the fault check says why. */
+		if (e == ECANCELED || e == ENOENT)
+			goto cpu_signal;
+		return -e;
+	}
+	t->submitted = t->uq_pt;
+	return 0;
+cpu_signal:
+	if (drmSyncobjTimelineSignal(dev->fd, &t->handle, &point, 1)) {
 		npu_note_errno(dev, errno);
 		return -errno;
 	}
-	t->submitted = t->uq_pt;
+	t->submitted = point;
 	return 0;
 }
 
