@@ -249,6 +249,28 @@ void npu_uq_unguard(void *page)
 	pthread_mutex_unlock(&uq_guard_lock);
 }
 
+void npu_uq_release_halted(struct device *dev)
+{
+	struct npu_stream *s;
+	bool any = false;
+
+	for (s = dev->streams; s; s = s->next) {
+		struct npu_uq *u = s->uq;
+		uint64_t *sig;
+
+		if (!u || u->halt_released || !npu_uq_halted(u))
+			continue;
+		u->halt_released = true;
+		sig = (uint64_t *)(u->mem + UQ_SIG_OFF);
+		if (__atomic_load_n(sig, __ATOMIC_ACQUIRE) < u->last_pt)
+			__atomic_store_n(sig, u->last_pt, __ATOMIC_RELEASE);
+		any = true;
+	}
+	for (s = dev->streams; any && s; s = s->next)
+		if (s->uq && !s->uq->halted)
+			npu_uq_kick(s->uq);
+}
+
 int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 		    uint32_t queue_id, uint64_t slice_ns)
 {
@@ -345,5 +367,6 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority)
 				      (uintptr_t)u->db);
 	u->last_pt = done;
 	u->halt_reported = false;
+	u->halt_released = false;
 	return 0;
 }

@@ -150,6 +150,11 @@ static int sig_wait(struct device *dev, const uint32_t *word,
 				errno = ENODEV;
 				return -1;
 			}
+			/* the signal may wait on a queue that halted (then
+			 * it never comes): release that queue's waiters */
+			pthread_mutex_lock(&dev->lock);
+			npu_uq_release_halted(dev);
+			pthread_mutex_unlock(&dev->lock);
 			continue;
 		}
 		/* the queue halted (a fault) or was stopped: the point never
