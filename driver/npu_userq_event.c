@@ -141,15 +141,29 @@ void npu_userq_halt_work(struct work_struct *work)
 	xa_for_each(&ndev->uq_queues, index, uq) {
 		u32 sts = npu_uqd_rd32(ndev, index, NPU_UQD_STATUS);
 
+		struct drm_npu_get_fault where = {};
+
 		if (!(sts & NPU_UQ_STS_HALTED) || uq->halt_seen)
 			continue;
 		uq->halt_seen = true;
+		/* a compute-unit fault's place, as a kernel ring reports it */
+		if (ndev->features & NPU_FEATURE_USER_CODE) {
+			where.pc = npu_uqd_rd64(ndev, index, NPU_UQD_FAULT_PC);
+			where.block = npu_uqd_rd32(ndev, index,
+						   NPU_UQD_FAULT_BLOCK);
+			where.thread = npu_uqd_rd32(ndev, index,
+						    NPU_UQD_FAULT_THREAD);
+			where.unit = npu_uqd_rd32(ndev, index,
+						  NPU_UQD_FAULT_UNIT);
+			where.entry = npu_uqd_rd64(ndev, index,
+						   NPU_UQD_FAULT_ENTRY);
+		}
 		npu_fault_record(uq->nfile, DRM_NPU_FAULT_DEVICE, uq->id,
 				 0xffffffff,
 				 npu_uqd_rd32(ndev, index, NPU_UQD_ERROR),
 				 npu_uqd_rd32(ndev, index, NPU_UQD_ERROR_INFO),
 				 npu_uqd_rd64(ndev, index, NPU_UQD_FAULT),
-				 NULL);
+				 &where);
 	}
 	npu_userq_fences_check(ndev);
 	mutex_unlock(&ndev->uq_lock);

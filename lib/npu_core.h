@@ -252,6 +252,18 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
 int npu_uq_revive(struct device *dev, struct npu_stream *s);
 /* Memory a waiting queue may wait on was written by the host. */
 void npu_uq_kick(struct npu_uq *u);
+/* Each newly halted queue of dev: what it left undone counts as done in
+ * its signal (as npu_uq_restart does), and every queue of dev is kicked,
+ * so that queues waiting on that signal go on (a failed job's fence ends
+ * the waits of kernel jobs). Caller holds dev->lock. */
+void npu_uq_release_halted(struct device *dev);
+/* dev's doorbell page, mapped at page: a store to it after the driver was
+ * unbound (SIGBUS) then marks dev lost instead of killing the process.
+ * 0 or -errno. npu_uq_unguard forgets the page before it is unmapped;
+ * with NULL (the library's unload) every page, and SIGBUS goes back to
+ * the handler the process had before. */
+int npu_uq_guard_doorbell(struct device *dev, void *page);
+void npu_uq_unguard(void *page);
 /* Sleep until the memory signal at addr reaches value, at most slice_ns;
  * queue_id (or 0): its halt ends the wait (-ECANCELED). 0 or -errno. */
 int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,

@@ -87,6 +87,7 @@ npu_status_t npu_check_faults(struct device *dev)
 			s->uq->halt_reported = true;
 			settle = 2000;
 		}
+	npu_uq_release_halted(dev);
 again:
 	memset(&f, 0, sizeof(f));
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f)) {

@@ -100,6 +100,7 @@ struct npu_uq {
 	uint64_t releases;		/* host functions queued on it */
 	bool halted;			/* seen halted or stopped */
 	bool halt_reported;		/* its fault record was waited for */
+	bool halt_released;		/* its signal raised past the halt */
 };
 
 struct dep {

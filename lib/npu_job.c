@@ -320,6 +320,15 @@ int npu_uq_revive(struct device *dev, struct npu_stream *s)
 
 /* Where a user-queue job waits for a point: a memory word and the value
  * its WAIT_MEM64 waits for. */
+/* The status of a driver call's failure (-errno r) that made a job fail,
+ * on either queue kind. */
+static npu_status_t driver_status(int r)
+{
+	return r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
+	       r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
+	       r == -ENODEV ? NPU_ERROR_DEVICE_LOST : NPU_ERROR_OS;
+}
+
 struct uq_wait {
 	uint64_t addr, value;
 };
@@ -421,7 +430,7 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 				free(wv);
 			jc_release(jc);
 			return npu_fail(r == -EIO ? npu_fail_wait(dev) :
-					NPU_ERROR_OS, "user queue wait: %s",
+					driver_status(r), "user queue wait: %s",
 					npu_strerror(-r));
 		}
 		nw += r;
@@ -440,7 +449,7 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 			return npu_fail_sticky(dev, dev->sticky ? dev->sticky :
 					       NPU_ERROR_LAUNCH_FAILURE);
 		}
-		return npu_fail(NPU_ERROR_OS, "user queue: %s", npu_strerror(-r));
+		return npu_fail(driver_status(r), "user queue: %s", npu_strerror(-r));
 	}
 	for (i = 0; i < nw; i++)
 		npu_cmd_wait_mem64(&w, wv[i].addr, wv[i].value);
@@ -476,6 +485,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	jc_release(jc);
 	if (point)
 		*point = pt;
+	/* the doorbell store faulted: the driver was unbound */
+	if (npu_dev_lost(dev))
+		return npu_fail_lost();
 	return NPU_SUCCESS;
 }
 
@@ -554,10 +566,7 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 				   nout, jc->bo, jc->nbo);
 		if (r) {
 			jc_release(jc);
-			return npu_fail(r == -ENOMEM ? NPU_ERROR_OUT_OF_MEMORY :
-					r == -EINVAL ? NPU_ERROR_INVALID_VALUE :
-					r == -ENODEV ? NPU_ERROR_DEVICE_LOST :
-					NPU_ERROR_OS,
+			return npu_fail(driver_status(r),
 					"DRM_IOCTL_NPU_SUBMIT: %s", npu_strerror(-r));
 		}
 	} else if (npu_defer_job(dev, s, s->queue[queue], jc->off, jc->w.len,

@@ -252,9 +252,12 @@ static int stream_uq(struct device *dev, struct npu_stream *s)
 			r = -errno;
 			goto fail_queue;
 		}
-		if (npu_host_map_add(dev, m, 4096)) {
+		r = npu_uq_guard_doorbell(dev, m);
+		if (r || npu_host_map_add(dev, m, 4096)) {
+			if (!r)
+				npu_uq_unguard(m);
 			munmap(m, 4096);
-			r = -ENOMEM;
+			r = r ? r : -ENOMEM;
 			goto fail_queue;
 		}
 		dev->uq_db_page = m;

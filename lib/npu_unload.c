@@ -46,5 +46,6 @@ __attribute__((destructor)) static void npu_unload(void)
 		if (d)
 			device_teardown(d);
 	}
+	npu_uq_unguard(NULL);	/* the doorbell pages are unmapped */
 	npu_printf_output();	/* what the teardown's synchronize queued */
 }

@@ -12,9 +12,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 #include <xf86drm.h>
 
 #include "npu_core.h"
@@ -139,6 +143,134 @@ void npu_uq_kick(struct npu_uq *u)
 	*u->db = u->wptr;
 }
 
+/*
+ * The doorbell page after device loss: unplug zaps its mapping, and the
+ * next store to it raises SIGBUS (no ioctl to fail with ENODEV first). A
+ * SIGBUS handler knows the library's doorbell pages: a fault in one maps
+ * a private anonymous page in its place (the store, restarted, and every
+ * later one land there harmlessly) and marks the device lost, as an
+ * ENODEV would. Any other SIGBUS goes to the handler the process had.
+ */
+static struct {
+	void *_Atomic page;
+	struct device *_Atomic dev;
+} uq_guard[NPU_MAX_DEVICES];
+static struct sigaction uq_bus_prev;
+static bool uq_bus_installed;
+static _Atomic pid_t uq_guard_pid;	/* a fork child has no doorbells */
+static pthread_mutex_t uq_guard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void uq_on_sigbus(int sig, siginfo_t *si, void *uctx)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	int i, e = errno;
+
+	for (i = 0; si->si_code > 0 && getpid() == atomic_load(&uq_guard_pid) &&
+		    i < NPU_MAX_DEVICES; i++) {
+		uintptr_t p = (uintptr_t)atomic_load(&uq_guard[i].page);
+		struct device *d = atomic_load(&uq_guard[i].dev);
+
+		if (!p || a - p >= 4096)
+			continue;
+		if (mmap((void *)p, 4096, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED)
+			break;
+		atomic_store_explicit(&d->lost, true, memory_order_release);
+		errno = e;
+		return;
+	}
+	errno = e;
+	if (uq_bus_prev.sa_flags & SA_SIGINFO) {
+		uq_bus_prev.sa_sigaction(sig, si, uctx);
+	} else if (uq_bus_prev.sa_handler != SIG_DFL &&
+		   uq_bus_prev.sa_handler != SIG_IGN) {
+		uq_bus_prev.sa_handler(sig);
+	} else {
+		/* the default action: the faulting access, restarted,
+		 * raises it again (a sent signal is raised again) */
+		struct sigaction dfl;
+
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigaction(SIGBUS, &dfl, NULL);
+		if (si->si_code <= 0)
+			raise(SIGBUS);
+	}
+}
+
+int npu_uq_guard_doorbell(struct device *dev, void *page)
+{
+	int i, r = -ENOSPC;
+
+	pthread_mutex_lock(&uq_guard_lock);
+	if (!uq_bus_installed) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_sigaction = uq_on_sigbus;
+		sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGBUS, &sa, &uq_bus_prev)) {
+			r = -errno;
+			goto out;
+		}
+		uq_bus_installed = true;
+	}
+	atomic_store(&uq_guard_pid, getpid());
+	for (i = 0; i < NPU_MAX_DEVICES; i++)
+		if (!atomic_load(&uq_guard[i].page)) {
+			atomic_store(&uq_guard[i].dev, dev);
+			atomic_store(&uq_guard[i].page, page);
+			r = 0;
+			break;
+		}
+out:
+	pthread_mutex_unlock(&uq_guard_lock);
+	return r;
+}
+
+void npu_uq_unguard(void *page)
+{
+	struct sigaction cur;
+	int i;
+
+	pthread_mutex_lock(&uq_guard_lock);
+	for (i = 0; i < NPU_MAX_DEVICES; i++)
+		if (!page || atomic_load(&uq_guard[i].page) == page)
+			atomic_store(&uq_guard[i].page, NULL);
+	/* the handler is in this library's code: not left behind it (unless
+	 * the process installed its own since) */
+	if (!page && uq_bus_installed && !sigaction(SIGBUS, NULL, &cur) &&
+	    (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == uq_on_sigbus)
+		sigaction(SIGBUS, &uq_bus_prev, NULL);
+	if (!page)
+		uq_bus_installed = false;
+	pthread_mutex_unlock(&uq_guard_lock);
+}
+
+void npu_uq_release_halted(struct device *dev)
+{
+	struct npu_stream *s;
+	bool any = false;
+
+	for (s = dev->streams; s; s = s->next) {
+		struct npu_uq *u = s->uq;
+		uint64_t *sig;
+
+		if (!u || u->halt_released || !npu_uq_halted(u))
+			continue;
+		u->halt_released = true;
+		sig = (uint64_t *)(u->mem + UQ_SIG_OFF);
+		if (__atomic_load_n(sig, __ATOMIC_ACQUIRE) < u->last_pt)
+			__atomic_store_n(sig, u->last_pt, __ATOMIC_RELEASE);
+		any = true;
+	}
+	for (s = dev->streams; any && s; s = s->next)
+		if (s->uq && !s->uq->halted)
+			npu_uq_kick(s->uq);
+}
+
 int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 		    uint32_t queue_id, uint64_t slice_ns)
 {
@@ -162,28 +294,35 @@ int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
 {
 	struct drm_npu_userq_signal sig;
+	int e;
 
 	if (point <= t->submitted || !t->uq_id || point > t->uq_pt)
 		return 0;
-	if (npu_tl_done(dev, t, point)) {
-		/* complete (its queue may be gone): signalled from here */
-		if (drmSyncobjTimelineSignal(dev->fd, &t->handle, &point, 1)) {
-			npu_note_errno(dev, errno);
-			return -errno;
-		}
-		t->submitted = point;
-		return 0;
-	}
+	if (npu_tl_done(dev, t, point))
+		goto cpu_signal;	/* complete (its queue may be gone) */
 	memset(&sig, 0, sizeof(sig));
 	sig.queue_id = t->uq_id;
 	sig.wptr = t->uq_wptr;
 	sig.handle = t->handle;
 	sig.point = t->uq_pt;
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_SIGNAL, &sig)) {
+		e = errno;
+		npu_note_errno(dev, e);
+		/* the queue halted or was stopped (or is gone after that):
+		 * the point never comes. Its syncobj point ends waits as a
+		 * failed job's fence does; the fault check says why. */
+		if (e == ECANCELED || e == ENOENT)
+			goto cpu_signal;
+		return -e;
+	}
+	t->submitted = t->uq_pt;
+	return 0;
+cpu_signal:
+	if (drmSyncobjTimelineSignal(dev->fd, &t->handle, &point, 1)) {
 		npu_note_errno(dev, errno);
 		return -errno;
 	}
-	t->submitted = t->uq_pt;
+	t->submitted = point;
 	return 0;
 }
 
@@ -228,5 +367,6 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority)
 				      (uintptr_t)u->db);
 	u->last_pt = done;
 	u->halt_reported = false;
+	u->halt_released = false;
 	return 0;
 }

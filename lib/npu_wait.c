@@ -103,12 +103,13 @@ static bool word_spin(struct device *dev, const struct tl *t, uint64_t point,
  * passes or the queue halts. Without dev->lock, holding a reference. */
 static int sig_wait(struct device *dev, const uint32_t *word,
 		    const volatile uint32_t *status, uint64_t sig_va,
-		    uint32_t uq_id, uint64_t point, unsigned sched, bool spin)
+		    uint32_t uq_id, uint32_t handle, uint64_t point,
+		    unsigned sched, bool spin)
 {
 	bool bounded = sched == NPU_DEVICE_SCHEDULE_AUTO;
 	unsigned every = sched == NPU_DEVICE_SCHEDULE_YIELD ? 1 :
 			 sched == NPU_DEVICE_SCHEDULE_SPIN ? 1024 : 32;
-	uint64_t end = mono_ns() + dev->spin_ns;
+	uint64_t now = mono_ns(), end = now + dev->spin_ns, look = now;
 	unsigned i = 0;
 	int r;
 
@@ -122,8 +123,20 @@ static int sig_wait(struct device *dev, const uint32_t *word,
 			sched_yield();
 		else
 			cpu_relax();
-		if (bounded && mono_ns() >= end)
+		now = mono_ns();
+		if (bounded && now >= end)
 			break;
+		/* an unplugged device never writes the signal nor the
+		 * status: an ioctl each ms says whether it is still there
+		 * (the sleeping wait below then reports the loss) */
+		if (!bounded && now - look >= 1000000) {
+			uint64_t v;
+
+			look = now;
+			if (drmSyncobjQuery(dev->fd, &handle, &v, 1) &&
+			    errno == ENODEV)
+				break;
+		}
 	}
 	for (;;) {
 		if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) -
@@ -137,6 +150,11 @@ static int sig_wait(struct device *dev, const uint32_t *word,
 				errno = ENODEV;
 				return -1;
 			}
+			/* the signal may wait on a queue that halted (then
+			 * it never comes): release that queue's waiters */
+			pthread_mutex_lock(&dev->lock);
+			npu_uq_release_halted(dev);
+			pthread_mutex_unlock(&dev->lock);
 			continue;
 		}
 		/* the queue halted (a fault) or was stopped: the point never
@@ -182,7 +200,7 @@ int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 
 		t->refs++;
 		pthread_mutex_unlock(&dev->lock);
-		r = sig_wait(dev, word, status, va, id, point, sched, spin);
+		r = sig_wait(dev, word, status, va, id, h, point, sched, spin);
 		pthread_mutex_lock(&dev->lock);
 		if (!r && point > t->completed)
 			t->completed = point;

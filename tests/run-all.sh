@@ -212,9 +212,9 @@ done
 # take the place of the plain ones), on 6.12: use-after-free, leaks in the
 # library's own objects and undefined behaviour fail the suite. Left out:
 # lib-churn (RSS, which ASan's quarantine inflates) and lib-launch-cost
-# (cost ratios), which measure the plain build, and lib-tune-space (an
-# exhaustive search, past the 300 s suite limit under ASan; lib-tune runs
-# the same tuner).
+# (cost ratios), which measure the plain build, and lib-tune-space and
+# lib-tune-space-uq (an exhaustive search, past the 300 s suite limit under
+# ASan; lib-tune runs the same tuner).
 asan_bin=$BUILD/guest-asan/bin
 if [ -d "$asan_bin" ] && [ -z "${NPU_SKIP_ASAN:-}" ]; then
 	for k in "$@"; do
@@ -223,7 +223,7 @@ if [ -d "$asan_bin" ] && [ -z "${NPU_SKIP_ASAN:-}" ]; then
 			system("test -x " bin "/" $2) == 0' "$suites" >"$res/guest-suites.asan"
 		boot_extra_bin=$asan_bin boot "$k-asan" "$k" "$res/guest-suites.asan"
 		if [ -n "$vsuites" ]; then
-			awk -v bin="$asan_bin" '$1 != "lib-tune-space" &&
+			awk -v bin="$asan_bin" '$1 !~ /^lib-tune-space(-uq)?$/ &&
 				system("test -x " bin "/" $2) == 0' \
 				"$vsuites" >"$res/guest-suites-vtime.asan"
 			boot_extra_bin=$asan_bin boot "$k-asan-vt" "$k" \

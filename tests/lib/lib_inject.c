@@ -8,7 +8,11 @@
  *
  * With direct submission (NPU_SUBMIT=direct), a record whose
  * DRM_IOCTL_NPU_SUBMIT fails leaves the event's previous record: still pending while the work before it is, complete after, with
- * its timestamp.
+ * its timestamp. That is a kernel-queue stream's record (a user queue's
+ * makes no system call). On a user queue, a wait for a point only a
+ * syncobj has (a kernel-queue stream's event) is DRM_IOCTL_NPU_USERQ_WAIT:
+ * when it fails, the wait returns the driver's error and the stream is as
+ * before: the wait, tried again, orders the stream behind the event.
  */
 #include "tap.h"
 
@@ -64,8 +68,10 @@ static void failed_record_keeps_previous(void)
 
 	MUST(npu_host_alloc((void **)&gate, 4096, 0));
 	*gate = 0;
-	MUST(npu_stream_create(&g, NPU_STREAM_NON_BLOCKING, 0));
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(npu_stream_create(&g, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_KERNEL_QUEUE, 0));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_KERNEL_QUEUE, 0));
 	MUST(npu_event_create(&start, 0));
 	MUST(npu_event_create(&e, 0));
 
@@ -102,6 +108,56 @@ static void failed_record_keeps_previous(void)
 	MUST(npu_host_free(gate));
 }
 
+/* A user-queue stream u waits for the event of kernel-queue stream k,
+ * recorded behind a closed gate; the first USERQ_WAIT fails. */
+static void failed_userq_wait_keeps_stream(void)
+{
+	npu_event_t ke, ue;
+	npu_stream_t k, u;
+	uint32_t *gate;
+	unsigned int flags = 0;
+
+	MUST(npu_host_alloc((void **)&gate, 4096, 0));
+	*gate = 0;
+	MUST(npu_stream_create(&k, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_KERNEL_QUEUE, 0));
+	MUST(npu_stream_create(&u, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_get_flags(u, &flags));
+	if (!(flags & NPU_STREAM_USER_QUEUE)) {
+		tap_skip("no user queue on this device (the stream runs on "
+			 "kernel queues)");
+		goto out;
+	}
+	MUST(npu_event_create(&ke, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_event_create(&ue, NPU_EVENT_DISABLE_TIMING));
+	MUST(npu_stream_wait_value32(k, gate, 1, 0));
+	MUST(npu_event_record(ke, k));
+
+	fail_next(DRM_IOCTL_NPU_USERQ_WAIT, ENOMEM);
+	ST(npu_stream_wait_event(u, ke, 0), NPU_ERROR_OUT_OF_MEMORY,
+	   "a user-queue wait whose USERQ_WAIT fails returns the driver's error");
+	tap_ok(injected(), "the failure was the wait's DRM_IOCTL_NPU_USERQ_WAIT");
+	fail_next(0, 0);
+	ST(npu_stream_query(u), NPU_SUCCESS,
+	   "the stream has no error and nothing pending");
+	ST(npu_stream_wait_event(u, ke, 0), NPU_SUCCESS, "the wait again");
+	MUST(npu_event_record(ue, u));
+	usleep(100000);
+	ST(npu_event_query(ue), NPU_ERROR_NOT_READY,
+	   "work after it waits for the kernel-queue event (gate closed)");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	ST(npu_event_synchronize(ue), NPU_SUCCESS,
+	   "and completes once the gate opens");
+	ST(npu_stream_synchronize(u), NPU_SUCCESS, "the stream is fine");
+	MUST(npu_event_destroy(ke));
+	MUST(npu_event_destroy(ue));
+out:
+	MUST(npu_stream_destroy(k));
+	MUST(npu_stream_destroy(u));
+	MUST(npu_host_free(gate));
+}
+
 int main(void)
 {
 	/* each enqueue submits itself (NPU_SUBMIT=direct): a failed
@@ -110,5 +166,6 @@ int main(void)
 	tap_need_device();
 	tap_start();
 	failed_record_keeps_previous();
+	failed_userq_wait_keeps_stream();
 	return tap_done();
 }
