@@ -114,6 +114,9 @@ npu_status_t npu_check_faults(struct device *dev);
  * npu_module.c once a module is loaded. */
 extern void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf,
 				 size_t n);
+/* npu_uq_release_halted, for npu_check_faults: set by npu_uq.c at its
+ * first user queue (user queues are a layer above the faults). */
+extern void (*npu_uq_halted_hook)(struct device *dev);
 void npu_flush_now(struct device *dev);
 void npu_flush_deferred(struct device *dev);
 /* Forget s's deferred jobs (their points signalled from the host) and wait

@@ -19,6 +19,7 @@
  * the device. Caller holds dev->lock.
  */
 void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf, size_t n);
+void (*npu_uq_halted_hook)(struct device *dev);
 
 /* What the device's error cause (npu_hw.h enum npu_error) means; addr
  * tells which local window a compute unit overran. */
@@ -87,7 +88,8 @@ npu_status_t npu_check_faults(struct device *dev)
 			s->uq->halt_reported = true;
 			settle = 2000;
 		}
-	npu_uq_release_halted(dev);
+	if (npu_uq_halted_hook)
+		npu_uq_halted_hook(dev);
 again:
 	memset(&f, 0, sizeof(f));
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_GET_FAULT, &f)) {

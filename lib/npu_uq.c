@@ -36,6 +36,7 @@ int npu_uq_create(struct device *dev, struct npu_uq *u, uint32_t kind,
 {
 	struct drm_npu_userq_create c;
 
+	npu_uq_halted_hook = npu_uq_release_halted;
 	memset(&c, 0, sizeof(c));
 	c.kind = kind;
 	c.priority = priority;
