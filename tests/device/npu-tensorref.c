@@ -278,6 +278,10 @@ static void test_tew(void)
 	tew_case(NPU_TEW_EXP, "EXP", ONE, 0, 0x402df854);	/* e */
 	tew_case(NPU_TEW_EXP, "EXP", 0xbf800000, 0, 0x3ebc5ab2); /* 1/e */
 	tew_case(NPU_TEW_EXP, "EXP", 0x3f317218, 0, 0x40000000); /* ln 2 */
+	/* near ties, checked with 60-digit decimal arithmetic: e^x lies 0.4997
+	 * and 0.4996 ulp above these results (glibc's expf rounds them up) */
+	tew_case(NPU_TEW_EXP, "EXP", 0x3c6ba654, 0, 0x3f81dab4);
+	tew_case(NPU_TEW_EXP, "EXP", 0x41a14356, 0, 0x4e077487);
 	tew_case(NPU_TEW_EXP, "EXP", NINF, 0, 0);
 	tew_case(NPU_TEW_EXP, "EXP", PINF, 0, PINF);
 	tew_case(NPU_TEW_EXP, "EXP", 0x42b20000, 0, PINF);	/* e^89 */
