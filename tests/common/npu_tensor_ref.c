@@ -353,3 +353,16 @@ int npu_ref_tdma(const struct npu_tdma_desc *d, struct npu_ref_scratch *s,
 		cnt[i] = (uint8_t)(count >> (8 * i));
 	return NPU_ERR_NONE;
 }
+
+uint64_t npu_ref_tdma_sectors(const struct npu_tdma_desc *d)
+{
+	uint64_t n = d->size[0], sectors = 0;
+
+	for (uint32_t p = 0; p < d->size[2] && n; p++)
+		for (uint32_t r = 0; r < d->size[1]; r++) {
+			uint64_t a = mem_row(d, p, r);
+
+			sectors += (a + n - 1) / 32 - a / 32 + 1;
+		}
+	return sectors;
+}

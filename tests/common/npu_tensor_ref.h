@@ -63,4 +63,8 @@ uint32_t npu_ref_exp_f32(uint32_t x);
 int npu_ref_tdma(const struct npu_tdma_desc *d, struct npu_ref_scratch *s,
 		 struct npu_ref_mem *m, uint64_t *fault, int *fault_pc);
 
+/* The 32-byte sectors of the copy's memory side that the cycle model
+ * charges: each row's bytes rounded out to sector boundaries. */
+uint64_t npu_ref_tdma_sectors(const struct npu_tdma_desc *d);
+
 #endif /* NPU_TENSOR_REF_H */

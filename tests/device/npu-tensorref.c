@@ -605,6 +605,23 @@ static void test_tdma(void)
 	      "memory side crossing 2^39: MMU_FAULT at 2^39");
 	check(count_at(0) == 5 && !scratch_buf[2000] && !scratch_buf[4000],
 	      "no fault at issue counted or copied");
+	/* sectors the cycle model charges: bytes 5..104 touch sectors 0..3;
+	 * rows at 17, 117, 217, 317 (8 bytes) touch 1, 1, 2 and 2 */
+	d = desc(MEM_VA + 5, SCR, 100, 1, 1);
+	check(npu_ref_tdma_sectors(&d) == 4, "1-D bytes 5..104: 4 sectors");
+	d = desc(MEM_VA + 17, SCR, 8, 4, 1);
+	d.mem_stride[0] = 100;
+	check(npu_ref_tdma_sectors(&d) == 6, "2-D rows at 17+100r: 6 sectors");
+	d = desc(MEM_VA, SCR, 1024, 2, 3);
+	d.mem_stride[0] = 4096;
+	d.mem_stride[1] = 64;
+	check(npu_ref_tdma_sectors(&d) == 192, "3-D 6 aligned KiB rows: 192 "
+	      "sectors");
+	d = desc(MEM_VA + 31, SCR, 2, 1, 1);
+	check(npu_ref_tdma_sectors(&d) == 2, "2 bytes across a boundary: 2");
+	d.size[0] = 0;
+	check(npu_ref_tdma_sectors(&d) == 0, "size 0: no sectors");
+
 	/* a fault while copying: unmapped past the buffer */
 	d = desc(MEM_VA + MEM_BYTES - 4, SCR + 3000, 8, 1, 1);
 	err = npu_ref_tdma(&d, &scr, &mem, &fault, &pc);
