@@ -51,6 +51,8 @@
 #define NPU_FEATURE_USER_CODE	(1u << 1)	/* LAUNCH_CODE, RISC-V units */
 #define NPU_FEATURE_VIRTUAL_TIME (1u << 2)	/* device clock = model time */
 #define NPU_FEATURE_USER_QUEUES	(1u << 3)	/* UQ_* registers, BAR1 */
+#define NPU_FEATURE_TENSOR	(1u << 4)	/* tensor engine, tile DMA (issue 32;
+					 * not set yet) */
 #define NPU_REG_DEVMEM_SIZE_LO	0x010	/* RO: bytes of device memory */
 #define NPU_REG_DEVMEM_SIZE_HI	0x014
 #define NPU_REG_CLOCK_HZ	0x018	/* RO: device clock rate (ticks/s) */
@@ -611,6 +613,92 @@ enum npu_kernel {
 /* Standard counters: cycle = the unit's cycle counter, time = the device
  * clock in ns, instret = instructions the thread retired.
  */
+
+/* ------------------------------------------------------------------------
+ * Tensor engine and tile DMA (Documentation/hw/npu.rst, "Tensor engine and
+ * tile DMA"; issue 32: specified, not yet executed by the device, where
+ * these encodings are still CU_ILLEGAL).
+ *
+ * Every thread has NPU_TILE_REGS tile registers of 16x16 32-bit cells;
+ * 8- and 16-bit elements sit in a cell's low bits. All instructions are
+ * R-type: funct7[31:25] rs2[24:20] rs1[19:15] funct3[14:12] rd[11:7]
+ * opcode[6:0].
+ */
+#define NPU_TILE_REGS		8
+#define NPU_TILE_DIM		16	/* rows = columns = the MMA's K */
+#define NPU_TILE_CELLS		(NPU_TILE_DIM * NPU_TILE_DIM)
+
+#define NPU_OPC_TENSOR		0x0b	/* custom-0 */
+#define NPU_TENSOR_TLOAD	0	/* funct3: rd=td rs1=addr rs2=stride */
+#define NPU_TENSOR_TSTORE	1	/* rd=ts (a source) rs1=addr rs2=stride */
+#define NPU_TENSOR_TFILL	2	/* rd=td rs1=value rs2=0 */
+#define NPU_TENSOR_TMMA		3	/* rd=tc rs1=ta rs2=tb: C += A x B */
+#define NPU_TENSOR_TEW		4	/* rd=td rs1=ta rs2=tb: element-wise */
+
+/* TLOAD/TSTORE funct7 = esize | trans << 2; TFILL funct7 = esize */
+enum npu_tile_esize {
+	NPU_TILE_E8 = 0,
+	NPU_TILE_E16 = 1,
+	NPU_TILE_E32 = 2,
+};
+#define NPU_TILE_TRANS		0x4	/* memory (r, c) <-> tile [c][r] */
+
+/* TMMA funct7: the input type; f32 accumulators for the float types */
+enum npu_mma_type {
+	NPU_MMA_F16 = 0,
+	NPU_MMA_BF16 = 1,
+	NPU_MMA_F32 = 2,
+	NPU_MMA_S8 = 3,		/* s8 x s8 -> s32, wrapping */
+	NPU_MMA_S32 = 4,	/* s32 x s32 -> s32, wrapping */
+	NPU_MMA_TYPES
+};
+
+/* TEW funct7: element-wise operations on f32 tiles, RNE, canonical NaN */
+enum npu_tew_op {
+	NPU_TEW_ADD = 0,	/* a + b */
+	NPU_TEW_SUB = 1,	/* a - b */
+	NPU_TEW_MUL = 2,	/* a * b */
+	NPU_TEW_MAX = 3,	/* fmax.s(a, b) */
+	NPU_TEW_ADDROW = 4,	/* a[r][c] + b[0][c] (bias) */
+	NPU_TEW_RELU = 5,	/* fmax.s(a, +0); rs2 = 0 */
+	NPU_TEW_EXP = 6,	/* e^a, correctly rounded; rs2 = 0 */
+	NPU_TEW_RCP = 7,	/* 1 / a; rs2 = 0 */
+	NPU_TEW_ROWMAX = 8,	/* max of row r, in every column; rs2 = 0 */
+	NPU_TEW_ROWSUM = 9,	/* row r summed in column order; rs2 = 0 */
+	NPU_TEW_CVTF16 = 10,	/* to binary16 bits, RNE; rs2 = 0 */
+	NPU_TEW_CVTBF16 = 11,	/* to bfloat16 bits, RNE; rs2 = 0 */
+	NPU_TEW_OPS
+};
+
+#define NPU_OPC_TDMA		0x2b	/* custom-1 */
+#define NPU_TDMA_ISSUE		0	/* funct3: rs1 = descriptor address */
+#define NPU_TDMA_WAIT		1	/* rd = count, rs1 = barrier, rs2 = target */
+#define NPU_TDMA_INFLIGHT	4	/* copies per unit issued, not completed */
+
+/*
+ * One tile DMA copy: for p < size[2], r < size[1], b < size[0] (p
+ * outermost) the byte at mem + p*mem_stride[1] + r*mem_stride[0] + b moves
+ * to (or, with NPU_TDMA_TO_MEM, from) scratch + p*scratch_stride[1] +
+ * r*scratch_stride[0] + b. 8-byte aligned, in the scratchpad or the stack;
+ * read at TDMA.ISSUE.
+ */
+#define NPU_TDMA_TO_MEM		0x1	/* scratchpad -> memory */
+struct npu_tdma_desc {
+	uint64_t mem;			/* device VA, < 2^39 */
+	uint64_t scratch;		/* address in the scratchpad window */
+	uint64_t barrier;		/* struct npu_tdma_barrier, scratchpad */
+	uint64_t mem_stride[2];		/* bytes between rows, planes */
+	uint32_t scratch_stride[2];	/* bytes between rows, planes */
+	uint32_t size[3];		/* bytes per row, rows, planes */
+	uint32_t flags;			/* NPU_TDMA_TO_MEM */
+};
+
+/* Barrier word, 8-byte aligned in the scratchpad: count grows by one when
+ * a copy naming it completes (wrapping; compare as signed differences). */
+struct npu_tdma_barrier {
+	uint32_t count;
+	uint32_t reserved;	/* never written by the device */
+};
 
 /*
  * Stall reasons, Nsight Compute's names: per launch, every thread-cycle of a

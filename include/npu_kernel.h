@@ -155,6 +155,113 @@ static inline float npu_atomic_add_f32(float *p, float v)
 }
 
 /*
+ * Tensor engine and tile DMA (Documentation/hw/npu.rst, "Tensor engine and
+ * tile DMA"). Issue 32: the device does not execute these yet, so a kernel
+ * using them faults with CU_ILLEGAL until NPU_FEATURE_TENSOR is set.
+ *
+ * Tile registers are named by integer constants 0..NPU_TILE_REGS-1; a
+ * tile lives in the thread, not in C, so the compiler only orders these
+ * statements (all volatile) and, for the ones that touch the scratchpad,
+ * treats them as reading and writing memory. Emitted with clang's .insn.
+ */
+#define npu__tile(t) (0 * sizeof(char[(t) >= 0 && (t) < NPU_TILE_REGS ? 1 : -1]) + (t))
+
+#define npu__tile_mem(f3, f7, t, addr, stride) \
+	__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", %0, %1, x%2, %3, %4" \
+			 : : "i"(f3), "i"(f7), "i"(npu__tile(t)), \
+			   "r"((unsigned long)(addr)), "r"((unsigned long)(stride)) \
+			 : "memory")
+
+#define npu__tile_op(f3, f7, d, a, b) \
+	__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", %0, %1, x%2, x%3, x%4" \
+			 : : "i"(f3), "i"(f7), "i"(npu__tile(d)), \
+			   "i"(npu__tile(a)), "i"(npu__tile(b)))
+
+/* Tile t <-> 16 rows of 16 elements of NPU_TILE_E8/E16/E32 at addr in the
+ * scratchpad, rows stride bytes apart; the _t forms transpose. */
+#define npu_tile_load(t, addr, stride, esize) \
+	npu__tile_mem(NPU_TENSOR_TLOAD, (esize), t, addr, stride)
+#define npu_tile_load_t(t, addr, stride, esize) \
+	npu__tile_mem(NPU_TENSOR_TLOAD, (esize) | NPU_TILE_TRANS, t, addr, stride)
+#define npu_tile_store(t, addr, stride, esize) \
+	npu__tile_mem(NPU_TENSOR_TSTORE, (esize), t, addr, stride)
+#define npu_tile_store_t(t, addr, stride, esize) \
+	npu__tile_mem(NPU_TENSOR_TSTORE, (esize) | NPU_TILE_TRANS, t, addr, stride)
+
+/* Every cell of t = the low bits of value (an element of esize). */
+#define npu_tile_fill(t, value, esize) \
+	__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", %0, %1, x%2, %3, x0" \
+			 : : "i"(NPU_TENSOR_TFILL), "i"(esize), "i"(npu__tile(t)), \
+			   "r"((unsigned long)(value)))
+#define npu_tile_zero(t) \
+	__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", %0, %1, x%2, x0, x0" \
+			 : : "i"(NPU_TENSOR_TFILL), "i"(NPU_TILE_E32), "i"(npu__tile(t)))
+#define npu_tile_fill_f32(t, f) \
+	npu_tile_fill(t, __extension__ ({ float f_ = (f); unsigned u_; \
+		__builtin_memcpy(&u_, &f_, 4); u_; }), NPU_TILE_E32)
+
+/* C += A x B, 16x16x16: f16/bf16/f32 inputs into f32, s8/s32 into s32. */
+#define npu_mma_f16(c, a, b)	npu__tile_op(NPU_TENSOR_TMMA, NPU_MMA_F16, c, a, b)
+#define npu_mma_bf16(c, a, b)	npu__tile_op(NPU_TENSOR_TMMA, NPU_MMA_BF16, c, a, b)
+#define npu_mma_f32(c, a, b)	npu__tile_op(NPU_TENSOR_TMMA, NPU_MMA_F32, c, a, b)
+#define npu_mma_s8(c, a, b)	npu__tile_op(NPU_TENSOR_TMMA, NPU_MMA_S8, c, a, b)
+#define npu_mma_s32(c, a, b)	npu__tile_op(NPU_TENSOR_TMMA, NPU_MMA_S32, c, a, b)
+
+/* Element-wise on f32 tiles (enum npu_tew_op); one-operand ops encode
+ * rs2 = 0. */
+#define npu_tile_add(d, a, b)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_ADD, d, a, b)
+#define npu_tile_sub(d, a, b)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_SUB, d, a, b)
+#define npu_tile_mul(d, a, b)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_MUL, d, a, b)
+#define npu_tile_max(d, a, b)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_MAX, d, a, b)
+#define npu_tile_addrow(d, a, b) npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_ADDROW, d, a, b)
+#define npu_tile_relu(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_RELU, d, a, 0)
+#define npu_tile_exp(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_EXP, d, a, 0)
+#define npu_tile_rcp(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_RCP, d, a, 0)
+#define npu_tile_rowmax(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_ROWMAX, d, a, 0)
+#define npu_tile_rowsum(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_ROWSUM, d, a, 0)
+#define npu_tile_cvt_f16(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_CVTF16, d, a, 0)
+#define npu_tile_cvt_bf16(d, a)	npu__tile_op(NPU_TENSOR_TEW, NPU_TEW_CVTBF16, d, a, 0)
+
+/* Start the copy *desc describes (read now: it may be reused at once). */
+static inline void npu_tdma_issue(const struct npu_tdma_desc *desc)
+{
+	__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TDMA) ", %0, 0, x0, %1, x0"
+			 : : "i"(NPU_TDMA_ISSUE), "r"(desc) : "memory");
+}
+
+/* Wait until target copies naming *bar have completed (wrap-safe);
+ * returns the count seen. */
+static inline unsigned npu_tdma_wait(struct npu_tdma_barrier *bar,
+				     unsigned target)
+{
+	unsigned long seen;
+
+	__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TDMA) ", %1, 0, %0, %2, %3"
+			 : "=r"(seen) : "i"(NPU_TDMA_WAIT), "r"(bar),
+			   "r"((unsigned long)target) : "memory");
+	return (unsigned)seen;
+}
+
+/* A 2-D copy of rows rows of row_bytes bytes between device memory and the
+ * scratchpad (to_mem: scratchpad -> memory), completion counted on *bar. */
+static inline void npu_tdma_2d(struct npu_tdma_barrier *bar, void *scratch,
+			       unsigned long mem, unsigned row_bytes,
+			       unsigned rows, unsigned long mem_stride,
+			       unsigned scratch_stride, int to_mem)
+{
+	struct npu_tdma_desc d = {
+		.mem = mem, .scratch = (unsigned long)scratch,
+		.barrier = (unsigned long)bar,
+		.mem_stride = { mem_stride, 0 },
+		.scratch_stride = { scratch_stride, 0 },
+		.size = { row_bytes, rows, 1 },
+		.flags = to_mem ? NPU_TDMA_TO_MEM : 0,
+	};
+
+	npu_tdma_issue(&d);
+}
+
+/*
  * printf as in CUDA: the record (format address and values) goes to the
  * launch's printf buffer; the library formats it on the host when the
  * host observes the launch's completion. Conversions: d i u o x X c s p

@@ -126,6 +126,14 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-devtest" ]; then
 	read -r p f s < <(tap_count "$res/host/device.tap")
 	add_row device host "$p" "$f" "$s"
 fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-tensorref" ]; then
+	# The tensor engine's host reference against hand-computed cases
+	# (issue 32; no device).
+	"$BUILD/device/npu-tensorref" >"$res/host/tensor-ref.tap" 2>&1
+	echo "# exit status $?" >>"$res/host/tensor-ref.tap"
+	read -r p f s < <(tap_count "$res/host/tensor-ref.tap")
+	add_row tensor-ref host "$p" "$f" "$s"
+fi
 for t in cutest:device-cu isatest:device-isa golden:device-golden; do
 	prog=${t%%:*} name=${t#*:}
 	if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-$prog" ]; then
