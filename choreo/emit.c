@@ -455,7 +455,8 @@ static void emit_cond(struct emitter *em, const struct node *e)
 }
 
 /* println as Choreo's runtime prints: integers %lld, floats %f, booleans
- * true/false, shapes [d0, d1]; arguments separated by one space */
+ * true/false, shapes [d0, d1], ituples {a, b}; arguments separated by one
+ * space */
 static void emit_print(struct emitter *em, const struct node *p)
 {
 	FILE *o = em->o;
@@ -482,10 +483,10 @@ static void emit_print(struct emitter *em, const struct node *p)
 				fputs(k ? ", %lld" : "%lld", o);
 			fputc('}', o);
 		} else if (a->kind == E_SPAN && a->ival < 0) {
-			fputc('[', o);
+			fputc(a->sym->ituple ? '{' : '[', o);
 			for (k = 0; k < a->sym->type.rank; k++)
 				fputs(k ? ", %lld" : "%lld", o);
-			fputc(']', o);
+			fputc(a->sym->ituple ? '}' : ']', o);
 		} else if (a->ety.elem == EL_BOOL) {
 			fputs("%s", o);
 		} else if (elem_is_float(a->ety.elem)) {
@@ -689,7 +690,7 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	}
 	fputs(" };\n", o);
 	emit_indent(em);
-	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
+	fprintf(o, "\tlong long n_ = 1, m_ = 1, j_[%d] = { 0 };\n", MAX_RANK);
 	/* a view of the same rank takes as much of the other as fits in
 	 * each dimension (a tile partly filled, or partly taken) */
 	if (sr == dr && !d->nperm && (src->kind == E_VIEW || dst->kind == E_VIEW)) {
@@ -763,7 +764,7 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		emit_indent(em);
 		fputs("\t\t{\n", o);
 		emit_indent(em);
-		fputs("\t\t\tlong long t_[4] = { ", o);
+		fprintf(o, "\t\t\tlong long t_[%d] = { ", MAX_RANK);
 		for (k = 0; k < d->nperm; k++)
 			fprintf(o, "%sj_[%d]", k ? ", " : "", d->perm[k]);
 		fputs(" };\n", o);

@@ -135,6 +135,12 @@ static void unroll_hint(YYLTYPE at, const char *name)
 		diag_error(L(at), "not supported yet: foreach hint '%s'", name);
 }
 
+static void set_level(struct node *parby, int level)
+{
+	parby->flag = level & ~PB_COOP;
+	parby->cooperative = level & PB_COOP;
+}
+
 static void set_scalar_type(struct type *t, int elem)
 {
 	t->kind = TY_SCALAR;
@@ -154,11 +160,11 @@ static void set_scalar_type(struct type *t, int elem)
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
-%token TRANSP ".transp" PAD ".pad" STEP ".step"
+%token TRANSP ".transp" PAD ".pad" STEP ".step" SWIZ ".swiz"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
 %token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
-%token EVENT "event" TRIGGER "trigger" AFTER "after"
+%token EVENT "event" TRIGGER "trigger" AFTER "after" ITUPLE "ituple"
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -174,7 +180,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> pad_cfg pad_value
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
-%type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref
+%type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
 
 %precedence IFX
 %precedence ELSE
@@ -336,6 +342,7 @@ stmt
 	}
 	| STREAM IDENT ';'	{ $$ = mk(N_STREAMDECL, @2); $$->name = $2; }
 	| shape_decl ';'	{ $$ = $1; }
+	| ituple_decl ';'	{ $$ = $1; }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
 	| SYNC '.' IDENT ':' PBLEVEL ';' {
@@ -347,6 +354,7 @@ stmt
 			diag_error(L(@3), "not supported yet: sync.%s", $3);
 		$$ = mk(N_SYNC, @1);
 		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
+		$$->ival = $5;	/* the level: : block in block<cooperative> */
 	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
 	| STORAGE EVENT evdecls ';' {
@@ -466,6 +474,32 @@ shape_decl
 	}
 	;
 
+/* an ituple (integers with no storage, as a shape's dimensions):
+ * `ituple a = {1, x};`, `ituple<2> a = {...};`, `a = {...};` (an
+ * N_SHAPEDECL with flag 1) */
+ituple_decl
+	: ITUPLE IDENT '=' '{' args '}' {
+		$$ = node_add(mk(N_SHAPEDECL, @2), $5);
+		$$->name = $2;
+		$$->ival = -1;
+		$$->flag = 1;
+	}
+	| ITUPLE '<' INTLIT '>' IDENT '=' '{' args '}' {
+		$$ = node_add(mk(N_SHAPEDECL, @5), $8);
+		$$->name = $5;
+		$$->ival = $3;
+		$$->flag = 1;
+	}
+	| lvalue '=' '{' args '}' {
+		if ($1->kind != E_ID)
+			diag_error(L(@3), "syntax error, unexpected {");
+		$$ = node_add(mk(N_SHAPEDECL, @1), $4);
+		$$->name = $1->name;
+		$$->ival = -1;
+		$$->flag = 1;
+	}
+	;
+
 shape_init
 	: '[' args ']'		{ $$ = $2; }
 	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
@@ -527,15 +561,15 @@ span_item
 	;
 
 dma_expr
-	: DMA COPY async_opt expr TRANS expr {
-		$$ = mk2(N_DMA, @1, NULL, $4, $6);
+	: DMA COPY async_opt swiz_opt expr TRANS expr {
+		$$ = mk2(N_DMA, @1, NULL, $5, $7);
 		$$->flag = $3;
 	}
-	| DMA COPY async_opt expr TRANS STORAGE {
-		struct node *t = mk(E_ID, @6);
+	| DMA COPY async_opt swiz_opt expr TRANS STORAGE {
+		struct node *t = mk(E_ID, @7);
 
-		t->flag = $6;	/* a new buffer of that storage */
-		$$ = mk2(N_DMA, @1, NULL, $4, t);
+		t->flag = $7;	/* a new buffer of that storage */
+		$$ = mk2(N_DMA, @1, NULL, $5, t);
 		$$->flag = $3;
 	}
 	| DMA TRANSP async_opt '<' perm '>' expr TRANS expr {
@@ -589,6 +623,18 @@ pad_value
 perm
 	: INTLIT		{ $$ = mk(E_DIMLIST, @1); node_add($$, mk(E_INT, @1))->kids[0]->ival = $1; }
 	| perm ',' INTLIT	{ $$ = $1; node_add($$, mk(E_INT, @3))->kids[$$->nkids - 1]->ival = $3; }
+	;
+
+/* .swiz<N>: the copy's layout in shared memory, chosen for a GPU's
+ * banks and read back in it by mma; element copies here have one layout,
+ * so it is checked, then dropped */
+swiz_opt
+	: %empty
+	| SWIZ
+	| SWIZ '<' INTLIT '>'	{
+		if ($3 != 128 && $3 != 64 && $3 != 32)
+			diag_error(L(@3), "swizzle value must be 128, 64, or 32");
+	}
 	;
 
 async_opt
@@ -649,13 +695,26 @@ stream_opt
 	;
 
 parbys
-	: parby level_opt	{ $1->flag = $2; $$ = node_add(mk(N_BLOCK, @1), $1); }
-	| parbys ',' parby level_opt { $3->flag = $4; $$ = node_add($1, $3); }
+	: parby level_opt	{ set_level($1, $2); $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| parbys ',' parby level_opt { set_level($3, $4); $$ = node_add($1, $3); }
 	;
 
 level_opt
 	: %empty		{ $$ = PB_NONE; }
 	| ':' PBLEVEL		{ $$ = $2; }
+	| ':' PBLEVEL '<' IDENT '>' {
+		/* block<cooperative>: every block of the grid runs at once
+		 * and meets the others at sync.barrier : block */
+		if (strcmp($4, "cooperative"))
+			diag_error(L(@4), "syntax error, unexpected identifier, "
+				   "expecting cooperative");
+		$$ = $2;
+		if ($2 == PB_BLOCK)
+			$$ |= PB_COOP;
+		else
+			diag_warning(L(@4), "'cooperative' annotation is only valid "
+				     "on block-level parallel-by; ignoring.");
+	}
 	;
 
 parby

@@ -33,6 +33,7 @@ static int deepest_ref;			/* highest level of a symbol referenced */
 static void check_stmt(struct node *s);
 static void check_block(struct node *b);
 static struct node *int_node(struct loc loc, long long v);
+static void check_foreach(struct node *f);
 static struct type check_expr(struct node *e);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
@@ -342,8 +343,13 @@ static void capture_expr(const struct node *e)
 {
 	int i;
 
-	if (e->sym)
+	if (e->sym && e->sym->kind == SY_SHAPE) {
+		/* no data: its dimensions' expressions are what a kernel needs */
+		for (i = 0; i < e->sym->type.rank; i++)
+			capture_expr(e->sym->type.dims[i]);
+	} else if (e->sym) {
 		capture(e->sym, e->loc);
+	}
 	if (e->kind == E_UBOUND && e->kids[0]->sym && e->kids[0]->sym->ubound)
 		capture_expr(e->kids[0]->sym->ubound);
 	for (i = 0; i < e->nkids; i++)
@@ -1151,9 +1157,14 @@ static void declare_withins(struct node *withins)
 		struct node *w = withins->kids[i];
 		struct node *names = w->kids[0], *bounds = w->kids[1];
 
-		/* [a.span]: one bound per dimension of a */
+		/* [a.span]: one bound per dimension of a (a shape's or an
+		 * ituple's name is its span) */
 		for (k = 0; k < bounds->nkids; k++) {
 			struct node *b = bounds->kids[k];
+
+			if (b->kind == E_ID && lookup(b->name) &&
+			    lookup(b->name)->kind == SY_SHAPE)
+				b->kind = E_SPAN, b->ival = -1;
 
 			if (b->kind == E_SPAN && b->ival < 0) {
 				struct node *nb = node_new(N_BLOCK, bounds->loc);
@@ -1266,32 +1277,112 @@ static bool parby_append(struct node *p, struct node *names, struct node *exts)
  * g * T + t, as CUDA numbers them); a group level without a thread level
  * inside is a thread level, one thread per group.
  */
-static void fold_group(struct node *p)
+static const struct node *find_kind(const struct node *n, enum node_kind kind)
+{
+	const struct node *f;
+	int i;
+
+	if (!n)
+		return NULL;
+	if (n->kind == kind)
+		return n;
+	for (i = 0; i < n->nkids; i++)
+		if ((f = find_kind(n->kids[i], kind)))
+			return f;
+	return NULL;
+}
+
+/*
+ * A group level whose body holds a parallel level beside other statements
+ * (or deeper, inside a foreach) has no thread level to fold into: its
+ * groups run one after another, a foreach over the group indices at block
+ * level (in a one-block kernel at host level) whose parallels are the
+ * block's threads. What the groups of one block share (shared data,
+ * barriers, copies) means the same in that order; events from one group
+ * to another could wait for a group that has not run yet, and are refused.
+ * p becomes the loop (or the block level holding it).
+ */
+static void sequential_groups(struct node *p)
+{
+	struct node *pb = p->kids[0], *body = p->kids[2], **nm, **ex;
+	struct node *names = node_new(N_BLOCK, pb->loc), *bounds = node_new(N_BLOCK, pb->loc);
+	struct node *withins = node_new(N_BLOCK, pb->loc), *loop;
+	const struct node *t;
+	int nn, ne, i;
+	char buf[64];
+
+	if ((t = find_kind(body, N_TRIGGER)))
+		diag_error(t->loc, "not supported yet: events between the groups of a "
+			   "group level with statements beside its thread level");
+	parby_parts(p, &nm, &nn, &ex, &ne);
+	for (i = 0; i < ne; i++) {
+		struct node *id = nn ? nm[i] : node_new(E_ID, p->loc);
+
+		if (!nn) {
+			snprintf(buf, sizeof(buf), "__group%d_%d_%d", p->loc.line,
+				 p->loc.col, i);
+			id->name = xstrdup(buf);
+		}
+		node_add(names, id);
+		node_add(bounds, ex[i]);
+	}
+	node_add(withins, node_add(node_add(node_new(N_WITHIN, pb->loc), names), bounds));
+	withins->kids[0]->name = pb->name;	/* p = {g, h} by [...]: the ituple */
+	if (cur_level == 0) {
+		struct node *npb = node_new(N_PARBY, pb->loc);
+
+		loop = node_new(N_FOREACH, p->loc);
+		node_add(loop, withins);
+		node_add(loop, body);
+		loop->flag = 1;
+		node_add(npb, node_new(N_BLOCK, pb->loc));
+		node_add(npb, int_node(pb->loc, 1));
+		npb->flag = PB_BLOCK;
+		p->kids[0] = npb;
+		p->kids[2] = node_add(node_new(N_BLOCK, body->loc), loop);
+		return;
+	}
+	p->kind = N_FOREACH;
+	p->kids[0] = withins;
+	p->kids[1] = body;
+	p->nkids = 2;
+	p->flag = 1;
+}
+
+/* true when p became a foreach (sequential_groups) */
+static bool fold_group(struct node *p)
 {
 	struct node *pb = p->kids[0], *body = p->kids[2], *in, *npb, *names, *exts;
 
 	if (pb->flag != PB_GROUP)
-		return;
+		return false;
+	if (body->nkids == 1 && body->kids[0]->kind == N_PARALLEL) {
+		in = body->kids[0];
+		if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
+		    in->flag || in->kids[1]->kind == E_ID)
+			goto thread_level;
+		npb = node_new(N_PARBY, pb->loc);
+		names = node_new(N_BLOCK, pb->loc);
+		exts = node_new(N_BLOCK, pb->loc);
+		if (!parby_append(p, names, exts) || !parby_append(in, names, exts))
+			goto thread_level;
+		if (names->nkids > MAX_RANK)
+			goto thread_level;
+		node_add(npb, names);
+		node_add(npb, exts);
+		npb->ival = 1;
+		npb->flag = PB_THREAD;
+		p->kids[0] = npb;
+		p->kids[2] = in->kids[2];
+		return false;
+	}
+	if (find_kind(body, N_PARALLEL) && cur_level < 2) {
+		sequential_groups(p);
+		return p->kind == N_FOREACH;
+	}
+thread_level:
 	pb->flag = PB_THREAD;
-	if (body->nkids != 1 || body->kids[0]->kind != N_PARALLEL)
-		return;
-	in = body->kids[0];
-	if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
-	    in->flag || in->kids[1]->kind == E_ID)
-		return;
-	npb = node_new(N_PARBY, pb->loc);
-	names = node_new(N_BLOCK, pb->loc);
-	exts = node_new(N_BLOCK, pb->loc);
-	if (!parby_append(p, names, exts) || !parby_append(in, names, exts))
-		return;
-	if (names->nkids > MAX_RANK)
-		return;
-	node_add(npb, names);
-	node_add(npb, exts);
-	npb->ival = 1;
-	npb->flag = PB_THREAD;
-	p->kids[0] = npb;
-	p->kids[2] = in->kids[2];
+	return false;
 }
 
 /* the thread-level parallel whose body is being checked */
@@ -1412,7 +1503,10 @@ static void check_parallel(struct node *p)
 	struct node *pb = p->kids[0];
 	bool thread_level;
 
-	fold_group(p);
+	if (fold_group(p)) {
+		check_foreach(p);
+		return;
+	}
 	pb = p->kids[0];
 	if (stream->kind == E_ID) {
 		struct sym *s = lookup(stream->name);
@@ -2055,10 +2149,12 @@ static void check_shape_decl(struct node *d)
 		t.dims[t.rank++] = e;
 	}
 	if (d->ival >= 0 && d->ival != t.rank)
-		diag_error(d->loc, "type mismatch: mdspan '%s' declared of rank %lld "
-			   "has %d dimensions", d->name, d->ival, t.rank);
+		diag_error(d->loc, "type mismatch: %s '%s' declared of rank %lld "
+			   "has %d %s", d->flag ? "ituple" : "mdspan", d->name, d->ival,
+			   t.rank, d->flag ? "elements" : "dimensions");
 	sy = declare(d->name, SY_SHAPE, d);
 	sy->type = t;
+	sy->ituple = d->flag;
 	d->sym = sy;
 }
 
@@ -2285,12 +2381,138 @@ static void check_stmt_inner(struct node *s)
 	}
 }
 
+/* sync.barrier : block in a block<cooperative> level: every block of
+ * the grid meets there */
+static bool grid_barrier(const struct node *s)
+{
+	return s->kind == N_SYNC && s->flag == ST_SHARED && s->ival == PB_BLOCK;
+}
+
+static const struct node *nested_grid_barrier(const struct node *n)
+{
+	const struct node *b;
+	int i;
+
+	if (grid_barrier(n))
+		return n;
+	for (i = 0; i < n->nkids; i++)
+		if ((b = nested_grid_barrier(n->kids[i])))
+			return b;
+	return NULL;
+}
+
+/* a name among the expressions of n (not a string, an operator or a
+ * built-in's name) */
+static const struct node *name_used(const struct node *n, const char *name)
+{
+	const struct node *u;
+	int i;
+
+	if (n->name && n->kind >= E_ID && n->kind != E_BINARY &&
+	    n->kind != E_UNARY && n->kind != E_TERNARY && n->kind != E_CALL &&
+	    n->kind != E_INCDEC && n->kind != E_ADDR && !strcmp(n->name, name))
+		return n;
+	for (i = 0; i < n->nkids; i++)
+		if ((u = name_used(n->kids[i], name)))
+			return u;
+	return NULL;
+}
+
+/* a name declared before a grid barrier: the statements of body from
+ * `from` on (after the barrier) must not use it */
+static void check_not_used_after(const struct node *body, int from, const char *name)
+{
+	const struct node *u;
+	int i;
+
+	for (i = from; i < body->nkids; i++)
+		if ((u = name_used(body->kids[i], name)))
+			diag_error(u->loc, "not supported yet: '%s' declared before a "
+				   "grid barrier and used after it", name);
+}
+
+/*
+ * A block<cooperative> level: all blocks of the grid run at once and meet
+ * at sync.barrier : block. The npu launches the level once per part of
+ * its body between such barriers, in order on one stream: a launch ends
+ * (every block done) before the next starts, which is the grid barrier.
+ * Names declared in a part (the blocks' own data) do not live on into the
+ * next launch, so a later part must not use them.
+ */
+static void split_cooperative(struct node *b, int at)
+{
+	struct node *p = b->kids[at], *body, *part;
+	int i, k, start = 0, added = 0;
+
+	if (p->kind != N_PARALLEL || !p->kids[0]->cooperative || p->kids[0]->flag != PB_BLOCK)
+		return;
+	body = p->kids[2];
+	for (i = 0; i < body->nkids; i++) {
+		const struct node *s = body->kids[i], *nested;
+
+		if (grid_barrier(s))
+			continue;
+		if ((nested = nested_grid_barrier(s)))
+			diag_error(nested->loc, "not supported yet: a grid barrier "
+				   "(sync.barrier : block) inside a nested statement");
+	}
+	for (i = 0; i < body->nkids; i++) {
+		const struct node *s = body->kids[i];
+		int after = i + 1;
+
+		while (after < body->nkids && !grid_barrier(body->kids[after - 1]))
+			after++;
+		if (grid_barrier(s) || after >= body->nkids)
+			continue;
+		/* declarations: a group of declarators, a future, a shape */
+		if (s->kind == N_BLOCK && s->flag)
+			for (k = 0; k < s->nkids; k++)
+				check_not_used_after(body, after, s->kids[k]->name);
+		if (s->kind == N_DMA && s->nkids > 2 && s->kids[2]->kind == E_ID)
+			check_not_used_after(body, after, s->kids[2]->name);
+		if (s->kind == N_SHAPEDECL || s->kind == N_STREAMDECL)
+			check_not_used_after(body, after, s->name);
+		if (s->kind == N_EVENTS)
+			for (k = 0; k < s->nkids; k++)
+				check_not_used_after(body, after, s->kids[k]->name);
+	}
+	part = node_new(N_BLOCK, body->loc);
+	for (i = 0; i <= body->nkids; i++) {
+		struct node *q;
+
+		if (i < body->nkids && !grid_barrier(body->kids[i])) {
+			node_add(part, body->kids[i]);
+			continue;
+		}
+		if (!part->nkids)
+			continue;
+		if (!start) {
+			q = p;
+			start = 1;
+		} else {
+			q = node_new(N_PARALLEL, p->loc);
+			node_add(q, node_clone(p->kids[0]));
+			node_add(q, node_clone(p->kids[1]));
+			node_add(q, NULL);
+			q->flag = p->flag;
+			node_insert(b, at + ++added, q);
+		}
+		q->kids[2] = part;
+		part = node_new(N_BLOCK, body->loc);
+	}
+	if (!start)	/* only barriers: one launch of nothing */
+		p->kids[2] = part;
+}
+
 static void check_block(struct node *b)
 {
 	int i;
 
-	for (i = 0; i < b->nkids; i++)
+	for (i = 0; i < b->nkids; i++) {
+		if (cur_level == 0)
+			split_cooperative(b, i);
 		check_stmt(b->kids[i]);
+	}
 }
 
 static void check_func(struct node *f)
