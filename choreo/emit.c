@@ -359,6 +359,13 @@ void emit_expr(struct emitter *em, const struct node *e)
 		fprintf(o, "((_Bool)%lld)", e->ival);
 		break;
 	case E_ID:
+		if (em->device && e->sym->kind == SY_DIM && e->sym->dim_of &&
+		    !kernel_captures(em->kernel, e->sym)) {
+			/* the dimension argument of its parameter */
+			fprintf(o, "((long long)%s_d%d)", e->sym->dim_of->cname,
+				e->sym->dim_index);
+			break;
+		}
 		if (half_lvalue(e))
 			fprintf(o, "%s(%s)", half_to_f32(e->sym->type.elem), e->sym->cname);
 		else

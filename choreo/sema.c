@@ -259,16 +259,61 @@ void parby_parts(const struct node *par, struct node ***names, int *nnames,
 }
 
 /* a host symbol used inside a kernel becomes one of its arguments */
+bool kernel_captures(const struct kernel *k, const struct sym *s)
+{
+	int i;
+
+	for (i = 0; i < k->ncaps; i++)
+		if (k->caps[i] == s)
+			return true;
+	return false;
+}
+
+static void capture_now(struct kernel *k, struct sym *s, struct loc loc);
+
 static void capture(struct sym *s, struct loc loc)
 {
 	struct kernel *k = cur_kernel;
-	int i, n = 1;
+	int i;
 
 	if (!k || s->level > 0)
 		return;
-	for (i = 0; i < k->ncaps; i++)
-		if (k->caps[i] == s)
-			return;
+	if (s->kind == SY_DIM && s->dim_of) {
+		/* decided when the kernel is complete (finish_dim_caps) */
+		for (i = 0; i < k->ndim_caps; i++)
+			if (k->dim_caps[i] == s)
+				return;
+		if (k->ndim_caps == MAX_CAPTURES)
+			diag_error(loc, "not supported yet: more than %d captured "
+				   "values", MAX_CAPTURES);
+		k->dim_caps[k->ndim_caps++] = s;
+		return;
+	}
+	capture_now(k, s, loc);
+}
+
+/* a parameter's dimension: its own argument unless the parameter's
+ * dimensions are arguments already */
+static void finish_dim_caps(struct kernel *k)
+{
+	long long v;
+	int i;
+
+	for (i = 0; i < k->ndim_caps; i++) {
+		struct sym *d = k->dim_caps[i];
+
+		if (!kernel_captures(k, d->dim_of) ||
+		    span_dim_const(d->dim_of, d->dim_index, &v))
+			capture_now(k, d, k->par->loc);
+	}
+}
+
+static void capture_now(struct kernel *k, struct sym *s, struct loc loc)
+{
+	int i, n = 1;
+
+	if (kernel_captures(k, s))
+		return;
 	if (s->type.kind == TY_STREAM)
 		diag_error(loc, "not supported yet: stream '%s' in a parallel body", s->name);
 	if (s->type.kind == TY_FUTURE)
@@ -1609,6 +1654,8 @@ static void check_parallel(struct node *p)
 	pop_scope();
 	if (thread_level)
 		check_split(p);
+	if (saved_level == 0)
+		finish_dim_caps(cur_kernel);
 	if (saved_level == 0 && cur_kernel->events_fixed && !cur_kernel->any_split)
 		cur_kernel->threads_fixed = true;
 	cur_level = saved_level;
