@@ -129,6 +129,42 @@ static struct node *anon_dims(YYLTYPE at, long long rank, const char *name)
 	return dims;
 }
 
+/* `(k)` in e: dimension k of base (a name with a span: data, a shape) */
+static struct node *base_dims(const char *base, struct node *e)
+{
+	int i;
+
+	if (e->kind == E_INT && e->alias && !strcmp(e->alias, "(k)")) {
+		struct node *d = node_new(E_SPAN, e->loc);
+
+		d->name = xstrdup(base);
+		d->ival = e->ival;
+		return d;
+	}
+	for (i = 0; i < e->nkids; i++)
+		e->kids[i] = base_dims(base, e->kids[i]);
+	return e;
+}
+
+/* `s : a [(1), (0) / 2, 7]`: each (k) is a's dimension k */
+static struct node *derived_dims(const char *base, struct node *list)
+{
+	int i;
+
+	for (i = 0; i < list->nkids; i++)
+		list->kids[i] = base_dims(base, list->kids[i]);
+	return list;
+}
+
+/* the name of an unnamed parameter: one no identifier can have */
+static char *unnamed(YYLTYPE at)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "__unnamed%d_%d", at.first_line, at.first_column);
+	return xstrdup(buf);
+}
+
 static void unroll_hint(YYLTYPE at, const char *name)
 {
 	if (strcmp(name, "unroll"))
@@ -247,6 +283,22 @@ params
 
 param
 	: STREAM IDENT		{ $$ = mk(N_PARAM, @2); $$->name = $2; $$->type.kind = TY_STREAM; }
+	| scalar_type		{
+		/* an unnamed parameter: passed, never used */
+		$$ = mk(N_PARAM, @1);
+		$$->name = unnamed(@1);
+		set_scalar_type(&$$->type, $1);
+	}
+	| ETYPE '[' dims ']'	{
+		$$ = mk(N_PARAM, @1);
+		$$->name = unnamed(@1);
+		set_span_type(&$$->type, $1, $3);
+	}
+	| ETYPE MDSPAN '<' INTLIT '>' {
+		$$ = mk(N_PARAM, @1);
+		$$->name = unnamed(@1);
+		set_span_type(&$$->type, $1, anon_dims(@4, $4, $$->name));
+	}
 	| scalar_type IDENT	{ $$ = mk(N_PARAM, @2); $$->name = $2; set_scalar_type(&$$->type, $1); }
 	| ETYPE '[' dims ']' IDENT {
 		$$ = mk(N_PARAM, @5);
@@ -293,6 +345,11 @@ dims
 
 dim
 	: expr			{ $$ = $1; }
+	| '?'			{
+		/* a dimension known at run time only: a symbol of its own,
+		 * bound by the caller's data */
+		$$ = ident(@1, unnamed(@1));
+	}
 	;
 
 stmts
@@ -502,6 +559,8 @@ ituple_decl
 
 shape_init
 	: '[' args ']'		{ $$ = $2; }
+	| IDENT '[' args ']'	{ $$ = derived_dims($1, $3); }
+	| IDENT SPAN '[' args ']' { $$ = derived_dims($1, $4); }
 	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
 	| IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
 	| IDENT SPAN		{
@@ -948,7 +1007,13 @@ expr
 		$$->loc = L(@1);
 		$$->name = $1;
 	}
-	| '(' expr ')'		{ $$ = $2; }
+	| '(' expr ')'		{
+		$$ = $2;
+		/* `(k)` in a shape derived from another, `a [(0) / 2, 3]`:
+		 * dimension k of a (shape_init) */
+		if ($$->kind == E_INT)
+			$$->alias = "(k)";
+	}
 	| '(' scalar_type ')' expr %prec UNARY {
 		$$ = mk2(E_CAST, @1, NULL, $4, NULL);
 		set_scalar_type(&$$->type, $2);
