@@ -365,7 +365,17 @@ stmts_block
 stmt
 	: decl ';'		{ $$ = $1; }
 	| span_decl ';'		{ $$ = $1; }
-	| lvalue '=' expr ';'	{ $$ = mk2(N_ASSIGN, @2, "=", $1, $3); }
+	| lvalue '=' expr ';'	{
+		if ($3->kind == E_DIMLIST && $1->kind == E_ID) {
+			/* `a = {1, 2};` declares an ituple */
+			$$ = node_add(mk(N_SHAPEDECL, @1), $3);
+			$$->name = $1->name;
+			$$->ival = -1;
+			$$->flag = 1;
+		} else {
+			$$ = mk2(N_ASSIGN, @2, "=", $1, $3);
+		}
+	}
 	| lvalue OPASSIGN expr ';' { $$ = mk2(N_ASSIGN, @2, $2, $1, $3); }
 	| lvalue '=' dma_expr ';' { $$ = $3; node_add($$, $1); }
 	| dma_expr ';'		{ $$ = $1; }
@@ -535,24 +545,16 @@ shape_decl
  * `ituple a = {1, x};`, `ituple<2> a = {...};`, `a = {...};` (an
  * N_SHAPEDECL with flag 1) */
 ituple_decl
-	: ITUPLE IDENT '=' '{' args '}' {
-		$$ = node_add(mk(N_SHAPEDECL, @2), $5);
+	: ITUPLE IDENT '=' expr {
+		$$ = node_add(mk(N_SHAPEDECL, @2), node_add(mk(N_BLOCK, @4), $4));
 		$$->name = $2;
 		$$->ival = -1;
 		$$->flag = 1;
 	}
-	| ITUPLE '<' INTLIT '>' IDENT '=' '{' args '}' {
-		$$ = node_add(mk(N_SHAPEDECL, @5), $8);
+	| ITUPLE '<' INTLIT '>' IDENT '=' expr {
+		$$ = node_add(mk(N_SHAPEDECL, @5), node_add(mk(N_BLOCK, @7), $7));
 		$$->name = $5;
 		$$->ival = $3;
-		$$->flag = 1;
-	}
-	| lvalue '=' '{' args '}' {
-		if ($1->kind != E_ID)
-			diag_error(L(@3), "syntax error, unexpected {");
-		$$ = node_add(mk(N_SHAPEDECL, @1), $4);
-		$$->name = $1->name;
-		$$->ival = -1;
 		$$->flag = 1;
 	}
 	;
@@ -562,14 +564,7 @@ shape_init
 	| IDENT '[' args ']'	{ $$ = derived_dims($1, $3); }
 	| IDENT SPAN '[' args ']' { $$ = derived_dims($1, $4); }
 	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
-	| IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
-	| IDENT SPAN		{
-		struct node *e = mk(E_SPAN, @1);
-
-		e->name = $1;
-		e->ival = -1;
-		$$ = node_add(mk(N_BLOCK, @1), e);
-	}
+	| expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
 	;
 
 span_decl
@@ -1027,6 +1022,14 @@ expr
 		$$->kind = E_CALL;
 		$$->loc = L(@1);
 		$$->name = $1;
+	}
+	| '{' args '}'		{
+		/* an ituple literal: shape arithmetic (a.span / {2, 1}) and
+		 * ituple declarations use it (sema.c: shape_value) */
+		$$ = $2;
+		$$->kind = E_DIMLIST;
+		$$->loc = L(@1);
+		$$->flag = 1;
 	}
 	| '#' IDENT		{ $$ = mk2(E_UBOUND, @1, NULL, ident(@2, $2), NULL); }
 	| '|' IDENT '|'		{ $$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL); }

@@ -34,6 +34,8 @@ static void check_stmt(struct node *s);
 static void check_block(struct node *b);
 static struct node *int_node(struct loc loc, long long v);
 static void check_foreach(struct node *f);
+static struct node *expand_shapes(struct node *list);
+static bool shape_value(struct node *e, struct node *out);
 static struct type check_expr(struct node *e);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
@@ -909,8 +911,22 @@ static void check_dims(struct node *d, struct type *t)
 
 	out.rank = 0;
 	for (i = 0; i < t->rank; i++) {
-		struct node *e = t->dims[i];
+		struct node *e = t->dims[i], *sh = node_new(N_BLOCK, e->loc);
 		struct type dt;
+
+		if ((e->kind == E_BINARY || e->kind == E_DIMLIST) && shape_value(e, sh)) {
+			/* f32[a.span / {2, 1}]: its dimensions */
+			for (k = 0; k < sh->nkids; k++) {
+				if (!is_integer(check_expr(sh->kids[k])))
+					diag_error(sh->kids[k]->loc, "type mismatch: a "
+						   "dimension must be an integer");
+				if (out.rank == MAX_RANK)
+					diag_error(d->loc, "not supported yet: rank above %d",
+						   MAX_RANK);
+				out.dims[out.rank++] = sh->kids[k];
+			}
+			continue;
+		}
 
 		if (e->kind == E_ID && lookup(e->name) &&
 		    lookup(e->name)->kind == SY_SHAPE) {
@@ -1201,7 +1217,13 @@ static void declare_withins(struct node *withins)
 	for (i = 0; i < withins->nkids; i++) {
 		struct node *w = withins->kids[i];
 		struct node *names = w->kids[0], *bounds = w->kids[1];
+		bool shaped;
 
+		/* shape arithmetic: its dimensions, none of them zero (as
+		 * Choreo refuses it) */
+		shaped = expand_shapes(bounds) != bounds;
+		if (shaped)
+			w->kids[1] = bounds = expand_shapes(bounds);
 		/* [a.span]: one bound per dimension of a (a shape's or an
 		 * ituple's name is its span) */
 		for (k = 0; k < bounds->nkids; k++) {
@@ -1238,10 +1260,14 @@ static void declare_withins(struct node *withins)
 		}
 		for (k = 0; k < bounds->nkids; k++) {
 			struct type t = check_expr(bounds->kids[k]);
+			long long v;
 
 			if (!is_integer(t))
 				diag_error(bounds->kids[k]->loc, "type mismatch: a bound "
 					   "must be an integer");
+			if (shaped && const_eval(bounds->kids[k], &v) && v == 0)
+				diag_error(bounds->kids[k]->loc, "zero value is deduced "
+					   "for the mdspan inside the with-in statement");
 		}
 		if (names->nkids == 1 && bounds->nkids > 1 && !w->name) {
 			/* `idx in [m, n]`: an ituple of hidden bounded integers */
@@ -2157,6 +2183,106 @@ static struct type check_view(struct node *e)
  * dimensions concatenated) or data's .span. It has no storage: each use
  * of a dimension is its expression (a constant where there is one).
  */
+static bool shape_value(struct node *e, struct node *out);
+
+/* the dimensions of a, as expressions a.span(k) */
+static void span_dims(struct node *e, struct node *out)
+{
+	struct sym *s = resolve_data(e);
+	int k;
+
+	if (s->type.kind != TY_SPAN)
+		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+	for (k = 0; k < s->type.rank; k++) {
+		struct node *de = node_new(E_SPAN, e->loc);
+
+		de->name = e->name;
+		de->ival = k;
+		node_add(out, de);
+	}
+}
+
+static bool shape_operand(struct node *e, struct node *out)
+{
+	struct sym *s;
+
+	if (e->kind == E_ID && (s = lookup(e->name)) && s->kind == SY_SHAPE) {
+		span_dims(e, out);
+		return true;
+	}
+	if (e->kind == E_SPAN && e->ival < 0) {
+		span_dims(e, out);
+		return true;
+	}
+	return shape_value(e, out);
+}
+
+/*
+ * Shape arithmetic (Choreo's shapes and ituples guides): an ituple
+ * literal {a, b} (an element that is a shape or an ituple is spliced in),
+ * and +, -, *, /, % of a shape (a.span, a shape's or an ituple's name, a
+ * literal) with another of the same rank or with an integer, element by
+ * element: [7, 18, 28] / {1, 2, 4} is [7, 9, 7]. The dimensions, as
+ * expressions not checked yet, go to out; false if e is no shape.
+ */
+static bool shape_value(struct node *e, struct node *out)
+{
+	struct node *l, *r;
+	bool ls, rs;
+	int k, n;
+
+	if (e->kind == E_DIMLIST && e->flag == 1) {
+		for (k = 0; k < e->nkids; k++)
+			if (!shape_operand(e->kids[k], out))
+				node_add(out, e->kids[k]);
+		return true;
+	}
+	if (e->kind != E_BINARY || !strchr("+-*/%", e->name[0]) || e->name[1])
+		return false;
+	l = node_new(N_BLOCK, e->loc);
+	r = node_new(N_BLOCK, e->loc);
+	ls = shape_operand(e->kids[0], l);
+	rs = shape_operand(e->kids[1], r);
+	if (!ls && !rs)
+		return false;
+	if (ls && rs && l->nkids != r->nkids)
+		diag_error(e->loc, "type mismatch: '%s' of shapes of rank %d and %d",
+			   e->name, l->nkids, r->nkids);
+	n = ls ? l->nkids : r->nkids;
+	for (k = 0; k < n; k++) {
+		struct node *a = ls ? l->kids[k] : k ? node_clone(e->kids[0]) : e->kids[0];
+		struct node *b = rs ? r->kids[k] : k ? node_clone(e->kids[1]) : e->kids[1];
+		struct node *op = node_new(E_BINARY, e->loc);
+
+		op->name = e->name;
+		node_add(op, a);
+		node_add(op, b);
+		node_add(out, op);
+	}
+	return true;
+}
+
+/* a list whose elements may be shape arithmetic: each such element
+ * replaced by its dimensions (list itself if none is) */
+static struct node *expand_shapes(struct node *list)
+{
+	struct node *out = node_new(list->kind, list->loc);
+	bool any = false;
+	int i;
+
+	out->flag = list->flag;
+	for (i = 0; i < list->nkids; i++) {
+		struct node *e = list->kids[i];
+
+		if ((e->kind == E_BINARY || e->kind == E_DIMLIST) && shape_value(e, out)) {
+			any = true;
+			continue;
+		}
+		node_add(out, e);
+	}
+	return any ? out : list;
+}
+
 static void check_shape_decl(struct node *d)
 {
 	struct node *list = d->kids[0];
@@ -2164,6 +2290,7 @@ static void check_shape_decl(struct node *d)
 	struct sym *sy;
 	int i, k;
 
+	d->kids[0] = list = expand_shapes(list);
 	for (i = 0; i < list->nkids; i++) {
 		struct node *e = list->kids[i];
 		struct sym *src = NULL;
