@@ -156,6 +156,18 @@ static struct node *derived_dims(const char *base, struct node *list)
 	return list;
 }
 
+/* a view of x.span_as(...): of a hidden name declared as that alias
+ * (sema.c, check_view), the span_as its kid 2 */
+static struct node *over_span_as(struct node *sa, struct node *view)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "__span_as%d_%d", sa->loc.line, sa->loc.col);
+	view->name = xstrdup(buf);
+	node_add(view, sa);
+	return view;
+}
+
 /* the name of an unnamed parameter: one no identifier can have */
 static char *unnamed(YYLTYPE at)
 {
@@ -213,7 +225,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach perm
-%type <n> pad_cfg pad_value
+%type <n> pad_cfg pad_value span_as
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
@@ -655,6 +667,26 @@ dma_expr
 	| DMA '.' IDENT		{ diag_error(L(@3), "not supported yet: dma.%s", $3); }
 	;
 
+span_as
+	: IDENT SPAN_AS '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT DATA SPAN_AS '(' args ')' {
+		/* a future's data (check_view) */
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT DATA SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $6, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	;
+
 /* dma.pad<{low...}, {high...}, {mid...}, value> */
 pad_cfg
 	: '{' perm '}' ',' '{' perm '}' ',' '{' perm '}' ',' pad_value {
@@ -955,13 +987,18 @@ expr
 		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
 		$$->flag = VIEW_CHUNKAT;
 	}
-	| IDENT SPAN_AS '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
-		$$->flag = VIEW_SPAN_AS;
+	| span_as		{ $$ = $1; }
+	| span_as CHUNKAT '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, mk(E_DIMLIST, @2), $4));
+		$$->flag = VIEW_CHUNKAT;
 	}
-	| IDENT SPAN_AS '(' '[' args ']' ')' {
-		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
-		$$->flag = VIEW_SPAN_AS;
+	| span_as SUBSPAN '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| span_as SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, $8));
+		$$->flag = VIEW_SUBSPAN;
 	}
 	| IDENT VIEW '(' args ')' FROM '(' args ')' {
 		/* the [a, b] tile whose first element is (i, j) */

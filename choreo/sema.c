@@ -2041,7 +2041,25 @@ static struct node *int_node(struct loc loc, long long v)
  * After this, kid 0 holds the tile's dimensions and kid 1 one index per
  * dimension (in tiles); e->sym is the data.
  */
+static struct type check_view_of(struct node *e);
+
+/* a view of x.span_as(...) (kid 2): the alias, declared under the view's
+ * hidden name (parser.y, over_span_as), is its base */
 static struct type check_view(struct node *e)
+{
+	if (e->nkids > 2 && !lookup(e->name)) {
+		struct node *sa = e->kids[2];
+		struct type b = check_view_of(sa);
+		struct sym *sy = declare(e->name, SY_ALIAS, e);
+
+		sy->type = b;
+		sy->target = sa->sym;
+		sy->cname = sy->target->cname;
+	}
+	return check_view_of(e);
+}
+
+static struct type check_view_of(struct node *e)
 {
 	struct node *sizes = e->kids[0], *ix = e->kids[1];
 	struct node *nsizes = node_new(E_DIMLIST, e->loc);
@@ -2053,6 +2071,8 @@ static struct type check_view(struct node *e)
 
 	if (!view_ok)
 		diag_error(e->loc, "not supported yet: a view outside dma.copy");
+	if (s->kind == SY_FUTURE)	/* f.data.span_as(...): its buffer */
+		s = s->target;
 	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
 		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 	e->sym = s;
