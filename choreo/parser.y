@@ -228,6 +228,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> pad_cfg pad_value span_as
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
+%type <i> unroll_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
 
 %precedence IFX
@@ -894,16 +895,24 @@ with
 	;
 
 foreach
-	: FOREACH withins unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); $$->flag = 1; }
-	| FOREACH ranges unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); }
+	: FOREACH withins unroll_opt stmts_block {
+		$$ = mk2(N_FOREACH, @1, NULL, $2, $4);
+		$$->flag = 1;
+		$$->ival = $3;
+	}
+	| FOREACH ranges unroll_opt stmts_block {
+		$$ = mk2(N_FOREACH, @1, NULL, $2, $4);
+		$$->ival = $3;
+	}
 	;
 
 /* `: unroll` and `: unroll(n)`: a hint with no meaning to the result
- * (npu-cc's optimiser decides); checked, then dropped */
+ * (npu-cc's optimiser decides); checked (n: N_FOREACH ival), then
+ * dropped */
 unroll_opt
-	: %empty
-	| ':' IDENT		{ unroll_hint(@2, $2); }
-	| ':' IDENT '(' INTLIT ')' { unroll_hint(@2, $2); }
+	: %empty		{ $$ = 0; }
+	| ':' IDENT		{ unroll_hint(@2, $2); $$ = 0; }
+	| ':' IDENT '(' INTLIT ')' { unroll_hint(@2, $2); $$ = $4; }
 	;
 
 withins

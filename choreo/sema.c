@@ -1418,6 +1418,7 @@ static void sequential_groups(struct node *p)
 	p->kids[1] = body;
 	p->nkids = 2;
 	p->flag = 1;
+	p->ival = 0;	/* no unroll hint */
 }
 
 /* true when p became a foreach (sequential_groups) */
@@ -1778,6 +1779,21 @@ static void check_foreach(struct node *f)
 				t->elems[k] = lookup(en);
 			}
 		}
+	}
+	if (f->ival > 0) {
+		/* unroll(n) beyond the innermost loop's constant extent: as
+		 * Choreo refuses it */
+		const struct node *last = f->kids[0]->kids[f->kids[0]->nkids - 1];
+		const struct node *ub = NULL;
+		long long v;
+
+		if (f->flag)
+			ub = last->kids[1]->kids[last->kids[1]->nkids - 1];
+		else if (last->sym && !last->nkids)
+			ub = last->sym->ubound;
+		if (ub && const_eval(ub, &v) && v < f->ival)
+			diag_error(f->loc, "unroll factor (%lld) exceeds the loop extent "
+				   "(%lld)", f->ival, v);
 	}
 	f->level = cur_level;
 	loop_depth++;
