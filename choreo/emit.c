@@ -294,6 +294,8 @@ static void emit_call(struct emitter *em, const struct node *e)
 			fputs("npu_atomic_add_f32(&", em->o);
 		else if (el == EL_F32 && !strcmp(op, "sub"))
 			fputs("npu_atomic_add_f32(&", em->o);
+		else if (el == EL_F32 && !strcmp(op, "exch"))
+			fputs("npu_atomic_exch_f32(&", em->o);
 		else if (!strcmp(op, "sub"))
 			fputs("npu_atomic_add(&", em->o);
 		else

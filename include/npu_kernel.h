@@ -154,6 +154,18 @@ static inline float npu_atomic_add_f32(float *p, float v)
 	return f;
 }
 
+/* Float exchange: the bits swapped as an integer. */
+static inline float npu_atomic_exch_f32(float *p, float v)
+{
+	unsigned int nw, old;
+	float f;
+
+	__builtin_memcpy(&nw, &v, 4);
+	old = __atomic_exchange_n((unsigned int *)p, nw, __ATOMIC_RELAXED);
+	__builtin_memcpy(&f, &old, 4);
+	return f;
+}
+
 /*
  * printf as in CUDA: the record (format address and values) goes to the
  * launch's printf buffer; the library formats it on the host when the
