@@ -49,6 +49,32 @@ struct node *node_add(struct node *parent, struct node *kid)
 	return parent;
 }
 
+struct node *node_clone(const struct node *n)
+{
+	struct node *c = xmalloc(sizeof(*c));
+	int i;
+
+	*c = *n;
+	c->name = n->name ? xstrdup(n->name) : NULL;
+	c->alias = n->alias ? xstrdup(n->alias) : NULL;
+	c->kids = NULL;
+	c->nkids = c->cap = 0;
+	for (i = 0; i < n->nkids; i++)
+		node_add(c, node_clone(n->kids[i]));
+	return c;
+}
+
+struct node *node_insert(struct node *parent, int at, struct node *kid)
+{
+	int i;
+
+	node_add(parent, kid);
+	for (i = parent->nkids - 1; i > at; i--)
+		parent->kids[i] = parent->kids[i - 1];
+	parent->kids[at] = kid;
+	return parent;
+}
+
 static const struct {
 	const char *name, *ctype;
 	size_t size;

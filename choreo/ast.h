@@ -40,7 +40,7 @@ enum type_kind {
 	TY_TUPLE,	/* a bounded ituple: rank bounded integers */
 };
 
-#define MAX_RANK 4
+#define MAX_RANK 6
 
 struct node;
 
@@ -99,6 +99,9 @@ struct node {
 	 * barrier (sync) or the statement the barrier follows (inthreads) */
 	int splits;
 	bool split;
+	/* N_PARBY: `: block<cooperative>`, its body's grid barriers
+	 * (sync.barrier : block) split it into launches (sema.c) */
+	bool cooperative;
 	/* N_DMA of dma.transp: destination dimension k is source dimension
 	 * perm[k] */
 	int perm[MAX_RANK];
@@ -124,6 +127,9 @@ enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
 
 /* parallel levels (N_PARBY flag) */
 enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER, PB_GROUP };
+/* the parser's `: block<cooperative>` beside the level (N_PARBY
+ * cooperative) */
+#define PB_COOP 0x100
 
 enum sym_kind {
 	SY_PARAM, SY_DIM, SY_VAR, SY_SPAN, SY_PVAR, SY_LOOPVAR, SY_FUTURE,
@@ -151,6 +157,7 @@ struct sym {
 	long event_slots;	/* SY_EVENT: its slots (1 for a scalar event) */
 	bool event_array;	/* SY_EVENT: declared with [N] */
 	bool event_ready;	/* SY_EVENT: = ready, generation zero published */
+	bool ituple;		/* SY_SHAPE of an ituple: printed {a, b} */
 	bool init_hoisted;	/* shared data of a thread level: its {init} is
 				 * set once when the kernel starts */
 	struct sym *next_in_func;
@@ -165,6 +172,10 @@ extern int n_co_ranges;
 
 struct node *node_new(enum node_kind kind, struct loc loc);
 struct node *node_add(struct node *parent, struct node *kid);
+/* a deep copy of a tree not checked yet (sema fills no field of it) */
+struct node *node_clone(const struct node *n);
+/* kid becomes parent's kid number at, the later ones move up */
+struct node *node_insert(struct node *parent, int at, struct node *kid);
 char *xstrdup(const char *s);
 void *xmalloc(size_t n);
 const char *elem_name(enum elem e);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* diag.c - one error per run: compilation stops at the first problem. */
+/* diag.c - one error per run: compilation stops at the first problem;
+ * warnings go on. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +22,9 @@ const char *diag_path(void)
 	return src_path;
 }
 
-void diag_error(struct loc loc, const char *fmt, ...)
+static void report(const char *kind, struct loc loc, const char *fmt, va_list ap)
 {
 	const char *p = src_text, *end;
-	va_list ap;
 	int line = 1, i;
 
 	fflush(stdout);
@@ -32,10 +32,8 @@ void diag_error(struct loc loc, const char *fmt, ...)
 		loc.line = 1;
 	if (loc.col < 1)
 		loc.col = 1;
-	fprintf(stderr, "%s:%d:%d: error: ", src_path, loc.line, loc.col);
-	va_start(ap, fmt);
+	fprintf(stderr, "%s:%d:%d: %s: ", src_path, loc.line, loc.col, kind);
 	vfprintf(stderr, fmt, ap);
-	va_end(ap);
 	fputc('\n', stderr);
 	while (*p && line < loc.line) {
 		if (*p++ == '\n')
@@ -51,5 +49,23 @@ void diag_error(struct loc loc, const char *fmt, ...)
 	for (; i < loc.col; i++)
 		fputc(' ', stderr);
 	fputs("^\n", stderr);
+}
+
+void diag_error(struct loc loc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report("error", loc, fmt, ap);
+	va_end(ap);
 	exit(1);
+}
+
+void diag_warning(struct loc loc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	report("warning", loc, fmt, ap);
+	va_end(ap);
 }

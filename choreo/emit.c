@@ -294,6 +294,8 @@ static void emit_call(struct emitter *em, const struct node *e)
 			fputs("npu_atomic_add_f32(&", em->o);
 		else if (el == EL_F32 && !strcmp(op, "sub"))
 			fputs("npu_atomic_add_f32(&", em->o);
+		else if (el == EL_F32 && !strcmp(op, "exch"))
+			fputs("npu_atomic_exch_f32(&", em->o);
 		else if (!strcmp(op, "sub"))
 			fputs("npu_atomic_add(&", em->o);
 		else
@@ -359,6 +361,13 @@ void emit_expr(struct emitter *em, const struct node *e)
 		fprintf(o, "((_Bool)%lld)", e->ival);
 		break;
 	case E_ID:
+		if (em->device && e->sym->kind == SY_DIM && e->sym->dim_of &&
+		    !kernel_captures(em->kernel, e->sym)) {
+			/* the dimension argument of its parameter */
+			fprintf(o, "((long long)%s_d%d)", e->sym->dim_of->cname,
+				e->sym->dim_index);
+			break;
+		}
 		if (half_lvalue(e))
 			fprintf(o, "%s(%s)", half_to_f32(e->sym->type.elem), e->sym->cname);
 		else
@@ -455,7 +464,8 @@ static void emit_cond(struct emitter *em, const struct node *e)
 }
 
 /* println as Choreo's runtime prints: integers %lld, floats %f, booleans
- * true/false, shapes [d0, d1]; arguments separated by one space */
+ * true/false, shapes [d0, d1], ituples {a, b}; arguments separated by one
+ * space */
 static void emit_print(struct emitter *em, const struct node *p)
 {
 	FILE *o = em->o;
@@ -482,10 +492,10 @@ static void emit_print(struct emitter *em, const struct node *p)
 				fputs(k ? ", %lld" : "%lld", o);
 			fputc('}', o);
 		} else if (a->kind == E_SPAN && a->ival < 0) {
-			fputc('[', o);
+			fputc(a->sym->ituple ? '{' : '[', o);
 			for (k = 0; k < a->sym->type.rank; k++)
 				fputs(k ? ", %lld" : "%lld", o);
-			fputc(']', o);
+			fputc(a->sym->ituple ? '}' : ']', o);
 		} else if (a->ety.elem == EL_BOOL) {
 			fputs("%s", o);
 		} else if (elem_is_float(a->ety.elem)) {
@@ -689,7 +699,7 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	}
 	fputs(" };\n", o);
 	emit_indent(em);
-	fputs("\tlong long n_ = 1, m_ = 1, j_[4] = { 0 };\n", o);
+	fprintf(o, "\tlong long n_ = 1, m_ = 1, j_[%d] = { 0 };\n", MAX_RANK);
 	/* a view of the same rank takes as much of the other as fits in
 	 * each dimension (a tile partly filled, or partly taken) */
 	if (sr == dr && !d->nperm && (src->kind == E_VIEW || dst->kind == E_VIEW)) {
@@ -763,7 +773,7 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		emit_indent(em);
 		fputs("\t\t{\n", o);
 		emit_indent(em);
-		fputs("\t\t\tlong long t_[4] = { ", o);
+		fprintf(o, "\t\t\tlong long t_[%d] = { ", MAX_RANK);
 		for (k = 0; k < d->nperm; k++)
 			fprintf(o, "%sj_[%d]", k ? ", " : "", d->perm[k]);
 		fputs(" };\n", o);

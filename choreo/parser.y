@@ -129,10 +129,64 @@ static struct node *anon_dims(YYLTYPE at, long long rank, const char *name)
 	return dims;
 }
 
+/* `(k)` in e: dimension k of base (a name with a span: data, a shape) */
+static struct node *base_dims(const char *base, struct node *e)
+{
+	int i;
+
+	if (e->kind == E_INT && e->alias && !strcmp(e->alias, "(k)")) {
+		struct node *d = node_new(E_SPAN, e->loc);
+
+		d->name = xstrdup(base);
+		d->ival = e->ival;
+		return d;
+	}
+	for (i = 0; i < e->nkids; i++)
+		e->kids[i] = base_dims(base, e->kids[i]);
+	return e;
+}
+
+/* `s : a [(1), (0) / 2, 7]`: each (k) is a's dimension k */
+static struct node *derived_dims(const char *base, struct node *list)
+{
+	int i;
+
+	for (i = 0; i < list->nkids; i++)
+		list->kids[i] = base_dims(base, list->kids[i]);
+	return list;
+}
+
+/* a view of x.span_as(...): of a hidden name declared as that alias
+ * (sema.c, check_view), the span_as its kid 2 */
+static struct node *over_span_as(struct node *sa, struct node *view)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "__span_as%d_%d", sa->loc.line, sa->loc.col);
+	view->name = xstrdup(buf);
+	node_add(view, sa);
+	return view;
+}
+
+/* the name of an unnamed parameter: one no identifier can have */
+static char *unnamed(YYLTYPE at)
+{
+	char buf[64];
+
+	snprintf(buf, sizeof(buf), "__unnamed%d_%d", at.first_line, at.first_column);
+	return xstrdup(buf);
+}
+
 static void unroll_hint(YYLTYPE at, const char *name)
 {
 	if (strcmp(name, "unroll"))
 		diag_error(L(at), "not supported yet: foreach hint '%s'", name);
+}
+
+static void set_level(struct node *parby, int level)
+{
+	parby->flag = level & ~PB_COOP;
+	parby->cooperative = level & PB_COOP;
 }
 
 static void set_scalar_type(struct type *t, int elem)
@@ -154,11 +208,11 @@ static void set_scalar_type(struct type *t, int elem)
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
-%token TRANSP ".transp" PAD ".pad" STEP ".step"
+%token TRANSP ".transp" PAD ".pad" STEP ".step" SWIZ ".swiz"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
 %token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
-%token EVENT "event" TRIGGER "trigger" AFTER "after"
+%token EVENT "event" TRIGGER "trigger" AFTER "after" ITUPLE "ituple"
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
 %token <k> PRINTLN "println" BOOLLIT "boolean"
@@ -171,10 +225,11 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach perm
-%type <n> pad_cfg pad_value
+%type <n> pad_cfg pad_value span_as
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt
-%type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref
+%type <i> unroll_opt
+%type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
 
 %precedence IFX
 %precedence ELSE
@@ -241,6 +296,22 @@ params
 
 param
 	: STREAM IDENT		{ $$ = mk(N_PARAM, @2); $$->name = $2; $$->type.kind = TY_STREAM; }
+	| scalar_type		{
+		/* an unnamed parameter: passed, never used */
+		$$ = mk(N_PARAM, @1);
+		$$->name = unnamed(@1);
+		set_scalar_type(&$$->type, $1);
+	}
+	| ETYPE '[' dims ']'	{
+		$$ = mk(N_PARAM, @1);
+		$$->name = unnamed(@1);
+		set_span_type(&$$->type, $1, $3);
+	}
+	| ETYPE MDSPAN '<' INTLIT '>' {
+		$$ = mk(N_PARAM, @1);
+		$$->name = unnamed(@1);
+		set_span_type(&$$->type, $1, anon_dims(@4, $4, $$->name));
+	}
 	| scalar_type IDENT	{ $$ = mk(N_PARAM, @2); $$->name = $2; set_scalar_type(&$$->type, $1); }
 	| ETYPE '[' dims ']' IDENT {
 		$$ = mk(N_PARAM, @5);
@@ -287,6 +358,11 @@ dims
 
 dim
 	: expr			{ $$ = $1; }
+	| '?'			{
+		/* a dimension known at run time only: a symbol of its own,
+		 * bound by the caller's data */
+		$$ = ident(@1, unnamed(@1));
+	}
 	;
 
 stmts
@@ -302,7 +378,17 @@ stmts_block
 stmt
 	: decl ';'		{ $$ = $1; }
 	| span_decl ';'		{ $$ = $1; }
-	| lvalue '=' expr ';'	{ $$ = mk2(N_ASSIGN, @2, "=", $1, $3); }
+	| lvalue '=' expr ';'	{
+		if ($3->kind == E_DIMLIST && $1->kind == E_ID) {
+			/* `a = {1, 2};` declares an ituple */
+			$$ = node_add(mk(N_SHAPEDECL, @1), $3);
+			$$->name = $1->name;
+			$$->ival = -1;
+			$$->flag = 1;
+		} else {
+			$$ = mk2(N_ASSIGN, @2, "=", $1, $3);
+		}
+	}
 	| lvalue OPASSIGN expr ';' { $$ = mk2(N_ASSIGN, @2, $2, $1, $3); }
 	| lvalue '=' dma_expr ';' { $$ = $3; node_add($$, $1); }
 	| dma_expr ';'		{ $$ = $1; }
@@ -336,6 +422,7 @@ stmt
 	}
 	| STREAM IDENT ';'	{ $$ = mk(N_STREAMDECL, @2); $$->name = $2; }
 	| shape_decl ';'	{ $$ = $1; }
+	| ituple_decl ';'	{ $$ = $1; }
 	| SYNC '.' STORAGE ';'	{ $$ = mk(N_SYNC, @1); $$->flag = $3; }
 	| SYNC '.' IDENT ';'	{ diag_error(L(@3), "not supported yet: sync.%s", $3); }
 	| SYNC '.' IDENT ':' PBLEVEL ';' {
@@ -347,6 +434,7 @@ stmt
 			diag_error(L(@3), "not supported yet: sync.%s", $3);
 		$$ = mk(N_SYNC, @1);
 		$$->flag = strcmp($3, "barrier") ? SYNC_FENCE : ST_SHARED;
+		$$->ival = $5;	/* the level: : block in block<cooperative> */
 	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
 	| STORAGE EVENT evdecls ';' {
@@ -466,17 +554,30 @@ shape_decl
 	}
 	;
 
+/* an ituple (integers with no storage, as a shape's dimensions):
+ * `ituple a = {1, x};`, `ituple<2> a = {...};`, `a = {...};` (an
+ * N_SHAPEDECL with flag 1) */
+ituple_decl
+	: ITUPLE IDENT '=' expr {
+		$$ = node_add(mk(N_SHAPEDECL, @2), node_add(mk(N_BLOCK, @4), $4));
+		$$->name = $2;
+		$$->ival = -1;
+		$$->flag = 1;
+	}
+	| ITUPLE '<' INTLIT '>' IDENT '=' expr {
+		$$ = node_add(mk(N_SHAPEDECL, @5), node_add(mk(N_BLOCK, @7), $7));
+		$$->name = $5;
+		$$->ival = $3;
+		$$->flag = 1;
+	}
+	;
+
 shape_init
 	: '[' args ']'		{ $$ = $2; }
+	| IDENT '[' args ']'	{ $$ = derived_dims($1, $3); }
+	| IDENT SPAN '[' args ']' { $$ = derived_dims($1, $4); }
 	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
-	| IDENT			{ $$ = node_add(mk(N_BLOCK, @1), ident(@1, $1)); }
-	| IDENT SPAN		{
-		struct node *e = mk(E_SPAN, @1);
-
-		e->name = $1;
-		e->ival = -1;
-		$$ = node_add(mk(N_BLOCK, @1), e);
-	}
+	| expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
 	;
 
 span_decl
@@ -527,15 +628,15 @@ span_item
 	;
 
 dma_expr
-	: DMA COPY async_opt expr TRANS expr {
-		$$ = mk2(N_DMA, @1, NULL, $4, $6);
+	: DMA COPY async_opt swiz_opt expr TRANS expr {
+		$$ = mk2(N_DMA, @1, NULL, $5, $7);
 		$$->flag = $3;
 	}
-	| DMA COPY async_opt expr TRANS STORAGE {
-		struct node *t = mk(E_ID, @6);
+	| DMA COPY async_opt swiz_opt expr TRANS STORAGE {
+		struct node *t = mk(E_ID, @7);
 
-		t->flag = $6;	/* a new buffer of that storage */
-		$$ = mk2(N_DMA, @1, NULL, $4, t);
+		t->flag = $7;	/* a new buffer of that storage */
+		$$ = mk2(N_DMA, @1, NULL, $5, t);
 		$$->flag = $3;
 	}
 	| DMA TRANSP async_opt '<' perm '>' expr TRANS expr {
@@ -567,6 +668,26 @@ dma_expr
 	| DMA '.' IDENT		{ diag_error(L(@3), "not supported yet: dma.%s", $3); }
 	;
 
+span_as
+	: IDENT SPAN_AS '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT DATA SPAN_AS '(' args ')' {
+		/* a future's data (check_view) */
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| IDENT DATA SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $6, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	;
+
 /* dma.pad<{low...}, {high...}, {mid...}, value> */
 pad_cfg
 	: '{' perm '}' ',' '{' perm '}' ',' '{' perm '}' ',' pad_value {
@@ -589,6 +710,18 @@ pad_value
 perm
 	: INTLIT		{ $$ = mk(E_DIMLIST, @1); node_add($$, mk(E_INT, @1))->kids[0]->ival = $1; }
 	| perm ',' INTLIT	{ $$ = $1; node_add($$, mk(E_INT, @3))->kids[$$->nkids - 1]->ival = $3; }
+	;
+
+/* .swiz<N>: the copy's layout in shared memory, chosen for a GPU's
+ * banks and read back in it by mma; element copies here have one layout,
+ * so it is checked, then dropped */
+swiz_opt
+	: %empty
+	| SWIZ
+	| SWIZ '<' INTLIT '>'	{
+		if ($3 != 128 && $3 != 64 && $3 != 32)
+			diag_error(L(@3), "swizzle value must be 128, 64, or 32");
+	}
 	;
 
 async_opt
@@ -649,13 +782,26 @@ stream_opt
 	;
 
 parbys
-	: parby level_opt	{ $1->flag = $2; $$ = node_add(mk(N_BLOCK, @1), $1); }
-	| parbys ',' parby level_opt { $3->flag = $4; $$ = node_add($1, $3); }
+	: parby level_opt	{ set_level($1, $2); $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| parbys ',' parby level_opt { set_level($3, $4); $$ = node_add($1, $3); }
 	;
 
 level_opt
 	: %empty		{ $$ = PB_NONE; }
 	| ':' PBLEVEL		{ $$ = $2; }
+	| ':' PBLEVEL '<' IDENT '>' {
+		/* block<cooperative>: every block of the grid runs at once
+		 * and meets the others at sync.barrier : block */
+		if (strcmp($4, "cooperative"))
+			diag_error(L(@4), "syntax error, unexpected identifier, "
+				   "expecting cooperative");
+		$$ = $2;
+		if ($2 == PB_BLOCK)
+			$$ |= PB_COOP;
+		else
+			diag_warning(L(@4), "'cooperative' annotation is only valid "
+				     "on block-level parallel-by; ignoring.");
+	}
 	;
 
 parby
@@ -749,16 +895,24 @@ with
 	;
 
 foreach
-	: FOREACH withins unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); $$->flag = 1; }
-	| FOREACH ranges unroll_opt stmts_block { $$ = mk2(N_FOREACH, @1, NULL, $2, $4); }
+	: FOREACH withins unroll_opt stmts_block {
+		$$ = mk2(N_FOREACH, @1, NULL, $2, $4);
+		$$->flag = 1;
+		$$->ival = $3;
+	}
+	| FOREACH ranges unroll_opt stmts_block {
+		$$ = mk2(N_FOREACH, @1, NULL, $2, $4);
+		$$->ival = $3;
+	}
 	;
 
 /* `: unroll` and `: unroll(n)`: a hint with no meaning to the result
- * (npu-cc's optimiser decides); checked, then dropped */
+ * (npu-cc's optimiser decides); checked (n: N_FOREACH ival), then
+ * dropped */
 unroll_opt
-	: %empty
-	| ':' IDENT		{ unroll_hint(@2, $2); }
-	| ':' IDENT '(' INTLIT ')' { unroll_hint(@2, $2); }
+	: %empty		{ $$ = 0; }
+	| ':' IDENT		{ unroll_hint(@2, $2); $$ = 0; }
+	| ':' IDENT '(' INTLIT ')' { unroll_hint(@2, $2); $$ = $4; }
 	;
 
 withins
@@ -842,13 +996,18 @@ expr
 		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
 		$$->flag = VIEW_CHUNKAT;
 	}
-	| IDENT SPAN_AS '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
-		$$->flag = VIEW_SPAN_AS;
+	| span_as		{ $$ = $1; }
+	| span_as CHUNKAT '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, mk(E_DIMLIST, @2), $4));
+		$$->flag = VIEW_CHUNKAT;
 	}
-	| IDENT SPAN_AS '(' '[' args ']' ')' {
-		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
-		$$->flag = VIEW_SPAN_AS;
+	| span_as SUBSPAN '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| span_as SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, $8));
+		$$->flag = VIEW_SUBSPAN;
 	}
 	| IDENT VIEW '(' args ')' FROM '(' args ')' {
 		/* the [a, b] tile whose first element is (i, j) */
@@ -889,7 +1048,13 @@ expr
 		$$->loc = L(@1);
 		$$->name = $1;
 	}
-	| '(' expr ')'		{ $$ = $2; }
+	| '(' expr ')'		{
+		$$ = $2;
+		/* `(k)` in a shape derived from another, `a [(0) / 2, 3]`:
+		 * dimension k of a (shape_init) */
+		if ($$->kind == E_INT)
+			$$->alias = "(k)";
+	}
 	| '(' scalar_type ')' expr %prec UNARY {
 		$$ = mk2(E_CAST, @1, NULL, $4, NULL);
 		set_scalar_type(&$$->type, $2);
@@ -903,6 +1068,14 @@ expr
 		$$->kind = E_CALL;
 		$$->loc = L(@1);
 		$$->name = $1;
+	}
+	| '{' args '}'		{
+		/* an ituple literal: shape arithmetic (a.span / {2, 1}) and
+		 * ituple declarations use it (sema.c: shape_value) */
+		$$ = $2;
+		$$->kind = E_DIMLIST;
+		$$->loc = L(@1);
+		$$->flag = 1;
 	}
 	| '#' IDENT		{ $$ = mk2(E_UBOUND, @1, NULL, ident(@2, $2), NULL); }
 	| '|' IDENT '|'		{ $$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL); }

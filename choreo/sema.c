@@ -33,6 +33,9 @@ static int deepest_ref;			/* highest level of a symbol referenced */
 static void check_stmt(struct node *s);
 static void check_block(struct node *b);
 static struct node *int_node(struct loc loc, long long v);
+static void check_foreach(struct node *f);
+static struct node *expand_shapes(struct node *list);
+static bool shape_value(struct node *e, struct node *out);
 static struct type check_expr(struct node *e);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
@@ -258,16 +261,61 @@ void parby_parts(const struct node *par, struct node ***names, int *nnames,
 }
 
 /* a host symbol used inside a kernel becomes one of its arguments */
+bool kernel_captures(const struct kernel *k, const struct sym *s)
+{
+	int i;
+
+	for (i = 0; i < k->ncaps; i++)
+		if (k->caps[i] == s)
+			return true;
+	return false;
+}
+
+static void capture_now(struct kernel *k, struct sym *s, struct loc loc);
+
 static void capture(struct sym *s, struct loc loc)
 {
 	struct kernel *k = cur_kernel;
-	int i, n = 1;
+	int i;
 
 	if (!k || s->level > 0)
 		return;
-	for (i = 0; i < k->ncaps; i++)
-		if (k->caps[i] == s)
-			return;
+	if (s->kind == SY_DIM && s->dim_of) {
+		/* decided when the kernel is complete (finish_dim_caps) */
+		for (i = 0; i < k->ndim_caps; i++)
+			if (k->dim_caps[i] == s)
+				return;
+		if (k->ndim_caps == MAX_CAPTURES)
+			diag_error(loc, "not supported yet: more than %d captured "
+				   "values", MAX_CAPTURES);
+		k->dim_caps[k->ndim_caps++] = s;
+		return;
+	}
+	capture_now(k, s, loc);
+}
+
+/* a parameter's dimension: its own argument unless the parameter's
+ * dimensions are arguments already */
+static void finish_dim_caps(struct kernel *k)
+{
+	long long v;
+	int i;
+
+	for (i = 0; i < k->ndim_caps; i++) {
+		struct sym *d = k->dim_caps[i];
+
+		if (!kernel_captures(k, d->dim_of) ||
+		    span_dim_const(d->dim_of, d->dim_index, &v))
+			capture_now(k, d, k->par->loc);
+	}
+}
+
+static void capture_now(struct kernel *k, struct sym *s, struct loc loc)
+{
+	int i, n = 1;
+
+	if (kernel_captures(k, s))
+		return;
 	if (s->type.kind == TY_STREAM)
 		diag_error(loc, "not supported yet: stream '%s' in a parallel body", s->name);
 	if (s->type.kind == TY_FUTURE)
@@ -342,8 +390,13 @@ static void capture_expr(const struct node *e)
 {
 	int i;
 
-	if (e->sym)
+	if (e->sym && e->sym->kind == SY_SHAPE) {
+		/* no data: its dimensions' expressions are what a kernel needs */
+		for (i = 0; i < e->sym->type.rank; i++)
+			capture_expr(e->sym->type.dims[i]);
+	} else if (e->sym) {
 		capture(e->sym, e->loc);
+	}
 	if (e->kind == E_UBOUND && e->kids[0]->sym && e->kids[0]->sym->ubound)
 		capture_expr(e->kids[0]->sym->ubound);
 	for (i = 0; i < e->nkids; i++)
@@ -858,8 +911,22 @@ static void check_dims(struct node *d, struct type *t)
 
 	out.rank = 0;
 	for (i = 0; i < t->rank; i++) {
-		struct node *e = t->dims[i];
+		struct node *e = t->dims[i], *sh = node_new(N_BLOCK, e->loc);
 		struct type dt;
+
+		if ((e->kind == E_BINARY || e->kind == E_DIMLIST) && shape_value(e, sh)) {
+			/* f32[a.span / {2, 1}]: its dimensions */
+			for (k = 0; k < sh->nkids; k++) {
+				if (!is_integer(check_expr(sh->kids[k])))
+					diag_error(sh->kids[k]->loc, "type mismatch: a "
+						   "dimension must be an integer");
+				if (out.rank == MAX_RANK)
+					diag_error(d->loc, "not supported yet: rank above %d",
+						   MAX_RANK);
+				out.dims[out.rank++] = sh->kids[k];
+			}
+			continue;
+		}
 
 		if (e->kind == E_ID && lookup(e->name) &&
 		    lookup(e->name)->kind == SY_SHAPE) {
@@ -1150,10 +1217,21 @@ static void declare_withins(struct node *withins)
 	for (i = 0; i < withins->nkids; i++) {
 		struct node *w = withins->kids[i];
 		struct node *names = w->kids[0], *bounds = w->kids[1];
+		bool shaped;
 
-		/* [a.span]: one bound per dimension of a */
+		/* shape arithmetic: its dimensions, none of them zero (as
+		 * Choreo refuses it) */
+		shaped = expand_shapes(bounds) != bounds;
+		if (shaped)
+			w->kids[1] = bounds = expand_shapes(bounds);
+		/* [a.span]: one bound per dimension of a (a shape's or an
+		 * ituple's name is its span) */
 		for (k = 0; k < bounds->nkids; k++) {
 			struct node *b = bounds->kids[k];
+
+			if (b->kind == E_ID && lookup(b->name) &&
+			    lookup(b->name)->kind == SY_SHAPE)
+				b->kind = E_SPAN, b->ival = -1;
 
 			if (b->kind == E_SPAN && b->ival < 0) {
 				struct node *nb = node_new(N_BLOCK, bounds->loc);
@@ -1182,10 +1260,14 @@ static void declare_withins(struct node *withins)
 		}
 		for (k = 0; k < bounds->nkids; k++) {
 			struct type t = check_expr(bounds->kids[k]);
+			long long v;
 
 			if (!is_integer(t))
 				diag_error(bounds->kids[k]->loc, "type mismatch: a bound "
 					   "must be an integer");
+			if (shaped && const_eval(bounds->kids[k], &v) && v == 0)
+				diag_error(bounds->kids[k]->loc, "zero value is deduced "
+					   "for the mdspan inside the with-in statement");
 		}
 		if (names->nkids == 1 && bounds->nkids > 1 && !w->name) {
 			/* `idx in [m, n]`: an ituple of hidden bounded integers */
@@ -1266,32 +1348,113 @@ static bool parby_append(struct node *p, struct node *names, struct node *exts)
  * g * T + t, as CUDA numbers them); a group level without a thread level
  * inside is a thread level, one thread per group.
  */
-static void fold_group(struct node *p)
+static const struct node *find_kind(const struct node *n, enum node_kind kind)
+{
+	const struct node *f;
+	int i;
+
+	if (!n)
+		return NULL;
+	if (n->kind == kind)
+		return n;
+	for (i = 0; i < n->nkids; i++)
+		if ((f = find_kind(n->kids[i], kind)))
+			return f;
+	return NULL;
+}
+
+/*
+ * A group level whose body holds a parallel level beside other statements
+ * (or deeper, inside a foreach) has no thread level to fold into: its
+ * groups run one after another, a foreach over the group indices at block
+ * level (in a one-block kernel at host level) whose parallels are the
+ * block's threads. What the groups of one block share (shared data,
+ * barriers, copies) means the same in that order; events from one group
+ * to another could wait for a group that has not run yet, and are refused.
+ * p becomes the loop (or the block level holding it).
+ */
+static void sequential_groups(struct node *p)
+{
+	struct node *pb = p->kids[0], *body = p->kids[2], **nm, **ex;
+	struct node *names = node_new(N_BLOCK, pb->loc), *bounds = node_new(N_BLOCK, pb->loc);
+	struct node *withins = node_new(N_BLOCK, pb->loc), *loop;
+	const struct node *t;
+	int nn, ne, i;
+	char buf[64];
+
+	if ((t = find_kind(body, N_TRIGGER)))
+		diag_error(t->loc, "not supported yet: events between the groups of a "
+			   "group level with statements beside its thread level");
+	parby_parts(p, &nm, &nn, &ex, &ne);
+	for (i = 0; i < ne; i++) {
+		struct node *id = nn ? nm[i] : node_new(E_ID, p->loc);
+
+		if (!nn) {
+			snprintf(buf, sizeof(buf), "__group%d_%d_%d", p->loc.line,
+				 p->loc.col, i);
+			id->name = xstrdup(buf);
+		}
+		node_add(names, id);
+		node_add(bounds, ex[i]);
+	}
+	node_add(withins, node_add(node_add(node_new(N_WITHIN, pb->loc), names), bounds));
+	withins->kids[0]->name = pb->name;	/* p = {g, h} by [...]: the ituple */
+	if (cur_level == 0) {
+		struct node *npb = node_new(N_PARBY, pb->loc);
+
+		loop = node_new(N_FOREACH, p->loc);
+		node_add(loop, withins);
+		node_add(loop, body);
+		loop->flag = 1;
+		node_add(npb, node_new(N_BLOCK, pb->loc));
+		node_add(npb, int_node(pb->loc, 1));
+		npb->flag = PB_BLOCK;
+		p->kids[0] = npb;
+		p->kids[2] = node_add(node_new(N_BLOCK, body->loc), loop);
+		return;
+	}
+	p->kind = N_FOREACH;
+	p->kids[0] = withins;
+	p->kids[1] = body;
+	p->nkids = 2;
+	p->flag = 1;
+	p->ival = 0;	/* no unroll hint */
+}
+
+/* true when p became a foreach (sequential_groups) */
+static bool fold_group(struct node *p)
 {
 	struct node *pb = p->kids[0], *body = p->kids[2], *in, *npb, *names, *exts;
 
 	if (pb->flag != PB_GROUP)
-		return;
+		return false;
+	if (body->nkids == 1 && body->kids[0]->kind == N_PARALLEL) {
+		in = body->kids[0];
+		if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
+		    in->flag || in->kids[1]->kind == E_ID)
+			goto thread_level;
+		npb = node_new(N_PARBY, pb->loc);
+		names = node_new(N_BLOCK, pb->loc);
+		exts = node_new(N_BLOCK, pb->loc);
+		if (!parby_append(p, names, exts) || !parby_append(in, names, exts))
+			goto thread_level;
+		if (names->nkids > MAX_RANK)
+			goto thread_level;
+		node_add(npb, names);
+		node_add(npb, exts);
+		npb->ival = 1;
+		npb->flag = PB_THREAD;
+		p->kids[0] = npb;
+		p->kids[2] = in->kids[2];
+		return false;
+	}
+	if (find_kind(body, N_PARALLEL) && cur_level < 2) {
+		sequential_groups(p);
+		return p->kind == N_FOREACH;
+	}
+thread_level:
 	pb->flag = PB_THREAD;
-	if (body->nkids != 1 || body->kids[0]->kind != N_PARALLEL)
-		return;
-	in = body->kids[0];
-	if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
-	    in->flag || in->kids[1]->kind == E_ID)
-		return;
-	npb = node_new(N_PARBY, pb->loc);
-	names = node_new(N_BLOCK, pb->loc);
-	exts = node_new(N_BLOCK, pb->loc);
-	if (!parby_append(p, names, exts) || !parby_append(in, names, exts))
-		return;
-	if (names->nkids > MAX_RANK)
-		return;
-	node_add(npb, names);
-	node_add(npb, exts);
-	npb->ival = 1;
-	npb->flag = PB_THREAD;
-	p->kids[0] = npb;
-	p->kids[2] = in->kids[2];
+	return false;
 }
 
 /* the thread-level parallel whose body is being checked */
@@ -1412,7 +1575,10 @@ static void check_parallel(struct node *p)
 	struct node *pb = p->kids[0];
 	bool thread_level;
 
-	fold_group(p);
+	if (fold_group(p)) {
+		check_foreach(p);
+		return;
+	}
 	pb = p->kids[0];
 	if (stream->kind == E_ID) {
 		struct sym *s = lookup(stream->name);
@@ -1515,6 +1681,8 @@ static void check_parallel(struct node *p)
 	pop_scope();
 	if (thread_level)
 		check_split(p);
+	if (saved_level == 0)
+		finish_dim_caps(cur_kernel);
 	if (saved_level == 0 && cur_kernel->events_fixed && !cur_kernel->any_split)
 		cur_kernel->threads_fixed = true;
 	cur_level = saved_level;
@@ -1611,6 +1779,21 @@ static void check_foreach(struct node *f)
 				t->elems[k] = lookup(en);
 			}
 		}
+	}
+	if (f->ival > 0) {
+		/* unroll(n) beyond the innermost loop's constant extent: as
+		 * Choreo refuses it */
+		const struct node *last = f->kids[0]->kids[f->kids[0]->nkids - 1];
+		const struct node *ub = NULL;
+		long long v;
+
+		if (f->flag)
+			ub = last->kids[1]->kids[last->kids[1]->nkids - 1];
+		else if (last->sym && !last->nkids)
+			ub = last->sym->ubound;
+		if (ub && const_eval(ub, &v) && v < f->ival)
+			diag_error(f->loc, "unroll factor (%lld) exceeds the loop extent "
+				   "(%lld)", f->ival, v);
 	}
 	f->level = cur_level;
 	loop_depth++;
@@ -1874,7 +2057,25 @@ static struct node *int_node(struct loc loc, long long v)
  * After this, kid 0 holds the tile's dimensions and kid 1 one index per
  * dimension (in tiles); e->sym is the data.
  */
+static struct type check_view_of(struct node *e);
+
+/* a view of x.span_as(...) (kid 2): the alias, declared under the view's
+ * hidden name (parser.y, over_span_as), is its base */
 static struct type check_view(struct node *e)
+{
+	if (e->nkids > 2 && !lookup(e->name)) {
+		struct node *sa = e->kids[2];
+		struct type b = check_view_of(sa);
+		struct sym *sy = declare(e->name, SY_ALIAS, e);
+
+		sy->type = b;
+		sy->target = sa->sym;
+		sy->cname = sy->target->cname;
+	}
+	return check_view_of(e);
+}
+
+static struct type check_view_of(struct node *e)
 {
 	struct node *sizes = e->kids[0], *ix = e->kids[1];
 	struct node *nsizes = node_new(E_DIMLIST, e->loc);
@@ -1886,6 +2087,8 @@ static struct type check_view(struct node *e)
 
 	if (!view_ok)
 		diag_error(e->loc, "not supported yet: a view outside dma.copy");
+	if (s->kind == SY_FUTURE)	/* f.data.span_as(...): its buffer */
+		s = s->target;
 	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
 		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 	e->sym = s;
@@ -2016,6 +2219,106 @@ static struct type check_view(struct node *e)
  * dimensions concatenated) or data's .span. It has no storage: each use
  * of a dimension is its expression (a constant where there is one).
  */
+static bool shape_value(struct node *e, struct node *out);
+
+/* the dimensions of a, as expressions a.span(k) */
+static void span_dims(struct node *e, struct node *out)
+{
+	struct sym *s = resolve_data(e);
+	int k;
+
+	if (s->type.kind != TY_SPAN)
+		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
+	for (k = 0; k < s->type.rank; k++) {
+		struct node *de = node_new(E_SPAN, e->loc);
+
+		de->name = e->name;
+		de->ival = k;
+		node_add(out, de);
+	}
+}
+
+static bool shape_operand(struct node *e, struct node *out)
+{
+	struct sym *s;
+
+	if (e->kind == E_ID && (s = lookup(e->name)) && s->kind == SY_SHAPE) {
+		span_dims(e, out);
+		return true;
+	}
+	if (e->kind == E_SPAN && e->ival < 0) {
+		span_dims(e, out);
+		return true;
+	}
+	return shape_value(e, out);
+}
+
+/*
+ * Shape arithmetic (Choreo's shapes and ituples guides): an ituple
+ * literal {a, b} (an element that is a shape or an ituple is spliced in),
+ * and +, -, *, /, % of a shape (a.span, a shape's or an ituple's name, a
+ * literal) with another of the same rank or with an integer, element by
+ * element: [7, 18, 28] / {1, 2, 4} is [7, 9, 7]. The dimensions, as
+ * expressions not checked yet, go to out; false if e is no shape.
+ */
+static bool shape_value(struct node *e, struct node *out)
+{
+	struct node *l, *r;
+	bool ls, rs;
+	int k, n;
+
+	if (e->kind == E_DIMLIST && e->flag == 1) {
+		for (k = 0; k < e->nkids; k++)
+			if (!shape_operand(e->kids[k], out))
+				node_add(out, e->kids[k]);
+		return true;
+	}
+	if (e->kind != E_BINARY || !strchr("+-*/%", e->name[0]) || e->name[1])
+		return false;
+	l = node_new(N_BLOCK, e->loc);
+	r = node_new(N_BLOCK, e->loc);
+	ls = shape_operand(e->kids[0], l);
+	rs = shape_operand(e->kids[1], r);
+	if (!ls && !rs)
+		return false;
+	if (ls && rs && l->nkids != r->nkids)
+		diag_error(e->loc, "type mismatch: '%s' of shapes of rank %d and %d",
+			   e->name, l->nkids, r->nkids);
+	n = ls ? l->nkids : r->nkids;
+	for (k = 0; k < n; k++) {
+		struct node *a = ls ? l->kids[k] : k ? node_clone(e->kids[0]) : e->kids[0];
+		struct node *b = rs ? r->kids[k] : k ? node_clone(e->kids[1]) : e->kids[1];
+		struct node *op = node_new(E_BINARY, e->loc);
+
+		op->name = e->name;
+		node_add(op, a);
+		node_add(op, b);
+		node_add(out, op);
+	}
+	return true;
+}
+
+/* a list whose elements may be shape arithmetic: each such element
+ * replaced by its dimensions (list itself if none is) */
+static struct node *expand_shapes(struct node *list)
+{
+	struct node *out = node_new(list->kind, list->loc);
+	bool any = false;
+	int i;
+
+	out->flag = list->flag;
+	for (i = 0; i < list->nkids; i++) {
+		struct node *e = list->kids[i];
+
+		if ((e->kind == E_BINARY || e->kind == E_DIMLIST) && shape_value(e, out)) {
+			any = true;
+			continue;
+		}
+		node_add(out, e);
+	}
+	return any ? out : list;
+}
+
 static void check_shape_decl(struct node *d)
 {
 	struct node *list = d->kids[0];
@@ -2023,6 +2326,7 @@ static void check_shape_decl(struct node *d)
 	struct sym *sy;
 	int i, k;
 
+	d->kids[0] = list = expand_shapes(list);
 	for (i = 0; i < list->nkids; i++) {
 		struct node *e = list->kids[i];
 		struct sym *src = NULL;
@@ -2055,10 +2359,12 @@ static void check_shape_decl(struct node *d)
 		t.dims[t.rank++] = e;
 	}
 	if (d->ival >= 0 && d->ival != t.rank)
-		diag_error(d->loc, "type mismatch: mdspan '%s' declared of rank %lld "
-			   "has %d dimensions", d->name, d->ival, t.rank);
+		diag_error(d->loc, "type mismatch: %s '%s' declared of rank %lld "
+			   "has %d %s", d->flag ? "ituple" : "mdspan", d->name, d->ival,
+			   t.rank, d->flag ? "elements" : "dimensions");
 	sy = declare(d->name, SY_SHAPE, d);
 	sy->type = t;
+	sy->ituple = d->flag;
 	d->sym = sy;
 }
 
@@ -2285,12 +2591,138 @@ static void check_stmt_inner(struct node *s)
 	}
 }
 
+/* sync.barrier : block in a block<cooperative> level: every block of
+ * the grid meets there */
+static bool grid_barrier(const struct node *s)
+{
+	return s->kind == N_SYNC && s->flag == ST_SHARED && s->ival == PB_BLOCK;
+}
+
+static const struct node *nested_grid_barrier(const struct node *n)
+{
+	const struct node *b;
+	int i;
+
+	if (grid_barrier(n))
+		return n;
+	for (i = 0; i < n->nkids; i++)
+		if ((b = nested_grid_barrier(n->kids[i])))
+			return b;
+	return NULL;
+}
+
+/* a name among the expressions of n (not a string, an operator or a
+ * built-in's name) */
+static const struct node *name_used(const struct node *n, const char *name)
+{
+	const struct node *u;
+	int i;
+
+	if (n->name && n->kind >= E_ID && n->kind != E_BINARY &&
+	    n->kind != E_UNARY && n->kind != E_TERNARY && n->kind != E_CALL &&
+	    n->kind != E_INCDEC && n->kind != E_ADDR && !strcmp(n->name, name))
+		return n;
+	for (i = 0; i < n->nkids; i++)
+		if ((u = name_used(n->kids[i], name)))
+			return u;
+	return NULL;
+}
+
+/* a name declared before a grid barrier: the statements of body from
+ * `from` on (after the barrier) must not use it */
+static void check_not_used_after(const struct node *body, int from, const char *name)
+{
+	const struct node *u;
+	int i;
+
+	for (i = from; i < body->nkids; i++)
+		if ((u = name_used(body->kids[i], name)))
+			diag_error(u->loc, "not supported yet: '%s' declared before a "
+				   "grid barrier and used after it", name);
+}
+
+/*
+ * A block<cooperative> level: all blocks of the grid run at once and meet
+ * at sync.barrier : block. The npu launches the level once per part of
+ * its body between such barriers, in order on one stream: a launch ends
+ * (every block done) before the next starts, which is the grid barrier.
+ * Names declared in a part (the blocks' own data) do not live on into the
+ * next launch, so a later part must not use them.
+ */
+static void split_cooperative(struct node *b, int at)
+{
+	struct node *p = b->kids[at], *body, *part;
+	int i, k, start = 0, added = 0;
+
+	if (p->kind != N_PARALLEL || !p->kids[0]->cooperative || p->kids[0]->flag != PB_BLOCK)
+		return;
+	body = p->kids[2];
+	for (i = 0; i < body->nkids; i++) {
+		const struct node *s = body->kids[i], *nested;
+
+		if (grid_barrier(s))
+			continue;
+		if ((nested = nested_grid_barrier(s)))
+			diag_error(nested->loc, "not supported yet: a grid barrier "
+				   "(sync.barrier : block) inside a nested statement");
+	}
+	for (i = 0; i < body->nkids; i++) {
+		const struct node *s = body->kids[i];
+		int after = i + 1;
+
+		while (after < body->nkids && !grid_barrier(body->kids[after - 1]))
+			after++;
+		if (grid_barrier(s) || after >= body->nkids)
+			continue;
+		/* declarations: a group of declarators, a future, a shape */
+		if (s->kind == N_BLOCK && s->flag)
+			for (k = 0; k < s->nkids; k++)
+				check_not_used_after(body, after, s->kids[k]->name);
+		if (s->kind == N_DMA && s->nkids > 2 && s->kids[2]->kind == E_ID)
+			check_not_used_after(body, after, s->kids[2]->name);
+		if (s->kind == N_SHAPEDECL || s->kind == N_STREAMDECL)
+			check_not_used_after(body, after, s->name);
+		if (s->kind == N_EVENTS)
+			for (k = 0; k < s->nkids; k++)
+				check_not_used_after(body, after, s->kids[k]->name);
+	}
+	part = node_new(N_BLOCK, body->loc);
+	for (i = 0; i <= body->nkids; i++) {
+		struct node *q;
+
+		if (i < body->nkids && !grid_barrier(body->kids[i])) {
+			node_add(part, body->kids[i]);
+			continue;
+		}
+		if (!part->nkids)
+			continue;
+		if (!start) {
+			q = p;
+			start = 1;
+		} else {
+			q = node_new(N_PARALLEL, p->loc);
+			node_add(q, node_clone(p->kids[0]));
+			node_add(q, node_clone(p->kids[1]));
+			node_add(q, NULL);
+			q->flag = p->flag;
+			node_insert(b, at + ++added, q);
+		}
+		q->kids[2] = part;
+		part = node_new(N_BLOCK, body->loc);
+	}
+	if (!start)	/* only barriers: one launch of nothing */
+		p->kids[2] = part;
+}
+
 static void check_block(struct node *b)
 {
 	int i;
 
-	for (i = 0; i < b->nkids; i++)
+	for (i = 0; i < b->nkids; i++) {
+		if (cur_level == 0)
+			split_cooperative(b, i);
 		check_stmt(b->kids[i]);
+	}
 }
 
 static void check_func(struct node *f)

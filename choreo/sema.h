@@ -18,6 +18,11 @@ struct kernel {
 	struct sym *caps[MAX_CAPTURES];
 	int ncaps;
 	int nargs;			/* kernel arguments the captures take */
+	/* symbolic dimensions of parameters the body uses: an argument of
+	 * their own only if the parameter is not captured (whose dimensions
+	 * are arguments already) */
+	struct sym *dim_caps[MAX_CAPTURES];
+	int ndim_caps;
 	/* thread-level parallels inside; par itself if it is one */
 	struct node *thread_pars[MAX_THREAD_PARS];
 	int nthread_pars;
@@ -58,6 +63,8 @@ bool const_eval(const struct node *e, long long *value);
 bool span_dim_const(const struct sym *s, int k, long long *value);
 /* operands of a math built-in (__sqrt ...), 0 if name is not one */
 int math_builtin_args(const char *name);
+/* is s an argument of kernel k */
+bool kernel_captures(const struct kernel *k, const struct sym *s);
 /* the parby of a level: its names and extents */
 void parby_parts(const struct node *par, struct node ***names, int *nnames,
 		 struct node ***extents, int *nextents);

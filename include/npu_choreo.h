@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-#define NPU_CHOREO_MAX_RANK	4
+#define NPU_CHOREO_MAX_RANK	6
 
 /* element types: Choreo's u8 s8 u16 s16 u32 s32 s64 f32 f64 f16 bf16
  * f8_e4m3 f8_e5m2 (the last four are their bits: npu_half.h) */

@@ -154,6 +154,18 @@ static inline float npu_atomic_add_f32(float *p, float v)
 	return f;
 }
 
+/* Float exchange: the bits swapped as an integer. */
+static inline float npu_atomic_exch_f32(float *p, float v)
+{
+	unsigned int nw, old;
+	float f;
+
+	__builtin_memcpy(&nw, &v, 4);
+	old = __atomic_exchange_n((unsigned int *)p, nw, __ATOMIC_RELAXED);
+	__builtin_memcpy(&f, &old, 4);
+	return f;
+}
+
 /*
  * Tensor engine and tile DMA (Documentation/hw/npu.rst, "Tensor engine and
  * tile DMA"). Issue 32: the device does not execute these yet, so a kernel
