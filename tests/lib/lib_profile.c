@@ -118,9 +118,16 @@ static void test_counters(void *da, void *db, void *dc, float *h)
 		tap_skip("device has no counters");
 		return;
 	}
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	/* under user_queues.sh (NPU_QUEUES=user) ask for a user queue,
+	 * so that npu_stream_get_flags says whether the stream got one */
+	uq = getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "user");
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+			       (uq ? NPU_STREAM_USER_QUEUE : 0), 0));
 	MUST(npu_stream_get_flags(s, &sf));
 	uq = !!(sf & NPU_STREAM_USER_QUEUE);
+	if (getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "user") &&
+	    (prop.features & NPU_FEATURE_USERQ))
+		tap_ok(uq, "NPU_QUEUES=user: the stream is on a user queue");
 	MUST(npu_device_synchronize());
 	MUST(npu_device_get_counters(&c0));
 	tap_ok(c0.compute_rings == prop.compute_rings && c0.compute_units == prop.compute_units,
