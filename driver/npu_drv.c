@@ -321,8 +321,7 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	int idx, ret = 0;
 
 	if ((args->ring_count && !args->rings) ||
-	    (args->cu_count && !args->cu_busy_ns) ||
-	    (args->uq_engine_count && !args->uq_engines) || args->pad)
+	    (args->cu_count && !args->cu_busy_ns) || args->pad)
 		return -EINVAL;
 	if ((args->ring_stride &&
 	     (args->ring_stride < NPU_RING_COUNTERS_SIZE_V1 ||
@@ -337,7 +336,11 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	nc = min(args->cu_count, ndev->num_cus);
 	neng = ndev->uq_entries ? NPU_UQ_ENGINES_COMPUTE(ndev->uq_engines) +
 				  NPU_UQ_ENGINES_COPY(ndev->uq_engines) : 0;
-	ne = min(args->uq_engine_count, neng);
+	/*
+	 * No array: the count is not looked at, nor written (callers that
+	 * reuse the struct for rings and units only need not reset it).
+	 */
+	ne = args->uq_engines ? min(args->uq_engine_count, neng) : 0;
 	rings = kcalloc(nr, sizeof(*rings), GFP_KERNEL);
 	engs = kcalloc(ne, sizeof(*engs), GFP_KERNEL);
 	cus = kcalloc(nc, sizeof(*cus), GFP_KERNEL);
@@ -412,7 +415,8 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	}
 	args->ring_count = ndev->num_rings;
 	args->cu_count = ndev->num_cus;
-	args->uq_engine_count = neng;
+	if (args->uq_engines)
+		args->uq_engine_count = neng;
 out:
 	kfree(rings);
 	kfree(engs);

@@ -491,6 +491,9 @@ TEST_F(userq, packets_and_doorbell_without_ioctl)
 						   DRM_NPU_COUNTERS, char[56]),
 				&oc), 0);
 		EXPECT_EQ(oc.uq_engine_count, 7);
+		/* the full struct without an array: count ignored, kept */
+		ASSERT_EQ(ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &oc), 0);
+		EXPECT_EQ(oc.uq_engine_count, 7);
 	}
 	EXPECT_EQ(q.error, 0);
 	EXPECT_TRUE(q.status & DRM_NPU_USERQ_IDLE);

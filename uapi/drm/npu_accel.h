@@ -495,7 +495,8 @@ struct drm_npu_ring_counters {
  *	each engine ran, whichever queues it ran (a copy on a compute-class
  *	queue counts on its compute engine). Kernel queues count on @rings
  * @uq_engine_count: in, entries in @uq_engines; out, user-queue engines
- *	on the device (0 without user queues)
+ *	on the device (0 without user queues). Neither read nor written
+ *	when @uq_engines is 0 (DRM_NPU_PARAM_USERQ_ENGINES says how many)
  * @pad: must be zero
  *
  * Fills min(in, out) entries of each array; a pointer may be 0 when its
