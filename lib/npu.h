@@ -1020,8 +1020,12 @@ typedef struct npu_device_counters {
 
 /* Read the counters of the current device (no CUDA runtime counterpart;
  * CUPTI's counters). NPU_ERROR_NOT_SUPPORTED without
- * NPU_FEATURE_COUNTERS. */
-npu_status_t npu_device_get_counters(npu_device_counters *counters);
+ * NPU_FEATURE_COUNTERS. The struct grew the user-queue engines in 0.x:
+ * as CUDA does for cudaGetDeviceProperties_v2, programs built with this
+ * header call npu_device_get_counters_v2, and programs built before it
+ * keep the old symbol, which fills only the fields they know. */
+npu_status_t npu_device_get_counters_v2(npu_device_counters *counters);
+#define npu_device_get_counters npu_device_get_counters_v2
 
 /* Start / stop the command trace (cudaProfilerStart / cudaProfilerStop
  * with a CUPTI activity buffer). While on, every kernel, copy and memset

@@ -424,7 +424,7 @@ static npu_status_t read_counters(struct device *dev, npu_device_counters *c)
 	return NPU_SUCCESS;
 }
 
-npu_status_t npu_device_get_counters(npu_device_counters *c)
+npu_status_t npu_device_get_counters_v2(npu_device_counters *c)
 {
 	struct device *dev;
 	npu_status_t st;
@@ -435,6 +435,23 @@ npu_status_t npu_device_get_counters(npu_device_counters *c)
 	if (st)
 		return st;
 	return read_counters(dev, c);
+}
+
+/* The symbol of programs built before the user-queue engines: their
+ * struct ends where uq_compute_engines begins. */
+#undef npu_device_get_counters
+NPU_EXPORT npu_status_t npu_device_get_counters(npu_device_counters *c);
+npu_status_t npu_device_get_counters(npu_device_counters *c)
+{
+	npu_device_counters all;
+	npu_status_t st;
+
+	if (!c)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "counters is NULL");
+	st = npu_device_get_counters_v2(&all);
+	if (!st)
+		memcpy(c, &all, offsetof(npu_device_counters, uq_compute_engines));
+	return st;
 }
 
 /* ------------------------------------------------------------------------

@@ -6,6 +6,9 @@
  */
 #include "tap.h"
 
+#include <dlfcn.h>
+#include <stddef.h>
+
 #define N (1 << 16)
 
 /* A minimal JSON syntax check: returns the end of the value or NULL. */
@@ -138,6 +141,27 @@ static void test_counters(void *da, void *db, void *dc, float *h)
 		       c0.uq_compute_engines + c0.uq_copy_engines <= NPU_MAX_UQ_ENGINES,
 		       "... and %u + %u user-queue engines (the stream is on a user queue)",
 		       c0.uq_compute_engines, c0.uq_copy_engines);
+	{
+		/* a program built before the user-queue engines calls the
+		 * old symbol with the old, shorter struct */
+		npu_status_t (*old)(npu_device_counters *) =
+			(npu_status_t (*)(npu_device_counters *))
+			dlsym(RTLD_DEFAULT, "npu_device_get_counters");
+		size_t known = offsetof(npu_device_counters, uq_compute_engines);
+		npu_device_counters o;
+		unsigned char *b = (unsigned char *)&o;
+		size_t k, past = 0;
+
+		memset(&o, 0xab, sizeof(o));
+		tap_ok(old && old(&o) == NPU_SUCCESS &&
+		       o.compute_rings == c0.compute_rings &&
+		       o.compute_units == c0.compute_units,
+		       "the old npu_device_get_counters symbol still answers");
+		for (k = known; k < sizeof(o); k++)
+			past += b[k] != 0xab;
+		tap_ok(past == 0, "... and writes nothing past the old struct "
+		       "(%zu bytes changed)", past);
+	}
 	for (i = 0; i < 10; i++)
 		MUST(npu_launch(NPU_K_VADD_F32, npu_grid(4, 1, 1), a, 4, s, 0));
 	MUST(npu_stream_synchronize(s));
