@@ -315,13 +315,13 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 {
 	struct npu_device *ndev = to_npu_device(dev);
 	struct drm_npu_counters *args = data;
-	struct drm_npu_ring_counters *rings;
+	struct drm_npu_ring_counters *rings, *engs;
 	u64 *cus, *cycles = NULL, *instrs = NULL;
-	u32 i, nr, nc, rstride, cstride;
+	u32 i, nr, nc, ne, neng, rstride, cstride;
 	int idx, ret = 0;
 
 	if ((args->ring_count && !args->rings) ||
-	    (args->cu_count && !args->cu_busy_ns))
+	    (args->cu_count && !args->cu_busy_ns) || args->pad)
 		return -EINVAL;
 	if ((args->ring_stride &&
 	     (args->ring_stride < NPU_RING_COUNTERS_SIZE_V1 ||
@@ -334,13 +334,21 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	cstride = args->cu_stride ?: sizeof(u64);
 	nr = min(args->ring_count, ndev->num_rings);
 	nc = min(args->cu_count, ndev->num_cus);
+	neng = ndev->uq_entries ? NPU_UQ_ENGINES_COMPUTE(ndev->uq_engines) +
+				  NPU_UQ_ENGINES_COPY(ndev->uq_engines) : 0;
+	/*
+	 * No array: the count is not looked at, nor written (callers that
+	 * reuse the struct for rings and units only need not reset it).
+	 */
+	ne = args->uq_engines ? min(args->uq_engine_count, neng) : 0;
 	rings = kcalloc(nr, sizeof(*rings), GFP_KERNEL);
+	engs = kcalloc(ne, sizeof(*engs), GFP_KERNEL);
 	cus = kcalloc(nc, sizeof(*cus), GFP_KERNEL);
 	if (args->cu_cycles)
 		cycles = kcalloc(nc, sizeof(*cycles), GFP_KERNEL);
 	if (args->cu_instructions)
 		instrs = kcalloc(nc, sizeof(*instrs), GFP_KERNEL);
-	if ((nr && !rings) || (nc && !cus) ||
+	if ((nr && !rings) || (nc && !cus) || (ne && !engs) ||
 	    (nc && args->cu_cycles && !cycles) ||
 	    (nc && args->cu_instructions && !instrs)) {
 		ret = -ENOMEM;
@@ -363,6 +371,18 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 						  base + NPU_RING_BYTES_LO);
 		rings[i].ops = npu_rd64_counter(ndev, base + NPU_RING_OPS_LO);
 	}
+	for (i = 0; i < ne; i++) {
+		u32 base = NPU_REG_UQ_ENGINE_CNT(i);
+
+		engs[i].busy_ns = npu_rd64_counter(ndev,
+						   base + NPU_UQ_ENGINE_BUSY_LO);
+		engs[i].commands = npu_rd64_counter(ndev,
+						    base + NPU_UQ_ENGINE_CMDS_LO);
+		engs[i].bytes = npu_rd64_counter(ndev,
+						 base + NPU_UQ_ENGINE_BYTES_LO);
+		engs[i].ops = npu_rd64_counter(ndev,
+					       base + NPU_UQ_ENGINE_OPS_LO);
+	}
 	for (i = 0; i < nc; i++) {
 		cus[i] = npu_rd64_counter(ndev, NPU_REG_CU_BUSY_LO(i));
 		if (!(ndev->features & NPU_FEATURE_USER_CODE))
@@ -379,6 +399,9 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	for (i = 0; i < nr && !ret; i++)
 		ret = npu_copy_out_entry(args->rings, i, rstride, &rings[i],
 					 sizeof(rings[i]));
+	for (i = 0; i < ne && !ret; i++)
+		ret = npu_copy_out_entry(args->uq_engines, i, rstride, &engs[i],
+					 sizeof(engs[i]));
 	for (i = 0; i < nc && !ret; i++) {
 		ret = npu_copy_out_entry(args->cu_busy_ns, i, cstride, &cus[i],
 					 sizeof(u64));
@@ -392,8 +415,11 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 	}
 	args->ring_count = ndev->num_rings;
 	args->cu_count = ndev->num_cus;
+	if (args->uq_engines)
+		args->uq_engine_count = neng;
 out:
 	kfree(rings);
+	kfree(engs);
 	kfree(cus);
 	kfree(cycles);
 	kfree(instrs);

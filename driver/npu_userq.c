@@ -707,7 +707,8 @@ int npu_ioctl_userq_query(struct drm_device *dev, void *data,
 	args->fault = npu_uqd_rd64(ndev, i, NPU_UQD_FAULT);
 	args->busy_ns = npu_uqd_rd64(ndev, i, NPU_UQD_BUSY_NS);
 	args->cmds = npu_uqd_rd64(ndev, i, NPU_UQD_CMDS);
-	args->reserved = 0;
+	args->bytes = npu_uqd_rd64(ndev, i, NPU_UQD_BYTES);
+	args->ops = npu_uqd_rd64(ndev, i, NPU_UQD_OPS);
 	drm_dev_exit(idx);
 out:
 	mutex_unlock(&nfile->vm_lock);

@@ -416,6 +416,18 @@ static inline int npu_seqno_passed(uint32_t a, uint32_t b)
 #define NPU_REG_UQ_ENGINE_QUEUE(e) (0x2100 + (e) * 4) /* RO: queue or ~0 */
 #define NPU_UQ_MAX_ENGINES	16	/* per class */
 #define NPU_UQ_ENGINE_IDLE	0xffffffffu
+/*
+ * Engine counters (RO, 64 bit, reset with the device): 32 bytes at
+ * UQ_ENGINE_CNT(e), compute engines first, laid out as a ring's
+ * BUSY..OPS. They count whatever queue the engine ran, copies on a
+ * compute-class queue included.
+ */
+#define NPU_REG_UQ_ENGINE_CNT(e) (0x2200 + (e) * 0x20)
+#define NPU_UQ_ENGINE_BUSY_LO	0x00	/* ns executing packets, the
+					 * executing one's so far included */
+#define NPU_UQ_ENGINE_CMDS_LO	0x08	/* packets completed */
+#define NPU_UQ_ENGINE_BYTES_LO	0x10	/* bytes moved or touched */
+#define NPU_UQ_ENGINE_OPS_LO	0x18	/* arithmetic operations */
 
 #define NPU_UQ_EVENT_SIZE_MIN	4096u
 #define NPU_UQ_EVENT_SIZE_MAX	(1u << 20)

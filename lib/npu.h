@@ -991,9 +991,15 @@ npu_status_t npu_graph_get_stats(npu_graph_stats *stats);
 
 /* Device counters, from DRM_IOCTL_NPU_COUNTERS: monotonically increasing
  * since the device was reset. Rings are numbered compute rings first
- * (0 .. compute_rings-1), then copy rings. */
+ * (0 .. compute_rings-1), then copy rings; they count the commands of
+ * kernel-queue streams. Streams on user queues (NPU_QUEUES=user,
+ * NPU_STREAM_USER_QUEUE) run on the device's user-queue engines, which
+ * uq_engine counts the same way: compute engines first
+ * (0 .. uq_compute_engines-1), then copy engines. A user-queue stream's
+ * copies and memsets run on its compute engine and count there. */
 #define NPU_MAX_RINGS		16
 #define NPU_MAX_UNITS		64
+#define NPU_MAX_UQ_ENGINES	32
 typedef struct npu_ring_counters {
 	uint64_t busy_ns;		/* time spent executing commands */
 	uint64_t commands;		/* commands (packets) completed */
@@ -1008,12 +1014,18 @@ typedef struct npu_device_counters {
 	uint64_t clock;			/* device clock when read */
 	npu_ring_counters ring[NPU_MAX_RINGS];
 	uint64_t cu_busy_ns[NPU_MAX_UNITS];
+	uint32_t uq_compute_engines, uq_copy_engines;	/* 0 without user queues */
+	npu_ring_counters uq_engine[NPU_MAX_UQ_ENGINES];
 } npu_device_counters;
 
 /* Read the counters of the current device (no CUDA runtime counterpart;
  * CUPTI's counters). NPU_ERROR_NOT_SUPPORTED without
- * NPU_FEATURE_COUNTERS. */
-npu_status_t npu_device_get_counters(npu_device_counters *counters);
+ * NPU_FEATURE_COUNTERS. The struct grew the user-queue engines in 0.x:
+ * as CUDA does for cudaGetDeviceProperties_v2, programs built with this
+ * header call npu_device_get_counters_v2, and programs built before it
+ * keep the old symbol, which fills only the fields they know. */
+npu_status_t npu_device_get_counters_v2(npu_device_counters *counters);
+#define npu_device_get_counters npu_device_get_counters_v2
 
 /* Start / stop the command trace (cudaProfilerStart / cudaProfilerStop
  * with a CUPTI activity buffer). While on, every kernel, copy and memset

@@ -247,6 +247,12 @@ static npu_status_t device_open(struct device *d)
 		m = getenv("NPU_QUEUES");
 		d->uq_default = m && !strcmp(m, "user");
 		d->uq_ok = !!(pr->features & DRM_NPU_FEATURE_USER_QUEUES);
+		if (d->uq_ok) {
+			uint64_t e = 0;
+
+			npu_get_param(d, DRM_NPU_PARAM_USERQ_ENGINES, &e);
+			d->uq_engines = (uint32_t)e;
+		}
 		m = getenv("NPU_WAIT_SPIN_US");
 		d->spin_ns = (m ? strtoull(m, NULL, 10) : NPU_WAIT_SPIN_US) * 1000;
 	}

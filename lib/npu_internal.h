@@ -267,6 +267,7 @@ struct device {
 	/* user queues: NPU_QUEUES (user or kernel) and whether the driver
 	 * has them; the file's doorbell page, mapped on first use */
 	bool uq_default, uq_ok;
+	uint32_t uq_engines;		/* DRM_NPU_PARAM_USERQ_ENGINES */
 	void *uq_db_page;
 	uint64_t uq_db_offset;		/* its mmap offset */
 	/* errors */

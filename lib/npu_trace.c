@@ -377,9 +377,9 @@ static void trace_on(void)
  */
 static npu_status_t read_counters(struct device *dev, npu_device_counters *c)
 {
-	struct drm_npu_ring_counters rc[NPU_MAX_RINGS];
+	struct drm_npu_ring_counters rc[NPU_MAX_RINGS], ue[NPU_MAX_UQ_ENGINES];
 	struct drm_npu_counters a;
-	unsigned i;
+	unsigned i, ne;
 
 	if (!(dev->prop.features & NPU_FEATURE_COUNTERS))
 		return npu_fail(NPU_ERROR_NOT_SUPPORTED,
@@ -390,6 +390,8 @@ static npu_status_t read_counters(struct device *dev, npu_device_counters *c)
 	a.ring_count = NPU_MAX_RINGS;
 	a.cu_busy_ns = (uintptr_t)c->cu_busy_ns;
 	a.cu_count = NPU_MAX_UNITS;
+	a.uq_engines = (uintptr_t)ue;
+	a.uq_engine_count = NPU_MAX_UQ_ENGINES;
 	if (drmIoctl(dev->fd, DRM_IOCTL_NPU_COUNTERS, &a))
 		return npu_fail(NPU_ERROR_OS, "DRM_IOCTL_NPU_COUNTERS: %s",
 				strerror(errno));
@@ -403,10 +405,26 @@ static npu_status_t read_counters(struct device *dev, npu_device_counters *c)
 		c->ring[i].bytes = rc[i].bytes;
 		c->ring[i].ops = rc[i].ops;
 	}
+	/* the user-queue engines, compute first (an older driver says 0);
+	 * DRM_NPU_PARAM_USERQ_ENGINES: compute [7:0], copy [15:8] */
+	ne = a.uq_engine_count < NPU_MAX_UQ_ENGINES ? a.uq_engine_count :
+		NPU_MAX_UQ_ENGINES;
+	if (ne) {
+		c->uq_compute_engines = dev->uq_engines & 0xff;
+		c->uq_copy_engines = (dev->uq_engines >> 8) & 0xff;
+		if (c->uq_compute_engines + c->uq_copy_engines != ne)
+			c->uq_compute_engines = c->uq_copy_engines = ne = 0;
+	}
+	for (i = 0; i < ne; i++) {
+		c->uq_engine[i].busy_ns = ue[i].busy_ns;
+		c->uq_engine[i].commands = ue[i].commands;
+		c->uq_engine[i].bytes = ue[i].bytes;
+		c->uq_engine[i].ops = ue[i].ops;
+	}
 	return NPU_SUCCESS;
 }
 
-npu_status_t npu_device_get_counters(npu_device_counters *c)
+npu_status_t npu_device_get_counters_v2(npu_device_counters *c)
 {
 	struct device *dev;
 	npu_status_t st;
@@ -417,6 +435,23 @@ npu_status_t npu_device_get_counters(npu_device_counters *c)
 	if (st)
 		return st;
 	return read_counters(dev, c);
+}
+
+/* The symbol of programs built before the user-queue engines: their
+ * struct ends where uq_compute_engines begins. */
+#undef npu_device_get_counters
+NPU_EXPORT npu_status_t npu_device_get_counters(npu_device_counters *c);
+npu_status_t npu_device_get_counters(npu_device_counters *c)
+{
+	npu_device_counters all;
+	npu_status_t st;
+
+	if (!c)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "counters is NULL");
+	st = npu_device_get_counters_v2(&all);
+	if (!st)
+		memcpy(c, &all, offsetof(npu_device_counters, uq_compute_engines));
+	return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -592,6 +627,18 @@ npu_status_t npu_trace_get_records(npu_trace_record *records, size_t *count)
 	*count = n;
 	free(v);
 	return NPU_SUCCESS;
+}
+
+/* One row of the report's engine table: the counters' growth since s0. */
+static void engine_row(FILE *f, const char *name, const npu_ring_counters *now,
+		       const npu_ring_counters *s0, double el_ns)
+{
+	double busy = (double)(now->busy_ns - s0->busy_ns);
+
+	fprintf(f, "%-16s %12.3f %6.1f %10" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
+		name, busy / 1e6, el_ns > 0 ? 100.0 * busy / el_ns : 0.0,
+		now->commands - s0->commands, now->bytes - s0->bytes,
+		now->ops - s0->ops);
 }
 
 static void ring_name(char *buf, size_t sz, const npu_device_prop *p, uint32_t r)
@@ -874,14 +921,22 @@ npu_status_t npu_profile_report(FILE *f)
 			"util%", "commands", "bytes", "ops");
 		for (r = 0; r < now.compute_rings + now.copy_rings && r < NPU_MAX_RINGS; r++) {
 			char nb[32];
-			double busy = (double)(now.ring[r].busy_ns - s0->ring[r].busy_ns);
 
 			ring_name(nb, sizeof(nb), &dev->prop, r);
-			fprintf(f, "%-16s %12.3f %6.1f %10" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
-				nb, busy / 1e6, el_ns > 0 ? 100.0 * busy / el_ns : 0.0,
-				now.ring[r].commands - s0->ring[r].commands,
-				now.ring[r].bytes - s0->ring[r].bytes,
-				now.ring[r].ops - s0->ring[r].ops);
+			engine_row(f, nb, &now.ring[r], &s0->ring[r], el_ns);
+		}
+		/* user-queue engines: those that ran something */
+		for (r = 0; r < now.uq_compute_engines + now.uq_copy_engines; r++) {
+			char nb[32];
+
+			if (now.uq_engine[r].commands == s0->uq_engine[r].commands &&
+			    now.uq_engine[r].busy_ns == s0->uq_engine[r].busy_ns)
+				continue;
+			if (r < now.uq_compute_engines)
+				snprintf(nb, sizeof(nb), "uq compute %u", r);
+			else
+				snprintf(nb, sizeof(nb), "uq copy %u", r - now.uq_compute_engines);
+			engine_row(f, nb, &now.uq_engine[r], &s0->uq_engine[r], el_ns);
 		}
 		for (r = 0; r < now.compute_units; r++)
 			occ += (double)(now.cu_busy_ns[r] - s0->cu_busy_ns[r]);

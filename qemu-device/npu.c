@@ -459,19 +459,6 @@ static void npu_qdev_reset(DeviceState *dev)
  * Registers
  */
 
-/* NPU_RING_BUSY: finished commands' time and the executing one's so far. */
-static uint64_t npu_ring_busy(NpuRing *r)
-{
-    int64_t start = qatomic_read(&r->cmd_start);
-    uint64_t v = r->busy_ns;
-
-    if (start) {
-        v += MAX(npu_time() - start, 0);
-    }
-    r->busy_seen = MAX(r->busy_seen, v);
-    return r->busy_seen;
-}
-
 static uint64_t npu_ring_read(NpuRing *r, hwaddr off)
 {
     uint64_t v = 0;

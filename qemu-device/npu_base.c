@@ -350,3 +350,19 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
     }
     return MEMTX_OK;
 }
+
+/*
+ * NPU_RING_BUSY (and a user-queue engine's BUSY): finished commands' time
+ * and the executing one's so far. r->lock held.
+ */
+uint64_t npu_ring_busy(NpuRing *r)
+{
+    int64_t start = qatomic_read(&r->cmd_start);
+    uint64_t v = r->busy_ns;
+
+    if (start) {
+        v += MAX(npu_time() - start, 0);
+    }
+    r->busy_seen = MAX(r->busy_seen, v);
+    return r->busy_seen;
+}

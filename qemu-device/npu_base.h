@@ -427,6 +427,7 @@ static inline bool npu_uq_present(NpuState *s)
 
 /* npu_base.c */
 int64_t npu_time(void);
+uint64_t npu_ring_busy(NpuRing *r);
 uint64_t npu_clock(NpuState *s);
 void npu_host_touch(NpuState *s);
 void npu_raise(NpuState *s, unsigned vector);

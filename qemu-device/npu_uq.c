@@ -1468,6 +1468,52 @@ void npu_uq_reset(NpuState *s)
     uq->table_entries = 0;
     uq->cmd_status = 0;
     qemu_mutex_unlock(&uq->lock);
+    /* the engine counters, each under its engine's lock (see above) */
+    for (i = 0; i < s->uq_n_compute + s->uq_n_copy; i++) {
+        NpuRing *r = &uq->eng[i];
+
+        qemu_mutex_lock(&r->lock);
+        r->busy_ns = 0;
+        r->busy_seen = 0;
+        r->cmds = 0;
+        r->bytes = 0;
+        r->ops = 0;
+        qemu_mutex_unlock(&r->lock);
+    }
+}
+
+/*
+ * UQ_ENGINE_CNT(e): the engine's own counters, under its lock (taken
+ * without uq.lock: the engines take uq.lock inside their own).
+ */
+static uint32_t npu_uq_read_counter(NpuState *s, hwaddr addr)
+{
+    unsigned e = (addr - NPU_REG_UQ_ENGINE_CNT(0)) / 0x20;
+    hwaddr off = (addr - NPU_REG_UQ_ENGINE_CNT(0)) % 0x20;
+    NpuRing *r;
+    uint64_t v;
+
+    if (e >= s->uq_n_compute + s->uq_n_copy) {
+        return 0;
+    }
+    r = &s->uq.eng[e];
+    qemu_mutex_lock(&r->lock);
+    switch (off & ~7) {
+    case NPU_UQ_ENGINE_BUSY_LO:
+        v = npu_ring_busy(r);
+        break;
+    case NPU_UQ_ENGINE_CMDS_LO:
+        v = r->cmds;
+        break;
+    case NPU_UQ_ENGINE_BYTES_LO:
+        v = r->bytes;
+        break;
+    default:
+        v = r->ops;
+        break;
+    }
+    qemu_mutex_unlock(&r->lock);
+    return off & 4 ? v >> 32 : (uint32_t)v;
 }
 
 uint32_t npu_uq_read(NpuState *s, hwaddr addr)
@@ -1477,6 +1523,9 @@ uint32_t npu_uq_read(NpuState *s, hwaddr addr)
 
     if (!npu_uq_present(s)) {
         return 0;
+    }
+    if (addr >= NPU_REG_UQ_ENGINE_CNT(0)) {
+        return npu_uq_read_counter(s, addr);
     }
     qemu_mutex_lock(&uq->lock);
     switch (addr) {

@@ -9,7 +9,7 @@
 #include "npu_base.h"
 
 #define NPU_UQ_REGS_BASE    NPU_REG_UQ_MAX_QUEUES
-#define NPU_UQ_REGS_END     NPU_REG_UQ_ENGINE_QUEUE(2 * NPU_UQ_MAX_ENGINES)
+#define NPU_UQ_REGS_END     NPU_REG_UQ_ENGINE_CNT(2 * NPU_UQ_MAX_ENGINES)
 
 bool npu_uq_check_props(NpuState *s, Error **errp);
 void npu_uq_realize(NpuState *s);

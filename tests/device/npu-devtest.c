@@ -3129,6 +3129,22 @@ static uint64_t uqd_pa(unsigned idx)
 	return UQ_TABLE_PA + (uint64_t)NPU_UQD_SIZE * idx;
 }
 
+/* BUSY, CMDS, BYTES, OPS summed over the user-queue engines present. */
+static void eng_cnt(uint64_t c[4])
+{
+	uint32_t e, n = rd(NPU_REG_UQ_ENGINES), k;
+
+	n = NPU_UQ_ENGINES_COMPUTE(n) + NPU_UQ_ENGINES_COPY(n);
+	memset(c, 0, 4 * sizeof(*c));
+	for (e = 0; e < n; e++)
+		for (k = 0; k < 4; k++) {
+			uint32_t r = NPU_REG_UQ_ENGINE_CNT(e) + 8 * k;
+			uint64_t lo = rd(r);
+
+			c[k] += lo | (uint64_t)rd(r + 4) << 32;
+		}
+}
+
 static uint64_t uqd64(unsigned idx, unsigned off)
 {
 	return qt_readq(q, uqd_pa(idx) + off);
@@ -3260,7 +3276,7 @@ static void test_uq(void)
 	struct npu_uq_wb wb;
 	struct npu_uq_event ev;
 	uint32_t v, st;
-	uint64_t w;
+	uint64_t w, ec0[4], ec1[4];
 	bool good;
 
 	/* without engines: no UQ block, no vector, no FEATURES bit */
@@ -3350,10 +3366,21 @@ static void test_uq(void)
 	p.n = 0;
 	pk_fill(&p, d.va, 4096, 0x5a5a0001);
 	pk_signal(&p, sg.va, 7);
+	eng_cnt(ec0);
 	uq_push(&a, &p);
 	st = uq_wait(&a, 5000);
 	wb = uq_wb(&a);
 	buf_read(&d, 4092, &v, 4);
+	eng_cnt(ec1);
+	ok(ec1[1] - ec0[1] == 2 && ec1[1] - ec0[1] == uqd64(1, NPU_UQD_CMDS) &&
+	   ec1[2] - ec0[2] >= 4096 && ec1[2] - ec0[2] == uqd64(1, NPU_UQD_BYTES) &&
+	   ec1[0] > ec0[0] &&
+	   rd(NPU_REG_UQ_ENGINE_CNT(3) + NPU_UQ_ENGINE_CMDS_LO) == 0,
+	   "UQ_ENGINE_CNT: the engines count the queue's packets (+%llu "
+	   "commands, +%llu bytes, as its descriptor) and their busy time; "
+	   "an engine past UQ_ENGINES reads 0",
+	   (unsigned long long)(ec1[1] - ec0[1]),
+	   (unsigned long long)(ec1[2] - ec0[2]));
 	ok(st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) && v == 0x5a5a0001 &&
 	   uqd64(1, NPU_UQD_RPTR) == a.wptr && uqd64(1, NPU_UQD_WPTR) == a.wptr &&
 	   wb.rptr == a.wptr && wb.status == st && uqd64(1, NPU_UQD_CMDS) == 2 &&
@@ -3690,10 +3717,15 @@ static void test_uq(void)
 	}
 
 	/* a device reset unmaps every queue */
+	eng_cnt(ec0);
 	wr(NPU_REG_RESET, NPU_RESET_MAGIC);
+	eng_cnt(ec1);
 	ok(rd(NPU_REG_UQ_TABLE_ENTRIES) == 0 && rd(NPU_REG_UQ_EVENT_SIZE) == 0 &&
 	   uq_cmd(NPU_UQ_CMD_UNMAP, 2) == NPU_ERR_RING_CONFIG,
 	   "device reset clears the UQ registers and unmaps the queues");
+	ok(ec0[1] > 0 && !ec1[0] && !ec1[1] && !ec1[2] && !ec1[3],
+	   "... and the engine counters (%llu commands before)",
+	   (unsigned long long)ec0[1]);
 	stop("user-queue instance");
 }
 

@@ -25,7 +25,7 @@
 
 _Static_assert(sizeof(struct drm_npu_userq_create) == 72, "create");
 _Static_assert(sizeof(struct drm_npu_userq_destroy) == 8, "destroy");
-_Static_assert(sizeof(struct drm_npu_userq_query) == 64, "query");
+_Static_assert(sizeof(struct drm_npu_userq_query) == 72, "query");
 _Static_assert(sizeof(struct drm_npu_userq_wait_mem) == 40, "wait_mem");
 _Static_assert(sizeof(struct drm_npu_userq_signal) == 32, "signal");
 _Static_assert(sizeof(struct drm_npu_userq_wait) == 32, "wait");
@@ -49,6 +49,26 @@ static int uq_destroy(int fd, uint32_t id)
 	struct drm_npu_userq_destroy d = { .queue_id = id };
 
 	return npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_DESTROY, &d);
+}
+
+/* Commands and bytes summed over the user-queue engines (COUNTERS). */
+static int uq_engine_totals(int fd, uint64_t *cmds, uint64_t *bytes)
+{
+	struct drm_npu_ring_counters e[32];
+	struct drm_npu_counters c;
+	uint32_t i;
+
+	memset(&c, 0, sizeof(c));
+	c.uq_engines = (uintptr_t)e;
+	c.uq_engine_count = 32;
+	if (ioctl(fd, DRM_IOCTL_NPU_COUNTERS, &c))
+		return -errno;
+	*cmds = *bytes = 0;
+	for (i = 0; i < c.uq_engine_count && i < 32; i++) {
+		*cmds += e[i].commands;
+		*bytes += e[i].bytes;
+	}
+	return (int)c.uq_engine_count;
 }
 
 static int uq_query(int fd, uint32_t id, struct drm_npu_userq_query *q)
@@ -416,6 +436,7 @@ TEST_F(userq, packets_and_doorbell_without_ioctl)
 	struct drm_npu_userq_query q;
 	volatile uint64_t *sig;
 	volatile uint32_t *data;
+	uint64_t ec0, eb0, ec1, eb1;
 	struct uq u;
 	int round, i;
 
@@ -423,6 +444,7 @@ TEST_F(userq, packets_and_doorbell_without_ioctl)
 	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
 	data = u.data.map;
 	sig = (volatile uint64_t *)((char *)u.data.map + 2048);
+	ASSERT_GT(uq_engine_totals(self->fd, &ec0, &eb0), 0);
 
 	/* 3 rounds of 40 packets wrap the 4 KiB ring */
 	for (round = 1; round <= 3; round++) {
@@ -439,6 +461,43 @@ TEST_F(userq, packets_and_doorbell_without_ioctl)
 	EXPECT_EQ(q.rptr, u.wptr);
 	EXPECT_EQ(q.wptr, u.wptr);
 	EXPECT_EQ(q.cmds, 3 * 41);
+	/* 120 four-byte fills and 3 signals; fills have no operations */
+	EXPECT_GE(q.bytes, 3 * 40 * 4);
+	EXPECT_LE(q.bytes, 3 * 40 * 4 + 3 * 32);
+	EXPECT_EQ(q.ops, 0);
+	/* the engines that ran them count the same (no other queue runs) */
+	ASSERT_GT(uq_engine_totals(self->fd, &ec1, &eb1), 0);
+	EXPECT_EQ(ec1 - ec0, q.cmds);
+	EXPECT_EQ(eb1 - eb0, q.bytes);
+	/* user space built before ops (64-byte query) and before uq_engines
+	 * (56-byte counters) still works, and gets no more than it knows */
+	{
+		struct drm_npu_counters oc;
+		uint8_t old[72];
+		uint64_t ob;
+
+		memset(old, 0xa5, sizeof(old));
+		memset(old, 0, 64);
+		memcpy(old, &u.c.queue_id, 4);
+		ASSERT_EQ(ioctl(self->fd, DRM_IOWR(DRM_COMMAND_BASE +
+						   DRM_NPU_USERQ_QUERY, char[64]),
+				old), 0);
+		memcpy(&ob, old + 56, 8);
+		EXPECT_EQ(ob, q.bytes);
+		EXPECT_EQ(old[64], 0xa5);
+		memset(&oc, 0, sizeof(oc));
+		oc.uq_engine_count = 7;
+		ASSERT_EQ(ioctl(self->fd, DRM_IOWR(DRM_COMMAND_BASE +
+						   DRM_NPU_COUNTERS, char[56]),
+				&oc), 0);
+		EXPECT_EQ(oc.uq_engine_count, 7);
+		/* the full struct without an array: count ignored, kept
+		 * (ring_count and cu_count came back as the device's) */
+		oc.ring_count = 0;
+		oc.cu_count = 0;
+		ASSERT_EQ(ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &oc), 0);
+		EXPECT_EQ(oc.uq_engine_count, 7);
+	}
 	EXPECT_EQ(q.error, 0);
 	EXPECT_TRUE(q.status & DRM_NPU_USERQ_IDLE);
 

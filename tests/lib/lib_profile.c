@@ -6,6 +6,9 @@
  */
 #include "tap.h"
 
+#include <dlfcn.h>
+#include <stddef.h>
+
 #define N (1 << 16)
 
 /* A minimal JSON syntax check: returns the end of the value or NULL. */
@@ -86,42 +89,85 @@ static int count_str(const char *s, const char *w)
 
 static npu_device_prop prop;
 
+/* A counter summed over one class of engines (compute or copy): its rings
+ * and, for streams on user queues, its user-queue engines. */
 static uint64_t sum_rings(const npu_device_counters *c, int copy, int field)
 {
 	uint32_t r, a = copy ? c->compute_rings : 0;
 	uint32_t b = copy ? c->compute_rings + c->copy_rings : c->compute_rings;
+	uint32_t ua = copy ? c->uq_compute_engines : 0;
+	uint32_t ub = copy ? c->uq_compute_engines + c->uq_copy_engines :
+		c->uq_compute_engines;
+	const npu_ring_counters *e;
 	uint64_t v = 0;
 
-	for (r = a; r < b; r++)
-		v += field == 0 ? c->ring[r].commands : field == 1 ? c->ring[r].bytes :
-			field == 2 ? c->ring[r].ops : c->ring[r].busy_ns;
+	for (r = a; r < b + ub - ua; r++) {
+		e = r < b ? &c->ring[r] : &c->uq_engine[ua + r - b];
+		v += field == 0 ? e->commands : field == 1 ? e->bytes :
+			field == 2 ? e->ops : e->busy_ns;
+	}
 	return v;
 }
 
 static void test_counters(void *da, void *db, void *dc, float *h)
 {
-	npu_device_counters c0, c1;
+	npu_device_counters c0, c1, c2;
 	uint64_t a[4] = { npu_arg_ptr(da), npu_arg_ptr(db), npu_arg_ptr(dc), N };
 	npu_stream_t s;
-	int i;
+	unsigned sf = 0;
+	int i, uq, cls;
 
 	if (!(prop.features & NPU_FEATURE_COUNTERS)) {
 		tap_skip("device has no counters");
 		return;
 	}
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	/* under user_queues.sh (NPU_QUEUES=user) ask for a user queue,
+	 * so that npu_stream_get_flags says whether the stream got one */
+	uq = getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "user");
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+			       (uq ? NPU_STREAM_USER_QUEUE : 0), 0));
+	MUST(npu_stream_get_flags(s, &sf));
+	uq = !!(sf & NPU_STREAM_USER_QUEUE);
+	if (getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "user") &&
+	    (prop.features & NPU_FEATURE_USERQ))
+		tap_ok(uq, "NPU_QUEUES=user: the stream is on a user queue");
 	MUST(npu_device_synchronize());
 	MUST(npu_device_get_counters(&c0));
 	tap_ok(c0.compute_rings == prop.compute_rings && c0.compute_units == prop.compute_units,
 	       "counters describe %u compute rings, %u units", c0.compute_rings,
 	       c0.compute_units);
+	if (uq)
+		tap_ok(c0.uq_compute_engines > 0 &&
+		       c0.uq_compute_engines + c0.uq_copy_engines <= NPU_MAX_UQ_ENGINES,
+		       "... and %u + %u user-queue engines (the stream is on a user queue)",
+		       c0.uq_compute_engines, c0.uq_copy_engines);
+	{
+		/* a program built before the user-queue engines calls the
+		 * old symbol with the old, shorter struct */
+		npu_status_t (*old)(npu_device_counters *) =
+			(npu_status_t (*)(npu_device_counters *))
+			dlsym(RTLD_DEFAULT, "npu_device_get_counters");
+		size_t known = offsetof(npu_device_counters, uq_compute_engines);
+		npu_device_counters o;
+		unsigned char *b = (unsigned char *)&o;
+		size_t k, past = 0;
+
+		memset(&o, 0xab, sizeof(o));
+		tap_ok(old && old(&o) == NPU_SUCCESS &&
+		       o.compute_rings == c0.compute_rings &&
+		       o.compute_units == c0.compute_units,
+		       "the old npu_device_get_counters symbol still answers");
+		for (k = known; k < sizeof(o); k++)
+			past += b[k] != 0xab;
+		tap_ok(past == 0, "... and writes nothing past the old struct "
+		       "(%zu bytes changed)", past);
+	}
 	for (i = 0; i < 10; i++)
 		MUST(npu_launch(NPU_K_VADD_F32, npu_grid(4, 1, 1), a, 4, s, 0));
-	MUST(npu_memcpy_async(da, h, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s));
 	MUST(npu_stream_synchronize(s));
 	MUST(npu_device_get_counters(&c1));
 	/* a job is its packets, the library's completion-word SEM_SIGNAL
-	 * and the driver's FENCE packet */
+	 * and, on a kernel queue, the driver's FENCE packet */
 	tap_ok(sum_rings(&c1, 0, 0) - sum_rings(&c0, 0, 0) >= 20 &&
 	       sum_rings(&c1, 0, 0) - sum_rings(&c0, 0, 0) <= 30,
 	       "compute commands +10 launches, +10 completion words (+ fences) (%llu)",
@@ -129,13 +175,20 @@ static void test_counters(void *da, void *db, void *dc, float *h)
 	tap_ok(sum_rings(&c1, 0, 2) - sum_rings(&c0, 0, 2) == 10ull * N,
 	       "compute ops +10 * n (%llu)",
 	       (unsigned long long)(sum_rings(&c1, 0, 2) - sum_rings(&c0, 0, 2)));
-	if (prop.copy_rings) {
-		uint64_t dc_ = sum_rings(&c1, 1, 0) - sum_rings(&c0, 1, 0);
-		uint64_t db_ = sum_rings(&c1, 1, 1) - sum_rings(&c0, 1, 1);
+	MUST(npu_memcpy_async(da, h, N * 4, NPU_MEMCPY_HOST_TO_DEVICE, s));
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_device_get_counters(&c2));
+	/* a kernel-queue stream copies on a copy ring; a user-queue stream
+	 * on its own (compute-class) queue, so on a compute engine */
+	cls = prop.copy_rings && !uq;
+	{
+		uint64_t dc_ = sum_rings(&c2, cls, 0) - sum_rings(&c1, cls, 0);
+		uint64_t db_ = sum_rings(&c2, cls, 1) - sum_rings(&c1, cls, 1);
 
 		tap_ok(dc_ >= 2 && dc_ <= 3 && db_ >= 4ull * N && db_ <= 4ull * N + 64,
-		       "copy rings: +1 copy, +1 completion word (+ fence), +%d bytes (%llu, %llu)", 4 * N,
-		       (unsigned long long)dc_, (unsigned long long)db_);
+		       "%s: +1 copy, +1 completion word (+ fence), +%d bytes (%llu, %llu)",
+		       cls ? "copy rings" : uq ? "compute user-queue engines" : "compute rings",
+		       4 * N, (unsigned long long)dc_, (unsigned long long)db_);
 	}
 	{
 		uint64_t b0 = 0, b1 = 0;
@@ -144,10 +197,11 @@ static void test_counters(void *da, void *db, void *dc, float *h)
 			b0 += c0.cu_busy_ns[i];
 			b1 += c1.cu_busy_ns[i];
 		}
-		tap_ok(b1 > b0 && sum_rings(&c1, 0, 3) > sum_rings(&c0, 0, 3),
-		       "ring and unit busy time increase");
+		tap_ok(b1 > b0 && sum_rings(&c1, 0, 3) > sum_rings(&c0, 0, 3) &&
+		       sum_rings(&c2, cls, 3) > sum_rings(&c1, cls, 3),
+		       "engine and unit busy time increase");
 	}
-	tap_ok(c1.clock > c0.clock, "counter clock advances");
+	tap_ok(c2.clock > c1.clock && c1.clock > c0.clock, "counter clock advances");
 	npu_stream_destroy(s);
 }
 

@@ -489,8 +489,19 @@ struct drm_npu_ring_counters {
  *	@cu_instructions to the next, at least 8 and at most 4096; each
  *	entry starts with its __u64. 0 means 8
  *
+ * @uq_engines: pointer to an array of &struct drm_npu_ring_counters, one
+ *	per user-queue engine, compute engines first (as
+ *	DRM_NPU_PARAM_USERQ_ENGINES counts them), @ring_stride apart: what
+ *	each engine ran, whichever queues it ran (a copy on a compute-class
+ *	queue counts on its compute engine). Kernel queues count on @rings
+ * @uq_engine_count: in, entries in @uq_engines; out, user-queue engines
+ *	on the device (0 without user queues). Neither read nor written
+ *	when @uq_engines is 0 (DRM_NPU_PARAM_USERQ_ENGINES says how many)
+ * @pad: must be zero
+ *
  * Fills min(in, out) entries of each array; a pointer may be 0 when its
- * count is 0 (-EINVAL otherwise).
+ * count is 0 (-EINVAL otherwise). @uq_engines and after came later: user
+ * space built without them passes the smaller struct, which reads as 0.
  */
 struct drm_npu_counters {
 	__u64 rings;
@@ -502,6 +513,9 @@ struct drm_npu_counters {
 	__u64 cu_instructions;
 	__u32 ring_stride;
 	__u32 cu_stride;
+	__u64 uq_engines;
+	__u32 uq_engine_count;
+	__u32 pad;
 };
 
 /**
@@ -694,10 +708,14 @@ struct drm_npu_userq_destroy {
  * @fault: out, faulting address or value of the last halt
  * @busy_ns: out, device time the queue spent on an engine
  * @cmds: out, packets completed (inside indirect buffers too)
- * @reserved: out, zero
+ * @bytes: out, bytes its packets moved or touched (was a zero reserved
+ *	field: older kernels return 0)
+ * @ops: out, arithmetic operations of its packets (later: older user
+ *	space passes the shorter struct)
  *
  * Read from the queue's descriptor (the device's copy), not from the
- * write-back block. Errors: -ENOENT (unknown id), -ENODEV (device gone).
+ * write-back block; the engines' totals are DRM_IOCTL_NPU_COUNTERS'
+ * @uq_engines. Errors: -ENOENT (unknown id), -ENODEV (device gone).
  */
 struct drm_npu_userq_query {
 	__u32 queue_id;
@@ -709,7 +727,8 @@ struct drm_npu_userq_query {
 	__u64 fault;
 	__u64 busy_ns;
 	__u64 cmds;
-	__u64 reserved;
+	__u64 bytes;
+	__u64 ops;
 };
 
 /* drm_npu_userq_wait_mem.flags */
