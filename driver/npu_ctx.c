@@ -18,31 +18,9 @@
 #include <drm/drm_file.h>
 #include <drm/drm_gem.h>
 
-#include "npu_drv.h"
-
-/* Extra context @ctx_id of the file (NULL for 0 or an unknown id). */
-static struct npu_ctx *npu_extra_ctx(struct npu_file *nfile, u32 ctx_id)
-{
-	lockdep_assert_held(&nfile->vm_lock);
-
-	return ctx_id ? xa_load(&nfile->ctxs, ctx_id) : NULL;
-}
-
-/**
- * npu_file_ctx_lookup() - context named by a uAPI context id
- * @nfile: file state, whose &npu_file.vm_lock the caller holds (so that
- *	CTX_DESTROY cannot run between the lookup and what the caller does)
- * @ctx_id: 0 for the default context, or an id from CTX_CREATE
- *
- * Return: the context with a new reference, or NULL.
- */
-struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id)
-{
-	struct npu_ctx *ctx;
-
-	ctx = ctx_id ? npu_extra_ctx(nfile, ctx_id) : nfile->ctx;
-	return ctx ? npu_ctx_get(ctx) : NULL;
-}
+#include "npu_ctx.h"
+#include "npu_mmu.h"
+#include "npu_userq.h"
 
 /* Drop the BO_MAP binding of @map; the caller holds the file's vm_lock. */
 static void npu_ctx_unbind(struct npu_file *nfile, struct npu_mapping *map)

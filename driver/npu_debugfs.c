@@ -10,7 +10,8 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_file.h>
 
-#include "npu_drv.h"
+#include "npu_debugfs.h"
+#include "npu_regs.h"
 
 static int npu_debugfs_rings_show(struct seq_file *m, void *unused)
 {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * npu_drv.c - PCI driver, DRM driver, file handling and the query ioctls
- * of the npu virtual NPU.
+ * npu_drv.c - PCI driver (probe, removal, the MSI-X vectors), DRM driver
+ * and its ioctl table, file handling and the query ioctls of the npu
+ * virtual NPU. It stands on top of the driver's other files and nothing
+ * calls into it (Documentation/driver/npu.rst, "Source layout").
  */
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
@@ -17,75 +19,16 @@
 #include <drm/drm_prime.h>
 #include <drm/drm_print.h>
 
-#include "npu_drv.h"
-
-/*
- * A hang detector, not a budget: the interpreted compute units run a
- * user's first kernel for seconds, so the default is what GPU drivers
- * used for compute queues (see Documentation/driver/npu.rst).
- */
-unsigned int npu_job_timeout_ms = 60000;
-
-/* 0 would time every job out at once */
-static int npu_param_set_timeout(const char *val,
-				 const struct kernel_param *kp)
-{
-	return param_set_uint_minmax(val, kp, 1, UINT_MAX);
-}
-
-static const struct kernel_param_ops npu_timeout_ops = {
-	.set = npu_param_set_timeout,
-	.get = param_get_uint,
-};
-
-module_param_cb(job_timeout_ms, &npu_timeout_ops, &npu_job_timeout_ms, 0444);
-MODULE_PARM_DESC(job_timeout_ms,
-		 "Job timeout before the ring is reset, ms, >= 1 (default 60000)");
-
-/*
- * Context ids are a device-wide resource (16 bits): one user must not take
- * them all. Read at each context creation, so a change applies at once.
- */
-unsigned int npu_max_user_contexts = 1024;
-module_param_named(max_user_contexts, npu_max_user_contexts, uint, 0644);
-MODULE_PARM_DESC(max_user_contexts,
-		 "Contexts (one per open file plus extra ones) one user may have per device; 0: no limit (default 1024)");
-
-/**
- * npu_rd64() - read a 64-bit register pair that does not change while it is
- * read, or whose low half latches the high half (CLOCK)
- * @ndev: device
- * @lo: offset of the low half
- *
- * Return: the value.
- */
-u64 npu_rd64(struct npu_device *ndev, u32 lo)
-{
-	u32 l = npu_rd(ndev, lo);
-
-	return ((u64)npu_rd(ndev, lo + 4) << 32) | l;
-}
-
-/**
- * npu_rd64_counter() - read a running 64-bit counter without tearing
- * @ndev: device
- * @lo: offset of the low half
- *
- * The counters do not latch: when the low half wraps between the two
- * reads, the high half changes, and the pair is read again.
- *
- * Return: the value.
- */
-u64 npu_rd64_counter(struct npu_device *ndev, u32 lo)
-{
-	u32 h, l;
-
-	do {
-		h = npu_rd(ndev, lo + 4);
-		l = npu_rd(ndev, lo);
-	} while (npu_rd(ndev, lo + 4) != h);
-	return ((u64)h << 32) | l;
-}
+#include "npu_ctx.h"
+#include "npu_debugfs.h"
+#include "npu_gem.h"
+#include "npu_job.h"
+#include "npu_mmu.h"
+#include "npu_regs.h"
+#include "npu_ring.h"
+#include "npu_sysfs.h"
+#include "npu_userq.h"
+#include "npu_userq_event.h"
 
 /* ---------------------------------------------------------------------- */
 /* files */
@@ -583,6 +526,76 @@ static void npu_drm_release(struct drm_device *drm, void *arg)
 	xa_destroy(&ndev->user_ctxs);
 }
 
+/**
+ * npu_irqs_init() - enable MSI-X and request one vector per ring plus the
+ * error vector
+ * @ndev: device
+ *
+ * Return: 0 or a negative errno.
+ */
+static int npu_irqs_init(struct npu_device *ndev)
+{
+	struct pci_dev *pdev = ndev->pdev;
+	/* the user-queue event vector comes after the error vector */
+	int nvec = ndev->num_rings + 1 + (ndev->uq_events ? 1 : 0);
+	int r, ret;
+
+	ret = pci_alloc_irq_vectors(pdev, nvec, nvec, PCI_IRQ_MSIX);
+	if (ret < 0)
+		return ret;
+
+	for (r = 0; r < ndev->num_rings; r++) {
+		struct npu_ring *ring = &ndev->rings[r];
+
+		ring->irq = pci_irq_vector(pdev, r);
+		ret = request_irq(ring->irq, npu_ring_irq, 0, ring->name, ring);
+		if (ret)
+			goto err;
+	}
+	ndev->err_irq = pci_irq_vector(pdev, ndev->num_rings);
+	ret = request_irq(ndev->err_irq, npu_error_irq, 0, "npu-error", ndev);
+	if (ret)
+		goto err;
+	if (ndev->uq_events) {
+		ndev->uq_irq = pci_irq_vector(pdev, ndev->num_rings + 1);
+		ret = request_irq(ndev->uq_irq, npu_userq_irq, 0, "npu-userq",
+				  ndev);
+		if (ret) {
+			ndev->uq_irq = 0;
+			free_irq(ndev->err_irq, ndev);
+			goto err;
+		}
+	}
+	ndev->irqs_on = true;
+	return 0;
+
+err:
+	while (r--)
+		free_irq(ndev->rings[r].irq, &ndev->rings[r]);
+	pci_free_irq_vectors(pdev);
+	return ret;
+}
+
+/**
+ * npu_irqs_fini() - free the vectors
+ * @ndev: device
+ */
+static void npu_irqs_fini(struct npu_device *ndev)
+{
+	int r;
+
+	if (!ndev->irqs_on)
+		return;
+	ndev->irqs_on = false;
+	if (ndev->uq_irq)
+		free_irq(ndev->uq_irq, ndev);
+	ndev->uq_irq = 0;
+	free_irq(ndev->err_irq, ndev);
+	for (r = 0; r < ndev->num_rings; r++)
+		free_irq(ndev->rings[r].irq, &ndev->rings[r]);
+	pci_free_irq_vectors(ndev->pdev);
+}
+
 static int npu_hw_init(struct npu_device *ndev)
 {
 	struct pci_dev *pdev = ndev->pdev;
@@ -697,7 +710,7 @@ static int npu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	init_llist_head(&ndev->free_jobs);
 	INIT_WORK(&ndev->free_work, npu_jobs_free_work);
 
-	ret = npu_rings_init(ndev);
+	ret = npu_rings_init(ndev, &npu_sched_ops);
 	if (ret) {
 		drm_mm_takedown(&ndev->devmem_mm);
 		return ret;

@@ -29,7 +29,8 @@
 #include <drm/drm_prime.h>
 #include <drm/drm_utils.h>
 
-#include "npu_drv.h"
+#include "npu_gem.h"
+#include "npu_mmu.h"
 
 /**
  * npu_bo_find_mapping() - the mapping of @bo in @ctx, if a handle names it

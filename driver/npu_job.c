@@ -26,7 +26,10 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_syncobj.h>
 
-#include "npu_drv.h"
+#include "npu_gem.h"
+#include "npu_job.h"
+#include "npu_mmu.h"
+#include "npu_ring.h"
 #include "npu_trace.h"
 
 /* ---------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * npu_mmu.c - device address spaces: contexts, page tables, VA allocation.
+ * npu_mmu.c - device address spaces: contexts, page tables, VA allocation,
+ * and a file's contexts by their uAPI id.
  *
  * Each context owns a 3-level page table (npu_hw.h: 512 entries per level,
  * 4 KiB pages, 39-bit VA) in DMA-coherent memory and a drm_mm allocator of
@@ -23,7 +24,17 @@
 #include <linux/xarray.h>
 #include <drm/drm_drv.h>
 
-#include "npu_drv.h"
+#include "npu_mmu.h"
+#include "npu_regs.h"
+
+/*
+ * Context ids are a device-wide resource (16 bits): one user must not take
+ * them all. Read at each context creation, so a change applies at once.
+ */
+static unsigned int npu_max_user_contexts = 1024;
+module_param_named(max_user_contexts, npu_max_user_contexts, uint, 0644);
+MODULE_PARM_DESC(max_user_contexts,
+		 "Contexts (one per open file plus extra ones) one user may have per device; 0: no limit (default 1024)");
 
 static struct npu_pt *npu_pt_alloc(struct npu_device *ndev, int level)
 {
@@ -852,4 +863,37 @@ void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map)
 	list_add_tail(&map->ctx_link, &ctx->retiring);
 	spin_unlock(&ctx->track_lock);
 	npu_ctx_reap(ctx);
+}
+
+/* ---------------------------------------------------------------------- */
+/* a file's contexts by id */
+
+/**
+ * npu_extra_ctx() - extra context of a file (CTX_CREATE), no reference taken
+ * @nfile: file state, whose &npu_file.vm_lock the caller holds
+ * @ctx_id: id from CTX_CREATE
+ *
+ * Return: the context, or NULL for 0 or an unknown id.
+ */
+struct npu_ctx *npu_extra_ctx(struct npu_file *nfile, u32 ctx_id)
+{
+	lockdep_assert_held(&nfile->vm_lock);
+
+	return ctx_id ? xa_load(&nfile->ctxs, ctx_id) : NULL;
+}
+
+/**
+ * npu_file_ctx_lookup() - context named by a uAPI context id
+ * @nfile: file state, whose &npu_file.vm_lock the caller holds (so that
+ *	CTX_DESTROY cannot run between the lookup and what the caller does)
+ * @ctx_id: 0 for the default context, or an id from CTX_CREATE
+ *
+ * Return: the context with a new reference, or NULL.
+ */
+struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id)
+{
+	struct npu_ctx *ctx;
+
+	ctx = ctx_id ? npu_extra_ctx(nfile, ctx_id) : nfile->ctx;
+	return ctx ? npu_ctx_get(ctx) : NULL;
 }

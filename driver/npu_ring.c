@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * npu_ring.c - hardware rings: programming, seqno fences, interrupts,
- * device errors and ring resets.
+ * npu_ring.c - hardware rings: programming, seqno fences, the ring and
+ * error interrupt handlers (npu_drv.c requests the vectors), device errors,
+ * fault records and ring resets.
  *
  * Every job occupies one 64-byte slot of its ring:
  *
@@ -24,8 +25,32 @@
 #include <drm/drm_drv.h>
 #include <drm/drm_print.h>
 
-#include "npu_drv.h"
+#include "npu_regs.h"
+#include "npu_ring.h"
 #include "npu_trace.h"
+
+/*
+ * A hang detector, not a budget: the interpreted compute units run a
+ * user's first kernel for seconds, so the default is what GPU drivers
+ * used for compute queues (see Documentation/driver/npu.rst).
+ */
+unsigned int npu_job_timeout_ms = 60000;
+
+/* 0 would time every job out at once */
+static int npu_param_set_timeout(const char *val,
+				 const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, UINT_MAX);
+}
+
+static const struct kernel_param_ops npu_timeout_ops = {
+	.set = npu_param_set_timeout,
+	.get = param_get_uint,
+};
+
+module_param_cb(job_timeout_ms, &npu_timeout_ops, &npu_job_timeout_ms, 0444);
+MODULE_PARM_DESC(job_timeout_ms,
+		 "Job timeout before the ring is reset, ms, >= 1 (default 60000)");
 
 static const char *npu_fence_get_driver_name(struct dma_fence *fence)
 {
@@ -264,7 +289,15 @@ static void npu_ring_retire(struct npu_ring *ring)
 	}
 }
 
-static irqreturn_t npu_ring_irq(int irq, void *arg)
+/**
+ * npu_ring_irq() - handler of a ring's MSI-X vector (requested in
+ * npu_drv.c): retire the jobs whose fence the device wrote
+ * @irq: the vector's irq number
+ * @arg: the &struct npu_ring
+ *
+ * Return: IRQ_HANDLED.
+ */
+irqreturn_t npu_ring_irq(int irq, void *arg)
 {
 	struct npu_ring *ring = arg;
 	unsigned long flags;
@@ -322,7 +355,15 @@ static void npu_ring_handle_error(struct npu_ring *ring)
 		    NPU_RING_CTL_ENABLE | NPU_RING_CTL_RESUME);
 }
 
-static irqreturn_t npu_error_irq(int irq, void *arg)
+/**
+ * npu_error_irq() - handler of the error vector (requested in npu_drv.c):
+ * blame the running job of each ring in error, then let the ring go on
+ * @irq: the vector's irq number
+ * @arg: the &struct npu_device
+ *
+ * Return: IRQ_HANDLED, or IRQ_NONE when no error is pending.
+ */
+irqreturn_t npu_error_irq(int irq, void *arg)
 {
 	struct npu_device *ndev = arg;
 	unsigned long flags;
@@ -505,10 +546,12 @@ void npu_rings_hw_stop(struct npu_device *ndev)
 /**
  * npu_rings_init() - allocate the rings and start their schedulers
  * @ndev: device with num_rings known
+ * @ops: the schedulers' backend (npu_job.c)
  *
  * Return: 0 or a negative errno.
  */
-int npu_rings_init(struct npu_device *ndev)
+int npu_rings_init(struct npu_device *ndev,
+		   const struct drm_sched_backend_ops *ops)
 {
 	struct device *dev = ndev->drm.dev;
 	int r, ret;
@@ -541,7 +584,7 @@ int npu_rings_init(struct npu_device *ndev)
 	for (r = 0; r < ndev->num_rings; r++) {
 		struct npu_ring *ring = &ndev->rings[r];
 		struct drm_sched_init_args args = {
-			.ops = &npu_sched_ops,
+			.ops = ops,
 			.credit_limit = NPU_RING_CREDITS,
 			.hang_limit = 0,
 			.timeout = msecs_to_jiffies(npu_job_timeout_ms),
@@ -651,74 +694,4 @@ void npu_rings_fini(struct npu_device *ndev)
 	}
 	npu_rings_hw_fini(ndev);
 	ndev->scheds_ready = false;
-}
-
-/**
- * npu_irqs_init() - enable MSI-X and request one vector per ring plus the
- * error vector
- * @ndev: device
- *
- * Return: 0 or a negative errno.
- */
-int npu_irqs_init(struct npu_device *ndev)
-{
-	struct pci_dev *pdev = ndev->pdev;
-	/* the user-queue event vector comes after the error vector */
-	int nvec = ndev->num_rings + 1 + (ndev->uq_events ? 1 : 0);
-	int r, ret;
-
-	ret = pci_alloc_irq_vectors(pdev, nvec, nvec, PCI_IRQ_MSIX);
-	if (ret < 0)
-		return ret;
-
-	for (r = 0; r < ndev->num_rings; r++) {
-		struct npu_ring *ring = &ndev->rings[r];
-
-		ring->irq = pci_irq_vector(pdev, r);
-		ret = request_irq(ring->irq, npu_ring_irq, 0, ring->name, ring);
-		if (ret)
-			goto err;
-	}
-	ndev->err_irq = pci_irq_vector(pdev, ndev->num_rings);
-	ret = request_irq(ndev->err_irq, npu_error_irq, 0, "npu-error", ndev);
-	if (ret)
-		goto err;
-	if (ndev->uq_events) {
-		ndev->uq_irq = pci_irq_vector(pdev, ndev->num_rings + 1);
-		ret = request_irq(ndev->uq_irq, npu_userq_irq, 0, "npu-userq",
-				  ndev);
-		if (ret) {
-			ndev->uq_irq = 0;
-			free_irq(ndev->err_irq, ndev);
-			goto err;
-		}
-	}
-	ndev->irqs_on = true;
-	return 0;
-
-err:
-	while (r--)
-		free_irq(ndev->rings[r].irq, &ndev->rings[r]);
-	pci_free_irq_vectors(pdev);
-	return ret;
-}
-
-/**
- * npu_irqs_fini() - free the vectors
- * @ndev: device
- */
-void npu_irqs_fini(struct npu_device *ndev)
-{
-	int r;
-
-	if (!ndev->irqs_on)
-		return;
-	ndev->irqs_on = false;
-	if (ndev->uq_irq)
-		free_irq(ndev->uq_irq, ndev);
-	ndev->uq_irq = 0;
-	free_irq(ndev->err_irq, ndev);
-	for (r = 0; r < ndev->num_rings; r++)
-		free_irq(ndev->rings[r].irq, &ndev->rings[r]);
-	pci_free_irq_vectors(ndev->pdev);
 }

@@ -16,7 +16,8 @@
 #include <linux/sysfs.h>
 #include <drm/drm_drv.h>
 
-#include "npu_drv.h"
+#include "npu_regs.h"
+#include "npu_sysfs.h"
 
 static struct npu_device *npu_from_dev(struct device *dev)
 {

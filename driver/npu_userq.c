@@ -6,7 +6,8 @@
  * A user queue is a ring in the caller's own memory that the caller fills
  * with packets and rings through a doorbell page mapped into its process;
  * the device's scheduler runs it (Documentation/hw/npu.rst, "User queues").
- * The driver owns the device's descriptor table: it validates what the
+ * The driver owns the device's descriptor table (its accessors and the
+ * queue commands are in npu_userq_desc.c): it validates what the
  * caller gives, writes the descriptor, maps the queue on the device
  * (UQ_CMD MAP) and, at destruction or close, stops and unmaps it.
  *
@@ -33,7 +34,12 @@
 #include <drm/drm_gem.h>
 #include <drm/drm_vma_manager.h>
 
-#include "npu_drv.h"
+#include "npu_gem.h"
+#include "npu_mmu.h"
+#include "npu_regs.h"
+#include "npu_userq.h"
+#include "npu_userq_desc.h"
+#include "npu_userq_event.h"
 
 /* Descriptors the driver gives the device (256 bytes each). */
 #define NPU_USERQ_TABLE_MAX	4096
@@ -72,48 +78,6 @@ struct npu_doorbell {
 };
 
 #define to_npu_doorbell(o) container_of(o, struct npu_doorbell, base)
-
-static void *npu_uqd(struct npu_device *ndev, u32 index)
-{
-	return ndev->uq_table + (size_t)index * NPU_UQD_SIZE;
-}
-
-/* Descriptor fields: the table is DMA-coherent, little-endian. */
-u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off)
-{
-	return le64_to_cpu(READ_ONCE(*(__le64 *)(npu_uqd(ndev, index) + off)));
-}
-
-u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off)
-{
-	return le32_to_cpu(READ_ONCE(*(__le32 *)(npu_uqd(ndev, index) + off)));
-}
-
-void npu_uqd_wr64(struct npu_device *ndev, u32 index, u32 off, u64 v)
-{
-	WRITE_ONCE(*(__le64 *)(npu_uqd(ndev, index) + off), cpu_to_le64(v));
-}
-
-static void npu_uqd_wr32(struct npu_device *ndev, u32 index, u32 off, u32 v)
-{
-	WRITE_ONCE(*(__le32 *)(npu_uqd(ndev, index) + off), cpu_to_le32(v));
-}
-
-/**
- * npu_uq_cmd() - one queue command
- * @ndev: device, inside drm_dev_enter(), &npu_device.uq_lock held
- * @op: NPU_UQ_CMD_*
- * @index: descriptor index
- *
- * Return: the device's NPU_ERR_* (0: done).
- */
-u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index)
-{
-	lockdep_assert_held(&ndev->uq_lock);
-
-	npu_wr(ndev, NPU_REG_UQ_CMD, NPU_UQ_CMD(op, index));
-	return npu_rd(ndev, NPU_REG_UQ_CMD_STATUS);
-}
 
 /**
  * npu_userq_hw_init() - give the device its descriptor table
@@ -376,37 +340,6 @@ static void npu_wait_page_unmap(struct npu_file *nfile, struct npu_ctx *ctx)
 static bool npu_userq_va_writable(struct npu_ctx *ctx, u64 va)
 {
 	return npu_ctx_va_pte(ctx, va) & NPU_PTE_WRITE;
-}
-
-static void npu_userq_release(struct kref *ref)
-{
-	struct npu_userq *uq = container_of(ref, struct npu_userq, ref);
-
-	if (uq->wait_bo)
-		drm_gem_object_put(&uq->wait_bo->base.base);
-	kfree(uq);
-}
-
-/**
- * npu_wait_counter_write() - store a queue's wait counter
- * @uq: queue
- * @value: value
- */
-void npu_wait_counter_write(struct npu_userq *uq, u64 value)
-{
-	void *p = kmap_local_page(uq->wait_bo->base.pages[0]);
-
-	WRITE_ONCE(*(u64 *)(p + uq->doorbell * sizeof(u64)), value);
-	kunmap_local(p);
-}
-
-/**
- * npu_userq_put() - drop a reference to a queue
- * @uq: queue
- */
-void npu_userq_put(struct npu_userq *uq)
-{
-	kref_put(&uq->ref, npu_userq_release);
 }
 
 /*

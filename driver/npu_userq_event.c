@@ -26,7 +26,11 @@
 #include <drm/drm_syncobj.h>
 #include <drm/drm_utils.h>
 
-#include "npu_drv.h"
+#include "npu_mmu.h"
+#include "npu_regs.h"
+#include "npu_ring.h"
+#include "npu_userq_desc.h"
+#include "npu_userq_event.h"
 
 /* Event ring: 4096 records of 16 bytes. */
 #define NPU_UQ_EVENT_BYTES	SZ_64K

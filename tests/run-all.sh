@@ -71,6 +71,17 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	add_row lib-dag host "$p" "$f" "$s"
 fi
 if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
+	# npu.ko's files form a DAG too (nm on each kernel's driver objects).
+	for d in "$BUILD"/kmod/*/driver; do
+		[ -d "$d" ] || continue
+		rel=$(basename "$(dirname "$d")")
+		/usr/bin/python3 "$top/tests/lib/file-dag.py" --driver "$d" >"$res/host/driver-dag-$rel.tap" 2>&1
+		echo "# exit status $?" >>"$res/host/driver-dag-$rel.tap"
+		read -r p f s < <(tap_count "$res/host/driver-dag-$rel.tap")
+		add_row "driver-dag-${rel%%[-+]*}" host "$p" "$f" "$s"
+	done
+fi
+if [ -z "${NPU_SKIP_DEVICE:-}" ]; then
 	# npu-cc and the kernel headers as installed by `make install`.
 	bash "$top/tests/toolchain/install-check.sh" >"$res/host/toolchain.tap" 2>&1
 	echo "# exit status $?" >>"$res/host/toolchain.tap"

@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 """libnpu's files must form a DAG: each file uses only files below it.
+So must npu.ko's.
 
-    file-dag.py OBJDIR      (OBJDIR: build/lib/obj, the library's objects)
+    file-dag.py OBJDIR           (OBJDIR: build/lib/obj, the library's objects)
+    file-dag.py --driver OBJDIR  (OBJDIR: build/kmod/<release>/driver)
 
 For each lib/*.c object, which other objects' symbols it uses (nm: an
 undefined symbol of one object defined by another). LAYERS is the order,
@@ -11,7 +13,8 @@ Every upward edge closes a cycle or would; one listed in UPWARD prints
 as TODO (none is listed today), one not listed fails, and a listed one
 that no longer exists fails too (the ratchet only turns one way). Then
 the cycles (strongly connected components) are printed for the record.
-Output is TAP.
+Output is TAP. With --driver, DRIVER_LAYERS orders the driver's objects
+(Documentation/driver/npu.rst, Source layout) and no upward edge is known.
 
 What this cannot see are calls through function pointers. The ones that
 go up are the hook tables of npu_core.h (stream capture, command trace,
@@ -53,6 +56,24 @@ LAYERS = [
     "npu_tune",      # auto-tuning
     "npu_tunespace", # tuning over parameter spaces
     "npu_unload",    # teardown at exit and dlclose: knows every layer
+]
+
+# npu.ko's files, bottom first (npu_base.h, the shared structures, has no
+# object of its own).
+DRIVER_LAYERS = [
+    "npu_trace",        # tracepoints
+    "npu_regs",         # register access
+    "npu_mmu",          # contexts, page tables, mappings, a file's contexts
+    "npu_ring",         # rings, hardware fences, ring and error irqs, faults
+    "npu_userq_desc",   # a user queue's descriptor, commands, reference
+    "npu_debugfs",      # debugfs files
+    "npu_sysfs",        # sysfs attributes
+    "npu_gem",          # buffer objects
+    "npu_userq_event",  # user-queue events, waits, watchdog, signals
+    "npu_job",          # queues, SUBMIT, the scheduler backend
+    "npu_userq",        # user queues: create, destroy, query, doorbells
+    "npu_ctx",          # extra contexts, BO_MAP, BO_UNMAP
+    "npu_drv",          # module, PCI probe, MSI-X vectors, ioctl table
 ]
 
 # Upward edges of today (from, to): why they exist. The capture and the
@@ -118,11 +139,16 @@ def sccs(nodes, edges):
 
 
 def main():
-    if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
-        print("usage: file-dag.py OBJDIR", file=sys.stderr)
+    args = sys.argv[1:]
+    layers, upward = LAYERS, UPWARD
+    if args[:1] == ["--driver"]:
+        args = args[1:]
+        layers, upward = DRIVER_LAYERS, {}
+    if len(args) != 1 or not os.path.isdir(args[0]):
+        print("usage: file-dag.py [--driver] OBJDIR", file=sys.stderr)
         return 2
-    nodes, edges = edges_of(sys.argv[1])
-    rank = {name: i for i, name in enumerate(LAYERS)}
+    nodes, edges = edges_of(args[0])
+    rank = {name: i for i, name in enumerate(layers)}
     t, failed = 0, 0
     print("TAP version 13")
     unknown = sorted(nodes - set(rank))
@@ -137,13 +163,13 @@ def main():
             continue
         t += 1
         syms = " ".join(sorted(edges[(a, b)]))
-        if (a, b) in UPWARD:
-            print(f"not ok {t} - {a} -> {b}: upward ({UPWARD[(a, b)]}: {syms}) "
+        if (a, b) in upward:
+            print(f"not ok {t} - {a} -> {b}: upward ({upward[(a, b)]}: {syms}) "
                   "# TODO issue 15, one submission layer")
         else:
             failed += 1
             print(f"not ok {t} - {a} -> {b}: upward, not a known one ({syms})")
-    for (a, b) in sorted(UPWARD):
+    for (a, b) in sorted(upward):
         if (a, b) not in edges:
             t += 1
             failed += 1

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * npu_drv.h - internal structures of the npu DRM accelerator driver.
+ * npu_base.h - the base header of the npu DRM accelerator driver: its
+ * limits and the structures every part shares (device, rings, contexts,
+ * buffer objects, mappings, queues, files, jobs, user queues). It has no
+ * .c file of its own; each .c file declares what it offers in its own
+ * header (npu_mmu.c in npu_mmu.h, ...), which includes this one.
  *
  * Object graph (arrows are counted references):
  *
@@ -8,10 +12,11 @@
  *      ^                         ^
  *      +-------- npu_job --------+      (a job pins what it uses)
  *
- * Documentation/driver/npu.rst describes the architecture and the locking.
+ * Documentation/driver/npu.rst describes the architecture, the locking and
+ * the layering of the files.
  */
-#ifndef NPU_DRV_H
-#define NPU_DRV_H
+#ifndef NPU_BASE_H
+#define NPU_BASE_H
 
 #include <linux/dma-fence.h>
 #include <linux/interrupt.h>
@@ -568,9 +573,6 @@ struct npu_fence {
 	u32 ring_index;
 };
 
-extern unsigned int npu_job_timeout_ms;
-extern unsigned int npu_max_user_contexts;
-
 /**
  * struct npu_userq - one user-mode queue (npu_userq.c)
  * @ref: references: &npu_file.userqs until destroyed, each USERQ_WAIT_MEM
@@ -626,163 +628,4 @@ struct npu_userq {
 	bool wait_blocked;
 };
 
-/* register access: callers hold drm_dev_enter() */
-static inline u32 npu_rd(struct npu_device *ndev, u32 reg)
-{
-	return readl(ndev->regs + reg);
-}
-
-static inline void npu_wr(struct npu_device *ndev, u32 reg, u32 val)
-{
-	writel(val, ndev->regs + reg);
-}
-
-static inline u32 npu_ring_rd(struct npu_ring *ring, u32 reg)
-{
-	return npu_rd(ring->ndev, NPU_RING_BASE(ring->index) + reg);
-}
-
-static inline void npu_ring_wr(struct npu_ring *ring, u32 reg, u32 val)
-{
-	npu_wr(ring->ndev, NPU_RING_BASE(ring->index) + reg, val);
-}
-
-u64 npu_rd64(struct npu_device *ndev, u32 lo);
-u64 npu_rd64_counter(struct npu_device *ndev, u32 lo);
-
-/* npu_mmu.c */
-struct npu_ctx *npu_ctx_create(struct npu_device *ndev);
-void npu_ctxs_hw_fini(struct npu_device *ndev);
-void npu_ctx_put(struct npu_ctx *ctx);
-static inline struct npu_ctx *npu_ctx_get(struct npu_ctx *ctx)
-{
-	kref_get(&ctx->ref);
-	return ctx;
-}
-
-int npu_mapping_create(struct npu_ctx *ctx, struct npu_bo *bo, u64 va,
-		       u32 flags, struct npu_mapping **out);
-void npu_mapping_put(struct npu_mapping *map);
-int npu_mapping_protect(struct npu_mapping *map, u64 offset, u64 size);
-static inline struct npu_mapping *npu_mapping_get(struct npu_mapping *map)
-{
-	kref_get(&map->ref);
-	return map;
-}
-
-struct npu_mapping *npu_ctx_find_va(struct npu_ctx *ctx, u64 va, u64 size);
-u64 npu_ctx_va_pte(struct npu_ctx *ctx, u64 va);
-void npu_ctx_track_job(struct npu_ctx *ctx, struct npu_job *job);
-void npu_ctx_untrack_job(struct npu_ctx *ctx, struct npu_job *job);
-void npu_ctx_retire_mapping(struct npu_ctx *ctx, struct npu_mapping *map);
-bool npu_ctx_reap(struct npu_ctx *ctx);
-void npu_ctx_reap_wait(struct npu_ctx *ctx);
-struct npu_ctx *npu_file_ctx_lookup(struct npu_file *nfile, u32 ctx_id);
-void npu_file_ctxs_destroy(struct npu_file *nfile);
-int npu_ioctl_ctx_create(struct drm_device *dev, void *data,
-			 struct drm_file *file);
-int npu_ioctl_ctx_destroy(struct drm_device *dev, void *data,
-			  struct drm_file *file);
-int npu_ioctl_bo_map(struct drm_device *dev, void *data,
-		     struct drm_file *file);
-int npu_ioctl_bo_unmap(struct drm_device *dev, void *data,
-		       struct drm_file *file);
-
-/* npu_gem.c */
-struct drm_gem_object *npu_gem_create_object(struct drm_device *dev,
-					     size_t size);
-struct drm_gem_object *
-npu_gem_prime_import_sg_table(struct drm_device *dev,
-			      struct dma_buf_attachment *attach,
-			      struct sg_table *sgt);
-struct npu_mapping *npu_bo_find_mapping(struct npu_bo *bo,
-					struct npu_ctx *ctx);
-int npu_ioctl_bo_create(struct drm_device *dev, void *data,
-			struct drm_file *file);
-int npu_ioctl_bo_info(struct drm_device *dev, void *data,
-		      struct drm_file *file);
-int npu_ioctl_bo_protect(struct drm_device *dev, void *data,
-			 struct drm_file *file);
-int npu_ioctl_userptr(struct drm_device *dev, void *data,
-		      struct drm_file *file);
-int npu_ioctl_bo_wait(struct drm_device *dev, void *data,
-		      struct drm_file *file);
-void npu_bos_hw_fini(struct npu_device *ndev);
-struct npu_bo *npu_bo_create_shmem(struct npu_device *ndev, u64 size);
-struct npu_bo *npu_bo_create_read_only(struct npu_device *ndev);
-
-/* npu_job.c */
-int npu_ioctl_queue_create(struct drm_device *dev, void *data,
-			   struct drm_file *file);
-int npu_ioctl_queue_destroy(struct drm_device *dev, void *data,
-			    struct drm_file *file);
-int npu_ioctl_submit(struct drm_device *dev, void *data,
-		     struct drm_file *file);
-void npu_queues_destroy(struct npu_file *nfile);
-void npu_file_put(struct npu_file *nfile);
-void npu_jobs_free_work(struct work_struct *work);
-extern const struct drm_sched_backend_ops npu_sched_ops;
-
-/* npu_ring.c */
-int npu_rings_init(struct npu_device *ndev);
-void npu_rings_fini(struct npu_device *ndev);
-void npu_rings_hw_fini(struct npu_device *ndev);
-void npu_rings_hw_start(struct npu_device *ndev);
-void npu_rings_hw_stop(struct npu_device *ndev);
-int npu_irqs_init(struct npu_device *ndev);
-void npu_irqs_fini(struct npu_device *ndev);
-struct dma_fence *npu_ring_run(struct npu_ring *ring, struct npu_job *job);
-bool npu_ring_reset(struct npu_ring *ring, struct npu_job *bad);
-void npu_ring_fail_all(struct npu_ring *ring, int error);
-void npu_rings_running_ns(struct npu_device *ndev, struct npu_file *nfile,
-			  u64 ns[2]);
-struct npu_fence *npu_fence_alloc(gfp_t gfp);
-void npu_fault_record(struct npu_file *nfile, u32 kind, u32 queue_id,
-		      u32 ring, u32 cause, u32 info, u64 addr,
-		      const struct drm_npu_get_fault *where);
-
-/* npu_userq.c */
-extern unsigned int npu_userq_max;
-int npu_userq_hw_init(struct npu_device *ndev);
-void npu_userq_hw_fini(struct npu_device *ndev);
-void npu_userq_fini(struct npu_device *ndev);
-void npu_userqs_ctx_destroy(struct npu_file *nfile, struct npu_ctx *ctx);
-void npu_userqs_file_fini(struct npu_file *nfile, struct drm_file *file);
-void npu_userq_put(struct npu_userq *uq);
-void npu_wait_counter_write(struct npu_userq *uq, u64 value);
-u32 npu_uq_cmd(struct npu_device *ndev, u32 op, u32 index);
-u64 npu_uqd_rd64(struct npu_device *ndev, u32 index, u32 off);
-u32 npu_uqd_rd32(struct npu_device *ndev, u32 index, u32 off);
-void npu_uqd_wr64(struct npu_device *ndev, u32 index, u32 off, u64 v);
-int npu_ioctl_userq_wait_mem(struct drm_device *dev, void *data,
-			     struct drm_file *file);
-
-/* npu_userq_event.c */
-int npu_userq_events_init(struct npu_device *ndev);
-void npu_userq_events_fini(struct npu_device *ndev);
-irqreturn_t npu_userq_irq(int irq, void *arg);
-void npu_userq_halt_work(struct work_struct *work);
-void npu_userq_watchdog(struct work_struct *work);
-void npu_userq_watchdog_kick(struct npu_device *ndev);
-void npu_userq_fences_cancel(struct npu_device *ndev, struct npu_userq *uq,
-			     int error);
-void npu_userq_fences_check(struct npu_device *ndev);
-int npu_ioctl_userq_signal(struct drm_device *dev, void *data,
-			   struct drm_file *file);
-int npu_ioctl_userq_wait(struct drm_device *dev, void *data,
-			 struct drm_file *file);
-void npu_userq_wait_work(struct work_struct *work);
-void npu_userq_waits_fini(struct npu_device *ndev);
-int npu_ioctl_userq_create(struct drm_device *dev, void *data,
-			   struct drm_file *file);
-int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,
-			    struct drm_file *file);
-int npu_ioctl_userq_query(struct drm_device *dev, void *data,
-			  struct drm_file *file);
-
-/* npu_debugfs.c, npu_sysfs.c */
-void npu_debugfs_init(struct drm_minor *minor);
-void npu_debugfs_create(struct npu_device *ndev, struct dentry *root);
-extern const struct attribute_group *npu_dev_groups[];
-
-#endif /* NPU_DRV_H */
+#endif /* NPU_BASE_H */
