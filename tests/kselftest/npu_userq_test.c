@@ -469,35 +469,34 @@ TEST_F(userq, packets_and_doorbell_without_ioctl)
 	ASSERT_GT(uq_engine_totals(self->fd, &ec1, &eb1), 0);
 	EXPECT_EQ(ec1 - ec0, q.cmds);
 	EXPECT_EQ(eb1 - eb0, q.bytes);
+
 	/* user space built before ops (64-byte query) and before uq_engines
 	 * (56-byte counters) still works, and gets no more than it knows */
-	{
-		struct drm_npu_counters oc;
-		uint8_t old[72];
-		uint64_t ob;
+	struct drm_npu_counters oc;
+	uint8_t old[72];
+	uint64_t ob;
 
-		memset(old, 0xa5, sizeof(old));
-		memset(old, 0, 64);
-		memcpy(old, &u.c.queue_id, 4);
-		ASSERT_EQ(ioctl(self->fd, DRM_IOWR(DRM_COMMAND_BASE +
-						   DRM_NPU_USERQ_QUERY, char[64]),
-				old), 0);
-		memcpy(&ob, old + 56, 8);
-		EXPECT_EQ(ob, q.bytes);
-		EXPECT_EQ(old[64], 0xa5);
-		memset(&oc, 0, sizeof(oc));
-		oc.uq_engine_count = 7;
-		ASSERT_EQ(ioctl(self->fd, DRM_IOWR(DRM_COMMAND_BASE +
-						   DRM_NPU_COUNTERS, char[56]),
-				&oc), 0);
-		EXPECT_EQ(oc.uq_engine_count, 7);
-		/* the full struct without an array: count ignored, kept
-		 * (ring_count and cu_count came back as the device's) */
-		oc.ring_count = 0;
-		oc.cu_count = 0;
-		ASSERT_EQ(ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &oc), 0);
-		EXPECT_EQ(oc.uq_engine_count, 7);
-	}
+	memset(old, 0xa5, sizeof(old));
+	memset(old, 0, 64);
+	memcpy(old, &u.c.queue_id, 4);
+	ASSERT_EQ(ioctl(self->fd, DRM_IOWR(DRM_COMMAND_BASE +
+					   DRM_NPU_USERQ_QUERY, char[64]),
+			old), 0);
+	memcpy(&ob, old + 56, 8);
+	EXPECT_EQ(ob, q.bytes);
+	EXPECT_EQ(old[64], 0xa5);
+	memset(&oc, 0, sizeof(oc));
+	oc.uq_engine_count = 7;
+	ASSERT_EQ(ioctl(self->fd, DRM_IOWR(DRM_COMMAND_BASE +
+					   DRM_NPU_COUNTERS, char[56]),
+			&oc), 0);
+	EXPECT_EQ(oc.uq_engine_count, 7);
+	/* the full struct without an array: count ignored, kept
+	 * (ring_count and cu_count came back as the device's) */
+	oc.ring_count = 0;
+	oc.cu_count = 0;
+	ASSERT_EQ(ioctl(self->fd, DRM_IOCTL_NPU_COUNTERS, &oc), 0);
+	EXPECT_EQ(oc.uq_engine_count, 7);
 	EXPECT_EQ(q.error, 0);
 	EXPECT_TRUE(q.status & DRM_NPU_USERQ_IDLE);
 
