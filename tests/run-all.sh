@@ -162,7 +162,7 @@ boot() {
 	local timeout=${NPU_GUEST_TIMEOUT:-1500}
 	# KASAN and lockdep make the debug kernel's suites 2-3 times slower;
 	# on a busy host its first boot ran past 1500 s
-	[ "$k" = debug ] && [ -z "${NPU_GUEST_TIMEOUT:-}" ] && timeout=2400
+	[ "$k" = debug ] && [ -z "${NPU_GUEST_TIMEOUT:-}" ] && timeout=3000
 	mkdir -p "$out"
 	echo "== guest $label: booting $("$top/scripts/kernel-info.sh" "$k" release 2>/dev/null || echo '?')" >&2
 	# The hang and reset suites wait out the job timeout: they run with a
@@ -202,7 +202,7 @@ boot() {
 # kernel (KASAN, lockdep) reacts to interrupts slowly: its device waits
 # longer for the host to settle before moving the clock.
 #
-# On the debug kernel, lib-tune-space is left out: it is library logic (an
+# On the debug kernel, lib-tune-space (and its -uq line) is left out: it is library logic (an
 # exhaustive search over 288 SGEMM points) on the same driver paths that
 # lib-tune covers, and takes over 6 minutes under KASAN against 3 on the
 # release kernels.
@@ -213,11 +213,14 @@ boot() {
 # same paths through lib-events and lib-basic there.
 vsuites=${NPU_VTIME_SUITES-$top/tests/guest-suites-vtime}
 debug_vsuites=$res/guest-suites-vtime.debug
-[ -z "$vsuites" ] || grep -v '^lib-tune-space ' "$vsuites" >"$debug_vsuites"
+[ -z "$vsuites" ] || grep -v -e '^lib-tune-space ' -e '^lib-tune-space-uq ' \
+	"$vsuites" >"$debug_vsuites"
 debug_suites=$res/guest-suites.debug
 # lib-churn-uq: the same rounds on user queues (killed at the suite's timeout
-# under KASAN).
-grep -v -e '^lib-churn ' -e '^lib-churn-uq ' "$suites" >"$debug_suites"
+# under KASAN). choreo-uq and bench-tiny-uq: compiled programs and timings
+# whose driver paths lib-kernels-uq and lib-basic-uq already take there.
+grep -v -e '^lib-churn ' -e '^lib-churn-uq ' -e '^choreo-uq ' \
+	-e '^bench-tiny-uq ' "$suites" >"$debug_suites"
 for k in "$@"; do
 	if [ "$k" = debug ]; then boot "$k" "$k" "$debug_suites"
 	else boot "$k" "$k" "$suites"; fi
