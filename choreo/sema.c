@@ -1313,19 +1313,15 @@ static void check_body(struct node *b)
 	pop_scope();
 }
 
-/* the names and extents of a level's parby into names and exts; false
- * if it has a form that cannot be folded */
-static bool parby_append(struct node *p, struct node *names, struct node *exts)
+/* A parby's names (nm[0..nn), or made-up ones when it names none) into
+ * names and its extents ex[0..ne) into exts. */
+static void parby_ids(struct node *p, struct node **nm, int nn,
+		      struct node **ex, int ne, struct node *names,
+		      struct node *exts)
 {
-	struct node **nm, **ex;
-	int nn, ne, i;
 	char buf[64];
+	int i;
 
-	if (p->kids[0]->name)	/* p = {i, j} by ...: an ituple */
-		return false;
-	parby_parts(p, &nm, &nn, &ex, &ne);
-	if (nn && nn != ne)
-		return false;
 	for (i = 0; i < ne; i++) {
 		struct node *id = nn ? nm[i] : node_new(E_ID, p->loc);
 
@@ -1337,6 +1333,21 @@ static bool parby_append(struct node *p, struct node *names, struct node *exts)
 		node_add(names, id);
 		node_add(exts, ex[i]);
 	}
+}
+
+/* the names and extents of a level's parby into names and exts; false
+ * if it has a form that cannot be folded */
+static bool parby_append(struct node *p, struct node *names, struct node *exts)
+{
+	struct node **nm, **ex;
+	int nn, ne;
+
+	if (p->kids[0]->name)	/* p = {i, j} by ...: an ituple */
+		return false;
+	parby_parts(p, &nm, &nn, &ex, &ne);
+	if (nn && nn != ne)
+		return false;
+	parby_ids(p, nm, nn, ex, ne, names, exts);
 	return true;
 }
 
@@ -1379,24 +1390,13 @@ static void sequential_groups(struct node *p)
 	struct node *names = node_new(N_BLOCK, pb->loc), *bounds = node_new(N_BLOCK, pb->loc);
 	struct node *withins = node_new(N_BLOCK, pb->loc), *loop;
 	const struct node *t;
-	int nn, ne, i;
-	char buf[64];
+	int nn, ne;
 
 	if ((t = find_kind(body, N_TRIGGER)))
 		diag_error(t->loc, "not supported yet: events between the groups of a "
 			   "group level with statements beside its thread level");
 	parby_parts(p, &nm, &nn, &ex, &ne);
-	for (i = 0; i < ne; i++) {
-		struct node *id = nn ? nm[i] : node_new(E_ID, p->loc);
-
-		if (!nn) {
-			snprintf(buf, sizeof(buf), "__group%d_%d_%d", p->loc.line,
-				 p->loc.col, i);
-			id->name = xstrdup(buf);
-		}
-		node_add(names, id);
-		node_add(bounds, ex[i]);
-	}
+	parby_ids(p, nm, nn, ex, ne, names, bounds);
 	node_add(withins, node_add(node_add(node_new(N_WITHIN, pb->loc), names), bounds));
 	withins->kids[0]->name = pb->name;	/* p = {g, h} by [...]: the ituple */
 	if (cur_level == 0) {
