@@ -249,6 +249,25 @@ static int npu_copy_out_entry(u64 array, u32 i, u32 stride, const void *src,
 }
 
 /*
+ * An engine's four counters from busy_lo on: a ring's and a user-queue
+ * engine's registers share their order and spacing.
+ */
+static void npu_engine_counters(struct npu_device *ndev, u32 busy_lo,
+				struct drm_npu_ring_counters *c)
+{
+	BUILD_BUG_ON(NPU_RING_CMDS_LO - NPU_RING_BUSY_LO != 8 ||
+		     NPU_RING_BYTES_LO - NPU_RING_BUSY_LO != 16 ||
+		     NPU_RING_OPS_LO - NPU_RING_BUSY_LO != 24);
+	BUILD_BUG_ON(NPU_UQ_ENGINE_CMDS_LO - NPU_UQ_ENGINE_BUSY_LO != 8 ||
+		     NPU_UQ_ENGINE_BYTES_LO - NPU_UQ_ENGINE_BUSY_LO != 16 ||
+		     NPU_UQ_ENGINE_OPS_LO - NPU_UQ_ENGINE_BUSY_LO != 24);
+	c->busy_ns = npu_rd64_counter(ndev, busy_lo);
+	c->commands = npu_rd64_counter(ndev, busy_lo + 8);
+	c->bytes = npu_rd64_counter(ndev, busy_lo + 16);
+	c->ops = npu_rd64_counter(ndev, busy_lo + 24);
+}
+
+/*
  * Registers are read into kernel buffers inside drm_dev_enter() and copied
  * out after drm_dev_exit(): a user buffer that faults slowly (userfaultfd,
  * FUSE) must not hold off device removal.
@@ -303,29 +322,12 @@ static int npu_ioctl_counters(struct drm_device *dev, void *data,
 		goto out;
 	}
 	args->clock = npu_rd64(ndev, NPU_REG_CLOCK_LO);
-	for (i = 0; i < nr; i++) {
-		u32 base = NPU_RING_BASE(i);
-
-		rings[i].busy_ns = npu_rd64_counter(ndev,
-						    base + NPU_RING_BUSY_LO);
-		rings[i].commands = npu_rd64_counter(ndev,
-						     base + NPU_RING_CMDS_LO);
-		rings[i].bytes = npu_rd64_counter(ndev,
-						  base + NPU_RING_BYTES_LO);
-		rings[i].ops = npu_rd64_counter(ndev, base + NPU_RING_OPS_LO);
-	}
-	for (i = 0; i < ne; i++) {
-		u32 base = NPU_REG_UQ_ENGINE_CNT(i);
-
-		engs[i].busy_ns = npu_rd64_counter(ndev,
-						   base + NPU_UQ_ENGINE_BUSY_LO);
-		engs[i].commands = npu_rd64_counter(ndev,
-						    base + NPU_UQ_ENGINE_CMDS_LO);
-		engs[i].bytes = npu_rd64_counter(ndev,
-						 base + NPU_UQ_ENGINE_BYTES_LO);
-		engs[i].ops = npu_rd64_counter(ndev,
-					       base + NPU_UQ_ENGINE_OPS_LO);
-	}
+	for (i = 0; i < nr; i++)
+		npu_engine_counters(ndev, NPU_RING_BASE(i) + NPU_RING_BUSY_LO,
+				    &rings[i]);
+	for (i = 0; i < ne; i++)
+		npu_engine_counters(ndev, NPU_REG_UQ_ENGINE_CNT(i) +
+				    NPU_UQ_ENGINE_BUSY_LO, &engs[i]);
 	for (i = 0; i < nc; i++) {
 		cus[i] = npu_rd64_counter(ndev, NPU_REG_CU_BUSY_LO(i));
 		if (!(ndev->features & NPU_FEATURE_USER_CODE))
