@@ -881,6 +881,10 @@ static bool npu_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: x-vt-cu-idle-delay-us must be <= 1000000");
         return false;
     }
+    if (s->signal_delay_us > 1000000) {
+        error_setg(errp, "npu: x-signal-delay-us must be <= 1000000");
+        return false;
+    }
     return npu_uq_check_props(s, errp);
 }
 
@@ -1004,6 +1008,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("uq-switch-ns", NpuState, uq_switch_ns, 1000),
     DEFINE_PROP_UINT32("x-vt-cu-idle-delay-us", NpuState,
                        vt_cu_idle_delay_us, 0),
+    DEFINE_PROP_UINT32("x-signal-delay-us", NpuState, signal_delay_us, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -292,6 +292,7 @@ struct NpuState {
     uint32_t cu_clock_mhz;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
     uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
+    uint32_t signal_delay_us;   /* debug: widens a signal's two halves */
     uint32_t uq_n_compute;      /* user-queue engines */
     uint32_t uq_n_copy;
     uint32_t uq_max_queues;

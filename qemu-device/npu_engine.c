@@ -123,6 +123,14 @@ static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
     return true;
 }
 
+/* x-signal-delay-us: tests widen the gap between a signal's two halves */
+static void npu_signal_delay(NpuState *s)
+{
+    if (s->signal_delay_us) {
+        g_usleep(s->signal_delay_us);
+    }
+}
+
 /* SEM_SIGNAL: the 32-bit value to addr after every earlier command. */
 static bool npu_exec_sem_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
@@ -133,12 +141,20 @@ static bool npu_exec_sem_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     if (addr & 3) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
-    /* earlier commands' writes are visible before the signal */
+    /*
+     * Accounted before the write: whoever has seen the value reads
+     * counters that include this command. Earlier commands' writes are
+     * visible before the signal; waiters look again after it.
+     */
+    if (!npu_complete(job, t0, 0, false, 4)) {
+        return true;
+    }
+    npu_signal_delay(job->ring->s);
     smp_mb();
     if (!npu_vm_rw(job, addr, &v, 4, true, err)) {
         return false;
     }
-    npu_complete(job, t0, 0, false, 4);
+    npu_sem_kick(job->ring->s);
     return true;
 }
 
@@ -159,9 +175,13 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     if (addr & (NPU_SIGNAL_ALIGN - 1)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
-    /* earlier commands' writes are visible before the signal */
-    smp_mb();
+    /* the timestamp is the signal's start; accounted as SEM_SIGNAL is */
     ts = cpu_to_le64(s->vtime ? r->vt : npu_clock(s));
+    if (!npu_complete(job, t0, 0, false, 16)) {
+        return true;
+    }
+    npu_signal_delay(s);
+    smp_mb();
     v = cpu_to_le64(value);
     if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, timestamp), &ts,
                    8, true, err)) {
@@ -184,7 +204,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     if (armed) {
         s->uq_hooks->signal_event(r, addr);
     }
-    npu_complete(job, t0, 0, false, 16);
+    npu_sem_kick(s);
     return true;
 }
 

@@ -2466,6 +2466,37 @@ static void test_sem_wait_cost_alone(void)
 	stop("sem_wait_cost instance");
 }
 
+/*
+ * A SEM_SIGNAL is accounted before its write: whoever has seen the value
+ * reads a CMDS that counts it (x-signal-delay-us holds the device between
+ * the two halves, so a reversed order shows on every run).
+ */
+static void test_signal_counted(void)
+{
+	struct buf s;
+	struct pk p = { .n = 0 };
+	uint32_t v = 0;
+	uint64_t c0, c1 = 0, end;
+
+	start("x-signal-delay-us=300000", 0);
+	s = alloc_buf(4096, 0, 1);
+	buf_write(&s, 0, &v, 4);
+	c0 = rrd64(0, NPU_RING_CMDS_LO);
+	pk_sem(&p, 0, s.va, 7);
+	ring_submit(0, &p);
+	end = host_ns() + 5000000000ull;
+	while (v != 7 && host_ns() < end) {
+		buf_read(&s, 0, &v, 4);
+		if (v == 7)
+			c1 = rrd64(0, NPU_RING_CMDS_LO);
+	}
+	ok(v == 7 && c1 == c0 + 1,
+	   "a SEM_SIGNAL's value is seen only once CMDS counts it (+%llu)",
+	   (unsigned long long)(c1 - c0));
+	ring_wait(0, 5000);
+	stop("x-signal-delay-us instance");
+}
+
 static void test_sem_wait_cost_vt(void)
 {
 	start("timing=virtual", 0);
@@ -4250,6 +4281,7 @@ static void run_all(void)
 	stop("main instance");
 	test_busmaster_reset();
 	test_sem_wait_cost_vt();
+	test_signal_counted();
 	test_vm_stop();
 	test_migration();
 	test_migration_vt();
