@@ -51,8 +51,7 @@
 #define NPU_FEATURE_USER_CODE	(1u << 1)	/* LAUNCH_CODE, RISC-V units */
 #define NPU_FEATURE_VIRTUAL_TIME (1u << 2)	/* device clock = model time */
 #define NPU_FEATURE_USER_QUEUES	(1u << 3)	/* UQ_* registers, BAR1 */
-#define NPU_FEATURE_TENSOR	(1u << 4)	/* tensor engine, tile DMA (issue 32;
-					 * not set yet) */
+#define NPU_FEATURE_TENSOR	(1u << 4)	/* tensor engine, tile DMA */
 #define NPU_REG_DEVMEM_SIZE_LO	0x010	/* RO: bytes of device memory */
 #define NPU_REG_DEVMEM_SIZE_HI	0x014
 #define NPU_REG_CLOCK_HZ	0x018	/* RO: device clock rate (ticks/s) */
@@ -726,7 +725,10 @@ enum npu_stall {
 	NPU_STALL_LG_THROTTLE = 6,	/* memory request queue full */
 	NPU_STALL_BARRIER = 7,		/* waiting at the block barrier */
 	NPU_STALL_BRANCH_RESOLVING = 8,	/* taken branch or jump */
-	NPU_STALL_COUNT
+	NPU_STALL_COUNT,		/* the reasons in npu_launch_stats.stall[] */
+	/* tile port busy, or TDMA.ISSUE with NPU_TDMA_INFLIGHT copies in
+	 * flight; in PC samples (not in stall[]: see npu.rst) */
+	NPU_STALL_MIO_THROTTLE = 9,
 };
 
 /* Memory spaces for byte counters. */

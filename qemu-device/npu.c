@@ -658,6 +658,7 @@ static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
         return s->n_compute | s->n_copy << 8 | s->n_cus << 16;
     case NPU_REG_FEATURES:
         return (s->timing ? NPU_FEATURE_TIMING : 0) | NPU_FEATURE_USER_CODE |
+               NPU_FEATURE_TENSOR |
                (s->vtime ? NPU_FEATURE_VIRTUAL_TIME : 0) |
                (npu_uq_present(s) ? NPU_FEATURE_USER_QUEUES : 0);
     case NPU_REG_DEVMEM_SIZE_LO:

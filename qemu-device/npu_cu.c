@@ -443,6 +443,7 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
         }
         l->st.start_cycle = l->first_cycle;
         l->st.cycles = l->last_cycle - l->first_cycle;
+        memcpy(l->st.stall, l->stall, sizeof(l->st.stall));
         l->st.end_ns = s->vtime ? npu_c2ns(s, l->last_cycle) : npu_clock(s);
         if (l->trace_va) {
             struct npu_cu_trace_header h = {

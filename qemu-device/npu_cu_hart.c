@@ -246,6 +246,34 @@ static void npu_cu_break_reservations(NpuExec *x, uint64_t phys)
     }
 }
 
+/*
+ * A write of len bytes from the physical key phys that is not one
+ * thread's store (a tile store, a tile DMA copy, a barrier word's count):
+ * it breaks the reservations of every thread on the granules it covers.
+ */
+void npu_cu_break_range(NpuState *s, uint64_t phys, uint64_t len)
+{
+    uint64_t first = phys & ~7ull, last = (phys + len - 1) & ~7ull;
+    unsigned i, k;
+
+    if (!s->cu->nreserved || !len) {
+        return;
+    }
+    for (i = 0; i < s->n_cus; i++) {
+        NpuUnit *u = &s->cu->unit[i];
+
+        for (k = 0; k < u->nlive; k++) {
+            NpuSlot *t = &u->slot[u->live[k]];
+            uint64_t g = t->reserved_phys & ~7ull;
+
+            if (t->h.reserved && g >= first && g <= last) {
+                t->h.reserved = false;
+                s->cu->nreserved--;
+            }
+        }
+    }
+}
+
 static uint32_t npu_cu_access(NpuExec *x, uint64_t va, unsigned size,
                               uint64_t *val, bool is_write)
 {

@@ -20,6 +20,7 @@ uint32_t npu_cu_vm_rw(NpuState *s, NpuLaunch *l, uint64_t va, void *buf,
                       unsigned len, bool is_write, int *space,
                       uint64_t *phys);
 void npu_trace_flush(NpuState *s, NpuLaunch *l);
+void npu_cu_break_range(NpuState *s, uint64_t phys, uint64_t len);
 bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va, const void *buf,
                   uint64_t len);
 

@@ -12,6 +12,7 @@
 #include "qemu/queue.h"
 #include "npu_base.h"
 #include "npu_rv.h"
+#include "npu_tensor.h"
 
 #define NPU_CU_QUANTUM      4096        /* cycles between unit switches */
 #define NPU_CODE_PAGES      16          /* decoded code pages per launch */
@@ -35,7 +36,14 @@ enum {
     NPU_LAT_DEVICE = 120,
     NPU_LAT_HOST = 800,
     NPU_LAT_AMO = 4,            /* added to the memory latency */
+    /* the tensor engine ("Tensor timing and counters"): see npu_cu_tensor.c */
+    NPU_LAT_TFILL = 4,
+    NPU_LAT_TILE_PORT = 16,     /* TLOAD, TSTORE hold the tile port */
+    NPU_LAT_TENSOR_EXTRA = 4,   /* result ready after the pipe is done */
 };
+
+/* Stall reasons with the tensor engine's: enum npu_stall and MIO_THROTTLE */
+#define NPU_STALL_REASONS   (NPU_STALL_MIO_THROTTLE + 1)
 
 typedef struct NpuLaunch NpuLaunch;
 
@@ -214,7 +222,24 @@ typedef struct NpuSlot {
     /* npu_unit_run_single: the superblock at pc, valid in tb_epoch */
     NpuTb *tb;
     uint64_t tb_epoch;
+    /* tile registers: NULL until the thread first uses one (all zero) */
+    NpuTile *tiles;
+    uint64_t tile_ready[NPU_TILE_REGS];
+    uint8_t tile_why[NPU_TILE_REGS];
 } NpuSlot;
+
+/* A tile DMA copy in flight on its unit (its bytes already moved). */
+typedef struct NpuTdma {
+    NpuLaunch *l;
+    NpuBlock *blk;
+    uint64_t done;              /* completion cycle */
+    uint64_t barrier_off;       /* the barrier word in blk's scratchpad */
+    /* a memory-side fault, reported at done for the TDMA.ISSUE */
+    uint32_t err;
+    uint64_t fault;
+    uint64_t pc;
+    uint32_t tid;
+} NpuTdma;
 
 typedef struct NpuUnit {
     NpuSlot *slot;
@@ -237,6 +262,16 @@ typedef struct NpuUnit {
     uint64_t mem_first;         /* the earliest of mem_done[] */
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
+    /* the tensor engine: pipe and tile port free at */
+    uint64_t tensor_free;
+    uint64_t port_free;
+    /* the TMMA last in the pipe, for back-to-back accumulation */
+    const NpuSlot *mma_slot;    /* NULL: another op since */
+    uint8_t mma_tc, mma_type;
+    /* tile DMA: copies in flight, in issue (= completion) order */
+    NpuTdma tdma[NPU_TDMA_INFLIGHT];
+    uint32_t ntdma;
+    uint64_t tdma_sent;         /* the last copy's last sector sent at */
     uint32_t rr;                /* position in live[] that issued last */
     /* npu_unit_run_events: bit k set when live[k] can issue */
     uint64_t ready_mask;
@@ -316,6 +351,16 @@ struct NpuLaunch {
     uint64_t first_cycle;
     uint64_t last_cycle;
     struct npu_launch_stats st;
+    /*
+     * thread-cycles by reason (st.stall[] at the launch's end), and the
+     * tensor engine's counters, which npu_launch_stats has no room for yet
+     */
+    uint64_t stall[NPU_STALL_REASONS];
+    uint64_t tensor_cycles;
+    uint64_t mma[NPU_MMA_TYPES];
+    uint64_t tdma_copies;
+    uint64_t tdma_bytes_read;
+    uint64_t tdma_bytes_written;
     uint32_t printf_used;
 
     uint64_t vt_submit;         /* timing=virtual: ring's present */

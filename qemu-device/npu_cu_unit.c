@@ -21,6 +21,7 @@
 #include "qemu/timer.h"
 #include "npu_cu_state.h"
 #include "npu_cu_hart.h"
+#include "npu_cu_tensor.h"
 #include "npu_cu_unit.h"
 #include "trace.h"
 
@@ -316,6 +317,9 @@ static inline uint64_t npu_cu_ready(NpuUnit *u, NpuSlot *t,
             *why = NPU_STALL_LG_THROTTLE;
         }
     }
+    if (d->cls == NPU_RV_TENSOR || d->cls == NPU_RV_TDMA) {
+        when = npu_cu_tensor_ready(u, t, d, when, why);
+    }
     return when;
 }
 
@@ -423,6 +427,7 @@ void npu_block_free(NpuState *s, NpuUnit *u, NpuBlock *b)
     NpuLaunch *l = b->l;
     unsigned i;
 
+    npu_cu_tensor_block_gone(s, u, b);
     for (i = 0; i < s->cu_threads; i++) {
         NpuSlot *t = &u->slot[i];
 
@@ -554,7 +559,24 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
         npu_cu_fail(l, NPU_ERR_CU_ILLEGAL, pc, t, unit);
         return;
     }
-    res = npu_rv_exec(&t->h, d, &npu_cu_ops, &x, &fault, &maddr);
+    /* tile DMA copies due by now complete before anything can see them */
+    if (unlikely(u->ntdma) && u->tdma[0].done <= c) {
+        NpuLaunch *failed;
+
+        while ((failed = npu_cu_tdma_retire(s, u, c))) {
+            if (failed != l) {
+                npu_cu_stop_launch(s, failed);
+            }
+        }
+        if (l->failed) {
+            return;
+        }
+    }
+    if (d->cls == NPU_RV_TENSOR || d->cls == NPU_RV_TDMA) {
+        res = npu_cu_tensor_exec(&x, d, &fault, &maddr);
+    } else {
+        res = npu_rv_exec(&t->h, d, &npu_cu_ops, &x, &fault, &maddr);
+    }
     if (t->h.reserved && npu_rv_is_lr(d)) {
         /* where the LR's load read: x.phys */
         t->reserved_phys = x.phys;
@@ -615,6 +637,11 @@ static void npu_cu_issue_one(NpuState *s, NpuUnit *u, NpuSlot *t,
         if (d->cls == NPU_RV_AMO) {
             lat += NPU_LAT_AMO;
         }
+        break;
+    case NPU_RV_TDMA:
+        /* TDMA.WAIT's count, read as a scratchpad load */
+        lat = NPU_LAT_LOCAL;
+        why = NPU_STALL_SHORT_SCOREBOARD;
         break;
     default:
         break;
@@ -730,7 +757,7 @@ static inline void npu_cu_charge(NpuState *s, NpuUnit *u, uint64_t c,
         NpuLaunch *l = t->l;
 
         l->st.thread_cycles += n;
-        l->st.stall[t->stall] += n;
+        l->stall[t->stall] += n;
         if (l->sample_period && !l->failed) {
             npu_cu_sample(s, t, unit, c, n, t->stall);
         }
@@ -1133,7 +1160,7 @@ static inline void npu_single_flush(NpuSingle *r)
 
     l->st.unit_cycles += r->sel;
     l->st.thread_cycles += r->sel;
-    l->st.stall[NPU_STALL_SELECTED] += r->sel;
+    l->stall[NPU_STALL_SELECTED] += r->sel;
     l->st.instructions += r->insns;
     if (r->insns) {
         qatomic_set(&r->u->instrs, r->u->instrs + r->insns);
@@ -1169,7 +1196,7 @@ static inline void npu_single_stall(NpuSingle *r, uint8_t why, uint64_t n)
 
     l->st.unit_cycles += n;
     l->st.thread_cycles += n;
-    l->st.stall[why] += n;
+    l->stall[why] += n;
     r->busy += n;
 }
 
@@ -1362,7 +1389,7 @@ static void npu_chain_sync(NpuSingle *r, NpuChain *ch)
         uint64_t n = tb->runs;
 
         for (k = 0; k < tb->nwaits; k++) {
-            l->st.stall[tb->waits[k].why] += tb->waits[k].n * n;
+            l->stall[tb->waits[k].why] += tb->waits[k].n * n;
         }
         l->st.unit_cycles += tb->wait_total * n;
         l->st.thread_cycles += tb->wait_total * n;
@@ -1784,7 +1811,7 @@ static void npu_unit_run_single(NpuState *s, NpuUnit *u, uint64_t end)
 static inline void npu_slot_settle(NpuSlot *t, uint64_t c)
 {
     t->l->st.thread_cycles += c - t->since;
-    t->l->st.stall[t->stall] += c - t->since;
+    t->l->stall[t->stall] += c - t->since;
     t->since = c;
 }
 
@@ -1971,7 +1998,7 @@ typedef struct NpuLsPart {
     uint64_t first;             /* the cycle of its first turn */
     uint64_t issued;
     uint64_t broke;             /* turn of an instruction not fit, or ~0 */
-    uint64_t stall[NPU_STALL_COUNT];
+    uint64_t stall[NPU_STALL_REASONS];
     uint64_t cycles;            /* thread cycles */
     NpuCuInsn last;
     bool last_moved;
@@ -2118,7 +2145,7 @@ static uint64_t npu_ls_steps(NpuState *s, NpuUnit *u, uint64_t c,
         /* issued at its turn, as npu_unit_run_events charges it */
         npu_slot_settle(t, at);
         l->st.thread_cycles++;
-        l->st.stall[NPU_STALL_SELECTED]++;
+        l->stall[NPU_STALL_SELECTED]++;
         l->st.instructions++;
         t->since = at + 1;
         npu_cu_time_simple(u, t, ci, at, t->h.pc != pc + 4);
@@ -2190,8 +2217,8 @@ static uint64_t npu_ls_blocks(NpuState *s, NpuUnit *u, uint64_t c,
         if (!p->issued) {
             continue;
         }
-        for (k = 0; k < NPU_STALL_COUNT; k++) {
-            l->st.stall[k] += p->stall[k];
+        for (k = 0; k < NPU_STALL_REASONS; k++) {
+            l->stall[k] += p->stall[k];
         }
         l->st.thread_cycles += p->cycles;
         l->st.instructions += p->issued;
@@ -2267,7 +2294,8 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
     npu_unit_look_all(s, u, c);
     u->lazy = true;
     while (c < end && u->nlive) {
-        uint64_t div_free, fdiv_free, mem_reqs, m;
+        uint64_t div_free, fdiv_free, mem_reqs, m, tensor_free, port_free;
+        uint32_t ntdma;
         const NpuCuInsn *pick_d;
         uint32_t classes = 0;
         unsigned pick, nlive;
@@ -2329,7 +2357,7 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         }
         npu_slot_settle(pt, c);
         pt->l->st.thread_cycles++;
-        pt->l->st.stall[NPU_STALL_SELECTED]++;
+        pt->l->stall[NPU_STALL_SELECTED]++;
         pt->since = c + 1;
         u->rr = pick;
         u->cycle = c + 1;
@@ -2337,6 +2365,9 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         div_free = u->div_free;
         fdiv_free = u->fdiv_free;
         mem_reqs = u->mem_reqs;
+        tensor_free = u->tensor_free;
+        port_free = u->port_free;
+        ntdma = u->ntdma;
         nlive = u->nlive;
         /* a thread that leaves in the issue was charged for cycle c */
         u->lazy_at = c + 1;
@@ -2367,6 +2398,11 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         }
         if (u->fdiv_free != fdiv_free) {
             classes |= 1u << NPU_RV_FDIV;
+        }
+        /* the tensor pipe, the tile port, the copies in flight */
+        if (u->tensor_free != tensor_free || u->port_free != port_free ||
+            u->ntdma != ntdma) {
+            classes |= 1u << NPU_RV_TENSOR | 1u << NPU_RV_TDMA;
         }
         /*
          * A request can only fill the queue (it was not full at c, or the

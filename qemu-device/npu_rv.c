@@ -394,6 +394,74 @@ static bool npu_rv_decode_op_fp(uint32_t w, unsigned f3, NpuRvInsn *d)
     return true;
 }
 
+/*
+ * The tensor engine's instructions (custom-0) and the tile DMA's
+ * (custom-1), R-type, with every encoding the spec leaves undefined
+ * illegal: a tile number above 7, esize 3, stray funct7 bits, an unknown
+ * type or op, rs2 not 0 where it is unused.
+ */
+static bool npu_rv_decode_tensor(uint32_t w, unsigned f3, NpuRvInsn *d)
+{
+    unsigned f7 = w >> 25;
+
+    d->funct7 = f7;
+    if ((w & 0x7f) == NPU_OPC_TDMA) {
+        if (f7) {
+            return false;
+        }
+        if (f3 == NPU_TDMA_ISSUE) {
+            if (d->rd || d->rs2) {
+                return false;
+            }
+            npu_rv_set(d, RV_TDMA_ISSUE, NPU_RV_TDMA, NPU_RV_RS1_X);
+            return true;
+        }
+        if (f3 == NPU_TDMA_WAIT) {
+            npu_rv_set(d, RV_TDMA_WAIT, NPU_RV_TDMA,
+                       (d->rd ? NPU_RV_RD_X : 0) | NPU_RV_RS1_X |
+                       NPU_RV_RS2_X);
+            return true;
+        }
+        return false;
+    }
+    if (d->rd >= NPU_TILE_REGS) {
+        return false;
+    }
+    switch (f3) {
+    case NPU_TENSOR_TLOAD:
+    case NPU_TENSOR_TSTORE:
+        if ((f7 & ~(3u | NPU_TILE_TRANS)) || (f7 & 3) > NPU_TILE_E32) {
+            return false;
+        }
+        npu_rv_set(d, f3 == NPU_TENSOR_TLOAD ? RV_TLOAD : RV_TSTORE,
+                   NPU_RV_TENSOR, NPU_RV_RS1_X | NPU_RV_RS2_X);
+        return true;
+    case NPU_TENSOR_TFILL:
+        if (f7 > NPU_TILE_E32 || d->rs2) {
+            return false;
+        }
+        npu_rv_set(d, RV_TFILL, NPU_RV_TENSOR, NPU_RV_RS1_X);
+        return true;
+    case NPU_TENSOR_TMMA:
+        if (f7 >= NPU_MMA_TYPES || d->rs1 >= NPU_TILE_REGS ||
+            d->rs2 >= NPU_TILE_REGS) {
+            return false;
+        }
+        npu_rv_set(d, RV_TMMA, NPU_RV_TENSOR, 0);
+        return true;
+    case NPU_TENSOR_TEW:
+        if (f7 >= NPU_TEW_OPS || d->rs1 >= NPU_TILE_REGS ||
+            d->rs2 >= NPU_TILE_REGS ||
+            (f7 >= NPU_TEW_RELU && d->rs2)) {
+            return false;
+        }
+        npu_rv_set(d, RV_TEW, NPU_RV_TENSOR, 0);
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool npu_rv_decode(uint32_t w, NpuRvInsn *d)
 {
     unsigned f3 = (w >> 12) & 7;
@@ -531,6 +599,10 @@ bool npu_rv_decode(uint32_t w, NpuRvInsn *d)
             return false;
         }
         break;
+    case NPU_OPC_TENSOR:
+    case NPU_OPC_TDMA:
+        /* their fields are theirs: no x-register conventions below */
+        return npu_rv_decode_tensor(w, f3, d);
     default:
         return false;
     }
@@ -1516,6 +1588,10 @@ uint32_t npu_rv_exec(NpuRvHart *h, const NpuRvInsn *d, const NpuRvOps *ops,
     case RV_FMV_D_X:
         f[d->rd] = a;
         goto retire;
+    case RV_TLOAD ... RV_TDMA_WAIT:
+        /* the compute units execute these (they hold the tiles) */
+        *fault_addr = pc;
+        return NPU_ERR_CU_ILLEGAL;
 
     default:
         /* rounded operations: resolve the rounding mode */

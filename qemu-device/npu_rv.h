@@ -52,6 +52,13 @@ enum {
     RV_FEQ_S, RV_FLT_S, RV_FLE_S, RV_FCLASS_S, RV_FMV_X_W, RV_FMV_W_X,
     RV_FSGNJ_D, RV_FSGNJN_D, RV_FSGNJX_D, RV_FMIN_D, RV_FMAX_D,
     RV_FEQ_D, RV_FLT_D, RV_FLE_D, RV_FCLASS_D, RV_FMV_X_D, RV_FMV_D_X,
+    /*
+     * the tensor engine and tile DMA (custom-0, custom-1): decoded here,
+     * executed by the compute units (npu_rv_exec does not), which hold
+     * the tiles; rd, rs1, rs2 name tiles where the spec says so
+     */
+    RV_TLOAD, RV_TSTORE, RV_TFILL, RV_TMMA, RV_TEW,
+    RV_TDMA_ISSUE, RV_TDMA_WAIT,
 };
 
 /* Instruction classes: what the cycle model charges latency for. */
@@ -68,6 +75,8 @@ enum {
     NPU_RV_AMO,         /* LR, SC, AMO* */
     NPU_RV_CSR,         /* CSR* */
     NPU_RV_SYSTEM,      /* ECALL, EBREAK */
+    NPU_RV_TENSOR,      /* TLOAD, TSTORE, TFILL, TMMA, TEW */
+    NPU_RV_TDMA,        /* TDMA.ISSUE, TDMA.WAIT */
     NPU_RV_NCLASSES
 };
 
@@ -89,6 +98,7 @@ typedef struct NpuRvInsn {
     uint8_t rd, rs1, rs2, rs3;
     uint8_t size;       /* loads, stores, AMOs: access bytes (1..8) */
     uint8_t rm;         /* FP rounding-mode field */
+    uint8_t funct7;     /* tensor instructions: esize | trans, type, op */
     int64_t imm;
 } NpuRvInsn;
 

@@ -145,7 +145,7 @@ if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-tensorref" ]; then
 	read -r p f s < <(tap_count "$res/host/tensor-ref.tap")
 	add_row tensor-ref host "$p" "$f" "$s"
 fi
-for t in cutest:device-cu isatest:device-isa golden:device-golden; do
+for t in cutest:device-cu isatest:device-isa golden:device-golden tensortest:device-tensor; do
 	prog=${t%%:*} name=${t#*:}
 	if [ -z "${NPU_SKIP_DEVICE:-}" ] && [ -x "$BUILD/device/npu-$prog" ]; then
 		echo "== $name tests (qtest)" >&2

@@ -66,7 +66,7 @@ static void test_identity(void)
 	   caps);
 	ok(rd(NPU_REG_FEATURES) ==
 	   (NPU_FEATURE_TIMING | NPU_FEATURE_USER_CODE |
-	    NPU_FEATURE_USER_QUEUES) &&
+	    NPU_FEATURE_USER_QUEUES | NPU_FEATURE_TENSOR) &&
 	   rd(NPU_REG_DEVMEM_SIZE_LO) == 1u << 30 &&
 	   rd(NPU_REG_DEVMEM_SIZE_HI) == 0 &&
 	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
@@ -1908,7 +1908,8 @@ static void test_timing(void)
 	good = ring_run(0, &p, 20000);
 	buf_read(&t, 0, ts, 16);
 	ok(good && rd(NPU_REG_FEATURES) ==
-	   (NPU_FEATURE_USER_CODE | NPU_FEATURE_USER_QUEUES) &&
+	   (NPU_FEATURE_USER_CODE | NPU_FEATURE_USER_QUEUES |
+	    NPU_FEATURE_TENSOR) &&
 	   ts[1] - ts[0] < 500000000ull,
 	   "timing=off: a copy + kernel modelled at seconds takes %.1f ms",
 	   (ts[1] - ts[0]) / 1e6);

@@ -39,6 +39,8 @@
 
 #include "conformance.h"
 #include "devlib.h"
+#include "npu_half.h"
+#include "tensor_prog.h"
 
 #ifndef GOLDEN_DIR
 #define GOLDEN_DIR "golden"
@@ -474,6 +476,43 @@ static void setup_printf(struct job *j, unsigned T, unsigned B)
 	j->l.printf_bytes = 64 * 1024;
 }
 
+/*
+ * A tensor program on each thread's own 2 KiB of scratchpad: f16 tiles
+ * loaded plain and transposed, a fill, two MMAs back to back, a RELU,
+ * stores of 32- and 16-bit elements.
+ */
+static void setup_tensor_prog(struct job *j, unsigned T, unsigned B)
+{
+	static const struct tp_step steps[] = {
+		{ TP_LOAD, TP_SUB_MEM(TP_A, NPU_TILE_E16), 0, 32 },
+		{ TP_LOAD, TP_SUB_MEM(TP_B, NPU_TILE_E16 | NPU_TILE_TRANS), 512, 32 },
+		{ TP_FILL, TP_SUB_FILL(TP_C, NPU_TILE_E32), 0, 0x3f800000 },
+		{ TP_MMA, TP_SUB_MMA(NPU_MMA_F16, 0), 0, 0 },
+		{ TP_MMA, TP_SUB_MMA(NPU_MMA_F16, 0), 0, 0 },
+		{ TP_TEW, TP_SUB_TEW(NPU_TEW_RELU, 0), 0, 0 },
+		{ TP_STORE, TP_SUB_MEM(TP_C, NPU_TILE_E32), 1024, 64 },
+		{ TP_STORE, TP_SUB_MEM(TP_D, NPU_TILE_E16), 0, 32 },
+	};
+	const unsigned bytes = 2048;
+	struct buf prog = alloc_buf(sizeof(steps), 1, 0);
+	struct buf img = out_buf(j, "image", (uint64_t)bytes * T * B);
+	uint16_t *h = calloc(T * B, bytes);
+
+	buf_write(&prog, 0, steps, sizeof(steps));
+	for (unsigned i = 0; i < T * B * bytes / 2; i++)
+		if (i % (bytes / 2) < 512)
+			h[i] = npu_f16_from_f32((float)((int)(i * 37 % 61) - 30) /
+						8.0f);
+	buf_write(&img, 0, h, (uint64_t)bytes * T * B);
+	free(h);
+	j->l.scratch = bytes * T;
+	j->l.nargs = 4;
+	j->l.args[0] = prog.va;
+	j->l.args[1] = sizeof(steps) / sizeof(steps[0]);
+	j->l.args[2] = img.va;
+	j->l.args[3] = bytes;
+}
+
 static void setup_spin(struct job *j, unsigned T, unsigned B)
 {
 	struct buf out = out_buf(j, "out", 16ull * B);
@@ -551,6 +590,7 @@ static const struct kernel kernels[] = {
 	{ .name = "mmu_late", .setup = setup_mmu_late },
 	{ .name = "printf", .setup = setup_printf },
 	{ .name = "spin", .setup = setup_spin },
+	{ .name = "tensor_prog", .setup = setup_tensor_prog },
 };
 #define NKERNELS (sizeof(kernels) / sizeof(kernels[0]))
 

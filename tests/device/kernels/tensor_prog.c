@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The tensor engine's conformance kernel (npu-tensortest): each thread
+ * copies its image of the scratchpad in from memory, runs a program of
+ * tensor instructions, and copies the scratchpad back out. The tile
+ * numbers and funct7 fields are immediates of the instructions, so the
+ * program picks among cases that name each one (tensor_prog.h).
+ */
+#include "kernel.h"
+#include "tensor_prog.h"
+
+#define LOAD_CASES(t) \
+	LOAD_CASE(t, 0) LOAD_CASE(t, 1) LOAD_CASE(t, 2) \
+	LOAD_CASE(t, 4) LOAD_CASE(t, 5) LOAD_CASE(t, 6)
+#define LOAD_CASE(t, f7) \
+	case TP_SUB_MEM(t, f7): \
+		if (kind == TP_LOAD) \
+			npu__tile_mem(NPU_TENSOR_TLOAD, f7, t, addr, arg); \
+		else \
+			npu__tile_mem(NPU_TENSOR_TSTORE, f7, t, addr, arg); \
+		break;
+#define FILL_CASE(t, e) \
+	case TP_SUB_FILL(t, e): \
+		__asm__ volatile(".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", %0, %1, x%2, %3, x0" \
+				 : : "i"(NPU_TENSOR_TFILL), "i"(e), "i"(t), "r"(arg)); \
+		break;
+#define FILL_CASES(t) FILL_CASE(t, 0) FILL_CASE(t, 1) FILL_CASE(t, 2)
+#define MMA_CASES(ty) \
+	case TP_SUB_MMA(ty, 0): \
+		npu__tile_op(NPU_TENSOR_TMMA, ty, TP_C, TP_A, TP_B); break; \
+	case TP_SUB_MMA(ty, 1): \
+		npu__tile_op(NPU_TENSOR_TMMA, ty, TP_A, TP_A, TP_B); break; \
+	case TP_SUB_MMA(ty, 2): \
+		npu__tile_op(NPU_TENSOR_TMMA, ty, TP_B, TP_A, TP_B); break;
+#define TEW_CASES(op) \
+	case TP_SUB_TEW(op, 0): \
+		npu__tile_op(NPU_TENSOR_TEW, op, TP_D, TP_A, \
+			     op < NPU_TEW_RELU ? TP_B : 0); break; \
+	case TP_SUB_TEW(op, 1): \
+		npu__tile_op(NPU_TENSOR_TEW, op, TP_A, TP_A, \
+			     op < NPU_TEW_RELU ? TP_A : 0); break;
+
+static void copy(volatile unsigned long *to, const volatile unsigned long *from,
+		 unsigned long words)
+{
+	for (unsigned long i = 0; i < words; i++)
+		to[i] = from[i];
+}
+
+/*
+ * prog: the steps; image: each thread's scratchpad image, image_bytes
+ * apart, the blocks' one after the other (the block's scratchpad split
+ * between its threads).
+ */
+KERNEL void kmain(const struct tp_step *prog, unsigned long nsteps,
+		  unsigned long *image, unsigned long image_bytes)
+{
+	unsigned t = npu_thread_index();
+	unsigned long base = NPU_LOCAL_SCRATCH + t * image_bytes;
+	unsigned long *mine = image + (npu_block_index() * npu_block_threads() +
+				       t) * (image_bytes / 8);
+
+	copy((unsigned long *)base, mine, image_bytes / 8);
+	for (unsigned long i = 0; i < nsteps; i++) {
+		unsigned kind = prog[i].kind, sub = prog[i].sub;
+		unsigned long addr = base + prog[i].off, arg = prog[i].arg;
+
+		switch (kind == TP_LOAD || kind == TP_STORE ? sub : ~0u) {
+		LOAD_CASES(0) LOAD_CASES(1) LOAD_CASES(2) LOAD_CASES(3)
+		LOAD_CASES(4) LOAD_CASES(5) LOAD_CASES(6) LOAD_CASES(7)
+		default:
+			break;
+		}
+		switch (kind == TP_FILL ? sub : ~0u) {
+		FILL_CASES(0) FILL_CASES(1) FILL_CASES(2) FILL_CASES(3)
+		default:
+			break;
+		}
+		switch (kind == TP_MMA ? sub : ~0u) {
+		MMA_CASES(0) MMA_CASES(1) MMA_CASES(2) MMA_CASES(3)
+		MMA_CASES(4)
+		default:
+			break;
+		}
+		switch (kind == TP_TEW ? sub : ~0u) {
+		TEW_CASES(0) TEW_CASES(1) TEW_CASES(2) TEW_CASES(3)
+		TEW_CASES(4) TEW_CASES(5) TEW_CASES(6) TEW_CASES(7)
+		TEW_CASES(8) TEW_CASES(9) TEW_CASES(10) TEW_CASES(11)
+		default:
+			break;
+		}
+		if (kind == TP_DMA)
+			npu_tdma_issue((const struct npu_tdma_desc *)addr);
+		if (kind == TP_WAIT)
+			((volatile unsigned long *)base)[prog[i].sub] =
+				npu_tdma_wait((struct npu_tdma_barrier *)addr,
+					      (unsigned)arg);
+		if (kind == TP_BARRIER)
+			npu_barrier();
+	}
+	copy(mine, (unsigned long *)base, image_bytes / 8);
+}

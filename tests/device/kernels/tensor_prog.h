@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The program kernels/tensor_prog.c runs, shared with npu-tensortest: one
+ * step per instruction, on tiles A = t0, B = t1, C = t2, D = t3 (loads,
+ * stores and fills: any of t0..t7 / t0..t3). Offsets are from the
+ * thread's part of the scratchpad.
+ */
+#ifndef NPU_TEST_TENSOR_PROG_H
+#define NPU_TEST_TENSOR_PROG_H
+
+enum {
+	TP_LOAD = 1,	/* sub = TP_SUB_MEM(tile, funct7); off; arg = stride */
+	TP_STORE = 2,	/* the same */
+	TP_FILL = 3,	/* sub = TP_SUB_FILL(tile, esize); arg = value */
+	TP_MMA = 4,	/* sub = TP_SUB_MMA(type, form) */
+	TP_TEW = 5,	/* sub = TP_SUB_TEW(op, form) */
+	TP_DMA = 6,	/* TDMA.ISSUE of the descriptor at off */
+	TP_WAIT = 7,	/* TDMA.WAIT on the word at off for arg; the count
+			 * seen goes to u64 word sub of the thread's part */
+	TP_BARRIER = 8,	/* the block barrier */
+};
+
+#define TP_A	0
+#define TP_B	1
+#define TP_C	2
+#define TP_D	3
+
+#define TP_SUB_MEM(t, f7)	((t) << 3 | (f7))
+#define TP_SUB_FILL(t, e)	((t) << 2 | (e))
+/* form 0: C += A x B; 1: A += A x B; 2: B += A x B */
+#define TP_SUB_MMA(ty, form)	((ty) << 2 | (form))
+/* form 0: D = op(A, B); 1: A = op(A, A) (B: 0 for one-operand ops) */
+#define TP_SUB_TEW(op, form)	((op) << 1 | (form))
+
+struct tp_step {
+	unsigned int kind, sub;
+	unsigned long long off, arg;
+};
+
+#endif
