@@ -50,6 +50,10 @@ static void load_abc(struct prog *p)
  * The host reference's run of p on one thread's image (its scratchpad of
  * size bytes); NPU_ERR_NONE or the fault of the first step that faults.
  */
+/* The memory side of the reference's copies: a host copy of mem_buf. */
+static struct npu_ref_mem ref_mem;
+static uint8_t mem_host[64 * 1024];
+
 static int ref_prog(const struct prog *p, uint8_t *img, uint64_t size,
 		    uint64_t *fault)
 {
@@ -57,6 +61,10 @@ static int ref_prog(const struct prog *p, uint8_t *img, uint64_t size,
 	struct npu_ref_tile t[NPU_TILE_REGS];
 	struct npu_ref_scratch sc = { img, size };
 	int err = NPU_ERR_NONE;
+	struct npu_tdma_desc d;
+	uint32_t count;
+	uint64_t seen;
+	int at_pc;
 
 	for (unsigned i = 0; i < NPU_TILE_REGS; i++)
 		t[i] = zero;
@@ -93,6 +101,27 @@ static int ref_prog(const struct prog *p, uint8_t *img, uint64_t size,
 					    op < NPU_TEW_RELU ? &t[TP_B] : &t[TP_A],
 					    op);
 			break;
+		case TP_DMA:
+			/* the descriptor's own checks (npu_ref_tdma takes it
+			 * read) */
+			*fault = addr;
+			if (addr % 8) {
+				err = NPU_ERR_CU_MISALIGNED;
+				break;
+			}
+			if (s->off + sizeof(d) > size) {
+				err = NPU_ERR_CU_LOCAL_RANGE;
+				break;
+			}
+			memcpy(&d, img + s->off, sizeof(d));
+			err = npu_ref_tdma(&d, &sc, &ref_mem, fault, &at_pc);
+			break;
+		case TP_WAIT:
+			/* every copy completed at its issue */
+			memcpy(&count, img + s->off, 4);
+			seen = count;
+			memcpy(img + 8 * s->sub, &seen, 8);
+			break;
 		default:
 			break;
 		}
@@ -104,11 +133,14 @@ static int ref_prog(const struct prog *p, uint8_t *img, uint64_t size,
  * Run p on the device in one block of nthr threads, thread k on imgs[k];
  * imgs[] get the scratchpads back. False if the launch did not complete.
  */
+static unsigned nblocks = 1;
+
 static bool dev_prog(const struct prog *p, unsigned nthr,
 		     struct npu_launch_stats *st)
 {
 	struct launch l = {
-		.block = { nthr }, .scratch = nthr * IMG, .stack = 256,
+		.grid = { nblocks }, .block = { nthr },
+		.scratch = nthr * IMG, .stack = 256,
 		.stats = stats_buf.va, .nargs = 4,
 		.args = { prog_buf.va, p->n, img_buf.va, IMG },
 	};
@@ -116,11 +148,11 @@ static bool dev_prog(const struct prog *p, unsigned nthr,
 	bool done;
 
 	buf_write(&prog_buf, 0, p->s, p->n * sizeof(p->s[0]));
-	buf_write(&img_buf, 0, imgs, nthr * IMG);
+	buf_write(&img_buf, 0, imgs, nblocks * nthr * IMG);
 	pk_launch_code(&pk, &l);
 	done = ring_run(0, &pk, 30000);
 	if (done) {
-		buf_read(&img_buf, 0, imgs, nthr * IMG);
+		buf_read(&img_buf, 0, imgs, nblocks * nthr * IMG);
 		if (st)
 			buf_read(&stats_buf, 0, st, sizeof(*st));
 	}
@@ -473,6 +505,504 @@ static void test_load_store(void)
 	   "tile the thread never wrote stores zeros");
 }
 
+/* ------------------------------------------------- faults, encodings */
+
+/*
+ * Run p (one thread) expecting the fault the reference finds: ERROR and
+ * FAULT, the unit-fault registers naming thread 0 of block 0; the ring
+ * resumes for the next.
+ */
+static bool faults_as_ref(const struct prog *p, const char *what)
+{
+	uint64_t fault = 0, pc;
+	int err;
+	struct launch l = {
+		.block = { 1 }, .scratch = IMG, .stack = 256, .nargs = 4,
+		.args = { prog_buf.va, p->n, img_buf.va, IMG },
+	};
+	struct pk pk = { .n = 0 };
+	bool good;
+
+	memcpy(want[0], imgs[0], IMG);
+	err = ref_prog(p, want[0], IMG, &fault);
+	if (err == NPU_ERR_NONE) {
+		diag("%s: the reference does not fault", what);
+		return false;
+	}
+	buf_write(&prog_buf, 0, p->s, p->n * sizeof(p->s[0]));
+	buf_write(&img_buf, 0, imgs, IMG);
+	pk_launch_code(&pk, &l);
+	ring_submit(0, &pk);
+	good = expect_error(0, err, fault, ~0u);
+	pc = rrd64(0, NPU_RING_FAULT_PC_LO);
+	good &= pc >= DEVTEST_CODE_VA && pc < DEVTEST_CODE_VA + 0x10000 &&
+		rrd(0, NPU_RING_FAULT_THREAD) == 0 &&
+		rrd(0, NPU_RING_FAULT_BLOCK) == 0;
+	if (!good)
+		diag("%s: want error %d fault 0x%llx; FAULT_PC 0x%llx", what,
+		     err, (unsigned long long)fault, (unsigned long long)pc);
+	ring_resume(0);
+	return good;
+}
+
+/* TLOAD/TSTORE faults: misaligned address, then stride; outside. */
+static void test_tile_faults(void)
+{
+	static const struct { unsigned kind, f7; uint64_t off, stride; } c[] = {
+		{ TP_LOAD, NPU_TILE_E32, 2, 64 },
+		{ TP_STORE, NPU_TILE_E16, 0, 33 },
+		{ TP_LOAD, NPU_TILE_E16 | NPU_TILE_TRANS, 1, 3 },
+		{ TP_LOAD, NPU_TILE_E32, IMG - 512, 64 },
+		{ TP_STORE, NPU_TILE_E8, 64, -8ull },
+		{ TP_LOAD, NPU_TILE_E32, IMG - 60, 0 },
+		{ TP_STORE, NPU_TILE_E32 | NPU_TILE_TRANS, 0, 1ull << 40 },
+		/* a device VA: not the scratchpad */
+		{ TP_LOAD, NPU_TILE_E8, 0x100000000ull - NPU_LOCAL_SCRATCH, 16 },
+	};
+	bool good = true;
+
+	for (unsigned i = 0; i < NELEM(c); i++) {
+		struct prog p = { .n = 0 };
+		char what[64];
+
+		memset(imgs[0], 0, IMG);
+		step(&p, c[i].kind, TP_SUB_MEM(4, c[i].f7), c[i].off, c[i].stride);
+		snprintf(what, sizeof(what), "tile fault case %u", i);
+		good &= faults_as_ref(&p, what);
+	}
+	ok(good, "TLOAD/TSTORE faults (misaligned address, misaligned stride, "
+	   "rows past the scratchpad's end or before its start, a device "
+	   "VA): ERROR and FAULT as the reference, FAULT_PC in the kernel");
+}
+
+/* One instruction word, then ECALL, as a kernel of its own. */
+static bool run_word(struct buf *code, uint32_t word, bool legal)
+{
+	uint32_t words[2] = { word, 0x00000073 };
+	struct launch l = { .entry = code->va, .stack = 256,
+			    .scratch = 4096 };
+	struct pk pk = { .n = 0 };
+	bool good;
+
+	buf_write(code, 0, words, sizeof(words));
+	wr(NPU_REG_MMU_INVALIDATE, NPU_MMU_INVALIDATE_ALL);
+	pk_launch_code(&pk, &l);
+	if (legal)
+		return ring_run(0, &pk, 10000);
+	ring_submit(0, &pk);
+	good = expect_error(0, NPU_ERR_CU_ILLEGAL, code->va, ~0u);
+	ring_resume(0);
+	return good;
+}
+
+#define RTYPE(opc, f3, f7, rd, rs1, rs2) \
+	((uint32_t)(f7) << 25 | (rs2) << 20 | (rs1) << 15 | (f3) << 12 | \
+	 (rd) << 7 | (opc))
+
+/* Every encoding the spec leaves undefined is CU_ILLEGAL. */
+static void test_encodings(void)
+{
+	struct buf code = alloc_buf(4096, 1, 0);
+	const uint32_t T = NPU_OPC_TENSOR, D = NPU_OPC_TDMA;
+	const uint32_t bad[] = {
+		RTYPE(T, 0, 2, 8, 0, 0),	/* TLOAD t8 */
+		RTYPE(T, 1, 2, 31, 0, 0),	/* TSTORE t31 */
+		RTYPE(T, 0, 3, 0, 0, 0),	/* esize 3 */
+		RTYPE(T, 0, 7, 0, 0, 0),	/* esize 3, transposed */
+		RTYPE(T, 0, 0x8, 0, 0, 0),	/* funct7 bit 3 */
+		RTYPE(T, 1, 0x42, 0, 0, 0),	/* funct7 bit 6 */
+		RTYPE(T, 2, 2, 0, 0, 1),	/* TFILL rs2 != 0 */
+		RTYPE(T, 2, 3, 0, 0, 0),	/* TFILL esize 3 */
+		RTYPE(T, 2, 6, 0, 0, 0),	/* TFILL transposed */
+		RTYPE(T, 3, 5, 2, 0, 1),	/* TMMA type 5 */
+		RTYPE(T, 3, 0, 2, 8, 1),	/* TMMA ta = 8 */
+		RTYPE(T, 3, 0, 2, 0, 9),	/* TMMA tb = 9 */
+		RTYPE(T, 3, 0, 9, 0, 1),	/* TMMA tc = 9 */
+		RTYPE(T, 4, 12, 3, 0, 1),	/* TEW op 12 */
+		RTYPE(T, 4, 5, 3, 0, 1),	/* RELU with tb */
+		RTYPE(T, 4, 11, 3, 0, 2),	/* CVTBF16 with tb */
+		RTYPE(T, 4, 0, 3, 0, 8),	/* ADD tb = 8 */
+		RTYPE(T, 5, 0, 0, 0, 0),	/* funct3 5..7 */
+		RTYPE(T, 6, 0, 0, 0, 0),
+		RTYPE(T, 7, 0, 0, 0, 0),
+		RTYPE(D, 0, 1, 0, 10, 0),	/* TDMA funct7 != 0 */
+		RTYPE(D, 2, 0, 0, 10, 0),	/* TDMA funct3 2 */
+		RTYPE(D, 0, 0, 5, 10, 0),	/* TDMA.ISSUE rd != 0 */
+		RTYPE(D, 0, 0, 0, 10, 11),	/* TDMA.ISSUE rs2 != 0 */
+	};
+	const uint32_t good_words[] = {
+		RTYPE(T, 2, 2, 7, 0, 0),	/* TFILL t7, x0 */
+		RTYPE(T, 3, 4, 2, 0, 1),	/* TMMA s32 */
+		RTYPE(T, 3, 1, 0, 0, 0),	/* TMMA bf16 t0 += t0 t0 */
+		RTYPE(T, 4, 4, 3, 0, 7),	/* ADDROW */
+		RTYPE(T, 4, 10, 3, 0, 0),	/* CVTF16 */
+	};
+	unsigned nbad = 0, ngood = 0;
+
+	for (unsigned i = 0; i < NELEM(bad); i++) {
+		bool g = run_word(&code, bad[i], false);
+
+		if (!g)
+			diag("word 0x%08x did not fault CU_ILLEGAL", bad[i]);
+		nbad += g;
+	}
+	for (unsigned i = 0; i < NELEM(good_words); i++) {
+		bool g = run_word(&code, good_words[i], true);
+
+		if (!g)
+			diag("word 0x%08x did not run", good_words[i]);
+		ngood += g;
+	}
+	ok(nbad == NELEM(bad) && ngood == NELEM(good_words),
+	   "%u undefined tensor/TDMA encodings are CU_ILLEGAL at their PC; "
+	   "%u defined ones run", nbad, ngood);
+}
+
+/* ----------------------------------------------------------- tile DMA */
+
+#define DESC_AT		3072u	/* descriptors in each thread's image */
+#define BAR_AT		3968u	/* barrier words */
+
+static void put_desc(unsigned k, unsigned slot, const struct npu_tdma_desc *d)
+{
+	memcpy(imgs[k] + DESC_AT + slot * sizeof(*d), d, sizeof(*d));
+}
+
+/*
+ * Copies of 1 to 3 dimensions in both directions, with the memory side
+ * in device memory: each thread's scratchpad and the memory afterwards
+ * as the reference's.
+ */
+static bool dma_as_ref(const struct prog *p, const char *what)
+{
+	uint64_t fault;
+	uint8_t mem_dev[sizeof(mem_host)];
+
+	memcpy(want[0], imgs[0], IMG);
+	buf_write(&mem_buf, 0, mem_host, sizeof(mem_host));
+	if (ref_prog(p, want[0], IMG, &fault) != NPU_ERR_NONE) {
+		diag("%s: the reference faults (0x%llx)", what,
+		     (unsigned long long)fault);
+		return false;
+	}
+	if (!dev_prog(p, 1, NULL)) {
+		diag("%s: the launch did not complete (error %u, fault 0x%llx)",
+		     what, rrd(0, NPU_RING_ERROR),
+		     (unsigned long long)rrd64(0, NPU_RING_FAULT_LO));
+		ring_reset(0);
+		return false;
+	}
+	buf_read(&mem_buf, 0, mem_dev, sizeof(mem_dev));
+	for (unsigned i = 0; i < IMG; i++)
+		if (imgs[0][i] != want[0][i]) {
+			diag("%s: scratchpad +0x%x: device 0x%02x, reference "
+			     "0x%02x", what, i, imgs[0][i], want[0][i]);
+			return false;
+		}
+	for (unsigned i = 0; i < sizeof(mem_host); i++)
+		if (mem_dev[i] != mem_host[i]) {
+			diag("%s: memory +0x%x: device 0x%02x, reference 0x%02x",
+			     what, i, mem_dev[i], mem_host[i]);
+			return false;
+		}
+	return true;
+}
+
+static void rnd_bytes(uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = rnd();
+}
+
+static void test_dma_shapes(void)
+{
+	static const struct {
+		const char *name;
+		uint32_t size[3];
+		uint64_t mem_off, mstride[2];
+		uint32_t scratch_off, sstride[2];
+	} c[] = {
+		{ "1-D aligned", { 512, 1, 1 }, 0, { 0, 0 }, 0, { 0, 0 } },
+		{ "1-D odd, unaligned", { 333, 1, 1 }, 4093, { 0, 0 }, 7, { 0, 0 } },
+		{ "2-D rows", { 48, 16, 1 }, 100, { 200, 0 }, 0, { 48, 0 } },
+		{ "2-D across pages", { 64, 8, 1 }, 4000, { 4096, 0 }, 1, { 96, 0 } },
+		{ "3-D", { 16, 4, 5 }, 64, { 40, 1000 }, 0, { 16, 64 } },
+		{ "overlapping rows", { 64, 10, 1 }, 0, { 64, 0 }, 0, { 8, 0 } },
+		{ "stride 0", { 32, 5, 2 }, 512, { 0, 0 }, 100, { 0, 0 } },
+		{ "size 0", { 0, 4, 4 }, 0, { 64, 0 }, 0, { 64, 0 } },
+		{ "rows 0", { 64, 0, 4 }, 0, { 64, 0 }, 0, { 64, 0 } },
+	};
+	bool good = true;
+
+	for (unsigned i = 0; i < NELEM(c) && good; i++) {
+		for (unsigned dir = 0; dir < 2 && good; dir++) {
+			struct npu_tdma_desc d = {
+				.mem = mem_buf.va + c[i].mem_off,
+				.scratch = NPU_LOCAL_SCRATCH + c[i].scratch_off,
+				.barrier = NPU_LOCAL_SCRATCH + BAR_AT,
+				.mem_stride = { c[i].mstride[0], c[i].mstride[1] },
+				.scratch_stride = { c[i].sstride[0], c[i].sstride[1] },
+				.size = { c[i].size[0], c[i].size[1], c[i].size[2] },
+				.flags = dir ? NPU_TDMA_TO_MEM : 0,
+			};
+			struct prog p = { .n = 0 };
+			char what[80];
+			uint32_t start = rnd();
+
+			rnd_bytes(imgs[0], DESC_AT);
+			memset(imgs[0] + DESC_AT, 0, IMG - DESC_AT);
+			memcpy(imgs[0] + BAR_AT, &start, 4);
+			put_desc(0, 0, &d);
+			rnd_bytes(mem_host, sizeof(mem_host));
+			step(&p, TP_DMA, 0, DESC_AT, 0);
+			step(&p, TP_WAIT, BAR_AT / 8 - 1, BAR_AT, start + 1);
+			snprintf(what, sizeof(what), "%s, %s", c[i].name,
+				 dir ? "to memory" : "to scratchpad");
+			good = dma_as_ref(&p, what);
+		}
+	}
+	ok(good, "TDMA: 1-D, 2-D and 3-D copies both ways (unaligned, across "
+	   "pages, overlapping destinations, stride 0, sizes 0) give the "
+	   "reference's scratchpad and memory; TDMA.WAIT returns the count");
+
+	/* six copies issued back to back (4 in flight at most), one wait */
+	{
+		struct prog p = { .n = 0 };
+
+		rnd_bytes(imgs[0], DESC_AT);
+		memset(imgs[0] + DESC_AT, 0, IMG - DESC_AT);
+		rnd_bytes(mem_host, sizeof(mem_host));
+		/* each from its own descriptor */
+		for (unsigned k = 0; k < 6; k++) {
+			struct npu_tdma_desc d = {
+				.mem = mem_buf.va + 4096 * k + 8 * k,
+				.scratch = NPU_LOCAL_SCRATCH + 256 * k,
+				.barrier = NPU_LOCAL_SCRATCH + BAR_AT,
+				.size = { 256 - 8 * k, 1, 1 },
+				.flags = k % 2 ? NPU_TDMA_TO_MEM : 0,
+			};
+
+			if (k < 4)
+				put_desc(0, k, &d);
+			else
+				memcpy(imgs[0] + 2048 + 64 * (k - 4), &d, sizeof(d));
+			step(&p, TP_DMA, 0, k < 4 ? DESC_AT + 64 * k :
+			     2048 + 64 * (k - 4), 0);
+		}
+		step(&p, TP_WAIT, BAR_AT / 8 - 1, BAR_AT, 6);
+		ok(dma_as_ref(&p, "six copies"),
+		   "TDMA: six copies in a row (four in flight at most) and one "
+		   "TDMA.WAIT for all: scratchpad, memory and count as the "
+		   "reference");
+	}
+}
+
+/* Faults at TDMA.ISSUE, and a memory-side one at the copy's end. */
+static void test_dma_faults(void)
+{
+	struct npu_tdma_desc base = {
+		.mem = 0, .scratch = NPU_LOCAL_SCRATCH,
+		.barrier = NPU_LOCAL_SCRATCH + BAR_AT,
+		.size = { 64, 2, 1 }, .mem_stride = { 64, 0 },
+		.scratch_stride = { 64, 0 },
+	};
+	struct dma_case {
+		const char *name;
+		struct npu_tdma_desc d;
+		uint64_t desc_off;
+	} c[8];
+	unsigned n = 0;
+	bool good = true;
+
+	base.mem = mem_buf.va;
+	c[n] = (struct dma_case){ "barrier misaligned", base, DESC_AT };
+	c[n++].d.barrier += 4;
+	c[n] = (struct dma_case){ "barrier outside", base, DESC_AT };
+	c[n++].d.barrier = NPU_LOCAL_SCRATCH + IMG;
+	c[n] = (struct dma_case){ "scratchpad row outside", base, DESC_AT };
+	c[n++].d.scratch = NPU_LOCAL_SCRATCH + IMG - 100;
+	c[n] = (struct dma_case){ "memory side at 2^39", base, DESC_AT };
+	c[n++].d.mem = (1ull << 39) - 64;
+	c[n] = (struct dma_case){ "memory side unmapped", base, DESC_AT };
+	c[n++].d.mem = mem_buf.va + 64 * 1024 - 64;
+	c[n] = (struct dma_case){ "descriptor misaligned", base, DESC_AT + 4 };
+	n++;
+	c[n] = (struct dma_case){ "descriptor outside", base, IMG - 32 };
+	n++;
+	for (unsigned i = 0; i < n; i++) {
+		struct prog p = { .n = 0 };
+
+		memset(imgs[0], 0, IMG);
+		if (c[i].desc_off + sizeof(c[i].d) <= IMG)
+			memcpy(imgs[0] + c[i].desc_off, &c[i].d, sizeof(c[i].d));
+		memset(mem_host, 0, sizeof(mem_host));
+		step(&p, TP_DMA, 0, c[i].desc_off, 0);
+		step(&p, TP_WAIT, 0, BAR_AT, 1);
+		good &= faults_as_ref(&p, c[i].name);
+	}
+	ok(good, "TDMA faults (barrier misaligned or outside, a scratchpad "
+	   "row outside, the memory side at 2^39 or unmapped at the copy's "
+	   "end): ERROR and FAULT as the reference, FAULT_PC in the kernel");
+
+	{
+		/* BAD_ARGS: FAULT is the TDMA.ISSUE's PC */
+		struct prog p = { .n = 0 };
+		struct npu_tdma_desc d = base;
+		struct launch l = {
+			.block = { 1 }, .scratch = IMG, .stack = 256, .nargs = 4,
+			.args = { prog_buf.va, 1, img_buf.va, IMG },
+		};
+		struct pk pk = { .n = 0 };
+		bool g;
+
+		d.flags = 2;
+		memset(imgs[0], 0, IMG);
+		memcpy(imgs[0] + DESC_AT, &d, sizeof(d));
+		step(&p, TP_DMA, 0, DESC_AT, 0);
+		buf_write(&prog_buf, 0, p.s, sizeof(p.s[0]));
+		buf_write(&img_buf, 0, imgs, IMG);
+		pk_launch_code(&pk, &l);
+		ring_submit(0, &pk);
+		g = expect_error(0, NPU_ERR_BAD_ARGS, ~0ull, ~0u) &&
+		    rrd64(0, NPU_RING_FAULT_LO) == rrd64(0, NPU_RING_FAULT_PC_LO);
+		ring_resume(0);
+		ok(g, "TDMA flags with an unknown bit: BAD_ARGS, FAULT = FAULT_PC");
+	}
+}
+
+/*
+ * A TDMA.WAIT that no copy releases waits (not a fault) until a ring
+ * reset; the ring then runs the next launch.
+ */
+static void test_dma_wait_forever(void)
+{
+	struct prog p = { .n = 0 };
+	struct pk pk = { .n = 0 };
+	struct launch l = {
+		.block = { 1 }, .scratch = IMG, .stack = 256, .nargs = 4,
+		.args = { prog_buf.va, 1, img_buf.va, IMG },
+	};
+	uint32_t st;
+	bool done;
+
+	memset(imgs[0], 0, IMG);
+	step(&p, TP_WAIT, 0, BAR_AT, 1);
+	buf_write(&prog_buf, 0, p.s, sizeof(p.s[0]));
+	buf_write(&img_buf, 0, imgs, IMG);
+	pk_launch_code(&pk, &l);
+	done = ring_run(0, &pk, 1000);
+	st = rrd(0, NPU_RING_STATUS);
+	ok(!done && !(st & NPU_RING_STS_HALTED),
+	   "TDMA.WAIT for a count no copy brings: still waiting after 1 s, "
+	   "no fault (status 0x%x)", st);
+	ring_reset(0);
+	p.n = 0;
+	memset(imgs[0], 0x11, IMG);
+	set_images(1);
+	step(&p, TP_FILL, TP_SUB_FILL(0, NPU_TILE_E32), 0, 7);
+	step(&p, TP_STORE, TP_SUB_MEM(0, NPU_TILE_E32), 0, 64);
+	ok(same_as_ref(&p, 1, "after the reset"),
+	   "after a ring reset the ring runs the next launch");
+}
+
+/*
+ * Two blocks of one launch, each copying into and out of its own
+ * scratchpad: each sees only its own bytes; a copy to a scratchpad
+ * address past its block's is CU_LOCAL_RANGE, not the other block's.
+ */
+static void test_dma_isolation(void)
+{
+	struct prog p = { .n = 0 };
+	bool good = true;
+
+	rnd_bytes(mem_host, sizeof(mem_host));
+	buf_write(&mem_buf, 0, mem_host, sizeof(mem_host));
+	for (unsigned b = 0; b < 2; b++) {
+		struct npu_tdma_desc d = {
+			.mem = mem_buf.va + 8192 * b,
+			.scratch = NPU_LOCAL_SCRATCH,
+			.barrier = NPU_LOCAL_SCRATCH + BAR_AT,
+			.size = { 2048, 1, 1 },
+		};
+
+		memset(imgs[b], 0, IMG);
+		put_desc(b, 0, &d);
+	}
+	step(&p, TP_DMA, 0, DESC_AT, 0);
+	step(&p, TP_WAIT, BAR_AT / 8 - 1, BAR_AT, 1);
+	nblocks = 2;
+	if (!dev_prog(&p, 1, NULL)) {
+		diag("two blocks: launch did not complete");
+		ring_reset(0);
+		good = false;
+	}
+	nblocks = 1;
+	for (unsigned b = 0; b < 2 && good; b++)
+		for (unsigned i = 0; i < 2048 && good; i++)
+			if (imgs[b][i] != mem_host[8192 * b + i]) {
+				diag("block %u: scratchpad +0x%x 0x%02x, memory "
+				     "0x%02x", b, i, imgs[b][i],
+				     mem_host[8192 * b + i]);
+				good = false;
+			}
+	ok(good, "two blocks copy into their own scratchpads at the same "
+	   "address: each holds its own memory's bytes");
+}
+
+/* ------------------------------------------------------------ timing */
+
+/*
+ * The cycle model's tensor timing against hand-computed cases (npu.rst,
+ * "Tensor timing and counters"), from one rdcycle to the next (rdcycle
+ * at c0, the first instruction issues at c0 + 1):
+ *   TMMA f32 at +1; the next TMMA f32 into the same accumulator when the
+ *   pipe is free, +65; TSTORE of it when it is ready, +65 + 68 = +133;
+ *   rdcycle at +134.
+ *   TMMA f32 at +1, TMMA f16 into it waits for the result: +69; TSTORE
+ *   at +69 + 20 = +89; rdcycle +90.
+ *   TLOAD at +1, TLOAD at +17 (the tile port); TMMA f16 at +17 + 20 =
+ *   +37; rdcycle +38.
+ *   TDMA.ISSUE of 256 aligned bytes (8 sectors, one a cycle) at +1: the
+ *   last sector at +8, complete 120 later, +128, when TDMA.WAIT issues;
+ *   rdcycle +129.
+ */
+static void test_timing(void)
+{
+	static const struct { unsigned mode; uint64_t want; const char *what; }
+	c[] = {
+		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE" },
+		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE" },
+		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16" },
+		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT" },
+	};
+	struct npu_launch_stats st;
+
+	for (unsigned i = 0; i < NELEM(c); i++) {
+		struct prog p = { .n = 0 };
+		struct npu_tdma_desc d = {
+			.mem = mem_buf.va, .scratch = NPU_LOCAL_SCRATCH,
+			.barrier = NPU_LOCAL_SCRATCH + 1024 + 64,
+			.size = { 256, 1, 1 },
+		};
+		uint64_t got;
+		bool done;
+
+		memset(imgs[0], 0, IMG);
+		memcpy(imgs[0] + 1024, &d, sizeof(d));
+		step(&p, TP_TIMING, c[i].mode, 2048, 1024);
+		done = dev_prog(&p, 1, &st);
+		memcpy(&got, imgs[0] + 2048, 8);
+		ok(done && got == c[i].want, "timing: %s: %llu cycles (want "
+		   "%llu)", c[i].what, (unsigned long long)got,
+		   (unsigned long long)c[i].want);
+		if (c[i].mode == TP_TIME_DMA)
+			ok(done && st.stall[NPU_STALL_LONG_SCOREBOARD] >= 126,
+			   "timing: TDMA.WAIT's 126 cycles are long_scoreboard "
+			   "(%llu in the launch)",
+			   (unsigned long long)st.stall[NPU_STALL_LONG_SCOREBOARD]);
+	}
+}
+
 static void run_all(void)
 {
 	start(NULL, 0);
@@ -486,6 +1016,14 @@ static void run_all(void)
 	test_mma();
 	test_tew();
 	test_load_store();
+	test_tile_faults();
+	test_encodings();
+	ref_mem = (struct npu_ref_mem){ mem_host, mem_buf.va, sizeof(mem_host) };
+	test_dma_shapes();
+	test_dma_faults();
+	test_dma_isolation();
+	test_timing();
+	test_dma_wait_forever();
 	stop("tensor instance");
 }
 

@@ -40,6 +40,52 @@
 		npu__tile_op(NPU_TENSOR_TEW, op, TP_A, TP_A, \
 			     op < NPU_TEW_RELU ? TP_A : 0); break;
 
+#define TMMA(type, c, a, b) \
+	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 3, " #type ", x" #c ", x" #a ", x" #b "\n"
+
+/* The cycles from one rdcycle to the next around a sequence on p. */
+static unsigned long timing(unsigned mode, unsigned long p)
+{
+	unsigned long t0, t1, stride = 64, seen;
+
+	switch (mode) {
+	case TP_TIME_MMA_ACC:
+		__asm__ volatile("rdcycle %0\n"
+				 TMMA(2, 2, 0, 1) TMMA(2, 2, 0, 1)
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x2, %2, %3\n"
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
+				 : "memory");
+		break;
+	case TP_TIME_MMA_TYPES:
+		__asm__ volatile("rdcycle %0\n"
+				 TMMA(2, 2, 0, 1) TMMA(0, 2, 0, 1)
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x2, %2, %3\n"
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
+				 : "memory");
+		break;
+	case TP_TIME_PORT:
+		__asm__ volatile("rdcycle %0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 2, x0, %2, %3\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 2, x1, %2, %3\n"
+				 TMMA(0, 2, 0, 1)
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
+				 : "memory");
+		break;
+	default:		/* TP_TIME_DMA */
+		__asm__ volatile("rdcycle %0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 0, 0, x0, %3, x0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 1, 0, %2, %4, %5\n"
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1), "=&r"(seen)
+				 : "r"(p), "r"(p + 64), "r"(1ul) : "memory");
+		break;
+	}
+	return t1 - t0;
+}
+
 static void copy(volatile unsigned long *to, const volatile unsigned long *from,
 		 unsigned long words)
 {
@@ -97,6 +143,8 @@ KERNEL void kmain(const struct tp_step *prog, unsigned long nsteps,
 					      (unsigned)arg);
 		if (kind == TP_BARRIER)
 			npu_barrier();
+		if (kind == TP_TIMING)
+			*(volatile unsigned long *)addr = timing(sub, base + arg);
 	}
 	copy(mine, (unsigned long *)base, image_bytes / 8);
 }

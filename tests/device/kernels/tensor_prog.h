@@ -18,6 +18,17 @@ enum {
 	TP_WAIT = 7,	/* TDMA.WAIT on the word at off for arg; the count
 			 * seen goes to u64 word sub of the thread's part */
 	TP_BARRIER = 8,	/* the block barrier */
+	TP_TIMING = 9,	/* sub = TP_TIME_*: the cycles of a straight-line
+			 * sequence on the data at arg go to u64 word off/8 */
+};
+
+/* TP_TIMING sequences, from one rdcycle to the next */
+enum {
+	TP_TIME_MMA_ACC,	/* TMMA f32 t2 += t0 t1 twice; TSTORE t2 at arg */
+	TP_TIME_MMA_TYPES,	/* TMMA f32 then f16 into t2; TSTORE t2 */
+	TP_TIME_PORT,		/* TLOAD t0, TLOAD t1 from arg; TMMA f16 */
+	TP_TIME_DMA,		/* TDMA.ISSUE of the descriptor at arg, whose
+				 * barrier word is at arg + 64; TDMA.WAIT 1 */
 };
 
 #define TP_A	0
