@@ -271,6 +271,7 @@ typedef struct NpuUnit {
     /* tile DMA: copies in flight, in issue (= completion) order */
     NpuTdma tdma[NPU_TDMA_INFLIGHT];
     uint32_t ntdma;
+    uint64_t tdma_changes;      /* copies issued plus copies completed */
     uint64_t tdma_sent;         /* the last copy's last sector sent at */
     uint32_t rr;                /* position in live[] that issued last */
     /* npu_unit_run_events: bit k set when live[k] can issue */

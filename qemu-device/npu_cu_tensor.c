@@ -374,6 +374,9 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
         *chan = last + per;
     }
     u->tdma_sent = last >> 8;
+    /* npu_cu_tensor_ready held the issue while 4 were in flight */
+    assert(u->ntdma < NPU_TDMA_INFLIGHT);
+    u->tdma_changes++;
     m = &u->tdma[u->ntdma++];
     *m = (NpuTdma) {
         .l = l, .blk = t->blk, .barrier_off = dc.barrier - NPU_LOCAL_SCRATCH,
@@ -410,6 +413,7 @@ NpuLaunch *npu_cu_tdma_retire(NpuState *s, NpuUnit *u, uint64_t c)
         NpuTdma m = u->tdma[0];
 
         u->ntdma--;
+        u->tdma_changes++;
         memmove(&u->tdma[0], &u->tdma[1], u->ntdma * sizeof(u->tdma[0]));
         if (m.l->failed || m.l->cancel) {
             continue;
@@ -449,6 +453,7 @@ void npu_cu_tensor_block_gone(NpuState *s, NpuUnit *u, NpuBlock *b)
             u->tdma[k++] = *m;
             continue;
         }
+        u->tdma_changes++;
         if (!m->l->failed && !m->l->cancel) {
             m->l->last_cycle = MAX(m->l->last_cycle, m->done);
             if (m->err) {

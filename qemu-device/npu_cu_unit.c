@@ -2295,7 +2295,7 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
     u->lazy = true;
     while (c < end && u->nlive) {
         uint64_t div_free, fdiv_free, mem_reqs, m, tensor_free, port_free;
-        uint32_t ntdma;
+        uint64_t tdma_changes;
         const NpuCuInsn *pick_d;
         uint32_t classes = 0;
         unsigned pick, nlive;
@@ -2367,7 +2367,7 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         mem_reqs = u->mem_reqs;
         tensor_free = u->tensor_free;
         port_free = u->port_free;
-        ntdma = u->ntdma;
+        tdma_changes = u->tdma_changes;
         nlive = u->nlive;
         /* a thread that leaves in the issue was charged for cycle c */
         u->lazy_at = c + 1;
@@ -2401,7 +2401,7 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
         }
         /* the tensor pipe, the tile port, the copies in flight */
         if (u->tensor_free != tensor_free || u->port_free != port_free ||
-            u->ntdma != ntdma) {
+            u->tdma_changes != tdma_changes) {
             classes |= 1u << NPU_RV_TENSOR | 1u << NPU_RV_TDMA;
         }
         /*

@@ -968,14 +968,29 @@ static void test_dma_isolation(void)
  */
 static void test_timing(void)
 {
-	static const struct { unsigned mode; uint64_t want; const char *what; }
-	c[] = {
-		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE" },
-		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE" },
-		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16" },
-		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT" },
+	/* the thread's cycles between the two rdcycles by stall reason */
+	static const struct {
+		unsigned mode;
+		uint64_t want;
+		const char *what;
+		unsigned why[NPU_STALL_MIO_THROTTLE + 1];
+	} c[] = {
+		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE",
+		  { [NPU_STALL_SELECTED] = 3,
+		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
+		    [NPU_STALL_WAIT] = 67 } },
+		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE",
+		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 } },
+		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16",
+		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 15,
+		    [NPU_STALL_SHORT_SCOREBOARD] = 19 } },
+		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT",
+		  { [NPU_STALL_SELECTED] = 2,
+		    [NPU_STALL_LONG_SCOREBOARD] = 126 } },
 	};
-	struct npu_launch_stats st;
+	const uint32_t tbytes = 4u << 20;
+	struct buf tb = alloc_buf(tbytes, 1, 1);
+	struct npu_cu_trace_record *rec = malloc(tbytes);
 
 	for (unsigned i = 0; i < NELEM(c); i++) {
 		struct prog p = { .n = 0 };
@@ -984,33 +999,147 @@ static void test_timing(void)
 			.barrier = NPU_LOCAL_SCRATCH + 1024 + 64,
 			.size = { 256, 1, 1 },
 		};
-		uint64_t got;
-		bool done;
+		struct launch l = {
+			.block = { 1 }, .scratch = IMG, .stack = 256,
+			.trace = tb.va, .trace_bytes = tbytes,
+			.sample_period = 1, .nargs = 4,
+			/* only what the sequences use goes in and out */
+			.args = { prog_buf.va, 1, img_buf.va, 2304 },
+		};
+		struct npu_cu_trace_header h;
+		struct pk pk = { .n = 0 };
+		unsigned why[NPU_STALL_MIO_THROTTLE + 1] = { 0 };
+		uint64_t got[2];
+		bool done, same = true;
 
 		memset(imgs[0], 0, IMG);
 		memcpy(imgs[0] + 1024, &d, sizeof(d));
 		step(&p, TP_TIMING, c[i].mode, 2048, 1024);
-		done = dev_prog(&p, 1, &st);
-		memcpy(&got, imgs[0] + 2048, 8);
-		ok(done && got == c[i].want, "timing: %s: %llu cycles (want "
-		   "%llu)", c[i].what, (unsigned long long)got,
+		buf_write(&prog_buf, 0, p.s, sizeof(p.s[0]));
+		buf_write(&img_buf, 0, imgs[0], 2304);
+		pk_launch_code(&pk, &l);
+		done = ring_run(0, &pk, 30000);
+		buf_read(&img_buf, 2048, got, sizeof(got));
+		ok(done && got[0] == c[i].want, "timing: %s: %llu cycles (want "
+		   "%llu)", c[i].what, (unsigned long long)got[0],
 		   (unsigned long long)c[i].want);
-		if (c[i].mode == TP_TIME_DMA)
-			ok(done && st.stall[NPU_STALL_LONG_SCOREBOARD] >= 126,
-			   "timing: TDMA.WAIT's 126 cycles are long_scoreboard "
-			   "(%llu in the launch)",
-			   (unsigned long long)st.stall[NPU_STALL_LONG_SCOREBOARD]);
+
+		/* the PC samples of each cycle in between, by reason */
+		buf_read(&tb, 0, &h, sizeof(h));
+		if (!done || h.lost ||
+		    h.records * sizeof(*rec) > tbytes - sizeof(h)) {
+			ok(false, "timing: %s: trace of %llu records, %llu lost",
+			   c[i].what, (unsigned long long)h.records,
+			   (unsigned long long)h.lost);
+			continue;
+		}
+		buf_read(&tb, sizeof(h), rec, h.records * sizeof(*rec));
+		for (uint64_t k = 0; k < h.records; k++)
+			if (rec[k].kind == NPU_CU_TRACE_SAMPLE &&
+			    rec[k].cycle > got[1] &&
+			    rec[k].cycle < got[1] + got[0] &&
+			    rec[k].stall <= NPU_STALL_MIO_THROTTLE)
+				why[rec[k].stall]++;
+		for (unsigned w = 0; w <= NPU_STALL_MIO_THROTTLE; w++)
+			if (why[w] != c[i].why[w]) {
+				diag("%s: %u cycles of stall reason %u, want %u",
+				     c[i].what, why[w], w, c[i].why[w]);
+				same = false;
+			}
+		ok(same, "timing: %s: each cycle's PC sample has the spec's "
+		   "stall reason", c[i].what);
 	}
+	free(rec);
 }
 
-static void run_all(void)
+/* A fresh instance with the test's buffers and kernel. */
+static void instance(const char *devopts)
 {
-	start(NULL, 0);
+	start(devopts, 0);
 	prog_buf = alloc_buf(sizeof(((struct prog *)0)->s), 1, 0);
 	img_buf = alloc_buf(MAX_THREADS * IMG, 1, 1);
 	mem_buf = alloc_buf(64 * 1024, 1, 1);
 	stats_buf = alloc_buf(4096, 1, 1);
 	load_kernel("tensor_prog", 1);
+	ref_mem = (struct npu_ref_mem){ mem_host, mem_buf.va, sizeof(mem_host) };
+}
+
+/*
+ * 16 threads contending for the tensor pipe, the tile port and the DMA
+ * engine: the event-driven loop (cu-threads=16) gives the same cycles,
+ * stalls, counts and results as the plain per-cycle loop, which a unit
+ * with more than 64 thread slots takes (cu-threads=65).
+ */
+static void test_engines(void)
+{
+	static uint8_t first[MAX_THREADS][IMG];
+	struct npu_launch_stats st[2];
+	struct prog p = { .n = 0 };
+	bool done[2], same = true;
+
+	for (unsigned e = 0; e < 2; e++) {
+		instance(e ? "cu-threads=65" : NULL);
+		rng_state = 12345;
+		rnd_bytes(mem_host, sizeof(mem_host));
+		buf_write(&mem_buf, 0, mem_host, sizeof(mem_host));
+		for (unsigned k = 0; k < MAX_THREADS; k++) {
+			struct npu_tdma_desc d = {
+				.mem = mem_buf.va + 1024 * k,
+				.scratch = NPU_LOCAL_SCRATCH + k * IMG + 2048,
+				.barrier = NPU_LOCAL_SCRATCH + k * IMG + BAR_AT,
+				.size = { 512 + 32 * k, 1, 1 },
+			};
+
+			fill_tile(imgs[k], NPU_MMA_F16, 2);
+			fill_tile(imgs[k] + TILE_BYTES, NPU_MMA_F16, 2);
+			memset(imgs[k] + 2 * TILE_BYTES, 0, 2 * TILE_BYTES);
+			put_desc(k, 0, &d);
+		}
+		p.n = 0;
+		load_abc(&p);
+		step(&p, TP_DMA, 0, DESC_AT, 0);
+		step(&p, TP_MMA, TP_SUB_MMA(NPU_MMA_F16, 0), 0, 0);
+		step(&p, TP_MMA, TP_SUB_MMA(NPU_MMA_F16, 0), 0, 0);
+		step(&p, TP_TEW, TP_SUB_TEW(NPU_TEW_EXP, 0), 0, 0);
+		step(&p, TP_MMA, TP_SUB_MMA(NPU_MMA_S8, 2), 0, 0);
+		step(&p, TP_STORE, TP_SUB_MEM(TP_D, NPU_TILE_E16), 0, 32);
+		step(&p, TP_WAIT, BAR_AT / 8 - 1, BAR_AT, 1);
+		step(&p, TP_STORE, TP_SUB_MEM(TP_C, NPU_TILE_E32), 1024, 64);
+		done[e] = dev_prog(&p, MAX_THREADS, &st[e]);
+		if (!e)
+			memcpy(first, imgs, sizeof(first));
+		else
+			same = !memcmp(first, imgs, sizeof(first));
+		stop("tensor engines instance");
+	}
+	if (!same || st[0].cycles != st[1].cycles ||
+	    st[0].thread_cycles != st[1].thread_cycles ||
+	    st[0].instructions != st[1].instructions ||
+	    memcmp(st[0].stall, st[1].stall, sizeof(st[0].stall)))
+		for (unsigned e = 0; e < 2; e++)
+			diag("cu-threads %s: results %s, %llu cycles, %llu "
+			     "thread-cycles, stalls %llu %llu %llu %llu %llu %llu",
+			     e ? "65" : "16", same ? "same" : "differ",
+			     (unsigned long long)st[e].cycles,
+			     (unsigned long long)st[e].thread_cycles,
+			     (unsigned long long)st[e].stall[0],
+			     (unsigned long long)st[e].stall[2],
+			     (unsigned long long)st[e].stall[3],
+			     (unsigned long long)st[e].stall[4],
+			     (unsigned long long)st[e].stall[5],
+			     (unsigned long long)st[e].stall[6]);
+	ok(done[0] && done[1] && same && st[0].cycles == st[1].cycles &&
+	   st[0].thread_cycles == st[1].thread_cycles &&
+	   st[0].instructions == st[1].instructions &&
+	   !memcmp(st[0].stall, st[1].stall, sizeof(st[0].stall)),
+	   "16 threads sharing the tensor pipe, tile port and DMA engine: the "
+	   "event-driven loop and the per-cycle loop agree (%llu cycles)",
+	   (unsigned long long)st[0].cycles);
+}
+
+static void run_all(void)
+{
+	instance(NULL);
 	ok((rd(NPU_REG_FEATURES) & NPU_FEATURE_TENSOR) != 0,
 	   "FEATURES has NPU_FEATURE_TENSOR");
 	test_mma();
@@ -1018,13 +1147,13 @@ static void run_all(void)
 	test_load_store();
 	test_tile_faults();
 	test_encodings();
-	ref_mem = (struct npu_ref_mem){ mem_host, mem_buf.va, sizeof(mem_host) };
 	test_dma_shapes();
 	test_dma_faults();
 	test_dma_isolation();
 	test_timing();
 	test_dma_wait_forever();
 	stop("tensor instance");
+	test_engines();
 }
 
 int main(int argc, char **argv)

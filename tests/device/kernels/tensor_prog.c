@@ -43,8 +43,10 @@
 #define TMMA(type, c, a, b) \
 	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 3, " #type ", x" #c ", x" #a ", x" #b "\n"
 
-/* The cycles from one rdcycle to the next around a sequence on p. */
-static unsigned long timing(unsigned mode, unsigned long p)
+/* The cycles from one rdcycle to the next around a sequence on p; the
+ * first rdcycle's value in *start. */
+static unsigned long timing(unsigned mode, unsigned long p,
+			    volatile unsigned long *start)
 {
 	unsigned long t0, t1, stride = 64, seen;
 
@@ -83,6 +85,7 @@ static unsigned long timing(unsigned mode, unsigned long p)
 				 : "r"(p), "r"(p + 64), "r"(1ul) : "memory");
 		break;
 	}
+	*start = t0;
 	return t1 - t0;
 }
 
@@ -144,7 +147,9 @@ KERNEL void kmain(const struct tp_step *prog, unsigned long nsteps,
 		if (kind == TP_BARRIER)
 			npu_barrier();
 		if (kind == TP_TIMING)
-			*(volatile unsigned long *)addr = timing(sub, base + arg);
+			*(volatile unsigned long *)addr =
+				timing(sub, base + arg,
+				       (volatile unsigned long *)addr + 1);
 	}
 	copy(mine, (unsigned long *)base, image_bytes / 8);
 }

@@ -19,7 +19,8 @@ enum {
 			 * seen goes to u64 word sub of the thread's part */
 	TP_BARRIER = 8,	/* the block barrier */
 	TP_TIMING = 9,	/* sub = TP_TIME_*: the cycles of a straight-line
-			 * sequence on the data at arg go to u64 word off/8 */
+			 * sequence on the data at arg go to the u64 at
+			 * off, its first cycle to the u64 after it */
 };
 
 /* TP_TIMING sequences, from one rdcycle to the next */
