@@ -627,8 +627,7 @@ enum npu_kernel {
 
 /* ------------------------------------------------------------------------
  * Tensor engine and tile DMA (Documentation/hw/npu.rst, "Tensor engine and
- * tile DMA"; issue 32: specified, not yet executed by the device, where
- * these encodings are still CU_ILLEGAL).
+ * tile DMA"; issue 32), executed when NPU_FEATURE_TENSOR is set.
  *
  * Every thread has NPU_TILE_REGS tile registers of 16x16 32-bit cells;
  * 8- and 16-bit elements sit in a cell's low bits. All instructions are
@@ -685,6 +684,7 @@ enum npu_tew_op {
 #define NPU_TDMA_ISSUE		0	/* funct3: rs1 = descriptor address */
 #define NPU_TDMA_WAIT		1	/* rd = count, rs1 = barrier, rs2 = target */
 #define NPU_TDMA_INFLIGHT	4	/* copies per unit issued, not completed */
+#define NPU_TDMA_MAX_ROWS	(1u << 20) /* size[1] * size[2] above: BAD_ARGS */
 
 /*
  * One tile DMA copy: for p < size[2], r < size[1], b < size[0] (p

@@ -168,8 +168,8 @@ static inline float npu_atomic_exch_f32(float *p, float v)
 
 /*
  * Tensor engine and tile DMA (Documentation/hw/npu.rst, "Tensor engine and
- * tile DMA"). Issue 32: the device does not execute these yet, so a kernel
- * using them faults with CU_ILLEGAL until NPU_FEATURE_TENSOR is set.
+ * tile DMA"): devices with NPU_FEATURE_TENSOR execute them; on one
+ * without, they fault with CU_ILLEGAL.
  *
  * Tile registers are named by integer constants 0..NPU_TILE_REGS-1; a
  * tile lives in the thread, not in C, so the compiler only orders these

@@ -22,9 +22,6 @@
 #include "npu_cu_tensor.h"
 #include "trace.h"
 
-/* Copies larger than this many rows (size[1] * size[2]) are BAD_ARGS. */
-#define NPU_TDMA_MAX_ROWS   (1u << 20)
-
 /* The tensor pipe's occupancy of a TMMA by enum npu_mma_type */
 static const uint8_t npu_mma_cycles[NPU_MMA_TYPES] = {
     [NPU_MMA_F16] = 16, [NPU_MMA_BF16] = 16, [NPU_MMA_F32] = 64,

@@ -7,7 +7,7 @@
  * f32 accumulation, the accumulation order, s8 extremes, s32 wrap), the
  * element-wise ops, tile loads and stores (stride, transpose, faults) and
  * DMA geometry and faults. Needs no device: the reference is what the
- * device's tensor engine will be checked against (issue 32).
+ * device's tensor engine is checked against (issue 32; npu-tensortest).
  * Usage: npu-tensorref. Prints TAP.
  */
 #include <stdarg.h>
