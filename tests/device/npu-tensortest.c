@@ -965,6 +965,17 @@ static void test_dma_isolation(void)
  *   TDMA.ISSUE of 256 aligned bytes (8 sectors, one a cycle) at +1: the
  *   last sector at +8, complete 120 later, +128, when TDMA.WAIT issues;
  *   rdcycle +129.
+ *   The same from host memory (4000 MB/s: 8 cycles a sector): the last
+ *   sector at +1 + 7 * 8 = +57, complete 800 later, +857; rdcycle +858.
+ *   Two such copies from device memory, issued at +1 and +2: the second
+ *   starts when the first sent its last sector (+8), its first sector in
+ *   the next slot, +9, its last at +16, complete +136; rdcycle +137.
+ *   TEW EXP at +1 (64 cycles), TEW ADD into another tile when the pipe
+ *   is free, +65 (16); TSTORE of its result at +65 + 20 = +85; rdcycle
+ *   +86. (ADD into EXP's tile would wait for it: a write waits for an
+ *   older write of its tile.)
+ *   TMMA s8 three times into one accumulator, 8 cycles each: +1, +9,
+ *   +17; TSTORE at +17 + 12 = +29; rdcycle +30.
  */
 static void test_timing(void)
 {
@@ -974,22 +985,38 @@ static void test_timing(void)
 		uint64_t want;
 		const char *what;
 		unsigned why[NPU_STALL_MIO_THROTTLE + 1];
+		bool host;		/* the copy's memory side */
 	} c[] = {
 		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
-		    [NPU_STALL_WAIT] = 67 } },
+		    [NPU_STALL_WAIT] = 67 }, false },
 		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE",
-		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 } },
+		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 }, false },
 		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16",
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 15,
-		    [NPU_STALL_SHORT_SCOREBOARD] = 19 } },
+		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false },
 		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT",
 		  { [NPU_STALL_SELECTED] = 2,
-		    [NPU_STALL_LONG_SCOREBOARD] = 126 } },
+		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false },
+		{ TP_TIME_DMA, 858, "the same from host memory",
+		  { [NPU_STALL_SELECTED] = 2,
+		    [NPU_STALL_LONG_SCOREBOARD] = 855 }, .host = true },
+		{ TP_TIME_DMA2, 137, "two copies of 8 sectors, TDMA.WAIT 2",
+		  { [NPU_STALL_SELECTED] = 3,
+		    [NPU_STALL_LONG_SCOREBOARD] = 133 }, false },
+		{ TP_TIME_TEW, 86, "TEW EXP, TEW ADD, TSTORE",
+		  { [NPU_STALL_SELECTED] = 3,
+		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
+		    [NPU_STALL_WAIT] = 19 }, false },
+		{ TP_TIME_S8, 30, "three TMMA s8 back to back, TSTORE",
+		  { [NPU_STALL_SELECTED] = 4,
+		    [NPU_STALL_MATH_PIPE_THROTTLE] = 14,
+		    [NPU_STALL_WAIT] = 11 }, false },
 	};
 	const uint32_t tbytes = 4u << 20;
 	struct buf tb = alloc_buf(tbytes, 1, 1);
+	struct buf hostmem = alloc_buf(4096, 0, 1);
 	struct npu_cu_trace_record *rec = malloc(tbytes);
 
 	for (unsigned i = 0; i < NELEM(c); i++) {
@@ -1013,7 +1040,11 @@ static void test_timing(void)
 		bool done, same = true;
 
 		memset(imgs[0], 0, IMG);
+		if (c[i].host)
+			d.mem = hostmem.va;
 		memcpy(imgs[0] + 1024, &d, sizeof(d));
+		d.scratch += 256;
+		memcpy(imgs[0] + 1024 + 128, &d, sizeof(d));
 		step(&p, TP_TIMING, c[i].mode, 2048, 1024);
 		buf_write(&prog_buf, 0, p.s, sizeof(p.s[0]));
 		buf_write(&img_buf, 0, imgs[0], 2304);

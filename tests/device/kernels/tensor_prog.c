@@ -76,13 +76,40 @@ static unsigned long timing(unsigned mode, unsigned long p,
 				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
 				 : "memory");
 		break;
-	default:		/* TP_TIME_DMA */
+	case TP_TIME_DMA:
 		__asm__ volatile("rdcycle %0\n"
 				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 0, 0, x0, %3, x0\n"
 				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 1, 0, %2, %4, %5\n"
 				 "rdcycle %1\n"
 				 : "=&r"(t0), "=&r"(t1), "=&r"(seen)
 				 : "r"(p), "r"(p + 64), "r"(1ul) : "memory");
+		break;
+	case TP_TIME_DMA2:
+		__asm__ volatile("rdcycle %0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 0, 0, x0, %3, x0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 0, 0, x0, %6, x0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TDMA) ", 1, 0, %2, %4, %5\n"
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1), "=&r"(seen)
+				 : "r"(p), "r"(p + 64), "r"(2ul), "r"(p + 128)
+				 : "memory");
+		break;
+	case TP_TIME_TEW:
+		__asm__ volatile("rdcycle %0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 4, 6, x3, x0, x0\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 4, 0, x4, x0, x1\n"
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x4, %2, %3\n"
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
+				 : "memory");
+		break;
+	default:		/* TP_TIME_S8 */
+		__asm__ volatile("rdcycle %0\n"
+				 TMMA(3, 2, 0, 1) TMMA(3, 2, 0, 1) TMMA(3, 2, 0, 1)
+				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x2, %2, %3\n"
+				 "rdcycle %1\n"
+				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
+				 : "memory");
 		break;
 	}
 	*start = t0;

@@ -30,6 +30,9 @@ enum {
 	TP_TIME_PORT,		/* TLOAD t0, TLOAD t1 from arg; TMMA f16 */
 	TP_TIME_DMA,		/* TDMA.ISSUE of the descriptor at arg, whose
 				 * barrier word is at arg + 64; TDMA.WAIT 1 */
+	TP_TIME_DMA2,		/* the same, then the one at arg + 128; WAIT 2 */
+	TP_TIME_TEW,		/* TEW EXP t3 = e^t0, ADD t4 = t0 + t1; TSTORE t4 */
+	TP_TIME_S8,		/* TMMA s8 t2 += t0 t1 three times; TSTORE t2 */
 };
 
 #define TP_A	0
