@@ -885,16 +885,29 @@ static void test_dma_wait_forever(void)
 	uint32_t st;
 	bool done;
 
-	memset(imgs[0], 0, IMG);
-	step(&p, TP_WAIT, 0, BAR_AT, 1);
-	buf_write(&prog_buf, 0, p.s, sizeof(p.s[0]));
+	{
+		/* one copy in flight (from host memory: 857 cycles), waited
+		 * for twice over */
+		struct npu_tdma_desc d = {
+			.mem = mem_buf.va, .scratch = NPU_LOCAL_SCRATCH,
+			.barrier = NPU_LOCAL_SCRATCH + BAR_AT,
+			.size = { 64, 1, 1 },
+		};
+
+		memset(imgs[0], 0, IMG);
+		put_desc(0, 0, &d);
+	}
+	step(&p, TP_DMA, 0, DESC_AT, 0);
+	step(&p, TP_WAIT, 0, BAR_AT, 2);
+	l.args[1] = p.n;
+	buf_write(&prog_buf, 0, p.s, p.n * sizeof(p.s[0]));
 	buf_write(&img_buf, 0, imgs, IMG);
 	pk_launch_code(&pk, &l);
 	done = ring_run(0, &pk, 1000);
 	st = rrd(0, NPU_RING_STATUS);
 	ok(!done && !(st & NPU_RING_STS_HALTED),
-	   "TDMA.WAIT for a count no copy brings: still waiting after 1 s, "
-	   "no fault (status 0x%x)", st);
+	   "TDMA.WAIT for a count its one copy does not bring: still waiting "
+	   "after 1 s, no fault (status 0x%x)", st);
 	ring_reset(0);
 	p.n = 0;
 	memset(imgs[0], 0x11, IMG);
@@ -947,6 +960,114 @@ static void test_dma_isolation(void)
 			}
 	ok(good, "two blocks copy into their own scratchpads at the same "
 	   "address: each holds its own memory's bytes");
+}
+
+/*
+ * A block may end with copies in flight: a copy to memory the kernel
+ * never waits for lands, and a memory-side fault of one it never waits
+ * for is still reported.
+ */
+static void test_dma_at_block_end(void)
+{
+	struct npu_tdma_desc d = {
+		.mem = mem_buf.va + 8192, .scratch = NPU_LOCAL_SCRATCH,
+		.barrier = NPU_LOCAL_SCRATCH + BAR_AT,
+		.size = { 1000, 1, 1 }, .flags = NPU_TDMA_TO_MEM,
+	};
+	struct prog p = { .n = 0 };
+	uint8_t got[1000];
+	bool done;
+
+	rnd_bytes(imgs[0], IMG);
+	put_desc(0, 0, &d);
+	memset(mem_host, 0, sizeof(mem_host));
+	buf_write(&mem_buf, 0, mem_host, sizeof(mem_host));
+	step(&p, TP_DMA, 0, DESC_AT, 0);
+	done = dev_prog(&p, 1, NULL);
+	buf_read(&mem_buf, 8192, got, sizeof(got));
+	ok(done && !memcmp(got, imgs[0], sizeof(got)),
+	   "a copy to memory the block never waits for completes");
+
+	d.mem = mem_buf.va + 64 * 1024 - 500;	/* runs off the mapping */
+	d.flags = 0;
+	memset(imgs[0], 0, IMG);
+	put_desc(0, 0, &d);
+	ok(faults_as_ref(&p, "unwaited fault"),
+	   "a memory-side fault of a copy the block never waits for ends the "
+	   "launch (MMU_FAULT at the first unmapped byte)");
+}
+
+/*
+ * The instruction trace: a TLOAD's or TSTORE's record has the tile's
+ * address, a TDMA.ISSUE's the descriptor's, a TDMA.WAIT's the barrier
+ * word's.
+ */
+static void test_itrace(void)
+{
+	struct npu_tdma_desc d = {
+		.mem = mem_buf.va, .scratch = NPU_LOCAL_SCRATCH + 256,
+		.barrier = NPU_LOCAL_SCRATCH + BAR_AT, .size = { 64, 1, 1 },
+	};
+	const uint32_t tbytes = 1u << 20;
+	struct buf tb = alloc_buf(tbytes, 1, 1);
+	struct launch l = {
+		.block = { 1 }, .scratch = IMG, .stack = 256,
+		.flags = NPU_CODE_ITRACE, .trace_block = 0,
+		.trace = tb.va, .trace_bytes = tbytes, .nargs = 4,
+		.args = { prog_buf.va, 0, img_buf.va, IMG },
+	};
+	struct prog p = { .n = 0 };
+	struct npu_cu_trace_header h;
+	struct npu_cu_trace_record *rec = malloc(tbytes);
+	unsigned seen = 0, right = 0;
+	struct pk pk = { .n = 0 };
+	bool done;
+
+	memset(imgs[0], 0, IMG);
+	put_desc(0, 0, &d);
+	step(&p, TP_LOAD, TP_SUB_MEM(0, NPU_TILE_E8), 512, 16);
+	step(&p, TP_STORE, TP_SUB_MEM(0, NPU_TILE_E16), 1024, 32);
+	step(&p, TP_DMA, 0, DESC_AT, 0);
+	step(&p, TP_WAIT, 0, BAR_AT, 1);
+	l.args[1] = p.n;
+	buf_write(&prog_buf, 0, p.s, p.n * sizeof(p.s[0]));
+	buf_write(&img_buf, 0, imgs[0], IMG);
+	pk_launch_code(&pk, &l);
+	done = ring_run(0, &pk, 30000);
+	if (!done) {
+		diag("itrace: the launch did not complete (error %u)",
+		     rrd(0, NPU_RING_ERROR));
+		ring_reset(0);
+	}
+	buf_read(&tb, 0, &h, sizeof(h));
+	if (done && !h.lost && h.records * sizeof(*rec) <= tbytes - sizeof(h))
+		buf_read(&tb, sizeof(h), rec, h.records * sizeof(*rec));
+	else
+		h.records = 0;
+	for (uint64_t k = 0; k < h.records; k++) {
+		uint32_t w = rec[k].insn, f3 = (w >> 12) & 7;
+		uint64_t want;
+
+		if (rec[k].kind != NPU_CU_TRACE_INSN ||
+		    ((w & 0x7f) != NPU_OPC_TENSOR && (w & 0x7f) != NPU_OPC_TDMA))
+			continue;
+		seen++;
+		if ((w & 0x7f) == NPU_OPC_TENSOR)
+			want = NPU_LOCAL_SCRATCH + (f3 == NPU_TENSOR_TLOAD ? 512 : 1024);
+		else
+			want = NPU_LOCAL_SCRATCH + (f3 == NPU_TDMA_ISSUE ? DESC_AT
+								  : BAR_AT);
+		if (rec[k].addr == want)
+			right++;
+		else
+			diag("trace: insn 0x%08x addr 0x%llx, want 0x%llx", w,
+			     (unsigned long long)rec[k].addr,
+			     (unsigned long long)want);
+	}
+	ok(done && seen == 4 && right == 4, "instruction trace: TLOAD, TSTORE, "
+	   "TDMA.ISSUE and TDMA.WAIT records carry the tile's, descriptor's "
+	   "and barrier word's addresses (%u of %u)", right, seen);
+	free(rec);
 }
 
 /* ------------------------------------------------------------ timing */
@@ -1181,6 +1302,8 @@ static void run_all(void)
 	test_dma_shapes();
 	test_dma_faults();
 	test_dma_isolation();
+	test_dma_at_block_end();
+	test_itrace();
 	test_timing();
 	test_dma_wait_forever();
 	stop("tensor instance");
