@@ -249,7 +249,9 @@ struct npu_pkt_launch {
 #define NPU_CODE_MAX_TRACE	(256u << 20)	/* trace buffer bytes */
 /* flags */
 #define NPU_CODE_ITRACE		0x1	/* trace instructions of trace_block */
-#define NPU_CODE_FLAGS_ALL	0x1
+#define NPU_CODE_STATS_TENSOR	0x2	/* stats: struct npu_launch_stats_tensor
+					 * follows struct npu_launch_stats */
+#define NPU_CODE_FLAGS_ALL	0x3
 struct npu_pkt_launch_code {
 	uint32_t header;	/* NPU_OP_LAUNCH_CODE, 24 + 2 * nargs dwords */
 	uint32_t flags;		/* NPU_CODE_* */
@@ -757,6 +759,21 @@ struct npu_launch_stats {
 	uint64_t trace_lost;	/* records dropped: buffer full */
 	uint64_t printf_records;
 	uint64_t printf_lost;
+};
+
+/*
+ * The tensor engine's counters, written right after struct
+ * npu_launch_stats when the launch has NPU_CODE_STATS_TENSOR (a reader
+ * that did not ask keeps its 232-byte record).
+ */
+struct npu_launch_stats_tensor {
+	uint64_t stall_mio_throttle;	/* thread-cycles: stall[] + this =
+					 * thread_cycles */
+	uint64_t tensor_cycles;		/* units' tensor pipe busy cycles */
+	uint64_t mma[NPU_MMA_TYPES];	/* TMMA instructions by type */
+	uint64_t tdma_copies;		/* TDMA.ISSUEs that issued */
+	uint64_t tdma_bytes_read;	/* memory to scratchpad */
+	uint64_t tdma_bytes_written;	/* scratchpad to memory */
 };
 
 /*

@@ -464,14 +464,31 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
             npu_cu_write(s, l, l->printf_va, &h, sizeof(h));
         }
         if (l->stats_va && !l->failed) {
-            uint64_t buf[sizeof(l->st) / 8];
-            unsigned i;
+            struct {
+                struct npu_launch_stats st;
+                struct npu_launch_stats_tensor tensor;
+            } rec = { .st = l->st };
+            uint64_t buf[sizeof(rec) / 8];
+            unsigned i, n = sizeof(l->st) / 8;
 
-            memcpy(buf, &l->st, sizeof(buf));
-            for (i = 0; i < ARRAY_SIZE(buf); i++) {
+            QEMU_BUILD_BUG_ON(sizeof(rec) != sizeof(l->st) +
+                              sizeof(rec.tensor));
+            if (l->flags & NPU_CODE_STATS_TENSOR) {
+                rec.tensor = (struct npu_launch_stats_tensor) {
+                    .stall_mio_throttle = l->stall[NPU_STALL_MIO_THROTTLE],
+                    .tensor_cycles = l->tensor_cycles,
+                    .tdma_copies = l->tdma_copies,
+                    .tdma_bytes_read = l->tdma_bytes_read,
+                    .tdma_bytes_written = l->tdma_bytes_written,
+                };
+                memcpy(rec.tensor.mma, l->mma, sizeof(l->mma));
+                n = ARRAY_SIZE(buf);
+            }
+            memcpy(buf, &rec, sizeof(buf));
+            for (i = 0; i < n; i++) {
                 buf[i] = cpu_to_le64(buf[i]);
             }
-            npu_cu_write(s, l, l->stats_va, buf, sizeof(buf));
+            npu_cu_write(s, l, l->stats_va, buf, n * 8);
         }
         npu_mmu_access_end(l->ring);
     }

@@ -953,7 +953,7 @@ static void test_validation(void)
 		uint32_t val;
 		const char *what;
 	} bad[] = {
-		{ 1, 2, "unknown flag" },
+		{ 1, NPU_CODE_FLAGS_ALL + 1, "unknown flag" },
 		{ 2, (uint32_t)DEVTEST_CODE_VA + 2, "entry not 4-aligned" },
 		{ 3, 0x80, "entry at 2^39" },
 		{ 4, 0, "grid x 0" },

@@ -505,6 +505,26 @@ static void test_load_store(void)
 	   "tile the thread never wrote stores zeros");
 }
 
+/* A launch without NPU_CODE_STATS_TENSOR writes 232 bytes of stats. */
+static void test_stats_unasked(void)
+{
+	uint8_t pat[512], after[sizeof(pat)];
+	struct prog p = { .n = 0 };
+	struct npu_launch_stats st;
+	bool done;
+
+	memset(pat, 0xa5, sizeof(pat));
+	buf_write(&stats_buf, 0, pat, sizeof(pat));
+	memset(imgs[0], 0, IMG);
+	step(&p, TP_MMA, TP_SUB_MMA(NPU_MMA_F16, 0), 0, 0);
+	done = dev_prog(&p, 1, &st);
+	buf_read(&stats_buf, 0, after, sizeof(after));
+	ok(done && st.instructions > 0 &&
+	   !memcmp(after + sizeof(st), pat, sizeof(pat) - sizeof(st)),
+	   "without NPU_CODE_STATS_TENSOR the device writes %zu bytes of "
+	   "statistics, nothing after them", sizeof(st));
+}
+
 /* ------------------------------------------------- faults, encodings */
 
 /*
@@ -1107,33 +1127,36 @@ static void test_timing(void)
 		const char *what;
 		unsigned why[NPU_STALL_MIO_THROTTLE + 1];
 		bool host;		/* the copy's memory side */
+		/* struct npu_launch_stats_tensor of the launch: tensor_cycles,
+		 * mma[f16, bf16, f32, s8, s32], copies, bytes read */
+		uint64_t busy, mma[NPU_MMA_TYPES], copies, bytes;
 	} c[] = {
 		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
-		    [NPU_STALL_WAIT] = 67 }, false },
+		    [NPU_STALL_WAIT] = 67 }, false, 128, { 0, 0, 2, 0, 0 }, 0, 0 },
 		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE",
-		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 }, false },
+		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 }, false, 80, { 1, 0, 1, 0, 0 }, 0, 0 },
 		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16",
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 15,
-		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false },
+		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false, 16, { 1, 0, 0, 0, 0 }, 0, 0 },
 		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT",
 		  { [NPU_STALL_SELECTED] = 2,
-		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false },
+		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 1, 256 },
 		{ TP_TIME_DMA, 858, "the same from host memory",
 		  { [NPU_STALL_SELECTED] = 2,
-		    [NPU_STALL_LONG_SCOREBOARD] = 855 }, .host = true },
+		    [NPU_STALL_LONG_SCOREBOARD] = 855 }, true, 0, { 0 }, 1, 256 },
 		{ TP_TIME_DMA2, 137, "two copies of 8 sectors, TDMA.WAIT 2",
 		  { [NPU_STALL_SELECTED] = 3,
-		    [NPU_STALL_LONG_SCOREBOARD] = 133 }, false },
+		    [NPU_STALL_LONG_SCOREBOARD] = 133 }, false, 0, { 0 }, 2, 512 },
 		{ TP_TIME_TEW, 86, "TEW EXP, TEW ADD, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
-		    [NPU_STALL_WAIT] = 19 }, false },
+		    [NPU_STALL_WAIT] = 19 }, false, 80, { 0 }, 0, 0 },
 		{ TP_TIME_S8, 30, "three TMMA s8 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 4,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 14,
-		    [NPU_STALL_WAIT] = 11 }, false },
+		    [NPU_STALL_WAIT] = 11 }, false, 24, { 0, 0, 0, 3, 0 }, 0, 0 },
 	};
 	const uint32_t tbytes = 4u << 20;
 	struct buf tb = alloc_buf(tbytes, 1, 1);
@@ -1151,6 +1174,7 @@ static void test_timing(void)
 			.block = { 1 }, .scratch = IMG, .stack = 256,
 			.trace = tb.va, .trace_bytes = tbytes,
 			.sample_period = 1, .nargs = 4,
+			.flags = NPU_CODE_STATS_TENSOR, .stats = stats_buf.va,
 			/* only what the sequences use goes in and out */
 			.args = { prog_buf.va, 1, img_buf.va, 2304 },
 		};
@@ -1200,6 +1224,45 @@ static void test_timing(void)
 			}
 		ok(same, "timing: %s: each cycle's PC sample has the spec's "
 		   "stall reason", c[i].what);
+
+		/* the launch's counters (only this sequence uses the engine) */
+		{
+			struct npu_launch_stats st;
+			struct npu_launch_stats_tensor tn;
+			uint64_t sum = 0;
+
+			buf_read(&stats_buf, 0, &st, sizeof(st));
+			buf_read(&stats_buf, sizeof(st), &tn, sizeof(tn));
+			for (unsigned w = 0; w < NPU_STALL_COUNT; w++)
+				sum += st.stall[w];
+			same = sum + tn.stall_mio_throttle == st.thread_cycles &&
+			       tn.stall_mio_throttle == c[i].why[NPU_STALL_MIO_THROTTLE] &&
+			       tn.tensor_cycles == c[i].busy &&
+			       !memcmp(tn.mma, c[i].mma, sizeof(tn.mma)) &&
+			       tn.tdma_copies == c[i].copies &&
+			       tn.tdma_bytes_read == c[i].bytes &&
+			       tn.tdma_bytes_written == 0;
+			if (!same)
+				diag("%s: stalls %llu + mio %llu, thread-cycles "
+				     "%llu; tensor %llu, mma %llu %llu %llu %llu "
+				     "%llu, copies %llu, bytes %llu/%llu",
+				     c[i].what, (unsigned long long)sum,
+				     (unsigned long long)tn.stall_mio_throttle,
+				     (unsigned long long)st.thread_cycles,
+				     (unsigned long long)tn.tensor_cycles,
+				     (unsigned long long)tn.mma[0],
+				     (unsigned long long)tn.mma[1],
+				     (unsigned long long)tn.mma[2],
+				     (unsigned long long)tn.mma[3],
+				     (unsigned long long)tn.mma[4],
+				     (unsigned long long)tn.tdma_copies,
+				     (unsigned long long)tn.tdma_bytes_read,
+				     (unsigned long long)tn.tdma_bytes_written);
+			ok(done && same, "timing: %s: NPU_CODE_STATS_TENSOR's "
+			   "counters (tensor cycles, TMMAs by type, copies, "
+			   "bytes, MIO_THROTTLE completing the stall sum)",
+			   c[i].what);
+		}
 	}
 	free(rec);
 }
@@ -1297,6 +1360,7 @@ static void run_all(void)
 	test_mma();
 	test_tew();
 	test_load_store();
+	test_stats_unasked();
 	test_tile_faults();
 	test_encodings();
 	test_dma_shapes();
