@@ -477,13 +477,15 @@ static void setup_printf(struct job *j, unsigned T, unsigned B)
 }
 
 /*
- * A tensor program on each thread's own 2 KiB of scratchpad: f16 tiles
+ * A tensor program on each thread's own 3 KiB of scratchpad: f16 tiles
  * loaded plain and transposed, a fill, two MMAs back to back, a RELU,
- * stores of 32- and 16-bit elements.
+ * stores of 32- and 16-bit elements, and a tile DMA copy of 2 x 128
+ * bytes from device memory with its wait.
  */
 static void setup_tensor_prog(struct job *j, unsigned T, unsigned B)
 {
 	static const struct tp_step steps[] = {
+		{ TP_DMA, 0, 2048, 0 },
 		{ TP_LOAD, TP_SUB_MEM(TP_A, NPU_TILE_E16), 0, 32 },
 		{ TP_LOAD, TP_SUB_MEM(TP_B, NPU_TILE_E16 | NPU_TILE_TRANS), 512, 32 },
 		{ TP_FILL, TP_SUB_FILL(TP_C, NPU_TILE_E32), 0, 0x3f800000 },
@@ -492,19 +494,37 @@ static void setup_tensor_prog(struct job *j, unsigned T, unsigned B)
 		{ TP_TEW, TP_SUB_TEW(NPU_TEW_RELU, 0), 0, 0 },
 		{ TP_STORE, TP_SUB_MEM(TP_C, NPU_TILE_E32), 1024, 64 },
 		{ TP_STORE, TP_SUB_MEM(TP_D, NPU_TILE_E16), 0, 32 },
+		{ TP_WAIT, 2120 / 8, 2112, 1 },
 	};
-	const unsigned bytes = 2048;
+	const unsigned bytes = 3072;
 	struct buf prog = alloc_buf(sizeof(steps), 1, 0);
 	struct buf img = out_buf(j, "image", (uint64_t)bytes * T * B);
-	uint16_t *h = calloc(T * B, bytes);
+	struct buf src = alloc_buf(4096, 1, 0);
+	uint8_t *im = calloc(T * B, bytes), pat[4096];
 
 	buf_write(&prog, 0, steps, sizeof(steps));
-	for (unsigned i = 0; i < T * B * bytes / 2; i++)
-		if (i % (bytes / 2) < 512)
-			h[i] = npu_f16_from_f32((float)((int)(i * 37 % 61) - 30) /
-						8.0f);
-	buf_write(&img, 0, h, (uint64_t)bytes * T * B);
-	free(h);
+	for (unsigned i = 0; i < sizeof(pat); i++)
+		pat[i] = i * 7 + 3;
+	buf_write(&src, 0, pat, sizeof(pat));
+	for (unsigned k = 0; k < T * B; k++) {
+		uint16_t *h = (uint16_t *)(im + (size_t)k * bytes);
+		unsigned t = k % T;
+		struct npu_tdma_desc d = {
+			.mem = src.va + 16 * (k % 64),
+			.scratch = NPU_LOCAL_SCRATCH + t * bytes + 2176,
+			.barrier = NPU_LOCAL_SCRATCH + t * bytes + 2112,
+			.mem_stride = { 1024, 0 },
+			.scratch_stride = { 128, 0 },
+			.size = { 128, 2, 1 },
+		};
+
+		for (unsigned i = 0; i < 512; i++)
+			h[i] = npu_f16_from_f32((float)((int)((k * 512 + i) * 37 % 61) -
+							30) / 8.0f);
+		memcpy(im + (size_t)k * bytes + 2048, &d, sizeof(d));
+	}
+	buf_write(&img, 0, im, (uint64_t)bytes * T * B);
+	free(im);
 	j->l.scratch = bytes * T;
 	j->l.nargs = 4;
 	j->l.args[0] = prog.va;
