@@ -353,8 +353,9 @@ struct NpuLaunch {
     uint64_t last_cycle;
     struct npu_launch_stats st;
     /*
-     * thread-cycles by reason (st.stall[] at the launch's end), and the
-     * tensor engine's counters, which npu_launch_stats has no room for yet
+     * thread-cycles by reason (into st.stall[] at the launch's end: all
+     * but MIO_THROTTLE), and the tensor engine's counters (written with
+     * NPU_CODE_STATS_TENSOR as struct npu_launch_stats_tensor)
      */
     uint64_t stall[NPU_STALL_REASONS];
     uint64_t tensor_cycles;
