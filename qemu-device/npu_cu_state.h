@@ -192,6 +192,8 @@ typedef struct NpuBlock {
     int64_t fixed_start;
     bool direct;                /* placed and freed by its ring's thread */
     uint64_t fixed_end_cycle;   /* ... in cycles (timing=virtual) */
+    /* its threads have ended; its tile DMA copies complete then (0: no) */
+    uint64_t drain_until;
 } NpuBlock;
 
 typedef struct NpuSlot {

@@ -428,6 +428,19 @@ NpuLaunch *npu_cu_tdma_retire(NpuState *s, NpuUnit *u, uint64_t c)
     return NULL;
 }
 
+uint64_t npu_cu_tdma_block_busy(const NpuUnit *u, const NpuBlock *b)
+{
+    uint64_t last = 0;
+    unsigned i;
+
+    for (i = 0; i < u->ntdma; i++) {
+        if (u->tdma[i].blk == b) {
+            last = MAX(last, u->tdma[i].done);
+        }
+    }
+    return last;
+}
+
 void npu_cu_tensor_block_gone(NpuState *s, NpuUnit *u, NpuBlock *b)
 {
     unsigned i, k = 0;

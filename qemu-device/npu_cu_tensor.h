@@ -32,10 +32,15 @@ uint32_t npu_cu_tensor_exec(NpuExec *x, const NpuRvInsn *d, uint64_t *fault,
  */
 NpuLaunch *npu_cu_tdma_retire(NpuState *s, NpuUnit *u, uint64_t c);
 
+/* The completion cycle of the last of b's copies in flight on u, 0: none. */
+uint64_t npu_cu_tdma_block_busy(const NpuUnit *u, const NpuBlock *b);
+
 /*
- * Block b leaves unit u: its copies still in flight complete now (their
- * faults reported unless its launch failed or was cancelled; the launch's
- * last cycle covers them) and leave the engine; its threads' tiles go.
+ * Block b leaves unit u: copies of it still in flight (a failed or
+ * cancelled launch's; any other block waits for its copies) complete now
+ * (their faults reported unless its launch failed or was cancelled; the
+ * launch's last cycle covers them) and leave the engine; its threads'
+ * tiles go.
  */
 void npu_cu_tensor_block_gone(NpuState *s, NpuUnit *u, NpuBlock *b);
 

@@ -492,7 +492,14 @@ static void npu_cu_thread_end(NpuState *s, NpuUnit *u, NpuSlot *t,
         u->resched = true;
     }
     if (!b->live) {
+        uint64_t busy = npu_cu_tdma_block_busy(u, b);
+
         b->l->last_cycle = MAX(b->l->last_cycle, c + 1);
+        if (busy > c + 1) {
+            /* a block does not end while a copy it issued is in flight */
+            b->drain_until = busy;
+            return;
+        }
         npu_block_free(s, u, b);
     }
 }
@@ -2424,6 +2431,39 @@ npu_unit_run_events(NpuState *s, NpuUnit *u, uint64_t end)
 }
 
 
+/*
+ * Blocks whose threads have all ended leave when their last copy has
+ * completed, if that is by end; a unit with nothing else to run spends
+ * the cycles until then on them (those of the last one: up to end).
+ */
+static void npu_unit_drain(NpuState *s, NpuUnit *u, uint64_t end)
+{
+    for (;;) {
+        NpuBlock *first = NULL;
+        unsigned i;
+
+        for (i = 0; i < u->nblocks; i++) {
+            NpuBlock *b = u->blocks[i];
+
+            if (b->drain_until &&
+                (!first || b->drain_until < first->drain_until)) {
+                first = b;
+            }
+        }
+        if (!first) {
+            return;
+        }
+        if (!u->nlive && u->cycle < MIN(first->drain_until, end)) {
+            npu_unit_charge(u, MIN(first->drain_until, end) - u->cycle);
+            u->cycle = MIN(first->drain_until, end);
+        }
+        if (first->drain_until > end) {
+            return;
+        }
+        npu_block_free(s, u, first);
+    }
+}
+
 /* Run unit u from its current cycle up to end. */
 void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
 {
@@ -2498,6 +2538,7 @@ void npu_unit_run(NpuState *s, NpuUnit *u, uint64_t end)
         pick_d = npu_slot_decode(s, pt, pt->l);
         npu_cu_issue(s, u, pt, pick_d, pt->d_err, c);
     }
+    npu_unit_drain(s, u, end);
     u->idle_at = !u->nblocks && u->cycle < end ? u->cycle : UINT64_MAX;
     if (u->cycle < end) {
         u->cycle = end;

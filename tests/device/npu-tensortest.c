@@ -1280,6 +1280,67 @@ static void instance(const char *devopts)
 }
 
 /*
+ * A block does not end while a copy it issued is in flight: on one unit
+ * with room for one block at a time, two blocks each issue a copy from
+ * host memory (complete 857 cycles after its issue) that they never wait
+ * for, and their threads end soon after. Block 1 starts when block 0's
+ * copy has completed, and the launch ends when block 1's has: as both
+ * blocks run the same program, block 1 starts as long after block 0 as
+ * the launch ends after block 1 (block 1's start is its first rdcycle
+ * less the copy-in that block 0 took before its own).
+ */
+static void test_block_drain(void)
+{
+	struct buf hostmem;
+	struct prog p = { .n = 0 };
+	struct npu_launch_stats st;
+	struct pk pk = { .n = 0 };
+	uint64_t cyc[2][2], copy_in, start1, end;
+	struct launch l;
+	bool done;
+
+	instance("compute-units=1");
+	hostmem = alloc_buf(4096, 0, 1);
+	for (unsigned b = 0; b < 2; b++) {
+		struct npu_tdma_desc d = {
+			.mem = hostmem.va, .scratch = NPU_LOCAL_SCRATCH + 256,
+			.barrier = NPU_LOCAL_SCRATCH + 64, .size = { 256, 1, 1 },
+		};
+
+		memset(imgs[b], 0, 128);
+		memcpy(imgs[b], &d, sizeof(d));
+	}
+	step(&p, TP_CYCLE, 0, 80, 0);
+	step(&p, TP_DMA, 0, 0, 0);
+	step(&p, TP_CYCLE, 0, 88, 0);
+	l = (struct launch){
+		.grid = { 2 }, .block = { 1 }, .stack = 256,
+		.scratch = 64 * 1024, .stats = stats_buf.va, .nargs = 4,
+		.args = { prog_buf.va, p.n, img_buf.va, 128 },
+	};
+	buf_write(&prog_buf, 0, p.s, p.n * sizeof(p.s[0]));
+	buf_write(&img_buf, 0, imgs[0], 128);
+	buf_write(&img_buf, 128, imgs[1], 128);
+	pk_launch_code(&pk, &l);
+	done = ring_run(0, &pk, 30000);
+	buf_read(&stats_buf, 0, &st, sizeof(st));
+	for (unsigned b = 0; b < 2; b++)
+		buf_read(&img_buf, 128 * b + 80, cyc[b], sizeof(cyc[b]));
+	copy_in = cyc[0][0] - st.start_cycle;
+	start1 = cyc[1][0] - copy_in;
+	end = st.start_cycle + st.cycles;
+	ok(done && start1 - st.start_cycle == end - start1 &&
+	   start1 > cyc[0][1],
+	   "a block whose thread ended holds its unit until its copy "
+	   "completes: block 1 starts at %llu, %llu after block 0 (and after "
+	   "block 0's last rdcycle, %llu); the launch ends %llu after it",
+	   (unsigned long long)start1,
+	   (unsigned long long)(start1 - st.start_cycle),
+	   (unsigned long long)cyc[0][1], (unsigned long long)(end - start1));
+	stop("one-unit instance");
+}
+
+/*
  * 16 threads contending for the tensor pipe, the tile port and the DMA
  * engine: the event-driven loop (cu-threads=16) gives the same cycles,
  * stalls, counts and results as the plain per-cycle loop, which a unit
@@ -1371,6 +1432,7 @@ static void run_all(void)
 	test_timing();
 	test_dma_wait_forever();
 	stop("tensor instance");
+	test_block_drain();
 	test_engines();
 }
 

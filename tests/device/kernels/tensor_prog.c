@@ -173,6 +173,8 @@ KERNEL void kmain(const struct tp_step *prog, unsigned long nsteps,
 					      (unsigned)arg);
 		if (kind == TP_BARRIER)
 			npu_barrier();
+		if (kind == TP_CYCLE)
+			*(volatile unsigned long *)addr = npu_cycles();
 		if (kind == TP_TIMING)
 			*(volatile unsigned long *)addr =
 				timing(sub, base + arg,

@@ -18,6 +18,7 @@ enum {
 	TP_WAIT = 7,	/* TDMA.WAIT on the word at off for arg; the count
 			 * seen goes to u64 word sub of the thread's part */
 	TP_BARRIER = 8,	/* the block barrier */
+	TP_CYCLE = 10,	/* rdcycle to the u64 at off */
 	TP_TIMING = 9,	/* sub = TP_TIME_*: the cycles of a straight-line
 			 * sequence on the data at arg go to the u64 at
 			 * off, its first cycle to the u64 after it */
