@@ -483,8 +483,9 @@ struct npu_queue {
  * @fault_lock: protects @fault (taken from the error irq)
  * @fault: errors hit by the file's jobs
  * @engine_ns: time the file's jobs occupied compute rings ([0]) and copy
- *	rings ([1]), from the start of each job on its ring to its retirement
- *	(fdinfo drm-engine-* adds the running jobs' time so far)
+ *	rings ([1]), from the start of each job on its ring to its retirement,
+ *	and its destroyed user queues' busy time (fdinfo drm-engine-* adds
+ *	the running jobs' time so far and the live user queues')
  * @userqs: user queue id -> struct npu_userq (npu_userq.c)
  * @nuserqs: entries in @userqs
  * @doorbell: the file's doorbell page (a GEM object), NULL until its first
@@ -586,6 +587,7 @@ struct npu_fence {
  * @id: uAPI id
  * @index: descriptor index on the device
  * @doorbell: doorbell index in the file's page
+ * @kind: DRM_NPU_RING_KIND_* of its engines (fdinfo's engine class)
  * @dead: destroyed: waiters return -ECANCELED (written under
  *	&npu_device.uq_lock, read with READ_ONCE())
  * @stopped: stopped by the watchdog (as @dead)
@@ -614,6 +616,7 @@ struct npu_userq {
 	u32 id;
 	u32 index;
 	u32 doorbell;
+	u32 kind;
 	bool dead;
 	bool stopped;
 	bool halt_seen;

@@ -414,9 +414,12 @@ static void npu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 	u64 done[2], ns[2];
 
 	/*
-	 * Finished jobs' time plus the running ones' so far; again if a job
-	 * retired in between (it would be counted twice, or not at all).
+	 * Finished jobs' time plus the running ones' so far and the user
+	 * queues'; again if a job retired in between (it would be counted
+	 * twice, or not at all). vm_lock: no user queue is destroyed (its
+	 * time moving into engine_ns) meanwhile.
 	 */
+	mutex_lock(&nfile->vm_lock);
 	do {
 		done[0] = atomic64_read(&nfile->engine_ns[0]);
 		done[1] = atomic64_read(&nfile->engine_ns[1]);
@@ -425,6 +428,8 @@ static void npu_show_fdinfo(struct drm_printer *p, struct drm_file *file)
 		npu_rings_running_ns(ndev, nfile, ns);
 	} while (done[0] != atomic64_read(&nfile->engine_ns[0]) ||
 		 done[1] != atomic64_read(&nfile->engine_ns[1]));
+	npu_userqs_busy_ns(nfile, ns);
+	mutex_unlock(&nfile->vm_lock);
 	drm_printf(p, "drm-engine-compute:\t%llu ns\n", done[0] + ns[0]);
 	drm_printf(p, "drm-engine-capacity-compute:\t%u\n", ndev->num_compute);
 	drm_printf(p, "drm-engine-copy:\t%llu ns\n", done[1] + ns[1]);

@@ -365,6 +365,9 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 		 */
 		npu_uq_cmd(ndev, NPU_UQ_CMD_STOP, uq->index);
 		npu_uq_cmd(ndev, NPU_UQ_CMD_UNMAP, uq->index);
+		/* fdinfo's engine time keeps what the queue ran */
+		atomic64_add(npu_uqd_rd64(ndev, uq->index, NPU_UQD_BUSY_NS),
+			     &nfile->engine_ns[uq->kind == DRM_NPU_RING_KIND_COPY]);
 		drm_dev_exit(idx);
 	}
 	npu_user_uq_uncharge(ndev, uq->uid);
@@ -384,6 +387,42 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
 	npu_userq_fences_cancel(ndev, uq, -ECANCELED);
 	wake_up_all(&ndev->uq_wq);
 	npu_userq_put(uq);
+}
+
+/**
+ * npu_userqs_busy_ns() - busy time of a file's live user queues
+ * @nfile: the file
+ * @ns: [0] compute-class, [1] copy-class queues: busy time added here
+ *
+ * Each queue's descriptor counts its completed packets (``busy_ns``); a
+ * packet executing now counts from its ``run_start_ns`` to the device
+ * clock, so that a long kernel shows while it runs.
+ */
+void npu_userqs_busy_ns(struct npu_file *nfile, u64 ns[2])
+{
+	struct npu_device *ndev = nfile->ndev;
+	struct npu_userq *uq;
+	unsigned long id;
+	u64 start, busy, now;
+	int idx;
+
+	lockdep_assert_held(&nfile->vm_lock);
+	if (!drm_dev_enter(&ndev->drm, &idx))
+		return;
+	xa_for_each(&nfile->userqs, id, uq) {
+		/* again if the packet ended between the two reads */
+		do {
+			start = npu_uqd_rd64(ndev, uq->index,
+					     NPU_UQD_RUN_START_NS);
+			busy = npu_uqd_rd64(ndev, uq->index, NPU_UQD_BUSY_NS);
+			now = npu_rd64(ndev, NPU_REG_CLOCK_LO);
+		} while (start != npu_uqd_rd64(ndev, uq->index,
+					       NPU_UQD_RUN_START_NS));
+		if (start && now > start)
+			busy += now - start;
+		ns[uq->kind == DRM_NPU_RING_KIND_COPY] += busy;
+	}
+	drm_dev_exit(idx);
 }
 
 static int npu_userq_check(struct npu_device *ndev,
@@ -518,6 +557,7 @@ int npu_ioctl_userq_create(struct drm_device *dev, void *data,
 		goto err_id;
 	}
 	uq->index = index;
+	uq->kind = args->kind;
 
 	mutex_lock(&ndev->uq_lock);
 	ret = npu_user_uq_charge(ndev, uq->uid);

@@ -21,5 +21,6 @@ int npu_ioctl_userq_destroy(struct drm_device *dev, void *data,
 			    struct drm_file *file);
 int npu_ioctl_userq_query(struct drm_device *dev, void *data,
 			  struct drm_file *file);
+void npu_userqs_busy_ns(struct npu_file *nfile, u64 ns[2]);
 
 #endif /* NPU_USERQ_H */

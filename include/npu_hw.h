@@ -489,6 +489,8 @@ enum npu_uq_cmd {
 #define NPU_UQD_CMDS		0x90	/* u64 */
 #define NPU_UQD_BYTES		0x98	/* u64 */
 #define NPU_UQD_OPS		0xa0	/* u64 */
+#define NPU_UQD_RUN_START_NS	0xa8	/* u64: clock at the executing packet's
+					 * start, 0 when none */
 
 /* Queue status, in the descriptor and in the write-back block. */
 #define NPU_UQ_STS_MAPPED	(1u << 0)	/* in the scheduler */

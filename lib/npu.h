@@ -390,8 +390,8 @@ npu_status_t npu_memset_async(void *devptr, int value, size_t count,
 #define NPU_STREAM_DEFAULT		0u	/* blocking stream */
 #define NPU_STREAM_NON_BLOCKING		(1u << 0)
 /* Where a stream's work goes (at most one of the two; neither: the
- * environment variable NPU_QUEUES=user|kernel, else the library's
- * default). USER_QUEUE: a user-mode queue, written and rung from user
+ * environment variable NPU_QUEUES=user|kernel, else a user queue).
+ * USER_QUEUE: a user-mode queue, written and rung from user
  * space with no system call per launch, copy or event; when the driver or
  * device has none (DRM_NPU_FEATURE_USER_QUEUES) or one cannot be made,
  * the stream runs on kernel queues. KERNEL_QUEUE: jobs through the
@@ -992,8 +992,8 @@ npu_status_t npu_graph_get_stats(npu_graph_stats *stats);
 /* Device counters, from DRM_IOCTL_NPU_COUNTERS: monotonically increasing
  * since the device was reset. Rings are numbered compute rings first
  * (0 .. compute_rings-1), then copy rings; they count the commands of
- * kernel-queue streams. Streams on user queues (NPU_QUEUES=user,
- * NPU_STREAM_USER_QUEUE) run on the device's user-queue engines, which
+ * kernel-queue streams. Streams on user queues (the default) run on the
+ * device's user-queue engines, which
  * uq_engine counts the same way: compute engines first
  * (0 .. uq_compute_engines-1), then copy engines. A user-queue stream's
  * copies and memsets run on its compute engine and count there. */

@@ -204,8 +204,14 @@ static npu_status_t device_open(struct device *d)
 #undef P
 	};
 	npu_device_prop *pr = &d->prop;
+	const char *queues = getenv("NPU_QUEUES");
 	unsigned i;
 
+	if (queues && strcmp(queues, "user") && strcmp(queues, "kernel"))
+		return npu_fail(NPU_ERROR_NOT_INITIALIZED,
+				"NPU_QUEUES=%s: set it to user or kernel, or "
+				"unset it (user queues where the driver has them)",
+				queues);
 	d->fd = open(d->node, O_RDWR | O_CLOEXEC);
 	if (d->fd < 0)
 		return npu_fail(NPU_ERROR_NOT_INITIALIZED, "open %s: %s", d->node,
@@ -244,8 +250,9 @@ static npu_status_t device_open(struct device *d)
 
 		pthread_cond_init(&d->flush_cond, NULL);
 		d->batch = !(m && !strcmp(m, "direct"));
-		m = getenv("NPU_QUEUES");
-		d->uq_default = m && !strcmp(m, "user");
+		/* user queues unless NPU_QUEUES=kernel: no system call per
+		 * launch, copy or event */
+		d->uq_default = !(queues && !strcmp(queues, "kernel"));
 		d->uq_ok = !!(pr->features & DRM_NPU_FEATURE_USER_QUEUES);
 		if (d->uq_ok) {
 			uint64_t e = 0;

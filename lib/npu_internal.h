@@ -264,8 +264,8 @@ struct device {
 	bool batch_busy;		/* a batch is built and not yet done:
 					 * bjobs/bsyncs in use, order pending */
 	struct djob **wait_batch;	/* a waiter's batch (npu_flush_now) */
-	/* user queues: NPU_QUEUES (user or kernel) and whether the driver
-	 * has them; the file's doorbell page, mapped on first use */
+	/* user queues: the default unless NPU_QUEUES=kernel, and whether
+	 * the driver has them; the file's doorbell page, mapped on first use */
 	bool uq_default, uq_ok;
 	uint32_t uq_engines;		/* DRM_NPU_PARAM_USERQ_ENGINES */
 	void *uq_db_page;

@@ -195,6 +195,7 @@ struct NpuUq {
     uint64_t cmds;
     uint64_t bytes;
     uint64_t ops;
+    uint64_t run_start_ns;      /* clock at the executing packet's start */
     /* scheduler */
     uint32_t idx;
     int engine;                 /* engine it is on, -1 if none */

@@ -158,7 +158,7 @@ static uint32_t npu_uq_status(NpuUq *q, bool off)
 /* Write the queue's state (descriptor bytes 0x30..0xa7). uq.lock held. */
 static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
 {
-    uint8_t d[NPU_UQD_OPS + 8 - NPU_UQD_WPTR];
+    uint8_t d[NPU_UQD_RUN_START_NS + 8 - NPU_UQD_WPTR];
 
 #define D(off) (d + (off) - NPU_UQD_WPTR)
     stq_le_p(D(NPU_UQD_WPTR), q->wptr);
@@ -180,8 +180,24 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
     stq_le_p(D(NPU_UQD_CMDS), q->cmds);
     stq_le_p(D(NPU_UQD_BYTES), q->bytes);
     stq_le_p(D(NPU_UQD_OPS), q->ops);
+    stq_le_p(D(NPU_UQD_RUN_START_NS), q->run_start_ns);
 #undef D
     npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_WPTR, d, sizeof(d), true);
+}
+
+/*
+ * The packet the queue executes from now on started at clock ns: in the
+ * descriptor at once, so that the driver's per-client busy time counts a
+ * long packet while it runs.
+ */
+static void npu_uq_run_start(NpuState *s, NpuUq *q, uint64_t ns)
+{
+    uint64_t v = cpu_to_le64(ns);
+
+    qemu_mutex_lock(&s->uq.lock);
+    q->run_start_ns = ns;
+    npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, &v, 8, true);
+    qemu_mutex_unlock(&s->uq.lock);
 }
 
 static bool npu_uq_can_run(NpuUq *q)
@@ -444,6 +460,7 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     busy0 = e->busy_ns;
     e->running = true;
     qemu_mutex_unlock(&e->lock);
+    npu_uq_run_start(s, q, MAX(s->vtime ? e->vt : npu_clock(s), 1));
     e->ib_resume = NPU_PKT_OP(h) == NPU_OP_INDIRECT ? ib_off : 0;
     ok = npu_uq_exec(&job, pkt, NPU_PKT_LEN(h), base + off, &err, &info);
     qemu_mutex_lock(&e->lock);
@@ -454,6 +471,7 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     }
     e->ib_resume = 0;
     qemu_mutex_lock(&uq->lock);
+    q->run_start_ns = 0;
     q->cmds += e->cmds - cmds0;
     q->bytes += e->bytes - bytes0;
     q->ops += e->ops - ops0;
@@ -1084,6 +1102,7 @@ static uint32_t npu_uq_map_locked(NpuState *s, NpuUq *q)
     q->ib_offset = 0;
     q->progress_ns = 0;
     q->busy_ns = 0;
+    q->run_start_ns = 0;
     q->cmds = 0;
     q->bytes = 0;
     q->ops = 0;

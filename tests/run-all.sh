@@ -202,7 +202,7 @@ boot() {
 # kernel (KASAN, lockdep) reacts to interrupts slowly: its device waits
 # longer for the host to settle before moving the clock.
 #
-# On the debug kernel, lib-tune-space (and its -uq line) is left out: it is library logic (an
+# On the debug kernel, lib-tune-space (and its -kq line) is left out: it is library logic (an
 # exhaustive search over 288 SGEMM points) on the same driver paths that
 # lib-tune covers, and takes over 6 minutes under KASAN against 3 on the
 # release kernels.
@@ -213,14 +213,15 @@ boot() {
 # same paths through lib-events and lib-basic there.
 vsuites=${NPU_VTIME_SUITES-$top/tests/guest-suites-vtime}
 debug_vsuites=$res/guest-suites-vtime.debug
-[ -z "$vsuites" ] || grep -v -e '^lib-tune-space ' -e '^lib-tune-space-uq ' \
+[ -z "$vsuites" ] || grep -v -e '^lib-tune-space ' -e '^lib-tune-space-kq ' \
 	"$vsuites" >"$debug_vsuites"
 debug_suites=$res/guest-suites.debug
-# lib-churn-uq: the same rounds on user queues (killed at the suite's timeout
-# under KASAN). choreo-uq and bench-tiny-uq: compiled programs and timings
-# whose driver paths lib-kernels-uq and lib-basic-uq already take there.
-grep -v -e '^lib-churn ' -e '^lib-churn-uq ' -e '^choreo-uq ' \
-	-e '^bench-tiny-uq ' "$suites" >"$debug_suites"
+# lib-churn-kq: the same rounds on kernel queues (killed at the suite's
+# timeout under KASAN). choreo-kq and bench-tiny-kq: compiled programs and
+# timings whose driver paths lib-kernels-kq and lib-basic-kq already take
+# there.
+grep -v -e '^lib-churn ' -e '^lib-churn-kq ' -e '^choreo-kq ' \
+	-e '^bench-tiny-kq ' "$suites" >"$debug_suites"
 for k in "$@"; do
 	if [ "$k" = debug ]; then boot "$k" "$k" "$debug_suites"
 	else boot "$k" "$k" "$suites"; fi
@@ -235,18 +236,20 @@ done
 # library's own objects and undefined behaviour fail the suite. Left out:
 # lib-churn (RSS, which ASan's quarantine inflates) and lib-launch-cost
 # (cost ratios), which measure the plain build, and lib-tune-space and
-# lib-tune-space-uq (an exhaustive search, past the 300 s suite limit under
-# ASan; lib-tune runs the same tuner).
+# lib-tune-space-kq (an exhaustive search, past the 300 s suite limit under
+# ASan; lib-tune runs the same tuner). A "queues.sh MODE PROGRAM" line runs
+# under ASan when PROGRAM has an ASan build.
 asan_bin=$BUILD/guest-asan/bin
 if [ -d "$asan_bin" ] && [ -z "${NPU_SKIP_ASAN:-}" ]; then
 	for k in "$@"; do
 		[ "$k" = 6.12 ] || continue
-		awk -v bin="$asan_bin" '$1 !~ /^lib-(churn|launch-cost)(-uq)?$/ &&
-			system("test -x " bin "/" $2) == 0' "$suites" >"$res/guest-suites.asan"
+		awk -v bin="$asan_bin" '$1 !~ /^lib-(churn|launch-cost)(-kq)?$/ &&
+			system("test -x " bin "/" ($2 == "queues.sh" ? $4 : $2)) == 0' \
+			"$suites" >"$res/guest-suites.asan"
 		boot_extra_bin=$asan_bin boot "$k-asan" "$k" "$res/guest-suites.asan"
 		if [ -n "$vsuites" ]; then
-			awk -v bin="$asan_bin" '$1 !~ /^lib-tune-space(-uq)?$/ &&
-				system("test -x " bin "/" $2) == 0' \
+			awk -v bin="$asan_bin" '$1 !~ /^lib-tune-space(-kq)?$/ &&
+				system("test -x " bin "/" ($2 == "queues.sh" ? $4 : $2)) == 0' \
 				"$vsuites" >"$res/guest-suites-vtime.asan"
 			boot_extra_bin=$asan_bin boot "$k-asan-vt" "$k" \
 				"$res/guest-suites-vtime.asan" ",timing=virtual"

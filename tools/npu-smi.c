@@ -6,12 +6,14 @@
  *   npu-smi -l SECONDS [-c COUNT] [-j]   one line per device per interval
  *
  * Two kinds of utilization (Documentation/tools/npu-smi.rst):
- *  - of a ring or compute unit: its busy time (DRM_IOCTL_NPU_COUNTERS)
+ *  - of a ring, user-queue engine or compute unit: its busy time
+ *    (DRM_IOCTL_NPU_COUNTERS)
  *    over the device-clock time between two reads; "since start" divides
  *    the busy time by the device clock itself, so it stays meaningful after
  *    the work is over;
  *  - of a process: the growth of its drm-engine-<class> keys in
- *    /proc/PID/fdinfo/FD (host ns its jobs occupied rings of that class)
+ *    /proc/PID/fdinfo/FD (ns its jobs occupied rings of that class, and
+ *    its user queues engines)
  *    over the wall-clock interval times the class's capacity.
  * Talks to the driver directly (no libnpu), so it also works while libnpu
  * is broken or absent. JSON goes through json-c.
@@ -39,6 +41,7 @@
 
 #define MAX_DEVS 16
 #define MAX_RINGS 64
+#define MAX_UQ_ENGINES 64
 #define MAX_CUS 256
 #define MAX_CLIENTS 256
 
@@ -55,8 +58,9 @@ struct client {
 /* Everything read from one device at one moment. */
 struct sample {
 	struct drm_npu_ring_counters ring[MAX_RINGS];
+	struct drm_npu_ring_counters uq[MAX_UQ_ENGINES];	/* user-queue engines */
 	uint64_t cu[MAX_CUS];
-	uint32_t nring, ncu;
+	uint32_t nring, nuq, ncu;
 	int counters_ok;
 	uint64_t clock;			/* device clock ticks */
 	uint64_t wall_ns;		/* CLOCK_MONOTONIC */
@@ -69,6 +73,7 @@ struct device {
 	int fd, index;
 	dev_t rdev;
 	uint64_t id, rev, ncomp, ncopy, ncus, mem, hz, feat, tmo;
+	uint64_t uq_engines;		/* compute [7:0], copy [15:8] */
 	struct sample *prev, *cur;
 };
 
@@ -123,12 +128,15 @@ static void read_counters(int fd, struct sample *s)
 	c.cu_busy_ns = (uint64_t)(uintptr_t)s->cu;
 	c.ring_count = MAX_RINGS;
 	c.cu_count = MAX_CUS;
+	c.uq_engines = (uint64_t)(uintptr_t)s->uq;
+	c.uq_engine_count = MAX_UQ_ENGINES;
 	s->counters_ok = !ioctl(fd, DRM_IOCTL_NPU_COUNTERS, &c);
 	if (!s->counters_ok) {
-		s->nring = s->ncu = 0;
+		s->nring = s->nuq = s->ncu = 0;
 		return;
 	}
 	s->nring = c.ring_count < MAX_RINGS ? c.ring_count : MAX_RINGS;
+	s->nuq = c.uq_engine_count < MAX_UQ_ENGINES ? c.uq_engine_count : MAX_UQ_ENGINES;
 	s->ncu = c.cu_count < MAX_CUS ? c.cu_count : MAX_CUS;
 	s->clock = c.clock;
 }
@@ -263,21 +271,31 @@ static double device_dt_ns(const struct device *d)
 	return (double)(d->cur->clock - d->prev->clock) * 1e9 / (double)d->hz;
 }
 
+/* Engine e: rings first, then the user-queue engines. */
+static const struct drm_npu_ring_counters *engine_of(const struct sample *s, uint32_t e)
+{
+	if (e < s->nring)
+		return &s->ring[e];
+	return e - s->nring < s->nuq ? &s->uq[e - s->nring] : NULL;
+}
+
 static double ring_util(const struct device *d, uint32_t r)
 {
+	const struct drm_npu_ring_counters *a = engine_of(d->prev, r), *b = engine_of(d->cur, r);
 	double dt = device_dt_ns(d);
 
-	if (!dt || r >= d->prev->nring || r >= d->cur->nring)
+	if (!dt || !a || !b || d->prev->nring != d->cur->nring)
 		return 0;
-	return clamp01((double)(d->cur->ring[r].busy_ns - d->prev->ring[r].busy_ns) / dt);
+	return clamp01((double)(b->busy_ns - a->busy_ns) / dt);
 }
 
 /* Busy time over the whole device clock (since power-on or reset). */
 static double ring_util_since_start(const struct device *d, uint32_t r)
 {
+	const struct drm_npu_ring_counters *b = engine_of(d->cur, r);
 	double t = d->hz ? (double)d->cur->clock * 1e9 / (double)d->hz : 0;
 
-	return t > 0 ? clamp01((double)d->cur->ring[r].busy_ns / t) : 0;
+	return t > 0 && b ? clamp01((double)b->busy_ns / t) : 0;
 }
 
 static double cu_util(const struct device *d, uint32_t u)
@@ -344,7 +362,18 @@ static void human(char *buf, size_t n, uint64_t bytes)
 
 static const char *ring_kind(const struct device *d, uint32_t r)
 {
+	if (r >= d->cur->nring)
+		return r - d->cur->nring < (d->uq_engines & 0xff) ? "compute" : "copy";
 	return r < d->ncomp ? "compute" : "copy";
+}
+
+/* "3 compute" for ring 3, "uq 1 copy" for user-queue engine 1 */
+static void engine_name(const struct device *d, uint32_t r, char *buf, size_t n)
+{
+	if (r < d->cur->nring)
+		snprintf(buf, n, "%u %s", r, ring_kind(d, r));
+	else
+		snprintf(buf, n, "uq %u %s", r - d->cur->nring, ring_kind(d, r));
 }
 
 /* ------------------------------------------------------------- report */
@@ -370,18 +399,19 @@ static void print_report(const struct device *d)
 	} else {
 		printf("  device time: %.3f s since start; utilization over the last %.0f ms\n",
 		       d->hz ? (double)s->clock / (double)d->hz : 0, device_dt_ns(d) / 1e6);
-		printf("  %-12s %6s %12s %6s %10s %14s %14s\n", "ring", "util", "busy",
-		       "avg", "commands", "bytes", "ops");
-		for (r = 0; r < s->nring; r++) {
+		printf("  %-14s %6s %12s %6s %10s %14s %14s\n", "ring / engine", "util",
+		       "busy", "avg", "commands", "bytes", "ops");
+		for (r = 0; r < s->nring + s->nuq; r++) {
+			const struct drm_npu_ring_counters *e = engine_of(s, r);
 			char name[32];
 
-			snprintf(name, sizeof(name), "%u %s", r, ring_kind(d, r));
-			printf("  %-12s %5.1f%% %10.3f s %5.1f%% %10llu %14llu %14llu\n", name,
-			       100 * ring_util(d, r), s->ring[r].busy_ns / 1e9,
+			engine_name(d, r, name, sizeof(name));
+			printf("  %-14s %5.1f%% %10.3f s %5.1f%% %10llu %14llu %14llu\n", name,
+			       100 * ring_util(d, r), e->busy_ns / 1e9,
 			       100 * ring_util_since_start(d, r),
-			       (unsigned long long)s->ring[r].commands,
-			       (unsigned long long)s->ring[r].bytes,
-			       (unsigned long long)s->ring[r].ops);
+			       (unsigned long long)e->commands,
+			       (unsigned long long)e->bytes,
+			       (unsigned long long)e->ops);
 		}
 		if (s->ncu) {
 			printf("  compute units busy:");
@@ -420,6 +450,7 @@ static json_object *json_report(const struct device *d)
 	const struct sample *s = d->cur;
 	json_object *o = json_object_new_object();
 	json_object *rings = json_object_new_array();
+	json_object *uqs = json_object_new_array();
 	json_object *cus = json_object_new_array();
 	json_object *procs = json_object_new_array();
 	char id[16];
@@ -443,21 +474,24 @@ static json_object *json_report(const struct device *d)
 	json_object_object_add(o, "device_time_s",
 			       json_object_new_double(d->hz ? (double)s->clock / d->hz : 0));
 	json_object_object_add(o, "interval_ms", json_object_new_double(device_dt_ns(d) / 1e6));
-	for (r = 0; r < s->nring; r++) {
+	for (r = 0; r < s->nring + s->nuq; r++) {
+		const struct drm_npu_ring_counters *e = engine_of(s, r);
 		json_object *x = json_object_new_object();
 
-		json_object_object_add(x, "ring", json_object_new_int((int)r));
+		json_object_object_add(x, r < s->nring ? "ring" : "engine",
+				       json_object_new_int((int)(r < s->nring ? r : r - s->nring)));
 		json_object_object_add(x, "kind", json_object_new_string(ring_kind(d, r)));
 		json_object_object_add(x, "util", json_object_new_double(ring_util(d, r)));
 		json_object_object_add(x, "util_since_start",
 				       json_object_new_double(ring_util_since_start(d, r)));
-		json_object_object_add(x, "busy_ns", json_u64(s->ring[r].busy_ns));
-		json_object_object_add(x, "commands", json_u64(s->ring[r].commands));
-		json_object_object_add(x, "bytes", json_u64(s->ring[r].bytes));
-		json_object_object_add(x, "ops", json_u64(s->ring[r].ops));
-		json_object_array_add(rings, x);
+		json_object_object_add(x, "busy_ns", json_u64(e->busy_ns));
+		json_object_object_add(x, "commands", json_u64(e->commands));
+		json_object_object_add(x, "bytes", json_u64(e->bytes));
+		json_object_object_add(x, "ops", json_u64(e->ops));
+		json_object_array_add(r < s->nring ? rings : uqs, x);
 	}
 	json_object_object_add(o, "rings", rings);
+	json_object_object_add(o, "uq_engines", uqs);
 	for (u = 0; u < s->ncu; u++)
 		json_object_array_add(cus, json_object_new_double(cu_util(d, u)));
 	json_object_object_add(o, "cu_util", cus);
@@ -493,11 +527,27 @@ static void print_dmon_header(const struct device *d)
 	printf("# %-8s %4s", "time", "npu");
 	for (r = 0; r < d->cur->nring; r++)
 		printf(" %c%-4u", r < d->ncomp ? 'c' : 'x', r < d->ncomp ? r : r - (uint32_t)d->ncomp);
-	printf(" %5s %5s %6s %6s\n", "cu", "procs", "c-proc", "x-proc");
+	printf(" %5s %5s %5s %5s %6s %6s\n", "uq-c", "uq-x", "cu", "procs", "c-proc",
+	       "x-proc");
 	printf("# %-8s %4s", "HH:MM:SS", "idx");
 	for (r = 0; r < d->cur->nring; r++)
 		printf(" %5s", "%");
-	printf(" %5s %5s %6s %6s\n", "%", "#", "%", "%");
+	printf(" %5s %5s %5s %5s %6s %6s\n", "%", "%", "%", "#", "%", "%");
+}
+
+/* Mean utilization of the user-queue engines of class k (0 compute, 1 copy). */
+static double uq_util_mean(const struct device *d, int k)
+{
+	uint32_t ncomp = (uint32_t)(d->uq_engines & 0xff), r, n = 0;
+	double sum = 0;
+
+	for (r = 0; r < d->cur->nuq; r++) {
+		if ((r >= ncomp) != k)
+			continue;
+		sum += ring_util(d, d->cur->nring + r);
+		n++;
+	}
+	return n ? sum / n : 0;
 }
 
 static void print_dmon_line(const struct device *d, const char *stamp)
@@ -512,7 +562,8 @@ static void print_dmon_line(const struct device *d, const char *stamp)
 	printf("  %-8s %4d", stamp, d->index);
 	for (r = 0; r < d->cur->nring; r++)
 		printf(" %5.1f", 100 * ring_util(d, r));
-	printf(" %5.1f %5d %6.1f %6.1f\n", 100 * cu_util_mean(d), d->cur->nclient,
+	printf(" %5.1f %5.1f %5.1f %5d %6.1f %6.1f\n", 100 * uq_util_mean(d, 0),
+	       100 * uq_util_mean(d, 1), 100 * cu_util_mean(d), d->cur->nclient,
 	       100 * clamp01(pu[0]), 100 * clamp01(pu[1]));
 }
 
@@ -520,6 +571,7 @@ static json_object *json_dmon(const struct device *d, const char *stamp)
 {
 	json_object *o = json_object_new_object();
 	json_object *rings = json_object_new_array();
+	json_object *uqs = json_object_new_array();
 	uint32_t r;
 
 	json_object_object_add(o, "time", json_object_new_string(stamp));
@@ -528,6 +580,9 @@ static json_object *json_dmon(const struct device *d, const char *stamp)
 	for (r = 0; r < d->cur->nring; r++)
 		json_object_array_add(rings, json_object_new_double(ring_util(d, r)));
 	json_object_object_add(o, "ring_util", rings);
+	for (r = 0; r < d->cur->nuq; r++)
+		json_object_array_add(uqs, json_object_new_double(ring_util(d, d->cur->nring + r)));
+	json_object_object_add(o, "uq_engine_util", uqs);
 	json_object_object_add(o, "cu_util", json_object_new_double(cu_util_mean(d)));
 	json_object_object_add(o, "processes", json_object_new_int(d->cur->nclient));
 	return o;
@@ -571,6 +626,7 @@ static int open_devices(struct device *devs)
 			get_param(fd, DRM_NPU_PARAM_CLOCK_HZ, &d->hz);
 			get_param(fd, DRM_NPU_PARAM_FEATURES, &d->feat);
 			get_param(fd, DRM_NPU_PARAM_JOB_TIMEOUT_MS, &d->tmo);
+			get_param(fd, DRM_NPU_PARAM_USERQ_ENGINES, &d->uq_engines);
 			d->prev = calloc(1, sizeof(*d->prev));
 			d->cur = calloc(1, sizeof(*d->cur));
 			if (!d->prev || !d->cur) {

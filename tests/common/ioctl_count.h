@@ -17,6 +17,9 @@ static unsigned long n_ioctls;
 /* calls of ioctl_slow_request sleep ioctl_slow_us before the system call */
 static unsigned long ioctl_slow_request;
 static unsigned ioctl_slow_us;
+/* calls of ioctl_counted_request, counted apart */
+static unsigned long ioctl_counted_request;
+static unsigned long n_counted;
 
 int ioctl(int fd, unsigned long request, ...)
 {
@@ -27,6 +30,8 @@ int ioctl(int fd, unsigned long request, ...)
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	__atomic_fetch_add(&n_ioctls, 1, __ATOMIC_RELAXED);
+	if (request == __atomic_load_n(&ioctl_counted_request, __ATOMIC_RELAXED))
+		__atomic_fetch_add(&n_counted, 1, __ATOMIC_RELAXED);
 	if (request == __atomic_load_n(&ioctl_slow_request, __ATOMIC_RELAXED))
 		usleep(__atomic_load_n(&ioctl_slow_us, __ATOMIC_RELAXED));
 	return (int)syscall(SYS_ioctl, fd, request, arg);

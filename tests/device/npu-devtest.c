@@ -3421,6 +3421,40 @@ static void test_uq(void)
 	   "the write-back block; CMDS 2",
 	   (unsigned long long)uqd64(1, NPU_UQD_RPTR));
 
+	/* run_start_ns: the clock at the executing packet's start, 0 after */
+	{
+		uint64_t busy0 = uqd64(1, NPU_UQD_BUSY_NS), rs, clk, busy_mid;
+		int i;
+
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 200000000);
+		uq_push(&a, &p);
+		/* the packet starts at once; with timing=virtual the clock
+		 * stands still meanwhile (vt-settle-us), so read at once */
+		for (i = 0; i < 2000 && !uqd64(1, NPU_UQD_RUN_START_NS); i++)
+			usleep(1000);
+		if (!*uq_timing)
+			usleep(50000);
+		rs = uqd64(1, NPU_UQD_RUN_START_NS);
+		busy_mid = uqd64(1, NPU_UQD_BUSY_NS);
+		clk = dev_clock();
+		st = uq_wait(&a, 5000);
+		/* with timing=virtual the clock may not have moved yet */
+		if (!(rs > 0 && rs <= clk && busy_mid == busy0))
+			diag("run_start_ns %llu, clock %llu, busy_ns %llu -> %llu",
+			     (unsigned long long)rs, (unsigned long long)clk,
+			     (unsigned long long)busy0, (unsigned long long)busy_mid);
+		ok(rs > 0 && rs <= clk && busy_mid == busy0 &&
+		   st == (UQ_RUNNABLE | NPU_UQ_STS_IDLE) &&
+		   uqd64(1, NPU_UQD_RUN_START_NS) == 0 &&
+		   uqd64(1, NPU_UQD_BUSY_NS) - busy0 >= 200000000,
+		   "run_start_ns: set while a 200 ms packet runs (%llu ns before "
+		   "the clock), 0 after it, when busy_ns has grown by it (%llu)%s",
+		   (unsigned long long)(clk - rs),
+		   (unsigned long long)(uqd64(1, NPU_UQD_BUSY_NS) - busy0),
+		   *uq_timing ? " (timing=virtual)" : "");
+	}
+
 	/* stale doorbell ignored; misaligned one halts with RING_CONFIG */
 	qt_writeq(q, BAR1 + 8ull * a.db, 4);
 	usleep(2000);

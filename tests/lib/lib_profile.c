@@ -115,22 +115,23 @@ static void test_counters(void *da, void *db, void *dc, float *h)
 	uint64_t a[4] = { npu_arg_ptr(da), npu_arg_ptr(db), npu_arg_ptr(dc), N };
 	npu_stream_t s;
 	unsigned sf = 0;
-	int i, uq, cls;
+	int i, uq, kq, cls;
 
 	if (!(prop.features & NPU_FEATURE_COUNTERS)) {
 		tap_skip("device has no counters");
 		return;
 	}
-	/* under user_queues.sh (NPU_QUEUES=user) ask for a user queue,
-	 * so that npu_stream_get_flags says whether the stream got one */
-	uq = getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "user");
+	/* the kind of queue the run asks for (queues.sh kernel: kernel
+	 * queues, else user queues), named so that npu_stream_get_flags
+	 * says which the stream got */
+	kq = getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "kernel");
 	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
-			       (uq ? NPU_STREAM_USER_QUEUE : 0), 0));
+			       (kq ? NPU_STREAM_KERNEL_QUEUE : NPU_STREAM_USER_QUEUE), 0));
 	MUST(npu_stream_get_flags(s, &sf));
 	uq = !!(sf & NPU_STREAM_USER_QUEUE);
-	if (getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "user") &&
-	    (prop.features & NPU_FEATURE_USERQ))
-		tap_ok(uq, "NPU_QUEUES=user: the stream is on a user queue");
+	if (prop.features & NPU_FEATURE_USERQ)
+		tap_ok(uq == !kq, "the stream is on a %s queue",
+		       kq ? "kernel" : "user");
 	MUST(npu_device_synchronize());
 	MUST(npu_device_get_counters(&c0));
 	tap_ok(c0.compute_rings == prop.compute_rings && c0.compute_units == prop.compute_units,

@@ -274,12 +274,97 @@ static void wait_for_point_in_submission(float *d, float *h)
 	MUST(npu_stream_destroy(k));
 }
 
-int main(void)
+/*
+ * Streams made with neither queue flag, and the legacy stream, run on user
+ * queues: their launches make no system call. NPU_QUEUES=kernel (read when
+ * the device is opened, so in a child: this program run again with
+ * "--default-kind") puts them on kernel queues, whose jobs go through
+ * SUBMIT; any other value is an error that names the setting.
+ */
+static void default_queue_kind(float *d)
+{
+	static const char *const env[] = { "kernel", "bogus" };
+	npu_stream_t s;
+	unsigned long before;
+	int i, k;
+
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	fill(d, 1.0f, s);
+	fill(d, 2.0f, NPU_STREAM_LEGACY);
+	MUST(npu_device_synchronize());
+	before = ioctls();
+	for (i = 0; i < 10; i++) {
+		fill(d, (float)i, s);
+		fill(d, (float)i, NPU_STREAM_LEGACY);
+	}
+	tap_ok(ioctls() == before,
+	       "by default a stream and the legacy stream are on user queues "
+	       "(20 launches: %lu system calls)", ioctls() - before);
+	MUST(npu_device_synchronize());
+	MUST(npu_stream_destroy(s));
+	for (k = 0; k < 2; k++) {
+		char out[512] = "";
+		char cmd[600];
+		FILE *f;
+		int st;
+
+		snprintf(cmd, sizeof(cmd),
+			 "NPU_QUEUES=%s /proc/%d/exe --default-kind 2>&1",
+			 env[k], (int)getpid());
+		f = popen(cmd, "r");
+		if (!f || !fgets(out, sizeof(out), f))
+			strcpy(out, "(no output)\n");
+		st = f ? pclose(f) : -1;
+		out[strcspn(out, "\n")] = 0;
+		if (k == 0)
+			tap_ok(st == 0 && !strncmp(out, "submits ", 8) &&
+			       strcmp(out, "submits 0"),
+			       "NPU_QUEUES=kernel: the default stream's jobs go "
+			       "through SUBMIT (%s)", out);
+		else
+			tap_ok(st != 0 && strstr(out, "NPU_QUEUES=bogus") &&
+			       strstr(out, "user or kernel"),
+			       "NPU_QUEUES=bogus: an error that names the "
+			       "setting (%s)", out);
+	}
+}
+
+/* The child of default_queue_kind: SUBMITs for 10 launches on a stream
+ * made with neither flag, or the library's error. */
+static int default_kind_child(void)
+{
+	npu_device_prop p;
+	npu_stream_t s;
+	float *d;
+	int i;
+
+	if (npu_device_get_properties(&p, 0) != NPU_SUCCESS ||
+	    npu_malloc((void **)&d, N * sizeof(float)) != NPU_SUCCESS ||
+	    npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0) != NPU_SUCCESS) {
+		printf("error: %s\n", npu_last_error_message());
+		return 1;
+	}
+	ioctl_counted_request = DRM_IOCTL_NPU_SUBMIT;
+	for (i = 0; i < 10; i++)
+		fill(d, (float)i, s);
+	if (npu_stream_synchronize(s) != NPU_SUCCESS) {
+		printf("error: %s\n", npu_last_error_message());
+		return 1;
+	}
+	printf("submits %lu\n", __atomic_load_n(&n_counted, __ATOMIC_RELAXED));
+	MUST(npu_stream_destroy(s));
+	MUST(npu_free(d));
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	npu_device_prop p;
 	float *d, *h;
 	uint32_t *gate;
 
+	if (argc > 1 && !strcmp(argv[1], "--default-kind"))
+		return default_kind_child();
 	tap_need_device();
 	tap_start();
 	MUST(npu_device_get_properties(&p, 0));
@@ -296,6 +381,7 @@ int main(void)
 	MUST(npu_host_alloc((void **)&h, N * sizeof(float), 0));
 	MUST(npu_host_alloc((void **)&gate, 4096, 0));
 	launch_without_syscalls(d, h);
+	default_queue_kind(d);
 	events_across_streams(d, h, gate);
 	host_function_order(d, h);
 	mixed_with_kernel_queues(d, h, gate);
