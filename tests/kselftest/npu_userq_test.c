@@ -554,6 +554,8 @@ TEST_F(userq, privileged_packet_stops_that_queue)
 	EXPECT_EQ(q.rptr, 24);		/* at the failing packet */
 	EXPECT_EQ(((volatile uint32_t *)bad.data.map)[0], 1);
 	EXPECT_EQ(((volatile uint32_t *)bad.data.map)[1], 0);
+	/* the device writes the descriptor before the write-back block */
+	EXPECT_EQ(uq_poll(&bad, NPU_TIMEOUT_NS), -EIO);
 	EXPECT_EQ(((volatile struct npu_uq_wb *)bad.wb.map)->error,
 		  NPU_ERR_PRIVILEGED);
 
