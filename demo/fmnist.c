@@ -14,24 +14,21 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include <drm.h>
 #include <json-c/json.h>
 #include "npu.h"
-#include "npu_accel.h"
 
 /* The graph and trace API of libnpu (issue 6) may be missing from the
  * header (HAVE_NPU_GRAPH / HAVE_NPU_TRACE come from demo/Makefile, which
@@ -57,7 +54,6 @@
 #define HID	128
 #define OUT	10
 #define MAX_STREAMS 8
-#define MAX_RINGS 32
 
 /* ------------------------------------------------------------------------
  * Helpers
@@ -174,33 +170,44 @@ static const char *find_data(const char *opt)
 }
 
 /* ------------------------------------------------------------------------
- * Device counters, read straight from the driver (the demo is the only user
- * of the device while it runs).
+ * Device counters (the demo is the only user of the device while it runs):
+ * the rings run kernel-queue streams and graph launches, the user-queue
+ * engines the streams on user queues, libnpu's default.
  */
 struct counters {
-	struct drm_npu_ring_counters ring[MAX_RINGS];
-	uint32_t nring;
-	uint64_t clock;
+	npu_device_counters d;
 	int ok;
 };
 
-static int cnt_fd = -1;
-
 static void counters_read(struct counters *c)
 {
-	struct drm_npu_counters q;
-
 	memset(c, 0, sizeof(*c));
-	if (cnt_fd < 0)
-		return;
-	memset(&q, 0, sizeof(q));
-	q.rings = (uint64_t)(uintptr_t)c->ring;
-	q.ring_count = MAX_RINGS;
-	if (ioctl(cnt_fd, DRM_IOCTL_NPU_COUNTERS, &q))
-		return;
-	c->nring = q.ring_count < MAX_RINGS ? q.ring_count : MAX_RINGS;
-	c->clock = q.clock;
-	c->ok = 1;
+	c->ok = npu_device_get_counters(&c->d) == NPU_SUCCESS;
+}
+
+/* Engine i of a counter read: its rings first, then its user-queue engines. */
+static uint32_t n_engines(const struct counters *c)
+{
+	return c->d.compute_rings + c->d.copy_rings + c->d.uq_compute_engines +
+	       c->d.uq_copy_engines;
+}
+
+static const npu_ring_counters *engine(const struct counters *c, uint32_t i, bool *compute,
+				       char *name, size_t n)
+{
+	uint32_t nr = c->d.compute_rings + c->d.copy_rings;
+
+	if (i < nr) {
+		*compute = i < c->d.compute_rings;
+		snprintf(name, n, "%s%u", *compute ? "compute" : "copy",
+			 *compute ? i : i - c->d.compute_rings);
+		return &c->d.ring[i];
+	}
+	i -= nr;
+	*compute = i < c->d.uq_compute_engines;
+	snprintf(name, n, "uq-%s%u", *compute ? "compute" : "copy",
+		 *compute ? i : i - c->d.uq_compute_engines);
+	return &c->d.uq_engine[i];
 }
 
 /* ------------------------------------------------------------------------
@@ -648,7 +655,8 @@ static void classify(struct infer *in, int pipelined, const struct params *p, co
 	classify_parts(in, pipelined, p, hx, hpred, ntest, rows, r, DO_COPIES | DO_KERNELS);
 }
 
-/* Busy ms of compute and copy rings between two counter reads. */
+/* Busy ms of compute and copy engines (rings, user-queue engines) between
+ * two counter reads. */
 static void engine_busy(const struct way_result *r, double *compute_ms, double *copy_ms,
 			double *max_ring_ms)
 {
@@ -657,10 +665,13 @@ static void engine_busy(const struct way_result *r, double *compute_ms, double *
 	*compute_ms = *copy_ms = *max_ring_ms = 0;
 	if (!r->c0.ok || !r->c1.ok)
 		return;
-	for (i = 0; i < r->c1.nring; i++) {
-		double ms = (r->c1.ring[i].busy_ns - r->c0.ring[i].busy_ns) / 1e6;
+	for (i = 0; i < n_engines(&r->c1); i++) {
+		char name[32];
+		bool compute;
+		double ms = (engine(&r->c1, i, &compute, name, sizeof(name))->busy_ns -
+			     engine(&r->c0, i, &compute, name, sizeof(name))->busy_ns) / 1e6;
 
-		if (i < prop.compute_rings)
+		if (compute)
 			*compute_ms += ms;
 		else
 			*copy_ms += ms;
@@ -676,12 +687,14 @@ static void print_rings(const char *label, const struct way_result *r)
 	if (!r->c0.ok || !r->c1.ok || r->device_ms <= 0)
 		return;
 	printf("  engine utilization, %s:", label);
-	for (i = 0; i < r->c1.nring; i++) {
-		double ms = (r->c1.ring[i].busy_ns - r->c0.ring[i].busy_ns) / 1e6;
+	for (i = 0; i < n_engines(&r->c1); i++) {
+		char name[32];
+		bool compute;
+		double ms = (engine(&r->c1, i, &compute, name, sizeof(name))->busy_ns -
+			     engine(&r->c0, i, &compute, name, sizeof(name))->busy_ns) / 1e6;
 
-		printf(" %s%u %.0f%%", i < prop.compute_rings ? "compute" : "copy",
-		       i < prop.compute_rings ? i : i - prop.compute_rings,
-		       100 * ms / r->device_ms);
+		if (ms > 0)
+			printf(" %s %.0f%%", name, 100 * ms / r->device_ms);
 	}
 	printf("\n");
 }
@@ -864,7 +877,6 @@ int main(int argc, char **argv)
 	/* ---- device */
 	CK(npu_device_get_properties(&prop, 0));
 	CK(npu_device_set(0));
-	cnt_fd = open(prop.node, O_RDWR | O_CLOEXEC);
 	grid = npu_grid(prop.compute_units ? prop.compute_units : 1, 1, 1);
 	printf("device: %s (%s): %u compute rings, %u copy rings, %u compute units, "
 	       "%llu MiB, timing model %s (host link %u MB/s, %u M ops/s per unit)\n",
@@ -1121,7 +1133,7 @@ int main(int argc, char **argv)
 			if (res[w].ran)
 				print_rings(w == 1 ? "pipelined" : way_names[w], &res[w]);
 		printf("(overlap_eff = time of the busier engine class run alone / measured time; "
-		       "compute%%/copy%% = busy time summed over the compute/copy rings / measured "
+		       "compute%%/copy%% = busy time summed over the compute/copy rings and user-queue engines / measured "
 		       "time, from the device counters)\n");
 		engine_busy(&res[0], &c_ms, &k_ms, &max_ring);
 		if (res[0].c0.ok && res[0].c1.ok)

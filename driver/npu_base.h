@@ -590,7 +590,9 @@ struct npu_fence {
  * @kind: DRM_NPU_RING_KIND_* of its engines (fdinfo's engine class)
  * @dead: destroyed: waiters return -ECANCELED (written under
  *	&npu_device.uq_lock, read with READ_ONCE())
- * @stopped: stopped by the watchdog (as @dead)
+ * @stopped: stopped by the watchdog, after its fault was recorded (written
+ *	with smp_store_release(); USERQ_QUERY reads it with smp_load_acquire(),
+ *	waiters with READ_ONCE())
  * @halt_seen: its halt was recorded in the file's fault record
  *	(&npu_device.uq_lock)
  * @wd_running: watchdog: the last sample saw it on an engine

@@ -671,7 +671,8 @@ int npu_ioctl_userq_query(struct drm_device *dev, void *data,
 	args->status = sts & (DRM_NPU_USERQ_MAPPED | DRM_NPU_USERQ_IDLE |
 			      DRM_NPU_USERQ_WAITING | DRM_NPU_USERQ_HALTED |
 			      DRM_NPU_USERQ_RUNNING);
-	if (READ_ONCE(uq->stopped))
+	/* pairs with the watchdog's: its fault record is there */
+	if (smp_load_acquire(&uq->stopped))
 		args->status |= DRM_NPU_USERQ_STOPPED;
 	args->error = npu_uqd_rd32(ndev, i, NPU_UQD_ERROR);
 	args->info = npu_uqd_rd32(ndev, i, NPU_UQD_ERROR_INFO);

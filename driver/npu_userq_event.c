@@ -240,12 +240,13 @@ void npu_userq_watchdog(struct work_struct *work)
 			 "user queue %u (pid %d): no progress for %u ms, stopped\n",
 			 uq->id, uq->ctx->pid, npu_job_timeout_ms);
 		npu_uq_cmd(ndev, NPU_UQ_CMD_STOP, index);
-		WRITE_ONCE(uq->stopped, true);
 		/* the HALT event of the STOP is this timeout, not a fault */
 		uq->halt_seen = true;
 		uq->wd_running = false;
 		npu_fault_record(uq->nfile, DRM_NPU_FAULT_TIMEOUT, uq->id,
 				 0xffffffff, NPU_ERR_STOPPED, 0, rptr, NULL);
+		/* the fault is recorded before QUERY reports STOPPED */
+		smp_store_release(&uq->stopped, true);
 		stopped = true;
 	}
 	/* also the deadlines of the USERQ_SIGNAL fences */

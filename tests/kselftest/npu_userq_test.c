@@ -78,6 +78,24 @@ static int uq_query(int fd, uint32_t id, struct drm_npu_userq_query *q)
 	return npu_ioctl(fd, DRM_IOCTL_NPU_USERQ_QUERY, q);
 }
 
+/* After a failed wait: what the queue's descriptor and write-back say. */
+#define UQ_LOG(fd, u) do {						\
+	struct drm_npu_userq_query q_;					\
+	volatile struct npu_uq_wb *wb_ = (u)->wb.map;			\
+									\
+	if (uq_query(fd, (u)->c.queue_id, &q_))				\
+		TH_LOG("USERQ_QUERY failed: %s", strerror(errno));	\
+	else								\
+		TH_LOG("queue %u: status %#x error %u rptr %llu wptr %llu "\
+		       "cmds %llu (write-back: rptr %llu status %#x); "	\
+		       "the test's wptr %llu", q_.queue_id, q_.status,	\
+		       q_.error, (unsigned long long)q_.rptr,		\
+		       (unsigned long long)q_.wptr,			\
+		       (unsigned long long)q_.cmds,			\
+		       (unsigned long long)wb_->rptr, wb_->status,	\
+		       (unsigned long long)(u)->wptr);			\
+} while (0)
+
 /* BOs of a queue, and the queue on them (kind compute, priority normal). */
 static int uq_new(int fd, struct uq *u, uint32_t kind)
 {
@@ -536,6 +554,8 @@ TEST_F(userq, privileged_packet_stops_that_queue)
 	EXPECT_EQ(q.rptr, 24);		/* at the failing packet */
 	EXPECT_EQ(((volatile uint32_t *)bad.data.map)[0], 1);
 	EXPECT_EQ(((volatile uint32_t *)bad.data.map)[1], 0);
+	/* the device writes the descriptor before the write-back block */
+	EXPECT_EQ(uq_poll(&bad, NPU_TIMEOUT_NS), -EIO);
 	EXPECT_EQ(((volatile struct npu_uq_wb *)bad.wb.map)->error,
 		  NPU_ERR_PRIVILEGED);
 
@@ -998,7 +1018,9 @@ TEST_F(userq, wait_mem_rptr)
 	r.gate = (volatile uint64_t *)((char *)u.data.map + GATE_OFF);
 	ASSERT_EQ(pthread_create(&r.t, NULL, releaser_main, &r), 0);
 	EXPECT_EQ(wait_mem(self->fd, 0, u.c.queue_id, DRM_NPU_WAIT_MEM_RPTR,
-			   0, u.wptr, NPU_TIMEOUT_NS), 0);
+			   0, u.wptr, NPU_TIMEOUT_NS), 0) {
+		UQ_LOG(self->fd, &u);
+	}
 	pthread_join(r.t, NULL);
 	EXPECT_EQ(((volatile struct npu_uq_wb *)u.wb.map)->rptr, u.wptr);
 	EXPECT_EQ(*(volatile uint32_t *)u.data.map, 9);
@@ -1139,7 +1161,9 @@ TEST_F(userq, watchdog_stops_a_hung_queue_only)
 	EXPECT_TRUE(q.status & DRM_NPU_USERQ_WAITING);
 	*(volatile uint64_t *)((char *)waiting.data.map + GATE_OFF) = 1;
 	uq_ring(&waiting);	/* the same wptr: look again now */
-	EXPECT_EQ(uq_poll(&waiting, NPU_TIMEOUT_NS), 0);
+	EXPECT_EQ(uq_poll(&waiting, NPU_TIMEOUT_NS), 0) {
+		UQ_LOG(self->fd, &waiting);
+	}
 	uq_free(self->fd, &hung);
 	uq_free(self->fd, &waiting);
 }
