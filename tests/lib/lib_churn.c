@@ -156,9 +156,36 @@ static npu_status_t host_allocs_4k(void) { return host_allocs(4096); }
 static npu_status_t host_allocs_64k(void) { return host_allocs(64 << 10); }
 static npu_status_t host_allocs_1m(void) { return host_allocs(1 << 20); }
 
+/*
+ * What a round leaks piles up round after round, while what is still in
+ * flight at a round's end comes and goes: the lowest figure after the
+ * warm-up rounds may be at most tol_kb above the highest during them, or
+ * the figure may grow at most that much over the later rounds.
+ */
+static void grows(const char *what, const char *figure, const long kb[ROUNDS],
+		  long tol_kb)
+{
+	long warm_max = 0, later_min = -1;
+	int r;
+
+	for (r = 0; r < ROUNDS; r++) {
+		if (r < WARMUP && kb[r] > warm_max)
+			warm_max = kb[r];
+		if (r >= WARMUP && (later_min < 0 || kb[r] < later_min))
+			later_min = kb[r];
+	}
+	tap_ok(later_min - warm_max <= tol_kb ||
+	       kb[ROUNDS - 1] - kb[WARMUP] <= tol_kb,
+	       "%s: %s after rounds %d-%d (lowest %ld kB) is at most %ld kB "
+	       "above warm-up rounds 1-%d (highest %ld kB), or grew at most "
+	       "that much from round %d to %d (%ld kB)", what, figure,
+	       WARMUP + 1, ROUNDS, later_min, tol_kb, WARMUP, warm_max,
+	       WARMUP + 1, ROUNDS, kb[ROUNDS - 1] - kb[WARMUP]);
+}
+
 static void churn(const char *what, npu_status_t (*round)(void))
 {
-	long kb[ROUNDS], before = rss_kb(), warm_max = 0, later_min = -1;
+	long kb[ROUNDS], held_kb[ROUNDS], before = rss_kb();
 	size_t held[ROUNDS];
 	npu_status_t st = NPU_SUCCESS;
 	int r;
@@ -181,42 +208,10 @@ static void churn(const char *what, npu_status_t (*round)(void))
 			 "(a sanitizer's allocator)", what);
 		return;
 	}
-	for (r = 0; r < ROUNDS; r++) {
-		if (r < WARMUP && kb[r] > warm_max)
-			warm_max = kb[r];
-		if (r >= WARMUP && (later_min < 0 || kb[r] < later_min))
-			later_min = kb[r];
-	}
-	tap_ok(later_min - warm_max <= RSS_TOLERANCE_KB ||
-	       kb[ROUNDS - 1] - kb[WARMUP] <= RSS_TOLERANCE_KB,
-	       "%s: VmRSS after rounds %d-%d (lowest %ld kB) is at most %d kB "
-	       "above warm-up rounds 1-%d (highest %ld kB), or grew at most "
-	       "that much from round %d to %d (%ld kB)", what, WARMUP + 1,
-	       ROUNDS, later_min, RSS_TOLERANCE_KB, WARMUP, warm_max,
-	       WARMUP + 1, ROUNDS, kb[ROUNDS - 1] - kb[WARMUP]);
-	/* as VmRSS: what a round leaks piles up round after round, while
-	 * work still in flight at a round's end (user queues' completions
-	 * retire in the background) comes and goes */
-	{
-		long warm_held = 0, later_held = -1, grew;
-
-		for (r = 0; r < ROUNDS; r++) {
-			long h = (long)(held[r] >> 10);
-
-			if (r < WARMUP && h > warm_held)
-				warm_held = h;
-			if (r >= WARMUP && (later_held < 0 || h < later_held))
-				later_held = h;
-		}
-		grew = (long)(held[ROUNDS - 1] >> 10) - (long)(held[WARMUP] >> 10);
-		tap_ok(later_held - warm_held <= TOLERANCE_KB ||
-		       grew <= TOLERANCE_KB,
-		       "%s: memory held from malloc after rounds %d-%d (lowest "
-		       "%ld kB) is at most %d kB above warm-up rounds 1-%d "
-		       "(highest %ld kB), or grew at most that much from round "
-		       "%d to %d (%ld kB)", what, WARMUP + 1, ROUNDS, later_held,
-		       TOLERANCE_KB, WARMUP, warm_held, WARMUP + 1, ROUNDS, grew);
-	}
+	grows(what, "VmRSS", kb, RSS_TOLERANCE_KB);
+	for (r = 0; r < ROUNDS; r++)
+		held_kb[r] = (long)(held[r] >> 10);
+	grows(what, "memory held from malloc", held_kb, TOLERANCE_KB);
 }
 
 int main(int argc, char **argv)
