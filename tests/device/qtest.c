@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -104,6 +105,8 @@ struct qt *qt_start(const char *qemu, const char *const *extra, int with_qmp)
 	if (q->pid < 0)
 		return NULL;
 	if (!q->pid) {
+		/* a test that aborts must not leave its QEMU running */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pin[0], 0);
 		dup2(pout[1], 1);
 		execv(qemu, (char *const *)argv);
