@@ -396,7 +396,9 @@ static void npu_userq_free(struct npu_file *nfile, struct npu_userq *uq)
  *
  * Each queue's descriptor counts its completed packets (``busy_ns``); a
  * packet executing now counts from its ``run_start_ns`` to the device
- * clock, so that a long kernel shows while it runs.
+ * clock, so that a long kernel shows while it runs. The two fields are
+ * read as one under the descriptor's ``state_seq``: a packet that ends
+ * between the reads is counted once, not twice.
  */
 void npu_userqs_busy_ns(struct npu_file *nfile, u64 ns[2])
 {
@@ -404,20 +406,25 @@ void npu_userqs_busy_ns(struct npu_file *nfile, u64 ns[2])
 	struct npu_userq *uq;
 	unsigned long id;
 	u64 start, busy, now;
+	u32 seq;
 	int idx;
 
 	lockdep_assert_held(&nfile->vm_lock);
 	if (!drm_dev_enter(&ndev->drm, &idx))
 		return;
 	xa_for_each(&nfile->userqs, id, uq) {
-		/* again if the packet ended between the two reads */
+		/* again if the device wrote the state meanwhile (seqcount) */
 		do {
+			seq = npu_uqd_rd32(ndev, uq->index, NPU_UQD_STATE_SEQ);
+			smp_rmb(); /* fields after seq; pairs with device wmb */
 			start = npu_uqd_rd64(ndev, uq->index,
 					     NPU_UQD_RUN_START_NS);
 			busy = npu_uqd_rd64(ndev, uq->index, NPU_UQD_BUSY_NS);
 			now = npu_rd64(ndev, NPU_REG_CLOCK_LO);
-		} while (start != npu_uqd_rd64(ndev, uq->index,
-					       NPU_UQD_RUN_START_NS));
+			smp_rmb(); /* fields before the second seq read */
+		} while ((seq & 1) ||
+			 seq != npu_uqd_rd32(ndev, uq->index,
+					     NPU_UQD_STATE_SEQ));
 		if (start && now > start)
 			busy += now - start;
 		ns[uq->kind == DRM_NPU_RING_KIND_COPY] += busy;

@@ -491,6 +491,8 @@ enum npu_uq_cmd {
 #define NPU_UQD_OPS		0xa0	/* u64 */
 #define NPU_UQD_RUN_START_NS	0xa8	/* u64: clock at the executing packet's
 					 * start, 0 when none */
+#define NPU_UQD_STATE_SEQ	0xb0	/* u32: odd while the device writes
+					 * 0x30..0xaf */
 
 /* Queue status, in the descriptor and in the write-back block. */
 #define NPU_UQ_STS_MAPPED	(1u << 0)	/* in the scheduler */

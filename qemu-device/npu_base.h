@@ -196,6 +196,7 @@ struct NpuUq {
     uint64_t bytes;
     uint64_t ops;
     uint64_t run_start_ns;      /* clock at the executing packet's start */
+    uint32_t state_seq;         /* NPU_UQD_STATE_SEQ: odd while writing */
     /* scheduler */
     uint32_t idx;
     int engine;                 /* engine it is on, -1 if none */

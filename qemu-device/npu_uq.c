@@ -155,7 +155,22 @@ static uint32_t npu_uq_status(NpuUq *q, bool off)
     return st;
 }
 
-/* Write the queue's state (descriptor bytes 0x30..0xa7). uq.lock held. */
+/*
+ * Around each write of the state, the descriptor's state_seq goes odd and
+ * back to even, so that a reader of several fields at once (the driver's
+ * busy time: busy_ns and run_start_ns) can tell a torn read and retry.
+ * uq.lock held.
+ */
+static void npu_uq_seq_bump(NpuState *s, NpuUq *q)
+{
+    uint32_t v = cpu_to_le32(++q->state_seq);
+
+    smp_wmb();
+    npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_STATE_SEQ, &v, 4, true);
+    smp_wmb();
+}
+
+/* Write the queue's state (descriptor bytes 0x30..0xaf). uq.lock held. */
 static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
 {
     uint8_t d[NPU_UQD_RUN_START_NS + 8 - NPU_UQD_WPTR];
@@ -182,7 +197,9 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
     stq_le_p(D(NPU_UQD_OPS), q->ops);
     stq_le_p(D(NPU_UQD_RUN_START_NS), q->run_start_ns);
 #undef D
+    npu_uq_seq_bump(s, q);
     npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_WPTR, d, sizeof(d), true);
+    npu_uq_seq_bump(s, q);
 }
 
 /*
@@ -196,7 +213,9 @@ static void npu_uq_run_start(NpuState *s, NpuUq *q, uint64_t ns)
 
     qemu_mutex_lock(&s->uq.lock);
     q->run_start_ns = ns;
+    npu_uq_seq_bump(s, q);
     npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, &v, 8, true);
+    npu_uq_seq_bump(s, q);
     qemu_mutex_unlock(&s->uq.lock);
 }
 
@@ -1103,6 +1122,7 @@ static uint32_t npu_uq_map_locked(NpuState *s, NpuUq *q)
     q->progress_ns = 0;
     q->busy_ns = 0;
     q->run_start_ns = 0;
+    q->state_seq = 0;
     q->cmds = 0;
     q->bytes = 0;
     q->ops = 0;

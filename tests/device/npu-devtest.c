@@ -3424,6 +3424,7 @@ static void test_uq(void)
 	/* run_start_ns: the clock at the executing packet's start, 0 after */
 	{
 		uint64_t busy0 = uqd64(1, NPU_UQD_BUSY_NS), rs, clk, busy_mid;
+		uint32_t seq0 = uqd32(1, NPU_UQD_STATE_SEQ), seq_mid, seq_end;
 		int i;
 
 		p.n = 0;
@@ -3435,10 +3436,12 @@ static void test_uq(void)
 			usleep(1000);
 		if (!*uq_timing)
 			usleep(50000);
+		seq_mid = uqd32(1, NPU_UQD_STATE_SEQ);
 		rs = uqd64(1, NPU_UQD_RUN_START_NS);
 		busy_mid = uqd64(1, NPU_UQD_BUSY_NS);
 		clk = dev_clock();
 		st = uq_wait(&a, 5000);
+		seq_end = uqd32(1, NPU_UQD_STATE_SEQ);
 		/* with timing=virtual the clock may not have moved yet */
 		if (!(rs > 0 && rs <= clk && busy_mid == busy0))
 			diag("run_start_ns %llu, clock %llu, busy_ns %llu -> %llu",
@@ -3453,6 +3456,11 @@ static void test_uq(void)
 		   (unsigned long long)(clk - rs),
 		   (unsigned long long)(uqd64(1, NPU_UQD_BUSY_NS) - busy0),
 		   *uq_timing ? " (timing=virtual)" : "");
+		ok(seq0 && !(seq0 & 1) && !(seq_mid & 1) && !(seq_end & 1) &&
+		   seq_mid > seq0 && seq_end > seq_mid,
+		   "state_seq: even between the device's writes of the state, "
+		   "and it moved when the packet started and when it ended "
+		   "(%u -> %u -> %u)", seq0, seq_mid, seq_end);
 	}
 
 	/* stale doorbell ignored; misaligned one halts with RING_CONFIG */
