@@ -17,8 +17,12 @@
  *   gemm: |code - fixed| <= 2 (K + 2) 2^-24 (|alpha| sum_k |a||b| +
  *   |beta c|) + 2^-120, the two roundings' error bounds (TMMA fuses each
  *   multiply-add, the fixed kernel rounded the product too).
+ * And against the host reference (tests/common/npu_builtin_ref.h), which
+ * defines the code's order: gemm, reduce_sum, col_sum and argmax bit for
+ * bit.
  */
 #include "tap.h"
+#include "../common/npu_builtin_ref.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -212,11 +216,11 @@ static void test_gemm(uint64_t m, uint64_t n, uint64_t k, uint64_t flags,
 {
 	float *A = malloc(m * k * 4 + 4), *B = malloc(k * n * 4 + 4);
 	float *C = malloc(m * n * 4 + 4), *want = malloc(m * n * 4 + 4);
-	float *got = malloc(m * n * 4 + 4);
+	float *got = malloc(m * n * 4 + 4), *ref = malloc(m * n * 4 + 4);
 	void *dA, *dB, *dC;
 	void *args[9] = { &dA, &dB, &dC, &m, &n, &k, &flags, &alpha, &beta };
 	uint64_t a[9];
-	unsigned bad = 0;
+	unsigned bad = 0, refbad = 0;
 	double worst = 0;
 	npu_status_t st1, st2;
 
@@ -235,6 +239,15 @@ static void test_gemm(uint64_t m, uint64_t n, uint64_t k, uint64_t flags,
 		MUST(npu_memcpy(dC, C, m * n * 4, NPU_MEMCPY_HOST_TO_DEVICE));
 	st2 = run_code("bi_gemm_f32", blocks(n, 16), blocks(m, 16), args);
 	to_host(got, dC, m * n * 4);
+	memcpy(ref, C, m * n * 4);
+	npu_ref_gemm_f32(A, B, ref, m, n, k, flags, alpha, beta);
+	for (uint64_t i = 0; i < m * n; i++)
+		refbad += !same_bits(got[i], ref[i]);
+	tap_ok(!st2 && !refbad, "gemm_f32 %llux%llux%llu flags %llu alpha %g "
+	       "beta %g: bit-identical to the host reference, %u differ",
+	       (unsigned long long)m, (unsigned long long)n,
+	       (unsigned long long)k, (unsigned long long)flags, alpha, beta,
+	       refbad);
 	for (uint64_t i = 0; i < m; i++)
 		for (uint64_t j = 0; j < n; j++) {
 			double mag = 0, tol, d;
@@ -265,14 +278,14 @@ static void test_gemm(uint64_t m, uint64_t n, uint64_t k, uint64_t flags,
 	npu_free(dA);
 	npu_free(dB);
 	npu_free(dC);
-	free(A), free(B), free(C), free(want), free(got);
+	free(A), free(B), free(C), free(want), free(got), free(ref);
 }
 
 /* reduce_sum, col_sum, argmax (bit-identical) and softmax (ulps) */
 static void test_rows(uint64_t rows, uint64_t cols)
 {
 	size_t n = rows * cols;
-	float *x = malloc(n * 4 + 4), *want = malloc(n * 4 + 8);
+	float *x = malloc(n * 4 + 4), *want = malloc((n + 2 * cols) * 4 + 8);
 	float *got = malloc(n * 4 + 8);
 	void *dx, *dy;
 	uint64_t a[4];
@@ -291,9 +304,10 @@ static void test_rows(uint64_t rows, uint64_t cols)
 		to_host(want, dy, 4);
 		st2 = run_code("bi_reduce_sum_f32", 1, 1, args);
 		to_host(got, dy, 4);
-		tap_ok(!st1 && !st2 && same_bits(got[0], want[0]),
-		       "reduce_sum_f32 of %zu: bit-identical (%a, %a)", n,
-		       got[0], want[0]);
+		tap_ok(!st1 && !st2 && same_bits(got[0], want[0]) &&
+		       same_bits(got[0], npu_ref_reduce_sum_f32(x, n)),
+		       "reduce_sum_f32 of %zu: bit-identical to the fixed "
+		       "kernel and the reference (%a, %a)", n, got[0], want[0]);
 	}
 	a[0] = npu_arg_ptr(dx), a[1] = npu_arg_ptr(dy), a[2] = rows, a[3] = cols;
 	{
@@ -304,18 +318,27 @@ static void test_rows(uint64_t rows, uint64_t cols)
 		st2 = run_code("bi_col_sum_f32", blocks(cols, 16), 1, args);
 		to_host(got, dy, cols * 4);
 		bad = 0;
+		npu_ref_col_sum_f32(x, want + cols, rows, cols);
 		for (uint64_t c = 0; c < cols; c++)
-			bad += !same_bits(got[c], want[c]);
+			bad += !same_bits(got[c], want[c]) ||
+			       !same_bits(got[c], want[cols + c]);
 		tap_ok(!st1 && !st2 && !bad, "col_sum_f32 %llux%llu: "
-		       "bit-identical, %u differ", (unsigned long long)rows,
+		       "bit-identical to the fixed kernel and the reference, "
+		       "%u differ", (unsigned long long)rows,
 		       (unsigned long long)cols, bad);
 		if (cols) {
 			st1 = run_fixed(NPU_K_ARGMAX_F32, a, 4);
 			to_host(want, dy, rows * 4);
 			st2 = run_code("bi_argmax_f32", blocks(rows, 1), 1, args);
 			to_host(got, dy, rows * 4);
-			tap_ok(!st1 && !st2 && !memcmp(got, want, rows * 4),
-			       "argmax_f32 %llux%llu: identical",
+			bad = 0;
+			for (uint64_t r = 0; r < rows; r++)
+				bad += ((uint32_t *)got)[r] !=
+				       npu_ref_argmax_f32(x + r * cols, cols);
+			tap_ok(!st1 && !st2 && !bad &&
+			       !memcmp(got, want, rows * 4),
+			       "argmax_f32 %llux%llu: identical to the fixed "
+			       "kernel and the reference",
 			       (unsigned long long)rows,
 			       (unsigned long long)cols);
 		}
