@@ -48,8 +48,8 @@ modules: setup
 
 lib: setup
 	@if [ -f lib/Makefile ]; then \
-		$(MAKE) -s -C toolchain BUILD=$(BUILD) && \
 		$(MAKE) -s -C lib BUILD=$(BUILD) && \
+		$(MAKE) -s -C toolchain BUILD=$(BUILD) && \
 		$(MAKE) -s -C choreo BUILD=$(BUILD) && \
 		mkdir -p $(BUILD)/guest/lib && cp -a $(BUILD)/lib/libnpu.so* $(BUILD)/guest/lib/; \
 	fi
