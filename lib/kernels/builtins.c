@@ -4,9 +4,9 @@
  * npu_kernel) as npu-cc code for the compute units. One thread per block;
  * the launcher (lib) picks the grid from the sizes:
  *
- *   element-wise     a block per NPU_BI_CHUNK elements: a whole chunk goes
- *                    through the scratchpad by tile DMA and one TEW (or
- *                    TFILL) per tile; a partial chunk is scalar code with
+ *   element-wise     a block per 4096 elements (NPU_BI_EW_BLOCK): whole
+ *                    tiles go through the scratchpad by tile DMA and one
+ *                    TEW (or TFILL) per tile; the rest is scalar code with
  *                    the same operation in the same rounding
  *   gemm_f32         a block per 16x16 tile of C: TMMA f32 over K in steps
  *                    of 16, the next A and B tiles DMA'd into the other
@@ -30,6 +30,7 @@
 #define NPU_BI_TILE_B	(NPU_TILE_CELLS * 4)		/* bytes of a tile */
 #define NPU_BI_ROW_B	(NPU_TILE_DIM * 4)		/* bytes of its row */
 #define NPU_BI_EW_SCRATCH	(3 * NPU_BI_TILE_B + 64)
+#define NPU_BI_EW_BLOCK		(16 * NPU_BI_CHUNK)	/* elements per block */
 
 enum npu_bi_ew {
 	BI_SCALE, BI_VADD, BI_SAXPY, BI_RELU, BI_RELU_GRAD,
@@ -62,28 +63,18 @@ static float bi_scalar(enum npu_bi_ew op, float x, float y, float s)
 	return 0;
 }
 
-/* out[i] = op(x[i], y[i], s) for this block's chunk of n elements */
-static void bi_elementwise(enum npu_bi_ew op, const float *x, const float *y,
-			   float *out, unsigned long n, float s)
+/* out[i] = op(x[i], y[i], s) for the whole tile at i0 */
+static void bi_ew_tile(enum npu_bi_ew op, const float *x, const float *y,
+		       float *out, unsigned long i0, unsigned sb, char *sp,
+		       struct npu_tdma_barrier *bar, unsigned *issued)
 {
-	unsigned long i0 = (unsigned long)npu_block_index() * NPU_BI_CHUNK;
-	char *sp = npu_scratch();
-	struct npu_tdma_barrier *bar = (void *)(sp + 3 * NPU_BI_TILE_B);
-	unsigned issued = bar->count, want = 0;
 	int two = op == BI_VADD || op == BI_SAXPY || op == BI_RELU_GRAD;
-	union { float f; unsigned u; } sb = { .f = s };
+	unsigned want;
 
-	if (i0 >= n)
-		return;
-	if (n - i0 < NPU_BI_CHUNK) {
-		for (unsigned long i = i0; i < n; i++)
-			out[i] = bi_scalar(op, x[i], two ? y[i] : 0, s);
-		return;
-	}
-	want = bi_copy(bar, &issued, sp, (unsigned long)(x + i0),
+	want = bi_copy(bar, issued, sp, (unsigned long)(x + i0),
 		       NPU_BI_TILE_B, 1, 0, 0);
 	if (two)
-		want = bi_copy(bar, &issued, sp + NPU_BI_TILE_B,
+		want = bi_copy(bar, issued, sp + NPU_BI_TILE_B,
 			       (unsigned long)(y + i0), NPU_BI_TILE_B, 1, 0, 0);
 	npu_tdma_wait(bar, want);
 	npu_tile_load(0, sp, NPU_BI_ROW_B, NPU_TILE_E32);
@@ -91,14 +82,14 @@ static void bi_elementwise(enum npu_bi_ew op, const float *x, const float *y,
 		npu_tile_load(1, sp + NPU_BI_TILE_B, NPU_BI_ROW_B, NPU_TILE_E32);
 	switch (op) {
 	case BI_SCALE:
-		npu_tile_fill(2, sb.u, NPU_TILE_E32);
+		npu_tile_fill(2, sb, NPU_TILE_E32);
 		npu_tile_mul(3, 2, 0);
 		break;
 	case BI_VADD:
 		npu_tile_add(3, 0, 1);
 		break;
 	case BI_SAXPY:
-		npu_tile_fill(2, sb.u, NPU_TILE_E32);
+		npu_tile_fill(2, sb, NPU_TILE_E32);
 		npu_tile_mul(2, 2, 0);
 		npu_tile_add(3, 1, 2);
 		break;
@@ -116,31 +107,55 @@ static void bi_elementwise(enum npu_bi_ew op, const float *x, const float *y,
 		break;
 	}
 	npu_tile_store(3, sp + 2 * NPU_BI_TILE_B, NPU_BI_ROW_B, NPU_TILE_E32);
-	want = bi_copy(bar, &issued, sp + 2 * NPU_BI_TILE_B,
+	want = bi_copy(bar, issued, sp + 2 * NPU_BI_TILE_B,
 		       (unsigned long)(out + i0), NPU_BI_TILE_B, 1, 0, 1);
 	npu_tdma_wait(bar, want);
+}
+
+/* out[i] = op(x[i], y[i], s) for this block's NPU_BI_EW_BLOCK elements:
+ * whole tiles through the scratchpad, the rest scalar */
+static void bi_elementwise(enum npu_bi_ew op, const float *x, const float *y,
+			   float *out, unsigned long n, float s)
+{
+	unsigned long i0 = (unsigned long)npu_block_index() * NPU_BI_EW_BLOCK;
+	unsigned long end;
+	char *sp = npu_scratch();
+	struct npu_tdma_barrier *bar = (void *)(sp + 3 * NPU_BI_TILE_B);
+	unsigned issued = bar->count;
+	int two = op == BI_VADD || op == BI_SAXPY || op == BI_RELU_GRAD;
+	union { float f; unsigned u; } sb = { .f = s };
+
+	if (i0 >= n)
+		return;
+	end = n - i0 < NPU_BI_EW_BLOCK ? n : i0 + NPU_BI_EW_BLOCK;
+	for (; end - i0 >= NPU_BI_CHUNK; i0 += NPU_BI_CHUNK)
+		bi_ew_tile(op, x, y, out, i0, sb.u, sp, bar, &issued);
+	for (unsigned long i = i0; i < end; i++)
+		out[i] = bi_scalar(op, x[i], two ? y[i] : 0, s);
 }
 
 NPU_KERNEL_EX(bi_fill_f32, NPU_BI_EW_SCRATCH, 1, 0, (float *, y),
 	      (unsigned long, n), (float, v))
 {
-	unsigned long i0 = (unsigned long)npu_block_index() * NPU_BI_CHUNK;
+	unsigned long i0 = (unsigned long)npu_block_index() * NPU_BI_EW_BLOCK;
+	unsigned long end;
 	char *sp = npu_scratch();
 	struct npu_tdma_barrier *bar = (void *)(sp + 3 * NPU_BI_TILE_B);
-	unsigned issued = bar->count;
+	unsigned issued = bar->count, want = issued;
 	union { float f; unsigned u; } vb = { .f = v };
 
 	if (i0 >= n)
 		return;
-	if (n - i0 < NPU_BI_CHUNK) {
-		for (unsigned long i = i0; i < n; i++)
-			y[i] = v;
-		return;
-	}
+	end = n - i0 < NPU_BI_EW_BLOCK ? n : i0 + NPU_BI_EW_BLOCK;
 	npu_tile_fill(0, vb.u, NPU_TILE_E32);
 	npu_tile_store(0, sp, NPU_BI_ROW_B, NPU_TILE_E32);
-	npu_tdma_wait(bar, bi_copy(bar, &issued, sp, (unsigned long)(y + i0),
-				   NPU_BI_TILE_B, 1, 0, 1));
+	/* every copy reads the same tile: no wait between them */
+	for (; end - i0 >= NPU_BI_CHUNK; i0 += NPU_BI_CHUNK)
+		want = bi_copy(bar, &issued, sp, (unsigned long)(y + i0),
+			       NPU_BI_TILE_B, 1, 0, 1);
+	for (unsigned long i = i0; i < end; i++)
+		y[i] = v;
+	npu_tdma_wait(bar, want);
 }
 
 NPU_KERNEL_EX(bi_scale_f32, NPU_BI_EW_SCRATCH, 1, 0, (const float *, x),

@@ -162,7 +162,7 @@ static void test_elementwise(enum ew op, uint64_t n)
 	to_host(want, dz, bytes);
 	if (bytes)
 		MUST(npu_memcpy(dz, y, bytes, NPU_MEMCPY_HOST_TO_DEVICE));
-	st2 = run_code(name, blocks(n, 256), 1, args);
+	st2 = run_code(name, blocks(n, 4096), 1, args);
 	to_host(got, dz, bytes);
 	for (uint64_t i = 0; i < n; i++)
 		if (!same_bits(got[i], want[i]) && !bad++)
@@ -402,7 +402,8 @@ static void test_xent(uint64_t rows, uint64_t cols)
 
 int main(void)
 {
-	static const uint64_t ew_n[] = { 0, 1, 17, 255, 256, 257, 1000, 4096 };
+	static const uint64_t ew_n[] = { 0, 1, 17, 255, 256, 257, 1000, 4096,
+					   4097, 9000 };
 	static const uint64_t gemm[][3] = {
 		{ 0, 5, 3 }, { 1, 1, 1 }, { 3, 4, 0 }, { 16, 16, 16 },
 		{ 17, 33, 15 }, { 40, 24, 50 }, { 64, 10, 128 }, { 5, 70, 33 },
