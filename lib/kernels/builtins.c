@@ -8,9 +8,10 @@
  *                    tiles go through the scratchpad by tile DMA and one
  *                    TEW (or TFILL) per tile; the rest is scalar code with
  *                    the same operation in the same rounding
- *   gemm_f32         a block per 16x16 tile of C: TMMA f32 over K in steps
- *                    of 16, the next A and B tiles DMA'd into the other
- *                    half of the scratchpad while the current ones multiply
+ *   gemm_f32         a block per 16x64 strip of C (four accumulator tiles
+ *                    sharing each A tile): TMMA f32 over K in steps of 16,
+ *                    the next A and B tiles DMA'd into the other half of
+ *                    the scratchpad while the current ones multiply
  *   row-wise         a block per row (softmax, cross-entropy, argmax), per
  *                    16 columns (col_sum), one block (reduce_sum)
  *
@@ -227,7 +228,9 @@ NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_EW_SCRATCH, 1, 0, (float *, x),
 /* ------------------------------------------------------------------------
  * GEMM: C = alpha * op(A) op(B) + beta * C, op(A) M x K, op(B) K x N
  */
-#define GEMM_BUF	(2 * NPU_BI_TILE_B)		/* an A and a B tile */
+#define GEMM_STRIP	4	/* column tiles of C per block */
+#define GEMM_COLS	(GEMM_STRIP * NPU_TILE_DIM)
+#define GEMM_BUF	((1 + GEMM_STRIP) * NPU_BI_TILE_B)	/* A, B tiles */
 #define GEMM_SCRATCH	(2 * GEMM_BUF + NPU_BI_TILE_B + 64)
 
 struct gemm_op {
@@ -260,6 +263,20 @@ static void gemm_fetch(struct npu_tdma_barrier *bar, unsigned *issued,
 			o->ld * 4, 0);
 }
 
+/* Step k0's A tile and the strip's B tiles into buf (A, then B by B). */
+static void gemm_fetch_strip(struct npu_tdma_barrier *bar, unsigned *issued,
+			     char *buf, const struct gemm_op *a,
+			     const struct gemm_op *b, unsigned long i0,
+			     unsigned long j0, unsigned long k0,
+			     unsigned long ms, const unsigned long *ns,
+			     unsigned nq, unsigned long ks)
+{
+	gemm_fetch(bar, issued, buf, a, i0, k0, ms, ks);
+	for (unsigned q = 0; q < nq; q++)
+		gemm_fetch(bar, issued, buf + (1 + q) * NPU_BI_TILE_B, b, k0,
+			   j0 + q * NPU_TILE_DIM, ks, ns[q]);
+}
+
 static void gemm_tile_load(int t, char *buf, int trans)
 {
 	if (trans)
@@ -274,7 +291,7 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
 	      (float, alpha), (float, beta))
 {
 	unsigned long i0 = (unsigned long)npu_block_y() * NPU_TILE_DIM;
-	unsigned long j0 = (unsigned long)npu_block_x() * NPU_TILE_DIM;
+	unsigned long j0 = (unsigned long)npu_block_x() * GEMM_COLS;
 	char *sp = npu_scratch(), *cbuf = sp + 2 * GEMM_BUF;
 	struct npu_tdma_barrier *bar = (void *)(cbuf + NPU_BI_TILE_B);
 	unsigned issued = bar->count, want[2] = { 0, 0 };
@@ -282,60 +299,92 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
 			     !!(flags & NPU_GEMM_TRANS_A) };
 	struct gemm_op b = { B, flags & NPU_GEMM_TRANS_B ? K : N,
 			     !!(flags & NPU_GEMM_TRANS_B) };
-	unsigned long ms, ns, steps = (K + NPU_TILE_DIM - 1) / NPU_TILE_DIM;
+	unsigned long ms, ns[GEMM_STRIP], steps;
 	union { float f; unsigned u; } al = { .f = alpha }, be = { .f = beta };
+	unsigned q, nq = 0;
 
 	if (i0 >= M || j0 >= N)
 		return;
+	steps = (K + NPU_TILE_DIM - 1) / NPU_TILE_DIM;
 	ms = bi_min(M - i0, NPU_TILE_DIM);
-	ns = bi_min(N - j0, NPU_TILE_DIM);
+	for (q = 0; q < GEMM_STRIP && j0 + q * NPU_TILE_DIM < N; q++, nq++)
+		ns[q] = bi_min(N - j0 - q * NPU_TILE_DIM, NPU_TILE_DIM);
+	/* accumulators t0..t3 (one per column tile), A in t4, B in t5 */
 	npu_tile_zero(0);
-	/* copies complete in any order: wait for all issued so far */
+	npu_tile_zero(1);
+	npu_tile_zero(2);
+	npu_tile_zero(3);
 	if (steps) {
-		gemm_fetch(bar, &issued, sp, &a, i0, 0, ms,
-			   bi_min(K, NPU_TILE_DIM));
-		gemm_fetch(bar, &issued, sp + NPU_BI_TILE_B, &b, 0, j0,
-			   bi_min(K, NPU_TILE_DIM), ns);
+		gemm_fetch_strip(bar, &issued, sp, &a, &b, i0, j0, 0, ms, ns, nq,
+				 bi_min(K, NPU_TILE_DIM));
 		want[0] = issued;
 	}
+	/* copies complete in any order: wait for all issued so far */
 	for (unsigned long s = 0; s < steps; s++) {
 		char *cur = sp + (s & 1) * GEMM_BUF;
 		char *nxt = sp + (~s & 1) * GEMM_BUF;
 
+		npu_tdma_wait(bar, want[s & 1]);
 		if (s + 1 < steps) {
 			unsigned long k1 = (s + 1) * NPU_TILE_DIM;
-			unsigned long ks = bi_min(K - k1, NPU_TILE_DIM);
 
-			npu_tdma_wait(bar, want[s & 1]);
-			gemm_fetch(bar, &issued, nxt, &a, i0, k1, ms, ks);
-			gemm_fetch(bar, &issued, nxt + NPU_BI_TILE_B, &b, k1, j0,
-				   ks, ns);
+			gemm_fetch_strip(bar, &issued, nxt, &a, &b, i0, j0, k1,
+					 ms, ns, nq, bi_min(K - k1, NPU_TILE_DIM));
 			want[~s & 1] = issued;
-		} else {
-			npu_tdma_wait(bar, want[s & 1]);
 		}
-		gemm_tile_load(1, cur, a.trans);
-		gemm_tile_load(2, cur + NPU_BI_TILE_B, b.trans);
-		npu_mma_f32(0, 1, 2);
+		gemm_tile_load(4, cur, a.trans);
+		/* tile registers are named by constants: unrolled */
+		gemm_tile_load(5, cur + NPU_BI_TILE_B, b.trans);
+		npu_mma_f32(0, 4, 5);
+		if (nq > 1) {
+			gemm_tile_load(5, cur + 2 * NPU_BI_TILE_B, b.trans);
+			npu_mma_f32(1, 4, 5);
+		}
+		if (nq > 2) {
+			gemm_tile_load(5, cur + 3 * NPU_BI_TILE_B, b.trans);
+			npu_mma_f32(2, 4, 5);
+		}
+		if (nq > 3) {
+			gemm_tile_load(5, cur + 4 * NPU_BI_TILE_B, b.trans);
+			npu_mma_f32(3, 4, 5);
+		}
 	}
-	npu_tile_fill(3, al.u, NPU_TILE_E32);
-	npu_tile_mul(0, 3, 0);
-	if (beta != 0.0f) {
+	/* C = alpha * acc + (beta * C, or + 0: -0 becomes +0, as before) */
+	npu_tile_fill(6, al.u, NPU_TILE_E32);
+	if (beta != 0.0f)
+		npu_tile_fill(4, be.u, NPU_TILE_E32);
+	else
+		npu_tile_zero(7);
+	for (q = 0; q < nq; q++) {
+		float *cq = C + i0 * N + j0 + q * NPU_TILE_DIM;
+
+		if (beta != 0.0f) {
+			npu_tdma_wait(bar, bi_copy(bar, &issued, cbuf,
+						   (unsigned long)cq,
+						   ns[q] * 4, ms, N * 4, 0));
+			npu_tile_load(7, cbuf, NPU_BI_ROW_B, NPU_TILE_E32);
+			npu_tile_mul(7, 4, 7);
+		}
+		switch (q) {
+		case 0:
+			npu_tile_mul(5, 6, 0);
+			break;
+		case 1:
+			npu_tile_mul(5, 6, 1);
+			break;
+		case 2:
+			npu_tile_mul(5, 6, 2);
+			break;
+		default:
+			npu_tile_mul(5, 6, 3);
+			break;
+		}
+		npu_tile_add(5, 5, 7);
+		npu_tile_store(5, cbuf, NPU_BI_ROW_B, NPU_TILE_E32);
 		npu_tdma_wait(bar, bi_copy(bar, &issued, cbuf,
-					   (unsigned long)(C + i0 * N + j0),
-					   ns * 4, ms, N * 4, 0));
-		npu_tile_load(4, cbuf, NPU_BI_ROW_B, NPU_TILE_E32);
-		npu_tile_fill(3, be.u, NPU_TILE_E32);
-		npu_tile_mul(4, 3, 4);
-		npu_tile_add(0, 0, 4);
-	} else {
-		npu_tile_zero(4);	/* + 0.0f: -0 becomes +0, as before */
-		npu_tile_add(0, 0, 4);
+					   (unsigned long)cq, ns[q] * 4, ms,
+					   N * 4, 1));
 	}
-	npu_tile_store(0, cbuf, NPU_BI_ROW_B, NPU_TILE_E32);
-	npu_tdma_wait(bar, bi_copy(bar, &issued, cbuf,
-				   (unsigned long)(C + i0 * N + j0), ns * 4,
-				   ms, N * 4, 1));
 }
 
 /* ------------------------------------------------------------------------

@@ -237,7 +237,7 @@ static void test_gemm(uint64_t m, uint64_t n, uint64_t k, uint64_t flags,
 	to_host(want, dC, m * n * 4);
 	if (m && n)
 		MUST(npu_memcpy(dC, C, m * n * 4, NPU_MEMCPY_HOST_TO_DEVICE));
-	st2 = run_code("bi_gemm_f32", blocks(n, 16), blocks(m, 16), args);
+	st2 = run_code("bi_gemm_f32", blocks(n, 64), blocks(m, 16), args);
 	to_host(got, dC, m * n * 4);
 	memcpy(ref, C, m * n * 4);
 	npu_ref_gemm_f32(A, B, ref, m, n, k, flags, alpha, beta);
@@ -407,6 +407,7 @@ int main(void)
 	static const uint64_t gemm[][3] = {
 		{ 0, 5, 3 }, { 1, 1, 1 }, { 3, 4, 0 }, { 16, 16, 16 },
 		{ 17, 33, 15 }, { 40, 24, 50 }, { 64, 10, 128 }, { 5, 70, 33 },
+		{ 20, 130, 40 },
 	};
 	static const uint64_t shapes[][2] = {
 		{ 1, 1 }, { 3, 10 }, { 16, 16 }, { 17, 33 }, { 64, 10 },
