@@ -11,6 +11,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/atomic.h"
 #include "qemu/bswap.h"
 #include <math.h>
 #include "npu_tensor.h"
@@ -199,6 +200,60 @@ static inline float npu_tensor_mma_in(uint32_t cell, unsigned type)
     }
 }
 
+/*
+ * The float MMA's steps: acc[i][j] = fma(a[i][k], b[k][j], acc[i][j]) for
+ * k increasing, one rounding per step; once NaN, NaN. Looping i, k, j
+ * keeps every element's order and makes the j loop a row of independent
+ * fused multiply-adds: with the host's FMA instructions (checked once)
+ * the compiler inlines and vectorises them, where fmaf() is a call per
+ * step, most of a GEMM's time on the tensor engine. Same results: both
+ * are the IEEE fused multiply-add.
+ */
+#define NPU_TENSOR_MMA_STEPS(fma)                                       \
+    for (unsigned i_ = 0; i_ < DIM; i_++) {                             \
+        for (unsigned k_ = 0; k_ < DIM; k_++) {                         \
+            for (unsigned j_ = 0; j_ < DIM; j_++) {                     \
+                acc[i_][j_] = fma(a[i_][k_], b[k_][j_], acc[i_][j_]);   \
+            }                                                           \
+        }                                                               \
+    }
+
+static void npu_tensor_mma_steps_call(float acc[DIM][DIM],
+                                      const float a[DIM][DIM],
+                                      const float b[DIM][DIM])
+{
+    NPU_TENSOR_MMA_STEPS(fmaf)
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static void __attribute__((target("fma")))
+npu_tensor_mma_steps_fma(float acc[DIM][DIM], const float a[DIM][DIM],
+                         const float b[DIM][DIM])
+{
+    NPU_TENSOR_MMA_STEPS(__builtin_fmaf)
+}
+#endif
+
+static void npu_tensor_mma_steps(float acc[DIM][DIM], const float a[DIM][DIM],
+                                 const float b[DIM][DIM])
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    static int has_fma = -1;    /* units' threads may race: same value */
+    int fma = qatomic_read(&has_fma);
+
+    if (fma < 0) {
+        __builtin_cpu_init();
+        fma = !!__builtin_cpu_supports("fma");
+        qatomic_set(&has_fma, fma);
+    }
+    if (fma) {
+        npu_tensor_mma_steps_fma(acc, a, b);
+        return;
+    }
+#endif
+    npu_tensor_mma_steps_call(acc, a, b);
+}
+
 void npu_tensor_mma(NpuTile *c, const NpuTile *a, const NpuTile *b,
                     unsigned type)
 {
@@ -236,15 +291,17 @@ void npu_tensor_mma(NpuTile *c, const NpuTile *a, const NpuTile *b,
                 fb[i][k] = npu_tensor_mma_in(b->cell[i][k], type);
             }
         }
+        float acc[DIM][DIM];
+
         for (i = 0; i < DIM; i++) {
             for (j = 0; j < DIM; j++) {
-                float acc = npu_tensor_f(c->cell[i][j]);
-
-                /* increasing k, one rounding per step; once NaN, NaN */
-                for (k = 0; k < DIM; k++) {
-                    acc = fmaf(fa[i][k], fb[k][j], acc);
-                }
-                out.cell[i][j] = npu_tensor_canon(acc);
+                acc[i][j] = npu_tensor_f(c->cell[i][j]);
+            }
+        }
+        npu_tensor_mma_steps(acc, fa, fb);
+        for (i = 0; i < DIM; i++) {
+            for (j = 0; j < DIM; j++) {
+                out.cell[i][j] = npu_tensor_canon(acc[i][j]);
             }
         }
         *c = out;
