@@ -1128,7 +1128,10 @@ typedef struct npu_kernel_profile {
 					   over launches */
 	int memory_bound;		/* long_scoreboard + lg_throttle exceed
 					   selected + not_selected + wait +
-					   math_pipe_throttle */
+					   math_pipe_throttle; for kernels
+					   using the tensor engine, the
+					   roofline's verdict
+					   (npu_kernel_roofline_profile) */
 } npu_kernel_profile;
 
 /* Run one launch of function (as npu_launch_kernel, on the legacy stream,
