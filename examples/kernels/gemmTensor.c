@@ -170,3 +170,17 @@ NPU_KERNEL(gemm_f32, (const float *, A), (const float *, B), (float *, C),
 {
 	gemm(A, B, C, M, N, K, BM, BN, BK, depth, 0);
 }
+
+/*
+ * One point of a tuning space (npu_tune_space builds this file with
+ * -DTILE_M=.. -DTILE_N=.. -DTILE_K=.. -DDEPTH=.. -DBF16=0|1): the same
+ * GEMM with its shape fixed at compile time, so the index arithmetic
+ * folds.
+ */
+#ifdef TILE_M
+NPU_KERNEL(gemm_point, (const void *, A), (const void *, B), (float *, C),
+	   (unsigned, M), (unsigned, N), (unsigned, K))
+{
+	gemm(A, B, C, M, N, K, TILE_M, TILE_N, TILE_K, DEPTH, BF16);
+}
+#endif
