@@ -5,7 +5,7 @@
  * C = A x B at n^3, checked bit for bit against a host reference (the
  * tensor engine's order: one fused multiply-add per k, k increasing),
  * then one profiled launch of each for its place on the roofline.
- * Usage: gemmTensor [n [BM BN BK depth]] (default 256 64 64 16 2).
+ * Usage: gemmTensor [n [BM BN BK depth]] (default 128 64 64 16 2).
  */
 #include "common.h"
 
@@ -45,7 +45,7 @@ static void reference(const float *a, const float *b, float *c, unsigned n)
 
 int main(int argc, char **argv)
 {
-	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 256;
+	unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 128;
 	unsigned BM = argc > 5 ? (unsigned)atoi(argv[2]) : 64;
 	unsigned BN = argc > 5 ? (unsigned)atoi(argv[3]) : 64;
 	unsigned BK = argc > 5 ? (unsigned)atoi(argv[4]) : 16;
