@@ -669,6 +669,15 @@ enum npu_mma_type {
 	NPU_MMA_TYPES
 };
 
+/* Tensor-pipe cycles one TMMA (16x16x16, 4096 MAC) of a type occupies:
+ * one rank-1 update per cycle for f16/bf16, four cycles for the wider f32
+ * and s32 multipliers, two updates per cycle for s8. Peak MMA rate per
+ * unit = 4096 / NPU_MMA_CYCLES(type) MAC per unit cycle. */
+#define NPU_MMA_CYCLES(type) \
+	((type) == NPU_MMA_S8 ? 8u : \
+	 (type) == NPU_MMA_F32 || (type) == NPU_MMA_S32 ? 64u : 16u)
+#define NPU_MMA_MACS		(NPU_TILE_DIM * NPU_TILE_DIM * NPU_TILE_DIM)
+
 /* TEW funct7: element-wise operations on f32 tiles, RNE, canonical NaN */
 enum npu_tew_op {
 	NPU_TEW_ADD = 0,	/* a + b */

@@ -1128,7 +1128,10 @@ typedef struct npu_kernel_profile {
 					   over launches */
 	int memory_bound;		/* long_scoreboard + lg_throttle exceed
 					   selected + not_selected + wait +
-					   math_pipe_throttle */
+					   math_pipe_throttle; for kernels
+					   using the tensor engine, the
+					   roofline's verdict
+					   (npu_kernel_roofline_profile) */
 } npu_kernel_profile;
 
 /* Run one launch of function (as npu_launch_kernel, on the legacy stream,
@@ -1151,6 +1154,51 @@ npu_status_t npu_kernel_trace(npu_function_t function, npu_dim3 grid,
  * NULL to ask for the number). */
 npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count);
 const char *npu_profile_stall_name(unsigned int reason);
+
+/* The tensor engine's side of the same profiles (devices with the tensor
+ * engine, Documentation/hw/npu.rst "Tensor engine and tile DMA"): the
+ * profiler asks every profiled launch for the device's tensor counters
+ * and places each kernel on the roofline. The two ceilings come from the
+ * device: peak MMA rate = 4096 MAC per TMMA / its tensor-pipe cycles
+ * (NPU_MMA_CYCLES, the ISA's) x 2 x unit_clock_mhz x the units the
+ * launches used (min(blocks per launch, compute_units)), at the kernel's
+ * mix of MMA types (the f32 ceiling for a kernel with no MMA); memory
+ * ceiling = mem_bw_mbps. Times are modelled (unit cycles at the unit
+ * clock), as the counters are. */
+#define NPU_PROFILE_MMA_TYPES	5	/* f16, bf16, f32, s8, s32 */
+typedef struct npu_kernel_roofline_profile {
+	char name[64];
+	char module[128];
+	uint64_t launches;
+	uint64_t mma[NPU_PROFILE_MMA_TYPES];	/* TMMA instructions by type */
+	uint64_t tensor_cycles;		/* units' tensor pipe busy cycles */
+	uint64_t stall_mio_throttle;	/* thread-cycles: tile port busy or
+					   every DMA slot in use (Nsight
+					   Compute's mio_throttle) */
+	uint64_t tdma_copies;		/* tile DMA copies issued */
+	uint64_t tdma_bytes_read;	/* memory -> scratchpad */
+	uint64_t tdma_bytes_written;	/* scratchpad -> memory */
+	uint64_t flops;			/* 2 x MAC of its MMAs */
+	uint64_t memory_bytes;		/* device and host memory: the
+					   threads' loads and stores and
+					   the tile DMA's */
+	double modelled_ms;		/* unit cycles at the unit clock */
+	double tensor_utilization;	/* tensor_cycles / unit_cycles */
+	double dma_gbps;		/* tile DMA bytes / modelled time */
+	double arithmetic_intensity;	/* flops / memory_bytes (FLOP/B) */
+	double achieved_gflops;		/* flops / modelled time */
+	double peak_gflops;		/* compute ceiling (see above) */
+	double peak_gbps;		/* memory ceiling, GB/s */
+	double ridge;			/* peak_gflops / peak_gbps, FLOP/B */
+	double peak_fraction;		/* achieved_gflops / peak_gflops */
+	int compute_bound;		/* arithmetic_intensity >= ridge */
+} npu_kernel_roofline_profile;
+
+/* Fill out[0..*count) with the roofline profiles of the kernels that
+ * npu_profile_get_kernels() returns, in the same order, and set *count to
+ * their number (out may be NULL to ask for it). */
+npu_status_t npu_profile_get_roofline(npu_kernel_roofline_profile *out,
+				      size_t *count);
 
 /* The verdict alone, for a kernel with these arguments and grid:
  * *compute_bound is 1 or 0; ops and bytes (may be NULL) receive the

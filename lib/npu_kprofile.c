@@ -22,7 +22,8 @@
 
 #define NSLOTS		128
 #define TRACE_BYTES	(64u << 10)
-#define STATS_BYTES	256u
+/* struct npu_launch_stats, then the tensor counters (NPU_CODE_STATS_TENSOR) */
+#define STATS_BYTES	512u
 #define SLOT_BYTES	(STATS_BYTES + TRACE_BYTES)
 #define SAMPLE_PERIOD	997		/* cycles, prime: no aliasing with loops */
 #define TRACE_RECORDS	((TRACE_BYTES - sizeof(struct npu_cu_trace_header)) / \
@@ -30,7 +31,9 @@
 #define MAX_KERNELS	256
 #define MAX_LINES	64		/* hot-spot lines kept per kernel */
 
-_Static_assert(sizeof(struct npu_launch_stats) <= STATS_BYTES, "stats slot");
+_Static_assert(sizeof(struct npu_launch_stats) +
+	       sizeof(struct npu_launch_stats_tensor) <= STATS_BYTES, "stats slot");
+_Static_assert(NPU_PROFILE_MMA_TYPES == NPU_MMA_TYPES, "npu.h mirrors npu_hw.h");
 _Static_assert(NPU_PROFILE_STALLS == NPU_STALL_COUNT &&
 	       NPU_PROFILE_SPACES == NPU_SPACE_COUNT, "npu.h mirrors npu_hw.h");
 
@@ -58,6 +61,8 @@ struct lines {
 
 struct kern {
 	npu_kernel_profile p;
+	npu_kernel_roofline_profile r;
+	uint64_t units_sum;		/* units each launch could use, summed */
 	double theor_sum;		/* theoretical occupancy x launches */
 	struct lines whole, partial;
 	uint32_t period;		/* sampling period of the next launch */
@@ -217,6 +222,27 @@ static uint32_t next_period(uint32_t period, uint64_t wanted)
 	return (uint32_t)p | 1;		/* odd: no aliasing with even loops */
 }
 
+/* The tensor counters of a completed launch. klock held. */
+static void take_tensor(struct kern *k, const struct npu_launch_stats *st,
+			const uint8_t *rec)
+{
+	struct npu_launch_stats_tensor t;
+	npu_kernel_roofline_profile *r = &k->r;
+	uint32_t units = pool.dev->prop.compute_units;
+	unsigned i;
+
+	memcpy(&t, rec, sizeof(t));
+	r->launches++;
+	k->units_sum += st->blocks < units || !units ? st->blocks : units;
+	for (i = 0; i < NPU_MMA_TYPES; i++)
+		r->mma[i] += t.mma[i];
+	r->tensor_cycles += t.tensor_cycles;
+	r->stall_mio_throttle += t.stall_mio_throttle;
+	r->tdma_copies += t.tdma_copies;
+	r->tdma_bytes_read += t.tdma_bytes_read;
+	r->tdma_bytes_written += t.tdma_bytes_written;
+}
+
 /* Add a completed launch to its kernel's profile. klock held. */
 static void take(struct kslot *s, const uint8_t *base)
 {
@@ -231,6 +257,7 @@ static void take(struct kslot *s, const uint8_t *base)
 	memcpy(&st, base, sizeof(st));
 	if (!st.end_ns)
 		return;			/* it failed: nothing was written */
+	take_tensor(k, &st, base + sizeof(st));
 	p->launches++;
 	p->time_ms += (double)(st.end_ns - st.start_ns) / 1e6;
 	p->cycles += st.cycles;
@@ -287,6 +314,96 @@ void npu_kprofile_harvest(struct device *dev)
 	pthread_mutex_unlock(&klock);
 }
 
+static double model_ms(const npu_kernel_profile *p, const npu_device_prop *prop);
+
+/*
+ * The kernel's place on the roofline, from the counters alone: its FLOPs
+ * are its MMAs' (2 x 4096 each), its bytes what the threads and the tile
+ * DMA moved to and from device and host memory. The compute ceiling is
+ * the rate of the kernel's own mix of MMA types on the units its launches
+ * could use, the memory ceiling the device's bandwidth; both from the
+ * device's properties.
+ */
+static void derive_roofline(struct kern *k, const npu_device_prop *prop)
+{
+	npu_kernel_roofline_profile *r = &k->r;
+	const npu_kernel_profile *p = &k->p;
+	double pipe_cycles = 0, macs = 0, units, secs;
+	unsigned i;
+
+	snprintf(r->name, sizeof(r->name), "%s", p->name);
+	snprintf(r->module, sizeof(r->module), "%s", p->module);
+	for (i = 0; i < NPU_MMA_TYPES; i++) {
+		pipe_cycles += (double)r->mma[i] * NPU_MMA_CYCLES(i);
+		macs += (double)r->mma[i] * NPU_MMA_MACS;
+	}
+	if (!macs) {			/* no MMA: the f32 ceiling */
+		pipe_cycles = NPU_MMA_CYCLES(NPU_MMA_F32);
+		macs = NPU_MMA_MACS;
+	}
+	r->flops = 0;
+	for (i = 0; i < NPU_MMA_TYPES; i++)
+		r->flops += 2 * r->mma[i] * NPU_MMA_MACS;
+	r->memory_bytes = p->bytes_read[NPU_SPACE_DEVICE] +
+		p->bytes_written[NPU_SPACE_DEVICE] +
+		p->bytes_read[NPU_SPACE_HOST] + p->bytes_written[NPU_SPACE_HOST] +
+		r->tdma_bytes_read + r->tdma_bytes_written;
+	r->modelled_ms = model_ms(p, prop);
+	secs = r->modelled_ms / 1e3;
+	units = r->launches ? (double)k->units_sum / r->launches : 0;
+	r->tensor_utilization = p->unit_cycles ?
+		(double)r->tensor_cycles / p->unit_cycles : 0;
+	r->dma_gbps = secs > 0 ? (r->tdma_bytes_read + r->tdma_bytes_written) /
+		secs / 1e9 : 0;
+	r->arithmetic_intensity = r->memory_bytes ?
+		(double)r->flops / r->memory_bytes : 0;
+	r->achieved_gflops = secs > 0 ? r->flops / secs / 1e9 : 0;
+	r->peak_gflops = 2 * macs / pipe_cycles * prop->unit_clock_mhz *
+		units / 1e3;
+	r->peak_gbps = prop->mem_bw_mbps / 1e3;
+	r->ridge = r->peak_gbps > 0 ? r->peak_gflops / r->peak_gbps : 0;
+	r->peak_fraction = r->peak_gflops > 0 ?
+		r->achieved_gflops / r->peak_gflops : 0;
+	/* no memory traffic at all: nothing but the pipe can bound it */
+	r->compute_bound = r->flops && (!r->memory_bytes ||
+					r->arithmetic_intensity >= r->ridge);
+}
+
+npu_status_t npu_profile_get_roofline(npu_kernel_roofline_profile *out,
+				      size_t *count)
+{
+	struct device *dev;
+	npu_status_t st;
+	size_t i, n;
+
+	if (!count)
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is NULL");
+	st = npu_cur_dev(&dev);
+	if (st)
+		return st;
+	pthread_mutex_lock(&dev->lock);
+	npu_kprofile_harvest(dev);
+	pthread_mutex_lock(&klock);
+	n = 0;
+	for (i = 0; i < nkern; i++) {
+		if (!kern[i].p.launches)
+			continue;
+		derive_roofline(&kern[i], &dev->prop);
+		if (out && n < *count)
+			out[n] = kern[i].r;
+		n++;
+	}
+	pthread_mutex_unlock(&klock);
+	pthread_mutex_unlock(&dev->lock);
+	*count = n;
+	return NPU_SUCCESS;
+}
+
+static bool uses_tensor(const npu_kernel_roofline_profile *r)
+{
+	return r->tensor_cycles || r->tdma_copies;
+}
+
 /* Derived figures of a profile. */
 static void derive(struct kern *k, const npu_device_prop *prop)
 {
@@ -302,6 +419,9 @@ static void derive(struct kern *k, const npu_device_prop *prop)
 	cmp = p->stall[NPU_STALL_WAIT] + p->stall[NPU_STALL_MATH_PIPE_THROTTLE] +
 	      p->stall[NPU_STALL_SELECTED] + p->stall[NPU_STALL_NOT_SELECTED];
 	p->memory_bound = mem > cmp;
+	derive_roofline(k, prop);
+	if (uses_tensor(&k->r))		/* its counters place it */
+		p->memory_bound = !k->r.compute_bound;
 }
 
 npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count)
@@ -411,6 +531,33 @@ bool npu_kprofile_host_bound(struct device *dev, double *measured_ms,
 	return *measured_ms > 0;
 }
 
+/* The tensor engine's lines of a kernel's report: nothing for a kernel
+ * that used neither the tensor pipe nor the tile DMA. */
+static void report_roofline(FILE *f, struct kern *k)
+{
+	static const char *const type[NPU_MMA_TYPES] = {
+		"f16", "bf16", "f32", "s8", "s32",
+	};
+	npu_kernel_roofline_profile *r = &k->r;
+	unsigned i;
+
+	if (!uses_tensor(r))
+		return;
+	fprintf(f, "\n    tensor pipe: %.1f%% of unit cycles busy, MMAs:",
+		100 * r->tensor_utilization);
+	for (i = 0; i < NPU_MMA_TYPES; i++)
+		if (r->mma[i])
+			fprintf(f, " %s %" PRIu64, type[i], r->mma[i]);
+	fprintf(f, "\n    tile DMA: %" PRIu64 " copies, %" PRIu64 " bytes in, %"
+		PRIu64 " bytes out, %.3f GB/s\n", r->tdma_copies,
+		r->tdma_bytes_read, r->tdma_bytes_written, r->dma_gbps);
+	fprintf(f, "    roofline: %.2f FLOP/byte (ridge %.2f), %.3f GFLOP/s of "
+		"%.3f peak (%.1f%%), memory ceiling %.3f GB/s: %s",
+		r->arithmetic_intensity, r->ridge, r->achieved_gflops,
+		r->peak_gflops, 100 * r->peak_fraction, r->peak_gbps,
+		r->compute_bound ? "compute-bound" : "memory-bound");
+}
+
 void npu_kprofile_report(struct device *dev, FILE *f)
 {
 	unsigned i, j;
@@ -472,16 +619,27 @@ void npu_kprofile_report(struct device *dev, FILE *f)
 				order[q] = order[q - 1];
 				order[q - 1] = t;
 			}
+		stalled += k->r.stall_mio_throttle;
 		fprintf(f, "    thread-cycles:");
 		for (j = 0; j < NPU_STALL_COUNT && p->stall[order[j]]; j++)
 			fprintf(f, " %s %.1f%%", stall_names[order[j]],
 				stalled ? 100.0 * p->stall[order[j]] / stalled : 0.0);
-		fprintf(f, "\n    verdict: %s\n", p->memory_bound ?
-			"memory-bound (waiting for device or host memory: "
-			"long_scoreboard + lg_throttle exceed issue and "
-			"arithmetic)" : "compute-bound (issue: selected + "
-			"not_selected, and arithmetic dependencies exceed "
-			"memory waits)");
+		if (k->r.stall_mio_throttle)
+			fprintf(f, " mio_throttle %.1f%%", 100.0 *
+				k->r.stall_mio_throttle / stalled);
+		report_roofline(f, k);
+		if (uses_tensor(&k->r))
+			fprintf(f, "\n    verdict: %s (roofline: arithmetic "
+				"intensity %s the ridge point)\n", p->memory_bound ?
+				"memory-bound" : "compute-bound", p->memory_bound ?
+				"below" : "at or above");
+		else
+			fprintf(f, "\n    verdict: %s\n", p->memory_bound ?
+				"memory-bound (waiting for device or host "
+				"memory: long_scoreboard + lg_throttle exceed "
+				"issue and arithmetic)" : "compute-bound (issue: "
+				"selected + not_selected, and arithmetic "
+				"dependencies exceed memory waits)");
 		hot_spots(f, k);
 	}
 	if (unprofiled)

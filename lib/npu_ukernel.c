@@ -166,6 +166,8 @@ npu_status_t npu_ukernel_slots_take(struct device *dev, npu_function_t f,
 			       &sl->profile_slot, &extra->stats, &extra->trace,
 			       &extra->trace_bytes, &extra->sample_period))
 		sl->profile_slot = -1;
+	else	/* the slot has room for the tensor counters after the stats */
+		extra->flags |= NPU_CODE_STATS_TENSOR;
 	return NPU_SUCCESS;
 }
 

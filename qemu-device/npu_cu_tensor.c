@@ -22,12 +22,6 @@
 #include "npu_cu_tensor.h"
 #include "trace.h"
 
-/* The tensor pipe's occupancy of a TMMA by enum npu_mma_type */
-static const uint8_t npu_mma_cycles[NPU_MMA_TYPES] = {
-    [NPU_MMA_F16] = 16, [NPU_MMA_BF16] = 16, [NPU_MMA_F32] = 64,
-    [NPU_MMA_S8] = 8, [NPU_MMA_S32] = 64,
-};
-
 static unsigned npu_tew_cycles(unsigned op)
 {
     return op == NPU_TEW_EXP || op == NPU_TEW_RCP ? 64 : 16;
@@ -528,7 +522,7 @@ uint32_t npu_cu_tensor_exec(NpuExec *x, const NpuRvInsn *d, uint64_t *fault,
         tiles = npu_slot_tiles(t);
         npu_tensor_mma(&tiles[d->rd], &tiles[d->rs1], &tiles[d->rs2],
                        d->funct7);
-        busy = npu_mma_cycles[d->funct7];
+        busy = NPU_MMA_CYCLES(d->funct7);
         u->tensor_free = c + busy;
         t->tile_ready[d->rd] = MAX(t->tile_ready[d->rd],
                                    c + busy + NPU_LAT_TENSOR_EXTRA);

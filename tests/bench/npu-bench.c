@@ -38,6 +38,8 @@
 
 #include <drm.h>
 #include <json-c/json.h>
+
+#include "../../examples/kernels/gemmTensor.h"
 #include "npu.h"
 #include "npu_accel.h"
 #include "npu_hw.h"
@@ -65,7 +67,7 @@
 static const char *sfx = "";
 static unsigned qflag;		/* NPU_STREAM_*_QUEUE of the pass */
 
-static int tiny, trials = 7, model_off, fails, verbose, skip_floor;
+static int tiny, trials = 7, model_off, tensor, fails, verbose, skip_floor;
 static struct json_object *js;		/* --json: the results, then notes */
 static struct json_object *js_notes;
 static const char *trace_path;		/* --trace: one traced overlap run */
@@ -1601,6 +1603,243 @@ static int bench_user_kernels(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------------------
+ * The tensor engine's GEMM (examples/kernels/gemmTensor.c), --tensor, under
+ * timing=virtual: npu_tune_space over tile sizes and pipeline depth, in
+ * isolation and under the load of other candidates, at TUNE_N^3; the best
+ * point's fraction of the modelled peak at PEAK_N^3 (the profiler's
+ * roofline); a 512^3 f32 GEMM's host wall time. The points' code objects
+ * are built on the host (make -C tests/bench: --print-gemm-points).
+ */
+#define TUNE_N		512	/* 1024^3 costs ~30 s of host time a run */
+#define PEAK_N		1024
+#define TUNE_BUDGET	10
+
+static const long gv_m[] = { 32, 64, 128 }, gv_n[] = { 32, 64, 128 },
+		  gv_k[] = { 16, 32, 64 }, gv_depth[] = { 1, 2, 3 };
+static const long gv_bf16[] = { 1 }, gv_f32[] = { 0 };
+
+static char gemm_cache[PATH_MAX + 32];	/* beside npu-bench */
+
+struct gemm_run {
+	void *a, *b, *c;
+	unsigned n;
+};
+
+static int gemm_point_ok(const long *v, void *user)
+{
+	unsigned n = user ? ((struct gemm_run *)user)->n : TUNE_N;
+
+	/* without a device (--print-gemm-points), the default unit's limits */
+	unsigned threads = prop.unit_threads ? prop.unit_threads : 16;
+	unsigned long scratch = prop.unit_threads ? prop.unit_scratch_bytes : 65536;
+
+	return gemm_shape_ok(n, n, n, v[0], v[1], v[2], v[3]) &&
+	       gemm_threads(v[0], v[1]) <= threads &&
+	       gemm_scratch_bytes(v[0], v[1], v[2], v[3], v[4] ? 2 : 4) <= scratch;
+}
+
+static npu_status_t gemm_point_launch(npu_function_t f, const long *v,
+				      npu_stream_t st, void *user)
+{
+	struct gemm_run *r = user;
+	void *args[] = { &r->a, &r->b, &r->c, &r->n, &r->n, &r->n };
+
+	return npu_launch_kernel(f, npu_grid(r->n / v[1], r->n / v[0], 1),
+				 npu_grid(gemm_threads(v[0], v[1]), 1, 1),
+				 (unsigned)gemm_scratch_bytes(v[0], v[1], v[2], v[3],
+							      v[4] ? 2 : 4),
+				 st, args);
+}
+
+static void gemm_params(npu_tune_param *p, int bf16)
+{
+	p[0] = (npu_tune_param){ "TILE_M", 3, gv_m };
+	p[1] = (npu_tune_param){ "TILE_N", 3, gv_n };
+	p[2] = (npu_tune_param){ "TILE_K", 3, gv_k };
+	p[3] = (npu_tune_param){ "DEPTH", 3, gv_depth };
+	p[4] = (npu_tune_param){ "BF16", 1, bf16 ? gv_bf16 : gv_f32 };
+}
+
+/* npu-cc's -D options of every valid point, one line each. */
+static void print_gemm_points(void)
+{
+	long v[5];
+
+	for (int t = 0; t < 2; t++)
+		for (unsigned a = 0; a < 3; a++)
+			for (unsigned b = 0; b < 3; b++)
+				for (unsigned k = 0; k < 3; k++)
+					for (unsigned d = 0; d < 3; d++) {
+						v[0] = gv_m[a];
+						v[1] = gv_n[b];
+						v[2] = gv_k[k];
+						v[3] = gv_depth[d];
+						v[4] = t;
+						if (gemm_point_ok(v, NULL))
+							printf("-DTILE_M=%ld -DTILE_N=%ld "
+							       "-DTILE_K=%ld -DDEPTH=%ld "
+							       "-DBF16=%ld\n", v[0], v[1],
+							       v[2], v[3], v[4]);
+					}
+}
+
+/* A point is a corner of the space when every parameter with a choice
+ * is at one end of its values. */
+static int gemm_corner(const long *v, const npu_tune_param *p)
+{
+	for (unsigned k = 0; k < 4; k++)
+		if (v[k] != p[k].values[0] && v[k] != p[k].values[p[k].nvalues - 1])
+			return 0;
+	return 1;
+}
+
+/* One launch of point v at n^3 with the profiler: its roofline profile. */
+static int gemm_profiled(npu_module_t *m, const char *src, const long *v,
+			 struct gemm_run *r, npu_kernel_roofline_profile *out,
+			 double *host_s)
+{
+	char path[PATH_MAX + 64], cmd[PATH_MAX * 2 + 256];
+	npu_function_t f;
+	size_t nr = 1;
+	double t0;
+	FILE *pp;
+
+	snprintf(cmd, sizeof(cmd), "npu-cc --cache %s "
+		 "-DTILE_M=%ld -DTILE_N=%ld -DTILE_K=%ld -DDEPTH=%ld -DBF16=%ld %s",
+		 gemm_cache, v[0], v[1], v[2], v[3], v[4], src);
+	pp = popen(cmd, "r");
+	if (!pp || !fgets(path, sizeof(path), pp)) {
+		if (pp)
+			pclose(pp);
+		fprintf(stderr, "npu-bench: %s failed\n", cmd);
+		return -1;
+	}
+	pclose(pp);
+	path[strcspn(path, "\n")] = 0;
+	CK(npu_module_load(m, path));
+	CK(npu_module_get_function(&f, *m, "gemm_point"));
+	CK(npu_device_synchronize());
+	CK(npu_profiler_start());
+	t0 = now_us();
+	CK(gemm_point_launch(f, v, NULL, r));
+	CK(npu_device_synchronize());
+	*host_s = (now_us() - t0) / 1e6;
+	CK(npu_profiler_stop());
+	CK(npu_profile_get_roofline(out, &nr));
+	return nr == 1 ? 0 : -1;
+}
+
+static int bench_tensor(void)
+{
+	static const char *const tname[2] = { "f32", "bf16" };
+	char src[PATH_MAX + 32], key[64], note[320];
+	struct gemm_run tune = { .n = TUNE_N }, peak = { .n = PEAK_N };
+	npu_tune_param params[5];
+	npu_tune_space_config c;
+	npu_tune_space_result res[2];
+	npu_kernel_roofline_profile rp;
+	npu_module_t m;
+	double host_s, t0;
+	size_t big = (size_t)PEAK_N * PEAK_N * 4;
+
+	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
+		emit_null("gemm_peak_fraction_f32", "the device runs no user kernels");
+		return 0;
+	}
+	if (kernel_path(src, sizeof(src), "gemmTensor"))
+		return -1;
+	strcpy(src + strlen(src) - 4, ".c");		/* kernels/gemmTensor.c */
+	snprintf(gemm_cache, sizeof(gemm_cache), "%.*s/tune-cache-gemm",
+		 (int)(strlen(src) - strlen("/kernels/gemmTensor.c")), src);
+	CK(npu_malloc(&peak.a, big));
+	CK(npu_malloc(&peak.b, big));
+	CK(npu_malloc(&peak.c, big));
+	CK(npu_memset(peak.a, 0, big));
+	CK(npu_memset(peak.b, 0, big));
+	tune.a = peak.a;		/* the first TUNE_N^2 of each */
+	tune.b = peak.b;
+	tune.c = peak.c;
+	for (int bf16 = 1; bf16 >= 0; bf16--) {
+		const long *best;
+
+		gemm_params(params, bf16);
+		for (unsigned mode = 0; mode < 2; mode++) {
+			memset(&c, 0, sizeof(c));
+			c.source = src;
+			c.kernel = "gemm_point";
+			c.params = params;
+			c.nparams = 5;
+			c.valid = gemm_point_ok;
+			c.launch = gemm_point_launch;
+			c.user = &tune;
+			c.strategy = NPU_TUNE_BAYES;
+			c.budget = TUNE_BUDGET;
+			c.batch = 2;
+			c.runs = 1;
+			c.mode = mode;
+			c.seed = 3;
+			c.cache_dir = gemm_cache;
+			t0 = now_us();
+			CK(npu_tune_space(&c, &res[mode], NULL));
+			best = res[mode].best;
+			printf("gemm %s %u^3 %s: best TILE_M %ld TILE_N %ld TILE_K %ld "
+			       "DEPTH %ld, %.3f ms (%u of %u points, %.0f s)\n",
+			       tname[bf16], TUNE_N, mode ? "under load" : "isolated",
+			       best[0], best[1], best[2], best[3], res[mode].best_ms,
+			       res[mode].evaluations, res[mode].points,
+			       (now_us() - t0) / 1e6);
+		}
+		best = res[0].best;
+		snprintf(key, sizeof(key), "gemm_tune_corner_%s", tname[bf16]);
+		emit(key, stats((double[]){ gemm_corner(best, params) }, 1), "0/1",
+		     "1 if the best point in isolation is a corner of the space "
+		     "(every parameter at an end of its values)");
+		snprintf(key, sizeof(key), "gemm_tune_loaded_differs_%s", tname[bf16]);
+		emit(key, stats((double[]){ memcmp(res[0].best, res[1].best,
+						   4 * sizeof(long)) != 0 }, 1),
+		     "0/1", "1 if the best point under load differs from the best "
+		     "in isolation");
+		snprintf(note, sizeof(note), "%s: isolated %ldx%ldx%ld depth %ld "
+			 "(%.3f ms), under load %ldx%ldx%ld depth %ld (%.3f ms), at "
+			 "%u^3, %u evaluations each", tname[bf16], res[0].best[0],
+			 res[0].best[1], res[0].best[2], res[0].best[3],
+			 res[0].best_ms, res[1].best[0], res[1].best[1],
+			 res[1].best[2], res[1].best[3], res[1].best_ms, TUNE_N,
+			 TUNE_BUDGET);
+		snprintf(key, sizeof(key), "gemm_tune_best_%s", tname[bf16]);
+		if (js)
+			json_object_object_add(js_notes, key,
+					       json_object_new_string(note));
+		printf("%s\n", note);
+		if (gemm_profiled(&m, src, res[0].best, &peak, &rp, &host_s))
+			return -1;
+		CK(npu_module_unload(m));
+		snprintf(key, sizeof(key), "gemm_peak_fraction_%s", tname[bf16]);
+		emit(key, stats(&rp.peak_fraction, 1), "x", "achieved / modelled "
+		     "peak FLOP/s of the best point in isolation at 1024^3 "
+		     "(the profiler's roofline, timing=virtual)");
+		snprintf(key, sizeof(key), "gemm_1024_host_s_%s", tname[bf16]);
+		emit(key, stats(&host_s, 1), "s", "host wall time of that 1024^3 "
+		     "launch (x evaluations: what tuning at 1024^3 would cost)");
+	}
+	{	/* 512^3 f32 on the tensor engine: host wall time */
+		long v[5] = { 128, 128, 16, 2, 0 };
+		struct gemm_run r = { peak.a, peak.b, peak.c, 512 };
+
+		if (gemm_profiled(&m, src, v, &r, &rp, &host_s))
+			return -1;
+		CK(npu_module_unload(m));
+		emit("gemm_512_f32_host_s", stats(&host_s, 1), "s", "host wall "
+		     "time of a 512^3 f32 GEMM on the tensor engine (128x128x16, "
+		     "depth 2)");
+	}
+	npu_free(peak.a);
+	npu_free(peak.b);
+	npu_free(peak.c);
+	return 0;
+}
+
 static int bench_gemm(void)
 {
 	uint64_t n = tiny ? 32 : 512;
@@ -1672,6 +1911,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: npu-bench [OPTION]...\n"
 		"Measure every libnpu path next to its floor (Documentation/bench.rst).\n\n"
 		"  -t, --tiny               every path once with tiny sizes; print TAP\n"
+		"      --tensor             the device runs with timing=virtual: the tensor\n"
+		"                           engine's GEMM, tuned (Documentation/bench.rst)\n"
+		"      --print-gemm-points  npu-cc -D options of --tensor's tuning points\n"
 		"  -m, --model-off          the device runs with timing=off: copy and GEMM\n"
 		"  -n, --trials N           trials per figure, 1..%d (default 7)\n"
 		"  -j, --json FILE          write the figures as JSON to FILE\n"
@@ -1690,6 +1932,8 @@ static int parse_options(int argc, char **argv, const char **json, const char **
 	static const struct option longopts[] = {
 		{ "tiny", no_argument, NULL, 't' },
 		{ "model-off", no_argument, NULL, 'm' },
+		{ "tensor", no_argument, NULL, 'G' },
+		{ "print-gemm-points", no_argument, NULL, 'P' },
 		{ "trials", required_argument, NULL, 'n' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "overlap-csv", required_argument, NULL, 'c' },
@@ -1707,6 +1951,8 @@ static int parse_options(int argc, char **argv, const char **json, const char **
 		switch (c) {
 		case 't': tiny = 1; break;
 		case 'm': model_off = 1; break;
+		case 'G': tensor = 1; break;
+		case 'P': print_gemm_points(); return 0;
 		case 's': skip_floor = 1; break;
 		case 'v': verbose = 1; break;
 		case 'j': *json = optarg; break;
@@ -1772,8 +2018,8 @@ int main(int argc, char **argv)
 
 		js = json_object_new_object();
 		js_notes = json_object_new_object();
-		json_object_object_add(js, "mode", json_object_new_string(model_off ?
-						"model_off" : "model_on"));
+		json_object_object_add(js, "mode", json_object_new_string(tensor ?
+						"tensor" : model_off ? "model_off" : "model_on"));
 		json_object_object_add(d, "compute_rings", json_object_new_int64(prop.compute_rings));
 		json_object_object_add(d, "copy_rings", json_object_new_int64(prop.copy_rings));
 		json_object_object_add(d, "compute_units", json_object_new_int64(prop.compute_units));
@@ -1807,7 +2053,10 @@ int main(int argc, char **argv)
 	if (!tiny)
 		printf("%-28s %12s %12s %12s %-6s %s\n", "key", "median", "min", "max", "unit",
 		       "what");
-	if (!model_off || tiny) {
+	if (tensor) {
+		if (bench_tensor())
+			fails++;
+	} else if (!model_off || tiny) {
 		if (bench_calls())
 			tap(0, "launch, round trip, events, stream wait");
 		if (bench_chains())
@@ -1839,7 +2088,7 @@ int main(int argc, char **argv)
 		if (bench_user_kernels())
 			tap(0, "user kernels");
 	}
-	if (model_off || tiny) {
+	if ((model_off || tiny) && !tensor) {
 		if (!tiny && bench_bandwidth())
 			tap(0, "copy bandwidth");
 		if (bench_gemm())

@@ -4,10 +4,12 @@
 # and .png, npu-timeline's picture of a traced overlap run
 # (Documentation/bench.rst).
 #
-# Two guest boots: the device with its timing model on (call costs,
+# Three guest boots: the device with its timing model on (call costs,
 # chains, overlap, concurrency, link bandwidth) and with timing=off (copy
 # bandwidth, GEMM throughput); the host floors (memcpy bandwidth, reference
-# GEMM) are measured by npu-bench-host right before the second boot.
+# GEMM) are measured by npu-bench-host right before the second boot; and
+# with timing=virtual (npu-bench --tensor: the tensor engine's GEMM tuned
+# with npu_tune_space, several minutes of host time).
 # Environment: KERNEL (default 6.12), BENCH_TRIALS (default 7),
 # BENCH_DEVICE_OPTS (model-on boot, default ",link-bw-mbps=500": a link
 # this host's real DMA can sustain, so the model, not the host's memcpy
@@ -25,7 +27,7 @@ if [ ! -x "$BUILD/guest/bin/npu-bench" ] || [ ! -x "$BUILD/bench/npu-bench-host"
 	exit 1
 fi
 rm -rf "$raw"
-mkdir -p "$raw/on" "$raw/off"
+mkdir -p "$raw/on" "$raw/off" "$raw/tensor"
 rc=0
 
 echo "bench: guest with the timing model on ($trials trials per figure)..."
@@ -39,6 +41,10 @@ bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout 1200 --outdir "$raw/
 	--device-opts ",timing=off" \
 	--cmd "npu-bench --model-off --trials $trials --json /out/bench.json" || rc=1
 
+echo "bench: guest with timing=virtual (the tensor engine's GEMM, tuned)..."
+bash "$top/tests/guest/run.sh" --kernel "$kernel" --timeout 1800 --outdir "$raw/tensor" \
+	--device-opts ",timing=virtual" \
+	--cmd "npu-bench --tensor --json /out/bench.json" || rc=1
 echo "bench: compute units (qtest, no guest)..."
 qemu=$("$top/scripts/build-qemu.sh") &&
 	"$BUILD/device/npu-isabench" "$qemu" "$trials" >"$raw/isa.json" || rc=1
@@ -56,11 +62,12 @@ def load(p):
         return {}
 
 on, off, host = load(raw + "/on/bench.json"), load(raw + "/off/bench.json"), load(raw + "/host.json")
+tensor = load(raw + "/tensor/bench.json")
 isa = load(raw + "/isa.json")
 res = {"host_loadavg": open("/proc/loadavg").read().split()[:3], "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"), "kernel": kernel,
        "device": on.get("device"), "device_model_off": off.get("device"),
        "gemm_reference": host.get("gemm_reference"), "notes": {}}
-for src in (on, off, host, isa):
+for src in (on, off, host, isa, tensor):
     for k, v in src.items():
         if k in ("mode", "device", "gemm_reference"):
             continue
@@ -114,6 +121,12 @@ targets = [
     ("isa_mips_sampled", ">=", 100.0),
     ("isa_native_ratio", ">=", 0.2), ("isa_host_bound", None, None),
     ("user_vs_builtin_enqueue", "<=", 1.0),
+    ("gemm_peak_fraction_bf16", ">=", 0.8), ("gemm_peak_fraction_f32", ">=", 0.8),
+    ("gemm_tune_corner_bf16", None, None), ("gemm_tune_corner_f32", None, None),
+    ("gemm_tune_loaded_differs_bf16", None, None),
+    ("gemm_tune_loaded_differs_f32", None, None),
+    ("gemm_1024_host_s_bf16", None, None), ("gemm_1024_host_s_f32", None, None),
+    ("gemm_512_f32_host_s", "<=", 0.5),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1
 print()

@@ -5,7 +5,7 @@
 n=0
 for e in asyncAPI simpleStreams simpleMultiCopy concurrentKernels \
 	simpleCallback streamPriorities autoTune vectorAdd matrixMul histogram \
-	reduction matrixMulTune; do
+	reduction matrixMulTune gemmTensor; do
 	n=$((n + 1))
 	if ! command -v "$e" >/dev/null 2>&1; then
 		echo "ok $n - # SKIP $e not built"
