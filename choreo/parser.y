@@ -419,7 +419,11 @@ stmt
 		diag_error(L(@3), "not supported yet: mma...async (an mma whose "
 			   "result is a future)");
 	}
-	| lvalue '=' MMA LOAD expr ';' { $$ = mma_stmt(@3, MMA_LOAD, $1, $5, NULL, NULL); }
+	| lvalue '=' MMA LOAD swiz_opt expr ';' {
+		/* .swiz<N>: the shared layout a GPU's mma reads; the npu's
+		 * tiles load one layout (checked, then dropped) */
+		$$ = mma_stmt(@3, MMA_LOAD, $1, $6, NULL, NULL);
+	}
 	| MMA mma_layout mma_layout expr ',' expr ',' expr ';' {
 		$$ = mma_stmt(@1, MMA_EXEC, $4, $6, $8, NULL);
 		$$->ival = $2 | !$3 << 1;
