@@ -2110,6 +2110,10 @@ static void check_mma(struct node *m)
 
 	if (!cur_kernel)
 		diag_error(m->loc, "not supported yet: mma outside a parallel body");
+	/* fragments are a thread's tile registers: a thread running several
+	 * indices of a level would share them (the launch fails instead) */
+	if (cur_level == 2)
+		cur_kernel->threads_fixed = true;
 	if (!cur_kernel->mma) {
 		cur_kernel->mma = true;
 		cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 15) & ~15L;
