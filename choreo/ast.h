@@ -62,6 +62,7 @@ enum node_kind {
 	N_EVENTS,	/* shared event a, b[2] = ready; kids N_EVENTDECL */
 	N_EVENTDECL,	/* kid 0 the slot count if an array; flag: = ready */
 	N_TRIGGER,	/* trigger e, f[i], g.at(order); */
+	N_MMA,		/* flag: enum mma_op; name: the fragment assigned */
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
@@ -111,6 +112,9 @@ struct node {
 	int pad[3][MAX_RANK];
 	int npad;
 	struct node *padval;
+	/* N_DMA: an asynchronous copy the tile DMA engine can make (sema.c:
+	 * check_tdma), if its kernel's blocks are one thread each */
+	bool tdma;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
@@ -119,6 +123,11 @@ struct node {
 
 /* E_VIEW flag */
 enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS, VIEW_FROM };
+
+/* N_MMA flag; ival: MMA_EXEC's layout (A column-major: 1, B row-major,
+ * i.e. stored [N, K]: 2), MMA_FILL's type (an elem, EL_NONE if none),
+ * MMA_STORE's transpose (1) */
+enum mma_op { MMA_FILL = 1, MMA_LOAD, MMA_EXEC, MMA_STORE };
 
 /* storage classes (N_SPANDECL flag, DMA target) */
 enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
@@ -137,6 +146,7 @@ enum sym_kind {
 	SY_SHAPE,	/* an mdspan: type TY_SPAN of EL_NONE, no data */
 	SY_ALIAS,	/* x = y.span_as(...): y's data (->target), x's shape */
 	SY_EVENT,	/* shared event: ->event_slots counters in the scratchpad */
+	SY_FRAG,	/* an mma fragment: a tile register of the thread */
 };
 
 struct sym {
@@ -160,6 +170,17 @@ struct sym {
 	bool ituple;		/* SY_SHAPE of an ituple: printed {a, b} */
 	bool init_hoisted;	/* shared data of a thread level: its {init} is
 				 * set once when the kernel starts */
+	/* SY_FRAG: its tile register, the rows and columns it holds, its
+	 * element type (an accumulator's: EL_F32 or EL_S32) */
+	int tile;
+	int frag_rows, frag_cols;
+	bool frag_acc;		/* the C operand of an mma */
+	bool frag_typed;	/* mma.fill.T named its type */
+	/* SY_FUTURE of a tile DMA copy; the first future of its name in the
+	 * kernel, whose barrier word (at its shared_offset) and count all of
+	 * them share: `wait f` waits for every copy named f issued so far */
+	bool tdma;
+	struct sym *tdma_first;
 	struct sym *next_in_func;
 };
 

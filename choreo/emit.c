@@ -658,6 +658,78 @@ static void emit_op_offset(struct emitter *em, const struct node *e,
 	}
 }
 
+/* does kernel code at block level run on one thread per block: the tile
+ * DMA's barrier words and counts are the block's then */
+static bool tdma_block_thread(const struct emitter *em)
+{
+	return em->device && !em->kernel->nthread_pars && !em->kernel->grid_is_threads;
+}
+
+/* the barrier word of a tile DMA future */
+static void emit_tdma_barrier(struct emitter *em, const struct sym *f)
+{
+	fprintf(em->o, "(struct npu_tdma_barrier *)(npu__scratch + %ldUL)",
+		f->tdma_first->shared_offset);
+}
+
+/*
+ * A copy check_tdma chose, issued to the tile DMA engine: the rectangle of
+ * the source's shape between the memory side (its first element's address,
+ * rows its data's row apart) and the shared data (rows its row apart).
+ * The view's first and last elements are checked as the element loop
+ * checks each one (a fault at the line).
+ */
+static void emit_tdma(struct emitter *em, const struct node *d)
+{
+	FILE *o = em->o;
+	const struct node *src = d->kids[0], *dst = d->kids[1];
+	bool to_mem = src->sym->storage == ST_SHARED;
+	const struct node *mem = to_mem ? dst : src, *scr = to_mem ? src : dst;
+	const struct sym *f = d->kids[2]->sym;
+	int k, rank = op_rank(src);
+	size_t w = elem_size(src->sym->type.elem);
+
+	fputs("{\n", o);
+	emit_indent(em);
+	fprintf(o, "\tlong long j_[%d] = { 0 }, o0_, o1_;\n\n", MAX_RANK);
+	emit_op_offset(em, mem, "o0_", d->loc.line);
+	for (k = 0; k < rank; k++) {
+		emit_indent(em);
+		fprintf(o, "\tj_[%d] = ", k);
+		emit_op_dim(em, src, k);
+		fputs(" - 1;\n", o);
+	}
+	emit_op_offset(em, mem, "o1_", d->loc.line);
+	emit_indent(em);
+	fputs("\t(void)o1_;\n", o);
+	emit_indent(em);
+	fputs("\tnpu_tdma_2d(", o);
+	emit_tdma_barrier(em, f);
+	fprintf(o, ", (void *)%s, (unsigned long)(%s + o0_), (unsigned)(",
+		scr->sym->cname, mem->sym->cname);
+	emit_op_dim(em, src, rank - 1);
+	fprintf(o, " * %zu), ", w);
+	if (rank == 2)
+		emit_op_dim(em, src, 0);
+	else
+		fputs("1", o);
+	fputs(", (unsigned long)(", o);
+	if (rank == 2)
+		emit_dim(em, mem->sym, 1);
+	else
+		fputs("0", o);
+	fprintf(o, " * %zu), (unsigned)(", w);
+	if (rank == 2)
+		emit_dim(em, scr->sym, 1);
+	else
+		fputs("0", o);
+	fprintf(o, " * %zu), %d);\n", w, to_mem);
+	emit_indent(em);
+	fprintf(o, "\tnpu__tc_%s++;\n", f->tdma_first->cname);
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
 static void emit_dma(struct emitter *em, const struct node *d)
 {
 	FILE *o = em->o;
@@ -673,6 +745,10 @@ static void emit_dma(struct emitter *em, const struct node *d)
 		emit_indent(em);
 	}
 	ds = dst->sym;
+	if (d->tdma && tdma_block_thread(em)) {
+		emit_tdma(em, d);
+		return;
+	}
 	fputs("{\n", o);
 	if (!em->device) {
 		if (ss->kind == SY_PARAM) {
@@ -796,6 +872,171 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	fprintf(o, "\t\t%s[do_] = %s[so_];\n", ds->cname, ss->cname);
 	emit_indent(em);
 	fputs("\t}\n", o);
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
+/* A fragment's cells: f16/bf16 bits in 16-bit cells, s8 in 8-bit ones,
+ * f32 and s32 (accumulators too) in 32-bit ones (npu.rst, "Tile
+ * registers") */
+static const char *mma_esize(enum elem e)
+{
+	if (e == EL_F16 || e == EL_BF16)
+		return "NPU_TILE_E16";
+	return e == EL_S8 ? "NPU_TILE_E8" : "NPU_TILE_E32";
+}
+
+static const char *mma_ctype(enum elem e)
+{
+	if (e == EL_F16 || e == EL_BF16)
+		return "uint16_t";
+	if (e == EL_S8)
+		return "int8_t";
+	return e == EL_S32 ? "int32_t" : "float";
+}
+
+static const char *mma_op_name(enum elem e)
+{
+	switch (e) {
+	case EL_F16: return "npu_mma_f16";
+	case EL_BF16: return "npu_mma_bf16";
+	case EL_S8: return "npu_mma_s8";
+	case EL_S32: return "npu_mma_s32";
+	default: return "npu_mma_f32";
+	}
+}
+
+/* the thread's staging tile in the scratchpad, as T *st_ */
+static void emit_mma_stage(struct emitter *em, const char *ctype)
+{
+	emit_indent(em);
+	fprintf(em->o, "\t%s *const st_ = (%s *)(npu__scratch + %ldUL + "
+		"npu_thread_index() * %dUL);\n", ctype, ctype,
+		em->kernel->mma_stage, MMA_STAGE_BYTES);
+}
+
+/* the element loop over a 2-D operand: j_[0], j_[1] and its offset o_ */
+static void emit_mma_loop(struct emitter *em, const struct node *e, int line)
+{
+	FILE *o = em->o;
+	int k;
+
+	emit_indent(em);
+	fputs("\tlong long sd_[] = { ", o);
+	for (k = 0; k < 2; k++) {
+		fputs(k ? ", " : "", o);
+		emit_op_dim(em, e, k);
+	}
+	fprintf(o, " }, j_[%d] = { 0 };\n", MAX_RANK);
+	emit_indent(em);
+	fputs("\tfor (long long i_ = 0; i_ < sd_[0] * sd_[1]; i_++) {\n", o);
+	emit_indent(em);
+	fputs("\t\tlong long r_ = i_, o_;\n\n", o);
+	emit_unravel(em, 2, "sd_");
+	emit_op_offset(em, e, "o_", line);
+}
+
+/* A (column-major: stored K x M) or B (row-major: stored N x K) turned
+ * into the tile the engine multiplies, through the staging tile */
+static void emit_mma_transpose(struct emitter *em, int tile, enum elem e, int to)
+{
+	emit_indent(em);
+	fputs("\t{\n", em->o);
+	em->indent++;
+	emit_mma_stage(em, mma_ctype(e));
+	emit_indent(em);
+	fprintf(em->o, "\tnpu_tile_store(%d, st_, %d * sizeof(*st_), %s);\n",
+		tile, MMA_TILE, mma_esize(e));
+	emit_indent(em);
+	fprintf(em->o, "\tnpu_tile_load_t(%d, st_, %d * sizeof(*st_), %s);\n",
+		to, MMA_TILE, mma_esize(e));
+	em->indent--;
+	emit_indent(em);
+	fputs("\t}\n", em->o);
+}
+
+/*
+ * mma statements on the tensor engine: a fragment is a tile register of
+ * the thread (16 x 16, zero beyond the operand's rows and columns);
+ * loads and stores go through the thread's staging tile in the
+ * scratchpad (tiles reach only the scratchpad), with the element loop of
+ * dma.copy, so views and their bounds checks are dma.copy's.
+ */
+static void emit_mma(struct emitter *em, const struct node *m)
+{
+	FILE *o = em->o;
+	const struct sym *c = m->kids[0]->sym, *a, *b;
+	const struct node *d;
+	enum elem de, fe;
+
+	fputs("{\n", o);
+	switch (m->flag) {
+	case MMA_FILL:
+		emit_indent(em);
+		if (c->type.elem == EL_S32)
+			fprintf(o, "\tnpu_tile_fill(%d, (int32_t)(", c->tile);
+		else
+			fprintf(o, "\tnpu_tile_fill_f32(%d, (float)(", c->tile);
+		emit_expr(em, m->kids[1]);
+		fprintf(o, ")%s);\n", c->type.elem == EL_S32 ? ", NPU_TILE_E32" : "");
+		break;
+	case MMA_LOAD:
+		d = m->kids[1];
+		de = d->sym->type.elem;
+		/* an operand's cells are its data's; an accumulator's f32/s32 */
+		fe = c->frag_acc ? c->type.elem : m->ety.elem;
+		emit_mma_stage(em, mma_ctype(fe));
+		emit_indent(em);
+		fprintf(o, "\tfor (int i_ = 0; i_ < %d; i_++)\n", MMA_TILE * MMA_TILE);
+		emit_indent(em);
+		fputs("\t\tst_[i_] = 0;\n", o);
+		emit_mma_loop(em, d, m->loc.line);
+		emit_indent(em);
+		fprintf(o, "\t\tst_[j_[0] * %d + j_[1]] = ", MMA_TILE);
+		/* an accumulator's f16/bf16 data widens to its f32 cells */
+		if (c->frag_acc && elem_is_half(de))
+			fprintf(o, "%s(%s[o_]);\n", half_to_f32(de), d->sym->cname);
+		else
+			fprintf(o, "(%s)%s[o_];\n", mma_ctype(fe), d->sym->cname);
+		emit_indent(em);
+		fputs("\t}\n", o);
+		emit_indent(em);
+		fprintf(o, "\tnpu_tile_load(%d, st_, %d * sizeof(*st_), %s);\n",
+			c->tile, MMA_TILE, mma_esize(fe));
+		break;
+	case MMA_EXEC:
+		a = m->kids[1]->sym;
+		b = m->kids[2]->sym;
+		if (m->ival & 1)
+			emit_mma_transpose(em, a->tile, m->ety.elem, MMA_FRAG_TILES);
+		if (m->ival & 2)
+			emit_mma_transpose(em, b->tile, m->ety.elem, MMA_FRAG_TILES + 1);
+		emit_indent(em);
+		fprintf(o, "\t%s(%d, %d, %d);\n", mma_op_name(m->ety.elem), c->tile,
+			m->ival & 1 ? MMA_FRAG_TILES : a->tile,
+			m->ival & 2 ? MMA_FRAG_TILES + 1 : b->tile);
+		break;
+	case MMA_STORE:
+		d = m->kids[1];
+		de = d->sym->type.elem;
+		emit_mma_stage(em, mma_ctype(c->type.elem));
+		emit_indent(em);
+		fprintf(o, "\tnpu_tile_store(%d, st_, %d * sizeof(*st_), NPU_TILE_E32);\n",
+			c->tile, MMA_TILE);
+		emit_mma_loop(em, d, m->loc.line);
+		emit_indent(em);
+		fprintf(o, "\t\t%s[o_] = ", d->sym->cname);
+		if (elem_is_half(de))
+			fprintf(o, "%s(", half_from_f32(de));
+		else
+			fprintf(o, "(%s)(", c_scalar_type(de));
+		/* .transp: element (i, j) of the data is (j, i) of C */
+		fprintf(o, "st_[j_[%d] * %d + j_[%d]]);\n", m->ival ? 1 : 0, MMA_TILE,
+			m->ival ? 0 : 1);
+		emit_indent(em);
+		fputs("\t}\n", o);
+		break;
+	}
 	emit_indent(em);
 	fputs("}\n", o);
 }
@@ -1071,12 +1312,22 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			fputs(em->device ? "npu_barrier();\n" : ";\n", o);
 		break;
 	case N_WAIT:
-		/* dma.copy.async copies at once (allowed to complete early):
-		 * waiting for a future has nothing left to do; events below */
+		/* a tile DMA future: until its copies are counted; other
+		 * dma.copy.async copies at once (allowed to complete early):
+		 * waiting for them has nothing left to do; events below */
 		fputs("{\n", o);
-		for (i = 0; i < s->nkids; i++)
-			if (s->kids[i]->sym && s->kids[i]->sym->kind == SY_EVENT)
+		for (i = 0; i < s->nkids; i++) {
+			const struct sym *f = s->kids[i]->sym;
+
+			if (f && f->kind == SY_EVENT)
 				emit_event_wait(em, s->kids[i]);
+			if (f && f->kind == SY_FUTURE && f->tdma && tdma_block_thread(em)) {
+				emit_indent(em);
+				fputs("\tnpu_tdma_wait(", o);
+				emit_tdma_barrier(em, f);
+				fprintf(o, ", npu__tc_%s);\n", f->tdma_first->cname);
+			}
+		}
 		emit_indent(em);
 		fputs("}\n", o);
 		break;
@@ -1101,6 +1352,9 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_DMA:
 		emit_dma(em, s);
+		break;
+	case N_MMA:
+		emit_mma(em, s);
 		break;
 	case N_RETURN:
 		if (em->device)

@@ -322,6 +322,14 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		fprintf(o, "\tunsigned %s_gen[%ld] = { 0 };\n\t(void)%s_gen;\n",
 			s->cname, s->event_slots, s->cname);
 	}
+	/* tile DMA futures: copies issued (each thread its own count) and
+	 * counted (the barrier word, zero before any copy names it) */
+	for (i = 0; i < k->ntdma; i++) {
+		fprintf(o, "\tunsigned npu__tc_%s = 0;\n\t(void)npu__tc_%s;\n",
+			k->tdma[i]->cname, k->tdma[i]->cname);
+		fprintf(o, "\tif (npu_thread_index() == 0)\n\t\t((struct npu_tdma_barrier *)"
+			"(npu__scratch + %ldUL))->count = 0;\n", k->tdma[i]->shared_offset);
+	}
 	if (k->nevents) {
 		fputs("\tif (npu_thread_index() == 0) {\n", o);
 		for (i = 0; i < k->nevents; i++)

@@ -46,6 +46,20 @@ static struct node *mk2(enum node_kind k, YYLTYPE at, const char *name,
 	return n;
 }
 
+/* an mma statement: its operands, the fragments named (sema.c) */
+static struct node *mma_stmt(YYLTYPE at, int op, struct node *a,
+			     struct node *b, struct node *c, struct node *d)
+{
+	struct node *n = mk2(N_MMA, at, NULL, a, b);
+
+	n->flag = op;
+	if (c)
+		node_add(n, c);
+	if (d)
+		node_add(n, d);
+	return n;
+}
+
 /* dma.transp's permutation, checked by sema */
 static void set_perm(struct node *d, const struct node *perm)
 {
@@ -212,6 +226,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
 %token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token MMA "mma" FILL ".fill" LOAD ".load" STORE ".store" ROW ".row" COL ".col"
 %token EVENT "event" TRIGGER "trigger" AFTER "after" ITUPLE "ituple"
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
@@ -227,7 +242,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach perm
 %type <n> pad_cfg pad_value span_as
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
-%type <k> scalar_type async_opt level_opt
+%type <k> scalar_type async_opt level_opt mma_layout mma_type transp_opt
 %type <i> unroll_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
 
@@ -391,6 +406,32 @@ stmt
 	}
 	| lvalue OPASSIGN expr ';' { $$ = mk2(N_ASSIGN, @2, $2, $1, $3); }
 	| lvalue '=' dma_expr ';' { $$ = $3; node_add($$, $1); }
+	| lvalue '=' MMA FILL mma_type expr ';' {
+		$$ = mma_stmt(@3, MMA_FILL, $1, $6, NULL, NULL);
+		$$->ival = $5;
+	}
+	| MMA FILL mma_type expr ',' expr ';' {
+		$$ = mma_stmt(@1, MMA_FILL, $4, $6, NULL, NULL);
+		$$->ival = $3;
+	}
+	| lvalue '=' MMA mma_layout {
+		/* WGMMA's operation futures: no asynchronous tensor engine */
+		diag_error(L(@3), "not supported yet: mma...async (an mma whose "
+			   "result is a future)");
+	}
+	| lvalue '=' MMA LOAD swiz_opt expr ';' {
+		/* .swiz<N>: the shared layout a GPU's mma reads; the npu's
+		 * tiles load one layout (checked, then dropped) */
+		$$ = mma_stmt(@3, MMA_LOAD, $1, $6, NULL, NULL);
+	}
+	| MMA mma_layout mma_layout expr ',' expr ',' expr ';' {
+		$$ = mma_stmt(@1, MMA_EXEC, $4, $6, $8, NULL);
+		$$->ival = $2 | !$3 << 1;
+	}
+	| MMA STORE transp_opt expr ',' expr ';' {
+		$$ = mma_stmt(@1, MMA_STORE, $4, $6, NULL, NULL);
+		$$->ival = $3;
+	}
 	| dma_expr ';'		{ $$ = $1; }
 	| lvalue INC ';'	{ $$ = mk2(N_EXPRSTMT, @1, NULL, mk2(E_INCDEC, @2, "post++", $1, NULL), NULL); }
 	| lvalue DEC ';'	{ $$ = mk2(N_EXPRSTMT, @1, NULL, mk2(E_INCDEC, @2, "post--", $1, NULL), NULL); }
@@ -875,6 +916,23 @@ evref
 	: IDENT			{ $$ = ident(@1, $1); }
 	| IDENT AT '(' expr ')'	{ $$ = node_add(mk(E_AT, @1), $4); $$->name = $1; $$->ival = 1; }
 	| IDENT '[' expr ']'	{ $$ = node_add(mk(E_AT, @1), $3); $$->name = $1; $$->ival = 2; }
+	;
+
+/* mma.row.col: A row-major (0) or column-major (1); B column-major
+ * (stored [K, N], 0) or row-major (stored [N, K], 1) */
+mma_layout
+	: ROW	{ $$ = 0; }
+	| COL	{ $$ = 1; }
+	;
+
+mma_type
+	: %empty		{ $$ = EL_NONE; }
+	| '.' ETYPE		{ $$ = $2; }
+	;
+
+transp_opt
+	: %empty		{ $$ = 0; }
+	| TRANSP		{ $$ = 1; }
 	;
 
 /* wait's operands are expressions in Choreo: "wait f;", "wait (f), g;" */

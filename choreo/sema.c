@@ -1802,6 +1802,76 @@ static void check_foreach(struct node *f)
 	pop_scope();
 }
 
+static void check_mma(struct node *m);
+
+/* a dma.copy operand's shape: a view's tile, or the data's */
+static const struct type *tdma_type(const struct node *e)
+{
+	return e->kind == E_VIEW ? &e->ety : &e->sym->type;
+}
+
+/* the memory side of a tile DMA copy: host data or a parameter, whole or
+ * a rectangular view of it (chunkat, subspan, view/from; not span_as) */
+static bool tdma_mem(const struct node *e)
+{
+	if (e->kind != E_ID && !(e->kind == E_VIEW && e->flag != VIEW_SPAN_AS))
+		return false;
+	return e->sym && e->sym->level == 0 && e->sym->storage != ST_SHARED &&
+	       (e->sym->kind == SY_SPAN || e->sym->kind == SY_PARAM);
+}
+
+/* the scratchpad side: shared data, whole */
+static bool tdma_scratch(const struct node *e)
+{
+	return (e->kind == E_ID || e->kind == N_SPANDECL) && e->sym &&
+	       e->sym->kind == SY_SPAN && e->sym->storage == ST_SHARED;
+}
+
+/*
+ * f = dma.copy.async (or tma.copy.async) between host data and shared
+ * data at block level: the tile DMA engine copies it while the block
+ * computes, counted on a barrier word of f's, and `wait f` waits for the
+ * count. Rank 1 or 2, sizes known at compile time, the source fitting the
+ * destination in each dimension (element (i, j) to (i, j), as the element
+ * loop would copy it); anything else keeps the element loop.
+ */
+static void check_tdma(struct node *d)
+{
+	struct node *src = d->kids[0], *dst = d->kids[1];
+	const struct type *st, *dt;
+	struct sym *f;
+	long long a, b;
+	int k;
+
+	if (!d->flag || d->nkids < 3 || !cur_kernel || cur_level != 1 ||
+	    d->nperm || d->npad || cur_kernel->ntdma == MAX_EVENTS)
+		return;
+	if (!(tdma_mem(src) && tdma_scratch(dst)) &&
+	    !(tdma_scratch(src) && tdma_mem(dst)))
+		return;
+	st = tdma_type(src);
+	dt = tdma_type(dst);
+	if (st->rank != dt->rank || st->rank > 2)
+		return;
+	for (k = 0; k < st->rank; k++)
+		if (!const_eval(st->dims[k], &a) || !const_eval(dt->dims[k], &b) ||
+		    a > b || a < 1)
+			return;
+	f = d->kids[2]->sym;
+	d->tdma = true;
+	f->tdma = true;
+	for (k = 0; k < cur_kernel->ntdma; k++)
+		if (!strcmp(cur_kernel->tdma[k]->name, f->name)) {
+			f->tdma_first = cur_kernel->tdma[k];
+			return;
+		}
+	f->tdma_first = f;
+	cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 7) & ~7L;
+	f->shared_offset = cur_kernel->shared_bytes;
+	cur_kernel->shared_bytes += 8;
+	cur_kernel->tdma[cur_kernel->ntdma++] = f;
+}
+
 static void check_dma(struct node *d)
 {
 	struct node *src = d->kids[0], *dst = d->kids[1];
@@ -1950,6 +2020,212 @@ static void check_dma(struct node *d)
 		/* each thread of the level copies the whole: the block's
 		 * threads meet after it, before any uses the data */
 		split_point(d);
+	}
+}
+
+/* the types the tensor engine multiplies (A and B), as Choreo names them */
+static bool mma_input(enum elem e)
+{
+	return e == EL_F16 || e == EL_BF16 || e == EL_F32 || e == EL_S8 ||
+	       e == EL_S32;
+}
+
+/* the fragment an mma statement names: declared by its first assignment
+ * (mma.fill, mma.load), a tile register of the kernel's by name */
+static struct sym *mma_frag(struct node *e, bool assign)
+{
+	struct sym *s;
+	int i;
+
+	if (e->kind != E_ID)
+		diag_error(e->loc, "not supported yet: an mma fragment that is not "
+			   "a plain name");
+	s = lookup(e->name);
+	if (s && s->kind != SY_FRAG)
+		diag_error(e->loc, "type mismatch: '%s' is not an mma fragment", e->name);
+	if (!s && !assign)
+		diag_error(e->loc, "unknown identifier '%s'", e->name);
+	if (!s) {
+		s = declare(e->name, SY_FRAG, e);
+		s->type.kind = TY_SCALAR;
+		s->type.elem = EL_NONE;
+		s->tile = -1;
+		for (i = 0; i < cur_kernel->nfrags; i++)
+			if (!strcmp(cur_kernel->frag_names[i], e->name))
+				s->tile = i;
+		if (s->tile < 0) {
+			if (cur_kernel->nfrags == MMA_FRAG_TILES)
+				diag_error(e->loc, "not supported yet: more than %d mma "
+					   "fragments in a parallel (the npu has %d tile "
+					   "registers; name fewer fragments)",
+					   MMA_FRAG_TILES, MMA_FRAG_TILES + 2);
+			s->tile = cur_kernel->nfrags;
+			cur_kernel->frag_names[cur_kernel->nfrags++] = e->name;
+		}
+	}
+	e->sym = s;
+	return s;
+}
+
+/* an operand's dimension, at most a tile's */
+static int mma_dim(const struct node *at, const struct type *t, int k)
+{
+	long long v;
+
+	if (!const_eval(t->dims[k], &v))
+		diag_error(at->loc, "not supported yet: an mma operand whose shape "
+			   "is not known at compile time");
+	if (v < 1 || v > MMA_TILE)
+		diag_error(at->loc, "not supported yet: an mma operand of %lld %s "
+			   "(the npu's tile is %d x %d)", v, k ? "columns" : "rows",
+			   MMA_TILE, MMA_TILE);
+	return (int)v;
+}
+
+/* spanned data or a view an mma loads or stores: rank 2, a tile at most */
+static struct type mma_data(struct node *e)
+{
+	struct type t;
+
+	if (e->kind == E_ID && lookup(e->name) && lookup(e->name)->kind == SY_FUTURE)
+		e->kind = E_DATA;
+	view_ok = true;
+	t = check_expr(e);
+	view_ok = false;
+	if (t.kind != TY_SPAN)
+		diag_error(e->loc, "type mismatch: mma needs spanned data");
+	if (t.rank != 2)
+		diag_error(e->loc, "not supported yet: mma on data of rank %d (a "
+			   "matrix has rank 2)", t.rank);
+	return t;
+}
+
+/* mma.fill, mma.load, mma.row.col (and the other layouts), mma.store:
+ * onto the tensor engine's 16 x 16 tiles, one set per thread */
+static void check_mma(struct node *m)
+{
+	struct sym *c, *a, *b;
+	struct type t;
+	enum elem cell;
+
+	if (!cur_kernel)
+		diag_error(m->loc, "not supported yet: mma outside a parallel body");
+	/* fragments are a thread's tile registers: a thread running several
+	 * indices of a level would share them (the launch fails instead) */
+	if (cur_level == 2)
+		cur_kernel->threads_fixed = true;
+	if (!cur_kernel->mma) {
+		cur_kernel->mma = true;
+		cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 15) & ~15L;
+		cur_kernel->mma_stage = cur_kernel->shared_bytes;
+		cur_kernel->shared_bytes += (long)MMA_STAGE_BYTES * MMA_MAX_THREADS;
+	}
+	switch (m->flag) {
+	case MMA_FILL:
+		t = check_expr(m->kids[1]);
+		if (t.kind != TY_SCALAR || t.elem == EL_BOOL)
+			diag_error(m->kids[1]->loc, "type mismatch: mma.fill needs a number");
+		c = mma_frag(m->kids[0], true);
+		c->frag_acc = true;
+		c->frag_rows = c->frag_cols = MMA_TILE;
+		if (m->ival == EL_NONE) {
+			if (!c->frag_typed)
+				c->type.elem = EL_F32;
+			break;
+		}
+		if (m->ival == EL_S32)
+			cell = EL_S32;
+		else if (m->ival == EL_F32 || m->ival == EL_F16 || m->ival == EL_BF16)
+			cell = EL_F32;
+		else
+			diag_error(m->loc, "not supported yet: mma.fill.%s (accumulators "
+				   "are f32, f16, bf16 or s32)", elem_name((enum elem)m->ival));
+		c->type.elem = cell;
+		c->frag_typed = true;
+		break;
+	case MMA_LOAD:
+		t = mma_data(m->kids[1]);
+		if (!mma_input(t.elem))
+			diag_error(m->loc, "not supported yet: mma on %s (the npu "
+				   "multiplies f16, bf16, f32, s8 and s32)", elem_name(t.elem));
+		a = mma_frag(m->kids[0], true);
+		a->frag_rows = mma_dim(m->kids[1], &t, 0);
+		a->frag_cols = mma_dim(m->kids[1], &t, 1);
+		if (a->frag_acc) {
+			if (a->type.elem != (t.elem == EL_S32 || t.elem == EL_S8 ?
+					     EL_S32 : EL_F32) || t.elem == EL_S8)
+				diag_error(m->loc, "type mismatch: accumulator '%s' "
+					   "loaded from %s data", a->name,
+					   elem_name(t.elem));
+		} else {
+			a->type.elem = t.elem;
+		}
+		m->ety.elem = t.elem;	/* what this load reads (a name may be
+					 * loaded with several types) */
+		break;
+	case MMA_EXEC:
+		c = mma_frag(m->kids[0], false);
+		a = mma_frag(m->kids[1], false);
+		b = mma_frag(m->kids[2], false);
+		if (a == c || b == c || a == b)
+			diag_error(m->loc, "not supported yet: an mma whose operands "
+				   "are one fragment");
+		if (a->frag_acc || b->frag_acc)
+			diag_error(m->kids[a->frag_acc ? 1 : 2]->loc, "type mismatch: "
+				   "'%s' is an accumulator, not an mma operand",
+				   (a->frag_acc ? a : b)->name);
+		if (a->type.elem != b->type.elem)
+			diag_error(m->loc, "type mismatch: mma of %s and %s",
+				   elem_name(a->type.elem), elem_name(b->type.elem));
+		m->ety.elem = a->type.elem;
+		cell = a->type.elem == EL_S8 || a->type.elem == EL_S32 ? EL_S32 : EL_F32;
+		if (!c->frag_acc) {
+			/* mma.load of C: the data converts to the accumulator */
+			if (c->type.elem == EL_S8 || (cell == EL_S32) !=
+			    (c->type.elem == EL_S32))
+				diag_error(m->kids[0]->loc, "type mismatch: accumulator "
+					   "'%s' holds %s, the mma gives %s", c->name,
+					   elem_name(c->type.elem), elem_name(cell));
+			c->frag_acc = true;
+			c->type.elem = cell;
+		} else if (c->type.elem != cell) {
+			if (c->frag_typed)
+				diag_error(m->kids[0]->loc, "type mismatch: accumulator "
+					   "'%s' is %s, the mma of %s gives %s", c->name,
+					   elem_name(c->type.elem), elem_name(a->type.elem),
+					   elem_name(cell));
+			c->type.elem = cell;
+		}
+		{
+			/* A is M x K (stored K x M when column-major), B K x N
+			 * (stored N x K when row-major) */
+			int am = m->ival & 1 ? a->frag_cols : a->frag_rows;
+			int ak = m->ival & 1 ? a->frag_rows : a->frag_cols;
+			int bk = m->ival & 2 ? b->frag_cols : b->frag_rows;
+
+			if (ak != bk)
+				diag_error(m->loc, "type mismatch: mma of a %d x %d and a "
+					   "%d x %d operand (K %d and %d)", am, ak,
+					   m->ival & 2 ? b->frag_cols : b->frag_rows,
+					   m->ival & 2 ? b->frag_rows : b->frag_cols, ak, bk);
+		}
+		break;
+	case MMA_STORE:
+		c = mma_frag(m->kids[0], false);
+		t = mma_data(m->kids[1]);
+		mma_dim(m->kids[1], &t, 0);
+		mma_dim(m->kids[1], &t, 1);
+		if (!c->frag_acc)
+			diag_error(m->kids[0]->loc, "not supported yet: mma.store of "
+				   "'%s', which is not an accumulator", c->name);
+		if (!mma_input(t.elem) && t.elem != EL_F64)
+			diag_error(m->kids[1]->loc, "not supported yet: mma.store "
+				   "into %s data", elem_name(t.elem));
+		if ((c->type.elem == EL_S32) != (t.elem == EL_S32 || t.elem == EL_S8))
+			diag_error(m->kids[1]->loc, "type mismatch: mma.store of an "
+				   "accumulator of %s into %s data", elem_name(c->type.elem),
+				   elem_name(t.elem));
+		break;
 	}
 }
 
@@ -2543,6 +2819,10 @@ static void check_stmt_inner(struct node *s)
 		break;
 	case N_DMA:
 		check_dma(s);
+		check_tdma(s);
+		break;
+	case N_MMA:
+		check_mma(s);
 		break;
 	case N_RETURN:
 		check_return(s);

@@ -9,6 +9,10 @@
 #define MAX_CAPTURES	64
 #define MAX_THREAD_PARS	64
 #define MAX_EVENTS	64
+#define MMA_FRAG_TILES	6	/* NPU_TILE_REGS less two */
+#define MMA_TILE	16	/* the tensor engine's tile: 16 x 16 */
+#define MMA_STAGE_BYTES	(MMA_TILE * MMA_TILE * 4)
+#define MMA_MAX_THREADS	16	/* a block's threads (MAX_THREADS_PER_BLOCK) */
 #define NPU_MAX_KERNEL_ARGS 16	/* NPU_CODE_MAX_ARGS */
 
 struct kernel {
@@ -42,6 +46,17 @@ struct kernel {
 	 * rest, placed when the kernel starts; the launch adds their bytes */
 	struct sym *dyn_shared[MAX_EVENTS];
 	int ndyn_shared;
+	/* mma fragments: tile registers 0..MMA_FRAG_TILES-1 by name (the
+	 * last two tiles are the transposes' scratch); each thread's
+	 * staging tile in the scratchpad (MMA_STAGE_BYTES a thread from
+	 * mma_stage) when any mma is inside */
+	char *frag_names[MMA_FRAG_TILES];
+	int nfrags;
+	bool mma;
+	long mma_stage;
+	/* futures of tile DMA copies: barrier words set when it starts */
+	struct sym *tdma[MAX_EVENTS];
+	int ntdma;
 	/* shared data declared with {init} in a thread level */
 	struct node *shared_inits[MAX_EVENTS];
 	int nshared_inits;

@@ -162,6 +162,21 @@ else
 	sed 's/^/# /' "$tmp/err" | head -10
 fi
 
+# The tensor constructs reach the hardware: mma_pipeline's kernel uses the
+# tensor engine and the tile DMA engine (a fallback to element loops would
+# still give the right output in the guest).
+(cd "$src/cases" && TMPDIR=$tmp "$choreo" build mma_pipeline.co -o "$tmp/out.o" \
+	--keep-temps) >/dev/null 2>"$tmp/err"
+kc=$(sed -n 's/^npu-choreo: generated files in //p' "$tmp/err")/kernels.c
+for want in npu_mma_f16 npu_tile_load npu_tile_store npu_tdma_2d npu_tdma_wait; do
+	if [ -f "$kc" ] && grep -q "$want(" "$kc"; then
+		ok "mma_pipeline.co's kernel calls $want"
+	else
+		not_ok "mma_pipeline.co's kernel ($kc) does not call $want"
+	fi
+done
+rm -f "$tmp/out.o"
+
 # The rest of the corpus compiles.
 for f in "$src"/cases/*.co "$src"/runtime/*.co "$src"/seed.co "$src"/callers/*.co; do
 	build "$(dirname "$f")" "$(basename "$f")"
