@@ -123,8 +123,12 @@ static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
     return true;
 }
 
-/* x-signal-delay-us: tests widen the gap between a signal's two halves */
-static void npu_signal_delay(NpuState *s)
+/*
+ * x-signal-delay-us: tests widen the gap between the two halves of an
+ * ordering readers depend on (a signal's count and write; a user queue's
+ * write-back and descriptor)
+ */
+void npu_signal_delay(NpuState *s)
 {
     if (s->signal_delay_us) {
         g_usleep(s->signal_delay_us);

@@ -12,5 +12,6 @@
 void *npu_ring_thread(void *opaque);
 bool npu_uq_exec(NpuJob *job, const uint32_t *p, unsigned ndw,
                  uint64_t pkt_addr, NpuErr *err, uint32_t *info);
+void npu_signal_delay(NpuState *s);
 
 #endif

@@ -540,13 +540,26 @@ done:
         q->ib_size = 0;
         q->ib_offset = 0;
         q->progress_ns = s->vtime ? e->vt : npu_clock(s);
+        /*
+         * The write-back block first, then the descriptor and the
+         * PROGRESS event: whoever waits on the descriptor's rptr
+         * (WAIT_MEM_RPTR, USERQ_SIGNAL's fences) then finds the
+         * write-back block as far.
+         */
+        qemu_mutex_unlock(&uq->lock);
+        npu_uq_publish(s, e, q->idx, false);
+        npu_signal_delay(s);
+        qemu_mutex_lock(&uq->lock);
         npu_uq_sync_locked(s, q);
         npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_IRQ_RPTR, &irq, 8, false);
         irq = le64_to_cpu(irq);
-        if (irq && old < irq && q->rptr >= irq) {
+        if (irq && old < irq && q->rptr >= irq &&
+            (q->status & NPU_UQ_STS_MAPPED)) {
             npu_uq_post_locked(s, NPU_UQ_EVENT_PROGRESS, q->ctx, q->idx,
                                q->rptr);
         }
+        qemu_mutex_unlock(&uq->lock);
+        return;
     }
     qemu_mutex_unlock(&uq->lock);
     npu_uq_publish(s, e, q->idx, false);

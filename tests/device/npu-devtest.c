@@ -3296,6 +3296,41 @@ static struct npu_uq_event uq_find_event(uint8_t kind, uint32_t queue)
 
 #define UQ_RUNNABLE (NPU_UQ_STS_MAPPED | NPU_UQ_STS_RUNNABLE)
 
+/*
+ * A user queue's completed packet reaches its write-back block before its
+ * descriptor's rptr: a wait on the descriptor (WAIT_MEM_RPTR, USERQ_SIGNAL's
+ * fences) then finds the write-back block as far. x-signal-delay-us holds
+ * the device between the two writes, so a reversed order shows every run.
+ */
+static void test_uq_wb_first(void)
+{
+	struct tq a;
+	struct buf d;
+	struct pk p = { .n = 0 };
+	uint64_t end, wb_rptr = 0;
+	bool seen = false;
+
+	start("uq-compute-engines=1,uq-copy-engines=1,x-signal-delay-us=300000",
+	      0);
+	d = alloc_buf(4096, 0, 1);
+	uq_setup(4);
+	uq_new(&a, 1, 0);
+	pk_fill(&p, d.va, 4096, 9);
+	uq_push(&a, &p);
+	end = host_ns() + 5000000000ull;
+	while (!seen && host_ns() < end && !q->dead) {
+		if (uqd64(1, NPU_UQD_RPTR) == a.wptr) {
+			wb_rptr = uq_wb(&a).rptr;
+			seen = true;
+		}
+	}
+	ok(seen && wb_rptr == a.wptr,
+	   "a user queue's rptr is in its write-back block (%llu) once its "
+	   "descriptor shows it (%llu)", (unsigned long long)wb_rptr,
+	   (unsigned long long)a.wptr);
+	stop("x-signal-delay-us user-queue instance");
+}
+
 /* test_uq's device: "" or "timing=virtual," (test_uq_vt_all) */
 static const char *uq_timing = "";
 
@@ -4325,6 +4360,7 @@ static void run_all(void)
 	test_busmaster_reset();
 	test_sem_wait_cost_vt();
 	test_signal_counted();
+	test_uq_wb_first();
 	test_vm_stop();
 	test_migration();
 	test_migration_vt();
