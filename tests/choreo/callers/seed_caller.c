@@ -17,7 +17,7 @@
 #include <npu/npu_choreo.h>
 #include "seed.h"
 
-#define SEED_REP 3000	/* REP in seed.co */
+#define SEED_REP 20000	/* REP in seed.co */
 #define FOO_M 64
 #define FOO_N 32
 #define BAR_M 16
