@@ -282,7 +282,7 @@ void npu_tensor_mma(NpuTile *c, const NpuTile *a, const NpuTile *b,
         return;
     }
     {
-        float fa[DIM][DIM], fb[DIM][DIM];
+        float fa[DIM][DIM], fb[DIM][DIM], acc[DIM][DIM];
 
         /* widen once; every input is read before any result is written */
         for (i = 0; i < DIM; i++) {
@@ -291,8 +291,6 @@ void npu_tensor_mma(NpuTile *c, const NpuTile *a, const NpuTile *b,
                 fb[i][k] = npu_tensor_mma_in(b->cell[i][k], type);
             }
         }
-        float acc[DIM][DIM];
-
         for (i = 0; i < DIM; i++) {
             for (j = 0; j < DIM; j++) {
                 acc[i][j] = npu_tensor_f(c->cell[i][j]);
