@@ -48,8 +48,8 @@ modules: setup
 
 lib: setup
 	@if [ -f lib/Makefile ]; then \
-		$(MAKE) -s -C lib BUILD=$(BUILD) && \
 		$(MAKE) -s -C toolchain BUILD=$(BUILD) && \
+		$(MAKE) -s -C lib BUILD=$(BUILD) && \
 		$(MAKE) -s -C choreo BUILD=$(BUILD) && \
 		mkdir -p $(BUILD)/guest/lib && cp -a $(BUILD)/lib/libnpu.so* $(BUILD)/guest/lib/; \
 	fi
@@ -96,8 +96,8 @@ bench: qemu modules lib tests
 	@bash tests/bench/run.sh
 
 install: lib
-	@$(MAKE) -s -C lib BUILD=$(BUILD) install
 	@$(MAKE) -s -C toolchain BUILD=$(BUILD) install
+	@$(MAKE) -s -C lib BUILD=$(BUILD) install
 	@$(MAKE) -s -C choreo BUILD=$(BUILD) install
 
 checkpatch:

@@ -66,6 +66,19 @@ struct npu_kinfo {
 };
 const struct npu_kinfo *npu_kernel_find(uint32_t id);	/* NULL: none */
 
+/* The built-in kernels as code (npu_builtin_code.c). Whether kernel runs
+ * as the kernel library's code (NPU_BUILTINS; INVALID_VALUE if that is
+ * neither code nor fixed); the device's size limits on k's arguments a;
+ * the kernel library loaded on dev (not under dev->lock); a routed
+ * kernel's params as the code's (function, grid, block), the library
+ * loaded on dev. Each sets the error it returns. */
+npu_status_t npu_builtin_routed(npu_kernel_t kernel, bool *code);
+npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a);
+npu_status_t npu_builtin_load(struct device *dev);
+npu_status_t npu_builtin_code_params(struct device *dev,
+				     const npu_kernel_node_params *in,
+				     npu_kernel_node_params *out);
+
 /* What a wait that saw work complete runs next (device printf's output,
  * kernel profiles): registered by npu_printf.c and npu_kprofile.c when
  * they first track a launch, so that the stream code below them need not
@@ -117,6 +130,10 @@ extern void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf,
 /* npu_uq_release_halted, for npu_check_faults: set by npu_uq.c at its
  * first user queue (user queues are a layer above the faults). */
 extern void (*npu_uq_halted_hook)(struct device *dev);
+/* Why the code of the launched kernel at entry stopped with cause, when
+ * it did so on purpose (NULL: no note): set by npu_builtin_code.c once
+ * its kernel library is loaded. */
+extern const char *(*npu_fault_note_hook)(uint64_t entry, uint32_t cause);
 void npu_flush_now(struct device *dev);
 void npu_flush_deferred(struct device *dev);
 /* Forget s's deferred jobs (their points signalled from the host) and wait

@@ -20,6 +20,7 @@
  */
 void (*npu_fault_pc_hook)(uint64_t pc, uint64_t entry, char *buf, size_t n);
 void (*npu_uq_halted_hook)(struct device *dev);
+const char *(*npu_fault_note_hook)(uint64_t entry, uint32_t cause);
 
 /* What the device's error cause (npu_hw.h enum npu_error) means; addr
  * tells which local window a compute unit overran. */
@@ -72,7 +73,7 @@ npu_status_t npu_check_faults(struct device *dev)
 	npu_status_t st;
 	const char *kname = NULL;
 	uint32_t kid = UINT32_MAX;
-	char kbuf[200] = "";
+	char kbuf[320] = "";
 	unsigned nargs;
 	int n;
 
@@ -168,10 +169,14 @@ again:
 				break;
 			}
 		}
+		const char *note = npu_fault_note_hook ?
+				   npu_fault_note_hook(entry, f.cause) : NULL;
+
 		if (npu_fault_pc_hook)
 			npu_fault_pc_hook(f.pc, entry, where, sizeof(where));
-		snprintf(kbuf, sizeof(kbuf), "%s, block %u thread %u",
-			 where[0] ? where : " in a user kernel", f.block, f.thread);
+		snprintf(kbuf, sizeof(kbuf), "%s, block %u thread %u%s%s",
+			 where[0] ? where : " in a user kernel", f.block,
+			 f.thread, note ? ": " : "", note ? note : "");
 	} else if (kid != UINT32_MAX) {
 		if (npu_kernel_info((npu_kernel_t)kid, &kname, &nargs) == NPU_SUCCESS)
 			snprintf(kbuf, sizeof(kbuf), " in kernel %s (id 0x%x)", kname, kid);

@@ -195,7 +195,7 @@ npu_status_t npu_graph_check_kparams(const npu_kernel_node_params *p)
 	if (!p->grid.x || !p->grid.y || !p->grid.z)
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"grid has a zero dimension");
-	return NPU_SUCCESS;
+	return npu_builtin_check(npu_kernel_find((uint32_t)p->kernel), p->args);
 }
 
 static struct alloc *find_alloc(struct alloc_table *t, uint64_t p)

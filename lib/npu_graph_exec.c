@@ -50,7 +50,8 @@ static _Atomic uint64_t st_launches, st_ioctls, st_jobs;
 struct xnode {
 	npu_graph_node_type_t type;
 	struct npu_graph_node *orig;
-	npu_kernel_node_params kp;
+	npu_kernel_node_params kp;	/* a built-in's as its code's if coded */
+	bool coded;			/* a built-in kernel run as code */
 	uint64_t dst_va, src_va, count;
 	uint32_t bo[2];
 	unsigned nbo;
@@ -338,6 +339,22 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	if (flags)
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "flags must be 0");
 	dev = g->dev;
+	/* built-in kernel nodes run the kernel library's code: load it now,
+	 * before dev->lock (loading allocates) */
+	for (i = 0; i < g->n; i++) {
+		bool code;
+
+		if (g->nodes[i]->type != NPU_GRAPH_NODE_KERNEL ||
+		    g->nodes[i]->kp.function)
+			continue;
+		st = npu_builtin_routed(g->nodes[i]->kp.kernel, &code);
+		if (!st && code)
+			st = npu_builtin_load(dev);
+		if (st)
+			return st;
+		if (code)
+			break;
+	}
 	x = calloc(1, sizeof(*x));
 	order = calloc(g->n + 1, sizeof(*order));
 	indeg = calloc(g->n + 1, sizeof(*indeg));
@@ -409,9 +426,19 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		xn->type = n->type;
 		xn->orig = n;
 		xn->kp = n->kp;
+		if (n->type == NPU_GRAPH_NODE_KERNEL && !n->kp.function) {
+			/* a built-in kernel: as npu_launch() runs it */
+			st = npu_builtin_routed(n->kp.kernel, &xn->coded);
+			if (!st && xn->coded)
+				st = npu_builtin_code_params(dev, &n->kp, &xn->kp);
+			if (st) {
+				xn->kp.function = NULL;
+				break;
+			}
+		}
 		/* its module stays loaded while x is (exec_free lets go) */
-		if (n->type == NPU_GRAPH_NODE_KERNEL && n->kp.function) {
-			st = npu_function_hold(n->kp.function);
+		if (n->type == NPU_GRAPH_NODE_KERNEL && xn->kp.function) {
+			st = npu_function_hold(xn->kp.function);
 			if (st) {
 				xn->kp.function = NULL;
 				break;
@@ -664,13 +691,21 @@ npu_status_t npu_graph_exec_kernel_node_set_params(npu_graph_exec_t x,
 	if (i == x->n || x->x[i].type != NPU_GRAPH_NODE_KERNEL) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE,
 			      "node is not a kernel node of the executable graph");
-	} else if (x->x[i].kp.function != p->function ||
+	} else if (x->x[i].coded ? p->function || x->x[i].kp.kernel != p->kernel :
+		   x->x[i].kp.function != p->function ||
 		   (!p->function && x->x[i].kp.kernel != p->kernel)) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE,
 			      "the kernel of a node cannot change");
 	} else {
-		x->x[i].kp = *p;	/* used from the next launch on */
-		x->gen++;		/* the prebuilt slots have the old */
+		npu_kernel_node_params kp = *p;
+
+		/* the library is loaded (instantiation routed the node) */
+		if (x->x[i].coded)
+			st = npu_builtin_code_params(x->dev, p, &kp);
+		if (!st) {
+			x->x[i].kp = kp;	/* used from the next launch on */
+			x->gen++;	/* the prebuilt slots have the old */
+		}
 	}
 	pthread_mutex_unlock(&x->lock);
 	return st;

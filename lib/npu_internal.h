@@ -270,6 +270,10 @@ struct device {
 	uint32_t uq_engines;		/* DRM_NPU_PARAM_USERQ_ENGINES */
 	void *uq_db_page;
 	uint64_t uq_db_offset;		/* its mmap offset */
+	/* the kernel library (npu_builtin_code.c): its module once loaded,
+	 * and its kernels by built-in id (NULL where none) */
+	struct npu_module *_Atomic kernel_lib;
+	npu_function_t kernel_fn[NPU_KERNEL_ARGMAX_F32 + 1];
 	/* errors */
 	_Atomic bool lost;		/* an ioctl failed with ENODEV: the
 					 * driver was unbound (lock-free) */

@@ -705,6 +705,12 @@ fail_early:
 	return st;
 }
 
+npu_status_t npu_module_load_named(npu_module_t *module, const void *image,
+				   size_t size, const char *what)
+{
+	return load(module, image, size, what, false);
+}
+
 npu_status_t npu_module_load_data(npu_module_t *module, const void *image,
 				  size_t size)
 {

@@ -85,6 +85,10 @@ static inline npu_status_t npu_function_check(npu_function_t f)
 npu_status_t npu_function_hold(npu_function_t f);
 void npu_function_release(npu_function_t f);
 
+/* npu_module_load_data() of an image called what in messages (the
+ * library's own code objects) */
+npu_status_t npu_module_load_named(npu_module_t *module, const void *image,
+				   size_t size, const char *what);
 bool npu_module_string(uint64_t va, char *buf, size_t n);
 void npu_module_line(uint64_t pc, char *buf, size_t n);
 bool npu_module_kernel_name(uint64_t entry, char *buf, size_t n);

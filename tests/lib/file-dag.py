@@ -44,12 +44,13 @@ LAYERS = [
     "npu_wait",      # waits on a point: spin on the word, then sleep
     "npu_job",       # jobs in a stream's command ring, legacy-stream rules
     "npu_stream",    # streams, events, host functions
-    "npu_mem",       # allocations, copies, fills, launch of built-in kernels
+    "npu_mem",       # allocations, copies, fills, stream memory operations
     "npu_module",    # code objects
     "npu_printf",    # device printf
     "npu_kprofile",  # user-kernel profiles
     "npu_trace",     # command trace, Chrome JSON, roofline
     "npu_ukernel",   # launch of user kernels
+    "npu_builtin_code",  # npu_launch: the built-in kernels as code
     "npu_graph",     # graphs and nodes
     "npu_graph_capture", # stream capture into graphs
     "npu_graph_exec",    # instantiation and launch of graphs
