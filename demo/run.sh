@@ -14,6 +14,7 @@
 # (2) moving a batch of images costs about as much as classifying it, so
 # the copies are worth hiding and the pipelined way shows it.
 # DEMO_DEVICE_OPTS=" " runs the device with its default figures.
+# NPU_BUILTINS (code or fixed) is passed on to the guest.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$top/build}
@@ -28,7 +29,9 @@ if [ ! -x "$BUILD/guest/bin/fmnist-demo" ]; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
-guest_cmd='fmnist-demo --out /out '"${DEMO_ARGS:-}"'; rc=$?
+# NPU_BUILTINS=fixed runs the built-ins on the device's fixed-function
+# kernels instead of libnpu's kernel library (Documentation/lib/libnpu.rst)
+guest_cmd=${NPU_BUILTINS:+NPU_BUILTINS=$NPU_BUILTINS }'fmnist-demo --out /out '"${DEMO_ARGS:-}"'; rc=$?
 echo; npu-smi
 exit $rc'
 echo "demo: booting Linux $kernel with the virtual NPU (-device npu$devopts; TCG, takes a few minutes)..."

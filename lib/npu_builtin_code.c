@@ -156,12 +156,18 @@ npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a)
 	case NPU_KERNEL_ARGMAX_F32:
 		why = bad_dims(a[2], a[3], lim);
 		if (!why && k->id == NPU_KERNEL_ARGMAX_F32 && a[2] && !a[3])
-			why = "rows without columns have no maximum";
+			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel "
+					"argmax_f32: %llu rows of 0 columns have "
+					"no maximum: pass cols >= 1 (or rows 0)",
+					(unsigned long long)a[2]);
 		break;
 	case NPU_KERNEL_SOFTMAX_XENT_F32:
 		why = bad_dims(a[4], a[5], lim);
 		if (!why && a[4] && !a[5])
-			why = "rows without columns have no label to match";
+			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel "
+					"softmax_xent_f32: %llu rows of 0 columns "
+					"have no class for their labels: pass cols "
+					">= 1 (or rows 0)", (unsigned long long)a[4]);
 		break;
 	default:
 		break;
@@ -194,8 +200,8 @@ static const char *fault_note(uint64_t entry, uint32_t cause)
 	if (cause == NPU_ERR_CU_BREAK &&
 	    npu_module_kernel_name(entry, name, sizeof(name)) &&
 	    !strcmp(name, code_name[NPU_KERNEL_SOFTMAX_XENT_F32]))
-		return "softmax_xent_f32 found a label >= cols (labels are "
-		       "class indices 0 .. cols-1): fix the labels buffer";
+		return "a label >= cols: fix the labels (class indices "
+		       "below cols)";
 	return NULL;
 }
 
@@ -285,7 +291,7 @@ static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 	case NPU_KERNEL_ARGMAX_F32:
 		return npu_grid(blocks(a[2], 1), 1, 1);
 	case NPU_KERNEL_COL_SUM_F32:
-		return npu_grid(blocks(a[3], NPU_TILE_DIM), 1, 1);
+		return npu_grid(blocks(a[3], NPU_TILE_CELLS), 1, 1);
 	default:	/* reduce_sum, softmax_xent: one block */
 		return npu_grid(1, 1, 1);
 	}

@@ -5,15 +5,17 @@
  * the launcher (lib) picks the grid from the sizes:
  *
  *   element-wise     a block per 4096 elements (NPU_BI_EW_BLOCK): whole
- *                    tiles go through the scratchpad by tile DMA and one
- *                    TEW (or TFILL) per tile; the rest is scalar code with
- *                    the same operation in the same rounding
+ *                    tiles go through the scratchpad by tile DMA, eight
+ *                    per copy, and one TEW per tile (fill: one TFILL, one
+ *                    copy); the rest is scalar code with the same
+ *                    operation in the same rounding
  *   gemm_f32         a block per 16x64 strip of C (four accumulator tiles
  *                    sharing each A tile): TMMA f32 over K in steps of 16,
  *                    the next A and B tiles DMA'd into the other half of
  *                    the scratchpad while the current ones multiply
- *   row-wise         a block per row (softmax, cross-entropy, argmax), per
- *                    16 columns (col_sum), one block (reduce_sum)
+ *   row-wise         a block per row (softmax, argmax), per 256 columns
+ *                    (col_sum: a TEW ADD per row), one block (reduce_sum,
+ *                    softmax_xent)
  *
  * Accumulation orders (tests/lib/lib_builtins_diff.c checks them against
  * the host reference): gemm: per element, k increasing from +0, one fused
@@ -30,7 +32,10 @@
 #define NPU_BI_CHUNK	NPU_TILE_CELLS			/* elements */
 #define NPU_BI_TILE_B	(NPU_TILE_CELLS * 4)		/* bytes of a tile */
 #define NPU_BI_ROW_B	(NPU_TILE_DIM * 4)		/* bytes of its row */
-#define NPU_BI_EW_SCRATCH	(3 * NPU_BI_TILE_B + 64)
+#define NPU_BI_EW_BATCH		8	/* tiles per copy, below */
+#define NPU_BI_EW_BUF		(NPU_BI_EW_BATCH * NPU_BI_TILE_B)
+#define NPU_BI_EW_SCRATCH	(2 * NPU_BI_EW_BUF + 64)
+#define NPU_BI_SMALL_SCRATCH	(3 * NPU_BI_TILE_B + 64)
 #define NPU_BI_EW_BLOCK		(16 * NPU_BI_CHUNK)	/* elements per block */
 
 enum npu_bi_ew {
@@ -64,53 +69,57 @@ static float bi_scalar(enum npu_bi_ew op, float x, float y, float s)
 	return 0;
 }
 
-/* out[i] = op(x[i], y[i], s) for the whole tile at i0 */
-static void bi_ew_tile(enum npu_bi_ew op, const float *x, const float *y,
-		       float *out, unsigned long i0, unsigned sb, char *sp,
-		       struct npu_tdma_barrier *bar, unsigned *issued)
+/* A batch of a block's x and y tiles comes in by one copy each, and its
+ * results go out by one (the copies, not the tile ops, cost the most
+ * instructions per element).
+ * out[i] = op(x[i], y[i], s) for nt whole tiles at i0 (nt <= a batch):
+ * x's buffer takes the results. t2 holds s in every cell. */
+static void bi_ew_tiles(enum npu_bi_ew op, const float *x, const float *y,
+			float *out, unsigned long i0, unsigned nt, char *sp,
+			struct npu_tdma_barrier *bar, unsigned *issued)
 {
 	int two = op == BI_VADD || op == BI_SAXPY || op == BI_RELU_GRAD;
-	unsigned want;
+	char *xs = sp, *ys = sp + NPU_BI_EW_BUF;
+	unsigned bytes = nt * NPU_BI_TILE_B, want;
 
-	want = bi_copy(bar, issued, sp, (unsigned long)(x + i0),
-		       NPU_BI_TILE_B, 1, 0, 0);
+	want = bi_copy(bar, issued, xs, (unsigned long)(x + i0), bytes, 1, 0, 0);
 	if (two)
-		want = bi_copy(bar, issued, sp + NPU_BI_TILE_B,
-			       (unsigned long)(y + i0), NPU_BI_TILE_B, 1, 0, 0);
+		want = bi_copy(bar, issued, ys, (unsigned long)(y + i0), bytes,
+			       1, 0, 0);
 	npu_tdma_wait(bar, want);
-	npu_tile_load(0, sp, NPU_BI_ROW_B, NPU_TILE_E32);
-	if (two)
-		npu_tile_load(1, sp + NPU_BI_TILE_B, NPU_BI_ROW_B, NPU_TILE_E32);
-	switch (op) {
-	case BI_SCALE:
-		npu_tile_fill(2, sb, NPU_TILE_E32);
-		npu_tile_mul(3, 2, 0);
-		break;
-	case BI_VADD:
-		npu_tile_add(3, 0, 1);
-		break;
-	case BI_SAXPY:
-		npu_tile_fill(2, sb, NPU_TILE_E32);
-		npu_tile_mul(2, 2, 0);
-		npu_tile_add(3, 1, 2);
-		break;
-	case BI_RELU:
-		npu_tile_relu(3, 0);
-		break;
-	case BI_RELU_GRAD:
-		/* a select, not arithmetic: x's bits pass unchanged */
-		for (unsigned i = 0; i < NPU_BI_CHUNK; i++) {
-			float *xs = (float *)sp, *ys = (float *)(sp + NPU_BI_TILE_B);
+	for (unsigned t = 0; t < nt; t++) {
+		char *xt = xs + t * NPU_BI_TILE_B, *yt = ys + t * NPU_BI_TILE_B;
 
-			xs[i] = ys[i] > 0 ? xs[i] : 0.0f;
+		if (op == BI_RELU_GRAD) {
+			/* a select, not arithmetic: x's bits pass unchanged */
+			float *xf = (float *)xt, *yf = (float *)yt;
+
+			for (unsigned i = 0; i < NPU_BI_CHUNK; i++)
+				xf[i] = yf[i] > 0 ? xf[i] : 0.0f;
+			continue;
 		}
-		npu_tile_load(3, sp, NPU_BI_ROW_B, NPU_TILE_E32);
-		break;
+		npu_tile_load(0, xt, NPU_BI_ROW_B, NPU_TILE_E32);
+		if (two)
+			npu_tile_load(1, yt, NPU_BI_ROW_B, NPU_TILE_E32);
+		switch (op) {
+		case BI_SCALE:
+			npu_tile_mul(3, 2, 0);
+			break;
+		case BI_VADD:
+			npu_tile_add(3, 0, 1);
+			break;
+		case BI_SAXPY:
+			npu_tile_mul(4, 2, 0);
+			npu_tile_add(3, 1, 4);
+			break;
+		default:	/* BI_RELU */
+			npu_tile_relu(3, 0);
+			break;
+		}
+		npu_tile_store(3, xt, NPU_BI_ROW_B, NPU_TILE_E32);
 	}
-	npu_tile_store(3, sp + 2 * NPU_BI_TILE_B, NPU_BI_ROW_B, NPU_TILE_E32);
-	want = bi_copy(bar, issued, sp + 2 * NPU_BI_TILE_B,
-		       (unsigned long)(out + i0), NPU_BI_TILE_B, 1, 0, 1);
-	npu_tdma_wait(bar, want);
+	npu_tdma_wait(bar, bi_copy(bar, issued, xs, (unsigned long)(out + i0),
+				   bytes, 1, 0, 1));
 }
 
 /* out[i] = op(x[i], y[i], s) for this block's NPU_BI_EW_BLOCK elements:
@@ -121,7 +130,7 @@ static void bi_elementwise(enum npu_bi_ew op, const float *x, const float *y,
 	unsigned long i0 = (unsigned long)npu_block_index() * NPU_BI_EW_BLOCK;
 	unsigned long end;
 	char *sp = npu_scratch();
-	struct npu_tdma_barrier *bar = (void *)(sp + 3 * NPU_BI_TILE_B);
+	struct npu_tdma_barrier *bar = (void *)(sp + 2 * NPU_BI_EW_BUF);
 	unsigned issued = bar->count;
 	int two = op == BI_VADD || op == BI_SAXPY || op == BI_RELU_GRAD;
 	union { float f; unsigned u; } sb = { .f = s };
@@ -129,32 +138,42 @@ static void bi_elementwise(enum npu_bi_ew op, const float *x, const float *y,
 	if (i0 >= n)
 		return;
 	end = n - i0 < NPU_BI_EW_BLOCK ? n : i0 + NPU_BI_EW_BLOCK;
-	for (; end - i0 >= NPU_BI_CHUNK; i0 += NPU_BI_CHUNK)
-		bi_ew_tile(op, x, y, out, i0, sb.u, sp, bar, &issued);
+	npu_tile_fill(2, sb.u, NPU_TILE_E32);
+	while (end - i0 >= NPU_BI_CHUNK) {
+		unsigned long nt = (end - i0) / NPU_BI_CHUNK;
+
+		nt = nt < NPU_BI_EW_BATCH ? nt : NPU_BI_EW_BATCH;
+		bi_ew_tiles(op, x, y, out, i0, (unsigned)nt, sp, bar, &issued);
+		i0 += nt * NPU_BI_CHUNK;
+	}
 	for (unsigned long i = i0; i < end; i++)
 		out[i] = bi_scalar(op, x[i], two ? y[i] : 0, s);
 }
 
-NPU_KERNEL_EX(bi_fill_f32, NPU_BI_EW_SCRATCH, 1, 0, (float *, y),
+NPU_KERNEL_EX(bi_fill_f32, NPU_BI_SMALL_SCRATCH, 1, 0, (float *, y),
 	      (unsigned long, n), (float, v))
 {
 	unsigned long i0 = (unsigned long)npu_block_index() * NPU_BI_EW_BLOCK;
-	unsigned long end;
+	unsigned long end, nt;
 	char *sp = npu_scratch();
-	struct npu_tdma_barrier *bar = (void *)(sp + 3 * NPU_BI_TILE_B);
+	struct npu_tdma_barrier *bar = (void *)(sp + NPU_BI_TILE_B);
 	unsigned issued = bar->count, want = issued;
 	union { float f; unsigned u; } vb = { .f = v };
 
 	if (i0 >= n)
 		return;
 	end = n - i0 < NPU_BI_EW_BLOCK ? n : i0 + NPU_BI_EW_BLOCK;
+	nt = (end - i0) / NPU_BI_CHUNK;
 	npu_tile_fill(0, vb.u, NPU_TILE_E32);
 	npu_tile_store(0, sp, NPU_BI_ROW_B, NPU_TILE_E32);
-	/* every copy reads the same tile: no wait between them */
-	for (; end - i0 >= NPU_BI_CHUNK; i0 += NPU_BI_CHUNK)
-		want = bi_copy(bar, &issued, sp, (unsigned long)(y + i0),
-			       NPU_BI_TILE_B, 1, 0, 1);
-	for (unsigned long i = i0; i < end; i++)
+	/* one copy: every tile of memory from the same scratchpad tile
+	 * (scratchpad stride 0) */
+	if (nt) {
+		npu_tdma_2d(bar, sp, (unsigned long)(y + i0), NPU_BI_TILE_B,
+			    (unsigned)nt, NPU_BI_TILE_B, 0, 1);
+		want = ++issued;
+	}
+	for (unsigned long i = i0 + nt * NPU_BI_CHUNK; i < end; i++)
 		y[i] = v;
 	npu_tdma_wait(bar, want);
 }
@@ -191,7 +210,7 @@ NPU_KERNEL_EX(bi_relu_grad_f32, NPU_BI_EW_SCRATCH, 1, 0, (const float *, g),
 
 /* x (rows x cols) += bias (cols) in place: a block per row chunk of a
  * 16-column strip, ADDROW on whole tiles, scalar at the edges */
-NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_EW_SCRATCH, 1, 0, (float *, x),
+NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_SMALL_SCRATCH, 1, 0, (float *, x),
 	      (const float *, bias), (unsigned long, rows),
 	      (unsigned long, cols))
 {
@@ -227,11 +246,32 @@ NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_EW_SCRATCH, 1, 0, (float *, x),
 
 /* ------------------------------------------------------------------------
  * GEMM: C = alpha * op(A) op(B) + beta * C, op(A) M x K, op(B) K x N
+ *
+ * A block's 16x64 strip of C takes K in chunks of 64: one copy brings the
+ * chunk's A (16 x 64 of op(A)) and one its B (64 x 64), into the stage
+ * the tensor engine is not reading (two stages), so that a chunk of four
+ * k-tiles costs two copies. Layouts in a stage, as stored, so that each
+ * copy is one 2-D copy:
+ *   A      16 rows of 64 k (row 256 bytes); tile t at t*64, stride 256
+ *   A^T    64 k-rows of 16 (row 64 bytes); tile t at t*1024, stride 64,
+ *          loaded transposed
+ *   B      64 k-rows of 64 (row 256 bytes); tile (t, q) at t*4096 + q*64,
+ *          stride 256
+ *   B^T    64 j-rows of 64 k (row 256 bytes); tile (t, q) at q*4096 +
+ *          t*64, stride 256, loaded transposed
+ * A chunk whose k does not fill its last tile is zeroed first: k past K
+ * then adds fma(0, 0, acc) = acc (acc is never -0), as a k-loop would not.
+ * Rows of A past M and columns of B past N hold whatever was there: they
+ * only reach rows and columns of C that are not stored.
  */
 #define GEMM_STRIP	4	/* column tiles of C per block */
 #define GEMM_COLS	(GEMM_STRIP * NPU_TILE_DIM)
-#define GEMM_BUF	((1 + GEMM_STRIP) * NPU_BI_TILE_B)	/* A, B tiles */
-#define GEMM_SCRATCH	(2 * GEMM_BUF + NPU_BI_TILE_B + 64)
+#define GEMM_KC		64	/* k per chunk */
+#define GEMM_KT		(GEMM_KC / NPU_TILE_DIM)	/* k-tiles per chunk */
+#define GEMM_A_B	(NPU_TILE_DIM * GEMM_KC * 4)	/* A bytes per stage */
+#define GEMM_B_B	(GEMM_KC * GEMM_COLS * 4)	/* B bytes per stage */
+#define GEMM_STAGE	(GEMM_A_B + GEMM_B_B)
+#define GEMM_SCRATCH	(2 * GEMM_STAGE + 64)
 
 struct gemm_op {
 	const float *p;
@@ -244,45 +284,50 @@ static unsigned long bi_min(unsigned long a, unsigned long b)
 	return a < b ? a : b;
 }
 
-/* Copy op's tile at (r0, c0), rs x cs valid, into buf (zero padded). */
-static void gemm_fetch(struct npu_tdma_barrier *bar, unsigned *issued,
-		       char *buf, const struct gemm_op *o, unsigned long r0,
-		       unsigned long c0, unsigned long rs, unsigned long cs)
+/* Issue chunk k0's copies (kc of k, ms rows of op(A), nw columns of op(B))
+ * into stage st; returns the count that completes them. */
+static unsigned gemm_fetch(struct npu_tdma_barrier *bar, unsigned *issued,
+			   char *st, const struct gemm_op *a,
+			   const struct gemm_op *b, unsigned long i0,
+			   unsigned long j0, unsigned long k0, unsigned long kc,
+			   unsigned long ms, unsigned long nw)
 {
-	if (rs < NPU_TILE_DIM || cs < NPU_TILE_DIM) {
+	char *sa = st, *sb = st + GEMM_A_B;
+
+	if (kc % NPU_TILE_DIM) {
 		npu_tile_zero(7);
-		npu_tile_store(7, buf, NPU_BI_ROW_B, NPU_TILE_E32);
+		for (unsigned o = 0; o < GEMM_STAGE; o += NPU_BI_TILE_B)
+			npu_tile_store(7, st + o, NPU_BI_ROW_B, NPU_TILE_E32);
 	}
-	if (o->trans)
-		bi_copy(bar, issued, buf,
-			(unsigned long)(o->p + c0 * o->ld + r0), rs * 4, cs,
-			o->ld * 4, 0);
-	else
-		bi_copy(bar, issued, buf,
-			(unsigned long)(o->p + r0 * o->ld + c0), cs * 4, rs,
-			o->ld * 4, 0);
+	if (a->trans)	/* kc rows of k, ms columns of i */
+		npu_tdma_2d(bar, sa, (unsigned long)(a->p + k0 * a->ld + i0),
+			    (unsigned)ms * 4, (unsigned)kc, a->ld * 4,
+			    NPU_TILE_DIM * 4, 0);
+	else		/* ms rows of i, kc columns of k */
+		npu_tdma_2d(bar, sa, (unsigned long)(a->p + i0 * a->ld + k0),
+			    (unsigned)kc * 4, (unsigned)ms, a->ld * 4,
+			    GEMM_KC * 4, 0);
+	if (b->trans)	/* nw rows of j, kc columns of k */
+		npu_tdma_2d(bar, sb, (unsigned long)(b->p + j0 * b->ld + k0),
+			    (unsigned)kc * 4, (unsigned)nw, b->ld * 4,
+			    GEMM_KC * 4, 0);
+	else		/* kc rows of k, nw columns of j */
+		npu_tdma_2d(bar, sb, (unsigned long)(b->p + k0 * b->ld + j0),
+			    (unsigned)nw * 4, (unsigned)kc, b->ld * 4,
+			    GEMM_COLS * 4, 0);
+	*issued += 2;
+	return *issued;
 }
 
-/* Step k0's A tile and the strip's B tiles into buf (A, then B by B). */
-static void gemm_fetch_strip(struct npu_tdma_barrier *bar, unsigned *issued,
-			     char *buf, const struct gemm_op *a,
-			     const struct gemm_op *b, unsigned long i0,
-			     unsigned long j0, unsigned long k0,
-			     unsigned long ms, const unsigned long *ns,
-			     unsigned nq, unsigned long ks)
-{
-	gemm_fetch(bar, issued, buf, a, i0, k0, ms, ks);
-	for (unsigned q = 0; q < nq; q++)
-		gemm_fetch(bar, issued, buf + (1 + q) * NPU_BI_TILE_B, b, k0,
-			   j0 + q * NPU_TILE_DIM, ks, ns[q]);
-}
-
-static void gemm_tile_load(int t, char *buf, int trans)
+/* B's k-tile t, column tile q of a stage into t5 */
+static void gemm_load_b(const char *sb, unsigned t, unsigned q, int trans)
 {
 	if (trans)
-		npu_tile_load_t(t, buf, NPU_BI_ROW_B, NPU_TILE_E32);
+		npu_tile_load_t(5, sb + q * (NPU_TILE_DIM * GEMM_KC * 4) +
+				t * NPU_TILE_DIM * 4, GEMM_KC * 4, NPU_TILE_E32);
 	else
-		npu_tile_load(t, buf, NPU_BI_ROW_B, NPU_TILE_E32);
+		npu_tile_load(5, sb + t * (NPU_TILE_DIM * GEMM_COLS * 4) +
+			      q * NPU_TILE_DIM * 4, GEMM_COLS * 4, NPU_TILE_E32);
 }
 
 NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
@@ -292,77 +337,88 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
 {
 	unsigned long i0 = (unsigned long)npu_block_y() * NPU_TILE_DIM;
 	unsigned long j0 = (unsigned long)npu_block_x() * GEMM_COLS;
-	char *sp = npu_scratch(), *cbuf = sp + 2 * GEMM_BUF;
-	struct npu_tdma_barrier *bar = (void *)(cbuf + NPU_BI_TILE_B);
+	char *sp = npu_scratch(), *cbuf = sp + GEMM_A_B;
+	struct npu_tdma_barrier *bar = (void *)(sp + 2 * GEMM_STAGE);
 	unsigned issued = bar->count, want[2] = { 0, 0 };
 	struct gemm_op a = { A, flags & NPU_GEMM_TRANS_A ? M : K,
 			     !!(flags & NPU_GEMM_TRANS_A) };
 	struct gemm_op b = { B, flags & NPU_GEMM_TRANS_B ? K : N,
 			     !!(flags & NPU_GEMM_TRANS_B) };
-	unsigned long ms, ns[GEMM_STRIP], steps;
+	unsigned long ms, nw, chunks;
 	union { float f; unsigned u; } al = { .f = alpha }, be = { .f = beta };
-	unsigned q, nq = 0;
+	unsigned q, nq;
 
 	if (i0 >= M || j0 >= N)
 		return;
-	steps = (K + NPU_TILE_DIM - 1) / NPU_TILE_DIM;
+	chunks = (K + GEMM_KC - 1) / GEMM_KC;
 	ms = bi_min(M - i0, NPU_TILE_DIM);
-	for (q = 0; q < GEMM_STRIP && j0 + q * NPU_TILE_DIM < N; q++, nq++)
-		ns[q] = bi_min(N - j0 - q * NPU_TILE_DIM, NPU_TILE_DIM);
+	nw = bi_min(N - j0, GEMM_COLS);
+	nq = (unsigned)((nw + NPU_TILE_DIM - 1) / NPU_TILE_DIM);
 	/* accumulators t0..t3 (one per column tile), A in t4, B in t5 */
 	npu_tile_zero(0);
 	npu_tile_zero(1);
 	npu_tile_zero(2);
 	npu_tile_zero(3);
-	if (steps) {
-		gemm_fetch_strip(bar, &issued, sp, &a, &b, i0, j0, 0, ms, ns, nq,
-				 bi_min(K, NPU_TILE_DIM));
-		want[0] = issued;
-	}
+	if (chunks)
+		want[0] = gemm_fetch(bar, &issued, sp, &a, &b, i0, j0, 0,
+				     bi_min(K, GEMM_KC), ms, nw);
 	/* copies complete in any order: wait for all issued so far */
-	for (unsigned long s = 0; s < steps; s++) {
-		char *cur = sp + (s & 1) * GEMM_BUF;
-		char *nxt = sp + (~s & 1) * GEMM_BUF;
+	for (unsigned long c = 0; c < chunks; c++) {
+		char *cur = sp + (c & 1) * GEMM_STAGE, *sb = cur + GEMM_A_B;
+		unsigned long kc = bi_min(K - c * GEMM_KC, GEMM_KC);
+		unsigned nt = (unsigned)((kc + NPU_TILE_DIM - 1) / NPU_TILE_DIM);
 
-		npu_tdma_wait(bar, want[s & 1]);
-		if (s + 1 < steps) {
-			unsigned long k1 = (s + 1) * NPU_TILE_DIM;
+		npu_tdma_wait(bar, want[c & 1]);
+		if (c + 1 < chunks) {
+			unsigned long k1 = (c + 1) * GEMM_KC;
 
-			gemm_fetch_strip(bar, &issued, nxt, &a, &b, i0, j0, k1,
-					 ms, ns, nq, bi_min(K - k1, NPU_TILE_DIM));
-			want[~s & 1] = issued;
+			want[~c & 1] = gemm_fetch(bar, &issued,
+						  sp + (~c & 1) * GEMM_STAGE,
+						  &a, &b, i0, j0, k1,
+						  bi_min(K - k1, GEMM_KC), ms, nw);
 		}
-		gemm_tile_load(4, cur, a.trans);
-		/* tile registers are named by constants: unrolled */
-		gemm_tile_load(5, cur + NPU_BI_TILE_B, b.trans);
-		npu_mma_f32(0, 4, 5);
-		if (nq > 1) {
-			gemm_tile_load(5, cur + 2 * NPU_BI_TILE_B, b.trans);
-			npu_mma_f32(1, 4, 5);
-		}
-		if (nq > 2) {
-			gemm_tile_load(5, cur + 3 * NPU_BI_TILE_B, b.trans);
-			npu_mma_f32(2, 4, 5);
-		}
-		if (nq > 3) {
-			gemm_tile_load(5, cur + 4 * NPU_BI_TILE_B, b.trans);
-			npu_mma_f32(3, 4, 5);
+		for (unsigned t = 0; t < nt; t++) {
+			if (a.trans)
+				npu_tile_load_t(4, cur + t * NPU_BI_TILE_B,
+						NPU_TILE_DIM * 4, NPU_TILE_E32);
+			else
+				npu_tile_load(4, cur + t * NPU_TILE_DIM * 4,
+					      GEMM_KC * 4, NPU_TILE_E32);
+			/* tile registers are named by constants: unrolled */
+			gemm_load_b(sb, t, 0, b.trans);
+			npu_mma_f32(0, 4, 5);
+			if (nq > 1) {
+				gemm_load_b(sb, t, 1, b.trans);
+				npu_mma_f32(1, 4, 5);
+			}
+			if (nq > 2) {
+				gemm_load_b(sb, t, 2, b.trans);
+				npu_mma_f32(2, 4, 5);
+			}
+			if (nq > 3) {
+				gemm_load_b(sb, t, 3, b.trans);
+				npu_mma_f32(3, 4, 5);
+			}
 		}
 	}
-	/* C = alpha * acc + (beta * C, or + 0: -0 becomes +0, as before) */
+	/* C = alpha * acc + (beta * C, or + 0: -0 becomes +0, as before),
+	 * the strip through cbuf (16 rows of 64, as B's stage) by one copy
+	 * each way; the stages are idle now */
 	npu_tile_fill(6, al.u, NPU_TILE_E32);
-	if (beta != 0.0f)
+	if (beta != 0.0f) {
 		npu_tile_fill(4, be.u, NPU_TILE_E32);
-	else
+		npu_tdma_2d(bar, cbuf, (unsigned long)(C + i0 * N + j0),
+			    (unsigned)nw * 4, (unsigned)ms, N * 4, GEMM_COLS * 4,
+			    0);
+		npu_tdma_wait(bar, ++issued);
+	} else {
 		npu_tile_zero(7);
+	}
 	for (q = 0; q < nq; q++) {
-		float *cq = C + i0 * N + j0 + q * NPU_TILE_DIM;
+		char *cq = cbuf + q * NPU_TILE_DIM * 4;
 
 		if (beta != 0.0f) {
-			npu_tdma_wait(bar, bi_copy(bar, &issued, cbuf,
-						   (unsigned long)cq,
-						   ns[q] * 4, ms, N * 4, 0));
-			npu_tile_load(7, cbuf, NPU_BI_ROW_B, NPU_TILE_E32);
+			npu_tile_load(7, cq, GEMM_COLS * 4, NPU_TILE_E32);
 			npu_tile_mul(7, 4, 7);
 		}
 		switch (q) {
@@ -380,11 +436,11 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
 			break;
 		}
 		npu_tile_add(5, 5, 7);
-		npu_tile_store(5, cbuf, NPU_BI_ROW_B, NPU_TILE_E32);
-		npu_tdma_wait(bar, bi_copy(bar, &issued, cbuf,
-					   (unsigned long)cq, ns[q] * 4, ms,
-					   N * 4, 1));
+		npu_tile_store(5, cq, GEMM_COLS * 4, NPU_TILE_E32);
 	}
+	npu_tdma_2d(bar, cbuf, (unsigned long)(C + i0 * N + j0), (unsigned)nw * 4,
+		    (unsigned)ms, N * 4, GEMM_COLS * 4, 1);
+	npu_tdma_wait(bar, ++issued);
 }
 
 /* ------------------------------------------------------------------------
@@ -451,18 +507,42 @@ NPU_KERNEL_EX(bi_softmax_xent_f32, 0, 1, 0, (const float *, x),
 	*loss = rows ? (float)(l / rows) : 0;
 }
 
-NPU_KERNEL_EX(bi_col_sum_f32, 0, 1, 0, (const float *, x), (float *, y),
-	      (unsigned long, rows), (unsigned long, cols))
+/* y[c] = the sum over rows in order, in f32 from +0: a block per 256
+ * columns; each row's columns come in as one tile (16 rows of 16) and one
+ * TEW ADD per row adds them to the accumulator tile (fadd.s's rounding) */
+#define COLSUM_COLS	NPU_TILE_CELLS
+#define COLSUM_ROWS	32	/* rows per copy */
+#define COLSUM_SCRATCH	(COLSUM_ROWS * NPU_BI_TILE_B + 64)
+
+NPU_KERNEL_EX(bi_col_sum_f32, COLSUM_SCRATCH, 1, 0, (const float *, x),
+	      (float *, y), (unsigned long, rows), (unsigned long, cols))
 {
-	unsigned long c0 = (unsigned long)npu_block_index() * NPU_TILE_DIM;
+	unsigned long c0 = (unsigned long)npu_block_index() * COLSUM_COLS;
+	char *sp = npu_scratch();
+	struct npu_tdma_barrier *bar = (void *)(sp + COLSUM_ROWS * NPU_BI_TILE_B);
+	unsigned issued = bar->count;
+	unsigned long w;
 
-	for (unsigned long c = c0; c < cols && c < c0 + NPU_TILE_DIM; c++) {
-		float s = 0;
+	if (c0 >= cols)
+		return;
+	w = bi_min(cols - c0, COLSUM_COLS);
+	npu_tile_zero(0);
+	for (unsigned long r0 = 0; r0 < rows; r0 += COLSUM_ROWS) {
+		unsigned nr = (unsigned)bi_min(rows - r0, COLSUM_ROWS);
 
-		for (unsigned long r = 0; r < rows; r++)
-			s += x[r * cols + c];
-		y[c] = s;
+		/* row r of the copy at sp + r tiles */
+		npu_tdma_2d(bar, sp, (unsigned long)(x + r0 * cols + c0),
+			    (unsigned)w * 4, nr, cols * 4, NPU_BI_TILE_B, 0);
+		npu_tdma_wait(bar, ++issued);
+		for (unsigned r = 0; r < nr; r++) {
+			npu_tile_load(1, sp + r * NPU_BI_TILE_B, NPU_BI_ROW_B,
+				      NPU_TILE_E32);
+			npu_tile_add(0, 0, 1);
+		}
 	}
+	npu_tile_store(0, sp, NPU_BI_ROW_B, NPU_TILE_E32);
+	npu_tdma_wait(bar, bi_copy(bar, &issued, sp, (unsigned long)(y + c0),
+				   (unsigned)w * 4, 1, 0, 1));
 }
 
 NPU_KERNEL_EX(bi_argmax_f32, 0, 1, 0, (const float *, x), (unsigned *, out),

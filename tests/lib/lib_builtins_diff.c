@@ -315,7 +315,7 @@ static void test_rows(uint64_t rows, uint64_t cols)
 
 		st1 = run_fixed(NPU_K_COL_SUM_F32, a, 4);
 		to_host(want, dy, cols * 4);
-		st2 = run_code("bi_col_sum_f32", blocks(cols, 16), 1, args);
+		st2 = run_code("bi_col_sum_f32", blocks(cols, 256), 1, args);
 		to_host(got, dy, cols * 4);
 		bad = 0;
 		npu_ref_col_sum_f32(x, want + cols, rows, cols);
@@ -411,7 +411,7 @@ int main(void)
 	};
 	static const uint64_t shapes[][2] = {
 		{ 1, 1 }, { 3, 10 }, { 16, 16 }, { 17, 33 }, { 64, 10 },
-		{ 5, 128 },
+		{ 5, 128 }, { 40, 300 },
 	};
 	char self[PATH_MAX], path[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
