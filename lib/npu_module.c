@@ -537,21 +537,45 @@ static void describe_pc(uint64_t pc, uint64_t entry, char *buf, size_t n)
 /* "file.c:12" for a device PC inside a loaded module (its DWARF; the
  * user's line a header helper was inlined at), "kernel (entry stub)" for
  * NPU_KERNEL's entry, else "kernel+0x40", else "0x...". */
+#define LINE_MEMO	512	/* entries per module */
+
 void npu_module_line(uint64_t pc, char *buf, size_t n)
 {
+	struct line_memo *lm = NULL;
+	struct npu_module *m;
 	struct where w;
+	char text[sizeof(lm->text)];
 
 	snprintf(buf, n, "0x%llx", (unsigned long long)pc);
 	pthread_mutex_lock(&mod_lock);
+	for (m = modules; m; m = m->next)
+		if (pc >= m->base && pc < m->base + m->size)
+			break;
+	if (m && !m->line_memo)
+		m->line_memo = calloc(LINE_MEMO, sizeof(*m->line_memo));
+	if (m && m->line_memo) {
+		lm = &m->line_memo[(pc >> 2) % LINE_MEMO];
+		if (lm->pc == pc) {
+			snprintf(buf, n, "%s", lm->text);
+			pthread_mutex_unlock(&mod_lock);
+			return;
+		}
+	}
+	snprintf(text, sizeof(text), "0x%llx", (unsigned long long)pc);
 	where_of(pc, &w);
 	if (w.stub && w.fn)
-		snprintf(buf, n, "%s (entry stub)", w.fn);
+		snprintf(text, sizeof(text), "%s (entry stub)", w.fn);
 	else if (w.user_src)
-		snprintf(buf, n, "%s:%d", strrchr(w.user_src, '/') ?
+		snprintf(text, sizeof(text), "%s:%d", strrchr(w.user_src, '/') ?
 			 strrchr(w.user_src, '/') + 1 : w.user_src, w.user_line);
 	else if (w.fn)
-		snprintf(buf, n, "%s+0x%llx", w.fn,
+		snprintf(text, sizeof(text), "%s+0x%llx", w.fn,
 			 (unsigned long long)(pc - w.m->base));
+	if (lm) {
+		lm->pc = pc;
+		memcpy(lm->text, text, sizeof(text));
+	}
+	snprintf(buf, n, "%s", text);
 	pthread_mutex_unlock(&mod_lock);
 }
 
@@ -583,6 +607,7 @@ static void module_free(struct npu_module *m)
 	if (m->elf)
 		elf_end(m->elf);
 	free(m->funcs);
+	free(m->line_memo);
 	free(m->image);
 	free(m->file);
 	m->magic = 0;

@@ -50,6 +50,12 @@ struct npu_module {
 	bool uses_printf;
 	void *elf, *dwarf;		/* Elf * and Dwarf * of file, opened on
 					   first use (mod_lock) */
+	/* npu_module_line's answers by PC, direct-mapped (mod_lock): a
+	 * profile looks up the same few PCs for thousands of samples */
+	struct line_memo {
+		uint64_t pc;		/* 0: empty */
+		char text[96];
+	} *line_memo;
 	unsigned nfuncs;
 	struct npu_function *funcs;
 	/* kernel nodes of graphs and executable graphs that name one of its
