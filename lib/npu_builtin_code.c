@@ -33,7 +33,7 @@ __asm__(".section .rodata.npu_kernel_lib,\"a\"\n"
 extern const unsigned char npu_kernel_lib_image[], npu_kernel_lib_end[];
 
 /* The device's limits on its fixed-function kernels' sizes
- * (Documentation/hw/npu.rst, "Built-in kernels"), kept on the code path */
+ * (Documentation/hw/npu.rst, "Kernels"), kept on the code path */
 #define BI_MAX_ELEMS		(1ull << 24)	/* per operand */
 #define BI_GEMM_MAX_ELEMS	(1ull << 22)	/* per matrix */
 #define BI_GEMM_MAX_MACS	(1ull << 30)
