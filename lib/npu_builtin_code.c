@@ -288,8 +288,9 @@ static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 		return npu_grid(blocks(a[3], NPU_TILE_DIM),
 				blocks(a[2], NPU_TILE_DIM), 1);
 	case NPU_KERNEL_SOFTMAX_F32:
-	case NPU_KERNEL_ARGMAX_F32:
 		return npu_grid(blocks(a[2], 1), 1, 1);
+	case NPU_KERNEL_ARGMAX_F32:
+		return npu_grid(blocks(a[2], NPU_TILE_DIM), 1, 1);
 	case NPU_KERNEL_COL_SUM_F32:
 		return npu_grid(blocks(a[3], NPU_TILE_CELLS), 1, 1);
 	default:	/* reduce_sum, softmax_xent: one block */

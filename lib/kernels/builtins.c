@@ -13,7 +13,8 @@
  *                    sharing each A tile): TMMA f32 over K in steps of 16,
  *                    the next A and B tiles DMA'd into the other half of
  *                    the scratchpad while the current ones multiply
- *   row-wise         a block per row (softmax, argmax), per 256 columns
+ *   row-wise         a block per row (softmax), per 16 rows (argmax),
+ *                    per 256 columns
  *                    (col_sum: a TEW ADD per row), one block (reduce_sum,
  *                    softmax_xent)
  *
@@ -208,8 +209,9 @@ NPU_KERNEL_EX(bi_relu_grad_f32, NPU_BI_EW_SCRATCH, 1, 0, (const float *, g),
 	bi_elementwise(BI_RELU_GRAD, g, x, out, n, 0);
 }
 
-/* x (rows x cols) += bias (cols) in place: a block per row chunk of a
- * 16-column strip, ADDROW on whole tiles, scalar at the edges */
+/* x (rows x cols) += bias (cols) in place: a block per 16x16 tile, one
+ * ADDROW; an edge tile's copies move its rows and columns only (the rest
+ * of the tile is not stored) */
 NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_SMALL_SCRATCH, 1, 0, (float *, x),
 	      (const float *, bias), (unsigned long, rows),
 	      (unsigned long, cols))
@@ -218,29 +220,23 @@ NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_SMALL_SCRATCH, 1, 0, (float *, x),
 	unsigned long c0 = (unsigned long)npu_block_x() * NPU_TILE_DIM;
 	char *sp = npu_scratch();
 	struct npu_tdma_barrier *bar = (void *)(sp + 3 * NPU_BI_TILE_B);
-	unsigned issued = bar->count, want;
+	unsigned issued = bar->count, want, rs, cb;
 
 	if (r0 >= rows || c0 >= cols)
 		return;
-	if (rows - r0 < NPU_TILE_DIM || cols - c0 < NPU_TILE_DIM) {
-		for (unsigned long r = r0; r < rows && r < r0 + NPU_TILE_DIM; r++)
-			for (unsigned long c = c0;
-			     c < cols && c < c0 + NPU_TILE_DIM; c++)
-				x[r * cols + c] += bias[c];
-		return;
-	}
-	bi_copy(bar, &issued, sp, (unsigned long)(x + r0 * cols + c0),
-		NPU_BI_ROW_B, NPU_TILE_DIM, cols * 4, 0);
+	rs = rows - r0 < NPU_TILE_DIM ? (unsigned)(rows - r0) : NPU_TILE_DIM;
+	cb = cols - c0 < NPU_TILE_DIM ? (unsigned)(cols - c0) * 4 : NPU_BI_ROW_B;
+	bi_copy(bar, &issued, sp, (unsigned long)(x + r0 * cols + c0), cb, rs,
+		cols * 4, 0);
 	want = bi_copy(bar, &issued, sp + NPU_BI_TILE_B,
-		       (unsigned long)(bias + c0), NPU_BI_ROW_B, 1, 0, 0);
+		       (unsigned long)(bias + c0), cb, 1, 0, 0);
 	npu_tdma_wait(bar, want);
 	npu_tile_load(0, sp, NPU_BI_ROW_B, NPU_TILE_E32);
 	npu_tile_load(1, sp + NPU_BI_TILE_B, NPU_BI_ROW_B, NPU_TILE_E32);
 	npu_tile_addrow(2, 0, 1);
 	npu_tile_store(2, sp + 2 * NPU_BI_TILE_B, NPU_BI_ROW_B, NPU_TILE_E32);
 	want = bi_copy(bar, &issued, sp + 2 * NPU_BI_TILE_B,
-		       (unsigned long)(x + r0 * cols + c0), NPU_BI_ROW_B,
-		       NPU_TILE_DIM, cols * 4, 1);
+		       (unsigned long)(x + r0 * cols + c0), cb, rs, cols * 4, 1);
 	npu_tdma_wait(bar, want);
 }
 
@@ -545,17 +541,42 @@ NPU_KERNEL_EX(bi_col_sum_f32, COLSUM_SCRATCH, 1, 0, (const float *, x),
 				   (unsigned)w * 4, 1, 0, 1));
 }
 
-NPU_KERNEL_EX(bi_argmax_f32, 0, 1, 0, (const float *, x), (unsigned *, out),
-	      (unsigned long, rows), (unsigned long, cols))
+/* a block per 16 rows; rows of up to 256 columns come in by one copy
+ * (the compare loop then reads the scratchpad), longer ones are read in
+ * place */
+#define ARGMAX_ROWS	16
+#define ARGMAX_BYTES	(16u << 10)
+#define ARGMAX_SCRATCH	(ARGMAX_BYTES + 64)
+
+static unsigned bi_argmax_row(const float *row, unsigned long cols)
 {
-	unsigned long r = npu_block_index();
-	const float *row = x + r * cols;
 	unsigned best = 0;
 
-	if (r >= rows)
-		return;
 	for (unsigned long c = 1; c < cols; c++)
 		if (row[c] > row[best])
 			best = c;
-	out[r] = best;
+	return best;
+}
+
+NPU_KERNEL_EX(bi_argmax_f32, ARGMAX_SCRATCH, 1, 0, (const float *, x),
+	      (unsigned *, out), (unsigned long, rows), (unsigned long, cols))
+{
+	unsigned long r0 = (unsigned long)npu_block_index() * ARGMAX_ROWS;
+	char *sp = npu_scratch();
+	struct npu_tdma_barrier *bar = (void *)(sp + ARGMAX_BYTES);
+	unsigned issued = bar->count, nr;
+
+	if (r0 >= rows)
+		return;
+	nr = (unsigned)bi_min(rows - r0, ARGMAX_ROWS);
+	if (cols * 4 * ARGMAX_ROWS > ARGMAX_BYTES) {
+		for (unsigned r = 0; r < nr; r++)
+			out[r0 + r] = bi_argmax_row(x + (r0 + r) * cols, cols);
+		return;
+	}
+	npu_tdma_wait(bar, bi_copy(bar, &issued, sp,
+				   (unsigned long)(x + r0 * cols),
+				   (unsigned)(nr * cols * 4), 1, 0, 0));
+	for (unsigned r = 0; r < nr; r++)
+		out[r0 + r] = bi_argmax_row((const float *)sp + r * cols, cols);
 }

@@ -329,7 +329,7 @@ static void test_rows(uint64_t rows, uint64_t cols)
 		if (cols) {
 			st1 = run_fixed(NPU_K_ARGMAX_F32, a, 4);
 			to_host(want, dy, rows * 4);
-			st2 = run_code("bi_argmax_f32", blocks(rows, 1), 1, args);
+			st2 = run_code("bi_argmax_f32", blocks(rows, 16), 1, args);
 			to_host(got, dy, rows * 4);
 			bad = 0;
 			for (uint64_t r = 0; r < rows; r++)
