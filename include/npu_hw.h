@@ -591,6 +591,11 @@ enum npu_kernel {
 #define NPU_GEMM_TRANS_A	0x1
 #define NPU_GEMM_TRANS_B	0x2
 
+/* Size limits of the built-in kernels (a larger launch fails BAD_ARGS) */
+#define NPU_KERNEL_MAX_ELEMS		(1ull << 24)	/* per operand */
+#define NPU_KERNEL_GEMM_MAX_ELEMS	(1ull << 22)	/* per matrix */
+#define NPU_KERNEL_GEMM_MAX_MACS	(1ull << 30)	/* m * n * k */
+
 /* ------------------------------------------------------------------------
  * Compute units: the programmer's model of a LAUNCH_CODE thread (RV64G:
  * RV64IMAFD, Zicsr, Zifencei; no compressed instructions; little endian).

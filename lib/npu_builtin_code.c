@@ -32,12 +32,6 @@ __asm__(".section .rodata.npu_kernel_lib,\"a\"\n"
 	".previous\n");
 extern const unsigned char npu_kernel_lib_image[], npu_kernel_lib_end[];
 
-/* The device's limits on its fixed-function kernels' sizes
- * (Documentation/hw/npu.rst, "Kernels"), kept on the code path */
-#define BI_MAX_ELEMS		(1ull << 24)	/* per operand */
-#define BI_GEMM_MAX_ELEMS	(1ull << 22)	/* per matrix */
-#define BI_GEMM_MAX_MACS	(1ull << 30)
-
 /* Blocks of the code kernels (lib/kernels/builtins.c's header) */
 #define BI_EW_BLOCK		4096u		/* elements per block */
 #define BI_GEMM_COLS		64u		/* columns of C per block */
@@ -115,26 +109,26 @@ static const char *bad_dims(uint64_t rows, uint64_t cols, uint64_t limit)
 npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a)
 {
 	const char *why = NULL;
-	unsigned long long lim = BI_MAX_ELEMS;
+	unsigned long long lim = NPU_KERNEL_MAX_ELEMS;
 
 	switch (k->id) {
 	case NPU_KERNEL_FILL_F32:
-		why = a[1] > BI_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
+		why = a[1] > NPU_KERNEL_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
 		break;
 	case NPU_KERNEL_SCALE_F32:
 	case NPU_KERNEL_SAXPY_F32:
 	case NPU_KERNEL_RELU_F32:
 	case NPU_KERNEL_REDUCE_SUM_F32:
-		why = a[2] > BI_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
+		why = a[2] > NPU_KERNEL_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
 		break;
 	case NPU_KERNEL_VADD_F32:
 	case NPU_KERNEL_RELU_GRAD_F32:
-		why = a[3] > BI_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
+		why = a[3] > NPU_KERNEL_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
 		break;
 	case NPU_KERNEL_GEMM_F32: {
 		uint64_t m = a[3], n = a[4], kk = a[5];
 
-		lim = BI_GEMM_MAX_ELEMS;
+		lim = NPU_KERNEL_GEMM_MAX_ELEMS;
 		if (a[6] & ~(uint64_t)(NPU_GEMM_TRANS_A | NPU_GEMM_TRANS_B))
 			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel gemm_f32: "
 					"unknown flags 0x%llx (NPU_GEMM_TRANSPOSE_A, "
@@ -144,9 +138,9 @@ npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a)
 			why = bad_dims(kk, n, lim);
 		if (!why)
 			why = bad_dims(m, n, lim);
-		if (!why && m && n && kk > BI_GEMM_MAX_MACS / (m * n)) {
+		if (!why && m && n && kk > NPU_KERNEL_GEMM_MAX_MACS / (m * n)) {
 			why = "M * N * K is larger than the device's limit";
-			lim = BI_GEMM_MAX_MACS;
+			lim = NPU_KERNEL_GEMM_MAX_MACS;
 		}
 		break;
 	}

@@ -20,9 +20,6 @@
 #include "npu_kernels.h"
 #include "npu_mmu.h"
 
-#define NPU_MAX_ELEMS       (1ull << 24)        /* per operand */
-#define NPU_GEMM_MAX_ELEMS  (1ull << 22)        /* per matrix */
-#define NPU_GEMM_MAX_MACS   (1ull << 30)
 #define NPU_ABORT_MACS      (1u << 16)  /* work between looks at abort */
 #define NPU_SPIN_MAX_NS     10000000000ull      /* 10 s */
 #define NPU_XENT_MIN_P      1e-30f              /* clamp inside log() */
@@ -84,33 +81,33 @@ static bool npu_kernel_args_ok(uint32_t kernel, const uint64_t *a)
 {
     switch (kernel) {
     case NPU_KERNEL_FILL_F32:
-        return a[1] <= NPU_MAX_ELEMS;
+        return a[1] <= NPU_KERNEL_MAX_ELEMS;
     case NPU_KERNEL_SCALE_F32:
     case NPU_KERNEL_SAXPY_F32:
     case NPU_KERNEL_RELU_F32:
-        return a[2] <= NPU_MAX_ELEMS;
+        return a[2] <= NPU_KERNEL_MAX_ELEMS;
     case NPU_KERNEL_VADD_F32:
     case NPU_KERNEL_RELU_GRAD_F32:
-        return a[3] <= NPU_MAX_ELEMS;
+        return a[3] <= NPU_KERNEL_MAX_ELEMS;
     case NPU_KERNEL_REDUCE_SUM_F32:
-        return a[2] <= NPU_MAX_ELEMS;
+        return a[2] <= NPU_KERNEL_MAX_ELEMS;
     case NPU_KERNEL_GEMM_F32: {
         uint64_t m = a[3], n = a[4], k = a[5];
 
-        return npu_dims_ok(m, k, NPU_GEMM_MAX_ELEMS) &&
-               npu_dims_ok(k, n, NPU_GEMM_MAX_ELEMS) &&
-               npu_dims_ok(m, n, NPU_GEMM_MAX_ELEMS) &&
-               (m * n == 0 || k <= NPU_GEMM_MAX_MACS / (m * n)) &&
+        return npu_dims_ok(m, k, NPU_KERNEL_GEMM_MAX_ELEMS) &&
+               npu_dims_ok(k, n, NPU_KERNEL_GEMM_MAX_ELEMS) &&
+               npu_dims_ok(m, n, NPU_KERNEL_GEMM_MAX_ELEMS) &&
+               (m * n == 0 || k <= NPU_KERNEL_GEMM_MAX_MACS / (m * n)) &&
                !(a[6] & ~(uint64_t)(NPU_GEMM_TRANS_A | NPU_GEMM_TRANS_B));
     }
     case NPU_KERNEL_BIAS_ADD_F32:
     case NPU_KERNEL_SOFTMAX_F32:
     case NPU_KERNEL_COL_SUM_F32:
     case NPU_KERNEL_ARGMAX_F32:
-        return npu_dims_ok(a[2], a[3], NPU_MAX_ELEMS) &&
+        return npu_dims_ok(a[2], a[3], NPU_KERNEL_MAX_ELEMS) &&
                (kernel != NPU_KERNEL_ARGMAX_F32 || a[3] || !a[2]);
     case NPU_KERNEL_SOFTMAX_XENT_F32:
-        return npu_dims_ok(a[4], a[5], NPU_MAX_ELEMS) && (a[5] || !a[4]);
+        return npu_dims_ok(a[4], a[5], NPU_KERNEL_MAX_ELEMS) && (a[5] || !a[4]);
     case NPU_KERNEL_TEST_SPIN:
         return a[0] <= NPU_SPIN_MAX_NS;
     default:
