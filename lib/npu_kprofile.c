@@ -369,36 +369,6 @@ static void derive_roofline(struct kern *k, const npu_device_prop *prop)
 					r->arithmetic_intensity >= r->ridge);
 }
 
-npu_status_t npu_profile_get_roofline(npu_kernel_roofline_profile *out,
-				      size_t *count)
-{
-	struct device *dev;
-	npu_status_t st;
-	size_t i, n;
-
-	if (!count)
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "count is NULL");
-	st = npu_cur_dev(&dev);
-	if (st)
-		return st;
-	pthread_mutex_lock(&dev->lock);
-	npu_kprofile_harvest(dev);
-	pthread_mutex_lock(&klock);
-	n = 0;
-	for (i = 0; i < nkern; i++) {
-		if (!kern[i].p.launches)
-			continue;
-		derive_roofline(&kern[i], &dev->prop);
-		if (out && n < *count)
-			out[n] = kern[i].r;
-		n++;
-	}
-	pthread_mutex_unlock(&klock);
-	pthread_mutex_unlock(&dev->lock);
-	*count = n;
-	return NPU_SUCCESS;
-}
-
 static bool uses_tensor(const npu_kernel_roofline_profile *r)
 {
 	return r->tensor_cycles || r->tdma_copies;
@@ -424,7 +394,11 @@ static void derive(struct kern *k, const npu_device_prop *prop)
 		p->memory_bound = !k->r.compute_bound;
 }
 
-npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count)
+/* The walk both getters share: harvest, derive each profiled kernel's
+ * figures (its roofline alone, or all of them) and copy the profile or its
+ * roofline side into out[0..*count) (out may be NULL to ask for the
+ * number); *count becomes the number of profiled kernels. */
+static npu_status_t collect(void *out, size_t *count, bool roofline)
 {
 	struct device *dev;
 	npu_status_t st;
@@ -442,15 +416,34 @@ npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count)
 	for (i = 0; i < nkern; i++) {
 		if (!kern[i].p.launches)
 			continue;
-		derive(&kern[i], &dev->prop);
-		if (out && n < *count)
-			out[n] = kern[i].p;
+		if (roofline)
+			derive_roofline(&kern[i], &dev->prop);
+		else
+			derive(&kern[i], &dev->prop);
+		if (out && n < *count) {
+			if (roofline)
+				((npu_kernel_roofline_profile *)out)[n] =
+					kern[i].r;
+			else
+				((npu_kernel_profile *)out)[n] = kern[i].p;
+		}
 		n++;
 	}
 	pthread_mutex_unlock(&klock);
 	pthread_mutex_unlock(&dev->lock);
 	*count = n;
 	return NPU_SUCCESS;
+}
+
+npu_status_t npu_profile_get_kernels(npu_kernel_profile *out, size_t *count)
+{
+	return collect(out, count, false);
+}
+
+npu_status_t npu_profile_get_roofline(npu_kernel_roofline_profile *out,
+				      size_t *count)
+{
+	return collect(out, count, true);
 }
 
 static int cmp_lines(const void *a, const void *b)

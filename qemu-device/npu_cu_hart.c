@@ -194,16 +194,11 @@ static uint8_t *npu_cu_local(NpuExec *x, uint64_t va, unsigned size,
     uint64_t win = va & ~(NPU_LOCAL_WINDOW - 1), off = va - win;
     uint64_t limit;
     uint8_t *base;
+    int sp = npu_cu_window(x, win, &base, &limit);
 
     *code = 0;
-    if (win == NPU_LOCAL_SCRATCH) {
-        base = x->t->blk->scratch;
-        limit = x->l->scratch;
-        *space = NPU_SPACE_SCRATCH;
-    } else if (win == NPU_LOCAL_STACK) {
-        base = x->t->stack;
-        limit = x->l->stack;
-        *space = NPU_SPACE_STACK;
+    if (sp >= 0) {
+        *space = sp;
     } else if (win == NPU_LOCAL_PARAMS && !is_write) {
         base = x->l->params;
         limit = x->l->nargs * 8;

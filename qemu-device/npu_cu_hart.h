@@ -24,4 +24,25 @@ void npu_cu_break_range(NpuState *s, uint64_t phys, uint64_t len);
 bool npu_cu_write(NpuState *s, NpuLaunch *l, uint64_t va, const void *buf,
                   uint64_t len);
 
+/*
+ * The scratchpad or stack window of thread x->t at win (a multiple of
+ * NPU_LOCAL_WINDOW): its bytes in *base, their number in *limit; returns
+ * its enum npu_space, or -1 (*base, *limit untouched) if win is neither.
+ */
+static inline int npu_cu_window(const NpuExec *x, uint64_t win,
+                                uint8_t **base, uint64_t *limit)
+{
+    if (win == NPU_LOCAL_SCRATCH) {
+        *base = x->t->blk->scratch;
+        *limit = x->l->scratch;
+        return NPU_SPACE_SCRATCH;
+    }
+    if (win == NPU_LOCAL_STACK) {
+        *base = x->t->stack;
+        *limit = x->l->stack;
+        return NPU_SPACE_STACK;
+    }
+    return -1;
+}
+
 #endif

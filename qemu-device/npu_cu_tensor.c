@@ -167,13 +167,7 @@ static uint8_t *npu_tdma_local(const NpuExec *x, uint64_t va, uint64_t len)
     uint64_t win = va & ~(NPU_LOCAL_WINDOW - 1), off = va - win, limit;
     uint8_t *base;
 
-    if (win == NPU_LOCAL_SCRATCH) {
-        base = x->t->blk->scratch;
-        limit = x->l->scratch;
-    } else if (win == NPU_LOCAL_STACK) {
-        base = x->t->stack;
-        limit = x->l->stack;
-    } else {
+    if (npu_cu_window(x, win, &base, &limit) < 0) {
         return NULL;
     }
     return limit >= len && off <= limit - len ? base + off : NULL;

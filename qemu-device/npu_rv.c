@@ -49,9 +49,6 @@ typedef long double npu_rv_wide;
 #define RV_CSR_FCSR        0x003
 #define RV_CSR_INSTRET     0xc02
 
-#define RV_CANON_NAN_S     0x7fc00000u
-#define RV_CANON_NAN_D     0x7ff8000000000000ull
-
 /* ------------------------------------------------------------------------
  * Decoder
  */

@@ -211,6 +211,10 @@ static inline bool npu_rv_taken(unsigned op, uint64_t a, uint64_t b)
 
 #define RV_BOX_S           0xffffffff00000000ull
 
+/* RISC-V's canonical NaNs */
+#define RV_CANON_NAN_S     0x7fc00000u
+#define RV_CANON_NAN_D     0x7ff8000000000000ull
+
 /* Register bits as host floating point and back */
 static inline double npu_rv_d_of(uint64_t v)
 {

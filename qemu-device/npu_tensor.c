@@ -15,30 +15,14 @@
 #include "qemu/bswap.h"
 #include <math.h>
 #include "npu_tensor.h"
+#include "npu_rv.h"
 
-#define NPU_CANON_NAN_S     0x7fc00000u
 #define DIM                 NPU_TILE_DIM
-
-static inline float npu_tensor_f(uint32_t v)
-{
-    float r;
-
-    memcpy(&r, &v, 4);
-    return r;
-}
-
-static inline uint32_t npu_tensor_bits(float v)
-{
-    uint32_t r;
-
-    memcpy(&r, &v, 4);
-    return r;
-}
 
 /* A float result's bits, any NaN as RISC-V's canonical one. */
 static inline uint32_t npu_tensor_canon(float v)
 {
-    return isnan(v) ? NPU_CANON_NAN_S : npu_tensor_bits(v);
+    return isnan(v) ? RV_CANON_NAN_S : npu_rv_bits_f(v);
 }
 
 /* Is [addr, addr + w) inside the scratchpad window's first size bytes? */
@@ -117,7 +101,7 @@ uint32_t npu_tensor_f16_to_f32(uint16_t h)
 
     if (e == 0) {
         /* zero or subnormal: m * 2^-24, exact in f32 (a normal there) */
-        return sign | npu_tensor_bits((float)m / 16777216.0f);
+        return sign | npu_rv_bits_f((float)m / 16777216.0f);
     }
     if (e == 0x1f) {
         return sign | 0x7f800000u | m << 13;
@@ -176,15 +160,15 @@ uint16_t npu_tensor_f32_to_bf16(uint32_t x)
  */
 uint32_t npu_tensor_exp_f32(uint32_t x)
 {
-    float a = npu_tensor_f(x);
+    float a = npu_rv_f_of(x);
 
     if (isnan(a)) {
-        return NPU_CANON_NAN_S;
+        return RV_CANON_NAN_S;
     }
     if (isinf(a)) {
         return a > 0 ? x : 0;
     }
-    return npu_tensor_bits((float)expl((long double)a));
+    return npu_rv_bits_f((float)expl((long double)a));
 }
 
 /* A float TMMA input cell, widened to f32 (exact) */
@@ -192,11 +176,11 @@ static inline float npu_tensor_mma_in(uint32_t cell, unsigned type)
 {
     switch (type) {
     case NPU_MMA_F16:
-        return npu_tensor_f(npu_tensor_f16_to_f32(cell));
+        return npu_rv_f_of(npu_tensor_f16_to_f32(cell));
     case NPU_MMA_BF16:
-        return npu_tensor_f(cell << 16);
+        return npu_rv_f_of(cell << 16);
     default:
-        return npu_tensor_f(cell);
+        return npu_rv_f_of(cell);
     }
 }
 
@@ -293,7 +277,7 @@ void npu_tensor_mma(NpuTile *c, const NpuTile *a, const NpuTile *b,
         }
         for (i = 0; i < DIM; i++) {
             for (j = 0; j < DIM; j++) {
-                acc[i][j] = npu_tensor_f(c->cell[i][j]);
+                acc[i][j] = npu_rv_f_of(c->cell[i][j]);
             }
         }
         npu_tensor_mma_steps(acc, fa, fb);
@@ -309,10 +293,10 @@ void npu_tensor_mma(NpuTile *c, const NpuTile *a, const NpuTile *b,
 /* RISC-V fmax.s: -0 < +0; one NaN operand gives the other. */
 static uint32_t npu_tensor_fmax(uint32_t x, uint32_t y)
 {
-    float a = npu_tensor_f(x), b = npu_tensor_f(y);
+    float a = npu_rv_f_of(x), b = npu_rv_f_of(y);
 
     if (isnan(a)) {
-        return isnan(b) ? NPU_CANON_NAN_S : y;
+        return isnan(b) ? RV_CANON_NAN_S : y;
     }
     if (isnan(b)) {
         return x;
@@ -326,7 +310,7 @@ static uint32_t npu_tensor_fmax(uint32_t x, uint32_t y)
 /* One element of the ops that work cell by cell. */
 static uint32_t npu_tensor_tew1(unsigned op, uint32_t x, uint32_t y)
 {
-    float a = npu_tensor_f(x), b = npu_tensor_f(y), r;
+    float a = npu_rv_f_of(x), b = npu_rv_f_of(y), r;
 
     switch (op) {
     case NPU_TEW_ADD:
@@ -370,8 +354,8 @@ void npu_tensor_tew(NpuTile *d, const NpuTile *a, const NpuTile *b,
                 if (op == NPU_TEW_ROWMAX) {
                     acc = npu_tensor_fmax(acc, a->cell[r][c]);
                 } else {
-                    acc = npu_tensor_canon(npu_tensor_f(acc) +
-                                           npu_tensor_f(a->cell[r][c]));
+                    acc = npu_tensor_canon(npu_rv_f_of(acc) +
+                                           npu_rv_f_of(a->cell[r][c]));
                 }
             }
             for (c = 0; c < DIM; c++) {

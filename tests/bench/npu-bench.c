@@ -61,6 +61,7 @@
 #define MAX_S 8
 
 #include "../common/ioctl_count.h"
+#include "../common/tune_points.h"
 
 /* Key suffix of the pass under way: "" (kernel queues) or "_uq" (user
  * queues), so both paths print side by side. */
@@ -1664,24 +1665,12 @@ static void gemm_params(npu_tune_param *p, int bf16)
 /* npu-cc's -D options of every valid point, one line each. */
 static void print_gemm_points(void)
 {
-	long v[5];
+	npu_tune_param p[5];
 
-	for (int t = 0; t < 2; t++)
-		for (unsigned a = 0; a < 3; a++)
-			for (unsigned b = 0; b < 3; b++)
-				for (unsigned k = 0; k < 3; k++)
-					for (unsigned d = 0; d < 3; d++) {
-						v[0] = gv_m[a];
-						v[1] = gv_n[b];
-						v[2] = gv_k[k];
-						v[3] = gv_depth[d];
-						v[4] = t;
-						if (gemm_point_ok(v, NULL))
-							printf("-DTILE_M=%ld -DTILE_N=%ld "
-							       "-DTILE_K=%ld -DDEPTH=%ld "
-							       "-DBF16=%ld\n", v[0], v[1],
-							       v[2], v[3], v[4]);
-					}
+	for (int t = 0; t < 2; t++) {
+		gemm_params(p, t);
+		print_tune_points(p, 5, gemm_point_ok);
+	}
 }
 
 /* A point is a corner of the space when every parameter with a choice

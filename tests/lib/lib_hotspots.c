@@ -12,7 +12,6 @@
  */
 #include "tap.h"
 
-#include <limits.h>
 #include <stdbool.h>
 
 #define N (1u << 15)	/* saxpy's elements */
@@ -88,7 +87,7 @@ int main(int argc, char **argv)
 	npu_module_t m;
 	npu_function_t body_lines;
 	npu_kernel_profile prof[8], *ps, *ps1;
-	char path[PATH_MAX + 32], want[64], got[96];
+	char want[64], got[96];
 	unsigned line[3] = { 0, 0, 0 }, *dline, hot = 0;
 	double body;
 	int other;
@@ -100,14 +99,7 @@ int main(int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	tap_need_device();
-	MUST(npu_device_get_properties(&prop, 0));
-	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
-		tap_ok(0, "the device runs user kernels");
-		return tap_done();
-	}
-	MUST(npu_module_load(&m, tap_beside_self(path, sizeof(path),
-						 "kernels/hotspots.npu")));
+	tap_need_user_module(&prop, &m, "kernels/hotspots.npu");
 	MUST(npu_module_get_function(&r.saxpy, m, "saxpy"));
 	MUST(npu_module_get_function(&r.saxpy1, m, "saxpy1"));
 	MUST(npu_module_get_function(&r.empty, m, "empty"));

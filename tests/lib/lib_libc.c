@@ -10,7 +10,6 @@
 #include "tap.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -60,7 +59,6 @@ int main(void)
 	static char text[64 * N];
 	static int errs[2 * N];
 	npu_function_t math, format, errnos, hello;
-	char path[PATH_MAX + 32];
 	uint64_t worst_exp = 0;
 	unsigned bad_sqrt = 0, bad_fma = 0, bad_copy = 0, bad_text = 0;
 	unsigned bad_errno = 0, n = N;
@@ -68,14 +66,7 @@ int main(void)
 	npu_device_prop prop;
 	npu_module_t m;
 
-	tap_need_device();
-	MUST(npu_device_get_properties(&prop, 0));
-	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
-		tap_ok(0, "the device runs user kernels");
-		return tap_done();
-	}
-	MUST(npu_module_load(&m, tap_beside_self(path, sizeof(path),
-						 "kernels/libc.npu")));
+	tap_need_user_module(&prop, &m, "kernels/libc.npu");
 	MUST(npu_module_get_function(&math, m, "math"));
 	MUST(npu_module_get_function(&format, m, "format"));
 	MUST(npu_module_get_function(&errnos, m, "errnos"));

@@ -11,7 +11,6 @@
  */
 #include "tap.h"
 
-#include <limits.h>
 #include <stdbool.h>
 
 #define CELLS	256
@@ -51,7 +50,6 @@ int main(void)
 	npu_function_t counted, loop, stream;
 	npu_kernel_roofline_profile roof[8], *rc, *rl, *rs;
 	npu_kernel_profile prof[8], *pc, *pl, *ps;
-	char path[PATH_MAX + 32];
 	float ha[CELLS], hb[CELLS], hc[CELLS];
 	float *a, *b, *c, *big;
 	unsigned nloop = LOOP_MMAS, nstream = STREAM_TILES;
@@ -61,14 +59,7 @@ int main(void)
 	char *rep, *sec;
 	double f32_peak;
 
-	tap_need_device();
-	MUST(npu_device_get_properties(&prop, 0));
-	if (!(prop.features & NPU_FEATURE_USER_KERNELS)) {
-		tap_ok(0, "the device runs user kernels");
-		return tap_done();
-	}
-	MUST(npu_module_load(&m, tap_beside_self(path, sizeof(path),
-						 "kernels/roofline.npu")));
+	tap_need_user_module(&prop, &m, "kernels/roofline.npu");
 	MUST(npu_module_get_function(&counted, m, "counted"));
 	MUST(npu_module_get_function(&loop, m, "mma_loop"));
 	MUST(npu_module_get_function(&stream, m, "stream"));

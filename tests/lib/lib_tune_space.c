@@ -11,6 +11,7 @@
  *   lib_tune_space --print-points  one line of npu-cc -D options per point
  */
 #include "tap.h"
+#include "../common/tune_points.h"
 
 #include <limits.h>
 
@@ -80,24 +81,6 @@ static npu_tune_space_config config(npu_tune_strategy_t s, unsigned budget)
 	return c;
 }
 
-static void print_points(void)
-{
-	long v[4];
-
-	for (unsigned a = 0; a < 4; a++)
-		for (unsigned b = 0; b < 4; b++)
-			for (unsigned k = 0; k < 4; k++)
-				for (unsigned p = 0; p < 5; p++) {
-					v[0] = v_tm[a];
-					v[1] = v_tn[b];
-					v[2] = v_tk[k];
-					v[3] = v_p[p];
-					if (valid(v, NULL))
-						printf("-DTM=%ld -DTN=%ld -DTK=%ld -DP=%ld\n",
-						       v[0], v[1], v[2], v[3]);
-				}
-}
-
 /* A space whose point count overflows 64 bits is refused as too large:
  * 65536^4 * 5 = 5 * 2^64 wraps to 0 in a 64-bit product. */
 static void test_point_overflow(void)
@@ -130,7 +113,7 @@ int main(int argc, char **argv)
 	int ok = 1;
 
 	if (argc == 2 && !strcmp(argv[1], "--print-points")) {
-		print_points();
+		print_tune_points(params, 4, valid);
 		return 0;
 	}
 	tap_beside_self(src, sizeof(src), "kernels/sgemm_space.c");

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -168,6 +169,23 @@ static inline void tap_need_device(void)
 		exit(tap_done() | 1);					\
 	}								\
 } while (0)
+
+/* The start of a test of user kernels: skip without a device, fill *prop,
+ * end the program with one failed test if the device runs no user kernels,
+ * then load the code object rel (beside the program) as *m. */
+static inline void tap_need_user_module(npu_device_prop *prop,
+					npu_module_t *m, const char *rel)
+{
+	char path[PATH_MAX + 32];
+
+	tap_need_device();
+	MUST(npu_device_get_properties(prop, 0));
+	if (!(prop->features & NPU_FEATURE_USER_KERNELS)) {
+		tap_ok(0, "the device runs user kernels");
+		exit(tap_done());
+	}
+	MUST(npu_module_load(m, tap_beside_self(path, sizeof(path), rel)));
+}
 
 static inline int count_fds(void)
 {

@@ -43,6 +43,18 @@
 #define TMMA(type, c, a, b) \
 	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 3, " #type ", x" #c ", x" #a ", x" #b "\n"
 
+/* tile t loaded (e32) from %2 or stored to it, rows %3 apart */
+#define TLOAD(t) \
+	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 2, x" #t ", %2, %3\n"
+#define TSTORE(t) \
+	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x" #t ", %2, %3\n"
+
+/* seq between two rdcycles (t0, t1), with p as %2 and stride as %3 */
+#define TIMED(seq) \
+	__asm__ volatile("rdcycle %0\n" seq "rdcycle %1\n" \
+			 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride) \
+			 : "memory")
+
 /* The cycles from one rdcycle to the next around a sequence on p; the
  * first rdcycle's value in *start. */
 static unsigned long timing(unsigned mode, unsigned long p,
@@ -52,29 +64,13 @@ static unsigned long timing(unsigned mode, unsigned long p,
 
 	switch (mode) {
 	case TP_TIME_MMA_ACC:
-		__asm__ volatile("rdcycle %0\n"
-				 TMMA(2, 2, 0, 1) TMMA(2, 2, 0, 1)
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x2, %2, %3\n"
-				 "rdcycle %1\n"
-				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
-				 : "memory");
+		TIMED(TMMA(2, 2, 0, 1) TMMA(2, 2, 0, 1) TSTORE(2));
 		break;
 	case TP_TIME_MMA_TYPES:
-		__asm__ volatile("rdcycle %0\n"
-				 TMMA(2, 2, 0, 1) TMMA(0, 2, 0, 1)
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x2, %2, %3\n"
-				 "rdcycle %1\n"
-				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
-				 : "memory");
+		TIMED(TMMA(2, 2, 0, 1) TMMA(0, 2, 0, 1) TSTORE(2));
 		break;
 	case TP_TIME_PORT:
-		__asm__ volatile("rdcycle %0\n"
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 2, x0, %2, %3\n"
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 2, x1, %2, %3\n"
-				 TMMA(0, 2, 0, 1)
-				 "rdcycle %1\n"
-				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
-				 : "memory");
+		TIMED(TLOAD(0) TLOAD(1) TMMA(0, 2, 0, 1));
 		break;
 	case TP_TIME_DMA:
 		__asm__ volatile("rdcycle %0\n"
@@ -95,21 +91,13 @@ static unsigned long timing(unsigned mode, unsigned long p,
 				 : "memory");
 		break;
 	case TP_TIME_TEW:
-		__asm__ volatile("rdcycle %0\n"
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 4, 6, x3, x0, x0\n"
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 4, 0, x4, x0, x1\n"
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x4, %2, %3\n"
-				 "rdcycle %1\n"
-				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
-				 : "memory");
+		TIMED(".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 4, 6, x3, x0, x0\n"
+		      ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 4, 0, x4, x0, x1\n"
+		      TSTORE(4));
 		break;
 	default:		/* TP_TIME_S8 */
-		__asm__ volatile("rdcycle %0\n"
-				 TMMA(3, 2, 0, 1) TMMA(3, 2, 0, 1) TMMA(3, 2, 0, 1)
-				 ".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x2, %2, %3\n"
-				 "rdcycle %1\n"
-				 : "=&r"(t0), "=&r"(t1) : "r"(p), "r"(stride)
-				 : "memory");
+		TIMED(TMMA(3, 2, 0, 1) TMMA(3, 2, 0, 1) TMMA(3, 2, 0, 1)
+		      TSTORE(2));
 		break;
 	}
 	*start = t0;

@@ -26,6 +26,23 @@ static void tile_in(struct smem *s, float *dst, const float *src)
 		    ROW_BYTES, ROW_BYTES, 0);
 }
 
+/* s->a and s->b into tiles 1 and 2. */
+static void ab_load(struct smem *s)
+{
+	npu_tile_load(1, s->a, ROW_BYTES, NPU_TILE_E32);
+	npu_tile_load(2, s->b, ROW_BYTES, NPU_TILE_E32);
+}
+
+/* A and B in by DMA (the barrier's first two copies), then loaded. */
+static void ab_in(struct smem *s, const float *A, const float *B)
+{
+	s->bar.count = 0;
+	tile_in(s, s->a, A);
+	tile_in(s, s->b, B);
+	npu_tdma_wait(&s->bar, 2);
+	ab_load(s);
+}
+
 static void c_out(struct smem *s, float *C, unsigned done)
 {
 	npu_tile_store(0, s->c, ROW_BYTES, NPU_TILE_E32);
@@ -38,12 +55,7 @@ NPU_KERNEL(counted, (const float *, A), (const float *, B), (float *, C))
 {
 	struct smem *s = npu_scratch();
 
-	s->bar.count = 0;
-	tile_in(s, s->a, A);
-	tile_in(s, s->b, B);
-	npu_tdma_wait(&s->bar, 2);
-	npu_tile_load(1, s->a, ROW_BYTES, NPU_TILE_E32);
-	npu_tile_load(2, s->b, ROW_BYTES, NPU_TILE_E32);
+	ab_in(s, A, B);
 	npu_mma_f32(0, 1, 2);
 	npu_mma_bf16(3, 1, 2);
 	npu_mma_bf16(3, 1, 2);
@@ -55,12 +67,7 @@ NPU_KERNEL(mma_loop, (const float *, A), (const float *, B), (float *, C),
 {
 	struct smem *s = npu_scratch();
 
-	s->bar.count = 0;
-	tile_in(s, s->a, A);
-	tile_in(s, s->b, B);
-	npu_tdma_wait(&s->bar, 2);
-	npu_tile_load(1, s->a, ROW_BYTES, NPU_TILE_E32);
-	npu_tile_load(2, s->b, ROW_BYTES, NPU_TILE_E32);
+	ab_in(s, A, B);
 	for (unsigned i = 0; i < n; i++)
 		npu_mma_f32(0, 1, 2);
 	c_out(s, C, 2);
@@ -77,8 +84,7 @@ NPU_KERNEL(stream, (const float *, A), (const float *, B), (float *, C),
 		tile_in(s, s->a, A + (unsigned long)i * NPU_TILE_CELLS);
 	tile_in(s, s->b, B);
 	npu_tdma_wait(&s->bar, n + 1);
-	npu_tile_load(1, s->a, ROW_BYTES, NPU_TILE_E32);
-	npu_tile_load(2, s->b, ROW_BYTES, NPU_TILE_E32);
+	ab_load(s);
 	npu_mma_f32(0, 1, 2);
 	c_out(s, C, n + 1);
 }
