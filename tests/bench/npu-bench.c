@@ -1594,8 +1594,9 @@ static int bench_user_kernels(void)
 		}
 		emit("sgemm_tuned_vs_naive", stats(naive_r, nt), "x",
 		     "user SGEMM 64^3: naive / tiled (tile 16, 4 threads) device time");
-		emit("sgemm_tuned_vs_builtin", stats(builtin_r, nt), "x",
-		     "user tiled SGEMM / built-in GEMM device time (report)");
+		emit("sgemm_scalar_tiled_vs_builtin", stats(builtin_r, nt), "x",
+		     "user scalar tiled SGEMM 64^3 / built-in GEMM (tensor "
+		     "engine code) device time (report)");
 		npu_free(a);
 		npu_free(b);
 		npu_free(c);
@@ -1609,7 +1610,8 @@ static int bench_user_kernels(void)
  * timing=virtual: npu_tune_space over tile sizes and pipeline depth, in
  * isolation and under the load of other candidates, at TUNE_N^3; the best
  * point's fraction of the modelled peak at PEAK_N^3 (the profiler's
- * roofline); a 512^3 f32 GEMM's host wall time. The points' code objects
+ * roofline); a 512^3 f32 GEMM's host wall time; the best f32 point against
+ * the built-in GEMM (sgemm_tuned_vs_builtin). The points' code objects
  * are built on the host (make -C tests/bench: --print-gemm-points).
  */
 #define TUNE_N		512	/* 1024^3 costs ~30 s of host time a run */
@@ -1683,15 +1685,11 @@ static int gemm_corner(const long *v, const npu_tune_param *p)
 	return 1;
 }
 
-/* One launch of point v at n^3 with the profiler: its roofline profile. */
-static int gemm_profiled(npu_module_t *m, const char *src, const long *v,
-			 struct gemm_run *r, npu_kernel_roofline_profile *out,
-			 double *host_s)
+/* Point v's code object (npu-cc, cached), loaded into *m: its kernel. */
+static int gemm_load(npu_module_t *m, const char *src, const long *v,
+		     npu_function_t *f)
 {
 	char path[PATH_MAX + 64], cmd[PATH_MAX * 2 + 256];
-	npu_function_t f;
-	size_t nr = 1;
-	double t0;
 	FILE *pp;
 
 	snprintf(cmd, sizeof(cmd), "npu-cc --cache %s "
@@ -1707,7 +1705,21 @@ static int gemm_profiled(npu_module_t *m, const char *src, const long *v,
 	pclose(pp);
 	path[strcspn(path, "\n")] = 0;
 	CK(npu_module_load(m, path));
-	CK(npu_module_get_function(&f, *m, "gemm_point"));
+	CK(npu_module_get_function(f, *m, "gemm_point"));
+	return 0;
+}
+
+/* One launch of point v at n^3 with the profiler: its roofline profile. */
+static int gemm_profiled(npu_module_t *m, const char *src, const long *v,
+			 struct gemm_run *r, npu_kernel_roofline_profile *out,
+			 double *host_s)
+{
+	npu_function_t f;
+	size_t nr = 1;
+	double t0;
+
+	if (gemm_load(m, src, v, &f))
+		return -1;
 	CK(npu_device_synchronize());
 	CK(npu_profiler_start());
 	t0 = now_us();
@@ -1717,6 +1729,134 @@ static int gemm_profiled(npu_module_t *m, const char *src, const long *v,
 	CK(npu_profiler_stop());
 	CK(npu_profile_get_roofline(out, &nr));
 	return nr == 1 ? 0 : -1;
+}
+
+/* The best tuned f32 point against the built-in GEMM (npu_launch of
+ * NPU_K_GEMM_F32, code on the compute units: lib/kernels/builtins.c) at
+ * CMP_N^3, PEAK_N unless that is past the built-in's limits
+ * (include/npu_hw.h): device times by events on one stream, the two
+ * alternating, and both C compared. The built-in and gemmTensor.c both
+ * start each element of C at +0 and add the products in k order, one
+ * fused multiply-add each (TMMA f32); the built-in then takes
+ * 1 * acc + 0 * C, exact, so the two must agree bit for bit. */
+#if PEAK_N * PEAK_N <= NPU_KERNEL_GEMM_MAX_ELEMS && \
+	PEAK_N * PEAK_N * PEAK_N <= NPU_KERNEL_GEMM_MAX_MACS
+#define CMP_N		PEAK_N
+#else
+#define CMP_N		TUNE_N
+#endif
+#define CMP_TRIALS	3
+#define BI_GEMM_COLS	64	/* columns of C per block of the built-in's
+				   code: its grid (lib/npu_builtin_code.c) */
+
+static int gemm_vs_builtin(const char *src, const long *v, void *a, void *b,
+			   void *c)
+{
+	const size_t n = CMP_N, e = n * n;
+	struct gemm_run r = { a, b, NULL, CMP_N };
+	uint64_t ga[9] = { npu_arg_ptr(a), npu_arg_ptr(b), npu_arg_ptr(c), n, n,
+			   n, 0, npu_arg_f32(1.0f), npu_arg_f32(0.0f) };
+	double tuned[CMP_TRIALS], bi[CMP_TRIALS], worst = 0;
+	float *ha, *hb, *hc, *hbi;
+	size_t i, differ = 0, first = 0;
+	int bad = 0;
+	npu_function_t f;
+	npu_module_t m;
+	char what[256];
+
+	ha = malloc(e * 4);
+	hb = malloc(e * 4);
+	hc = malloc(e * 4);
+	hbi = malloc(e * 4);
+	if (!ha || !hb || !hc || !hbi) {
+		fprintf(stderr, "npu-bench: out of memory\n");
+		return -1;
+	}
+	for (i = 0; i < e; i++) {	/* inexact sums: rounding to compare */
+		ha[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+		hb[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+	}
+	CK(npu_malloc(&r.c, e * 4));
+	CK(npu_memcpy(a, ha, e * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	CK(npu_memcpy(b, hb, e * 4, NPU_MEMCPY_HOST_TO_DEVICE));
+	CK(npu_memset(c, 0, e * 4));
+	CK(npu_memset(r.c, 0, e * 4));
+	CK(npu_device_synchronize());
+	if (gemm_load(&m, src, v, &f))
+		return -1;
+	for (int t = 0; t < CMP_TRIALS; t++) {
+		for (int k = 0; k < 2; k++) {
+			int user = (k + t) % 2 == 0;
+			float ms = -1;
+
+			CK(npu_event_record(e_s[0], s[0]));
+			if (user)
+				CK(gemm_point_launch(f, v, s[0], &r));
+			else
+				CK(npu_launch(NPU_K_GEMM_F32,
+					      npu_grid((n + BI_GEMM_COLS - 1) /
+						       BI_GEMM_COLS,
+						       (n + NPU_TILE_DIM - 1) /
+						       NPU_TILE_DIM, 1),
+					      ga, 9, s[0], NPU_LAUNCH_ASYNC));
+			CK(npu_event_record(e_e[0], s[0]));
+			CK(npu_event_synchronize(e_e[0]));
+			CK(npu_event_elapsed_time(&ms, e_s[0], e_e[0]));
+			*(user ? &tuned[t] : &bi[t]) = ms;
+		}
+	}
+	CK(npu_module_unload(m));
+	CK(npu_memcpy(hc, r.c, e * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	CK(npu_memcpy(hbi, c, e * 4, NPU_MEMCPY_DEVICE_TO_HOST));
+	npu_free(r.c);
+	for (i = 0; i < e; i++)
+		if (memcmp(&hc[i], &hbi[i], 4)) {
+			if (!differ++)
+				first = i;
+			if (fabs((double)hc[i] - hbi[i]) > worst)
+				worst = fabs((double)hc[i] - hbi[i]);
+		}
+	if (differ) {
+		snprintf(what, sizeof(what), "the tuned and built-in C differ in "
+			 "%zu of %zu elements (first %zu,%zu: %.9g against %.9g; "
+			 "largest difference %.3g): they should be bit-exact",
+			 differ, e, first / n, first % n, hc[first], hbi[first],
+			 worst);
+		bad = 1;
+	}
+	for (i = 0; i < 8 && !bad; i++) {	/* and both right */
+		size_t row = (i * 37) % n, col = (i * 91) % n, k;
+		double ref = 0, mag = 0;
+
+		for (k = 0; k < n; k++) {
+			ref += (double)ha[row * n + k] * hb[k * n + col];
+			mag += fabs((double)ha[row * n + k] * hb[k * n + col]);
+		}
+		if (fabs(ref - hc[row * n + col]) > n * 0x1p-23 * mag + 1e-6) {
+			snprintf(what, sizeof(what), "both GEMMs wrong at %zu,%zu: "
+				 "%.9g, host %.9g", row, col, hc[row * n + col], ref);
+			bad = 1;
+		}
+	}
+	free(ha);
+	free(hb);
+	free(hc);
+	free(hbi);
+	if (bad) {
+		fprintf(stderr, "npu-bench: %s\n", what);
+		emit_null("sgemm_tuned_vs_builtin", what);
+		fails++;
+		return 0;
+	}
+	snprintf(what, sizeof(what), "device time of the best tuned f32 GEMM "
+		 "(%ldx%ldx%ld, depth %ld) / the built-in gemm_f32, %u^3, "
+		 "timing=virtual, C bit-exact", v[0], v[1], v[2], v[3], CMP_N);
+	emit_ratio("sgemm_tuned_vs_builtin", tuned, bi, CMP_TRIALS, what);
+	emit("sgemm_tuned_ms", stats(tuned, CMP_TRIALS), "ms",
+	     "device time of that tuned GEMM (events)");
+	emit("sgemm_builtin_ms", stats(bi, CMP_TRIALS), "ms",
+	     "device time of the built-in gemm_f32, same size (events)");
+	return 0;
 }
 
 static int bench_tensor(void)
@@ -1823,6 +1963,9 @@ static int bench_tensor(void)
 		     "time of a 512^3 f32 GEMM on the tensor engine (128x128x16, "
 		     "depth 2)");
 	}
+	/* res[0]: the f32 search in isolation (the loop's last) */
+	if (gemm_vs_builtin(src, res[0].best, peak.a, peak.b, peak.c))
+		return -1;
 	npu_free(peak.a);
 	npu_free(peak.b);
 	npu_free(peak.c);

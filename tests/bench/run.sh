@@ -127,6 +127,9 @@ targets = [
     ("gemm_tune_loaded_differs_f32", None, None),
     ("gemm_1024_host_s_bf16", None, None), ("gemm_1024_host_s_f32", None, None),
     ("gemm_512_f32_host_s", "<=", 0.5),
+    ("sgemm_tuned_vs_builtin", "<=", 1.05),
+    ("sgemm_tuned_ms", None, None), ("sgemm_builtin_ms", None, None),
+    ("sgemm_scalar_tiled_vs_builtin", None, None),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1
 print()
