@@ -34,7 +34,9 @@ extern const unsigned char npu_kernel_lib_image[], npu_kernel_lib_end[];
 
 /* Blocks of the code kernels (lib/kernels/builtins.c's header) */
 #define BI_EW_BLOCK		4096u		/* elements per block */
-#define BI_GEMM_COLS		64u		/* columns of C per block */
+#define BI_GEMM_COLS		64u		/* columns of C per gemm thread */
+#define BI_GEMM_MAX_TX		2u		/* gemm's largest block */
+#define BI_GEMM_MAX_TY		4u
 
 static const char *const code_name[NPU_KERNEL_ARGMAX_F32 + 1] = {
 	[NPU_KERNEL_FILL_F32] = "bi_fill_f32",
@@ -275,9 +277,6 @@ static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 	case NPU_KERNEL_VADD_F32:
 	case NPU_KERNEL_RELU_GRAD_F32:
 		return npu_grid(blocks(a[3], BI_EW_BLOCK), 1, 1);
-	case NPU_KERNEL_GEMM_F32:
-		return npu_grid(blocks(a[4], BI_GEMM_COLS),
-				blocks(a[3], NPU_TILE_DIM), 1);
 	case NPU_KERNEL_BIAS_ADD_F32:
 		return npu_grid(blocks(a[3], NPU_TILE_DIM),
 				blocks(a[2], NPU_TILE_DIM), 1);
@@ -292,6 +291,27 @@ static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 	}
 }
 
+/* gemm's grid and block for arguments a: the largest block (it reads each
+ * chunk of A and B once for more of C) that still gives every unit a
+ * block, halving its rows of threads first, then its columns. */
+static void gemm_shape(uint32_t units, const uint64_t *a, npu_dim3 *grid,
+		       npu_dim3 *block)
+{
+	uint64_t m = a[3], n = a[4];
+	uint32_t tx = BI_GEMM_MAX_TX, ty = BI_GEMM_MAX_TY;
+
+	while (tx * ty > 1 && (uint64_t)blocks(n, BI_GEMM_COLS * tx) *
+	       blocks(m, NPU_TILE_DIM * ty) < units) {
+		if (ty > 1)
+			ty /= 2;
+		else
+			tx /= 2;
+	}
+	*grid = npu_grid(blocks(n, BI_GEMM_COLS * tx),
+			 blocks(m, NPU_TILE_DIM * ty), 1);
+	*block = npu_grid(tx, ty, 1);
+}
+
 npu_status_t npu_builtin_code_params(struct device *dev,
 				     const npu_kernel_node_params *in,
 				     npu_kernel_node_params *out)
@@ -304,8 +324,13 @@ npu_status_t npu_builtin_code_params(struct device *dev,
 		return st;
 	*out = *in;
 	out->function = fns[id];
-	out->grid = code_grid(id, in->args);
-	out->block = npu_grid(1, 1, 1);
+	if (id == NPU_KERNEL_GEMM_F32) {
+		gemm_shape(dev->prop.compute_units, in->args, &out->grid,
+			   &out->block);
+	} else {
+		out->grid = code_grid(id, in->args);
+		out->block = npu_grid(1, 1, 1);
+	}
 	out->scratch_bytes = 0;
 	/* the arguments are the kernels' words as they are: pointers and
 	 * sizes 8 bytes, f32 in the low 4 (NPU_KERNEL_EX's order) */

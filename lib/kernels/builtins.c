@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * builtins.c - libnpu's kernel library: the built-in kernels (enum
- * npu_kernel) as npu-cc code for the compute units. One thread per block;
- * the launcher (lib) picks the grid from the sizes:
+ * npu_kernel) as npu-cc code for the compute units. One thread per block
+ * (gemm: up to 2 x 4); the launcher (lib) picks the grid from the sizes:
  *
  *   element-wise     a block per 4096 elements (NPU_BI_EW_BLOCK): whole
  *                    tiles go through the scratchpad by tile DMA, eight
  *                    per copy, and one TEW per tile (fill: one TFILL, one
  *                    copy); the rest is scalar code with the same
  *                    operation in the same rounding
- *   gemm_f32         a block per 16x64 strip of C (four accumulator tiles
- *                    sharing each A tile): TMMA f32 over K in steps of 16,
- *                    the next A and B tiles DMA'd into the other half of
- *                    the scratchpad while the current ones multiply
+ *   gemm_f32         a thread per 16x64 strip of C (four accumulator tiles
+ *                    sharing each A tile), blocks of up to 2 x 4 threads
+ *                    sharing each chunk of A and B: TMMA f32 over K,
+ *                    the next chunk DMA'd into the other half of the
+ *                    scratchpad while the current one multiplies
  *   row-wise         a block per row (softmax), per 16 rows (argmax),
  *                    per 256 columns
  *                    (col_sum: a TEW ADD per row), one block (reduce_sum,
@@ -243,31 +244,38 @@ NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_SMALL_SCRATCH, 1, 0, (float *, x),
 /* ------------------------------------------------------------------------
  * GEMM: C = alpha * op(A) op(B) + beta * C, op(A) M x K, op(B) K x N
  *
- * A block's 16x64 strip of C takes K in chunks of 64: one copy brings the
- * chunk's A (16 x 64 of op(A)) and one its B (64 x 64), into the stage
- * the tensor engine is not reading (two stages), so that a chunk of four
- * k-tiles costs two copies. Layouts in a stage, as stored, so that each
- * copy is one 2-D copy:
- *   A      16 rows of 64 k (row 256 bytes); tile t at t*64, stride 256
- *   A^T    64 k-rows of 16 (row 64 bytes); tile t at t*1024, stride 64,
- *          loaded transposed
- *   B      64 k-rows of 64 (row 256 bytes); tile (t, q) at t*4096 + q*64,
- *          stride 256
- *   B^T    64 j-rows of 64 k (row 256 bytes); tile (t, q) at q*4096 +
- *          t*64, stride 256, loaded transposed
+ * A block of TX x TY threads (its launch's block shape, at most 2 x 4)
+ * computes 16 TY rows by 64 TX columns of C; thread (x, y) its 16x64
+ * strip at row 16 y, column 64 x, in four accumulator tiles sharing each
+ * A tile. K goes in chunks of KC (64 on a 1 x 1 block; less on larger
+ * ones, so that two stages fit): thread 0 copies a chunk's A (R = 16 TY
+ * rows of op(A)) and B (W = 64 TX columns of op(B)) into the stage the
+ * tensor engine is not reading, one 2-D copy each, and every thread
+ * multiplies from it, so that a larger block reads each chunk of memory
+ * once for more of C. Layouts in a stage, as stored:
+ *   A      R rows of KC (row KC*4 bytes); thread y's tile t at
+ *          16 y * KC*4 + t*64
+ *   A^T    KC k-rows of R (row R*4); tile at t*16 * R*4 + y*64, loaded
+ *          transposed
+ *   B      KC k-rows of W (row W*4); thread x's tile (t, q) at
+ *          t*16 * W*4 + (64 x + 16 q)*4
+ *   B^T    W j-rows of KC (row KC*4); tile at (64 x + 16 q) * KC*4 +
+ *          t*64, loaded transposed
  * A chunk whose k does not fill its last tile is zeroed first: k past K
  * then adds fma(0, 0, acc) = acc (acc is never -0), as a k-loop would not.
  * Rows of A past M and columns of B past N hold whatever was there: they
- * only reach rows and columns of C that are not stored.
+ * only reach rows and columns of C that are not stored. Each element's
+ * order is the same on every block shape: k increasing, one TMMA step.
  */
-#define GEMM_STRIP	4	/* column tiles of C per block */
+#define GEMM_STRIP	4	/* column tiles of C per thread */
 #define GEMM_COLS	(GEMM_STRIP * NPU_TILE_DIM)
-#define GEMM_KC		64	/* k per chunk */
-#define GEMM_KT		(GEMM_KC / NPU_TILE_DIM)	/* k-tiles per chunk */
-#define GEMM_A_B	(NPU_TILE_DIM * GEMM_KC * 4)	/* A bytes per stage */
-#define GEMM_B_B	(GEMM_KC * GEMM_COLS * 4)	/* B bytes per stage */
-#define GEMM_STAGE	(GEMM_A_B + GEMM_B_B)
-#define GEMM_SCRATCH	(2 * GEMM_STAGE + 64)
+#define GEMM_MAX_TX	2
+#define GEMM_MAX_TY	4
+#define GEMM_KC_MAX	64	/* k per chunk */
+#define GEMM_STAGES_B	(48 * 1024)	/* both stages */
+#define GEMM_OUT_B	(NPU_TILE_DIM * GEMM_COLS * 4)	/* a strip of C */
+#define GEMM_BARS	(1 + GEMM_MAX_TX * GEMM_MAX_TY)
+#define GEMM_SCRATCH	(GEMM_STAGES_B + GEMM_BARS * 8)
 
 struct gemm_op {
 	const float *p;
@@ -275,143 +283,123 @@ struct gemm_op {
 	int trans;		/* stored as (cols of op) x (rows of op) */
 };
 
+/* The block's part of C and its stages */
+struct gemm_block {
+	unsigned long i0, j0;	/* first row, column */
+	unsigned long ms, nw;	/* rows, columns of it within C */
+	unsigned long rows, cols;	/* R = 16 TY, W = 64 TX */
+	unsigned long kc;	/* KC */
+	unsigned long stage_b, a_b;	/* bytes of a stage, of its A */
+};
+
 static unsigned long bi_min(unsigned long a, unsigned long b)
 {
 	return a < b ? a : b;
 }
 
-/* Issue chunk k0's copies (kc of k, ms rows of op(A), nw columns of op(B))
- * into stage st; returns the count that completes them. */
-static unsigned gemm_fetch(struct npu_tdma_barrier *bar, unsigned *issued,
-			   char *st, const struct gemm_op *a,
-			   const struct gemm_op *b, unsigned long i0,
-			   unsigned long j0, unsigned long k0, unsigned long kc,
-			   unsigned long ms, unsigned long nw)
+/* Thread 0: issue the copies of the chunk at k0 (kc of k) into stage st,
+ * counted on bar. */
+static void gemm_fetch(struct npu_tdma_barrier *bar, char *st,
+		       const struct gemm_op *a, const struct gemm_op *b,
+		       const struct gemm_block *g, unsigned long k0,
+		       unsigned long kc)
 {
-	char *sa = st, *sb = st + GEMM_A_B;
+	char *sa = st, *sb = st + g->a_b;
 
 	if (kc % NPU_TILE_DIM) {
 		npu_tile_zero(7);
-		for (unsigned o = 0; o < GEMM_STAGE; o += NPU_BI_TILE_B)
+		for (unsigned long o = 0; o < g->stage_b; o += NPU_BI_TILE_B)
 			npu_tile_store(7, st + o, NPU_BI_ROW_B, NPU_TILE_E32);
 	}
 	if (a->trans)	/* kc rows of k, ms columns of i */
-		npu_tdma_2d(bar, sa, (unsigned long)(a->p + k0 * a->ld + i0),
-			    (unsigned)ms * 4, (unsigned)kc, a->ld * 4,
-			    NPU_TILE_DIM * 4, 0);
+		npu_tdma_2d(bar, sa, (unsigned long)(a->p + k0 * a->ld + g->i0),
+			    (unsigned)g->ms * 4, (unsigned)kc, a->ld * 4,
+			    (unsigned)g->rows * 4, 0);
 	else		/* ms rows of i, kc columns of k */
-		npu_tdma_2d(bar, sa, (unsigned long)(a->p + i0 * a->ld + k0),
-			    (unsigned)kc * 4, (unsigned)ms, a->ld * 4,
-			    GEMM_KC * 4, 0);
+		npu_tdma_2d(bar, sa, (unsigned long)(a->p + g->i0 * a->ld + k0),
+			    (unsigned)kc * 4, (unsigned)g->ms, a->ld * 4,
+			    (unsigned)g->kc * 4, 0);
 	if (b->trans)	/* nw rows of j, kc columns of k */
-		npu_tdma_2d(bar, sb, (unsigned long)(b->p + j0 * b->ld + k0),
-			    (unsigned)kc * 4, (unsigned)nw, b->ld * 4,
-			    GEMM_KC * 4, 0);
+		npu_tdma_2d(bar, sb, (unsigned long)(b->p + g->j0 * b->ld + k0),
+			    (unsigned)kc * 4, (unsigned)g->nw, b->ld * 4,
+			    (unsigned)g->kc * 4, 0);
 	else		/* kc rows of k, nw columns of j */
-		npu_tdma_2d(bar, sb, (unsigned long)(b->p + k0 * b->ld + j0),
-			    (unsigned)nw * 4, (unsigned)kc, b->ld * 4,
-			    GEMM_COLS * 4, 0);
-	*issued += 2;
-	return *issued;
+		npu_tdma_2d(bar, sb, (unsigned long)(b->p + k0 * b->ld + g->j0),
+			    (unsigned)g->nw * 4, (unsigned)kc, b->ld * 4,
+			    (unsigned)g->cols * 4, 0);
 }
 
-/* B's k-tile t, column tile q of a stage into t5 */
-static void gemm_load_b(const char *sb, unsigned t, unsigned q, int trans)
+/* B's k-tile t, column tile q of thread x's strip, of a stage into t5 */
+static void gemm_load_b(const char *sb, const struct gemm_block *g,
+			unsigned long t, unsigned long x, unsigned q, int trans)
 {
+	unsigned long j = x * GEMM_COLS + q * NPU_TILE_DIM;
+
 	if (trans)
-		npu_tile_load_t(5, sb + q * (NPU_TILE_DIM * GEMM_KC * 4) +
-				t * NPU_TILE_DIM * 4, GEMM_KC * 4, NPU_TILE_E32);
+		npu_tile_load_t(5, sb + j * g->kc * 4 + t * NPU_TILE_DIM * 4,
+				g->kc * 4, NPU_TILE_E32);
 	else
-		npu_tile_load(5, sb + t * (NPU_TILE_DIM * GEMM_COLS * 4) +
-			      q * NPU_TILE_DIM * 4, GEMM_COLS * 4, NPU_TILE_E32);
+		npu_tile_load(5, sb + t * NPU_TILE_DIM * g->cols * 4 + j * 4,
+			      g->cols * 4, NPU_TILE_E32);
 }
 
-NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
-	      (const float *, B), (float *, C), (unsigned long, M),
-	      (unsigned long, N), (unsigned long, K), (unsigned long, flags),
-	      (float, alpha), (float, beta))
+/* This thread's accumulators += its part of one stage's chunk (nt
+ * k-tiles, nq column tiles). */
+static void gemm_chunk(const char *cur, const struct gemm_block *g,
+		       const struct gemm_op *a, const struct gemm_op *b,
+		       unsigned long x, unsigned long y, unsigned long nt,
+		       unsigned nq)
 {
-	unsigned long i0 = (unsigned long)npu_block_y() * NPU_TILE_DIM;
-	unsigned long j0 = (unsigned long)npu_block_x() * GEMM_COLS;
-	char *sp = npu_scratch(), *cbuf = sp + GEMM_A_B;
-	struct npu_tdma_barrier *bar = (void *)(sp + 2 * GEMM_STAGE);
-	unsigned issued = bar->count, want[2] = { 0, 0 };
-	struct gemm_op a = { A, flags & NPU_GEMM_TRANS_A ? M : K,
-			     !!(flags & NPU_GEMM_TRANS_A) };
-	struct gemm_op b = { B, flags & NPU_GEMM_TRANS_B ? K : N,
-			     !!(flags & NPU_GEMM_TRANS_B) };
-	unsigned long ms, nw, chunks;
-	union { float f; unsigned u; } al = { .f = alpha }, be = { .f = beta };
-	unsigned q, nq;
+	const char *sb = cur + g->a_b;
 
-	if (i0 >= M || j0 >= N)
-		return;
-	chunks = (K + GEMM_KC - 1) / GEMM_KC;
-	ms = bi_min(M - i0, NPU_TILE_DIM);
-	nw = bi_min(N - j0, GEMM_COLS);
-	nq = (unsigned)((nw + NPU_TILE_DIM - 1) / NPU_TILE_DIM);
-	/* accumulators t0..t3 (one per column tile), A in t4, B in t5 */
-	npu_tile_zero(0);
-	npu_tile_zero(1);
-	npu_tile_zero(2);
-	npu_tile_zero(3);
-	if (chunks)
-		want[0] = gemm_fetch(bar, &issued, sp, &a, &b, i0, j0, 0,
-				     bi_min(K, GEMM_KC), ms, nw);
-	/* copies complete in any order: wait for all issued so far */
-	for (unsigned long c = 0; c < chunks; c++) {
-		char *cur = sp + (c & 1) * GEMM_STAGE, *sb = cur + GEMM_A_B;
-		unsigned long kc = bi_min(K - c * GEMM_KC, GEMM_KC);
-		unsigned nt = (unsigned)((kc + NPU_TILE_DIM - 1) / NPU_TILE_DIM);
-
-		npu_tdma_wait(bar, want[c & 1]);
-		if (c + 1 < chunks) {
-			unsigned long k1 = (c + 1) * GEMM_KC;
-
-			want[~c & 1] = gemm_fetch(bar, &issued,
-						  sp + (~c & 1) * GEMM_STAGE,
-						  &a, &b, i0, j0, k1,
-						  bi_min(K - k1, GEMM_KC), ms, nw);
+	for (unsigned long t = 0; t < nt; t++) {
+		if (a->trans)
+			npu_tile_load_t(4, cur + t * NPU_TILE_DIM * g->rows * 4 +
+					y * NPU_TILE_DIM * 4, g->rows * 4,
+					NPU_TILE_E32);
+		else
+			npu_tile_load(4, cur + y * NPU_TILE_DIM * g->kc * 4 +
+				      t * NPU_TILE_DIM * 4, g->kc * 4,
+				      NPU_TILE_E32);
+		/* tile registers are named by constants: unrolled */
+		gemm_load_b(sb, g, t, x, 0, b->trans);
+		npu_mma_f32(0, 4, 5);
+		if (nq > 1) {
+			gemm_load_b(sb, g, t, x, 1, b->trans);
+			npu_mma_f32(1, 4, 5);
 		}
-		for (unsigned t = 0; t < nt; t++) {
-			if (a.trans)
-				npu_tile_load_t(4, cur + t * NPU_BI_TILE_B,
-						NPU_TILE_DIM * 4, NPU_TILE_E32);
-			else
-				npu_tile_load(4, cur + t * NPU_TILE_DIM * 4,
-					      GEMM_KC * 4, NPU_TILE_E32);
-			/* tile registers are named by constants: unrolled */
-			gemm_load_b(sb, t, 0, b.trans);
-			npu_mma_f32(0, 4, 5);
-			if (nq > 1) {
-				gemm_load_b(sb, t, 1, b.trans);
-				npu_mma_f32(1, 4, 5);
-			}
-			if (nq > 2) {
-				gemm_load_b(sb, t, 2, b.trans);
-				npu_mma_f32(2, 4, 5);
-			}
-			if (nq > 3) {
-				gemm_load_b(sb, t, 3, b.trans);
-				npu_mma_f32(3, 4, 5);
-			}
+		if (nq > 2) {
+			gemm_load_b(sb, g, t, x, 2, b->trans);
+			npu_mma_f32(2, 4, 5);
+		}
+		if (nq > 3) {
+			gemm_load_b(sb, g, t, x, 3, b->trans);
+			npu_mma_f32(3, 4, 5);
 		}
 	}
-	/* C = alpha * acc + (beta * C, or + 0: -0 becomes +0, as before),
-	 * the strip through cbuf (16 rows of 64, as B's stage) by one copy
-	 * each way; the stages are idle now */
+}
+
+/* C = alpha * acc + (beta * C, or + 0: -0 becomes +0, as before) for a
+ * thread's strip (ms rows, nw columns at c), through its 4 KiB at out by
+ * one copy each way on its own barrier word. */
+static void gemm_store(struct npu_tdma_barrier *bar, char *out, float *c,
+		       unsigned long N, unsigned long ms, unsigned long nw,
+		       float alpha, float beta)
+{
+	union { float f; unsigned u; } al = { .f = alpha }, be = { .f = beta };
+	unsigned nq = (unsigned)((nw + NPU_TILE_DIM - 1) / NPU_TILE_DIM);
+
 	npu_tile_fill(6, al.u, NPU_TILE_E32);
 	if (beta != 0.0f) {
 		npu_tile_fill(4, be.u, NPU_TILE_E32);
-		npu_tdma_2d(bar, cbuf, (unsigned long)(C + i0 * N + j0),
-			    (unsigned)nw * 4, (unsigned)ms, N * 4, GEMM_COLS * 4,
-			    0);
-		npu_tdma_wait(bar, ++issued);
+		npu_tdma_2d(bar, out, (unsigned long)c, (unsigned)nw * 4,
+			    (unsigned)ms, N * 4, GEMM_COLS * 4, 0);
+		npu_tdma_wait(bar, 1);
 	} else {
 		npu_tile_zero(7);
 	}
-	for (q = 0; q < nq; q++) {
-		char *cq = cbuf + q * NPU_TILE_DIM * 4;
+	for (unsigned q = 0; q < nq; q++) {
+		char *cq = out + q * NPU_TILE_DIM * 4;
 
 		if (beta != 0.0f) {
 			npu_tile_load(7, cq, GEMM_COLS * 4, NPU_TILE_E32);
@@ -434,9 +422,87 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, 1, 0, (const float *, A),
 		npu_tile_add(5, 5, 7);
 		npu_tile_store(5, cq, GEMM_COLS * 4, NPU_TILE_E32);
 	}
-	npu_tdma_2d(bar, cbuf, (unsigned long)(C + i0 * N + j0), (unsigned)nw * 4,
-		    (unsigned)ms, N * 4, GEMM_COLS * 4, 1);
-	npu_tdma_wait(bar, ++issued);
+	npu_tdma_2d(bar, out, (unsigned long)c, (unsigned)nw * 4, (unsigned)ms,
+		    N * 4, GEMM_COLS * 4, 1);
+	npu_tdma_wait(bar, beta != 0.0f ? 2 : 1);
+}
+
+NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, GEMM_MAX_TX * GEMM_MAX_TY, 0,
+	      (const float *, A), (const float *, B), (float *, C),
+	      (unsigned long, M), (unsigned long, N), (unsigned long, K),
+	      (unsigned long, flags), (float, alpha), (float, beta))
+{
+	unsigned long tx = npu_bdim_x(), ty = npu_bdim_y();
+	unsigned long x = npu_thread_x(), y = npu_thread_y();
+	unsigned long tid = y * tx + x, chunks, i0, j0, ms = 0, nw = 0;
+	char *sp = npu_scratch();
+	struct npu_tdma_barrier *bars = (void *)(sp + GEMM_STAGES_B);
+	struct gemm_op a = { A, flags & NPU_GEMM_TRANS_A ? M : K,
+			     !!(flags & NPU_GEMM_TRANS_A) };
+	struct gemm_op b = { B, flags & NPU_GEMM_TRANS_B ? K : N,
+			     !!(flags & NPU_GEMM_TRANS_B) };
+	struct gemm_block g;
+	unsigned nq = 0;
+	int active;
+
+	/* the library launches at most 2 x 4 (GEMM_MAX_TX x _TY) */
+	if (tx > GEMM_MAX_TX || ty > GEMM_MAX_TY || npu_bdim_z() != 1)
+		__builtin_debugtrap();
+	g.rows = ty * NPU_TILE_DIM;
+	g.cols = tx * GEMM_COLS;
+	g.i0 = (unsigned long)npu_block_y() * g.rows;
+	g.j0 = (unsigned long)npu_block_x() * g.cols;
+	if (g.i0 >= M || g.j0 >= N)	/* the whole block */
+		return;
+	g.ms = bi_min(M - g.i0, g.rows);
+	g.nw = bi_min(N - g.j0, g.cols);
+	/* two stages in GEMM_STAGES_B, k in whole tiles */
+	g.kc = bi_min(GEMM_STAGES_B / 2 / (4 * (g.rows + g.cols)) /
+		      NPU_TILE_DIM * NPU_TILE_DIM, GEMM_KC_MAX);
+	g.a_b = g.rows * g.kc * 4;
+	g.stage_b = g.a_b + g.kc * g.cols * 4;
+	i0 = g.i0 + y * NPU_TILE_DIM;
+	j0 = g.j0 + x * GEMM_COLS;
+	active = i0 < M && j0 < N;
+	if (active) {
+		ms = bi_min(M - i0, NPU_TILE_DIM);
+		nw = bi_min(N - j0, GEMM_COLS);
+		nq = (unsigned)((nw + NPU_TILE_DIM - 1) / NPU_TILE_DIM);
+	}
+	chunks = (K + g.kc - 1) / g.kc;
+	bars[1 + tid].count = 0;
+	/* accumulators t0..t3 (one per column tile), A in t4, B in t5 */
+	npu_tile_zero(0);
+	npu_tile_zero(1);
+	npu_tile_zero(2);
+	npu_tile_zero(3);
+	if (tid == 0) {
+		bars[0].count = 0;
+		if (chunks)
+			gemm_fetch(&bars[0], sp, &a, &b, &g, 0, bi_min(K, g.kc));
+	}
+	npu_barrier();		/* the barrier words are set */
+	for (unsigned long c = 0; c < chunks; c++) {
+		char *cur = sp + (c & 1) * g.stage_b;
+		unsigned long kc = bi_min(K - c * g.kc, g.kc);
+
+		/* chunk c's two copies are the only ones in flight */
+		npu_tdma_wait(&bars[0], (unsigned)(2 * (c + 1)));
+		/* the other stage's chunk is done: every thread passed the
+		 * barrier below */
+		if (tid == 0 && c + 1 < chunks)
+			gemm_fetch(&bars[0], sp + (~c & 1) * g.stage_b, &a, &b,
+				   &g, (c + 1) * g.kc,
+				   bi_min(K - (c + 1) * g.kc, g.kc));
+		if (active)
+			gemm_chunk(cur, &g, &a, &b, x, y,
+				   (kc + NPU_TILE_DIM - 1) / NPU_TILE_DIM, nq);
+		npu_barrier();	/* every thread is done with stage c & 1 */
+	}
+	/* the stages are idle now: a strip's 4 KiB each */
+	if (active)
+		gemm_store(&bars[1 + tid], sp + tid * GEMM_OUT_B,
+			   C + i0 * N + j0, N, ms, nw, alpha, beta);
 }
 
 /* ------------------------------------------------------------------------

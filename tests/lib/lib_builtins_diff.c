@@ -96,16 +96,23 @@ static npu_status_t run_fixed(npu_kernel_t k, const uint64_t *a, unsigned n)
 }
 
 /* the library's code */
-static npu_status_t run_code(const char *name, unsigned gx, unsigned gy,
-			     void **args)
+static npu_status_t run_code_block(const char *name, unsigned gx,
+				   unsigned gy, unsigned bx, unsigned by,
+				   void **args)
 {
 	npu_function_t f;
 	npu_status_t st = npu_module_get_function(&f, mod, name);
 
 	if (st)
 		return st;
-	return npu_parallel_kernel(f, npu_grid(gx, gy, 1), npu_grid(1, 1, 1),
+	return npu_parallel_kernel(f, npu_grid(gx, gy, 1), npu_grid(bx, by, 1),
 				   0, NULL, args);
+}
+
+static npu_status_t run_code(const char *name, unsigned gx, unsigned gy,
+			     void **args)
+{
+	return run_code_block(name, gx, gy, 1, 1, args);
 }
 
 enum ew { EW_FILL, EW_SCALE, EW_VADD, EW_SAXPY, EW_RELU, EW_RELU_GRAD };
@@ -275,6 +282,40 @@ static void test_gemm(uint64_t m, uint64_t n, uint64_t k, uint64_t flags,
 	       (unsigned long long)k, flags & NPU_GEMM_TRANSPOSE_A ? " A^T" : "",
 	       flags & NPU_GEMM_TRANSPOSE_B ? " B^T" : "", alpha, beta, worst,
 	       bad);
+	/* a block of bx x by threads shares each chunk of A and B: every
+	 * shape the library may pick gives the same bits */
+	{
+		static const unsigned shape[][2] = { { 2, 1 }, { 1, 4 },
+						     { 2, 2 }, { 2, 4 } };
+		unsigned shape_bad = 0;
+		npu_status_t sst = NPU_SUCCESS;
+
+		for (size_t s = 0; s < sizeof(shape) / sizeof(shape[0]); s++) {
+			unsigned bx = shape[s][0], by = shape[s][1];
+
+			if (m && n)
+				MUST(npu_memcpy(dC, C, m * n * 4,
+						NPU_MEMCPY_HOST_TO_DEVICE));
+			if (!sst)
+				sst = run_code_block("bi_gemm_f32",
+						     blocks(n, 64 * bx),
+						     blocks(m, 16 * by), bx, by,
+						     args);
+			to_host(got, dC, m * n * 4);
+			for (uint64_t i = 0; i < m * n; i++)
+				if (!same_bits(got[i], ref[i]) && !shape_bad++)
+					tap_diag("  blocks of %ux%u: [%llu] %a, "
+						 "reference %a", bx, by,
+						 (unsigned long long)i, got[i],
+						 ref[i]);
+		}
+		tap_ok(!sst && !shape_bad, "gemm_f32 %llux%llux%llu flags %llu "
+		       "alpha %g beta %g on blocks of 2x1, 1x4, 2x2 and 2x4 "
+		       "threads: bit-identical to the host reference, %u "
+		       "differ", (unsigned long long)m, (unsigned long long)n,
+		       (unsigned long long)k, (unsigned long long)flags, alpha,
+		       beta, shape_bad);
+	}
 	npu_free(dA);
 	npu_free(dB);
 	npu_free(dC);
@@ -407,7 +448,7 @@ int main(void)
 	static const uint64_t gemm[][3] = {
 		{ 0, 5, 3 }, { 1, 1, 1 }, { 3, 4, 0 }, { 16, 16, 16 },
 		{ 17, 33, 15 }, { 40, 24, 50 }, { 64, 10, 128 }, { 5, 70, 33 },
-		{ 20, 130, 40 },
+		{ 20, 130, 40 }, { 130, 300, 70 }, { 64, 128, 96 },
 	};
 	static const uint64_t shapes[][2] = {
 		{ 1, 1 }, { 3, 10 }, { 16, 16 }, { 17, 33 }, { 64, 10 },
