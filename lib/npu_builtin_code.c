@@ -292,16 +292,19 @@ static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 }
 
 /* gemm's grid and block for arguments a: the largest block (it reads each
- * chunk of A and B once for more of C) that still gives every unit a
- * block, halving its rows of threads first, then its columns. */
-static void gemm_shape(uint32_t units, const uint64_t *a, npu_dim3 *grid,
-		       npu_dim3 *block)
+ * chunk of A and B once for more of C) whose grid still fills every
+ * thread slot of every unit (smaller GEMMs, such as the demo's, keep
+ * single-thread blocks: larger ones would leave units idle), halving its
+ * rows of threads first, then its columns. */
+static void gemm_shape(const npu_device_prop *p, const uint64_t *a,
+		       npu_dim3 *grid, npu_dim3 *block)
 {
 	uint64_t m = a[3], n = a[4];
+	uint64_t slots = (uint64_t)p->compute_units * p->unit_threads;
 	uint32_t tx = BI_GEMM_MAX_TX, ty = BI_GEMM_MAX_TY;
 
 	while (tx * ty > 1 && (uint64_t)blocks(n, BI_GEMM_COLS * tx) *
-	       blocks(m, NPU_TILE_DIM * ty) < units) {
+	       blocks(m, NPU_TILE_DIM * ty) * tx * ty < slots) {
 		if (ty > 1)
 			ty /= 2;
 		else
@@ -325,7 +328,7 @@ npu_status_t npu_builtin_code_params(struct device *dev,
 	*out = *in;
 	out->function = fns[id];
 	if (id == NPU_KERNEL_GEMM_F32) {
-		gemm_shape(dev->prop.compute_units, in->args, &out->grid,
+		gemm_shape(&dev->prop, in->args, &out->grid,
 			   &out->block);
 	} else {
 		out->grid = code_grid(id, in->args);

@@ -330,7 +330,8 @@ static void gemm_fetch(struct npu_tdma_barrier *bar, char *st,
 }
 
 /* B's k-tile t, column tile q of thread x's strip, of a stage into t5 */
-static void gemm_load_b(const char *sb, const struct gemm_block *g,
+static inline __attribute__((always_inline)) void
+gemm_load_b(const char *sb, const struct gemm_block *g,
 			unsigned long t, unsigned long x, unsigned q, int trans)
 {
 	unsigned long j = x * GEMM_COLS + q * NPU_TILE_DIM;
@@ -345,7 +346,8 @@ static void gemm_load_b(const char *sb, const struct gemm_block *g,
 
 /* This thread's accumulators += its part of one stage's chunk (nt
  * k-tiles, nq column tiles). */
-static void gemm_chunk(const char *cur, const struct gemm_block *g,
+static inline __attribute__((always_inline)) void
+gemm_chunk(const char *cur, const struct gemm_block *g,
 		       const struct gemm_op *a, const struct gemm_op *b,
 		       unsigned long x, unsigned long y, unsigned long nt,
 		       unsigned nq)
@@ -427,12 +429,13 @@ static void gemm_store(struct npu_tdma_barrier *bar, char *out, float *c,
 	npu_tdma_wait(bar, beta != 0.0f ? 2 : 1);
 }
 
-NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, GEMM_MAX_TX * GEMM_MAX_TY, 0,
-	      (const float *, A), (const float *, B), (float *, C),
-	      (unsigned long, M), (unsigned long, N), (unsigned long, K),
-	      (unsigned long, flags), (float, alpha), (float, beta))
+/* The kernel on a tx x ty block (inlined: a 1 x 1 block's strides and
+ * chunk fold to constants) */
+static inline __attribute__((always_inline)) void
+gemm_run(unsigned long tx, unsigned long ty, const float *A, const float *B,
+	 float *C, unsigned long M, unsigned long N, unsigned long K,
+	 unsigned long flags, float alpha, float beta)
 {
-	unsigned long tx = npu_bdim_x(), ty = npu_bdim_y();
 	unsigned long x = npu_thread_x(), y = npu_thread_y();
 	unsigned long tid = y * tx + x, chunks, i0, j0, ms = 0, nw = 0;
 	char *sp = npu_scratch();
@@ -445,9 +448,6 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, GEMM_MAX_TX * GEMM_MAX_TY, 0,
 	unsigned nq = 0;
 	int active;
 
-	/* the library launches at most 2 x 4 (GEMM_MAX_TX x _TY) */
-	if (tx > GEMM_MAX_TX || ty > GEMM_MAX_TY || npu_bdim_z() != 1)
-		__builtin_debugtrap();
 	g.rows = ty * NPU_TILE_DIM;
 	g.cols = tx * GEMM_COLS;
 	g.i0 = (unsigned long)npu_block_y() * g.rows;
@@ -481,7 +481,8 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, GEMM_MAX_TX * GEMM_MAX_TY, 0,
 		if (chunks)
 			gemm_fetch(&bars[0], sp, &a, &b, &g, 0, bi_min(K, g.kc));
 	}
-	npu_barrier();		/* the barrier words are set */
+	if (tx * ty > 1)
+		npu_barrier();	/* the barrier words are set */
 	for (unsigned long c = 0; c < chunks; c++) {
 		char *cur = sp + (c & 1) * g.stage_b;
 		unsigned long kc = bi_min(K - c * g.kc, g.kc);
@@ -497,12 +498,29 @@ NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, GEMM_MAX_TX * GEMM_MAX_TY, 0,
 		if (active)
 			gemm_chunk(cur, &g, &a, &b, x, y,
 				   (kc + NPU_TILE_DIM - 1) / NPU_TILE_DIM, nq);
-		npu_barrier();	/* every thread is done with stage c & 1 */
+		if (tx * ty > 1)	/* every thread is done with stage c & 1 */
+			npu_barrier();
 	}
 	/* the stages are idle now: a strip's 4 KiB each */
 	if (active)
 		gemm_store(&bars[1 + tid], sp + tid * GEMM_OUT_B,
 			   C + i0 * N + j0, N, ms, nw, alpha, beta);
+}
+
+NPU_KERNEL_EX(bi_gemm_f32, GEMM_SCRATCH, GEMM_MAX_TX * GEMM_MAX_TY, 0,
+	      (const float *, A), (const float *, B), (float *, C),
+	      (unsigned long, M), (unsigned long, N), (unsigned long, K),
+	      (unsigned long, flags), (float, alpha), (float, beta))
+{
+	unsigned long tx = npu_bdim_x(), ty = npu_bdim_y();
+
+	/* the library launches at most 2 x 4 (GEMM_MAX_TX x _TY) */
+	if (tx > GEMM_MAX_TX || ty > GEMM_MAX_TY || npu_bdim_z() != 1)
+		__builtin_debugtrap();
+	if (tx == 1 && ty == 1)
+		gemm_run(1, 1, A, B, C, M, N, K, flags, alpha, beta);
+	else
+		gemm_run(tx, ty, A, B, C, M, N, K, flags, alpha, beta);
 }
 
 /* ------------------------------------------------------------------------
