@@ -20,6 +20,7 @@
 
 #include "npu_core.h"
 #include "npu_module.h"
+#include "kernels/builtins.h"
 
 /* The code object, built by lib/Makefile ($(OUT)/npu/builtins.npu). */
 __asm__(".section .rodata.npu_kernel_lib,\"a\"\n"
@@ -31,12 +32,6 @@ __asm__(".section .rodata.npu_kernel_lib,\"a\"\n"
 	"npu_kernel_lib_end:\n"
 	".previous\n");
 extern const unsigned char npu_kernel_lib_image[], npu_kernel_lib_end[];
-
-/* Blocks of the code kernels (lib/kernels/builtins.c's header) */
-#define BI_EW_BLOCK		4096u		/* elements per block */
-#define BI_GEMM_COLS		64u		/* columns of C per gemm thread */
-#define BI_GEMM_MAX_TX		2u		/* gemm's largest block */
-#define BI_GEMM_MAX_TY		4u
 
 static const char *const code_name[NPU_KERNEL_ARGMAX_F32 + 1] = {
 	[NPU_KERNEL_FILL_F32] = "bi_fill_f32",
@@ -269,14 +264,14 @@ static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 {
 	switch (id) {
 	case NPU_KERNEL_FILL_F32:
-		return npu_grid(blocks(a[1], BI_EW_BLOCK), 1, 1);
+		return npu_grid(blocks(a[1], NPU_BI_EW_BLOCK), 1, 1);
 	case NPU_KERNEL_SCALE_F32:
 	case NPU_KERNEL_SAXPY_F32:
 	case NPU_KERNEL_RELU_F32:
-		return npu_grid(blocks(a[2], BI_EW_BLOCK), 1, 1);
+		return npu_grid(blocks(a[2], NPU_BI_EW_BLOCK), 1, 1);
 	case NPU_KERNEL_VADD_F32:
 	case NPU_KERNEL_RELU_GRAD_F32:
-		return npu_grid(blocks(a[3], BI_EW_BLOCK), 1, 1);
+		return npu_grid(blocks(a[3], NPU_BI_EW_BLOCK), 1, 1);
 	case NPU_KERNEL_BIAS_ADD_F32:
 		return npu_grid(blocks(a[3], NPU_TILE_DIM),
 				blocks(a[2], NPU_TILE_DIM), 1);
@@ -301,16 +296,16 @@ static void gemm_shape(const npu_device_prop *p, const uint64_t *a,
 {
 	uint64_t m = a[3], n = a[4];
 	uint64_t slots = (uint64_t)p->compute_units * p->unit_threads;
-	uint32_t tx = BI_GEMM_MAX_TX, ty = BI_GEMM_MAX_TY;
+	uint32_t tx = NPU_BI_GEMM_MAX_TX, ty = NPU_BI_GEMM_MAX_TY;
 
-	while (tx * ty > 1 && (uint64_t)blocks(n, BI_GEMM_COLS * tx) *
+	while (tx * ty > 1 && (uint64_t)blocks(n, NPU_BI_GEMM_COLS * tx) *
 	       blocks(m, NPU_TILE_DIM * ty) * tx * ty < slots) {
 		if (ty > 1)
 			ty /= 2;
 		else
 			tx /= 2;
 	}
-	*grid = npu_grid(blocks(n, BI_GEMM_COLS * tx),
+	*grid = npu_grid(blocks(n, NPU_BI_GEMM_COLS * tx),
 			 blocks(m, NPU_TILE_DIM * ty), 1);
 	*block = npu_grid(tx, ty, 1);
 }

@@ -28,6 +28,8 @@
 #include <math.h>
 #include <npu_kernel.h>
 
+#include "builtins.h"
+
 /* a * b + c must round twice, as the element-wise kernels always did */
 #pragma clang fp contract(off)
 
@@ -38,7 +40,6 @@
 #define NPU_BI_EW_BUF		(NPU_BI_EW_BATCH * NPU_BI_TILE_B)
 #define NPU_BI_EW_SCRATCH	(2 * NPU_BI_EW_BUF + 64)
 #define NPU_BI_SMALL_SCRATCH	(3 * NPU_BI_TILE_B + 64)
-#define NPU_BI_EW_BLOCK		(16 * NPU_BI_CHUNK)	/* elements per block */
 
 enum npu_bi_ew {
 	BI_SCALE, BI_VADD, BI_SAXPY, BI_RELU, BI_RELU_GRAD,
@@ -267,10 +268,9 @@ NPU_KERNEL_EX(bi_bias_add_f32, NPU_BI_SMALL_SCRATCH, 1, 0, (float *, x),
  * only reach rows and columns of C that are not stored. Each element's
  * order is the same on every block shape: k increasing, one TMMA step.
  */
-#define GEMM_STRIP	4	/* column tiles of C per thread */
-#define GEMM_COLS	(GEMM_STRIP * NPU_TILE_DIM)
-#define GEMM_MAX_TX	2
-#define GEMM_MAX_TY	4
+#define GEMM_COLS	NPU_BI_GEMM_COLS	/* four column tiles */
+#define GEMM_MAX_TX	NPU_BI_GEMM_MAX_TX
+#define GEMM_MAX_TY	NPU_BI_GEMM_MAX_TY
 #define GEMM_KC_MAX	64	/* k per chunk */
 #define GEMM_STAGES_B	(48 * 1024)	/* both stages */
 #define GEMM_OUT_B	(NPU_TILE_DIM * GEMM_COLS * 4)	/* a strip of C */
