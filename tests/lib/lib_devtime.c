@@ -25,24 +25,6 @@
 
 #define N (1u << 16)	/* saxpy's elements */
 
-/* The section of kernel name in rep ("  name (module): ..." and the
- * lines indented by four under it), malloc'ed. */
-static char *section(const char *rep, const char *name)
-{
-	char head[80];
-	const char *b, *e;
-
-	snprintf(head, sizeof(head), "\n  %s (", name);
-	b = rep ? strstr(rep, head) : NULL;
-	if (!b)
-		return strdup("");
-	b++;
-	for (e = strchr(b, '\n'); e && !strncmp(e, "\n    ", 5);
-	     e = strchr(e + 1, '\n'))
-		;
-	return strndup(b, e ? (size_t)(e - b) : strlen(b));
-}
-
 static double model_ms(const npu_kernel_profile *p, unsigned mhz)
 {
 	return (double)p->cycles / (mhz * 1e3);
@@ -132,8 +114,12 @@ int main(int argc, char **argv)
 		return tap_done();
 	}
 	rep = tap_profile_report();
-	sf = section(rep, "fma_chain");
-	ss = section(rep, "saxpy");
+	sf = tap_profile_section(rep, "fma_chain");
+	ss = tap_profile_section(rep, "saxpy");
+	if (!sf)
+		sf = strdup("");
+	if (!ss)
+		ss = strdup("");
 	for (const char *l = rep; l && *l;) {	/* the report, line by line */
 		const char *e = strchr(l, '\n');
 		int len = e ? (int)(e - l) : (int)strlen(l);

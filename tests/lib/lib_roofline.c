@@ -27,22 +27,6 @@ static npu_kernel_roofline_profile *find_roof(npu_kernel_roofline_profile *r,
 	return NULL;
 }
 
-/* The report's lines for kernel name, up to the next kernel (malloc'ed). */
-static char *kernel_section(const char *rep, const char *name)
-{
-	char head[80];
-	const char *b, *e;
-
-	snprintf(head, sizeof(head), "\n  %s (", name);
-	b = rep ? strstr(rep, head) : NULL;
-	if (!b)
-		return NULL;
-	for (e = strchr(b + 1, '\n'); e && !strncmp(e, "\n    ", 5);
-	     e = strchr(e + 1, '\n'))
-		;
-	return strndup(b + 1, e ? (size_t)(e - b - 1) : strlen(b + 1));
-}
-
 int main(void)
 {
 	npu_device_prop prop;
@@ -175,14 +159,14 @@ int main(void)
 	       "%.3f GB/s", rs->dma_gbps, rs->peak_gbps);
 
 	rep = tap_profile_report();
-	sec = kernel_section(rep, "mma_loop");
+	sec = tap_profile_section(rep, "mma_loop");
 	tap_diag("%s", sec ? sec : "(no mma_loop section)");
 	tap_ok(sec && strstr(sec, "tensor pipe: ") && strstr(sec, "tile DMA: ") &&
 	       strstr(sec, ": compute-bound") &&
 	       strstr(sec, "verdict: compute-bound (roofline"),
 	       "the report places mma_loop on the roofline: compute-bound");
 	free(sec);
-	sec = kernel_section(rep, "stream");
+	sec = tap_profile_section(rep, "stream");
 	tap_diag("%s", sec ? sec : "(no stream section)");
 	tap_ok(sec && strstr(sec, ": memory-bound") &&
 	       strstr(sec, "verdict: memory-bound (roofline") &&

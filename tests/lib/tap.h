@@ -127,6 +127,24 @@ static inline char *tap_profile_report(void)
 	return buf;
 }
 
+/* The lines of kernel name in a profile report ("  name (module): ..."
+ * and the lines indented by four under it), malloc'ed; NULL if absent. */
+static inline char *tap_profile_section(const char *rep, const char *name)
+{
+	char head[80];
+	const char *b, *e;
+
+	snprintf(head, sizeof(head), "\n  %s (", name);
+	b = rep ? strstr(rep, head) : NULL;
+	if (!b)
+		return NULL;
+	b++;
+	for (e = strchr(b, '\n'); e && !strncmp(e, "\n    ", 5);
+	     e = strchr(e + 1, '\n'))
+		;
+	return strndup(b, e ? (size_t)(e - b) : strlen(b));
+}
+
 /* The profile of kernel name among the n of npu_profile_get_kernels(). */
 static inline npu_kernel_profile *tap_find_kernel(npu_kernel_profile *p,
 						  size_t n, const char *name)
