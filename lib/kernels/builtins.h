@@ -16,4 +16,15 @@
 #define NPU_BI_GEMM_MAX_TX	2
 #define NPU_BI_GEMM_MAX_TY	4
 
+/* gemm_f32's flags (npu.h's NPU_GEMM_TRANSPOSE_A / _B, which the kernels
+ * cannot include): use the transpose of A / B as stored */
+#define NPU_BI_GEMM_TRANS_A	0x1
+#define NPU_BI_GEMM_TRANS_B	0x2
+
+/* Size limits of the built-ins: npu_launch() refuses larger launches
+ * (npu_builtin_check), keeping every index and product in 64 bits. */
+#define NPU_BI_MAX_ELEMS	(1ull << 24)	/* per operand */
+#define NPU_BI_GEMM_MAX_ELEMS	(1ull << 22)	/* per matrix */
+#define NPU_BI_GEMM_MAX_MACS	(1ull << 30)	/* m * n * k */
+
 #endif
