@@ -379,14 +379,29 @@ static void test_roofline(void)
 	fputs(buf, stdout);
 	{
 		/* the built-ins are profiled as the user kernels they are:
-		 * each section's verdict line, from the device's counters */
+		 * each section's roofline from the device's counters (the
+		 * tensor pipe's FLOPs over the bytes moved), and a verdict
+		 * that follows it; gemm reuses its tiles, vadd does not */
 		char *gl = strstr(buf, "\n  bi_gemm_f32 ("), *vl = strstr(buf, "\n  bi_vadd_f32 (");
-		char *ge = gl ? strstr(gl + 1, "\n  bi_") : NULL, *ve = vl ? strstr(vl + 1, "\n  bi_") : NULL;
-		char *gc = gl ? strstr(gl, "verdict: compute-bound") : NULL;
-		char *vm = vl ? strstr(vl, "verdict: memory-bound") : NULL;
+		char *gr = gl ? strstr(gl, "    roofline: ") : NULL;
+		char *vr = vl ? strstr(vl, "    roofline: ") : NULL;
+		char *gv = gl ? strstr(gl, "verdict: ") : NULL;
+		char *vv = vl ? strstr(vl, "verdict: ") : NULL;
+		double gi = -1, gridge = 0, vi = -1, vridge = 0;
 
-		tap_ok(gc && (!ge || gc < ge), "report: bi_gemm_f32 compute-bound");
-		tap_ok(vm && (!ve || vm < ve), "report: bi_vadd_f32 memory-bound");
+		if (gr)
+			sscanf(gr, "    roofline: %lf FLOP/byte (ridge %lf)", &gi, &gridge);
+		if (vr)
+			sscanf(vr, "    roofline: %lf FLOP/byte (ridge %lf)", &vi, &vridge);
+		tap_ok(gv && gi > 0 && gridge > 0 &&
+		       !strncmp(gv + 9, gi > gridge ? "compute-bound" : "memory-bound",
+				gi > gridge ? 13 : 12),
+		       "report: bi_gemm_f32 at %.2f FLOP/byte (ridge %.2f), its "
+		       "verdict follows", gi, gridge);
+		tap_ok(vv && vi >= 0 && vi < vridge &&
+		       !strncmp(vv + 9, "memory-bound", 12),
+		       "report: bi_vadd_f32 memory-bound (%.2f FLOP/byte)", vi);
+		tap_ok(gi > vi, "gemm's arithmetic intensity above vadd's");
 	}
 	tap_ok(strstr(buf, "util%") && strstr(buf, "compute units busy"),
 	       "report has engine utilization and unit occupancy");
