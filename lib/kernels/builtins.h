@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * builtins.h - the kernel library's launch shapes: what the kernels in
- * builtins.c expect of their grid and block, and what npu_builtin_code.c
- * launches them with. Tile sizes come from npu_hw.h.
+ * builtins.h - the kernel library's launch shapes, flags and size limits:
+ * what the kernels in builtins.c expect of their grid and block, and what
+ * npu_builtin_code.c launches them with and checks. Tile sizes come from
+ * npu_hw.h.
  */
 #ifndef NPU_BUILTINS_H
 #define NPU_BUILTINS_H
@@ -21,8 +22,8 @@
 #define NPU_BI_GEMM_TRANS_A	0x1
 #define NPU_BI_GEMM_TRANS_B	0x2
 
-/* Size limits of the built-ins: npu_launch() refuses larger launches
- * (npu_builtin_check), keeping every index and product in 64 bits. */
+/* Size limits of the built-ins (the device's while it ran them):
+ * npu_launch() and graph nodes refuse larger ones (npu_builtin_check). */
 #define NPU_BI_MAX_ELEMS	(1ull << 24)	/* per operand */
 #define NPU_BI_GEMM_MAX_ELEMS	(1ull << 22)	/* per matrix */
 #define NPU_BI_GEMM_MAX_MACS	(1ull << 30)	/* m * n * k */
