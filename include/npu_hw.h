@@ -550,51 +550,19 @@ struct npu_uq_event {
 #define NPU_PTE_ADDR_MASK	0x000ffffffffff000ull
 
 /* ------------------------------------------------------------------------
- * Built-in kernels ("firmware"). Arguments are in npu_pkt_launch.args;
- * pointers are device VAs, f32 scalars are passed as their bit pattern in
- * the low 32 bits. Element counts are split across blocks; the grid shape
- * only chooses how the work is divided, never the result.
+ * Diagnostic kernels of the LAUNCH packet (arguments in npu_pkt_launch.args,
+ * 64-bit each). They compute nothing: computation is LAUNCH_CODE (the
+ * built-in math is libnpu's kernel library, code like any user's). They
+ * exist for the driver's and the device's tests: a cheapest job, units
+ * busy for an exact time, a hung unit, a faulting kernel. Any other id
+ * fails BAD_KERNEL.
  */
 enum npu_kernel {
 	NPU_KERNEL_NOP = 0,		/* no args: does nothing */
-	NPU_KERNEL_FILL_F32 = 1,	/* y, n, value: y[i] = value */
-	NPU_KERNEL_SCALE_F32 = 2,	/* x, y, n, a: y[i] = a * x[i] */
-	NPU_KERNEL_VADD_F32 = 3,	/* a, b, c, n: c[i] = a[i] + b[i] */
-	NPU_KERNEL_SAXPY_F32 = 4,	/* x, y, n, a: y[i] += a * x[i] */
-	NPU_KERNEL_RELU_F32 = 5,	/* x, y, n: y[i] = max(x[i], 0) */
-	/* A, B, C, M, N, K, flags, alpha, beta:
-	 * C[MxN] = alpha * op(A)[MxK] op(B)[KxN] + beta * C, row major;
-	 * flags NPU_GEMM_TRANS_A / _B use the transpose of A / B as stored.
-	 */
-	NPU_KERNEL_GEMM_F32 = 6,
-	NPU_KERNEL_BIAS_ADD_F32 = 7,	/* x, bias, rows, cols: x[r][c] += b[c] */
-	NPU_KERNEL_REDUCE_SUM_F32 = 8,	/* x, out, n: out[0] = sum x[i] */
-	NPU_KERNEL_SOFTMAX_F32 = 9,	/* x, y, rows, cols: row-wise softmax */
-	/* dy, x, dx, n: dx[i] = x[i] > 0 ? dy[i] : 0 */
-	NPU_KERNEL_RELU_GRAD_F32 = 10,
-	/* logits, labels(u32), probs_grad, loss, rows, cols:
-	 * grad = (softmax(logits) - onehot(label)) / rows,
-	 * loss[0] = mean cross-entropy
-	 */
-	NPU_KERNEL_SOFTMAX_XENT_F32 = 11,
-	/* x, out, rows, cols: out[c] = sum_r x[r][c] (bias gradient) */
-	NPU_KERNEL_COL_SUM_F32 = 12,
-	/* x, out(u32), rows, cols: out[r] = argmax_c x[r][c] */
-	NPU_KERNEL_ARGMAX_F32 = 13,
-	/* test kernels */
 	NPU_KERNEL_TEST_SPIN = 0x100,	/* ns: occupy the units for ns */
 	NPU_KERNEL_TEST_HANG = 0x101,	/* never finishes until reset */
 	NPU_KERNEL_TEST_FAULT = 0x102,	/* va: read va (expected unmapped) */
-	NPU_KERNEL_COUNT_MARK
 };
-
-#define NPU_GEMM_TRANS_A	0x1
-#define NPU_GEMM_TRANS_B	0x2
-
-/* Size limits of the built-in kernels (a larger launch fails BAD_ARGS) */
-#define NPU_KERNEL_MAX_ELEMS		(1ull << 24)	/* per operand */
-#define NPU_KERNEL_GEMM_MAX_ELEMS	(1ull << 22)	/* per matrix */
-#define NPU_KERNEL_GEMM_MAX_MACS	(1ull << 30)	/* m * n * k */
 
 /* ------------------------------------------------------------------------
  * Compute units: the programmer's model of a LAUNCH_CODE thread (RV64G:

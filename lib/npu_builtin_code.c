@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * npu_builtin_code.c - npu_launch(): the built-in kernels (enum npu_kernel)
+ * npu_builtin_code.c - npu_launch(): the built-in kernels (npu.h's NPU_K_*)
  * run as code, libnpu's kernel library (lib/kernels/builtins.c, compiled
  * by npu-cc and embedded in libnpu.so), launched as users' kernels are.
  *
  * The library is loaded on a device at its first built-in launch and stays
- * for the process. The device's fixed-function kernels checked sizes and
- * flags before running; the code cannot refuse a launch, so the checks are
- * here (npu_builtin_check), for both paths. NPU_BUILTINS=fixed selects the
- * device's fixed-function kernels (for comparison; Documentation/lib/
- * libnpu.rst, "Kernels").
+ * for the process. The code cannot refuse a launch, so sizes and flags are
+ * checked here (npu_builtin_check). NOP and the test kernels are the
+ * device's diagnostic kernels (a LAUNCH packet; npu_hw.h).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -33,100 +31,69 @@ __asm__(".section .rodata.npu_kernel_lib,\"a\"\n"
 	".previous\n");
 extern const unsigned char npu_kernel_lib_image[], npu_kernel_lib_end[];
 
-static const char *const code_name[NPU_KERNEL_ARGMAX_F32 + 1] = {
-	[NPU_KERNEL_FILL_F32] = "bi_fill_f32",
-	[NPU_KERNEL_SCALE_F32] = "bi_scale_f32",
-	[NPU_KERNEL_VADD_F32] = "bi_vadd_f32",
-	[NPU_KERNEL_SAXPY_F32] = "bi_saxpy_f32",
-	[NPU_KERNEL_RELU_F32] = "bi_relu_f32",
-	[NPU_KERNEL_GEMM_F32] = "bi_gemm_f32",
-	[NPU_KERNEL_BIAS_ADD_F32] = "bi_bias_add_f32",
-	[NPU_KERNEL_REDUCE_SUM_F32] = "bi_reduce_sum_f32",
-	[NPU_KERNEL_SOFTMAX_F32] = "bi_softmax_f32",
-	[NPU_KERNEL_RELU_GRAD_F32] = "bi_relu_grad_f32",
-	[NPU_KERNEL_SOFTMAX_XENT_F32] = "bi_softmax_xent_f32",
-	[NPU_KERNEL_COL_SUM_F32] = "bi_col_sum_f32",
-	[NPU_KERNEL_ARGMAX_F32] = "bi_argmax_f32",
+static const char *const code_name[NPU_K_ARGMAX_F32 + 1] = {
+	[NPU_K_FILL_F32] = "bi_fill_f32",
+	[NPU_K_SCALE_F32] = "bi_scale_f32",
+	[NPU_K_VADD_F32] = "bi_vadd_f32",
+	[NPU_K_SAXPY_F32] = "bi_saxpy_f32",
+	[NPU_K_RELU_F32] = "bi_relu_f32",
+	[NPU_K_GEMM_F32] = "bi_gemm_f32",
+	[NPU_K_BIAS_ADD_F32] = "bi_bias_add_f32",
+	[NPU_K_REDUCE_SUM_F32] = "bi_reduce_sum_f32",
+	[NPU_K_SOFTMAX_F32] = "bi_softmax_f32",
+	[NPU_K_RELU_GRAD_F32] = "bi_relu_grad_f32",
+	[NPU_K_SOFTMAX_XENT_F32] = "bi_softmax_xent_f32",
+	[NPU_K_COL_SUM_F32] = "bi_col_sum_f32",
+	[NPU_K_ARGMAX_F32] = "bi_argmax_f32",
 };
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
-static int mode;		/* 1 code, 0 fixed, -1 NPU_BUILTINS unknown */
-static const char *mode_env;
 
-static void mode_read(void)
+_Static_assert(NPU_GEMM_TRANSPOSE_A == NPU_BI_GEMM_TRANS_A &&
+	       NPU_GEMM_TRANSPOSE_B == NPU_BI_GEMM_TRANS_B,
+	       "npu.h's gemm flags must be the kernel library's");
+
+/* The math kernels are the library's code; NOP and the test kernels are
+ * the device's diagnostics: NOP is the cheapest job the benchmarks and
+ * the queue tests time, and TEST_SPIN, _HANG and _FAULT model a busy,
+ * hung or faulting unit for the driver's tests (no code could spin for
+ * an exact device time or hang the unit past the job timeout as they do). */
+bool npu_builtin_coded(npu_kernel_t kernel)
 {
-	mode_env = getenv("NPU_BUILTINS");
-	if (!mode_env || !*mode_env || !strcmp(mode_env, "code"))
-		mode = 1;
-	else if (!strcmp(mode_env, "fixed"))
-		mode = 0;
-	else
-		mode = -1;
-}
-
-static npu_status_t mode_get(bool *code)
-{
-	pthread_once(&mode_once, mode_read);
-	if (mode < 0)
-		return npu_fail(NPU_ERROR_INVALID_VALUE, "NPU_BUILTINS=%s: not "
-				"\"code\" (the default) or \"fixed\"; unset it "
-				"or set one of those", mode_env);
-	*code = mode == 1;
-	return NPU_SUCCESS;
-}
-
-/* NOP and the test kernels stay on the device's path: NOP is the
- * cheapest job the benchmarks and the queue tests time, and TEST_SPIN,
- * _HANG and _FAULT model a busy, hung or faulting unit for the driver's
- * tests (no code could spin for an exact device time or hang the unit
- * past the job timeout in the same way). They go when the fixed path
- * does (stage 3). */
-static bool routed(uint32_t id)
-{
-	return id >= NPU_KERNEL_FILL_F32 && id <= NPU_KERNEL_ARGMAX_F32;
-}
-
-npu_status_t npu_builtin_routed(npu_kernel_t kernel, bool *code)
-{
-	npu_status_t st = mode_get(code);
-
-	if (!st)
-		*code = *code && routed((uint32_t)kernel);
-	return st;
+	return kernel >= NPU_K_FILL_F32 && kernel <= NPU_K_ARGMAX_F32;
 }
 
 static const char *bad_dims(uint64_t rows, uint64_t cols, uint64_t limit)
 {
 	if (rows > limit || cols > limit || rows * cols > limit)
-		return "more elements than the device's limit";
+		return "more elements than the library's limit";
 	return NULL;
 }
 
 npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a)
 {
 	const char *why = NULL;
-	unsigned long long lim = NPU_KERNEL_MAX_ELEMS;
+	unsigned long long lim = NPU_BI_MAX_ELEMS;
 
 	switch (k->id) {
-	case NPU_KERNEL_FILL_F32:
-		why = a[1] > NPU_KERNEL_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
+	case NPU_K_FILL_F32:
+		why = a[1] > NPU_BI_MAX_ELEMS ? "n is larger than the library's limit" : NULL;
 		break;
-	case NPU_KERNEL_SCALE_F32:
-	case NPU_KERNEL_SAXPY_F32:
-	case NPU_KERNEL_RELU_F32:
-	case NPU_KERNEL_REDUCE_SUM_F32:
-		why = a[2] > NPU_KERNEL_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
+	case NPU_K_SCALE_F32:
+	case NPU_K_SAXPY_F32:
+	case NPU_K_RELU_F32:
+	case NPU_K_REDUCE_SUM_F32:
+		why = a[2] > NPU_BI_MAX_ELEMS ? "n is larger than the library's limit" : NULL;
 		break;
-	case NPU_KERNEL_VADD_F32:
-	case NPU_KERNEL_RELU_GRAD_F32:
-		why = a[3] > NPU_KERNEL_MAX_ELEMS ? "n is larger than the device's limit" : NULL;
+	case NPU_K_VADD_F32:
+	case NPU_K_RELU_GRAD_F32:
+		why = a[3] > NPU_BI_MAX_ELEMS ? "n is larger than the library's limit" : NULL;
 		break;
-	case NPU_KERNEL_GEMM_F32: {
+	case NPU_K_GEMM_F32: {
 		uint64_t m = a[3], n = a[4], kk = a[5];
 
-		lim = NPU_KERNEL_GEMM_MAX_ELEMS;
-		if (a[6] & ~(uint64_t)(NPU_GEMM_TRANS_A | NPU_GEMM_TRANS_B))
+		lim = NPU_BI_GEMM_MAX_ELEMS;
+		if (a[6] & ~(uint64_t)(NPU_GEMM_TRANSPOSE_A | NPU_GEMM_TRANSPOSE_B))
 			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel gemm_f32: "
 					"unknown flags 0x%llx (NPU_GEMM_TRANSPOSE_A, "
 					"_B only)", (unsigned long long)a[6]);
@@ -135,24 +102,24 @@ npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a)
 			why = bad_dims(kk, n, lim);
 		if (!why)
 			why = bad_dims(m, n, lim);
-		if (!why && m && n && kk > NPU_KERNEL_GEMM_MAX_MACS / (m * n)) {
-			why = "M * N * K is larger than the device's limit";
-			lim = NPU_KERNEL_GEMM_MAX_MACS;
+		if (!why && m && n && kk > NPU_BI_GEMM_MAX_MACS / (m * n)) {
+			why = "M * N * K is larger than the library's limit";
+			lim = NPU_BI_GEMM_MAX_MACS;
 		}
 		break;
 	}
-	case NPU_KERNEL_BIAS_ADD_F32:
-	case NPU_KERNEL_SOFTMAX_F32:
-	case NPU_KERNEL_COL_SUM_F32:
-	case NPU_KERNEL_ARGMAX_F32:
+	case NPU_K_BIAS_ADD_F32:
+	case NPU_K_SOFTMAX_F32:
+	case NPU_K_COL_SUM_F32:
+	case NPU_K_ARGMAX_F32:
 		why = bad_dims(a[2], a[3], lim);
-		if (!why && k->id == NPU_KERNEL_ARGMAX_F32 && a[2] && !a[3])
+		if (!why && k->id == NPU_K_ARGMAX_F32 && a[2] && !a[3])
 			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel "
 					"argmax_f32: %llu rows of 0 columns have "
 					"no maximum: pass cols >= 1 (or rows 0)",
 					(unsigned long long)a[2]);
 		break;
-	case NPU_KERNEL_SOFTMAX_XENT_F32:
+	case NPU_K_SOFTMAX_XENT_F32:
 		why = bad_dims(a[4], a[5], lim);
 		if (!why && a[4] && !a[5])
 			return npu_fail(NPU_ERROR_INVALID_VALUE, "kernel "
@@ -190,7 +157,7 @@ static const char *fault_note(uint64_t entry, uint32_t cause)
 
 	if (cause == NPU_ERR_CU_BREAK &&
 	    npu_module_kernel_name(entry, name, sizeof(name)) &&
-	    !strcmp(name, code_name[NPU_KERNEL_SOFTMAX_XENT_F32]))
+	    !strcmp(name, code_name[NPU_K_SOFTMAX_XENT_F32]))
 		return "a label >= cols: fix the labels (class indices "
 		       "below cols)";
 	return NULL;
@@ -223,7 +190,7 @@ static npu_status_t lib_get(struct device *dev, npu_function_t **fns)
 						   "libnpu kernel library");
 		if (ord >= 0 && ord != cur)
 			npu_device_set(cur);
-		for (unsigned i = 0; !st && i <= NPU_KERNEL_ARGMAX_F32; i++)
+		for (unsigned i = 0; !st && i <= NPU_K_ARGMAX_F32; i++)
 			if (code_name[i])
 				st = npu_module_get_function(&dev->kernel_fn[i], m,
 							     code_name[i]);
@@ -239,9 +206,7 @@ static npu_status_t lib_get(struct device *dev, npu_function_t **fns)
 
 		snprintf(why, sizeof(why), "%s", npu_last_error_message());
 		return npu_fail(st, "libnpu's kernel library (the built-in "
-				"kernels as code) did not load: %s; "
-				"NPU_BUILTINS=fixed runs the device's "
-				"fixed-function kernels instead", why);
+				"kernels as code) did not load: %s", why);
 	}
 	*fns = dev->kernel_fn;
 	return NPU_SUCCESS;
@@ -259,27 +224,27 @@ static uint32_t blocks(uint64_t n, uint64_t per)
 	return n ? (uint32_t)((n + per - 1) / per) : 1;
 }
 
-/* The grid of a routed kernel's code for arguments a (checked). */
+/* The grid of a math kernel's code for arguments a (checked). */
 static npu_dim3 code_grid(uint32_t id, const uint64_t *a)
 {
 	switch (id) {
-	case NPU_KERNEL_FILL_F32:
+	case NPU_K_FILL_F32:
 		return npu_grid(blocks(a[1], NPU_BI_EW_BLOCK), 1, 1);
-	case NPU_KERNEL_SCALE_F32:
-	case NPU_KERNEL_SAXPY_F32:
-	case NPU_KERNEL_RELU_F32:
+	case NPU_K_SCALE_F32:
+	case NPU_K_SAXPY_F32:
+	case NPU_K_RELU_F32:
 		return npu_grid(blocks(a[2], NPU_BI_EW_BLOCK), 1, 1);
-	case NPU_KERNEL_VADD_F32:
-	case NPU_KERNEL_RELU_GRAD_F32:
+	case NPU_K_VADD_F32:
+	case NPU_K_RELU_GRAD_F32:
 		return npu_grid(blocks(a[3], NPU_BI_EW_BLOCK), 1, 1);
-	case NPU_KERNEL_BIAS_ADD_F32:
+	case NPU_K_BIAS_ADD_F32:
 		return npu_grid(blocks(a[3], NPU_TILE_DIM),
 				blocks(a[2], NPU_TILE_DIM), 1);
-	case NPU_KERNEL_SOFTMAX_F32:
+	case NPU_K_SOFTMAX_F32:
 		return npu_grid(blocks(a[2], 1), 1, 1);
-	case NPU_KERNEL_ARGMAX_F32:
+	case NPU_K_ARGMAX_F32:
 		return npu_grid(blocks(a[2], NPU_TILE_DIM), 1, 1);
-	case NPU_KERNEL_COL_SUM_F32:
+	case NPU_K_COL_SUM_F32:
 		return npu_grid(blocks(a[3], NPU_TILE_CELLS), 1, 1);
 	default:	/* reduce_sum, softmax_xent: one block */
 		return npu_grid(1, 1, 1);
@@ -322,7 +287,7 @@ npu_status_t npu_builtin_code_params(struct device *dev,
 		return st;
 	*out = *in;
 	out->function = fns[id];
-	if (id == NPU_KERNEL_GEMM_F32) {
+	if (id == NPU_K_GEMM_F32) {
 		gemm_shape(&dev->prop, in->args, &out->grid,
 			   &out->block);
 	} else {
@@ -347,7 +312,7 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 	const uint32_t g[3] = { grid.x, grid.y, grid.z };
 	struct jobctx jc;
 	npu_status_t st;
-	bool code;
+	bool code = npu_builtin_coded(kernel);
 
 	if (flags & ~(NPU_LAUNCH_SYNC | NPU_LAUNCH_SYNC_DEVICE))
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "unknown launch flags 0x%x",
@@ -366,8 +331,6 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 				"grid %ux%ux%u has a zero dimension", grid.x,
 				grid.y, grid.z);
 	st = npu_builtin_check(k, args);
-	if (!st)
-		st = npu_builtin_routed(kernel, &code);
 	if (st)
 		return st;
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */

@@ -58,7 +58,7 @@ void npu_set_last_error(npu_status_t st);	/* status only, no message */
 /* strerror for a library used from many threads (strerror_r) */
 const char *npu_strerror(int e);
 
-/* The built-in kernels (npu_builtin.c): hardware id, name, argument count. */
+/* The built-in kernels (npu_builtin.c): id (npu.h), name, argument count. */
 struct npu_kinfo {
 	uint32_t id;
 	const char *name;
@@ -66,13 +66,13 @@ struct npu_kinfo {
 };
 const struct npu_kinfo *npu_kernel_find(uint32_t id);	/* NULL: none */
 
-/* The built-in kernels as code (npu_builtin_code.c). Whether kernel runs
- * as the kernel library's code (NPU_BUILTINS; INVALID_VALUE if that is
- * neither code nor fixed); the device's size limits on k's arguments a;
- * the kernel library loaded on dev (not under dev->lock); a routed
- * kernel's params as the code's (function, grid, block), the library
- * loaded on dev. Each sets the error it returns. */
-npu_status_t npu_builtin_routed(npu_kernel_t kernel, bool *code);
+/* The built-in kernels as code (npu_builtin_code.c). Whether kernel is
+ * the kernel library's code (the math) rather than a device diagnostic;
+ * the library's size limits on k's arguments a; the kernel library loaded
+ * on dev (not under dev->lock); a math kernel's params as the code's
+ * (function, grid, block), the library loaded on dev. Each status
+ * function sets the error it returns. */
+bool npu_builtin_coded(npu_kernel_t kernel);
 npu_status_t npu_builtin_check(const struct npu_kinfo *k, const uint64_t *a);
 npu_status_t npu_builtin_load(struct device *dev);
 npu_status_t npu_builtin_code_params(struct device *dev,

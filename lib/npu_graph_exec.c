@@ -342,18 +342,14 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 	/* built-in kernel nodes run the kernel library's code: load it now,
 	 * before dev->lock (loading allocates) */
 	for (i = 0; i < g->n; i++) {
-		bool code;
-
 		if (g->nodes[i]->type != NPU_GRAPH_NODE_KERNEL ||
-		    g->nodes[i]->kp.function)
+		    g->nodes[i]->kp.function ||
+		    !npu_builtin_coded(g->nodes[i]->kp.kernel))
 			continue;
-		st = npu_builtin_routed(g->nodes[i]->kp.kernel, &code);
-		if (!st && code)
-			st = npu_builtin_load(dev);
+		st = npu_builtin_load(dev);
 		if (st)
 			return st;
-		if (code)
-			break;
+		break;
 	}
 	x = calloc(1, sizeof(*x));
 	order = calloc(g->n + 1, sizeof(*order));
@@ -428,8 +424,8 @@ npu_status_t npu_graph_instantiate(npu_graph_exec_t *out, npu_graph_t g,
 		xn->kp = n->kp;
 		if (n->type == NPU_GRAPH_NODE_KERNEL && !n->kp.function) {
 			/* a built-in kernel: as npu_launch() runs it */
-			st = npu_builtin_routed(n->kp.kernel, &xn->coded);
-			if (!st && xn->coded)
+			xn->coded = npu_builtin_coded(n->kp.kernel);
+			if (xn->coded)
 				st = npu_builtin_code_params(dev, &n->kp, &xn->kp);
 			if (st) {
 				xn->kp.function = NULL;

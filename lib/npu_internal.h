@@ -273,7 +273,7 @@ struct device {
 	/* the kernel library (npu_builtin_code.c): its module once loaded,
 	 * and its kernels by built-in id (NULL where none) */
 	struct npu_module *_Atomic kernel_lib;
-	npu_function_t kernel_fn[NPU_KERNEL_ARGMAX_F32 + 1];
+	npu_function_t kernel_fn[NPU_K_ARGMAX_F32 + 1];
 	/* errors */
 	_Atomic bool lost;		/* an ioctl failed with ENODEV: the
 					 * driver was unbound (lock-free) */

@@ -7,7 +7,7 @@
  * Every ring is an independent command processor running on its own
  * QemuThread; see npu_engine.c (packets), npu_mmu.c (address translation),
  * npu_cu.c (compute units, block dispatcher), npu_rv.c (their RV64G
- * instructions), npu_vtime.c (timing=virtual), npu_kernels.c (built-in
+ * instructions), npu_vtime.c (timing=virtual), npu_kernels.c (diagnostic
  * kernels) and npu_base.c (what they share: clock, waits, DMA, interrupts).
  * Documentation/hw/npu.rst is the description of the device seen by
  * software.
@@ -1197,7 +1197,7 @@ static void npu_class_init(ObjectClass *klass, void *data)
     k->device_id = NPU_PCI_DEVICE_ID;
     k->revision = NPU_PCI_REVISION;
     k->class_id = NPU_PCI_CLASS;
-    dc->desc = "Virtual NPU (compute and copy rings, MMU, built-in kernels)";
+    dc->desc = "Virtual NPU (compute and copy rings, MMU, compute units)";
     dc->reset = npu_qdev_reset;
     dc->vmsd = &vmstate_npu;
     device_class_set_props(dc, npu_properties);

@@ -4,9 +4,9 @@
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
  * One thread ("npu-cu") runs every compute unit. The compute rings queue
- * launches: LAUNCH_CODE (RISC-V blocks of threads) and LAUNCH (a built-in
- * kernel, computed by the ring thread, whose blocks then hold whole units
- * for their modelled time). The dispatcher places blocks on units as thread
+ * launches: LAUNCH_CODE (RISC-V blocks of threads) and LAUNCH (a
+ * diagnostic kernel, whose blocks hold whole units for their modelled
+ * time). The dispatcher places blocks on units as thread
  * slots and scratchpad free up, in launch order: a launch's blocks are all
  * placed before the next launch's, and blocks of several launches (rings,
  * contexts) share a unit.
@@ -931,7 +931,7 @@ static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
 }
 
 /*
- * A built-in kernel's blocks: each holds a whole unit for ns of wall time
+ * A diagnostic kernel's blocks: each holds a whole unit for ns of wall time
  * (its modelled duration still to run). False if the ring was reset.
  */
 bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)

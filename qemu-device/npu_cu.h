@@ -1,6 +1,6 @@
 /*
  * npu - virtual NPU PCI device: the compute units (npu_cu.c) as the
- * rings, the built-in kernels and the device's top see them.
+ * rings, the diagnostic kernels and the device's top see them.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */

@@ -303,7 +303,7 @@ typedef struct NpuDtlb {
 
 struct NpuLaunch {
     NpuRing *ring;
-    bool fixed;                 /* built-in kernel: whole-unit blocks */
+    bool fixed;                 /* diagnostic kernel: whole-unit blocks */
     int64_t fixed_ns;
 
     uint32_t flags;

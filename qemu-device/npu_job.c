@@ -3,7 +3,7 @@
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  *
- * Every command (a ring's or a user queue's packet, a built-in kernel, a
+ * Every command (a ring's or a user queue's packet, a diagnostic kernel, a
  * LAUNCH_CODE) ends here: its modelled duration is waited out, in device
  * time or on the virtual clock (npu_vtime.c), and it is accounted to its
  * ring.

@@ -1,5 +1,5 @@
 /*
- * npu - virtual NPU PCI device: LAUNCH of the built-in kernels
+ * npu - virtual NPU PCI device: LAUNCH of the diagnostic kernels
  * (npu_kernels.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later

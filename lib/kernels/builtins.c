@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * builtins.c - libnpu's kernel library: the built-in kernels (enum
- * npu_kernel) as npu-cc code for the compute units. One thread per block
+ * builtins.c - libnpu's kernel library: the built-in kernels (npu.h's
+ * NPU_K_*) as npu-cc code for the compute units. One thread per block
  * (gemm: up to 2 x 4); the launcher (lib) picks the grid from the sizes:
  *
  *   element-wise     a block per 4096 elements (NPU_BI_EW_BLOCK): whole
@@ -440,10 +440,10 @@ gemm_run(unsigned long tx, unsigned long ty, const float *A, const float *B,
 	unsigned long tid = y * tx + x, chunks, i0, j0, ms = 0, nw = 0;
 	char *sp = npu_scratch();
 	struct npu_tdma_barrier *bars = (void *)(sp + GEMM_STAGES_B);
-	struct gemm_op a = { A, flags & NPU_GEMM_TRANS_A ? M : K,
-			     !!(flags & NPU_GEMM_TRANS_A) };
-	struct gemm_op b = { B, flags & NPU_GEMM_TRANS_B ? K : N,
-			     !!(flags & NPU_GEMM_TRANS_B) };
+	struct gemm_op a = { A, flags & NPU_BI_GEMM_TRANS_A ? M : K,
+			     !!(flags & NPU_BI_GEMM_TRANS_A) };
+	struct gemm_op b = { B, flags & NPU_BI_GEMM_TRANS_B ? K : N,
+			     !!(flags & NPU_BI_GEMM_TRANS_B) };
 	struct gemm_block g;
 	unsigned nq = 0;
 	int active;

@@ -43,6 +43,7 @@
 #include "npu.h"
 #include "npu_accel.h"
 #include "npu_hw.h"
+#include "kernels/builtins.h"
 #include "kselftest.h"
 
 /* Graphs may be missing from lib/npu.h (HAVE_NPU_GRAPH comes from the
@@ -1734,13 +1735,13 @@ static int gemm_profiled(npu_module_t *m, const char *src, const long *v,
 /* The best tuned f32 point against the built-in GEMM (npu_launch of
  * NPU_K_GEMM_F32, code on the compute units: lib/kernels/builtins.c) at
  * CMP_N^3, PEAK_N unless that is past the built-in's limits
- * (include/npu_hw.h): device times by events on one stream, the two
+ * (lib/kernels/builtins.h): device times by events on one stream, the two
  * alternating, and both C compared. The built-in and gemmTensor.c both
  * start each element of C at +0 and add the products in k order, one
  * fused multiply-add each (TMMA f32); the built-in then takes
  * 1 * acc + 0 * C, exact, so the two must agree bit for bit. */
-#if PEAK_N * PEAK_N <= NPU_KERNEL_GEMM_MAX_ELEMS && \
-	PEAK_N * PEAK_N * PEAK_N <= NPU_KERNEL_GEMM_MAX_MACS
+#if PEAK_N * PEAK_N <= NPU_BI_GEMM_MAX_ELEMS && \
+	PEAK_N * PEAK_N * PEAK_N <= NPU_BI_GEMM_MAX_MACS
 #define CMP_N		PEAK_N
 #else
 #define CMP_N		TUNE_N

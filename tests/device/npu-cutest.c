@@ -907,13 +907,13 @@ static bool vt_workload(uint64_t ts_out[VT_TS], uint64_t *cycles)
 	int r;
 
 	load_kernel("memlat", 1);
-	/* ring 0: copy, GEMM-free built-in work, signal, user kernel */
+	/* ring 0: copy, a diagnostic kernel's units, signal, user kernel */
 	p.n = 0;
 	pk_sem(&p, 1, sem.va, 1);
 	pk_ts(&p, ts.va + 0 * 8);
 	pk_copy(&p, h.va, d.va, 1 << 20);
 	pk_ts(&p, ts.va + 1 * 8);
-	LAUNCH(&p, NPU_KERNEL_SCALE_F32, 4, d.va, d.va, 1 << 18, fbits(2));
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 4, 50000);
 	pk_ts(&p, ts.va + 2 * 8);
 	pk_sem(&p, 0, sem.va + 4, 1);
 	pk_launch_code(&p, &mem);

@@ -316,6 +316,24 @@ static void setup_iota(struct job *j, unsigned T, unsigned B)
 	j->l.args[2] = 7;
 }
 
+static void setup_vadd(struct job *j, unsigned T, unsigned B)
+{
+	enum { N = 1000 };
+	struct buf a = alloc_buf(4 * N, 1, 1);
+	struct buf c = out_buf(j, "c", 4 * N);
+	float x[N];
+
+	(void)T, (void)B;
+	for (int i = 0; i < N; i++)
+		x[i] = (float)i * 0.5f - 100.25f;
+	buf_write(&a, 0, x, sizeof(x));
+	j->l.nargs = 4;
+	j->l.args[0] = a.va;
+	j->l.args[1] = a.va;
+	j->l.args[2] = c.va;
+	j->l.args[3] = N;
+}
+
 static void setup_isa_atomic(struct job *j, unsigned T, unsigned B)
 {
 	/* struct atom of kernels/isa_atomic.c: min32, max32 start at the
@@ -611,6 +629,7 @@ static const struct kernel kernels[] = {
 	{ .name = "printf", .setup = setup_printf },
 	{ .name = "spin", .setup = setup_spin },
 	{ .name = "tensor_prog", .setup = setup_tensor_prog },
+	{ .name = "vadd", .setup = setup_vadd },
 };
 #define NKERNELS (sizeof(kernels) / sizeof(kernels[0]))
 

@@ -885,18 +885,16 @@ static void emit_valid_packet(struct cmdgen *g)
 		dw(g, 7);
 		qw(g, va);
 		return;
-	case 5:	/* a short built-in kernel over len / 4 floats */
+	case 5:	/* a diagnostic kernel holding 1-4 units for a few us */
 		if (!ok)
 			break;
-		dw(g, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * 3));
-		dw(g, NPU_KERNEL_FILL_F32);
+		dw(g, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * 1));
+		dw(g, NPU_KERNEL_TEST_SPIN);
 		dw(g, 1 + below(4));
 		dw(g, 1);
 		dw(g, 1);
-		dw(g, 3);
-		qw(g, va);
-		qw(g, len / 4);
-		qw(g, npu_bits(1.5f));
+		dw(g, 1);
+		qw(g, 1000 + below(9000));
 		return;
 	case 6:	/* a short spin */
 		dw(g, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2));
@@ -957,7 +955,8 @@ static void emit_bad_packet(struct cmdgen *g)
 		i = chance(80) ? below(NPU_LAUNCH_MAX_ARGS + 1) :
 		    NPU_LAUNCH_MAX_ARGS + 1 + below(2);
 		dw(g, NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * i));
-		dw(g, chance(50) ? below(NPU_KERNEL_ARGMAX_F32 + 1) :
+		/* 0..15: NOP and unknown ids (the former math kernels) */
+		dw(g, chance(50) ? below(16) :
 		   (chance(50) ? NPU_KERNEL_TEST_FAULT : (uint32_t)rnd()));
 		dw(g, chance(80) ? 1 : (uint32_t)rnd());
 		dw(g, chance(80) ? 1 : below(3));

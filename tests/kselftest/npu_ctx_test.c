@@ -29,6 +29,7 @@
 #define CMD_VA		0x1000000000ull	/* 64 GiB: the command buffer */
 #define CTL_VA		0x1800000000ull	/* started word, gate word */
 #define DATA_VA		0x2000000000ull
+#define CODE_VA		0x2800000000ull
 #define DATA2_VA	0x3000000000ull
 #define DATA3_VA	0x3800000000ull
 
@@ -950,18 +951,25 @@ TEST_F(ctx, bo_map_fixed_across_table_boundaries)
 	ASSERT_EQ(p[size2 - 1], 0x44);
 }
 
-/* Kernels translate their arguments in the queue's context too. */
+/* Kernels run in the queue's context too: their code and arguments. */
 TEST_F(ctx, launch_in_ctx)
 {
 	const int n = 10000;
-	struct npu_bo a, b, c;
+	struct npu_bo code, a, b, c;
 	float *pa, *pb, *pc;
 	uint64_t args[4];
 	struct xctx x;
 	int i;
 
+	if (!(npu_param(self->fd, DRM_NPU_PARAM_FEATURES) &
+	      DRM_NPU_FEATURE_USER_CODE))
+		SKIP(return, "no user code on this device");
 	ASSERT_EQ(xctx_new(self->fd, &self->cmd, DRM_NPU_RING_KIND_COMPUTE, 0,
 			   &x), 0);
+	ASSERT_EQ(npu_bo_new(self->fd, 4096, 0, &code), 0);
+	memcpy(code.map, npu_code_vadd_f32, sizeof(npu_code_vadd_f32));
+	ASSERT_EQ(map_at(self->fd, code.handle, x.id, CODE_VA,
+			 DRM_NPU_BO_MAP_READ_ONLY), 0);
 	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &a), 0);
 	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &b), 0);
 	ASSERT_EQ(npu_bo_new(self->fd, n * 4, 0, &c), 0);
@@ -981,7 +989,7 @@ TEST_F(ctx, launch_in_ctx)
 	args[1] = DATA2_VA;
 	args[2] = DATA3_VA;
 	args[3] = n;
-	npu_emit_launch(&self->cmd, NPU_KERNEL_VADD_F32, 4, 4, args);
+	npu_emit_launch_code(&self->cmd, CODE_VA, 1, 1, 4, args);
 	ASSERT_EQ(run_ctx(self->fd, &self->cmd, x.q, self->so), 0);
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(pc[i], pa[i] + pb[i]);

@@ -333,6 +333,25 @@ static inline void npu_emit_launch(struct npu_cmd *c, uint32_t kernel,
 		npu_cmd_q(c, args[i]);
 }
 
+/*
+ * RV64G code for LAUNCH_CODE (assembled with llvm-mc -triple=riscv64 at 0):
+ * c[i] = a[i] + b[i] for i < n, one thread (a0 = a, a1 = b, a2 = c, a3 = n),
+ * fadd.s rounding to nearest even: the host's a + b bit for bit.
+ */
+static const uint32_t npu_code_vadd_f32[] = {
+	0x02068463,	/* loop: beqz a3, end */
+	0x00052007,	/* flw ft0, 0(a0) */
+	0x0005a087,	/* flw ft1, 0(a1) */
+	0x00100053,	/* fadd.s ft0, ft0, ft1, rne */
+	0x00062027,	/* fsw ft0, 0(a2) */
+	0x00450513,	/* addi a0, a0, 4 */
+	0x00458593,	/* addi a1, a1, 4 */
+	0x00460613,	/* addi a2, a2, 4 */
+	0xfff68693,	/* addi a3, a3, -1 */
+	0xfddff06f,	/* j loop */
+	0x00008067,	/* end: ret */
+};
+
 /* LAUNCH_CODE of RISC-V code at entry over gx blocks of bx threads. */
 static inline void npu_emit_launch_code(struct npu_cmd *c, uint64_t entry,
 					uint32_t gx, uint32_t bx,

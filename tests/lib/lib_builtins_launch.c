@@ -4,22 +4,17 @@
  * kernel library (the code of lib/kernels/builtins.c embedded in
  * libnpu.so), and so do graph nodes and stream capture:
  *   - results bit for bit as the host reference of the code's order
- *     (tests/common/npu_builtin_ref.h): gemm with each transpose, whose
- *     fused multiply-adds the device's fixed-function kernel does not
- *     make, col_sum, reduce_sum, argmax, vadd;
+ *     (tests/common/npu_builtin_ref.h): gemm with each transpose (its
+ *     fused multiply-adds), col_sum, reduce_sum, argmax, vadd;
  *   - a graph node and a captured launch give the same bits;
- *   - the device's argument limits, now the library's: sizes, flags,
- *     rows without columns; an out-of-range label stops the code and the
- *     error says so; npu_device_reset recovers;
- *   - NPU_BUILTINS: an unknown value is refused by name (a child run),
- *     NPU_BUILTINS=fixed gives the fixed-function kernel's gemm.
+ *   - the library's argument limits: sizes, flags, rows without
+ *     columns; an out-of-range label stops the code and the error says
+ *     so; npu_device_reset recovers.
  */
 #include "tap.h"
 #include "../common/npu_builtin_ref.h"
 
 #include <math.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static unsigned rng = 4242;
 
@@ -231,7 +226,7 @@ static void test_checks(void)
 	gemm_args(a, d, d, d, 0);
 	a[3] = 1 << 12, a[4] = 1 << 12, a[5] = 1 << 8;
 	refused(NPU_K_GEMM_F32, a, 9, "gemm of 2^12 x 2^12 x 2^8",
-		"device's limit");
+		"library's limit");
 	a[0] = npu_arg_ptr(d), a[1] = npu_arg_ptr(d), a[2] = 3, a[3] = 0;
 	refused(NPU_K_ARGMAX_F32, a, 4, "argmax of 3 rows of 0 columns",
 		"cols >= 1");
@@ -272,74 +267,17 @@ static void test_checks(void)
 	npu_free(d), npu_free(dl), npu_free(dg), npu_free(dloss), npu_free(dlab);
 }
 
-/* The child: one gemm under the NPU_BUILTINS its parent set. Exit 0: as
- * the code's order; 1: differs; 2: npu_launch refused with NPU_BUILTINS
- * named; 3: anything else. */
-static int child(void)
+int main(void)
 {
-	void *A = dev_copy(hA, sizeof(hA)), *B = dev_copy(hB, sizeof(hB));
-	void *C = dev_copy(hC, sizeof(hC));
-	float want[M * N], got[M * N];
-	uint64_t a[9];
-	npu_status_t st;
-
-	gemm_args(a, A, B, C, 0);
-	st = npu_launch(NPU_K_GEMM_F32, npu_grid(1, 1, 1), a, 9, NULL,
-			NPU_LAUNCH_SYNC_DEVICE);
-	if (st == NPU_ERROR_INVALID_VALUE &&
-	    strstr(npu_last_error_message(), "NPU_BUILTINS"))
-		return 2;
-	if (st)
-		return 3;
-	memcpy(want, hC, sizeof(want));
-	npu_ref_gemm_f32(hA, hB, want, M, N, K, 0, 0.5f, -2.0f);
-	MUST(npu_memcpy(got, C, sizeof(got), NPU_MEMCPY_DEVICE_TO_HOST));
-	return differ(got, want, M * N) ? 1 : 0;
-}
-
-static int run_child(const char *self, const char *env)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		setenv("NPU_BUILTINS", env, 1);
-		execl(self, self, "--child", (char *)NULL);
-		_exit(4);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
-int main(int argc, char **argv)
-{
-	char self[4096];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	int rc;
-
-	self[len > 0 ? len : 0] = 0;
 	for (size_t i = 0; i < M * K; i++)
 		hA[i] = rnd_f();
 	for (size_t i = 0; i < K * N; i++)
 		hB[i] = rnd_f();
 	for (size_t i = 0; i < M * N; i++)
 		hC[i] = rnd_f();
-	if (argc > 1 && !strcmp(argv[1], "--child"))
-		return child();
-	unsetenv("NPU_BUILTINS");
 	tap_need_device();
 	test_gemm();
 	test_others();
 	test_checks();
-	rc = run_child(self, "bogus");
-	tap_ok(rc == 2, "NPU_BUILTINS=bogus: npu_launch refuses, naming the "
-	       "variable (child exit %d)", rc);
-	rc = run_child(self, "code");
-	tap_ok(rc == 0, "NPU_BUILTINS=code: the code's order (child exit %d)",
-	       rc);
-	rc = run_child(self, "fixed");
-	tap_ok(rc == 1, "NPU_BUILTINS=fixed: the fixed-function kernel, whose "
-	       "rounded products differ from the code's (child exit %d)", rc);
 	return tap_done();
 }
