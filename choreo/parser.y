@@ -657,6 +657,7 @@ span_decl
 		for (i = 0; i < $$->nkids; i++) {
 			set_span_type(&$$->kids[i]->type, $2, $4);
 			$$->kids[i]->flag = ST_LOCAL;
+			$$->kids[i]->ival = 1;	/* named in mma's messages */
 		}
 	}
 	;

@@ -2083,6 +2083,11 @@ static struct sym *mma_frag(struct node *e, bool assign)
 		diag_error(e->loc, "not supported yet: an mma fragment that is not "
 			   "a plain name");
 	s = lookup(e->name);
+	if (s && s->kind == SY_SPAN && s->decl && s->decl->kind == N_SPANDECL &&
+	    s->decl->ival == 1)
+		diag_error(e->loc, "not supported yet: a declared frag ('%s') as an "
+			   "mma operand (mma.fill, mma.load and mma give tile "
+			   "registers)", e->name);
 	if (s && s->kind != SY_FRAG)
 		diag_error(e->loc, "type mismatch: '%s' is not an mma fragment", e->name);
 	if (!s && !assign)
