@@ -660,6 +660,14 @@ span_decl
 			$$->kids[i]->ival = 1;	/* named in mma's messages */
 		}
 	}
+	| FRAG '.' {
+		diag_error(L(@1), "not supported yet: frag.T (arrays of mma "
+			   "fragments)");
+	}
+	| FRAG IDENT {
+		diag_error(L(@2), "not supported yet: a frag without an element "
+			   "type (arrays of mma fragments)");
+	}
 	;
 
 span_items
