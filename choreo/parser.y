@@ -430,6 +430,11 @@ stmt
 		$$ = mma_stmt(@1, MMA_EXEC, $4, $6, $8, NULL);
 		$$->ival = $2 | !$3 << 1;
 	}
+	| MMA LOAD {
+		/* WGMMA's RS mode: mma.load src, frag */
+		diag_error(L(@2), "not supported yet: mma.load into a declared "
+			   "frag");
+	}
 	| MMA STORE transp_opt expr ',' expr ';' {
 		$$ = mma_stmt(@1, MMA_STORE, $4, $6, NULL, NULL);
 		$$->ival = $3;
