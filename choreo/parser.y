@@ -220,6 +220,7 @@ static void set_scalar_type(struct type *t, int elem)
 
 %token CO "__co__" AUTO "auto" VOID "void" INT "int" BOOL "bool" MUTABLE "mutable"
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
+%token APPLY "apply" FRAG "frag"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
 %token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
 %token TRANSP ".transp" PAD ".pad" STEP ".step" SWIZ ".swiz"
@@ -259,6 +260,7 @@ static void set_scalar_type(struct type *t, int elem)
 %left SHL SHR
 %left '+' '-'
 %left '*' '/' '%'
+%left '#'
 %precedence UNARY
 
 %%
@@ -427,6 +429,11 @@ stmt
 	| MMA mma_layout mma_layout expr ',' expr ',' expr ';' {
 		$$ = mma_stmt(@1, MMA_EXEC, $4, $6, $8, NULL);
 		$$->ival = $2 | !$3 << 1;
+	}
+	| MMA LOAD {
+		/* WGMMA's RS mode: mma.load src, frag */
+		diag_error(L(@2), "not supported yet: mma.load into a declared "
+			   "frag");
 	}
 	| MMA STORE transp_opt expr ',' expr ';' {
 		$$ = mma_stmt(@1, MMA_STORE, $4, $6, NULL, NULL);
@@ -644,6 +651,27 @@ span_decl
 			set_span_type(&$$->kids[i]->type, $2, $4);
 			$$->kids[i]->flag = $1;
 		}
+	}
+	| FRAG ETYPE '[' dims ']' span_items {
+		int i;
+
+		/* a fragment: data of the thread that declares it, held whole
+		 * by it (the npu's threads share no register file to spread
+		 * it over), so local data */
+		$$ = $6;
+		for (i = 0; i < $$->nkids; i++) {
+			set_span_type(&$$->kids[i]->type, $2, $4);
+			$$->kids[i]->flag = ST_LOCAL;
+			$$->kids[i]->ival = 1;	/* named in mma's messages */
+		}
+	}
+	| FRAG '.' {
+		diag_error(L(@1), "not supported yet: frag.T (arrays of mma "
+			   "fragments)");
+	}
+	| FRAG IDENT {
+		diag_error(L(@2), "not supported yet: a frag without an element "
+			   "type (arrays of mma fragments)");
 	}
 	;
 
@@ -953,7 +981,12 @@ with
 	;
 
 foreach
-	: FOREACH withins unroll_opt stmts_block {
+	/* apply {i, j} in x.span: every element of a fragment, a foreach */
+	: APPLY withins stmts_block {
+		$$ = mk2(N_FOREACH, @1, NULL, $2, $3);
+		$$->flag = 1;
+	}
+	| FOREACH withins unroll_opt stmts_block {
 		$$ = mk2(N_FOREACH, @1, NULL, $2, $4);
 		$$->flag = 1;
 		$$->ival = $3;
@@ -1167,6 +1200,7 @@ expr
 	| expr '+' expr		{ $$ = mk2(E_BINARY, @2, "+", $1, $3); }
 	| expr '-' expr		{ $$ = mk2(E_BINARY, @2, "-", $1, $3); }
 	| expr '*' expr		{ $$ = mk2(E_BINARY, @2, "*", $1, $3); }
+	| expr '#' expr		{ $$ = mk2(E_BINARY, @2, "#", $1, $3); }
 	| expr '/' expr		{ $$ = mk2(E_BINARY, @2, "/", $1, $3); }
 	| expr '%' expr		{ $$ = mk2(E_BINARY, @2, "%", $1, $3); }
 	;

@@ -197,6 +197,11 @@ bool const_eval(const struct node *e, long long *v)
 	case E_UBOUND:
 		return e->kids[0]->sym && e->kids[0]->sym->ubound &&
 		       const_eval(e->kids[0]->sym->ubound, v);
+	case E_ID:	/* an immutable int set once by a constant: `int M = 16` */
+		return e->sym && e->sym->kind == SY_VAR && !e->sym->mutable_ &&
+		       e->sym->type.kind == TY_SCALAR && e->sym->type.elem == EL_INT &&
+		       e->sym->decl && e->sym->decl->kind == N_DECL &&
+		       e->sym->decl->nkids == 1 && const_eval(e->sym->decl->kids[0], v);
 	case E_BINARY:
 		if (!const_eval(e->kids[0], &a) || !const_eval(e->kids[1], &b))
 			return false;
@@ -591,6 +596,41 @@ static struct type check_expr(struct node *e)
 	return t;
 }
 
+/*
+ * p # q, Choreo's index composition: the bounded variable p * #q + q,
+ * whose bound is #p * #q (q's chunks inside each of p's; not
+ * commutative). e becomes that arithmetic; the bound is returned, not
+ * checked yet. The operands are bounded variables or compositions.
+ */
+static struct node *compose_index(struct node *e)
+{
+	struct node *lb, *rb, *mul, *bound;
+	struct sym *v;
+
+	if (e->kind == E_BINARY && !strcmp(e->name, "#")) {
+		lb = compose_index(e->kids[0]);
+		rb = compose_index(e->kids[1]);
+		mul = node_new(E_BINARY, e->loc);
+		mul->name = xstrdup("*");
+		node_add(mul, e->kids[0]);
+		node_add(mul, node_clone(rb));
+		e->kids[0] = mul;
+		e->name = xstrdup("+");
+		bound = node_new(E_BINARY, e->loc);
+		bound->name = xstrdup("*");
+		node_add(bound, lb);
+		node_add(bound, rb);
+		return bound;
+	}
+	v = e->kind == E_ID ? lookup(e->name) : NULL;
+	if (!v || !v->ubound)
+		diag_error(e->loc, "type mismatch: '#' composes bounded variables "
+			   "(p # q)");
+	bound = node_new(E_UBOUND, e->loc);
+	node_add(bound, node_clone(e));
+	return bound;
+}
+
 static struct node *find_func(const char *name)
 {
 	int i;
@@ -827,6 +867,8 @@ static struct type check_expr_inner(struct node *e)
 		t = a.elem == EL_BOOL && b.elem == EL_BOOL ? a : arith(a, b);
 		break;
 	case E_BINARY:
+		if (!strcmp(e->name, "#"))
+			compose_index(e);	/* now p * #q + q */
 		a = check_expr(e->kids[0]);
 		want_numeric(e->kids[0], a);
 		b = check_expr(e->kids[1]);
@@ -2041,6 +2083,11 @@ static struct sym *mma_frag(struct node *e, bool assign)
 		diag_error(e->loc, "not supported yet: an mma fragment that is not "
 			   "a plain name");
 	s = lookup(e->name);
+	if (s && s->kind == SY_SPAN && s->decl && s->decl->kind == N_SPANDECL &&
+	    s->decl->ival == 1)
+		diag_error(e->loc, "not supported yet: a declared frag ('%s') as an "
+			   "mma operand (mma.fill, mma.load and mma give tile "
+			   "registers)", e->name);
 	if (s && s->kind != SY_FRAG)
 		diag_error(e->loc, "type mismatch: '%s' is not an mma fragment", e->name);
 	if (!s && !assign)
@@ -2371,7 +2418,7 @@ static struct type check_view_of(struct node *e)
 	rank = s->type.rank;
 	if (e->flag == VIEW_CHUNKAT) {
 		for (i = 0; i < ix->nkids; i++) {
-			struct node *a = ix->kids[i];
+			struct node *a = ix->kids[i], *ub;
 			struct sym *v;
 			int n = 1;
 
@@ -2382,6 +2429,17 @@ static struct type check_view_of(struct node *e)
 				node_add(nix, int_node(a->loc, 0));
 				continue;
 			}
+			if (a->kind == E_BINARY && !strcmp(a->name, "#")) {
+				/* p # q: one index, #p * #q chunks */
+				if (nix->nkids >= rank)
+					break;
+				ub = compose_index(a);
+				check_expr(ub);
+				check_expr(a);
+				node_add(nsizes, ub);
+				node_add(nix, a);
+				continue;
+			}
 			if (a->kind != E_ID)
 				diag_error(a->loc, "type mismatch: chunkat needs bounded "
 					   "variables or '_'");
@@ -2389,7 +2447,7 @@ static struct type check_view_of(struct node *e)
 			if (v && v->kind == SY_TUPLE)
 				n = v->type.rank;
 			for (k = 0; k < n; k++) {
-				struct node *id = node_new(E_ID, a->loc), *ub;
+				struct node *id = node_new(E_ID, a->loc);
 
 				id->name = v && v->kind == SY_TUPLE ? v->elems[k]->name :
 					   a->name;
@@ -2644,6 +2702,185 @@ static void check_shape_decl(struct node *d)
 	d->sym = sy;
 }
 
+/* the fragment statements copy, reduce_sum and reduce_max, written out as
+ * foreach loops (below) */
+static struct node *fb_node(enum node_kind k, struct loc loc, const char *name)
+{
+	struct node *n = node_new(k, loc);
+
+	n->name = name ? xstrdup(name) : NULL;
+	return n;
+}
+
+static struct node *fb_bin(struct loc loc, const char *op, struct node *a,
+			   struct node *b)
+{
+	struct node *n = fb_node(E_BINARY, loc, op);
+
+	node_add(n, a);
+	node_add(n, b);
+	return n;
+}
+
+static struct node *fb_span(struct loc loc, const char *data, int k)
+{
+	struct node *n = fb_node(E_SPAN, loc, data);
+
+	n->ival = k;
+	return n;
+}
+
+static struct node *fb_loopvar(struct loc loc, int k)
+{
+	char name[24];
+
+	snprintf(name, sizeof(name), "__frag%d", k);
+	return fb_node(E_ID, loc, name);
+}
+
+/* data.at(...) of the index expressions in ix (taken) */
+static struct node *fb_at(struct loc loc, const char *data, struct node *ix)
+{
+	struct node *n = fb_node(E_AT, loc, data);
+	int i;
+
+	for (i = 0; i < ix->nkids; i++)
+		node_add(n, ix->kids[i]);
+	return n;
+}
+
+/* foreach {__frag<k> for k in dims} in [data.span(k)...] { body } */
+static struct node *fb_foreach(struct loc loc, const char *data, const int *dims,
+			       int n, struct node *body)
+{
+	struct node *w = node_new(N_WITHIN, loc), *names = node_new(N_BLOCK, loc);
+	struct node *bounds = node_new(N_BLOCK, loc), *ws = node_new(N_BLOCK, loc);
+	struct node *f = node_new(N_FOREACH, loc);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		node_add(names, fb_loopvar(loc, dims[i]));
+		node_add(bounds, fb_span(loc, data, dims[i]));
+	}
+	node_add(w, names);
+	node_add(w, bounds);
+	node_add(ws, w);
+	node_add(f, ws);
+	node_add(f, body);
+	f->flag = 1;
+	return f;
+}
+
+/*
+ * copy(dst, src), reduce_sum(dst, src, d), reduce_max(dst, src, d) of
+ * fragments (Croqtile's mma.md, "Fragment Reductions"; co-mock's
+ * cute_frag_ops): copy sets dst's elements to src's, both in row-major
+ * order; a reduction folds src along its dimension d and writes the
+ * results in row-major order into dst, which has that many elements (a
+ * lower rank, or the same rank with dimension d of 1). Returns the loops
+ * that do it, not checked yet.
+ */
+static struct node *frag_statement(struct node *c)
+{
+	bool copy = !strcmp(c->name, "copy"), max = !strcmp(c->name, "reduce_max");
+	struct node *dst = c->nkids > 0 ? c->kids[0] : NULL;
+	struct node *src = c->nkids > 1 ? c->kids[1] : NULL;
+	struct sym *ds, *ss;
+	struct node *lin = NULL, *dix, *six, *body, *ix0, *acc;
+	long long d = -1, sn = 1, dn = 1, v;
+	int outer[MAX_RANK], no = 0, k, rank;
+	bool known = true;
+
+	if (c->nkids != (copy ? 2 : 3) || dst->kind != E_ID || src->kind != E_ID)
+		diag_error(c->loc, "type mismatch: %s takes %s", c->name,
+			   copy ? "(dst, src)" : "(dst, src, dimension)");
+	ds = resolve(dst);
+	ss = resolve(src);
+	if (ds->type.kind != TY_SPAN || ss->type.kind != TY_SPAN ||
+	    ds->kind == SY_SHAPE || ss->kind == SY_SHAPE)
+		diag_error(c->loc, "type mismatch: %s needs spanned data", c->name);
+	rank = ss->type.rank;
+	if (!copy) {
+		check_expr(c->kids[2]);
+		if (!const_eval(c->kids[2], &d) || d < 0 || d >= rank)
+			diag_error(c->kids[2]->loc, "type mismatch: %s's dimension "
+				   "must be a constant below %d", c->name, rank);
+	}
+	/* the element counts, when known, must agree */
+	for (k = 0; k < rank; k++)
+		if (k != d && !(const_eval(ss->type.dims[k], &v) && (sn *= v, 1)))
+			known = false;
+	for (k = 0; k < ds->type.rank; k++)
+		if (!(const_eval(ds->type.dims[k], &v) && (dn *= v, 1)))
+			known = false;
+	if (known && sn != dn)
+		diag_error(c->loc, "type mismatch: %s of %lld elements into '%s' "
+			   "of %lld", c->name, sn, ds->name, dn);
+	/* L: the row-major number of a result over src's other dimensions */
+	for (k = 0; k < rank; k++) {
+		if (k == d)
+			continue;
+		outer[no++] = k;
+		lin = lin ? fb_bin(c->loc, "+", fb_bin(c->loc, "*", lin,
+						       fb_span(c->loc, src->name, k)),
+				   fb_loopvar(c->loc, k)) :
+			    fb_loopvar(c->loc, k);
+	}
+	if (!lin)
+		lin = int_node(c->loc, 0);
+	/* dst's index of L: (L / the product of the later dimensions) % its
+	 * own (the first without %: too large an L fails its bounds check) */
+	dix = node_new(N_BLOCK, c->loc);
+	for (k = 0; k < ds->type.rank; k++) {
+		struct node *e = node_clone(lin);
+		int j;
+
+		for (j = k + 1; j < ds->type.rank; j++)
+			e = fb_bin(c->loc, "/", e, fb_span(c->loc, dst->name, j));
+		if (k)
+			e = fb_bin(c->loc, "%", e, fb_span(c->loc, dst->name, k));
+		node_add(dix, e);
+	}
+	six = node_new(N_BLOCK, c->loc);
+	ix0 = node_new(N_BLOCK, c->loc);
+	for (k = 0; k < rank; k++) {
+		node_add(six, fb_loopvar(c->loc, k));
+		node_add(ix0, k == d ? int_node(c->loc, 0) : fb_loopvar(c->loc, k));
+	}
+	body = node_new(N_BLOCK, c->loc);
+	acc = fb_at(c->loc, dst->name, dix);
+	if (copy) {
+		node_add(body, fb_bin(c->loc, "=", acc, fb_at(c->loc, src->name, six)));
+		body->kids[0]->kind = N_ASSIGN;
+		return fb_foreach(c->loc, src->name, outer, no, body);
+	}
+	/* dst = src[.., 0, ..]; then each later element folded in */
+	node_add(body, fb_bin(c->loc, "=", node_clone(acc), fb_at(c->loc, src->name, ix0)));
+	body->kids[0]->kind = N_ASSIGN;
+	{
+		struct node *in = node_new(N_BLOCK, c->loc), *iff = node_new(N_IF, c->loc);
+		struct node *then = node_new(N_BLOCK, c->loc), *val;
+		struct node *sv = fb_at(c->loc, src->name, six);
+		int dd = (int)d;
+
+		if (max) {
+			val = fb_node(E_TERNARY, c->loc, "?");
+			node_add(val, fb_bin(c->loc, ">", node_clone(sv), node_clone(acc)));
+			node_add(val, sv);
+			node_add(val, node_clone(acc));
+		} else {
+			val = fb_bin(c->loc, "+", node_clone(acc), sv);
+		}
+		node_add(then, fb_bin(c->loc, "=", acc, val));
+		then->kids[0]->kind = N_ASSIGN;
+		node_add(iff, fb_bin(c->loc, ">", fb_loopvar(c->loc, dd), int_node(c->loc, 0)));
+		node_add(iff, then);
+		node_add(in, iff);
+		node_add(body, fb_foreach(c->loc, src->name, &dd, 1, in));
+	}
+	return no ? fb_foreach(c->loc, src->name, outer, no, body) : body;
+}
+
 static void check_stmt(struct node *s)
 {
 	if (++stmt_depth > MAX_STMT_DEPTH)
@@ -2729,6 +2966,18 @@ static void check_stmt_inner(struct node *s)
 		}
 		break;
 	case N_EXPRSTMT:
+		if (s->kids[0]->kind == E_CALL &&
+		    (!strcmp(s->kids[0]->name, "copy") ||
+		     !strcmp(s->kids[0]->name, "reduce_sum") ||
+		     !strcmp(s->kids[0]->name, "reduce_max"))) {
+			struct node *loops = frag_statement(s->kids[0]);
+
+			s->kind = N_BLOCK;
+			s->nkids = 0;
+			node_add(s, loops);
+			check_stmt_inner(s);
+			break;
+		}
 		/* a call's result may be dropped */
 		span_result_ok = s->kids[0]->kind == E_COCALL;
 		check_expr(s->kids[0]);
