@@ -269,7 +269,12 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
 /* npu_job.c: s's user queue again after a halt (npu_uq_restart) once the
  * halt was reported; -EIO before (the fault check ran). Caller holds
  * dev->lock. */
-int npu_uq_revive(struct device *dev, struct npu_stream *s);
+int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u);
+/* npu_stream.c: the user queue of s that runs its jobs of queue (Q_COPY:
+ * its copy-class queue, made on the first copy, when the device has copy
+ * engines; else its compute-class queue). Caller holds dev->lock. */
+struct npu_uq *npu_stream_uq(struct device *dev, struct npu_stream *s,
+			     int queue);
 /* Memory a waiting queue may wait on was written by the host. */
 void npu_uq_kick(struct npu_uq *u);
 /* Each newly halted queue of dev: what it left undone counts as done in
