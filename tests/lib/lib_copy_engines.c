@@ -12,7 +12,7 @@
 
 #include <sys/wait.h>
 
-#define N (1u << 20)		/* 4 MiB of unsigned */
+#define N (1u << 16)		/* 256 KiB: kernels well within the watchdog */
 #define SPIN_NS 50000000ull	/* 50 ms of device time */
 
 static npu_device_prop prop;
@@ -25,7 +25,7 @@ static void incr_on(unsigned *p, npu_stream_t s)
 	unsigned n = N;
 	void *args[2] = { &p, &n };
 
-	MUST(npu_launch_kernel(incr, npu_grid(8, 1, 1), npu_grid(64, 1, 1), 0,
+	MUST(npu_launch_kernel(incr, npu_grid(8, 1, 1), npu_grid(16, 1, 1), 0,
 			       s, args));
 }
 
@@ -75,12 +75,21 @@ static void test_overlap(unsigned *d0, unsigned *d1)
 	npu_event_t ab, ae, bb, be;
 	npu_device_counters c0, c1;
 	uint64_t tab, tae, tbb, tbe;
-	int uq, copies;
+	int uq, kq, copies;
+	unsigned qf;
 	uint64_t dcopy, dcomp;
 
-	MUST(npu_stream_create(&a, NPU_STREAM_NON_BLOCKING, 0));
-	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING, 0));
+	/* the kind of queue the run asks for (queues.sh kernel: kernel
+	 * queues, else user queues), named so that the stream says which
+	 * it got */
+	kq = getenv("NPU_QUEUES") && !strcmp(getenv("NPU_QUEUES"), "kernel");
+	qf = kq ? NPU_STREAM_KERNEL_QUEUE : NPU_STREAM_USER_QUEUE;
+	MUST(npu_stream_create(&a, NPU_STREAM_NON_BLOCKING | qf, 0));
+	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING | qf, 0));
 	uq = stream_kind(a) == NPU_STREAM_USER_QUEUE;
+	if (prop.features & NPU_FEATURE_USERQ)
+		tap_ok(uq == !kq && stream_kind(b) == stream_kind(a),
+		       "the streams are on %s queues", kq ? "kernel" : "user");
 	MUST(npu_event_create(&ab, 0));
 	MUST(npu_event_create(&ae, 0));
 	MUST(npu_event_create(&bb, 0));
@@ -140,6 +149,7 @@ static void test_order(unsigned *d0, unsigned *d1)
 
 	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
 	for (i = 0; i < 8 && ok; i++) {
+		tap_diag("round %d", i);
 		MUST(npu_memset_async(d0, i, N * 4, s));
 		MUST(spin(s, SPIN_NS / 10));
 		incr_on(d0, s);		/* d0 = 0x0i0i0i0i + 1 */
@@ -249,6 +259,7 @@ int main(void)
 	npu_module_t m;
 	unsigned *d0, *d1;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* a hang shows where */
 	tap_need_user_module(&prop, &m, "kernels/basic.npu");
 	tap_start();
 	MUST(npu_module_get_function(&incr, m, "incr"));
