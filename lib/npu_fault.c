@@ -88,7 +88,8 @@ npu_status_t npu_check_faults(struct device *dev)
 
 		for (i = 0; i < 2; i++)
 			if (qs[i] && !qs[i]->halt_reported &&
-			    (npu_uq_wb(qs[i])->status & NPU_UQ_STS_HALTED)) {
+			    (((const volatile struct npu_uq_wb *)qs[i]->mem)->status &
+			     NPU_UQ_STS_HALTED)) {
 				qs[i]->halt_reported = true;
 				settle = 2000;
 			}

@@ -416,8 +416,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 				  uint64_t *point)
 {
 	struct npu_stream *s = jc->s;
-	/* copies and memsets on the copy-class queue (copy engines) */
-	struct npu_uq *u = npu_stream_uq(dev, s, queue);
+	/* copies and memsets on the copy-class queue (copy engines), once
+	 * the stream has one (npu_stream_uq_copy) */
+	struct npu_uq *u = queue == Q_COPY && s->uq_copy ? s->uq_copy : s->uq;
 	struct uq_wait inline_w[INLINE_DEPS], *wv = inline_w;
 	uint64_t pt = s->tl->next + 1;
 	struct npu_cmdw w;

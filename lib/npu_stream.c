@@ -310,30 +310,24 @@ static int stream_uq(struct device *dev, struct npu_stream *s)
 	return 0;
 }
 
-struct npu_uq *npu_stream_uq(struct device *dev, struct npu_stream *s,
-			     int queue)
+void npu_stream_uq_copy(struct device *dev, struct npu_stream *s)
 {
 	int r = 0;
 
-	if (queue != Q_COPY || s->uq_copy_failed ||
+	if (!s->uq || s->uq_copy || s->uq_copy_failed ||
 	    !((dev->uq_engines >> 8) & 0xff))
-		return s->uq;
+		return;
+	s->uq_copy = uq_new(dev, s, DRM_NPU_RING_KIND_COPY, &r);
 	if (!s->uq_copy) {
-		s->uq_copy = uq_new(dev, s, DRM_NPU_RING_KIND_COPY, &r);
-		if (!s->uq_copy) {
-			/* copies stay on the compute-class queue */
-			s->uq_copy_failed = true;
-			if (getenv("NPU_DEBUG"))
-				fprintf(stderr, "libnpu: copies on the stream's "
-					"compute queue: copy queue: %s\n",
-					npu_strerror(-r));
-			return s->uq;
-		}
-		/* the stream's one signal, in its compute queue's memory */
-		s->uq_copy->sig = s->uq->sig;
-		s->uq_copy->last_pt = 0;
+		/* copies stay on the compute-class queue */
+		s->uq_copy_failed = true;
+		if (getenv("NPU_DEBUG"))
+			fprintf(stderr, "libnpu: copies on the stream's compute "
+				"queue: copy queue: %s\n", npu_strerror(-r));
+		return;
 	}
-	return s->uq_copy;
+	/* the stream's one signal, in its compute queue's memory */
+	s->uq_copy->sig = s->uq->sig;
 }
 
 /* Does a stream made with flags run on a user queue? */
