@@ -149,7 +149,6 @@ static void test_order(unsigned *d0, unsigned *d1)
 
 	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
 	for (i = 0; i < 8 && ok; i++) {
-		tap_diag("round %d", i);
 		MUST(npu_memset_async(d0, i, N * 4, s));
 		MUST(spin(s, SPIN_NS / 10));
 		incr_on(d0, s);		/* d0 = 0x0i0i0i0i + 1 */
