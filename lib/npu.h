@@ -996,7 +996,8 @@ npu_status_t npu_graph_get_stats(npu_graph_stats *stats);
  * device's user-queue engines, which
  * uq_engine counts the same way: compute engines first
  * (0 .. uq_compute_engines-1), then copy engines. A user-queue stream's
- * copies and memsets run on its compute engine and count there. */
+ * copies and memsets run on its copy-class queue, on a copy engine, and
+ * count there (on a compute engine when the device has no copy engines). */
 #define NPU_MAX_RINGS		16
 #define NPU_MAX_UNITS		64
 #define NPU_MAX_UQ_ENGINES	32

@@ -269,7 +269,11 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
 /* npu_job.c: s's user queue again after a halt (npu_uq_restart) once the
  * halt was reported; -EIO before (the fault check ran). Caller holds
  * dev->lock. */
-int npu_uq_revive(struct device *dev, struct npu_stream *s);
+int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u);
+/* npu_stream.c: s's copy-class user queue (s->uq_copy), made before s's
+ * first copy when s is on a user queue and the device has copy engines;
+ * when making it fails, copies stay on s->uq. Caller holds dev->lock. */
+void npu_stream_uq_copy(struct device *dev, struct npu_stream *s);
 /* Memory a waiting queue may wait on was written by the host. */
 void npu_uq_kick(struct npu_uq *u);
 /* Each newly halted queue of dev: what it left undone counts as done in

@@ -82,13 +82,18 @@ npu_status_t npu_check_faults(struct device *dev)
 	/* A user queue that halted: the driver records its fault from a
 	 * work item, after the queue's status (and USERQ_WAIT_MEM) say
 	 * halted. Wait for that record (a bounded while) once per halt. */
-	for (s = dev->streams; s; s = s->next)
-		if (s->uq && !s->uq->halt_reported &&
-		    (((const volatile struct npu_uq_wb *)s->uq->mem)->status &
-		     NPU_UQ_STS_HALTED)) {
-			s->uq->halt_reported = true;
-			settle = 2000;
-		}
+	for (s = dev->streams; s; s = s->next) {
+		struct npu_uq *qs[2] = { s->uq, s->uq_copy };
+		int i;
+
+		for (i = 0; i < 2; i++)
+			if (qs[i] && !qs[i]->halt_reported &&
+			    (((const volatile struct npu_uq_wb *)qs[i]->mem)->status &
+			     NPU_UQ_STS_HALTED)) {
+				qs[i]->halt_reported = true;
+				settle = 2000;
+			}
+	}
 	if (npu_uq_halted_hook)
 		npu_uq_halted_hook(dev);
 again:
@@ -118,7 +123,8 @@ again:
 	}
 	for (s = dev->streams; s; s = s->next)
 		if (s->queue[Q_COMPUTE] == f.queue_id || s->queue[Q_COPY] == f.queue_id ||
-		    (s->uq && s->uq->id == f.queue_id))
+		    (s->uq && s->uq->id == f.queue_id) ||
+		    (s->uq_copy && s->uq_copy->id == f.queue_id))
 			hit = s;
 	/* the failed jobs since the last check, counted against the tuner
 	 * when the latest one ran on a stream of npu_tune() (npu_tune.c) */

@@ -97,6 +97,8 @@ struct npu_uq {
 	uint64_t wptr;			/* bytes written (published or not) */
 	uint64_t wait_va;		/* USERQ_WAIT's counter */
 	uint64_t last_pt;		/* stream point of the last job in it */
+	uint32_t kind;			/* DRM_NPU_RING_KIND_COMPUTE or _COPY */
+	uint64_t *sig;			/* the stream's memory signal's value */
 	uint64_t releases;		/* host functions queued on it */
 	bool halted;			/* seen halted or stopped */
 	bool halt_reported;		/* its fault record was waited for */
@@ -165,6 +167,10 @@ struct npu_stream {
 	unsigned span_head, span_count;		/* (stream_new zeroes from here) */
 	int word_idx;			/* slot of tl->word (-1: none) */
 	struct npu_uq *uq;		/* its user queue, or NULL (kernel) */
+	/* its copy-class user queue for copies and memsets, made on the
+	 * first one (NULL: none yet, or copies stay on uq) */
+	struct npu_uq *uq_copy;
+	bool uq_copy_failed;		/* making it failed: copies on uq */
 	unsigned qflags;		/* NPU_STREAM_*_QUEUE it was made with */
 	/* sticky error */
 	npu_status_t sticky;

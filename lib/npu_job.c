@@ -300,21 +300,23 @@ void npu_job_abort(struct jobctx *jc)
 /* A stream whose queue halted gets a new queue once the halt has been
  * reported (sticky errors stop the work before it gets here until
  * npu_device_reset); before, -EIO. Caller holds dev->lock. */
-int npu_uq_revive(struct device *dev, struct npu_stream *s)
+int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u)
 {
 	int r;
 
-	if (!npu_uq_halted(s->uq))
+	if (!npu_uq_halted(u))
 		return 0;
-	if (!s->uq->halt_reported) {	/* first report the halt */
+	if (!u->halt_reported) {	/* first report the halt */
 		npu_check_faults(dev);
 		return -EIO;
 	}
-	r = npu_uq_restart(dev, s->uq, s->qprio);
+	r = npu_uq_restart(dev, u, s->qprio);
 	if (r)
 		return r;
-	s->tl->uq_id = s->uq->id;
-	s->tl->uq_wptr = 0;
+	if (s->tl->uq_status == &npu_uq_wb(u)->status) {
+		s->tl->uq_id = u->id;
+		s->tl->uq_wptr = 0;
+	}
 	return 0;
 }
 
@@ -340,7 +342,7 @@ struct uq_wait {
  * holds dev->lock, which a point not yet in the kernel (held back behind
  * a host function of a kernel-queue stream) drops until the point is
  * submitted. */
-static int uq_dep(struct device *dev, struct npu_stream *s,
+static int uq_dep(struct device *dev, struct npu_stream *s, struct npu_uq *u,
 		  const struct dep *d, struct uq_wait *w)
 {
 	struct tl *t = d->tl;
@@ -349,8 +351,18 @@ static int uq_dep(struct device *dev, struct npu_stream *s,
 
 	if (d->order_only)	/* queue order, or a fresh event timeline */
 		return 0;
-	if (t == s->tl && p <= s->uq->last_pt)
+	if (t == s->tl && p <= u->last_pt)
 		return 0;	/* an earlier job of this queue */
+	if (t == s->tl && t->sig_va && p <= t->uq_pt && p > t->k_pt) {
+		/* an earlier job of the stream's other queue (copy or
+		 * compute class): the device waits for it on the stream's
+		 * signal, unless it has passed (read from memory) */
+		if (__atomic_load_n(u->sig, __ATOMIC_ACQUIRE) >= p)
+			return 0;
+		w->addr = t->sig_va;
+		w->value = p;
+		return 1;
+	}
 	if (npu_tl_done(dev, t, p))
 		return 0;
 	if (t->via && p == t->via_ev_pt && t->via->sig_va &&
@@ -388,10 +400,10 @@ static int uq_dep(struct device *dev, struct npu_stream *s,
 		npu_batch_wait_idle(dev);
 		npu_tl_put(dev, t);
 	}
-	r = npu_uq_wait_syncobj(dev, s->uq, t->handle, p, &w->value);
+	r = npu_uq_wait_syncobj(dev, u, t->handle, p, &w->value);
 	if (r)
 		return r;
-	w->addr = s->uq->wait_va;
+	w->addr = u->wait_va;
 	return 1;
 }
 
@@ -404,7 +416,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 				  uint64_t *point)
 {
 	struct npu_stream *s = jc->s;
-	struct npu_uq *u = s->uq;
+	/* copies and memsets on the copy-class queue (copy engines), once
+	 * the stream has one (npu_stream_uq_copy) */
+	struct npu_uq *u = queue == Q_COPY && s->uq_copy ? s->uq_copy : s->uq;
 	struct uq_wait inline_w[INLINE_DEPS], *wv = inline_w;
 	uint64_t pt = s->tl->next + 1;
 	struct npu_cmdw w;
@@ -424,7 +438,7 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 		}
 	}
 	for (i = 0; i < jc->ndeps; i++) {
-		r = uq_dep(dev, s, &jc->deps[i], &wv[nw]);
+		r = uq_dep(dev, s, u, &jc->deps[i], &wv[nw]);
 		if (r < 0) {
 			if (wv != inline_w)
 				free(wv);
@@ -437,7 +451,7 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	}
 	bytes = nw * NPU_CMD_WAIT64_BYTES + NPU_CMD_SIGNAL_BYTES +
 		(jc->w.len ? NPU_CMD_INDIRECT_BYTES : 0);
-	r = npu_uq_revive(dev, s);
+	r = npu_uq_revive(dev, s, u);
 	if (!r)
 		r = npu_uq_reserve(dev, u, bytes, &w);
 	if (r) {
@@ -463,9 +477,12 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	if (!jc->no_implicit)
 		npu_legacy_deps_commit(dev, s);
 	s->tl->next = pt;
+	/* the queue that signals the stream's last point (its earlier
+	 * points are then signalled too: it waited for them) */
 	s->tl->uq_id = u->id;
 	s->tl->uq_pt = pt;
 	s->tl->uq_wptr = u->wptr;
+	s->tl->uq_status = &npu_uq_wb(u)->status;
 	s->tl->word_pt = pt;
 	u->last_pt = pt;
 	if (ev) {

@@ -653,6 +653,15 @@ static void add_bo(struct jobctx *jc, const struct loc *l)
 		jc->bo[jc->nbo++] = l->handle;
 }
 
+/* Submit a copy or memset job: on a user-queue stream, to its copy-class
+ * queue (made on its first copy). */
+static npu_status_t copy_submit(struct device *dev, struct jobctx *jc,
+				uint64_t *point)
+{
+	npu_stream_uq_copy(dev, jc->s);
+	return npu_job_submit(dev, jc, Q_COPY, NULL, 0, point);
+}
+
 /* One copy job between device-reachable locations. */
 static npu_status_t copy_job(struct device *dev, struct npu_stream *s,
 			     const struct loc *d, const struct loc *sr,
@@ -666,7 +675,7 @@ static npu_status_t copy_job(struct device *dev, struct npu_stream *s,
 	npu_cmd_copy(&jc.w, sr->va, d->va, n);
 	add_bo(&jc, d);
 	add_bo(&jc, sr);
-	return npu_job_submit(dev, &jc, Q_COPY, NULL, 0, point);
+	return copy_submit(dev, &jc, point);
 }
 
 /*
@@ -749,7 +758,7 @@ static npu_status_t do_copy(struct device *dev, struct npu_stream *s, void *dst,
 			if (!npu_cmd_inline(&jc.w, src, (uint32_t)n, &iva))
 				npu_cmd_copy(&jc.w, iva, dl.va, n);
 			add_bo(&jc, &dl);
-			st = npu_job_submit(dev, &jc, Q_COPY, NULL, 0, &point);
+			st = copy_submit(dev, &jc, &point);
 		} else {
 			size_t off;
 
@@ -889,7 +898,7 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 		goto out;
 	npu_cmd_memset(&jc.w, l.va, (uint8_t)value, n);
 	add_bo(&jc, &l);
-	st = npu_job_submit(dev, &jc, Q_COPY, NULL, 0, NULL);
+	st = copy_submit(dev, &jc, NULL);
 	if (!st && sync)
 		st = npu_stream_sync_locked(dev, s);
 out:

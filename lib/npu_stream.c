@@ -147,6 +147,8 @@ static int ts_alloc(struct device *dev);
 static uint64_t *ts_ptr(struct device *dev, int idx);
 static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point);
 
+static void uq_free(struct device *dev, struct npu_uq *u);
+
 /* Caller holds dev->lock. idle: every job of the stream has completed
  * without a fault, so its queues and command buffer can serve another. */
 static void stream_free_resources(struct device *dev, struct npu_stream *s,
@@ -174,14 +176,17 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 		npu_host_bo_free(dev, s->cmd_handle, s->cmd_map, CMD_RING_SIZE);
 	}
 	if (s->uq) {
-		/* destroyed, the queue writes nothing more: its memory goes;
-		 * the timeline may live on (events, graphs) without it */
+		/* destroyed, the queues write nothing more: their memory
+		 * goes (the copy queue's first: it writes the signal in the
+		 * compute queue's memory); the timeline may live on (events,
+		 * graphs) without them */
+		if (s->uq_copy) {
+			npu_uq_destroy(dev, s->uq_copy);
+			uq_free(dev, s->uq_copy);
+			s->uq_copy = NULL;
+		}
 		npu_uq_destroy(dev, s->uq);
-		npu_host_bo_free(dev, s->uq->ring_handle, s->uq->ring,
-				 UQ_RING_SIZE);
-		npu_host_bo_free(dev, s->uq->mem_handle, s->uq->mem,
-				 UQ_MEM_SIZE);
-		free(s->uq);
+		uq_free(dev, s->uq);
 		s->uq = NULL;
 		if (s->tl) {
 			s->tl->word = NULL;
@@ -221,17 +226,27 @@ static uint32_t pick_ring(struct device *dev, int q, uint32_t nrings)
 	return best;
 }
 
-/* A user queue for s (its memory, the queue, the file's doorbell page on
- * first use), and s's timeline on its memory signal. 0 or -errno: then s
- * runs on kernel queues. Caller holds dev->lock. */
-static int stream_uq(struct device *dev, struct npu_stream *s)
+static void uq_free(struct device *dev, struct npu_uq *u)
+{
+	npu_host_bo_free(dev, u->ring_handle, u->ring, UQ_RING_SIZE);
+	npu_host_bo_free(dev, u->mem_handle, u->mem, UQ_MEM_SIZE);
+	free(u);
+}
+
+/* A user queue of kind for s (its memory, the queue, the file's doorbell
+ * page on first use). NULL and *err = -errno on failure. Caller holds
+ * dev->lock. */
+static struct npu_uq *uq_new(struct device *dev, struct npu_stream *s,
+			     uint32_t kind, int *err)
 {
 	struct npu_uq *u = calloc(1, sizeof(*u));
 	uint64_t off;
 	int r;
 
-	if (!u)
-		return -ENOMEM;
+	if (!u) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	r = npu_host_bo(dev, UQ_RING_SIZE, &u->ring_handle, &u->ring_va,
 			(void **)&u->ring);
 	if (r)
@@ -240,8 +255,7 @@ static int stream_uq(struct device *dev, struct npu_stream *s)
 			(void **)&u->mem);
 	if (r)
 		goto fail_ring;
-	r = npu_uq_create(dev, u, DRM_NPU_RING_KIND_COMPUTE,
-			  map_priority(s->priority), &off);
+	r = npu_uq_create(dev, u, kind, map_priority(s->priority), &off);
 	if (r)
 		goto fail_mem;
 	if (!dev->uq_db_page) {
@@ -265,12 +279,7 @@ static int stream_uq(struct device *dev, struct npu_stream *s)
 	}
 	u->db = (volatile uint64_t *)((char *)dev->uq_db_page +
 				      (uintptr_t)u->db);
-	s->uq = u;
-	s->tl->sig_va = u->mem_va + UQ_SIG_OFF;
-	s->tl->word = (uint32_t *)(u->mem + UQ_SIG_OFF);
-	s->tl->word_va = s->tl->sig_va;
-	s->tl->uq_status = &npu_uq_wb(u)->status;
-	return 0;
+	return u;
 fail_queue:
 	npu_uq_destroy(dev, u);
 fail_mem:
@@ -279,7 +288,46 @@ fail_ring:
 	npu_host_bo_free(dev, u->ring_handle, u->ring, UQ_RING_SIZE);
 fail:
 	free(u);
-	return r;
+	*err = r;
+	return NULL;
+}
+
+/* A user queue for s, and s's timeline on its memory signal. 0 or
+ * -errno: then s runs on kernel queues. Caller holds dev->lock. */
+static int stream_uq(struct device *dev, struct npu_stream *s)
+{
+	int r = 0;
+	struct npu_uq *u = uq_new(dev, s, DRM_NPU_RING_KIND_COMPUTE, &r);
+
+	if (!u)
+		return r;
+	u->sig = (uint64_t *)(u->mem + UQ_SIG_OFF);
+	s->uq = u;
+	s->tl->sig_va = u->mem_va + UQ_SIG_OFF;
+	s->tl->word = (uint32_t *)(u->mem + UQ_SIG_OFF);
+	s->tl->word_va = s->tl->sig_va;
+	s->tl->uq_status = &npu_uq_wb(u)->status;
+	return 0;
+}
+
+void npu_stream_uq_copy(struct device *dev, struct npu_stream *s)
+{
+	int r = 0;
+
+	if (!s->uq || s->uq_copy || s->uq_copy_failed ||
+	    !((dev->uq_engines >> 8) & 0xff))
+		return;
+	s->uq_copy = uq_new(dev, s, DRM_NPU_RING_KIND_COPY, &r);
+	if (!s->uq_copy) {
+		/* copies stay on the compute-class queue */
+		s->uq_copy_failed = true;
+		if (getenv("NPU_DEBUG"))
+			fprintf(stderr, "libnpu: copies on the stream's compute "
+				"queue: copy queue: %s\n", npu_strerror(-r));
+		return;
+	}
+	/* the stream's one signal, in its compute queue's memory */
+	s->uq_copy->sig = s->uq->sig;
 }
 
 /* Does a stream made with flags run on a user queue? */
@@ -920,7 +968,7 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 		 * signal the function's point (no system call) */
 		struct npu_uq *u = s->uq;
 		struct npu_cmdw w;
-		int r = npu_uq_revive(dev, s);
+		int r = npu_uq_revive(dev, s, u);
 
 		if (!r)
 			r = npu_uq_reserve(dev, u, NPU_CMD_WAIT64_BYTES +
@@ -937,6 +985,7 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 		s->tl->uq_id = u->id;
 		s->tl->uq_pt = s->tl->next + 1;
 		s->tl->uq_wptr = u->wptr;
+		s->tl->uq_status = &npu_uq_wb(u)->status;
 		u->last_pt = s->tl->next + 1;
 	}
 	cb->fn = fn;
@@ -1258,7 +1307,8 @@ static bool uq_any_halted(struct device *dev)
 	struct npu_stream *s;
 
 	for (s = dev->streams; s; s = s->next)
-		if (s->uq && npu_uq_halted(s->uq))
+		if ((s->uq && npu_uq_halted(s->uq)) ||
+		    (s->uq_copy && npu_uq_halted(s->uq_copy)))
 			return true;
 	return false;
 }

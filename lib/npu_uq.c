@@ -48,6 +48,7 @@ int npu_uq_create(struct device *dev, struct npu_uq *u, uint32_t kind,
 		return -errno;
 	}
 	u->id = c.queue_id;
+	u->kind = kind;
 	u->wait_va = c.wait_va;
 	u->wptr = 0;
 	u->last_pt = 0;
@@ -250,26 +251,33 @@ void npu_uq_unguard(void *page)
 	pthread_mutex_unlock(&uq_guard_lock);
 }
 
+/* A halted queue's waiters released: the stream's signal raised to the
+ * queue's last point (its other queue may wait for that). */
+static bool uq_release(struct npu_uq *u)
+{
+	if (!u || u->halt_released || !npu_uq_halted(u))
+		return false;
+	u->halt_released = true;
+	if (__atomic_load_n(u->sig, __ATOMIC_ACQUIRE) < u->last_pt)
+		__atomic_store_n(u->sig, u->last_pt, __ATOMIC_RELEASE);
+	return true;
+}
+
 void npu_uq_release_halted(struct device *dev)
 {
 	struct npu_stream *s;
 	bool any = false;
 
 	for (s = dev->streams; s; s = s->next) {
-		struct npu_uq *u = s->uq;
-		uint64_t *sig;
-
-		if (!u || u->halt_released || !npu_uq_halted(u))
-			continue;
-		u->halt_released = true;
-		sig = (uint64_t *)(u->mem + UQ_SIG_OFF);
-		if (__atomic_load_n(sig, __ATOMIC_ACQUIRE) < u->last_pt)
-			__atomic_store_n(sig, u->last_pt, __ATOMIC_RELEASE);
-		any = true;
+		any |= uq_release(s->uq);
+		any |= uq_release(s->uq_copy);
 	}
-	for (s = dev->streams; any && s; s = s->next)
+	for (s = dev->streams; any && s; s = s->next) {
 		if (s->uq && !s->uq->halted)
 			npu_uq_kick(s->uq);
+		if (s->uq_copy && !s->uq_copy->halted)
+			npu_uq_kick(s->uq_copy);
+	}
 }
 
 int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
@@ -356,12 +364,13 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority)
 
 	npu_uq_destroy(dev, u);
 	memset(u->mem, 0, NPU_UQ_WB_SIZE);
-	/* what the halted queue left undone failed: count it as done */
-	__atomic_store_n((uint64_t *)(u->mem + UQ_SIG_OFF), done,
-			 __ATOMIC_RELEASE);
+	/* what the halted queue left undone failed: count it as done (the
+	 * stream's other queue may have signalled later points already) */
+	if (__atomic_load_n(u->sig, __ATOMIC_ACQUIRE) < done)
+		__atomic_store_n(u->sig, done, __ATOMIC_RELEASE);
 	__atomic_store_n((uint64_t *)(u->mem + UQ_REL_OFF), u->releases,
 			 __ATOMIC_RELEASE);
-	r = npu_uq_create(dev, u, DRM_NPU_RING_KIND_COMPUTE, priority, &off);
+	r = npu_uq_create(dev, u, u->kind, priority, &off);
 	if (r)
 		return r;
 	u->db = (volatile uint64_t *)((char *)dev->uq_db_page +

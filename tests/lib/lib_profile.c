@@ -185,15 +185,18 @@ static void test_counters(void *da, void *db, void *dc, float *h)
 	MUST(npu_stream_synchronize(s));
 	MUST(npu_device_get_counters(&c2));
 	/* a kernel-queue stream copies on a copy ring; a user-queue stream
-	 * on its own (compute-class) queue, so on a compute engine */
-	cls = prop.copy_rings && !uq;
+	 * on its copy-class queue, so on a copy engine (each on the compute
+	 * side when the device has none) */
+	cls = uq ? c1.uq_copy_engines > 0 : prop.copy_rings > 0;
 	{
 		uint64_t dc_ = sum_rings(&c2, cls, 0) - sum_rings(&c1, cls, 0);
 		uint64_t db_ = sum_rings(&c2, cls, 1) - sum_rings(&c1, cls, 1);
 
 		tap_ok(dc_ >= 2 && dc_ <= 3 && db_ >= 4ull * N && db_ <= 4ull * N + 64,
 		       "%s: +1 copy, +1 completion word (+ fence), +%d bytes (%llu, %llu)",
-		       cls ? "copy rings" : uq ? "compute user-queue engines" : "compute rings",
+		       uq ? (cls ? "copy user-queue engines" :
+			     "compute user-queue engines") :
+		       cls ? "copy rings" : "compute rings",
 		       4 * N, (unsigned long long)dc_, (unsigned long long)db_);
 	}
 	{

@@ -70,8 +70,10 @@ static void launch_without_syscalls(float *d, float *h)
 	tap_ok(stream_kind(s) == NPU_STREAM_USER_QUEUE,
 	       "a stream asked for a user queue runs on one");
 	MUST(npu_event_create(&e, NPU_EVENT_DISABLE_TIMING));
-	/* warm: the first enqueue may map things */
+	/* warm: the first enqueue may map things, and the first copy makes
+	 * the stream's copy-class queue */
 	fill(d, 1.0f, s);
+	MUST(npu_memset_async(d + 2 * N, 0, sizeof(float), s));
 	MUST(npu_stream_synchronize(s));
 
 	before = ioctls();
@@ -88,6 +90,24 @@ static void launch_without_syscalls(float *d, float *h)
 	       after - before);
 	MUST(npu_stream_synchronize(s));
 	tap_ok(all_are(h, N, 198.0f), "the results are in order (99 * 2)");
+	/* copies and launches interleaved: the stream's two queues keep its
+	 * order on the device (memory signal and waits), no system call */
+	before = ioctls();
+	for (i = 0; i < 20; i++) {
+		fill(d, (float)i, s);
+		MUST(npu_memcpy_async(d + N, d, N * sizeof(float),
+				      NPU_MEMCPY_DEVICE_TO_DEVICE, s));
+		scale(d + N, d + 2 * N, 2.0f, s);
+		MUST(npu_memset_async(d, 0, N * sizeof(float), s));
+	}
+	MUST(npu_memcpy_async(h, d + 2 * N, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	after = ioctls();
+	tap_ok(after == before,
+	       "20 rounds of launch, copy, launch, memset: %lu system calls",
+	       after - before);
+	MUST(npu_stream_synchronize(s));
+	tap_ok(all_are(h, N, 38.0f), "... in order (19 * 2)");
 	before = ioctls();
 	ST(npu_event_query(e), NPU_SUCCESS, "the record is complete");
 	tap_ok(ioctls() - before <= 1,
@@ -111,6 +131,9 @@ static void events_across_streams(float *d, float *h, uint32_t *gate)
 	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING |
 			       NPU_STREAM_USER_QUEUE, 0));
 	MUST(npu_event_create(&e, 0));
+	/* b's first copy makes its copy-class queue (system calls) */
+	MUST(npu_memset_async(d + 2 * N, 0, sizeof(float), b));
+	MUST(npu_stream_synchronize(b));
 	*gate = 0;
 	fill(d, 3.0f, a);
 	MUST(npu_stream_wait_value32(a, gate, 1, 0));
