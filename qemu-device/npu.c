@@ -886,6 +886,10 @@ static bool npu_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: x-signal-delay-us must be <= 1000000");
         return false;
     }
+    if (s->wb_delay_us > 1000000) {
+        error_setg(errp, "npu: x-wb-delay-us must be <= 1000000");
+        return false;
+    }
     return npu_uq_check_props(s, errp);
 }
 
@@ -1010,6 +1014,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("x-vt-cu-idle-delay-us", NpuState,
                        vt_cu_idle_delay_us, 0),
     DEFINE_PROP_UINT32("x-signal-delay-us", NpuState, signal_delay_us, 0),
+    DEFINE_PROP_UINT32("x-wb-delay-us", NpuState, wb_delay_us, 0),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -227,6 +227,12 @@ struct NpuUq {
  */
 typedef struct NpuUqState {
     QemuMutex lock;
+    /*
+     * Held from reading a queue's state to writing its write-back block
+     * (npu_uq_publish), so the last state read is the last written; taken
+     * before lock.
+     */
+    QemuMutex wb_lock;
     QemuCond cond;              /* engines: work; commands: engine left */
     QemuCond poll_cond;         /* the wait poller: a kick */
     QemuThread poll_thread;
@@ -295,6 +301,7 @@ struct NpuState {
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
     uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
     uint32_t signal_delay_us;   /* debug: widens a signal's two halves */
+    uint32_t wb_delay_us;       /* debug: widens the poller's wb write */
     uint32_t uq_n_compute;      /* user-queue engines */
     uint32_t uq_n_copy;
     uint32_t uq_max_queues;

@@ -322,7 +322,9 @@ static void npu_uq_halt_locked(NpuState *s, NpuUq *q, const NpuErr *err,
 
 /*
  * Write the write-back block of queue qi through the MMU context of mr (a
- * thread's own). A fault halts the queue. uq.lock not held.
+ * thread's own). A fault halts the queue. uq.lock not held. Engines, the
+ * poller and the register side all publish; wb_lock keeps an older state
+ * from landing after a newer one.
  */
 static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
 {
@@ -334,9 +336,11 @@ static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
     uint64_t va, root;
     uint32_t ctx;
 
+    qemu_mutex_lock(&uq->wb_lock);
     qemu_mutex_lock(&uq->lock);
     if (!(q->status & NPU_UQ_STS_MAPPED) && !q->unmap) {
         qemu_mutex_unlock(&uq->lock);
+        qemu_mutex_unlock(&uq->wb_lock);
         return;
     }
     wb.rptr = cpu_to_le64(q->rptr);
@@ -349,11 +353,15 @@ static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
     ctx = q->ctx;
     root = q->pt_root;
     qemu_mutex_unlock(&uq->lock);
+    if (s->wb_delay_us && mr == &uq->eng[NPU_UQ_ENGINES + 1]) {
+        g_usleep(s->wb_delay_us);       /* x-wb-delay-us: the poller's */
+    }
 
     if (qatomic_read(&mr->mmu_ctx) != ctx || mr->pt_root != root) {
         npu_mmu_set_context(mr, ctx, root);
     }
     if (npu_vm_rw(&job, va, &wb, sizeof(wb), true, &err)) {
+        qemu_mutex_unlock(&uq->wb_lock);
         return;
     }
     qemu_mutex_lock(&uq->lock);
@@ -361,6 +369,7 @@ static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
         npu_uq_halt_locked(s, q, &err, 0, 0);
     }
     qemu_mutex_unlock(&uq->lock);
+    qemu_mutex_unlock(&uq->wb_lock);
 }
 
 /*
@@ -1382,6 +1391,7 @@ void npu_uq_realize(NpuState *s)
 
     s->uq_hooks = &npu_uq_hooks;
     qemu_mutex_init(&uq->lock);
+    qemu_mutex_init(&uq->wb_lock);
     qemu_cond_init(&uq->cond);
     qemu_cond_init(&uq->poll_cond);
     if (!npu_uq_present(s)) {
@@ -1460,6 +1470,7 @@ void npu_uq_unrealize(NpuState *s)
     }
     qemu_cond_destroy(&uq->poll_cond);
     qemu_cond_destroy(&uq->cond);
+    qemu_mutex_destroy(&uq->wb_lock);
     qemu_mutex_destroy(&uq->lock);
 }
 

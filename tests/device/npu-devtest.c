@@ -3071,6 +3071,46 @@ static void test_uq_wb_first(void)
 	stop("x-signal-delay-us user-queue instance");
 }
 
+/*
+ * The write-back block ends as the queue's last state: the poller that
+ * releases a waiting queue and the engine that then runs it both write the
+ * block, and the later state is written last. x-wb-delay-us holds the
+ * poller between reading the queue's state and writing it, so a stale
+ * write after the engine's shows every run.
+ */
+static void test_uq_wb_last(void)
+{
+	struct tq a;
+	struct buf d;
+	struct pk p = { .n = 0 };
+	struct npu_uq_wb wb;
+	uint64_t one = 1, end;
+	bool waited = false;
+
+	start("uq-compute-engines=1,uq-copy-engines=1,x-wb-delay-us=300000",
+	      0);
+	d = alloc_buf(4096, 0, 1);
+	uq_setup(4);
+	uq_new(&a, 1, 0);
+	pk_wait64(&p, d.va, 1);
+	pk_fill(&p, d.va + 64, 64, 7);
+	uq_push(&a, &p);
+	end = host_ns() + 5000000000ull;
+	while (!waited && host_ns() < end && !q->dead)
+		waited = uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING;
+	buf_write(&d, 0, &one, 8);
+	uq_ring(&a);		/* the same wptr: look at the word again */
+	uq_wait(&a, 5000);
+	usleep(700000);		/* every delayed write has landed */
+	wb = uq_wb(&a);
+	ok(waited && wb.rptr == a.wptr && (wb.status & NPU_UQ_STS_IDLE) &&
+	   !(wb.status & NPU_UQ_STS_RUNNING),
+	   "a released queue's write-back block ends as its last state: rptr "
+	   "%llu of %llu, status %#x", (unsigned long long)wb.rptr,
+	   (unsigned long long)a.wptr, wb.status);
+	stop("x-wb-delay-us user-queue instance");
+}
+
 /* test_uq's device: "" or "timing=virtual," (test_uq_vt_all) */
 static const char *uq_timing = "";
 
@@ -4101,6 +4141,7 @@ static void run_all(void)
 	test_sem_wait_cost_vt();
 	test_signal_counted();
 	test_uq_wb_first();
+	test_uq_wb_last();
 	test_vm_stop();
 	test_migration();
 	test_migration_vt();
