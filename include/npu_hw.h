@@ -79,6 +79,8 @@
 #define NPU_REG_CU_THREADS	0x054	/* hardware thread slots per unit */
 #define NPU_REG_CU_SCRATCH	0x058	/* scratchpad bytes per unit */
 #define NPU_REG_CU_CLOCK_MHZ	0x05c	/* compute unit clock, MHz */
+#define NPU_REG_L2_KIB		0x060	/* L2 size, KiB (0: none) */
+#define NPU_REG_L2_BW_MBPS	0x064	/* L2 bandwidth, MB/s */
 
 /* Per compute unit busy time in ns (RO, 64 bit), at CU_BUSY(cu). */
 #define NPU_REG_CU_BUSY_LO(cu)	(0x800 + (cu) * 8)
@@ -760,6 +762,9 @@ struct npu_launch_stats_tensor {
 	uint64_t tdma_copies;		/* TDMA.ISSUEs that issued */
 	uint64_t tdma_bytes_read;	/* memory to scratchpad */
 	uint64_t tdma_bytes_written;	/* scratchpad to memory */
+	uint64_t l2_hit_sectors;	/* of the copies' device-memory reads
+					 * (32-byte sectors), those the L2
+					 * served */
 };
 
 /*

@@ -701,6 +701,10 @@ static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
         return s->cu_scratch_kib * 1024u;
     case NPU_REG_CU_CLOCK_MHZ:
         return s->cu_clock_mhz;
+    case NPU_REG_L2_KIB:
+        return s->l2_kib;
+    case NPU_REG_L2_BW_MBPS:
+        return s->l2_bw;
     case NPU_REG_RESET:
     case NPU_REG_MMU_INVALIDATE:
         return 0;
@@ -874,6 +878,16 @@ static bool npu_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: cu-clock-mhz must be 1..10000");
         return false;
     }
+    if (s->l2_kib && (s->l2_kib < 64 || s->l2_kib > 65536 ||
+                      !is_power_of_2(s->l2_kib))) {
+        error_setg(errp, "npu: l2-kib must be 0 (no L2) or a power of two "
+                   "in 64..65536");
+        return false;
+    }
+    if (!s->l2_bw) {
+        error_setg(errp, "npu: l2-bw-mbps must be >= 1");
+        return false;
+    }
     if (s->vt_settle_us > 1000000) {
         error_setg(errp, "npu: vt-settle-us must be <= 1000000");
         return false;
@@ -1004,6 +1018,8 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("cu-threads", NpuState, cu_threads, 16),
     DEFINE_PROP_UINT32("cu-scratch-kib", NpuState, cu_scratch_kib, 64),
     DEFINE_PROP_UINT32("cu-clock-mhz", NpuState, cu_clock_mhz, 1000),
+    DEFINE_PROP_UINT32("l2-kib", NpuState, l2_kib, 4096),
+    DEFINE_PROP_UINT32("l2-bw-mbps", NpuState, l2_bw, 128000),
     DEFINE_PROP_UINT32("vt-settle-us", NpuState, vt_settle_us, 5000),
     DEFINE_PROP_UINT32("uq-compute-engines", NpuState, uq_n_compute, 8),
     DEFINE_PROP_UINT32("uq-copy-engines", NpuState, uq_n_copy, 2),

@@ -298,6 +298,8 @@ struct NpuState {
     uint32_t cu_threads;
     uint32_t cu_scratch_kib;
     uint32_t cu_clock_mhz;
+    uint32_t l2_kib;            /* the units' shared L2 (timing only) */
+    uint32_t l2_bw;
     uint32_t vt_settle_us;       /* timing=virtual: host quiet time */
     uint32_t vt_cu_idle_delay_us; /* debug: widens the units' idle step */
     uint32_t signal_delay_us;   /* debug: widens a signal's two halves */

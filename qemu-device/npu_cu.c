@@ -480,6 +480,7 @@ static void npu_launch_finish(NpuState *s, NpuLaunch *l)
                     .tdma_copies = l->tdma_copies,
                     .tdma_bytes_read = l->tdma_bytes_read,
                     .tdma_bytes_written = l->tdma_bytes_written,
+                    .l2_hit_sectors = l->l2_hit_sectors,
                 };
                 memcpy(rec.tensor.mma, l->mma, sizeof(l->mma));
                 n = ARRAY_SIZE(buf);
@@ -984,6 +985,7 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
     l = g_new0(NpuLaunch, 1);
     l->ring = r;
+    l->l2_id = qatomic_fetch_inc(&s->cu->l2_launches) + 1;
     l->flags = p[1];
     l->entry = p[2] | (uint64_t)p[3] << 32;
     for (i = 0; i < 3; i++) {
@@ -1187,6 +1189,12 @@ void npu_cu_init(NpuState *s)
         u->free_slots = s->cu_threads;
         u->free_scratch = s->cu_scratch_kib * 1024u;
     }
+    if (s->l2_kib) {
+        uint64_t lines = (uint64_t)s->l2_kib * 1024 / NPU_L2_LINE;
+
+        cs->l2_set_bits = ctz64(lines / NPU_L2_WAYS);
+        cs->l2 = g_new0(NpuL2Line, lines);
+    }
     s->cu = cs;
     qemu_thread_create(&s->cu_thread, "npu-cu", npu_cu_thread, s,
                        QEMU_THREAD_JOINABLE);
@@ -1211,6 +1219,7 @@ void npu_cu_fini(NpuState *s)
         g_free(cs->unit[i].launches);
         g_free(cs->unit[i].nblocks_of);
     }
+    g_free(cs->l2);
     g_free(cs);
     s->cu = NULL;
 }

@@ -21,6 +21,8 @@
 #define NPU_TRACE_STAGE     64          /* trace records written at once */
 #define NPU_MEM_QUEUE       8           /* memory requests in flight/unit */
 #define NPU_SECTOR          32          /* bytes per memory transaction */
+#define NPU_L2_LINE         128         /* bytes per L2 tag */
+#define NPU_L2_WAYS         16
 #define NPU_PACE_SLACK_NS   1000000     /* re-anchor when this far behind */
 #define NPU_NREGS           64          /* x0-x31, f0-f31 */
 
@@ -264,6 +266,7 @@ typedef struct NpuUnit {
     uint64_t mem_first;         /* the earliest of mem_done[] */
     uint64_t dev_free;          /* device memory share free at, 1/256 cy */
     uint64_t host_free;         /* link share free at, 1/256 cycle */
+    uint64_t l2_free;           /* L2 share free at, 1/256 cycle */
     /* the tensor engine: pipe and tile port free at */
     uint64_t tensor_free;
     uint64_t port_free;
@@ -365,14 +368,31 @@ struct NpuLaunch {
     uint64_t tdma_copies;
     uint64_t tdma_bytes_read;
     uint64_t tdma_bytes_written;
+    uint64_t l2_hit_sectors;
+    uint64_t l2_id;             /* the L2's lines of this launch carry it */
     uint32_t printf_used;
 
     uint64_t vt_submit;         /* timing=virtual: ring's present */
     QTAILQ_ENTRY(NpuLaunch) next;
 };
 
+/*
+ * An L2 line's tag (npu_cu_tensor.c). The L2 is timing only: data always
+ * comes from memory, the tags say which copies' sectors it serves.
+ */
+typedef struct NpuL2Line {
+    uint64_t line;              /* physical address / NPU_L2_LINE */
+    uint64_t launch;            /* l2_id of the launch that brought it; 0 */
+    uint64_t used;              /* l2_clock at its last access */
+} NpuL2Line;
+
 struct NpuCuState {
     NpuUnit unit[NPU_MAX_CUS];
+    /* the L2: 1 << l2_set_bits sets of NPU_L2_WAYS (NULL: l2-kib=0) */
+    NpuL2Line *l2;
+    unsigned l2_set_bits;
+    uint64_t l2_clock;          /* accesses so far, for LRU */
+    uint64_t l2_launches;       /* l2_ids given out (atomic) */
     QTAILQ_HEAD(, NpuLaunch) incoming;  /* queued by rings, cu_lock */
     QTAILQ_HEAD(, NpuLaunch) queue;     /* the npu-cu thread's */
     uint64_t cycle;             /* start of the current quantum */

@@ -231,8 +231,55 @@ static uint32_t npu_tdma_check_rows(const NpuLaunch *l,
  * the first memory-side fault (its VA in *fault); counts its memory-side
  * sectors and whether the first byte is in host memory (*host).
  */
+/*
+ * The L2's sectors of device memory [phys, phys + len) that a copy of
+ * launch l reads: how many it serves (its line present, brought by l).
+ * A missing line is brought in, in place of its set's least recently used.
+ */
+static uint64_t npu_l2_read(NpuCuState *cs, const NpuLaunch *l,
+                            uint64_t phys, uint64_t len)
+{
+    uint64_t sec = phys / NPU_SECTOR, end = (phys + len - 1) / NPU_SECTOR;
+    uint64_t hits = 0;
+
+    while (sec <= end) {
+        uint64_t line = sec * NPU_SECTOR / NPU_L2_LINE;
+        uint64_t next = (line + 1) * (NPU_L2_LINE / NPU_SECTOR);
+        uint64_t n = MIN(end + 1, next) - sec;
+        /* a multiplicative hash: strided rows spread over the sets */
+        uint64_t set = (line * 0x9e3779b97f4a7c15ull) >> (64 - cs->l2_set_bits);
+        NpuL2Line *w = &cs->l2[set * NPU_L2_WAYS], *victim = w;
+        unsigned i;
+
+        if (!cs->l2_set_bits) {
+            set = 0;
+            w = victim = cs->l2;
+        }
+        cs->l2_clock++;
+        for (i = 0; i < NPU_L2_WAYS; i++) {
+            if (w[i].launch == l->l2_id && w[i].line == line) {
+                break;
+            }
+            if (w[i].used < victim->used) {
+                victim = &w[i];
+            }
+        }
+        if (i < NPU_L2_WAYS) {
+            w[i].used = cs->l2_clock;
+            hits += n;
+        } else {
+            *victim = (NpuL2Line) {
+                .line = line, .launch = l->l2_id, .used = cs->l2_clock,
+            };
+        }
+        sec += n;
+    }
+    return hits;
+}
+
 static uint32_t npu_tdma_move(NpuExec *x, const struct npu_tdma_desc *dc,
-                              uint64_t *sectors, bool *host, uint64_t *fault)
+                              uint64_t *sectors, uint64_t *l2_hits,
+                              bool *host, uint64_t *fault)
 {
     NpuState *s = x->s;
     NpuLaunch *l = x->l;
@@ -241,6 +288,7 @@ static uint32_t npu_tdma_move(NpuExec *x, const struct npu_tdma_desc *dc,
     bool first = true;
 
     *sectors = 0;
+    *l2_hits = 0;
     *host = false;
     for (p = 0; p < dc->size[2]; p++) {
         for (r = 0; r < dc->size[1]; r++) {
@@ -271,6 +319,9 @@ static uint32_t npu_tdma_move(NpuExec *x, const struct npu_tdma_desc *dc,
                     npu_cu_break_range(s, phys, len);
                     l->tdma_bytes_written += len;
                 } else {
+                    if (s->cu->l2 && space == NPU_SPACE_DEVICE && !*host) {
+                        *l2_hits += npu_l2_read(s->cu, l, phys, len);
+                    }
                     npu_cu_break_range(s, NPU_PHYS_LOCAL |
                                        (uintptr_t)(sp + done), len);
                     l->tdma_bytes_read += len;
@@ -290,7 +341,7 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
     NpuLaunch *l = x->l;
     struct npu_tdma_desc dc;
     const uint8_t *dp;
-    uint64_t sectors = 0, start, per, last, lat, *chan;
+    uint64_t sectors = 0, hits = 0, start, per, last, lat, *chan;
     uint32_t code, err = 0;
     bool host = false;
     NpuTdma *m;
@@ -331,13 +382,14 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
         if (code) {
             return code;
         }
-        err = npu_tdma_move(x, &dc, &sectors, &host, fault);
+        err = npu_tdma_move(x, &dc, &sectors, &hits, &host, fault);
     }
 
     /*
      * The engine sends one sector per slot of the unit's share of the
      * memory (or link) bandwidth, after the copy before it, on the same
-     * share as the threads' requests.
+     * share as the threads' requests; the sectors the L2 serves go on the
+     * unit's share of the L2's bandwidth, beside them.
      */
     if (host) {
         chan = &u->host_free;
@@ -353,10 +405,20 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
     per = MAX(per, 1);
     start = MAX(x->cycle, u->tdma_sent) << 8;
     last = start;
-    if (sectors) {
-        start = MAX(start, *chan);
-        last = start + (sectors - 1) * per;
+    if (sectors > hits) {
+        uint64_t first = MAX(start, *chan);
+
+        last = first + (sectors - hits - 1) * per;
         *chan = last + per;
+    }
+    if (hits) {
+        uint64_t per_l2 = MAX(((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
+                               s->cu_clock_mhz << 8) / s->l2_bw, 1);
+        uint64_t first = MAX(start, u->l2_free);
+
+        u->l2_free = first + hits * per_l2;
+        last = MAX(last, u->l2_free - per_l2);
+        l->l2_hit_sectors += hits;
     }
     u->tdma_sent = last >> 8;
     /* npu_cu_tensor_ready held the issue while 4 were in flight */
@@ -372,7 +434,7 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
     l->tdma_copies++;
     trace_npu_cu_tdma_issue(u - s->cu->unit, dc.mem, dc.scratch,
                             (uint64_t)dc.size[0] * dc.size[1] * dc.size[2],
-                            dc.flags, sectors, m->done);
+                            dc.flags, sectors, hits, m->done);
     return 0;
 }
 

@@ -1100,9 +1100,12 @@ static void test_itrace(void)
  *   rdcycle +129.
  *   The same from host memory (4000 MB/s: 8 cycles a sector): the last
  *   sector at +1 + 7 * 8 = +57, complete 800 later, +857; rdcycle +858.
- *   Two such copies from device memory, issued at +1 and +2: the second
- *   starts when the first sent its last sector (+8), its first sector in
- *   the next slot, +9, its last at +16, complete +136; rdcycle +137.
+ *   Two such copies from device memory, issued at +1 and +2, of other
+ *   lines: the second starts when the first sent its last sector (+8),
+ *   its first sector in the next slot, +9, its last at +16, complete
+ *   +136; rdcycle +137. Of the same lines: the L2 serves the second copy
+ *   (the first brought its two lines in), four sectors a cycle from +8:
+ *   its last at +9, complete +129; rdcycle +130.
  *   TEW EXP at +1 (64 cycles), TEW ADD into another tile when the pipe
  *   is free, +65 (16); TSTORE of its result at +65 + 20 = +85; rdcycle
  *   +86. (ADD into EXP's tile would wait for it: a write waits for an
@@ -1122,33 +1125,48 @@ static void test_timing(void)
 		/* struct npu_launch_stats_tensor of the launch: tensor_cycles,
 		 * mma[f16, bf16, f32, s8, s32], copies, bytes read */
 		uint64_t busy, mma[NPU_MMA_TYPES], copies, bytes;
+		bool other_lines;	/* the second copy reads other lines */
+		uint64_t l2;		/* sectors the L2 served */
 	} c[] = {
 		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
-		    [NPU_STALL_WAIT] = 67 }, false, 128, { 0, 0, 2, 0, 0 }, 0, 0 },
+		    [NPU_STALL_WAIT] = 67 }, false, 128, { 0, 0, 2, 0, 0 }, 0, 0,
+		  false, 0 },
 		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE",
-		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 }, false, 80, { 1, 0, 1, 0, 0 }, 0, 0 },
+		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 }, false, 80, { 1, 0, 1, 0, 0 }, 0, 0,
+		  false, 0 },
 		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16",
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 15,
-		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false, 16, { 1, 0, 0, 0, 0 }, 0, 0 },
+		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false, 16, { 1, 0, 0, 0, 0 }, 0, 0,
+		  false, 0 },
 		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT",
 		  { [NPU_STALL_SELECTED] = 2,
-		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 1, 256 },
+		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 1, 256,
+		  false, 0 },
 		{ TP_TIME_DMA, 858, "the same from host memory",
 		  { [NPU_STALL_SELECTED] = 2,
-		    [NPU_STALL_LONG_SCOREBOARD] = 855 }, true, 0, { 0 }, 1, 256 },
+		    [NPU_STALL_LONG_SCOREBOARD] = 855 }, true, 0, { 0 }, 1, 256,
+		  false, 0 },
 		{ TP_TIME_DMA2, 137, "two copies of 8 sectors, TDMA.WAIT 2",
 		  { [NPU_STALL_SELECTED] = 3,
-		    [NPU_STALL_LONG_SCOREBOARD] = 133 }, false, 0, { 0 }, 2, 512 },
+		    [NPU_STALL_LONG_SCOREBOARD] = 133 }, false, 0, { 0 }, 2, 512,
+		  true, 0 },
+		{ TP_TIME_DMA2, 130, "the same 8 sectors twice: the L2 serves "
+		  "the second copy",
+		  { [NPU_STALL_SELECTED] = 3,
+		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 2, 512,
+		  false, 8 },
 		{ TP_TIME_TEW, 86, "TEW EXP, TEW ADD, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
-		    [NPU_STALL_WAIT] = 19 }, false, 80, { 0 }, 0, 0 },
+		    [NPU_STALL_WAIT] = 19 }, false, 80, { 0 }, 0, 0,
+		  false, 0 },
 		{ TP_TIME_S8, 30, "three TMMA s8 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 4,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 14,
-		    [NPU_STALL_WAIT] = 11 }, false, 24, { 0, 0, 0, 3, 0 }, 0, 0 },
+		    [NPU_STALL_WAIT] = 11 }, false, 24, { 0, 0, 0, 3, 0 }, 0, 0,
+		  false, 0 },
 	};
 	const uint32_t tbytes = 4u << 20;
 	struct buf tb = alloc_buf(tbytes, 1, 1);
@@ -1181,6 +1199,8 @@ static void test_timing(void)
 			d.mem = hostmem.va;
 		memcpy(imgs[0] + 1024, &d, sizeof(d));
 		d.scratch += 256;
+		if (c[i].other_lines)
+			d.mem += 256;
 		memcpy(imgs[0] + 1024 + 128, &d, sizeof(d));
 		step(&p, TP_TIMING, c[i].mode, 2048, 1024);
 		buf_write(&prog_buf, 0, p.s, sizeof(p.s[0]));
@@ -1233,11 +1253,13 @@ static void test_timing(void)
 			       !memcmp(tn.mma, c[i].mma, sizeof(tn.mma)) &&
 			       tn.tdma_copies == c[i].copies &&
 			       tn.tdma_bytes_read == c[i].bytes &&
-			       tn.tdma_bytes_written == 0;
+			       tn.tdma_bytes_written == 0 &&
+			       tn.l2_hit_sectors == c[i].l2;
 			if (!same)
 				diag("%s: stalls %llu + mio %llu, thread-cycles "
 				     "%llu; tensor %llu, mma %llu %llu %llu %llu "
-				     "%llu, copies %llu, bytes %llu/%llu",
+				     "%llu, copies %llu, bytes %llu/%llu, L2 "
+				     "%llu",
 				     c[i].what, (unsigned long long)sum,
 				     (unsigned long long)tn.stall_mio_throttle,
 				     (unsigned long long)st.thread_cycles,
@@ -1249,10 +1271,12 @@ static void test_timing(void)
 				     (unsigned long long)tn.mma[4],
 				     (unsigned long long)tn.tdma_copies,
 				     (unsigned long long)tn.tdma_bytes_read,
-				     (unsigned long long)tn.tdma_bytes_written);
+				     (unsigned long long)tn.tdma_bytes_written,
+				     (unsigned long long)tn.l2_hit_sectors);
 			ok(done && same, "timing: %s: NPU_CODE_STATS_TENSOR's "
 			   "counters (tensor cycles, TMMAs by type, copies, "
-			   "bytes, MIO_THROTTLE completing the stall sum)",
+			   "bytes, L2 sectors, MIO_THROTTLE completing the "
+			   "stall sum)",
 			   c[i].what);
 		}
 	}
