@@ -1182,7 +1182,8 @@ typedef struct npu_kernel_roofline_profile {
 	uint64_t flops;			/* 2 x MAC of its MMAs */
 	uint64_t memory_bytes;		/* device and host memory: the
 					   threads' loads and stores and
-					   the tile DMA's */
+					   the tile DMA's (less what the
+					   device's L2 served) */
 	double modelled_ms;		/* unit cycles at the unit clock */
 	double tensor_utilization;	/* tensor_cycles / unit_cycles */
 	double dma_gbps;		/* tile DMA bytes / modelled time */

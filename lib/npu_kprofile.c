@@ -63,6 +63,7 @@ struct kern {
 	npu_kernel_profile p;
 	npu_kernel_roofline_profile r;
 	uint64_t units_sum;		/* units each launch could use, summed */
+	uint64_t l2_hit_sectors;	/* of the copies' reads, the L2's */
 	double theor_sum;		/* theoretical occupancy x launches */
 	struct lines whole, partial;
 	uint32_t period;		/* sampling period of the next launch */
@@ -241,6 +242,7 @@ static void take_tensor(struct kern *k, const struct npu_launch_stats *st,
 	r->tdma_copies += t.tdma_copies;
 	r->tdma_bytes_read += t.tdma_bytes_read;
 	r->tdma_bytes_written += t.tdma_bytes_written;
+	k->l2_hit_sectors += t.l2_hit_sectors;
 }
 
 /* Add a completed launch to its kernel's profile. klock held. */
@@ -329,6 +331,7 @@ static void derive_roofline(struct kern *k, const npu_device_prop *prop)
 	npu_kernel_roofline_profile *r = &k->r;
 	const npu_kernel_profile *p = &k->p;
 	double pipe_cycles = 0, macs = 0, units, secs;
+	uint64_t l2_bytes;
 	unsigned i;
 
 	snprintf(r->name, sizeof(r->name), "%s", p->name);
@@ -344,10 +347,14 @@ static void derive_roofline(struct kern *k, const npu_device_prop *prop)
 	r->flops = 0;
 	for (i = 0; i < NPU_MMA_TYPES; i++)
 		r->flops += 2 * r->mma[i] * NPU_MMA_MACS;
+	/* what the L2 served never reached device memory */
+	l2_bytes = k->l2_hit_sectors * 32;
+	if (l2_bytes > r->tdma_bytes_read)
+		l2_bytes = r->tdma_bytes_read;
 	r->memory_bytes = p->bytes_read[NPU_SPACE_DEVICE] +
 		p->bytes_written[NPU_SPACE_DEVICE] +
 		p->bytes_read[NPU_SPACE_HOST] + p->bytes_written[NPU_SPACE_HOST] +
-		r->tdma_bytes_read + r->tdma_bytes_written;
+		r->tdma_bytes_read - l2_bytes + r->tdma_bytes_written;
 	r->modelled_ms = model_ms(p, prop);
 	secs = r->modelled_ms / 1e3;
 	units = r->launches ? (double)k->units_sum / r->launches : 0;
@@ -541,9 +548,10 @@ static void report_roofline(FILE *f, struct kern *k)
 	for (i = 0; i < NPU_MMA_TYPES; i++)
 		if (r->mma[i])
 			fprintf(f, " %s %" PRIu64, type[i], r->mma[i]);
-	fprintf(f, "\n    tile DMA: %" PRIu64 " copies, %" PRIu64 " bytes in, %"
-		PRIu64 " bytes out, %.3f GB/s\n", r->tdma_copies,
-		r->tdma_bytes_read, r->tdma_bytes_written, r->dma_gbps);
+	fprintf(f, "\n    tile DMA: %" PRIu64 " copies, %" PRIu64 " bytes in (%"
+		PRIu64 " sectors from the L2), %" PRIu64 " bytes out, %.3f "
+		"GB/s\n", r->tdma_copies, r->tdma_bytes_read, k->l2_hit_sectors,
+		r->tdma_bytes_written, r->dma_gbps);
 	fprintf(f, "    roofline: %.2f FLOP/byte (ridge %.2f), %.3f GFLOP/s of "
 		"%.3f peak (%.1f%%), memory ceiling %.3f GB/s: %s",
 		r->arithmetic_intensity, r->ridge, r->achieved_gflops,
