@@ -72,7 +72,9 @@ static void test_identity(void)
 	   rd(NPU_REG_CLOCK_HZ) == 1000000000, "FEATURES, DEVMEM_SIZE, CLOCK_HZ");
 	ok(rd(NPU_REG_LINK_BW_MBPS) == 4000 && rd(NPU_REG_MEM_BW_MBPS) == 32000 &&
 	   rd(NPU_REG_CU_MOPS) == 2000 && rd(NPU_REG_LAUNCH_NS) == 4000 &&
-	   rd(NPU_REG_COPY_NS) == 2000, "timing figures from the properties");
+	   rd(NPU_REG_COPY_NS) == 2000 && rd(NPU_REG_L2_KIB) == 4096 &&
+	   rd(NPU_REG_L2_BW_MBPS) == 128000,
+	   "timing figures from the properties");
 	c1 = dev_clock();
 	usleep(5000);
 	c2 = dev_clock();
@@ -1816,14 +1818,15 @@ static void test_properties(void)
 		"devmem-size", "timing", "link-bw-mbps", "mem-bw-mbps", "cu-mops",
 		"launch-ns", "copy-ns", "uq-compute-engines", "uq-copy-engines",
 		"uq-max-queues", "uq-doorbell-pages", "uq-timeslice-us",
-		"uq-switch-ns" };
+		"uq-switch-ns", "l2-kib", "l2-bw-mbps" };
 	const char *argv[] = { qemu_bin, "-device", "npu,help", NULL };
 	const char *bad[] = { "compute-rings=0", "compute-rings=12,copy-rings=5",
 		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000",
 		"uq-compute-engines=17", "uq-copy-engines=17", "uq-max-queues=0",
 		"uq-max-queues=65537", "uq-doorbell-pages=3",
 		"uq-doorbell-pages=8192", "uq-timeslice-us=5",
-		"uq-switch-ns=1000001" };
+		"uq-switch-ns=1000001", "l2-kib=32", "l2-kib=96",
+		"l2-kib=131072", "l2-bw-mbps=0" };
 	bool good;
 	int rc;
 
