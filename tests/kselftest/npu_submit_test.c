@@ -3,8 +3,9 @@
  * npu_submit_test - jobs of every shape with their results checked: fill,
  * copies between host, user and device memory, a kernel against a CPU
  * reference (LAUNCH_CODE), a former math kernel id refused, timestamps,
- * empty jobs, ordering within a queue, concurrency across rings, submission arrays with dependencies, BO_WAIT. Names follow
- * IGT's panfrost_submit / v3d_submit_cl where the case is the same.
+ * empty jobs, ordering within a queue, concurrency across rings,
+ * submission arrays with dependencies, BO_WAIT. Names follow IGT's
+ * panfrost_submit / v3d_submit_cl where the case is the same.
  */
 #include <math.h>
 #include <poll.h>
