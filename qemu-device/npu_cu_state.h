@@ -40,7 +40,8 @@ enum {
     NPU_LAT_AMO = 4,            /* added to the memory latency */
     /* the tensor engine ("Tensor timing and counters"): see npu_cu_tensor.c */
     NPU_LAT_TFILL = 4,
-    NPU_LAT_TILE_PORT = 16,     /* TLOAD, TSTORE hold the tile port */
+    /* TLOAD, TSTORE hold the tile port a cycle per 64 bytes of the tile */
+    NPU_TILE_PORT_BYTES = 64,
     NPU_LAT_TENSOR_EXTRA = 4,   /* result ready after the pipe is done */
 };
 

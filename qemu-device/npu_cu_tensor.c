@@ -542,6 +542,7 @@ uint32_t npu_cu_tensor_exec(NpuExec *x, const NpuRvInsn *d, uint64_t *fault,
     case RV_TSTORE: {
         bool store = d->op == RV_TSTORE;
         uint64_t bytes = NPU_TILE_CELLS << (d->funct7 & 3);
+        uint64_t port = bytes / NPU_TILE_PORT_BYTES;
 
         *maddr = a;
         code = npu_tensor_tile_mem(&npu_slot_tiles(t)[d->rd], store,
@@ -564,10 +565,10 @@ uint32_t npu_cu_tensor_exec(NpuExec *x, const NpuRvInsn *d, uint64_t *fault,
             }
         } else {
             l->st.bytes_read[NPU_SPACE_SCRATCH] += bytes;
-            npu_tile_written(u, t, d->rd, c + NPU_LAT_TILE_PORT +
-                             NPU_LAT_TENSOR_EXTRA, NPU_STALL_SHORT_SCOREBOARD);
+            npu_tile_written(u, t, d->rd, c + port + NPU_LAT_TENSOR_EXTRA,
+                             NPU_STALL_SHORT_SCOREBOARD);
         }
-        u->port_free = c + NPU_LAT_TILE_PORT;
+        u->port_free = c + port;
         break;
     }
     case RV_TFILL:

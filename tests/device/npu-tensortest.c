@@ -1093,8 +1093,10 @@ static void test_itrace(void)
  *   rdcycle at +134.
  *   TMMA f32 at +1, TMMA f16 into it waits for the result: +69; TSTORE
  *   at +69 + 20 = +89; rdcycle +90.
- *   TLOAD at +1, TLOAD at +17 (the tile port); TMMA f16 at +17 + 20 =
- *   +37; rdcycle +38.
+ *   TLOAD at +1, TLOAD at +17 (the tile port, 64 bytes a cycle: 16 for
+ *   an e32 tile); TMMA f16 at +17 + 20 = +37; rdcycle +38. The same with
+ *   e16 tiles (8 cycles each): TLOAD at +1, +9, TMMA at +9 + 12 = +21;
+ *   rdcycle +22.
  *   TDMA.ISSUE of 256 aligned bytes (8 sectors, one a cycle) at +1: the
  *   last sector at +8, complete 120 later, +128, when TDMA.WAIT issues;
  *   rdcycle +129.
@@ -1140,6 +1142,10 @@ static void test_timing(void)
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 15,
 		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false, 16, { 1, 0, 0, 0, 0 }, 0, 0,
 		  false, 0 },
+		{ TP_TIME_PORT16, 22, "TLOAD e16, TLOAD e16, TMMA f16",
+		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 7,
+		    [NPU_STALL_SHORT_SCOREBOARD] = 11 }, false, 16,
+		  { 1, 0, 0, 0, 0 }, 0, 0, false, 0 },
 		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT",
 		  { [NPU_STALL_SELECTED] = 2,
 		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 1, 256,

@@ -48,6 +48,9 @@
 	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 2, x" #t ", %2, %3\n"
 #define TSTORE(t) \
 	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 1, 2, x" #t ", %2, %3\n"
+/* the same, e16 */
+#define TLOAD16(t) \
+	".insn r " NPU_KSTR(NPU_OPC_TENSOR) ", 0, 1, x" #t ", %2, %3\n"
 
 /* seq between two rdcycles (t0, t1), with p as %2 and stride as %3 */
 #define TIMED(seq) \
@@ -71,6 +74,9 @@ static unsigned long timing(unsigned mode, unsigned long p,
 		break;
 	case TP_TIME_PORT:
 		TIMED(TLOAD(0) TLOAD(1) TMMA(0, 2, 0, 1));
+		break;
+	case TP_TIME_PORT16:
+		TIMED(TLOAD16(0) TLOAD16(1) TMMA(0, 2, 0, 1));
 		break;
 	case TP_TIME_DMA:
 		__asm__ volatile("rdcycle %0\n"

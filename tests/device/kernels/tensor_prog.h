@@ -34,6 +34,7 @@ enum {
 	TP_TIME_DMA2,		/* the same, then the one at arg + 128; WAIT 2 */
 	TP_TIME_TEW,		/* TEW EXP t3 = e^t0, ADD t4 = t0 + t1; TSTORE t4 */
 	TP_TIME_S8,		/* TMMA s8 t2 += t0 t1 three times; TSTORE t2 */
+	TP_TIME_PORT16,		/* TLOAD t0, TLOAD t1 (e16) from arg; TMMA f16 */
 };
 
 #define TP_A	0
