@@ -1608,8 +1608,9 @@ static int bench_user_kernels(void)
 
 /* ------------------------------------------------------------------------
  * The tensor engine's GEMM (examples/kernels/gemmTensor.c), --tensor, under
- * timing=virtual: npu_tune_space over tile sizes and pipeline depth, in
- * isolation and under the load of other candidates, at TUNE_N^3; the best
+ * timing=virtual: npu_tune_space over tile sizes and pipeline depth, every
+ * point (so where the optimum lies is known, not sampled), in isolation
+ * and under the load of other candidates, at TUNE_N^3; the best
  * point's fraction of the modelled peak at PEAK_N^3 (the profiler's
  * roofline); a 512^3 f32 GEMM's host wall time; the best f32 point against
  * the built-in GEMM (sgemm_tuned_vs_builtin). The points' code objects
@@ -1617,7 +1618,6 @@ static int bench_user_kernels(void)
  */
 #define TUNE_N		512	/* 1024^3 costs ~30 s of host time a run */
 #define PEAK_N		1024
-#define TUNE_BUDGET	10
 
 static const long gv_m[] = { 32, 64, 128 }, gv_n[] = { 32, 64, 128 },
 		  gv_k[] = { 16, 32, 64 }, gv_depth[] = { 1, 2, 3 };
@@ -1903,8 +1903,7 @@ static int bench_tensor(void)
 			c.valid = gemm_point_ok;
 			c.launch = gemm_point_launch;
 			c.user = &tune;
-			c.strategy = NPU_TUNE_BAYES;
-			c.budget = TUNE_BUDGET;
+			c.strategy = NPU_TUNE_EXHAUSTIVE;
 			c.batch = 2;
 			c.runs = 1;
 			c.mode = mode;
@@ -1932,11 +1931,11 @@ static int bench_tensor(void)
 		     "in isolation");
 		snprintf(note, sizeof(note), "%s: isolated %ldx%ldx%ld depth %ld "
 			 "(%.3f ms), under load %ldx%ldx%ld depth %ld (%.3f ms), at "
-			 "%u^3, %u evaluations each", tname[bf16], res[0].best[0],
+			 "%u^3, every point (%u)", tname[bf16], res[0].best[0],
 			 res[0].best[1], res[0].best[2], res[0].best[3],
 			 res[0].best_ms, res[1].best[0], res[1].best[1],
 			 res[1].best[2], res[1].best[3], res[1].best_ms, TUNE_N,
-			 TUNE_BUDGET);
+			 res[0].evaluations);
 		snprintf(key, sizeof(key), "gemm_tune_best_%s", tname[bf16]);
 		if (js)
 			json_object_object_add(js_notes, key,
