@@ -341,7 +341,7 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
     NpuLaunch *l = x->l;
     struct npu_tdma_desc dc;
     const uint8_t *dp;
-    uint64_t sectors = 0, hits = 0, start, per, last, lat, *chan;
+    uint64_t sectors = 0, hits = 0, start, per, per_l2, last, lat, *chan;
     uint32_t code, err = 0;
     bool host = false;
     NpuTdma *m;
@@ -403,17 +403,29 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
         lat = NPU_LAT_DEVICE;
     }
     per = MAX(per, 1);
+    per_l2 = MAX(((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
+                  s->cu_clock_mhz << 8) / s->l2_bw, 1);
     start = MAX(x->cycle, u->tdma_sent) << 8;
     last = start;
-    if (sectors > hits) {
+    if (sectors && s->cu->l2 && !host && (dc.flags & NPU_TDMA_TO_MEM)) {
+        /*
+         * The L2 takes the write in at its share; writing it back takes
+         * the device-memory share after it, which the copy does not wait
+         * for (the unit's later device-memory sectors do).
+         */
+        uint64_t first = MAX(start, u->l2_free);
+
+        u->l2_free = first + sectors * per_l2;
+        last = u->l2_free - per_l2;
+        *chan = MAX(*chan, first) + sectors * per;
+        hits = 0;
+    } else if (sectors > hits) {
         uint64_t first = MAX(start, *chan);
 
         last = first + (sectors - hits - 1) * per;
         *chan = last + per;
     }
     if (hits) {
-        uint64_t per_l2 = MAX(((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
-                               s->cu_clock_mhz << 8) / s->l2_bw, 1);
         uint64_t first = MAX(start, u->l2_free);
 
         u->l2_free = first + hits * per_l2;

@@ -1108,6 +1108,9 @@ static void test_itrace(void)
  *   +136; rdcycle +137. Of the same lines: the L2 serves the second copy
  *   (the first brought its two lines in), four sectors a cycle from +8:
  *   its last at +9, complete +129; rdcycle +130.
+ *   TDMA.ISSUE of 256 bytes to device memory: the L2 takes its 8
+ *   sectors in, four a cycle, from +1: the last at +2, complete +122;
+ *   rdcycle +123 (the write-back is not waited for).
  *   TEW EXP at +1 (64 cycles), TEW ADD into another tile when the pipe
  *   is free, +65 (16); TSTORE of its result at +65 + 20 = +85; rdcycle
  *   +86. (ADD into EXP's tile would wait for it: a write waits for an
@@ -1128,51 +1131,57 @@ static void test_timing(void)
 		 * mma[f16, bf16, f32, s8, s32], copies, bytes read */
 		uint64_t busy, mma[NPU_MMA_TYPES], copies, bytes;
 		bool other_lines;	/* the second copy reads other lines */
+		bool to_mem;		/* TP_TIME_DMA: scratchpad to memory */
 		uint64_t l2;		/* sectors the L2 served */
 	} c[] = {
 		{ TP_TIME_MMA_ACC, 134, "two TMMA f32 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
 		    [NPU_STALL_WAIT] = 67 }, false, 128, { 0, 0, 2, 0, 0 }, 0, 0,
-		  false, 0 },
+		  false, false, 0 },
 		{ TP_TIME_MMA_TYPES, 90, "TMMA f32 then f16 into it, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_WAIT] = 67 + 19 }, false, 80, { 1, 0, 1, 0, 0 }, 0, 0,
-		  false, 0 },
+		  false, false, 0 },
 		{ TP_TIME_PORT, 38, "TLOAD, TLOAD, TMMA f16",
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 15,
 		    [NPU_STALL_SHORT_SCOREBOARD] = 19 }, false, 16, { 1, 0, 0, 0, 0 }, 0, 0,
-		  false, 0 },
+		  false, false, 0 },
 		{ TP_TIME_PORT16, 22, "TLOAD e16, TLOAD e16, TMMA f16",
 		  { [NPU_STALL_SELECTED] = 3, [NPU_STALL_MIO_THROTTLE] = 7,
 		    [NPU_STALL_SHORT_SCOREBOARD] = 11 }, false, 16,
-		  { 1, 0, 0, 0, 0 }, 0, 0, false, 0 },
+		  { 1, 0, 0, 0, 0 }, 0, 0, false, false, 0 },
 		{ TP_TIME_DMA, 129, "TDMA.ISSUE of 8 sectors, TDMA.WAIT",
 		  { [NPU_STALL_SELECTED] = 2,
 		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 1, 256,
-		  false, 0 },
+		  false, false, 0 },
+		{ TP_TIME_DMA, 123, "TDMA.ISSUE of 8 sectors to device memory, "
+		  "TDMA.WAIT: the L2 takes the write",
+		  { [NPU_STALL_SELECTED] = 2,
+		    [NPU_STALL_LONG_SCOREBOARD] = 120 }, false, 0, { 0 }, 1, 0,
+		  false, true, 0 },
 		{ TP_TIME_DMA, 858, "the same from host memory",
 		  { [NPU_STALL_SELECTED] = 2,
 		    [NPU_STALL_LONG_SCOREBOARD] = 855 }, true, 0, { 0 }, 1, 256,
-		  false, 0 },
+		  false, false, 0 },
 		{ TP_TIME_DMA2, 137, "two copies of 8 sectors, TDMA.WAIT 2",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_LONG_SCOREBOARD] = 133 }, false, 0, { 0 }, 2, 512,
-		  true, 0 },
+		  true, false, 0 },
 		{ TP_TIME_DMA2, 130, "the same 8 sectors twice: the L2 serves "
 		  "the second copy",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_LONG_SCOREBOARD] = 126 }, false, 0, { 0 }, 2, 512,
-		  false, 8 },
+		  false, false, 8 },
 		{ TP_TIME_TEW, 86, "TEW EXP, TEW ADD, TSTORE",
 		  { [NPU_STALL_SELECTED] = 3,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 63,
 		    [NPU_STALL_WAIT] = 19 }, false, 80, { 0 }, 0, 0,
-		  false, 0 },
+		  false, false, 0 },
 		{ TP_TIME_S8, 30, "three TMMA s8 back to back, TSTORE",
 		  { [NPU_STALL_SELECTED] = 4,
 		    [NPU_STALL_MATH_PIPE_THROTTLE] = 14,
 		    [NPU_STALL_WAIT] = 11 }, false, 24, { 0, 0, 0, 3, 0 }, 0, 0,
-		  false, 0 },
+		  false, false, 0 },
 	};
 	const uint32_t tbytes = 4u << 20;
 	struct buf tb = alloc_buf(tbytes, 1, 1);
@@ -1203,6 +1212,8 @@ static void test_timing(void)
 		memset(imgs[0], 0, IMG);
 		if (c[i].host)
 			d.mem = hostmem.va;
+		if (c[i].to_mem)
+			d.flags = NPU_TDMA_TO_MEM;
 		memcpy(imgs[0] + 1024, &d, sizeof(d));
 		d.scratch += 256;
 		if (c[i].other_lines)
@@ -1259,7 +1270,7 @@ static void test_timing(void)
 			       !memcmp(tn.mma, c[i].mma, sizeof(tn.mma)) &&
 			       tn.tdma_copies == c[i].copies &&
 			       tn.tdma_bytes_read == c[i].bytes &&
-			       tn.tdma_bytes_written == 0 &&
+			       tn.tdma_bytes_written == (c[i].to_mem ? 256 : 0) &&
 			       tn.l2_hit_sectors == c[i].l2;
 			if (!same)
 				diag("%s: stalls %llu + mio %llu, thread-cycles "
