@@ -385,6 +385,7 @@ typedef struct NpuL2Line {
     uint64_t line;              /* physical address / NPU_L2_LINE */
     uint64_t launch;            /* l2_id of the launch that brought it; 0 */
     uint64_t used;              /* l2_clock at its last access */
+    uint8_t sectors;            /* bit s: its 32-byte sector s is present */
 } NpuL2Line;
 
 struct NpuCuState {

@@ -233,8 +233,10 @@ static uint32_t npu_tdma_check_rows(const NpuLaunch *l,
  */
 /*
  * The L2's sectors of device memory [phys, phys + len) that a copy of
- * launch l reads: how many it serves (its line present, brought by l).
- * A missing line is brought in, in place of its set's least recently used.
+ * launch l reads: how many it serves (present, in a line l brought in).
+ * A missing sector is brought in (its line in place of its set's least
+ * recently used, if the line is missing too); a miss fills only the
+ * sectors read, as a GPU's sectored L2 does.
  */
 static uint64_t npu_l2_read(NpuCuState *cs, const NpuLaunch *l,
                             uint64_t phys, uint64_t len)
@@ -246,6 +248,7 @@ static uint64_t npu_l2_read(NpuCuState *cs, const NpuLaunch *l,
         uint64_t line = sec * NPU_SECTOR / NPU_L2_LINE;
         uint64_t next = (line + 1) * (NPU_L2_LINE / NPU_SECTOR);
         uint64_t n = MIN(end + 1, next) - sec;
+        uint8_t want = ((1u << n) - 1) << (sec % (NPU_L2_LINE / NPU_SECTOR));
         /* a multiplicative hash: strided rows spread over the sets */
         uint64_t set = (line * 0x9e3779b97f4a7c15ull) >> (64 - cs->l2_set_bits);
         NpuL2Line *w = &cs->l2[set * NPU_L2_WAYS], *victim = w;
@@ -266,10 +269,12 @@ static uint64_t npu_l2_read(NpuCuState *cs, const NpuLaunch *l,
         }
         if (i < NPU_L2_WAYS) {
             w[i].used = cs->l2_clock;
-            hits += n;
+            hits += ctpop8(w[i].sectors & want);
+            w[i].sectors |= want;
         } else {
             *victim = (NpuL2Line) {
                 .line = line, .launch = l->l2_id, .used = cs->l2_clock,
+                .sectors = want,
             };
         }
         sec += n;
