@@ -390,7 +390,8 @@ typedef struct NpuL2Line {
 
 struct NpuCuState {
     NpuUnit unit[NPU_MAX_CUS];
-    /* the L2: 1 << l2_set_bits sets of NPU_L2_WAYS (NULL: l2-kib=0) */
+    /* the L2: 1 << l2_set_bits sets of NPU_L2_WAYS, at least 32 (l2-kib
+     * >= 64); NULL: l2-kib=0 */
     NpuL2Line *l2;
     unsigned l2_set_bits;
     uint64_t l2_clock;          /* accesses so far, for LRU */

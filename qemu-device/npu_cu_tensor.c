@@ -227,11 +227,6 @@ static uint32_t npu_tdma_check_rows(const NpuLaunch *l,
 }
 
 /*
- * Move the copy's bytes now, through the launch's context. Returns 0 or
- * the first memory-side fault (its VA in *fault); counts its memory-side
- * sectors and whether the first byte is in host memory (*host).
- */
-/*
  * The L2's sectors of device memory [phys, phys + len) that a copy of
  * launch l reads: how many it serves (present, in a line l brought in).
  * A missing sector is brought in (its line in place of its set's least
@@ -254,10 +249,6 @@ static uint64_t npu_l2_read(NpuCuState *cs, const NpuLaunch *l,
         NpuL2Line *w = &cs->l2[set * NPU_L2_WAYS], *victim = w;
         unsigned i;
 
-        if (!cs->l2_set_bits) {
-            set = 0;
-            w = victim = cs->l2;
-        }
         cs->l2_clock++;
         for (i = 0; i < NPU_L2_WAYS; i++) {
             if (w[i].launch == l->l2_id && w[i].line == line) {
@@ -282,6 +273,11 @@ static uint64_t npu_l2_read(NpuCuState *cs, const NpuLaunch *l,
     return hits;
 }
 
+/*
+ * Move the copy's bytes now, through the launch's context. Returns 0 or
+ * the first memory-side fault (its VA in *fault); counts its memory-side
+ * sectors and whether the first byte is in host memory (*host).
+ */
 static uint32_t npu_tdma_move(NpuExec *x, const struct npu_tdma_desc *dc,
                               uint64_t *sectors, uint64_t *l2_hits,
                               bool *host, uint64_t *fault)
@@ -423,7 +419,6 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
         u->l2_free = first + sectors * per_l2;
         last = u->l2_free - per_l2;
         *chan = MAX(*chan, first) + sectors * per;
-        hits = 0;
     } else if (sectors > hits) {
         uint64_t first = MAX(start, *chan);
 
