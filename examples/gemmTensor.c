@@ -5,7 +5,9 @@
  * C = A x B at n^3, checked bit for bit against a host reference (the
  * tensor engine's order: one fused multiply-add per k, k increasing),
  * then one profiled launch of each for its place on the roofline.
- * Usage: gemmTensor [n [BM BN BK depth]] (default 128 64 64 16 2).
+ * Usage: gemmTensor [n [BM BN BK depth]] (default 128 64 64 16 2); with
+ * GEMM_REPORT set in the environment it also prints the profiler's report
+ * (stall reasons, tensor pipe, tile DMA, hot spots) after each launch.
  */
 #include "common.h"
 
@@ -64,12 +66,12 @@ int main(int argc, char **argv)
 	CHECK(npu_device_get_properties(&p, 0));
 	if (!gemm_shape_ok(n, n, n, BM, BN, BK, depth) ||
 	    gemm_threads(BM, BN) > p.unit_threads ||
-	    gemm_scratch_bytes(BM, BN, BK, depth, 4) > p.unit_scratch_bytes) {
+	    gemm_scratch_bytes(BM, BN, BK, depth, 2) > p.unit_scratch_bytes) {
 		fprintf(stderr, "gemmTensor: n %u with BM %u BN %u BK %u depth %u "
 			"does not fit (BM, BN multiples of 32 dividing n, BK of "
 			"16, BM*BN/1024 <= %u threads, scratchpad %lu > %u): "
 			"choose other arguments\n", n, BM, BN, BK, depth,
-			p.unit_threads, gemm_scratch_bytes(BM, BN, BK, depth, 4),
+			p.unit_threads, gemm_scratch_bytes(BM, BN, BK, depth, 2),
 			p.unit_scratch_bytes);
 		return 2;
 	}
@@ -100,6 +102,15 @@ int main(int argc, char **argv)
 		size_t nr = 1, bad = 0;
 		double t0;
 
+		if (gemm_scratch_bytes(BM, BN, BK, depth, elem) >
+		    p.unit_scratch_bytes) {
+			printf("f32 %u^3, tiles %ux%ux%u, depth %u: skipped "
+			       "(scratchpad %lu > %u)\n", n, BM, BN, BK, depth,
+			       gemm_scratch_bytes(BM, BN, BK, depth, elem),
+			       p.unit_scratch_bytes);
+			continue;
+		}
+
 		CHECK(npu_memset(dC, 0xff, e * 4));
 		CHECK(npu_profiler_start());
 		t0 = host_ms();
@@ -115,6 +126,8 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < e; i++)
 			bad += memcmp(&c[i], &ref[i], 4) != 0;
 		CHECK(npu_profile_get_roofline(&r, &nr));
+		if (getenv("GEMM_REPORT"))
+			CHECK(npu_profile_report(stdout));
 		printf("%s %u^3, tiles %ux%ux%u, depth %u: %zu of %zu elements "
 		       "differ from the reference; host %.1f ms; modelled %.3f ms, "
 		       "%.1f GFLOP/s of %.1f peak (%.1f%%), %.1f FLOP/byte "

@@ -8,7 +8,7 @@
 #define GEMM_TENSOR_H
 
 #define GEMM_THREAD_TILE	32	/* C rows and columns per thread */
-#define GEMM_OUT_BYTES		1024	/* a thread's staging of one C tile */
+#define GEMM_OUT_BYTES		2048	/* a thread's staging of two C tiles */
 
 /* Threads of a BM x BN block: one per 32 x 32 of C. */
 static inline unsigned gemm_threads(unsigned BM, unsigned BN)
@@ -16,15 +16,26 @@ static inline unsigned gemm_threads(unsigned BM, unsigned BN)
 	return BM / GEMM_THREAD_TILE * (BN / GEMM_THREAD_TILE);
 }
 
-/* Barrier words (the loads', one per thread), 64-byte aligned. */
-static inline unsigned gemm_barrier_bytes(unsigned threads)
+/* Synchronization words: the barrier words (the loads', the L2
+ * prefetches', one per thread for its output), then one arrival count per
+ * stage; then the prefetches' discard row (at most 2 k-steps of a row of
+ * A: 512 bytes); the stages start 64-byte aligned after it. */
+#define GEMM_DISCARD_BYTES	512
+
+static inline unsigned gemm_discard_offset(unsigned threads, unsigned depth)
 {
-	return (8 * (1 + threads) + 63) & ~63u;
+	return (8 * (2 + threads) + 4 * depth + 7) & ~7u;
 }
 
-/* Dynamic scratchpad: the barriers, then depth stages of a BM x BK slice
- * of A and a BK x BN slice of B (elem bytes each), which the threads'
- * output staging reuses. */
+static inline unsigned gemm_sync_bytes(unsigned threads, unsigned depth)
+{
+	return (gemm_discard_offset(threads, depth) + GEMM_DISCARD_BYTES +
+		63) & ~63u;
+}
+
+/* Dynamic scratchpad: the synchronization words, then depth stages of a
+ * BM x BK slice of A and a BK x BN slice of B (elem bytes each), which
+ * the threads' output staging reuses. */
 static inline unsigned long gemm_scratch_bytes(unsigned BM, unsigned BN,
 					       unsigned BK, unsigned depth,
 					       unsigned elem)
@@ -33,7 +44,7 @@ static inline unsigned long gemm_scratch_bytes(unsigned BM, unsigned BN,
 	unsigned long stages = (unsigned long)depth * (BM * BK + BK * BN) * elem;
 	unsigned long out = (unsigned long)threads * GEMM_OUT_BYTES;
 
-	return gemm_barrier_bytes(threads) + (stages > out ? stages : out);
+	return gemm_sync_bytes(threads, depth) + (stages > out ? stages : out);
 }
 
 /* Whether the kernels take this shape (M, N, K multiples of the tile). */
