@@ -287,6 +287,27 @@ static void emit_call(struct emitter *em, const struct node *e)
 	at = e->kids[0];
 	v = e->kids[1];
 	el = at->sym->type.elem;
+	if (!strcmp(n, "__atomic_cas")) {
+		/* the old value; desired is stored only if it equalled
+		 * expected (host code: one thread, as below) */
+		const char *t = c_scalar_type(el);
+
+		if (em->device) {
+			fputs("npu_atomic_cas(&", em->o);
+			emit_at(em, at);
+			fprintf(em->o, ", (%s)(", t);
+		} else {
+			fprintf(em->o, "__extension__ ({ %s *p_ = &", t);
+			emit_at(em, at);
+			fprintf(em->o, "; %s o_ = *p_, e_ = (%s)(", t, t);
+		}
+		emit_expr(em, v);
+		fprintf(em->o, em->device ? "), (%s)(" : "), v_ = (%s)(", t);
+		emit_expr(em, e->kids[2]);
+		fputs(em->device ? "))" :
+		      "); if (o_ == e_) *p_ = v_; o_; })", em->o);
+		return;
+	}
 	if (em->device) {
 		const char *op = n + strlen("__atomic_");
 

@@ -519,6 +519,7 @@ static struct type check_lvalue(struct node *lv)
 static struct type check_call(struct node *e)
 {
 	struct type a, b;
+	int cas;
 
 	if (!strcmp(e->name, "__min") || !strcmp(e->name, "__max")) {
 		if (e->nkids != 2)
@@ -555,9 +556,12 @@ static struct type check_call(struct node *e)
 		}
 		return !strcmp(e->name, "__isfinite") ? scalar(EL_BOOL) : t;
 	}
-	/* __atomic_*(&x.at(i), v) or (x.at(i), v) */
-	if (e->nkids != 2)
-		diag_error(e->loc, "type mismatch: %s takes 2 arguments", e->name);
+	/* __atomic_*(&x.at(i), v) or (x.at(i), v); __atomic_cas(x.at(i),
+	 * expected, desired) */
+	cas = !strcmp(e->name, "__atomic_cas");
+	if (e->nkids != 2 + cas)
+		diag_error(e->loc, "type mismatch: %s takes %d arguments", e->name,
+			   2 + cas);
 	if (e->kids[0]->kind == E_ADDR)
 		e->kids[0] = e->kids[0]->kids[0];
 	if (e->kids[0]->kind != E_AT)
@@ -566,6 +570,10 @@ static struct type check_call(struct node *e)
 	a = check_at(e->kids[0]);
 	b = check_expr(e->kids[1]);
 	want_numeric(e->kids[1], b);
+	if (cas) {
+		b = check_expr(e->kids[2]);
+		want_numeric(e->kids[2], b);
+	}
 	if (elem_is_float(a.elem) && (a.elem == EL_F64 ||
 				      (strcmp(e->name, "__atomic_add") &&
 				       strcmp(e->name, "__atomic_sub") &&
