@@ -104,8 +104,9 @@ int main(int argc, char **argv)
 
 		if (gemm_scratch_bytes(BM, BN, BK, depth, elem) >
 		    p.unit_scratch_bytes) {
-			printf("f32 %u^3, tiles %ux%ux%u, depth %u: skipped "
-			       "(scratchpad %lu > %u)\n", n, BM, BN, BK, depth,
+			printf("%s %u^3, tiles %ux%ux%u, depth %u: skipped "
+			       "(scratchpad %lu > %u)\n", t ? "f32" : "bf16", n,
+			       BM, BN, BK, depth,
 			       gemm_scratch_bytes(BM, BN, BK, depth, elem),
 			       p.unit_scratch_bytes);
 			continue;

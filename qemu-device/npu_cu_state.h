@@ -454,6 +454,17 @@ static inline uint64_t npu_ns2c(NpuState *s, uint64_t ns, bool up)
     return up && npu_c2ns(s, c) < ns ? c + 1 : c;
 }
 
+/*
+ * Cycles, in 1/256, between two 32-byte sectors on a unit's share of a
+ * bandwidth of bw_mbps (device memory, the link, the L2), shared equally
+ * by the units with RISC-V blocks; at least 1.
+ */
+static inline uint64_t npu_sector_slot(NpuState *s, uint32_t bw_mbps)
+{
+    return MAX(((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
+                s->cu_clock_mhz << 8) / bw_mbps, 1);
+}
+
 #define NPU_FIXED_FOREVER   NPU_FOREVER_NS
 
 /*

@@ -394,18 +394,14 @@ static uint32_t npu_tdma_issue(NpuExec *x, uint64_t va, uint64_t *fault)
      */
     if (host) {
         chan = &u->host_free;
-        per = ((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
-               s->cu_clock_mhz << 8) / s->link_bw;
+        per = npu_sector_slot(s, s->link_bw);
         lat = NPU_LAT_HOST;
     } else {
         chan = &u->dev_free;
-        per = ((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
-               s->cu_clock_mhz << 8) / s->mem_bw;
+        per = npu_sector_slot(s, s->mem_bw);
         lat = NPU_LAT_DEVICE;
     }
-    per = MAX(per, 1);
-    per_l2 = MAX(((uint64_t)NPU_SECTOR * MAX(s->cu->active, 1) *
-                  s->cu_clock_mhz << 8) / s->l2_bw, 1);
+    per_l2 = npu_sector_slot(s, s->l2_bw);
     start = MAX(x->cycle, u->tdma_sent) << 8;
     last = start;
     if (sectors && s->cu->l2 && !host && (dc.flags & NPU_TDMA_TO_MEM)) {

@@ -333,23 +333,20 @@ static inline bool npu_mem_full(const NpuUnit *u, uint64_t c)
 static uint64_t npu_cu_mem_request(NpuState *s, NpuUnit *u, int space,
                                    uint64_t c)
 {
-    NpuCuState *cs = s->cu;
     uint64_t *chan, start, per, lat;
     unsigned i, slot = 0;
 
     if (space == NPU_SPACE_DEVICE) {
         chan = &u->dev_free;
-        per = ((uint64_t)NPU_SECTOR * MAX(cs->active, 1) * s->cu_clock_mhz
-               << 8) / s->mem_bw;
+        per = npu_sector_slot(s, s->mem_bw);
         lat = NPU_LAT_DEVICE;
     } else {
         chan = &u->host_free;
-        per = ((uint64_t)NPU_SECTOR * MAX(cs->active, 1) * s->cu_clock_mhz
-               << 8) / s->link_bw;
+        per = npu_sector_slot(s, s->link_bw);
         lat = NPU_LAT_HOST;
     }
     start = MAX(c << 8, *chan);
-    *chan = start + MAX(per, 1);
+    *chan = start + per;
     lat += (start >> 8) - c;
     for (i = 1; i < NPU_MEM_QUEUE; i++) {
         if (u->mem_done[i] < u->mem_done[slot]) {

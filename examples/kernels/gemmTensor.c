@@ -37,6 +37,10 @@
 #define BAR_PREFETCH	1
 #define BAR_OUT(tid)	(2 + (tid))
 
+/* k-steps ahead of the stage fetch that the first row of blocks
+ * prefetches its own panel (prefetch_l2) */
+#define PREFETCH_AHEAD	3
+
 struct gemm_shape {
 	unsigned M, N, K, BM, BN, BK, KT, depth, esize, elem, threads;
 	struct npu_tdma_barrier *bars;
@@ -54,7 +58,7 @@ struct gemm_shape {
  * brings its 1/grid_x share of the panel's rows into the L2 ahead of need
  * (a copy whose rows all land on one discard row of the scratchpad):
  * - blocks of the first row (the L2 is cold): of their own panel, k-step
- *   kt + 3 while the stage fetch of step kt goes;
+ *   kt + PREFETCH_AHEAD while the stage fetch of step kt goes;
  * - every block, in the second half of its k-steps (when its share of
  *   device memory is free again): the next row's panel, two k-steps a
  *   step.
@@ -68,8 +72,8 @@ static void prefetch_l2(const struct gemm_shape *g, const unsigned char *A,
 
 	if (2 * bytes > GEMM_DISCARD_BYTES)	/* k-steps past 256 bytes */
 		return;
-	if (npu_block_y() == 0 && kt + 3 < g->KT) {
-		p = kt + 3;
+	if (npu_block_y() == 0 && kt + PREFETCH_AHEAD < g->KT) {
+		p = kt + PREFETCH_AHEAD;
 	} else if (kt >= half && row0 + g->BM < g->M) {
 		row0 += g->BM;
 		p = 2 * (kt - half);
@@ -157,7 +161,7 @@ compute(const struct gemm_shape *g, const void *A, const void *B,
 }
 
 /* Accumulators (i, 0) and (i, 1), side by side in the thread's 2 KiB of
- * staging, to C's 16 rows from C (row stride N): the n-th copy on bar;
+ * staging, to C's 16 rows from C (row stride N): copy i + 1 on bar;
  * waited for, as the next pair reuses the staging. */
 static inline __attribute__((always_inline)) void
 c_out(struct npu_tdma_barrier *bar, unsigned char *out, float *C, unsigned N,
