@@ -877,6 +877,19 @@ static void word_raise(uint32_t *w, uint32_t point)
 		;
 }
 
+/* The same for a user queue's 64-bit memory signal. The queue cannot
+ * pass the function's wait before the release that follows this store,
+ * so the device never writes a lower point after it. */
+static void sig_raise(uint64_t *sig, uint64_t point)
+{
+	uint64_t cur = __atomic_load_n(sig, __ATOMIC_RELAXED);
+
+	while (cur < point &&
+	       !__atomic_compare_exchange_n(sig, &cur, point, false,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
 static void *cb_main(void *arg)
 {
 	struct npu_stream *s = arg;
@@ -905,6 +918,12 @@ static void *cb_main(void *arg)
 			cb->fn(cb->user);
 		pthread_mutex_lock(&dev->lock);
 		if (s->uq) {
+			/* the point is complete now: a synchronize spinning
+			 * on the signal sees it at once, not after the queue
+			 * has woken and run its SIGNAL (which writes the same
+			 * value and wakes sleepers in USERQ_WAIT_MEM) */
+			if (waited)
+				sig_raise(s->uq->sig, cb->signal_point);
 			/* release the queue's wait: it signals the point */
 			__atomic_store_n((uint64_t *)(s->uq->mem + UQ_REL_OFF),
 					 cb->release, __ATOMIC_RELEASE);
