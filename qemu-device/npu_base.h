@@ -233,7 +233,15 @@ typedef struct NpuUqState {
      * before lock.
      */
     QemuMutex wb_lock;
-    QemuCond cond;              /* engines: work; commands: engine left */
+    QemuCond cond;              /* engines: a command, an assignment of
+                                 * the scheduler's round (timing=virtual);
+                                 * commands: engine left */
+    /*
+     * Idle engines of a class ([copy]) wait here for a ready queue: one
+     * is woken per queue made ready, not all (a doorbell woke all 8
+     * compute engines' threads to race for one queue).
+     */
+    QemuCond work[2];
     QemuCond poll_cond;         /* the wait poller: a kick */
     QemuThread poll_thread;
     bool stop;

@@ -240,7 +240,16 @@ static void npu_uq_enqueue_locked(NpuState *s, NpuUq *q)
     q->ready_seq = ++uq->seq;
     QTAILQ_INSERT_TAIL(&uq->ready[q->config & NPU_UQ_CONFIG_COPY]
                                  [NPU_UQ_CONFIG_PRIO(q->config)], q, link);
+    qemu_cond_signal(&uq->work[!!(q->config & NPU_UQ_CONFIG_COPY)]);
+}
+
+/* Every engine looks at its state again (a stop, an abort over, the VM
+ * running again). uq.lock held. */
+static void npu_uq_wake_engines_locked(NpuUqState *uq)
+{
     qemu_cond_broadcast(&uq->cond);
+    qemu_cond_broadcast(&uq->work[0]);
+    qemu_cond_broadcast(&uq->work[1]);
 }
 
 /*
@@ -634,7 +643,7 @@ static void *npu_uq_engine_thread(void *opaque)
         } else if (qatomic_read(&e->abort) || qatomic_read(&s->paused) ||
                    qatomic_read(&s->draining) ||
                    !(q = npu_uq_pick_locked(s, e->copy))) {
-            qemu_cond_wait(&uq->cond, &uq->lock);
+            qemu_cond_wait(&uq->work[e->copy], &uq->lock);
             continue;
         } else {
             q->engine = ei;
@@ -924,7 +933,7 @@ void npu_uq_run_kick(NpuState *s)
         return;
     }
     qemu_mutex_lock(&s->uq.lock);
-    qemu_cond_broadcast(&s->uq.cond);
+    npu_uq_wake_engines_locked(&s->uq);
     qemu_cond_broadcast(&s->uq.poll_cond);
     if (s->vtime) {
         npu_vt_uq_pending(s);
@@ -1082,7 +1091,7 @@ static void npu_uq_abort_locked(NpuState *s, NpuUq *q)
         qemu_cond_wait(&uq->cond, &uq->lock);
     }
     qatomic_set(&e->abort, false);
-    qemu_cond_broadcast(&uq->cond);
+    npu_uq_wake_engines_locked(uq);
 }
 
 /* Check and load descriptor qi for MAP. uq.lock held. */
@@ -1393,6 +1402,8 @@ void npu_uq_realize(NpuState *s)
     qemu_mutex_init(&uq->lock);
     qemu_mutex_init(&uq->wb_lock);
     qemu_cond_init(&uq->cond);
+    qemu_cond_init(&uq->work[0]);
+    qemu_cond_init(&uq->work[1]);
     qemu_cond_init(&uq->poll_cond);
     if (!npu_uq_present(s)) {
         return;
@@ -1449,7 +1460,7 @@ void npu_uq_unrealize(NpuState *s)
         for (i = 0; i < n; i++) {
             qatomic_set(&uq->eng[i].stop, true);
         }
-        qemu_cond_broadcast(&uq->cond);
+        npu_uq_wake_engines_locked(uq);
         qemu_cond_broadcast(&uq->poll_cond);
         qemu_mutex_unlock(&uq->lock);
         npu_sem_kick(s);
@@ -1470,6 +1481,8 @@ void npu_uq_unrealize(NpuState *s)
     }
     qemu_cond_destroy(&uq->poll_cond);
     qemu_cond_destroy(&uq->cond);
+    qemu_cond_destroy(&uq->work[0]);
+    qemu_cond_destroy(&uq->work[1]);
     qemu_mutex_destroy(&uq->wb_lock);
     qemu_mutex_destroy(&uq->lock);
 }
