@@ -1020,8 +1020,11 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	else
 		s->cb_head = cb;
 	s->cb_tail = cb;
-	pthread_cond_signal(&s->cb_cond);
 	pthread_mutex_unlock(&dev->lock);
+	/* after the unlock: a host thread woken on this CPU runs at once
+	 * instead of blocking on dev->lock (the stream, and so its cb_cond,
+	 * lives until npu_stream_destroy, which may not race a launch) */
+	pthread_cond_signal(&s->cb_cond);
 	return NPU_SUCCESS;
 fail:
 	pthread_mutex_unlock(&dev->lock);
