@@ -63,12 +63,17 @@ enum node_kind {
 	N_EVENTDECL,	/* kid 0 the slot count if an array; flag: = ready */
 	N_TRIGGER,	/* trigger e, f[i], g.at(order); */
 	N_MMA,		/* flag: enum mma_op; name: the fragment assigned */
+	N_DMAANY,	/* f = dma.any; kid 0 the name, kid 1 (sema) the
+			 * placeholder's own buffer (an N_SPANDECL) if it needs one */
+	N_ROTATE,	/* swap(a, b) / rotate(a, b, c...): name says which */
 	/* expressions */
 	E_INT, E_FLOAT, E_BOOL, E_STRING, E_ID, E_BINARY, E_UNARY, E_TERNARY,
 	E_AT, E_SPAN, E_COUNT, E_CALL, E_CAST, E_UBOUND, E_INCDEC, E_ADDR,
 	E_DATA, E_DIMLIST, E_ELEM,
 	E_COCALL,	/* extension: a call of a __co__ function (->callee) */
 	E_VIEW,		/* x.chunkat(...), x.subspan(...)[.at(...)] */
+	E_SELECT,	/* select(i, a, b, ...): operand i (from 0) of a, b, ...;
+			 * sema's ->sym: a pointer span naming the choice */
 };
 
 struct sym;
@@ -115,6 +120,9 @@ struct node {
 	/* N_DMA: an asynchronous copy the tile DMA engine can make (sema.c:
 	 * check_tdma), if its kernel's blocks are one thread each */
 	bool tdma;
+	/* N_DMA assigned to a future that is a slot (sema.c): 1 declares
+	 * the slot, 2 sets an existing one */
+	int slot_op;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
@@ -182,6 +190,17 @@ struct sym {
 	bool tdma;
 	struct sym *tdma_first;
 	struct sym *next_in_func;
+	/* a slot: a future that dma.any, swap, rotate or select make (or
+	 * that a copy names after them); ->target is a pointer span (ptr)
+	 * whose C variable points at the data the slot holds now. Slots
+	 * swapped or selected together have one type: slot_up leads to the
+	 * class's first, which holds whether it is known (slot_typed), the
+	 * type and storage (in its ->target), and whether a copy into
+	 * `=> local`/`=> shared` writes the slot's own buffer (slot_own) */
+	bool slot, slot_typed, slot_own, slot_async;
+	struct sym *slot_up;
+	bool ptr;		/* SY_SPAN whose cname is a pointer variable */
+	const void *scope;	/* where it was declared (sema.c) */
 };
 
 /* byte range [start, end) of a __co__ function in the source (lexer.l) */

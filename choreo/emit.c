@@ -1069,6 +1069,114 @@ static bool visible(const struct sym *s)
 	return s->level == 0 || s->storage == ST_SHARED;
 }
 
+/* the C type of a pointer to a slot's or a select's data */
+static const char *ptr_ctype(const struct sym *p)
+{
+	return p->type.kind == TY_SPAN ? elem_ctype(p->type.elem) : "void";
+}
+
+/* what a select operand points at: data, or the data of a future */
+static const char *data_cname(const struct sym *s)
+{
+	return s->kind == SY_FUTURE ? s->target->cname : s->cname;
+}
+
+/* p (declared, or set) = operand i of select(i, ...); an index out of
+ * [0, n) faults (a kernel) or fails the call (host) */
+static void emit_select(struct emitter *em, const struct node *e,
+			const struct sym *p, bool declare)
+{
+	FILE *o = em->o;
+	int i, n = e->nkids - 1;
+
+	if (declare) {
+		fprintf(o, "%s *%s = NULL;\n", ptr_ctype(p), p->cname);
+		emit_indent(em);
+		fprintf(o, "(void)%s;\n", p->cname);
+		emit_indent(em);
+	}
+	fputs("{\n", o);
+	emit_indent(em);
+	fputs("\tlong long s_ = (long long)(", o);
+	emit_expr(em, e->kids[0]);
+	fputs(");\n", o);
+	emit_indent(em);
+	if (em->device)
+		fprintf(o, "\tif (s_ < 0 || s_ >= %d)\n\t\tNPU_CO_TRAP();\n", n);
+	else
+		fprintf(o, "\tif (s_ < 0 || s_ >= %d) {\n\t\tfflush(stdout);\n"
+			"\t\tfprintf(stderr, \"%%s:%%d: error: the select factor %%lld "
+			"is not in [0, %d)\\n\", %s, %d, s_);\n"
+			"\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n\t\tgoto npu__out;\n\t}\n",
+			n, n, emit_path_literal(), e->loc.line);
+	emit_indent(em);
+	fprintf(o, "\t%s = ", p->cname);
+	for (i = 1; i < n; i++)
+		fprintf(o, "s_ == %d ? %s : ", i - 1, data_cname(e->kids[i]->sym));
+	fprintf(o, "%s;\n", data_cname(e->kids[n]->sym));
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
+/* f = dma.any: the slot points at its own buffer, if it has one */
+static void emit_dma_any(struct emitter *em, const struct node *s)
+{
+	const struct sym *p = s->kids[0]->sym->target;
+	FILE *o = em->o;
+
+	if (s->nkids > 1) {
+		if (em->device)
+			kernel_emit_span_decl(em, s->kids[1]);
+		else
+			host_emit_span_decl(em, s->kids[1]);
+		emit_indent(em);
+	}
+	fprintf(o, "%s *%s = %s;\n", ptr_ctype(p), p->cname,
+		s->nkids > 1 ? s->kids[1]->sym->cname : "NULL");
+	emit_indent(em);
+	fprintf(o, "(void)%s;\n", p->cname);
+}
+
+/* rotate(a, b, c): a takes b's data, b c's, c a's (swap: two) */
+static void emit_rotate(struct emitter *em, const struct node *s)
+{
+	const struct sym *first = s->kids[0]->sym->target;
+	FILE *o = em->o;
+	int i;
+
+	fprintf(o, "{\n");
+	emit_indent(em);
+	fprintf(o, "\t%s *t_ = %s;\n", ptr_ctype(first), first->cname);
+	for (i = 0; i + 1 < s->nkids; i++) {
+		emit_indent(em);
+		fprintf(o, "\t%s = %s;\n", s->kids[i]->sym->target->cname,
+			s->kids[i + 1]->sym->target->cname);
+	}
+	emit_indent(em);
+	fprintf(o, "\t%s = t_;\n", s->kids[s->nkids - 1]->sym->target->cname);
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
+/* after a copy named by a slot: the slot points at the copy's data */
+static void emit_slot_after_dma(struct emitter *em, const struct node *d)
+{
+	const struct sym *f = d->kids[2]->sym, *data = d->kids[1]->sym;
+	FILE *o = em->o;
+
+	if (data == f->target)
+		return;
+	emit_indent(em);
+	if (d->slot_op == 1)
+		fprintf(o, "%s *%s = %s;\n", ptr_ctype(f->target), f->target->cname,
+			data->cname);
+	else
+		fprintf(o, "%s = %s;\n", f->target->cname, data->cname);
+	emit_indent(em);
+	fprintf(o, "(void)%s;\n", f->target->cname);
+}
+
+
 /* In a block with threads, block-level side effects on visible memory are
  * done once, by thread 0; everything else (locals, local data) by every
  * thread alike, so that each thread's private copy holds the values the
@@ -1250,9 +1358,20 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	}
 	emit_line(em, s->loc);
 	emit_indent(em);
+	/* the chosen destination: every thread's own pointer */
+	if (s->kind == N_DMA && s->kids[1]->kind == E_SELECT) {
+		emit_select(em, s->kids[1], s->kids[1]->sym, true);
+		emit_indent(em);
+	}
 	if (once)
 		fputs("if (npu_thread_index() == 0) ", o);
 	switch (s->kind) {
+	case N_DMAANY:
+		emit_dma_any(em, s);
+		break;
+	case N_ROTATE:
+		emit_rotate(em, s);
+		break;
 	case N_BLOCK:
 		fputs("{\n", o);
 		em->indent++;
@@ -1262,6 +1381,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		fputs("}\n", o);
 		break;
 	case N_ASSIGN:
+		if (s->kids[1]->kind == E_SELECT) {
+			emit_select(em, s->kids[1], s->kids[1]->sym, s->slot_op == 1);
+			break;
+		}
 		if (half_lvalue(s->kids[0])) {
 			emit_half_assign(em, s);
 			break;
@@ -1373,6 +1496,8 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_DMA:
 		emit_dma(em, s);
+		if (s->slot_op)
+			emit_slot_after_dma(em, s);
 		break;
 	case N_MMA:
 		emit_mma(em, s);

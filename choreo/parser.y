@@ -228,6 +228,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
 %token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token MMA "mma" FILL ".fill" LOAD ".load" STORE ".store" ROW ".row" COL ".col"
+%token ANY ".any"
 %token EVENT "event" TRIGGER "trigger" AFTER "after" ITUPLE "ituple"
 %token NE "!=" LE "<=" GE ">=" ANDAND "&&" OROR "||" SHL "<<" SHR ">>"
 %token <k> ETYPE "element type" STORAGE "storage" PBLEVEL "parallel level"
@@ -408,6 +409,19 @@ stmt
 	}
 	| lvalue OPASSIGN expr ';' { $$ = mk2(N_ASSIGN, @2, $2, $1, $3); }
 	| lvalue '=' dma_expr ';' { $$ = $3; node_add($$, $1); }
+	| lvalue '=' DMA ANY ';' {
+		/* a placeholder future: no copy yet (sema.c, slots) */
+		$$ = mk2(N_DMAANY, @3, NULL, $1, NULL);
+	}
+	| IDENT idlist ';'	{
+		/* `swap a, b;` as dma-advanced.md writes it */
+		if (strcmp($1, "swap") && strcmp($1, "rotate"))
+			diag_error(L(@2), "syntax error, unexpected identifier");
+		$$ = $2;
+		$$->kind = N_ROTATE;
+		$$->name = $1;
+		$$->loc = L(@1);
+	}
 	| lvalue '=' MMA FILL mma_type expr ';' {
 		$$ = mma_stmt(@3, MMA_FILL, $1, $6, NULL, NULL);
 		$$->ival = $5;

@@ -37,6 +37,9 @@ static void check_foreach(struct node *f);
 static struct node *expand_shapes(struct node *list);
 static bool shape_value(struct node *e, struct node *out);
 static struct type check_expr(struct node *e);
+static void slot_data_used(const struct sym *f, struct loc at);
+static bool untracked_future(const char *name);
+static void finish_any_buffers(struct kernel *k);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
 static void push_scope(void)
@@ -90,6 +93,7 @@ static struct sym *declare(const char *name, enum sym_kind kind,
 	s->name = xstrdup(name);
 	s->level = cur_level;
 	s->decl = decl;
+	s->scope = scope;
 	snprintf(buf, sizeof(buf), "v_%s", name);
 	/* the integers of an ituple are named idx(0), idx(1) */
 	for (i = 0; buf[i]; i++)
@@ -323,7 +327,7 @@ static void capture_now(struct kernel *k, struct sym *s, struct loc loc)
 		return;
 	if (s->type.kind == TY_STREAM)
 		diag_error(loc, "not supported yet: stream '%s' in a parallel body", s->name);
-	if (s->type.kind == TY_FUTURE)
+	if (s->type.kind == TY_FUTURE || s->ptr)
 		diag_error(loc, "not supported yet: future '%s' in a parallel body", s->name);
 	if (s->type.kind == TY_SPAN) {
 		long long v;
@@ -383,6 +387,7 @@ static struct sym *resolve_data(struct node *id)
 	struct sym *s = resolve(id);
 
 	if (s->kind == SY_FUTURE) {
+		slot_data_used(s, id->loc);
 		s = s->target;
 		id->sym = s;
 	}
@@ -448,6 +453,7 @@ static struct type check_at(struct node *e)
 	if (e->flag) {		/* f.data.at(...) */
 		if (s->kind != SY_FUTURE)
 			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
+		slot_data_used(s, e->loc);
 		s = s->target;
 		capture(s, e->loc);
 	}
@@ -747,6 +753,11 @@ static struct type check_expr_inner(struct node *e)
 		t = check_view(e);
 		break;
 	case E_COCALL:
+		if (!strcmp(e->name, "select") || !strcmp(e->name, "swap") ||
+		    !strcmp(e->name, "rotate"))
+			diag_error(e->loc, "not supported yet: %s here (%s)", e->name,
+				   e->name[1] == 'e' ? "a dma.copy's destination, or "
+				   "`x = select(...);`" : "a statement of its own");
 		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
 			long long k;
 
@@ -819,12 +830,13 @@ static struct type check_expr_inner(struct node *e)
 		s = resolve(e);
 		if (s->kind != SY_FUTURE)
 			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
+		slot_data_used(s, e->loc);
 		capture(s->target, e->loc);
 		e->sym = s->target;	/* f.data is the buffer f copied into */
 		t = s->target->type;
 		break;
 	case E_COUNT:
-		s = resolve(e->kids[0]);
+		s = resolve_data(e->kids[0]);	/* |f.span|: its data's */
 		if (s->type.kind != TY_SPAN)
 			diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 		t = scalar(EL_S64);
@@ -1731,8 +1743,10 @@ static void check_parallel(struct node *p)
 	pop_scope();
 	if (thread_level)
 		check_split(p);
-	if (saved_level == 0)
+	if (saved_level == 0) {
+		finish_any_buffers(cur_kernel);
 		finish_dim_caps(cur_kernel);
+	}
 	if (saved_level == 0 && cur_kernel->events_fixed && !cur_kernel->any_split)
 		cur_kernel->threads_fixed = true;
 	cur_level = saved_level;
@@ -1896,6 +1910,10 @@ static void check_tdma(struct node *d)
 	if (!d->flag || d->nkids < 3 || !cur_kernel || cur_level != 1 ||
 	    d->nperm || d->npad || cur_kernel->ntdma == MAX_EVENTS)
 		return;
+	/* a slot's wait would not know which copies its data came from */
+	if (d->slot_op || dst->kind == E_SELECT || (d->kids[2]->kind == E_ID &&
+			   untracked_future(d->kids[2]->name)))
+		return;
 	if (!(tdma_mem(src) && tdma_scratch(dst)) &&
 	    !(tdma_scratch(src) && tdma_mem(dst)))
 		return;
@@ -1922,10 +1940,477 @@ static void check_tdma(struct node *d)
 	cur_kernel->tdma[cur_kernel->ntdma++] = f;
 }
 
+/*
+ * Slots: futures that dma.any, swap, rotate and select make. A future is
+ * otherwise a name for the buffer its copy wrote, known when compiling;
+ * once futures are exchanged at run time (double and triple buffering),
+ * each holds a pointer to the data it stands for now (its ->target, a
+ * pointer span). Copies finish when issued unless the tile DMA engine
+ * makes them (check_tdma), which slots never use, so waiting on a slot,
+ * one dma.any never assigned included, has nothing left to do.
+ */
+
+/* names that are slots, and names no tile DMA copy may take (slots and
+ * futures a select chooses from), in the function being checked */
+static const char **slot_names, **untracked_names;
+static int nslot_names, nuntracked_names;
+/* the function's slots; dma.any statements waiting for their own buffer */
+static struct sym **slots;
+static int nslots;
+static struct node **anys;
+static struct kernel **any_kernels;
+static int nanys;
+
+static void add_name(const char ***names, int *n, const char *name)
+{
+	*names = realloc(*names, (*n + 1) * sizeof(**names));
+	if (!*names)
+		exit(2);
+	(*names)[(*n)++] = name;
+}
+
+static bool has_name(const char **names, int n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+static bool is_call_of(const struct node *e, const char *name)
+{
+	return e && e->kind == E_COCALL && e->name && !strcmp(e->name, name);
+}
+
+/* the names swap, rotate, dma.any and `x = select(...)` make slots of */
+static void find_slot_names(const struct node *n)
+{
+	const struct node *call = NULL;
+	int i;
+
+	if (!n)
+		return;
+	if (n->kind == N_DMAANY && n->kids[0]->kind == E_ID)
+		add_name(&slot_names, &nslot_names, n->kids[0]->name);
+	if (n->kind == N_ROTATE)
+		call = n;
+	if (n->kind == N_EXPRSTMT && (is_call_of(n->kids[0], "swap") ||
+				      is_call_of(n->kids[0], "rotate")))
+		call = n->kids[0];
+	if (call)
+		for (i = 0; i < call->nkids; i++)
+			if (call->kids[i]->kind == E_ID)
+				add_name(&slot_names, &nslot_names, call->kids[i]->name);
+	if (n->kind == N_ASSIGN && n->nkids == 2 && n->kids[0]->kind == E_ID &&
+	    is_call_of(n->kids[1], "select")) {
+		add_name(&slot_names, &nslot_names, n->kids[0]->name);
+		for (i = 1; i < n->kids[1]->nkids; i++)
+			if (n->kids[1]->kids[i]->kind == E_ID)
+				add_name(&untracked_names, &nuntracked_names,
+					 n->kids[1]->kids[i]->name);
+	}
+	for (i = 0; i < n->nkids; i++)
+		find_slot_names(n->kids[i]);
+}
+
+static void start_slots(struct node *func)
+{
+	nslot_names = nuntracked_names = nslots = nanys = 0;
+	find_slot_names(func);
+}
+
+static bool untracked_future(const char *name)
+{
+	return has_name(slot_names, nslot_names, name) ||
+	       has_name(untracked_names, nuntracked_names, name);
+}
+
+static struct sym *slot_root(struct sym *s)
+{
+	while (s->slot_up)
+		s = s->slot_up;
+	return s;
+}
+
+/* "local f32 [4, 2]" */
+static const char *span_text(const struct sym *data, char *buf, size_t size)
+{
+	static const char *const st[] = { "", "shared ", "local ", "global " };
+	size_t n;
+	long long v;
+	int k;
+
+	n = (size_t)snprintf(buf, size, "%s%s [", st[data->storage],
+			     elem_name(data->type.elem));
+	for (k = 0; k < data->type.rank && n < size; k++) {
+		if (span_dim_const(data, k, &v))
+			n += (size_t)snprintf(buf + n, size - n, "%s%lld", k ? ", " : "", v);
+		else
+			n += (size_t)snprintf(buf + n, size - n, "%s?", k ? ", " : "");
+	}
+	if (n < size)
+		snprintf(buf + n, size - n, "]");
+	return buf;
+}
+
+/* the class's type in every slot of it */
+static void sync_slot_types(void)
+{
+	int i;
+
+	for (i = 0; i < nslots; i++) {
+		struct sym *r = slot_root(slots[i]);
+
+		if (r != slots[i] && r->slot_typed) {
+			slots[i]->target->type = r->target->type;
+			slots[i]->target->storage = r->target->storage;
+		}
+	}
+}
+
+static bool same_data_type(const struct sym *a, const struct sym *b)
+{
+	long long x, y;
+	int k;
+
+	if (a->type.elem != b->type.elem || a->type.rank != b->type.rank ||
+	    a->storage != b->storage)
+		return false;
+	for (k = 0; k < a->type.rank; k++)
+		if (!span_dim_const(a, k, &x) || !span_dim_const(b, k, &y) || x != y)
+			return false;
+	return true;
+}
+
+/* slot s holds data like `like` (a buffer, or the data of a future) */
+static void slot_set_type(struct sym *s, const struct sym *like, struct loc at)
+{
+	struct sym *r = slot_root(s);
+	char a[160], b[160];
+	long long v;
+	int k;
+
+	if (like->type.kind != TY_SPAN)
+		diag_error(at, "type mismatch: a future holds spanned data");
+	if (r->slot_typed) {
+		if (!same_data_type(r->target, like))
+			diag_error(at, "type mismatch: future '%s' holds %s, this is %s",
+				   s->name, span_text(r->target, a, sizeof(a)),
+				   span_text(like, b, sizeof(b)));
+		return;
+	}
+	for (k = 0; k < like->type.rank; k++)
+		if (!span_dim_const(like, k, &v))
+			diag_error(at, "not supported yet: future '%s' of data sized at "
+				   "run time (swap, rotate, select, dma.any)", s->name);
+	if (!cur_kernel && like->kind == SY_PARAM)
+		diag_error(at, "not supported yet: future '%s' holding a parameter's "
+			   "data on the host (swap, rotate, select, dma.any)", s->name);
+	r->slot_typed = true;
+	r->target->type = like->type;
+	r->target->type.kind = TY_SPAN;
+	r->target->storage = like->storage;
+	sync_slot_types();
+}
+
+/* slots exchanged or chosen between hold one type */
+static void slot_unite(struct sym *a, struct sym *b, struct loc at)
+{
+	struct sym *ra = slot_root(a), *rb = slot_root(b);
+
+	if (ra == rb)
+		return;
+	if (rb->slot_typed)
+		slot_set_type(a, rb->target, at);
+	rb->slot_up = ra;
+	ra->slot_own |= rb->slot_own;
+	sync_slot_types();
+}
+
+static struct sym *ptr_span(const char *name, const char *cname)
+{
+	struct sym *p = xmalloc(sizeof(*p));
+
+	p->kind = SY_SPAN;
+	p->name = xstrdup(name);
+	p->cname = xstrdup(cname);
+	p->ptr = true;
+	p->mutable_ = true;
+	p->level = cur_level;
+	p->type.kind = TY_VOID;
+	p->type.elem = EL_NONE;
+	return p;
+}
+
+static struct sym *declare_slot(const char *name, struct node *decl)
+{
+	struct sym *s;
+	char buf[300];
+
+	if (lookup(name) && lookup(name)->kind != SY_FUTURE)
+		diag_error(decl->loc, "type mismatch: '%s' is not a future", name);
+	s = declare(name, SY_FUTURE, decl);
+	s->type.kind = TY_FUTURE;
+	s->slot = true;
+	snprintf(buf, sizeof(buf), "npu__fp_%s", s->cname);
+	s->target = ptr_span(name, buf);
+	slots = realloc(slots, (nslots + 1) * sizeof(*slots));
+	if (!slots)
+		exit(2);
+	slots[nslots++] = s;
+	return s;
+}
+
+/* a slot's data used: it needs a type by now */
+static void slot_data_used(const struct sym *f, struct loc at)
+{
+	if (f->kind == SY_FUTURE && f->slot && !slot_root((struct sym *)f)->slot_typed)
+		diag_error(at, "type mismatch: placeholder future '%s' holds no data "
+			   "yet (no copy assigned to it)", f->name);
+}
+
+/* f = dma.any; */
+static void check_dma_any(struct node *s)
+{
+	struct node *f = s->kids[0];
+
+	if (f->kind != E_ID)
+		diag_error(f->loc, "type mismatch: a future needs a name");
+	f->sym = declare_slot(f->name, s);
+	anys = realloc(anys, (nanys + 1) * sizeof(*anys));
+	any_kernels = realloc(any_kernels, (nanys + 1) * sizeof(*any_kernels));
+	if (!anys || !any_kernels)
+		exit(2);
+	anys[nanys] = s;
+	any_kernels[nanys++] = cur_kernel;
+}
+
+/* the own buffers of a kernel's (or the host's) dma.any slots: where a
+ * copy into `=> local` or `=> shared` is assigned to their class, or any
+ * of a kernel's local or shared class, so that their data is theirs */
+static void finish_any_buffers(struct kernel *k)
+{
+	int i, j, saved_level = cur_level;
+
+	for (i = 0; i < nanys; i++) {
+		struct node *a = anys[i], *d;
+		struct sym *f = a->kids[0]->sym, *r = slot_root(f);
+		char buf[300];
+
+		if (any_kernels[i] != k || a->nkids > 1 || !r->slot_typed)
+			continue;
+		if (!r->slot_own && !(k && (r->target->storage == ST_LOCAL ||
+					    r->target->storage == ST_SHARED)))
+			continue;
+		if (k && r->target->storage != ST_LOCAL &&
+		    r->target->storage != ST_SHARED)
+			continue;
+		d = node_new(N_SPANDECL, a->loc);
+		snprintf(buf, sizeof(buf), "%s_own", f->cname);
+		d->name = xstrdup(buf);
+		d->type = r->target->type;
+		for (j = 0; j < d->type.rank; j++) {
+			long long v = 0;
+
+			span_dim_const(r->target, j, &v);
+			d->type.dims[j] = node_new(E_INT, a->loc);
+			d->type.dims[j]->ival = v;
+		}
+		d->flag = k ? r->target->storage : ST_DEFAULT;
+		d->level = a->level;
+		cur_level = a->level;
+		check_span_decl(d);
+		cur_level = saved_level;
+		node_add(a, d);
+	}
+}
+
+/* swap(a, b), rotate(a, b, c...): slots of one scope and one type */
+static void check_rotate(struct node *s)
+{
+	bool swap = !strcmp(s->name, "swap");
+	int i;
+
+	if (swap ? s->nkids != 2 : s->nkids < 2)
+		diag_error(s->loc, "type mismatch: %s needs %s futures, not %d",
+			   s->name, swap ? "two" : "two or more", s->nkids);
+	for (i = 0; i < s->nkids; i++) {
+		struct node *k = s->kids[i];
+		struct sym *f;
+
+		if (k->kind != E_ID)
+			diag_error(k->loc, "type mismatch: %s needs futures", s->name);
+		f = resolve(k);
+		if (f->kind != SY_FUTURE)
+			diag_error(k->loc, "type mismatch: '%s' is not a future", f->name);
+		if (!f->slot)
+			diag_error(k->loc, "not supported yet: %s of future '%s' "
+				   "declared before the name was a slot", s->name, f->name);
+		if (i && f->scope != s->kids[0]->sym->scope)
+			/* a future of an inner scope would leave its data behind */
+			diag_error(k->loc, "type mismatch: %s of futures declared in "
+				   "different scopes ('%s' and '%s')", s->name,
+				   s->kids[0]->sym->name, f->name);
+		if (i && f == s->kids[i - 1]->sym)
+			diag_error(k->loc, "type mismatch: %s of '%s' with itself",
+				   s->name, f->name);
+		if (i)
+			slot_unite(s->kids[0]->sym, f, k->loc);
+	}
+}
+
+/* select(i, a, b, ...): operand i of spanned data or futures, all of one
+ * type; its ->sym a pointer span to the choice (named by the caller) */
+static struct type check_select(struct node *e, struct sym *into)
+{
+	struct sym *first = NULL;
+	char buf[300], ta[160], tb[160];
+	struct type it;
+	long long v;
+	int i, n = e->nkids - 1;
+	bool futures = false;
+
+	e->kind = E_SELECT;
+	if (n < 1)
+		diag_error(e->loc, "type mismatch: select needs a factor and at least "
+			   "one operand");
+	it = check_expr(e->kids[0]);
+	if (!is_integer(it))
+		diag_error(e->kids[0]->loc, "type mismatch: the select factor must be "
+			   "an integer, not %s", kind_text(it));
+	if (const_eval(e->kids[0], &v) && (v < 0 || v >= n))
+		diag_error(e->kids[0]->loc, "type mismatch: the select factor %lld is "
+			   "not in [0, %d)", v, n);
+	for (i = 1; i <= n; i++) {
+		struct node *k = e->kids[i];
+		struct sym *s, *data;
+
+		if (k->kind != E_ID)
+			diag_error(k->loc, "not supported yet: select of an operand "
+				   "other than a name");
+		s = resolve(k);
+		if (i == 1)
+			futures = s->kind == SY_FUTURE;
+		if (futures != (s->kind == SY_FUTURE))
+			diag_error(k->loc, "type mismatch: select of futures and data "
+				   "together");
+		if (futures) {
+			if (into && into->slot)
+				if (s->slot)
+					slot_unite(into, s, k->loc);
+			data = s->target;
+			if (!s->slot || slot_root(s)->slot_typed) {
+				if (!first)
+					first = data;
+				else if (!same_data_type(first, data))
+					diag_error(k->loc, "type mismatch: select of %s "
+						   "('%s') and %s ('%s')",
+						   span_text(first, ta, sizeof(ta)),
+						   e->kids[1]->name,
+						   span_text(data, tb, sizeof(tb)), s->name);
+			}
+		} else {
+			if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
+				diag_error(k->loc, "type mismatch: '%s' is not spanned data "
+					   "or a future", s->name);
+			if (!cur_kernel && s->kind == SY_PARAM)
+				diag_error(k->loc, "not supported yet: select of a "
+					   "parameter's data on the host");
+			if (!first)
+				first = s;
+			else if (!same_data_type(first, s))
+				diag_error(k->loc, "type mismatch: select of %s ('%s') "
+					   "and %s ('%s')", span_text(first, ta, sizeof(ta)),
+					   e->kids[1]->name, span_text(s, tb, sizeof(tb)),
+					   s->name);
+		}
+	}
+	if (!first)
+		diag_error(e->loc, "type mismatch: select of placeholder futures "
+			   "that hold no data yet");
+	if (futures && into) {
+		slot_set_type(into, first, e->loc);
+		e->sym = into->target;
+	} else if (futures) {
+		diag_error(e->loc, "not supported yet: select of futures here");
+	} else {
+		snprintf(buf, sizeof(buf), "npu__sel_%d_%d", e->loc.line, e->loc.col);
+		e->sym = ptr_span("select", buf);
+		e->sym->type = first->type;
+		e->sym->storage = first->storage;
+		for (i = 0; i < first->type.rank; i++)
+			if (!span_dim_const(first, i, &v))
+				diag_error(e->loc, "not supported yet: select of data "
+					   "sized at run time");
+	}
+	e->ety = e->sym->type;
+	return e->sym->type;
+}
+
+/* x = select(i, ...); declares x: a slot when it chooses futures, else a
+ * name for the chosen data; an existing slot is set again */
+static void check_select_assign(struct node *s)
+{
+	struct node *x = s->kids[0], *e = s->kids[1];
+	struct sym *old, *into;
+	int i;
+	bool futures = false;
+
+	if (x->kind != E_ID)
+		diag_error(x->loc, "not supported yet: select into an element");
+	for (i = 1; i < e->nkids; i++)
+		if (e->kids[i]->kind == E_ID && lookup(e->kids[i]->name) &&
+		    lookup(e->kids[i]->name)->kind == SY_FUTURE)
+			futures = true;
+	old = lookup(x->name);
+	if (futures) {
+		if (old && old->slot) {
+			into = old;
+			s->slot_op = 2;
+			if (cur_kernel && !old->level)
+				diag_error(x->loc, "not supported yet: future '%s' in a "
+					   "parallel body", old->name);
+		} else {
+			into = declare_slot(x->name, s);
+			s->slot_op = 1;
+		}
+		x->sym = into;
+		check_select(e, into);
+		return;
+	}
+	if (old && old->scope == scope)
+		diag_error(x->loc, "'%s' is declared already", x->name);
+	check_select(e, NULL);
+	into = declare(x->name, SY_SPAN, s);
+	into->ptr = true;
+	into->mutable_ = true;
+	into->type = e->sym->type;
+	into->storage = e->sym->storage;
+	e->sym = into;
+	x->sym = into;
+	s->slot_op = 1;
+}
+
 static void check_dma(struct node *d)
 {
 	struct node *src = d->kids[0], *dst = d->kids[1];
+	struct sym *slot = NULL;
 	struct type st;
+
+	/* a copy named after an existing slot sets it (the slot's own data
+	 * for `=> local`), one of a slot name declares it */
+	if (d->nkids > 2 && d->kids[2]->kind == E_ID) {
+		struct sym *old = lookup(d->kids[2]->name);
+
+		if (old && old->slot) {
+			slot = old;
+			if (cur_kernel && !slot->level)
+				diag_error(d->kids[2]->loc, "not supported yet: future "
+					   "'%s' in a parallel body", slot->name);
+		}
+	}
 
 	/* a future stands for its data: dma.copy f => out is f.data */
 	if (src->kind == E_ID && lookup(src->name) &&
@@ -1987,7 +2472,23 @@ static void check_dma(struct node *d)
 			st.dims[k] = n;
 		}
 	}
-	if (dst->kind == E_ID && !dst->name) {
+	if (dst->kind == E_ID && !dst->name && slot) {
+		/* `=> shared` into a slot: the data it holds now */
+		struct sym data = { .kind = SY_SPAN, .type = st };
+
+		if (dst->flag == ST_SHARED && !cur_kernel)
+			diag_error(dst->loc, "not supported yet: shared data outside a "
+				   "parallel body");
+		if (dst->flag == ST_GLOBAL && cur_kernel)
+			diag_error(dst->loc, "not supported yet: global data in a "
+				   "parallel body");
+		data.storage = !cur_kernel ? ST_DEFAULT :
+			dst->flag == ST_SHARED ? ST_SHARED : ST_LOCAL;
+		slot_set_type(slot, &data, dst->loc);
+		slot_root(slot)->slot_own = true;
+		dst->name = xstrdup(slot->name);
+		dst->sym = slot->target;
+	} else if (dst->kind == E_ID && !dst->name) {
 		/* `=> shared`: a new buffer shaped like the source */
 		char name[64];
 
@@ -2010,7 +2511,10 @@ static void check_dma(struct node *d)
 		struct type dt;
 
 		view_ok = true;
-		dt = check_expr(dst);
+		if (is_call_of(dst, "select"))
+			dt = check_select(dst, NULL);
+		else
+			dt = check_expr(dst);
 		view_ok = false;
 		if (dt.kind != TY_SPAN)
 			diag_error(dst->loc, "type mismatch: dma.copy needs spanned data");
@@ -2062,10 +2566,22 @@ static void check_dma(struct node *d)
 		s = lookup(f->name);
 		if (s && s->kind != SY_FUTURE)
 			diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
-		s = declare(f->name, SY_FUTURE, d);
-		s->type.kind = TY_FUTURE;
-		s->target = dst->sym;
-		f->sym = s;
+		if (slot) {
+			if (dst->sym != slot->target)
+				slot_set_type(slot, dst->sym, dst->loc);
+			f->sym = slot;
+			d->slot_op = 2;
+		} else if (has_name(slot_names, nslot_names, f->name)) {
+			s = declare_slot(f->name, d);
+			slot_set_type(s, dst->sym, dst->loc);
+			f->sym = s;
+			d->slot_op = 1;
+		} else {
+			s = declare(f->name, SY_FUTURE, d);
+			s->type.kind = TY_FUTURE;
+			s->target = dst->sym;
+			f->sym = s;
+		}
 	} else if (cur_level == 2 && dst->sym && dst->sym->storage == ST_SHARED) {
 		/* each thread of the level copies the whole: the block's
 		 * threads meet after it, before any uses the data */
@@ -2322,7 +2838,7 @@ static void check_return(struct node *r)
 			if (e->kind != E_ID || t.kind != TY_SPAN)
 				diag_error(e->loc, "type mismatch: '%s' returns spanned data",
 					   cur_func->name);
-			if (e->sym->kind != SY_SPAN || e->sym->level)
+			if (e->sym->kind != SY_SPAN || e->sym->level || e->sym->ptr)
 				diag_error(e->loc, "not supported yet: returning spanned data "
 					   "not declared in the function");
 			if (t.elem != want.elem || t.rank != want.rank)
@@ -2915,6 +3431,10 @@ static void check_stmt_inner(struct node *s)
 			check_body(s);
 		break;
 	case N_ASSIGN:
+		if (!strcmp(s->name, "=") && is_call_of(s->kids[1], "select")) {
+			check_select_assign(s);
+			break;
+		}
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=") && s->kids[1]->kind == E_VIEW &&
 		    s->kids[1]->flag == VIEW_SPAN_AS) {
@@ -2973,7 +3493,24 @@ static void check_stmt_inner(struct node *s)
 					   s->name);
 		}
 		break;
+	case N_DMAANY:
+		check_dma_any(s);
+		break;
+	case N_ROTATE:
+		check_rotate(s);
+		break;
 	case N_EXPRSTMT:
+		if (is_call_of(s->kids[0], "swap") || is_call_of(s->kids[0], "rotate")) {
+			struct node *c = s->kids[0];
+
+			s->kind = N_ROTATE;
+			s->name = c->name;
+			s->kids = c->kids;
+			s->nkids = c->nkids;
+			s->cap = c->cap;
+			check_rotate(s);
+			break;
+		}
 		if (s->kids[0]->kind == E_CALL &&
 		    (!strcmp(s->kids[0]->name, "copy") ||
 		     !strcmp(s->kids[0]->name, "reduce_sum") ||
@@ -3272,6 +3809,7 @@ static void check_func(struct node *f)
 	cur_kernel = NULL;
 	func_syms = NULL;
 	name_uses = 0;
+	start_slots(f);
 	push_scope();
 	for (i = 0; i < params->nkids; i++) {
 		struct node *p = params->kids[i];
@@ -3341,6 +3879,7 @@ static void check_func(struct node *f)
 	}
 	push_scope();
 	check_block(f->kids[1]);
+	finish_any_buffers(NULL);
 	pop_scope();
 	pop_scope();
 }
