@@ -1990,7 +1990,9 @@ static void find_slot_names(const struct node *n)
 	const struct node *call = NULL;
 	int i;
 
-	if (!n)
+	/* statements only: expressions may be nested too deep to walk here
+	 * (check_expr refuses them) */
+	if (!n || n->kind >= E_INT)
 		return;
 	if (n->kind == N_DMAANY && n->kids[0]->kind == E_ID)
 		add_name(&slot_names, &nslot_names, n->kids[0]->name);
@@ -2256,6 +2258,18 @@ static void check_rotate(struct node *s)
 		if (i && f == s->kids[i - 1]->sym)
 			diag_error(k->loc, "type mismatch: %s of '%s' with itself",
 				   s->name, f->name);
+		if (i && slot_root(f)->slot_typed &&
+		    slot_root(s->kids[0]->sym)->slot_typed &&
+		    !same_data_type(slot_root(f)->target,
+				    slot_root(s->kids[0]->sym)->target)) {
+			char a[160], b[160];
+
+			diag_error(k->loc, "type mismatch: %s of futures holding %s "
+				   "('%s') and %s ('%s')", s->name,
+				   span_text(s->kids[0]->sym->target, a, sizeof(a)),
+				   s->kids[0]->sym->name,
+				   span_text(f->target, b, sizeof(b)), f->name);
+		}
 		if (i)
 			slot_unite(s->kids[0]->sym, f, k->loc);
 	}
