@@ -123,6 +123,8 @@ struct node {
 	/* N_DMA assigned to a future that is a slot (sema.c): 1 declares
 	 * the slot, 2 sets an existing one */
 	int slot_op;
+	/* N_DMA: `after f, g`, the futures it starts after (a block of E_ID) */
+	struct node *after;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

@@ -1177,6 +1177,33 @@ static void emit_slot_after_dma(struct emitter *em, const struct node *d)
 }
 
 
+static void emit_event_wait(struct emitter *em, const struct node *r);
+
+/* wait f, e (and a copy's `after f`): a tile DMA future until its copies
+ * are counted; other dma.copy.async copies at once (allowed to complete
+ * early): waiting for them has nothing left to do; events below */
+static void emit_wait(struct emitter *em, const struct node *s)
+{
+	FILE *o = em->o;
+	int i;
+
+	fputs("{\n", o);
+	for (i = 0; i < s->nkids; i++) {
+		const struct sym *f = s->kids[i]->sym;
+
+		if (f && f->kind == SY_EVENT)
+			emit_event_wait(em, s->kids[i]);
+		if (f && f->kind == SY_FUTURE && f->tdma && tdma_block_thread(em)) {
+			emit_indent(em);
+			fputs("\tnpu_tdma_wait(", o);
+			emit_tdma_barrier(em, f);
+			fprintf(o, ", npu__tc_%s);\n", f->tdma_first->cname);
+		}
+	}
+	emit_indent(em);
+	fputs("}\n", o);
+}
+
 /* In a block with threads, block-level side effects on visible memory are
  * done once, by thread 0; everything else (locals, local data) by every
  * thread alike, so that each thread's private copy holds the values the
@@ -1359,6 +1386,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	emit_line(em, s->loc);
 	emit_indent(em);
 	/* the chosen destination: every thread's own pointer */
+	if (s->kind == N_DMA && s->after) {
+		emit_wait(em, s->after);
+		emit_indent(em);
+	}
 	if (s->kind == N_DMA && s->kids[1]->kind == E_SELECT) {
 		emit_select(em, s->kids[1], s->kids[1]->sym, true);
 		emit_indent(em);
@@ -1456,24 +1487,7 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			fputs(em->device ? "npu_barrier();\n" : ";\n", o);
 		break;
 	case N_WAIT:
-		/* a tile DMA future: until its copies are counted; other
-		 * dma.copy.async copies at once (allowed to complete early):
-		 * waiting for them has nothing left to do; events below */
-		fputs("{\n", o);
-		for (i = 0; i < s->nkids; i++) {
-			const struct sym *f = s->kids[i]->sym;
-
-			if (f && f->kind == SY_EVENT)
-				emit_event_wait(em, s->kids[i]);
-			if (f && f->kind == SY_FUTURE && f->tdma && tdma_block_thread(em)) {
-				emit_indent(em);
-				fputs("\tnpu_tdma_wait(", o);
-				emit_tdma_barrier(em, f);
-				fprintf(o, ", npu__tc_%s);\n", f->tdma_first->cname);
-			}
-		}
-		emit_indent(em);
-		fputs("}\n", o);
+		emit_wait(em, s);
 		break;
 	case N_TRIGGER:
 		fputs("{\n", o);

@@ -242,7 +242,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
 %type <n> args_opt lvalue dma_expr parallel parbys parby with foreach perm
-%type <n> pad_cfg pad_value span_as
+%type <n> pad_cfg pad_value span_as after_opt
 %type <n> withins within bound ranges range range_of bnd idlist waitlist waited if_stmt
 %type <k> scalar_type async_opt level_opt mma_layout mma_type transp_opt
 %type <i> unroll_opt
@@ -711,16 +711,18 @@ span_item
 	;
 
 dma_expr
-	: DMA COPY async_opt swiz_opt expr TRANS expr {
+	: DMA COPY async_opt swiz_opt expr TRANS expr after_opt {
 		$$ = mk2(N_DMA, @1, NULL, $5, $7);
 		$$->flag = $3;
+		$$->after = $8;
 	}
-	| DMA COPY async_opt swiz_opt expr TRANS STORAGE {
+	| DMA COPY async_opt swiz_opt expr TRANS STORAGE after_opt {
 		struct node *t = mk(E_ID, @7);
 
 		t->flag = $7;	/* a new buffer of that storage */
 		$$ = mk2(N_DMA, @1, NULL, $5, t);
 		$$->flag = $3;
+		$$->after = $8;
 	}
 	| DMA TRANSP async_opt '<' perm '>' expr TRANS expr {
 		$$ = mk2(N_DMA, @1, NULL, $7, $9);
@@ -769,6 +771,13 @@ span_as
 		$$ = mk2(E_VIEW, @1, $1, $6, mk(N_BLOCK, @3));
 		$$->flag = VIEW_SPAN_AS;
 	}
+	;
+
+/* `=> dst after f, g`: the copy starts when f and g are done (a chain of
+ * copies, futures-and-async.md) */
+after_opt
+	: %empty		{ $$ = NULL; }
+	| AFTER waitlist	{ $$ = $2; }
 	;
 
 /* dma.pad<{low...}, {high...}, {mid...}, value> */

@@ -2412,6 +2412,14 @@ static void check_dma(struct node *d)
 	struct node *src = d->kids[0], *dst = d->kids[1];
 	struct sym *slot = NULL;
 	struct type st;
+	int i;
+
+	for (i = 0; d->after && i < d->after->nkids; i++) {
+		struct node *f = d->after->kids[i];
+
+		if (f->kind != E_ID || resolve(f)->kind != SY_FUTURE)
+			diag_error(f->loc, "type mismatch: a dma.copy is after futures");
+	}
 
 	/* a copy named after an existing slot sets it (the slot's own data
 	 * for `=> local`), one of a slot name declares it */
