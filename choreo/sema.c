@@ -2944,6 +2944,57 @@ static struct type check_view(struct node *e)
 	return check_view_of(e);
 }
 
+static struct node *ident_node(struct loc at, const char *name)
+{
+	struct node *id = node_new(E_ID, at);
+
+	id->name = xstrdup(name);
+	return id;
+}
+
+/* does e name a bounded variable (or is too deep to tell) */
+static bool has_bounded_at(const struct node *e, int depth)
+{
+	struct sym *v;
+	int i;
+
+	if (depth > 64)
+		return true;
+	if (e->kind == E_ID || e->kind == E_COCALL)
+		if ((v = lookup(e->name)) && (v->ubound || v->kind == SY_TUPLE))
+			return true;
+	for (i = 0; i < e->nkids; i++)
+		if (e->kids[i] && has_bounded_at(e->kids[i], depth + 1))
+			return true;
+	return false;
+}
+
+static bool has_bounded(const struct node *e)
+{
+	return has_bounded_at(e, 0);
+}
+
+/* the bounded variable of y + k, y - k, k + y (k without one), if any */
+static struct node *bounded_term(struct node *e, int depth)
+{
+	struct node *l, *r;
+	struct sym *v;
+
+	if (e->kind == E_ID)
+		return (v = lookup(e->name)) && v->ubound && v->kind != SY_TUPLE ?
+		       e : NULL;
+	if (e->kind != E_BINARY || (strcmp(e->name, "+") && strcmp(e->name, "-")) ||
+	    depth > 64)
+		return NULL;
+	l = bounded_term(e->kids[0], depth + 1);
+	r = bounded_term(e->kids[1], depth + 1);
+	if (l && !r && !has_bounded(e->kids[1]))
+		return l;
+	if (r && !l && !strcmp(e->name, "+") && !has_bounded(e->kids[0]))
+		return r;
+	return NULL;
+}
+
 static struct type check_view_of(struct node *e)
 {
 	struct node *sizes = e->kids[0], *ix = e->kids[1];
@@ -2982,6 +3033,51 @@ static struct type check_view_of(struct node *e)
 				ub = compose_index(a);
 				check_expr(ub);
 				check_expr(a);
+				node_add(nsizes, ub);
+				node_add(nix, a);
+				continue;
+			}
+			if (a->kind == E_COCALL && a->nkids == 1 && lookup(a->name) &&
+			    lookup(a->name)->ubound) {
+				/* y(k): y's value k, y(-k) its k-th from the end
+				 * (dma-advanced.md: y(-1) is y's last value) */
+				long long k0;
+				struct node *val;
+
+				if (!const_eval(a->kids[0], &k0))
+					diag_error(a->kids[0]->loc, "type mismatch: %s(k) "
+						   "needs a constant k", a->name);
+				if (nix->nkids >= rank)
+					break;
+				ub = node_new(E_UBOUND, a->loc);
+				node_add(ub, ident_node(a->loc, a->name));
+				if (k0 >= 0) {
+					val = int_node(a->loc, k0);
+				} else {
+					val = node_new(E_BINARY, a->loc);
+					val->name = xstrdup("+");
+					node_add(val, node_clone(ub));
+					node_add(val, int_node(a->loc, k0));
+				}
+				check_expr(ub);
+				check_expr(val);
+				node_add(nsizes, ub);
+				node_add(nix, val);
+				continue;
+			}
+			if (a->kind == E_BINARY && bounded_term(a, 0)) {
+				/* y - 1, y + k: an index of y's tiles (out of
+				 * them it faults, as any view index) */
+				struct node *b = bounded_term(a, 0);
+
+				if (nix->nkids >= rank)
+					break;
+				if (!is_integer(check_expr(a)))
+					diag_error(a->loc, "type mismatch: an index must be "
+						   "an integer");
+				ub = node_new(E_UBOUND, a->loc);
+				node_add(ub, ident_node(a->loc, b->name));
+				check_expr(ub);
 				node_add(nsizes, ub);
 				node_add(nix, a);
 				continue;
