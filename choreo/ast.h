@@ -198,8 +198,10 @@ struct sym {
 	 * swapped or selected together have one type: slot_up leads to the
 	 * class's first, which holds whether it is known (slot_typed), the
 	 * type and storage (in its ->target), and whether a copy into
-	 * `=> local`/`=> shared` writes the slot's own buffer (slot_own) */
-	bool slot, slot_typed, slot_own, slot_async;
+	 * `=> local`/`=> shared` writes the slot's own buffer (slot_own),
+	 * whether its copies are asynchronous (slot_async) */
+	bool slot, slot_typed, slot_own;
+	int slot_async;		/* class: 0 no copy yet, 1 sync, 2 .async */
 	struct sym *slot_up;
 	bool ptr;		/* SY_SPAN whose cname is a pointer variable */
 	const void *scope;	/* where it was declared (sema.c) */

@@ -2126,6 +2126,12 @@ static void slot_unite(struct sym *a, struct sym *b, struct loc at)
 		return;
 	if (rb->slot_typed)
 		slot_set_type(a, rb->target, at);
+	if (ra->slot_async && rb->slot_async && ra->slot_async != rb->slot_async)
+		diag_error(at, "type mismatch: futures of a synchronous and an "
+			   "asynchronous copy ('%s', '%s') exchanged or chosen "
+			   "together", a->name, b->name);
+	if (!ra->slot_async)
+		ra->slot_async = rb->slot_async;
 	rb->slot_up = ra;
 	ra->slot_own |= rb->slot_own;
 	sync_slot_types();
@@ -2598,6 +2604,17 @@ static void check_dma(struct node *d)
 			slot_set_type(s, dst->sym, dst->loc);
 			f->sym = s;
 			d->slot_op = 1;
+		}
+		if (d->slot_op) {
+			struct sym *r = slot_root(f->sym);
+			int kind = d->flag ? 2 : 1;
+
+			if (r->slot_async && r->slot_async != kind)
+				diag_error(d->loc, "type mismatch: future '%s' of %s "
+					   "copies named by a%s one", f->name,
+					   kind == 2 ? "synchronous" : "asynchronous",
+					   kind == 2 ? "n asynchronous" : " synchronous");
+			r->slot_async = kind;
 		} else {
 			s = declare(f->name, SY_FUTURE, d);
 			s->type.kind = TY_FUTURE;
@@ -3589,6 +3606,10 @@ static void check_stmt_inner(struct node *s)
 				diag_error(d->loc, "not supported yet: aliasing spanned data");
 			if (b.kind == TY_STRING)
 				diag_error(d->loc, "not supported yet: string variables");
+			if (b.kind == TY_FUTURE)
+				diag_error(d->loc, "type mismatch: '%s' cannot be initialized "
+					   "with a future (a copy, dma.any or select names "
+					   "one)", d->name);
 			check_assignable(d->loc, scalar(EL_INT), b);
 			{
 				struct sym *sy = declare(d->name, SY_VAR, d);
