@@ -1176,7 +1176,6 @@ static void emit_slot_after_dma(struct emitter *em, const struct node *d)
 	fprintf(o, "(void)%s;\n", f->target->cname);
 }
 
-
 static void emit_event_wait(struct emitter *em, const struct node *r);
 
 /* wait f, e (and a copy's `after f`): a tile DMA future until its copies

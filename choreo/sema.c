@@ -2096,6 +2096,9 @@ static void slot_set_type(struct sym *s, const struct sym *like, struct loc at)
 
 	if (like->type.kind != TY_SPAN)
 		diag_error(at, "type mismatch: a future holds spanned data");
+	if (!cur_kernel && like->kind == SY_PARAM)
+		diag_error(at, "not supported yet: future '%s' holding a parameter's "
+			   "data on the host (swap, rotate, select, dma.any)", s->name);
 	if (r->slot_typed) {
 		if (!same_data_type(r->target, like))
 			diag_error(at, "type mismatch: future '%s' holds %s, this is %s",
@@ -2107,9 +2110,6 @@ static void slot_set_type(struct sym *s, const struct sym *like, struct loc at)
 		if (!span_dim_const(like, k, &v))
 			diag_error(at, "not supported yet: future '%s' of data sized at "
 				   "run time (swap, rotate, select, dma.any)", s->name);
-	if (!cur_kernel && like->kind == SY_PARAM)
-		diag_error(at, "not supported yet: future '%s' holding a parameter's "
-			   "data on the host (swap, rotate, select, dma.any)", s->name);
 	r->slot_typed = true;
 	r->target->type = like->type;
 	r->target->type.kind = TY_SPAN;
