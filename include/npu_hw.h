@@ -330,6 +330,10 @@ struct npu_pkt_signal {
 	uint64_t value;
 };
 #define NPU_SIGNAL_ALIGN	32
+/* SIGNAL header flag: leave a value greater than value as it is (no
+ * write), for a timeline that several queues and the host write and that
+ * must only move forward; armed is read either way. */
+#define NPU_SIGNAL_MAX		0x01
 struct npu_signal {
 	uint64_t value;		/* the signalled value */
 	uint64_t timestamp;	/* device clock when value was written */

@@ -145,7 +145,9 @@ int npu_cmd_signal(struct npu_cmdw *w, uint64_t addr, uint64_t value)
 
 	if (!p)
 		return -ENOSPC;
-	p->header = NPU_PKT_HDR(NPU_OP_SIGNAL, 0, 6);
+	/* a stream's signal: its copy queue, or the host thread of a host
+	 * function, may have written a later point already */
+	p->header = NPU_PKT_HDR(NPU_OP_SIGNAL, NPU_SIGNAL_MAX, 6);
 	p->reserved = 0;
 	p->addr = addr;
 	p->value = value;

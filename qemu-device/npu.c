@@ -960,6 +960,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     qemu_mutex_init(&s->run_lock);
     qemu_cond_init(&s->run_cond);
     qemu_mutex_init(&s->sem_lock);
+    qemu_mutex_init(&s->signal_lock);
     qemu_cond_init(&s->sem_cond);
     s->paused = !runstate_is_running();
     s->vmse = qdev_add_vm_change_state_handler(DEVICE(s), npu_vm_state_change,
@@ -1001,6 +1002,7 @@ static void npu_exit(PCIDevice *pdev)
     qemu_mutex_destroy(&s->run_lock);
     qemu_cond_destroy(&s->sem_cond);
     qemu_mutex_destroy(&s->sem_lock);
+    qemu_mutex_destroy(&s->signal_lock);
     msix_uninit_exclusive_bar(pdev);
 }
 

@@ -350,6 +350,9 @@ struct NpuState {
      * if sem_waiters says someone waits (a write by the device itself may
      * be what it waits for). sem_gen and sem_waiters are atomics.
      */
+    /* SIGNALs of all engines: a NPU_SIGNAL_MAX read-compare-write is
+     * atomic against the others' writes */
+    QemuMutex signal_lock;
     QemuMutex sem_lock;
     QemuCond sem_cond;
     uint32_t sem_gen;

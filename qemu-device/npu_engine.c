@@ -175,6 +175,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     int64_t t0 = npu_time();
     uint64_t ts, v;
     uint32_t armed;
+    bool write = true, ok = true;
 
     if (addr & (NPU_SIGNAL_ALIGN - 1)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
@@ -186,14 +187,25 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     }
     npu_signal_delay(s);
     smp_mb();
-    v = cpu_to_le64(value);
-    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, timestamp), &ts,
-                   8, true, err)) {
-        return false;
+    qemu_mutex_lock(&s->signal_lock);
+    if (NPU_PKT_FLAGS(p[0]) & NPU_SIGNAL_MAX) {
+        if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, value), &v, 8,
+                       false, err)) {
+            qemu_mutex_unlock(&s->signal_lock);
+            return false;
+        }
+        write = le64_to_cpu(v) <= value;
     }
-    smp_wmb();
-    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, value), &v, 8,
-                   true, err)) {
+    v = cpu_to_le64(value);
+    if (write) {
+        ok = npu_vm_rw(job, addr + offsetof(struct npu_signal, timestamp),
+                       &ts, 8, true, err);
+        smp_wmb();
+        ok = ok && npu_vm_rw(job, addr + offsetof(struct npu_signal, value),
+                             &v, 8, true, err);
+    }
+    qemu_mutex_unlock(&s->signal_lock);
+    if (!ok) {
         return false;
     }
     smp_mb();
@@ -512,7 +524,8 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     if ((want && ndw != want) || ndw > NPU_PKT_MAX_DW) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
-    if (op != NPU_OP_FENCE && op != NPU_OP_RING_CTRL && NPU_PKT_FLAGS(p[0])) {
+    if (op == NPU_OP_SIGNAL ? NPU_PKT_FLAGS(p[0]) & ~NPU_SIGNAL_MAX :
+        op != NPU_OP_FENCE && op != NPU_OP_RING_CTRL && NPU_PKT_FLAGS(p[0])) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
     if ((op == NPU_OP_LAUNCH || op == NPU_OP_LAUNCH_CODE ||

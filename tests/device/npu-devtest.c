@@ -554,6 +554,40 @@ static void test_signals(void)
 	ok(good && sig.value == 43 && rd(NPU_REG_UQ_EVENT_TAIL) == 0 &&
 	   !msi_word(uqv), "SIGNAL not armed: no event, no interrupt");
 
+	/* NPU_SIGNAL_MAX: a greater value stays (timestamp too), a lower or
+	 * equal one is written; without the flag a lower one is written */
+	{
+		uint64_t ts43 = sig.timestamp;
+		static const uint64_t vals[3] = { 40, 43, 45 };
+		uint64_t seen[3];
+		bool same_ts;
+
+		for (unsigned i = 0; i < 3; i++) {
+			p.n = 0;
+			pk_dw(&p, NPU_PKT_HDR(NPU_OP_SIGNAL, NPU_SIGNAL_MAX, 6));
+			pk_dw(&p, 0);
+			pk_qw(&p, sg.va);
+			pk_qw(&p, vals[i]);
+			good &= ring_run(0, &p, 5000);
+			buf_read(&sg, 0, &sig, sizeof(sig));
+			seen[i] = sig.value;
+			if (!i)
+				same_ts = sig.timestamp == ts43;
+		}
+		ok(good && seen[0] == 43 && same_ts && seen[1] == 43 &&
+		   seen[2] == 45,
+		   "SIGNAL with NPU_SIGNAL_MAX leaves a greater value and its "
+		   "timestamp, writes an equal or greater one (%llu %llu %llu)",
+		   (unsigned long long)seen[0], (unsigned long long)seen[1],
+		   (unsigned long long)seen[2]);
+		p.n = 0;
+		pk_signal(&p, sg.va, 43);
+		good = ring_run(0, &p, 5000);
+		buf_read(&sg, 0, &sig, sizeof(sig));
+		ok(good && sig.value == 43 && rd(NPU_REG_UQ_EVENT_TAIL) == 0,
+		   "SIGNAL without the flag writes a lower value");
+	}
+
 	/* armed, from a copy ring: an event record and vector nrings + 1 */
 	buf_write(&sg, 16, &one, 4);
 	p.n = 0;
