@@ -188,7 +188,10 @@ void npu_flush_deferred(struct device *dev)
 	bool progress = true;
 
 	if (dev->batch) {
-		if (dev->flusher_idle)
+		/* only for work: a woken flusher that finds none still costs
+		 * a wake-up, a yield and two lock round trips, on the path of
+		 * every host function on any stream */
+		if (dev->flusher_idle && dev->deferred)
 			pthread_cond_signal(&dev->flush_cond);
 		return;
 	}
