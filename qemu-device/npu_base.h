@@ -242,6 +242,14 @@ typedef struct NpuUqState {
      * compute engines' threads to race for one queue).
      */
     QemuCond work[2];
+    /* the engine of a class watching for a ready queue without sleeping
+     * (uq-poll-us), -1 if none: a queue made ready then wakes nobody */
+    int poller[2];
+    /* how long it watches (ns), adapted as QEMU's AioContext polls:
+     * halved when nothing came, doubled up to uq-poll-us when work came
+     * while it watched or soon after it slept, so a host too busy to
+     * run the guest promptly stops paying for a watcher */
+    int64_t poll_ns[2];
     QemuCond poll_cond;         /* the wait poller: a kick */
     QemuThread poll_thread;
     bool stop;
@@ -317,6 +325,7 @@ struct NpuState {
     uint32_t uq_max_queues;
     uint32_t uq_db_pages;
     uint32_t uq_timeslice_us;
+    uint32_t uq_poll_us;        /* an engine left idle watches for work */
     uint32_t uq_switch_ns;
 
     unsigned nrings;

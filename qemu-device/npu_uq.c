@@ -54,6 +54,10 @@ bool npu_uq_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: uq-timeslice-us must be 10..1000000");
         return false;
     }
+    if (s->uq_poll_us > 1000) {
+        error_setg(errp, "npu: uq-poll-us must be <= 1000");
+        return false;
+    }
     if (s->uq_switch_ns > 1000000) {
         error_setg(errp, "npu: uq-switch-ns must be <= 1000000");
         return false;
@@ -237,10 +241,13 @@ static void npu_uq_enqueue_locked(NpuState *s, NpuUq *q)
         return;
     }
     q->ready = true;
-    q->ready_seq = ++uq->seq;
+    q->ready_seq = uq->seq + 1;
+    qatomic_set(&uq->seq, q->ready_seq);   /* npu_uq_poll reads it */
     QTAILQ_INSERT_TAIL(&uq->ready[q->config & NPU_UQ_CONFIG_COPY]
                                  [NPU_UQ_CONFIG_PRIO(q->config)], q, link);
-    qemu_cond_signal(&uq->work[!!(q->config & NPU_UQ_CONFIG_COPY)]);
+    if (uq->poller[!!(q->config & NPU_UQ_CONFIG_COPY)] < 0) {
+        qemu_cond_signal(&uq->work[!!(q->config & NPU_UQ_CONFIG_COPY)]);
+    }
 }
 
 /* Every engine looks at its state again (a stop, an abort over, the VM
@@ -611,6 +618,52 @@ static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
     return NULL;
 }
 
+/*
+ * An engine whose queue has just gone idle watches, without sleeping, for
+ * up to uq-poll-us, for a queue made ready (uq.seq moves): a launch right
+ * after a completion, the round trip of a synchronous caller, then finds
+ * an engine awake instead of waking a sleeping host thread (tens of
+ * microseconds on a busy host). One engine of a class at a time; a queue
+ * made ready meanwhile signals no one (the watcher takes it). uq.lock
+ * held, dropped while watching.
+ */
+#define NPU_UQ_POLL_MIN_NS  2000
+
+static void npu_uq_poll(NpuState *s, NpuRing *e)
+{
+    NpuUqState *uq = &s->uq;
+    uint64_t seq = uq->seq;
+    int64_t max = (int64_t)s->uq_poll_us * SCALE_US;
+    int64_t end = npu_time() + uq->poll_ns[e->copy];
+    bool came;
+
+    uq->poller[e->copy] = e->idx - NPU_UQ_ENG_IDX(0);
+    qemu_mutex_unlock(&uq->lock);
+    while (!(came = qatomic_read(&uq->seq) != seq) &&
+           !qatomic_read(&e->stop) && !qatomic_read(&e->abort) &&
+           !qatomic_read(&s->paused) && npu_time() < end) {
+        cpu_relax();
+    }
+    qemu_mutex_lock(&uq->lock);
+    uq->poller[e->copy] = -1;
+    uq->poll_ns[e->copy] = came ? MIN(MAX(uq->poll_ns[e->copy] * 2,
+                                          NPU_UQ_POLL_MIN_NS), max)
+                 : uq->poll_ns[e->copy] / 2 < NPU_UQ_POLL_MIN_NS ? 0
+                 : uq->poll_ns[e->copy] / 2;
+}
+
+/* An idle engine woke for work after sleeping slept_ns: had it watched
+ * that long it would have caught it, so the watch grows. uq.lock held. */
+static void npu_uq_poll_woke(NpuState *s, NpuRing *e, int64_t slept_ns)
+{
+    int64_t max = (int64_t)s->uq_poll_us * SCALE_US;
+    int64_t *p = &s->uq.poll_ns[e->copy];
+
+    if (slept_ns < max && *p < max) {
+        *p = MIN(MAX(*p * 2, NPU_UQ_POLL_MIN_NS), max);
+    }
+}
+
 static void *npu_uq_engine_thread(void *opaque)
 {
     NpuRing *e = opaque;
@@ -618,7 +671,8 @@ static void *npu_uq_engine_thread(void *opaque)
     NpuUqState *uq = &s->uq;
     unsigned ei = e->idx - NPU_UQ_ENG_IDX(0);
     int last = -1;
-    bool freed = false, vt_idle = false;
+    bool freed = false, vt_idle = false, polled = false;
+    int64_t slept = -1;         /* ns of the last sleep before work, -1 */
 
     rcu_register_thread();
     npu_engine_thread_init();
@@ -643,11 +697,26 @@ static void *npu_uq_engine_thread(void *opaque)
         } else if (qatomic_read(&e->abort) || qatomic_read(&s->paused) ||
                    qatomic_read(&s->draining) ||
                    !(q = npu_uq_pick_locked(s, e->copy))) {
+            if (!polled && uq->poll_ns[e->copy] &&
+                uq->poller[e->copy] < 0 &&
+                !qatomic_read(&e->abort) && !qatomic_read(&s->paused) &&
+                !qatomic_read(&s->draining)) {
+                npu_uq_poll(s, e);
+                polled = true;
+                continue;
+            }
+            slept = npu_time();
             qemu_cond_wait(&uq->work[e->copy], &uq->lock);
+            slept = npu_time() - slept;
             continue;
         } else {
+            if (slept >= 0 && s->uq_poll_us) {
+                npu_uq_poll_woke(s, e, slept);
+            }
+            slept = -1;
             q->engine = ei;
             uq->cur[ei] = q->idx;
+            polled = false;
         }
         trace_npu_uq_switch(ei, last, q->idx, "dispatch");
         npu_uq_sync_locked(s, q);
@@ -1404,6 +1473,8 @@ void npu_uq_realize(NpuState *s)
     qemu_cond_init(&uq->cond);
     qemu_cond_init(&uq->work[0]);
     qemu_cond_init(&uq->work[1]);
+    uq->poller[0] = uq->poller[1] = -1;
+    uq->poll_ns[0] = uq->poll_ns[1] = (int64_t)s->uq_poll_us * SCALE_US;
     qemu_cond_init(&uq->poll_cond);
     if (!npu_uq_present(s)) {
         return;
