@@ -61,6 +61,8 @@ struct node *node_clone(const struct node *n)
 	c->nkids = c->cap = 0;
 	for (i = 0; i < n->nkids; i++)
 		node_add(c, node_clone(n->kids[i]));
+	if (n->index)
+		c->index = node_clone(n->index);
 	return c;
 }
 

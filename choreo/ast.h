@@ -90,6 +90,10 @@ struct node {
 	struct type type;	/* declared type (N_PARAM, N_DECL, N_FUNC) */
 	struct node **kids;
 	int nkids, cap;
+	/* a name with subscripts, an element of an array of spanned data
+	 * or of events: `tile[i]`, `s[i][j].at(k)` (an N_BLOCK of the
+	 * indices); N_SPANDECL, N_EVENTDECL: the array's extents */
+	struct node *index;
 	/* filled by sema */
 	struct sym *sym;	/* E_ID, declarations */
 	struct type ety;	/* type of an expression */
@@ -191,6 +195,17 @@ struct sym {
 	 * them share: `wait f` waits for every copy named f issued so far */
 	bool tdma;
 	struct sym *tdma_first;
+	/* an array (of spanned data: its type's first narr dimensions are
+	 * the array's extents, constants; of events: event_slots is their
+	 * product) */
+	int narr;
+	long arr[MAX_RANK];
+	/* an element of an array of spanned data, one per use (sema.c:
+	 * resolve): its type the element's, its cname set by emit.c before
+	 * the use is emitted (the array's address plus the element's
+	 * offset); ->array_of is the array, elem_ref the use */
+	struct sym *array_of;
+	const struct node *elem_ref;
 	struct sym *next_in_func;
 	/* a slot: a future that dma.any, swap, rotate or select make (or
 	 * that a copy names after them); ->target is a pointer span (ptr)

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* emit.c - expressions and statements as C, for kernels and host code. */
+/* open_memstream: an array element's address as a string */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "diag.h"
@@ -63,6 +66,10 @@ void emit_dim(struct emitter *em, const struct sym *s, int k)
 {
 	long long v;
 
+	if (s->array_of) {	/* an array's element: the array's dimension */
+		emit_dim(em, s->array_of, k + s->array_of->narr);
+		return;
+	}
 	if (span_dim_const(s, k, &v)) {
 		fprintf(em->o, "%lldL", v);
 	} else if (s->kind == SY_SHAPE || s->kind == SY_ALIAS) {
@@ -86,6 +93,71 @@ static void emit_count(struct emitter *em, const struct sym *s)
 	if (!s->type.rank)
 		fputs("1", em->o);
 	fputc(')', em->o);
+}
+
+/*
+ * An element of an array of spanned data, x[i][j]: the array's address
+ * plus the element's row-major index times an element's count, each
+ * index checked (a kernel faults at the line, the host reports it).
+ * Its symbol is the use's own (sema.c: array_element), so the C of the
+ * element's address is its name while the statement is emitted.
+ */
+static void set_elem_cname(struct emitter *em, const struct node *n)
+{
+	struct sym *el = n->sym;
+	const struct sym *a = el->array_of;
+	FILE *saved = em->o;
+	char *buf = NULL;
+	size_t len = 0;
+	int k;
+
+	em->o = open_memstream(&buf, &len);
+	if (!em->o) {
+		perror("npu-choreo");
+		exit(2);
+	}
+	fprintf(em->o, "(%s + (", a->cname);
+	for (k = 0; k < n->index->nkids; k++)
+		fputc('(', em->o);
+	for (k = 0; k < n->index->nkids; k++) {
+		if (k)
+			fprintf(em->o, " * %ldLL + ", a->arr[k]);
+		fputs(em->device ? "NPU_CO_IX(" : "NPU_CO_HIX(", em->o);
+		emit_expr(em, n->index->kids[k]);
+		fprintf(em->o, ", %ld", a->arr[k]);
+		if (!em->device)
+			fprintf(em->o, ", %d, \"%s\"", n->loc.line, a->name);
+		fputs("))", em->o);
+	}
+	fputs(") * (long long)", em->o);
+	for (k = a->narr; k < a->type.rank; k++) {
+		if (k > a->narr)
+			fputs(" * (long long)", em->o);
+		emit_dim(em, a, k);
+	}
+	if (a->narr == a->type.rank)
+		fputs("1", em->o);
+	fputc(')', em->o);
+	fclose(em->o);
+	em->o = saved;
+	el->cname = buf;
+}
+
+/* the elements of arrays a statement (or expression) uses: their
+ * addresses (set_elem_cname) */
+static void elem_cnames(struct emitter *em, const struct node *n)
+{
+	int i;
+
+	if (!n)
+		return;
+	for (i = 0; i < n->nkids; i++)
+		elem_cnames(em, n->kids[i]);
+	if (!n->index)
+		return;
+	elem_cnames(em, n->index);
+	if (n->sym && n->sym->array_of)
+		set_elem_cname(em, n);
 }
 
 /* the element: data[row-major index], each index checked against its
@@ -361,6 +433,9 @@ void emit_expr(struct emitter *em, const struct node *e)
 {
 	FILE *o = em->o;
 	long long v;
+
+	if (e->index && e->sym && e->sym->array_of)
+		set_elem_cname(em, e);
 
 	switch (e->kind) {
 	case E_INT:
@@ -1288,6 +1363,24 @@ static void check_every_thread(struct emitter *em, const struct node *s)
 			   "needs");
 }
 
+/* e[i][j]: its slot, row-major over the array's extents, each index
+ * checked (a kernel faults at the line) */
+static void emit_event_index(struct emitter *em, const struct node *r)
+{
+	const struct sym *s = r->sym;
+	int k;
+
+	for (k = 0; k < r->index->nkids; k++)
+		fputc('(', em->o);
+	for (k = 0; k < r->index->nkids; k++) {
+		if (k)
+			fprintf(em->o, " * %ldL + ", s->arr[k]);
+		fputs("NPU_CO_IX(", em->o);
+		emit_expr(em, r->index->kids[k]);
+		fprintf(em->o, ", %ld))", s->arr[k]);
+	}
+}
+
 /* an event's counter: the number of generations published; e.at(order)
  * is slot order % N */
 static void emit_event_slot(struct emitter *em, const struct node *r)
@@ -1299,9 +1392,14 @@ static void emit_event_slot(struct emitter *em, const struct node *r)
 		fputs(s->event_array ? "e_]" : "0]", em->o);
 		return;
 	}
-	fputs(r->ival == 2 ? "NPU_CO_IX(" : "(unsigned long long)(", em->o);
+	if (r->ival == 2) {
+		emit_event_index(em, r);
+		fputc(']', em->o);
+		return;
+	}
+	fputs("(unsigned long long)(", em->o);
 	emit_expr(em, r->kids[0]);
-	fprintf(em->o, r->ival == 2 ? ", %ld)]" : ") %% %ldu]", s->event_slots);
+	fprintf(em->o, ") %% %ldu]", s->event_slots);
 }
 
 /* wait e, e[i]: the thread's next generation of that slot (its own count
@@ -1340,9 +1438,7 @@ static void emit_event_wait(struct emitter *em, const struct node *r)
 	} else {
 		fputs("\t\tunsigned s_ = (unsigned)", o);
 		if (r->kind == E_AT) {
-			fputs("NPU_CO_IX(", o);
-			emit_expr(em, r->kids[0]);
-			fprintf(o, ", %ld)", s->event_slots);
+			emit_event_index(em, r);
 		} else {
 			fputs("0", o);
 		}
@@ -1366,6 +1462,7 @@ void emit_stmt(struct emitter *em, const struct node *s)
 	bool once = single_thread(em, s);
 
 	check_every_thread(em, s);
+	elem_cnames(em, s);
 
 	if (s->kind == N_BLOCK && s->flag) {
 		for (i = 0; i < s->nkids; i++) {

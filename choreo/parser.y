@@ -247,6 +247,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <k> scalar_type async_opt level_opt mma_layout mma_type transp_opt
 %type <i> unroll_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
+%type <n> subs
 
 %precedence IFX
 %precedence ELSE
@@ -542,6 +543,14 @@ if_stmt
 
 lvalue
 	: IDENT			{ $$ = ident(@1, $1); }
+	| IDENT subs		{ $$ = ident(@1, $1); $$->index = $2; }
+	| IDENT subs AT '(' args ')' {
+		$$ = $5;
+		$$->kind = E_AT;
+		$$->loc = L(@1);
+		$$->name = $1;
+		$$->index = $2;
+	}
 	| IDENT AT '(' args ')'	{
 		$$ = $4;
 		$$->kind = E_AT;
@@ -636,10 +645,16 @@ ituple_decl
 
 shape_init
 	: '[' args ']'		{ $$ = $2; }
-	| IDENT '[' args ']'	{ $$ = derived_dims($1, $3); }
 	| IDENT SPAN '[' args ']' { $$ = derived_dims($1, $4); }
 	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
-	| expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| expr			{
+		/* `a [2, 3]` parses as a subscripted name: a shape derived
+		 * from a's */
+		if ($1->kind == E_ID && $1->index && $1->index->nkids)
+			$$ = derived_dims($1->name, $1->index);
+		else
+			$$ = node_add(mk(N_BLOCK, @1), $1);
+	}
 	;
 
 span_decl
@@ -698,6 +713,13 @@ span_item
 	: IDENT			{ $$ = mk(N_SPANDECL, @1); $$->name = $1; }
 	| IDENT '{' expr '}'	{ $$ = node_add(mk(N_SPANDECL, @1), $3); $$->name = $1; }
 	| IDENT '=' '{' expr '}' { $$ = node_add(mk(N_SPANDECL, @1), $4); $$->name = $1; }
+	/* arrays of spanned data: `shared f16[128, 128] tile[2];` */
+	| IDENT subs		{ $$ = mk(N_SPANDECL, @1); $$->name = $1; $$->index = $2; }
+	| IDENT subs '{' expr '}' {
+		$$ = node_add(mk(N_SPANDECL, @1), $4);
+		$$->name = $1;
+		$$->index = $2;
+	}
 	| IDENT '=' IDENT '(' args_opt ')' {
 		/* extension: the spanned result of a __co__ function */
 		struct node *c = $5;
@@ -946,7 +968,7 @@ evdecls
 
 evdecl
 	: IDENT			{ $$ = mk(N_EVENTDECL, @1); $$->name = $1; }
-	| IDENT '[' expr ']'	{ $$ = node_add(mk(N_EVENTDECL, @1), $3); $$->name = $1; }
+	| IDENT subs		{ $$ = mk(N_EVENTDECL, @1); $$->name = $1; $$->index = $2; }
 	| evdecl '=' IDENT	{
 		if (strcmp($3, "ready"))
 			diag_error(L(@3), "syntax error, unexpected identifier, "
@@ -956,8 +978,8 @@ evdecl
 	}
 	;
 
-/* an event operand: E_ID, or E_AT of one index (ival 1: `.at(order)`, a
- * cyclic generation; ival 2: `[i]`, a slot) */
+/* an event operand: E_ID, or E_AT (ival 1: `.at(order)`, a cyclic
+ * generation, its kid; ival 2: `[i]`, `[i][j]`, a slot, its index) */
 evlist
 	: evref			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
 	| evlist ',' evref	{ $$ = node_add($1, $3); }
@@ -966,7 +988,7 @@ evlist
 evref
 	: IDENT			{ $$ = ident(@1, $1); }
 	| IDENT AT '(' expr ')'	{ $$ = node_add(mk(E_AT, @1), $4); $$->name = $1; $$->ival = 1; }
-	| IDENT '[' expr ']'	{ $$ = node_add(mk(E_AT, @1), $3); $$->name = $1; $$->ival = 2; }
+	| IDENT subs		{ $$ = mk(E_AT, @1); $$->name = $1; $$->index = $2; $$->ival = 2; }
 	;
 
 /* mma.row.col: A row-major (0) or column-major (1); B column-major
@@ -995,7 +1017,7 @@ waitlist
 waited
 	: IDENT			{ $$ = ident(@1, $1); }
 	| IDENT AT '(' expr ')'	{ $$ = node_add(mk(E_AT, @1), $4); $$->name = $1; $$->ival = 1; }
-	| IDENT '[' expr ']'	{ $$ = node_add(mk(E_AT, @1), $3); $$->name = $1; $$->ival = 2; }
+	| IDENT subs		{ $$ = mk(E_AT, @1); $$->name = $1; $$->index = $2; $$->ival = 2; }
 	| '(' waited ')'	{ $$ = $2; }
 	;
 
@@ -1084,6 +1106,19 @@ bnd
 	| expr			{ $$ = $1; }
 	;
 
+/* subscripts of an array's name: `[i]`, `[i][j]` (N_BLOCK of the
+ * indices) */
+subs
+	: '[' args ']'		{ $$ = $2; }
+	| subs '[' args ']'	{
+		int i;
+
+		$$ = $1;
+		for (i = 0; i < $3->nkids; i++)
+			node_add($$, $3->kids[i]);
+	}
+	;
+
 args_opt
 	: %empty		{ $$ = mk(N_BLOCK, @$); }
 	| args			{ $$ = $1; }
@@ -1104,6 +1139,38 @@ expr
 	| lvalue		{ $$ = $1; }
 	| IDENT SPAN		{ $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = -1; }
 	| IDENT SPAN '(' INTLIT ')' { $$ = mk(E_SPAN, @1); $$->name = $1; $$->ival = $4; }
+	| IDENT subs SPAN	{
+		$$ = mk(E_SPAN, @1);
+		$$->name = $1;
+		$$->ival = -1;
+		$$->index = $2;
+	}
+	| IDENT subs SPAN '(' INTLIT ')' {
+		$$ = mk(E_SPAN, @1);
+		$$->name = $1;
+		$$->ival = $5;
+		$$->index = $2;
+	}
+	| IDENT subs CHUNKAT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @3), $5);
+		$$->flag = VIEW_CHUNKAT;
+		$$->index = $2;
+	}
+	| IDENT subs SUBSPAN '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SUBSPAN;
+		$$->index = $2;
+	}
+	| IDENT subs SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, $9);
+		$$->flag = VIEW_SUBSPAN;
+		$$->index = $2;
+	}
+	| IDENT subs VIEW '(' args ')' FROM '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, $9);
+		$$->flag = VIEW_FROM;
+		$$->index = $2;
+	}
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
 	| IDENT CHUNKAT '(' args ')' {
 		/* views (E_VIEW: kid 0 the tile sizes, kid 1 the indices) */

@@ -40,6 +40,7 @@ static struct type check_expr(struct node *e);
 static void slot_data_used(const struct sym *f, struct loc at);
 static bool untracked_future(const char *name);
 static void finish_any_buffers(struct kernel *k);
+static const char *kind_text(struct type t);
 static void check_assignable(struct loc loc, struct type to, struct type from);
 
 static void push_scope(void)
@@ -348,12 +349,207 @@ static void capture_expr(const struct node *e);
 static bool view_ok;
 static struct type check_view(struct node *e);
 
+static const char *ordinal(int k)
+{
+	static char buf[16];
+
+	snprintf(buf, sizeof(buf), "%d%s", k + 1,
+		 k == 0 ? "st" : k == 1 ? "nd" : k == 2 ? "rd" : "th");
+	return buf;
+}
+
+/* the values of bounded variables inside an if (or inthreads) whose
+ * condition limits them: `t < 2`, `p > 0 && p <= 3` */
+static struct {
+	const struct sym *s;
+	long long lo, hi;
+} narrow[32];
+static int nnarrow;
+
+static void narrow_by(const struct node *c)
+{
+	const struct node *v, *k;
+	long long n, lo = -(1LL << 62), hi = 1LL << 62;
+	const char *op;
+	bool flip;
+
+	if (c->kind != E_BINARY)
+		return;
+	if (!strcmp(c->name, "&&")) {
+		narrow_by(c->kids[0]);
+		narrow_by(c->kids[1]);
+		return;
+	}
+	op = c->name;
+	flip = c->kids[0]->kind != E_ID;
+	v = flip ? c->kids[1] : c->kids[0];
+	k = flip ? c->kids[0] : c->kids[1];
+	if (v->kind != E_ID || !v->sym || !const_eval(k, &n) ||
+	    nnarrow == (int)(sizeof(narrow) / sizeof(narrow[0])))
+		return;
+	if (flip)	/* c < v is v > c */
+		op = !strcmp(op, "<") ? ">" : !strcmp(op, ">") ? "<" :
+		     !strcmp(op, "<=") ? ">=" : !strcmp(op, ">=") ? "<=" : op;
+	if (!strcmp(op, "<"))
+		hi = n - 1;
+	else if (!strcmp(op, "<="))
+		hi = n;
+	else if (!strcmp(op, ">"))
+		lo = n + 1;
+	else if (!strcmp(op, ">="))
+		lo = n;
+	else if (!strcmp(op, "=="))
+		lo = hi = n;
+	else
+		return;
+	narrow[nnarrow].s = v->sym;
+	narrow[nnarrow].lo = lo;
+	narrow[nnarrow].hi = hi;
+	nnarrow++;
+}
+
+/* the values an integer index can take, where known: constants, the
+ * variables of parallel-by and of foreach/with (from 0 to their bound,
+ * within the conditions of the ifs around), immutable integers set from
+ * those, and their arithmetic */
+static bool index_range(const struct node *e, long long *lo, long long *hi)
+{
+	long long a0, a1, b0, b1, v;
+	const struct sym *s = e->sym;
+	int i;
+
+	if (const_eval(e, &v)) {
+		*lo = *hi = v;
+		return true;
+	}
+	switch (e->kind) {
+	case E_ID:
+		if (!s)
+			return false;
+		if ((s->kind == SY_PVAR ||
+		     (s->kind == SY_LOOPVAR && s->decl &&
+		      !(s->decl->kind == N_RANGE && s->decl->nkids))) &&
+		    s->ubound && const_eval(s->ubound, &v) && v > 0) {
+			*lo = 0;
+			*hi = v - 1;
+			for (i = 0; i < nnarrow; i++) {
+				if (narrow[i].s != s)
+					continue;
+				if (narrow[i].lo > *lo)
+					*lo = narrow[i].lo;
+				if (narrow[i].hi < *hi)
+					*hi = narrow[i].hi;
+			}
+			return *lo <= *hi;
+		}
+		if (s->kind == SY_VAR && !s->mutable_ && s->decl &&
+		    s->decl->kind == N_DECL && s->decl->nkids == 1)
+			return index_range(s->decl->kids[0], lo, hi);
+		return false;
+	case E_BINARY:
+		if (!index_range(e->kids[0], &a0, &a1))
+			return false;
+		if (!strcmp(e->name, "%")) {
+			/* a non-negative value modulo a positive constant */
+			if (!const_eval(e->kids[1], &v) || v <= 0 || a0 < 0)
+				return false;
+			*lo = 0;
+			*hi = a1 < v ? a1 : v - 1;
+			return true;
+		}
+		if (!index_range(e->kids[1], &b0, &b1))
+			return false;
+		if (!strcmp(e->name, "+")) {
+			*lo = a0 + b0;
+			*hi = a1 + b1;
+		} else if (!strcmp(e->name, "-")) {
+			*lo = a0 - b1;
+			*hi = a1 - b0;
+		} else if (!strcmp(e->name, "*")) {
+			long long p[4] = { a0 * b0, a0 * b1, a1 * b0, a1 * b1 };
+			int i;
+
+			*lo = *hi = p[0];
+			for (i = 1; i < 4; i++) {
+				if (p[i] < *lo)
+					*lo = p[i];
+				if (p[i] > *hi)
+					*hi = p[i];
+			}
+		} else {
+			return false;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* the subscripts of an element of an array (of spanned data or of
+ * events) s: one integer per extent, each checked where its values are
+ * known (the rest when it runs, emit.c) */
+static void check_subscripts(struct node *ix, const struct sym *s,
+			     struct loc at)
+{
+	int k;
+
+	if (ix->nkids != s->narr)
+		diag_error(at, "invalid array access: '%s' has %d dimension%s, but "
+			   "%d %s used", s->name, s->narr, s->narr == 1 ? "" : "s",
+			   ix->nkids, ix->nkids == 1 ? "was" : "were");
+	for (k = 0; k < ix->nkids; k++) {
+		struct node *e = ix->kids[k];
+		struct type t = check_expr(e);
+		long long lo, hi;
+
+		if (!is_integer(t))
+			diag_error(e->loc, "type mismatch: index of array '%s' is %s, "
+				   "not an integer", s->name, kind_text(t));
+		if (!index_range(e, &lo, &hi))
+			continue;
+		if (lo == hi && (lo < 0 || lo >= s->arr[k]))
+			diag_error(e->loc, "index %lld is out of bounds of the %s "
+				   "dimension of array '%s', where the valid range is "
+				   "[0, %ld)", lo, ordinal(k), s->name, s->arr[k]);
+		/* an index below 0 may be excluded by a condition around it:
+		 * checked when it runs */
+		if (hi >= s->arr[k])
+			diag_error(e->loc, "index out of bounds of the %s dimension of "
+				   "array '%s': it reaches %lld, the valid range is "
+				   "[0, %ld)", ordinal(k), s->name, hi, s->arr[k]);
+	}
+}
+
+/* x[i][j] of an array of spanned data: a symbol of that element, its
+ * address set when it is emitted (emit.c) */
+static struct sym *array_element(struct node *id, struct sym *s)
+{
+	struct sym *el = xmalloc(sizeof(*el));
+	int k;
+
+	check_subscripts(id->index, s, id->loc);
+	*el = *s;
+	el->narr = 0;
+	el->array_of = s;
+	el->type.rank = s->type.rank - s->narr;
+	for (k = 0; k < el->type.rank; k++)
+		el->type.dims[k] = s->type.dims[k + s->narr];
+	el->next_in_func = NULL;
+	return el;
+}
+
 static struct sym *resolve(struct node *id)
 {
 	struct sym *s = lookup(id->name);
 
 	if (!s)
 		diag_error(id->loc, "unknown identifier '%s'", id->name);
+	if (s->kind == SY_SPAN && s->narr && !id->index)
+		diag_error(id->loc, "invalid array access: '%s' is an array of %d "
+			   "dimension%s, an element is '%s[i]%s'", s->name, s->narr,
+			   s->narr == 1 ? "" : "s", s->name, s->narr > 1 ? "[j]" : "");
+	if (id->index && !(s->kind == SY_SPAN && s->narr))
+		diag_error(id->loc, "type mismatch: '%s' is not an array", s->name);
 	id->sym = s;
 	if (s->level > deepest_ref)
 		deepest_ref = s->level;
@@ -377,6 +573,10 @@ static struct sym *resolve(struct node *id)
 			capture(lookup(s->elems[k]->name), id->loc);
 	} else {
 		capture(s, id->loc);
+	}
+	if (id->index) {
+		s = array_element(id, s);
+		id->sym = s;
 	}
 	return s;
 }
@@ -447,7 +647,7 @@ static void want_numeric(struct node *e, struct type t)
 static struct type check_at(struct node *e)
 {
 	struct sym *s = resolve(&(struct node){ .kind = E_ID, .loc = e->loc,
-						 .name = e->name });
+						 .name = e->name, .index = e->index });
 	int i;
 
 	if (e->flag) {		/* f.data.at(...) */
@@ -1011,6 +1211,7 @@ static void check_dims(struct node *d, struct type *t)
 				de = node_new(E_SPAN, e->loc);
 				de->name = e->name;
 				de->ival = k;
+				de->index = e->index;
 				check_expr(de);
 				/* of shared data sized by host values: those */
 				if (s->storage == ST_SHARED && s->shared_offset < 0)
@@ -1081,6 +1282,57 @@ static bool dyn_shared_ok(const struct sym *s)
 	return dyn;
 }
 
+/* an array's extents (of spanned data or of events): integers known
+ * when it compiles, each above 0, as Croqtile has them */
+static long array_extents(struct node *ix, const char *name, long *arr)
+{
+	long count = 1;
+	int k;
+
+	if (ix->nkids > MAX_RANK)
+		diag_error(ix->loc, "not supported yet: an array of more than %d "
+			   "dimensions", MAX_RANK);
+	for (k = 0; k < ix->nkids; k++) {
+		struct node *e = ix->kids[k];
+		struct type t = check_expr(e);
+		long long v;
+
+		if (!is_integer(t))
+			diag_error(e->loc, "type mismatch: a dimension of array '%s' "
+				   "is %s, not an integer", name, kind_text(t));
+		if (!const_eval(e, &v))
+			diag_error(e->loc, "the dimensions of array '%s' should be "
+				   "static (compile-time known integers)", name);
+		if (v <= 0)
+			diag_error(e->loc, "the dimensions of array '%s' should be "
+				   "greater than 0, but got %lld", name, v);
+		if (v > (1L << 20) || count * v > (1L << 20))
+			diag_error(e->loc, "not supported yet: an array of more than "
+				   "%ld elements", 1L << 20);
+		arr[k] = (long)v;
+		count *= (long)v;
+	}
+	return count;
+}
+
+/* an array of spanned data: its extents go first among its type's
+ * dimensions (the elements one after another, row-major) */
+static void array_dims(struct node *d)
+{
+	long arr[MAX_RANK];
+	int k, n = d->index->nkids;
+
+	array_extents(d->index, d->name, arr);
+	if (d->type.rank + n > MAX_RANK)
+		diag_error(d->index->loc, "not supported yet: rank %d with the "
+			   "array's dimensions (at most %d)", d->type.rank + n, MAX_RANK);
+	memmove(&d->type.dims[n], &d->type.dims[0],
+		d->type.rank * sizeof(d->type.dims[0]));
+	for (k = 0; k < n; k++)
+		d->type.dims[k] = int_node(d->index->kids[k]->loc, arr[k]);
+	d->type.rank += n;
+}
+
 static void check_span_decl(struct node *d)
 {
 	struct sym *s;
@@ -1119,6 +1371,8 @@ static void check_span_decl(struct node *d)
 		goto declare_it;
 	}
 	check_dims(d, &d->type);
+	if (d->index)
+		array_dims(d);
 	if (d->nkids) {
 		struct type it = check_expr(d->kids[0]);
 
@@ -1133,6 +1387,13 @@ declare_it:
 	s->type = d->type;
 	s->mutable_ = true;
 	s->storage = d->flag;
+	if (d->index) {
+		int k;
+
+		s->narr = d->index->nkids;
+		for (k = 0; k < s->narr; k++)
+			const_eval(d->type.dims[k], &v), s->arr[k] = (long)v;
+	}
 	d->sym = s;
 	if (s->storage == ST_GLOBAL)
 		diag_error(d->loc, "not supported yet: global data in a parallel "
@@ -1193,16 +1454,16 @@ static void check_events(struct node *s)
 		struct node *d = s->kids[i];
 		struct sym *sy;
 		long long n = 1;
+		long arr[MAX_RANK];
 
 		if (!cur_kernel)
 			diag_error(d->loc, "not supported yet: an event outside a "
 				   "parallel body");
-		if (d->nkids) {
-			check_expr(d->kids[0]);
-			if (!const_eval(d->kids[0], &n) || n <= 0 || n > 4096)
-				diag_error(d->kids[0]->loc, "not supported yet: an "
-					   "event array of a size not known at compile "
-					   "time (or not in 1..4096)");
+		if (d->index) {
+			n = array_extents(d->index, d->name, arr);
+			if (n > 4096)
+				diag_error(d->index->loc, "not supported yet: an event "
+					   "array of more than 4096 events");
 		}
 		if (cur_kernel->nevents == MAX_EVENTS)
 			diag_error(d->loc, "not supported yet: more than %d events "
@@ -1210,7 +1471,11 @@ static void check_events(struct node *s)
 		sy = declare(d->name, SY_EVENT, d);
 		sy->storage = ST_SHARED;
 		sy->event_slots = n;
-		sy->event_array = d->nkids;
+		sy->event_array = d->index != NULL;
+		if (d->index) {
+			sy->narr = d->index->nkids;
+			memcpy(sy->arr, arr, sizeof(arr));
+		}
 		sy->event_ready = d->flag;
 		d->sym = sy;
 		cur_kernel->shared_bytes = (cur_kernel->shared_bytes + 15) & ~15L;
@@ -1238,6 +1503,13 @@ static void check_event_ref(struct node *r)
 	if (!s->event_array)
 		diag_error(r->loc, "type mismatch: '%s' is not an event array",
 			   r->name);
+	if (r->ival == 2) {	/* e[i][j]: a slot */
+		check_subscripts(r->index, s, r->loc);
+		return;
+	}
+	if (s->narr != 1)
+		diag_error(r->loc, "'.at(order)' requires a one-dimensional event "
+			   "array; '%s' has %d dimensions", r->name, s->narr);
 	t = check_expr(r->kids[0]);
 	if (!is_integer(t))
 		diag_error(r->kids[0]->loc, "type mismatch: an event index must "
@@ -1313,6 +1585,7 @@ static void declare_withins(struct node *withins)
 
 						de->name = b->name;
 						de->ival = d;
+						de->index = b->index;
 						node_add(nb, de);
 					}
 				}
@@ -3018,7 +3291,7 @@ static struct type check_view_of(struct node *e)
 	struct node *nsizes = node_new(E_DIMLIST, e->loc);
 	struct node *nix = node_new(N_BLOCK, e->loc);
 	struct sym *s = resolve(&(struct node){ .kind = E_ID, .loc = e->loc,
-						 .name = e->name });
+						 .name = e->name, .index = e->index });
 	struct type t;
 	int i, k, rank;
 
@@ -3131,6 +3404,7 @@ static struct type check_view_of(struct node *e)
 
 			d->name = e->name;
 			d->ival = k;
+			d->index = e->index;
 			if (nsizes->kids[k]) {
 				q = node_new(E_BINARY, e->loc);
 				q->name = xstrdup("/");
@@ -3187,6 +3461,7 @@ static struct type check_view_of(struct node *e)
 				z = node_new(E_SPAN, z->loc);
 				z->name = e->name;
 				z->ival = k;
+				z->index = e->index;
 			}
 			node_add(nsizes, z);
 			node_add(nix, ix->nkids ? ix->kids[k] : int_node(e->loc, 0));
@@ -3227,6 +3502,7 @@ static void span_dims(struct node *e, struct node *out)
 
 		de->name = e->name;
 		de->ival = k;
+		de->index = e->index;
 		node_add(out, de);
 	}
 }
@@ -3340,6 +3616,7 @@ static void check_shape_decl(struct node *d)
 						   MAX_RANK);
 				de->name = e->name;
 				de->ival = k;
+				de->index = e->index;
 				check_expr(de);
 				t.dims[t.rank++] = de;
 			}
@@ -3795,7 +4072,13 @@ static void check_stmt_inner(struct node *s)
 			if (!split_point(s))
 				cur_kernel->threads_fixed = true;
 		}
-		check_body(s->kids[1]);
+		{
+			int saved = nnarrow;
+
+			narrow_by(s->kids[0]);
+			check_body(s->kids[1]);
+			nnarrow = saved;
+		}
 		if (s->nkids > 2)
 			check_body(s->kids[2]);
 		break;
