@@ -63,6 +63,8 @@ struct node *node_clone(const struct node *n)
 		node_add(c, node_clone(n->kids[i]));
 	if (n->index)
 		c->index = node_clone(n->index);
+	if (n->strides)
+		c->strides = node_clone(n->strides);
 	return c;
 }
 

@@ -94,6 +94,10 @@ struct node {
 	 * or of events: `tile[i]`, `s[i][j].at(k)` (an N_BLOCK of the
 	 * indices); N_SPANDECL, N_EVENTDECL: the array's extents */
 	struct node *index;
+	/* E_VIEW of x.view(sizes : strides).from(offsets): the strides (an
+	 * N_BLOCK), in elements of x's data: element j of the view is
+	 * x's element sum((offset_k + j_k) * stride_k), row-major */
+	struct node *strides;
 	/* filled by sema */
 	struct sym *sym;	/* E_ID, declarations */
 	struct type ety;	/* type of an expression */

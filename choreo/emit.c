@@ -707,6 +707,34 @@ static void emit_op_offset(struct emitter *em, const struct node *e,
 
 	emit_indent(em);
 	fprintf(o, "\t\t%s = 0;\n", var);
+	if (e->kind == E_VIEW && e->strides) {
+		/* a strided window: offsets and strides in the data's
+		 * elements, the element checked against the data's count */
+		for (k = 0; k < rank; k++) {
+			emit_indent(em);
+			fprintf(o, "\t\t%s += ((long long)(", var);
+			emit_expr(em, e->kids[1]->kids[k]);
+			fprintf(o, ") + j_[%d]) * (long long)(", k);
+			emit_expr(em, e->strides->kids[k]);
+			fputs(");\n", o);
+		}
+		emit_indent(em);
+		fprintf(o, "\t\tif (%s < 0 || %s >= ", var, var);
+		emit_count(em, e->sym);
+		fputs(")", o);
+		if (em->device) {
+			fputs("\n", o);
+			emit_indent(em);
+			fputs("\t\t\tNPU_CO_TRAP();\n", o);
+			return;
+		}
+		fprintf(o, " {\n\t\t\tnpu_co_bad_strided(%s, %d, %s, ",
+			emit_path_literal(), line, var);
+		emit_count(em, e->sym);
+		fputs(");\n\t\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n"
+		      "\t\t\tgoto npu__out;\n\t\t}\n", o);
+		return;
+	}
 	for (k = 0; k < rank; k++) {
 		emit_indent(em);
 		fputs("\t\t{\n", o);

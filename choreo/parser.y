@@ -784,6 +784,16 @@ span_as
 		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @2));
 		$$->flag = VIEW_SPAN_AS;
 	}
+	| IDENT subs SPAN_AS '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SPAN_AS;
+		$$->index = $2;
+	}
+	| IDENT subs SPAN_AS '(' '[' args ']' ')' {
+		$$ = mk2(E_VIEW, @1, $1, $6, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SPAN_AS;
+		$$->index = $2;
+	}
 	| IDENT DATA SPAN_AS '(' args ')' {
 		/* a future's data (check_view) */
 		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
@@ -1170,6 +1180,18 @@ expr
 		$$ = mk2(E_VIEW, @1, $1, $5, $9);
 		$$->flag = VIEW_FROM;
 		$$->index = $2;
+	}
+	| IDENT VIEW '(' args ':' args ')' FROM '(' args ')' {
+		/* a window with strides: view(16, 8 : 12, 3).from(i, j) */
+		$$ = mk2(E_VIEW, @1, $1, $4, $10);
+		$$->flag = VIEW_FROM;
+		$$->strides = $6;
+	}
+	| IDENT subs VIEW '(' args ':' args ')' FROM '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, $11);
+		$$->flag = VIEW_FROM;
+		$$->index = $2;
+		$$->strides = $7;
 	}
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
 	| IDENT CHUNKAT '(' args ')' {

@@ -538,6 +538,35 @@ static struct sym *array_element(struct node *id, struct sym *s)
 	return el;
 }
 
+/* x = a[i][j] (or a[i][j].span_as(...)): x names the element at
+ * constant indices, its address the array's plus a constant */
+static void alias_element(struct sym *x, const struct node *ref)
+{
+	const struct sym *a = ref->sym->array_of;
+	long long off = 0, n = 1, v;
+	char buf[300];
+	int k;
+
+	for (k = 0; k < ref->index->nkids; k++) {
+		if (!const_eval(ref->index->kids[k], &v))
+			diag_error(ref->index->kids[k]->loc, "not supported yet: "
+				   "naming an element of array '%s' at an index not "
+				   "known at compile time", a->name);
+		off = off * a->arr[k] + v;
+	}
+	for (k = a->narr; k < a->type.rank; k++) {
+		if (!span_dim_const(a, k, &v))
+			diag_error(ref->loc, "not supported yet: naming an element "
+				   "of array '%s' of a size not known at compile time",
+				   a->name);
+		n *= v;
+	}
+	snprintf(buf, sizeof(buf), "(%s + %lldLL)", a->cname, off * n);
+	x->cname = xstrdup(buf);
+	/* the array is what a kernel captures */
+	x->target = (struct sym *)a;
+}
+
 static struct sym *resolve(struct node *id)
 {
 	struct sym *s = lookup(id->name);
@@ -548,6 +577,10 @@ static struct sym *resolve(struct node *id)
 		diag_error(id->loc, "invalid array access: '%s' is an array of %d "
 			   "dimension%s, an element is '%s[i]%s'", s->name, s->narr,
 			   s->narr == 1 ? "" : "s", s->name, s->narr > 1 ? "[j]" : "");
+	if (s->kind == SY_EVENT)
+		/* Choreo's event predicates (`while (e)`) */
+		diag_error(id->loc, "not supported yet: event '%s' in an "
+			   "expression", s->name);
 	if (id->index && !(s->kind == SY_SPAN && s->narr))
 		diag_error(id->loc, "type mismatch: '%s' is not an array", s->name);
 	id->sym = s;
@@ -2151,7 +2184,8 @@ static const struct type *tdma_type(const struct node *e)
  * a rectangular view of it (chunkat, subspan, view/from; not span_as) */
 static bool tdma_mem(const struct node *e)
 {
-	if (e->kind != E_ID && !(e->kind == E_VIEW && e->flag != VIEW_SPAN_AS))
+	if (e->kind != E_ID && !(e->kind == E_VIEW && e->flag != VIEW_SPAN_AS &&
+				  !e->strides))
 		return false;
 	return e->sym && e->sym->level == 0 && e->sym->storage != ST_SHARED &&
 	       (e->sym->kind == SY_SPAN || e->sym->kind == SY_PARAM);
@@ -3444,6 +3478,13 @@ static struct type check_view_of(struct node *e)
 				   "as %lld", m, n);
 		return t;
 	} else {
+		/* with strides, a window of any rank over the data's elements */
+		if (e->strides) {
+			if (sizes->nkids > MAX_RANK)
+				diag_error(e->loc, "not supported yet: rank %d (at most "
+					   "%d)", sizes->nkids, MAX_RANK);
+			rank = sizes->nkids;
+		}
 		if (sizes->nkids != rank)
 			diag_error(e->loc, "type mismatch: %s of '%s' (rank %d) "
 				   "needs %d sizes", e->flag == VIEW_FROM ? "view" :
@@ -3453,6 +3494,13 @@ static struct type check_view_of(struct node *e)
 				   "needs %d %s", e->flag == VIEW_FROM ? "view" :
 				   "subspan", s->name, rank, rank,
 				   e->flag == VIEW_FROM ? "offsets" : "indices");
+		if (e->strides && e->strides->nkids != rank)
+			diag_error(e->loc, "type mismatch: a view of %d sizes needs "
+				   "%d strides", rank, rank);
+		for (k = 0; e->strides && k < rank; k++)
+			if (!is_integer(check_expr(e->strides->kids[k])))
+				diag_error(e->strides->kids[k]->loc, "type mismatch: a "
+					   "stride must be an integer");
 		for (k = 0; k < rank; k++) {
 			struct node *z = sizes->kids[k];
 
@@ -3477,6 +3525,7 @@ static struct type check_view_of(struct node *e)
 				   "be an integer");
 		t.dims[k] = nsizes->kids[k];
 	}
+	t.rank = rank;
 	e->kids[0] = nsizes;
 	e->kids[1] = nix;
 	return t;
@@ -3860,11 +3909,25 @@ static void check_stmt_inner(struct node *s)
 			sy->type = b;
 			sy->target = s->kids[1]->sym;
 			sy->cname = sy->target->cname;
+			if (sy->target->array_of)
+				alias_element(sy, s->kids[1]);
 			s->kids[0]->sym = sy;
 			s->kind = N_SHAPEDECL;	/* nothing to run */
 			break;
 		}
 		b = check_expr(s->kids[1]);
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=") && s->kids[1]->kind == E_ID &&
+		    s->kids[1]->sym->array_of) {
+			/* `x = a[i][j];`: x names that element */
+			struct sym *sy = declare(s->kids[0]->name, SY_ALIAS, s);
+
+			sy->type = b;
+			alias_element(sy, s->kids[1]);
+			s->kids[0]->sym = sy;
+			s->kind = N_SHAPEDECL;
+			break;
+		}
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=")) {
 			/* `x = e;` declares x (immutable), as in Choreo */
