@@ -133,6 +133,9 @@ struct node {
 	int slot_op;
 	/* N_DMA: `after f, g`, the futures it starts after (a block of E_ID) */
 	struct node *after;
+	/* N_DMA: tma.copy / tma.load (trigger ... after binds only those,
+	 * as Croqtile has it) */
+	bool tma;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's
@@ -199,6 +202,7 @@ struct sym {
 	 * them share: `wait f` waits for every copy named f issued so far */
 	bool tdma;
 	struct sym *tdma_first;
+	bool waited;		/* SY_FUTURE: named by a wait already */
 	/* an array (of spanned data: its type's first narr dimensions are
 	 * the array's extents, constants; of events: event_slots is their
 	 * product) */

@@ -1615,7 +1615,16 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		break;
 	case N_TRIGGER:
 		fputs("{\n", o);
-		for (i = 0; i < s->nkids; i++) {
+		/* trigger ... after f: its copies done first (a tile DMA
+		 * future's counted; the others copied at once), then the
+		 * events published; the path waits where a GPU's barrier
+		 * would be signalled by the copy itself */
+		if (s->ival) {
+			emit_indent(em);
+			fputc('\t', o);
+			emit_wait(em, s->kids[s->nkids - 1]);
+		}
+		for (i = 0; i < s->nkids - (s->ival ? 1 : 0); i++) {
 			emit_indent(em);
 			/* a whole array: each slot */
 			if (s->kids[i]->kind != E_AT && s->kids[i]->sym->event_array)

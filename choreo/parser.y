@@ -222,7 +222,8 @@ static void set_scalar_type(struct type *t, int elem)
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
 %token APPLY "apply" FRAG "frag"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
-%token CONTINUE "continue" RETURN "return" SYNC "sync" DMA "dma"
+%token CONTINUE "continue" RETURN "return" SYNC "sync"
+%token <k> DMA "dma"
 %token TRANSP ".transp" PAD ".pad" STEP ".step" SWIZ ".swiz"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
@@ -509,7 +510,14 @@ stmt
 	| EVENT evdecls ';'	{ $$ = $2; }
 	| STORAGE EVENT '<' { diag_error(L(@3), "not supported yet: event<...>"); }
 	| TRIGGER evlist ';'	{ $$ = $2; $$->kind = N_TRIGGER; $$->loc = L(@1); }
-	| TRIGGER evlist AFTER	{ diag_error(L(@3), "not supported yet: trigger ... after"); }
+	| TRIGGER evlist AFTER waitlist ';' {
+		/* trigger e after f, g: published once those futures are
+		 * done (ival 1: the last kid is their list) */
+		$$ = node_add($2, $4);
+		$$->kind = N_TRIGGER;
+		$$->loc = L(@1);
+		$$->ival = 1;
+	}
 	| ASSERT '(' expr ',' STRING ')' ';' {
 		$$ = mk2(N_ASSERT, @1, $5, $3, NULL);
 	}
@@ -735,6 +743,7 @@ span_item
 dma_expr
 	: DMA COPY async_opt swiz_opt expr TRANS expr after_opt {
 		$$ = mk2(N_DMA, @1, NULL, $5, $7);
+		$$->tma = $1;
 		$$->flag = $3;
 		$$->after = $8;
 	}
@@ -743,6 +752,7 @@ dma_expr
 
 		t->flag = $7;	/* a new buffer of that storage */
 		$$ = mk2(N_DMA, @1, NULL, $5, t);
+		$$->tma = $1;
 		$$->flag = $3;
 		$$->after = $8;
 	}

@@ -2928,6 +2928,10 @@ static void check_dma(struct node *d)
 			s->target = dst->sym;
 			f->sym = s;
 		}
+	} else if (d->flag) {
+		/* as Croqtile: nothing could wait for it */
+		diag_error(d->loc, "an asynchronous copy needs a named future "
+			   "(f = dma.copy.async ...)");
 	} else if (cur_level == 2 && dst->sym && dst->sym->storage == ST_SHARED) {
 		/* each thread of the level copies the whole: the block's
 		 * threads meet after it, before any uses the data */
@@ -4077,14 +4081,46 @@ static void check_stmt_inner(struct node *s)
 			if (resolve(k)->kind != SY_FUTURE)
 				diag_error(k->loc, "type mismatch: '%s' is not a "
 					   "future", k->sym->name);
+			k->sym->waited = true;
 		}
 		break;
 	}
 	case N_TRIGGER: {
-		int i;
+		int i, nev = s->nkids - (s->ival ? 1 : 0);
 
-		for (i = 0; i < s->nkids; i++)
+		for (i = 0; i < nev; i++)
 			check_event_ref(s->kids[i]);
+		if (!s->ival)
+			break;
+		/* trigger e after f, g: futures whose copies publish e */
+		for (i = 0; i < s->kids[nev]->nkids; i++) {
+			struct node *k = s->kids[nev]->kids[i];
+
+			if (k->kind != E_ID || resolve(k)->kind != SY_FUTURE)
+				diag_error(k->loc, "type mismatch: '%s' is not a future",
+					   k->name);
+			/* Croqtile's rules: a TMA copy's completion binds the
+			 * event, once, instead of a wait */
+			if (!k->sym->decl || k->sym->decl->kind != N_DMA ||
+			    !k->sym->decl->tma)
+				diag_error(k->loc, "trigger-after requires native "
+					   "completion-event binding; use an explicit "
+					   "wait followed by a direct trigger for this "
+					   "DMA future");
+			if (k->sym->waited)
+				diag_error(k->loc, "trigger-after cannot bind future "
+					   "'%s' after it was explicitly waited; trigger "
+					   "the event directly after the wait", k->name);
+		}
+		for (i = 0; i < nev && s->kids[nev]->nkids > 1; i++) {
+			const struct node *r = s->kids[i];
+
+			if (r->kind == E_AT && r->ival == 1 && r->kids[0]->kind == E_INCDEC)
+				diag_error(r->kids[0]->loc, "an incremented event order "
+					   "cannot be shared by multiple trigger-after "
+					   "dependencies; advance the order in a separate "
+					   "statement after the joined trigger");
+		}
 		break;
 	}
 	case N_EVENTS:
