@@ -1293,6 +1293,10 @@ expr
 	| '#' IDENT		{ $$ = mk2(E_UBOUND, @1, NULL, ident(@2, $2), NULL); }
 	| '|' IDENT '|'		{ $$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL); }
 	| '|' IDENT SPAN '|'	{ $$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL); }
+	| '|' IDENT subs SPAN '|' {
+		$$ = mk2(E_COUNT, @1, NULL, ident(@2, $2), NULL);
+		$$->kids[0]->index = $3;
+	}
 	| lvalue INC		{ $$ = mk2(E_INCDEC, @2, "post++", $1, NULL); }
 	| lvalue DEC		{ $$ = mk2(E_INCDEC, @2, "post--", $1, NULL); }
 	| INC lvalue %prec UNARY { $$ = mk2(E_INCDEC, @1, "++", $2, NULL); }
