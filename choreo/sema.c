@@ -467,7 +467,6 @@ static bool index_range(const struct node *e, long long *lo, long long *hi)
 			*hi = a1 - b0;
 		} else if (!strcmp(e->name, "*")) {
 			long long p[4] = { a0 * b0, a0 * b1, a1 * b0, a1 * b1 };
-			int i;
 
 			*lo = *hi = p[0];
 			for (i = 1; i < 4; i++) {
@@ -483,6 +482,19 @@ static bool index_range(const struct node *e, long long *lo, long long *hi)
 	default:
 		return false;
 	}
+}
+
+static const struct node *find_incdec(const struct node *e)
+{
+	const struct node *f;
+	int i;
+
+	if (e->kind == E_INCDEC)
+		return e;
+	for (i = 0; i < e->nkids; i++)
+		if ((f = find_incdec(e->kids[i])))
+			return f;
+	return NULL;
 }
 
 /* the subscripts of an element of an array (of spanned data or of
@@ -505,6 +517,10 @@ static void check_subscripts(struct node *ix, const struct sym *s,
 		if (!is_integer(t))
 			diag_error(e->loc, "type mismatch: index of array '%s' is %s, "
 				   "not an integer", s->name, kind_text(t));
+		/* the element's address is computed at each use of it */
+		if (find_incdec(e))
+			diag_error(find_incdec(e)->loc, "not supported yet: ++ or -- "
+				   "in a subscript of array '%s'", s->name);
 		if (!index_range(e, &lo, &hi))
 			continue;
 		if (lo == hi && (lo < 0 || lo >= s->arr[k]))
@@ -1423,9 +1439,10 @@ declare_it:
 	if (d->index) {
 		int k;
 
+		/* array_dims put the extents first, as constants */
 		s->narr = d->index->nkids;
 		for (k = 0; k < s->narr; k++)
-			const_eval(d->type.dims[k], &v), s->arr[k] = (long)v;
+			s->arr[k] = (long)d->type.dims[k]->ival;
 	}
 	d->sym = s;
 	if (s->storage == ST_GLOBAL)
@@ -1487,7 +1504,7 @@ static void check_events(struct node *s)
 		struct node *d = s->kids[i];
 		struct sym *sy;
 		long long n = 1;
-		long arr[MAX_RANK];
+		long arr[MAX_RANK] = { 0 };
 
 		if (!cur_kernel)
 			diag_error(d->loc, "not supported yet: an event outside a "
@@ -4096,7 +4113,9 @@ static void check_stmt_inner(struct node *s)
 		for (i = 0; i < s->kids[nev]->nkids; i++) {
 			struct node *k = s->kids[nev]->kids[i];
 
-			if (k->kind != E_ID || resolve(k)->kind != SY_FUTURE)
+			if (k->kind != E_ID || !lookup(k->name) ||
+			    lookup(k->name)->kind != SY_FUTURE ||
+			    resolve(k)->kind != SY_FUTURE)
 				diag_error(k->loc, "type mismatch: '%s' is not a future",
 					   k->name);
 			/* Croqtile's rules: a TMA copy's completion binds the
