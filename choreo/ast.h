@@ -203,6 +203,11 @@ struct sym {
 	bool tdma;
 	struct sym *tdma_first;
 	bool waited;		/* SY_FUTURE: named by a wait already */
+	/* SY_ALIAS of a named view (b = a.view(16, 8 : 12, 3).from(1, 2),
+	 * c = b.chunkat(p, q)): its element j is element view_off +
+	 * sum(j_k * view_strides[k]) of ->target's data */
+	struct node *view_off;
+	struct node *view_strides[MAX_RANK];
 	/* an array (of spanned data: its type's first narr dimensions are
 	 * the array's extents, constants; of events: event_slots is their
 	 * product) */

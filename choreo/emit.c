@@ -160,6 +160,12 @@ static void elem_cnames(struct emitter *em, const struct node *n)
 		set_elem_cname(em, n);
 }
 
+/* the data a name stands for: an alias's (span_as, a named view) */
+static const struct sym *data_sym(const struct sym *s)
+{
+	return s->kind == SY_ALIAS && s->target ? s->target : s;
+}
+
 /* the element: data[row-major index], each index checked against its
  * dimension (a kernel faults at its .co line; the host reports it) */
 static void emit_at(struct emitter *em, const struct node *e)
@@ -168,9 +174,28 @@ static void emit_at(struct emitter *em, const struct node *e)
 	int k;
 
 	fprintf(em->o, "%s[", s->cname);
-	if (!em->device && s->kind == SY_PARAM)
-		fprintf(em->o, "NPU_CO_ON_HOST(%s_on_device, %d, \"%s\") + ", s->cname,
-			e->loc.line, s->name);
+	if (!em->device && data_sym(s)->kind == SY_PARAM)
+		fprintf(em->o, "NPU_CO_ON_HOST(%s_on_device, %d, \"%s\") + ",
+			data_sym(s)->cname, e->loc.line, data_sym(s)->name);
+	if (s->view_off) {
+		/* a named view: its offset, each index times its stride */
+		fputs("(long long)(", em->o);
+		emit_expr(em, s->view_off);
+		fputs(")", em->o);
+		for (k = 0; k < e->nkids; k++) {
+			fputs(em->device ? " + NPU_CO_IX(" : " + NPU_CO_HIX(", em->o);
+			emit_expr(em, e->kids[k]);
+			fputs(", ", em->o);
+			emit_dim(em, s, k);
+			if (!em->device)
+				fprintf(em->o, ", %d, \"%s\"", e->loc.line, s->name);
+			fputs(") * (long long)(", em->o);
+			emit_expr(em, s->view_strides[k]);
+			fputs(")", em->o);
+		}
+		fputc(']', em->o);
+		return;
+	}
 	for (k = 0; k < e->nkids; k++)
 		fputc('(', em->o);
 	for (k = 0; k < e->nkids; k++) {
@@ -707,20 +732,42 @@ static void emit_op_offset(struct emitter *em, const struct node *e,
 
 	emit_indent(em);
 	fprintf(o, "\t\t%s = 0;\n", var);
-	if (e->kind == E_VIEW && e->strides) {
-		/* a strided window: offsets and strides in the data's
-		 * elements, the element checked against the data's count */
+	if ((e->kind == E_VIEW && e->strides) || e->sym->view_off) {
+		/* a strided window or a named view's: an offset and strides
+		 * in the data's elements, the element checked against the
+		 * data's count */
+		const struct sym *s = e->sym, *data = s->view_off ? s->target : s;
+
+		if (s->view_off) {
+			emit_indent(em);
+			fprintf(o, "\t\t%s = (long long)(", var);
+			emit_expr(em, s->view_off);
+			fputs(");\n", o);
+		}
 		for (k = 0; k < rank; k++) {
 			emit_indent(em);
-			fprintf(o, "\t\t%s += ((long long)(", var);
-			emit_expr(em, e->kids[1]->kids[k]);
-			fprintf(o, ") + j_[%d]) * (long long)(", k);
-			emit_expr(em, e->strides->kids[k]);
+			fprintf(o, "\t\t%s += (", var);
+			if (e->kind == E_VIEW) {
+				/* the view's origin in the data (named view) */
+				fputs("(long long)(", o);
+				emit_expr(em, e->kids[1]->kids[k]);
+				fputs(")", o);
+				if (e->flag != VIEW_FROM) {
+					fputs(" * ", o);
+					emit_op_dim(em, e, k);
+				}
+				fputs(" + ", o);
+			}
+			fprintf(o, "j_[%d]) * (long long)(", k);
+			if (s->view_off)
+				emit_expr(em, s->view_strides[k]);
+			else
+				emit_expr(em, e->strides->kids[k]);
 			fputs(");\n", o);
 		}
 		emit_indent(em);
 		fprintf(o, "\t\tif (%s < 0 || %s >= ", var, var);
-		emit_count(em, e->sym);
+		emit_count(em, data);
 		fputs(")", o);
 		if (em->device) {
 			fputs("\n", o);
@@ -730,7 +777,7 @@ static void emit_op_offset(struct emitter *em, const struct node *e,
 		}
 		fprintf(o, " {\n\t\t\tnpu_co_bad_strided(%s, %d, %s, ",
 			emit_path_literal(), line, var);
-		emit_count(em, e->sym);
+		emit_count(em, data);
 		fputs(");\n\t\t\tnpu__st = NPU_ERROR_INVALID_VALUE;\n"
 		      "\t\t\tgoto npu__out;\n\t\t}\n", o);
 		return;
@@ -875,15 +922,15 @@ static void emit_dma(struct emitter *em, const struct node *d)
 	}
 	fputs("{\n", o);
 	if (!em->device) {
-		if (ss->kind == SY_PARAM) {
+		if (data_sym(ss)->kind == SY_PARAM) {
 			emit_indent(em);
 			fprintf(o, "\t(void)NPU_CO_ON_HOST(%s_on_device, %d, \"%s\");\n",
-				ss->cname, d->loc.line, ss->name);
+				data_sym(ss)->cname, d->loc.line, data_sym(ss)->name);
 		}
-		if (ds->kind == SY_PARAM) {
+		if (data_sym(ds)->kind == SY_PARAM) {
 			emit_indent(em);
 			fprintf(o, "\t(void)NPU_CO_ON_HOST(%s_on_device, %d, \"%s\");\n",
-				ds->cname, d->loc.line, ds->name);
+				data_sym(ds)->cname, d->loc.line, data_sym(ds)->name);
 		}
 	}
 	emit_indent(em);

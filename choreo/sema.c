@@ -282,6 +282,7 @@ bool kernel_captures(const struct kernel *k, const struct sym *s)
 }
 
 static void capture_now(struct kernel *k, struct sym *s, struct loc loc);
+static void capture_expr(const struct node *e);
 
 static void capture(struct sym *s, struct loc loc)
 {
@@ -290,6 +291,19 @@ static void capture(struct sym *s, struct loc loc)
 
 	if (!k || s->level > 0)
 		return;
+	if (s->kind == SY_ALIAS) {
+		/* no data of its own: its data and what its shape and
+		 * layout are computed from */
+		capture(s->target, loc);
+		for (i = 0; i < s->type.rank; i++)
+			capture_expr(s->type.dims[i]);
+		if (s->view_off) {
+			capture_expr(s->view_off);
+			for (i = 0; i < s->type.rank; i++)
+				capture_expr(s->view_strides[i]);
+		}
+		return;
+	}
 	if (s->kind == SY_DIM && s->dim_of) {
 		/* decided when the kernel is complete (finish_dim_caps) */
 		for (i = 0; i < k->ndim_caps; i++)
@@ -614,6 +628,11 @@ static struct sym *resolve(struct node *id)
 		/* no data: its dimensions' expressions are what a kernel needs */
 		for (k = 0; k < s->type.rank; k++)
 			capture_expr(s->type.dims[k]);
+		if (s->view_off) {
+			capture_expr(s->view_off);
+			for (k = 0; k < s->type.rank; k++)
+				capture_expr(s->view_strides[k]);
+		}
 	} else if (s->kind == SY_TUPLE) {
 		int k;
 
@@ -3896,6 +3915,63 @@ static void check_stmt(struct node *s)
 	stmt_depth--;
 }
 
+/*
+ * x = y.view(...).from(...) (or y.chunkat(...), y.subspan(...).at(...)):
+ * x names that window of y's data, y perhaps a named view itself: its
+ * first element's offset and each dimension's stride in the data's
+ * elements (a view without strides has the data's row-major ones).
+ */
+static void named_view(struct sym *x, struct node *e)
+{
+	struct sym *b = e->sym;
+	struct node *off, *nix = e->kids[1], *sizes = e->kids[0];
+	int k, m, rank = x->type.rank;
+
+	if (b->array_of)
+		diag_error(e->loc, "not supported yet: a named view of an "
+			   "element of array '%s'", b->array_of->name);
+	if (b->kind == SY_ALIAS && !b->view_off)
+		diag_error(e->loc, "not supported yet: a named view of '%s', "
+			   "data under another shape", b->name);
+	if (b->view_off) {
+		if (e->strides)
+			diag_error(e->loc, "not supported yet: a view with strides "
+				   "of the named view '%s'", b->name);
+		x->target = b->target;
+		off = b->view_off;
+		for (k = 0; k < rank; k++)
+			x->view_strides[k] = b->view_strides[k];
+	} else {
+		x->target = b;
+		off = int_node(e->loc, 0);
+		for (k = 0; k < rank; k++) {
+			struct node *st = e->strides ? e->strides->kids[k] :
+					  int_node(e->loc, 1);
+
+			/* row-major: the product of the later dimensions */
+			for (m = k + 1; !e->strides && m < b->type.rank; m++) {
+				struct node *d = fb_node(E_SPAN, e->loc, e->name);
+
+				d->ival = m;
+				check_expr(d);
+				st = fb_bin(e->loc, "*", st, d);
+			}
+			x->view_strides[k] = st;
+		}
+	}
+	/* its origin: offsets of view.from, tile index times tile size */
+	for (k = 0; k < rank; k++) {
+		struct node *o = nix->kids[k];
+
+		if (e->flag != VIEW_FROM)
+			o = fb_bin(e->loc, "*", o, sizes->kids[k]);
+		off = fb_bin(e->loc, "+", off, fb_bin(e->loc, "*", o,
+						       x->view_strides[k]));
+	}
+	x->view_off = off;
+	x->cname = x->target->cname;
+}
+
 static void check_stmt_inner(struct node *s)
 {
 	struct type a, b;
@@ -3934,6 +4010,22 @@ static void check_stmt_inner(struct node *s)
 				alias_element(sy, s->kids[1]);
 			s->kids[0]->sym = sy;
 			s->kind = N_SHAPEDECL;	/* nothing to run */
+			break;
+		}
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=") && s->kids[1]->kind == E_VIEW &&
+		    s->kids[1]->nkids == 2) {
+			/* `b = a.view(...).from(...)`: b names that window */
+			struct sym *sy;
+
+			view_ok = true;
+			b = check_expr(s->kids[1]);
+			view_ok = false;
+			sy = declare(s->kids[0]->name, SY_ALIAS, s);
+			sy->type = b;
+			named_view(sy, s->kids[1]);
+			s->kids[0]->sym = sy;
+			s->kind = N_SHAPEDECL;
 			break;
 		}
 		b = check_expr(s->kids[1]);
