@@ -182,6 +182,20 @@ static struct node *over_span_as(struct node *sa, struct node *view)
 	return view;
 }
 
+/* a view of a view: of a hidden name declared as the inner view
+ * (sema.c, check_view), the inner view its kid 2 */
+static struct node *over_view(struct node *inner, struct node *view)
+{
+	static int nviews;
+	char buf[64];
+
+	/* one name per view: a chain's views share its first location */
+	snprintf(buf, sizeof(buf), "__view%d_%d", view->loc.line, ++nviews);
+	view->name = xstrdup(buf);
+	node_add(view, inner);
+	return view;
+}
+
 /* the name of an unnamed parameter: one no identifier can have */
 static char *unnamed(YYLTYPE at)
 {
@@ -248,7 +262,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <k> scalar_type async_opt level_opt mma_layout mma_type transp_opt
 %type <i> unroll_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
-%type <n> subs
+%type <n> subs view
 
 %precedence IFX
 %precedence ELSE
@@ -1126,6 +1140,112 @@ bnd
 	| expr			{ $$ = $1; }
 	;
 
+/* views (E_VIEW: kid 0 the sizes or tile sizes, kid 1 the indices or
+ * offsets); a view of a view (kid 2 the inner one, under a hidden name:
+ * sema.c, check_view) */
+view
+	: IDENT CHUNKAT '(' args ')' {
+		/* views (E_VIEW: kid 0 the tile sizes, kid 1 the indices) */
+		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
+		$$->flag = VIEW_CHUNKAT;
+	}
+	| IDENT subs CHUNKAT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @3), $5);
+		$$->flag = VIEW_CHUNKAT;
+		$$->index = $2;
+	}
+	| IDENT subs SUBSPAN '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
+		$$->flag = VIEW_SUBSPAN;
+		$$->index = $2;
+	}
+	| IDENT subs SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, $9);
+		$$->flag = VIEW_SUBSPAN;
+		$$->index = $2;
+	}
+	| IDENT subs VIEW '(' args ')' FROM '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, $9);
+		$$->flag = VIEW_FROM;
+		$$->index = $2;
+	}
+	| IDENT VIEW '(' args ':' args ')' FROM '(' args ')' {
+		/* a window with strides: view(16, 8 : 12, 3).from(i, j) */
+		$$ = mk2(E_VIEW, @1, $1, $4, $10);
+		$$->flag = VIEW_FROM;
+		$$->strides = $6;
+	}
+	| IDENT subs VIEW '(' args ':' args ')' FROM '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $5, $11);
+		$$->flag = VIEW_FROM;
+		$$->index = $2;
+		$$->strides = $7;
+	}
+	| span_as CHUNKAT '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, mk(E_DIMLIST, @2), $4));
+		$$->flag = VIEW_CHUNKAT;
+	}
+	| span_as SUBSPAN '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| span_as SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, $8));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| IDENT VIEW '(' args ')' FROM '(' args ')' {
+		/* the [a, b] tile whose first element is (i, j) */
+		$$ = mk2(E_VIEW, @1, $1, $4, $8);
+		$$->flag = VIEW_FROM;
+	}
+	| IDENT SUBSPAN '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| IDENT SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = mk2(E_VIEW, @1, $1, $4, $8);
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| IDENT SUBSPAN '(' args ')' STEP '(' args ')' AT '(' args ')' {
+		/* tile (i, j) starts at element (i * step0, j * step1): the
+		 * window view(sizes).from(i * step0, j * step1) */
+		struct node *ix = mk(N_BLOCK, @11);
+		int i;
+
+		if ($8->nkids != $12->nkids)
+			diag_error(L(@6), "type mismatch: %d steps but %d indices",
+				   $8->nkids, $12->nkids);
+		for (i = 0; i < $12->nkids; i++) {
+			struct node *m = mk2(E_BINARY, @11, "*", $12->kids[i],
+					     $8->kids[i]);
+
+			node_add(ix, m);
+		}
+		$$ = mk2(E_VIEW, @1, $1, $4, ix);
+		$$->flag = VIEW_FROM;
+	}
+	| span_as VIEW '(' args ')' FROM '(' args ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, $8));
+		$$->flag = VIEW_FROM;
+	}
+	| view CHUNKAT '(' args ')' {
+		$$ = over_view($1, mk2(E_VIEW, @1, NULL, mk(E_DIMLIST, @2), $4));
+		$$->flag = VIEW_CHUNKAT;
+	}
+	| view SUBSPAN '(' args ')' {
+		$$ = over_view($1, mk2(E_VIEW, @1, NULL, $4, mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| view SUBSPAN '(' args ')' AT '(' args ')' {
+		$$ = over_view($1, mk2(E_VIEW, @1, NULL, $4, $8));
+		$$->flag = VIEW_SUBSPAN;
+	}
+	| view VIEW '(' args ')' FROM '(' args ')' {
+		$$ = over_view($1, mk2(E_VIEW, @1, NULL, $4, $8));
+		$$->flag = VIEW_FROM;
+	}
+	;
+
 /* subscripts of an array's name: `[i]`, `[i][j]` (N_BLOCK of the
  * indices) */
 subs
@@ -1171,88 +1291,9 @@ expr
 		$$->ival = $5;
 		$$->index = $2;
 	}
-	| IDENT subs CHUNKAT '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @3), $5);
-		$$->flag = VIEW_CHUNKAT;
-		$$->index = $2;
-	}
-	| IDENT subs SUBSPAN '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $5, mk(N_BLOCK, @3));
-		$$->flag = VIEW_SUBSPAN;
-		$$->index = $2;
-	}
-	| IDENT subs SUBSPAN '(' args ')' AT '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $5, $9);
-		$$->flag = VIEW_SUBSPAN;
-		$$->index = $2;
-	}
-	| IDENT subs VIEW '(' args ')' FROM '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $5, $9);
-		$$->flag = VIEW_FROM;
-		$$->index = $2;
-	}
-	| IDENT VIEW '(' args ':' args ')' FROM '(' args ')' {
-		/* a window with strides: view(16, 8 : 12, 3).from(i, j) */
-		$$ = mk2(E_VIEW, @1, $1, $4, $10);
-		$$->flag = VIEW_FROM;
-		$$->strides = $6;
-	}
-	| IDENT subs VIEW '(' args ':' args ')' FROM '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $5, $11);
-		$$->flag = VIEW_FROM;
-		$$->index = $2;
-		$$->strides = $7;
-	}
 	| IDENT DATA		{ $$ = mk(E_DATA, @1); $$->name = $1; }
-	| IDENT CHUNKAT '(' args ')' {
-		/* views (E_VIEW: kid 0 the tile sizes, kid 1 the indices) */
-		$$ = mk2(E_VIEW, @1, $1, mk(E_DIMLIST, @2), $4);
-		$$->flag = VIEW_CHUNKAT;
-	}
 	| span_as		{ $$ = $1; }
-	| span_as CHUNKAT '(' args ')' {
-		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, mk(E_DIMLIST, @2), $4));
-		$$->flag = VIEW_CHUNKAT;
-	}
-	| span_as SUBSPAN '(' args ')' {
-		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, mk(N_BLOCK, @2)));
-		$$->flag = VIEW_SUBSPAN;
-	}
-	| span_as SUBSPAN '(' args ')' AT '(' args ')' {
-		$$ = over_span_as($1, mk2(E_VIEW, @1, NULL, $4, $8));
-		$$->flag = VIEW_SUBSPAN;
-	}
-	| IDENT VIEW '(' args ')' FROM '(' args ')' {
-		/* the [a, b] tile whose first element is (i, j) */
-		$$ = mk2(E_VIEW, @1, $1, $4, $8);
-		$$->flag = VIEW_FROM;
-	}
-	| IDENT SUBSPAN '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $4, mk(N_BLOCK, @2));
-		$$->flag = VIEW_SUBSPAN;
-	}
-	| IDENT SUBSPAN '(' args ')' AT '(' args ')' {
-		$$ = mk2(E_VIEW, @1, $1, $4, $8);
-		$$->flag = VIEW_SUBSPAN;
-	}
-	| IDENT SUBSPAN '(' args ')' STEP '(' args ')' AT '(' args ')' {
-		/* tile (i, j) starts at element (i * step0, j * step1): the
-		 * window view(sizes).from(i * step0, j * step1) */
-		struct node *ix = mk(N_BLOCK, @11);
-		int i;
-
-		if ($8->nkids != $12->nkids)
-			diag_error(L(@6), "type mismatch: %d steps but %d indices",
-				   $8->nkids, $12->nkids);
-		for (i = 0; i < $12->nkids; i++) {
-			struct node *m = mk2(E_BINARY, @11, "*", $12->kids[i],
-					     $8->kids[i]);
-
-			node_add(ix, m);
-		}
-		$$ = mk2(E_VIEW, @1, $1, $4, ix);
-		$$->flag = VIEW_FROM;
-	}
+	| view			{ $$ = $1; }
 	| IDENT '(' args_opt ')' {
 		/* a __co__ function's call, or an ituple's element idx(0):
 		 * sema tells them apart */

@@ -3294,9 +3294,20 @@ static struct type check_view_of(struct node *e);
 
 /* a view of x.span_as(...) (kid 2): the alias, declared under the view's
  * hidden name (parser.y, over_span_as), is its base */
+static void named_view(struct sym *x, struct node *e);
+static void alias_element(struct sym *x, const struct node *ref);
+
 static struct type check_view(struct node *e)
 {
-	if (e->nkids > 2 && !lookup(e->name)) {
+	if (e->nkids > 2 && !lookup(e->name) && e->kids[2]->flag != VIEW_SPAN_AS) {
+		/* a view of a view: the inner one as a named view */
+		struct node *in = e->kids[2];
+		struct type b = check_view(in);
+		struct sym *sy = declare(e->name, SY_ALIAS, e);
+
+		sy->type = b;
+		named_view(sy, in);
+	} else if (e->nkids > 2 && !lookup(e->name)) {
 		struct node *sa = e->kids[2];
 		struct type b = check_view_of(sa);
 		struct sym *sy = declare(e->name, SY_ALIAS, e);
@@ -3304,6 +3315,8 @@ static struct type check_view(struct node *e)
 		sy->type = b;
 		sy->target = sa->sym;
 		sy->cname = sy->target->cname;
+		if (sy->target->array_of)
+			alias_element(sy, sa);
 	}
 	return check_view_of(e);
 }
@@ -3930,9 +3943,9 @@ static void named_view(struct sym *x, struct node *e)
 	if (b->array_of)
 		diag_error(e->loc, "not supported yet: a named view of an "
 			   "element of array '%s'", b->array_of->name);
-	if (b->kind == SY_ALIAS && !b->view_off)
+	if (b->kind == SY_ALIAS && !b->view_off && strcmp(b->cname, b->target->cname))
 		diag_error(e->loc, "not supported yet: a named view of '%s', "
-			   "data under another shape", b->name);
+			   "an element of an array", b->name);
 	if (b->view_off) {
 		if (e->strides)
 			diag_error(e->loc, "not supported yet: a view with strides "
@@ -3942,7 +3955,8 @@ static void named_view(struct sym *x, struct node *e)
 		for (k = 0; k < rank; k++)
 			x->view_strides[k] = b->view_strides[k];
 	} else {
-		x->target = b;
+		/* data, or data under another shape (span_as): row-major */
+		x->target = b->kind == SY_ALIAS ? b->target : b;
 		off = int_node(e->loc, 0);
 		for (k = 0; k < rank; k++) {
 			struct node *st = e->strides ? e->strides->kids[k] :
