@@ -1366,8 +1366,10 @@ static bool single_thread(struct emitter *em, const struct node *s)
 		return false;
 	switch (s->kind) {
 	case N_PRINT:
-	case N_TRIGGER:
 		return true;
+	case N_TRIGGER:
+		/* a local event is each thread's own */
+		return s->kids[0]->sym->storage != ST_LOCAL;
 	case N_DMA:
 		return s->kids[1]->kind != N_SPANDECL && visible(s->kids[1]->sym);
 	case N_ASSIGN:
@@ -1454,25 +1456,51 @@ static void emit_event_index(struct emitter *em, const struct node *r)
 		emit_expr(em, r->index->kids[k]);
 		fprintf(em->o, ", %ld))", s->arr[k]);
 	}
+	/* fewer subscripts than extents: the first of the slots they
+	 * select */
+	for (; k < s->narr; k++)
+		fprintf(em->o, " * %ldL", s->arr[k]);
 }
 
-/* an event's counter: the number of generations published; e.at(order)
- * is slot order % N */
+/* the slots an event operand names: the first (C), how many (result);
+ * e (every slot of an array), e[i][j], e[i] of e[2][2] (a row) */
+static long emit_event_slots(struct emitter *em, const struct node *r)
+{
+	const struct sym *s = r->sym;
+	long n = 1;
+	int k;
+
+	if (r->kind != E_AT) {
+		fputs("0", em->o);
+		return s->event_slots;
+	}
+	emit_event_index(em, r);
+	for (k = r->index->nkids; k < s->narr; k++)
+		n *= s->arr[k];
+	return n;
+}
+
+/* wait for slot s_'s generation g_: a shared event's counter is another
+ * thread's to advance; a local event's only this thread's, so one not
+ * published yet never would be (a fault at the line, not a hang) */
+static void emit_event_spin(struct emitter *em, const struct sym *s, const char *ind)
+{
+	FILE *o = em->o;
+
+	emit_indent(em);
+	fprintf(o, "%s%s ((int)(__atomic_load_n(&%s[s_], __ATOMIC_ACQUIRE) - g_) <= 0)\n",
+		ind, s->storage == ST_LOCAL ? "if" : "while", s->cname);
+	emit_indent(em);
+	fprintf(o, "%s\t%s;\n", ind, s->storage == ST_LOCAL ? "NPU_CO_TRAP()" : "");
+}
+
+/* an event's counter: the number of generations published; that of
+ * e.at(order) is slot order % N */
 static void emit_event_slot(struct emitter *em, const struct node *r)
 {
 	const struct sym *s = r->sym;
 
-	fprintf(em->o, "%s[", s->cname);
-	if (r->kind != E_AT) {
-		fputs(s->event_array ? "e_]" : "0]", em->o);
-		return;
-	}
-	if (r->ival == 2) {
-		emit_event_index(em, r);
-		fputc(']', em->o);
-		return;
-	}
-	fputs("(unsigned long long)(", em->o);
+	fprintf(em->o, "%s[(unsigned long long)(", s->cname);
 	emit_expr(em, r->kids[0]);
 	fprintf(em->o, ") %% %ldu]", s->event_slots);
 }
@@ -1495,37 +1523,26 @@ static void emit_event_wait(struct emitter *em, const struct node *r)
 		emit_indent(em);
 		fprintf(o, "\t\tunsigned s_ = (unsigned)(o_ %% %ldu), g_ = (unsigned)(o_ / %ldu);\n",
 			s->event_slots, s->event_slots);
-	} else if (r->kind != E_AT && s->event_array) {
-		/* a whole array: each slot's next generation */
-		fprintf(o, "\t\tfor (unsigned s_ = 0; s_ < %ldu; s_++) {\n", s->event_slots);
+	} else {
+		/* each slot named (of an array, a row, one): its next
+		 * generation */
+		long n;
+
+		fputs("\t\tunsigned f_ = (unsigned)(", o);
+		n = emit_event_slots(em, r);
+		fputs(");\n", o);
+		emit_indent(em);
+		fprintf(o, "\t\tfor (unsigned s_ = f_; s_ < f_ + %ldu; s_++) {\n", n);
 		emit_indent(em);
 		fprintf(o, "\t\t\tunsigned g_ = %s_gen[s_]++;\n", s->cname);
-		emit_indent(em);
-		fprintf(o, "\t\t\twhile ((int)(__atomic_load_n(&%s[s_], __ATOMIC_ACQUIRE) - g_) <= 0)\n",
-			s->cname);
-		emit_indent(em);
-		fputs("\t\t\t\t;\n", o);
+		emit_event_spin(em, s, "\t\t\t");
 		emit_indent(em);
 		fputs("\t\t}\n", o);
 		emit_indent(em);
 		fputs("\t}\n", o);
 		return;
-	} else {
-		fputs("\t\tunsigned s_ = (unsigned)", o);
-		if (r->kind == E_AT) {
-			emit_event_index(em, r);
-		} else {
-			fputs("0", o);
-		}
-		fputs(";\n", o);
-		emit_indent(em);
-		fprintf(o, "\t\tunsigned g_ = %s_gen[s_]++;\n", s->cname);
 	}
-	emit_indent(em);
-	fprintf(o, "\t\twhile ((int)(__atomic_load_n(&%s[s_], __ATOMIC_ACQUIRE) - g_) <= 0)\n",
-		s->cname);
-	emit_indent(em);
-	fputs("\t\t\t;\n", o);
+	emit_event_spin(em, s, "\t\t");
 	emit_indent(em);
 	fputs("\t}\n", o);
 }
@@ -1672,21 +1689,56 @@ void emit_stmt(struct emitter *em, const struct node *s)
 			emit_wait(em, s->kids[s->nkids - 1]);
 		}
 		for (i = 0; i < s->nkids - (s->ival ? 1 : 0); i++) {
+			const struct node *r = s->kids[i];
+			long n;
+
 			emit_indent(em);
-			/* a whole array: each slot */
-			if (s->kids[i]->kind != E_AT && s->kids[i]->sym->event_array)
-				fprintf(o, "\tfor (long e_ = 0; e_ < %ld; e_++)\n\t",
-					s->kids[i]->sym->event_slots);
-			fputs("\t__atomic_fetch_add(&", o);
-			emit_event_slot(em, s->kids[i]);
-			fputs(", 1u, __ATOMIC_RELEASE);\n", o);
+			if (r->kind == E_AT && r->ival == 1) {
+				fputs("\t__atomic_fetch_add(&", o);
+				emit_event_slot(em, r);
+				fputs(", 1u, __ATOMIC_RELEASE);\n", o);
+				continue;
+			}
+			/* each slot named: of an array, a row, one */
+			fputs("\t{\n", o);
+			emit_indent(em);
+			fputs("\t\tlong f_ = (long)(", o);
+			n = emit_event_slots(em, r);
+			fputs(");\n", o);
+			emit_indent(em);
+			fprintf(o, "\t\tfor (long e_ = f_; e_ < f_ + %ld; e_++)\n", n);
+			emit_indent(em);
+			fprintf(o, "\t\t\t__atomic_fetch_add(&%s[e_], 1u, __ATOMIC_RELEASE);\n",
+				r->sym->cname);
+			emit_indent(em);
+			fputs("\t}\n", o);
 		}
 		emit_indent(em);
 		fputs("}\n", o);
 		break;
 	case N_EVENTS:
-		/* the kernel set its counters when it started */
+		/* the kernel set a shared event's counters when it started;
+		 * a local event's are the thread's own, from here */
 		fputs(";\n", o);
+		for (i = 0; i < s->nkids; i++) {
+			const struct sym *e = s->kids[i]->sym;
+
+			if (e->storage != ST_LOCAL)
+				continue;
+			emit_indent(em);
+			fprintf(o, "unsigned %s[%ld] = { 0 }, %s_gen[%ld] = { 0 };\n",
+				e->cname, e->event_slots, e->cname, e->event_slots);
+			emit_indent(em);
+			fprintf(o, "(void)%s;\n", e->cname);
+			emit_indent(em);
+			fprintf(o, "(void)%s_gen;\n", e->cname);
+			if (e->event_ready) {	/* generation zero published */
+				emit_indent(em);
+				fprintf(o, "for (int i_ = 0; i_ < %ld; i_++)\n", e->event_slots);
+				emit_indent(em);
+				fprintf(o, "\t%s[i_] = 1;\n", e->cname);
+			}
+		}
 		break;
 	case N_DMA:
 		emit_dma(em, s);

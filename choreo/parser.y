@@ -516,10 +516,10 @@ stmt
 	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
 	| STORAGE EVENT evdecls ';' {
-		if ($1 != ST_SHARED)
-			diag_error(L(@1), "not supported yet: %s events",
-				   $1 == ST_LOCAL ? "local" : "global");
+		if ($1 == ST_GLOBAL)
+			diag_error(L(@1), "not supported yet: global events");
 		$$ = $3;
+		$$->ival = $1 == ST_LOCAL;	/* the thread's own */
 	}
 	| EVENT evdecls ';'	{ $$ = $2; }
 	| STORAGE EVENT '<' { diag_error(L(@3), "not supported yet: event<...>"); }

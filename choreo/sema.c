@@ -519,7 +519,8 @@ static void check_subscripts(struct node *ix, const struct sym *s,
 {
 	int k;
 
-	if (ix->nkids != s->narr)
+	/* of events, fewer name each event they select (a row of e[2][2]) */
+	if (ix->nkids != s->narr && !(s->kind == SY_EVENT && ix->nkids < s->narr))
 		diag_error(at, "invalid array access: '%s' has %d dimension%s, but "
 			   "%d %s used", s->name, s->narr, s->narr == 1 ? "" : "s",
 			   ix->nkids, ix->nkids == 1 ? "was" : "were");
@@ -1528,6 +1529,21 @@ static void check_events(struct node *s)
 		if (!cur_kernel)
 			diag_error(d->loc, "not supported yet: an event outside a "
 				   "parallel body");
+		if (s->ival) {
+			/* local: the thread's own counters (emit.c) */
+			sy = declare(d->name, SY_EVENT, d);
+			sy->event_ready = d->flag;
+			sy->storage = ST_LOCAL;
+			sy->event_slots = d->index ?
+				array_extents(d->index, d->name, sy->arr) : 1;
+			if (sy->event_slots > 4096)
+				diag_error(d->index->loc, "not supported yet: an event "
+					   "array of more than 4096 events");
+			sy->narr = d->index ? d->index->nkids : 0;
+			sy->event_array = d->index != NULL;
+			d->sym = sy;
+			continue;
+		}
 		if (d->index) {
 			n = array_extents(d->index, d->name, arr);
 			if (n > 4096)
