@@ -142,8 +142,9 @@ struct node {
  * (void until one is seen) */
 #define FN_AUTO 1
 
-/* E_VIEW flag */
-enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS, VIEW_FROM };
+/* E_VIEW flag; VIEW_SQZ: x.subspan(1, 9, 8).at(p, 0, 0).sqz(), the inner
+ * view without its dimensions of extent 1 */
+enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS, VIEW_FROM, VIEW_SQZ };
 
 /* N_MMA flag; ival: MMA_EXEC's layout (A column-major: 1, B row-major,
  * i.e. stored [N, K]: 2), MMA_FILL's type (an elem, EL_NONE if none),

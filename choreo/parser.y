@@ -241,7 +241,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token TRANSP ".transp" PAD ".pad" STEP ".step" SWIZ ".swiz"
 %token WAIT "wait" TO "__to" AT ".at" SPAN ".span" ASYNC ".async"
 %token MDSPAN "mdspan" COPY ".copy" DATA ".data" CHUNKAT ".chunkat"
-%token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" TRANS "=>" INC "++" DEC "--" EQ "=="
+%token YIELD "yield" VIEW ".view" FROM ".from" INTHREADS "inthreads" ASSERT "assert" SUBSPAN ".subspan" SPAN_AS ".span_as" SQZ ".sqz" TRANS "=>" INC "++" DEC "--" EQ "=="
 %token MMA "mma" FILL ".fill" LOAD ".load" STORE ".store" ROW ".row" COL ".col"
 %token ANY ".any"
 %token EVENT "event" TRIGGER "trigger" AFTER "after" ITUPLE "ituple"
@@ -422,6 +422,20 @@ stmt
 		} else {
 			$$ = mk2(N_ASSIGN, @2, "=", $1, $3);
 		}
+	}
+	| lvalue '=' IDENT '{' args '}' ';' {
+		/* `c = a {(0), (1), 2};`, an ituple derived from a's
+		 * elements (integers-and-ituples.md): {a(0), a(1), 2} */
+		struct node *l = derived_dims($3, $5);
+
+		if ($1->kind != E_ID || $1->index)
+			diag_error(L(@1), "syntax error, unexpected '{'");
+		l->kind = E_DIMLIST;
+		l->flag = 1;
+		$$ = node_add(mk(N_SHAPEDECL, @1), l);
+		$$->name = $1->name;
+		$$->ival = -1;
+		$$->flag = 1;
 	}
 	| lvalue OPASSIGN expr ';' { $$ = mk2(N_ASSIGN, @2, $2, $1, $3); }
 	| lvalue '=' dma_expr ';' { $$ = $3; node_add($$, $1); }
@@ -1243,6 +1257,30 @@ view
 	| view VIEW '(' args ')' FROM '(' args ')' {
 		$$ = over_view($1, mk2(E_VIEW, @1, NULL, $4, $8));
 		$$->flag = VIEW_FROM;
+	}
+	| view SPAN_AS '(' args ')' {
+		/* a view's elements from its first, under another shape */
+		$$ = over_view($1, mk2(E_VIEW, @1, NULL, $4, mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| view SPAN_AS '(' '[' args ']' ')' {
+		$$ = over_view($1, mk2(E_VIEW, @1, NULL, $5, mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SPAN_AS;
+	}
+	| view SQZ '(' ')' {
+		/* the view without its dimensions of extent 1 */
+		$$ = over_view($1, mk2(E_VIEW, @2, NULL, mk(E_DIMLIST, @2),
+				       mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SQZ;
+	}
+	| span_as SQZ '(' ')' {
+		$$ = over_span_as($1, mk2(E_VIEW, @2, NULL, mk(E_DIMLIST, @2),
+					  mk(N_BLOCK, @2)));
+		$$->flag = VIEW_SQZ;
+	}
+	| IDENT SQZ '(' ')' {
+		$$ = mk2(E_VIEW, @2, $1, mk(E_DIMLIST, @2), mk(N_BLOCK, @2));
+		$$->flag = VIEW_SQZ;
 	}
 	;
 

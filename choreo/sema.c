@@ -3313,9 +3313,22 @@ static struct type check_view_of(struct node *e);
 static void named_view(struct sym *x, struct node *e);
 static void alias_element(struct sym *x, const struct node *ref);
 
+static void reshape_view(struct node *e);
+
 static struct type check_view(struct node *e)
 {
-	if (e->nkids > 2 && !lookup(e->name) && e->kids[2]->flag != VIEW_SPAN_AS) {
+	if (e->flag == VIEW_SQZ) {
+		/* Croqtile's rule: a chunkat's tile is never squeezed alone */
+		const struct node *in = e->nkids > 2 ? e->kids[2] : NULL;
+
+		while (in && in->flag == VIEW_CHUNKAT)
+			in = in->nkids > 2 ? in->kids[2] : NULL;
+		if (!in)
+			diag_error(e->loc, ".sqz requires a preceding .subspan, "
+				   ".span_as, or .view");
+	}
+	if (e->nkids > 2 && !lookup(e->name) &&
+	    !(e->kids[2]->flag == VIEW_SPAN_AS && e->kids[2]->nkids == 2)) {
 		/* a view of a view: the inner one as a named view */
 		struct node *in = e->kids[2];
 		struct type b = check_view(in);
@@ -3334,6 +3347,8 @@ static struct type check_view(struct node *e)
 		if (sy->target->array_of)
 			alias_element(sy, sa);
 	}
+	if (e->flag == VIEW_SQZ || (e->flag == VIEW_SPAN_AS && e->nkids > 2))
+		reshape_view(e);
 	return check_view_of(e);
 }
 
@@ -4002,6 +4017,122 @@ static void named_view(struct sym *x, struct node *e)
 	x->cname = x->target->cname;
 }
 
+/*
+ * x.sqz() and x.span_as(...) of a view x (named under e's hidden name by
+ * check_view): a named view of x's data under a hidden name of its own,
+ * e then the whole of it (a subspan of `_`s). sqz keeps x's offset and
+ * the strides of the dimensions not of extent 1 (at least one); span_as
+ * reads x's elements from its first on, row-major in the new shape, as
+ * Croqtile does: x's own layout is only right for that if x is
+ * contiguous, a warning says when that is not certain.
+ */
+static void reshape_view(struct node *e)
+{
+	static int nreshaped;
+	struct sym *x = resolve(&(struct node){ .kind = E_ID, .loc = e->loc,
+						 .name = e->name }), *r;
+	struct node *sizes = e->kids[0], *whole = node_new(E_DIMLIST, e->loc);
+	struct node *strides[MAX_RANK], *off;
+	struct type t = x->type;
+	char buf[64];
+	int k, m;
+
+	if (x->type.kind != TY_SPAN || x->kind == SY_SHAPE)
+		diag_error(e->loc, "type mismatch: '%s' is not spanned data", x->name);
+	/* x's layout: a named view's, or its data's row-major one */
+	off = x->view_off ? x->view_off : int_node(e->loc, 0);
+	for (k = 0; k < x->type.rank; k++) {
+		if (x->view_off) {
+			strides[k] = x->view_strides[k];
+			continue;
+		}
+		strides[k] = int_node(e->loc, 1);
+		for (m = k + 1; m < x->type.rank; m++) {
+			struct node *d = fb_node(E_SPAN, e->loc, x->name);
+
+			d->ival = m;
+			check_expr(d);
+			strides[k] = fb_bin(e->loc, "*", strides[k], d);
+		}
+	}
+	snprintf(buf, sizeof(buf), "__reshaped%d_%d", e->loc.line, ++nreshaped);
+	r = declare(buf, SY_ALIAS, e);
+	r->target = x->kind == SY_ALIAS ? x->target : x;
+	if (r->target->array_of || (x->kind == SY_ALIAS && !x->view_off &&
+				    strcmp(x->cname, x->target->cname)))
+		diag_error(e->loc, "not supported yet: %s of an element of an "
+			   "array", e->flag == VIEW_SQZ ? ".sqz" : "span_as");
+	r->cname = r->target->cname;
+	r->view_off = off;
+	if (e->flag == VIEW_SQZ) {
+		long long v;
+
+		t.rank = 0;
+		for (k = 0; k < x->type.rank; k++) {
+			if (const_eval(x->type.dims[k], &v) && v == 1 &&
+			    (t.rank || k < x->type.rank - 1))
+				continue;
+			/* the last one stays if all are 1 */
+			r->view_strides[t.rank] = strides[k];
+			t.dims[t.rank++] = x->type.dims[k];
+		}
+		if (!t.rank)
+			diag_error(e->loc, "internal error: .sqz of rank 0");
+	} else {
+		long long n = 1, want = 1, v, dense = 1, st;
+		bool known = true, contiguous = true;
+
+		if (sizes->nkids > MAX_RANK)
+			diag_error(e->loc, "not supported yet: rank %d (at most %d)",
+				   sizes->nkids, MAX_RANK);
+		t.rank = sizes->nkids;
+		for (k = 0; k < sizes->nkids; k++) {
+			if (!is_integer(check_expr(sizes->kids[k])))
+				diag_error(sizes->kids[k]->loc, "type mismatch: a "
+					   "dimension must be an integer");
+			t.dims[k] = sizes->kids[k];
+			if (const_eval(t.dims[k], &v))
+				n *= v;
+			else
+				known = false;
+		}
+		for (k = x->type.rank - 1; k >= 0; k--) {
+			if (!const_eval(x->type.dims[k], &v) ||
+			    !const_eval(strides[k], &st)) {
+				known = contiguous = false;
+				break;
+			}
+			if (v != 1 && st != dense)
+				contiguous = false;
+			dense *= v;
+			want *= v;
+		}
+		if (known && n != want)
+			diag_error(e->loc, "type mismatch: span_as of %lld elements "
+				   "as %lld", want, n);
+		if (!contiguous)
+			diag_warning(e->loc, "'span_as' %s applied to non-contiguous "
+				     "spanned data (it reads from the view's first "
+				     "element on)", known ? "is" : "may be");
+		for (k = t.rank - 1; k >= 0; k--) {
+			r->view_strides[k] = int_node(e->loc, 1);
+			for (m = k + 1; m < t.rank; m++)
+				r->view_strides[k] = fb_bin(e->loc, "*",
+							    r->view_strides[k],
+							    t.dims[m]);
+		}
+	}
+	r->type = t;
+	/* e: the whole of r */
+	for (k = 0; k < t.rank; k++)
+		node_add(whole, ident_node(e->loc, "_"));
+	e->name = r->name;
+	e->flag = VIEW_SUBSPAN;
+	e->kids[0] = whole;
+	e->kids[1] = node_new(N_BLOCK, e->loc);
+	e->nkids = 2;
+}
+
 static void check_stmt_inner(struct node *s)
 {
 	struct type a, b;
@@ -4025,7 +4156,7 @@ static void check_stmt_inner(struct node *s)
 		}
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=") && s->kids[1]->kind == E_VIEW &&
-		    s->kids[1]->flag == VIEW_SPAN_AS) {
+		    s->kids[1]->flag == VIEW_SPAN_AS && s->kids[1]->nkids == 2) {
 			/* `x = y.span_as(...)`: x is y's data with another shape */
 			struct sym *sy;
 
@@ -4044,7 +4175,8 @@ static void check_stmt_inner(struct node *s)
 		}
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=") && s->kids[1]->kind == E_VIEW &&
-		    s->kids[1]->nkids == 2) {
+		    (s->kids[1]->nkids == 2 || s->kids[1]->flag == VIEW_SQZ ||
+		     s->kids[1]->flag == VIEW_SPAN_AS)) {
 			/* `b = a.view(...).from(...)`: b names that window */
 			struct sym *sy;
 
@@ -4056,6 +4188,23 @@ static void check_stmt_inner(struct node *s)
 			named_view(sy, s->kids[1]);
 			s->kids[0]->sym = sy;
 			s->kind = N_SHAPEDECL;
+			break;
+		}
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=") && s->kids[1]->kind == E_ID &&
+		    !s->kids[1]->index && lookup(s->kids[1]->name) &&
+		    lookup(s->kids[1]->name)->kind == SY_SHAPE) {
+			/* `b = a;` of an ituple (a shape): b is one like it */
+			struct node *l = node_new(N_BLOCK, s->loc);
+
+			node_add(l, s->kids[1]);
+			s->kind = N_SHAPEDECL;
+			s->name = s->kids[0]->name;
+			s->flag = lookup(s->kids[1]->name)->ituple;
+			s->ival = -1;
+			s->kids[0] = l;
+			s->nkids = 1;
+			check_shape_decl(s);
 			break;
 		}
 		b = check_expr(s->kids[1]);
