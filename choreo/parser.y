@@ -217,6 +217,15 @@ static void set_level(struct node *parby, int level)
 	parby->cooperative = level & PB_COOP;
 }
 
+/* [a, b] as an operand of shape arithmetic: the list as {a, b} */
+static struct node *shape_list(YYLTYPE at, struct node *args)
+{
+	args->kind = E_DIMLIST;
+	args->loc = L(at);
+	args->flag = 1;
+	return args;
+}
+
 static void set_scalar_type(struct type *t, int elem)
 {
 	t->kind = TY_SCALAR;
@@ -1408,6 +1417,13 @@ expr
 	| expr '#' expr		{ $$ = mk2(E_BINARY, @2, "#", $1, $3); }
 	| expr '/' expr		{ $$ = mk2(E_BINARY, @2, "/", $1, $3); }
 	| expr '%' expr		{ $$ = mk2(E_BINARY, @2, "%", $1, $3); }
+	/* shape arithmetic with a bracketed shape, d.span / [3, 4, 5, 6]
+	 * (an ituple literal to sema.c: shape_value) */
+	| expr '+' '[' args ']'	{ $$ = mk2(E_BINARY, @2, "+", $1, shape_list(@3, $4)); }
+	| expr '-' '[' args ']'	{ $$ = mk2(E_BINARY, @2, "-", $1, shape_list(@3, $4)); }
+	| expr '*' '[' args ']'	{ $$ = mk2(E_BINARY, @2, "*", $1, shape_list(@3, $4)); }
+	| expr '/' '[' args ']'	{ $$ = mk2(E_BINARY, @2, "/", $1, shape_list(@3, $4)); }
+	| expr '%' '[' args ']'	{ $$ = mk2(E_BINARY, @2, "%", $1, shape_list(@3, $4)); }
 	;
 
 %%

@@ -3675,7 +3675,11 @@ static bool shape_value(struct node *e, struct node *out)
 				node_add(out, e->kids[k]);
 		return true;
 	}
-	if (e->kind != E_BINARY || !strchr("+-*/%", e->name[0]) || e->name[1])
+	/* cdiv(d.span, {9, 7}) and the align built-ins: element by element
+	 * too */
+	if (e->kind == E_CALL && e->nkids == 2 && is_align_call(e))
+		;
+	else if (e->kind != E_BINARY || !strchr("+-*/%", e->name[0]) || e->name[1])
 		return false;
 	l = node_new(N_BLOCK, e->loc);
 	r = node_new(N_BLOCK, e->loc);
@@ -3690,7 +3694,7 @@ static bool shape_value(struct node *e, struct node *out)
 	for (k = 0; k < n; k++) {
 		struct node *a = ls ? l->kids[k] : k ? node_clone(e->kids[0]) : e->kids[0];
 		struct node *b = rs ? r->kids[k] : k ? node_clone(e->kids[1]) : e->kids[1];
-		struct node *op = node_new(E_BINARY, e->loc);
+		struct node *op = node_new(e->kind, e->loc);
 
 		op->name = e->name;
 		node_add(op, a);
@@ -3712,7 +3716,8 @@ static struct node *expand_shapes(struct node *list)
 	for (i = 0; i < list->nkids; i++) {
 		struct node *e = list->kids[i];
 
-		if ((e->kind == E_BINARY || e->kind == E_DIMLIST) && shape_value(e, out)) {
+		if ((e->kind == E_BINARY || e->kind == E_DIMLIST || e->kind == E_CALL) &&
+		    shape_value(e, out)) {
 			any = true;
 			continue;
 		}
@@ -4201,6 +4206,22 @@ static void check_stmt_inner(struct node *s)
 			s->kind = N_SHAPEDECL;
 			s->name = s->kids[0]->name;
 			s->flag = lookup(s->kids[1]->name)->ituple;
+			s->ival = -1;
+			s->kids[0] = l;
+			s->nkids = 1;
+			check_shape_decl(s);
+			break;
+		}
+		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
+		    !strcmp(s->name, "=") && s->kids[1]->kind == E_BINARY &&
+		    shape_value(s->kids[1], node_new(N_BLOCK, s->loc))) {
+			/* `b = d.span % [3, 4];`: an ituple of shape arithmetic */
+			struct node *l = node_new(N_BLOCK, s->loc);
+
+			node_add(l, s->kids[1]);
+			s->kind = N_SHAPEDECL;
+			s->name = s->kids[0]->name;
+			s->flag = 1;
 			s->ival = -1;
 			s->kids[0] = l;
 			s->nkids = 1;
