@@ -271,7 +271,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <k> scalar_type async_opt level_opt mma_layout mma_type transp_opt
 %type <i> unroll_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
-%type <n> subs view
+%type <n> subs view shape_items
 
 %precedence IFX
 %precedence ELSE
@@ -689,7 +689,7 @@ ituple_decl
 	;
 
 shape_init
-	: '[' args ']'		{ $$ = $2; }
+	: '[' shape_items ']'	{ $$ = $2; }
 	| IDENT SPAN '[' args ']' { $$ = derived_dims($1, $4); }
 	| '[' ']'		{ $$ = mk(N_BLOCK, @1); }
 	| expr			{
@@ -700,6 +700,15 @@ shape_init
 		else
 			$$ = node_add(mk(N_BLOCK, @1), $1);
 	}
+	;
+
+/* a shape's dimensions: expressions, or a bracketed shape spliced in
+ * (`c : [a.span, [3, 2]]`, sema.c: expand_shapes) */
+shape_items
+	: expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
+	| '[' args ']'		{ $$ = node_add(mk(N_BLOCK, @1), shape_list(@1, $2)); }
+	| shape_items ',' expr	{ $$ = node_add($1, $3); }
+	| shape_items ',' '[' args ']' { $$ = node_add($1, shape_list(@3, $4)); }
 	;
 
 span_decl
