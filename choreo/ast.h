@@ -157,7 +157,7 @@ enum storage { ST_DEFAULT, ST_SHARED, ST_LOCAL, ST_GLOBAL };
 #define SYNC_FENCE 16
 
 /* parallel levels (N_PARBY flag) */
-enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER, PB_GROUP };
+enum pblevel { PB_NONE, PB_BLOCK, PB_THREAD, PB_OTHER, PB_GROUP, PB_GROUP4 };
 /* the parser's `: block<cooperative>` beside the level (N_PARBY
  * cooperative) */
 #define PB_COOP 0x100

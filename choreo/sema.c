@@ -1841,15 +1841,45 @@ static void sequential_groups(struct node *p)
 	p->ival = 0;	/* no unroll hint */
 }
 
+/* folded levels may reuse a name: the inner one hides the outer one,
+ * which nothing can name then (its body was the inner level alone) */
+static void unshadow(struct node *names)
+{
+	char buf[300];
+	int i, k;
+
+	for (i = 0; i < names->nkids; i++)
+		for (k = i + 1; k < names->nkids; k++)
+			if (!strcmp(names->kids[i]->name, names->kids[k]->name)) {
+				snprintf(buf, sizeof(buf), "__hidden%d_%s", i,
+					 names->kids[i]->name);
+				names->kids[i]->name = xstrdup(buf);
+				break;
+			}
+}
+
 /* true when p became a foreach (sequential_groups) */
 static bool fold_group(struct node *p)
 {
 	struct node *pb = p->kids[0], *body = p->kids[2], *in, *npb, *names, *exts;
 
-	if (pb->flag != PB_GROUP)
+	if (pb->flag != PB_GROUP && pb->flag != PB_GROUP4)
 		return false;
 	if (body->nkids == 1 && body->kids[0]->kind == N_PARALLEL) {
 		in = body->kids[0];
+		if ((in->kids[0]->flag == PB_GROUP || in->kids[0]->flag == PB_GROUP4) &&
+		    !in->flag && in->kids[1]->kind != E_ID) {
+			/* group-4 holding group: the inner level folds first, as
+			 * inside a block (this level is a block's part, or the
+			 * one-block kernel its sequential groups make) */
+			int saved_level = cur_level;
+
+			cur_level = 1;
+			fold_group(in);
+			cur_level = saved_level;
+			if (in->kind == N_FOREACH)
+				goto sequential;
+		}
 		if ((in->kids[0]->flag != PB_THREAD && in->kids[0]->flag != PB_NONE) ||
 		    in->flag || in->kids[1]->kind == E_ID)
 			goto thread_level;
@@ -1860,6 +1890,7 @@ static bool fold_group(struct node *p)
 			goto thread_level;
 		if (names->nkids > MAX_RANK)
 			goto thread_level;
+		unshadow(names);
 		node_add(npb, names);
 		node_add(npb, exts);
 		npb->ival = 1;
@@ -1868,6 +1899,7 @@ static bool fold_group(struct node *p)
 		p->kids[2] = in->kids[2];
 		return false;
 	}
+sequential:
 	if (find_kind(body, N_PARALLEL) && cur_level < 2) {
 		sequential_groups(p);
 		return p->kind == N_FOREACH;
@@ -4631,6 +4663,132 @@ static void check_block(struct node *b)
 	}
 }
 
+/*
+ * Croqtile's parallel levels, outermost first: block, group-4 (a GPU's
+ * warpgroup), group (a warp), thread; here ranked 3 down to 0, the host
+ * above them all (4). A level without `: level` nested in another takes
+ * the innermost level above every level nested in it (a leaf: thread),
+ * so `parallel by 2 parallel by 4 parallel by 6` is block, group, thread
+ * and four such levels are block, group-4, group, thread; an outermost
+ * one holding others is the block level (alone it stays as it is: one
+ * level, sema's block grid). Where no level fits between two (`: thread`
+ * holding `: block`, five levels) the nest is refused as Croqtile refuses
+ * it; a nest that annotates some levels and not others is warned about,
+ * as Croqtile does. The group levels then fold into the thread level
+ * (fold_group).
+ */
+#define HOST_RANK 4
+static const char *const rank_names[] = { "thread", "group", "group-4", "block" };
+static const int rank_levels[] = { PB_THREAD, PB_GROUP, PB_GROUP4, PB_BLOCK };
+
+static int level_rank(int level)
+{
+	switch (level) {
+	case PB_THREAD: return 0;
+	case PB_GROUP: return 1;
+	case PB_GROUP4: return 2;
+	case PB_BLOCK: return 3;
+	}
+	return -1;	/* not annotated */
+}
+
+/* the lowest rank a level holding n needs: one above each parallel in it */
+static int rank_needed(const struct node *n)
+{
+	int i, r = 0, own;
+
+	if (!n || n->kind >= E_INT)
+		return 0;
+	if (n->kind == N_PARALLEL) {
+		own = level_rank(n->kids[0]->flag);
+		if (own < 0)
+			own = rank_needed(n->kids[2]);
+		return own + 1;
+	}
+	for (i = 0; i < n->nkids; i++)
+		if ((own = rank_needed(n->kids[i])) > r)
+			r = own;
+	return r;
+}
+
+/* the highest annotated level in n, -1 if none */
+static int top_annotated(const struct node *n)
+{
+	int i, r = -1, k;
+
+	if (!n || n->kind >= E_INT)
+		return -1;
+	if (n->kind == N_PARALLEL && (r = level_rank(n->kids[0]->flag)) >= 0)
+		return r;
+	for (i = 0; i < n->nkids; i++)
+		if ((k = top_annotated(n->kids[i])) > r)
+			r = k;
+	return r;
+}
+
+/* the number of levels in n's deepest nest */
+static int nest_depth(const struct node *n)
+{
+	int i, r = 0, k;
+
+	if (!n || n->kind >= E_INT)
+		return 0;
+	for (i = 0; i < n->nkids; i++)
+		if ((k = nest_depth(n->kids[i])) > r)
+			r = k;
+	return r + (n->kind == N_PARALLEL);
+}
+
+static void infer_levels(struct node *n, const struct node *outer, int outer_rank,
+			 bool annotated_above, int depth)
+{
+	struct node *pb;
+	int i, own, inner;
+	bool annotated;
+
+	/* parallels are statements: no need to walk (deep) expressions */
+	if (!n || n->kind >= E_INT)
+		return;
+	if (n->kind != N_PARALLEL) {
+		for (i = 0; i < n->nkids; i++)
+			infer_levels(n->kids[i], outer, outer_rank, annotated_above,
+				     depth);
+		return;
+	}
+	pb = n->kids[0];
+	own = level_rank(pb->flag);
+	annotated = own >= 0;
+	if (outer && annotated != annotated_above)
+		diag_warning(n->loc, "For nested parallel-by, "
+			     "it is better to either explicitly specify all parallelism "
+			     "levels, or none (Choreo to automatically infer the "
+			     "levels).");
+	if (annotated) {
+		if (own >= outer_rank)
+			diag_error(outer->loc, "unable to infer the parallel-by level(s) "
+				   "between %s and %s.", rank_names[outer_rank],
+				   rank_names[own]);
+	} else {
+		inner = rank_needed(n->kids[2]);
+		own = outer_rank == HOST_RANK && inner ? 3 : inner;
+		if (own >= outer_rank || inner > own) {
+			int anchor = top_annotated(n->kids[2]);
+
+			if (anchor < 0 && !annotated_above)
+				diag_error(n->loc, "too many parallel-by levels: %d > %d.",
+					   depth + nest_depth(n), HOST_RANK);
+			diag_error(outer ? outer->loc : n->loc, "unable to infer the "
+				   "parallel-by level(s) between %s and %s.",
+				   rank_names[outer ? outer_rank : 3],
+				   rank_names[anchor < 0 ? 0 : anchor]);
+		}
+		/* an outermost level alone keeps its own meaning */
+		if (outer_rank != HOST_RANK || inner)
+			pb->flag = rank_levels[own];
+	}
+	infer_levels(n->kids[2], n, own, annotated || annotated_above, depth + 1);
+}
+
 static void check_func(struct node *f)
 {
 	struct node *params = f->kids[0];
@@ -4709,6 +4867,7 @@ static void check_func(struct node *f)
 					   "dimension of a return type");
 		}
 	}
+	infer_levels(f->kids[1], NULL, HOST_RANK, false, 0);
 	push_scope();
 	check_block(f->kids[1]);
 	finish_any_buffers(NULL);
