@@ -1723,6 +1723,10 @@ void emit_stmt(struct emitter *em, const struct node *s)
 		for (i = 0; i < s->nkids; i++) {
 			const struct sym *e = s->kids[i]->sym;
 
+			if (e->storage == ST_GLOBAL) {
+				host_emit_global_event(em, s->kids[i]);
+				continue;
+			}
 			if (e->storage != ST_LOCAL)
 				continue;
 			emit_indent(em);

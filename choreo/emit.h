@@ -38,6 +38,7 @@ const char *c_elem_enum(enum elem e);
 
 /* provided by host_gen.c and kernel_gen.c */
 void host_emit_launch(struct emitter *em, const struct node *par);
+void host_emit_global_event(struct emitter *em, const struct node *d);
 void host_emit_span_decl(struct emitter *em, const struct node *d);
 void host_emit_return(struct emitter *em, const struct node *r);
 void host_emit_call(struct emitter *em, const struct node *e);

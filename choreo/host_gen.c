@@ -495,6 +495,35 @@ static void emit_span_from_call(struct emitter *em, const struct node *d)
 	fprintf(o, "(void)%s_dev;\n", s->cname);
 }
 
+/* a global event's counters: zeroed mapped memory (generation zero
+ * published, 1, for `= ready`) that launches naming it are passed */
+void host_emit_global_event(struct emitter *em, const struct node *d)
+{
+	const struct sym *s = d->sym;
+	FILE *o = em->o;
+
+	emit_indent(em);
+	fprintf(o, "uint32_t *%s = NULL;\n", s->cname);
+	emit_indent(em);
+	fprintf(o, "void *%s_dev = NULL;\n", s->cname);
+	emit_indent(em);
+	fprintf(o, "npu__st = npu_co_alloc(&npu__allocs, sizeof(uint32_t) * %ldUL, "
+		"(void **)&%s, &%s_dev, %d);\n", s->event_slots, s->cname, s->cname,
+		d->loc.line);
+	emit_indent(em);
+	fputs("if (npu__st)\n", o);
+	emit_indent(em);
+	fputs("\tgoto npu__out;\n", o);
+	emit_indent(em);
+	fprintf(o, "(void)%s_dev;\n", s->cname);
+	if (s->event_ready) {
+		emit_indent(em);
+		fprintf(o, "for (size_t i_ = 0; i_ < %ldUL; i_++)\n", s->event_slots);
+		emit_indent(em);
+		fprintf(o, "\t%s[i_] = 1;\n", s->cname);
+	}
+}
+
 void host_emit_span_decl(struct emitter *em, const struct node *d)
 {
 	const struct sym *s = d->sym;

@@ -322,6 +322,13 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		fprintf(o, "\tunsigned %s_gen[%ld] = { 0 };\n\t(void)%s_gen;\n",
 			s->cname, s->event_slots, s->cname);
 	}
+	/* global events: their counters are the host's; each thread of
+	 * this launch counts its own waits */
+	for (i = 0; i < k->ncaps; i++)
+		if (k->caps[i]->kind == SY_EVENT)
+			fprintf(o, "\tunsigned %s_gen[%ld] = { 0 };\n\t(void)%s_gen;\n",
+				k->caps[i]->cname, k->caps[i]->event_slots,
+				k->caps[i]->cname);
 	/* tile DMA futures: copies issued (each thread its own count) and
 	 * counted (the barrier word, zero before any copy names it) */
 	for (i = 0; i < k->ntdma; i++) {

@@ -539,10 +539,10 @@ stmt
 	}
 	| WAIT waitlist ';'	{ $$ = $2; $$->kind = N_WAIT; $$->loc = L(@1); }
 	| STORAGE EVENT evdecls ';' {
-		if ($1 == ST_GLOBAL)
-			diag_error(L(@1), "not supported yet: global events");
 		$$ = $3;
-		$$->ival = $1 == ST_LOCAL;	/* the thread's own */
+		/* 1: the thread's own; 2: the device's (sema.c) */
+		$$->ival = $1 == ST_LOCAL ? 1 : $1 == ST_GLOBAL ? 2 : 0;
+		$$->flag = $1;	/* as written */
 	}
 	| EVENT evdecls ';'	{ $$ = $2; }
 	| STORAGE EVENT '<' { diag_error(L(@3), "not supported yet: event<...>"); }

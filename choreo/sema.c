@@ -1516,6 +1516,34 @@ declare_it:
 /* shared event a, b[N] = ready;: counters in the kernel's scratchpad,
  * set when it starts (kernel_gen.c); waits need every thread-level index
  * on a thread of its own */
+/* global event e, e[N] (or an event of host code): counters in memory
+ * host code allocates, which every launch that names the event is
+ * passed; each thread of a launch counts its own waits (kernel_gen.c) */
+static void global_event(struct node *d)
+{
+	struct sym *sy;
+	long n = 1;
+
+	sy = declare(d->name, SY_EVENT, d);
+	sy->storage = ST_GLOBAL;
+	if (d->index) {
+		n = array_extents(d->index, d->name, sy->arr);
+		if (n > 4096)
+			diag_error(d->index->loc, "not supported yet: an event array of "
+				   "more than 4096 events");
+		sy->narr = d->index->nkids;
+	}
+	sy->event_slots = n;
+	sy->event_array = d->index != NULL;
+	sy->event_ready = d->flag;
+	/* passed to a kernel as its counters' address */
+	sy->type.kind = TY_SPAN;
+	sy->type.elem = EL_U32;
+	sy->type.rank = 1;
+	sy->type.dims[0] = int_node(d->loc, n);
+	d->sym = sy;
+}
+
 static void check_events(struct node *s)
 {
 	int i;
@@ -1526,9 +1554,19 @@ static void check_events(struct node *s)
 		long long n = 1;
 		long arr[MAX_RANK] = { 0 };
 
-		if (!cur_kernel)
-			diag_error(d->loc, "not supported yet: an event outside a "
-				   "parallel body");
+		if (s->ival == 2 && cur_kernel)
+			diag_error(d->loc, "global event '%s' mustn't be declared "
+				   "inside parallel-by", d->name);
+		if (!cur_kernel && s->ival == 1)
+			diag_error(d->loc, "local event '%s' must be declared inside "
+				   "parallel-by", d->name);
+		if (!cur_kernel && s->flag == ST_SHARED)
+			diag_error(d->loc, "shared event '%s' must be declared inside "
+				   "parallel-by", d->name);
+		if (!cur_kernel) {
+			global_event(d);
+			continue;
+		}
 		if (s->ival) {
 			/* local: the thread's own counters (emit.c) */
 			sy = declare(d->name, SY_EVENT, d);
@@ -1583,6 +1621,13 @@ static void check_event_ref(struct node *r)
 	if (s->kind != SY_EVENT)
 		diag_error(r->loc, "type mismatch: '%s' is not an event", r->name);
 	r->sym = s;
+	if (!cur_kernel)
+		diag_error(r->loc, "not supported yet: trigger or wait in host code");
+	if (s->storage == ST_GLOBAL) {
+		capture(s, r->loc);
+		/* a wait needs the triggering index on a thread of its own */
+		cur_kernel->events_fixed = true;
+	}
 	if (r->kind != E_AT)
 		return;	/* an array: every slot */
 	if (!s->event_array)
