@@ -136,6 +136,9 @@ struct node {
 	/* N_DMA: tma.copy / tma.load (trigger ... after binds only those,
 	 * as Croqtile has it) */
 	bool tma;
+	/* N_MMA of MMA_EXEC: [[schedule(k_tiles(...))]], the order of its
+	 * K tiles (a block of E_INT) */
+	struct node *schedule;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

@@ -262,6 +262,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token <i> INTLIT "integer" UINTLIT "unsigned integer"
 %token <i> LLINTLIT "long long integer"
 %token <f> FLOATLIT "floating-point number"
+%token <n> SCHEDULE "[[schedule]]"
 
 %type <n> program func params param stmts stmt stmts_block decl declarators
 %type <n> declarator span_decl span_items span_item dims dim expr args
@@ -474,6 +475,10 @@ stmt
 		diag_error(L(@3), "not supported yet: mma...async (an mma whose "
 			   "result is a future)");
 	}
+	| SCHEDULE lvalue '=' MMA mma_layout {
+		diag_error(L(@4), "not supported yet: mma...async (an mma whose "
+			   "result is a future)");
+	}
 	| lvalue '=' MMA LOAD swiz_opt expr ';' {
 		/* .swiz<N>: the shared layout a GPU's mma reads; the npu's
 		 * tiles load one layout (checked, then dropped) */
@@ -482,6 +487,13 @@ stmt
 	| MMA mma_layout mma_layout expr ',' expr ',' expr ';' {
 		$$ = mma_stmt(@1, MMA_EXEC, $4, $6, $8, NULL);
 		$$->ival = $2 | !$3 << 1;
+	}
+	| SCHEDULE MMA mma_layout mma_layout expr ',' expr ',' expr ';' {
+		/* [[schedule(k_tiles(...))]]: the order of the mma's K
+		 * tiles (sema.c) */
+		$$ = mma_stmt(@2, MMA_EXEC, $5, $7, $9, NULL);
+		$$->ival = $3 | !$4 << 1;
+		$$->schedule = $1;
 	}
 	| MMA LOAD {
 		/* WGMMA's RS mode: mma.load src, frag */

@@ -3150,6 +3150,45 @@ static struct type mma_data(struct node *e)
 	return t;
 }
 
+/*
+ * [[schedule(k_tiles(...))]] before an mma: the order of its K tiles
+ * (Croqtile's mma.md), a permutation of them. The npu's tile is 16 wide:
+ * an mma it runs has one K tile, so the order has nothing to change; an
+ * operand wider than that is refused after the order is checked.
+ */
+static void check_mma_schedule(const struct node *m)
+{
+	const struct node *a = m->kids[1], *order = m->schedule;
+	const struct sym *s = a->kind == E_ID ? lookup(a->name) : NULL;
+	bool seen[64] = { false };
+	long long k = -1;
+	long tiles;
+	int i;
+
+	if (!order || !s)
+		return;
+	if (s->kind == SY_FRAG)
+		k = m->ival & 1 ? s->frag_rows : s->frag_cols;
+	else if (s->type.kind == TY_SPAN && s->type.rank == 2 &&
+		 !span_dim_const(s, m->ival & 1 ? 0 : 1, &k))
+		k = -1;
+	if (k <= 0)
+		return;
+	tiles = (long)((k + MMA_TILE - 1) / MMA_TILE);
+	if (order->nkids != tiles)
+		diag_error(m->loc, "MMA k_tiles schedule must contain exactly one "
+			   "entry for each auto-split WGMMA K iteration (expected "
+			   "%ld, got %d).", tiles, order->nkids);
+	for (i = 0; i < order->nkids; i++) {
+		long long t = order->kids[i]->ival;
+
+		if (t >= tiles || tiles > 64 || seen[t])
+			diag_error(m->loc, "MMA k_tiles schedule must be a permutation "
+				   "of [0, %ld).", tiles);
+		seen[t] = true;
+	}
+}
+
 /* mma.fill, mma.load, mma.row.col (and the other layouts), mma.store:
  * onto the tensor engine's 16 x 16 tiles, one set per thread */
 static void check_mma(struct node *m)
@@ -3214,6 +3253,7 @@ static void check_mma(struct node *m)
 					 * loaded with several types) */
 		break;
 	case MMA_EXEC:
+		check_mma_schedule(m);
 		c = mma_frag(m->kids[0], false);
 		a = mma_frag(m->kids[1], false);
 		b = mma_frag(m->kids[2], false);
