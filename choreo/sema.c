@@ -1465,13 +1465,16 @@ declare_it:
 			s->arr[k] = (long)d->type.dims[k]->ival;
 	}
 	d->sym = s;
+	/* Croqtile's storage rules (parallel-by.md): shared data lives in
+	 * a parallel body, global data outside (local data of host code is
+	 * the host's, an extension) */
 	if (s->storage == ST_GLOBAL)
-		diag_error(d->loc, "not supported yet: global data in a parallel "
-			   "body");
+		diag_error(d->loc, "global variable '%s' mustn't be declared inside "
+			   "parallel-by", d->name);
 	if (!cur_kernel) {
 		if (s->storage == ST_SHARED)
-			diag_error(d->loc, "not supported yet: shared data outside a "
-				   "parallel body");
+			diag_error(d->loc, "shared variable '%s' must be declared "
+				   "inside parallel-by", d->name);
 		return;
 	}
 	/* scratchpad and stack data need compile-time sizes; shared data
@@ -2941,8 +2944,8 @@ static void check_dma(struct node *d)
 		struct sym data = { .kind = SY_SPAN, .type = st };
 
 		if (dst->flag == ST_SHARED && !cur_kernel)
-			diag_error(dst->loc, "not supported yet: shared data outside a "
-				   "parallel body");
+			diag_error(dst->loc, "'shared' can not be DMA destination "
+				   "outside parallel-by");
 		if (dst->flag == ST_GLOBAL && cur_kernel)
 			diag_error(dst->loc, "not supported yet: global data in a "
 				   "parallel body");
@@ -2957,8 +2960,8 @@ static void check_dma(struct node *d)
 		char name[64];
 
 		if (dst->flag == ST_SHARED && !cur_kernel)
-			diag_error(dst->loc, "not supported yet: shared data outside a "
-				   "parallel body");
+			diag_error(dst->loc, "'shared' can not be DMA destination "
+				   "outside parallel-by");
 		if (dst->flag == ST_GLOBAL && cur_kernel)
 			diag_error(dst->loc, "not supported yet: global data in a "
 				   "parallel body");
