@@ -495,6 +495,17 @@ static void emit_span_from_call(struct emitter *em, const struct node *d)
 	fprintf(o, "(void)%s_dev;\n", s->cname);
 }
 
+/* after an npu_co_alloc of NAME and NAME_dev: leave on its failure */
+static void emit_alloc_checked(struct emitter *em, const char *name)
+{
+	emit_indent(em);
+	fputs("if (npu__st)\n", em->o);
+	emit_indent(em);
+	fputs("\tgoto npu__out;\n", em->o);
+	emit_indent(em);
+	fprintf(em->o, "(void)%s_dev;\n", name);
+}
+
 /* a global event's counters: zeroed mapped memory (generation zero
  * published, 1, for `= ready`) that launches naming it are passed */
 void host_emit_global_event(struct emitter *em, const struct node *d)
@@ -510,12 +521,7 @@ void host_emit_global_event(struct emitter *em, const struct node *d)
 	fprintf(o, "npu__st = npu_co_alloc(&npu__allocs, sizeof(uint32_t) * %ldUL, "
 		"(void **)&%s, &%s_dev, %d);\n", s->event_slots, s->cname, s->cname,
 		d->loc.line);
-	emit_indent(em);
-	fputs("if (npu__st)\n", o);
-	emit_indent(em);
-	fputs("\tgoto npu__out;\n", o);
-	emit_indent(em);
-	fprintf(o, "(void)%s_dev;\n", s->cname);
+	emit_alloc_checked(em, s->cname);
 	if (s->event_ready) {
 		emit_indent(em);
 		fprintf(o, "for (size_t i_ = 0; i_ < %ldUL; i_++)\n", s->event_slots);
@@ -557,12 +563,7 @@ void host_emit_span_decl(struct emitter *em, const struct node *d)
 		emit_dim(em, s, k);
 	}
 	fprintf(o, ", (void **)&%s, &%s_dev, %d);\n", s->cname, s->cname, d->loc.line);
-	emit_indent(em);
-	fputs("if (npu__st)\n", o);
-	emit_indent(em);
-	fputs("\tgoto npu__out;\n", o);
-	emit_indent(em);
-	fprintf(o, "(void)%s_dev;\n", s->cname);
+	emit_alloc_checked(em, s->cname);
 	if (d->nkids) {
 		emit_indent(em);
 		fputs("for (size_t i_ = 0; i_ < (size_t)", o);
