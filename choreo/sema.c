@@ -3523,6 +3523,32 @@ static struct node *bounded_term(struct node *e, int depth)
 	return NULL;
 }
 
+/* span_as's new shape: sizes (integers, at most MAX_RANK) as t's
+ * dimensions; their product into *n; false if one is not a constant */
+static bool span_as_dims(const struct node *e, const struct node *sizes,
+			 struct type *t, long long *n)
+{
+	bool known = true;
+	long long v;
+	int k;
+
+	if (sizes->nkids > MAX_RANK)
+		diag_error(e->loc, "not supported yet: rank %d (at most %d)",
+			   sizes->nkids, MAX_RANK);
+	t->rank = sizes->nkids;
+	for (k = 0; k < sizes->nkids; k++) {
+		if (!is_integer(check_expr(sizes->kids[k])))
+			diag_error(sizes->kids[k]->loc, "type mismatch: a "
+				   "dimension must be an integer");
+		t->dims[k] = sizes->kids[k];
+		if (const_eval(t->dims[k], &v))
+			*n *= v;
+		else
+			known = false;
+	}
+	return known;
+}
+
 static struct type check_view_of(struct node *e)
 {
 	struct node *sizes = e->kids[0], *ix = e->kids[1];
@@ -3657,21 +3683,8 @@ static struct type check_view_of(struct node *e)
 		bool known = true;
 
 		/* the same elements in row-major order, another shape */
-		if (sizes->nkids > MAX_RANK)
-			diag_error(e->loc, "not supported yet: rank %d (at most %d)",
-				   sizes->nkids, MAX_RANK);
 		t = s->type;
-		t.rank = sizes->nkids;
-		for (k = 0; k < sizes->nkids; k++) {
-			if (!is_integer(check_expr(sizes->kids[k])))
-				diag_error(sizes->kids[k]->loc, "type mismatch: a "
-					   "dimension must be an integer");
-			t.dims[k] = sizes->kids[k];
-			if (const_eval(t.dims[k], &v))
-				n *= v;
-			else
-				known = false;
-		}
+		known = span_as_dims(e, sizes, &t, &n);
 		for (k = 0; k < rank; k++)
 			if (span_dim_const(s, k, &v))
 				m *= v;
@@ -4207,20 +4220,7 @@ static void reshape_view(struct node *e)
 		long long n = 1, want = 1, v, dense = 1, st;
 		bool known = true, contiguous = true;
 
-		if (sizes->nkids > MAX_RANK)
-			diag_error(e->loc, "not supported yet: rank %d (at most %d)",
-				   sizes->nkids, MAX_RANK);
-		t.rank = sizes->nkids;
-		for (k = 0; k < sizes->nkids; k++) {
-			if (!is_integer(check_expr(sizes->kids[k])))
-				diag_error(sizes->kids[k]->loc, "type mismatch: a "
-					   "dimension must be an integer");
-			t.dims[k] = sizes->kids[k];
-			if (const_eval(t.dims[k], &v))
-				n *= v;
-			else
-				known = false;
-		}
+		known = span_as_dims(e, sizes, &t, &n);
 		for (k = x->type.rank - 1; k >= 0; k--) {
 			if (!const_eval(x->type.dims[k], &v) ||
 			    !const_eval(strides[k], &st)) {
