@@ -166,6 +166,21 @@ static const struct sym *data_sym(const struct sym *s)
 	return s->kind == SY_ALIAS && s->target ? s->target : s;
 }
 
+/* index k of element access e of s, checked against its dimension
+ * (NPU_CO_IX on the device; NPU_CO_HIX on the host, with the line and
+ * name its error gives) */
+static void emit_checked_index(struct emitter *em, const struct sym *s,
+			       const struct node *e, int k)
+{
+	fputs(em->device ? "NPU_CO_IX(" : "NPU_CO_HIX(", em->o);
+	emit_expr(em, e->kids[k]);
+	fputs(", ", em->o);
+	emit_dim(em, s, k);
+	if (!em->device)
+		fprintf(em->o, ", %d, \"%s\"", e->loc.line, s->name);
+	fputc(')', em->o);
+}
+
 /* the element: data[row-major index], each index checked against its
  * dimension (a kernel faults at its .co line; the host reports it) */
 static void emit_at(struct emitter *em, const struct node *e)
@@ -183,13 +198,9 @@ static void emit_at(struct emitter *em, const struct node *e)
 		emit_expr(em, s->view_off);
 		fputs(")", em->o);
 		for (k = 0; k < e->nkids; k++) {
-			fputs(em->device ? " + NPU_CO_IX(" : " + NPU_CO_HIX(", em->o);
-			emit_expr(em, e->kids[k]);
-			fputs(", ", em->o);
-			emit_dim(em, s, k);
-			if (!em->device)
-				fprintf(em->o, ", %d, \"%s\"", e->loc.line, s->name);
-			fputs(") * (long long)(", em->o);
+			fputs(" + ", em->o);
+			emit_checked_index(em, s, e, k);
+			fputs(" * (long long)(", em->o);
 			emit_expr(em, s->view_strides[k]);
 			fputs(")", em->o);
 		}
@@ -204,13 +215,8 @@ static void emit_at(struct emitter *em, const struct node *e)
 			emit_dim(em, s, k);
 			fputs(" + ", em->o);
 		}
-		fputs(em->device ? "NPU_CO_IX(" : "NPU_CO_HIX(", em->o);
-		emit_expr(em, e->kids[k]);
-		fputs(", ", em->o);
-		emit_dim(em, s, k);
-		if (!em->device)
-			fprintf(em->o, ", %d, \"%s\"", e->loc.line, s->name);
-		fputs("))", em->o);
+		emit_checked_index(em, s, e, k);
+		fputc(')', em->o);
 	}
 	fputc(']', em->o);
 }
