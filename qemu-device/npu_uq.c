@@ -236,6 +236,7 @@ static bool npu_uq_can_run(NpuUq *q)
 static void npu_uq_enqueue_locked(NpuState *s, NpuUq *q)
 {
     NpuUqState *uq = &s->uq;
+    bool copy = q->config & NPU_UQ_CONFIG_COPY;
 
     if (!npu_uq_can_run(q)) {
         return;
@@ -245,8 +246,8 @@ static void npu_uq_enqueue_locked(NpuState *s, NpuUq *q)
     qatomic_set(&uq->seq, q->ready_seq);   /* npu_uq_poll reads it */
     QTAILQ_INSERT_TAIL(&uq->ready[q->config & NPU_UQ_CONFIG_COPY]
                                  [NPU_UQ_CONFIG_PRIO(q->config)], q, link);
-    if (uq->poller[!!(q->config & NPU_UQ_CONFIG_COPY)] < 0) {
-        qemu_cond_signal(&uq->work[!!(q->config & NPU_UQ_CONFIG_COPY)]);
+    if (uq->poller[copy] < 0) {
+        qemu_cond_signal(&uq->work[copy]);
     }
 }
 
@@ -629,11 +630,19 @@ static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
  */
 #define NPU_UQ_POLL_MIN_NS  2000
 
+/* The watch of class copy doubles, up to uq-poll-us. uq.lock held. */
+static void npu_uq_poll_grow(NpuState *s, bool copy)
+{
+    int64_t *p = &s->uq.poll_ns[copy];
+
+    *p = MIN(MAX(*p * 2, NPU_UQ_POLL_MIN_NS),
+             (int64_t)s->uq_poll_us * SCALE_US);
+}
+
 static void npu_uq_poll(NpuState *s, NpuRing *e)
 {
     NpuUqState *uq = &s->uq;
     uint64_t seq = uq->seq;
-    int64_t max = (int64_t)s->uq_poll_us * SCALE_US;
     int64_t end = npu_time() + uq->poll_ns[e->copy];
     bool came;
 
@@ -646,21 +655,22 @@ static void npu_uq_poll(NpuState *s, NpuRing *e)
     }
     qemu_mutex_lock(&uq->lock);
     uq->poller[e->copy] = -1;
-    uq->poll_ns[e->copy] = came ? MIN(MAX(uq->poll_ns[e->copy] * 2,
-                                          NPU_UQ_POLL_MIN_NS), max)
-                 : uq->poll_ns[e->copy] / 2 < NPU_UQ_POLL_MIN_NS ? 0
-                 : uq->poll_ns[e->copy] / 2;
+    if (came) {
+        npu_uq_poll_grow(s, e->copy);
+    } else {
+        uq->poll_ns[e->copy] /= 2;
+        if (uq->poll_ns[e->copy] < NPU_UQ_POLL_MIN_NS) {
+            uq->poll_ns[e->copy] = 0;
+        }
+    }
 }
 
 /* An idle engine woke for work after sleeping slept_ns: had it watched
  * that long it would have caught it, so the watch grows. uq.lock held. */
 static void npu_uq_poll_woke(NpuState *s, NpuRing *e, int64_t slept_ns)
 {
-    int64_t max = (int64_t)s->uq_poll_us * SCALE_US;
-    int64_t *p = &s->uq.poll_ns[e->copy];
-
-    if (slept_ns < max && *p < max) {
-        *p = MIN(MAX(*p * 2, NPU_UQ_POLL_MIN_NS), max);
+    if (slept_ns < (int64_t)s->uq_poll_us * SCALE_US) {
+        npu_uq_poll_grow(s, e->copy);
     }
 }
 
