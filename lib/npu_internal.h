@@ -103,6 +103,7 @@ struct npu_uq {
 	bool halted;			/* seen halted or stopped */
 	bool halt_reported;		/* its fault record was waited for */
 	bool halt_released;		/* its signal raised past the halt */
+	struct npu_uq *dev_next;	/* the device's queues (dev->uqs) */
 };
 
 struct dep {
@@ -276,6 +277,8 @@ struct device {
 	uint32_t uq_engines;		/* DRM_NPU_PARAM_USERQ_ENGINES */
 	void *uq_db_page;
 	uint64_t uq_db_offset;		/* its mmap offset */
+	struct npu_uq *uqs;		/* every live user queue, for a query's
+					 * halt check without a walk of streams */
 	/* the kernel library (npu_builtin_code.c): its module once loaded,
 	 * and its kernels by built-in id (NULL where none) */
 	struct npu_module *_Atomic kernel_lib;

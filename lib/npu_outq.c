@@ -20,8 +20,9 @@ struct pending_text {
 	char text[];
 };
 
-/* pending_lock protects pending_head/pending_tail; a leaf lock, held only
- * to link or unlink, never while writing. */
+/* pending_lock protects pending_head/pending_tail (pending_head is also
+ * read without it, atomically); a leaf lock, held only to link or
+ * unlink, never while writing. */
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pending_text *pending_head, *pending_tail;
 /* write_lock serializes the writers of stdout, so the text of the
@@ -46,19 +47,16 @@ void npu_printf_queue(const char *text, size_t len)
 	if (pending_tail)
 		pending_tail->next = t;
 	else
-		pending_head = t;
+		__atomic_store_n(&pending_head, t, __ATOMIC_RELEASE);
 	pending_tail = t;
 	pthread_mutex_unlock(&pending_lock);
 }
 
+/* Lock-free: every library call ends with npu_printf_output, and text
+ * queued after a call has read "empty" is written by the next one. */
 static bool pending_empty(void)
 {
-	bool empty;
-
-	pthread_mutex_lock(&pending_lock);
-	empty = !pending_head;
-	pthread_mutex_unlock(&pending_lock);
-	return empty;
+	return !__atomic_load_n(&pending_head, __ATOMIC_ACQUIRE);
 }
 
 void npu_printf_output(void)
@@ -70,7 +68,8 @@ void npu_printf_output(void)
 
 		pthread_mutex_lock(&pending_lock);
 		t = pending_head;
-		pending_head = pending_tail = NULL;
+		__atomic_store_n(&pending_head, NULL, __ATOMIC_RELAXED);
+		pending_tail = NULL;
 		pthread_mutex_unlock(&pending_lock);
 		while (t) {
 			struct pending_text *next = t->next;

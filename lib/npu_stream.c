@@ -228,6 +228,13 @@ static uint32_t pick_ring(struct device *dev, int q, uint32_t nrings)
 
 static void uq_free(struct device *dev, struct npu_uq *u)
 {
+	struct npu_uq **pp;
+
+	for (pp = &dev->uqs; *pp; pp = &(*pp)->dev_next)
+		if (*pp == u) {
+			*pp = u->dev_next;
+			break;
+		}
 	npu_host_bo_free(dev, u->ring_handle, u->ring, UQ_RING_SIZE);
 	npu_host_bo_free(dev, u->mem_handle, u->mem, UQ_MEM_SIZE);
 	free(u);
@@ -279,6 +286,8 @@ static struct npu_uq *uq_new(struct device *dev, struct npu_stream *s,
 	}
 	u->db = (volatile uint64_t *)((char *)dev->uq_db_page +
 				      (uintptr_t)u->db);
+	u->dev_next = dev->uqs;
+	dev->uqs = u;
 	return u;
 fail_queue:
 	npu_uq_destroy(dev, u);
@@ -1326,11 +1335,10 @@ out:
 /* Has a user queue of dev halted (read from memory)? */
 static bool uq_any_halted(struct device *dev)
 {
-	struct npu_stream *s;
+	struct npu_uq *u;
 
-	for (s = dev->streams; s; s = s->next)
-		if ((s->uq && npu_uq_halted(s->uq)) ||
-		    (s->uq_copy && npu_uq_halted(s->uq_copy)))
+	for (u = dev->uqs; u; u = u->dev_next)
+		if (npu_uq_halted(u))
 			return true;
 	return false;
 }
