@@ -139,6 +139,8 @@ struct node {
 	/* N_MMA of MMA_EXEC: [[schedule(k_tiles(...))]], the order of its
 	 * K tiles (a block of E_INT) */
 	struct node *schedule;
+	/* N_MMA of MMA_EXEC: its M, N and K in elements */
+	int mma_mnk[3];
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

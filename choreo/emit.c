@@ -1132,6 +1132,148 @@ static void emit_mma_transpose(struct emitter *em, int tile, enum elem e, int to
 	fputs("\t}\n", em->o);
 }
 
+/* a memory-held fragment's cells (kernel_gen.c declares them): the
+ * union member of an element type */
+static const char *frag_cell(enum elem e)
+{
+	if (e == EL_F16 || e == EL_BF16)
+		return "h";
+	if (e == EL_S8)
+		return "b";
+	return e == EL_S32 ? "i" : "f";
+}
+
+/* tile (ti, tj) of a memory-held fragment, through the staging tile st_
+ * (of element type e), into tile register `tile` (transposed if
+ * `transp`), or out of it */
+static void emit_frag_tile(struct emitter *em, int tile, enum elem e,
+			   const char *ti, const char *tj, int dir, bool transp)
+{
+	FILE *o = em->o;
+
+	if (dir < 0) {
+		emit_indent(em);
+		fprintf(o, "\tnpu_tile_store(%d, st_, %d * sizeof(*st_), %s);\n",
+			tile, MMA_TILE, mma_esize(e));
+	}
+	emit_indent(em);
+	fprintf(o, "\tfor (int r_ = 0; r_ < %d; r_++)\n", MMA_TILE);
+	emit_indent(em);
+	fprintf(o, "\t\tfor (int q_ = 0; q_ < %d; q_++)\n", MMA_TILE);
+	emit_indent(em);
+	if (dir > 0)
+		fprintf(o, "\t\t\tst_[r_ * %d + q_] = npu__frag%d[(%s * %d + r_) * %d "
+			"+ %s * %d + q_].%s;\n", MMA_TILE, tile, ti, MMA_TILE,
+			frag_row_cells(em->kernel, tile), tj, MMA_TILE, frag_cell(e));
+	else
+		fprintf(o, "\t\t\tnpu__frag%d[(%s * %d + r_) * %d + %s * %d + q_].%s "
+			"= st_[r_ * %d + q_];\n", tile, ti, MMA_TILE,
+			frag_row_cells(em->kernel, tile), tj, MMA_TILE, frag_cell(e), MMA_TILE);
+	if (dir > 0) {
+		emit_indent(em);
+		fprintf(o, "\tnpu_tile_load%s(%d, st_, %d * sizeof(*st_), %s);\n",
+			transp ? "_t" : "", tile, MMA_TILE, mma_esize(e));
+	}
+}
+
+/*
+ * An mma with an operand held in memory: C's tiles one by one, each
+ * through C's tile register, K's tiles (in [[schedule]]'s order if
+ * given) through A's and B's registers; an operand in a register is one
+ * tile (at most 16 x 16), used as the register-only mma uses it.
+ */
+static void emit_mma_tiled(struct emitter *em, const struct node *m)
+{
+	FILE *o = em->o;
+	const struct sym *c = m->kids[0]->sym, *a = m->kids[1]->sym,
+			 *b = m->kids[2]->sym;
+	struct kernel *k = em->kernel;
+	bool cm = frag_in_memory(k, c->tile), am = frag_in_memory(k, a->tile),
+	     bm = frag_in_memory(k, b->tile);
+	int tiles[3], i, ra, rb;
+
+	for (i = 0; i < 3; i++)
+		tiles[i] = (m->mma_mnk[i] + MMA_TILE - 1) / MMA_TILE;
+	if (m->schedule) {
+		emit_indent(em);
+		fputs("\tstatic const int ko_[] = { ", o);
+		for (i = 0; i < m->schedule->nkids; i++)
+			fprintf(o, "%s%lld", i ? ", " : "", m->schedule->kids[i]->ival);
+		fputs(" };\n", o);
+	}
+	emit_indent(em);
+	fprintf(o, "\tfor (int mi_ = 0; mi_ < %d; mi_++)\n", tiles[0]);
+	emit_indent(em);
+	fprintf(o, "\tfor (int ni_ = 0; ni_ < %d; ni_++) {\n", tiles[1]);
+	em->indent++;
+	if (cm) {
+		emit_indent(em);
+		fputs("\t{\n", o);
+		em->indent++;
+		emit_mma_stage(em, mma_ctype(c->type.elem));
+		emit_frag_tile(em, c->tile, c->type.elem, "mi_", "ni_", 1, false);
+		em->indent--;
+		emit_indent(em);
+		fputs("\t}\n", o);
+	}
+	emit_indent(em);
+	fprintf(o, "\tfor (int k_ = 0; k_ < %d; k_++) {\n", tiles[2]);
+	em->indent++;
+	emit_indent(em);
+	fprintf(o, "\tconst int ki_ = %s;\n", m->schedule && m->schedule->nkids ==
+		tiles[2] ? "ko_[k_]" : "k_");
+	emit_indent(em);
+	fputs("\t(void)ki_;\n", o);
+	/* A is stored [M, K] (column-major: [K, M]), B [K, N] (row-major:
+	 * [N, K]); a stored-transposed operand loads transposed */
+	if (am) {
+		emit_indent(em);
+		fputs("\t{\n", o);
+		em->indent++;
+		emit_mma_stage(em, mma_ctype(m->ety.elem));
+		emit_frag_tile(em, a->tile, m->ety.elem, m->ival & 1 ? "ki_" : "mi_",
+			       m->ival & 1 ? "mi_" : "ki_", 1, m->ival & 1);
+		em->indent--;
+		emit_indent(em);
+		fputs("\t}\n", o);
+	} else if (m->ival & 1) {
+		emit_mma_transpose(em, a->tile, m->ety.elem, MMA_FRAG_TILES);
+	}
+	if (bm) {
+		emit_indent(em);
+		fputs("\t{\n", o);
+		em->indent++;
+		emit_mma_stage(em, mma_ctype(m->ety.elem));
+		emit_frag_tile(em, b->tile, m->ety.elem, m->ival & 2 ? "ni_" : "ki_",
+			       m->ival & 2 ? "ki_" : "ni_", 1, m->ival & 2);
+		em->indent--;
+		emit_indent(em);
+		fputs("\t}\n", o);
+	} else if (m->ival & 2) {
+		emit_mma_transpose(em, b->tile, m->ety.elem, MMA_FRAG_TILES + 1);
+	}
+	ra = !am && (m->ival & 1) ? MMA_FRAG_TILES : a->tile;
+	rb = !bm && (m->ival & 2) ? MMA_FRAG_TILES + 1 : b->tile;
+	emit_indent(em);
+	fprintf(o, "\t%s(%d, %d, %d);\n", mma_op_name(m->ety.elem), c->tile, ra, rb);
+	em->indent--;
+	emit_indent(em);
+	fputs("\t}\n", o);
+	if (cm) {
+		emit_indent(em);
+		fputs("\t{\n", o);
+		em->indent++;
+		emit_mma_stage(em, mma_ctype(c->type.elem));
+		emit_frag_tile(em, c->tile, c->type.elem, "mi_", "ni_", -1, false);
+		em->indent--;
+		emit_indent(em);
+		fputs("\t}\n", o);
+	}
+	em->indent--;
+	emit_indent(em);
+	fputs("\t}\n", o);
+}
+
 /*
  * mma statements on the tensor engine: a fragment is a tile register of
  * the thread (16 x 16, zero beyond the operand's rows and columns);
@@ -1145,11 +1287,24 @@ static void emit_mma(struct emitter *em, const struct node *m)
 	const struct sym *c = m->kids[0]->sym, *a, *b;
 	const struct node *d;
 	enum elem de, fe;
+	bool mem;
 
 	fputs("{\n", o);
+	mem = frag_in_memory(em->kernel, c->tile);
 	switch (m->flag) {
 	case MMA_FILL:
 		emit_indent(em);
+		if (mem) {
+			/* every cell of the fragment's memory */
+			fprintf(o, "\tfor (int i_ = 0; i_ < %ld; i_++)\n",
+				frag_cells(em->kernel, c->tile));
+			emit_indent(em);
+			fprintf(o, "\t\tnpu__frag%d[i_].%s = (%s)(", c->tile,
+				frag_cell(c->type.elem), mma_ctype(c->type.elem));
+			emit_expr(em, m->kids[1]);
+			fputs(");\n", o);
+			break;
+		}
 		if (c->type.elem == EL_S32)
 			fprintf(o, "\tnpu_tile_fill(%d, (int32_t)(", c->tile);
 		else
@@ -1162,14 +1317,27 @@ static void emit_mma(struct emitter *em, const struct node *m)
 		de = d->sym->type.elem;
 		/* an operand's cells are its data's; an accumulator's f32/s32 */
 		fe = c->frag_acc ? c->type.elem : m->ety.elem;
-		emit_mma_stage(em, mma_ctype(fe));
-		emit_indent(em);
-		fprintf(o, "\tfor (int i_ = 0; i_ < %d; i_++)\n", MMA_TILE * MMA_TILE);
-		emit_indent(em);
-		fputs("\t\tst_[i_] = 0;\n", o);
-		emit_mma_loop(em, d, m->loc.line);
-		emit_indent(em);
-		fprintf(o, "\t\tst_[j_[0] * %d + j_[1]] = ", MMA_TILE);
+		if (mem) {
+			/* zero beyond the operand, as a tile register is */
+			emit_indent(em);
+			fprintf(o, "\tfor (int i_ = 0; i_ < %ld; i_++)\n",
+				frag_cells(em->kernel, c->tile));
+			emit_indent(em);
+			fprintf(o, "\t\tnpu__frag%d[i_].%s = 0;\n", c->tile, frag_cell(fe));
+			emit_mma_loop(em, d, m->loc.line);
+			emit_indent(em);
+			fprintf(o, "\t\tnpu__frag%d[j_[0] * %d + j_[1]].%s = ", c->tile,
+				frag_row_cells(em->kernel, c->tile), frag_cell(fe));
+		} else {
+			emit_mma_stage(em, mma_ctype(fe));
+			emit_indent(em);
+			fprintf(o, "\tfor (int i_ = 0; i_ < %d; i_++)\n", MMA_TILE * MMA_TILE);
+			emit_indent(em);
+			fputs("\t\tst_[i_] = 0;\n", o);
+			emit_mma_loop(em, d, m->loc.line);
+			emit_indent(em);
+			fprintf(o, "\t\tst_[j_[0] * %d + j_[1]] = ", MMA_TILE);
+		}
 		/* an accumulator's f16/bf16 data widens to its f32 cells */
 		if (c->frag_acc && elem_is_half(de))
 			fprintf(o, "%s(%s[o_]);\n", half_to_f32(de), d->sym->cname);
@@ -1177,6 +1345,8 @@ static void emit_mma(struct emitter *em, const struct node *m)
 			fprintf(o, "(%s)%s[o_];\n", mma_ctype(fe), d->sym->cname);
 		emit_indent(em);
 		fputs("\t}\n", o);
+		if (mem)
+			break;
 		emit_indent(em);
 		fprintf(o, "\tnpu_tile_load(%d, st_, %d * sizeof(*st_), %s);\n",
 			c->tile, MMA_TILE, mma_esize(fe));
@@ -1184,6 +1354,11 @@ static void emit_mma(struct emitter *em, const struct node *m)
 	case MMA_EXEC:
 		a = m->kids[1]->sym;
 		b = m->kids[2]->sym;
+		if (mem || frag_in_memory(em->kernel, a->tile) ||
+		    frag_in_memory(em->kernel, b->tile)) {
+			emit_mma_tiled(em, m);
+			break;
+		}
 		if (m->ival & 1)
 			emit_mma_transpose(em, a->tile, m->ety.elem, MMA_FRAG_TILES);
 		if (m->ival & 2)
@@ -1196,10 +1371,12 @@ static void emit_mma(struct emitter *em, const struct node *m)
 	case MMA_STORE:
 		d = m->kids[1];
 		de = d->sym->type.elem;
-		emit_mma_stage(em, mma_ctype(c->type.elem));
-		emit_indent(em);
-		fprintf(o, "\tnpu_tile_store(%d, st_, %d * sizeof(*st_), NPU_TILE_E32);\n",
-			c->tile, MMA_TILE);
+		if (!mem) {
+			emit_mma_stage(em, mma_ctype(c->type.elem));
+			emit_indent(em);
+			fprintf(o, "\tnpu_tile_store(%d, st_, %d * sizeof(*st_), "
+				"NPU_TILE_E32);\n", c->tile, MMA_TILE);
+		}
 		emit_mma_loop(em, d, m->loc.line);
 		emit_indent(em);
 		fprintf(o, "\t\t%s[o_] = ", d->sym->cname);
@@ -1208,8 +1385,13 @@ static void emit_mma(struct emitter *em, const struct node *m)
 		else
 			fprintf(o, "(%s)(", c_scalar_type(de));
 		/* .transp: element (i, j) of the data is (j, i) of C */
-		fprintf(o, "st_[j_[%d] * %d + j_[%d]]);\n", m->ival ? 1 : 0, MMA_TILE,
-			m->ival ? 0 : 1);
+		if (mem)
+			fprintf(o, "npu__frag%d[j_[%d] * %d + j_[%d]].%s);\n", c->tile,
+				m->ival ? 1 : 0, frag_row_cells(em->kernel, c->tile), m->ival ? 0 : 1,
+				frag_cell(c->type.elem));
+		else
+			fprintf(o, "st_[j_[%d] * %d + j_[%d]]);\n", m->ival ? 1 : 0,
+				MMA_TILE, m->ival ? 0 : 1);
 		emit_indent(em);
 		fputs("\t}\n", o);
 		break;

@@ -293,11 +293,20 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 	const char *types[NPU_MAX_KERNEL_ARGS], *names[NPU_MAX_KERNEL_ARGS];
 	char buf[NPU_MAX_KERNEL_ARGS][96];
 	int n, i;
-	long stack = 0;
+	long stack = 0, frag_bytes = 0;
 
 	n = kernel_args(k, types, names, buf, NPU_MAX_KERNEL_ARGS);
+	for (i = 0; i < k->nfrags; i++)
+		if (frag_in_memory(k, i))
+			frag_bytes += 4L * frag_cells(k, i);
+	k->local_bytes += frag_bytes;
 	if (k->local_bytes) {
 		stack = (k->local_bytes + 8192 + 4095) & ~4095L;
+		if (stack > 64 * 1024 && frag_bytes)
+			diag_error(k->par->loc, "not supported yet: %ld bytes of local "
+				   "data per thread (%ld of them mma fragments larger "
+				   "than a tile, held in the thread's memory)",
+				   k->local_bytes, frag_bytes);
 		if (stack > 64 * 1024)
 			diag_error(k->par->loc, "not supported yet: %ld bytes of local "
 				   "data per thread", k->local_bytes);
@@ -311,6 +320,12 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 		fputs("\tchar *const npu__scratch = (char *)npu_scratch();\n", o);
 	for (i = 0; i < n; i++)
 		fprintf(o, "\t(void)%s;\n", names[i]);
+	/* fragments larger than a tile: a cell per element, as in a tile
+	 * register (emit.c's emit_mma) */
+	for (i = 0; i < k->nfrags; i++)
+		if (frag_in_memory(k, i))
+			fprintf(o, "\tunion { float f; int32_t i; uint16_t h; int8_t b; } "
+				"npu__frag%d[%ld];\n", i, frag_cells(k, i));
 	/* events: counters of published generations in the scratchpad, set
 	 * (1 for `= ready`) before any thread can trigger or wait; each
 	 * thread counts its own waits */

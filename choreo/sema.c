@@ -3120,7 +3120,8 @@ static struct sym *mma_frag(struct node *e, bool assign)
 	return s;
 }
 
-/* an operand's dimension, at most a tile's */
+/* an operand's dimension: a fragment larger than a tile is held in
+ * memory, up to MMA_FRAG_MAX a side */
 static int mma_dim(const struct node *at, const struct type *t, int k)
 {
 	long long v;
@@ -3128,11 +3129,38 @@ static int mma_dim(const struct node *at, const struct type *t, int k)
 	if (!const_eval(t->dims[k], &v))
 		diag_error(at->loc, "not supported yet: an mma operand whose shape "
 			   "is not known at compile time");
-	if (v < 1 || v > MMA_TILE)
+	if (v < 1 || v > MMA_FRAG_MAX)
 		diag_error(at->loc, "not supported yet: an mma operand of %lld %s "
-			   "(the npu's tile is %d x %d)", v, k ? "columns" : "rows",
-			   MMA_TILE, MMA_TILE);
+			   "(at most %d: the npu's tile is %d x %d, a larger "
+			   "fragment is held in the thread's memory)", v,
+			   k ? "columns" : "rows", MMA_FRAG_MAX, MMA_TILE, MMA_TILE);
 	return (int)v;
+}
+
+/* fragment s holds rows x cols here: its name's extent in the kernel */
+static void frag_extent(const struct sym *s, int rows, int cols)
+{
+	int *r = &cur_kernel->frag_rows_max[s->tile];
+	int *c = &cur_kernel->frag_cols_max[s->tile];
+
+	*r = rows > *r ? rows : *r;
+	*c = cols > *c ? cols : *c;
+}
+
+bool frag_in_memory(const struct kernel *k, int tile)
+{
+	return k->frag_rows_max[tile] > MMA_TILE || k->frag_cols_max[tile] > MMA_TILE;
+}
+
+int frag_row_cells(const struct kernel *k, int tile)
+{
+	return (k->frag_cols_max[tile] + MMA_TILE - 1) / MMA_TILE * MMA_TILE;
+}
+
+long frag_cells(const struct kernel *k, int tile)
+{
+	return (long)(k->frag_rows_max[tile] + MMA_TILE - 1) / MMA_TILE * MMA_TILE *
+	       frag_row_cells(k, tile);
 }
 
 /* spanned data or a view an mma loads or stores: rank 2, a tile at most */
@@ -3156,8 +3184,8 @@ static struct type mma_data(struct node *e)
 /*
  * [[schedule(k_tiles(...))]] before an mma: the order of its K tiles
  * (Croqtile's mma.md), a permutation of them. The npu's tile is 16 wide:
- * an mma it runs has one K tile, so the order has nothing to change; an
- * operand wider than that is refused after the order is checked.
+ * an mma wider than that runs its K tiles in this order (the order of
+ * the f32 sums).
  */
 static void check_mma_schedule(const struct node *m)
 {
@@ -3220,6 +3248,7 @@ static void check_mma(struct node *m)
 		c = mma_frag(m->kids[0], true);
 		c->frag_acc = true;
 		c->frag_rows = c->frag_cols = MMA_TILE;
+		frag_extent(c, MMA_TILE, MMA_TILE);
 		if (m->ival == EL_NONE) {
 			if (!c->frag_typed)
 				c->type.elem = EL_F32;
@@ -3243,6 +3272,7 @@ static void check_mma(struct node *m)
 		a = mma_frag(m->kids[0], true);
 		a->frag_rows = mma_dim(m->kids[1], &t, 0);
 		a->frag_cols = mma_dim(m->kids[1], &t, 1);
+		frag_extent(a, a->frag_rows, a->frag_cols);
 		if (a->frag_acc) {
 			if (a->type.elem != (t.elem == EL_S32 || t.elem == EL_S8 ?
 					     EL_S32 : EL_F32) || t.elem == EL_S8)
@@ -3295,7 +3325,12 @@ static void check_mma(struct node *m)
 			int am = m->ival & 1 ? a->frag_cols : a->frag_rows;
 			int ak = m->ival & 1 ? a->frag_rows : a->frag_cols;
 			int bk = m->ival & 2 ? b->frag_cols : b->frag_rows;
+			int bn = m->ival & 2 ? b->frag_rows : b->frag_cols;
 
+			m->mma_mnk[0] = am;
+			m->mma_mnk[1] = bn;
+			m->mma_mnk[2] = ak;
+			frag_extent(c, am, bn);
 			if (ak != bk)
 				diag_error(m->loc, "type mismatch: mma of a %d x %d and a "
 					   "%d x %d operand (K %d and %d)", am, ak,
@@ -3306,8 +3341,16 @@ static void check_mma(struct node *m)
 	case MMA_STORE:
 		c = mma_frag(m->kids[0], false);
 		t = mma_data(m->kids[1]);
-		mma_dim(m->kids[1], &t, 0);
-		mma_dim(m->kids[1], &t, 1);
+		{
+			int rows = mma_dim(m->kids[1], &t, 0);
+			int cols = mma_dim(m->kids[1], &t, 1);
+
+			/* .transp: element (i, j) of the data is (j, i) of C */
+			if (m->ival)
+				frag_extent(c, cols, rows);
+			else
+				frag_extent(c, rows, cols);
+		}
 		if (!c->frag_acc)
 			diag_error(m->kids[0]->loc, "not supported yet: mma.store of "
 				   "'%s', which is not an accumulator", c->name);

@@ -13,6 +13,7 @@
 #define MMA_TILE	16	/* the tensor engine's tile: 16 x 16 */
 #define MMA_STAGE_BYTES	(MMA_TILE * MMA_TILE * 4)
 #define MMA_MAX_THREADS	16	/* a block's threads (MAX_THREADS_PER_BLOCK) */
+#define MMA_FRAG_MAX	256	/* a fragment's rows or columns, at most */
 #define NPU_MAX_KERNEL_ARGS 16	/* NPU_CODE_MAX_ARGS */
 
 struct kernel {
@@ -52,6 +53,11 @@ struct kernel {
 	 * mma_stage) when any mma is inside */
 	char *frag_names[MMA_FRAG_TILES];
 	int nfrags;
+	/* the rows and columns each name holds anywhere in the kernel: a
+	 * name larger than a tile is held in the thread's memory (an array
+	 * of cells on its stack), its tile register the window the tensor
+	 * engine works through */
+	int frag_rows_max[MMA_FRAG_TILES], frag_cols_max[MMA_FRAG_TILES];
 	bool mma;
 	long mma_stage;
 	/* futures of tile DMA copies: barrier words set when it starts */
@@ -80,6 +86,11 @@ bool span_dim_const(const struct sym *s, int k, long long *value);
 int math_builtin_args(const char *name);
 /* is s an argument of kernel k */
 bool kernel_captures(const struct kernel *k, const struct sym *s);
+/* is fragment register `tile` of k held in memory (larger than a tile) */
+bool frag_in_memory(const struct kernel *k, int tile);
+/* a memory-held fragment's cells: a row's (whole tiles) and all */
+int frag_row_cells(const struct kernel *k, int tile);
+long frag_cells(const struct kernel *k, int tile);
 /* the parby of a level: its names and extents */
 void parby_parts(const struct node *par, struct node ***names, int *nnames,
 		 struct node ***extents, int *nextents);
