@@ -139,8 +139,14 @@ struct node {
 	/* N_MMA of MMA_EXEC: [[schedule(k_tiles(...))]], the order of its
 	 * K tiles (a block of E_INT) */
 	struct node *schedule;
-	/* N_MMA of MMA_EXEC: its M, N and K in elements */
+	/* N_MMA of MMA_EXEC: its M, N and K in elements; the loads of A
+	 * and B given as data (WGMMA's shared operands, sema.c) */
 	int mma_mnk[3];
+	struct node *mma_loads[2];
+	/* N_MMA of MMA_LOAD: one of those loads (mma_hidden), of data
+	 * larger than a tile, which the mma then reads a tile at a time
+	 * (mma_direct) */
+	bool mma_hidden, mma_direct;
 };
 
 /* N_FUNC flag: `__co__ auto f(...)`, its type is the first return's

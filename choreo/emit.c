@@ -1176,6 +1176,49 @@ static void emit_frag_tile(struct emitter *em, int tile, enum elem e,
 	}
 }
 
+/* tile (ti, tj) of data an mma reads directly (a shared operand larger
+ * than a tile), through the staging tile st_, into tile register `tile`:
+ * the elements of the data's operand (dma.copy's offsets and checks),
+ * zero beyond it */
+static void emit_data_tile(struct emitter *em, const struct node *ld,
+			   const char *ti, const char *tj, bool transp)
+{
+	FILE *o = em->o;
+	const struct node *d = ld->kids[1];
+	enum elem e = ld->ety.elem;
+	int k;
+
+	emit_indent(em);
+	fputs("	long long sd_[] = { ", o);
+	for (k = 0; k < 2; k++) {
+		fputs(k ? ", " : "", o);
+		emit_op_dim(em, d, k);
+	}
+	fprintf(o, " }, j_[%d] = { 0 };\n", MAX_RANK);
+	emit_indent(em);
+	fprintf(o, "\tfor (long long i_ = 0; i_ < %d; i_++) {\n", MMA_TILE * MMA_TILE);
+	emit_indent(em);
+	fputs("\t\tlong long o_;\n\n", o);
+	emit_indent(em);
+	fputs("\t\tst_[i_] = 0;\n", o);
+	emit_indent(em);
+	fprintf(o, "\t\tj_[0] = %s * %d + i_ / %d;\n", ti, MMA_TILE, MMA_TILE);
+	emit_indent(em);
+	fprintf(o, "\t\tj_[1] = %s * %d + i_ %% %d;\n", tj, MMA_TILE, MMA_TILE);
+	emit_indent(em);
+	fputs("\t\tif (j_[0] >= sd_[0] || j_[1] >= sd_[1])\n", o);
+	emit_indent(em);
+	fputs("\t\t\tcontinue;\n", o);
+	emit_op_offset(em, d, "o_", ld->loc.line);
+	emit_indent(em);
+	fprintf(o, "\t\tst_[i_] = (%s)%s[o_];\n", mma_ctype(e), d->sym->cname);
+	emit_indent(em);
+	fputs("\t}\n", o);
+	emit_indent(em);
+	fprintf(o, "\tnpu_tile_load%s(%d, st_, %d * sizeof(*st_), %s);\n",
+		transp ? "_t" : "", ld->kids[0]->sym->tile, MMA_TILE, mma_esize(e));
+}
+
 /*
  * An mma with an operand held in memory: C's tiles one by one, each
  * through C's tile register, K's tiles (in [[schedule]]'s order if
@@ -1190,6 +1233,10 @@ static void emit_mma_tiled(struct emitter *em, const struct node *m)
 	struct kernel *k = em->kernel;
 	bool cm = frag_in_memory(k, c->tile), am = frag_in_memory(k, a->tile),
 	     bm = frag_in_memory(k, b->tile);
+	const struct node *ad = m->mma_loads[0] && m->mma_loads[0]->mma_direct ?
+				m->mma_loads[0] : NULL;
+	const struct node *bd = m->mma_loads[1] && m->mma_loads[1]->mma_direct ?
+				m->mma_loads[1] : NULL;
 	int tiles[3], i, ra, rb;
 
 	for (i = 0; i < 3; i++)
@@ -1226,34 +1273,42 @@ static void emit_mma_tiled(struct emitter *em, const struct node *m)
 	fputs("\t(void)ki_;\n", o);
 	/* A is stored [M, K] (column-major: [K, M]), B [K, N] (row-major:
 	 * [N, K]); a stored-transposed operand loads transposed */
-	if (am) {
+	if (am || ad) {
 		emit_indent(em);
 		fputs("\t{\n", o);
 		em->indent++;
 		emit_mma_stage(em, mma_ctype(m->ety.elem));
-		emit_frag_tile(em, a->tile, m->ety.elem, m->ival & 1 ? "ki_" : "mi_",
-			       m->ival & 1 ? "mi_" : "ki_", 1, m->ival & 1);
+		if (ad)
+			emit_data_tile(em, ad, m->ival & 1 ? "ki_" : "mi_",
+				       m->ival & 1 ? "mi_" : "ki_", m->ival & 1);
+		else
+			emit_frag_tile(em, a->tile, m->ety.elem, m->ival & 1 ? "ki_" : "mi_",
+				       m->ival & 1 ? "mi_" : "ki_", 1, m->ival & 1);
 		em->indent--;
 		emit_indent(em);
 		fputs("\t}\n", o);
 	} else if (m->ival & 1) {
 		emit_mma_transpose(em, a->tile, m->ety.elem, MMA_FRAG_TILES);
 	}
-	if (bm) {
+	if (bm || bd) {
 		emit_indent(em);
 		fputs("\t{\n", o);
 		em->indent++;
 		emit_mma_stage(em, mma_ctype(m->ety.elem));
-		emit_frag_tile(em, b->tile, m->ety.elem, m->ival & 2 ? "ni_" : "ki_",
-			       m->ival & 2 ? "ki_" : "ni_", 1, m->ival & 2);
+		if (bd)
+			emit_data_tile(em, bd, m->ival & 2 ? "ni_" : "ki_",
+				       m->ival & 2 ? "ki_" : "ni_", m->ival & 2);
+		else
+			emit_frag_tile(em, b->tile, m->ety.elem, m->ival & 2 ? "ni_" : "ki_",
+				       m->ival & 2 ? "ki_" : "ni_", 1, m->ival & 2);
 		em->indent--;
 		emit_indent(em);
 		fputs("\t}\n", o);
 	} else if (m->ival & 2) {
 		emit_mma_transpose(em, b->tile, m->ety.elem, MMA_FRAG_TILES + 1);
 	}
-	ra = !am && (m->ival & 1) ? MMA_FRAG_TILES : a->tile;
-	rb = !bm && (m->ival & 2) ? MMA_FRAG_TILES + 1 : b->tile;
+	ra = !am && !ad && (m->ival & 1) ? MMA_FRAG_TILES : a->tile;
+	rb = !bm && !bd && (m->ival & 2) ? MMA_FRAG_TILES + 1 : b->tile;
 	emit_indent(em);
 	fprintf(o, "\t%s(%d, %d, %d);\n", mma_op_name(m->ety.elem), c->tile, ra, rb);
 	em->indent--;
@@ -1288,6 +1343,7 @@ static void emit_mma(struct emitter *em, const struct node *m)
 	const struct node *d;
 	enum elem de, fe;
 	bool mem;
+	int i;
 
 	fputs("{\n", o);
 	mem = frag_in_memory(em->kernel, c->tile);
@@ -1354,8 +1410,19 @@ static void emit_mma(struct emitter *em, const struct node *m)
 	case MMA_EXEC:
 		a = m->kids[1]->sym;
 		b = m->kids[2]->sym;
+		/* A or B given as data: loaded into its own fragment first
+		 * (a tile at a time as the mma goes if larger than a tile) */
+		for (i = 0; i < 2; i++)
+			if (m->mma_loads[i] && !m->mma_loads[i]->mma_direct) {
+				em->indent++;
+				emit_indent(em);
+				emit_mma(em, m->mma_loads[i]);
+				em->indent--;
+			}
 		if (mem || frag_in_memory(em->kernel, a->tile) ||
-		    frag_in_memory(em->kernel, b->tile)) {
+		    frag_in_memory(em->kernel, b->tile) ||
+		    (m->mma_loads[0] && m->mma_loads[0]->mma_direct) ||
+		    (m->mma_loads[1] && m->mma_loads[1]->mma_direct)) {
 			emit_mma_tiled(em, m);
 			break;
 		}

@@ -470,14 +470,16 @@ stmt
 		$$ = mma_stmt(@1, MMA_FILL, $4, $6, NULL, NULL);
 		$$->ival = $3;
 	}
-	| lvalue '=' MMA mma_layout {
-		/* WGMMA's operation futures: no asynchronous tensor engine */
-		diag_error(L(@3), "not supported yet: mma...async (an mma whose "
-			   "result is a future)");
+	| lvalue '=' MMA mma_layout mma_layout ASYNC expr ',' expr ',' expr ';' {
+		/* WGMMA's operation future (mma.md): the npu's mma is done
+		 * when the statement is (sema.c) */
+		$$ = mma_stmt(@3, MMA_EXEC, $7, $9, $11, $1);
+		$$->ival = $4 | !$5 << 1;
 	}
-	| SCHEDULE lvalue '=' MMA mma_layout {
-		diag_error(L(@4), "not supported yet: mma...async (an mma whose "
-			   "result is a future)");
+	| SCHEDULE lvalue '=' MMA mma_layout mma_layout ASYNC expr ',' expr ',' expr ';' {
+		$$ = mma_stmt(@4, MMA_EXEC, $8, $10, $12, $2);
+		$$->ival = $5 | !$6 << 1;
+		$$->schedule = $1;
 	}
 	| lvalue '=' MMA LOAD swiz_opt expr ';' {
 		/* .swiz<N>: the shared layout a GPU's mma reads; the npu's

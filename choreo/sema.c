@@ -598,6 +598,15 @@ static void alias_element(struct sym *x, const struct node *ref)
 	x->target = (struct sym *)a;
 }
 
+/* the buffer a future copied into; an mma's future has none */
+static struct sym *future_buffer(const struct sym *f, struct loc at)
+{
+	if (!f->target)
+		diag_error(at, "type mismatch: '%s' is an mma's future, which "
+			   "holds no data (its accumulator is the result)", f->name);
+	return f->target;
+}
+
 static struct sym *resolve(struct node *id)
 {
 	struct sym *s = lookup(id->name);
@@ -620,7 +629,8 @@ static struct sym *resolve(struct node *id)
 	/* a future is not an argument: the buffer it copied into is; an
 	 * ituple's integers are */
 	if (s->kind == SY_FUTURE) {
-		capture(s->target, id->loc);
+		if (s->target)
+			capture(s->target, id->loc);
 	} else if (s->kind == SY_SHAPE || s->kind == SY_ALIAS) {
 		int k;
 
@@ -657,7 +667,7 @@ static struct sym *resolve_data(struct node *id)
 
 	if (s->kind == SY_FUTURE) {
 		slot_data_used(s, id->loc);
-		s = s->target;
+		s = future_buffer(s, id->loc);
 		id->sym = s;
 	}
 	return s;
@@ -723,7 +733,7 @@ static struct type check_at(struct node *e)
 		if (s->kind != SY_FUTURE)
 			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
 		slot_data_used(s, e->loc);
-		s = s->target;
+		s = future_buffer(s, e->loc);
 		capture(s, e->loc);
 	}
 	e->sym = s;
@@ -1100,7 +1110,7 @@ static struct type check_expr_inner(struct node *e)
 		if (s->kind != SY_FUTURE)
 			diag_error(e->loc, "type mismatch: '%s' is not a future", s->name);
 		slot_data_used(s, e->loc);
-		capture(s->target, e->loc);
+		capture(future_buffer(s, e->loc), e->loc);
 		e->sym = s->target;	/* f.data is the buffer f copied into */
 		t = s->target->type;
 		break;
@@ -2759,7 +2769,7 @@ static struct type check_select(struct node *e, struct sym *into)
 			if (into && into->slot)
 				if (s->slot)
 					slot_unite(into, s, k->loc);
-			data = s->target;
+			data = future_buffer(s, k->loc);
 			if (!s->slot || slot_root(s)->slot_typed) {
 				if (!first)
 					first = data;
@@ -3220,6 +3230,56 @@ static void check_mma_schedule(const struct node *m)
 	}
 }
 
+/*
+ * An mma's A or B given as data (Croqtile's mma.md, "Direct WGMMA shared
+ * operands"): the npu multiplies tile registers, so the data is loaded
+ * into a fragment of its own (named `mma.a` or `mma.b`, which no program
+ * can spell) just before the mma, as `mma.load` would; data larger than
+ * a tile is loaded a tile at a time as the mma goes.
+ */
+static void mma_data_operand(struct node *m, int k)
+{
+	struct node *e = m->kids[k], *id, *ld;
+	const struct sym *s = e->kind == E_ID ? lookup(e->name) : NULL;
+
+	if (e->kind == E_ID && (!s || s->kind == SY_FRAG ||
+				(s->kind == SY_SPAN && s->decl &&
+				 s->decl->kind == N_SPANDECL && s->decl->ival == 1)))
+		return;		/* a fragment (or mma_frag's error) */
+	id = node_new(E_ID, e->loc);
+	id->name = k == 1 ? "mma.a" : "mma.b";
+	ld = node_add(node_add(node_new(N_MMA, m->loc), id), e);
+	ld->flag = MMA_LOAD;
+	ld->level = m->level;
+	ld->mma_hidden = true;
+	check_mma(ld);
+	m->mma_loads[k - 1] = ld;
+	m->kids[k] = node_new(E_ID, e->loc);
+	m->kids[k]->name = id->name;
+}
+
+/* `f = mma.row.row.async c, a, b`: WGMMA's operation future. The npu's
+ * mma is done when its statement is, so f is complete at once and a wait
+ * for it waits for nothing; it holds no data (c is the result). */
+static void mma_future(struct node *m)
+{
+	struct node *f = m->kids[3];
+	const struct sym *old;
+	struct sym *s;
+
+	if (f->kind != E_ID)
+		diag_error(f->loc, "type mismatch: a future needs a name");
+	old = lookup(f->name);
+	if (old && old->kind != SY_FUTURE)
+		diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
+	if (old && old->slot)
+		diag_error(f->loc, "not supported yet: an mma's future in a "
+			   "placeholder future ('%s')", f->name);
+	s = declare(f->name, SY_FUTURE, m);
+	s->type.kind = TY_FUTURE;
+	f->sym = s;
+}
+
 /* mma.fill, mma.load, mma.row.col (and the other layouts), mma.store:
  * onto the tensor engine's 16 x 16 tiles, one set per thread */
 static void check_mma(struct node *m)
@@ -3272,7 +3332,12 @@ static void check_mma(struct node *m)
 		a = mma_frag(m->kids[0], true);
 		a->frag_rows = mma_dim(m->kids[1], &t, 0);
 		a->frag_cols = mma_dim(m->kids[1], &t, 1);
-		frag_extent(a, a->frag_rows, a->frag_cols);
+		/* data larger than a tile given to an mma is read a tile at a
+		 * time (no copy of it all): the fragment is its window */
+		m->mma_direct = m->mma_hidden && (a->frag_rows > MMA_TILE ||
+						  a->frag_cols > MMA_TILE);
+		if (!m->mma_direct)
+			frag_extent(a, a->frag_rows, a->frag_cols);
 		if (a->frag_acc) {
 			if (a->type.elem != (t.elem == EL_S32 || t.elem == EL_S8 ?
 					     EL_S32 : EL_F32) || t.elem == EL_S8)
@@ -3286,6 +3351,10 @@ static void check_mma(struct node *m)
 					 * loaded with several types) */
 		break;
 	case MMA_EXEC:
+		mma_data_operand(m, 1);
+		mma_data_operand(m, 2);
+		if (m->nkids > 3)
+			mma_future(m);
 		check_mma_schedule(m);
 		c = mma_frag(m->kids[0], false);
 		a = mma_frag(m->kids[1], false);
@@ -3605,7 +3674,7 @@ static struct type check_view_of(struct node *e)
 	if (!view_ok)
 		diag_error(e->loc, "not supported yet: a view outside dma.copy");
 	if (s->kind == SY_FUTURE)	/* f.data.span_as(...): its buffer */
-		s = s->target;
+		s = future_buffer(s, e->loc);
 	if (s->type.kind != TY_SPAN || s->kind == SY_SHAPE)
 		diag_error(e->loc, "type mismatch: '%s' is not spanned data", s->name);
 	e->sym = s;
@@ -4574,8 +4643,17 @@ static void check_stmt_inner(struct node *s)
 				diag_error(k->loc, "type mismatch: '%s' is not a future",
 					   k->name);
 			/* Croqtile's rules: a TMA copy's completion binds the
-			 * event, once, instead of a wait */
-			if (!k->sym->decl || k->sym->decl->kind != N_DMA ||
+			 * event, once, instead of a wait; an mma (WGMMA) has no
+			 * completion event to bind */
+			if (k->sym->decl && k->sym->decl->kind == N_MMA &&
+			    !k->sym->waited)
+				diag_error(k->loc, "trigger-after cannot bind an MMA "
+					   "future because WGMMA has no native "
+					   "completion event; use 'wait %s; trigger "
+					   "<event>'.", k->name);
+			if (k->sym->decl && k->sym->decl->kind == N_MMA)
+				;
+			else if (!k->sym->decl || k->sym->decl->kind != N_DMA ||
 			    !k->sym->decl->tma)
 				diag_error(k->loc, "trigger-after requires native "
 					   "completion-event binding; use an explicit "
