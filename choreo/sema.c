@@ -3235,16 +3235,15 @@ static void check_mma_schedule(const struct node *m)
  * operands"): the npu multiplies tile registers, so the data is loaded
  * into a fragment of its own (named `mma.a` or `mma.b`, which no program
  * can spell) just before the mma, as `mma.load` would; data larger than
- * a tile is loaded a tile at a time as the mma goes.
+ * a tile is loaded a tile at a time as the mma goes. A declared fragment
+ * (`frag T[dims] x`, the thread's data) is such data too.
  */
 static void mma_data_operand(struct node *m, int k)
 {
 	struct node *e = m->kids[k], *id, *ld;
 	const struct sym *s = e->kind == E_ID ? lookup(e->name) : NULL;
 
-	if (e->kind == E_ID && (!s || s->kind == SY_FRAG ||
-				(s->kind == SY_SPAN && s->decl &&
-				 s->decl->kind == N_SPANDECL && s->decl->ival == 1)))
+	if (e->kind == E_ID && (!s || s->kind == SY_FRAG))
 		return;		/* a fragment (or mma_frag's error) */
 	id = node_new(E_ID, e->loc);
 	id->name = k == 1 ? "mma.a" : "mma.b";
