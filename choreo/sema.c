@@ -607,12 +607,29 @@ static struct sym *future_buffer(const struct sym *f, struct loc at)
 	return f->target;
 }
 
+/* names of the fragments of host code's mma runs so far (host_mma_run) */
+static const char **host_frags;
+static int nhost_frags;
+
+static void unknown_identifier(struct loc at, const char *name)
+{
+	int i;
+
+	for (i = 0; i < nhost_frags; i++)
+		if (!strcmp(host_frags[i], name))
+			diag_error(at, "not supported yet: mma fragment '%s' of host "
+				   "code used after other statements (consecutive mma "
+				   "statements of host code run on the npu as one "
+				   "launch)", name);
+	diag_error(at, "unknown identifier '%s'", name);
+}
+
 static struct sym *resolve(struct node *id)
 {
 	struct sym *s = lookup(id->name);
 
 	if (!s)
-		diag_error(id->loc, "unknown identifier '%s'", id->name);
+		unknown_identifier(id->loc, id->name);
 	if (s->kind == SY_SPAN && s->narr && !id->index)
 		diag_error(id->loc, "invalid array access: '%s' is an array of %d "
 			   "dimension%s, an element is '%s[i]%s'", s->name, s->narr,
@@ -3107,7 +3124,7 @@ static struct sym *mma_frag(struct node *e, bool assign)
 	if (s && s->kind != SY_FRAG)
 		diag_error(e->loc, "type mismatch: '%s' is not an mma fragment", e->name);
 	if (!s && !assign)
-		diag_error(e->loc, "unknown identifier '%s'", e->name);
+		unknown_identifier(e->loc, e->name);
 	if (!s) {
 		s = declare(e->name, SY_FRAG, e);
 		s->type.kind = TY_SCALAR;
@@ -4860,6 +4877,46 @@ static void split_cooperative(struct node *b, int at)
 		p->kids[2] = part;
 }
 
+/*
+ * mma statements in host code (co-mock's tests): the npu's tensor engine
+ * multiplies, so each run of consecutive mma statements becomes one
+ * launch of one thread, `parallel by 1 : block { ... }`, its fragments
+ * that launch's tile registers. A fragment cannot outlive its run.
+ */
+static void host_mma_run(struct node *b, int i)
+{
+	struct node *par, *parby, *one, *body;
+	int j, k;
+
+	for (j = i; j < b->nkids && b->kids[j]->kind == N_MMA; j++)
+		;
+	one = node_new(E_INT, b->kids[i]->loc);
+	one->ival = 1;
+	parby = node_add(node_add(node_new(N_PARBY, b->kids[i]->loc),
+				  node_new(N_BLOCK, b->kids[i]->loc)), one);
+	parby->flag = PB_BLOCK;
+	body = node_new(N_BLOCK, b->kids[i]->loc);
+	for (k = i; k < j; k++) {
+		node_add(body, b->kids[k]);
+		/* its fragments: named for the message when a later run
+		 * uses one */
+		if (b->kids[k]->kids[0]->kind == E_ID) {
+			host_frags = realloc(host_frags, (nhost_frags + 1) *
+					     sizeof(*host_frags));
+			if (!host_frags)
+				exit(2);
+			host_frags[nhost_frags++] = b->kids[k]->kids[0]->name;
+		}
+	}
+	par = node_new(N_PARALLEL, b->kids[i]->loc);
+	node_add(par, parby);
+	node_add(par, node_new(N_BLOCK, b->kids[i]->loc));
+	node_add(par, body);
+	b->kids[i] = par;
+	memmove(&b->kids[i + 1], &b->kids[j], (b->nkids - j) * sizeof(*b->kids));
+	b->nkids -= j - i - 1;
+}
+
 static void check_block(struct node *b)
 {
 	int i;
@@ -4867,6 +4924,8 @@ static void check_block(struct node *b)
 	for (i = 0; i < b->nkids; i++) {
 		if (cur_level == 0)
 			split_cooperative(b, i);
+		if (!cur_kernel && cur_level == 0 && b->kids[i]->kind == N_MMA)
+			host_mma_run(b, i);
 		check_stmt(b->kids[i]);
 	}
 }
