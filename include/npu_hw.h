@@ -507,6 +507,9 @@ enum npu_uq_cmd {
 #define NPU_UQ_STS_WAITING	(1u << 3)	/* at an unsatisfied wait */
 #define NPU_UQ_STS_HALTED	(1u << 4)	/* by an error or STOP */
 #define NPU_UQ_STS_RUNNING	(1u << 5)	/* on an engine now */
+#define NPU_UQ_STS_WATCHED	(1u << 6)	/* the device reads the write-back
+						 * block's wptr before it idles:
+						 * no doorbell needed */
 
 /* Write-back block: 64 bytes at wb_va, the owner's view. */
 #define NPU_UQ_WB_SIZE		64
@@ -518,8 +521,12 @@ struct npu_uq_wb {
 	uint32_t error_info;
 	uint32_t reserved0;
 	uint64_t progress_ns;
-	uint64_t reserved1[3];
+	uint64_t wptr;		/* owner: its write pointer (the device reads
+				 * it while the queue is WATCHED) */
+	uint64_t reserved1[2];
 };
+/* The device writes the write-back block up to wptr, never wptr itself. */
+#define NPU_UQ_WB_DEVICE_BYTES	40
 
 /* Event ring records (16 bytes) the device writes for the driver. */
 enum npu_uq_event_kind {

@@ -128,13 +128,21 @@ int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
 	return 0;
 }
 
-/* The packets written with w (npu_uq_reserve) into the queue, and the
- * doorbell: a release fence, then one 8-byte store of the new wptr. */
+/* The packets written with w (npu_uq_reserve) into the queue: the new
+ * wptr in the write-back block, then a full barrier, then the doorbell
+ * only if the device does not watch the queue (an engine serving it reads
+ * that wptr before it goes idle; the hw spec's Doorbells). A busy queue's
+ * launch thus costs no MMIO write. */
 void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w)
 {
+	struct npu_uq_wb *wb = (struct npu_uq_wb *)u->mem;
+
 	u->wptr += (w->len + 7) & ~7u;
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	*u->db = u->wptr;
+	__atomic_store_n(&wb->wptr, u->wptr, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&wb->status, __ATOMIC_RELAXED) &
+	      NPU_UQ_STS_WATCHED))
+		*u->db = u->wptr;
 }
 
 /* The owner wrote memory a waiting queue may wait on: an old doorbell
@@ -300,6 +308,22 @@ int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 	return 0;
 }
 
+/* The device's wptr of queue id made the library's: USERQ_SIGNAL names
+ * a wptr the device must have accepted, and a WATCHED queue takes a new
+ * one from its write-back block only when it gets there (a doorbell of
+ * the same value is a no-op). */
+static void uq_publish_wptr(struct device *dev, uint32_t id)
+{
+	struct npu_uq *u;
+
+	for (u = dev->uqs; u; u = u->dev_next)
+		if (u->id == id) {
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			*u->db = u->wptr;
+			return;
+		}
+}
+
 int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
 {
 	struct drm_npu_userq_signal sig;
@@ -309,6 +333,7 @@ int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
 		return 0;
 	if (npu_tl_done(dev, t, point))
 		goto cpu_signal;	/* complete (its queue may be gone) */
+	uq_publish_wptr(dev, t->uq_id);
 	memset(&sig, 0, sizeof(sig));
 	sig.queue_id = t->uq_id;
 	sig.wptr = t->uq_wptr;

@@ -206,6 +206,8 @@ struct NpuUq {
     bool unmap;                 /* ... and unmap when off */
     bool off_event;             /* post OFF when off the engine */
     bool vt_pend;               /* timing=virtual: on the pending list */
+    bool watched;               /* WATCHED: the write-back wptr is read
+                                 * before the queue can go idle */
     uint32_t skip;              /* bytes CONTINUE skips (failed packet) */
     uint32_t starve;            /* higher-priority dispatches waited */
     uint64_t ready_seq;         /* order it became ready */

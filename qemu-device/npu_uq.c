@@ -156,6 +156,9 @@ static uint32_t npu_uq_status(NpuUq *q, bool off)
     } else if (q->rptr == q->wptr && (st & NPU_UQ_STS_MAPPED)) {
         st |= NPU_UQ_STS_IDLE;
     }
+    if (q->watched) {
+        st |= NPU_UQ_STS_WATCHED;
+    }
     return st;
 }
 
@@ -242,6 +245,10 @@ static void npu_uq_enqueue_locked(NpuState *s, NpuUq *q)
         return;
     }
     q->ready = true;
+    /* an engine takes it and reads the write-back wptr before it idles;
+     * not with timing=virtual, where only doorbells move the clock's
+     * decisions */
+    q->watched = !s->vtime;
     q->ready_seq = uq->seq + 1;
     qatomic_set(&uq->seq, q->ready_seq);   /* npu_uq_poll reads it */
     QTAILQ_INSERT_TAIL(&uq->ready[q->config & NPU_UQ_CONFIG_COPY]
@@ -319,6 +326,7 @@ static void npu_uq_halt_locked(NpuState *s, NpuUq *q, const NpuErr *err,
 {
     trace_npu_uq_halt(q->idx, err->code, err->addr, info);
     npu_uq_unready_locked(s, q);
+    q->watched = false;         /* CONTINUE reads the write-back wptr */
     npu_uq_unwait_locked(s, q);
     q->error = err->code;
     q->fault = err->addr;
@@ -377,7 +385,7 @@ static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
     if (qatomic_read(&mr->mmu_ctx) != ctx || mr->pt_root != root) {
         npu_mmu_set_context(mr, ctx, root);
     }
-    if (npu_vm_rw(&job, va, &wb, sizeof(wb), true, &err)) {
+    if (npu_vm_rw(&job, va, &wb, NPU_UQ_WB_DEVICE_BYTES, true, &err)) {
         qemu_mutex_unlock(&uq->wb_lock);
         return;
     }
@@ -387,6 +395,103 @@ static void npu_uq_publish(NpuState *s, NpuRing *mr, uint32_t qi, bool off)
     }
     qemu_mutex_unlock(&uq->lock);
     qemu_mutex_unlock(&uq->wb_lock);
+}
+
+/*
+ * The owner's write pointer, from q's write-back block through the MMU
+ * context of mr. uq.lock not held. False when it cannot be read (then the
+ * publish before it has halted the queue for its wb_va).
+ */
+static bool npu_uq_read_wb_wptr(NpuState *s, NpuRing *mr, uint32_t qi,
+                                uint64_t *w)
+{
+    NpuUq *q = &s->uq.q[qi];
+    NpuJob job = { .ring = mr };
+    NpuErr err = { 0 };
+    uint64_t va, root, v;
+    uint32_t ctx;
+
+    QEMU_BUILD_BUG_ON(offsetof(struct npu_uq_wb, wptr) !=
+                      NPU_UQ_WB_DEVICE_BYTES);
+    qemu_mutex_lock(&s->uq.lock);
+    va = q->wb_va + offsetof(struct npu_uq_wb, wptr);
+    ctx = q->ctx;
+    root = q->pt_root;
+    qemu_mutex_unlock(&s->uq.lock);
+    if (qatomic_read(&mr->mmu_ctx) != ctx || mr->pt_root != root) {
+        npu_mmu_set_context(mr, ctx, root);
+    }
+    if (!npu_vm_rw(&job, va, &v, 8, false, &err)) {
+        return false;
+    }
+    *w = le64_to_cpu(v);
+    return true;
+}
+
+/*
+ * A new write pointer w from the owner (a doorbell write, or the
+ * write-back block's wptr read while WATCHED). True if the queue halted
+ * off any engine and its write-back block needs a publish. uq.lock held.
+ */
+static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
+{
+    if (w <= q->wptr) {
+        /* stale; a waiting queue looks at its word again */
+        if (q->waiting) {
+            q->wait_kick = true;
+            npu_uq_poke_locked(s);
+        }
+    } else if ((w & 3) || w - q->rptr > q->ring_size) {
+        NpuErr err = { .code = NPU_ERR_RING_CONFIG, .addr = w };
+
+        if (!(q->status & NPU_UQ_STS_HALTED)) {
+            if (q->engine >= 0) {
+                q->leave = true;        /* halted at its packet boundary */
+            }
+            npu_uq_halt_locked(s, q, &err, 0, 0);
+            return q->engine < 0;
+        }
+    } else {
+        q->wptr = w;
+        /* wptr, and the status: no longer IDLE */
+        npu_uq_sync_locked(s, q);
+        if (q->waiting) {
+            q->wait_kick = true;
+            npu_uq_poke_locked(s);
+        }
+        npu_uq_make_ready_locked(s, q);
+    }
+    return false;
+}
+
+/*
+ * q on engine e has run out of packets while WATCHED: clear WATCHED where
+ * the owner sees it, then (a full barrier) read the owner's wptr. The
+ * owner stores its wptr, a full barrier, then reads the status: either it
+ * sees WATCHED gone and rings the doorbell, or the read here sees its
+ * wptr. True if q has packets again (and is WATCHED again). uq.lock held,
+ * dropped meanwhile.
+ */
+static bool npu_uq_watch_end_locked(NpuState *s, NpuRing *e, NpuUq *q)
+{
+    uint64_t w = 0;
+    bool got;
+
+    q->watched = false;
+    qemu_mutex_unlock(&s->uq.lock);
+    npu_uq_publish(s, e, q->idx, false);
+    smp_mb();
+    got = npu_uq_read_wb_wptr(s, e, q->idx, &w);
+    qemu_mutex_lock(&s->uq.lock);
+    if (got && w > q->wptr) {
+        trace_npu_uq_wb_wptr(q->idx, w);
+        npu_uq_take_wptr_locked(s, q, w);
+    }
+    if (q->rptr == q->wptr || (q->status & NPU_UQ_STS_HALTED)) {
+        return false;
+    }
+    q->watched = !s->vtime;
+    return true;
 }
 
 /*
@@ -591,6 +696,11 @@ done:
     npu_uq_publish(s, e, q->idx, false);
 }
 
+static const char npu_uq_why_empty[] = "empty";
+static const char npu_uq_why_wait[] = "wait";
+static const char npu_uq_why_slice[] = "slice";
+static const char npu_uq_why_pause[] = "pause";
+
 /* Why the queue on an engine must leave it now, or NULL. uq.lock held. */
 static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
 {
@@ -604,17 +714,17 @@ static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
         return "halt";
     }
     if (q->status & NPU_UQ_STS_WAITING) {
-        return "wait";
+        return npu_uq_why_wait;
     }
     if (q->rptr == q->wptr) {
-        return "empty";
+        return npu_uq_why_empty;
     }
     if (qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
-        return "pause";         /* a snapshot or migration: see npu.c */
+        return npu_uq_why_pause; /* a snapshot or migration: see npu.c */
     }
     if (now - slice0 >= (int64_t)s->uq_timeslice_us * SCALE_US &&
         npu_uq_contender_locked(s, e->copy, NPU_UQ_CONFIG_PRIO(q->config))) {
-        return "slice";
+        return npu_uq_why_slice;
     }
     return NULL;
 }
@@ -681,7 +791,8 @@ static void *npu_uq_engine_thread(void *opaque)
     NpuUqState *uq = &s->uq;
     unsigned ei = e->idx - NPU_UQ_ENG_IDX(0);
     int last = -1;
-    bool freed = false, vt_idle = false, polled = false;
+    bool freed = false, vt_idle = false, polled = false, watched;
+    uint64_t wb_wptr;
     int64_t slept = -1;         /* ns of the last sleep before work, -1 */
 
     rcu_register_thread();
@@ -748,15 +859,37 @@ static void *npu_uq_engine_thread(void *opaque)
         npu_uq_publish(s, e, q->idx, false);
         e->uq_slice0 = s->vtime ? (int64_t)e->vt : npu_time();
         qemu_mutex_lock(&uq->lock);
-        while (!(why = npu_uq_leave_why(s, e, q))) {
+        for (;;) {
+            why = npu_uq_leave_why(s, e, q);
+            if (why == npu_uq_why_empty && q->watched &&
+                npu_uq_watch_end_locked(s, e, q)) {
+                continue;
+            }
+            if (why) {
+                break;
+            }
             qemu_mutex_unlock(&uq->lock);
             npu_uq_step(s, e, q, ei);
             qemu_mutex_lock(&uq->lock);
         }
         trace_npu_uq_switch(ei, q->idx, -1, why);
+        /* A queue that waits, or leaves for another's turn or a pause,
+         * comes back to an engine and stays WATCHED. One a command takes
+         * off loses WATCHED, and the owner's wptr is read after the
+         * status that says so (as in npu_uq_watch_end_locked). */
+        watched = q->watched && why != npu_uq_why_wait &&
+                  why != npu_uq_why_slice && why != npu_uq_why_pause;
+        if (watched) {
+            q->watched = false;
+        }
+        wb_wptr = 0;
         qemu_mutex_unlock(&uq->lock);
         if (!qatomic_read(&e->abort) && !e->stop) {
             npu_uq_publish(s, e, q->idx, true);
+            if (watched) {
+                smp_mb();
+                npu_uq_read_wb_wptr(s, e, q->idx, &wb_wptr);
+            }
         }
         qemu_mutex_lock(&uq->lock);
         q->engine = -1;
@@ -774,6 +907,14 @@ static void *npu_uq_engine_thread(void *opaque)
             npu_uq_post_locked(s, NPU_UQ_EVENT_OFF, q->ctx, q->idx, 0);
         }
         if (!qatomic_read(&e->abort)) {
+            if (wb_wptr > q->wptr) {
+                trace_npu_uq_wb_wptr(q->idx, wb_wptr);
+                if (npu_uq_take_wptr_locked(s, q, wb_wptr)) {
+                    qemu_mutex_unlock(&uq->lock);
+                    npu_uq_publish(s, e, q->idx, false);
+                    qemu_mutex_lock(&uq->lock);
+                }
+            }
             npu_uq_sync_locked(s, q);
             npu_uq_make_ready_locked(s, q);
         }
@@ -1087,6 +1228,7 @@ int npu_uq_post_load(NpuState *s)
         q->engine = -1;
         q->ready = false;
         q->vt_pend = false;
+        q->watched = false;
         q->waiting = false;
         q->leave = false;
         q->unmap = false;
@@ -1253,6 +1395,7 @@ static void npu_uq_unmap_locked(NpuState *s, NpuUq *q)
 {
     npu_uq_unready_locked(s, q);
     npu_uq_unwait_locked(s, q);
+    q->watched = false;
     s->uq.db_queue[q->doorbell] = 0;
     q->status = 0;
     s->uq.nmapped--;
@@ -1284,6 +1427,9 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
     case NPU_UQ_CMD_SUSPEND:
         q->status &= ~NPU_UQ_STS_RUNNABLE;
         npu_uq_unready_locked(s, q);
+        if (q->engine < 0) {
+            q->watched = false;         /* RUN reads the wb wptr */
+        }
         if (q->engine >= 0) {
             /* off at the next packet boundary, then an OFF event */
             q->leave = true;
@@ -1325,6 +1471,7 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
         } else {
             npu_uq_unready_locked(s, q);
             npu_uq_unwait_locked(s, q);
+            q->watched = false;
             q->rptr = q->wptr;
             q->ib_va = 0;
             q->ib_size = 0;
@@ -1379,6 +1526,25 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
         npu_uq_publish(s, &uq->eng[NPU_UQ_ENGINES], qi, false);
         qemu_mutex_lock(&uq->lock);
     }
+    if (!ret && (op == NPU_UQ_CMD_RUN || op == NPU_UQ_CMD_CONTINUE) &&
+        !q->watched && q->engine < 0 && !s->vtime) {
+        uint64_t w = 0;
+
+        /* what the owner wrote while it saw the queue WATCHED, before a
+         * SUSPEND or a halt took it off the scheduler */
+        qemu_mutex_unlock(&uq->lock);
+        npu_uq_read_wb_wptr(s, &uq->eng[NPU_UQ_ENGINES], qi, &w);
+        qemu_mutex_lock(&uq->lock);
+        if (w > q->wptr && (q->status & NPU_UQ_STS_MAPPED)) {
+            trace_npu_uq_wb_wptr(qi, w);
+            publish = npu_uq_take_wptr_locked(s, q, w);
+            if (publish) {
+                qemu_mutex_unlock(&uq->lock);
+                npu_uq_publish(s, &uq->eng[NPU_UQ_ENGINES], qi, false);
+                qemu_mutex_lock(&uq->lock);
+            }
+        }
+    }
     return ret;
 }
 
@@ -1416,32 +1582,7 @@ static void npu_uq_db_write(void *opaque, hwaddr addr, uint64_t w,
         return;
     }
     q = &uq->q[qi - 1];
-    if (w <= q->wptr) {
-        /* stale; a waiting queue looks at its word again */
-        if (q->waiting) {
-            q->wait_kick = true;
-            npu_uq_poke_locked(s);
-        }
-    } else if ((w & 3) || w - q->rptr > q->ring_size) {
-        NpuErr err = { .code = NPU_ERR_RING_CONFIG, .addr = w };
-
-        if (!(q->status & NPU_UQ_STS_HALTED)) {
-            if (q->engine >= 0) {
-                q->leave = true;        /* halted at its packet boundary */
-            }
-            npu_uq_halt_locked(s, q, &err, 0, 0);
-            publish = q->engine < 0;
-        }
-    } else {
-        q->wptr = w;
-        /* wptr, and the status: no longer IDLE */
-        npu_uq_sync_locked(s, q);
-        if (q->waiting) {
-            q->wait_kick = true;
-            npu_uq_poke_locked(s);
-        }
-        npu_uq_make_ready_locked(s, q);
-    }
+    publish = npu_uq_take_wptr_locked(s, q, w);
     qemu_mutex_unlock(&uq->lock);
     if (publish) {
         npu_uq_publish(s, &uq->eng[NPU_UQ_ENGINES], qi - 1, false);

@@ -3108,6 +3108,133 @@ static void test_uq_wb_first(void)
 	stop("x-signal-delay-us user-queue instance");
 }
 
+/* The owner's wptr in the write-back block (NPU_UQ_STS_WATCHED). */
+static void uq_wb_set_wptr(struct tq *t)
+{
+	qt_writeq(q, buf_phys(&t->wb, offsetof(struct npu_uq_wb, wptr)),
+		  t->wptr);
+}
+
+/* Until the write-back status has all of bits, or timeout: the status. */
+static uint32_t uq_wb_until(struct tq *t, uint32_t bits, int timeout_ms)
+{
+	uint64_t end = host_ns() + timeout_ms * 1000000ull;
+	uint32_t st;
+
+	do {
+		st = uq_wb(t).status;
+		if ((st & bits) == bits)
+			break;
+		usleep(200);
+	} while (host_ns() < end && !q->dead);
+	return st;
+}
+
+/*
+ * A queue an engine serves is WATCHED: packets the owner announces with
+ * the write-back block's wptr alone run, with no doorbell, and the device
+ * never overwrites that wptr; an idle queue is not WATCHED and needs the
+ * doorbell; a bad wptr there halts the queue as a bad doorbell does.
+ */
+static void test_uq_wb_wptr(void)
+{
+	struct tq a;
+	struct buf d, sg;
+	struct pk p = { .n = 0 };
+	struct npu_uq_wb wb;
+	uint32_t st, v = 0;
+	uint64_t r0;
+	bool good;
+
+	start("uq-compute-engines=1,uq-copy-engines=1", 0);
+	d = alloc_buf(4096, 0, 1);
+	sg = alloc_buf(4096, 0, 1);
+	uq_setup(4);
+	good = uq_new(&a, 1, 0);
+	pk_fill(&p, d.va, 4096, 0x11110001);
+	uq_put(&a, &p);
+	uq_wb_set_wptr(&a);
+	usleep(50000);
+	wb = uq_wb(&a);
+	ok(good && !(wb.status & NPU_UQ_STS_WATCHED) &&
+	   (wb.status & NPU_UQ_STS_IDLE) && uqd64(1, NPU_UQD_RPTR) == 0 &&
+	   uqd64(1, NPU_UQD_WPTR) == 0,
+	   "an idle queue is not WATCHED (status 0x%x): a wptr in its "
+	   "write-back block alone runs nothing", wb.status);
+	uq_ring(&a);
+	st = uq_wait(&a, 5000);
+	buf_read(&d, 0, &v, 4);
+	wb = uq_wb(&a);
+	ok(v == 0x11110001 && (st & NPU_UQ_STS_IDLE) &&
+	   !(wb.status & NPU_UQ_STS_WATCHED) && wb.wptr == a.wptr,
+	   "the doorbell runs it; idle again, not WATCHED, the owner's wptr "
+	   "(%llu) left as it was", (unsigned long long)wb.wptr);
+
+	/* busy: while a 300 ms TEST_SPIN runs the queue is WATCHED */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000000);
+	uq_push(&a, &p);
+	st = uq_wb_until(&a, NPU_UQ_STS_RUNNING, 5000);
+	r0 = uqd64(1, NPU_UQD_RPTR);
+	p.n = 0;
+	pk_fill(&p, d.va, 4096, 0x22220002);
+	pk_signal(&p, sg.va, 9);
+	uq_put(&a, &p);
+	uq_wb_set_wptr(&a);
+	good = (st & NPU_UQ_STS_WATCHED) && r0 < a.wptr;
+	st = uq_wait(&a, 5000);
+	buf_read(&d, 4092, &v, 4);
+	wb = uq_wb(&a);
+	ok(good && v == 0x22220002 && qt_readq(q, sg.base) == 9 &&
+	   (st & NPU_UQ_STS_IDLE) && uqd64(1, NPU_UQD_WPTR) == a.wptr &&
+	   wb.rptr == a.wptr && !(wb.status & NPU_UQ_STS_WATCHED),
+	   "a running queue is WATCHED: FILL and SIGNAL announced in the "
+	   "write-back block only run after the spin; descriptor wptr %llu",
+	   (unsigned long long)uqd64(1, NPU_UQD_WPTR));
+
+	/* waiting: a queue at an unsatisfied WAIT_MEM64 stays WATCHED; a
+	 * doorbell of its old wptr (the owner's "I wrote the word") and the
+	 * wptr in the write-back block then run what follows the wait */
+	p.n = 0;
+	pk_wait64(&p, sg.va + 64, 1);
+	uq_push(&a, &p);
+	st = uq_wb_until(&a, NPU_UQ_STS_WAITING, 5000);
+	r0 = uqd64(1, NPU_UQD_RPTR);
+	p.n = 0;
+	pk_fill(&p, d.va, 4096, 0x33330003);
+	uq_put(&a, &p);
+	uq_wb_set_wptr(&a);
+	good = (st & NPU_UQ_STS_WAITING) && (st & NPU_UQ_STS_WATCHED) &&
+	       !(st & NPU_UQ_STS_RUNNING);
+	usleep(20000);
+	good = good && uqd64(1, NPU_UQD_RPTR) == r0;
+	qt_writeq(q, sg.base + 64, 1);
+	qt_writeq(q, BAR1 + 8ull * a.db, r0 + sizeof(struct npu_pkt_wait_mem64));
+	st = uq_wait(&a, 5000);
+	buf_read(&d, 4092, &v, 4);
+	ok(good && v == 0x33330003 && (st & NPU_UQ_STS_IDLE) &&
+	   uqd64(1, NPU_UQD_WPTR) == a.wptr,
+	   "a waiting queue stays WATCHED off its engine; released by the "
+	   "owner's kick, it runs the FILL its write-back wptr announced");
+
+	/* a misaligned wptr there halts it with RING_CONFIG */
+	p.n = 0;
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000000);
+	uq_push(&a, &p);
+	st = uq_wb_until(&a, NPU_UQ_STS_RUNNING, 5000);
+	qt_writeq(q, buf_phys(&a.wb, offsetof(struct npu_uq_wb, wptr)),
+		  a.wptr + 6);
+	good = !!(st & NPU_UQ_STS_WATCHED);
+	st = uq_wait(&a, 5000);
+	ok(good && (st & NPU_UQ_STS_HALTED) &&
+	   uqd32(1, NPU_UQD_ERROR) == NPU_ERR_RING_CONFIG &&
+	   uqd64(1, NPU_UQD_FAULT) == a.wptr + 6 &&
+	   uqd64(1, NPU_UQD_RPTR) == a.wptr,
+	   "a misaligned wptr in the write-back block halts the queue after "
+	   "its packet (RING_CONFIG, fault = value)");
+	stop("write-back wptr instance");
+}
+
 /*
  * The write-back block ends as the queue's last state: the poller that
  * releases a waiting queue and the engine that then runs it both write the
@@ -4179,6 +4306,7 @@ static void run_all(void)
 	test_signal_counted();
 	test_uq_wb_first();
 	test_uq_wb_last();
+	test_uq_wb_wptr();
 	test_vm_stop();
 	test_migration();
 	test_migration_vt();

@@ -658,7 +658,10 @@ struct drm_npu_bo_protect {
  * context; both mappings are pinned until the queue is destroyed. To
  * submit, write packets at ring offset (wptr & (ring_size - 1)), then
  * store the new wptr (a byte count that only grows) as one 8-byte store at
- * @doorbell_offset of the page mapped at @mmap_offset.
+ * @doorbell_offset of the page mapped at @mmap_offset. Or store it in the
+ * write-back block's wptr (offset 40), issue a full barrier and ring the
+ * doorbell only if the block's status lacks NPU_UQ_STS_WATCHED (the device
+ * reads that wptr of a busy queue itself; Documentation/hw/npu.rst).
  * Errors: -EINVAL, -ENOENT, -EACCES, -ENODEV, -ENOSPC, -EDQUOT, -ENOMEM.
  */
 struct drm_npu_userq_create {
@@ -771,8 +774,9 @@ struct drm_npu_userq_wait_mem {
  *
  * The fence fails with -EFAULT (halt), -ETIMEDOUT (watchdog stop, or not
  * signalled a job timeout after creation), -ECANCELED (destroyed).
- * Errors: -EINVAL (flags, pad, @wptr beyond the queue's), -ENOENT,
- * -ECANCELED (the queue is stopped), -ENOMEM.
+ * Errors: -EINVAL (flags, pad, @wptr beyond the last wptr the device
+ * accepted: after a write-back-block wptr, ring the doorbell first),
+ * -ENOENT, -ECANCELED (the queue is stopped), -ENOMEM.
  */
 struct drm_npu_userq_signal {
 	__u32 queue_id;
