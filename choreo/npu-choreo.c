@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -80,7 +81,8 @@ static void usage(FILE *f)
 "  -h, --help       print this help and exit\n");
 }
 
-static int run_argv(char *const argv[])
+/* argv started, its pid; -1 (said why) if it could not be. */
+static pid_t spawn_argv(char *const argv[])
 {
 	pid_t pid;
 	int st, i;
@@ -95,6 +97,16 @@ static int run_argv(char *const argv[])
 		fprintf(stderr, "npu-choreo: cannot run %s: %s\n", argv[0], strerror(st));
 		return -1;
 	}
+	return pid;
+}
+
+/* The exit status of a child of spawn_argv (128 + signal if killed). */
+static int wait_child(pid_t pid)
+{
+	int st;
+
+	if (pid < 0)
+		return -1;
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return -1;
@@ -102,6 +114,16 @@ static int run_argv(char *const argv[])
 		return WEXITSTATUS(st);
 	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
+
+static int run_argv(char *const argv[])
+{
+	return wait_child(spawn_argv(argv));
+}
+
+/* g++ on the program's own C++ main, started before the kernels are
+ * compiled (it needs neither them nor the host C) and waited for by
+ * build_host_program: the two compilers overlap. */
+static pid_t main_cc_pid = -1;
 
 static void find_sdk(void)
 {
@@ -155,6 +177,11 @@ static void cleanup(void)
 {
 	char *argv[] = { "rm", "-rf", tmpdir, NULL };
 
+	if (main_cc_pid > 0) {	/* an error stopped the build first */
+		kill(main_cc_pid, SIGTERM);
+		wait_child(main_cc_pid);
+		main_cc_pid = -1;
+	}
 	if (!tmpdir[0])
 		return;
 	if (keep_temps) {
@@ -354,23 +381,19 @@ static void write_header(struct program *prog, const char *path)
 }
 
 /*
- * A file with its own C++ main: the generated host C as an object, the
- * host program (its text without the __co__ functions, after include/
- * choreo.h and one C++ function per __co__ function) compiled by g++,
- * both linked into PROG (exe, run) or into one relocatable object (build).
+ * A file with its own C++ main: the host program (its text without the
+ * __co__ functions, after include/choreo.h and one C++ function per __co__
+ * function) written and its compile by g++ started (main_cc_pid);
+ * build_host_program then compiles the generated host C and links both.
  */
-static int build_host_program(const struct program *prog, const char *host_text,
-			      const char *host_c, char *incflag, char *libflag,
-			      char *rpath, const char *out, bool relocatable)
+static void start_host_main(const struct program *prog, const char *host_text,
+			    char *incflag)
 {
-	char host_o[PATH_MAX + 32], main_cc[PATH_MAX + 32], main_o[PATH_MAX + 32];
-	char npuinc[PATH_MAX + 32];
-	char *cc = getenv("CC") ? getenv("CC") : "cc";
+	char main_cc[PATH_MAX + 32], main_o[PATH_MAX + 32], npuinc[PATH_MAX + 32];
 	char *cxx = getenv("CXX") ? getenv("CXX") : "g++";
 	const char *p;
 	FILE *f;
 
-	pathf(host_o, sizeof(host_o), "%s/host.o", tmpdir);
 	pathf(main_cc, sizeof(main_cc), "%s/main.cc", tmpdir);
 	pathf(main_o, sizeof(main_o), "%s/main.o", tmpdir);
 	/* `#include "choreo.h"` of the program finds ours */
@@ -388,35 +411,51 @@ static int build_host_program(const struct program *prog, const char *host_text,
 		exit(2);
 	}
 	{
-		char *c_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
-				   incflag, "-c", (char *)host_c, "-o", host_o, NULL };
-
-		if (run_argv(c_argv)) {
-			fprintf(stderr, "npu-choreo: cc failed on the generated host "
-				"code (%s)\n", host_c);
-			keep_temps = true;
-			return 1;
-		}
-	}
-	{
 		char *obj_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-fPIC", "-pthread",
 				     incflag, npuinc, "-c", main_cc, "-o", main_o, NULL };
-		char *ld_argv[] = { "ld", "-r", host_o, main_o, "-o", (char *)out, NULL };
-		/* libstdc++ linked in: the program needs only what a C
-		 * program of npu-choreo needs (a guest's root has no C++) */
-		char *exe_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-pthread", incflag,
-				     npuinc, main_cc, host_o, "-o", (char *)out, libflag,
-				     rpath, "-lnpu", "-lm", "-static-libstdc++", "-static-libgcc",
-				     NULL };
 
-		if (run_argv(relocatable ? obj_argv : exe_argv)) {
-			fprintf(stderr, "npu-choreo: %s failed on the host program\n", cxx);
-			return 1;
-		}
-		if (relocatable && run_argv(ld_argv)) {
-			fprintf(stderr, "npu-choreo: ld -r failed\n");
-			return 1;
-		}
+		main_cc_pid = spawn_argv(obj_argv);
+	}
+}
+
+/* The generated host C as an object, linked with the host program's
+ * (start_host_main) into PROG (exe, run) or into one relocatable object
+ * (build). */
+static int build_host_program(const char *host_c, char *incflag, char *libflag,
+			      char *rpath, const char *out, bool relocatable)
+{
+	char host_o[PATH_MAX + 32], main_o[PATH_MAX + 32];
+	char *cc = getenv("CC") ? getenv("CC") : "cc";
+	char *cxx = getenv("CXX") ? getenv("CXX") : "g++";
+	char *c_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
+			   incflag, "-c", (char *)host_c, "-o", host_o, NULL };
+	char *ld_argv[] = { "ld", "-r", host_o, main_o, "-o", (char *)out, NULL };
+	/* libstdc++ linked in: the program needs only what a C program of
+	 * npu-choreo needs (a guest's root has no C++) */
+	char *exe_argv[] = { cxx, "-g", "-pthread", main_o, host_o, "-o",
+			     (char *)out, libflag, rpath, "-lnpu", "-lm",
+			     "-static-libstdc++", "-static-libgcc", NULL };
+	int rc;
+
+	pathf(host_o, sizeof(host_o), "%s/host.o", tmpdir);
+	pathf(main_o, sizeof(main_o), "%s/main.o", tmpdir);
+	rc = run_argv(c_argv);
+	if (rc) {
+		fprintf(stderr, "npu-choreo: cc failed on the generated host code "
+			"(%s)\n", host_c);
+		keep_temps = true;
+		return 1;
+	}
+	rc = wait_child(main_cc_pid);
+	main_cc_pid = -1;
+	if (rc) {
+		fprintf(stderr, "npu-choreo: %s failed on the host program\n", cxx);
+		return 1;
+	}
+	if (run_argv(relocatable ? ld_argv : exe_argv)) {
+		fprintf(stderr, "npu-choreo: %s failed\n",
+			relocatable ? "ld -r" : cxx);
+		return 1;
 	}
 	return 0;
 }
@@ -535,6 +574,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	atexit(cleanup);
+	pathf(incflag, sizeof(incflag), "-I%s", incdir);
+	pathf(libflag, sizeof(libflag), "-L%s", libdir);
+	pathf(rpath, sizeof(rpath), "-Wl,-rpath,%s", libdir);
+	if (host_main)
+		start_host_main(&prog, host_text, incflag);
 	image = build_kernels(&prog, &image_size);
 	pathf(host_c, sizeof(host_c), "%s/host.c", tmpdir);
 	f = open_out(host_c);
@@ -545,9 +589,6 @@ int main(int argc, char **argv)
 		perror("npu-choreo: host.c");
 		return 2;
 	}
-	pathf(incflag, sizeof(incflag), "-I%s", incdir);
-	pathf(libflag, sizeof(libflag), "-L%s", libdir);
-	pathf(rpath, sizeof(rpath), "-Wl,-rpath,%s", libdir);
 	if (!strcmp(cmd, "run")) {
 		if (guest) {
 			/* a folder of its own, copied into the guest's /npu/bin */
@@ -570,8 +611,8 @@ int main(int argc, char **argv)
 		out = prog_path;
 	}
 	if (host_main) {
-		if (build_host_program(&prog, host_text, host_c, incflag, libflag,
-				       rpath, out, !strcmp(cmd, "build")))
+		if (build_host_program(host_c, incflag, libflag, rpath, out,
+				       !strcmp(cmd, "build")))
 			return 1;
 	} else {
 		char *cc = getenv("CC") ? getenv("CC") : "cc";
