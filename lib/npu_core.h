@@ -36,6 +36,10 @@ struct jobctx {
 	bool no_implicit;		/* legacy fan-in barrier: own order only */
 	uint32_t trace;			/* profiler trace slot + 1 (npu_trace.c) */
 	bool word;			/* room for the completion word's packet */
+	/* packets outside the stream's command ring, run through one
+	 * INDIRECT (a graph launch's command slot); user queues only */
+	uint64_t ext_va;
+	uint32_t ext_len;
 };
 
 npu_status_t npu_fail(npu_status_t st, const char *fmt, ...)

@@ -156,6 +156,11 @@ struct npu_graph_exec {
 	 * with each record). 0: to be rebuilt. Under x->lock. */
 	uint64_t gen;
 	uint64_t slot_gen[EXEC_SLOTS];
+	/* The point that completes the last launch that used each slot (a
+	 * reference): done's point n for a launch through kernel jobs, the
+	 * stream's point for one on a user queue. Under x->lock. */
+	struct tl *slot_tl[EXEC_SLOTS];
+	uint64_t slot_pt[EXEC_SLOTS];
 	/* Launch scratch, so that a launch does not allocate: the arrays
 	 * of submit_ready (only used within one call, under dev->lock), the
 	 * availability list of npu_graph_launch (under x->lock) and, for a
@@ -313,6 +318,9 @@ static void exec_free(struct npu_graph_exec *x)
 		if (x->last_tl)
 			npu_tl_put(x->dev, x->last_tl);
 	}
+	for (i = 0; i < EXEC_SLOTS; i++)
+		if (x->slot_tl[i])
+			npu_tl_put(x->dev, x->slot_tl[i]);
 	pthread_mutex_unlock(&x->dev->lock);
 	pthread_mutex_destroy(&x->lock);
 	x->magic = 0;
@@ -1811,6 +1819,122 @@ static bool launch_defer(struct launch *L, const struct avail_pt *avail,
 	return true;
 }
 
+/* Launch L's command slot (of EXEC_SLOTS): wait for the launch that used
+ * it last. Caller holds x->lock and dev->lock (dropped while waiting). */
+static npu_status_t slot_wait(struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	unsigned slot = (unsigned)(L->n % EXEC_SLOTS);
+
+	if (x->slot_tl[slot] &&
+	    npu_tl_wait_locked(L->dev, x->slot_tl[slot], x->slot_pt[slot]))
+		return npu_fail_wait(L->dev);
+	L->slot = slot;
+	L->cmd = x->cmd_map + slot * x->slot_size;
+	L->cmd_va = x->cmd_va + slot * x->slot_size;
+	return NPU_SUCCESS;
+}
+
+/* Launch L is queued: its stream point (L->P) is the exec's latest, and
+ * (t, pt) completes it, which frees its slot. Caller holds x->lock and
+ * dev->lock. */
+static void set_last(struct launch *L, struct tl *t, uint64_t pt)
+{
+	struct npu_graph_exec *x = L->x;
+
+	L->s->tl->refs++;
+	if (x->last_tl)
+		npu_tl_put(L->dev, x->last_tl);
+	x->last_tl = L->s->tl;
+	x->last_pt = L->P;
+	t->refs++;
+	if (x->slot_tl[L->slot])
+		npu_tl_put(L->dev, x->slot_tl[L->slot]);
+	x->slot_tl[L->slot] = t;
+	x->slot_pt[L->slot] = pt;
+}
+
+/* Can a launch of x on stream s be one INDIRECT on the stream's user
+ * queue? Device nodes only (a compute-class queue runs COPY, FILL and
+ * LAUNCH packets), and no trace or kernel profile (their TIMESTAMPs and
+ * slots belong to kernel jobs). */
+static bool uq_path(const struct npu_graph_exec *x, const struct npu_stream *s)
+{
+	unsigned i;
+
+	if (!s->uq || !s->tl->sig_va || x->has_host || npu_tracing())
+		return false;
+	for (i = 0; i < x->n; i++)
+		switch (x->x[i].type) {
+		case NPU_GRAPH_NODE_KERNEL:
+		case NPU_GRAPH_NODE_MEMCPY:
+		case NPU_GRAPH_NODE_MEMSET:
+		case NPU_GRAPH_NODE_EMPTY:
+			break;
+		default:
+			return false;
+		}
+	return true;
+}
+
+/* A launch on the stream's user queue: every node's packets into the
+ * command slot, in the exec's topological order (parallel branches run
+ * one after the other, in stream order), then through npu_job_submit's
+ * user-queue form: WAIT_MEM64s for the entry dependencies, one INDIRECT
+ * to the slot, a SIGNAL of the stream's next point, which also stands for
+ * done's point n (as an event recorded there). No system call unless a
+ * dependency is only in a syncobj. Caller holds x->lock and dev->lock. */
+static npu_status_t uq_launch(struct launch *L)
+{
+	struct npu_graph_exec *x = L->x;
+	struct device *dev = L->dev;
+	struct npu_stream *s = L->s;
+	struct npu_cmdw w;
+	struct jobctx jc;
+	npu_status_t st;
+	unsigned i;
+
+	st = launch_slots_take(L);
+	if (!st)
+		st = slot_wait(L);
+	if (st)
+		goto out;
+	npu_cmdw_init(&w, L->cmd, L->cmd_va, x->slot_size);
+	for (i = 0; i < x->n; i++)
+		put_node(L, i, &w);
+	x->slot_gen[L->slot] = 0;	/* not the kernel jobs' layout */
+	if (npu_cmdw_full(&w)) {
+		st = npu_fail(NPU_ERROR_INVALID_VALUE, "graph command slot full");
+		goto out;
+	}
+	st = npu_job_begin(dev, s, 0, &jc);
+	if (st)
+		goto out;
+	jc.ext_va = L->cmd_va;
+	jc.ext_len = w.len;
+	/* the previous launch of x, unless stream order covers it */
+	if (x->launches && x->last_tl != s->tl) {
+		if (x->last_tl && x->last_pt <= x->last_tl->completed &&
+		    x->done->completed < x->launches)
+			x->done->completed = x->launches;
+		st = npu_job_wait(&jc, x->done, x->launches);
+		if (st) {
+			npu_job_abort(&jc);
+			st = npu_fail(st, "out of memory");
+			goto out;
+		}
+	}
+	st = npu_job_submit(dev, &jc, Q_COMPUTE, x->done, L->n, &L->P);
+	if (st)
+		goto out;
+	x->launches = L->n;
+	set_last(L, s->tl, L->P);
+	atomic_fetch_add(&st_launches, 1);
+out:
+	launch_slots_end(L, !st);
+	return st;
+}
+
 npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 {
 	struct device *dev;
@@ -1852,6 +1976,13 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	L->s = s;
 	L->pool = &x->pool;
 	L->n = x->launches + 1;
+	if (uq_path(x, s)) {
+		st = uq_launch(L);
+		launch_release(L);
+		pthread_mutex_unlock(&dev->lock);
+		pthread_mutex_unlock(&x->lock);
+		return st;
+	}
 	if (x->has_host) {
 		L->host_tl = npu_tl_new(dev);
 		if (!L->host_tl) {
@@ -1863,13 +1994,9 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	st = launch_slots_take(L);
 	if (st)
 		goto fail;
-	/* a command slot of EXEC_SLOTS: wait for the launch that used it */
-	if (L->n > EXEC_SLOTS &&
-	    npu_tl_wait_locked(dev, x->done, L->n - EXEC_SLOTS)) {
-		st = npu_fail_wait(dev);
+	st = slot_wait(L);
+	if (st)
 		goto fail;
-	}
-	L->slot = (unsigned)(L->n % EXEC_SLOTS);
 	L->cmd = x->cmd_map + L->slot * x->slot_size;
 	L->cmd_va = x->cmd_va + L->slot * x->slot_size;
 	L->at = x->chunk_off;
@@ -1966,11 +2093,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	s->last_queue = Q_NONE;
 	s->tl->refs++;
 	x->launches = L->n;
-	s->tl->refs++;
-	if (x->last_tl)
-		npu_tl_put(dev, x->last_tl);
-	x->last_tl = s->tl;
-	x->last_pt = L->P;
+	set_last(L, x->done, L->n);
 	/* an entry point that waits for the host (a host function still to
 	 * return): the launch is submitted later, on a helper thread, and
 	 * npu_graph_launch returns now, as any enqueue does */

@@ -450,7 +450,8 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 		nw += r;
 	}
 	bytes = nw * NPU_CMD_WAIT64_BYTES + NPU_CMD_SIGNAL_BYTES +
-		(jc->w.len ? NPU_CMD_INDIRECT_BYTES : 0);
+		(jc->w.len ? NPU_CMD_INDIRECT_BYTES : 0) +
+		(jc->ext_len ? NPU_CMD_INDIRECT_BYTES : 0);
 	r = npu_uq_revive(dev, s, u);
 	if (!r)
 		r = npu_uq_reserve(dev, u, bytes, &w);
@@ -471,6 +472,8 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 		free(wv);
 	if (jc->w.len)
 		npu_cmd_indirect(&w, s->cmd_va + jc->off, jc->w.len);
+	if (jc->ext_len)
+		npu_cmd_indirect(&w, jc->ext_va, jc->ext_len);
 	npu_cmd_signal(&w, s->tl->sig_va, pt);
 	npu_uq_commit(u, &w);
 
@@ -543,6 +546,10 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	}
 	if (s->uq)
 		return uq_job_submit(dev, jc, queue, ev, ev_point, point);
+	if (jc->ext_len) {	/* a user queue's form only */
+		jc_release(jc);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "packets outside the command ring");
+	}
 	out[0] = s->tl;
 	out_pt[0] = s->tl->next + 1;
 	if (jc->word) {		/* last: the job's point to the completion word */

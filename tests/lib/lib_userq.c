@@ -380,6 +380,153 @@ static int default_kind_child(void)
 	return 0;
 }
 
+/* A graph of device nodes launched on a user-queue stream is one INDIRECT
+ * to its command slot between the stream's waits and signal: no system
+ * call, in stream order with the stream's launches and an event record;
+ * then on a kernel-queue stream and back. */
+static void graph_add_node(npu_graph_t g, npu_graph_node_t *n,
+			   npu_graph_node_t *dep, npu_kernel_t k,
+			   uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3)
+{
+	npu_kernel_node_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.kernel = k;
+	p.grid = npu_grid(4, 1, 1);
+	p.nargs = 4;
+	p.args[0] = a0;
+	p.args[1] = a1;
+	p.args[2] = a2;
+	p.args[3] = a3;
+	MUST(npu_graph_add_kernel_node(n, g, dep, dep ? 1 : 0, &p));
+}
+
+static void saxpy(const float *x, float *y, float a, npu_stream_t s)
+{
+	uint64_t v[4] = { npu_arg_ptr(x), npu_arg_ptr(y), N, npu_arg_f32(a) };
+
+	MUST(npu_launch(NPU_K_SAXPY_F32, npu_grid(4, 1, 1), v, 4, s,
+			NPU_LAUNCH_ASYNC));
+}
+
+static void graph_counter(void *p)
+{
+	__atomic_fetch_add((int *)p, 1, __ATOMIC_RELAXED);
+}
+
+static void graph_launch_without_syscalls(float *h)
+{
+	npu_stream_t s, k;
+	npu_event_t e;
+	npu_graph_t g, gh;
+	npu_graph_exec_t x, xh;
+	npu_graph_node_t ms, k1, k2, cp, em, hn, kf;
+	unsigned long before, after;
+	float *d, *x_, *y, *out, *acc;
+	int i, sum = 0, ran = 0;
+
+	MUST(npu_malloc((void **)&d, 4 * N * sizeof(float)));
+	x_ = d;
+	y = d + N;
+	out = d + 2 * N;
+	acc = d + 3 * N;
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_create(&k, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_KERNEL_QUEUE, 0));
+	MUST(npu_event_create(&e, NPU_EVENT_DISABLE_TIMING));
+	/* y = 0; y += x; y += 2x; out = y; (an empty join): out = 3x */
+	MUST(npu_graph_create(&g, 0));
+	MUST(npu_graph_add_memset_node(&ms, g, NULL, 0, y, 0,
+				       N * sizeof(float)));
+	graph_add_node(g, &k1, &ms, NPU_K_SAXPY_F32, npu_arg_ptr(x_),
+		       npu_arg_ptr(y), N, npu_arg_f32(1.0f));
+	graph_add_node(g, &k2, &k1, NPU_K_SAXPY_F32, npu_arg_ptr(x_),
+		       npu_arg_ptr(y), N, npu_arg_f32(2.0f));
+	MUST(npu_graph_add_memcpy_node(&cp, g, &k2, 1, out, y,
+				       N * sizeof(float),
+				       NPU_MEMCPY_DEVICE_TO_DEVICE));
+	MUST(npu_graph_add_empty_node(&em, g, &cp, 1));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	/* warm: the first launch and copy map things */
+	fill(acc, 0.0f, s);
+	fill(x_, 0.0f, s);
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_memcpy_async(h, acc, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+
+	/* two rounds of three launches and a record: a launch waits for
+	 * the one that used its command slot (of 4) before it; after a
+	 * synchronize that is known complete */
+	after = 0;
+	for (i = 1; i <= 6; i++) {
+		before = ioctls();
+		fill(x_, (float)i, s);
+		MUST(npu_graph_launch(x, s));
+		saxpy(out, acc, 1.0f, s);	/* acc += 3i */
+		if (i % 3 == 0)
+			MUST(npu_event_record(e, s));
+		after += ioctls() - before;
+		sum += 3 * i;
+		if (i == 3)	/* (the event's: its next record reuses its
+				 * timeline, known complete) */
+			MUST(npu_event_synchronize(e));
+	}
+	tap_ok(after == 0,
+	       "6 graph launches (memset, 2 kernels, memcpy, empty) between "
+	       "stream launches and two records: %lu system calls", after);
+	ST(npu_event_synchronize(e), NPU_SUCCESS,
+	   "the record after the graph launches completes");
+	ST(npu_event_query(e), NPU_SUCCESS, "and queries complete");
+	MUST(npu_memcpy_async(h, acc, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(all_are(h, N, (float)sum),
+	       "every launch saw its stream's fill and ran its chain (%d)", sum);
+	/* the same exec on a kernel-queue stream after the user-queue
+	 * launches, and back */
+	fill(x_, 10.0f, s);
+	MUST(npu_graph_launch(x, s));
+	MUST(npu_event_record(e, s));
+	MUST(npu_stream_wait_event(k, e, 0));
+	MUST(npu_graph_launch(x, k));	/* the same input: out = 30 again */
+	MUST(npu_event_record(e, k));
+	MUST(npu_stream_wait_event(s, e, 0));
+	saxpy(out, acc, 1.0f, s);
+	MUST(npu_memcpy_async(h, acc, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(all_are(h, N, (float)(sum + 30)),
+	       "a launch on a kernel-queue stream after them, and back (%d)",
+	       sum + 30);
+	MUST(npu_stream_synchronize(k));
+	ST(npu_graph_exec_destroy(x), NPU_SUCCESS, "the exec is destroyed");
+
+	/* a host node: the kernel-job path, still in stream order */
+	MUST(npu_graph_create(&gh, 0));
+	graph_add_node(gh, &kf, NULL, NPU_K_SCALE_F32, npu_arg_ptr(x_),
+		       npu_arg_ptr(y), N, npu_arg_f32(4.0f));
+	MUST(npu_graph_add_host_node(&hn, gh, &kf, 1, graph_counter, &ran));
+	MUST(npu_graph_instantiate(&xh, gh, 0));
+	fill(x_, 2.0f, s);
+	for (i = 0; i < 3; i++)
+		MUST(npu_graph_launch(xh, s));
+	MUST(npu_memcpy_async(h, y, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(all_are(h, N, 8.0f) && __atomic_load_n(&ran, __ATOMIC_RELAXED) == 3,
+	       "a graph with a host node runs on a user-queue stream (%d runs)",
+	       ran);
+	MUST(npu_graph_exec_destroy(xh));
+	MUST(npu_graph_destroy(g));
+	MUST(npu_graph_destroy(gh));
+	MUST(npu_event_destroy(e));
+	MUST(npu_stream_destroy(s));
+	MUST(npu_stream_destroy(k));
+	MUST(npu_free(d));
+}
+
 int main(int argc, char **argv)
 {
 	npu_device_prop p;
@@ -409,6 +556,7 @@ int main(int argc, char **argv)
 	host_function_order(d, h);
 	mixed_with_kernel_queues(d, h, gate);
 	wait_for_point_in_submission(d, h);
+	graph_launch_without_syscalls(h);
 	MUST(npu_free(d));
 	MUST(npu_host_free(h));
 	MUST(npu_host_free(gate));
