@@ -138,6 +138,14 @@ static npu_graph_t diamond(void)
 	return g;
 }
 
+/* A stream on kernel queues, for the tests that count the SUBMITs and
+ * jobs of a launch: on a user-queue stream a graph of device nodes is
+ * one INDIRECT on the stream's queue, no SUBMIT (lib_userq counts that) */
+static npu_status_t job_stream(npu_stream_t *s, unsigned flags)
+{
+	return npu_stream_create(s, flags | NPU_STREAM_KERNEL_QUEUE, 0);
+}
+
 static void test_diamond(void)
 {
 	npu_graph_t g = diamond();
@@ -148,7 +156,7 @@ static void test_diamond(void)
 	size_t cnt = 0;
 	int i;
 
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
 	MUST(npu_graph_get_nodes(g, NULL, &cnt));
 	tap_ok(cnt == 7, "explicit graph has 7 nodes (%zu)", cnt);
 	MUST(npu_graph_instantiate(&x, g, 0));
@@ -237,7 +245,7 @@ static void test_fan(void)
 	unsigned long before, jobs0, nj;
 	int i, e;
 
-	MUST(npu_stream_create(&s, 0, 0));
+	MUST(job_stream(&s, 0));
 	MUST(npu_graph_create(&g, 0));
 	MUST(npu_graph_add_memcpy_node(&src, g, NULL, 0, dx, hx, N * 4,
 				       NPU_MEMCPY_DEFAULT));
@@ -469,7 +477,7 @@ static void test_capture(void)
 	unsigned long before;
 	int i;
 
-	MUST(npu_stream_create(&s1, 0, 0));
+	MUST(job_stream(&s1, 0));
 	MUST(npu_stream_create(&s2, 0, 0));
 	MUST(npu_event_create(&fork, NPU_EVENT_DISABLE_TIMING));
 	MUST(npu_event_create(&join, NPU_EVENT_DISABLE_TIMING));
@@ -639,7 +647,7 @@ static void test_long_chain(void)
 	int i;
 
 	MUST(npu_device_get_properties(&prop, 0));
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
 	MUST(npu_graph_create(&g, 0));
 	for (i = 0; i < len; i++) {
 		npu_kernel_node_params p = kscale(dx, dy, 1.0f, 1);
@@ -838,8 +846,8 @@ static void test_merged_chain(void)
 
 	for (i = 0; i < CHAIN; i++)
 		chain_a[i] = (float)(i + 1);
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
-	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
+	MUST(job_stream(&s2, NPU_STREAM_NON_BLOCKING));
 	MUST(npu_graph_create(&g, 0));
 	for (i = 0; i < CHAIN; i++) {
 		npu_kernel_node_params p = chain_node(i);
@@ -992,8 +1000,8 @@ static void test_prebuilt(void)
 
 	for (i = 0; i < CHAIN; i++)
 		chain_a[i] = (float)(i % 5) - 2.0f;
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
-	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
+	MUST(job_stream(&s2, NPU_STREAM_NON_BLOCKING));
 	MUST(npu_graph_create(&g, 0));
 	for (i = 0; i < CHAIN; i++) {
 		npu_kernel_node_params p = chain_node(i);
@@ -1108,7 +1116,7 @@ static void test_merged_fault(void)
 
 	MUST(npu_device_get_properties(&prop, 0));
 	bad = prop.va_size ? ((prop.va_size - 0x200000) & ~0xfffull) : 0x7f00000000ull;
-	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0));
+	MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
 	MUST(npu_graph_create(&g, 0));
 	for (i = 0; i < CHAIN; i++) {
 		npu_kernel_node_params p = kscale(dx, dy, 1.0f, 1);
