@@ -572,6 +572,13 @@ static int bench_chains(void)
 				m[t] = cv[0][t] > 0 ? cg[2][t] / cv[0][t] : 0;
 			emit("graph_vs_launch_100", stats(m, nt), "x",
 			     "graph of 100 launch+sync / one kernel launch+sync");
+			if (*sfx) {	/* user queues: a one-node graph is
+					 * one INDIRECT, as a launch is one job */
+				for (t = 0; t < nt; t++)
+					m[t] = cv[0][t] > 0 ? cg[0][t] / cv[0][t] : 0;
+				emit("graph_launch_vs_kernel", stats(m, nt), "x",
+				     "one-node graph launch+sync / one kernel launch+sync");
+			}
 		} else {
 			emit_null("graph_chain_marginal_null", "no graph figures");
 		}
