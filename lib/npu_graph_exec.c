@@ -20,6 +20,11 @@
  * those. Host nodes run on a thread of the launch; the jobs after them are
  * submitted when they return.
  *
+ * On a user-queue stream, a graph of kernel, memcpy, memset and empty
+ * nodes is no job: its packets, in topological order, go into the command
+ * slot, and the launch is a stream operation of one INDIRECT to them
+ * (uq_launch, npu_job_submit's user-queue form): no system call.
+ *
  * Locking: x->lock (one launch of an exec at a time) -> dev->lock -> the
  * trace lock.
  */
