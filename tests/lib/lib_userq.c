@@ -414,9 +414,9 @@ static void graph_counter(void *p)
 	__atomic_fetch_add((int *)p, 1, __ATOMIC_RELAXED);
 }
 
-static void graph_launch_without_syscalls(float *h)
+static void graph_launch_without_syscalls(float *h, uint32_t *gate)
 {
-	npu_stream_t s, k;
+	npu_stream_t s, k, s2;
 	npu_event_t e;
 	npu_graph_t g, gh;
 	npu_graph_exec_t x, xh;
@@ -501,6 +501,31 @@ static void graph_launch_without_syscalls(float *h)
 	       "a launch on a kernel-queue stream after them, and back (%d)",
 	       sum + 30);
 	MUST(npu_stream_synchronize(k));
+	/* the next launch on another user-queue stream waits for the one
+	 * behind a closed gate (two launches of an exec never overlap): on
+	 * the device, through the first stream's memory signal */
+	MUST(npu_stream_create(&s2, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	fill(acc, 0.0f, s2);
+	MUST(npu_stream_synchronize(s2));
+	*gate = 0;
+	MUST(npu_stream_wait_value32(s, gate, 1, 0));
+	MUST(npu_graph_launch(x, s));
+	before = ioctls();
+	MUST(npu_graph_launch(x, s2));
+	after = ioctls();
+	saxpy(out, acc, 1.0f, s2);
+	usleep(20000);
+	ST(npu_stream_query(s2), NPU_ERROR_NOT_READY,
+	   "a launch on another stream waits for the exec's previous launch");
+	__atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+	MUST(npu_memcpy_async(h, acc, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, s2));
+	MUST(npu_stream_synchronize(s2));
+	tap_ok(after == before && all_are(h, N, 30.0f),
+	       "... with no system call (%lu), and runs after it", after - before);
+	MUST(npu_stream_synchronize(s));
+	MUST(npu_stream_destroy(s2));
 	ST(npu_graph_exec_destroy(x), NPU_SUCCESS, "the exec is destroyed");
 
 	/* a host node: the kernel-job path, still in stream order */
@@ -556,7 +581,7 @@ int main(int argc, char **argv)
 	host_function_order(d, h);
 	mixed_with_kernel_queues(d, h, gate);
 	wait_for_point_in_submission(d, h);
-	graph_launch_without_syscalls(h);
+	graph_launch_without_syscalls(h, gate);
 	MUST(npu_free(d));
 	MUST(npu_host_free(h));
 	MUST(npu_host_free(gate));
