@@ -90,6 +90,7 @@ static const struct {
 	[EL_U32] = { "u32", "uint32_t", 4 },
 	[EL_S32] = { "s32", "int32_t", 4 },
 	[EL_S64] = { "s64", "int64_t", 8 },
+	[EL_U64] = { "u64", "uint64_t", 8 },
 	[EL_F32] = { "f32", "float", 4 },
 	[EL_F64] = { "f64", "double", 8 },
 	[EL_F16] = { "f16", "uint16_t", 2 },

@@ -14,13 +14,13 @@ struct loc {
 	int line, col;
 };
 
-/* Element and scalar types; the order of the first thirteen is the order
+/* Element and scalar types; the order of the first fourteen is the order
  * of enum npu_choreo_elem in npu_choreo.h. f16, bf16 and the fp8 types are
  * held as their bits (uint16_t, uint8_t) in memory and in variables;
  * read, they are f32 values (npu_half.h). */
 enum elem {
 	EL_U8, EL_S8, EL_U16, EL_S16, EL_U32, EL_S32, EL_S64, EL_F32, EL_F64,
-	EL_F16, EL_BF16, EL_F8E4M3, EL_F8E5M2,
+	EL_F16, EL_BF16, EL_F8E4M3, EL_F8E5M2, EL_U64,
 	/* integers narrower than a byte: one a byte (u8/s8 at the C
 	 * interface), a store keeps the low bits (sign-extended) */
 	EL_U6, EL_S6, EL_U4, EL_S4, EL_U2, EL_S2, EL_U1, EL_BIN1,

@@ -41,12 +41,12 @@ const char *c_elem_enum(enum elem e)
 		"NPU_CHOREO_S16", "NPU_CHOREO_U32", "NPU_CHOREO_S32",
 		"NPU_CHOREO_S64", "NPU_CHOREO_F32", "NPU_CHOREO_F64",
 		"NPU_CHOREO_F16", "NPU_CHOREO_BF16", "NPU_CHOREO_F8_E4M3",
-		"NPU_CHOREO_F8_E5M2",
+		"NPU_CHOREO_F8_E5M2", "NPU_CHOREO_U64",
 	};
 
 	if (elem_bits(e))
 		return elem_signed_bits(e) ? "NPU_CHOREO_S8" : "NPU_CHOREO_U8";
-	return e <= EL_F8E5M2 ? names[e] : "NPU_CHOREO_S32";
+	return e <= EL_U64 ? names[e] : "NPU_CHOREO_S32";
 }
 
 void emit_indent(struct emitter *em)
@@ -472,6 +472,8 @@ void emit_expr(struct emitter *em, const struct node *e)
 	case E_INT:
 		if (e->flag == EL_U32)
 			fprintf(o, "%lluU", (unsigned long long)e->ival);
+		else if (e->flag == EL_U64)
+			fprintf(o, "%lluULL", (unsigned long long)e->ival);
 		else if (e->flag == EL_S64 || e->ival > 2147483647LL ||
 			 e->ival < -2147483647LL)
 			fprintf(o, "%lldLL", e->ival);

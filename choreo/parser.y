@@ -260,7 +260,7 @@ static void set_scalar_type(struct type *t, int elem)
 %token <s> IDENT "identifier" STRING "string" BUILTIN "built-in"
 %token <s> OPASSIGN "compound assignment"
 %token <i> INTLIT "integer" UINTLIT "unsigned integer"
-%token <i> LLINTLIT "long long integer"
+%token <i> LLINTLIT "long long integer" ULLINTLIT "unsigned long long integer"
 %token <f> FLOATLIT "floating-point number"
 %token <n> SCHEDULE "[[schedule]]"
 
@@ -1343,6 +1343,8 @@ expr
 	: INTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; }
 	| UINTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; $$->flag = EL_U32; }
 	| LLINTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; $$->flag = EL_S64; }
+	/* ival holds the bits of the u64 value */
+	| ULLINTLIT		{ $$ = mk(E_INT, @1); $$->ival = $1; $$->flag = EL_U64; }
 	| FLOATLIT		{ $$ = mk(E_FLOAT, @1); $$->fval = $1; }
 	| BOOLLIT		{ $$ = mk(E_BOOL, @1); $$->ival = $1; }
 	| STRING		{ $$ = mk(E_STRING, @1); $$->name = $1; }

@@ -184,6 +184,9 @@ bool const_eval(const struct node *e, long long *v)
 
 	switch (e->kind) {
 	case E_INT:
+		/* a u64 beyond s64's range is not a long long */
+		if (e->flag == EL_U64 && e->ival < 0)
+			return false;
 		*v = e->ival;
 		return true;
 	case E_UNARY:
@@ -715,6 +718,9 @@ static struct type arith(struct type a, struct type b)
 		return scalar(EL_F64);
 	if (elem_is_float(a.elem) || elem_is_float(b.elem))
 		return scalar(EL_F32);
+	/* as in C: u64 with any narrower integer is u64 */
+	if (a.elem == EL_U64 || b.elem == EL_U64)
+		return scalar(EL_U64);
 	if (a.elem == EL_S64 || b.elem == EL_S64)
 		return scalar(EL_S64);
 	return scalar(EL_INT);
@@ -1015,7 +1021,7 @@ static struct type check_expr_inner(struct node *e)
 
 	switch (e->kind) {
 	case E_INT:
-		if (e->flag == EL_U32 || e->flag == EL_S64)
+		if (e->flag == EL_U32 || e->flag == EL_S64 || e->flag == EL_U64)
 			t = scalar(e->flag);
 		else
 			t = scalar(e->ival > 2147483647LL || e->ival < -2147483648LL ?

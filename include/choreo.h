@@ -56,6 +56,7 @@ using s16 = int16_t;
 using u32 = uint32_t;
 using s32 = int32_t;
 using s64 = int64_t;
+using u64 = uint64_t;
 using f32 = float;
 using f64 = double;
 
@@ -213,6 +214,7 @@ template <> struct elem_of<s16> { static constexpr npu_choreo_elem value = NPU_C
 template <> struct elem_of<u32> { static constexpr npu_choreo_elem value = NPU_CHOREO_U32; };
 template <> struct elem_of<s32> { static constexpr npu_choreo_elem value = NPU_CHOREO_S32; };
 template <> struct elem_of<s64> { static constexpr npu_choreo_elem value = NPU_CHOREO_S64; };
+template <> struct elem_of<u64> { static constexpr npu_choreo_elem value = NPU_CHOREO_U64; };
 template <> struct elem_of<f32> { static constexpr npu_choreo_elem value = NPU_CHOREO_F32; };
 template <> struct elem_of<f64> { static constexpr npu_choreo_elem value = NPU_CHOREO_F64; };
 template <> struct elem_of<f16> { static constexpr npu_choreo_elem value = NPU_CHOREO_F16; };

@@ -37,7 +37,8 @@ extern "C" {
 #define NPU_CHOREO_MAX_RANK	6
 
 /* element types: Choreo's u8 s8 u16 s16 u32 s32 s64 f32 f64 f16 bf16
- * f8_e4m3 f8_e5m2 (the last four are their bits: npu_half.h) */
+ * f8_e4m3 f8_e5m2 (these four are their bits: npu_half.h), then u64
+ * (added last: the values before it keep their numbers) */
 enum npu_choreo_elem {
 	NPU_CHOREO_U8,
 	NPU_CHOREO_S8,
@@ -52,6 +53,7 @@ enum npu_choreo_elem {
 	NPU_CHOREO_BF16,
 	NPU_CHOREO_F8_E4M3,
 	NPU_CHOREO_F8_E5M2,
+	NPU_CHOREO_U64,
 };
 
 /* row-major data of rank dimensions dims[0..rank-1] */
@@ -65,7 +67,7 @@ struct npu_choreo_view {
 /* Bytes of one element. */
 static inline size_t npu_choreo_elem_size(enum npu_choreo_elem elem)
 {
-	static const unsigned char size[] = { 1, 1, 2, 2, 4, 4, 8, 4, 8, 2, 2, 1, 1 };
+	static const unsigned char size[] = { 1, 1, 2, 2, 4, 4, 8, 4, 8, 2, 2, 1, 1, 8 };
 
 	return (unsigned)elem < sizeof(size) ? size[elem] : 0;
 }
