@@ -592,7 +592,7 @@ static void emit_cond(struct emitter *em, const struct node *e)
 	fputc(')', em->o);
 }
 
-/* println as Choreo's runtime prints: integers %lld, floats %f, booleans
+/* println as Choreo's runtime prints: integers %lld (u64 %llu), floats %f, booleans
  * true/false, shapes [d0, d1], ituples {a, b}; arguments separated by one
  * space */
 static void emit_print(struct emitter *em, const struct node *p)
@@ -629,6 +629,8 @@ static void emit_print(struct emitter *em, const struct node *p)
 			fputs("%s", o);
 		} else if (elem_is_float(a->ety.elem)) {
 			fputs("%f", o);
+		} else if (a->ety.elem == EL_U64) {
+			fputs("%llu", o);
 		} else {
 			fputs("%lld", o);
 		}
@@ -660,6 +662,10 @@ static void emit_print(struct emitter *em, const struct node *p)
 			fputs(") ? \"true\" : \"false\"", o);
 		} else if (elem_is_float(a->ety.elem)) {
 			fputs("(double)(", o);
+			emit_expr(em, a);
+			fputc(')', o);
+		} else if (a->ety.elem == EL_U64) {
+			fputs("(unsigned long long)(", o);
 			emit_expr(em, a);
 			fputc(')', o);
 		} else {
