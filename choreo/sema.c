@@ -1341,8 +1341,10 @@ static bool host_value(struct node *e)
 	switch (e->kind) {
 	case E_INT:
 		return true;
-	case E_UBOUND:	/* a constant extent */
-		return const_eval(e, &v);
+	case E_UBOUND:	/* a constant extent, or one of host values */
+		return const_eval(e, &v) ||
+		       (e->kids[0]->sym && e->kids[0]->sym->ubound &&
+			host_value(e->kids[0]->sym->ubound));
 	case E_ID:
 		return e->sym && e->sym->level == 0 &&
 		       (e->sym->kind == SY_DIM || e->sym->kind == SY_VAR ||
