@@ -203,6 +203,8 @@ struct sym {
 	bool ituple;		/* SY_SHAPE of an ituple: printed {a, b} */
 	bool init_hoisted;	/* shared data of a thread level: its {init} is
 				 * set once when the kernel starts */
+	bool dyn_local;		/* local data sized by host values: each
+				 * thread's copy in the launch's scratchpad */
 	/* SY_FRAG: its tile register, the rows and columns it holds, its
 	 * element type (an accumulator's: EL_F32 or EL_S32) */
 	int tile;

@@ -720,7 +720,14 @@ void host_emit_launch(struct emitter *em, const struct node *par)
 	/* shared data sized by host values, as the kernel places it */
 	for (i = 0; i < k->ndyn_shared; i++) {
 		fputs(" + ((", o);
-		kernel_emit_dyn_bytes(em, k->dyn_shared[i]);
+		if (k->dyn_shared[i]->dyn_local) {
+			/* local data: a copy for each thread of a block */
+			fputs("((", o);
+			kernel_emit_dyn_bytes(em, k->dyn_shared[i]);
+			fputs(" + 15) & ~15UL) * (unsigned long)npu__threads", o);
+		} else {
+			kernel_emit_dyn_bytes(em, k->dyn_shared[i]);
+		}
 		fputs(" + 15) & ~15UL)", o);
 	}
 	fprintf(o, ", %s, npu__args);\n", stream->kind == E_ID ? stream->sym->cname : "NULL");

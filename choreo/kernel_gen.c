@@ -233,8 +233,17 @@ static void emit_dyn_shared_decl(struct emitter *em, const struct node *d)
 		fprintf(o, "(void)%s_d%d;\n", s->cname, k);
 		emit_indent(em);
 	}
-	fprintf(o, "%s *const %s = (%s *)(npu__scratch + npu__off_%s);\n",
-		elem_ctype(s->type.elem), s->cname, elem_ctype(s->type.elem), s->cname);
+	if (s->dyn_local) {
+		/* this thread's copy */
+		fprintf(o, "%s *const %s = (%s *)(npu__scratch + npu__off_%s + "
+			"npu_thread_index() * ((", elem_ctype(s->type.elem), s->cname,
+			elem_ctype(s->type.elem), s->cname);
+		kernel_emit_dyn_bytes(em, s);
+		fputs(" + 15) & ~15UL));\n", o);
+	} else {
+		fprintf(o, "%s *const %s = (%s *)(npu__scratch + npu__off_%s);\n",
+			elem_ctype(s->type.elem), s->cname, elem_ctype(s->type.elem), s->cname);
+	}
 	emit_indent(em);
 	fprintf(o, "(void)%s;\n", s->cname);
 	if (d->nkids && !s->init_hoisted) {
@@ -259,7 +268,7 @@ void kernel_emit_span_decl(struct emitter *em, const struct node *d)
 	long long count = 1, v;
 	int k;
 
-	if (s->storage == ST_SHARED && s->shared_offset < 0) {
+	if ((s->storage == ST_SHARED && s->shared_offset < 0) || s->dyn_local) {
 		emit_dyn_shared_decl(em, d);
 		return;
 	}
@@ -368,7 +377,14 @@ static void emit_kernel(FILE *o, struct kernel *k, int index)
 			fprintf(o, "\tconst unsigned long npu__off_%s = npu__dyn;\n",
 				k->dyn_shared[i]->cname);
 			fputs("\tnpu__dyn = (npu__dyn + ", o);
-			kernel_emit_dyn_bytes(&em, k->dyn_shared[i]);
+			if (k->dyn_shared[i]->dyn_local) {
+				/* a copy a thread */
+				fputs("((", o);
+				kernel_emit_dyn_bytes(&em, k->dyn_shared[i]);
+				fputs(" + 15) & ~15UL) * npu_block_threads()", o);
+			} else {
+				kernel_emit_dyn_bytes(&em, k->dyn_shared[i]);
+			}
 			fputs(" + 15) & ~15UL;\n", o);
 		}
 		fputs("\t(void)npu__dyn;\n", o);

@@ -1316,7 +1316,8 @@ static void check_dims(struct node *d, struct type *t)
 				de->index = e->index;
 				check_expr(de);
 				/* of shared data sized by host values: those */
-				if (s->storage == ST_SHARED && s->shared_offset < 0)
+				if ((s->storage == ST_SHARED && s->shared_offset < 0) ||
+				    s->dyn_local)
 					de = s->type.dims[k];
 				out.dims[out.rank++] = de;
 			}
@@ -1524,12 +1525,20 @@ declare_it:
 		s->init_hoisted = true;
 		cur_kernel->shared_inits[cur_kernel->nshared_inits++] = d;
 	}
-	if (s->storage == ST_SHARED && dyn_shared_ok(s)) {
+	/* local data sized by host values: a thread's stack is sized when
+	 * the kernel is built, so each thread's copy goes to the launch's
+	 * scratchpad beside the shared data sized at run time */
+	if (dyn_shared_ok(s)) {
 		if (cur_kernel->ndyn_shared == MAX_EVENTS)
-			diag_error(d->loc, "not supported yet: more than %d shared "
-				   "buffers sized at run time", MAX_EVENTS);
+			diag_error(d->loc, "not supported yet: more than %d %s "
+				   "buffers sized at run time", MAX_EVENTS,
+				   s->storage == ST_SHARED ? "shared" : "shared or local");
 		for (i = 0; i < s->type.rank; i++)
 			capture_expr(s->type.dims[i]);
+		if (s->storage != ST_SHARED) {
+			s->storage = ST_LOCAL;
+			s->dyn_local = true;
+		}
 		s->shared_offset = -1;
 		cur_kernel->dyn_shared[cur_kernel->ndyn_shared++] = s;
 		return;
