@@ -1357,6 +1357,10 @@ static bool host_value(struct node *e)
 			resolve_data(e);
 		return e->ival >= 0 && !e->nkids && e->sym && e->sym->level == 0 &&
 		       (e->sym->kind == SY_PARAM || e->sym->kind == SY_SPAN);
+	case E_CALL:	/* cdiv, __alignup, __aligndown: arithmetic */
+		if (!e->name || !is_align_call(e))
+			return false;
+		/* fall through */
 	case E_BINARY:
 	case E_UNARY:
 	case E_TERNARY:
@@ -1367,6 +1371,28 @@ static bool host_value(struct node *e)
 	default:
 		return false;
 	}
+}
+
+/*
+ * A dimension of a kernel's own view of host data (x.span_as([B * T, H])
+ * in a parallel body: its alias) whose expression is of host values:
+ * that expression, so that the launch can count the bytes of data sized
+ * by it.
+ */
+static void host_alias_dims(struct node **pe)
+{
+	struct node *e = *pe;
+	const struct sym *s = e->sym;
+	int i;
+
+	if (e->kind == E_SPAN && s && s->level > 0 && s->kind == SY_ALIAS &&
+	    !e->nkids && e->ival >= 0 && s->type.kind == TY_SPAN &&
+	    e->ival < s->type.rank && host_value(s->type.dims[e->ival])) {
+		*pe = s->type.dims[e->ival];
+		return;
+	}
+	for (i = 0; i < e->nkids; i++)
+		host_alias_dims(&e->kids[i]);
 }
 
 /* shared data with a dimension known only at run time, each of them
@@ -1525,6 +1551,11 @@ declare_it:
 		s->init_hoisted = true;
 		cur_kernel->shared_inits[cur_kernel->nshared_inits++] = d;
 	}
+	/* only for data refused otherwise: the expressions it rewrites may
+	 * be shared with others (the same values either way) */
+	for (i = 0; i < s->type.rank && !dyn_shared_ok(s); i++)
+		if (!span_dim_const(s, i, &v))
+			host_alias_dims(&s->type.dims[i]);
 	/* local data sized by host values: a thread's stack is sized when
 	 * the kernel is built, so each thread's copy goes to the launch's
 	 * scratchpad beside the shared data sized at run time */
