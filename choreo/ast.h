@@ -76,6 +76,10 @@ enum node_kind {
 			 * sema's ->sym: a pointer span naming the choice */
 };
 
+/* N_PRINT's flag: 1 println (a newline), PRINT_STATIC print! and
+ * println!, which print when the program compiles */
+#define PRINT_STATIC	2
+
 struct sym;
 
 struct node {

@@ -3578,6 +3578,125 @@ static void check_print(struct node *p)
 	}
 }
 
+/* a value of print!: what is known when the program compiles */
+static void static_value(const struct node *e)
+{
+	long long v;
+
+	if (const_eval(e, &v)) {
+		if (e->ety.kind == TY_SCALAR && e->ety.elem == EL_BOOL)
+			fputs(v ? "true" : "false", stdout);
+		else
+			printf("%lld", v);
+		return;
+	}
+	switch (e->kind) {
+	case E_ID:
+		/* a host value by its name: what it is is known at run time */
+		if (e->sym && e->sym->level == 0 && (e->sym->kind == SY_DIM ||
+		    e->sym->kind == SY_PARAM) && is_integer(e->sym->type)) {
+			printf("%s", e->name);
+			return;
+		}
+		break;
+	case E_SPAN:
+		if (e->ival >= 0 && e->sym && e->ival < e->sym->type.rank &&
+		    e->sym->type.dims[e->ival] != e) {
+			static_value(e->sym->type.dims[e->ival]);
+			return;
+		}
+		break;
+	case E_BINARY:
+		if (is_integer(e->ety)) {
+			putchar('(');
+			static_value(e->kids[0]);
+			printf(" %s ", e->name);
+			static_value(e->kids[1]);
+			putchar(')');
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	if (e->ety.kind == TY_SCALAR && elem_is_float(e->ety.elem)) {
+		fputs("unknown", stdout);
+		return;
+	}
+	fputs("rt-val", stdout);
+}
+
+/* print!(...) and println!(...): their arguments one after another,
+ * strings with their escapes, as they are known when the program
+ * compiles; nothing runs */
+static void static_print(struct node *p)
+{
+	struct node **dims = xmalloc((size_t)(p->nkids + 1) * sizeof(*dims));
+	int i, k;
+
+	/* every argument checked before anything is printed */
+	for (i = 0; i < p->nkids; i++) {
+		struct node *a = p->kids[i];
+
+		dims[i] = node_new(N_BLOCK, a->loc);
+		if (a->kind == E_BINARY && shape_value(a, dims[i])) {
+			for (k = 0; k < dims[i]->nkids; k++)
+				check_expr(dims[i]->kids[k]);
+			continue;
+		}
+		dims[i] = NULL;
+		check_expr(a);
+		/* a bounded ituple (a loop's indices) is rt-val */
+		if (a->ety.kind != TY_SCALAR && a->ety.kind != TY_STRING &&
+		    a->ety.kind != TY_TUPLE && !(a->kind == E_SPAN && a->ival < 0))
+			diag_error(a->loc, "type mismatch: print! of %s", kind_text(a->ety));
+	}
+	for (i = 0; i < p->nkids; i++) {
+		const struct node *a = p->kids[i];
+		const char *c;
+
+		if (dims[i]) {
+			/* shape arithmetic (nit + 1): an ituple */
+			putchar('{');
+			for (k = 0; k < dims[i]->nkids; k++) {
+				if (k)
+					fputs(", ", stdout);
+				static_value(dims[i]->kids[k]);
+			}
+			putchar('}');
+			continue;
+		}
+		if (a->kind == E_STRING) {
+			for (c = a->name; *c; c++) {
+				if (*c != '\\' || !c[1]) {
+					putchar(*c);
+					continue;
+				}
+				switch (*++c) {
+				case 'n': putchar('\n'); break;
+				case 't': putchar('\t'); break;
+				default: putchar(*c); break;
+				}
+			}
+		} else if (a->kind == E_SPAN && a->ival < 0 && a->sym) {
+			/* a shape or an ituple */
+			putchar(a->sym->ituple ? '{' : '[');
+			for (k = 0; k < a->sym->type.rank; k++) {
+				if (k)
+					fputs(", ", stdout);
+				static_value(a->sym->type.dims[k]);
+			}
+			putchar(a->sym->ituple ? '}' : ']');
+		} else {
+			static_value(a);
+		}
+	}
+	if (p->flag & 1)
+		putchar('\n');
+	fflush(stdout);
+	free(dims);
+}
+
 #define MAX_STMT_DEPTH	256
 static int stmt_depth;
 
@@ -4655,6 +4774,13 @@ static void check_stmt_inner(struct node *s)
 		break;
 	}
 	case N_PRINT:
+		if (s->flag & PRINT_STATIC) {
+			static_print(s);
+			/* nothing of it is left to run */
+			s->kind = N_BLOCK;
+			s->nkids = 0;
+			break;
+		}
 		check_print(s);
 		break;
 	case N_SYNC:

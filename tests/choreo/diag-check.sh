@@ -3,7 +3,10 @@
 # compiler ($BUILD/sdk/bin/npu-choreo):
 #  - each tests/choreo/diag/NAME.co with a NAME.err: `npu-choreo build`
 #    exits 1 and its stderr is exactly NAME.err (the diagnostic line, the
-#    source line, the caret line). In .err files "..." stands for any text:
+#    source line, the caret line); each diag/NAME.co with a NAME.out:
+#    `npu-choreo build` exits 0 and prints exactly NAME.out (print! and
+#    println!, which print when the program compiles). In .err files
+#    "..." stands for any text:
 #    the contract fixes the start of bison's messages ("syntax error,
 #    unexpected ...") and of "type mismatch: ...", not the rest;
 #  - inputs that are not programs (an empty file, only a comment, binary
@@ -71,6 +74,18 @@ for want in "$src"/diag/*.err; do
 		not_ok "diag/$name.co: exit $rc (want 1), stderr must match $name.err"
 		sed 's/^/# want: /' "$want"
 		sed 's/^/# got:  /' "$tmp/err" | head -20
+	fi
+done
+
+for want in "$src"/diag/*.out; do
+	name=$(basename "$want" .out)
+	build "$src/diag" "$name.co"
+	if [ $rc = 0 ] && cmp -s "$tmp/stdout" "$want"; then
+		ok "diag/$name.co: prints $name.out when it compiles"
+	else
+		not_ok "diag/$name.co: exit $rc (want 0), stdout must be $name.out"
+		diff "$want" "$tmp/stdout" | head -20 | sed 's/^/# /'
+		head -n 5 "$tmp/err" | sed 's/^/# /'
 	fi
 done
 
