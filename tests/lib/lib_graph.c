@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 
@@ -1101,8 +1102,10 @@ static void test_prebuilt(void)
 
 /* A page fault in the middle of a merged chain is reported as for any
  * graph job: the device's sticky error, seen by the launching stream,
- * naming the kernel and the address; npu_device_reset() recovers. */
-static void test_merged_fault(void)
+ * naming the kernel and the address; npu_device_reset() recovers. On a
+ * user-queue stream (uq) the launch is one INDIRECT on the stream's queue,
+ * which the fault halts: no job, the same report and recovery. */
+static void test_merged_fault(bool uq)
 {
 	npu_device_prop prop;
 	npu_graph_t g;
@@ -1116,7 +1119,20 @@ static void test_merged_fault(void)
 
 	MUST(npu_device_get_properties(&prop, 0));
 	bad = prop.va_size ? ((prop.va_size - 0x200000) & ~0xfffull) : 0x7f00000000ull;
-	MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
+	if (uq) {
+		unsigned f = 0;
+
+		MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING |
+				       NPU_STREAM_USER_QUEUE, 0));
+		MUST(npu_stream_get_flags(s, &f));
+		if (!(f & NPU_STREAM_USER_QUEUE)) {
+			tap_skip("merged fault on a user queue: none on this device");
+			npu_stream_destroy(s);
+			return;
+		}
+	} else {
+		MUST(job_stream(&s, NPU_STREAM_NON_BLOCKING));
+	}
 	MUST(npu_graph_create(&g, 0));
 	for (i = 0; i < CHAIN; i++) {
 		npu_kernel_node_params p = kscale(dx, dy, 1.0f, 1);
@@ -1134,9 +1150,11 @@ static void test_merged_fault(void)
 	MUST(npu_device_synchronize());
 	job0 = atomic_load(&n_jobs);
 	MUST(npu_graph_launch(x, s));
-	tap_ok(atomic_load(&n_jobs) - job0 == 1, "chain with a faulting node is one job");
+	tap_ok(atomic_load(&n_jobs) - job0 == (uq ? 0 : 1),
+	       "%s: chain with a faulting node is %s", uq ? "user queue" : "kernel queue",
+	       uq ? "no job (one INDIRECT)" : "one job");
 	ST(npu_stream_synchronize(s), NPU_ERROR_ILLEGAL_ADDRESS,
-	   "the fault in the merged job is reported on the launching stream");
+	   "the fault in the merged launch is reported on the launching stream");
 	tap_diag("message: %s", npu_last_error_message());
 	snprintf(hex, sizeof(hex), "%llx", (unsigned long long)bad);
 	tap_ok(strstr(npu_last_error_message(), "test_fault") &&
@@ -1921,6 +1939,7 @@ int main(void)
 	test_many_external();
 	test_independent_graphs();
 	test_failed_first_submit();
-	test_merged_fault();	/* last: it leaves a fault in the driver's log */
+	test_merged_fault(true);	/* last: they leave faults in the */
+	test_merged_fault(false);	/* driver's log */
 	return tap_done();
 }
