@@ -157,6 +157,10 @@ struct node {
  * (void until one is seen) */
 #define FN_AUTO 1
 
+/* E_COCALL flag: index(1)(-2), the last kid the offset applied to the
+ * ituple's element */
+#define COCALL_ELEM_OFFSET 1
+
 /* E_VIEW flag; VIEW_SQZ: x.subspan(1, 9, 8).at(p, 0, 0).sqz(), the inner
  * view without its dimensions of extent 1 */
 enum { VIEW_CHUNKAT = 1, VIEW_SUBSPAN, VIEW_SPAN_AS, VIEW_FROM, VIEW_SQZ };

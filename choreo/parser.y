@@ -1374,6 +1374,15 @@ expr
 		$$->loc = L(@1);
 		$$->name = $1;
 	}
+	| IDENT '(' args_opt ')' '(' expr ')' {
+		/* index(1)(-2): an ituple's element, then its offset form
+		 * (sema.c, E_COCALL) */
+		$$ = node_add($3, $6);
+		$$->kind = E_COCALL;
+		$$->loc = L(@1);
+		$$->name = $1;
+		$$->flag = COCALL_ELEM_OFFSET;
+	}
 	| '(' expr ')'		{
 		$$ = $2;
 		/* `(k)` in a shape derived from another, `a [(0) / 2, 3]`:

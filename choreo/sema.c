@@ -33,6 +33,7 @@ static int deepest_ref;			/* highest level of a symbol referenced */
 static void check_stmt(struct node *s);
 static void check_block(struct node *b);
 static struct node *int_node(struct loc loc, long long v);
+static struct node *ident_node(struct loc at, const char *name);
 static void check_foreach(struct node *f);
 static struct node *expand_shapes(struct node *list);
 static bool shape_value(struct node *e, struct node *out);
@@ -1060,6 +1061,51 @@ static struct type check_expr_inner(struct node *e)
 			diag_error(e->loc, "not supported yet: %s here (%s)", e->name,
 				   e->name[1] == 'e' ? "a dma.copy's destination, or "
 				   "`x = select(...);`" : "a statement of its own");
+		if (e->flag == COCALL_ELEM_OFFSET) {
+			/* index(1)(-2): the element is a bounded variable,
+			 * then that variable's offset form */
+			struct node *off = e->kids[--e->nkids];
+			long long k;
+
+			s = lookup(e->name);
+			if (!s || s->kind != SY_TUPLE)
+				diag_error(e->loc, "type mismatch: '%s' is not an ituple",
+					   e->name);
+			if (e->nkids != 1 || !const_eval(e->kids[0], &k) || k < 0 ||
+			    k >= s->type.rank)
+				diag_error(e->loc, "type mismatch: element of an ituple "
+					   "of rank %d needs a constant index below it",
+					   s->type.rank);
+			e->name = s->elems[k]->name;
+			e->kids[0] = off;
+			e->flag = 0;
+		}
+		if (e->nkids == 1 && lookup(e->name) && lookup(e->name)->ubound) {
+			/* y(k): a bounded variable's value k, y(-k) its k-th
+			 * from the end (dma-advanced.md: y(-1) is y's last
+			 * value within its bound), as in chunkat's indices */
+			struct node *ub, *off = e->kids[0];
+			long long k;
+
+			if (!const_eval(off, &k))
+				diag_error(off->loc, "type mismatch: %s(k) needs a "
+					   "constant k", e->name);
+			ub = node_new(E_UBOUND, e->loc);
+			node_add(ub, ident_node(e->loc, e->name));
+			e->nkids = 0;
+			if (k >= 0) {
+				e->kind = E_INT;
+				e->ival = k;
+				e->name = NULL;
+			} else {
+				e->kind = E_BINARY;
+				e->name = xstrdup("+");
+				node_add(e, ub);
+				node_add(e, int_node(e->loc, k));
+			}
+			t = check_expr_inner(e);
+			break;
+		}
 		if (lookup(e->name) && lookup(e->name)->kind == SY_SHAPE) {
 			long long k;
 
