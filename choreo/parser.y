@@ -1151,6 +1151,12 @@ within
 bound
 	: expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
 	| '[' args ']'		{ $$ = $2; }
+	/* [M, K, N] / block_shape: shape arithmetic on the bracketed
+	 * bounds (sema.c: shape_value), as after a span */
+	| '[' args ']' '/' expr	{
+		$$ = node_add(mk(N_BLOCK, @1),
+			      mk2(E_BINARY, @4, "/", shape_list(@1, $2), $5));
+	}
 	;
 
 ranges
