@@ -402,6 +402,11 @@ dims
 
 dim
 	: expr			{ $$ = $1; }
+	| IDENT SPAN '[' args ']' {
+		/* a.span[(2), (0)]: a shape derived from a's, (k) its
+		 * dimension k, spliced in (sema.c: expand_shapes) */
+		$$ = shape_list(@1, derived_dims($1, $4));
+	}
 	| '?'			{
 		/* a dimension known at run time only: a symbol of its own,
 		 * bound by the caller's data */
@@ -1151,6 +1156,11 @@ within
 bound
 	: expr			{ $$ = node_add(mk(N_BLOCK, @1), $1); }
 	| '[' args ']'		{ $$ = $2; }
+	/* a.span[(4)]: a shape derived from a's */
+	| IDENT SPAN '[' args ']' {
+		$$ = node_add(mk(N_BLOCK, @1),
+			      shape_list(@1, derived_dims($1, $4)));
+	}
 	/* [M, K, N] / block_shape: shape arithmetic on the bracketed
 	 * bounds (sema.c: shape_value), as after a span */
 	| '[' args ']' '/' expr	{
