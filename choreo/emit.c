@@ -1227,6 +1227,34 @@ static void emit_data_tile(struct emitter *em, const struct node *ld,
 		transp ? "_t" : "", ld->kids[0]->sym->tile, MMA_TILE, mma_esize(e));
 }
 
+/* One operand tile (row ti, column tj of the stored operand) of a tiled
+ * mma into its tile register: staged from the thread's memory (in_mem) or
+ * from data given to the mma (data), else transposed in place into tile
+ * register scratch when stored transposed. */
+static void emit_mma_operand(struct emitter *em, const struct node *m,
+			     bool in_mem, const struct node *data, int tile,
+			     bool transp, const char *ti, const char *tj,
+			     int scratch)
+{
+	const char *i = transp ? tj : ti, *j = transp ? ti : tj;
+
+	if (in_mem || data) {
+		emit_indent(em);
+		fputs("\t{\n", em->o);
+		em->indent++;
+		emit_mma_stage(em, mma_ctype(m->ety.elem));
+		if (data)
+			emit_data_tile(em, data, i, j, transp);
+		else
+			emit_frag_tile(em, tile, m->ety.elem, i, j, 1, transp);
+		em->indent--;
+		emit_indent(em);
+		fputs("\t}\n", em->o);
+	} else if (transp) {
+		emit_mma_transpose(em, tile, m->ety.elem, scratch);
+	}
+}
+
 /*
  * An mma with an operand held in memory: C's tiles one by one, each
  * through C's tile register, K's tiles (in [[schedule]]'s order if
@@ -1281,40 +1309,10 @@ static void emit_mma_tiled(struct emitter *em, const struct node *m)
 	fputs("\t(void)ki_;\n", o);
 	/* A is stored [M, K] (column-major: [K, M]), B [K, N] (row-major:
 	 * [N, K]); a stored-transposed operand loads transposed */
-	if (am || ad) {
-		emit_indent(em);
-		fputs("\t{\n", o);
-		em->indent++;
-		emit_mma_stage(em, mma_ctype(m->ety.elem));
-		if (ad)
-			emit_data_tile(em, ad, m->ival & 1 ? "ki_" : "mi_",
-				       m->ival & 1 ? "mi_" : "ki_", m->ival & 1);
-		else
-			emit_frag_tile(em, a->tile, m->ety.elem, m->ival & 1 ? "ki_" : "mi_",
-				       m->ival & 1 ? "mi_" : "ki_", 1, m->ival & 1);
-		em->indent--;
-		emit_indent(em);
-		fputs("\t}\n", o);
-	} else if (m->ival & 1) {
-		emit_mma_transpose(em, a->tile, m->ety.elem, MMA_FRAG_TILES);
-	}
-	if (bm || bd) {
-		emit_indent(em);
-		fputs("\t{\n", o);
-		em->indent++;
-		emit_mma_stage(em, mma_ctype(m->ety.elem));
-		if (bd)
-			emit_data_tile(em, bd, m->ival & 2 ? "ni_" : "ki_",
-				       m->ival & 2 ? "ki_" : "ni_", m->ival & 2);
-		else
-			emit_frag_tile(em, b->tile, m->ety.elem, m->ival & 2 ? "ni_" : "ki_",
-				       m->ival & 2 ? "ki_" : "ni_", 1, m->ival & 2);
-		em->indent--;
-		emit_indent(em);
-		fputs("\t}\n", o);
-	} else if (m->ival & 2) {
-		emit_mma_transpose(em, b->tile, m->ety.elem, MMA_FRAG_TILES + 1);
-	}
+	emit_mma_operand(em, m, am, ad, a->tile, m->ival & 1, "mi_", "ki_",
+			 MMA_FRAG_TILES);
+	emit_mma_operand(em, m, bm, bd, b->tile, m->ival & 2, "ki_", "ni_",
+			 MMA_FRAG_TILES + 1);
 	ra = !am && !ad && (m->ival & 1) ? MMA_FRAG_TILES : a->tile;
 	rb = !bm && !bd && (m->ival & 2) ? MMA_FRAG_TILES + 1 : b->tile;
 	emit_indent(em);

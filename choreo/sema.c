@@ -2973,6 +2973,20 @@ static void check_select_assign(struct node *s)
 	s->slot_op = 1;
 }
 
+/* The name a future is given (f = dma.copy ..., f = mma...async): what
+ * it names already, if anything, which must be a future. */
+static struct sym *future_name(const struct node *f)
+{
+	struct sym *s;
+
+	if (f->kind != E_ID)
+		diag_error(f->loc, "type mismatch: a future needs a name");
+	s = lookup(f->name);
+	if (s && s->kind != SY_FUTURE)
+		diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
+	return s;
+}
+
 static void check_dma(struct node *d)
 {
 	struct node *src = d->kids[0], *dst = d->kids[1];
@@ -3147,13 +3161,8 @@ static void check_dma(struct node *d)
 	}
 	if (d->nkids > 2) {
 		struct node *f = d->kids[2];
-		struct sym *s;
+		struct sym *s = future_name(f);
 
-		if (f->kind != E_ID)
-			diag_error(f->loc, "type mismatch: a future needs a name");
-		s = lookup(f->name);
-		if (s && s->kind != SY_FUTURE)
-			diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
 		if (slot) {
 			if (dst->sym != slot->target)
 				slot_set_type(slot, dst->sym, dst->loc);
@@ -3374,14 +3383,9 @@ static void mma_data_operand(struct node *m, int k)
 static void mma_future(struct node *m)
 {
 	struct node *f = m->kids[3];
-	const struct sym *old;
+	const struct sym *old = future_name(f);
 	struct sym *s;
 
-	if (f->kind != E_ID)
-		diag_error(f->loc, "type mismatch: a future needs a name");
-	old = lookup(f->name);
-	if (old && old->kind != SY_FUTURE)
-		diag_error(f->loc, "type mismatch: '%s' is not a future", f->name);
 	if (old && old->slot)
 		diag_error(f->loc, "not supported yet: an mma's future in a "
 			   "placeholder future ('%s')", f->name);
