@@ -832,21 +832,39 @@ static void emit_function(FILE *o, const struct node *f, struct program *prog)
 	      "}\n\n", o);
 }
 
-void host_gen(FILE *o, struct program *prog, const unsigned char *image,
-	      size_t image_size)
+/* s as the body of a C string literal that is itself an assembler string */
+static void put_asm_string(FILE *o, const char *s)
 {
-	size_t i;
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputs(*s == '"' ? "\\\\\\\"" : "\\\\\\\\", o);
+		else
+			fputc(*s, o);
+	}
+}
+
+void host_gen(FILE *o, struct program *prog, const char *image_path)
+{
 	int k;
 
 	fprintf(o, "#define NPU_CO_FILE %s\n", emit_path_literal());
 	fputs(prelude, o);
 	if (prog->nkernels) {
+		/* the assembler takes the file whole: as a C array of bytes, a
+		 * 200 KB image cost the C compiler a second */
 		fputs("/* the kernels' code object (npu-cc -O2 -g) */\n"
-		      "static const unsigned char npu_co_image[] "
-		      "__attribute__((aligned(16))) = {", o);
-		for (i = 0; i < image_size; i++)
-			fprintf(o, "%s0x%02x,", i % 16 ? " " : "\n\t", image[i]);
-		fputs("\n};\n\n", o);
+		      "extern const unsigned char npu_co_image[]\n"
+		      "\t__attribute__((visibility(\"hidden\")));\n"
+		      "extern const unsigned char npu_co_image_end[]\n"
+		      "\t__attribute__((visibility(\"hidden\")));\n"
+		      "__asm__(\".pushsection .rodata.npu_co_image, \\\"a\\\"\\n\"\n"
+		      "\t\".balign 16\\n\"\n"
+		      "\t\"npu_co_image:\\n\"\n"
+		      "\t\".incbin \\\"", o);
+		put_asm_string(o, image_path);
+		fputs("\\\"\\n\"\n"
+		      "\t\"npu_co_image_end:\\n\"\n"
+		      "\t\".popsection\");\n\n", o);
 		fprintf(o, "static pthread_once_t npu_co_once = PTHREAD_ONCE_INIT;\n"
 			"static npu_status_t npu_co_load_status;\n"
 			"static npu_module_t npu_co_module;\n"
@@ -860,7 +878,7 @@ void host_gen(FILE *o, struct program *prog, const unsigned char *image,
 			"\tnpu_status_t st;\n"
 			"\tint i;\n\n"
 			"\tst = npu_module_load_data(&npu_co_module, npu_co_image,\n"
-			"\t\t\t\t  sizeof(npu_co_image));\n"
+			"\t\t\t\t  (size_t)(npu_co_image_end - npu_co_image));\n"
 			"\tfor (i = 0; !st && i < %d; i++)\n"
 			"\t\tst = npu_module_get_function(&npu_co_fn[i], npu_co_module, names[i]);\n"
 			"\tnpu_co_load_status = st;\n"

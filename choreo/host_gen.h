@@ -7,9 +7,9 @@
 
 #include "sema.h"
 
-/* image: the code object's bytes (NULL if no kernels) */
-void host_gen(FILE *o, struct program *prog, const unsigned char *image,
-	      size_t image_size);
+/* image_path: the kernels' code object, taken into the host object by the
+ * assembler (unused if there are no kernels) */
+void host_gen(FILE *o, struct program *prog, const char *image_path);
 /* the C prototype of f, without a trailing ';' */
 void host_prototype(FILE *o, const struct node *f);
 /* main() calling the parameterless function f, for `npu-choreo exe` */

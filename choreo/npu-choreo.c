@@ -7,8 +7,9 @@
  *   npu-choreo run FILE.co [--entry NAME] [--guest KERNEL]
  *
  * Front end (lexer.l, parser.y, sema.c), then kernel C (kernel_gen.c)
- * compiled by npu-cc -O2 -g into a code object, then host C (host_gen.c)
- * embedding that object, compiled by cc against npu.h and npu_choreo.h.
+ * compiled by npu-cc -O2 -g into a code object, and host C (host_gen.c)
+ * that takes that object in whole, compiled by cc against npu.h and
+ * npu_choreo.h; the compilers run beside each other.
  * Its files are found relative to the executable, as npu-cc's are:
  * ../include (npu.h, npu/npu_choreo.h), npu-cc beside it, and libnpu in
  * ../lib (installed) or ../../lib (the staged build tree).
@@ -23,6 +24,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,10 +122,17 @@ static int run_argv(char *const argv[])
 	return wait_child(spawn_argv(argv));
 }
 
-/* g++ on the program's own C++ main, started before the kernels are
- * compiled (it needs neither them nor the host C) and waited for by
- * build_host_program: the two compilers overlap. */
-static pid_t main_cc_pid = -1;
+/*
+ * The compilers of a build run beside each other: g++ on the program's own
+ * C++ main (it needs neither the kernels nor the host C), npu-cc on the
+ * kernels, and cc on the host C as far as assembly (-S), which needs the
+ * kernels' code object only when the assembler takes it in. Each pid is
+ * -1 when none runs; cleanup stops those an error left running.
+ */
+static pid_t main_cc_pid = -1, kernels_cc_pid = -1, host_cc_pid = -1;
+/* choreo.h being precompiled (pch_prepare) into pch_tmp */
+static pid_t pch_pid = -1;
+static char pch_tmp[PATH_MAX + 96];
 
 static void find_sdk(void)
 {
@@ -177,11 +186,18 @@ static void cleanup(void)
 {
 	char *argv[] = { "rm", "-rf", tmpdir, NULL };
 
-	if (main_cc_pid > 0) {	/* an error stopped the build first */
-		kill(main_cc_pid, SIGTERM);
-		wait_child(main_cc_pid);
-		main_cc_pid = -1;
+	pid_t *running[] = { &main_cc_pid, &kernels_cc_pid, &host_cc_pid, &pch_pid };
+	unsigned i;
+
+	for (i = 0; i < sizeof(running) / sizeof(running[0]); i++) {
+		if (*running[i] > 0) {	/* an error stopped the build first */
+			kill(*running[i], SIGTERM);
+			wait_child(*running[i]);
+			*running[i] = -1;
+		}
 	}
+	if (pch_tmp[0])
+		unlink(pch_tmp);
 	if (!tmpdir[0])
 		return;
 	if (keep_temps) {
@@ -202,38 +218,58 @@ static FILE *open_out(const char *path)
 	return f;
 }
 
-/* the kernels as a code object; NULL if there are none */
-static unsigned char *build_kernels(struct program *prog, size_t *size)
+/* npu-cc started on the kernels, to write their code object to obj (the
+ * host C takes it in whole); nothing if there are none. */
+static void start_kernels(struct program *prog, char *obj, size_t obj_size)
 {
-	char src[PATH_MAX + 32], obj[PATH_MAX + 32], npucc[PATH_MAX + 16];
-	unsigned char *image;
+	char src[PATH_MAX + 32], npucc[PATH_MAX + 16];
 	FILE *f;
 
-	*size = 0;
+	pathf(obj, obj_size, "%s/kernels.npu", tmpdir);
 	if (!prog->nkernels)
-		return NULL;
+		return;
 	pathf(src, sizeof(src), "%s/kernels.c", tmpdir);
-	pathf(obj, sizeof(obj), "%s/kernels.npu", tmpdir);
 	pathf(npucc, sizeof(npucc), "%s/npu-cc", bindir);
 	f = open_out(src);
 	kernel_gen(f, prog);
-	fclose(f);
+	if (fclose(f)) {
+		perror("npu-choreo: kernels.c");
+		exit(2);
+	}
 	{
 		char *argv[] = { npucc, "-O2", "-g", src, "-o", obj, NULL };
 
-		if (run_argv(argv)) {
-			fprintf(stderr, "npu-choreo: npu-cc failed on the generated "
-				"kernels (%s)\n", src);
-			keep_temps = true;
+		kernels_cc_pid = spawn_argv(argv);
+		if (kernels_cc_pid < 0)
 			exit(1);
-		}
 	}
-	image = (unsigned char *)read_file(obj, size);
-	if (!image) {
-		fprintf(stderr, "npu-choreo: %s: %s\n", obj, strerror(errno));
-		exit(1);
+}
+
+/* Wait for the compilers start_kernels and start_host_c started; 0 when
+ * both succeeded, else 1 (said which failed). */
+static int wait_kernels_and_host_c(const char *host_c)
+{
+	int kernels_rc = 0, host_rc;
+
+	if (kernels_cc_pid != -1) {
+		kernels_rc = wait_child(kernels_cc_pid);
+		kernels_cc_pid = -1;
 	}
-	return image;
+	host_rc = wait_child(host_cc_pid);
+	host_cc_pid = -1;
+	if (kernels_rc) {
+		fprintf(stderr, "npu-choreo: npu-cc failed on the generated "
+			"kernels (%s/kernels.c)\n", tmpdir);
+		keep_temps = true;
+		return 1;
+	}
+	if (host_rc) {
+		fprintf(stderr, "npu-choreo: cc failed on the generated host "
+			"code (%s)\n", host_c);
+		keep_temps = true;
+		return 1;
+	}
+	return 0;
 }
 
 static const struct node *pick_entry(struct program *prog, const char *entry)
@@ -380,25 +416,202 @@ static void write_header(struct program *prog, const char *path)
 	}
 }
 
+/* how g++ compiles a program's own main, and choreo.h precompiled for it */
+static const char *const main_cxx_flags[] = {
+	"-std=c++17", "-O0", "-g", "-fPIC", "-pthread",
+};
+#define N_MAIN_CXX_FLAGS (sizeof(main_cxx_flags) / sizeof(main_cxx_flags[0]))
+
+/*
+ * choreo.h precompiled for g++ (most of a small host program's compile
+ * time), in the user's cache: $XDG_CACHE_HOME/npu-choreo or
+ * ~/.cache/npu-choreo. Its name is a hash of what makes it (the headers'
+ * text, the compiler, the flags), so a changed header or compiler makes a
+ * new one; g++ itself parses the header instead of a precompiled one it
+ * finds stale. Made by the first build that needs it, while npu-cc runs.
+ */
+static char pch_header[PATH_MAX + 64];	/* -include'd; "" if none */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+	const unsigned char *p = data;
+
+	while (n--)
+		h = (h ^ *p++) * 0x100000001b3ull;
+	return h;
+}
+
+/* the file the shell would run for name (PATH searched), or "" */
+static void which(const char *name, char *out, size_t n)
+{
+	char *path = getenv("PATH"), *copy, *dir, *save = NULL;
+	char cand[PATH_MAX];
+
+	out[0] = 0;
+	if (strchr(name, '/')) {
+		if (!realpath(name, out))
+			out[0] = 0;
+		return;
+	}
+	copy = strdup(path ? path : "/usr/bin:/bin");
+	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", dir, name) <
+		    sizeof(cand) && !access(cand, X_OK) && realpath(cand, out) &&
+		    strlen(out) < n)
+			break;
+		out[0] = 0;
+	}
+	free(copy);
+}
+
+/* pch_header set if choreo.h is precompiled for cxx; else its making
+ * started (pch_pid) if a cache can be had; else nothing */
+static void pch_prepare(const char *cxx, char *incflag, char *npuinc)
+{
+	static const char *const headers[] = {
+		"npu/choreo.h", "npu.h", "npu/npu_choreo.h", "npu/npu_half.h",
+	};
+	char dir[PATH_MAX], path[PATH_MAX + 64], gch[PATH_MAX + 80];
+	const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	uint64_t h = 0xcbf29ce484222325ull;
+	struct stat st;
+	unsigned i;
+	FILE *f;
+
+	if (cache && *cache)
+		pathf(dir, sizeof(dir), "%s/npu-choreo", cache);
+	else if (home && *home)
+		pathf(dir, sizeof(dir), "%s/.cache/npu-choreo", home);
+	else
+		return;
+	for (i = 0; i < sizeof(headers) / sizeof(headers[0]); i++) {
+		size_t n;
+		char *text;
+
+		pathf(path, sizeof(path), "%s/%s", incdir, headers[i]);
+		text = read_file(path, &n);
+		if (!text)
+			return;
+		h = fnv1a(h, text, n + 1);
+		free(text);
+	}
+	which(cxx, path, sizeof(path));
+	if (!path[0] || stat(path, &st))
+		return;
+	h = fnv1a(h, path, strlen(path) + 1);
+	h = fnv1a(h, &st.st_mtime, sizeof(st.st_mtime));
+	h = fnv1a(h, &st.st_size, sizeof(st.st_size));
+	for (i = 0; i < N_MAIN_CXX_FLAGS; i++)
+		h = fnv1a(h, main_cxx_flags[i], strlen(main_cxx_flags[i]) + 1);
+	h = fnv1a(h, incdir, strlen(incdir) + 1);
+	pathf(path, sizeof(path), "%s/choreo-%016llx.h", dir,
+	      (unsigned long long)h);
+	pathf(gch, sizeof(gch), "%s.gch", path);
+	if (!access(gch, R_OK)) {
+		pathf(pch_header, sizeof(pch_header), "%s", path);
+		return;
+	}
+	{
+		char *mkdir_argv[] = { "mkdir", "-p", dir, NULL };
+
+		if (run_argv(mkdir_argv))
+			return;
+	}
+	/* the header that is precompiled, and that g++ reads if it finds
+	 * the precompiled one does not fit */
+	f = fopen(path, "w");
+	if (!f || fputs("#include <npu/choreo.h>\n", f) < 0 || fclose(f))
+		return;
+	pathf(pch_tmp, sizeof(pch_tmp), "%s.%d.tmp", gch, (int)getpid());
+	if (verbose)
+		fprintf(stderr, "npu-choreo: precompiling choreo.h into %s\n", gch);
+	{
+		char *argv[N_MAIN_CXX_FLAGS + 10];
+		unsigned n = 0;
+
+		argv[n++] = (char *)cxx;
+		for (i = 0; i < N_MAIN_CXX_FLAGS; i++)
+			argv[n++] = (char *)main_cxx_flags[i];
+		argv[n++] = incflag;
+		argv[n++] = npuinc;
+		argv[n++] = "-x";
+		argv[n++] = "c++-header";
+		argv[n++] = path;
+		argv[n++] = "-o";
+		argv[n++] = pch_tmp;
+		argv[n] = NULL;
+		pch_pid = spawn_argv(argv);
+	}
+	if (pch_pid > 0)
+		pathf(pch_header, sizeof(pch_header), "%s", path);
+}
+
+/* a precompiled choreo.h being made: done, and in its place (atomically:
+ * builds beside this one may use it at once); without it, g++ parses
+ * the header */
+static void pch_finish(void)
+{
+	char gch[PATH_MAX + 80];
+
+	if (pch_pid <= 0)
+		return;
+	if (wait_child(pch_pid)) {
+		unlink(pch_tmp);
+	} else {
+		pathf(gch, sizeof(gch), "%s.gch", pch_header);
+		if (rename(pch_tmp, gch))
+			unlink(pch_tmp);
+	}
+	pch_pid = -1;
+	pch_tmp[0] = 0;
+}
+
+/* g++ on a program's own main, as start_host_main wrote it */
+static char main_cc_path[PATH_MAX + 32], main_o_path[PATH_MAX + 32];
+static char main_incflag[PATH_MAX + 32], main_npuinc[PATH_MAX + 64];
+
+static void spawn_main_cc(void)
+{
+	char *cxx = getenv("CXX") ? getenv("CXX") : "g++";
+	char *argv[N_MAIN_CXX_FLAGS + 12];
+	unsigned n = 0, i;
+
+	argv[n++] = cxx;
+	for (i = 0; i < N_MAIN_CXX_FLAGS; i++)
+		argv[n++] = (char *)main_cxx_flags[i];
+	if (pch_header[0]) {
+		argv[n++] = "-include";
+		argv[n++] = pch_header;
+	}
+	argv[n++] = main_incflag;
+	argv[n++] = main_npuinc;
+	argv[n++] = "-c";
+	argv[n++] = main_cc_path;
+	argv[n++] = "-o";
+	argv[n++] = main_o_path;
+	argv[n] = NULL;
+	main_cc_pid = spawn_argv(argv);
+}
+
 /*
  * A file with its own C++ main: the host program (its text without the
  * __co__ functions, after include/choreo.h and one C++ function per __co__
- * function) written and its compile by g++ started (main_cc_pid);
- * build_host_program then compiles the generated host C and links both.
+ * function) written and its compile by g++ started (main_cc_pid), or, if
+ * choreo.h is being precompiled first, started by link_program.
  */
 static void start_host_main(const struct program *prog, const char *host_text,
 			    char *incflag)
 {
-	char main_cc[PATH_MAX + 32], main_o[PATH_MAX + 32], npuinc[PATH_MAX + 32];
 	char *cxx = getenv("CXX") ? getenv("CXX") : "g++";
 	const char *p;
 	FILE *f;
 
-	pathf(main_cc, sizeof(main_cc), "%s/main.cc", tmpdir);
-	pathf(main_o, sizeof(main_o), "%s/main.o", tmpdir);
+	pathf(main_cc_path, sizeof(main_cc_path), "%s/main.cc", tmpdir);
+	pathf(main_o_path, sizeof(main_o_path), "%s/main.o", tmpdir);
+	pathf(main_incflag, sizeof(main_incflag), "%s", incflag);
 	/* `#include "choreo.h"` of the program finds ours */
-	pathf(npuinc, sizeof(npuinc), "%s/npu", incflag);
-	f = open_out(main_cc);
+	pathf(main_npuinc, sizeof(main_npuinc), "%s/npu", incflag);
+	f = open_out(main_cc_path);
 	fputs("#include <npu/choreo.h>\n\n", f);
 	host_cxx_wrappers(f, prog);
 	fputs("#line 1 \"", f);
@@ -410,51 +623,70 @@ static void start_host_main(const struct program *prog, const char *host_text,
 		perror("npu-choreo: main.cc");
 		exit(2);
 	}
-	{
-		char *obj_argv[] = { cxx, "-std=c++17", "-O1", "-g", "-fPIC", "-pthread",
-				     incflag, npuinc, "-c", main_cc, "-o", main_o, NULL };
-
-		main_cc_pid = spawn_argv(obj_argv);
-	}
+	pch_prepare(cxx, main_incflag, main_npuinc);
+	if (pch_pid <= 0)
+		spawn_main_cc();
 }
 
-/* The generated host C as an object, linked with the host program's
- * (start_host_main) into PROG (exe, run) or into one relocatable object
- * (build). */
-static int build_host_program(const char *host_c, char *incflag, char *libflag,
-			      char *rpath, const char *out, bool relocatable)
+/* cc started on the generated host C as far as assembly (host_s): the
+ * host code calls libnpu, so -O1 does; -O2 cost a big program a second */
+static void start_host_c(const char *host_c, const char *host_s, char *incflag)
+{
+	char *cc = getenv("CC") ? getenv("CC") : "cc";
+	char *argv[] = { cc, "-std=c11", "-O1", "-g", "-fPIC", "-pthread", incflag,
+			 "-S", (char *)host_c, "-o", (char *)host_s, NULL };
+
+	host_cc_pid = spawn_argv(argv);
+}
+
+/* The host code assembled (host_s, with the kernels' code object) and, with
+ * the host program's own main if it has one (start_host_main), made into
+ * PROG (exe, run) or into one relocatable object (build). */
+static int link_program(const char *host_s, char *libflag, char *rpath,
+			const char *out, bool host_main, bool relocatable)
 {
 	char host_o[PATH_MAX + 32], main_o[PATH_MAX + 32];
 	char *cc = getenv("CC") ? getenv("CC") : "cc";
 	char *cxx = getenv("CXX") ? getenv("CXX") : "g++";
-	char *c_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
-			   incflag, "-c", (char *)host_c, "-o", host_o, NULL };
+	char *as_argv[] = { cc, "-c", (char *)host_s, "-o", host_o, NULL };
 	char *ld_argv[] = { "ld", "-r", host_o, main_o, "-o", (char *)out, NULL };
 	/* libstdc++ linked in: the program needs only what a C program of
 	 * npu-choreo needs (a guest's root has no C++) */
-	char *exe_argv[] = { cxx, "-g", "-pthread", main_o, host_o, "-o",
-			     (char *)out, libflag, rpath, "-lnpu", "-lm",
-			     "-static-libstdc++", "-static-libgcc", NULL };
+	char *cxx_exe_argv[] = { cxx, "-g", "-pthread", main_o, host_o, "-o",
+				 (char *)out, libflag, rpath, "-lnpu", "-lm",
+				 "-static-libstdc++", "-static-libgcc", NULL };
+	char *c_exe_argv[] = { cc, "-pthread", host_o, "-o", (char *)out, libflag,
+			       rpath, "-lnpu", "-lm", NULL };
 	int rc;
 
 	pathf(host_o, sizeof(host_o), "%s/host.o", tmpdir);
 	pathf(main_o, sizeof(main_o), "%s/main.o", tmpdir);
-	rc = run_argv(c_argv);
-	if (rc) {
-		fprintf(stderr, "npu-choreo: cc failed on the generated host code "
-			"(%s)\n", host_c);
+	if (relocatable && !host_main)	/* the object is the host code's */
+		pathf(host_o, sizeof(host_o), "%s", out);
+	if (run_argv(as_argv)) {
+		fprintf(stderr, "npu-choreo: cc failed on the generated host "
+			"code (%s)\n", host_s);
 		keep_temps = true;
 		return 1;
 	}
-	rc = wait_child(main_cc_pid);
-	main_cc_pid = -1;
-	if (rc) {
-		fprintf(stderr, "npu-choreo: %s failed on the host program\n", cxx);
-		return 1;
+	if (host_main) {
+		if (pch_pid > 0) {
+			pch_finish();
+			spawn_main_cc();
+		}
+		rc = wait_child(main_cc_pid);
+		main_cc_pid = -1;
+		if (rc) {
+			fprintf(stderr, "npu-choreo: %s failed on the host program\n",
+				cxx);
+			return 1;
+		}
+	} else if (relocatable) {
+		return 0;
 	}
-	if (run_argv(relocatable ? ld_argv : exe_argv)) {
+	if (run_argv(relocatable ? ld_argv : host_main ? cxx_exe_argv : c_exe_argv)) {
 		fprintf(stderr, "npu-choreo: %s failed\n",
-			relocatable ? "ld -r" : cxx);
+			relocatable ? "ld -r" : host_main ? cxx : cc);
 		return 1;
 	}
 	return 0;
@@ -477,12 +709,11 @@ int main(int argc, char **argv)
 	const struct node *main_fn = NULL;
 	char host_c[PATH_MAX + 32], prog_path[PATH_MAX + 64], incflag[PATH_MAX + 32];
 	char libflag[PATH_MAX + 32], rpath[PATH_MAX + 32];
-	unsigned char *image;
-	size_t image_size;
+	char image[PATH_MAX + 32], host_s[PATH_MAX + 32];
 	char *text, *host_text;
 	bool host_main;
 	FILE *in, *f;
-	int i, rc;
+	int i;
 
 	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		usage(argc < 2 ? stderr : stdout);
@@ -579,16 +810,20 @@ int main(int argc, char **argv)
 	pathf(rpath, sizeof(rpath), "-Wl,-rpath,%s", libdir);
 	if (host_main)
 		start_host_main(&prog, host_text, incflag);
-	image = build_kernels(&prog, &image_size);
+	start_kernels(&prog, image, sizeof(image));
 	pathf(host_c, sizeof(host_c), "%s/host.c", tmpdir);
+	pathf(host_s, sizeof(host_s), "%s/host.s", tmpdir);
 	f = open_out(host_c);
-	host_gen(f, &prog, image, image_size);
+	host_gen(f, &prog, image);
 	if (main_fn)
 		host_gen_main(f, main_fn);
 	if (fclose(f)) {
 		perror("npu-choreo: host.c");
 		return 2;
 	}
+	start_host_c(host_c, host_s, incflag);
+	if (wait_kernels_and_host_c(host_c))
+		return 1;
 	if (!strcmp(cmd, "run")) {
 		if (guest) {
 			/* a folder of its own, copied into the guest's /npu/bin */
@@ -610,26 +845,9 @@ int main(int argc, char **argv)
 		}
 		out = prog_path;
 	}
-	if (host_main) {
-		if (build_host_program(host_c, incflag, libflag, rpath, out,
-				       !strcmp(cmd, "build")))
-			return 1;
-	} else {
-		char *cc = getenv("CC") ? getenv("CC") : "cc";
-		char *build_argv[] = { cc, "-std=c11", "-O2", "-g", "-fPIC", "-pthread",
-				       incflag, "-c", host_c, "-o", (char *)out, NULL };
-		char *exe_argv[] = { cc, "-std=c11", "-O2", "-g", "-pthread", incflag,
-				     host_c, "-o", (char *)out, libflag, rpath, "-lnpu",
-				     "-lm", NULL };
-
-		rc = run_argv(!strcmp(cmd, "build") ? build_argv : exe_argv);
-		if (rc) {
-			fprintf(stderr, "npu-choreo: cc failed on the generated host "
-				"code (%s)\n", host_c);
-			keep_temps = true;
-			return 1;
-		}
-	}
+	if (link_program(host_s, libflag, rpath, out, host_main,
+			 !strcmp(cmd, "build")))
+		return 1;
 	if (strcmp(cmd, "run"))
 		return 0;
 	if (guest) {
