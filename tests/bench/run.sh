@@ -49,6 +49,28 @@ echo "bench: compute units (qtest, no guest)..."
 qemu=$("$top/scripts/build-qemu.sh") &&
 	"$BUILD/device/npu-isabench" "$qemu" "$trials" >"$raw/isa.json" || rc=1
 
+# Compile time of a Choreo program: each of tests/choreo/cases built
+# by npu-choreo exe from its own directory, best of two (the first build on
+# a machine also precompiles choreo.h once: one build before timing).
+echo "bench: npu-choreo exe of tests/choreo/cases (best of 2 each)..."
+choreo=$BUILD/sdk/bin/npu-choreo
+if [ -x "$choreo" ]; then
+	tmpo=$(mktemp -d)
+	(cd "$top/tests/choreo/cases" && "$choreo" exe host_main.co -o "$tmpo/p") >/dev/null 2>&1
+	for f in "$top"/tests/choreo/cases/*.co; do
+		best=
+		for t in 1 2; do
+			t0=$(date +%s.%N)
+			(cd "$(dirname "$f")" && "$choreo" exe "$(basename "$f")" -o "$tmpo/p") \
+				>/dev/null 2>&1 || { best=; break; }
+			t1=$(date +%s.%N)
+			best=$(echo "$t0 $t1 ${best:-1e9}" | awk '{d = $2 - $1; print (d < $3) ? d : $3}')
+		done
+		[ -n "$best" ] && echo "${f#"$top"/} $best"
+	done >"$raw/choreo-build.txt"
+	rm -rf "$tmpo"
+fi
+
 python3 - "$raw" "$out" "$kernel" <<'PY' || rc=1
 import json, os, sys, datetime
 raw, out, kernel = sys.argv[1:4]
@@ -75,6 +97,23 @@ for src in (on, off, host, isa, tensor):
             res["notes"].update(v)
         else:
             res[k] = v
+
+# npu-choreo's compile time (lines "program seconds")
+try:
+    with open(raw + "/choreo-build.txt") as f:
+        builds = sorted((float(t), name) for name, t in (l.split() for l in f if l.strip()))
+except OSError:
+    builds = []
+if builds:
+    ts = [t for t, _ in builds]
+    res["choreo_build_s"] = {"median": ts[len(ts) // 2], "min": ts[0], "max": ts[-1],
+                             "what": "npu-choreo exe of each of tests/choreo/cases' %d programs "
+                                     "(wall seconds, best of 2)" % len(ts)}
+    res["choreo_build_s_slowest"] = {"median": ts[-1], "program": builds[-1][1],
+                                     "what": "the slowest of them"}
+    res["notes"]["choreo_build_s_slowest"] = builds[-1][1]
+else:
+    res["notes"]["choreo_build_s"] = "npu-choreo not built or no program compiled"
 
 def med(k):
     v = res.get(k)
@@ -130,6 +169,7 @@ targets = [
     ("sgemm_tuned_vs_builtin", "<=", 1.05),
     ("sgemm_tuned_ms", None, None), ("sgemm_builtin_ms", None, None),
     ("sgemm_scalar_tiled_vs_builtin", None, None),
+    ("choreo_build_s", None, None), ("choreo_build_s_slowest", "<=", 1.0),
 ]
 rings = (res.get("device") or {}).get("compute_rings") or 1
 print()
