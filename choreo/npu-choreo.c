@@ -464,6 +464,24 @@ static void which(const char *name, char *out, size_t n)
 	free(copy);
 }
 
+/* dir and its parents made as needed; false (silently) if they cannot be */
+static bool mkdir_parents(char *dir)
+{
+	char *p;
+
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(dir, 0755) && errno != EEXIST) {
+			*p = '/';
+			return false;
+		}
+		*p = '/';
+	}
+	return !mkdir(dir, 0755) || errno == EEXIST;
+}
+
 /* pch_header set if choreo.h is precompiled for cxx; else its making
  * started (pch_pid) if a cache can be had; else nothing */
 static void pch_prepare(const char *cxx, char *incflag, char *npuinc)
@@ -511,17 +529,21 @@ static void pch_prepare(const char *cxx, char *incflag, char *npuinc)
 		pathf(pch_header, sizeof(pch_header), "%s", path);
 		return;
 	}
-	{
-		char *mkdir_argv[] = { "mkdir", "-p", dir, NULL };
-
-		if (run_argv(mkdir_argv))
-			return;
-	}
-	/* the header that is precompiled, and that g++ reads if it finds
-	 * the precompiled one does not fit */
-	f = fopen(path, "w");
-	if (!f || fputs("#include <npu/choreo.h>\n", f) < 0 || fclose(f))
+	/* no cache (a read-only home): g++ parses choreo.h, as without one */
+	if (!mkdir_parents(dir))
 		return;
+	/* the header that is precompiled, and that g++ reads if it finds
+	 * the precompiled one does not fit; renamed into place, as the
+	 * precompiled one is, for builds beside this one */
+	pathf(pch_tmp, sizeof(pch_tmp), "%s.%d.tmp", path, (int)getpid());
+	f = fopen(pch_tmp, "w");
+	if (!f)
+		return;
+	if (fputs("#include <npu/choreo.h>\n", f) < 0 || fclose(f) ||
+	    rename(pch_tmp, path)) {
+		unlink(pch_tmp);
+		return;
+	}
 	pathf(pch_tmp, sizeof(pch_tmp), "%s.%d.tmp", gch, (int)getpid());
 	if (verbose)
 		fprintf(stderr, "npu-choreo: precompiling choreo.h into %s\n", gch);

@@ -192,6 +192,36 @@ for want in npu_mma_f16 npu_tile_load npu_tile_store npu_tdma_2d npu_tdma_wait; 
 done
 rm -f "$tmp/out.o"
 
+# A C++ main compiles against choreo.h precompiled into the user's cache
+# (made by the first build, used by the next: g++ -H marks it with '!'),
+# and without a cache that can be written (g++ parses the header).
+cache=$tmp/cache
+printf '#!/bin/sh\nexec g++ -H "$@"\n' >"$tmp/g++-H" && chmod +x "$tmp/g++-H"
+for run in make use; do
+	(cd "$src/cases" && XDG_CACHE_HOME=$cache CXX=$tmp/g++-H "$choreo" exe host_main.co \
+		-o "$tmp/prog") >/dev/null 2>"$tmp/err"
+	rc=$?
+	pch=$(ls "$cache"/npu-choreo/choreo-*.h.gch 2>/dev/null)
+	if [ $rc = 0 ] && [ -x "$tmp/prog" ] && [ -n "$pch" ] &&
+	   { [ $run = make ] || grep -q "^! $pch" "$tmp/err"; }; then
+		ok "host_main.co with its C++ main: precompiled choreo.h ($run)"
+	else
+		not_ok "host_main.co, precompiled choreo.h ($run): exit $rc, '$pch'"
+		sed 's/^/# /' "$tmp/err" | grep -v '^# \.' | head -10
+	fi
+	rm -f "$tmp/prog"
+done
+(cd "$src/cases" && XDG_CACHE_HOME=/proc/npu-no-cache "$choreo" exe host_main.co \
+	-o "$tmp/prog") >/dev/null 2>"$tmp/err"
+rc=$?
+if [ $rc = 0 ] && [ -x "$tmp/prog" ] && [ ! -s "$tmp/err" ]; then
+	ok "host_main.co with its C++ main: no cache to write, compiles, says nothing"
+else
+	not_ok "host_main.co without a cache: exit $rc"
+	sed 's/^/# /' "$tmp/err" | head -10
+fi
+rm -rf "$tmp/prog" "$cache" "$tmp/g++-H"
+
 # The rest of the corpus compiles.
 for f in "$src"/cases/*.co "$src"/runtime/*.co "$src"/seed.co "$src"/callers/*.co; do
 	build "$(dirname "$f")" "$(basename "$f")"
