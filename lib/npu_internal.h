@@ -279,6 +279,15 @@ struct device {
 	uint64_t uq_db_offset;		/* its mmap offset */
 	struct npu_uq *uqs;		/* every live user queue, for a query's
 					 * halt check without a walk of streams */
+	/* the memory (signal) of destroyed streams' user queues that other
+	 * queues may still read: freed when each wait is done */
+	struct uq_zombie {
+		uint32_t handle;
+		uint8_t *mem;
+		unsigned nwaits;
+		struct dep *waits;	/* timeline refs held */
+	} *uq_zombies;
+	unsigned uq_nzombies, uq_zombies_cap;
 	/* the kernel library (npu_builtin_code.c): its module once loaded,
 	 * and its kernels by built-in id (NULL where none) */
 	struct npu_module *_Atomic kernel_lib;

@@ -148,6 +148,7 @@ static uint64_t *ts_ptr(struct device *dev, int idx);
 static void ts_retire(struct device *dev, int idx, struct tl *t, uint64_t point);
 
 static void uq_free(struct device *dev, struct npu_uq *u);
+static void uq_retire_signal(struct device *dev, struct npu_uq *u);
 
 /* Caller holds dev->lock. idle: every job of the stream has completed
  * without a fault, so its queues and command buffer can serve another. */
@@ -186,6 +187,7 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 			s->uq_copy = NULL;
 		}
 		npu_uq_destroy(dev, s->uq);
+		uq_retire_signal(dev, s->uq);
 		uq_free(dev, s->uq);
 		s->uq = NULL;
 		if (s->tl) {
@@ -226,6 +228,87 @@ static uint32_t pick_ring(struct device *dev, int q, uint32_t nrings)
 	return best;
 }
 
+/* Free the memory of destroyed streams' queues whose waits are done.
+ * Caller holds dev->lock. */
+static void uq_reap_zombies(struct device *dev)
+{
+	unsigned z = 0, i;
+
+	while (z < dev->uq_nzombies) {
+		struct uq_zombie *zz = &dev->uq_zombies[z];
+
+		for (i = 0; i < zz->nwaits; i++)
+			if (!npu_tl_done(dev, zz->waits[i].tl, zz->waits[i].point))
+				break;
+		if (i < zz->nwaits) {
+			z++;
+			continue;
+		}
+		for (i = 0; i < zz->nwaits; i++)
+			npu_tl_put(dev, zz->waits[i].tl);
+		free(zz->waits);
+		npu_host_bo_free(dev, zz->handle, zz->mem, UQ_MEM_SIZE);
+		*zz = dev->uq_zombies[--dev->uq_nzombies];
+	}
+}
+
+/*
+ * A destroyed stream's queue u (compute class: its memory holds the
+ * stream's signal). Another stream's queue may hold a WAIT_MEM64 on that
+ * signal, written before the stream went (stream_wait_event) and not yet
+ * run: its memory then stays, with the signal's last value, until each
+ * such stream has done the point it had now (the wait is before it).
+ * u->mem taken (NULL) if so. Caller holds dev->lock; u's stream is off
+ * dev->streams.
+ */
+static void uq_retire_signal(struct device *dev, struct npu_uq *u)
+{
+	struct npu_stream *w;
+	struct uq_zombie z = { .handle = u->mem_handle, .mem = u->mem };
+	unsigned cap = 0;
+
+	uq_reap_zombies(dev);
+	for (w = dev->streams; w; w = w->next) {
+		if (!w->uq || npu_tl_done(dev, w->tl, w->tl->next))
+			continue;
+		if (z.nwaits == cap) {
+			struct dep *nw = realloc(z.waits, (cap ? 2 * cap : 4) *
+						 sizeof(*nw));
+
+			if (!nw)	/* kept for good: better than read freed */
+				goto keep;
+			z.waits = nw;
+			cap = cap ? 2 * cap : 4;
+		}
+		z.waits[z.nwaits].tl = w->tl;
+		z.waits[z.nwaits].point = w->tl->next;
+		z.waits[z.nwaits].order_only = false;
+		w->tl->refs++;
+		z.nwaits++;
+	}
+	if (!z.nwaits)
+		return;		/* no queue can read it: uq_free frees it */
+	if (dev->uq_nzombies == dev->uq_zombies_cap) {
+		unsigned nc = dev->uq_zombies_cap ? 2 * dev->uq_zombies_cap : 8;
+		struct uq_zombie *nz = realloc(dev->uq_zombies, nc * sizeof(*nz));
+
+		if (!nz)
+			goto keep;
+		dev->uq_zombies = nz;
+		dev->uq_zombies_cap = nc;
+	}
+	dev->uq_zombies[dev->uq_nzombies++] = z;
+	u->mem = NULL;
+	return;
+keep:
+	/* without memory for the list the signal's memory is leaked, never
+	 * freed under a queue that reads it */
+	while (z.nwaits)
+		npu_tl_put(dev, z.waits[--z.nwaits].tl);
+	free(z.waits);
+	u->mem = NULL;
+}
+
 static void uq_free(struct device *dev, struct npu_uq *u)
 {
 	struct npu_uq **pp;
@@ -236,7 +319,8 @@ static void uq_free(struct device *dev, struct npu_uq *u)
 			break;
 		}
 	npu_host_bo_free(dev, u->ring_handle, u->ring, UQ_RING_SIZE);
-	npu_host_bo_free(dev, u->mem_handle, u->mem, UQ_MEM_SIZE);
+	if (u->mem)	/* else kept by uq_retire_signal */
+		npu_host_bo_free(dev, u->mem_handle, u->mem, UQ_MEM_SIZE);
 	free(u);
 }
 
@@ -250,6 +334,7 @@ static struct npu_uq *uq_new(struct device *dev, struct npu_stream *s,
 	uint64_t off;
 	int r;
 
+	uq_reap_zombies(dev);
 	if (!u) {
 		*err = -ENOMEM;
 		return NULL;

@@ -161,6 +161,58 @@ static void events_across_streams(float *d, float *h, uint32_t *gate)
 	MUST(npu_stream_destroy(b));
 }
 
+/*
+ * b waits for an event of a, and a is destroyed before b's wait runs (b is
+ * held at a gate), then c takes new queue memory: b's wait still sees a's
+ * record (a's signal outlives a while b may read it) and b goes on.
+ */
+static void waiter_outlives_recorder(float *d, float *h, uint32_t *gate)
+{
+	npu_stream_t a, b, c;
+	npu_event_t e;
+	npu_status_t st = NPU_ERROR_NOT_READY;
+	int ms;
+
+	MUST(npu_stream_create(&a, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_create(&b, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_event_create(&e, NPU_EVENT_DISABLE_TIMING));
+	gate[0] = 0;
+	gate[1] = 0;
+	MUST(npu_stream_wait_value32(a, &gate[0], 1, 0));
+	fill(d, 7.0f, a);
+	MUST(npu_event_record(e, a));
+	MUST(npu_stream_wait_value32(b, &gate[1], 1, 0));
+	MUST(npu_stream_wait_event(b, e, 0));
+	MUST(npu_memcpy_async(h, d, N * sizeof(float),
+			      NPU_MEMCPY_DEVICE_TO_HOST, b));
+	__atomic_store_n(&gate[0], 1, __ATOMIC_RELEASE);
+	MUST(npu_stream_destroy(a));
+	MUST(npu_stream_create(&c, NPU_STREAM_NON_BLOCKING |
+			       NPU_STREAM_USER_QUEUE, 0));
+	fill(d + N, 1.0f, c);
+	MUST(npu_stream_synchronize(c));
+	__atomic_store_n(&gate[1], 1, __ATOMIC_RELEASE);
+	for (ms = 0; ms < 10000 && st == NPU_ERROR_NOT_READY; ms++) {
+		st = npu_stream_query(b);
+		if (st == NPU_ERROR_NOT_READY)
+			usleep(1000);
+	}
+	if (st != NPU_SUCCESS) {
+		/* b would never finish: its destroy would not return */
+		tap_ok(0, "a stream waiting on a destroyed stream's event goes "
+		       "on (query: %s after %d ms)", npu_status_string(st), ms);
+		exit(tap_done());
+	}
+	tap_ok(all_are(h, N, 7.0f),
+	       "a stream waiting on a destroyed stream's event goes on, "
+	       "after its record's work");
+	MUST(npu_event_destroy(e));
+	MUST(npu_stream_destroy(b));
+	MUST(npu_stream_destroy(c));
+}
+
 struct hf {
 	float *h;
 	float seen;
@@ -578,6 +630,7 @@ int main(int argc, char **argv)
 	launch_without_syscalls(d, h);
 	default_queue_kind(d);
 	events_across_streams(d, h, gate);
+	waiter_outlives_recorder(d, h, gate);
 	host_function_order(d, h);
 	mixed_with_kernel_queues(d, h, gate);
 	wait_for_point_in_submission(d, h);
