@@ -74,6 +74,8 @@ enum node_kind {
 	E_VIEW,		/* x.chunkat(...), x.subspan(...)[.at(...)] */
 	E_SELECT,	/* select(i, a, b, ...): operand i (from 0) of a, b, ...;
 			 * sema's ->sym: a pointer span naming the choice */
+	E_DEVCALL,	/* call f(a, b): a device function of the program
+			 * (device_code.c); its value only assigned or tested */
 };
 
 /* N_PRINT's flag: 1 println (a newline), PRINT_STATIC print! and

@@ -460,6 +460,30 @@ static void emit_call(struct emitter *em, const struct node *e)
 	fputs(" o_; })", em->o);
 }
 
+/* call f(a, b): a C call; spanned data (x, f.data) decays to a pointer
+ * to its first element, of its element's C type */
+static void emit_devcall(struct emitter *em, const struct node *e)
+{
+	int i;
+
+	fprintf(em->o, "%s(", e->name);
+	for (i = 0; i < e->nkids; i++) {
+		const struct node *a = e->kids[i];
+
+		if (i)
+			fputs(", ", em->o);
+		if (a->ety.kind != TY_SPAN) {
+			emit_expr(em, a);
+			continue;
+		}
+		if (a->index && a->sym->array_of)
+			set_elem_cname(em, a);
+		fprintf(em->o, "((%s *)(%s))", elem_ctype(a->sym->type.elem),
+			a->sym->cname);
+	}
+	fputc(')', em->o);
+}
+
 void emit_expr(struct emitter *em, const struct node *e)
 {
 	FILE *o = em->o;
@@ -541,6 +565,9 @@ void emit_expr(struct emitter *em, const struct node *e)
 		break;
 	case E_CALL:
 		emit_call(em, e);
+		break;
+	case E_DEVCALL:
+		emit_devcall(em, e);
 		break;
 	case E_INCDEC:
 		fputc('(', o);
@@ -1637,6 +1664,10 @@ static bool single_thread(struct emitter *em, const struct node *s)
 		return s->kids[0]->kind == E_AT && visible(s->kids[0]->sym);
 	case N_EXPRSTMT:
 		e = s->kids[0];
+		/* a device function: every thread calls it, as each of a
+		 * CUDA block's threads would */
+		if (e->kind == E_DEVCALL)
+			return false;
 		if (e->kind == E_CALL)
 			return e->nkids == 2 && e->kids[0]->kind == E_AT &&
 			       visible(e->kids[0]->sym);

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "device_code.h"
 #include "diag.h"
 #include "emit.h"
 #include "kernel_gen.h"
@@ -430,6 +431,7 @@ void kernel_gen(FILE *o, struct program *prog)
 	      "\tif ((unsigned long long)i_ >= (unsigned long long)(n)) \\\n"
 	      "\t\tNPU_CO_TRAP(); \\\n"
 	      "\ti_; })\n\n", o);
+	device_code_emit(o);
 	for (i = 0; i < prog->nkernels; i++)
 		emit_kernel(o, &prog->kernels[i], i);
 }

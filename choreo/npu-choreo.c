@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "device_code.h"
 #include "diag.h"
 #include "host_gen.h"
 #include "kernel_gen.h"
@@ -333,6 +334,7 @@ static char *host_program_text(const char *text)
 			if (host[i] != '\n')
 				host[i] = ' ';
 	}
+	device_code_blank(host);
 	return host;
 }
 
@@ -795,6 +797,7 @@ int main(int argc, char **argv)
 		return 1;
 	fclose(in);
 	prog.root = parse_result;
+	device_code_scan(text);
 	sema_program(&prog);
 	host_text = host_program_text(text);
 	host_main = defines_main(host_text);

@@ -241,7 +241,7 @@ static void set_scalar_type(struct type *t, int elem)
 	struct node *n;
 }
 
-%token CO "__co__" AUTO "auto" VOID "void" INT "int" BOOL "bool" MUTABLE "mutable"
+%token CO "__co__" CALL "call" AUTO "auto" VOID "void" INT "int" BOOL "bool" MUTABLE "mutable"
 %token STREAM "stream" PARALLEL "parallel" BY "by" WITH "with" IN "in"
 %token APPLY "apply" FRAG "frag"
 %token FOREACH "foreach" WHILE "while" IF "if" ELSE "else" BREAK "break"
@@ -272,7 +272,7 @@ static void set_scalar_type(struct type *t, int elem)
 %type <k> scalar_type async_opt level_opt mma_layout mma_type transp_opt
 %type <i> unroll_opt
 %type <n> stream_opt ret_type shape_decl shape_init evdecls evdecl evlist evref ituple_decl
-%type <n> subs view shape_items
+%type <n> subs view shape_items devcall
 
 %precedence IFX
 %precedence ELSE
@@ -525,6 +525,7 @@ stmt
 		c->cap = $3->cap;
 		$$ = mk2(N_EXPRSTMT, @1, NULL, c, NULL);
 	}
+	| devcall ';'		{ $$ = mk2(N_EXPRSTMT, @1, NULL, $1, NULL); }
 	| PRINTLN '(' args_opt ')' ';' {
 		$$ = $3;
 		$$->kind = N_PRINT;
@@ -670,6 +671,21 @@ declarators
 declarator
 	: IDENT			{ $$ = mk(N_DECL, @1); $$->name = $1; }
 	| IDENT '=' expr	{ $$ = node_add(mk(N_DECL, @1), $3); $$->name = $1; }
+	;
+
+/* `call f(a, b)` of a device function (call-and-device.md); a template's
+ * arguments `call f<4>(...)` would instantiate C++ */
+devcall
+	: CALL IDENT '(' args_opt ')' {
+		$$ = $4;
+		$$->kind = E_DEVCALL;
+		$$->loc = L(@1);
+		$$->name = $2;
+	}
+	| CALL IDENT '<' {
+		diag_error(L(@3), "not supported yet: a call of a template, '%s<...>' "
+			   "(C++; the npu's kernels are C)", $2);
+	}
 	;
 
 /* a shape (Choreo's mdspan): `s : [7, 8];`, `mdspan<2> s : [a, b];`,
@@ -1410,6 +1426,11 @@ expr
 		$$ = mk2(E_CAST, @1, NULL, $4, NULL);
 		set_scalar_type(&$$->type, $2);
 	}
+	| TO '<' STRING {
+		diag_error(L(@1), "not supported yet: __to<\"%s\">, a foreign type "
+			   "cast", $3);
+	}
+	| devcall		{ $$ = $1; }
 	| TO '<' scalar_type '>' '(' expr ')' {
 		$$ = mk2(E_CAST, @1, NULL, $6, NULL);
 		set_scalar_type(&$$->type, $3);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device_code.h"
 #include "diag.h"
 #include "sema.h"
 
@@ -1015,10 +1016,69 @@ static struct type check_cocall(struct node *e)
 	return f->type.kind == TY_SCALAR ? scalar(f->type.elem) : f->type;
 }
 
+/* where a device function's call may be: a statement, a scalar's
+ * initialiser, an assignment's value, an if's condition (the context
+ * gives its type) */
+static bool devcall_ok;
+
+/*
+ * call f(a, b) (call-and-device.md): f a device function of the program
+ * (device_code.c), in a parallel body; scalars are passed as values,
+ * spanned data (x, f.data) as a pointer to its first element.
+ */
+static void check_devcall(struct node *e)
+{
+	int i;
+
+	if (cur_level == 0)
+		diag_error(e->loc, "unable to call device function '%s' outside the "
+			   "parallel-by block(s)", e->name);
+	if (find_func(e->name))
+		diag_error(e->loc, "'%s' is a __co__ function: Croqtile functions "
+			   "cannot call other Croqtile functions ('call' calls a "
+			   "device function)", e->name);
+	if (!device_function(e->name))
+		diag_error(e->loc, "call of '%s', which this file does not define: "
+			   "define it as a __device__ function or in a __cok__ { } "
+			   "block", e->name);
+	for (i = 0; i < e->nkids; i++) {
+		struct node *a = e->kids[i];
+		struct sym *v = a->kind == E_ID ? lookup(a->name) : NULL;
+		struct type t;
+
+		if (v && v->kind == SY_FUTURE)
+			diag_error(a->loc, "type mismatch: the %s argument of '%s', "
+				   "future '%s', cannot be passed to a device function "
+				   "(its data can: %s.data)", ordinal(i + 1), e->name,
+				   a->name, a->name);
+		if (v && v->kind == SY_FRAG)
+			diag_error(a->loc, "not supported yet: mma fragment '%s' as a "
+				   "device function's argument", a->name);
+		if (a->kind == E_VIEW)
+			diag_error(a->loc, "not supported yet: a view as a device "
+				   "function's argument (copy it into local or shared "
+				   "data first)");
+		t = check_expr(a);
+		if (t.kind == TY_SPAN && (a->kind == E_ID || a->kind == E_DATA)) {
+			if (a->sym->view_off)
+				diag_error(a->loc, "not supported yet: view '%s' as a "
+					   "device function's argument", a->sym->name);
+			continue;
+		}
+		if (t.kind != TY_SCALAR)
+			diag_error(a->loc, "type mismatch: the %s argument of '%s' is "
+				   "%s, which cannot be passed to a device function",
+				   ordinal(i + 1), e->name, kind_text(t));
+	}
+}
+
 static struct type check_expr_inner(struct node *e)
 {
 	struct type t, a, b;
 	struct sym *s;
+	bool devcall_here = devcall_ok;
+
+	devcall_ok = false;
 
 	switch (e->kind) {
 	case E_INT:
@@ -1205,6 +1265,14 @@ static struct type check_expr_inner(struct node *e)
 	case E_CALL:
 		t = check_call(e);
 		break;
+	case E_DEVCALL:
+		if (!devcall_here)
+			diag_error(e->loc, "'call' inside an expression: a device "
+				   "function's result can only initialise or be "
+				   "assigned to a variable, or be an if's condition");
+		check_devcall(e);
+		t = scalar(EL_NONE);	/* the context's (devcall_ok) */
+		break;
 	case E_INCDEC:
 		t = check_lvalue(e->kids[0]);
 		check_mutable(e->kids[0], e->kids[0]->loc);
@@ -1292,7 +1360,17 @@ static void check_scalar_decl(struct node *d)
 	struct sym *s;
 	struct type t = d->type;
 
-	if (d->nkids) {
+	if (d->nkids && d->kids[0]->kind == E_DEVCALL) {
+		if (t.elem == EL_NONE)
+			diag_error(d->loc, "unable to deduce the type of '%s' from a "
+				   "call (mutable int %s = call ...)", d->name, d->name);
+		if (!d->flag)
+			diag_error(d->loc, "'%s' must be annotated as a mutable type "
+				   "to hold a call's result", d->name);
+		devcall_ok = true;
+		check_expr(d->kids[0]);
+		d->kids[0]->ety = t;
+	} else if (d->nkids) {
 		struct type it = check_expr(d->kids[0]);
 
 		if (t.elem == EL_NONE) {
@@ -4693,6 +4771,13 @@ static void check_stmt_inner(struct node *s)
 			check_shape_decl(s);
 			break;
 		}
+		if (s->kids[1]->kind == E_DEVCALL) {
+			if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name))
+				diag_error(s->kids[0]->loc, "unable to deduce the type "
+					   "of '%s' from a call (mutable int %s = call ...)",
+					   s->kids[0]->name, s->kids[0]->name);
+			devcall_ok = true;
+		}
 		b = check_expr(s->kids[1]);
 		if (s->kids[0]->kind == E_ID && !lookup(s->kids[0]->name) &&
 		    !strcmp(s->name, "=") && s->kids[1]->kind == E_ID &&
@@ -4739,6 +4824,8 @@ static void check_stmt_inner(struct node *s)
 			break;
 		}
 		a = check_lvalue(s->kids[0]);
+		if (s->kids[1]->kind == E_DEVCALL)
+			b = s->kids[1]->ety = a;	/* converted as C converts */
 		/* Choreo reports both at the assignment operator */
 		check_assignable(s->loc, a, b);
 		check_mutable(s->kids[0], s->loc);
@@ -4782,8 +4869,11 @@ static void check_stmt_inner(struct node *s)
 		}
 		/* a call's result may be dropped */
 		span_result_ok = s->kids[0]->kind == E_COCALL;
+		devcall_ok = s->kids[0]->kind == E_DEVCALL;
 		check_expr(s->kids[0]);
 		span_result_ok = false;
+		if (s->kids[0]->kind == E_DEVCALL)
+			s->kids[0]->ety.kind = TY_VOID;
 		break;
 	case N_SHAPEDECL:
 		check_shape_decl(s);
@@ -4954,7 +5044,11 @@ static void check_stmt_inner(struct node *s)
 		loop_depth--;
 		break;
 	case N_IF:
+		/* if (call f(...)): its value tested as C tests it */
+		devcall_ok = s->kids[0]->kind == E_DEVCALL;
 		a = check_expr(s->kids[0]);
+		if (s->kids[0]->kind == E_DEVCALL)
+			a = s->kids[0]->ety = scalar(EL_INT);
 		want_numeric(s->kids[0], a);
 		/* inthreads (not .async) in a thread level: the block's threads
 		 * meet after it (a barrier); elsewhere it is an if */
