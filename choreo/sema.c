@@ -1030,13 +1030,13 @@ static void check_devcall(struct node *e)
 {
 	int i;
 
-	if (cur_level == 0)
-		diag_error(e->loc, "unable to call device function '%s' outside the "
-			   "parallel-by block(s)", e->name);
 	if (find_func(e->name))
 		diag_error(e->loc, "'%s' is a __co__ function: Croqtile functions "
 			   "cannot call other Croqtile functions ('call' calls a "
 			   "device function)", e->name);
+	if (cur_level == 0)
+		diag_error(e->loc, "unable to call device function '%s' outside the "
+			   "parallel-by block(s)", e->name);
 	if (!device_function(e->name))
 		diag_error(e->loc, "call of '%s', which this file does not define: "
 			   "define it as a __device__ function or in a __cok__ { } "
@@ -1049,7 +1049,7 @@ static void check_devcall(struct node *e)
 		if (v && v->kind == SY_FUTURE)
 			diag_error(a->loc, "type mismatch: the %s argument of '%s', "
 				   "future '%s', cannot be passed to a device function "
-				   "(its data can: %s.data)", ordinal(i + 1), e->name,
+				   "(its data can: %s.data)", ordinal(i), e->name,
 				   a->name, a->name);
 		if (v && v->kind == SY_FRAG)
 			diag_error(a->loc, "not supported yet: mma fragment '%s' as a "
@@ -1068,7 +1068,8 @@ static void check_devcall(struct node *e)
 		if (t.kind != TY_SCALAR)
 			diag_error(a->loc, "type mismatch: the %s argument of '%s' is "
 				   "%s, which cannot be passed to a device function",
-				   ordinal(i + 1), e->name, kind_text(t));
+				   ordinal(i), e->name, a->kind == E_SPAN ? "a shape" :
+				   kind_text(t));
 	}
 }
 
