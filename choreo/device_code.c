@@ -22,6 +22,8 @@ struct segment {
 	long start, end;	/* the device code taken into the kernel C */
 	long blank_start, blank_end;	/* taken out of the host program */
 	bool device_kw;		/* starts with `__device__` (made `static`) */
+	bool directive;		/* a file-level #define or #undef: the device
+				 * code after it sees it too (host code keeps it) */
 };
 
 static const char *src;
@@ -235,7 +237,9 @@ static void add_segment(long start, long end, long blank_start, long blank_end,
 	segs[nsegs].blank_start = blank_start;
 	segs[nsegs].blank_end = blank_end;
 	segs[nsegs].device_kw = device_kw;
-	check_segment(&segs[nsegs]);
+	segs[nsegs].directive = blank_start == blank_end;
+	if (!segs[nsegs].directive)
+		check_segment(&segs[nsegs]);
 	nsegs++;
 }
 
@@ -260,6 +264,31 @@ static long device_fn_end(long kw)
 		   "its body or ';'");
 }
 
+/* the directive at i (its '#'): 1 #define, 2 #undef, else 0 */
+static int is_define(long i)
+{
+	i++;
+	while (i < src_len && (src[i] == ' ' || src[i] == '\t'))
+		i++;
+	if (!strncmp(src + i, "define", 6) && !ident_char(src[i + 6]))
+		return 1;
+	return !strncmp(src + i, "undef", 5) && !ident_char(src[i + 5]) ? 2 : 0;
+}
+
+/* a #define's macro name: where it is, its length */
+static long macro_name(long i, long *len)
+{
+	i++;
+	while (src[i] == ' ' || src[i] == '\t')
+		i++;
+	i += 6;
+	while (src[i] == ' ' || src[i] == '\t')
+		i++;
+	for (*len = 0; ident_char(src[i + *len]); (*len)++)
+		;
+	return i;
+}
+
 void device_code_scan(const char *text)
 {
 	long i = 0, j, n;
@@ -271,6 +300,8 @@ void device_code_scan(const char *text)
 		j = skip_co(i);
 		if (j == i)
 			j = skip_noncode(i);
+		if (j != i && src[i] == '#' && !depth && is_define(i))
+			add_segment(i, j, 0, 0, false);
 		if (j != i) {
 			i = j;
 			continue;
@@ -342,15 +373,18 @@ void device_code_blank(char *host)
 void device_code_emit(FILE *o)
 {
 	const char *p;
-	int s;
+	int s, last = -1;
 
-	if (!nsegs)
+	for (s = 0; s < nsegs; s++)
+		if (!segs[s].directive)
+			last = s;
+	if (last < 0)
 		return;
 	fputs("/* the program's device functions: its __device__ functions (made\n"
 	      " * static) and __cok__ blocks, with CUDA's qualifiers */\n"
 	      "#define __device__\n#define __host__\n"
 	      "#define __forceinline__ __attribute__((always_inline)) inline\n", o);
-	for (s = 0; s < nsegs; s++) {
+	for (s = 0; s <= last; s++) {
 		const struct segment *g = &segs[s];
 		long start = g->start;
 
@@ -365,5 +399,13 @@ void device_code_emit(FILE *o)
 		}
 		fprintf(o, "%.*s\n", (int)(g->end - start), src + start);
 	}
+	/* the kernels after them are npu-choreo's: the program's macros
+	 * were expanded in its __co__ functions already */
+	for (s = 0; s <= last; s++)
+		if (segs[s].directive && is_define(segs[s].start) == 1) {
+			long n, at = macro_name(segs[s].start, &n);
+
+			fprintf(o, "#undef %.*s\n", (int)n, src + at);
+		}
 	fputc('\n', o);
 }
