@@ -70,6 +70,22 @@ static const char *sfx = "";
 static unsigned qflag;		/* NPU_STREAM_*_QUEUE of the pass */
 
 static int tiny, trials = 7, model_off, tensor, fails, verbose, skip_floor;
+static const char *only;	/* --only: sections to run (NULL: all) */
+
+/* Whether --only names section name (a comma-separated list). */
+static int want(const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	if (!only)
+		return 1;
+	for (p = only; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
 static struct json_object *js;		/* --json: the results, then notes */
 static struct json_object *js_notes;
 static const char *trace_path;		/* --trace: one traced overlap run */
@@ -1110,13 +1126,13 @@ static void *thr_launch(void *p)
 	return NULL;
 }
 
-static int bench_curve_threads(void)
+/* One curve of bench_curve_threads over the streams st. */
+static int curve_threads(const char *key, const char *what, npu_stream_t *st)
 {
 	static const int nth[4] = { 1, 2, 4, 8 };
 	int k, t, i, kn = tiny ? 2 : 4, nt = tiny ? 1 : trials, m = tiny ? 4 : 200;
-	struct json_object *c = curve_new("curve_launch_threads",
-		"Aggregate async NOP launches/s, one non-blocking stream per host thread",
-		"host threads", "launches/s (aggregate)", 0, 0, NULL);
+	struct json_object *c = curve_new(key, what, "host threads",
+		"launches/s (aggregate)", 0, 0, NULL);
 	struct json_object *pts = curve_series(c, "aggregate");
 
 	for (k = 0; k < kn; k++) {
@@ -1132,7 +1148,7 @@ static int bench_curve_threads(void)
 			pthread_barrier_init(&bar, NULL, n + 1);
 			for (i = 0; i < n; i++) {
 				a[i].bar = &bar;
-				a[i].st = s[i];
+				a[i].st = st[i];
 				a[i].m = m;
 				if (pthread_create(&th[i], NULL, thr_launch, &a[i]))
 					return failed("pthread_create", NPU_ERROR_OS);
@@ -1149,8 +1165,32 @@ static int bench_curve_threads(void)
 		}
 		curve_point(pts, "aggregate", n, stats(v, nt).med);
 	}
-	tap(1, "curve: launches/s over %d host threads", nth[kn - 1]);
 	return 0;
+}
+
+/* The streams of s[] are on kernel queues; the same curve on user queues
+ * (one non-blocking user-queue stream per thread) follows. */
+static int bench_curve_threads(void)
+{
+	npu_stream_t uq[MAX_S];
+	unsigned f = 0;
+	int i, n = 0, r;
+
+	r = curve_threads("curve_launch_threads", "Aggregate async NOP launches/s, "
+			  "one non-blocking stream per host thread", s);
+	for (i = 0; !r && i < MAX_S; i++, n++)
+		if (npu_stream_create(&uq[i], NPU_STREAM_NON_BLOCKING |
+				      NPU_STREAM_USER_QUEUE, 0) != NPU_SUCCESS)
+			r = failed("npu_stream_create", npu_get_last_error());
+	if (!r && !npu_stream_get_flags(uq[0], &f) && (f & NPU_STREAM_USER_QUEUE))
+		r = curve_threads("curve_launch_threads_uq", "Aggregate async NOP "
+				  "launches/s, one non-blocking user-queue stream "
+				  "per host thread", uq);
+	for (i = 0; i < n; i++)
+		npu_stream_destroy(uq[i]);
+	if (!r)
+		tap(1, "curve: launches/s over %d host threads", tiny ? 2 : 8);
+	return r;
 }
 
 /* c. One DRM SUBMIT carrying 1..64 one-launch jobs, + wait (raw uAPI). */
@@ -2060,6 +2100,11 @@ static void usage(FILE *f)
 		"  -T, --trace FILE         trace one serial and one pipelined overlap\n"
 		"                           run to FILE (Chrome trace JSON)\n"
 		"  -s, --skip-floor         leave out the uAPI floor of a graph launch\n"
+		"  -o, --only LIST          run only these sections (comma-separated, not\n"
+		"                           with --tiny): calls, chains, user_queues,\n"
+		"                           submit_floor, overlap, concurrency, bandwidth,\n"
+		"                           curve_threads, curve_submit, curve_graphs,\n"
+		"                           user_kernels\n"
 		"  -v, --verbose            print more detail\n"
 		"  -h, --help               print this help and exit\n", MAX_TRIALS);
 }
@@ -2078,6 +2123,7 @@ static int parse_options(int argc, char **argv, const char **json, const char **
 		{ "overlap-csv", required_argument, NULL, 'c' },
 		{ "trace", required_argument, NULL, 'T' },
 		{ "skip-floor", no_argument, NULL, 's' },
+		{ "only", required_argument, NULL, 'o' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -2086,13 +2132,14 @@ static int parse_options(int argc, char **argv, const char **json, const char **
 	long v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "tmn:j:c:T:svh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "tmn:j:c:T:o:svh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': tiny = 1; break;
 		case 'm': model_off = 1; break;
 		case 'G': tensor = 1; break;
 		case 'P': print_gemm_points(); return 0;
 		case 's': skip_floor = 1; break;
+		case 'o': only = optarg; break;
 		case 'v': verbose = 1; break;
 		case 'j': *json = optarg; break;
 		case 'c': *csv = optarg; break;
@@ -2114,6 +2161,10 @@ static int parse_options(int argc, char **argv, const char **json, const char **
 			fprintf(stderr, "Try 'npu-bench --help' for more information.\n");
 			return 2;
 		}
+	}
+	if (only && tiny) {
+		fprintf(stderr, "npu-bench: --only and --tiny do not go together\n");
+		return 2;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "npu-bench: unexpected argument '%s'\n"
@@ -2196,35 +2247,35 @@ int main(int argc, char **argv)
 		if (bench_tensor())
 			fails++;
 	} else if (!model_off || tiny) {
-		if (bench_calls())
+		if (want("calls") && bench_calls())
 			tap(0, "launch, round trip, events, stream wait");
-		if (bench_chains())
+		if (want("chains") && bench_chains())
 			tap(0, "stream chains of empty kernels");
-		if (bench_user_queues())
+		if (want("user_queues") && bench_user_queues())
 			tap(0, "user queues: calls and chains");
 		if (skip_floor && tiny)
 			ksft_test_result_skip("uAPI floor of a graph launch: --skip-floor\n");
-		else if (!skip_floor && bench_submit_floor())
+		else if (!skip_floor && want("submit_floor") && bench_submit_floor())
 			tap(0, "uAPI floor of a graph launch");
-		if (bench_overlap())
+		if (want("overlap") && bench_overlap())
 			tap(0, "simpleStreams overlap run");
-		if (bench_concurrency())
+		if (want("concurrency") && bench_concurrency())
 			tap(0, "concurrency of timed kernels");
-		if (bench_bandwidth())
+		if (want("bandwidth") && bench_bandwidth())
 			tap(0, "copy bandwidth");
-		if (bench_curve_threads())
+		if (want("curve_threads") && bench_curve_threads())
 			tap(0, "curve: launches/s over host threads");
 		if (skip_floor && tiny)
 			ksft_test_result_skip("curve: jobs per SUBMIT: --skip-floor\n");
-		else if (!skip_floor && bench_curve_submit())
+		else if (!skip_floor && want("curve_submit") && bench_curve_submit())
 			tap(0, "curve: jobs per SUBMIT");
 #ifdef HAVE_NPU_GRAPH
-		if (bench_curve_graphs())
+		if (want("curve_graphs") && bench_curve_graphs())
 			tap(0, "curve: graph instantiate and launch");
 #else
 		tap(1, "curve: graphs skipped, no graph API");
 #endif
-		if (bench_user_kernels())
+		if (want("user_kernels") && bench_user_kernels())
 			tap(0, "user kernels");
 	}
 	if ((model_off || tiny) && !tensor) {
