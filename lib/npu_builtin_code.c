@@ -311,6 +311,7 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 	struct npu_stream *s;
 	const uint32_t g[3] = { grid.x, grid.y, grid.z };
 	struct jobctx jc;
+	struct uq_fast fq;
 	npu_status_t st;
 	bool code = npu_builtin_coded(kernel);
 
@@ -358,6 +359,12 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 			return st;
 		pthread_mutex_lock(&dev->lock);
 		goto sync;
+	}
+	/* an async launch on a user-queue stream under its own lock */
+	if (!(flags & (NPU_LAUNCH_SYNC | NPU_LAUNCH_SYNC_DEVICE)) &&
+	    npu_uq_fast_begin(dev, s, NPU_CMD_LAUNCH_BYTES(nargs), &fq)) {
+		npu_cmd_launch(&fq.w, k->id, g, args, nargs);
+		return npu_uq_fast_end(dev, &fq);
 	}
 	pthread_mutex_lock(&dev->lock);
 	if (dev->sticky) {

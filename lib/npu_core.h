@@ -267,6 +267,10 @@ bool npu_uq_halted(struct npu_uq *u);
 int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
 		   struct npu_cmdw *w);
 void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w);
+/* The same without waiting: -EAGAIN when the device has not read far
+ * enough (the caller takes the slow path). Caller holds the stream's lock
+ * (dev->lock not needed). */
+int npu_uq_reserve_nowait(struct npu_uq *u, uint32_t bytes, struct npu_cmdw *w);
 /* A new queue for u after a halt (its memory reused, the work it left
  * counted as done), once the error was reported. 0 or -errno. */
 int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
@@ -274,6 +278,38 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
  * halt was reported; -EIO before (the fault check ran). Caller holds
  * dev->lock. */
 int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u);
+/* npu_job.c: the launch fast path of a user-queue stream, under s->lock
+ * alone (the locking rules: npu_internal.h). npu_uq_fast_begin returns
+ * false (nothing held, nothing written) unless the launch may take it: s
+ * is a non-legacy user-queue stream whose last job went to its compute
+ * queue, there is no legacy-stream work it must wait for, no capture, no
+ * tracing, no sticky error, its queue is not halted and has room for
+ * bytes of packets (plus the stream's SIGNAL) now. Then s->lock is held
+ * and f->w has room for bytes; npu_uq_fast_end writes the SIGNAL of the
+ * stream's next point, publishes (one doorbell store at most) and lets go,
+ * npu_uq_fast_abort lets go without publishing anything. */
+/* t's uq_pt, which a fast launch of t's stream may move meanwhile (a
+ * point read from t->next is covered by it: npu_internal.h) */
+static inline uint64_t npu_tl_uq_pt(const struct tl *t)
+{
+	return __atomic_load_n(&t->uq_pt, __ATOMIC_RELAXED);
+}
+
+struct uq_fast {
+	struct npu_stream *s;
+	struct npu_cmdw w;
+};
+bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s,
+		       uint32_t bytes, struct uq_fast *f);
+npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f);
+void npu_uq_fast_abort(struct uq_fast *f);
+/* Before dev->lock code changes user-queue stream s's submission state:
+ * waits for a fast launch on s to finish and turns the fast path off
+ * (s->last_queue = Q_NONE) until a job on s's compute queue turns it on
+ * again (npu_stream_release). Caller holds dev->lock, and no stream lock.
+ * No-op for a stream on kernel queues. */
+void npu_stream_claim(struct npu_stream *s);
+void npu_stream_release(struct npu_stream *s, int queue);
 /* npu_stream.c: s's copy-class user queue (s->uq_copy), made before s's
  * first copy when s is on a user queue and the device has copy engines;
  * when making it fails, copies stay on s->uq. Caller holds dev->lock. */
@@ -298,7 +334,8 @@ int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 		    uint32_t queue_id, uint64_t slice_ns);
 /* Put t's point (a user-queue point not yet in the syncobj) into its
  * syncobj with USERQ_SIGNAL, so that kernel jobs and syncobj waits see it.
- * 0 or -errno. Caller holds dev->lock. */
+ * 0 or -errno. Caller holds dev->lock, not t->lock (a stream's timeline:
+ * taken here, for uq_pt and uq_wptr as one pair). */
 int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point);
 /* A syncobj point queue u must wait for: *value is what its WAIT_MEM64 on
  * u->wait_va waits for (USERQ_WAIT). 0 or -errno. */

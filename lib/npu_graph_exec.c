@@ -2005,6 +2005,8 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	L->cmd = x->cmd_map + L->slot * x->slot_size;
 	L->cmd_va = x->cmd_va + L->slot * x->slot_size;
 	L->at = x->chunk_off;
+	/* s's point is read and reserved below under dev->lock alone */
+	npu_stream_claim(s);
 	/* entry dependencies: stream order, legacy rules, previous launch */
 	npu_tl_done(dev, s->tl, s->tl->next);
 	add_entry(L, s->tl, s->tl->next);
@@ -2093,7 +2095,7 @@ npu_status_t npu_graph_launch(npu_graph_exec_t x, npu_stream_t h)
 	}
 	npu_legacy_deps_commit(dev, s);
 	/* reserve the stream point: later work of the stream follows it */
-	L->P = ++s->tl->next;
+	L->P = __atomic_add_fetch(&s->tl->next, 1, __ATOMIC_RELEASE);
 	s->tl->k_pt = L->P;	/* a kernel job's point, on any stream */
 	s->last_queue = Q_NONE;
 	s->tl->refs++;

@@ -8,6 +8,23 @@
  * never while waiting for the device. Handle validation uses a separate
  * registry lock (npu_handle.c).
  *
+ * A stream on a user queue also has its own mutex (s->lock), so that the
+ * common launch needs no device-wide lock: a launch on a non-legacy
+ * user-queue stream whose last job is on its compute queue, with no new
+ * legacy-stream work to wait for, no capture, no tracing, no sticky error,
+ * writes its packets straight into the ring under s->lock alone
+ * (npu_uq_fast_begin/_end, npu_job.c). s->lock protects what such a
+ * launch writes: the ring and wptr of s->uq, s->uq->last_pt, and the
+ * submission fields of s->tl (next, uq_id, uq_pt, uq_wptr, uq_status,
+ * word_pt), plus what it reads to decide: s->last_queue, s->legacy_seen,
+ * the queue's restart. Every other writer of those holds dev->lock *and*
+ * s->lock (order: dev->lock, then s->lock; never dev->lock dropped while
+ * a stream lock is held; never two stream locks but under dev->lock).
+ * Readers under dev->lock alone see next and uq_pt grow under them: they
+ * read them with atomic loads, and next is stored last (release), so a
+ * point read from next is covered by uq_pt; npu_tl_bridge, which needs
+ * uq_pt and uq_wptr as one pair, takes the stream's lock (t->lock).
+ *
  * Ordering model: every stream and every event owns a *timeline* (a DRM
  * timeline syncobj). Each job a stream submits signals the next point of
  * the stream's timeline and waits on the points it depends on (the
@@ -78,6 +95,10 @@ struct tl {				/* refcounted timeline syncobj */
 	uint64_t sig_va;		/* 0: no memory signal */
 	const volatile uint32_t *uq_status;	/* its queue's, write-back */
 	uint64_t k_pt;			/* last point a kernel job signals */
+	/* a live stream's timeline: that stream's lock (s->lock), held by
+	 * every writer of next and the uq_ fields above (NULL: dev->lock
+	 * alone, as for events) */
+	pthread_mutex_t *lock;
 };
 
 /* A stream's user queue (npu_uq.c): its ring, and a page holding the
@@ -148,6 +169,10 @@ struct device;
 struct npu_stream {
 	uint32_t magic;
 	struct device *dev;
+	/* protects the submission state of a user-queue stream (see the top
+	 * of this file): uq's ring, wptr and last_pt, tl's next and uq_
+	 * fields, last_queue, legacy_seen; taken after dev->lock */
+	pthread_mutex_t lock;
 	struct npu_stream *next;	/* dev->streams */
 	unsigned flags;
 	int priority;
@@ -159,6 +184,7 @@ struct npu_stream {
 	int last_queue;			/* queue of the last job or Q_NONE */
 	uint64_t legacy_seen;		/* legacy point this stream waits on */
 	uint64_t waited_by_legacy;	/* our point the legacy stream waits on */
+	uint64_t legacy_pending;	/* ... once the job being submitted is */
 	/* command buffer ring (host BO) */
 	uint32_t cmd_handle;
 	uint8_t *cmd_map;
@@ -295,7 +321,8 @@ struct device {
 	/* errors */
 	_Atomic bool lost;		/* an ioctl failed with ENODEV: the
 					 * driver was unbound (lock-free) */
-	npu_status_t sticky;
+	npu_status_t sticky;		/* written under lock; the launch
+					 * fast path reads it lock-free */
 	char sticky_msg[512];
 	uint32_t faults_seen;
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */

@@ -202,10 +202,16 @@ npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
 
 	if (s->legacy) {
 		for (b = dev->streams; b; b = b->next) {
+			/* b's fast launches move next meanwhile: what is
+			 * waited for is what npu_legacy_deps_commit records */
+			uint64_t n;
+
 			if (b->legacy || (b->flags & NPU_STREAM_NON_BLOCKING))
 				continue;
-			if (b->tl->next > b->waited_by_legacy) {
-				st = wait(arg, b->tl, b->tl->next);
+			n = __atomic_load_n(&b->tl->next, __ATOMIC_ACQUIRE);
+			b->legacy_pending = n;
+			if (n > b->waited_by_legacy) {
+				st = wait(arg, b->tl, n);
 				if (st)
 					return st;
 			}
@@ -231,8 +237,10 @@ npu_status_t npu_legacy_deps(struct device *dev, struct npu_stream *s,
 
 static bool legacy_candidate(const struct npu_stream *b)
 {
+	uint64_t n = __atomic_load_n(&b->tl->next, __ATOMIC_ACQUIRE);
+
 	return !b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
-	       b->tl->next > b->waited_by_legacy && b->tl->next > b->tl->completed;
+	       n > b->waited_by_legacy && n > b->tl->completed;
 }
 
 npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
@@ -254,13 +262,13 @@ npu_status_t npu_legacy_fanin(struct device *dev, struct npu_stream *s,
 		for (b = dev->streams, k = 0; b && k < LEGACY_FANIN; b = b->next) {
 			if (!legacy_candidate(b))
 				continue;
-			st = npu_job_wait(&jc, b->tl, b->tl->next);
+			pts[k] = __atomic_load_n(&b->tl->next, __ATOMIC_ACQUIRE);
+			st = npu_job_wait(&jc, b->tl, pts[k]);
 			if (st) {
 				npu_job_abort(&jc);
 				return st;
 			}
-			chunk[k] = b;
-			pts[k++] = b->tl->next;
+			chunk[k++] = b;
 		}
 		st = npu_job_submit(dev, &jc, queue, NULL, 0, NULL);
 		if (st)
@@ -278,8 +286,9 @@ void npu_legacy_deps_commit(struct device *dev, struct npu_stream *s)
 
 	if (s->legacy) {
 		for (b = dev->streams; b; b = b->next)
-			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING))
-				b->waited_by_legacy = b->tl->next;
+			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
+			    b->legacy_pending > b->waited_by_legacy)
+				b->waited_by_legacy = b->legacy_pending;
 	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
 		s->legacy_seen = dev->legacy->tl->next;
 	}
@@ -353,7 +362,7 @@ static int uq_dep(struct device *dev, struct npu_stream *s, struct npu_uq *u,
 		return 0;
 	if (t == s->tl && p <= u->last_pt)
 		return 0;	/* an earlier job of this queue */
-	if (t == s->tl && t->sig_va && p <= t->uq_pt && p > t->k_pt) {
+	if (t == s->tl && t->sig_va && p <= npu_tl_uq_pt(t) && p > t->k_pt) {
 		/* an earlier job of the stream's other queue (copy or
 		 * compute class): the device waits for it on the stream's
 		 * signal, unless it has passed (read from memory) */
@@ -371,7 +380,7 @@ static int uq_dep(struct device *dev, struct npu_stream *s, struct npu_uq *u,
 		w->value = t->via_pt;
 		return 1;
 	}
-	if (t->sig_va && p <= t->uq_pt && p > t->k_pt) {
+	if (t->sig_va && p <= npu_tl_uq_pt(t) && p > t->k_pt) {
 		w->addr = t->sig_va;
 		w->value = p;
 		return 1;
@@ -419,8 +428,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	/* copies and memsets on the copy-class queue (copy engines), once
 	 * the stream has one (npu_stream_uq_copy) */
 	struct npu_uq *u = queue == Q_COPY && s->uq_copy ? s->uq_copy : s->uq;
-	struct uq_wait inline_w[INLINE_DEPS], *wv = inline_w;
-	uint64_t pt = s->tl->next + 1;
+	struct uq_wait inline_w[INLINE_DEPS + 1], *wv = inline_w;
+	uint64_t pt, cur, own = 0;
+	bool own_wait = false;
 	struct npu_cmdw w;
 	unsigned nw = 0, i;
 	uint32_t bytes;
@@ -431,24 +441,42 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "command buffer full");
 	}
 	if (jc->ndeps > INLINE_DEPS) {
-		wv = malloc(jc->ndeps * sizeof(*wv));
+		wv = malloc((jc->ndeps + 1) * sizeof(*wv));
 		if (!wv) {
 			jc_release(jc);
 			return npu_fail(NPU_ERROR_OUT_OF_MEMORY, "user queue waits");
 		}
 	}
 	for (i = 0; i < jc->ndeps; i++) {
+		if (jc->deps[i].tl == s->tl)
+			continue;	/* the stream's own order: below */
 		r = uq_dep(dev, s, u, &jc->deps[i], &wv[nw]);
-		if (r < 0) {
-			if (wv != inline_w)
-				free(wv);
-			jc_release(jc);
-			return npu_fail(r == -EIO ? npu_fail_wait(dev) :
-					driver_status(r), "user queue wait: %s",
-					npu_strerror(-r));
-		}
+		if (r < 0)
+			goto wait_failed;
 		nw += r;
 	}
+	/* The stream's last point, read once no wait above dropped dev->lock
+	 * any more: a wait that did let another thread queue work on s, and
+	 * its job release s to fast launches (npu_stream_claim again). Its
+	 * wait (one: a later point of s covers the earlier ones) is
+	 * wv[nw], if the point is not this queue's. */
+	for (;;) {
+		struct dep d = { .tl = s->tl };
+
+		npu_stream_claim(s);
+		cur = s->tl->next;
+		if (cur <= own)
+			break;
+		own = d.point = cur;
+		if (cur <= u->last_pt)
+			continue;
+		r = uq_dep(dev, s, u, &d, &wv[nw]);
+		if (r < 0)
+			goto wait_failed;
+		own_wait = own_wait || r;
+	}
+	nw += own_wait;
+	pt = cur + 1;
 	bytes = nw * NPU_CMD_WAIT64_BYTES + NPU_CMD_SIGNAL_BYTES +
 		(jc->w.len ? NPU_CMD_INDIRECT_BYTES : 0) +
 		(jc->ext_len ? NPU_CMD_INDIRECT_BYTES : 0);
@@ -479,14 +507,15 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 
 	if (!jc->no_implicit)
 		npu_legacy_deps_commit(dev, s);
-	s->tl->next = pt;
 	/* the queue that signals the stream's last point (its earlier
-	 * points are then signalled too: it waited for them) */
+	 * points are then signalled too: it waited for them); next last,
+	 * for readers of another stream's timeline (npu_internal.h) */
 	s->tl->uq_id = u->id;
-	s->tl->uq_pt = pt;
+	__atomic_store_n(&s->tl->uq_pt, pt, __ATOMIC_RELAXED);
 	s->tl->uq_wptr = u->wptr;
 	s->tl->uq_status = &npu_uq_wb(u)->status;
-	s->tl->word_pt = pt;
+	__atomic_store_n(&s->tl->word_pt, pt, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->tl->next, pt, __ATOMIC_RELEASE);
 	u->last_pt = pt;
 	if (ev) {
 		ev->next = ev_point;
@@ -499,9 +528,9 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 		ev->uq_pt = ev_point;
 		ev->uq_wptr = u->wptr;
 	}
-	s->last_queue = queue;
 	if (jc->w.len)
 		cmd_commit(s, jc->off, jc->w.len, pt, jc->kernel, jc->entry);
+	npu_stream_release(s, queue);	/* the fast path again */
 	jc_release(jc);
 	if (point)
 		*point = pt;
@@ -509,6 +538,98 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 	if (npu_dev_lost(dev))
 		return npu_fail_lost();
 	return NPU_SUCCESS;
+wait_failed:
+	if (wv != inline_w)
+		free(wv);
+	jc_release(jc);
+	return npu_fail(r == -EIO ? npu_fail_wait(dev) : driver_status(r),
+			"user queue wait: %s", npu_strerror(-r));
+}
+
+void npu_stream_claim(struct npu_stream *s)
+{
+	if (!s->uq || s->legacy)	/* no fast launch on these */
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->last_queue = Q_NONE;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void npu_stream_release(struct npu_stream *s, int queue)
+{
+	if (!s->uq || s->legacy) {
+		s->last_queue = queue;
+		return;
+	}
+	/* the unlock publishes what dev->lock code wrote to the fast path */
+	pthread_mutex_lock(&s->lock);
+	s->last_queue = queue;
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s,
+		       uint32_t bytes, struct uq_fast *f)
+{
+	struct npu_uq *u = s->uq;
+	struct npu_stream *l;
+
+	/* read without a lock: a capture, a trace, a sticky error that
+	 * begins while the launch runs is concurrent with it (the launch
+	 * may go first); a set one sends it to the slow path */
+	if (!u || s->legacy || npu_capturing() || npu_tracing() ||
+	    __atomic_load_n(&dev->sticky, __ATOMIC_RELAXED) || npu_dev_lost(dev))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	/* the legacy stream's point: made under dev->lock, read here with an
+	 * acquire load; legacy work queued since s last waited for it takes
+	 * the slow path (it waits on the device for that work) */
+	l = atomic_load_explicit(&dev->legacy, memory_order_acquire);
+	if (s->last_queue != Q_COMPUTE || s->tl->uq_id != u->id ||
+	    (!(s->flags & NPU_STREAM_NON_BLOCKING) && l &&
+	     __atomic_load_n(&l->tl->next, __ATOMIC_ACQUIRE) > s->legacy_seen) ||
+	    (__atomic_load_n(&npu_uq_wb(u)->status, __ATOMIC_ACQUIRE) &
+	     NPU_UQ_STS_HALTED) ||
+	    npu_uq_reserve_nowait(u, bytes + NPU_CMD_SIGNAL_BYTES, &f->w)) {
+		pthread_mutex_unlock(&s->lock);
+		return false;
+	}
+	f->s = s;
+	return true;
+}
+
+npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
+{
+	struct npu_stream *s = f->s;
+	struct npu_uq *u = s->uq;
+	struct tl *t = s->tl;
+	uint64_t pt = t->next + 1;
+
+	/* the stream's last job is on this queue: ring order is its only
+	 * dependency */
+	npu_cmd_signal(&f->w, t->sig_va, pt);
+	if (__builtin_expect(npu_cmdw_full(&f->w), 0)) {
+		pthread_mutex_unlock(&s->lock);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "user queue packet "
+				"larger than its room");
+	}
+	npu_uq_commit(u, &f->w);
+	u->last_pt = pt;
+	/* readers under dev->lock alone see next last: a point read from it
+	 * is covered by uq_pt and word_pt (npu_internal.h) */
+	__atomic_store_n(&t->uq_wptr, u->wptr, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->uq_pt, pt, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->word_pt, pt, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->next, pt, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->lock);
+	/* the doorbell store faulted: the driver was unbound */
+	if (npu_dev_lost(dev))
+		return npu_fail_lost();
+	return NPU_SUCCESS;
+}
+
+void npu_uq_fast_abort(struct uq_fast *f)
+{
+	pthread_mutex_unlock(&f->s->lock);
 }
 
 /* Finish a job: the packets written with jc->w. queue is Q_COMPUTE
@@ -528,6 +649,9 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 
 	if (jc->trace)		/* profiler trace hook (npu_trace.c) */
 		npu_tracer()->job_end(dev, jc, queue);
+	/* from here s's point and dependencies are read and written under
+	 * dev->lock alone: no fast launch on s until the job is queued */
+	npu_stream_claim(s);
 	if (!jc->deps) {
 		jc->deps = jc->inline_deps;
 		jc->cap = INLINE_DEPS;
@@ -601,7 +725,8 @@ npu_status_t npu_job_submit(struct device *dev, struct jobctx *jc, int queue,
 	}
 	if (!jc->no_implicit)
 		npu_legacy_deps_commit(dev, s);
-	s->tl->next = out_pt[0];
+	/* release: the fast path reads the legacy stream's lock-free */
+	__atomic_store_n(&s->tl->next, out_pt[0], __ATOMIC_RELEASE);
 	if (jc->word)
 		s->tl->word_pt = out_pt[0];
 	if (ev) {

@@ -249,6 +249,47 @@ npu_ukernel_submit(struct device *dev, struct npu_stream *s, npu_function_t f,
 	return npu_job_submit(dev, &jc, Q_COMPUTE, NULL, 0, point);
 }
 
+/* npu_ukernel_submit's fast path on a user-queue stream: the short packet
+ * straight into the stream's ring under s->lock alone (npu_uq_fast_begin).
+ * false: not taken (nothing written, no error set), else *st is the
+ * launch's status. */
+static inline __attribute__((always_inline)) bool
+npu_ukernel_fast(struct device *dev, struct npu_stream *s, npu_function_t f,
+		 npu_dim3 grid, npu_dim3 block, uint64_t scratch_bytes,
+		 void **args, npu_status_t *st)
+{
+	unsigned nargs = f->desc.nargs, i;
+	uint32_t log2 = f->arg_log2;
+	const uint32_t g[3] = { grid.x, grid.y, grid.z };
+	const uint32_t b[3] = { block.x, block.y, block.z };
+	uint64_t *words;
+	struct uq_fast fq;
+
+	if (!npu_uq_fast_begin(dev, s, NPU_CMD_LAUNCH_CODE_SHORT_BYTES(nargs),
+			       &fq))
+		return false;
+	words = npu_cmd_launch_code_short(&fq.w, &f->packet, g, b,
+					  (uint32_t)(f->desc.scratch_bytes +
+						     scratch_bytes));
+	for (i = 0; words && i < nargs; i++, log2 >>= 2) {
+		const void *a = args[i];
+
+		if (__builtin_expect(!a, 0)) {
+			npu_uq_fast_abort(&fq);
+			*st = npu_ukernel_args_fail(f, args);
+			return true;
+		}
+		words[i] = npu_ukernel_arg(a, log2);
+	}
+	if (__builtin_expect(!words, 0)) {	/* fast_begin made room */
+		npu_uq_fast_abort(&fq);
+		*st = npu_fail(NPU_ERROR_INVALID_VALUE, "user queue full");
+		return true;
+	}
+	*st = npu_uq_fast_end(dev, &fq);
+	return true;
+}
+
 /* The per-launch buffers of one launch of a user kernel (dev->lock held):
  * a device printf buffer when its module calls printf (npu_printf.c), a
  * statistics and sample slot while the profiler runs (npu_kprofile.c; none

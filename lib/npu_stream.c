@@ -157,6 +157,9 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 {
 	int q;
 
+	/* a fast launch that found s before it was destroyed ends first */
+	pthread_mutex_lock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
 	for (q = 0; q < 2; q++) {
 		if (s->queue[q] != UINT32_MAX &&
 		    (q == 0 || s->queue[1] != s->queue[0])) {
@@ -201,9 +204,12 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 	 * last point that does */
 	if (s->word_idx >= 0)
 		ts_retire(dev, s->word_idx, s->tl, s->tl->word_pt);
-	if (s->tl)
+	if (s->tl) {
+		s->tl->lock = NULL;	/* the timeline may outlive s */
 		npu_tl_put(dev, s->tl);
+	}
 	pthread_cond_destroy(&s->cb_cond);
+	pthread_mutex_destroy(&s->lock);
 	s->magic = 0;
 	free(s);
 }
@@ -445,6 +451,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	 * zeroing those 12 KiB was most of a stream's creation */
 	memset(s, 0, offsetof(struct npu_stream, span));
 	memset(&s->span_head, 0, sizeof(*s) - offsetof(struct npu_stream, span_head));
+	pthread_mutex_init(&s->lock, NULL);
 	s->magic = STREAM_MAGIC;
 	s->dev = dev;
 	s->flags = flags & NPU_STREAM_NON_BLOCKING;
@@ -460,6 +467,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 		stream_free_resources(dev, s, false);
 		return npu_fail(NPU_ERROR_OS, "drmSyncobjCreate: %s", npu_strerror(errno));
 	}
+	s->tl->lock = &s->lock;
 	/* a user queue when asked for and there are any, else kernel
 	 * queues (the debug message says why) */
 	if (stream_wants_uq(dev, flags)) {
@@ -876,7 +884,7 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	 * syncobjs: waited for one by one (the waits drop the lock) */
 	r = 0;
 	for (i = 0; i < n && !r; i++)
-		if (tls[i]->sig_va && pt[i] <= tls[i]->uq_pt &&
+		if (tls[i]->sig_va && pt[i] <= npu_tl_uq_pt(tls[i]) &&
 		    pt[i] > tls[i]->k_pt)
 			r = npu_tl_wait_now(dev, tls[i], pt[i]);
 	if (!r) {
@@ -1068,6 +1076,8 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	st = stream_barrier(dev, s);
 	if (st)
 		goto fail;
+	/* s's point and queue are written below under dev->lock alone */
+	npu_stream_claim(s);
 	if (!s->cb_started) {
 		if (pthread_create(&s->cb_thread, NULL, cb_main, s)) {
 			st = npu_fail(NPU_ERROR_OS, "pthread_create: %s",
@@ -1105,7 +1115,7 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 	cb->user = user;
 	cb->wait_point = s->tl->next;
 	cb->signal_point = s->tl->next + 1;
-	s->tl->next = cb->signal_point;
+	__atomic_store_n(&s->tl->next, cb->signal_point, __ATOMIC_RELEASE);
 	if (s->tl->word)	/* cb_main writes it after the signal */
 		s->tl->word_pt = cb->signal_point;
 	s->last_queue = Q_NONE;

@@ -45,7 +45,7 @@ static bool word_passed(const struct tl *t, uint64_t point)
 {
 	uint32_t w;
 
-	if (!t->word || point > t->word_pt)
+	if (!t->word || point > __atomic_load_n(&t->word_pt, __ATOMIC_RELAXED))
 		return false;
 	w = __atomic_load_n(t->word, __ATOMIC_ACQUIRE);
 	return (int32_t)(w - (uint32_t)point) >= 0;
@@ -65,7 +65,7 @@ bool npu_tl_done(struct device *dev, struct tl *t, uint64_t point)
 		t->completed = point;
 		return true;
 	}
-	if (t->uq_status && point <= t->uq_pt && point > t->k_pt &&
+	if (t->uq_status && point <= npu_tl_uq_pt(t) && point > t->k_pt &&
 	    (*t->uq_status & NPU_UQ_STS_HALTED)) {
 		/* its user queue halted (a fault, a stop): the point never
 		 * comes; as a failed job's fence, it counts as done and the

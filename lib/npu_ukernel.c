@@ -118,6 +118,9 @@ npu_status_t npu_launch_kernel(npu_function_t f, npu_dim3 grid, npu_dim3 block,
 	if (dev != f->dev)
 		return launch_kernel_slow(f, &grid, &block, scratch_bytes,
 					  stream, args);
+	/* a user-queue stream's launch under its own lock (npu_job.c) */
+	if (npu_ukernel_fast(dev, s, f, grid, block, scratch_bytes, args, &st))
+		return st;
 	pthread_mutex_lock(&dev->lock);
 	if (dev->sticky)
 		st = npu_fail_sticky(dev, dev->sticky);

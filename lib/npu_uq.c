@@ -80,6 +80,22 @@ bool npu_uq_halted(struct npu_uq *u)
 	return u->halted;
 }
 
+/* w for bytes at the write pointer, the device known to have read far
+ * enough: a NOP to the ring's end first when they would cross it. */
+static void uq_room(struct npu_uq *u, uint32_t bytes, struct npu_cmdw *w)
+{
+	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
+
+	if (off + bytes > UQ_RING_SIZE) {
+		npu_cmdw_init(w, u->ring + off, u->ring_va + off,
+			      UQ_RING_SIZE - off);
+		npu_cmd_nop(w, UQ_RING_SIZE - off);
+		u->wptr += UQ_RING_SIZE - off;
+		off = 0;
+	}
+	npu_cmdw_init(w, u->ring + off, u->ring_va + off, bytes);
+}
+
 /*
  * Room for bytes (a multiple of 8) of packets at the ring's write pointer,
  * contiguous: when they would cross the ring's end, a NOP fills the rest
@@ -118,13 +134,21 @@ int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
 			return -errno;
 		}
 	}
-	if (pad) {
-		npu_cmdw_init(w, u->ring + off, u->ring_va + off, pad);
-		npu_cmd_nop(w, pad);
-		u->wptr += pad;
-		off = 0;
-	}
-	npu_cmdw_init(w, u->ring + off, u->ring_va + off, bytes);
+	uq_room(u, bytes, w);
+	return 0;
+}
+
+int npu_uq_reserve_nowait(struct npu_uq *u, uint32_t bytes, struct npu_cmdw *w)
+{
+	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
+	uint32_t pad = off + bytes > UQ_RING_SIZE ? UQ_RING_SIZE - off : 0;
+
+	if (bytes > UQ_RING_SIZE / 2 ||
+	    (u->wptr + pad + bytes > UQ_RING_SIZE &&
+	     __atomic_load_n(&npu_uq_wb(u)->rptr, __ATOMIC_ACQUIRE) <
+	     u->wptr + pad + bytes - UQ_RING_SIZE))
+		return -EAGAIN;
+	uq_room(u, bytes, w);
 	return 0;
 }
 
@@ -276,15 +300,24 @@ void npu_uq_release_halted(struct device *dev)
 	struct npu_stream *s;
 	bool any = false;
 
+	/* s->lock: a fast launch on s writes last_pt and wptr */
 	for (s = dev->streams; s; s = s->next) {
+		if (!s->uq)
+			continue;
+		pthread_mutex_lock(&s->lock);
 		any |= uq_release(s->uq);
 		any |= uq_release(s->uq_copy);
+		pthread_mutex_unlock(&s->lock);
 	}
 	for (s = dev->streams; any && s; s = s->next) {
-		if (s->uq && !s->uq->halted)
+		if (!s->uq)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		if (!s->uq->halted)
 			npu_uq_kick(s->uq);
 		if (s->uq_copy && !s->uq_copy->halted)
 			npu_uq_kick(s->uq_copy);
+		pthread_mutex_unlock(&s->lock);
 	}
 }
 
@@ -311,20 +344,40 @@ int npu_uq_wait_mem(struct device *dev, uint64_t addr, uint64_t value,
 /* The device's wptr of queue id made the library's: USERQ_SIGNAL names
  * a wptr the device must have accepted, and a WATCHED queue takes a new
  * one from its write-back block only when it gets there (a doorbell of
- * the same value is a no-op). */
+ * the same value is a no-op). The wptr published in the write-back block
+ * covers every point recorded as the queue's (npu_uq_commit stores it
+ * first), and it is read without the stream's lock: a doorbell of an
+ * older value than one a fast launch rang meanwhile is ignored (hw spec,
+ * Doorbells). */
+static int tl_bridge(struct device *dev, struct tl *t, uint64_t point);
+
 static void uq_publish_wptr(struct device *dev, uint32_t id)
 {
 	struct npu_uq *u;
 
 	for (u = dev->uqs; u; u = u->dev_next)
 		if (u->id == id) {
-			__atomic_thread_fence(__ATOMIC_RELEASE);
-			*u->db = u->wptr;
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			*u->db = __atomic_load_n(&npu_uq_wb(u)->wptr,
+						 __ATOMIC_ACQUIRE);
 			return;
 		}
 }
 
 int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
+{
+	int r;
+
+	if (!t->lock)
+		return tl_bridge(dev, t, point);
+	/* a stream's: its fast launches move uq_pt and uq_wptr together */
+	pthread_mutex_lock(t->lock);
+	r = tl_bridge(dev, t, point);
+	pthread_mutex_unlock(t->lock);
+	return r;
+}
+
+static int tl_bridge(struct device *dev, struct tl *t, uint64_t point)
 {
 	struct drm_npu_userq_signal sig;
 	int e;

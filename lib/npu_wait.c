@@ -189,7 +189,7 @@ int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 			t->completed = point;
 		return r;
 	}
-	if (t->sig_va && point <= t->uq_pt && point > t->k_pt) {
+	if (t->sig_va && point <= npu_tl_uq_pt(t) && point > t->k_pt) {
 		sched = dev->sched;
 		spin = sched != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC &&
 		       (sched != NPU_DEVICE_SCHEDULE_AUTO || dev->spin_ns);
@@ -210,7 +210,7 @@ int npu_tl_wait_now(struct device *dev, struct tl *t, uint64_t point)
 	if (point > t->submitted)
 		npu_flush_now(dev);
 	sched = dev->sched;
-	spin = t->word && point <= t->word_pt &&
+	spin = t->word && point <= __atomic_load_n(&t->word_pt, __ATOMIC_RELAXED) &&
 	       sched != NPU_DEVICE_SCHEDULE_BLOCKING_SYNC &&
 	       (sched != NPU_DEVICE_SCHEDULE_AUTO || dev->spin_ns);
 	t->refs++;

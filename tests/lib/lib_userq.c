@@ -12,6 +12,7 @@
 #include "tap.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -604,6 +605,235 @@ static void graph_launch_without_syscalls(float *h, uint32_t *gate)
 	MUST(npu_free(d));
 }
 
+/* Launches from four threads, each on its own user-queue stream (two
+ * blocking, two not), while other threads record and query events, wait
+ * for their streams and the device, copy memory and launch on the legacy
+ * stream. Each launcher's sequence is order-sensitive: launch j adds j + 1
+ * to y, except every fifth, which negates it, so a lost, doubled or
+ * reordered launch leaves another value than the host's replay of the same
+ * sequence (integers below 2^24: exact in float). */
+#define LAUNCHERS	4
+#define THREAD_LAUNCHES	400
+#define THREAD_N	64
+
+struct launcher {
+	npu_stream_t s;
+	float *y, *ones;
+	npu_status_t st;
+	int failed_at;
+};
+
+static volatile int busy_stop;
+
+static npu_status_t launcher_step(struct launcher *l, int j)
+{
+	uint64_t inc[4] = { npu_arg_ptr(l->ones), npu_arg_ptr(l->y), THREAD_N,
+			    npu_arg_f32((float)(j + 1)) };
+	uint64_t neg[4] = { npu_arg_ptr(l->y), npu_arg_ptr(l->y), THREAD_N,
+			    npu_arg_f32(-1.0f) };
+
+	if (j % 5 == 4)
+		return npu_launch(NPU_K_SCALE_F32, npu_grid(1, 1, 1), neg, 4,
+				  l->s, NPU_LAUNCH_ASYNC);
+	return npu_launch(NPU_K_SAXPY_F32, npu_grid(1, 1, 1), inc, 4, l->s,
+			  NPU_LAUNCH_ASYNC);
+}
+
+static void *launcher_main(void *p)
+{
+	struct launcher *l = p;
+	int j;
+
+	for (j = 0; j < THREAD_LAUNCHES && !l->st; j++) {
+		l->st = launcher_step(l, j);
+		l->failed_at = j;
+		/* now and then the stream's own synchronize between launches */
+		if (!l->st && j % 97 == 96)
+			l->st = npu_stream_synchronize(l->s);
+	}
+	return NULL;
+}
+
+struct busy {
+	int kind;		/* 0: events, 1: syncs, 2: copies, 3: legacy */
+	npu_stream_t s;
+	float *d, *h;
+	npu_status_t st;
+	const char *what;
+	unsigned rounds;
+};
+
+static void busy_fail(struct busy *b, npu_status_t st, const char *what)
+{
+	if (!b->st) {
+		b->st = st;
+		b->what = what;
+	}
+}
+
+static void *busy_main(void *p)
+{
+	struct busy *b = p;
+	npu_event_t e;
+	npu_status_t st;
+
+	if (b->kind == 0 && (st = npu_event_create(&e, NPU_EVENT_DEFAULT))) {
+		busy_fail(b, st, "npu_event_create");
+		return NULL;
+	}
+	while (!busy_stop && !b->st) {
+		uint64_t a[3] = { npu_arg_ptr(b->d), THREAD_N,
+				  npu_arg_f32((float)b->rounds) };
+
+		switch (b->kind) {
+		case 0:		/* a launch, a record, queries, a wait */
+			st = npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3,
+					b->s, NPU_LAUNCH_ASYNC);
+			if (!st)
+				st = npu_event_record(e, b->s);
+			if (!st) {
+				st = npu_event_query(e);
+				if (st == NPU_ERROR_NOT_READY)
+					st = NPU_SUCCESS;
+			}
+			if (!st)
+				st = npu_event_synchronize(e);
+			if (!st && npu_event_query(e) != NPU_SUCCESS)
+				st = NPU_ERROR_INVALID_VALUE;	/* a wrong answer */
+			if (st)
+				busy_fail(b, st, "event record, query, synchronize");
+			break;
+		case 1:		/* its stream's and the device's synchronize */
+			st = npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3,
+					b->s, NPU_LAUNCH_ASYNC);
+			if (!st)
+				st = npu_stream_synchronize(b->s);
+			if (!st && npu_stream_query(b->s) != NPU_SUCCESS)
+				st = NPU_ERROR_INVALID_VALUE;	/* a wrong answer */
+			if (!st && b->rounds % 8 == 7)
+				st = npu_device_synchronize();
+			if (st)
+				busy_fail(b, st, "stream and device synchronize");
+			break;
+		case 2:		/* host -> device -> host, the data checked */
+			for (int i = 0; i < THREAD_N; i++)
+				b->h[i] = (float)(b->rounds * THREAD_N + i);
+			st = npu_memcpy_async(b->d, b->h, THREAD_N * sizeof(float),
+					      NPU_MEMCPY_HOST_TO_DEVICE, b->s);
+			if (!st)
+				st = npu_memcpy_async(b->h + THREAD_N, b->d,
+						      THREAD_N * sizeof(float),
+						      NPU_MEMCPY_DEVICE_TO_HOST, b->s);
+			if (!st)
+				st = npu_stream_synchronize(b->s);
+			if (!st && memcmp(b->h, b->h + THREAD_N,
+					  THREAD_N * sizeof(float)))
+				st = NPU_ERROR_INVALID_VALUE;	/* a wrong answer */
+			if (st)
+				busy_fail(b, st, "memcpy round trip");
+			break;
+		default:	/* the legacy stream: blocking streams wait for it */
+			st = npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3,
+					NULL, NPU_LAUNCH_ASYNC);
+			if (!st && b->rounds % 4 == 3)
+				st = npu_stream_synchronize(NULL);
+			if (st)
+				busy_fail(b, st, "legacy stream launch");
+			break;
+		}
+		b->rounds++;
+	}
+	if (b->kind == 0)
+		npu_event_destroy(e);
+	return NULL;
+}
+
+static void threads_on_own_streams(void)
+{
+	static const char *const kinds[4] = { "events", "synchronizes",
+					      "copies", "legacy launches" };
+	struct launcher l[LAUNCHERS];
+	struct busy b[4];
+	pthread_t lt[LAUNCHERS], bt[4];
+	float *ones, *ys, *bd, *bh, want[THREAD_N], host[THREAD_N];
+	bool ok = true, kind_ok = true;
+	int i, j;
+
+	MUST(npu_malloc((void **)&ones, THREAD_N * sizeof(float)));
+	MUST(npu_malloc((void **)&ys, LAUNCHERS * THREAD_N * sizeof(float)));
+	MUST(npu_malloc((void **)&bd, 4 * THREAD_N * sizeof(float)));
+	MUST(npu_host_alloc((void **)&bh, 8 * THREAD_N * sizeof(float), 0));
+	for (i = 0; i < THREAD_N; i++)
+		host[i] = 1.0f;
+	MUST(npu_memcpy(ones, host, sizeof(host), NPU_MEMCPY_HOST_TO_DEVICE));
+	MUST(npu_memset(ys, 0, LAUNCHERS * THREAD_N * sizeof(float)));
+	for (i = 0; i < LAUNCHERS; i++) {
+		MUST(npu_stream_create(&l[i].s, NPU_STREAM_USER_QUEUE |
+				       (i & 1 ? NPU_STREAM_NON_BLOCKING : 0), 0));
+		kind_ok &= stream_kind(l[i].s) == NPU_STREAM_USER_QUEUE;
+		l[i].y = ys + i * THREAD_N;
+		l[i].ones = ones;
+		l[i].st = NPU_SUCCESS;
+	}
+	for (i = 0; i < 4; i++) {
+		memset(&b[i], 0, sizeof(b[i]));
+		b[i].kind = i;
+		b[i].d = bd + i * THREAD_N;
+		b[i].h = bh + 2 * i * THREAD_N;
+		if (i < 3)
+			MUST(npu_stream_create(&b[i].s, NPU_STREAM_USER_QUEUE |
+					       NPU_STREAM_NON_BLOCKING, 0));
+	}
+	tap_ok(kind_ok, "four launcher streams on user queues");
+	busy_stop = 0;
+	for (i = 0; i < 4; i++)
+		if (pthread_create(&bt[i], NULL, busy_main, &b[i]))
+			MUST(NPU_ERROR_OS);
+	for (i = 0; i < LAUNCHERS; i++)
+		if (pthread_create(&lt[i], NULL, launcher_main, &l[i]))
+			MUST(NPU_ERROR_OS);
+	for (i = 0; i < LAUNCHERS; i++)
+		pthread_join(lt[i], NULL);
+	busy_stop = 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(bt[i], NULL);
+	for (i = 0; i < LAUNCHERS; i++) {
+		ST(l[i].st, NPU_SUCCESS, "launcher %d: %d launches queued", i,
+		   THREAD_LAUNCHES);
+		if (l[i].st)
+			tap_diag("  failed at launch %d", l[i].failed_at);
+	}
+	/* the host's replay of the sequence, in float as the device */
+	for (j = 0; j < THREAD_N; j++)
+		want[j] = 0.0f;
+	for (i = 0; i < THREAD_LAUNCHES; i++)
+		for (j = 0; j < THREAD_N; j++)
+			want[j] = i % 5 == 4 ? -want[j] : want[j] + (float)(i + 1);
+	for (i = 0; i < LAUNCHERS; i++) {
+		MUST(npu_stream_synchronize(l[i].s));
+		MUST(npu_memcpy(host, l[i].y, sizeof(host),
+				NPU_MEMCPY_DEVICE_TO_HOST));
+		ok = !memcmp(host, want, sizeof(host));
+		tap_ok(ok, "launcher %d: every launch ran once, in its stream's "
+		       "order (y = %g, want %g)", i, host[0], want[0]);
+	}
+	for (i = 0; i < 4; i++) {
+		tap_ok(!b[i].st && b[i].rounds > 0, "alongside: %s, %u rounds, "
+		       "each result exact", kinds[i], b[i].rounds);
+		if (b[i].st)
+			tap_diag("  %s: %s", b[i].what, npu_status_name(b[i].st));
+	}
+	MUST(npu_device_synchronize());
+	for (i = 0; i < LAUNCHERS; i++)
+		MUST(npu_stream_destroy(l[i].s));
+	for (i = 0; i < 3; i++)
+		MUST(npu_stream_destroy(b[i].s));
+	MUST(npu_free(ones));
+	MUST(npu_free(ys));
+	MUST(npu_free(bd));
+	MUST(npu_host_free(bh));
+}
+
 int main(int argc, char **argv)
 {
 	npu_device_prop p;
@@ -635,6 +865,7 @@ int main(int argc, char **argv)
 	mixed_with_kernel_queues(d, h, gate);
 	wait_for_point_in_submission(d, h);
 	graph_launch_without_syscalls(h, gate);
+	threads_on_own_streams();
 	MUST(npu_free(d));
 	MUST(npu_host_free(h));
 	MUST(npu_host_free(gate));
