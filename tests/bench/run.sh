@@ -246,6 +246,14 @@ for key in sorted(k for k in res if k.startswith("curve_")):
         print("  (no points: see the errors of npu-bench above)")
     if key in res["notes"]:
         print("  note: %s" % res["notes"][key])
+    if key == "curve_launch_threads_uq":
+        pts = dict((x, y) for x, y in c["series"][0]["points"] if y is not None)
+        more = [pts[n] for n in (2, 4, 8) if n in pts]
+        if 1 in pts and more:
+            ok = min(more) >= pts[1]
+            summary["launch_threads_scaling_uq"] = "holds" if ok else "MISSES"
+            print("  lowest of 2..8 threads / 1 thread = %.3f (target >= 1, report only): %s" % (
+                min(more) / pts[1], summary["launch_threads_scaling_uq"]))
     if key == "curve_launch_threads":
         pts = dict((x, y) for x, y in c["series"][0]["points"] if y is not None)
         if 1 in pts and 8 in pts:
