@@ -362,7 +362,8 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 	}
 	/* an async launch on a user-queue stream under its own lock */
 	if (!(flags & (NPU_LAUNCH_SYNC | NPU_LAUNCH_SYNC_DEVICE)) &&
-	    npu_uq_fast_begin(dev, s, NPU_CMD_LAUNCH_BYTES(nargs), &fq)) {
+	    npu_uq_fast_begin(dev, s, Q_COMPUTE, NPU_CMD_LAUNCH_BYTES(nargs),
+			      &fq)) {
 		npu_cmd_launch(&fq.w, k->id, g, args, nargs);
 		return npu_uq_fast_end(dev, &fq);
 	}

@@ -280,9 +280,11 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
 int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u);
 /* npu_job.c: the launch fast path of a user-queue stream, under s->lock
  * alone (the locking rules: npu_internal.h). npu_uq_fast_begin returns
- * false (nothing held, nothing written) unless the launch may take it: s
- * is a non-legacy user-queue stream whose last job went to its compute
- * queue, there is no legacy-stream work it must wait for, no capture, no
+ * false (nothing held, nothing written) unless the job may take it: s
+ * is a non-legacy user-queue stream whose last job went to the same queue
+ * (queue: Q_COMPUTE for a launch, Q_COPY for a copy or memset, which run
+ * on s->uq_copy once s has one), there is no legacy-stream work it must
+ * wait for, no capture, no
  * tracing, no sticky error, its queue is not halted and has room for
  * bytes of packets (plus the stream's SIGNAL) now. Then s->lock is held
  * and f->w has room for bytes; npu_uq_fast_end writes the SIGNAL of the
@@ -297,9 +299,10 @@ static inline uint64_t npu_tl_uq_pt(const struct tl *t)
 
 struct uq_fast {
 	struct npu_stream *s;
+	struct npu_uq *u;
 	struct npu_cmdw w;
 };
-bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s,
+bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
 		       uint32_t bytes, struct uq_fast *f);
 npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f);
 void npu_uq_fast_abort(struct uq_fast *f);

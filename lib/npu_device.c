@@ -116,6 +116,8 @@ static void enumerate(void)
 			pthread_mutex_init(&d->lock, &ma);
 			pthread_mutexattr_destroy(&ma);
 			pthread_mutex_init(&d->maps_lock, NULL);
+			pthread_rwlock_init(&d->dmem.lock, NULL);
+			pthread_rwlock_init(&d->hmem.lock, NULL);
 			pthread_cond_init(&d->thread_cond, NULL);
 			d->fd = -1;
 			snprintf(d->node, sizeof(d->node), "%s", names[i]);

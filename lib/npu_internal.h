@@ -243,6 +243,10 @@ struct alloc {
 struct alloc_table {
 	struct alloc *v;
 	unsigned n, cap;
+	/* written (tab_insert, tab_remove) with dev->lock and this held for
+	 * writing; read with either: the copy and memset fast path
+	 * (npu_mem.c) checks its pointers without dev->lock */
+	pthread_rwlock_t lock;
 };
 
 struct staging {

@@ -567,7 +567,7 @@ void npu_stream_release(struct npu_stream *s, int queue)
 	pthread_mutex_unlock(&s->lock);
 }
 
-bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s,
+bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
 		       uint32_t bytes, struct uq_fast *f)
 {
 	struct npu_uq *u = s->uq;
@@ -584,7 +584,11 @@ bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s,
 	 * acquire load; legacy work queued since s last waited for it takes
 	 * the slow path (it waits on the device for that work) */
 	l = atomic_load_explicit(&dev->legacy, memory_order_acquire);
-	if (s->last_queue != Q_COMPUTE || s->tl->uq_id != u->id ||
+	/* s->uq_copy is made (once) under dev->lock before the stream's
+	 * first copy, which claims s: a last job on Q_COPY says it is set */
+	if (s->last_queue == Q_COPY && queue == Q_COPY && s->uq_copy)
+		u = s->uq_copy;
+	if (s->last_queue != queue || s->tl->uq_id != u->id ||
 	    (!(s->flags & NPU_STREAM_NON_BLOCKING) && l &&
 	     __atomic_load_n(&l->tl->next, __ATOMIC_ACQUIRE) > s->legacy_seen) ||
 	    (__atomic_load_n(&npu_uq_wb(u)->status, __ATOMIC_ACQUIRE) &
@@ -594,13 +598,14 @@ bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s,
 		return false;
 	}
 	f->s = s;
+	f->u = u;
 	return true;
 }
 
 npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
 {
 	struct npu_stream *s = f->s;
-	struct npu_uq *u = s->uq;
+	struct npu_uq *u = f->u;
 	struct tl *t = s->tl;
 	uint64_t pt = t->next + 1;
 

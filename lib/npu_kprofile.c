@@ -9,6 +9,8 @@
  * code object's DWARF, through npu_module.c). npu_profile_report() prints
  * them; npu_profile_get_kernels() returns them.
  */
+/* pthread_rwlock_t (the allocation tables' lock, npu_internal.h) */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -65,16 +65,20 @@ static bool tab_overlaps(struct alloc_table *t, uint64_t key, uint64_t size)
 	return false;
 }
 
+/* Caller holds dev->lock; t->lock is taken here (npu_internal.h). */
 static int tab_insert(struct alloc_table *t, const struct alloc *a)
 {
 	unsigned i;
 
+	pthread_rwlock_wrlock(&t->lock);
 	if (t->n == t->cap) {
 		unsigned ncap = t->cap ? t->cap * 2 : 64;
 		struct alloc *nv = realloc(t->v, ncap * sizeof(*nv));
 
-		if (!nv)
+		if (!nv) {
+			pthread_rwlock_unlock(&t->lock);
 			return -1;
+		}
 		t->v = nv;
 		t->cap = ncap;
 	}
@@ -82,6 +86,7 @@ static int tab_insert(struct alloc_table *t, const struct alloc *a)
 	memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*a));
 	t->v[i] = *a;
 	t->n++;
+	pthread_rwlock_unlock(&t->lock);
 	return 0;
 }
 
@@ -89,8 +94,10 @@ static void tab_remove(struct alloc_table *t, struct alloc *a)
 {
 	unsigned i = (unsigned)(a - t->v);
 
+	pthread_rwlock_wrlock(&t->lock);
 	memmove(&t->v[i], &t->v[i + 1], (t->n - i - 1) * sizeof(*a));
 	t->n--;
+	pthread_rwlock_unlock(&t->lock);
 }
 
 static void gem_close(struct device *dev, uint32_t handle)
@@ -554,6 +561,45 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 	return NPU_SUCCESS;
 }
 
+/* classify() of device memory (want 1), pinned host memory by its host
+ * address (want 0) or either (-1) without dev->lock, under the tables'
+ * read locks: for the copy and memset fast path. Anything else (pageable
+ * memory, a pinned range's device address, a bad pointer) is left to
+ * classify() under dev->lock, which also says what is wrong: false. */
+static bool classify_shared(struct device *dev, const void *ptr, size_t n,
+			    int want, struct loc *l)
+{
+	uint64_t p = (uintptr_t)ptr;
+	struct alloc *a = NULL;
+	bool ok = false;
+
+	if (!ptr || p + n < p)
+		return false;
+	if (want != 0) {
+		pthread_rwlock_rdlock(&dev->dmem.lock);
+		a = tab_find(&dev->dmem, p);
+		if (a && p + n <= a->key + a->size) {
+			l->kind = LOC_DEVICE;
+			l->va = a->va + (p - a->key);
+			l->handle = a->handle;
+			ok = true;
+		}
+		pthread_rwlock_unlock(&dev->dmem.lock);
+	}
+	if (a || want == 1)
+		return ok;
+	pthread_rwlock_rdlock(&dev->hmem.lock);
+	a = tab_find(&dev->hmem, p);
+	if (a && p + n <= a->key + a->size) {
+		l->kind = LOC_PINNED;
+		l->va = a->va + (p - a->key);
+		l->handle = a->handle;
+		ok = true;
+	}
+	pthread_rwlock_unlock(&dev->hmem.lock);
+	return ok;
+}
+
 npu_status_t npu_host_get_device_pointer(void **devptr, void *host_ptr,
 					 unsigned int flags)
 {
@@ -825,7 +871,10 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 {
 	struct device *dev;
 	struct npu_stream *s;
+	struct loc dl, sl;
+	struct uq_fast fq;
 	npu_status_t st;
+	int wd, ws;
 
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */
 		npu_status_t cst;
@@ -836,6 +885,16 @@ npu_status_t npu_memcpy_async(void *dst, const void *src, size_t count,
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
+	/* between device and pinned memory, on a user-queue stream: one
+	 * COPY packet under the stream's lock alone (npu_internal.h) */
+	if (count && kind >= NPU_MEMCPY_HOST_TO_HOST && kind <= NPU_MEMCPY_DEFAULT &&
+	    !npu_copy_kind_sides(kind, &wd, &ws) &&
+	    classify_shared(dev, dst, count, wd, &dl) &&
+	    classify_shared(dev, src, count, ws, &sl) &&
+	    npu_uq_fast_begin(dev, s, Q_COPY, NPU_CMD_COPY_BYTES, &fq)) {
+		npu_cmd_copy(&fq.w, sl.va, dl.va, count);
+		return npu_uq_fast_end(dev, &fq);
+	}
 	pthread_mutex_lock(&dev->lock);
 	st = do_copy(dev, s, dst, src, count, kind, false);
 	pthread_mutex_unlock(&dev->lock);
@@ -871,6 +930,7 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	struct device *dev;
 	struct npu_stream *s;
 	struct jobctx jc;
+	struct uq_fast fq;
 	struct loc l;
 	npu_status_t st;
 
@@ -883,6 +943,13 @@ static npu_status_t do_memset(npu_stream_t stream, void *devptr, int value,
 	st = npu_get_stream(stream, &dev, &s);
 	if (st)
 		return st;
+	/* async on a user-queue stream: one FILL packet under the stream's
+	 * lock alone (npu_internal.h) */
+	if (!sync && n && classify_shared(dev, devptr, n, 1, &l) &&
+	    npu_uq_fast_begin(dev, s, Q_COPY, NPU_CMD_MEMSET_BYTES, &fq)) {
+		npu_cmd_memset(&fq.w, l.va, (uint8_t)value, n);
+		return npu_uq_fast_end(dev, &fq);
+	}
 	pthread_mutex_lock(&dev->lock);
 	st = classify(dev, devptr, n, 1, &l, "destination");
 	if (st)

@@ -265,8 +265,8 @@ npu_ukernel_fast(struct device *dev, struct npu_stream *s, npu_function_t f,
 	uint64_t *words;
 	struct uq_fast fq;
 
-	if (!npu_uq_fast_begin(dev, s, NPU_CMD_LAUNCH_CODE_SHORT_BYTES(nargs),
-			       &fq))
+	if (!npu_uq_fast_begin(dev, s, Q_COMPUTE,
+			       NPU_CMD_LAUNCH_CODE_SHORT_BYTES(nargs), &fq))
 		return false;
 	words = npu_cmd_launch_code_short(&fq.w, &f->packet, g, b,
 					  (uint32_t)(f->desc.scratch_bytes +

@@ -661,7 +661,8 @@ static npu_status_t stream_barrier(struct device *dev, struct npu_stream *s)
 	if (s->legacy) {
 		for (b = dev->streams; b; b = b->next)
 			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING) &&
-			    b->tl->next > b->waited_by_legacy)
+			    __atomic_load_n(&b->tl->next, __ATOMIC_ACQUIRE) >
+			    b->waited_by_legacy)	/* b may launch meanwhile */
 				need = true;
 	} else if (!(s->flags & NPU_STREAM_NON_BLOCKING) && dev->legacy) {
 		need = dev->legacy->tl->next > s->legacy_seen;

@@ -25,6 +25,8 @@
  * cfg->concurrency slots run at once, plus the load streams, each kept
  * DEPTH instances deep while timed work remains.
  */
+/* pthread_rwlock_t (the allocation tables' lock, npu_internal.h) */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

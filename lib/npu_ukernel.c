@@ -3,6 +3,8 @@
  * npu_ukernel.c - launches of user kernels: one LAUNCH_CODE packet per
  * launch, queued like any kernel on the stream's compute queue.
  */
+/* pthread_rwlock_t (the allocation tables' lock, npu_internal.h) */
+#define _POSIX_C_SOURCE 200809L
 #include <string.h>
 
 #include "npu_core.h"

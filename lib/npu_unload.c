@@ -8,6 +8,8 @@
  * its file. It sits above every other file: it is the one place that
  * knows them all.
  */
+/* pthread_rwlock_t (the allocation tables' lock, npu_internal.h) */
+#define _POSIX_C_SOURCE 200809L
 #include "npu_core.h"
 #include "npu_printf.h"
 #include "npu_trace.h"

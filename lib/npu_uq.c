@@ -170,11 +170,14 @@ void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w)
 }
 
 /* The owner wrote memory a waiting queue may wait on: an old doorbell
- * value makes a WAITING queue re-read it (no system call). */
+ * value makes a WAITING queue re-read it (no system call). The published
+ * wptr of the write-back block, not u->wptr: a fast launch on the queue's
+ * stream may be moving that one (npu_internal.h), and a kick need not
+ * publish anything. */
 void npu_uq_kick(struct npu_uq *u)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	*u->db = u->wptr;
+	*u->db = __atomic_load_n(&npu_uq_wb(u)->wptr, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -715,11 +715,16 @@ static void *busy_main(void *p)
 			if (st)
 				busy_fail(b, st, "stream and device synchronize");
 			break;
-		case 2:		/* host -> device -> host, the data checked */
+		case 2:		/* memset, host -> device -> host, checked: a
+				 * memset after the copy shows as 0xff bytes */
 			for (int i = 0; i < THREAD_N; i++)
 				b->h[i] = (float)(b->rounds * THREAD_N + i);
-			st = npu_memcpy_async(b->d, b->h, THREAD_N * sizeof(float),
-					      NPU_MEMCPY_HOST_TO_DEVICE, b->s);
+			st = npu_memset_async(b->d, 0xff, THREAD_N * sizeof(float),
+					      b->s);
+			if (!st)
+				st = npu_memcpy_async(b->d, b->h,
+						      THREAD_N * sizeof(float),
+						      NPU_MEMCPY_HOST_TO_DEVICE, b->s);
 			if (!st)
 				st = npu_memcpy_async(b->h + THREAD_N, b->d,
 						      THREAD_N * sizeof(float),
@@ -730,7 +735,7 @@ static void *busy_main(void *p)
 					  THREAD_N * sizeof(float)))
 				st = NPU_ERROR_INVALID_VALUE;	/* a wrong answer */
 			if (st)
-				busy_fail(b, st, "memcpy round trip");
+				busy_fail(b, st, "memset and memcpy round trip");
 			break;
 		default:	/* the legacy stream: blocking streams wait for it */
 			st = npu_launch(NPU_K_FILL_F32, npu_grid(1, 1, 1), a, 3,
@@ -751,7 +756,8 @@ static void *busy_main(void *p)
 static void threads_on_own_streams(void)
 {
 	static const char *const kinds[4] = { "events", "synchronizes",
-					      "copies", "legacy launches" };
+					      "memsets and copies",
+					      "legacy launches" };
 	struct launcher l[LAUNCHERS];
 	struct busy b[4];
 	pthread_t lt[LAUNCHERS], bt[4];
