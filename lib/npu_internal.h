@@ -13,7 +13,10 @@
  * user-queue stream whose last job is on its compute queue, with no new
  * legacy-stream work to wait for, no capture, no tracing, no sticky error,
  * writes its packets straight into the ring under s->lock alone
- * (npu_uq_fast_begin/_end, npu_job.c). s->lock protects what such a
+ * (npu_uq_fast_begin/_end, npu_job.c); so does an async copy or memset
+ * between device and pinned memory whose stream's last job is on its copy
+ * queue (npu_mem.c; its pointer check reads the allocation tables under
+ * their own rwlocks, struct alloc_table). s->lock protects what such a
  * launch writes: the ring and wptr of s->uq, s->uq->last_pt, and the
  * submission fields of s->tl (next, uq_id, uq_pt, uq_wptr, uq_status,
  * word_pt), plus what it reads to decide: s->last_queue, s->legacy_seen,
