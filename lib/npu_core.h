@@ -290,6 +290,13 @@ int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u);
  * and f->w has room for bytes; npu_uq_fast_end writes the SIGNAL of the
  * stream's next point, publishes (one doorbell store at most) and lets go,
  * npu_uq_fast_abort lets go without publishing anything. */
+/* t's last point, read where a fast launch of t's stream may move it
+ * (npu_internal.h) */
+static inline uint64_t npu_tl_next(const struct tl *t)
+{
+	return __atomic_load_n(&t->next, __ATOMIC_ACQUIRE);
+}
+
 /* t's uq_pt, which a fast launch of t's stream may move meanwhile (a
  * point read from t->next is covered by it: npu_internal.h) */
 static inline uint64_t npu_tl_uq_pt(const struct tl *t)

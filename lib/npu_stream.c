@@ -694,7 +694,7 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 	if (st)
 		return st;
 	/* one wait ioctl, no query first (the point is usually pending) */
-	if (npu_tl_wait_now(dev, s->tl, s->tl->next))
+	if (npu_tl_wait_now(dev, s->tl, npu_tl_next(s->tl)))
 		return npu_fail_wait(dev);
 	npu_check_faults(dev);
 	npu_completed(dev);
@@ -740,13 +740,13 @@ npu_status_t npu_stream_query(npu_stream_t h)
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
-	done = npu_tl_done(dev, s->tl, s->tl->next);
+	done = npu_tl_done(dev, s->tl, npu_tl_next(s->tl));
 	if (done && s->legacy) {
 		struct npu_stream *b;
 
 		for (b = dev->streams; b && done; b = b->next)
 			if (!b->legacy && !(b->flags & NPU_STREAM_NON_BLOCKING))
-				done = npu_tl_done(dev, b->tl, b->tl->next);
+				done = npu_tl_done(dev, b->tl, npu_tl_next(b->tl));
 	}
 	if (done) {
 		npu_check_faults(dev);
@@ -804,7 +804,7 @@ npu_status_t npu_stream_destroy(npu_stream_t h)
 	if (npu_capturing())	/* stream capture hook (npu_core.h) */
 		npu_capture()->stream_gone(s);
 	pthread_mutex_lock(&dev->lock);
-	npu_tl_wait_locked(dev, s->tl, s->tl->next);
+	npu_tl_wait_locked(dev, s->tl, npu_tl_next(s->tl));
 	npu_stream_stop_thread(dev, s);
 	npu_check_faults(dev);
 	st = s->sticky;
@@ -873,12 +873,14 @@ npu_status_t npu_dev_sync_locked(struct device *dev)
 	}
 	n = 0;
 	for (s = dev->streams; s; s = s->next) {
-		if (!s->tl->next || s->tl->next <= s->tl->completed)
+		uint64_t next = npu_tl_next(s->tl);	/* s may launch now */
+
+		if (!next || next <= s->tl->completed)
 			continue;
 		tls[n] = s->tl;
 		s->tl->refs++;
 		h[n] = s->tl->handle;
-		pt[n] = s->tl->next;
+		pt[n] = next;
 		n++;
 	}
 	/* points of user queues are memory signals, not (yet) in their
@@ -1456,7 +1458,7 @@ npu_status_t npu_event_query(npu_event_t e)
 		 * signal passing says the work before it ran clean; no
 		 * queue of the device halted, so no fault check (ioctl) */
 		known = true;
-	if (!npu_tl_done(dev, e->tl, e->tl->next)) {
+	if (!npu_tl_done(dev, e->tl, npu_tl_next(e->tl))) {
 		st = NPU_ERROR_NOT_READY;
 	} else {
 		/* ask the driver for faults only when the completion is news */
@@ -1479,7 +1481,7 @@ npu_status_t npu_event_synchronize(npu_event_t e)
 		return st;
 	dev = e->dev;
 	pthread_mutex_lock(&dev->lock);
-	if (e->tl->next && npu_tl_wait_locked(dev, e->tl, e->tl->next)) {
+	if (e->tl->next && npu_tl_wait_locked(dev, e->tl, npu_tl_next(e->tl))) {
 		st = npu_fail_wait(dev);
 	} else {
 		npu_check_faults(dev);
@@ -1554,7 +1556,7 @@ npu_status_t npu_event_timestamp(npu_event_t e, uint64_t *ticks)
 	if (!e->tl->next || e->ts_index < 0)
 		st = npu_fail(NPU_ERROR_INVALID_HANDLE,
 			      "event was never recorded or has timing disabled");
-	else if (!npu_tl_done(dev, e->tl, e->tl->next))
+	else if (!npu_tl_done(dev, e->tl, npu_tl_next(e->tl)))
 		st = NPU_ERROR_NOT_READY;
 	else
 		*ticks = *(volatile uint64_t *)ts_ptr(dev, e->ts_index);

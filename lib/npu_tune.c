@@ -400,7 +400,7 @@ static void fill(struct tuner *t)
  */
 static bool ev_done(struct device *dev, npu_event_t e)
 {
-	return npu_tl_done(dev, e->tl, e->tl->next);
+	return npu_tl_done(dev, e->tl, npu_tl_next(e->tl));
 }
 
 /* Block until the oldest run of some slot or load instance completes. */
@@ -454,11 +454,11 @@ static void drain(struct tuner *t)
 	for (i = 0; i < t->nslots; i++)
 		for (j = 0; j < t->nstreams; j++) {
 			s = t->slots[i].st[j];
-			npu_tl_wait_locked(dev, s->tl, s->tl->next);
+			npu_tl_wait_locked(dev, s->tl, npu_tl_next(s->tl));
 		}
 	for (i = 0; i < t->nloads; i++) {
 		s = t->loads[i].st;
-		npu_tl_wait_locked(dev, s->tl, s->tl->next);
+		npu_tl_wait_locked(dev, s->tl, npu_tl_next(s->tl));
 	}
 	pthread_mutex_unlock(&dev->lock);
 }
