@@ -13,6 +13,15 @@
  * without dereferencing them.
  */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Handles removed so far (under reg_lock). A thread's last handle found
+ * live stays live until the next removal: a thread that launches on its
+ * stream again and again checks it without reg_lock (which every thread's
+ * launch would otherwise take: a process-wide mutex on the launch path).
+ * An object freed and another made at its address was removed between. */
+static atomic_uint reg_removals;
+static __thread const void *reg_last;
+static __thread int reg_last_type;
+static __thread unsigned reg_last_removals;
 static struct {
 	const void *p;
 	int type;
@@ -100,11 +109,22 @@ static size_t reg_find(const void *p, int type)
 
 bool npu_reg_check(const void *p, int type)
 {
+	unsigned removals;
 	bool ok;
 
+	if (p && p == reg_last && type == reg_last_type &&
+	    reg_last_removals == atomic_load_explicit(&reg_removals,
+						      memory_order_acquire))
+		return true;
 	pthread_mutex_lock(&reg_lock);
+	removals = atomic_load_explicit(&reg_removals, memory_order_relaxed);
 	ok = reg_find(p, type) != SIZE_MAX;
 	pthread_mutex_unlock(&reg_lock);
+	if (ok) {
+		reg_last = p;
+		reg_last_type = type;
+		reg_last_removals = removals;
+	}
 	return ok;
 }
 
@@ -114,8 +134,10 @@ bool npu_reg_remove(const void *p, int type)
 
 	pthread_mutex_lock(&reg_lock);
 	j = reg_find(p, type);
-	if (j != SIZE_MAX)
+	if (j != SIZE_MAX) {
 		reg_tab[j].p = REG_TOMB;
+		atomic_fetch_add_explicit(&reg_removals, 1, memory_order_release);
+	}
 	pthread_mutex_unlock(&reg_lock);
 	return j != SIZE_MAX;
 }

@@ -6,7 +6,8 @@
  * stream, event, timeline, allocation table and the deferred-job list of
  * the device. It is held while a job is built and submitted (one ioctl) and
  * never while waiting for the device. Handle validation uses a separate
- * registry lock (npu_handle.c).
+ * registry lock (npu_handle.c), except for a thread's last handle found
+ * live, which stays live until the next removal (a counter).
  *
  * A stream on a user queue also has its own mutex (s->lock), so that the
  * common launch needs no device-wide lock: a launch on a non-legacy
