@@ -898,13 +898,26 @@ npu_status_t npu_module_get_function(npu_function_t *f, npu_module_t m,
 
 __thread npu_function_t npu_last_function;
 __thread unsigned npu_last_function_gen;
+/* The thread's functions found valid lately, at generation recent_gen:
+ * a thread that launches a few kernels in turn checks them without
+ * mod_lock (a process-wide mutex) as long as no module was unloaded. */
+#define RECENT_FUNCTIONS 8
+static __thread npu_function_t recent_fn[RECENT_FUNCTIONS];
+static __thread unsigned recent_gen, recent_next;
 
 npu_status_t npu_function_check_slow(npu_function_t f)
 {
-	unsigned gen;
+	unsigned gen, i;
 	bool ok = false;
 	struct npu_module *x;
 
+	gen = atomic_load_explicit(&npu_mod_gen, memory_order_acquire);
+	for (i = 0; f && recent_gen == gen && i < RECENT_FUNCTIONS; i++)
+		if (recent_fn[i] == f) {
+			npu_last_function = f;
+			npu_last_function_gen = gen;
+			return NPU_SUCCESS;
+		}
 	pthread_mutex_lock(&mod_lock);
 	gen = atomic_load_explicit(&npu_mod_gen, memory_order_relaxed);
 	for (x = modules; x && !ok; x = x->next)
@@ -916,6 +929,11 @@ npu_status_t npu_function_check_slow(npu_function_t f)
 				"not a function of a loaded module");
 	npu_last_function = f;
 	npu_last_function_gen = gen;
+	if (recent_gen != gen) {
+		memset(recent_fn, 0, sizeof(recent_fn));
+		recent_gen = gen;
+	}
+	recent_fn[recent_next++ % RECENT_FUNCTIONS] = f;
 	return NPU_SUCCESS;
 }
 

@@ -83,6 +83,11 @@ launch_kernel_slow(npu_function_t f, const npu_dim3 *gridp,
 	if (dev != f->dev)
 		return npu_fail(NPU_ERROR_INVALID_HANDLE, "kernel %s was loaded "
 				"on another device", f->desc.name);
+	/* another kernel than the thread's last one: still the stream's
+	 * lock alone when nothing else is special (npu_job.c) */
+	if (!f->uses_printf &&
+	    npu_ukernel_fast(dev, s, f, grid, block, scratch_bytes, args, &st))
+		return st;
 	pthread_mutex_lock(&dev->lock);
 	if (dev->sticky)
 		st = npu_fail_sticky(dev, dev->sticky);
