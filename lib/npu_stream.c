@@ -275,7 +275,11 @@ static void uq_retire_signal(struct device *dev, struct npu_uq *u)
 
 	uq_reap_zombies(dev);
 	for (w = dev->streams; w; w = w->next) {
-		if (!w->uq || npu_tl_done(dev, w->tl, w->tl->next))
+		/* a fast launch may move w's point meanwhile: it writes no
+		 * wait (those take dev->lock), so any point from now on does */
+		uint64_t pt = npu_tl_next(w->tl);
+
+		if (!w->uq || npu_tl_done(dev, w->tl, pt))
 			continue;
 		if (z.nwaits == cap) {
 			struct dep *nw = realloc(z.waits, (cap ? 2 * cap : 4) *
@@ -287,7 +291,7 @@ static void uq_retire_signal(struct device *dev, struct npu_uq *u)
 			cap = cap ? 2 * cap : 4;
 		}
 		z.waits[z.nwaits].tl = w->tl;
-		z.waits[z.nwaits].point = w->tl->next;
+		z.waits[z.nwaits].point = pt;
 		z.waits[z.nwaits].order_only = false;
 		w->tl->refs++;
 		z.nwaits++;
