@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #include "tap.h"
@@ -218,34 +219,51 @@ static void test_after(pid_t child)
 /*
  * One kernel longer than npu-smi's interval, sampled while it runs: its
  * ring and this process must show busy for that interval, not only once
- * the kernel has finished. (1.6 s: below the suites' job timeout.)
+ * the kernel has finished. (1.6 s: below the suites' job timeout.) A
+ * sample that ends after the kernel (npu-smi slower than that, as on the
+ * debug kernel under a busy host) says nothing: the kernel runs again,
+ * up to three times.
  */
 static void test_long_kernel(void)
 {
-	json_object *doc, *dev, *proc;
+	json_object *doc = NULL, *dev, *proc;
 	double ring_util, proc_util;
 	npu_device_prop prop;
 	npu_stream_t s;
-	char *out;
-	int st;
+	char *out = NULL;
+	bool running = false;
+	int st = -1, attempt;
 
 	if (npu_device_get_properties(&prop, 0) != NPU_SUCCESS ||
-	    npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0) != NPU_SUCCESS ||
-	    spin(s, 1600000000ull) != NPU_SUCCESS) {
+	    npu_stream_create(&s, NPU_STREAM_NON_BLOCKING, 0) != NPU_SUCCESS) {
 		tap_ok(0, "launch a 1.6 s kernel");
 		return;
 	}
-	usleep(100000);
-	out = run("npu-smi -j -i 400", &st);
-	doc = json_tokener_parse(out);
+	for (attempt = 1; attempt <= 3 && !running; attempt++) {
+		if (out) {
+			tap_diag("attempt %d: the kernel had ended before npu-smi "
+				 "sampled: again", attempt - 1);
+			json_object_put(doc);
+			free(out);
+		}
+		if (npu_stream_synchronize(s) != NPU_SUCCESS ||
+		    spin(s, 1600000000ull) != NPU_SUCCESS) {
+			tap_ok(0, "launch a 1.6 s kernel");
+			npu_stream_destroy(s);
+			return;
+		}
+		usleep(100000);
+		out = run("npu-smi -j -i 400", &st);
+		running = npu_stream_query(s) == NPU_ERROR_NOT_READY;
+		doc = json_tokener_parse(out);
+	}
 	dev = first_device(doc);
 	proc = process(dev, getpid());
 	ring_util = engines_max(dev, "util");
 	/* a process's share is of all compute rings: one busy ring of n */
 	proc_util = json_object_get_double(get(proc, "compute_util")) *
 		    prop.compute_rings;
-	tap_ok(npu_stream_query(s) == NPU_ERROR_NOT_READY,
-	       "the kernel still ran when npu-smi had sampled");
+	tap_ok(running, "the kernel still ran when npu-smi had sampled");
 	tap_ok(st == 0 && ring_util > 0.5,
 	       "while one long kernel runs its ring or engine is busy (%.3f)", ring_util);
 	tap_ok(proc && proc_util > 0.5,
