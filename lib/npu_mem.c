@@ -561,6 +561,25 @@ static npu_status_t classify(struct device *dev, const void *ptr, size_t n,
 	return NPU_SUCCESS;
 }
 
+/* The allocation of t holding p (under t's read lock): true if there is
+ * one; *ok if [p, p + n) lies in it, then l says where (kind). */
+static bool table_locate(struct alloc_table *t, uint64_t p, uint64_t n,
+			 int kind, struct loc *l, bool *ok)
+{
+	struct alloc *a;
+
+	pthread_rwlock_rdlock(&t->lock);
+	a = tab_find(t, p);
+	*ok = a && p + n <= a->key + a->size;
+	if (*ok) {
+		l->kind = kind;
+		l->va = a->va + (p - a->key);
+		l->handle = a->handle;
+	}
+	pthread_rwlock_unlock(&t->lock);
+	return a != NULL;
+}
+
 /* classify() of device memory (want 1), pinned host memory by its host
  * address (want 0) or either (-1) without dev->lock, under the tables'
  * read locks: for the copy and memset fast path. Anything else (pageable
@@ -570,33 +589,15 @@ static bool classify_shared(struct device *dev, const void *ptr, size_t n,
 			    int want, struct loc *l)
 {
 	uint64_t p = (uintptr_t)ptr;
-	struct alloc *a = NULL;
 	bool ok = false;
 
 	if (!ptr || p + n < p)
 		return false;
-	if (want != 0) {
-		pthread_rwlock_rdlock(&dev->dmem.lock);
-		a = tab_find(&dev->dmem, p);
-		if (a && p + n <= a->key + a->size) {
-			l->kind = LOC_DEVICE;
-			l->va = a->va + (p - a->key);
-			l->handle = a->handle;
-			ok = true;
-		}
-		pthread_rwlock_unlock(&dev->dmem.lock);
-	}
-	if (a || want == 1)
+	if (want != 0 && table_locate(&dev->dmem, p, n, LOC_DEVICE, l, &ok))
 		return ok;
-	pthread_rwlock_rdlock(&dev->hmem.lock);
-	a = tab_find(&dev->hmem, p);
-	if (a && p + n <= a->key + a->size) {
-		l->kind = LOC_PINNED;
-		l->va = a->va + (p - a->key);
-		l->handle = a->handle;
-		ok = true;
-	}
-	pthread_rwlock_unlock(&dev->hmem.lock);
+	if (want == 1)
+		return false;
+	table_locate(&dev->hmem, p, n, LOC_PINNED, l, &ok);
 	return ok;
 }
 
