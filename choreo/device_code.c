@@ -43,6 +43,19 @@ static bool ident_char(char c)
 	return isalnum((unsigned char)c) || c == '_';
 }
 
+/* The length of the identifier that starts at i (before end), or 0 when
+ * none does there (not an identifier character, or inside a longer word). */
+static long word_at(long i, long end)
+{
+	long n;
+
+	if (!ident_start(src[i]) || (i > 0 && ident_char(src[i - 1])))
+		return 0;
+	for (n = 0; i + n < end && ident_char(src[i + n]); n++)
+		;
+	return n;
+}
+
 static struct loc loc_of(long off)
 {
 	struct loc l = { 1, 1 };
@@ -200,12 +213,11 @@ static void check_segment(const struct segment *s)
 			i++;
 			continue;
 		}
-		if (!ident_start(src[i]) || (i > 0 && ident_char(src[i - 1]))) {
+		n = word_at(i, s->end);
+		if (!n) {
 			i++;
 			continue;
 		}
-		for (n = 0; i + n < s->end && ident_char(src[i + n]); n++)
-			;
 		for (k = 0; k < sizeof(cxx_words) / sizeof(cxx_words[0]); k++)
 			if ((long)strlen(cxx_words[k].word) == n &&
 			    !strncmp(src + i, cxx_words[k].word, n))
@@ -311,12 +323,11 @@ void device_code_scan(const char *text)
 			i++;
 			continue;
 		}
-		if (!ident_start(src[i]) || (i > 0 && ident_char(src[i - 1]))) {
+		n = word_at(i, src_len);
+		if (!n) {
 			i++;
 			continue;
 		}
-		for (n = 0; i + n < src_len && ident_char(src[i + n]); n++)
-			;
 		if (depth || !((n == 7 && !strncmp(src + i, "__cok__", 7)) ||
 			       (n == 10 && !strncmp(src + i, "__device__", 10)))) {
 			i += n;
