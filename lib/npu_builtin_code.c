@@ -331,7 +331,7 @@ npu_status_t npu_launch(npu_kernel_t kernel, npu_dim3 grid, const uint64_t *args
 		return npu_fail(NPU_ERROR_INVALID_CONFIGURATION,
 				"grid %ux%ux%u has a zero dimension", grid.x,
 				grid.y, grid.z);
-	st = npu_builtin_check(k, args);
+	st = nargs ? npu_builtin_check(k, args) : NPU_SUCCESS;
 	if (st)
 		return st;
 	if (npu_capturing()) {	/* stream capture hook (npu_core.h) */

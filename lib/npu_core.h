@@ -49,7 +49,10 @@ npu_status_t npu_fail_sticky(struct device *dev, npu_status_t st);
  * was unbound) marks dev lost for good. npu_dev_lost() is lock-free;
  * npu_fail_lost() reports NPU_ERROR_DEVICE_LOST. */
 void npu_note_errno(struct device *dev, int err);
-bool npu_dev_lost(struct device *dev);
+static inline bool npu_dev_lost(struct device *dev)
+{
+	return atomic_load_explicit(&dev->lost, memory_order_acquire);
+}
 npu_status_t npu_fail_lost(void);
 /* A failed wait on dev's timelines (errno): NPU_ERROR_DEVICE_LOST once the
  * device is lost, else NPU_ERROR_OS. */
@@ -259,7 +262,10 @@ int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
 int npu_uq_create(struct device *dev, struct npu_uq *u, uint32_t kind,
 		  uint32_t priority, uint64_t *mmap_offset);
 void npu_uq_destroy(struct device *dev, struct npu_uq *u);
-const volatile struct npu_uq_wb *npu_uq_wb(const struct npu_uq *u);
+static inline const volatile struct npu_uq_wb *npu_uq_wb(const struct npu_uq *u)
+{
+	return (const volatile struct npu_uq_wb *)u->mem;
+}
 bool npu_uq_halted(struct npu_uq *u);
 /* Room for bytes (multiple of 8) in u's ring, written with w; then
  * npu_uq_commit publishes them with one doorbell store. Caller holds

@@ -43,11 +43,6 @@ void npu_note_errno(struct device *dev, int err)
 		atomic_store_explicit(&dev->lost, true, memory_order_release);
 }
 
-bool npu_dev_lost(struct device *dev)
-{
-	return atomic_load_explicit(&dev->lost, memory_order_acquire);
-}
-
 npu_status_t npu_fail_lost(void)
 {
 	return npu_fail(NPU_ERROR_DEVICE_LOST,

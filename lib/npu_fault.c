@@ -78,6 +78,7 @@ npu_status_t npu_check_faults(struct device *dev)
 	int n;
 
 	int settle = 0;
+	bool halted = dev->halted_gone;
 
 	/* A user queue that halted: the driver records its fault from a
 	 * work item, after the queue's status (and USERQ_WAIT_MEM) say
@@ -86,14 +87,27 @@ npu_status_t npu_check_faults(struct device *dev)
 		struct npu_uq *qs[2] = { s->uq, s->uq_copy };
 		int i;
 
-		for (i = 0; i < 2; i++)
-			if (qs[i] && !qs[i]->halt_reported &&
-			    (((const volatile struct npu_uq_wb *)qs[i]->mem)->status &
-			     NPU_UQ_STS_HALTED)) {
+		for (i = 0; i < 2; i++) {
+			if (!qs[i] || !(npu_uq_wb(qs[i])->status &
+					NPU_UQ_STS_HALTED))
+				continue;
+			halted = true;
+			if (!qs[i]->halt_reported) {
 				qs[i]->halt_reported = true;
 				settle = 2000;
 			}
+		}
 	}
+	/* Only user queues ran work, and none halted: no fault is on record
+	 * (a user queue's fault halts it, and its status says so), and the
+	 * ioctl would cost a synchronize's round trip as much as the rest. */
+	if (!halted && !npu_dev_lost(dev) &&
+	    !atomic_load_explicit(&dev->kq_submitted, memory_order_relaxed)) {
+		for (s = dev->streams; s; s = s->next)
+			s->fault_clean = s->tl->completed;
+		return dev->sticky;
+	}
+	dev->halted_gone = false;
 	if (npu_uq_halted_hook)
 		npu_uq_halted_hook(dev);
 again:

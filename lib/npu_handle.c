@@ -12,21 +12,36 @@
  * pointers, so that NULL, destroyed and foreign handles are recognised
  * without dereferencing them.
  */
+/* Writers (add, remove, rehash) take reg_lock. A check whose handle is
+ * not in its thread's cache below reads the table without it: entries
+ * change with single atomic stores, and a rehash frees the old table only
+ * once no reader is in it (reg_readers), so the common check costs no
+ * call into the C library. */
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Handles removed so far (under reg_lock). A thread's last handle found
  * live stays live until the next removal: a thread that launches on its
- * stream again and again checks it without reg_lock (which every thread's
- * launch would otherwise take: a process-wide mutex on the launch path).
- * An object freed and another made at its address was removed between. */
+ * stream again and again checks it with two loads. An object freed and
+ * another made at its address was removed between. */
 static atomic_uint reg_removals;
-static __thread const void *reg_last;
-static __thread int reg_last_type;
-static __thread unsigned reg_last_removals;
-static struct {
-	const void *p;
-	int type;
-} *reg_tab;
-static size_t reg_cap, reg_used;	/* used counts tombstones too */
+/* initial-exec: read at a fixed offset from the thread pointer instead of
+ * through __tls_get_addr (a call on every launch); 16 bytes of the static
+ * TLS that glibc keeps for libraries loaded later, as Mesa's are */
+#define REG_TLS __thread __attribute__((tls_model("initial-exec")))
+static REG_TLS const void *reg_last;
+static REG_TLS int reg_last_type;
+static REG_TLS unsigned reg_last_removals;
+
+struct reg_table {
+	size_t cap;			/* a power of 2 */
+	struct {
+		const void *_Atomic p;	/* NULL: free; REG_TOMB: removed */
+		_Atomic int type;	/* written before p */
+	} e[];
+};
+static struct reg_table *reg_tab;	/* under reg_lock */
+static struct reg_table *_Atomic reg_view;	/* the same, for readers */
+static atomic_uint reg_readers;		/* lock-free readers in reg_view */
+static size_t reg_used;			/* used counts tombstones too */
 #define REG_TOMB ((const void *)1)
 
 static size_t reg_hash(const void *p)
@@ -39,71 +54,88 @@ static size_t reg_hash(const void *p)
 	return (size_t)x;
 }
 
+static const void *reg_at(const struct reg_table *t, size_t j)
+{
+	return atomic_load_explicit(&t->e[j].p, memory_order_acquire);
+}
+
 /* Rehash without the tombstones; double the table only if the live
  * entries need it. A table that grew whenever tombstones filled it would
  * grow without bound in a process that keeps making and destroying
- * events at new addresses. */
+ * events at new addresses. Caller holds reg_lock. */
 static int reg_grow(void)
 {
-	size_t live = 0, ncap, i, j;
-	__typeof__(reg_tab) nt;
+	size_t cap = reg_tab ? reg_tab->cap : 0, live = 0, ncap, i, j;
+	struct reg_table *nt, *old = reg_tab;
 
-	for (i = 0; i < reg_cap; i++)
-		live += reg_tab[i].p && reg_tab[i].p != REG_TOMB;
+	for (i = 0; i < cap; i++)
+		live += reg_at(old, i) && reg_at(old, i) != REG_TOMB;
 	/* live entries at most 3/8 of the table: a rehash at half full
 	 * comes after another cap/8 additions at least */
-	ncap = !reg_cap ? 256 : (live + 1) * 8 <= reg_cap * 3 ? reg_cap :
-	       reg_cap * 2;
-	nt = calloc(ncap, sizeof(*nt));
+	ncap = !cap ? 256 : (live + 1) * 8 <= cap * 3 ? cap : cap * 2;
+	nt = calloc(1, sizeof(*nt) + ncap * sizeof(nt->e[0]));
 	if (!nt)
 		return -1;
+	nt->cap = ncap;
 	reg_used = 0;
-	for (i = 0; i < reg_cap; i++) {
-		if (!reg_tab[i].p || reg_tab[i].p == REG_TOMB)
+	for (i = 0; i < cap; i++) {
+		const void *p = reg_at(old, i);
+
+		if (!p || p == REG_TOMB)
 			continue;
-		for (j = reg_hash(reg_tab[i].p) & (ncap - 1); nt[j].p;
-		     j = (j + 1) & (ncap - 1))
+		for (j = reg_hash(p) & (ncap - 1); nt->e[j].p; j = (j + 1) & (ncap - 1))
 			;
-		nt[j] = reg_tab[i];
+		atomic_init(&nt->e[j].type,
+			    atomic_load_explicit(&old->e[i].type, memory_order_relaxed));
+		atomic_init(&nt->e[j].p, p);
 		reg_used++;
 	}
-	free(reg_tab);
 	reg_tab = nt;
-	reg_cap = ncap;
+	/* a reader that took the old table counted itself in first (both
+	 * sequentially consistent): wait for it to leave */
+	atomic_store_explicit(&reg_view, nt, memory_order_seq_cst);
+	while (atomic_load_explicit(&reg_readers, memory_order_seq_cst))
+		sched_yield();
+	free(old);
 	return 0;
 }
 
 int npu_reg_add(const void *p, int type)
 {
-	size_t j;
+	size_t j, mask;
 	int ret = 0;
 
 	pthread_mutex_lock(&reg_lock);
-	if ((reg_used + 1) * 2 > reg_cap && reg_grow()) {
+	if ((!reg_tab || (reg_used + 1) * 2 > reg_tab->cap) && reg_grow()) {
 		ret = -1;
 		goto out;
 	}
-	for (j = reg_hash(p) & (reg_cap - 1); reg_tab[j].p && reg_tab[j].p != REG_TOMB;
-	     j = (j + 1) & (reg_cap - 1))
+	mask = reg_tab->cap - 1;
+	for (j = reg_hash(p) & mask; reg_at(reg_tab, j) && reg_at(reg_tab, j) != REG_TOMB;
+	     j = (j + 1) & mask)
 		;
-	if (!reg_tab[j].p)
+	if (!reg_at(reg_tab, j))
 		reg_used++;
-	reg_tab[j].p = p;
-	reg_tab[j].type = type;
+	atomic_store_explicit(&reg_tab->e[j].type, type, memory_order_relaxed);
+	atomic_store_explicit(&reg_tab->e[j].p, p, memory_order_release);
 out:
 	pthread_mutex_unlock(&reg_lock);
 	return ret;
 }
 
-static size_t reg_find(const void *p, int type)
+static size_t reg_find(const struct reg_table *t, const void *p, int type)
 {
-	size_t j;
+	size_t j, mask;
+	const void *q;
 
-	if (!reg_cap || !p)
+	if (!t || !p)
 		return SIZE_MAX;
-	for (j = reg_hash(p) & (reg_cap - 1); reg_tab[j].p; j = (j + 1) & (reg_cap - 1))
-		if (reg_tab[j].p == p)
-			return reg_tab[j].type == type ? j : SIZE_MAX;
+	mask = t->cap - 1;
+	for (j = reg_hash(p) & mask; (q = reg_at(t, j)); j = (j + 1) & mask)
+		if (q == p)
+			return atomic_load_explicit(&t->e[j].type,
+						    memory_order_relaxed) == type ?
+			       j : SIZE_MAX;
 	return SIZE_MAX;
 }
 
@@ -116,10 +148,13 @@ bool npu_reg_check(const void *p, int type)
 	    reg_last_removals == atomic_load_explicit(&reg_removals,
 						      memory_order_acquire))
 		return true;
-	pthread_mutex_lock(&reg_lock);
-	removals = atomic_load_explicit(&reg_removals, memory_order_relaxed);
-	ok = reg_find(p, type) != SIZE_MAX;
-	pthread_mutex_unlock(&reg_lock);
+	/* the count before the look: a removal after it makes the cache
+	 * entry below stale at once */
+	atomic_fetch_add_explicit(&reg_readers, 1, memory_order_seq_cst);
+	removals = atomic_load_explicit(&reg_removals, memory_order_acquire);
+	ok = reg_find(atomic_load_explicit(&reg_view, memory_order_seq_cst),
+		      p, type) != SIZE_MAX;
+	atomic_fetch_sub_explicit(&reg_readers, 1, memory_order_release);
 	if (ok) {
 		reg_last = p;
 		reg_last_type = type;
@@ -133,9 +168,10 @@ bool npu_reg_remove(const void *p, int type)
 	size_t j;
 
 	pthread_mutex_lock(&reg_lock);
-	j = reg_find(p, type);
+	j = reg_find(reg_tab, p, type);
 	if (j != SIZE_MAX) {
-		reg_tab[j].p = REG_TOMB;
+		atomic_store_explicit(&reg_tab->e[j].p, REG_TOMB,
+				      memory_order_release);
 		atomic_fetch_add_explicit(&reg_removals, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&reg_lock);

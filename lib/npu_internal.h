@@ -9,8 +9,8 @@
  * registry lock (npu_handle.c), except for a thread's last handle found
  * live, which stays live until the next removal (a counter).
  *
- * A stream on a user queue also has its own mutex (s->lock), so that the
- * common launch needs no device-wide lock: a launch on a non-legacy
+ * A stream on a user queue also has its own lock (s->lock, a spin lock:
+ * struct npu_spin), so that the common launch needs no device-wide lock: a launch on a non-legacy
  * user-queue stream whose last job is on its compute queue, with no new
  * legacy-stream work to wait for, no capture, no tracing, no sticky error,
  * writes its packets straight into the ring under s->lock alone
@@ -45,6 +45,8 @@
 #define NPU_INTERNAL_H
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdbool.h>
 
@@ -70,6 +72,33 @@
 #define NPU_WAIT_SPIN_US	500	/* default of NPU_WAIT_SPIN_US */
 
 enum { Q_COMPUTE = 0, Q_COPY = 1, Q_NONE = -1 };
+
+/*
+ * The lock of a stream's launch fast path. It is held for a few stores
+ * (a launch's packets and the stream's point; rarely across one ioctl, a
+ * bridge to a syncobj, npu_tl_bridge), so a thread that finds it
+ * taken spins, yielding now and then in case its holder was preempted,
+ * rather than sleeping. Inline: under emulation (TCG) a call into libc
+ * costs as much as the stores it protects, and a launch takes it once.
+ */
+struct npu_spin {
+	atomic_int held;
+};
+
+static inline void npu_spin_lock(struct npu_spin *l)
+{
+	unsigned i = 0;
+
+	while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire))
+		while (atomic_load_explicit(&l->held, memory_order_relaxed))
+			if (++i % 64 == 0)
+				sched_yield();
+}
+
+static inline void npu_spin_unlock(struct npu_spin *l)
+{
+	atomic_store_explicit(&l->held, 0, memory_order_release);
+}
 
 struct tl {				/* refcounted timeline syncobj */
 	uint32_t handle;
@@ -102,7 +131,7 @@ struct tl {				/* refcounted timeline syncobj */
 	/* a live stream's timeline: that stream's lock (s->lock), held by
 	 * every writer of next and the uq_ fields above (NULL: dev->lock
 	 * alone, as for events) */
-	pthread_mutex_t *lock;
+	struct npu_spin *lock;
 };
 
 /* A stream's user queue (npu_uq.c): its ring, and a page holding the
@@ -176,7 +205,7 @@ struct npu_stream {
 	/* protects the submission state of a user-queue stream (see the top
 	 * of this file): uq's ring, wptr and last_pt, tl's next and uq_
 	 * fields, last_queue, legacy_seen; taken after dev->lock */
-	pthread_mutex_t lock;
+	struct npu_spin lock;
 	struct npu_stream *next;	/* dev->streams */
 	unsigned flags;
 	int priority;
@@ -334,6 +363,12 @@ struct device {
 	char sticky_msg[512];
 	uint32_t faults_seen;
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */
+	/* faults that only DRM_IOCTL_NPU_GET_FAULT tells of may be on
+	 * record (npu_check_faults): a job went through the kernel queues
+	 * (set for good; the submit thread sets it lock-free), or a user
+	 * queue was destroyed halted (under lock, until the next check) */
+	_Atomic bool kq_submitted;
+	bool halted_gone;
 	/* memory */
 	struct alloc_table dmem, hmem;
 	/* the device VA window [va_lo, va_hi) the driver hands addresses

@@ -550,9 +550,9 @@ void npu_stream_claim(struct npu_stream *s)
 {
 	if (!s->uq || s->legacy)	/* no fast launch on these */
 		return;
-	pthread_mutex_lock(&s->lock);
+	npu_spin_lock(&s->lock);
 	s->last_queue = Q_NONE;
-	pthread_mutex_unlock(&s->lock);
+	npu_spin_unlock(&s->lock);
 }
 
 void npu_stream_release(struct npu_stream *s, int queue)
@@ -562,9 +562,9 @@ void npu_stream_release(struct npu_stream *s, int queue)
 		return;
 	}
 	/* the unlock publishes what dev->lock code wrote to the fast path */
-	pthread_mutex_lock(&s->lock);
+	npu_spin_lock(&s->lock);
 	s->last_queue = queue;
-	pthread_mutex_unlock(&s->lock);
+	npu_spin_unlock(&s->lock);
 }
 
 bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
@@ -579,7 +579,7 @@ bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
 	if (!u || s->legacy || npu_capturing() || npu_tracing() ||
 	    __atomic_load_n(&dev->sticky, __ATOMIC_RELAXED) || npu_dev_lost(dev))
 		return false;
-	pthread_mutex_lock(&s->lock);
+	npu_spin_lock(&s->lock);
 	/* the legacy stream's point: made under dev->lock, read here with an
 	 * acquire load; legacy work queued since s last waited for it takes
 	 * the slow path (it waits on the device for that work) */
@@ -594,7 +594,7 @@ bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
 	    (__atomic_load_n(&npu_uq_wb(u)->status, __ATOMIC_ACQUIRE) &
 	     NPU_UQ_STS_HALTED) ||
 	    npu_uq_reserve_nowait(u, bytes + NPU_CMD_SIGNAL_BYTES, &f->w)) {
-		pthread_mutex_unlock(&s->lock);
+		npu_spin_unlock(&s->lock);
 		return false;
 	}
 	f->s = s;
@@ -613,7 +613,7 @@ npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
 	 * dependency */
 	npu_cmd_signal(&f->w, t->sig_va, pt);
 	if (__builtin_expect(npu_cmdw_full(&f->w), 0)) {
-		pthread_mutex_unlock(&s->lock);
+		npu_spin_unlock(&s->lock);
 		return npu_fail(NPU_ERROR_INVALID_VALUE, "user queue packet "
 				"larger than its room");
 	}
@@ -625,7 +625,7 @@ npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
 	__atomic_store_n(&t->uq_pt, pt, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->word_pt, pt, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->next, pt, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&s->lock);
+	npu_spin_unlock(&s->lock);
 	/* the doorbell store faulted: the driver was unbound */
 	if (npu_dev_lost(dev))
 		return npu_fail_lost();
@@ -634,7 +634,7 @@ npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
 
 void npu_uq_fast_abort(struct uq_fast *f)
 {
-	pthread_mutex_unlock(&f->s->lock);
+	npu_spin_unlock(&f->s->lock);
 }
 
 /* Finish a job: the packets written with jc->w. queue is Q_COMPUTE

@@ -76,6 +76,7 @@ int npu_submit(struct device *dev, struct drm_npu_job *jobs, unsigned n,
 	unsigned max = npu_submit_max(dev), done = 0, calls = 0;
 	int r = 0;
 
+	atomic_store_explicit(&dev->kq_submitted, true, memory_order_relaxed);
 	while (done < n && !r) {
 		struct drm_npu_submit sub = {
 			.jobs = (uintptr_t)&jobs[done],

@@ -158,8 +158,8 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 	int q;
 
 	/* a fast launch that found s before it was destroyed ends first */
-	pthread_mutex_lock(&s->lock);
-	pthread_mutex_unlock(&s->lock);
+	npu_spin_lock(&s->lock);
+	npu_spin_unlock(&s->lock);
 	for (q = 0; q < 2; q++) {
 		if (s->queue[q] != UINT32_MAX &&
 		    (q == 0 || s->queue[1] != s->queue[0])) {
@@ -209,7 +209,6 @@ static void stream_free_resources(struct device *dev, struct npu_stream *s,
 		npu_tl_put(dev, s->tl);
 	}
 	pthread_cond_destroy(&s->cb_cond);
-	pthread_mutex_destroy(&s->lock);
 	s->magic = 0;
 	free(s);
 }
@@ -455,7 +454,7 @@ static npu_status_t stream_new(struct device *dev, unsigned flags, int prio,
 	 * zeroing those 12 KiB was most of a stream's creation */
 	memset(s, 0, offsetof(struct npu_stream, span));
 	memset(&s->span_head, 0, sizeof(*s) - offsetof(struct npu_stream, span_head));
-	pthread_mutex_init(&s->lock, NULL);
+	atomic_init(&s->lock.held, 0);
 	s->magic = STREAM_MAGIC;
 	s->dev = dev;
 	s->flags = flags & NPU_STREAM_NON_BLOCKING;

@@ -64,12 +64,10 @@ void npu_uq_destroy(struct device *dev, struct npu_uq *u)
 
 	if (u->id && drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_DESTROY, &d))
 		npu_note_errno(dev, errno);
+	/* its fault, if it halted, is for the next GET_FAULT to tell */
+	if (u->id && (npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
+		dev->halted_gone = true;
 	u->id = 0;
-}
-
-const volatile struct npu_uq_wb *npu_uq_wb(const struct npu_uq *u)
-{
-	return (const volatile struct npu_uq_wb *)u->mem;
 }
 
 bool npu_uq_halted(struct npu_uq *u)
@@ -307,20 +305,20 @@ void npu_uq_release_halted(struct device *dev)
 	for (s = dev->streams; s; s = s->next) {
 		if (!s->uq)
 			continue;
-		pthread_mutex_lock(&s->lock);
+		npu_spin_lock(&s->lock);
 		any |= uq_release(s->uq);
 		any |= uq_release(s->uq_copy);
-		pthread_mutex_unlock(&s->lock);
+		npu_spin_unlock(&s->lock);
 	}
 	for (s = dev->streams; any && s; s = s->next) {
 		if (!s->uq)
 			continue;
-		pthread_mutex_lock(&s->lock);
+		npu_spin_lock(&s->lock);
 		if (!s->uq->halted)
 			npu_uq_kick(s->uq);
 		if (s->uq_copy && !s->uq_copy->halted)
 			npu_uq_kick(s->uq_copy);
-		pthread_mutex_unlock(&s->lock);
+		npu_spin_unlock(&s->lock);
 	}
 }
 
@@ -374,9 +372,9 @@ int npu_tl_bridge(struct device *dev, struct tl *t, uint64_t point)
 	if (!t->lock)
 		return tl_bridge(dev, t, point);
 	/* a stream's: its fast launches move uq_pt and uq_wptr together */
-	pthread_mutex_lock(t->lock);
+	npu_spin_lock(t->lock);
 	r = tl_bridge(dev, t, point);
-	pthread_mutex_unlock(t->lock);
+	npu_spin_unlock(t->lock);
 	return r;
 }
 
