@@ -116,13 +116,52 @@ int npu_cmd_sem_signal(struct npu_cmdw *w, uint64_t addr, uint32_t value);
  * memory signal (struct npu_signal) at addr. WAIT_MEM64: the u64 at addr
  * reaches value. INDIRECT: the size bytes of packets at addr. NOP: bytes
  * (a multiple of 4, at least 4) of padding. */
-int npu_cmd_signal(struct npu_cmdw *w, uint64_t addr, uint64_t value);
 int npu_cmd_wait_mem64(struct npu_cmdw *w, uint64_t addr, uint64_t value);
 int npu_cmd_indirect(struct npu_cmdw *w, uint64_t addr, uint32_t size);
 int npu_cmd_nop(struct npu_cmdw *w, uint32_t bytes);
-/* LAUNCH of built-in kernel over grid[3], nargs arguments. */
-int npu_cmd_launch(struct npu_cmdw *w, uint32_t kernel, const uint32_t grid[3],
-		   const uint64_t *args, uint32_t nargs);
+
+/* SIGNAL and a built-in kernel's LAUNCH are written on every launch's
+ * fast path (a user-queue stream's), so they are inline too (see below).
+ * LAUNCH of built-in kernel over grid[3], nargs arguments. */
+static inline int npu_cmd_launch(struct npu_cmdw *w, uint32_t kernel,
+				 const uint32_t grid[3], const uint64_t *args,
+				 uint32_t nargs)
+{
+	struct npu_pkt_launch *p;
+
+	if (nargs > NPU_LAUNCH_MAX_ARGS) {
+		w->full = true;		/* the packet cannot be written */
+		return -EINVAL;
+	}
+	p = npu_cmd_reserve(w, NPU_CMD_LAUNCH_BYTES(nargs));
+	if (!p)
+		return -ENOSPC;
+	p->header = NPU_PKT_HDR(NPU_OP_LAUNCH, 0, 6 + 2 * nargs);
+	p->kernel = kernel;
+	p->grid[0] = grid[0];
+	p->grid[1] = grid[1];
+	p->grid[2] = grid[2];
+	p->nargs = nargs;
+	if (nargs)
+		memcpy(p->args, args, 8 * nargs);
+	return 0;
+}
+
+static inline int npu_cmd_signal(struct npu_cmdw *w, uint64_t addr,
+				 uint64_t value)
+{
+	struct npu_pkt_signal *p = npu_cmd_reserve(w, sizeof(*p));
+
+	if (!p)
+		return -ENOSPC;
+	/* a stream's signal: its copy queue, or the host thread of a host
+	 * function, may have written a later point already */
+	p->header = NPU_PKT_HDR(NPU_OP_SIGNAL, NPU_SIGNAL_MAX, 6);
+	p->reserved = 0;
+	p->addr = addr;
+	p->value = value;
+	return 0;
+}
 
 /*
  * User kernels. Their launch packets are written on the launch path of
