@@ -776,19 +776,11 @@ static void npu_uq_poll(NpuState *s, NpuRing *e)
 }
 
 /* An idle engine woke for work after sleeping slept_ns: had it watched
- * that long it would have caught it, so the watch grows to twice that at
- * least. Doubling alone from a watch that failures have halved to nothing
- * restarts at the minimum: a caller's turnaround (a synchronous launch
- * loop's) longer than that would fail it and halve it again, every time,
- * and every launch would wait for a sleeping host thread. uq.lock held. */
+ * that long it would have caught it, so the watch grows. uq.lock held. */
 static void npu_uq_poll_woke(NpuState *s, NpuRing *e, int64_t slept_ns)
 {
-    int64_t cap = (int64_t)s->uq_poll_us * SCALE_US;
-    int64_t *p = &s->uq.poll_ns[e->copy];
-
-    if (slept_ns < cap) {
+    if (slept_ns < (int64_t)s->uq_poll_us * SCALE_US) {
         npu_uq_poll_grow(s, e->copy);
-        *p = MIN(MAX(*p, 2 * slept_ns), cap);
     }
 }
 
