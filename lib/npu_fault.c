@@ -70,6 +70,7 @@ npu_status_t npu_check_faults(struct device *dev)
 {
 	struct drm_npu_get_fault f;
 	struct npu_stream *s, *hit = NULL;
+	struct npu_uq *u;
 	npu_status_t st;
 	const char *kname = NULL;
 	uint32_t kid = UINT32_MAX;
@@ -82,20 +83,16 @@ npu_status_t npu_check_faults(struct device *dev)
 
 	/* A user queue that halted: the driver records its fault from a
 	 * work item, after the queue's status (and USERQ_WAIT_MEM) say
-	 * halted. Wait for that record (a bounded while) once per halt. */
-	for (s = dev->streams; s; s = s->next) {
-		struct npu_uq *qs[2] = { s->uq, s->uq_copy };
-		int i;
-
-		for (i = 0; i < 2; i++) {
-			if (!qs[i] || !(npu_uq_wb(qs[i])->status &
-					NPU_UQ_STS_HALTED))
-				continue;
-			halted = true;
-			if (!qs[i]->halt_reported) {
-				qs[i]->halt_reported = true;
-				settle = 2000;
-			}
+	 * halted. Wait for that record (a bounded while) once per halt.
+	 * Every queue of the device: the legacy stream's is not on
+	 * dev->streams. */
+	for (u = dev->uqs; u; u = u->dev_next) {
+		if (!(npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
+			continue;
+		halted = true;
+		if (!u->halt_reported) {
+			u->halt_reported = true;
+			settle = 2000;
 		}
 	}
 	/* Only user queues ran work, and none halted: no fault is on record
