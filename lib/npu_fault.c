@@ -79,32 +79,30 @@ npu_status_t npu_check_faults(struct device *dev)
 	int n;
 
 	int settle = 0;
-	bool halted = dev->halted_gone;
 
 	/* A user queue that halted: the driver records its fault from a
 	 * work item, after the queue's status (and USERQ_WAIT_MEM) say
-	 * halted. Wait for that record (a bounded while) once per halt.
-	 * Every queue of the device: the legacy stream's is not on
-	 * dev->streams. */
+	 * halted. Wait for that record (a bounded while) once per halt. */
 	for (u = dev->uqs; u; u = u->dev_next) {
 		if (!(npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
 			continue;
-		halted = true;
+		dev->uq_halt_seen = true;
 		if (!u->halt_reported) {
 			u->halt_reported = true;
 			settle = 2000;
 		}
 	}
-	/* Only user queues ran work, and none halted: no fault is on record
-	 * (a user queue's fault halts it, and its status says so), and the
-	 * ioctl would cost a synchronize's round trip as much as the rest. */
-	if (!halted && !npu_dev_lost(dev) &&
+	/* Only user queues ran work, and none has ever halted: no fault is
+	 * on record (a user queue's fault halts it, and its status says so),
+	 * and the ioctl would cost a synchronize's round trip as much as the
+	 * rest. A process that has had a fault asks the driver every time,
+	 * as before. */
+	if (!dev->uq_halt_seen && !dev->faults_seen && !npu_dev_lost(dev) &&
 	    !atomic_load_explicit(&dev->kq_submitted, memory_order_relaxed)) {
 		for (s = dev->streams; s; s = s->next)
 			s->fault_clean = s->tl->completed;
 		return dev->sticky;
 	}
-	dev->halted_gone = false;
 	if (npu_uq_halted_hook)
 		npu_uq_halted_hook(dev);
 again:

@@ -365,10 +365,10 @@ struct device {
 	uint32_t faults_tune;		/* of those, on npu_tune() streams */
 	/* faults that only DRM_IOCTL_NPU_GET_FAULT tells of may be on
 	 * record (npu_check_faults): a job went through the kernel queues
-	 * (set for good; the submit thread sets it lock-free), or a user
-	 * queue was destroyed halted (under lock, until the next check) */
+	 * (the submit thread sets it lock-free), or a user queue halted
+	 * (under lock); both for good */
 	_Atomic bool kq_submitted;
-	bool halted_gone;
+	bool uq_halt_seen;
 	/* memory */
 	struct alloc_table dmem, hmem;
 	/* the device VA window [va_lo, va_hi) the driver hands addresses

@@ -64,11 +64,9 @@ void npu_uq_destroy(struct device *dev, struct npu_uq *u)
 
 	if (u->id && drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_DESTROY, &d))
 		npu_note_errno(dev, errno);
-	/* its fault, if it halted and no check saw that, is for the next
-	 * GET_FAULT to tell */
-	if (u->id && !u->halt_reported &&
-	    (npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
-		dev->halted_gone = true;
+	/* its fault, if it halted, is for GET_FAULT to tell */
+	if (u->id && (npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
+		dev->uq_halt_seen = true;
 	u->id = 0;
 }
 
