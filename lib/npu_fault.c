@@ -95,8 +95,8 @@ npu_status_t npu_check_faults(struct device *dev)
 	/* Only user queues ran work, and none has ever halted: no fault is
 	 * on record (a user queue's fault halts it, and its status says so),
 	 * and the ioctl would cost a synchronize's round trip as much as the
-	 * rest. A process that has had a fault asks the driver every time,
-	 * as before. */
+	 * rest. A process that has had a fault asks the driver after every
+	 * wait. */
 	if (!dev->uq_halt_seen && !dev->faults_seen && !npu_dev_lost(dev) &&
 	    !atomic_load_explicit(&dev->kq_submitted, memory_order_relaxed)) {
 		for (s = dev->streams; s; s = s->next)

@@ -5,15 +5,17 @@
  * Locking: each device has one mutex (dev->lock) that protects every
  * stream, event, timeline, allocation table and the deferred-job list of
  * the device. It is held while a job is built and submitted (one ioctl) and
- * never while waiting for the device. Handle validation uses a separate
- * registry lock (npu_handle.c), except for a thread's last handle found
- * live, which stays live until the next removal (a counter).
+ * never while waiting for the device. Handle validation reads the handle
+ * registry without a lock (npu_handle.c: its writers take the registry's
+ * lock, and a thread's last handle found live stays live until the next
+ * removal, a counter).
  *
  * A stream on a user queue also has its own lock (s->lock, a spin lock:
- * struct npu_spin), so that the common launch needs no device-wide lock: a launch on a non-legacy
- * user-queue stream whose last job is on its compute queue, with no new
- * legacy-stream work to wait for, no capture, no tracing, no sticky error,
- * writes its packets straight into the ring under s->lock alone
+ * struct npu_spin), so that the common launch needs no device-wide lock:
+ * a launch on a non-legacy user-queue stream whose last job is on its
+ * compute queue, with no new legacy-stream work to wait for, no capture,
+ * no tracing, no sticky error, writes its packets straight into the ring
+ * under s->lock alone
  * (npu_uq_fast_begin/_end, npu_job.c); so does an async copy or memset
  * between device and pinned memory whose stream's last job is on its copy
  * queue (npu_mem.c; its pointer check reads the allocation tables under
@@ -73,6 +75,16 @@
 
 enum { Q_COMPUTE = 0, Q_COPY = 1, Q_NONE = -1 };
 
+/* A spinning thread's pause: the sibling hyperthread goes on meanwhile. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield");
+#endif
+}
+
 /*
  * The lock of a stream's launch fast path. It is held for a few stores
  * (a launch's packets and the stream's point; rarely across one ioctl, a
@@ -93,6 +105,8 @@ static inline void npu_spin_lock(struct npu_spin *l)
 		while (atomic_load_explicit(&l->held, memory_order_relaxed))
 			if (++i % 64 == 0)
 				sched_yield();
+			else
+				cpu_relax();
 }
 
 static inline void npu_spin_unlock(struct npu_spin *l)

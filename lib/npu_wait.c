@@ -25,15 +25,6 @@ int npu_tl_wait_locked(struct device *dev, struct tl *t, uint64_t point)
 	return npu_tl_wait_now(dev, t, point);
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ volatile("yield");
-#endif
-}
-
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
