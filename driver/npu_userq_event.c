@@ -282,9 +282,19 @@ struct npu_wait_mem {
 };
 
 /*
- * The signal's value, after adding @arm to its armed word (0: only read).
- * Through the kernel's own mapping of the BO: system pages pinned for
- * the BO's life, or device memory through the BAR.
+ * Arming a memory signal: its armed count and wake_value change together
+ * under this lock, for every device (an imported BO's signal can be armed
+ * through two), so that wake_value stays at or below the value every
+ * sleeper waits for: the first sleeper sets it, later ones lower it, and
+ * one that leaves keeps it (a lower one only costs interrupts).
+ */
+static DEFINE_SPINLOCK(npu_signal_arm_lock);
+
+/*
+ * The signal's value, after adding @arm (1, -1 or 0: only read) to its
+ * armed word; arming also lowers its wake_value to the value waited for.
+ * Through the kernel's own mapping of the BO: system pages pinned for the
+ * BO's life, or device memory through the BAR.
  */
 static u64 npu_signal_access(struct npu_wait_mem *w, int arm)
 {
@@ -299,21 +309,35 @@ static u64 npu_signal_access(struct npu_wait_mem *w, int arm)
 
 	if (pages) {
 		void *p = kmap_local_page(pages[w->off >> PAGE_SHIFT]);
-		void *sig = p + offset_in_page(w->off);
+		struct npu_signal *sig = p + offset_in_page(w->off);
 
-		if (arm)
-			atomic_add(arm, (atomic_t *)(sig + 16));
+		if (arm) {
+			spin_lock(&npu_signal_arm_lock);
+			if (arm > 0 && (!READ_ONCE(sig->armed) ||
+					READ_ONCE(sig->wake_value) > w->value))
+				WRITE_ONCE(sig->wake_value, w->value);
+			WRITE_ONCE(sig->armed, READ_ONCE(sig->armed) + arm);
+			spin_unlock(&npu_signal_arm_lock);
+		}
 		/* armed is visible before value is read (the device's order) */
 		smp_mb();
-		value = READ_ONCE(*(u64 *)sig);
+		value = READ_ONCE(sig->value);
 		kunmap_local(p);
 	} else if (bo->kind == NPU_BO_DEVMEM) {
 		void __iomem *sig = w->ndev->devmem_bar + bo->devmem.start +
 				    w->off;
+		void __iomem *armed = sig + offsetof(struct npu_signal, armed);
+		void __iomem *wake = sig +
+				     offsetof(struct npu_signal, wake_value);
 
-		/* another sleeper's arm may race: it costs an interrupt */
-		if (arm)
-			writel(readl(sig + 16) + arm, sig + 16);
+		if (arm) {
+			spin_lock(&npu_signal_arm_lock);
+			if (arm > 0 && (!readl(armed) ||
+					readq(wake) > w->value))
+				writeq(w->value, wake);
+			writel(readl(armed) + arm, armed);
+			spin_unlock(&npu_signal_arm_lock);
+		}
 		mb();	/* as above */
 		value = readq(sig);
 	}

@@ -319,9 +319,10 @@ struct npu_pkt_sem {
 /*
  * SIGNAL: when all earlier commands have completed, write the device clock
  * to the memory signal's timestamp, then value to its value, then (after a
- * full barrier) read armed: non-zero appends a SIGNAL event and raises the
- * user-queue event vector (if an event ring is programmed). addr is the
- * VA of a struct npu_signal, 32-byte aligned.
+ * full barrier) read armed and wake_value: armed non-zero and the signal's
+ * value now >= wake_value appends a SIGNAL event and raises the user-queue
+ * event vector (if an event ring is programmed). addr is the VA of a
+ * struct npu_signal, 32-byte aligned.
  */
 struct npu_pkt_signal {
 	uint32_t header;	/* NPU_OP_SIGNAL, 6 dwords */
@@ -332,13 +333,16 @@ struct npu_pkt_signal {
 #define NPU_SIGNAL_ALIGN	32
 /* SIGNAL header flag: leave a value greater than value as it is (no
  * write), for a timeline that several queues and the host write and that
- * must only move forward; armed is read either way. */
+ * must only move forward; armed is read either way (the value compared
+ * with wake_value is then the one left). */
 #define NPU_SIGNAL_MAX		0x01
 struct npu_signal {
 	uint64_t value;		/* the signalled value */
 	uint64_t timestamp;	/* device clock when value was written */
 	uint32_t armed;		/* non-zero: a waiter sleeps on it */
-	uint32_t reserved[3];	/* not touched by the device */
+	uint32_t reserved;	/* not touched by the device */
+	uint64_t wake_value;	/* while armed: the lowest value a waiter
+				 * sleeps for; a smaller one raises no event */
 };
 
 /* WAIT_MEM64: stall until the u64 at addr (8-byte aligned) is >= value,

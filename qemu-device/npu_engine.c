@@ -164,8 +164,10 @@ static bool npu_exec_sem_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
 
 /*
  * SIGNAL: the clock to the memory signal's timestamp, then the value, then
- * (after a full barrier) a look at armed, which a waiter sets before it
- * reads value again: either it sees the value or the device sees armed.
+ * (after a full barrier) a look at armed and wake_value, which a waiter
+ * sets before it reads value again: either it sees the value or the device
+ * sees them. Only a value that reaches wake_value raises the event, so a
+ * stream's signals before the one its host thread sleeps for cost none.
  */
 static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
@@ -173,9 +175,16 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     NpuState *s = r->s;
     uint64_t addr = ldq_le_p(p + 2), value = ldq_le_p(p + 4);
     int64_t t0 = npu_time();
-    uint64_t ts, v;
-    uint32_t armed;
+    uint64_t ts, v, now = value;
+    struct {
+        uint32_t armed;
+        uint32_t reserved;
+        uint64_t wake_value;
+    } arm;
     bool write = true, ok = true;
+
+    QEMU_BUILD_BUG_ON(offsetof(struct npu_signal, wake_value) !=
+                      offsetof(struct npu_signal, armed) + 8);
 
     if (addr & (NPU_SIGNAL_ALIGN - 1)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
@@ -195,6 +204,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
             return false;
         }
         write = le64_to_cpu(v) <= value;
+        now = write ? value : le64_to_cpu(v);
     }
     v = cpu_to_le64(value);
     if (write) {
@@ -209,15 +219,15 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         return false;
     }
     smp_mb();
-    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, armed), &armed,
-                   4, false, err)) {
+    if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, armed), &arm,
+                   sizeof(arm), false, err)) {
         return false;
     }
-    trace_npu_signal(r->idx, addr, value, le32_to_cpu(armed));
+    trace_npu_signal(r->idx, addr, value, le32_to_cpu(arm.armed));
     if (npu_aborted(r)) {
         return true;
     }
-    if (armed) {
+    if (arm.armed && now >= le64_to_cpu(arm.wake_value)) {
         s->uq_hooks->signal_event(r, addr);
     }
     npu_sem_kick(s);

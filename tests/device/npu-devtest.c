@@ -619,6 +619,51 @@ static void test_signals(void)
 	   rd(NPU_REG_UQ_EVENT_STATUS));
 	wr(NPU_REG_UQ_EVENT_STATUS, NPU_UQ_EVENT_STS_OVERFLOW);
 	ok(rd(NPU_REG_UQ_EVENT_STATUS) == 0, "UQ_EVENT_STATUS is RW1C");
+
+	/* armed with a wake_value: the signals below it raise nothing, the
+	 * one that reaches it does (and a MAX signal that leaves a greater
+	 * value compares that one) */
+	{
+		uint64_t wake = 500;
+		uint32_t tail;
+
+		wr(NPU_REG_UQ_EVENT_HEAD, rd(NPU_REG_UQ_EVENT_TAIL));
+		tail = rd(NPU_REG_UQ_EVENT_TAIL);
+		qt_writel(q, MSI_PA + 4 * uqv, 0);
+		buf_write(&sg, offsetof(struct npu_signal, wake_value), &wake, 8);
+		p.n = 0;
+		pk_signal(&p, sg.va, 400);
+		pk_signal(&p, sg.va, 499);
+		good = ring_run(0, &p, 5000);
+		ok(good && rd(NPU_REG_UQ_EVENT_TAIL) == tail && !msi_word(uqv),
+		   "SIGNAL armed below its wake_value: no event, no interrupt "
+		   "(tail 0x%x, was 0x%x)", rd(NPU_REG_UQ_EVENT_TAIL), tail);
+		p.n = 0;
+		pk_signal(&p, sg.va, 500);
+		good = ring_run(0, &p, 5000) && wait_msi(uqv, 5000);
+		ev = uq_event_at(tail);
+		ok(good && rd(NPU_REG_UQ_EVENT_TAIL) == (tail + 16) % 4096 &&
+		   ev.kind == NPU_UQ_EVENT_SIGNAL && ev.data == sg.va,
+		   "SIGNAL that reaches its wake_value: event and interrupt");
+		wr(NPU_REG_UQ_EVENT_HEAD, rd(NPU_REG_UQ_EVENT_TAIL));
+		tail = rd(NPU_REG_UQ_EVENT_TAIL);
+		qt_writel(q, MSI_PA + 4 * uqv, 0);
+		wake = 480;
+		buf_write(&sg, offsetof(struct npu_signal, wake_value), &wake, 8);
+		p.n = 0;
+		pk_dw(&p, NPU_PKT_HDR(NPU_OP_SIGNAL, NPU_SIGNAL_MAX, 6));
+		pk_dw(&p, 0);
+		pk_qw(&p, sg.va);
+		pk_qw(&p, 450);
+		good = ring_run(0, &p, 5000) && wait_msi(uqv, 5000);
+		buf_read(&sg, 0, &sig, sizeof(sig));
+		ok(good && sig.value == 500 &&
+		   rd(NPU_REG_UQ_EVENT_TAIL) == (tail + 16) % 4096,
+		   "SIGNAL_MAX of 450 leaving 500, wake_value 480: the value "
+		   "left is compared, an event");
+		wake = 0;
+		buf_write(&sg, offsetof(struct npu_signal, wake_value), &wake, 8);
+	}
 	qt_memset(q, sg.base + 16, 0, 4);
 
 	/* WAIT_MEM64: 64-bit unsigned compare, satisfied at once */

@@ -875,6 +875,7 @@ static int wait_mem(int fd, uint32_t ctx, uint32_t queue, uint32_t flags,
 struct releaser {
 	pthread_t t;
 	volatile uint32_t *armed;	/* NULL: sleep 200 ms instead */
+	uint32_t sleepers;		/* wait for this many (0: any) */
 	volatile uint64_t *gate;
 	int fd;
 	uint32_t destroy;		/* queue to destroy instead */
@@ -887,7 +888,7 @@ static void *releaser_main(void *arg)
 	uint64_t end = npu_now_ns() + NPU_TIMEOUT_NS;
 
 	if (r->armed) {
-		while (!*r->armed) {
+		while (r->sleepers ? *r->armed < r->sleepers : !*r->armed) {
 			if (npu_now_ns() > end)
 				return NULL;
 			usleep(1000);
@@ -984,6 +985,77 @@ TEST_F(userq, wait_mem_sleeps_until_the_signal)
 	EXPECT_TRUE(r.ok);
 	EXPECT_EQ(*sig, 5);
 	EXPECT_EQ(*armed, 0);
+	EXPECT_GT(uq_irqs(), before);
+	uq_free(self->fd, &u);
+}
+
+struct sleeper {
+	pthread_t t;
+	int fd;
+	uint64_t addr, value;
+	int ret;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *z = arg;
+
+	z->ret = wait_mem(z->fd, 0, 0, 0, z->addr, z->value, NPU_TIMEOUT_NS);
+	return NULL;
+}
+
+/*
+ * Two sleepers, for 40 and 30: the first one to arm sets wake_value, the
+ * second lowers it to 30; both are woken, and wake_value stays at 30
+ * after they leave.
+ */
+TEST_F(userq, wait_mem_wakes_only_at_the_value)
+{
+	volatile uint64_t *gate, *wake;
+	volatile uint32_t *armed;
+	struct releaser r = { 0 };
+	struct sleeper z = { 0 };
+	long before;
+	struct uq u;
+	uint64_t sig;
+	int i;
+
+	ASSERT_EQ(uq_new(self->fd, &u, DRM_NPU_RING_KIND_COMPUTE), 0);
+	ASSERT_EQ(uq_map_doorbell(self->fd, &u), 0);
+	sig = u.data.va + SIG_OFF;
+	armed = (volatile uint32_t *)((char *)u.data.map + SIG_OFF + 16);
+	wake = (volatile uint64_t *)((char *)u.data.map + SIG_OFF + 24);
+	gate = (volatile uint64_t *)((char *)u.data.map + GATE_OFF);
+
+	uq_wait_mem(&u, u.data.va + GATE_OFF, 1);
+	for (i = 1; i <= 40; i++)
+		uq_signal(&u, sig, i);
+	uq_ring(&u);
+	z.fd = self->fd;
+	z.addr = sig;
+	z.value = 40;
+	ASSERT_EQ(pthread_create(&z.t, NULL, sleeper_main, &z), 0);
+	while (!*armed)
+		usleep(1000);
+	EXPECT_EQ(*wake, 40);
+	/* the main thread sleeps for 30; the releaser opens the gate
+	 * once both are armed */
+	r.armed = armed;
+	r.sleepers = 2;
+	r.gate = gate;
+	before = uq_irqs();
+	ASSERT_GE(before, 0);
+	ASSERT_EQ(pthread_create(&r.t, NULL, releaser_main, &r), 0);
+	EXPECT_EQ(wait_mem(self->fd, 0, 0, 0, sig, 30, NPU_TIMEOUT_NS), 0);
+	pthread_join(r.t, NULL);
+	pthread_join(z.t, NULL);
+	EXPECT_TRUE(r.ok);
+	EXPECT_EQ(z.ret, 0);
+	EXPECT_EQ(*armed, 0);
+	EXPECT_EQ(*wake, 30);
+	ASSERT_EQ(uq_poll(&u, NPU_TIMEOUT_NS), 0);
+	/* the device's side (no event below wake_value) is a qtest's: the
+	 * vector's interrupts are coalesced, so they do not count events */
 	EXPECT_GT(uq_irqs(), before);
 	uq_free(self->fd, &u);
 }
