@@ -30,6 +30,19 @@ static inline void npu_ring_wr(struct npu_ring *ring, u32 reg, u32 val)
 	npu_wr(ring->ndev, NPU_RING_BASE(ring->index) + reg, val);
 }
 
+/*
+ * A full barrier between this CPU's earlier stores and its later loads as
+ * the device sees them, for a store-barrier-load handshake with it: a
+ * register read (the hw spec's "Memory order"). smp_mb() alone is not
+ * enough under an emulator that runs all vCPUs in one thread and compiles
+ * the guest's fences away.
+ */
+static inline void npu_mb_device(struct npu_device *ndev)
+{
+	smp_mb();	/* the order on real hardware */
+	npu_rd(ndev, NPU_REG_VERSION);
+}
+
 u64 npu_rd64(struct npu_device *ndev, u32 lo);
 u64 npu_rd64_counter(struct npu_device *ndev, u32 lo);
 

@@ -318,9 +318,11 @@ static u64 npu_signal_access(struct npu_wait_mem *w, int arm)
 				WRITE_ONCE(sig->wake_value, w->value);
 			WRITE_ONCE(sig->armed, READ_ONCE(sig->armed) + arm);
 			spin_unlock(&npu_signal_arm_lock);
+			/* armed is visible before value is read (the
+			 * device's order: value, barrier, armed)
+			 */
+			npu_mb_device(w->ndev);
 		}
-		/* armed is visible before value is read (the device's order) */
-		smp_mb();
 		value = READ_ONCE(sig->value);
 		kunmap_local(p);
 	} else if (bo->kind == NPU_BO_DEVMEM) {
@@ -337,8 +339,8 @@ static u64 npu_signal_access(struct npu_wait_mem *w, int arm)
 				writeq(w->value, wake);
 			writel(readl(armed) + arm, armed);
 			spin_unlock(&npu_signal_arm_lock);
+			npu_mb_device(w->ndev);	/* as above */
 		}
-		mb();	/* as above */
 		value = readq(sig);
 	}
 	return value;
@@ -385,8 +387,8 @@ static void npu_wait_mem_arm_rptr(struct npu_device *ndev,
 		/* keep an earlier request that is still ahead */
 		if (!cur || cur <= rptr || value < cur)
 			npu_uqd_wr64(ndev, uq->index, NPU_UQD_IRQ_RPTR, value);
-		/* the device reads irq_rptr after each packet */
-		mb();
+		/* the device writes rptr, then reads irq_rptr */
+		npu_mb_device(ndev);
 		drm_dev_exit(idx);
 	}
 	mutex_unlock(&ndev->uq_lock);
@@ -594,7 +596,7 @@ void npu_userq_fences_check(struct npu_device *ndev)
 					npu_uqd_wr64(ndev, f->index,
 						     NPU_UQD_IRQ_RPTR, f->wptr);
 					/* then re-read rptr: no crossing lost */
-					mb();
+					npu_mb_device(ndev);
 					again = true;
 				}
 			}

@@ -717,7 +717,16 @@ static uint64_t npu_mmio_read_reg(NpuState *s, hwaddr addr)
 
 static uint64_t npu_mmio_read(void *opaque, hwaddr addr, unsigned size)
 {
-    uint64_t v = npu_mmio_read_reg(opaque, addr);
+    uint64_t v;
+
+    /*
+     * A register read is a full barrier for the CPU that reads (it runs on
+     * that vCPU's thread), whose own fences single-threaded TCG may have
+     * compiled away: its earlier stores are visible to the device's
+     * threads before its later loads (hw spec, "Memory order").
+     */
+    smp_mb();
+    v = npu_mmio_read_reg(opaque, addr);
 
     trace_npu_mmio_read(addr, v);
     return v;
@@ -917,6 +926,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     s->nrings = s->n_compute + s->n_copy;
+    npu_mb_guest_init();
 
     memory_region_init_io(&s->mmio, OBJECT(s), &npu_mmio_ops, s, "npu-regs",
                           NPU_REGS_SIZE);

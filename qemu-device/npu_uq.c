@@ -466,7 +466,8 @@ static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
 
 /*
  * q on engine e has run out of packets while WATCHED: clear WATCHED where
- * the owner sees it, then (a full barrier) read the owner's wptr. The
+ * the owner sees it, then (a full barrier that orders the vCPUs too,
+ * npu_mb_guest) read the owner's wptr. The
  * owner stores its wptr, a full barrier, then reads the status: either it
  * sees WATCHED gone and rings the doorbell, or the read here sees its
  * wptr. True if q has packets again (and is WATCHED again). uq.lock held,
@@ -480,7 +481,7 @@ static bool npu_uq_watch_end_locked(NpuState *s, NpuRing *e, NpuUq *q)
     q->watched = false;
     qemu_mutex_unlock(&s->uq.lock);
     npu_uq_publish(s, e, q->idx, false);
-    smp_mb();
+    npu_mb_guest();
     got = npu_uq_read_wb_wptr(s, e, q->idx, &w);
     qemu_mutex_lock(&s->uq.lock);
     if (got && w > q->wptr) {
@@ -887,7 +888,7 @@ static void *npu_uq_engine_thread(void *opaque)
         if (!qatomic_read(&e->abort) && !e->stop) {
             npu_uq_publish(s, e, q->idx, true);
             if (watched) {
-                smp_mb();
+                npu_mb_guest();
                 npu_uq_read_wb_wptr(s, e, q->idx, &wb_wptr);
             }
         }
