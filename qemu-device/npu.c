@@ -926,7 +926,6 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
         return;
     }
     s->nrings = s->n_compute + s->n_copy;
-    npu_mb_guest_init();
 
     memory_region_init_io(&s->mmio, OBJECT(s), &npu_mmio_ops, s, "npu-regs",
                           NPU_REGS_SIZE);

@@ -22,10 +22,6 @@
 #include "trace.h"
 #ifdef CONFIG_LINUX
 #include <sys/prctl.h>
-#ifdef CONFIG_LINUX
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
-#endif
 #endif
 
 /*
@@ -186,41 +182,6 @@ static bool npu_dma_enter(NpuState *s)
 #define NPU_SLICE_NS        1000000     /* a reset is noticed this fast */
 
 static __thread int64_t npu_late_ns = NPU_SPIN_MAX_NS;
-
-/*
- * A full barrier that orders the vCPUs' memory accesses too. With one TCG
- * thread for all vCPUs, QEMU compiles the guest's fences away (tcg_gen_mb
- * emits nothing without CF_PARALLEL), so a guest store can still sit in
- * its host CPU's store buffer while that vCPU's next load runs. A device
- * thread that stores, fences and loads against a guest that stores,
- * fences and loads (the doorbell's WATCHED protocol) would then miss the
- * guest's store while the guest misses the device's. membarrier(2) runs a
- * barrier on every CPU running one of this process's threads: the vCPU's
- * store is visible afterwards, or its load comes after the device's store.
- * Falls back to smp_mb() where the host lacks it (multi-threaded TCG and
- * KVM emit the guest's fences; single-threaded TCG is then exposed).
- */
-static bool npu_membarrier_ok;
-
-void npu_mb_guest_init(void)
-{
-#ifdef CONFIG_LINUX
-    npu_membarrier_ok =
-        syscall(__NR_membarrier,
-                MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
-#endif
-}
-
-void npu_mb_guest(void)
-{
-#ifdef CONFIG_LINUX
-    if (npu_membarrier_ok &&
-        syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0) {
-        return;
-    }
-#endif
-    smp_mb();
-}
 
 void npu_engine_thread_init(void)
 {

@@ -472,8 +472,6 @@ void npu_dma_set_noblock(bool on);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
 void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r);
 void npu_engine_thread_init(void);
-void npu_mb_guest_init(void);
-void npu_mb_guest(void);
 void npu_sem_kick(NpuState *s);
 uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
                      uint64_t len, bool is_write);

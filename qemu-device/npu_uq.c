@@ -429,6 +429,39 @@ static bool npu_uq_read_wb_wptr(NpuState *s, NpuRing *mr, uint32_t qi,
 }
 
 /*
+ * The owner's wptr after WATCHED was cleared and a full barrier, for the
+ * handshake of npu_uq_watch_end_locked: read once, and if it is not past
+ * known, once more NPU_UQ_DRAIN_NS later. One TCG thread runs all vCPUs
+ * and compiles the guest's fences away (tcg_gen_mb emits nothing without
+ * CF_PARALLEL), so the owner's store can still sit in its host CPU's store
+ * buffer when the first read runs while its load of the status has
+ * already seen WATCHED: it rings no doorbell, the read misses the store,
+ * and the launch is lost. A store buffer drains in far less than the
+ * wait; membarrier(2), which would order the vCPU at once, costs about
+ * 16 us here while the vCPU runs (an IPI), on every idle transition.
+ */
+#define NPU_UQ_DRAIN_NS 5000
+
+static bool npu_uq_read_wb_wptr_settled(NpuState *s, NpuRing *mr,
+                                        uint32_t qi, uint64_t known,
+                                        uint64_t *w)
+{
+    int64_t until;
+
+    if (!npu_uq_read_wb_wptr(s, mr, qi, w)) {
+        return false;
+    }
+    if (*w > known) {
+        return true;
+    }
+    until = npu_time() + NPU_UQ_DRAIN_NS;
+    while (npu_time() < until) {
+        cpu_relax();
+    }
+    return npu_uq_read_wb_wptr(s, mr, qi, w);
+}
+
+/*
  * A new write pointer w from the owner (a doorbell write, or the
  * write-back block's wptr read while WATCHED). True if the queue halted
  * off any engine and its write-back block needs a publish. uq.lock held.
@@ -466,8 +499,8 @@ static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
 
 /*
  * q on engine e has run out of packets while WATCHED: clear WATCHED where
- * the owner sees it, then (a full barrier that orders the vCPUs too,
- * npu_mb_guest) read the owner's wptr. The
+ * the owner sees it, then (a full barrier) read the owner's wptr
+ * (npu_uq_read_wb_wptr_settled says why twice). The
  * owner stores its wptr, a full barrier, then reads the status: either it
  * sees WATCHED gone and rings the doorbell, or the read here sees its
  * wptr. True if q has packets again (and is WATCHED again). uq.lock held,
@@ -475,14 +508,14 @@ static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
  */
 static bool npu_uq_watch_end_locked(NpuState *s, NpuRing *e, NpuUq *q)
 {
-    uint64_t w = 0;
+    uint64_t w = 0, known = q->wptr;
     bool got;
 
     q->watched = false;
     qemu_mutex_unlock(&s->uq.lock);
     npu_uq_publish(s, e, q->idx, false);
-    npu_mb_guest();
-    got = npu_uq_read_wb_wptr(s, e, q->idx, &w);
+    smp_mb();
+    got = npu_uq_read_wb_wptr_settled(s, e, q->idx, known, &w);
     qemu_mutex_lock(&s->uq.lock);
     if (got && w > q->wptr) {
         trace_npu_uq_wb_wptr(q->idx, w);
@@ -793,7 +826,7 @@ static void *npu_uq_engine_thread(void *opaque)
     unsigned ei = e->idx - NPU_UQ_ENG_IDX(0);
     int last = -1;
     bool freed = false, vt_idle = false, polled = false, watched;
-    uint64_t wb_wptr;
+    uint64_t wb_wptr, known;
     int64_t slept = -1;         /* ns of the last sleep before work, -1 */
 
     rcu_register_thread();
@@ -884,12 +917,13 @@ static void *npu_uq_engine_thread(void *opaque)
             q->watched = false;
         }
         wb_wptr = 0;
+        known = q->wptr;
         qemu_mutex_unlock(&uq->lock);
         if (!qatomic_read(&e->abort) && !e->stop) {
             npu_uq_publish(s, e, q->idx, true);
             if (watched) {
-                npu_mb_guest();
-                npu_uq_read_wb_wptr(s, e, q->idx, &wb_wptr);
+                smp_mb();
+                npu_uq_read_wb_wptr_settled(s, e, q->idx, known, &wb_wptr);
             }
         }
         qemu_mutex_lock(&uq->lock);

@@ -897,8 +897,8 @@ static double now_s(void)
  * 100,000 launches, each polled with npu_stream_query until done: every
  * launch finds its queue going idle, where the owner's wptr store races
  * the device's clearing of WATCHED (hw spec, "Doorbells"). Under one TCG
- * thread the guest's fences are no host fences; before the device's side
- * ordered the vCPUs too (hw spec, "Memory order"), a probe doing this lost
+ * thread the guest's fences are no host fences; before the device read
+ * the wptr a second time (hw spec, "Memory order"), a probe doing this lost
  * a launch at its 12,274th round trip (the stream never finished), and a
  * traced one in 2 of 6 runs. A race of host store buffers cannot be
  * staged: this can miss it, not fake it. False if one was lost (the
