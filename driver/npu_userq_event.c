@@ -290,6 +290,12 @@ struct npu_wait_mem {
  */
 static DEFINE_SPINLOCK(npu_signal_arm_lock);
 
+/* Does a sleeper for @value set wake_value (@armed sleepers, @wake now)? */
+static bool npu_signal_lowers_wake(u32 armed, u64 wake, u64 value)
+{
+	return !armed || wake > value;
+}
+
 /*
  * The signal's value, after adding @arm (1, -1 or 0: only read) to its
  * armed word; arming also lowers its wake_value to the value waited for.
@@ -313,8 +319,10 @@ static u64 npu_signal_access(struct npu_wait_mem *w, int arm)
 
 		if (arm) {
 			spin_lock(&npu_signal_arm_lock);
-			if (arm > 0 && (!READ_ONCE(sig->armed) ||
-					READ_ONCE(sig->wake_value) > w->value))
+			if (arm > 0 &&
+			    npu_signal_lowers_wake(READ_ONCE(sig->armed),
+						   READ_ONCE(sig->wake_value),
+						   w->value))
 				WRITE_ONCE(sig->wake_value, w->value);
 			WRITE_ONCE(sig->armed, READ_ONCE(sig->armed) + arm);
 			spin_unlock(&npu_signal_arm_lock);
@@ -334,8 +342,9 @@ static u64 npu_signal_access(struct npu_wait_mem *w, int arm)
 
 		if (arm) {
 			spin_lock(&npu_signal_arm_lock);
-			if (arm > 0 && (!readl(armed) ||
-					readq(wake) > w->value))
+			if (arm > 0 &&
+			    npu_signal_lowers_wake(readl(armed), readq(wake),
+						   w->value))
 				writeq(w->value, wake);
 			writel(readl(armed) + arm, armed);
 			spin_unlock(&npu_signal_arm_lock);

@@ -77,7 +77,6 @@ npu_status_t npu_check_faults(struct device *dev)
 	char kbuf[320] = "";
 	unsigned nargs;
 	int n;
-
 	int settle = 0;
 
 	/* A user queue that halted: the driver records its fault from a

@@ -446,18 +446,14 @@ static bool npu_uq_read_wb_wptr_settled(NpuState *s, NpuRing *mr,
                                         uint32_t qi, uint64_t known,
                                         uint64_t *w)
 {
-    int64_t until;
-
     if (!npu_uq_read_wb_wptr(s, mr, qi, w)) {
         return false;
     }
     if (*w > known) {
         return true;
     }
-    until = npu_time() + NPU_UQ_DRAIN_NS;
-    while (npu_time() < until) {
-        cpu_relax();
-    }
+    /* spun; cut short by a stop, whose vCPU exit drains the buffer too */
+    npu_nap_until(s, npu_time() + NPU_UQ_DRAIN_NS, mr);
     return npu_uq_read_wb_wptr(s, mr, qi, w);
 }
 
