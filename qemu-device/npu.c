@@ -870,8 +870,10 @@ static bool npu_check_props(NpuState *s, Error **errp)
                    "be non-zero");
         return false;
     }
-    if (s->launch_ns > 1000000000 || s->copy_ns > 1000000000) {
-        error_setg(errp, "npu: launch-ns and copy-ns must be <= 1e9");
+    if (s->launch_ns > 1000000000 || s->launch_gap_ns > 1000000000 ||
+        s->copy_ns > 1000000000) {
+        error_setg(errp, "npu: launch-ns, launch-gap-ns and copy-ns must be "
+                   "<= 1e9");
         return false;
     }
     if (s->cu_threads < 1 || s->cu_threads > NPU_CODE_MAX_THREADS) {
@@ -1025,6 +1027,7 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("mem-bw-mbps", NpuState, mem_bw, 32000),
     DEFINE_PROP_UINT32("cu-mops", NpuState, cu_mops, 2000),
     DEFINE_PROP_UINT32("launch-ns", NpuState, launch_ns, 4000),
+    DEFINE_PROP_UINT32("launch-gap-ns", NpuState, launch_gap_ns, 500),
     DEFINE_PROP_UINT32("copy-ns", NpuState, copy_ns, 2000),
     DEFINE_PROP_UINT32("cu-threads", NpuState, cu_threads, 16),
     DEFINE_PROP_UINT32("cu-scratch-kib", NpuState, cu_scratch_kib, 64),

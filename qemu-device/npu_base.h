@@ -160,6 +160,12 @@ typedef struct NpuRing {
     uint64_t pt_root;
     uint32_t ib_off;            /* byte offset of the IB packet executing */
     uint32_t ib_resume;         /* the INDIRECT at HEAD resumes here */
+    /*
+     * A launch completed and the engine has not idled since: the next
+     * launch was set up while it ran and costs launch-gap-ns
+     * (npu_launch_model_ns).
+     */
+    bool launch_warm;
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;
@@ -312,6 +318,7 @@ struct NpuState {
     uint32_t mem_bw;
     uint32_t cu_mops;
     uint32_t launch_ns;
+    uint32_t launch_gap_ns;     /* a launch right behind another one */
     uint32_t copy_ns;
     uint32_t cu_threads;
     uint32_t cu_scratch_kib;

@@ -712,6 +712,7 @@ void *npu_ring_thread(void *opaque)
             if (s->vtime) {
                 npu_vt_ring_idle(r);
             }
+            npu_launch_cold(r);
             qemu_cond_wait(&r->cond, &r->lock);
             continue;
         }

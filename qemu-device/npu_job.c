@@ -21,6 +21,28 @@ uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes)
 }
 
 /*
+ * A launch's modelled overhead on r: launch-ns when the engine meets it
+ * cold, launch-gap-ns (at most launch-ns) when it comes right behind
+ * another launch, with no idle between: the dispatcher fetched and set it
+ * up while the one before ran, as a GPU's command processor does. r is
+ * then warm until it idles (npu_launch_cold). Engine thread only.
+ */
+uint64_t npu_launch_model_ns(NpuRing *r)
+{
+    NpuState *s = r->s;
+    bool warm = r->launch_warm;
+
+    r->launch_warm = true;
+    return warm ? MIN(s->launch_gap_ns, s->launch_ns) : s->launch_ns;
+}
+
+/* The engine idled or changed queues: its next launch starts cold. */
+void npu_launch_cold(NpuRing *r)
+{
+    r->launch_warm = false;
+}
+
+/*
  * End of a command that started at t0: wait for its modelled duration (if
  * the timing model is on, or force is set) and account it. False if the
  * ring was reset meanwhile.

@@ -110,7 +110,7 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
         return npu_kernel_fault(job, args[0], err);
     }
     /* NOP costs the launch overhead, TEST_SPIN that and its ns */
-    model = s->timing ? s->launch_ns : 0;
+    model = s->timing ? npu_launch_model_ns(job->ring) : 0;
     if (kernel == NPU_KERNEL_TEST_SPIN) {
         model += args[0];
     }

@@ -27,6 +27,7 @@
 #include "qapi/error.h"
 #include "npu_base.h"
 #include "npu_engine.h"
+#include "npu_job.h"
 #include "npu_mmu.h"
 #include "npu_uq.h"
 #include "npu_vtime.h"
@@ -903,6 +904,7 @@ static void *npu_uq_engine_thread(void *opaque)
             qemu_mutex_lock(&uq->lock);
         }
         trace_npu_uq_switch(ei, q->idx, -1, why);
+        npu_launch_cold(e);
         /* A queue that waits, or leaves for another's turn or a pause,
          * comes back to an engine and stays WATCHED. One a command takes
          * off loses WATCHED, and the owner's wptr is read after the

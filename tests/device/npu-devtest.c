@@ -1768,6 +1768,61 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /*
+ * The launch pipeline (timing=virtual, exact): a NOP the engine meets cold
+ * costs launch-ns; one right behind another launch, with only zero-time
+ * commands between, costs launch-gap-ns; after the ring idled, cold again.
+ */
+static void test_launch_gap(void)
+{
+	struct buf t;
+	struct pk p = { .n = 0 };
+	uint64_t ts[4];
+	bool good;
+
+	start("timing=virtual,launch-ns=4000,launch-gap-ns=500", 0);
+	t = alloc_buf(4096, 0, 1);
+	pk_ts(&p, t.va);
+	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	pk_ts(&p, t.va + 8);
+	for (int i = 0; i < 4; i++)
+		LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	pk_ts(&p, t.va + 16);
+	good = ring_run(0, &p, 5000);
+	buf_read(&t, 0, ts, 24);
+	ok(good && ts[1] - ts[0] == 4000 && ts[2] - ts[1] == 4 * 500,
+	   "a cold NOP takes launch-ns (%llu ns), four behind it launch-gap-ns "
+	   "each (%llu ns)", (unsigned long long)(ts[1] - ts[0]),
+	   (unsigned long long)(ts[2] - ts[1]));
+	p.n = 0;
+	pk_ts(&p, t.va);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 10000);
+	pk_ts(&p, t.va + 8);
+	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 10000);
+	pk_ts(&p, t.va + 16);
+	good = ring_run(0, &p, 5000);
+	buf_read(&t, 0, ts, 24);
+	ok(good && ts[1] - ts[0] == 4000 + 10000 && ts[2] - ts[1] == 500 + 10000,
+	   "after an idle ring the first launch is cold again (%llu, then %llu ns)",
+	   (unsigned long long)(ts[1] - ts[0]),
+	   (unsigned long long)(ts[2] - ts[1]));
+	stop("launch-gap instance");
+
+	start("timing=virtual,launch-ns=1000,launch-gap-ns=3000", 0);
+	t = alloc_buf(4096, 0, 1);
+	p.n = 0;
+	pk_ts(&p, t.va);
+	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	LAUNCH(&p, NPU_KERNEL_NOP, 1, 0);
+	pk_ts(&p, t.va + 8);
+	good = ring_run(0, &p, 5000);
+	buf_read(&t, 0, ts, 16);
+	ok(good && ts[1] - ts[0] == 2000,
+	   "launch-gap-ns above launch-ns costs launch-ns (%llu ns for two)",
+	   (unsigned long long)(ts[1] - ts[0]));
+	stop("launch-gap clamp instance");
+}
+
+/*
  * How precisely short commands take their modelled time (timing=on,
  * default properties): 200 back-to-back COPYs of 4 KiB host -> device
  * memory (model 3024 ns) and 100 TEST_SPINs of 20 us (model 24 us), each
@@ -1789,7 +1844,8 @@ static void test_timing_precision(void)
 	d = alloc_buf(4096, 1, 1);
 	for (int kind = 0; kind < 2; kind++) {
 		int n = kind ? NS : NC;
-		int64_t model = kind ? 4000 + 20000 : 2000 + 4096 * 1000 / 4000;
+		/* a TEST_SPIN behind another one pays launch-gap-ns only */
+		int64_t model = kind ? 500 + 20000 : 2000 + 4096 * 1000 / 4000;
 
 		p.n = 0;
 		for (int i = 0; i < n; i++) {
@@ -1803,7 +1859,8 @@ static void test_timing_precision(void)
 		good = ring_run(kind ? 0 : COPY0, &p, 20000);
 		buf_read(&t, 0, ts, 16 * n);
 		for (int i = 0; i < n; i++) {
-			ex[i] = (int64_t)(ts[2 * i + 1] - ts[2 * i]) - model;
+			ex[i] = (int64_t)(ts[2 * i + 1] - ts[2 * i]) - model -
+				(kind && !i ? 4000 - 500 : 0);
 			early |= ex[i] < 0;
 		}
 		qsort(ex, n, sizeof(ex[0]), cmp_i64);
@@ -1895,12 +1952,12 @@ static void test_properties(void)
 	static char out[65536];
 	const char *props[] = { "compute-rings", "copy-rings", "compute-units",
 		"devmem-size", "timing", "link-bw-mbps", "mem-bw-mbps", "cu-mops",
-		"launch-ns", "copy-ns", "uq-compute-engines", "uq-copy-engines",
+		"launch-ns", "launch-gap-ns", "copy-ns", "uq-compute-engines", "uq-copy-engines",
 		"uq-max-queues", "uq-doorbell-pages", "uq-timeslice-us",
 		"uq-switch-ns", "l2-kib", "l2-bw-mbps" };
 	const char *argv[] = { qemu_bin, "-device", "npu,help", NULL };
 	const char *bad[] = { "compute-rings=0", "compute-rings=12,copy-rings=5",
-		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000",
+		"compute-units=65", "devmem-size=3M", "cu-mops=0", "launch-ns=2000000000", "launch-gap-ns=2000000000",
 		"uq-compute-engines=17", "uq-copy-engines=17", "uq-max-queues=0",
 		"uq-max-queues=65537", "uq-doorbell-pages=3",
 		"uq-doorbell-pages=8192", "uq-timeslice-us=5",
@@ -4359,6 +4416,7 @@ static void run_all(void)
 	test_snapshot();
 	test_trace_events();
 	test_timing();
+	test_launch_gap();
 	test_timing_precision();
 	test_max_config();
 	test_properties();
