@@ -213,17 +213,27 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
 /*
  * The packet the queue executes from now on started at clock ns: in the
  * descriptor at once, so that the driver's per-client busy time counts a
- * long packet while it runs.
+ * long packet while it runs. One 8-byte store outside state_seq: busy_ns
+ * does not change with it, so a reader that sees run_start_ns still 0 or
+ * already ns reads a consistent pair either way.
  */
 static void npu_uq_run_start(NpuState *s, NpuUq *q, uint64_t ns)
 {
-    uint64_t v = cpu_to_le64(ns);
+    MemoryRegionCache c;
+    uint64_t l;
 
     qemu_mutex_lock(&s->uq.lock);
     q->run_start_ns = ns;
-    npu_uq_seq_bump(s, q);
-    npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, &v, 8, true);
-    npu_uq_seq_bump(s, q);
+    npu_dma_set_noblock(true);
+    l = npu_dma_map(s, &c, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, 8,
+                    true);
+    if (l) {
+        if (l == 8) {
+            stq_le_p(c.ptr, ns);        /* one aligned store: never torn */
+        }
+        npu_dma_unmap(s, &c, l == 8 ? 8 : 0);
+    }
+    npu_dma_set_noblock(false);
     qemu_mutex_unlock(&s->uq.lock);
 }
 
@@ -589,7 +599,7 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     NpuJob job = { .ring = e };
     NpuErr err = { 0 };
     uint32_t pkt[NPU_PKT_MAX_DW];
-    uint32_t h = 0, len, info = 0, first, i, skip = 0;
+    uint32_t h = 0, len, info = 0, avail, i, skip = 0;
     uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0, old;
     uint32_t size, ib_off;
     bool ok = false, in_ib;
@@ -604,10 +614,14 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 
     off = rptr & (size - 1);
     qatomic_set(&e->ib_off, 0);
-    if (!npu_vm_rw(&job, base + off, &h, 4, false, &err)) {
+    /* the header and what the owner wrote after it, to the ring's end,
+     * in one read: a packet costs one access, not two */
+    avail = MIN(MIN(wptr - rptr, (uint64_t)NPU_PKT_MAX_DW * 4), size - off);
+    avail = MAX(avail, 4);
+    if (!npu_vm_rw(&job, base + off, pkt, avail, false, &err)) {
         goto done;
     }
-    h = le32_to_cpu(h);
+    h = le32_to_cpu(pkt[0]);
     len = NPU_PKT_LEN(h);
     info = NPU_PKT_OP(h);
     if (!len || len > (wptr - rptr) / 4) {
@@ -624,12 +638,10 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
         goto done;
     }
     len = MIN(len, NPU_PKT_MAX_DW);
-    first = MIN(len * 4, size - off);
-    if (!npu_vm_rw(&job, base + off, pkt, first, false, &err) ||
-        (first < len * 4 &&
-         !npu_vm_rw(&job, base, (uint8_t *)pkt + first, len * 4 - first,
-                    false, &err))) {
-        goto done;
+    if (len * 4 > avail &&
+        !npu_vm_rw(&job, base, (uint8_t *)pkt + avail, len * 4 - avail,
+                   false, &err)) {
+        goto done;              /* the rest wraps to the ring's start */
     }
     for (i = 0; i < len; i++) {
         pkt[i] = le32_to_cpu(pkt[i]);
