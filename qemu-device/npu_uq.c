@@ -178,11 +178,22 @@ static void npu_uq_seq_bump(NpuState *s, NpuUq *q)
     smp_wmb();
 }
 
-/* Write the queue's state (descriptor bytes 0x30..0xaf). uq.lock held. */
-static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
+/*
+ * Write the queue's state (descriptor bytes 0x30..0xaf) inside a
+ * state_seq bracket and, if irq is set, then read IRQ_RPTR (after a full
+ * barrier: the driver stores IRQ_RPTR, then reads RPTR). IRQ_RPTR, the
+ * state and STATE_SEQ are adjacent: one mapping serves all four accesses.
+ * uq.lock held.
+ */
+static void npu_uq_sync_irq_locked(NpuState *s, NpuUq *q, uint64_t *irq)
 {
     uint8_t d[NPU_UQD_RUN_START_NS + 8 - NPU_UQD_WPTR];
+    const uint64_t span = NPU_UQD_STATE_SEQ + 4 - NPU_UQD_IRQ_RPTR;
+    uint64_t desc = npu_uq_desc(s, q), l;
+    MemoryRegionCache c;
 
+    QEMU_BUILD_BUG_ON(NPU_UQD_IRQ_RPTR + 8 != NPU_UQD_WPTR ||
+                      NPU_UQD_RUN_START_NS + 8 != NPU_UQD_STATE_SEQ);
 #define D(off) (d + (off) - NPU_UQD_WPTR)
     stq_le_p(D(NPU_UQD_WPTR), q->wptr);
     stq_le_p(D(NPU_UQD_RPTR), q->rptr);
@@ -205,9 +216,44 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
     stq_le_p(D(NPU_UQD_OPS), q->ops);
     stq_le_p(D(NPU_UQD_RUN_START_NS), q->run_start_ns);
 #undef D
+    npu_dma_set_noblock(true);
+    l = npu_dma_map(s, &c, desc + NPU_UQD_IRQ_RPTR, span, true);
+    if (l == span) {
+        uint8_t *p = (uint8_t *)c.ptr - NPU_UQD_IRQ_RPTR;
+
+        smp_wmb();
+        stl_le_p(p + NPU_UQD_STATE_SEQ, ++q->state_seq);
+        smp_wmb();
+        memcpy(p + NPU_UQD_WPTR, d, sizeof(d));
+        smp_wmb();
+        stl_le_p(p + NPU_UQD_STATE_SEQ, ++q->state_seq);
+        if (irq) {
+            smp_mb();
+            *irq = ldq_le_p(p + NPU_UQD_IRQ_RPTR);
+        }
+        npu_dma_unmap(s, &c, span);
+        npu_dma_set_noblock(false);
+        return;
+    }
+    if (l) {
+        npu_dma_unmap(s, &c, 0);
+    }
+    npu_dma_set_noblock(false);
+    /* not one RAM range (or refused): access by access */
     npu_uq_seq_bump(s, q);
-    npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_WPTR, d, sizeof(d), true);
+    npu_uq_phys(s, desc + NPU_UQD_WPTR, d, sizeof(d), true);
     npu_uq_seq_bump(s, q);
+    if (irq) {
+        smp_mb();
+        *irq = 0;
+        npu_uq_phys(s, desc + NPU_UQD_IRQ_RPTR, irq, 8, false);
+        *irq = le64_to_cpu(*irq);
+    }
+}
+
+static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
+{
+    npu_uq_sync_irq_locked(s, q, NULL);
 }
 
 /*
@@ -724,9 +770,7 @@ done:
         npu_uq_publish(s, e, q->idx, false);
         npu_signal_delay(s);
         qemu_mutex_lock(&uq->lock);
-        npu_uq_sync_locked(s, q);
-        npu_uq_phys(s, npu_uq_desc(s, q) + NPU_UQD_IRQ_RPTR, &irq, 8, false);
-        irq = le64_to_cpu(irq);
+        npu_uq_sync_irq_locked(s, q, &irq);
         if (irq && old < irq && q->rptr >= irq &&
             (q->status & NPU_UQ_STS_MAPPED)) {
             npu_uq_post_locked(s, NPU_UQ_EVENT_PROGRESS, q->ctx, q->idx,
