@@ -42,6 +42,7 @@
 #include "npu_trace.h"
 
 #define EXEC_SLOTS	4		/* launches in flight per exec */
+#define SLOT_UQ_LAYOUT	(1ull << 63)	/* slot_gen: uq_launch's layout */
 #define MAX_CROSS_DEPS	60
 #define JOB_BOS		1024		/* BO handles per job (npu.ko's limit) */
 /* job descriptors of one submission round: a job per node at most, the
@@ -160,7 +161,7 @@ struct npu_graph_exec {
 	 * rewrites the event record packets (their timestamp slot changes
 	 * with each record). 0: to be rebuilt. Under x->lock. */
 	uint64_t gen;
-	uint64_t slot_gen[EXEC_SLOTS];
+	uint64_t slot_gen[EXEC_SLOTS];	/* | SLOT_UQ_LAYOUT: uq_launch's */
 	/* The point that completes the last launch that used each slot (a
 	 * reference): done's point n for a launch through kernel jobs, the
 	 * stream's point for one on a user queue. Under x->lock. */
@@ -1898,16 +1899,31 @@ static npu_status_t uq_launch(struct launch *L)
 	struct jobctx jc;
 	npu_status_t st;
 	unsigned i;
+	bool valid;
 
 	st = launch_slots_take(L);
 	if (!st)
 		st = slot_wait(L);
 	if (st)
 		goto out;
+	/* the slot may hold these packets from an earlier launch on a user
+	 * queue (struct npu_graph_exec): only printf kernels are rewritten,
+	 * unless one's length changed, which moves everything after it */
+	valid = x->slot_gen[L->slot] == (x->gen | SLOT_UQ_LAYOUT);
 	npu_cmdw_init(&w, L->cmd, L->cmd_va, x->slot_size);
-	for (i = 0; i < x->n; i++)
+	for (i = 0; i < x->n; i++) {
+		uint32_t at = w.len;
+
+		if (valid && !per_launch(&x->x[i])) {
+			npu_cmd_reserve(&w, x->x[i].plen);
+			continue;
+		}
 		put_node(L, i, &w);
-	x->slot_gen[L->slot] = 0;	/* not the kernel jobs' layout */
+		if (valid && w.len - at != x->x[i].plen)
+			valid = false;	/* the rest is rewritten */
+		x->x[i].plen = w.len - at;
+	}
+	x->slot_gen[L->slot] = npu_cmdw_full(&w) ? 0 : x->gen | SLOT_UQ_LAYOUT;
 	if (npu_cmdw_full(&w)) {
 		st = npu_fail(NPU_ERROR_INVALID_VALUE, "graph command slot full");
 		goto out;

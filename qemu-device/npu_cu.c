@@ -1092,8 +1092,10 @@ bool npu_launch_code(NpuJob *job, const uint32_t *p, unsigned ndw,
     job->dev_bytes += l->st.bytes_read[NPU_SPACE_DEVICE] +
                       l->st.bytes_written[NPU_SPACE_DEVICE];
     job->ops = l->st.instructions;
-    npu_complete(job, t0, npu_launch_model_ns(job->ring), false,
-                 job->host_bytes + job->dev_bytes);
+    if (npu_complete(job, t0, npu_launch_model_ns(job->ring, t0), false,
+                     job->host_bytes + job->dev_bytes)) {
+        npu_launch_done(job->ring);
+    }
     return true;
 }
 

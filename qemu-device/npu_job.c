@@ -21,19 +21,34 @@ uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes)
 }
 
 /*
- * A launch's modelled overhead on r: launch-ns when the engine meets it
- * cold, launch-gap-ns (at most launch-ns) when it comes right behind
- * another launch, with no idle between: the dispatcher fetched and set it
- * up while the one before ran, as a GPU's command processor does. r is
- * then warm until it idles (npu_launch_cold). Engine thread only.
+ * A launch's modelled overhead on r, for a launch starting at t0: launch-ns
+ * when the engine meets it cold; when it comes right behind another
+ * launch, with no idle between, it ends launch-gap-ns (at most launch-ns)
+ * after that one ended: the dispatcher fetched and set it up while the
+ * one before ran, as a GPU's command processor does, so back-to-back
+ * launches complete one per launch-gap-ns. On the wall clock the host work
+ * between the two is inside the gap, not added to it. r is warm until it
+ * idles (npu_launch_cold). Engine thread only.
  */
-uint64_t npu_launch_model_ns(NpuRing *r)
+uint64_t npu_launch_model_ns(NpuRing *r, int64_t t0)
 {
     NpuState *s = r->s;
-    bool warm = r->launch_warm;
+    int64_t gap = MIN(s->launch_gap_ns, s->launch_ns);
 
-    r->launch_warm = true;
-    return warm ? MIN(s->launch_gap_ns, s->launch_ns) : s->launch_ns;
+    if (!r->launch_warm) {
+        r->launch_warm = true;
+        return s->launch_ns;
+    }
+    if (s->vtime) {
+        return gap;     /* the virtual clock did not move in between */
+    }
+    return MAX(r->launch_end + gap - t0, 0);
+}
+
+/* A launch on r ended (device time): the next one's gap counts from here. */
+void npu_launch_done(NpuRing *r)
+{
+    r->launch_end = npu_time();
 }
 
 /* The engine idled or changed queues: its next launch starts cold. */

@@ -10,7 +10,8 @@
 #include "npu_base.h"
 
 uint64_t npu_bytes_ns(NpuState *s, uint64_t host_bytes, uint64_t dev_bytes);
-uint64_t npu_launch_model_ns(NpuRing *r);
+uint64_t npu_launch_model_ns(NpuRing *r, int64_t t0);
+void npu_launch_done(NpuRing *r);
 void npu_launch_cold(NpuRing *r);
 bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
                   uint64_t bytes);

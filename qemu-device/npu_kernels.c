@@ -110,13 +110,15 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
         return npu_kernel_fault(job, args[0], err);
     }
     /* NOP costs the launch overhead, TEST_SPIN that and its ns */
-    model = s->timing ? npu_launch_model_ns(job->ring) : 0;
+    model = s->timing ? npu_launch_model_ns(job->ring, t0) : 0;
     if (kernel == NPU_KERNEL_TEST_SPIN) {
         model += args[0];
     }
     if (!npu_cu_run_fixed(job, k, model)) {
         return true;            /* reset while holding units */
     }
-    npu_complete(job, t0, model, kernel == NPU_KERNEL_TEST_SPIN, 0);
+    if (npu_complete(job, t0, model, kernel == NPU_KERNEL_TEST_SPIN, 0)) {
+        npu_launch_done(job->ring);
+    }
     return true;
 }

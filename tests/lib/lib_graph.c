@@ -1332,6 +1332,58 @@ static void test_host_rounds(void)
 	npu_host_free(gate);
 }
 
+/* On a user queue a launch reuses the packets an earlier launch wrote into
+ * its command slot: after npu_graph_exec_kernel_node_set_params every slot
+ * must be rewritten. Eight launches (each of the exec's slots twice), the
+ * fill value changed before each; and two kernels whose second one reads
+ * the parameters of the first's launch. */
+static void test_exec_update_uq(void)
+{
+	npu_stream_t s;
+	npu_graph_t g;
+	npu_graph_exec_t x;
+	npu_graph_node_t k, k2;
+	npu_kernel_node_params p;
+	void *d, *d2;
+	unsigned f = 0;
+	int i, good = 1;
+
+	MUST(npu_malloc(&d, N * 4));
+	MUST(npu_malloc(&d2, N * 4));
+	MUST(npu_stream_create(&s, NPU_STREAM_NON_BLOCKING | NPU_STREAM_USER_QUEUE, 0));
+	MUST(npu_stream_get_flags(s, &f));
+	MUST(npu_graph_create(&g, 0));
+	p = kfill(d, N, 1.0f);
+	MUST(npu_graph_add_kernel_node(&k, g, NULL, 0, &p));
+	p = kfill(d2, N, 1.0f);
+	MUST(npu_graph_add_kernel_node(&k2, g, &k, 1, &p));
+	MUST(npu_graph_instantiate(&x, g, 0));
+	for (i = 1; i <= 8; i++) {
+		p = kfill(d, N, (float)i);
+		MUST(npu_graph_exec_kernel_node_set_params(x, k, &p));
+		MUST(npu_graph_launch(x, s));
+		MUST(npu_stream_synchronize(s));
+		if (!dev_all(d, N, (float)i) || !dev_all(d2, N, 1.0f)) {
+			fprintf(stderr, "# launch %d: not the parameters set before it\n", i);
+			good = 0;
+		}
+	}
+	tap_ok(good, "graph launches on a %s queue use the parameters set before each "
+	       "(8 launches, every command slot twice)",
+	       f & NPU_STREAM_USER_QUEUE ? "user" : "kernel");
+	/* unchanged parameters: the slots' packets are used as they are */
+	for (i = 0; i < 8; i++)
+		MUST(npu_graph_launch(x, s));
+	MUST(npu_stream_synchronize(s));
+	tap_ok(dev_all(d, N, 8.0f) && dev_all(d2, N, 1.0f),
+	       "eight more launches without an update keep the last parameters");
+	MUST(npu_graph_exec_destroy(x));
+	MUST(npu_graph_destroy(g));
+	npu_stream_destroy(s);
+	npu_free(d);
+	npu_free(d2);
+}
+
 /* npu_graph_exec_kernel_node_set_params reaches later launches only: not
  * the nodes of a launch already made whose host node still runs. */
 static void test_exec_update_later(void)
@@ -1933,6 +1985,7 @@ int main(void)
 	test_errors();
 	test_host_rounds();
 	test_exec_update_later();
+	test_exec_update_uq();
 	test_launch_behind_host_func();
 	test_event_destroyed_in_launch();
 	test_legacy_many();
