@@ -221,14 +221,14 @@ static void npu_uq_sync_irq_locked(NpuState *s, NpuUq *q, uint64_t *irq)
     if (l == span) {
         uint8_t *p = (uint8_t *)c.ptr - NPU_UQD_IRQ_RPTR;
 
-        smp_wmb();
+        smp_wmb();      /* earlier writes, then seq odd */
         stl_le_p(p + NPU_UQD_STATE_SEQ, ++q->state_seq);
-        smp_wmb();
+        smp_wmb();      /* seq odd before the state; pairs with the rmb */
         memcpy(p + NPU_UQD_WPTR, d, sizeof(d));
-        smp_wmb();
+        smp_wmb();      /* the state before seq even */
         stl_le_p(p + NPU_UQD_STATE_SEQ, ++q->state_seq);
         if (irq) {
-            smp_mb();
+            smp_mb();   /* RPTR stored, then IRQ_RPTR loaded */
             *irq = ldq_le_p(p + NPU_UQD_IRQ_RPTR);
         }
         npu_dma_unmap(s, &c, span);
@@ -244,7 +244,7 @@ static void npu_uq_sync_irq_locked(NpuState *s, NpuUq *q, uint64_t *irq)
     npu_uq_phys(s, desc + NPU_UQD_WPTR, d, sizeof(d), true);
     npu_uq_seq_bump(s, q);
     if (irq) {
-        smp_mb();
+        smp_mb();       /* RPTR stored, then IRQ_RPTR loaded */
         *irq = 0;
         npu_uq_phys(s, desc + NPU_UQD_IRQ_RPTR, irq, 8, false);
         *irq = le64_to_cpu(*irq);
