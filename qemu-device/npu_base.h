@@ -215,6 +215,15 @@ struct NpuUq {
     bool watched;               /* WATCHED: the write-back wptr is read
                                  * before the queue can go idle */
     uint32_t skip;              /* bytes CONTINUE skips (failed packet) */
+    /*
+     * Packets completed since the write-back block and descriptor were
+     * last written (npu_uq_step defers them behind a packet of no
+     * modelled time), the rptr they were last written with, and the
+     * IRQ_RPTR read then.
+     */
+    uint32_t deferred;
+    uint64_t synced_rptr;
+    uint64_t irq_seen;
     uint32_t starve;            /* higher-priority dispatches waited */
     uint64_t ready_seq;         /* order it became ready */
     uint64_t wait_addr;

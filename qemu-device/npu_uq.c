@@ -639,14 +639,59 @@ static NpuUq *npu_uq_pick_locked(NpuState *s, bool copy)
  */
 
 /* Fetch and run the packet at rptr of q on engine e. uq.lock not held. */
+/* Packets of no modelled time: a launch's SIGNAL, a TIMESTAMP, padding. */
+static bool npu_uq_op_instant(uint32_t op)
+{
+    return op == NPU_OP_SIGNAL || op == NPU_OP_TIMESTAMP || op == NPU_OP_NOP;
+}
+
+/*
+ * At most this many packets complete before the write-back block and the
+ * descriptor are written again: each deferred one is followed by a packet
+ * of no modelled time, so they lag by microseconds only.
+ */
+#define NPU_UQ_DEFER_MAX    16
+
+/*
+ * The descriptor catches up with every packet completed since it was last
+ * written (the write-back block must already have), and PROGRESS is posted
+ * if rptr passed IRQ_RPTR since then. uq.lock held.
+ */
+static void npu_uq_progress_locked(NpuState *s, NpuUq *q)
+{
+    uint64_t irq = 0;
+
+    npu_uq_sync_irq_locked(s, q, &irq);
+    if (irq && q->synced_rptr < irq && q->rptr >= irq &&
+        (q->status & NPU_UQ_STS_MAPPED)) {
+        npu_uq_post_locked(s, NPU_UQ_EVENT_PROGRESS, q->ctx, q->idx,
+                           q->rptr);
+    }
+    q->synced_rptr = q->rptr;
+    q->irq_seen = irq;
+    q->deferred = 0;
+}
+
+/* Write what npu_uq_step deferred. uq.lock held, dropped meanwhile. */
+static void npu_uq_flush_deferred_locked(NpuState *s, NpuRing *e, NpuUq *q)
+{
+    if (!q->deferred) {
+        return;
+    }
+    qemu_mutex_unlock(&s->uq.lock);
+    npu_uq_publish(s, e, q->idx, false);
+    qemu_mutex_lock(&s->uq.lock);
+    npu_uq_progress_locked(s, q);
+}
+
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
     NpuUqState *uq = &s->uq;
     NpuJob job = { .ring = e };
     NpuErr err = { 0 };
     uint32_t pkt[NPU_PKT_MAX_DW];
-    uint32_t h = 0, len, info = 0, avail, i, skip = 0;
-    uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0, old;
+    uint32_t h = 0, len, info = 0, avail = 0, i, skip = 0;
+    uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0;
     uint32_t size, ib_off;
     bool ok = false, in_ib;
 
@@ -699,7 +744,9 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     busy0 = e->busy_ns;
     e->running = true;
     qemu_mutex_unlock(&e->lock);
-    npu_uq_run_start(s, q, MAX(s->vtime ? e->vt : npu_clock(s), 1));
+    if (!npu_uq_op_instant(NPU_PKT_OP(h))) {
+        npu_uq_run_start(s, q, MAX(s->vtime ? e->vt : npu_clock(s), 1));
+    }
     e->ib_resume = NPU_PKT_OP(h) == NPU_OP_INDIRECT ? ib_off : 0;
     ok = npu_uq_exec(&job, pkt, NPU_PKT_LEN(h), base + off, &err, &info);
     qemu_mutex_lock(&e->lock);
@@ -727,6 +774,9 @@ done:
         qemu_mutex_unlock(&uq->lock);
         return;
     }
+    if (!ok || err.code || job.preempt || job.yield) {
+        npu_uq_flush_deferred_locked(s, e, q);
+    }
     if (in_ib) {
         q->ib_va = ldq_le_p(pkt + 2);
         q->ib_size = pkt[1];
@@ -752,14 +802,25 @@ done:
         npu_uq_sync_locked(s, q);
         npu_uq_poke_locked(s);
     } else {
-        uint64_t irq = 0;
-
-        old = q->rptr;
         q->rptr += skip;
         q->ib_va = 0;
         q->ib_size = 0;
         q->ib_offset = 0;
         q->progress_ns = s->vtime ? e->vt : npu_clock(s);
+        /*
+         * The next packet, when the read above holds it and it takes no
+         * modelled time (a launch's SIGNAL), runs first: the two share
+         * one write of the write-back block and descriptor. Not across
+         * an IRQ_RPTR known to lie here.
+         */
+        if (q->rptr < q->wptr && skip + 4 <= avail &&
+            npu_uq_op_instant(NPU_PKT_OP(le32_to_cpu(pkt[skip / 4]))) &&
+            q->deferred < NPU_UQ_DEFER_MAX &&
+            !(q->irq_seen > q->synced_rptr && q->irq_seen <= q->rptr)) {
+            q->deferred++;
+            qemu_mutex_unlock(&uq->lock);
+            return;
+        }
         /*
          * The write-back block first, then the descriptor and the
          * PROGRESS event: whoever waits on the descriptor's rptr
@@ -770,12 +831,7 @@ done:
         npu_uq_publish(s, e, q->idx, false);
         npu_signal_delay(s);
         qemu_mutex_lock(&uq->lock);
-        npu_uq_sync_irq_locked(s, q, &irq);
-        if (irq && old < irq && q->rptr >= irq &&
-            (q->status & NPU_UQ_STS_MAPPED)) {
-            npu_uq_post_locked(s, NPU_UQ_EVENT_PROGRESS, q->ctx, q->idx,
-                               q->rptr);
-        }
+        npu_uq_progress_locked(s, q);
         qemu_mutex_unlock(&uq->lock);
         return;
     }
@@ -927,6 +983,8 @@ static void *npu_uq_engine_thread(void *opaque)
             polled = false;
         }
         trace_npu_uq_switch(ei, last, q->idx, "dispatch");
+        q->deferred = 0;        /* a reset or MAP may have moved rptr */
+        q->synced_rptr = q->rptr;
         npu_uq_sync_locked(s, q);
         qemu_mutex_unlock(&uq->lock);
 
@@ -1004,7 +1062,11 @@ static void *npu_uq_engine_thread(void *opaque)
                     qemu_mutex_lock(&uq->lock);
                 }
             }
-            npu_uq_sync_locked(s, q);
+            if (q->deferred) {
+                npu_uq_progress_locked(s, q);   /* published above */
+            } else {
+                npu_uq_sync_locked(s, q);
+            }
             npu_uq_make_ready_locked(s, q);
         }
         /* commands waiting for the queue to be off its engine */
@@ -1590,7 +1652,11 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
                 q->ib_size = 0;
                 q->ib_offset = 0;
             }
-            npu_uq_sync_locked(s, q);
+            if (q->deferred) {
+                npu_uq_progress_locked(s, q);   /* published above */
+            } else {
+                npu_uq_sync_locked(s, q);
+            }
             npu_uq_make_ready_locked(s, q);
             publish = true;
         }
