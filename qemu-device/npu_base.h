@@ -161,10 +161,10 @@ typedef struct NpuRing {
     uint32_t ib_off;            /* byte offset of the IB packet executing */
     uint32_t ib_resume;         /* the INDIRECT at HEAD resumes here */
     /*
-     * A launch completed (at launch_end, device ns) and the engine has not
-     * idled since: the next one was set up meanwhile (npu_launch_model_ns).
+     * Device ns at which the engine's last launch ended, 0 once the engine
+     * idled since: the next launch was set up meanwhile unless 0
+     * (npu_launch_model_ns).
      */
-    bool launch_warm;
     int64_t launch_end;
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];

@@ -35,8 +35,7 @@ uint64_t npu_launch_model_ns(NpuRing *r, int64_t t0)
     NpuState *s = r->s;
     int64_t gap = MIN(s->launch_gap_ns, s->launch_ns);
 
-    if (!r->launch_warm) {
-        r->launch_warm = true;
+    if (!r->launch_end) {
         return s->launch_ns;
     }
     if (s->vtime) {
@@ -48,13 +47,13 @@ uint64_t npu_launch_model_ns(NpuRing *r, int64_t t0)
 /* A launch on r ended (device time): the next one's gap counts from here. */
 void npu_launch_done(NpuRing *r)
 {
-    r->launch_end = npu_time();
+    r->launch_end = MAX(npu_time(), 1);
 }
 
 /* The engine idled or changed queues: its next launch starts cold. */
 void npu_launch_cold(NpuRing *r)
 {
-    r->launch_warm = false;
+    r->launch_end = 0;
 }
 
 /*

@@ -638,7 +638,6 @@ static NpuUq *npu_uq_pick_locked(NpuState *s, bool copy)
  * Engines
  */
 
-/* Fetch and run the packet at rptr of q on engine e. uq.lock not held. */
 /* Packets of no modelled time: a launch's SIGNAL, a TIMESTAMP, padding. */
 static bool npu_uq_op_instant(uint32_t op)
 {
@@ -684,6 +683,7 @@ static void npu_uq_flush_deferred_locked(NpuState *s, NpuRing *e, NpuUq *q)
     npu_uq_progress_locked(s, q);
 }
 
+/* Fetch and run the packet at rptr of q on engine e. uq.lock not held. */
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
     NpuUqState *uq = &s->uq;
@@ -1062,11 +1062,7 @@ static void *npu_uq_engine_thread(void *opaque)
                     qemu_mutex_lock(&uq->lock);
                 }
             }
-            if (q->deferred) {
-                npu_uq_progress_locked(s, q);   /* published above */
-            } else {
-                npu_uq_sync_locked(s, q);
-            }
+            npu_uq_progress_locked(s, q);   /* published above */
             npu_uq_make_ready_locked(s, q);
         }
         /* commands waiting for the queue to be off its engine */
@@ -1652,11 +1648,7 @@ static uint32_t npu_uq_cmd(NpuState *s, uint32_t op, uint32_t qi)
                 q->ib_size = 0;
                 q->ib_offset = 0;
             }
-            if (q->deferred) {
-                npu_uq_progress_locked(s, q);   /* published above */
-            } else {
-                npu_uq_sync_locked(s, q);
-            }
+            npu_uq_sync_locked(s, q);
             npu_uq_make_ready_locked(s, q);
             publish = true;
         }
