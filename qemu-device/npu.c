@@ -961,6 +961,8 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
         msix_vector_use(pdev, i);
     }
 
+    s->dma_direct = pci_device_iommu_address_space(pdev) ==
+                    &address_space_memory;
     qemu_mutex_init(&s->reg_lock);
     npu_vt_init(s);
     npu_uq_realize(s);                  /* its engines take part in vtime */

@@ -183,11 +183,14 @@ static bool npu_dma_enter(NpuState *s)
 
 static __thread int64_t npu_late_ns = NPU_SPIN_MAX_NS;
 
+static __thread bool npu_dma_cache_on;
+
 void npu_engine_thread_init(void)
 {
 #ifdef CONFIG_LINUX
     prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
+    npu_dma_cache_on = true;
 }
 
 static bool npu_nap_stop(NpuState *s, NpuRing *r)
@@ -319,6 +322,133 @@ void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written)
     npu_dma_exit(s);
 }
 
+/*
+ * An engine thread keeps its last translations of guest pages (a small
+ * direct-mapped cache, like a TLB in front of the bus): a ring's packets,
+ * a queue's descriptor and write-back block and a stream's signals are
+ * touched on every packet, and a fresh translation costs more than the
+ * access. An entry is good while the bus-master address space still has
+ * the flatview it was made from: the entry holds a reference on that
+ * flatview, so the pointer cannot be reused by another one, and any
+ * change to the address space (bus mastering off, a BAR or RAM moved)
+ * replaces the flatview. Only without an IOMMU: its mappings change
+ * without a new flatview. Idle threads drop theirs
+ * (npu_engine_thread_idle), so old flatviews are not kept alive.
+ */
+#define NPU_DMA_CACHE_ENTRIES   8
+#define NPU_DMA_CACHE_PAGE      4096
+
+typedef struct NpuDmaCacheEntry {
+    NpuState *s;
+    uint64_t pa;                /* the mapped range, in bus addresses */
+    uint64_t len;
+    MemoryRegionCache map;      /* valid while map.mrs.mr is set */
+} NpuDmaCacheEntry;
+
+static __thread NpuDmaCacheEntry npu_dma_cache[NPU_DMA_CACHE_ENTRIES];
+
+static void npu_dma_cache_drop_entry(NpuDmaCacheEntry *e)
+{
+    if (e->map.mrs.mr) {
+        address_space_cache_destroy(&e->map);
+    }
+    e->s = NULL;
+    e->len = 0;
+}
+
+/* This thread is about to sleep: let go of its translations. */
+void npu_engine_thread_idle(void)
+{
+    unsigned i;
+
+    for (i = 0; i < NPU_DMA_CACHE_ENTRIES; i++) {
+        npu_dma_cache_drop_entry(&npu_dma_cache[i]);
+    }
+}
+
+/*
+ * The cached mapping holding pa, made if needed: returns the bytes of
+ * [pa, pa + len) it covers, 0 if pa cannot be mapped for is_write (the
+ * caller then falls back to a one-time mapping). Inside npu_dma_enter.
+ */
+static uint64_t npu_dma_cache_get(NpuState *s, uint64_t pa, uint64_t len,
+                                  bool is_write, NpuDmaCacheEntry **out)
+{
+    AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
+    uint64_t page = pa & ~(uint64_t)(NPU_DMA_CACHE_PAGE - 1);
+    NpuDmaCacheEntry *e;
+    int64_t l;
+
+    e = &npu_dma_cache[(pa / NPU_DMA_CACHE_PAGE) % NPU_DMA_CACHE_ENTRIES];
+    /* the current flatview is compared, never dereferenced */
+    if (e->map.mrs.mr && e->s == s && pa - e->pa < e->len &&
+        e->map.fv == qatomic_read(&as->current_map) &&
+        (!is_write || e->map.is_write)) {
+        *out = e;
+        return MIN(len, e->pa + e->len - pa);
+    }
+    npu_dma_cache_drop_entry(e);
+    WITH_RCU_READ_LOCK_GUARD() {
+        l = address_space_cache_init(&e->map, as, page, NPU_DMA_CACHE_PAGE,
+                                     is_write);
+    }
+    if (l <= (int64_t)(pa - page) || !e->map.ptr ||
+        !npu_dma_allowed(e->map.mrs.mr, is_write)) {
+        npu_dma_cache_drop_entry(e);
+        return 0;
+    }
+    e->s = s;
+    e->pa = page;
+    e->len = l;
+    *out = e;
+    return MIN(len, page + l - pa);
+}
+
+/*
+ * Map the start of [pa, pa + len) for one access of an engine: returns
+ * how many bytes from pa are mapped at d->ptr (> 0), or 0 as npu_dma_map
+ * does. On an engine thread the mapping comes from its cache; elsewhere
+ * it is made for this access. Release with npu_dma_put().
+ */
+uint64_t npu_dma_get(NpuState *s, NpuDma *d, uint64_t pa, uint64_t len,
+                     bool is_write)
+{
+    NpuDmaCacheEntry *e;
+    uint64_t l;
+
+    if (npu_dma_cache_on && s->dma_direct && len && pa + len >= pa) {
+        if (!npu_dma_enter(s)) {
+            return 0;
+        }
+        l = npu_dma_cache_get(s, pa, len, is_write, &e);
+        if (l) {
+            d->map = &e->map;
+            d->off = pa - e->pa;
+            d->ptr = (uint8_t *)e->map.ptr + d->off;
+            return l;
+        }
+        npu_dma_exit(s);
+    }
+    l = npu_dma_map(s, &d->own, pa, len, is_write);
+    d->map = &d->own;
+    d->off = 0;
+    d->ptr = l ? d->own.ptr : NULL;
+    return l;
+}
+
+/* Release a mapping of npu_dma_get; written as for npu_dma_unmap. */
+void npu_dma_put(NpuState *s, NpuDma *d, uint64_t written)
+{
+    if (d->map == &d->own) {
+        npu_dma_unmap(s, &d->own, written);
+        return;
+    }
+    if (written) {
+        address_space_cache_invalidate(d->map, d->off, written);
+    }
+    npu_dma_exit(s);
+}
+
 /* Bus-master DMA restricted to RAM (see npu_dma_map). */
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write)
@@ -331,19 +461,19 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
     /* ordered after the engine's earlier accesses, as pci_dma_rw is */
     smp_mb();
     while (len) {
-        MemoryRegionCache cache;
-        uint64_t l = npu_dma_map(s, &cache, pa, len, is_write);
+        NpuDma d;
+        uint64_t l = npu_dma_get(s, &d, pa, len, is_write);
 
         if (!l) {
             trace_npu_dma_fault(pa, len, is_write);
             return MEMTX_DECODE_ERROR;
         }
         if (is_write) {
-            memcpy(cache.ptr, p, l);
+            memcpy(d.ptr, p, l);
         } else {
-            memcpy(p, cache.ptr, l);
+            memcpy(p, d.ptr, l);
         }
-        npu_dma_unmap(s, &cache, is_write ? l : 0);
+        npu_dma_put(s, &d, is_write ? l : 0);
         pa += l;
         p += l;
         len -= l;

@@ -400,6 +400,11 @@ struct NpuState {
     QemuCond run_cond;
     bool paused;
     int dma_active;             /* guest-memory accesses under way */
+    /*
+     * Bus-master DMA goes straight to system memory (no IOMMU): a
+     * translation then lasts as long as its flatview (npu_dma_get).
+     */
+    bool dma_direct;
     int resetting;              /* resets (and unrealize) under way */
     /* MMU_INVALIDATE writes waiting for a ring (atomic): units let go */
     int mmu_waiters;
@@ -488,10 +493,23 @@ void npu_dma_set_noblock(bool on);
 bool npu_sleep_until(NpuRing *r, int64_t deadline);
 void npu_nap_until(NpuState *s, int64_t deadline, NpuRing *r);
 void npu_engine_thread_init(void);
+void npu_engine_thread_idle(void);
 void npu_sem_kick(NpuState *s);
 uint64_t npu_dma_map(NpuState *s, MemoryRegionCache *cache, uint64_t pa,
                      uint64_t len, bool is_write);
 void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written);
+
+/* A mapping of guest RAM for one access (npu_dma_get .. npu_dma_put). */
+typedef struct NpuDma {
+    uint8_t *ptr;               /* host pointer of the first byte */
+    MemoryRegionCache *map;     /* the thread's cached mapping, or &own */
+    uint64_t off;               /* of ptr inside *map */
+    MemoryRegionCache own;      /* a mapping made for this access */
+} NpuDma;
+
+uint64_t npu_dma_get(NpuState *s, NpuDma *d, uint64_t pa, uint64_t len,
+                     bool is_write);
+void npu_dma_put(NpuState *s, NpuDma *d, uint64_t written);
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
 

@@ -593,6 +593,7 @@ static void npu_cu_idle(NpuState *s)
     }
     s->cu->anchored = false;
     if (deadline == INT64_MAX) {
+        npu_engine_thread_idle();
         qemu_cond_wait(&s->cu_cond, &s->cu_lock);
         return;
     }
@@ -821,6 +822,7 @@ static void *npu_cu_thread(void *opaque)
         npu_cu_reap(s, INT64_MAX);
     }
     qemu_mutex_unlock(&s->cu_lock);
+    npu_engine_thread_idle();
     rcu_unregister_thread();
     return NULL;
 }

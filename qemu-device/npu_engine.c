@@ -713,6 +713,7 @@ void *npu_ring_thread(void *opaque)
                 npu_vt_ring_idle(r);
             }
             npu_launch_cold(r);
+            npu_engine_thread_idle();
             qemu_cond_wait(&r->cond, &r->lock);
             continue;
         }
@@ -761,6 +762,7 @@ void *npu_ring_thread(void *opaque)
         qemu_cond_broadcast(&r->cond);
     }
     qemu_mutex_unlock(&r->lock);
+    npu_engine_thread_idle();
     rcu_unregister_thread();
     return NULL;
 }

@@ -190,7 +190,7 @@ static void npu_uq_sync_irq_locked(NpuState *s, NpuUq *q, uint64_t *irq)
     uint8_t d[NPU_UQD_RUN_START_NS + 8 - NPU_UQD_WPTR];
     const uint64_t span = NPU_UQD_STATE_SEQ + 4 - NPU_UQD_IRQ_RPTR;
     uint64_t desc = npu_uq_desc(s, q), l;
-    MemoryRegionCache c;
+    NpuDma c;
 
     QEMU_BUILD_BUG_ON(NPU_UQD_IRQ_RPTR + 8 != NPU_UQD_WPTR ||
                       NPU_UQD_RUN_START_NS + 8 != NPU_UQD_STATE_SEQ);
@@ -217,9 +217,9 @@ static void npu_uq_sync_irq_locked(NpuState *s, NpuUq *q, uint64_t *irq)
     stq_le_p(D(NPU_UQD_RUN_START_NS), q->run_start_ns);
 #undef D
     npu_dma_set_noblock(true);
-    l = npu_dma_map(s, &c, desc + NPU_UQD_IRQ_RPTR, span, true);
+    l = npu_dma_get(s, &c, desc + NPU_UQD_IRQ_RPTR, span, true);
     if (l == span) {
-        uint8_t *p = (uint8_t *)c.ptr - NPU_UQD_IRQ_RPTR;
+        uint8_t *p = c.ptr - NPU_UQD_IRQ_RPTR;
 
         smp_wmb();      /* earlier writes, then seq odd */
         stl_le_p(p + NPU_UQD_STATE_SEQ, ++q->state_seq);
@@ -231,12 +231,12 @@ static void npu_uq_sync_irq_locked(NpuState *s, NpuUq *q, uint64_t *irq)
             smp_mb();   /* RPTR stored, then IRQ_RPTR loaded */
             *irq = ldq_le_p(p + NPU_UQD_IRQ_RPTR);
         }
-        npu_dma_unmap(s, &c, span);
+        npu_dma_put(s, &c, span);
         npu_dma_set_noblock(false);
         return;
     }
     if (l) {
-        npu_dma_unmap(s, &c, 0);
+        npu_dma_put(s, &c, 0);
     }
     npu_dma_set_noblock(false);
     /* not one RAM range (or refused): access by access */
@@ -265,19 +265,19 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
  */
 static void npu_uq_run_start(NpuState *s, NpuUq *q, uint64_t ns)
 {
-    MemoryRegionCache c;
+    NpuDma c;
     uint64_t l;
 
     qemu_mutex_lock(&s->uq.lock);
     q->run_start_ns = ns;
     npu_dma_set_noblock(true);
-    l = npu_dma_map(s, &c, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, 8,
+    l = npu_dma_get(s, &c, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, 8,
                     true);
     if (l) {
         if (l == 8) {
             stq_le_p(c.ptr, ns);        /* one aligned store: never torn */
         }
-        npu_dma_unmap(s, &c, l == 8 ? 8 : 0);
+        npu_dma_put(s, &c, l == 8 ? 8 : 0);
     }
     npu_dma_set_noblock(false);
     qemu_mutex_unlock(&s->uq.lock);
@@ -953,6 +953,7 @@ static void *npu_uq_engine_thread(void *opaque)
                     vt_idle = true;
                     freed = false;
                 }
+                npu_engine_thread_idle();
                 qemu_cond_wait(&uq->cond, &uq->lock);
                 continue;
             }
@@ -969,6 +970,7 @@ static void *npu_uq_engine_thread(void *opaque)
                 polled = true;
                 continue;
             }
+            npu_engine_thread_idle();
             slept = npu_time();
             qemu_cond_wait(&uq->work[e->copy], &uq->lock);
             slept = npu_time() - slept;
@@ -1069,6 +1071,7 @@ static void *npu_uq_engine_thread(void *opaque)
         qemu_cond_broadcast(&uq->cond);
     }
     qemu_mutex_unlock(&uq->lock);
+    npu_engine_thread_idle();
     rcu_unregister_thread();
     return NULL;
 }
@@ -1180,6 +1183,7 @@ static void *npu_uq_poll_thread(void *opaque)
         NpuUq *q;
 
         if (qatomic_read(&s->paused)) {
+            npu_engine_thread_idle();
             qemu_cond_wait(&uq->poll_cond, &uq->lock);
             continue;
         }
@@ -1265,6 +1269,7 @@ static void *npu_uq_poll_thread(void *opaque)
             npu_vt_uq_sleep(s, next, &uq->stop);
             qemu_mutex_lock(&uq->lock);
         } else if (next == INT64_MAX) {
+            npu_engine_thread_idle();
             qemu_cond_wait(&uq->poll_cond, &uq->lock);
         } else if (next - now < SCALE_MS) {
             /* condition variables time out in whole milliseconds */
@@ -1277,6 +1282,7 @@ static void *npu_uq_poll_thread(void *opaque)
         }
     }
     qemu_mutex_unlock(&uq->lock);
+    npu_engine_thread_idle();
     rcu_unregister_thread();
     return NULL;
 }

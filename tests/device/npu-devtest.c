@@ -2177,6 +2177,35 @@ static void test_busmaster_reset(void)
 		good &= got == v;
 	}
 	ok(good, "every ring works again once bus mastering is back");
+
+	/*
+	 * A ring busy across the change (a semaphore wait polls its word)
+	 * keeps no translation of before it: with bus mastering off, its
+	 * next poll fails and the copy behind the wait never runs.
+	 */
+	{
+		struct pk p = { .n = 0 };
+		uint32_t zero = 0, one = 1, v = 0x77, got = 0;
+
+		buf_write(&b[0], 64, &zero, 4);
+		buf_write(&b[0], 128, &v, 4);
+		buf_write(&b[0], 192, &zero, 4);
+		pk_sem(&p, 1, b[0].va + 64, 1);
+		pk_copy(&p, b[0].va + 128, b[0].va + 192, 4);
+		ring_submit(0, &p);
+		usleep(50000);          /* the wait has read its word */
+		good = !(rrd(0, NPU_RING_STATUS) & NPU_RING_STS_HALTED);
+		cfg_writel(0x04, 0x2);
+		buf_write(&b[0], 64, &one, 4);
+		/* alloc_buf maps the pages in reverse */
+		good &= expect_error(0, NPU_ERR_BAD_DMA,
+				     b[0].base + (b[0].npages - 1) * 4096 + 64,
+				     ~0u);
+		buf_read(&b[0], 192, &got, 4);
+		ok(good && got == 0,
+		   "bus mastering off under a waiting ring: its next poll "
+		   "fails with BAD_DMA at the word (copy not run: 0x%x)", got);
+	}
 	stop("bus-master instance");
 }
 
