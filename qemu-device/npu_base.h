@@ -472,6 +472,7 @@ typedef struct NpuJob {
     uint64_t host_bytes;        /* bytes moved over the host link */
     uint64_t dev_bytes;         /* bytes moved in device memory */
     uint64_t ops;
+    int64_t t0;                 /* device time the packet started, or 0 */
 } NpuJob;
 
 /* The device has user queues (npu_uq.c). */
@@ -512,5 +513,11 @@ uint64_t npu_dma_get(NpuState *s, NpuDma *d, uint64_t pa, uint64_t len,
 void npu_dma_put(NpuState *s, NpuDma *d, uint64_t written);
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
+
+/* When the job's packet started: read once per packet, not per use. */
+static inline int64_t npu_job_t0(NpuJob *job)
+{
+    return job->t0 ? job->t0 : npu_time();
+}
 
 #endif

@@ -934,6 +934,26 @@ static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
 }
 
 /*
+ * Blocks of no modelled time hold their units for none: that n units are
+ * free now (and nothing queued goes first) is all they need, without
+ * placing and freeing them.
+ */
+static bool npu_cu_free_now(NpuState *s, uint32_t n)
+{
+    NpuCuState *cs = s->cu;
+    uint32_t i, free = 0;
+
+    qemu_mutex_lock(&s->cu_lock);
+    if (QTAILQ_EMPTY(&cs->incoming) && QTAILQ_EMPTY(&cs->queue)) {
+        for (i = 0; i < s->n_cus && free < n; i++) {
+            free += !cs->unit[i].nblocks;
+        }
+    }
+    qemu_mutex_unlock(&s->cu_lock);
+    return free >= n;
+}
+
+/*
  * A diagnostic kernel's blocks: each holds a whole unit for ns of wall time
  * (its modelled duration still to run). False if the ring was reset.
  */
@@ -941,9 +961,13 @@ bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
 {
     NpuRing *r = job->ring;
     NpuState *s = r->s;
-    NpuLaunch *l = g_new0(NpuLaunch, 1);
+    NpuLaunch *l;
     bool ok;
 
+    if (!s->vtime && !ns && npu_cu_free_now(s, MAX(blocks, 1))) {
+        return true;
+    }
+    l = g_new0(NpuLaunch, 1);
     l->ring = r;
     l->fixed = true;
     l->fixed_ns = MIN(ns, INT64_MAX / 4);

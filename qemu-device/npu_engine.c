@@ -39,7 +39,7 @@ static bool npu_exec_copy(NpuJob *job, const uint32_t *p, NpuErr *err)
     uint64_t src = ldq_le_p(p + 2), dst = ldq_le_p(p + 4);
     uint64_t size = ldq_le_p(p + 6);
     uint64_t link = 0, mem = 0, off;
-    int64_t t0 = npu_time();
+    int64_t t0 = npu_job_t0(job);
     g_autofree uint8_t *buf = NULL;
 
     if (size > NPU_COPY_MAX) {
@@ -76,7 +76,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
     uint32_t value = p[1];
     uint64_t dst = ldq_le_p(p + 2), size = ldq_le_p(p + 4);
     uint64_t link = 0, mem = 0, off;
-    int64_t t0 = npu_time();
+    int64_t t0 = npu_job_t0(job);
     g_autofree uint32_t *buf = NULL;
     unsigned i;
 
@@ -112,7 +112,7 @@ static bool npu_exec_fill(NpuJob *job, const uint32_t *p, NpuErr *err)
 static bool npu_exec_timestamp(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
     uint64_t dst = ldq_le_p(p + 2);
-    int64_t t0 = npu_time();
+    int64_t t0 = npu_job_t0(job);
     NpuRing *r = job->ring;
     uint64_t ts = cpu_to_le64(r->s->vtime ? r->vt : npu_clock(r->s));
 
@@ -139,7 +139,7 @@ void npu_signal_delay(NpuState *s)
 static bool npu_exec_sem_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
 {
     uint64_t addr = ldq_le_p(p + 2);
-    int64_t t0 = npu_time();
+    int64_t t0 = npu_job_t0(job);
     uint32_t v = cpu_to_le32(p[1]);
 
     if (addr & 3) {
@@ -174,7 +174,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     NpuRing *r = job->ring;
     NpuState *s = r->s;
     uint64_t addr = ldq_le_p(p + 2), value = ldq_le_p(p + 4);
-    int64_t t0 = npu_time();
+    int64_t t0 = npu_job_t0(job);
     uint64_t ts, v, now = value;
     struct {
         uint32_t armed;
@@ -367,7 +367,7 @@ static bool npu_exec_fence(NpuJob *job, const uint32_t *p, NpuErr *err)
     NpuState *s = r->s;
     uint32_t seqno = cpu_to_le32(p[1]);
     uint64_t addr = ldq_le_p(p + 2);
-    int64_t t0 = npu_time();
+    int64_t t0 = npu_job_t0(job);
 
     if ((NPU_PKT_FLAGS(p[0]) & ~NPU_FENCE_IRQ) || (addr & 3)) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
@@ -548,11 +548,13 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         }
     }
 
+    job->t0 = 0;
     if (!r->s->vtime && op != NPU_OP_INDIRECT && op != NPU_OP_SET_CONTEXT &&
         op != NPU_OP_RING_CTRL && op != NPU_OP_SEM_WAIT &&
         op != NPU_OP_WAIT_MEM64) {
         /* NPU_RING_BUSY counts it from now (a stall is not busy time) */
-        qatomic_set(&r->cmd_start, npu_time());
+        job->t0 = npu_time();
+        qatomic_set(&r->cmd_start, job->t0);
     }
     switch (op) {
     case NPU_OP_COPY:

@@ -100,7 +100,7 @@ bool npu_launch(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
 
     k = MIN(blocks, s->n_cus);
-    t0 = npu_time();
+    t0 = npu_job_t0(job);
     if (kernel == NPU_KERNEL_TEST_HANG) {
         /* holds its units until the ring is reset */
         npu_cu_run_fixed(job, k, INT64_MAX);

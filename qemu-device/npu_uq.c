@@ -683,17 +683,25 @@ static void npu_uq_flush_deferred_locked(NpuState *s, NpuRing *e, NpuUq *q)
     npu_uq_progress_locked(s, q);
 }
 
-/* Fetch and run the packet at rptr of q on engine e. uq.lock not held. */
+static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q);
+
+/*
+ * Fetch and run the packet at rptr of q on engine e, and the packets of
+ * no modelled time right behind it that the same read holds (a launch's
+ * SIGNAL): they run in this call, without a second fetch, and share one
+ * write of the write-back block and descriptor. uq.lock not held.
+ */
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
     NpuUqState *uq = &s->uq;
-    NpuJob job = { .ring = e };
-    NpuErr err = { 0 };
-    uint32_t pkt[NPU_PKT_MAX_DW];
-    uint32_t h = 0, len, info = 0, avail = 0, i, skip = 0;
+    uint32_t raw[NPU_PKT_MAX_DW];       /* as read, little-endian */
+    uint32_t pkt[NPU_PKT_MAX_DW];       /* the packet run, host order */
+    uint32_t h = 0, len, info, avail = 0, i, skip, pos = 0;
     uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0;
     uint32_t size, ib_off;
-    bool ok = false, in_ib;
+    bool ok, in_ib;
+    NpuJob job;
+    NpuErr err;
 
     qemu_mutex_lock(&uq->lock);
     base = q->ring_va;
@@ -704,15 +712,28 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     qemu_mutex_unlock(&uq->lock);
 
     off = rptr & (size - 1);
-    qatomic_set(&e->ib_off, 0);
     /* the header and what the owner wrote after it, to the ring's end,
      * in one read: a packet costs one access, not two */
     avail = MIN(MIN(wptr - rptr, (uint64_t)NPU_PKT_MAX_DW * 4), size - off);
     avail = MAX(avail, 4);
-    if (!npu_vm_rw(&job, base + off, pkt, avail, false, &err)) {
+    job = (NpuJob){ .ring = e };
+    err = (NpuErr){ 0 };
+    if (!npu_vm_rw(&job, base + off, raw, avail, false, &err)) {
+        ok = false;
+        skip = 0;
+        info = 0;
         goto done;
     }
-    h = le32_to_cpu(pkt[0]);
+
+next:
+    /* a packet at pos of raw; beyond the first, whole inside avail */
+    job = (NpuJob){ .ring = e };
+    err = (NpuErr){ 0 };
+    ok = false;
+    info = 0;
+    skip = 0;
+    qatomic_set(&e->ib_off, 0);
+    h = le32_to_cpu(raw[pos / 4]);
     len = NPU_PKT_LEN(h);
     info = NPU_PKT_OP(h);
     if (!len || len > (wptr - rptr) / 4) {
@@ -729,13 +750,20 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
         goto done;
     }
     len = MIN(len, NPU_PKT_MAX_DW);
-    if (len * 4 > avail &&
-        !npu_vm_rw(&job, base, (uint8_t *)pkt + avail, len * 4 - avail,
-                   false, &err)) {
-        goto done;              /* the rest wraps to the ring's start */
-    }
-    for (i = 0; i < len; i++) {
-        pkt[i] = le32_to_cpu(pkt[i]);
+    if (pos + len * 4 <= avail) {
+        for (i = 0; i < len; i++) {
+            pkt[i] = le32_to_cpu(raw[pos / 4 + i]);
+        }
+    } else {
+        /* the first packet only: the rest wraps to the ring's start */
+        memcpy(pkt, raw, avail);
+        if (!npu_vm_rw(&job, base, (uint8_t *)pkt + avail, len * 4 - avail,
+                       false, &err)) {
+            goto done;
+        }
+        for (i = 0; i < len; i++) {
+            pkt[i] = le32_to_cpu(pkt[i]);
+        }
     }
     qemu_mutex_lock(&e->lock);
     cmds0 = e->cmds;
@@ -802,22 +830,38 @@ done:
         npu_uq_sync_locked(s, q);
         npu_uq_poke_locked(s);
     } else {
+        uint32_t nh = 0;
+
         q->rptr += skip;
         q->ib_va = 0;
         q->ib_size = 0;
         q->ib_offset = 0;
         q->progress_ns = s->vtime ? e->vt : npu_clock(s);
+        pos += skip;
+        if (q->rptr < q->wptr && pos + 4 <= avail) {
+            nh = le32_to_cpu(raw[pos / 4]);
+        }
         /*
          * The next packet, when the read above holds it and it takes no
          * modelled time (a launch's SIGNAL), runs first: the two share
          * one write of the write-back block and descriptor. Not across
          * an IRQ_RPTR known to lie here.
          */
-        if (q->rptr < q->wptr && skip + 4 <= avail &&
-            npu_uq_op_instant(NPU_PKT_OP(le32_to_cpu(pkt[skip / 4]))) &&
+        if (nh && npu_uq_op_instant(NPU_PKT_OP(nh)) &&
             q->deferred < NPU_UQ_DEFER_MAX &&
             !(q->irq_seen > q->synced_rptr && q->irq_seen <= q->rptr)) {
             q->deferred++;
+            /* whole in the read, and nothing makes the queue leave */
+            if (NPU_PKT_LEN(nh) &&
+                pos + NPU_PKT_LEN(nh) * 4 <= avail &&
+                !npu_uq_leave_why(s, e, q)) {
+                rptr = q->rptr;
+                wptr = q->wptr;
+                off = rptr & (size - 1);
+                ib_off = q->ib_offset;
+                qemu_mutex_unlock(&uq->lock);
+                goto next;
+            }
             qemu_mutex_unlock(&uq->lock);
             return;
         }
