@@ -182,6 +182,8 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         uint64_t wake_value;
     } arm;
     bool write = true, ok = true;
+    uint8_t *sig;
+    NpuVmMap m;
 
     QEMU_BUILD_BUG_ON(offsetof(struct npu_signal, wake_value) !=
                       offsetof(struct npu_signal, armed) + 8);
@@ -190,12 +192,37 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
     /* the timestamp is the signal's start; accounted as SEM_SIGNAL is */
-    ts = cpu_to_le64(s->vtime ? r->vt : npu_clock(s));
+    ts = cpu_to_le64(s->vtime ? r->vt : t0 - qatomic_read(&s->clock_base));
     if (!npu_complete(job, t0, 0, false, 16)) {
         return true;
     }
     npu_signal_delay(s);
     smp_mb();
+    /* the usual case: the accesses below through one mapping */
+    sig = npu_vm_map_one(job, addr, sizeof(struct npu_signal), true, &m);
+    if (sig) {
+        uint64_t accessed = 8 + sizeof(arm);
+
+        qemu_mutex_lock(&s->signal_lock);
+        if (NPU_PKT_FLAGS(p[0]) & NPU_SIGNAL_MAX) {
+            v = ldq_le_p(sig + offsetof(struct npu_signal, value));
+            write = v <= value;
+            now = write ? value : v;
+            accessed += 8;
+        }
+        if (write) {
+            stq_le_p(sig + offsetof(struct npu_signal, timestamp),
+                     le64_to_cpu(ts));
+            smp_wmb();
+            stq_le_p(sig + offsetof(struct npu_signal, value), value);
+            accessed += 8;
+        }
+        qemu_mutex_unlock(&s->signal_lock);
+        smp_mb();
+        memcpy(&arm, sig + offsetof(struct npu_signal, armed), sizeof(arm));
+        npu_vm_unmap_one(job, &m, write ? 16 : 0, accessed);
+        goto signalled;
+    }
     qemu_mutex_lock(&s->signal_lock);
     if (NPU_PKT_FLAGS(p[0]) & NPU_SIGNAL_MAX) {
         if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, value), &v, 8,
@@ -223,6 +250,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
                    sizeof(arm), false, err)) {
         return false;
     }
+signalled:
     trace_npu_signal(r->idx, addr, value, le32_to_cpu(arm.armed));
     if (npu_aborted(r)) {
         return true;

@@ -344,6 +344,57 @@ bool npu_vm_rw(NpuJob *job, uint64_t va, void *buf, uint64_t len,
 }
 
 /*
+ * A host pointer to [va, va + len), inside one page, for several accesses
+ * in a row (a SIGNAL's fields) in one MMU access, until npu_vm_unmap_one.
+ * NULL, with nothing held and no error recorded, if the page faults or is
+ * not RAM: the caller then goes through npu_vm_rw, which reports it.
+ */
+uint8_t *npu_vm_map_one(NpuJob *job, uint64_t va, uint64_t len,
+                        bool is_write, NpuVmMap *m)
+{
+    NpuState *s = job->ring->s;
+    uint64_t off = va & (NPU_PAGE_SIZE - 1), pte, addr, l;
+    NpuErr err = { 0 };
+
+    if (!len || off + len > NPU_PAGE_SIZE) {
+        return NULL;
+    }
+    npu_mmu_access_begin(job->ring);
+    if (npu_mmu_translate(job->ring, va, is_write, &pte, &err)) {
+        addr = (pte & NPU_PTE_ADDR_MASK) + off;
+        m->dev = pte & NPU_PTE_DEVMEM;
+        if (m->dev) {
+            return s->devmem_ptr + addr;  /* inside devmem (checked) */
+        }
+        l = npu_dma_get(s, &m->dma, addr, len, is_write);
+        if (l == len) {
+            return m->dma.ptr;
+        }
+        if (l) {
+            npu_dma_put(s, &m->dma, 0);
+        }
+    }
+    npu_mmu_access_end(job->ring);
+    return NULL;
+}
+
+/*
+ * End a mapping of npu_vm_map_one: written bytes from its start were
+ * written, accessed bytes count as traffic as npu_vm_rw counts them.
+ */
+void npu_vm_unmap_one(NpuJob *job, NpuVmMap *m, uint64_t written,
+                      uint64_t accessed)
+{
+    if (m->dev) {
+        job->dev_bytes += accessed;
+    } else {
+        npu_dma_put(job->ring->s, &m->dma, written);
+        job->host_bytes += accessed;
+    }
+    npu_mmu_access_end(job->ring);
+}
+
+/*
  * Fast path for COPY and FILL: one memcpy between host pointers instead of a
  * copy into a bounce buffer and another out of it.
  */
