@@ -213,12 +213,12 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         if (write) {
             stq_le_p(sig + offsetof(struct npu_signal, timestamp),
                      le64_to_cpu(ts));
-            smp_wmb();
+            smp_wmb();  /* the timestamp before the value it belongs to */
             stq_le_p(sig + offsetof(struct npu_signal, value), value);
             accessed += 8;
         }
         qemu_mutex_unlock(&s->signal_lock);
-        smp_mb();
+        smp_mb();       /* value stored, then armed loaded: see the waiter */
         memcpy(&arm, sig + offsetof(struct npu_signal, armed), sizeof(arm));
         npu_vm_unmap_one(job, &m, write ? 16 : 0, accessed);
         goto signalled;
