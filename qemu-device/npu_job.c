@@ -47,7 +47,7 @@ uint64_t npu_launch_model_ns(NpuRing *r, int64_t t0)
 /* A launch on r ended (device time): the next one's gap counts from here. */
 void npu_launch_done(NpuRing *r)
 {
-    r->launch_end = MAX(npu_time(), 1);
+    r->launch_end = MAX(r->cmd_end ? r->cmd_end : npu_time(), 1);
 }
 
 /* The engine idled or changed queues: its next launch starts cold. */
@@ -79,8 +79,8 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
     if (npu_aborted(r)) {
         return false;
     }
-    busy = r->s->vtime ? r->vt - r->vt_start
-                       : npu_time() - t0;
+    r->cmd_end = r->s->vtime ? 0 : npu_time();
+    busy = r->s->vtime ? r->vt - r->vt_start : r->cmd_end - t0;
     qemu_mutex_lock(&r->lock);
     r->busy_ns += busy;
     qatomic_set(&r->cmd_start, 0);

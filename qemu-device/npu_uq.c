@@ -776,6 +776,7 @@ next:
         npu_uq_run_start(s, q, MAX(s->vtime ? e->vt : npu_clock(s), 1));
     }
     e->ib_resume = NPU_PKT_OP(h) == NPU_OP_INDIRECT ? ib_off : 0;
+    e->cmd_end = 0;
     ok = npu_uq_exec(&job, pkt, NPU_PKT_LEN(h), base + off, &err, &info);
     qemu_mutex_lock(&e->lock);
     e->running = false;
@@ -836,7 +837,10 @@ done:
         q->ib_va = 0;
         q->ib_size = 0;
         q->ib_offset = 0;
-        q->progress_ns = s->vtime ? e->vt : npu_clock(s);
+        /* the packet's end as npu_complete read it, if it did */
+        q->progress_ns = s->vtime ? e->vt :
+                         e->cmd_end ? e->cmd_end - qatomic_read(&s->clock_base)
+                                    : npu_clock(s);
         pos += skip;
         if (q->rptr < q->wptr && pos + 4 <= avail) {
             nh = le32_to_cpu(raw[pos / 4]);
@@ -892,8 +896,6 @@ static const char npu_uq_why_pause[] = "pause";
 static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
 {
     int64_t slice0 = e->uq_slice0;
-    int64_t now = s->vtime ? (int64_t)e->vt : npu_time();
-
     if (e->stop || qatomic_read(&e->abort) || q->leave) {
         return "command";
     }
@@ -909,8 +911,10 @@ static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
     if (qatomic_read(&s->paused) || qatomic_read(&s->draining)) {
         return npu_uq_why_pause; /* a snapshot or migration: see npu.c */
     }
-    if (now - slice0 >= (int64_t)s->uq_timeslice_us * SCALE_US &&
-        npu_uq_contender_locked(s, e->copy, NPU_UQ_CONFIG_PRIO(q->config))) {
+    /* the clock only when someone waits for the engine */
+    if (npu_uq_contender_locked(s, e->copy, NPU_UQ_CONFIG_PRIO(q->config)) &&
+        (s->vtime ? (int64_t)e->vt : npu_time()) - slice0 >=
+        (int64_t)s->uq_timeslice_us * SCALE_US) {
         return npu_uq_why_slice;
     }
     return NULL;
