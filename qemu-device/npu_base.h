@@ -166,8 +166,10 @@ typedef struct NpuRing {
      * (npu_launch_model_ns).
      */
     int64_t launch_end;
-    /* device ns at which npu_complete ended the last command, 0 if the
-     * command running did not end there (yet) */
+    /*
+     * Device ns at which npu_complete ended the last command, 0 if the
+     * command running did not end there (yet).
+     */
     int64_t cmd_end;
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
