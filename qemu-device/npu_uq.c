@@ -791,12 +791,13 @@ next:
     q->bytes += e->bytes - bytes0;
     q->ops += e->ops - ops0;
     q->busy_ns += e->busy_ns - busy0;
-    qemu_mutex_unlock(&uq->lock);
     qemu_mutex_unlock(&e->lock);
+    goto locked;                /* uq.lock kept for what follows */
 
 done:
-    in_ib = info & 0x100;
     qemu_mutex_lock(&uq->lock);
+locked:
+    in_ib = info & 0x100;
     if (qatomic_read(&e->abort) || qatomic_read(&e->stop)) {
         /* STOP, RESET or a device reset: the command sets the state */
         q->skip = skip;
