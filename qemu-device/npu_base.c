@@ -36,6 +36,12 @@ int64_t npu_time(void)
     return cpu_get_clock();
 }
 
+/* The device clock at device time t (npu_time), without timing=virtual. */
+uint64_t npu_clock_at(NpuState *s, int64_t t)
+{
+    return t - qatomic_read(&s->clock_base);
+}
+
 /*
  * The device clock, ns: device time since reset, or with timing=virtual
  * the virtual clock (npu_vtime.c moves it).
@@ -45,7 +51,7 @@ uint64_t npu_clock(NpuState *s)
     uint64_t now;
 
     if (!s->vtime) {
-        return npu_time() - qatomic_read(&s->clock_base);
+        return npu_clock_at(s, npu_time());
     }
     qemu_mutex_lock(&s->vt.lock);
     now = s->vt.now;

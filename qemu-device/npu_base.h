@@ -167,8 +167,9 @@ typedef struct NpuRing {
      */
     int64_t launch_end;
     /*
-     * Device ns at which npu_complete ended the last command, 0 if the
-     * command running did not end there (yet).
+     * Device ns at which npu_complete ended the ring's last command (0
+     * with timing=virtual); a user-queue engine clears it before each
+     * packet, so non-zero there means the packet ended through it.
      */
     int64_t cmd_end;
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
@@ -490,6 +491,7 @@ static inline bool npu_uq_present(NpuState *s)
 int64_t npu_time(void);
 uint64_t npu_ring_busy(NpuRing *r);
 uint64_t npu_clock(NpuState *s);
+uint64_t npu_clock_at(NpuState *s, int64_t t);
 void npu_host_touch(NpuState *s);
 void npu_raise(NpuState *s, unsigned vector);
 bool npu_aborted(NpuRing *r);

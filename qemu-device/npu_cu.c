@@ -167,10 +167,15 @@ static void npu_cu_yield(NpuState *s)
  * a LAUNCH_CODE block needs thread slots and scratchpad, on a unit that
  * holds no fixed-function block.
  */
+static bool npu_unit_fits_fixed(const NpuUnit *u)
+{
+    return !u->nblocks;
+}
+
 static bool npu_unit_fits(const NpuUnit *u, const NpuLaunch *l)
 {
     if (l->fixed) {
-        return !u->nblocks;
+        return npu_unit_fits_fixed(u);
     }
     return u->free_slots >= l->nthreads && u->free_scratch >= l->scratch &&
            u->nblocks == u->ncode;
@@ -886,22 +891,35 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(NpuLaunch, npu_launch_free)
  * no LAUNCH_CODE block, so the npu-cu thread's quantum never touches it;
  * cu_lock covers the placing and freeing. False if it does not apply.
  */
+/*
+ * Up to n units that fixed-function blocks fit on now, into held, if no
+ * launch is queued to go first (0 then). cu_lock held.
+ */
+static unsigned npu_cu_fixed_units_locked(NpuState *s, unsigned n,
+                                          NpuUnit **held)
+{
+    NpuCuState *cs = s->cu;
+    unsigned i, got = 0;
+
+    if (!QTAILQ_EMPTY(&cs->incoming) || !QTAILQ_EMPTY(&cs->queue)) {
+        return 0;
+    }
+    for (i = 0; i < s->n_cus && got < n; i++) {
+        if (npu_unit_fits_fixed(&cs->unit[i])) {
+            held[got++] = &cs->unit[i];
+        }
+    }
+    return got;
+}
+
 static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
 {
     NpuCuState *cs = s->cu;
     NpuUnit *held[NPU_MAX_CUS];
-    unsigned i, n = 0, k;
+    unsigned i, n, k;
 
     qemu_mutex_lock(&s->cu_lock);
-    if (!QTAILQ_EMPTY(&cs->incoming) || !QTAILQ_EMPTY(&cs->queue)) {
-        qemu_mutex_unlock(&s->cu_lock);
-        return false;
-    }
-    for (i = 0; i < s->n_cus && n < l->nblocks; i++) {
-        if (npu_unit_fits(&cs->unit[i], l)) {
-            held[n++] = &cs->unit[i];
-        }
-    }
+    n = npu_cu_fixed_units_locked(s, l->nblocks, held);
     if (n < l->nblocks) {
         qemu_mutex_unlock(&s->cu_lock);
         return false;
@@ -940,17 +958,13 @@ static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
  */
 static bool npu_cu_free_now(NpuState *s, uint32_t n)
 {
-    NpuCuState *cs = s->cu;
-    uint32_t i, free = 0;
+    NpuUnit *held[NPU_MAX_CUS];
+    bool free;
 
     qemu_mutex_lock(&s->cu_lock);
-    if (QTAILQ_EMPTY(&cs->incoming) && QTAILQ_EMPTY(&cs->queue)) {
-        for (i = 0; i < s->n_cus && free < n; i++) {
-            free += !cs->unit[i].nblocks;
-        }
-    }
+    free = npu_cu_fixed_units_locked(s, n, held) >= n;
     qemu_mutex_unlock(&s->cu_lock);
-    return free >= n;
+    return free;
 }
 
 /*

@@ -192,13 +192,17 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         return npu_set_err(err, NPU_ERR_BAD_PACKET, addr);
     }
     /* the timestamp is the signal's start; accounted as SEM_SIGNAL is */
-    ts = cpu_to_le64(s->vtime ? r->vt : t0 - qatomic_read(&s->clock_base));
+    ts = cpu_to_le64(s->vtime ? r->vt : npu_clock_at(s, t0));
     if (!npu_complete(job, t0, 0, false, 16)) {
         return true;
     }
     npu_signal_delay(s);
     smp_mb();
-    /* the usual case: the accesses below through one mapping */
+    /*
+     * The accesses through one mapping; access by access below only when
+     * the signal cannot be mapped (a fault, memory that is not RAM), to
+     * report the access that fails.
+     */
     sig = npu_vm_map_one(job, addr, sizeof(struct npu_signal), true, &m);
     if (sig) {
         uint64_t accessed = 8 + sizeof(arm);

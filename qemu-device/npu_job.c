@@ -71,10 +71,10 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
         if (!npu_vt_complete(r, model_ns)) {
             return false;
         }
-    } else if ((r->s->timing || force) && model_ns &&
+    } else if ((r->s->timing || force) && model_ns &&   /* else no wait */
                !npu_sleep_until(r, t0 + (int64_t)MIN(model_ns,
                                                      INT64_MAX / 2))) {
-        return false;       /* (nothing to wait out for no modelled time) */
+        return false;
     }
     if (npu_aborted(r)) {
         return false;

@@ -696,12 +696,12 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     NpuUqState *uq = &s->uq;
     uint32_t raw[NPU_PKT_MAX_DW];       /* as read, little-endian */
     uint32_t pkt[NPU_PKT_MAX_DW];       /* the packet run, host order */
-    uint32_t h = 0, len, info, avail = 0, i, skip, pos = 0;
+    uint32_t h = 0, len, info = 0, avail = 0, i, skip = 0, pos = 0;
     uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0;
     uint32_t size, ib_off;
-    bool ok, in_ib;
-    NpuJob job;
-    NpuErr err;
+    bool ok = false, in_ib;
+    NpuJob job = { .ring = e };
+    NpuErr err = { 0 };
 
     qemu_mutex_lock(&uq->lock);
     base = q->ring_va;
@@ -716,22 +716,12 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
      * in one read: a packet costs one access, not two */
     avail = MIN(MIN(wptr - rptr, (uint64_t)NPU_PKT_MAX_DW * 4), size - off);
     avail = MAX(avail, 4);
-    job = (NpuJob){ .ring = e };
-    err = (NpuErr){ 0 };
     if (!npu_vm_rw(&job, base + off, raw, avail, false, &err)) {
-        ok = false;
-        skip = 0;
-        info = 0;
         goto done;
     }
 
 next:
     /* a packet at pos of raw; beyond the first, whole inside avail */
-    job = (NpuJob){ .ring = e };
-    err = (NpuErr){ 0 };
-    ok = false;
-    info = 0;
-    skip = 0;
     qatomic_set(&e->ib_off, 0);
     h = le32_to_cpu(raw[pos / 4]);
     len = NPU_PKT_LEN(h);
@@ -840,7 +830,7 @@ locked:
         q->ib_offset = 0;
         /* the packet's end as npu_complete read it, if it did */
         q->progress_ns = s->vtime ? e->vt :
-                         e->cmd_end ? e->cmd_end - qatomic_read(&s->clock_base)
+                         e->cmd_end ? npu_clock_at(s, e->cmd_end)
                                     : npu_clock(s);
         pos += skip;
         if (q->rptr < q->wptr && pos + 4 <= avail) {
@@ -863,7 +853,11 @@ locked:
                 rptr = q->rptr;
                 wptr = q->wptr;
                 off = rptr & (size - 1);
-                ib_off = q->ib_offset;
+                job = (NpuJob){ .ring = e };
+                err = (NpuErr){ 0 };
+                ok = false;
+                info = 0;
+                skip = 0;
                 qemu_mutex_unlock(&uq->lock);
                 goto next;
             }
@@ -897,6 +891,7 @@ static const char npu_uq_why_pause[] = "pause";
 static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q)
 {
     int64_t slice0 = e->uq_slice0;
+
     if (e->stop || qatomic_read(&e->abort) || q->leave) {
         return "command";
     }
