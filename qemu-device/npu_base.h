@@ -223,12 +223,13 @@ struct NpuUq {
     uint32_t skip;              /* bytes CONTINUE skips (failed packet) */
     /*
      * Packets completed since the write-back block and descriptor were
-     * last written (npu_uq_step defers them behind a packet of no
-     * modelled time), the rptr they were last written with, and the
-     * IRQ_RPTR read then.
+     * last written (npu_uq_step defers them while more packets are
+     * queued), the rptr and progress_ns they were last written with, and
+     * the IRQ_RPTR read then.
      */
     uint32_t deferred;
     uint64_t synced_rptr;
+    uint64_t synced_ns;
     uint64_t irq_seen;
     uint32_t starve;            /* higher-priority dispatches waited */
     uint64_t ready_seq;         /* order it became ready */

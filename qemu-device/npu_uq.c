@@ -645,11 +645,14 @@ static bool npu_uq_op_instant(uint32_t op)
 }
 
 /*
- * At most this many packets complete before the write-back block and the
- * descriptor are written again: each deferred one is followed by a packet
- * of no modelled time, so they lag by microseconds only.
+ * While more packets are queued, the write-back block and the descriptor
+ * are written after at most this many packets or this much device time:
+ * the owner sees its ring's room and the driver its fences that late at
+ * most, and a busy queue does not write them after every packet. A queue
+ * that drains, waits, fails or leaves its engine writes them at once.
  */
 #define NPU_UQ_DEFER_MAX    16
+#define NPU_UQ_DEFER_NS     20000
 
 /*
  * The descriptor catches up with every packet completed since it was last
@@ -667,6 +670,7 @@ static void npu_uq_progress_locked(NpuState *s, NpuUq *q)
                            q->rptr);
     }
     q->synced_rptr = q->rptr;
+    q->synced_ns = q->progress_ns;
     q->irq_seen = irq;
     q->deferred = 0;
 }
@@ -861,6 +865,13 @@ locked:
                 qemu_mutex_unlock(&uq->lock);
                 goto next;
             }
+            qemu_mutex_unlock(&uq->lock);
+            return;
+        }
+        if (q->rptr < q->wptr && q->deferred < NPU_UQ_DEFER_MAX &&
+            q->progress_ns - q->synced_ns < NPU_UQ_DEFER_NS &&
+            !(q->irq_seen > q->synced_rptr && q->irq_seen <= q->rptr)) {
+            q->deferred++;      /* more to run: written after it */
             qemu_mutex_unlock(&uq->lock);
             return;
         }

@@ -3407,6 +3407,69 @@ static void test_uq_wb_last(void)
 	stop("x-wb-delay-us user-queue instance");
 }
 
+/*
+ * A busy queue writes its write-back block at most NPU_UQ_DEFER_MAX (16)
+ * packets behind what it ran while more are queued, and at once when it
+ * drains: sampled (a launch's SIGNAL, then the block's rptr) while 200
+ * empty launches, each followed by a SIGNAL of its number, run. On the
+ * virtual clock, with x-signal-delay-us holding each SIGNAL 1 ms of wall
+ * time and none of device time, a sample sees the block as the device
+ * left it (the bound of 20 us of device time is not reached first).
+ */
+static void test_uq_wb_lag(void)
+{
+	enum { N = 200, RING = 64 * 1024, DEFER_MAX = 16 };
+	static uint32_t ring[RING / 4];
+	static uint64_t pos[N + 1];	/* rptr after pair i's SIGNAL */
+	struct tq a;
+	struct buf sg;
+	struct pk p;
+	uint64_t v = 0, r, lag, max_lag = 0, end, pair = 0;
+	unsigned samples = 0, behind = 0;
+	bool mapped;
+
+	start("timing=virtual,uq-compute-engines=1,uq-copy-engines=1,"
+	      "x-signal-delay-us=1000", 0);
+	sg = alloc_buf(4096, 0, 1);
+	uq_setup(4);
+	uq_desc(&a, 1, 0, RING);
+	mapped = uq_cmd(NPU_UQ_CMD_MAP, 1) == 0;
+	for (unsigned i = 0; i < N; i++) {
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 0);
+		pk_signal(&p, sg.va, i + 1);
+		memcpy((uint8_t *)ring + a.wptr, p.dw, 4 * p.n);
+		a.wptr += 4 * p.n;
+		pos[i + 1] = a.wptr;
+		pair = 4 * p.n;
+	}
+	buf_write(&a.ring, 0, ring, a.wptr);
+	uq_ring(&a);
+	end = host_ns() + 20000000000ull;
+	while (v < N && host_ns() < end && !q->dead) {
+		v = qt_readq(q, sg.base);
+		r = uq_wb(&a).rptr;
+		if (!v || v > N)
+			continue;
+		/* packets run but not in the block: two per pair */
+		lag = pos[v] > r ? (pos[v] - r + pair - 1) / pair * 2 : 0;
+		if (lag > max_lag)
+			max_lag = lag;
+		samples++;
+		behind += lag > 0;
+	}
+	uq_wait(&a, 5000);
+	r = uq_wb(&a).rptr;
+	/* the pair whose SIGNAL was read may not have finished its step */
+	ok(mapped && v == N && behind && max_lag <= DEFER_MAX + 2 &&
+	   r == a.wptr,
+	   "a busy queue's write-back rptr is behind in some samples but at "
+	   "most %d packets (%llu in %u samples, %u behind), and its end "
+	   "once it drains (%llu of %llu)", DEFER_MAX, (unsigned long long)max_lag, samples,
+	   behind, (unsigned long long)r, (unsigned long long)a.wptr);
+	stop("write-back lag instance");
+}
+
 /* test_uq's device: "" or "timing=virtual," (test_uq_vt_all) */
 static const char *uq_timing = "";
 
@@ -4399,6 +4462,7 @@ static const struct {
 	{ "properties", test_properties },
 	{ "hotplug", test_hotplug },
 	{ "uq", test_uq },
+	{ "uq_wb_lag", test_uq_wb_lag },
 	{ "uq_sched", test_uq_sched },
 	{ "uq_migration", test_uq_migration },
 	{ "uq_vt", test_uq_vt },
@@ -4441,6 +4505,7 @@ static void run_all(void)
 	test_signal_counted();
 	test_uq_wb_first();
 	test_uq_wb_last();
+	test_uq_wb_lag();
 	test_uq_wb_wptr();
 	test_vm_stop();
 	test_migration();
