@@ -480,6 +480,14 @@ typedef struct NpuJob {
     uint64_t dev_bytes;         /* bytes moved in device memory */
     uint64_t ops;
     int64_t t0;                 /* device time the packet started, or 0 */
+    bool t0_at_end;             /* ... the end of the packet before it */
+    /*
+     * Device time read by the caller just before the packet (0: none),
+     * its start; at_end: the end of the packet right before it. Used by
+     * the next npu_exec_packet, which clears them: one clock read less.
+     */
+    int64_t now;
+    bool now_at_end;
 } NpuJob;
 
 /* The device has user queues (npu_uq.c). */

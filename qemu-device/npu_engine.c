@@ -581,13 +581,17 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     }
 
     job->t0 = 0;
+    job->t0_at_end = false;
     if (!r->s->vtime && op != NPU_OP_INDIRECT && op != NPU_OP_SET_CONTEXT &&
         op != NPU_OP_RING_CTRL && op != NPU_OP_SEM_WAIT &&
         op != NPU_OP_WAIT_MEM64) {
         /* NPU_RING_BUSY counts it from now (a stall is not busy time) */
-        job->t0 = npu_time();
+        job->t0 = job->now ? job->now : npu_time();
+        job->t0_at_end = job->now && job->now_at_end;
         qatomic_set(&r->cmd_start, job->t0);
     }
+    job->now = 0;
+    job->now_at_end = false;
     switch (op) {
     case NPU_OP_COPY:
         return npu_exec_copy(job, p, err);

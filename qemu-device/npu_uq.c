@@ -515,12 +515,66 @@ static bool npu_uq_read_wb_wptr_settled(NpuState *s, NpuRing *mr,
 }
 
 /*
+ * A WATCHED queue that ran out of packets keeps its engine for a moment,
+ * reading its owner's wptr, before it clears WATCHED (and the owner rings
+ * doorbells): at least this long, or as long as an idle engine of its
+ * class would poll (npu_uq_poll), unless another queue becomes ready. A
+ * host writing a stream of launches writes one every microsecond or so,
+ * but the one TCG thread that runs it also runs the guest's other work.
+ */
+#define NPU_UQ_LINGER_NS 5000
+
+/*
+ * The owner's wptr, read until it is past known (true, *w), another queue
+ * becomes ready or q must leave, or the time is up (then *spent, and the
+ * engine need not poll before it sleeps). uq.lock held, dropped meanwhile.
+ */
+static bool npu_uq_linger_locked(NpuState *s, NpuRing *e, NpuUq *q,
+                                 uint64_t known, uint64_t *w, bool *spent)
+{
+    NpuUqState *uq = &s->uq;
+    uint64_t seq = uq->seq;
+    int64_t budget = MAX(NPU_UQ_LINGER_NS, uq->poll_ns[e->copy]);
+    int64_t end;
+    bool got = false;
+
+    *spent = false;
+    qemu_mutex_unlock(&uq->lock);
+    end = npu_time() + budget;
+    for (;;) {
+        if (!npu_uq_read_wb_wptr(s, e, q->idx, w)) {
+            break;
+        }
+        if (*w > known) {
+            got = true;
+            break;
+        }
+        if (qatomic_read(&uq->seq) != seq || qatomic_read(&q->leave) ||
+            qatomic_read(&s->paused) || qatomic_read(&s->draining) ||
+            qatomic_read(&e->abort) || qatomic_read(&e->stop)) {
+            break;
+        }
+        if (npu_time() >= end) {
+            *spent = true;
+            break;
+        }
+        cpu_relax();
+    }
+    qemu_mutex_lock(&uq->lock);
+    return got;
+}
+
+/*
  * A new write pointer w from the owner (a doorbell write, or the
- * write-back block's wptr read while WATCHED). True if the queue halted
- * off any engine and its write-back block needs a publish. uq.lock held.
+ * write-back block's wptr read while WATCHED). True if its write-back
+ * block needs a publish: the queue halted off any engine, or became
+ * ready and WATCHED (the owner's next packets then need no doorbell,
+ * without waiting for an engine to take the queue). uq.lock held.
  */
 static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
 {
+    bool watched = q->watched;
+
     if (w <= q->wptr) {
         /* stale; a waiting queue looks at its word again */
         if (q->waiting) {
@@ -546,6 +600,7 @@ static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
             npu_uq_poke_locked(s);
         }
         npu_uq_make_ready_locked(s, q);
+        return q->watched && !watched;
     }
     return false;
 }
@@ -559,11 +614,25 @@ static bool npu_uq_take_wptr_locked(NpuState *s, NpuUq *q, uint64_t w)
  * wptr. True if q has packets again (and is WATCHED again). uq.lock held,
  * dropped meanwhile.
  */
-static bool npu_uq_watch_end_locked(NpuState *s, NpuRing *e, NpuUq *q)
+static bool npu_uq_watch_end_locked(NpuState *s, NpuRing *e, NpuUq *q,
+                                    bool *lingered)
 {
     uint64_t w = 0, known = q->wptr;
     bool got;
 
+    /*
+     * Still WATCHED: an owner writing its next packets is met without
+     * a doorbell or a change of status.
+     */
+    got = npu_uq_linger_locked(s, e, q, known, &w, lingered);
+    if (got && w > q->wptr) {
+        trace_npu_uq_wb_wptr(q->idx, w);
+        npu_uq_take_wptr_locked(s, q, w);
+        if (q->rptr != q->wptr && !(q->status & NPU_UQ_STS_HALTED)) {
+            return true;
+        }
+    }
+    known = q->wptr;
     q->watched = false;
     qemu_mutex_unlock(&s->uq.lock);
     npu_uq_publish(s, e, q->idx, false);
@@ -704,6 +773,7 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0;
     uint32_t size, ib_off;
     bool ok = false, in_ib;
+    bool behind = false;        /* a packet of this call ran before */
     NpuJob job = { .ring = e };
     NpuErr err = { 0 };
 
@@ -767,7 +837,13 @@ next:
     e->running = true;
     qemu_mutex_unlock(&e->lock);
     if (!npu_uq_op_instant(NPU_PKT_OP(h))) {
-        npu_uq_run_start(s, q, MAX(s->vtime ? e->vt : npu_clock(s), 1));
+        job.now = s->vtime ? 0 : npu_time();
+        npu_uq_run_start(s, q, MAX(s->vtime ? e->vt
+                                            : npu_clock_at(s, job.now), 1));
+    } else if (behind && e->cmd_end) {
+        /* right behind the packet that ended then: it starts there */
+        job.now = e->cmd_end;
+        job.now_at_end = true;
     }
     e->ib_resume = NPU_PKT_OP(h) == NPU_OP_INDIRECT ? ib_off : 0;
     e->cmd_end = 0;
@@ -858,6 +934,7 @@ locked:
                 wptr = q->wptr;
                 off = rptr & (size - 1);
                 job = (NpuJob){ .ring = e };
+                behind = true;
                 err = (NpuErr){ 0 };
                 ok = false;
                 info = 0;
@@ -990,6 +1067,7 @@ static void *npu_uq_engine_thread(void *opaque)
     unsigned ei = e->idx - NPU_UQ_ENG_IDX(0);
     int last = -1;
     bool freed = false, vt_idle = false, polled = false, watched;
+    bool lingered = false;      /* the queue that left used a poll's time */
     uint64_t wb_wptr, known;
     int64_t slept = -1;         /* ns of the last sleep before work, -1 */
 
@@ -1038,6 +1116,7 @@ static void *npu_uq_engine_thread(void *opaque)
             q->engine = ei;
             uq->cur[ei] = q->idx;
             polled = false;
+            lingered = false;
         }
         trace_npu_uq_switch(ei, last, q->idx, "dispatch");
         q->deferred = 0;        /* a reset or MAP may have moved rptr */
@@ -1064,7 +1143,7 @@ static void *npu_uq_engine_thread(void *opaque)
         for (;;) {
             why = npu_uq_leave_why(s, e, q);
             if (why == npu_uq_why_empty && q->watched &&
-                npu_uq_watch_end_locked(s, e, q)) {
+                npu_uq_watch_end_locked(s, e, q, &lingered)) {
                 continue;
             }
             if (why) {
@@ -1100,6 +1179,7 @@ static void *npu_uq_engine_thread(void *opaque)
         uq->cur[ei] = -1;
         q->leave = false;
         freed = true;
+        polled = lingered;      /* it watched as long as a poll would */
         if (q->unmap) {
             q->unmap = false;
             uq->db_queue[q->doorbell] = 0;

@@ -3349,6 +3349,39 @@ static void test_uq_wb_wptr(void)
 	   "a waiting queue stays WATCHED off its engine; released by the "
 	   "owner's kick, it runs the FILL its write-back wptr announced");
 
+	/* ready, waiting for the engine another queue holds: the doorbell
+	 * that made it ready made it WATCHED where its owner looks, and what
+	 * the owner then announces in the write-back block alone runs */
+	{
+		struct tq b;
+		struct npu_uq_wb bw;
+
+		p.n = 0;
+		LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000000);
+		uq_push(&a, &p);
+		st = uq_wb_until(&a, NPU_UQ_STS_RUNNING, 5000);
+		good = uq_new(&b, 2, 0) && (st & NPU_UQ_STS_RUNNING);
+		p.n = 0;
+		pk_fill(&p, d.va, 64, 0x44440004);
+		uq_push(&b, &p);
+		usleep(20000);
+		bw = uq_wb(&b);
+		p.n = 0;
+		pk_fill(&p, d.va + 64, 64, 0x55550005);
+		uq_put(&b, &p);
+		uq_wb_set_wptr(&b);
+		good = good && (bw.status & NPU_UQ_STS_WATCHED) &&
+		       !(bw.status & NPU_UQ_STS_RUNNING) && bw.rptr == 0;
+		st = uq_wait(&b, 5000);
+		buf_read(&d, 64, &v, 4);
+		ok(good && v == 0x55550005 && (st & NPU_UQ_STS_IDLE) &&
+		   uqd64(2, NPU_UQD_RPTR) == b.wptr,
+		   "a queue rung while the engine serves another is WATCHED "
+		   "before it runs (status 0x%x): a FILL announced in its "
+		   "write-back block alone runs after the spin", bw.status);
+		uq_wait(&a, 5000);
+	}
+
 	/* a misaligned wptr there halts it with RING_CONFIG */
 	p.n = 0;
 	LAUNCH(&p, NPU_KERNEL_TEST_SPIN, 1, 300000000);
