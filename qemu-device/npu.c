@@ -973,7 +973,9 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
     qemu_mutex_init(&s->run_lock);
     qemu_cond_init(&s->run_cond);
     qemu_mutex_init(&s->sem_lock);
-    qemu_mutex_init(&s->signal_lock);
+    for (i = 0; i < NPU_SIGNAL_LOCKS; i++) {
+        qemu_mutex_init(&s->signal_lock[i]);
+    }
     qemu_cond_init(&s->sem_cond);
     s->paused = !runstate_is_running();
     s->vmse = qdev_add_vm_change_state_handler(DEVICE(s), npu_vm_state_change,
@@ -999,6 +1001,7 @@ static void npu_realize(PCIDevice *pdev, Error **errp)
 static void npu_exit(PCIDevice *pdev)
 {
     NpuState *s = NPU(pdev);
+    unsigned i;
 
     qemu_del_vm_change_state_handler(s->vmse);
     vmstate_unregister_ram(&s->devmem, DEVICE(s));
@@ -1015,7 +1018,9 @@ static void npu_exit(PCIDevice *pdev)
     qemu_mutex_destroy(&s->run_lock);
     qemu_cond_destroy(&s->sem_cond);
     qemu_mutex_destroy(&s->sem_lock);
-    qemu_mutex_destroy(&s->signal_lock);
+    for (i = 0; i < NPU_SIGNAL_LOCKS; i++) {
+        qemu_mutex_destroy(&s->signal_lock[i]);
+    }
     msix_uninit_exclusive_bar(pdev);
 }
 

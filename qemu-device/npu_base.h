@@ -20,6 +20,8 @@
 #define TYPE_NPU "npu"
 OBJECT_DECLARE_SIMPLE_TYPE(NpuState, NPU)
 
+#define NPU_SIGNAL_LOCKS    16
+
 typedef struct NpuState NpuState;
 
 /* Direct-mapped translation cache of one ring (dropped by FLUSH_TLB). */
@@ -384,9 +386,13 @@ struct NpuState {
      * if sem_waiters says someone waits (a write by the device itself may
      * be what it waits for). sem_gen and sem_waiters are atomics.
      */
-    /* SIGNALs of all engines: a NPU_SIGNAL_MAX read-compare-write is
-     * atomic against the others' writes */
-    QemuMutex signal_lock;
+    /*
+     * SIGNALs of all engines: a NPU_SIGNAL_MAX read-compare-write is
+     * atomic against the others' writes to the same signal. Striped by
+     * the signal's host address (npu_signal_lock), so that engines
+     * signalling different signals do not serialise.
+     */
+    QemuMutex signal_lock[NPU_SIGNAL_LOCKS];
     QemuMutex sem_lock;
     QemuCond sem_cond;
     uint32_t sem_gen;

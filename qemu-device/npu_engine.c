@@ -184,6 +184,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     bool write = true, ok = true;
     uint8_t *sig;
     NpuVmMap m;
+    QemuMutex *lock;
 
     QEMU_BUILD_BUG_ON(offsetof(struct npu_signal, wake_value) !=
                       offsetof(struct npu_signal, armed) + 8);
@@ -207,7 +208,9 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
     if (sig) {
         uint64_t accessed = 8 + sizeof(arm);
 
-        qemu_mutex_lock(&s->signal_lock);
+        lock = &s->signal_lock[(uintptr_t)sig / NPU_SIGNAL_ALIGN %
+                               NPU_SIGNAL_LOCKS];
+        qemu_mutex_lock(lock);
         if (NPU_PKT_FLAGS(p[0]) & NPU_SIGNAL_MAX) {
             v = ldq_le_p(sig + offsetof(struct npu_signal, value));
             write = v <= value;
@@ -221,17 +224,19 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
             stq_le_p(sig + offsetof(struct npu_signal, value), value);
             accessed += 8;
         }
-        qemu_mutex_unlock(&s->signal_lock);
+        qemu_mutex_unlock(lock);
         smp_mb();       /* value stored, then armed loaded: see the waiter */
         memcpy(&arm, sig + offsetof(struct npu_signal, armed), sizeof(arm));
         npu_vm_unmap_one(job, &m, write ? 16 : 0, accessed);
         goto signalled;
     }
-    qemu_mutex_lock(&s->signal_lock);
+    /* not RAM (or a fault ahead): no host address to stripe by */
+    lock = &s->signal_lock[0];
+    qemu_mutex_lock(lock);
     if (NPU_PKT_FLAGS(p[0]) & NPU_SIGNAL_MAX) {
         if (!npu_vm_rw(job, addr + offsetof(struct npu_signal, value), &v, 8,
                        false, err)) {
-            qemu_mutex_unlock(&s->signal_lock);
+            qemu_mutex_unlock(lock);
             return false;
         }
         write = le64_to_cpu(v) <= value;
@@ -245,7 +250,7 @@ static bool npu_exec_signal(NpuJob *job, const uint32_t *p, NpuErr *err)
         ok = ok && npu_vm_rw(job, addr + offsetof(struct npu_signal, value),
                              &v, 8, true, err);
     }
-    qemu_mutex_unlock(&s->signal_lock);
+    qemu_mutex_unlock(lock);
     if (!ok) {
         return false;
     }
