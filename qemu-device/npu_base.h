@@ -389,7 +389,7 @@ struct NpuState {
     /*
      * SIGNALs of all engines: a NPU_SIGNAL_MAX read-compare-write is
      * atomic against the others' writes to the same signal. Striped by
-     * the signal's host address (npu_signal_lock), so that engines
+     * the signal's host address (npu_exec_signal), so that engines
      * signalling different signals do not serialise.
      */
     QemuMutex signal_lock[NPU_SIGNAL_LOCKS];
