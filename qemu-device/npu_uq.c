@@ -758,6 +758,12 @@ static void npu_uq_flush_deferred_locked(NpuState *s, NpuRing *e, NpuUq *q)
 
 static const char *npu_uq_leave_why(NpuState *s, NpuRing *e, NpuUq *q);
 
+/* rptr passed the IRQ_RPTR read at the last write-back: PROGRESS is due */
+static bool npu_uq_irq_passed(NpuUq *q)
+{
+    return q->irq_seen > q->synced_rptr && q->irq_seen <= q->rptr;
+}
+
 /*
  * Fetch and run the packet at rptr of q on engine e, and the packets of
  * no modelled time right behind it that the same read holds (a launch's
@@ -924,7 +930,7 @@ locked:
          */
         if (nh && npu_uq_op_instant(NPU_PKT_OP(nh)) &&
             q->deferred < NPU_UQ_DEFER_MAX &&
-            !(q->irq_seen > q->synced_rptr && q->irq_seen <= q->rptr)) {
+            !npu_uq_irq_passed(q)) {
             q->deferred++;
             /* whole in the read, and nothing makes the queue leave */
             if (NPU_PKT_LEN(nh) &&
@@ -947,7 +953,7 @@ locked:
         }
         if (q->rptr < q->wptr && q->deferred < NPU_UQ_DEFER_MAX &&
             q->progress_ns - q->synced_ns < NPU_UQ_DEFER_NS &&
-            !(q->irq_seen > q->synced_rptr && q->irq_seen <= q->rptr)) {
+            !npu_uq_irq_passed(q)) {
             q->deferred++;      /* more to run: written after it */
             qemu_mutex_unlock(&uq->lock);
             return;
