@@ -128,6 +128,7 @@ int npu_wait_points(struct device *dev, uint32_t *handles, uint64_t *points,
 		    unsigned n);
 
 npu_status_t npu_check_faults(struct device *dev);
+npu_status_t npu_check_faults_uq(struct device *dev);
 /* Describes a user kernel's fault PC (" in kernel k (file) at pc ...
  * (file.c:12)", and the function holding pc if it is not k): entry is the
  * launched kernel's entry when the library knows it, else 0. Set by

@@ -66,7 +66,8 @@ static const char *fault_cause_text(uint32_t cause, uint64_t addr)
 	       "unknown cause";
 }
 
-npu_status_t npu_check_faults(struct device *dev)
+/* kq: the wait covered kernel-queue work too (npu_check_faults_uq) */
+static npu_status_t check_faults(struct device *dev, bool kq)
 {
 	struct drm_npu_get_fault f;
 	struct npu_stream *s, *hit = NULL;
@@ -97,7 +98,8 @@ npu_status_t npu_check_faults(struct device *dev)
 	 * rest. A process that has had a fault asks the driver after every
 	 * wait. */
 	if (!dev->uq_halt_seen && !dev->faults_seen && !npu_dev_lost(dev) &&
-	    !atomic_load_explicit(&dev->kq_submitted, memory_order_relaxed)) {
+	    !(kq && atomic_load_explicit(&dev->kq_submitted,
+					 memory_order_relaxed))) {
 		for (s = dev->streams; s; s = s->next)
 			s->fault_clean = s->tl->completed;
 		return dev->sticky;
@@ -221,4 +223,20 @@ again:
 	if (hit && !hit->sticky)
 		hit->sticky = st;
 	return dev->sticky;
+}
+
+npu_status_t npu_check_faults(struct device *dev)
+{
+	return check_faults(dev, true);
+}
+
+/* After a wait for work that ran on user queues alone: a fault there
+ * halts its queue, which the status word tells, so kernel-queue jobs run
+ * by other streams do not make this wait ask the driver (an ioctl, about
+ * a third of a host function's round trip). Their faults are reported by
+ * the waits that cover them, as CUDA reports an asynchronous error at a
+ * later call. */
+npu_status_t npu_check_faults_uq(struct device *dev)
+{
+	return check_faults(dev, false);
 }

@@ -686,6 +686,16 @@ static npu_status_t sticky_of(struct device *dev, struct npu_stream *s)
 	return st ? npu_fail_sticky(dev, st) : NPU_SUCCESS;
 }
 
+/* After s's work completed: a stream on a user queue that ran no kernel
+ * job looks at user-queue faults alone (npu_check_faults_uq). */
+static void stream_check_faults(struct device *dev, const struct npu_stream *s)
+{
+	if (s->uq && !s->legacy && !s->tl->k_pt)
+		npu_check_faults_uq(dev);
+	else
+		npu_check_faults(dev);
+}
+
 /* Wait for a stream's work. Caller holds dev->lock. */
 npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 {
@@ -699,7 +709,7 @@ npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s)
 	/* one wait ioctl, no query first (the point is usually pending) */
 	if (npu_tl_wait_now(dev, s->tl, npu_tl_next(s->tl)))
 		return npu_fail_wait(dev);
-	npu_check_faults(dev);
+	stream_check_faults(dev, s);
 	npu_completed(dev);
 	return sticky_of(dev, s);
 }
@@ -752,7 +762,7 @@ npu_status_t npu_stream_query(npu_stream_t h)
 				done = npu_tl_done(dev, b->tl, npu_tl_next(b->tl));
 	}
 	if (done) {
-		npu_check_faults(dev);
+		stream_check_faults(dev, s);
 		npu_completed(dev);
 		st = sticky_of(dev, s);
 	} else {
@@ -1019,7 +1029,7 @@ static void *cb_main(void *arg)
 		 * and its point is not marked complete */
 		waited = !cb->wait_point ||
 			 !npu_tl_wait_locked(dev, s->tl, cb->wait_point);
-		npu_check_faults(dev);
+		stream_check_faults(dev, s);
 		run = waited && !s->sticky && !dev->sticky;
 		pthread_mutex_unlock(&dev->lock);
 		if (run)
