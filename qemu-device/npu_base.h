@@ -494,6 +494,12 @@ typedef struct NpuJob {
      */
     int64_t now;
     bool now_at_end;
+    /*
+     * Device time the packet's work ended, if its caller knows it (0:
+     * npu_complete reads the clock): the host work after it, such as
+     * freeing a diagnostic kernel's units, is not the packet's time.
+     */
+    int64_t work_end;
 } NpuJob;
 
 /* The device has user queues (npu_uq.c). */

@@ -912,7 +912,13 @@ static unsigned npu_cu_fixed_units_locked(NpuState *s, unsigned n,
     return got;
 }
 
-static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
+/*
+ * l's blocks on free units at once, for l->fixed_ns from start (the
+ * command's start); false if the units are not free. *end gets the time
+ * the blocks' hold ended. Engine thread, no lock held.
+ */
+static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, int64_t start,
+                                    int64_t *end, bool *ok)
 {
     NpuCuState *cs = s->cu;
     NpuUnit *held[NPU_MAX_CUS];
@@ -930,7 +936,12 @@ static bool npu_cu_run_fixed_direct(NpuState *s, NpuLaunch *l, bool *ok)
     }
     qemu_mutex_unlock(&s->cu_lock);
 
-    *ok = npu_sleep_until(l->ring, npu_now() + l->fixed_ns);
+    /*
+     * The time counts from the command's start: placing the blocks is
+     * inside it, not added to it (unless they were placed after it).
+     */
+    *end = MAX(start + l->fixed_ns, npu_now());
+    *ok = npu_sleep_until(l->ring, *end);
 
     qemu_mutex_lock(&s->cu_lock);
     for (k = 0; k < n; k++) {
@@ -976,6 +987,7 @@ bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
     NpuRing *r = job->ring;
     NpuState *s = r->s;
     NpuLaunch *l;
+    int64_t end;
     bool ok;
 
     if (!s->vtime && !ns && npu_cu_free_now(s, MAX(blocks, 1))) {
@@ -986,8 +998,11 @@ bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
     l->fixed = true;
     l->fixed_ns = MIN(ns, INT64_MAX / 4);
     l->nblocks = MAX(blocks, 1);
-    if (!s->vtime && npu_cu_run_fixed_direct(s, l, &ok)) {
+    if (!s->vtime &&
+        npu_cu_run_fixed_direct(s, l, job->t0 ? job->t0 : npu_now(), &end,
+                                &ok)) {
         npu_launch_free(l);
+        job->work_end = ok ? end : 0;
         return ok;
     }
     ok = npu_cu_submit_wait(s, r, l);

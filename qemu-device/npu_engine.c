@@ -488,6 +488,7 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
     g_autofree uint32_t *ib = NULL;
     NpuRing *r = job->ring;
     unsigned ndw, off = r->ib_resume / 4, first = off;
+    int64_t prev_end = 0;       /* the previous packet's end (device time) */
 
     /* a migrated ring resumes its IB where it stopped (npu.c, post_load) */
     r->ib_resume = 0;
@@ -531,9 +532,19 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
             pkt[i] = le32_to_cpu(ib[off + i]);
         }
         qatomic_set(&r->ib_off, off * 4);
+        if (prev_end) {
+            /*
+             * Right behind the IB's packet that ended then: it starts
+             * there, and the host work in between is inside its time.
+             */
+            job->now = prev_end;
+            job->now_at_end = true;
+        }
+        r->cmd_end = 0;
         if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
             return false;
         }
+        prev_end = r->s->vtime ? 0 : r->cmd_end;
         if (job->yield) {
             return true;        /* a user queue waits at ib_off */
         }
@@ -557,6 +568,7 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
 
     *info = op | (in_ib ? 0x100 : 0);
     job->host_bytes = job->dev_bytes = job->ops = 0;
+    job->work_end = 0;
     r->vt_start = r->vt;
 
     if (!npu_op_known(op)) {

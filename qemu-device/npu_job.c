@@ -79,10 +79,17 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
     if (npu_aborted(r)) {
         return false;
     }
-    /* a packet of no time right behind another ends where it started */
-    r->cmd_end = r->s->vtime ? 0 :
-                 job->t0_at_end && !model_ns && t0 == job->t0 ? t0 :
-                 npu_time();
+    if (r->s->vtime) {
+        r->cmd_end = 0;
+    } else if (job->work_end) {
+        r->cmd_end = job->work_end;
+    } else if (job->t0_at_end && !model_ns && t0 == job->t0) {
+        /* a packet of no time right behind another ends where it started */
+        r->cmd_end = t0;
+    } else {
+        r->cmd_end = npu_time();
+    }
+    job->work_end = 0;
     busy = r->s->vtime ? r->vt - r->vt_start : r->cmd_end - t0;
     qemu_mutex_lock(&r->lock);
     r->busy_ns += busy;

@@ -1872,6 +1872,35 @@ static void test_timing_precision(void)
 		ok(good && !early, "timing precision: no %s completes early",
 		   kind ? "TEST_SPIN" : "COPY");
 	}
+	/* 100 NOPs in an indirect buffer, a TIMESTAMP before the first and
+	 * after each: a packet there starts where the one before ended, so
+	 * the host work between two launches is inside launch-gap-ns, but
+	 * none may end before the model lets it (launch-ns for the cold
+	 * first, launch-gap-ns after each launch's end) */
+	{
+		enum { NI = 100 };
+		struct pk ib = { .n = 0 };
+		struct buf ibb = alloc_buf(16 * NI + 4096, 0, 1);
+
+		pk_ts(&ib, t.va);
+		for (int i = 0; i < NI; i++) {
+			LAUNCH(&ib, NPU_KERNEL_NOP, 1, 0);
+			pk_ts(&ib, t.va + 8 + 8 * i);
+		}
+		buf_write(&ibb, 0, ib.dw, ib.n * 4);
+		p.n = 0;
+		pk_ib(&p, ibb.va, ib.n * 4);
+		good = ring_run(0, &p, 20000);
+		buf_read(&t, 0, ts, 8 * (NI + 1));
+		early = false;
+		for (int i = 0; i < NI; i++)
+			early |= ts[1 + i] < ts[0] + 4000 + 500 * (uint64_t)i;
+		diag("timing precision: %d NOPs in an IB took %.2f us (model "
+		     "%.1f us)", NI, (ts[NI] - ts[0]) / 1e3,
+		     (4000 + 500 * (NI - 1)) / 1e3);
+		ok(good && !early, "timing precision: no NOP of an IB completes "
+		   "early");
+	}
 	/* what waiting out modelled time costs the host: 100 x 1 ms */
 	{
 		uint64_t c0, c1, w0, w1;
