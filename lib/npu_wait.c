@@ -85,6 +85,10 @@ static bool word_spin(struct device *dev, const struct tl *t, uint64_t point,
 	}
 }
 
+/* How long a bounded spin on a user queue's signal watches its progress
+ * before judging whether the rest fits in the spin. */
+#define SPIN_JUDGE_NS 20000ull
+
 /* How long one USERQ_WAIT_MEM may sleep before the signal and the device
  * are looked at again. */
 #define UQ_WAIT_SLICE_NS 250000000ull
@@ -101,14 +105,18 @@ static int sig_wait(struct device *dev, const uint32_t *word,
 	unsigned every = sched == NPU_DEVICE_SCHEDULE_YIELD ? 1 :
 			 sched == NPU_DEVICE_SCHEDULE_SPIN ? 1024 : 32;
 	uint64_t now = mono_ns(), end = now + dev->spin_ns, look = now;
+	uint64_t t0 = now;
+	uint32_t w0 = __atomic_load_n(word, __ATOMIC_RELAXED);
+	bool judged = false;
 	unsigned i = 0;
 	int r;
 
 	/* as word_spin, but a halted queue (it never writes the signal)
 	 * ends the spin: the wait below then says why */
 	while (spin && !(*status & NPU_UQ_STS_HALTED)) {
-		if ((int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) -
-			      (uint32_t)point) >= 0)
+		uint32_t w = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+
+		if ((int32_t)(w - (uint32_t)point) >= 0)
 			return 0;
 		if (++i % every == 0)
 			sched_yield();
@@ -117,6 +125,19 @@ static int sig_wait(struct device *dev, const uint32_t *word,
 		now = mono_ns();
 		if (bounded && now >= end)
 			break;
+		/* once, after SPIN_JUDGE_NS: at the rate the points have
+		 * passed, will the rest pass within the spin? If not, sleep
+		 * now: a spinning thread takes its CPU from the threads that
+		 * feed other queues and, on a small host, from the device */
+		if (bounded && !judged && now - t0 >= SPIN_JUDGE_NS) {
+			uint64_t passed = (uint32_t)(w - w0);
+			uint64_t left = (uint32_t)((uint32_t)point - w);
+
+			judged = true;
+			if (passed &&
+			    left * (now - t0) / passed > end - now)
+				break;
+		}
 		/* an unplugged device never writes the signal nor the
 		 * status: an ioctl each ms says whether it is still there
 		 * (the sleeping wait below then reports the loss) */

@@ -255,6 +255,57 @@ static double signalled_wait_us(int n)
 	return (now_us() - t0) / n;
 }
 
+/* The floor of a host function's round trip: a thread hands a request to
+ * a helper thread and waits for its answer (mutex and condition variable,
+ * as any helper-thread design; the host function's round trip is two such
+ * hand-offs' worth of waking). n round trips, us each; -1 if the helper
+ * could not start. */
+static pthread_mutex_t pp_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pp_cond = PTHREAD_COND_INITIALIZER;
+static unsigned long pp_req, pp_done;
+static int pp_stop;
+
+static void *pp_helper(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pp_lock);
+	while (!pp_stop) {
+		if (pp_done == pp_req) {
+			pthread_cond_wait(&pp_cond, &pp_lock);
+			continue;
+		}
+		pp_done = pp_req;
+		pthread_cond_broadcast(&pp_cond);
+	}
+	pthread_mutex_unlock(&pp_lock);
+	return NULL;
+}
+
+static double thread_pingpong_us(int n)
+{
+	pthread_t th;
+	double t0, us;
+	int i;
+
+	pp_stop = 0;
+	if (pthread_create(&th, NULL, pp_helper, NULL))
+		return -1;
+	t0 = now_us();
+	pthread_mutex_lock(&pp_lock);
+	for (i = 0; i < n; i++) {
+		pp_req++;
+		pthread_cond_broadcast(&pp_cond);
+		while (pp_done != pp_req)
+			pthread_cond_wait(&pp_cond, &pp_lock);
+	}
+	us = (now_us() - t0) / n;
+	pp_stop = 1;
+	pthread_cond_broadcast(&pp_cond);
+	pthread_mutex_unlock(&pp_lock);
+	pthread_join(th, NULL);
+	return us;
+}
+
 /* ------------------------------------------------------------------------
  * Host-side costs
  */
@@ -291,7 +342,7 @@ static int bench_calls(void)
 {
 	double nul[MAX_TRIALS], wait[MAX_TRIALS], enq[MAX_TRIALS], rt[MAX_TRIALS];
 	double rec[MAX_TRIALS], qry[MAX_TRIALS], swe[MAX_TRIALS], hf[MAX_TRIALS], floor2[MAX_TRIALS];
-	double scd[MAX_TRIALS], sus[MAX_TRIALS], enq_nul[MAX_TRIALS];
+	double scd[MAX_TRIALS], sus[MAX_TRIALS], enq_nul[MAX_TRIALS], pp[MAX_TRIALS];
 	double enq_sys[MAX_TRIALS], sus_sys[MAX_TRIALS];
 	int n = tiny ? 4 : 400, rtn = tiny ? 2 : 60, scn = tiny ? 2 : 50, t, i,
 	    nt = tiny ? 1 : trials;
@@ -387,6 +438,10 @@ static int bench_calls(void)
 			CK(npu_stream_synchronize(s[0]));
 		}
 		hf[t] = (now_us() - t0) / rtn;
+		/* its floor, measured the same way right after it */
+		pp[t] = thread_pingpong_us(rtn);
+		if (pp[t] < 0)
+			return failed("pthread_create", NPU_ERROR_OS);
 		/* stream create + destroy (streams made in a loop, as a
 		 * program that makes one per task does) */
 		t0 = now_us();
@@ -427,6 +482,10 @@ static int bench_calls(void)
 	emit("host_func_roundtrip_us", stats(hf, nt), "us", "npu_launch_host_func + synchronize");
 	emit_ratio("host_func_null_ratio", hf, nul, nt,
 		   "npu_launch_host_func + synchronize / null ioctl");
+	emit("thread_pingpong_us", stats(pp, nt), "us",
+	     "hand-off to a helper thread and back (mutex + condvar)");
+	emit_ratio("host_func_pingpong_ratio", hf, pp, nt,
+		   "npu_launch_host_func + synchronize / thread ping-pong");
 	emit("stream_create_us", stats(scd, nt), "us",
 	     "npu_stream_create + npu_stream_destroy of an unused stream");
 	tap(1, "launch, round trip, events, stream wait");

@@ -202,6 +202,7 @@ uq_rows = [
     ("roundtrip_null_ratio", "<=", 20.0), ("host_func_null_ratio", "<=", 30.0),
     ("event_record_us", None, None), ("event_query_us", "<=", 0.5),
     ("stream_wait_event_us", None, None),
+    ("thread_pingpong_us", None, None), ("host_func_pingpong_ratio", None, None),
     ("stream_chain_marginal_null", "<=", 1.0), ("graph_chain_marginal_null", "<=", 1.0),
     ("graph_vs_launch_100", None, None),
 ]
