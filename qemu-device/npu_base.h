@@ -543,6 +543,19 @@ MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
 
 /* When the job's packet started: read once per packet, not per use. */
+/*
+ * job's next packet runs right behind one that ended at end (device
+ * time; 0: not known): it starts there, and the host work in between is
+ * inside its time.
+ */
+static inline void npu_job_behind(NpuJob *job, int64_t end)
+{
+    if (end) {
+        job->now = end;
+        job->now_at_end = true;
+    }
+}
+
 static inline int64_t npu_job_t0(NpuJob *job)
 {
     return job->t0 ? job->t0 : npu_time();

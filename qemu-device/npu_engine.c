@@ -532,19 +532,12 @@ static bool npu_exec_indirect(NpuJob *job, const uint32_t *p, NpuErr *err,
             pkt[i] = le32_to_cpu(ib[off + i]);
         }
         qatomic_set(&r->ib_off, off * 4);
-        if (prev_end) {
-            /*
-             * Right behind the IB's packet that ended then: it starts
-             * there, and the host work in between is inside its time.
-             */
-            job->now = prev_end;
-            job->now_at_end = true;
-        }
+        npu_job_behind(job, prev_end);
         r->cmd_end = 0;
         if (!npu_exec_packet(job, pkt, len, true, va + off * 4, err, info)) {
             return false;
         }
-        prev_end = r->s->vtime ? 0 : r->cmd_end;
+        prev_end = r->cmd_end;  /* 0 on the virtual clock */
         if (job->yield) {
             return true;        /* a user queue waits at ib_off */
         }

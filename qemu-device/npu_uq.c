@@ -846,10 +846,8 @@ next:
         job.now = s->vtime ? 0 : npu_time();
         npu_uq_run_start(s, q, MAX(s->vtime ? e->vt
                                             : npu_clock_at(s, job.now), 1));
-    } else if (behind && e->cmd_end) {
-        /* right behind the packet that ended then: it starts there */
-        job.now = e->cmd_end;
-        job.now_at_end = true;
+    } else if (behind) {
+        npu_job_behind(&job, e->cmd_end);
     }
     e->ib_resume = NPU_PKT_OP(h) == NPU_OP_INDIRECT ? ib_off : 0;
     e->cmd_end = 0;

@@ -256,10 +256,10 @@ static double signalled_wait_us(int n)
 }
 
 /* The floor of a host function's round trip: a thread hands a request to
- * a helper thread and waits for its answer (mutex and condition variable,
- * as any helper-thread design; the host function's round trip is two such
- * hand-offs' worth of waking). n round trips, us each; -1 if the helper
- * could not start. */
+ * a helper thread and waits for its answer (mutex and condition variable).
+ * A host function makes the same two wake-ups, the library's thread's and
+ * the caller's. n round trips, us each; -1 if the helper could not
+ * start. */
 static pthread_mutex_t pp_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pp_cond = PTHREAD_COND_INITIALIZER;
 static unsigned long pp_req, pp_done;

@@ -59,17 +59,52 @@ static unsigned stream_kind(npu_stream_t s)
 	return f & (NPU_STREAM_USER_QUEUE | NPU_STREAM_KERNEL_QUEUE);
 }
 
-/* Launches, copies, a memset and an event record: no system call; the
- * synchronize and the results. */
+static volatile int host_calls;
+
 static void count_call(void *user)
 {
-	++*(volatile int *)user;
+	(void)user;
+	host_calls++;
 }
 
+/* A launch + synchronize on s. */
+static void fill_sync(npu_stream_t s, float *d)
+{
+	fill(d, 1.0f, s);
+	MUST(npu_stream_synchronize(s));
+}
+
+/* A host function + synchronize on s. */
+static void host_func_sync(npu_stream_t s, float *d)
+{
+	(void)d;
+	MUST(npu_launch_host_func(s, count_call, NULL));
+	MUST(npu_stream_synchronize(s));
+}
+
+/* The fewest system calls of 20 runs of op: a round trip whose
+ * synchronize sees the signal while it spins makes none, but a slow host
+ * may outlast the spin, and then it sleeps in an ioctl. */
+static unsigned long fewest_syscalls(void (*op)(npu_stream_t, float *),
+				     npu_stream_t s, float *d)
+{
+	unsigned long before, least = ULONG_MAX;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		before = ioctls();
+		op(s, d);
+		if (ioctls() - before < least)
+			least = ioctls() - before;
+	}
+	return least;
+}
+
+/* Launches, copies, a memset and an event record: no system call; the
+ * synchronize and the results. */
 static void launch_without_syscalls(float *d, float *h)
 {
 	npu_stream_t s, k;
-	static int calls;
 	npu_event_t e;
 	unsigned long before, after, least;
 	int i;
@@ -85,48 +120,25 @@ static void launch_without_syscalls(float *d, float *h)
 	MUST(npu_memset_async(d + 2 * N, 0, sizeof(float), s));
 	MUST(npu_stream_synchronize(s));
 
-	/* a round trip whose synchronize sees the signal while it spins
-	 * asks the driver nothing: no queue halted, and a fault of a
-	 * kernel-queue job (the warm-up runs one when NPU_QUEUES=kernel) is
-	 * not this stream's to report (the fewest of 20: a slow host may
-	 * outlast the spin, and then it sleeps in an ioctl) */
-	least = ULONG_MAX;
-	for (i = 0; i < 20; i++) {
-		before = ioctls();
-		fill(d, 1.0f, s);
-		MUST(npu_stream_synchronize(s));
-		if (ioctls() - before < least)
-			least = ioctls() - before;
-	}
+	/* a round trip asks the driver nothing: no queue halted, and a
+	 * fault of a kernel-queue job (the warm-up runs one when
+	 * NPU_QUEUES=kernel) is not this stream's to report */
+	least = fewest_syscalls(fill_sync, s, d);
 	tap_ok(least == 0, "a launch + synchronize round trip: %lu system "
 	       "calls (the fewest of 20)", least);
 	/* the same after a job on a kernel-queue stream, for a host
 	 * function too (its thread looks for faults before it runs it) */
 	MUST(npu_stream_create(&k, NPU_STREAM_NON_BLOCKING |
 			       NPU_STREAM_KERNEL_QUEUE, 0));
-	fill(d, 1.0f, k);
-	MUST(npu_stream_synchronize(k));
-	least = ULONG_MAX;
-	for (i = 0; i < 20; i++) {
-		before = ioctls();
-		fill(d, 1.0f, s);
-		MUST(npu_stream_synchronize(s));
-		if (ioctls() - before < least)
-			least = ioctls() - before;
-	}
+	fill_sync(k, d);
+	least = fewest_syscalls(fill_sync, s, d);
 	tap_ok(least == 0, "after a kernel-queue job, a launch + synchronize "
 	       "round trip: %lu system calls (the fewest of 20)", least);
-	least = ULONG_MAX;
-	for (i = 0; i < 20; i++) {
-		before = ioctls();
-		MUST(npu_launch_host_func(s, count_call, &calls));
-		MUST(npu_stream_synchronize(s));
-		if (ioctls() - before < least)
-			least = ioctls() - before;
-	}
-	tap_ok(least == 0 && calls == 20, "after a kernel-queue job, a host "
-	       "function + synchronize: %lu system calls (the fewest of 20), "
-	       "%d calls", least, calls);
+	host_calls = 0;
+	least = fewest_syscalls(host_func_sync, s, d);
+	tap_ok(least == 0 && host_calls == 20, "after a kernel-queue job, a "
+	       "host function + synchronize: %lu system calls (the fewest of "
+	       "20), %d calls", least, host_calls);
 	MUST(npu_stream_destroy(k));
 
 	before = ioctls();
