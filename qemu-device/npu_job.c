@@ -89,7 +89,6 @@ bool npu_complete(NpuJob *job, int64_t t0, uint64_t model_ns, bool force,
     } else {
         r->cmd_end = npu_time();
     }
-    job->work_end = 0;
     busy = r->s->vtime ? r->vt - r->vt_start : r->cmd_end - t0;
     qemu_mutex_lock(&r->lock);
     r->busy_ns += busy;
