@@ -5,6 +5,7 @@
 #ifndef NPU_CORE_H
 #define NPU_CORE_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -94,8 +95,47 @@ void npu_on_complete(struct device *dev, void (*fn)(struct device *dev));
 void npu_completed(struct device *dev);
 
 int npu_reg_add(const void *p, int type);
-bool npu_reg_check(const void *p, int type);
 bool npu_reg_remove(const void *p, int type);
+/* Handles removed so far, and the thread's last handle found live: it
+ * stays live until the next removal, so a thread that launches on its
+ * stream again and again checks it with two loads and no call.
+ * initial-exec: read at a fixed offset from the thread pointer instead of
+ * through __tls_get_addr; 16 bytes of the static TLS that glibc keeps for
+ * libraries loaded later, as Mesa's are. */
+#define NPU_REG_TLS __thread __attribute__((tls_model("initial-exec")))
+extern atomic_uint npu_reg_removals;
+extern NPU_REG_TLS const void *npu_reg_last;
+extern NPU_REG_TLS int npu_reg_last_type;
+extern NPU_REG_TLS unsigned npu_reg_last_removals;
+/* Is p a live handle of type? The registry's table when p is not the
+ * thread's last one (npu_reg_check). */
+bool npu_reg_check_slow(const void *p, int type);
+static inline bool npu_reg_cached(const void *p, int type)
+{
+	return p && p == npu_reg_last && type == npu_reg_last_type &&
+	       npu_reg_last_removals ==
+	       atomic_load_explicit(&npu_reg_removals, memory_order_acquire);
+}
+
+static inline bool npu_reg_check(const void *p, int type)
+{
+	return npu_reg_cached(p, type) || npu_reg_check_slow(p, type);
+}
+
+/* Resolve a stream handle (NULL: the legacy stream of the current
+ * device); the thread's last live stream without a call. */
+npu_status_t npu_get_stream_slow(npu_stream_t h, struct device **dev,
+				 struct npu_stream **s);
+static inline npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
+					  struct npu_stream **s)
+{
+	if (npu_reg_cached(h, REG_STREAM) && !npu_dev_lost(h->dev)) {
+		*s = h;
+		*dev = h->dev;
+		return NPU_SUCCESS;
+	}
+	return npu_get_stream_slow(h, dev, s);
+}
 
 /* Helper threads of the library (graph host nodes): fn runs on a new
  * joinable thread, counted by dev, and ends with npu_thread_done(dev)
@@ -273,11 +313,55 @@ bool npu_uq_halted(struct npu_uq *u);
  * dev->lock. */
 int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
 		   struct npu_cmdw *w);
-void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w);
+/* The packets written with w into u: the new wptr in the write-back
+ * block, then a full barrier, then the doorbell only if the device does
+ * not watch the queue (an engine serving it reads that wptr before it
+ * goes idle; the hw spec's Doorbells). A busy queue's launch thus costs
+ * no MMIO write. Inline: it is on every fast launch. */
+static inline void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w)
+{
+	struct npu_uq_wb *wb = (struct npu_uq_wb *)u->mem;
+
+	u->wptr += (w->len + 7) & ~7u;
+	__atomic_store_n(&wb->wptr, u->wptr, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&wb->status, __ATOMIC_RELAXED) &
+	      NPU_UQ_STS_WATCHED))
+		*u->db = u->wptr;
+}
 /* The same without waiting: -EAGAIN when the device has not read far
  * enough (the caller takes the slow path). Caller holds the stream's lock
  * (dev->lock not needed). */
-int npu_uq_reserve_nowait(struct npu_uq *u, uint32_t bytes, struct npu_cmdw *w);
+/* w for bytes at the write pointer, the device known to have read far
+ * enough: npu_uq_wrap fills the rest of the ring with a NOP first when
+ * they would cross its end. */
+void npu_uq_wrap(struct npu_uq *u);
+static inline void npu_uq_room(struct npu_uq *u, uint32_t bytes,
+			       struct npu_cmdw *w)
+{
+	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
+
+	if (__builtin_expect(off + bytes > UQ_RING_SIZE, 0)) {
+		npu_uq_wrap(u);
+		off = 0;
+	}
+	npu_cmdw_init(w, u->ring + off, u->ring_va + off, bytes);
+}
+
+static inline int npu_uq_reserve_nowait(struct npu_uq *u, uint32_t bytes,
+					struct npu_cmdw *w)
+{
+	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
+	uint32_t pad = off + bytes > UQ_RING_SIZE ? UQ_RING_SIZE - off : 0;
+
+	if (bytes > UQ_RING_SIZE / 2 ||
+	    (u->wptr + pad + bytes > UQ_RING_SIZE &&
+	     __atomic_load_n(&npu_uq_wb(u)->rptr, __ATOMIC_ACQUIRE) <
+	     u->wptr + pad + bytes - UQ_RING_SIZE))
+		return -EAGAIN;
+	npu_uq_room(u, bytes, w);
+	return 0;
+}
 /* A new queue for u after a halt (its memory reused, the work it left
  * counted as done), once the error was reported. 0 or -errno. */
 int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
@@ -316,10 +400,77 @@ struct uq_fast {
 	struct npu_uq *u;
 	struct npu_cmdw w;
 };
-bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
-		       uint32_t bytes, struct uq_fast *f);
-npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f);
-void npu_uq_fast_abort(struct uq_fast *f);
+/* Inline: the whole of a fast launch is one function (a call and its
+ * register saves cost more than the packet under TCG). */
+static inline bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
+				     uint32_t bytes, struct uq_fast *f)
+{
+	struct npu_uq *u = s->uq;
+	struct npu_stream *l;
+
+	/* read without a lock: a capture, a trace, a sticky error that
+	 * begins while the launch runs is concurrent with it (the launch
+	 * may go first); a set one sends it to the slow path */
+	if (!u || s->legacy || npu_capturing() || npu_tracing() ||
+	    __atomic_load_n(&dev->sticky, __ATOMIC_RELAXED) || npu_dev_lost(dev))
+		return false;
+	npu_spin_lock(&s->lock);
+	/* the legacy stream's point: made under dev->lock, read here with an
+	 * acquire load; legacy work queued since s last waited for it takes
+	 * the slow path (it waits on the device for that work) */
+	l = atomic_load_explicit(&dev->legacy, memory_order_acquire);
+	/* s->uq_copy is made (once) under dev->lock before the stream's
+	 * first copy, which claims s: a last job on Q_COPY says it is set */
+	if (s->last_queue == Q_COPY && queue == Q_COPY && s->uq_copy)
+		u = s->uq_copy;
+	if (s->last_queue != queue || s->tl->uq_id != u->id ||
+	    (!(s->flags & NPU_STREAM_NON_BLOCKING) && l &&
+	     __atomic_load_n(&l->tl->next, __ATOMIC_ACQUIRE) > s->legacy_seen) ||
+	    (__atomic_load_n(&npu_uq_wb(u)->status, __ATOMIC_ACQUIRE) &
+	     NPU_UQ_STS_HALTED) ||
+	    npu_uq_reserve_nowait(u, bytes + NPU_CMD_SIGNAL_BYTES, &f->w)) {
+		npu_spin_unlock(&s->lock);
+		return false;
+	}
+	f->s = s;
+	f->u = u;
+	return true;
+}
+
+static inline npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
+{
+	struct npu_stream *s = f->s;
+	struct npu_uq *u = f->u;
+	struct tl *t = s->tl;
+	uint64_t pt = t->next + 1;
+
+	/* the stream's last job is on this queue: ring order is its only
+	 * dependency */
+	npu_cmd_signal(&f->w, t->sig_va, pt);
+	if (__builtin_expect(npu_cmdw_full(&f->w), 0)) {
+		npu_spin_unlock(&s->lock);
+		return npu_fail(NPU_ERROR_INVALID_VALUE, "user queue packet "
+				"larger than its room");
+	}
+	npu_uq_commit(u, &f->w);
+	u->last_pt = pt;
+	/* readers under dev->lock alone see next last: a point read from it
+	 * is covered by uq_pt and word_pt (npu_internal.h) */
+	__atomic_store_n(&t->uq_wptr, u->wptr, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->uq_pt, pt, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->word_pt, pt, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->next, pt, __ATOMIC_RELEASE);
+	npu_spin_unlock(&s->lock);
+	/* the doorbell store faulted: the driver was unbound */
+	if (npu_dev_lost(dev))
+		return npu_fail_lost();
+	return NPU_SUCCESS;
+}
+
+static inline void npu_uq_fast_abort(struct uq_fast *f)
+{
+	npu_spin_unlock(&f->s->lock);
+}
 /* Before dev->lock code changes user-queue stream s's submission state:
  * waits for a fast launch on s to finish and turns the fast path off
  * (s->last_queue = Q_NONE) until a job on s's compute queue turns it on

@@ -22,14 +22,11 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
  * live stays live until the next removal: a thread that launches on its
  * stream again and again checks it with two loads. An object freed and
  * another made at its address was removed between. */
-static atomic_uint reg_removals;
-/* initial-exec: read at a fixed offset from the thread pointer instead of
- * through __tls_get_addr (a call on every launch); 16 bytes of the static
- * TLS that glibc keeps for libraries loaded later, as Mesa's are */
-#define REG_TLS __thread __attribute__((tls_model("initial-exec")))
-static REG_TLS const void *reg_last;
-static REG_TLS int reg_last_type;
-static REG_TLS unsigned reg_last_removals;
+atomic_uint npu_reg_removals;
+/* the thread's last handle found live (npu_reg_check in npu_core.h) */
+NPU_REG_TLS const void *npu_reg_last;
+NPU_REG_TLS int npu_reg_last_type;
+NPU_REG_TLS unsigned npu_reg_last_removals;
 
 struct reg_table {
 	size_t cap;			/* a power of 2 */
@@ -139,26 +136,22 @@ static size_t reg_find(const struct reg_table *t, const void *p, int type)
 	return SIZE_MAX;
 }
 
-bool npu_reg_check(const void *p, int type)
+bool npu_reg_check_slow(const void *p, int type)
 {
 	unsigned removals;
 	bool ok;
 
-	if (p && p == reg_last && type == reg_last_type &&
-	    reg_last_removals == atomic_load_explicit(&reg_removals,
-						      memory_order_acquire))
-		return true;
 	/* the count before the look: a removal after it makes the cache
 	 * entry below stale at once */
 	atomic_fetch_add_explicit(&reg_readers, 1, memory_order_seq_cst);
-	removals = atomic_load_explicit(&reg_removals, memory_order_acquire);
+	removals = atomic_load_explicit(&npu_reg_removals, memory_order_acquire);
 	ok = reg_find(atomic_load_explicit(&reg_view, memory_order_seq_cst),
 		      p, type) != SIZE_MAX;
 	atomic_fetch_sub_explicit(&reg_readers, 1, memory_order_release);
 	if (ok) {
-		reg_last = p;
-		reg_last_type = type;
-		reg_last_removals = removals;
+		npu_reg_last = p;
+		npu_reg_last_type = type;
+		npu_reg_last_removals = removals;
 	}
 	return ok;
 }
@@ -172,7 +165,7 @@ bool npu_reg_remove(const void *p, int type)
 	if (j != SIZE_MAX) {
 		atomic_store_explicit(&reg_tab->e[j].p, REG_TOMB,
 				      memory_order_release);
-		atomic_fetch_add_explicit(&reg_removals, 1, memory_order_release);
+		atomic_fetch_add_explicit(&npu_reg_removals, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return j != SIZE_MAX;

@@ -448,8 +448,6 @@ void npu_stream_stop_thread(struct device *dev, struct npu_stream *s);
 /* A library thread that used s (s->threads) is done with it; frees a
  * stream destroyed meanwhile. Caller holds dev->lock. */
 void npu_stream_put_locked(struct device *dev, struct npu_stream *s);
-npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
-			    struct npu_stream **s);
 /* Wait for s's work / the device's work (error: the sticky one). Caller
  * holds dev->lock, which the waits drop and retake. */
 npu_status_t npu_stream_sync_locked(struct device *dev, struct npu_stream *s);

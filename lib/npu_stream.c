@@ -593,8 +593,8 @@ static npu_status_t get_stream(npu_stream_t h, struct device **dev,
 	return NPU_SUCCESS;
 }
 
-npu_status_t npu_get_stream(npu_stream_t h, struct device **dev,
-			    struct npu_stream **s)
+npu_status_t npu_get_stream_slow(npu_stream_t h, struct device **dev,
+				 struct npu_stream **s)
 {
 	return get_stream(h, dev, s);
 }

@@ -78,20 +78,16 @@ bool npu_uq_halted(struct npu_uq *u)
 	return u->halted;
 }
 
-/* w for bytes at the write pointer, the device known to have read far
- * enough: a NOP to the ring's end first when they would cross it. */
-static void uq_room(struct npu_uq *u, uint32_t bytes, struct npu_cmdw *w)
+/* The rest of u's ring, from its write pointer to its end, as one NOP
+ * (npu_uq_room: packets do not cross the end). */
+void npu_uq_wrap(struct npu_uq *u)
 {
 	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
+	struct npu_cmdw w;
 
-	if (off + bytes > UQ_RING_SIZE) {
-		npu_cmdw_init(w, u->ring + off, u->ring_va + off,
-			      UQ_RING_SIZE - off);
-		npu_cmd_nop(w, UQ_RING_SIZE - off);
-		u->wptr += UQ_RING_SIZE - off;
-		off = 0;
-	}
-	npu_cmdw_init(w, u->ring + off, u->ring_va + off, bytes);
+	npu_cmdw_init(&w, u->ring + off, u->ring_va + off, UQ_RING_SIZE - off);
+	npu_cmd_nop(&w, UQ_RING_SIZE - off);
+	u->wptr += UQ_RING_SIZE - off;
 }
 
 /*
@@ -132,39 +128,8 @@ int npu_uq_reserve(struct device *dev, struct npu_uq *u, uint32_t bytes,
 			return -errno;
 		}
 	}
-	uq_room(u, bytes, w);
+	npu_uq_room(u, bytes, w);
 	return 0;
-}
-
-int npu_uq_reserve_nowait(struct npu_uq *u, uint32_t bytes, struct npu_cmdw *w)
-{
-	uint32_t off = (uint32_t)(u->wptr & (UQ_RING_SIZE - 1));
-	uint32_t pad = off + bytes > UQ_RING_SIZE ? UQ_RING_SIZE - off : 0;
-
-	if (bytes > UQ_RING_SIZE / 2 ||
-	    (u->wptr + pad + bytes > UQ_RING_SIZE &&
-	     __atomic_load_n(&npu_uq_wb(u)->rptr, __ATOMIC_ACQUIRE) <
-	     u->wptr + pad + bytes - UQ_RING_SIZE))
-		return -EAGAIN;
-	uq_room(u, bytes, w);
-	return 0;
-}
-
-/* The packets written with w (npu_uq_reserve) into the queue: the new
- * wptr in the write-back block, then a full barrier, then the doorbell
- * only if the device does not watch the queue (an engine serving it reads
- * that wptr before it goes idle; the hw spec's Doorbells). A busy queue's
- * launch thus costs no MMIO write. */
-void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w)
-{
-	struct npu_uq_wb *wb = (struct npu_uq_wb *)u->mem;
-
-	u->wptr += (w->len + 7) & ~7u;
-	__atomic_store_n(&wb->wptr, u->wptr, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!(__atomic_load_n(&wb->status, __ATOMIC_RELAXED) &
-	      NPU_UQ_STS_WATCHED))
-		*u->db = u->wptr;
 }
 
 /* The owner wrote memory a waiting queue may wait on: an old doorbell
