@@ -16,7 +16,7 @@
  * compute queue, with no new legacy-stream work to wait for, no capture,
  * no tracing, no sticky error, writes its packets straight into the ring
  * under s->lock alone
- * (npu_uq_fast_begin/_end, npu_job.c); so does an async copy or memset
+ * (npu_uq_fast_begin/_end, npu_core.h); so does an async copy or memset
  * between device and pinned memory whose stream's last job is on its copy
  * queue (npu_mem.c; its pointer check reads the allocation tables under
  * their own rwlocks, struct alloc_table). s->lock protects what such a
