@@ -329,9 +329,6 @@ static inline void npu_uq_commit(struct npu_uq *u, const struct npu_cmdw *w)
 	      NPU_UQ_STS_WATCHED))
 		*u->db = u->wptr;
 }
-/* The same without waiting: -EAGAIN when the device has not read far
- * enough (the caller takes the slow path). Caller holds the stream's lock
- * (dev->lock not needed). */
 /* w for bytes at the write pointer, the device known to have read far
  * enough: npu_uq_wrap fills the rest of the ring with a NOP first when
  * they would cross its end. */
@@ -348,6 +345,9 @@ static inline void npu_uq_room(struct npu_uq *u, uint32_t bytes,
 	npu_cmdw_init(w, u->ring + off, u->ring_va + off, bytes);
 }
 
+/* npu_uq_reserve without waiting: -EAGAIN when the device has not read
+ * far enough (the caller takes the slow path). Caller holds the stream's
+ * lock (dev->lock not needed). */
 static inline int npu_uq_reserve_nowait(struct npu_uq *u, uint32_t bytes,
 					struct npu_cmdw *w)
 {
@@ -369,18 +369,6 @@ int npu_uq_restart(struct device *dev, struct npu_uq *u, uint32_t priority);
  * halt was reported; -EIO before (the fault check ran). Caller holds
  * dev->lock. */
 int npu_uq_revive(struct device *dev, struct npu_stream *s, struct npu_uq *u);
-/* npu_job.c: the launch fast path of a user-queue stream, under s->lock
- * alone (the locking rules: npu_internal.h). npu_uq_fast_begin returns
- * false (nothing held, nothing written) unless the job may take it: s
- * is a non-legacy user-queue stream whose last job went to the same queue
- * (queue: Q_COMPUTE for a launch, Q_COPY for a copy or memset, which run
- * on s->uq_copy once s has one), there is no legacy-stream work it must
- * wait for, no capture, no
- * tracing, no sticky error, its queue is not halted and has room for
- * bytes of packets (plus the stream's SIGNAL) now. Then s->lock is held
- * and f->w has room for bytes; npu_uq_fast_end writes the SIGNAL of the
- * stream's next point, publishes (one doorbell store at most) and lets go,
- * npu_uq_fast_abort lets go without publishing anything. */
 /* t's last point, read where a fast launch of t's stream may move it
  * (npu_internal.h) */
 static inline uint64_t npu_tl_next(const struct tl *t)
@@ -400,9 +388,22 @@ struct uq_fast {
 	struct npu_uq *u;
 	struct npu_cmdw w;
 };
-/* Inline: the whole of a fast launch is one function (a call and its
- * register saves cost more than the packet under TCG). */
-static inline bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, int queue,
+/* The launch fast path of a user-queue stream, under s->lock alone
+ * (the locking rules: npu_internal.h). npu_uq_fast_begin returns
+ * false (nothing held, nothing written) unless the job may take it: s
+ * is a non-legacy user-queue stream whose last job went to the same queue
+ * (queue: Q_COMPUTE for a launch, Q_COPY for a copy or memset, which run
+ * on s->uq_copy once s has one), there is no legacy-stream work it must
+ * wait for, no capture, no tracing, no sticky error, its queue is not
+ * halted and has room for bytes of packets (plus the stream's SIGNAL)
+ * now. Then s->lock is held
+ * and f->w has room for bytes; npu_uq_fast_end writes the SIGNAL of the
+ * stream's next point, publishes (one doorbell store at most) and lets go,
+ * npu_uq_fast_abort lets go without publishing anything. Inline: the
+ * whole of a fast launch is one function (under TCG a call and its
+ * register saves cost more than the packet). */
+static inline bool npu_uq_fast_begin(struct device *dev,
+				     struct npu_stream *s, int queue,
 				     uint32_t bytes, struct uq_fast *f)
 {
 	struct npu_uq *u = s->uq;
@@ -437,7 +438,8 @@ static inline bool npu_uq_fast_begin(struct device *dev, struct npu_stream *s, i
 	return true;
 }
 
-static inline npu_status_t npu_uq_fast_end(struct device *dev, struct uq_fast *f)
+static inline npu_status_t npu_uq_fast_end(struct device *dev,
+					    struct uq_fast *f)
 {
 	struct npu_stream *s = f->s;
 	struct npu_uq *u = f->u;
