@@ -41,7 +41,8 @@
 #define NPU_REG_ID		0x000	/* RO: NPU_ID_MAGIC */
 #define NPU_ID_MAGIC		0x3155504e	/* "NPU1" little endian */
 #define NPU_REG_VERSION		0x004	/* RO: major << 16 | minor */
-#define NPU_VERSION		0x00010001	/* 1.1: SIGNAL, WAIT_MEM64 */
+#define NPU_VERSION		0x00010002	/* 1.1: SIGNAL, WAIT_MEM64;
+						 * 1.2: NPU_WAIT_DOORBELL */
 #define NPU_REG_CAPS		0x008	/* RO: ring and unit counts */
 #define NPU_CAPS_COMPUTE_RINGS(c)	((c) & 0xff)
 #define NPU_CAPS_COPY_RINGS(c)		(((c) >> 8) & 0xff)
@@ -354,6 +355,12 @@ struct npu_pkt_wait_mem64 {
 	uint64_t addr;
 	uint64_t value;
 };
+/* WAIT_MEM64 header flag: the owner rings the queue's doorbell (any
+ * value) after each write to the word, so a user queue looks at the word
+ * on its doorbell writes and otherwise only every uq-doorbell-poll-us (the
+ * hw spec's "Waits yield"). No effect on rings. */
+#define NPU_WAIT_DOORBELL	0x01
+#define NPU_WAIT_DOORBELL_VERSION 0x00010002	/* VERSION that has it */
 
 /* INDIRECT (ring only): execute size bytes of packets at VA addr in the
  * current context. IBs do not nest.

@@ -116,13 +116,14 @@ int npu_cmd_sem_signal(struct npu_cmdw *w, uint64_t addr, uint32_t value)
 	return put_sem(w, NPU_OP_SEM_SIGNAL, addr, value);
 }
 
-int npu_cmd_wait_mem64(struct npu_cmdw *w, uint64_t addr, uint64_t value)
+int npu_cmd_wait_mem64(struct npu_cmdw *w, uint64_t addr, uint64_t value,
+		       uint32_t flags)
 {
 	struct npu_pkt_wait_mem64 *p = npu_cmd_reserve(w, sizeof(*p));
 
 	if (!p)
 		return -ENOSPC;
-	p->header = NPU_PKT_HDR(NPU_OP_WAIT_MEM64, 0, 6);
+	p->header = NPU_PKT_HDR(NPU_OP_WAIT_MEM64, flags, 6);
 	p->reserved = 0;
 	p->addr = addr;
 	p->value = value;

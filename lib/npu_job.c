@@ -495,7 +495,7 @@ static npu_status_t uq_job_submit(struct device *dev, struct jobctx *jc,
 		return npu_fail(driver_status(r), "user queue: %s", npu_strerror(-r));
 	}
 	for (i = 0; i < nw; i++)
-		npu_cmd_wait_mem64(&w, wv[i].addr, wv[i].value);
+		npu_cmd_wait_mem64(&w, wv[i].addr, wv[i].value, 0);
 	if (wv != inline_w)
 		free(wv);
 	if (jc->w.len)

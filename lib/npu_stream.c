@@ -1118,7 +1118,12 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 			goto fail;
 		}
 		cb->release = ++u->releases;
-		npu_cmd_wait_mem64(&w, u->mem_va + UQ_REL_OFF, cb->release);
+		/* the host thread rings the doorbell after each release
+		 * (npu_uq_kick): a device that knows the flag (1.2) need
+		 * not poll the word */
+		npu_cmd_wait_mem64(&w, u->mem_va + UQ_REL_OFF, cb->release,
+				   dev->prop.revision >= NPU_WAIT_DOORBELL_VERSION ?
+				   NPU_WAIT_DOORBELL : 0);
 		npu_cmd_signal(&w, s->tl->sig_va, s->tl->next + 1);
 		npu_uq_commit(u, &w);
 		s->tl->uq_id = u->id;

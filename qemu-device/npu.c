@@ -1049,6 +1049,8 @@ static Property npu_properties[] = {
     DEFINE_PROP_UINT32("uq-timeslice-us", NpuState, uq_timeslice_us, 1000),
     DEFINE_PROP_UINT32("uq-switch-ns", NpuState, uq_switch_ns, 1000),
     DEFINE_PROP_UINT32("uq-poll-us", NpuState, uq_poll_us, 50),
+    DEFINE_PROP_UINT32("uq-doorbell-poll-us", NpuState, uq_doorbell_poll_us,
+                       1000),
     DEFINE_PROP_UINT32("x-vt-cu-idle-delay-us", NpuState,
                        vt_cu_idle_delay_us, 0),
     DEFINE_PROP_UINT32("x-signal-delay-us", NpuState, signal_delay_us, 0),

@@ -238,7 +238,14 @@ struct NpuUq {
     uint64_t wait_addr;
     uint64_t wait_value;
     bool wait_wide;
+    /*
+     * NPU_WAIT_DOORBELL: the owner's doorbell says the word was written,
+     * so the poller looks on its own only every uq-doorbell-poll-us. Not
+     * migrated: a migrated wait polls at the usual rate.
+     */
+    bool wait_doorbell;
     bool wait_kick;             /* re-read the word now */
+    uint64_t doorbells;         /* doorbell writes so far (uq.lock) */
     int64_t wait_since;         /* wall ns */
     int64_t wait_next;
     QTAILQ_ENTRY(NpuUq) link;   /* ready list */
@@ -353,6 +360,7 @@ struct NpuState {
     uint32_t uq_db_pages;
     uint32_t uq_timeslice_us;
     uint32_t uq_poll_us;        /* an engine left idle watches for work */
+    uint32_t uq_doorbell_poll_us; /* NPU_WAIT_DOORBELL waits' own looks */
     uint32_t uq_switch_ns;
 
     unsigned nrings;
@@ -480,6 +488,7 @@ typedef struct NpuJob {
     bool yield;
     bool preempt;               /* a user queue leaves its engine in an IB */
     bool wait_wide;
+    bool wait_doorbell;         /* WAIT_MEM64's NPU_WAIT_DOORBELL */
     uint64_t wait_addr;
     uint64_t wait_value;
     uint64_t host_bytes;        /* bytes moved over the host link */

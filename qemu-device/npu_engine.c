@@ -577,6 +577,7 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
     if (op == NPU_OP_SIGNAL ? NPU_PKT_FLAGS(p[0]) & ~NPU_SIGNAL_MAX :
+        op == NPU_OP_WAIT_MEM64 ? NPU_PKT_FLAGS(p[0]) & ~NPU_WAIT_DOORBELL :
         op != NPU_OP_FENCE && op != NPU_OP_RING_CTRL && NPU_PKT_FLAGS(p[0])) {
         return npu_set_err(err, NPU_ERR_BAD_PACKET, pkt_addr);
     }
@@ -630,6 +631,7 @@ static bool npu_exec_packet(NpuJob *job, const uint32_t *p, unsigned ndw,
     case NPU_OP_SEM_SIGNAL:
         return npu_exec_sem_signal(job, p, err);
     case NPU_OP_WAIT_MEM64:
+        job->wait_doorbell = NPU_PKT_FLAGS(p[0]) & NPU_WAIT_DOORBELL;
         return npu_exec_wait(job, ldq_le_p(p + 2), ldq_le_p(p + 4), true, err);
     case NPU_OP_SIGNAL:
         return npu_exec_signal(job, p, err);

@@ -63,6 +63,10 @@ bool npu_uq_check_props(NpuState *s, Error **errp)
         error_setg(errp, "npu: uq-switch-ns must be <= 1000000");
         return false;
     }
+    if (s->uq_doorbell_poll_us < 10 || s->uq_doorbell_poll_us > 10000000) {
+        error_setg(errp, "npu: uq-doorbell-poll-us must be 10..10000000");
+        return false;
+    }
     if (!s->timing) {
         s->uq_switch_ns = 0;
     }
@@ -770,6 +774,22 @@ static bool npu_uq_irq_passed(NpuUq *q)
  * SIGNAL): they run in this call, without a second fetch, and share one
  * write of the write-back block and descriptor. uq.lock not held.
  */
+/*
+ * When q, waiting waited_ns so far, next looks at its word on its own:
+ * the backoff of SEM_WAIT, and for an NPU_WAIT_DOORBELL wait (its owner
+ * rings the doorbell after writing the word) at least uq-doorbell-poll-us,
+ * which only catches an owner that forgot to.
+ */
+static int64_t npu_uq_wait_poll_ns(NpuState *s, NpuUq *q, int64_t waited_ns)
+{
+    int64_t ns = npu_sem_poll_ns(waited_ns);
+
+    if (q->wait_doorbell) {
+        ns = MAX(ns, (int64_t)s->uq_doorbell_poll_us * SCALE_US);
+    }
+    return ns;
+}
+
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
     NpuUqState *uq = &s->uq;
@@ -778,6 +798,11 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     uint32_t h = 0, len, info = 0, avail = 0, i, skip = 0, pos = 0;
     uint64_t base, rptr, wptr, off, cmds0, bytes0, ops0, busy0;
     uint32_t size, ib_off;
+    /*
+     * Doorbell writes before the packet read its word: one after it may
+     * have come before the queue was WAITING, when it re-reads nothing.
+     */
+    uint64_t db0;
     bool ok = false, in_ib;
     bool behind = false;        /* a packet of this call ran before */
     NpuJob job = { .ring = e };
@@ -789,6 +814,7 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     rptr = q->rptr;
     wptr = q->wptr;
     ib_off = q->ib_offset;
+    db0 = q->doorbells;
     qemu_mutex_unlock(&uq->lock);
 
     off = rptr & (size - 1);
@@ -897,9 +923,10 @@ locked:
         q->wait_addr = job.wait_addr;
         q->wait_value = job.wait_value;
         q->wait_wide = job.wait_wide;
-        q->wait_kick = false;
+        q->wait_doorbell = job.wait_doorbell;
+        q->wait_kick = q->doorbells != db0;
         q->wait_since = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
-        q->wait_next = q->wait_since + NPU_SEM_POLL_MIN_NS;
+        q->wait_next = q->wait_since + npu_uq_wait_poll_ns(s, q, 0);
         QTAILQ_INSERT_TAIL(&uq->wait_list, q, wlink);
         qatomic_inc(&uq->nwaiting);
         trace_npu_uq_wait(q->idx, 1, q->wait_addr, q->wait_value);
@@ -936,6 +963,7 @@ locked:
                 !npu_uq_leave_why(s, e, q)) {
                 rptr = q->rptr;
                 wptr = q->wptr;
+                db0 = q->doorbells;
                 off = rptr & (size - 1);
                 job = (NpuJob){ .ring = e };
                 behind = true;
@@ -1383,7 +1411,8 @@ static void *npu_uq_poll_thread(void *opaque)
                     npu_uq_make_ready_locked(s, q);
                     look[i].publish = true;
                 } else {
-                    q->wait_next = now + npu_sem_poll_ns(now - q->wait_since);
+                    q->wait_next = now +
+                        npu_uq_wait_poll_ns(s, q, now - q->wait_since);
                 }
             }
             qemu_mutex_unlock(&uq->lock);
@@ -1548,6 +1577,7 @@ int npu_uq_post_load(NpuState *s)
         uq->seq = MAX(uq->seq, q->ready_seq);
         if (waiting) {
             q->waiting = true;
+            q->wait_doorbell = false;   /* not migrated: polls as usual */
             q->wait_since = now;
             q->wait_next = now;
             QTAILQ_INSERT_TAIL(&uq->wait_list, q, wlink);
@@ -1874,6 +1904,7 @@ static void npu_uq_db_write(void *opaque, hwaddr addr, uint64_t w,
         return;
     }
     q = &uq->q[qi - 1];
+    q->doorbells++;
     publish = npu_uq_take_wptr_locked(s, q, w);
     qemu_mutex_unlock(&uq->lock);
     if (publish) {

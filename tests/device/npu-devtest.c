@@ -523,8 +523,8 @@ static void test_signals(void)
 	uint32_t one = 1;
 	bool good;
 
-	ok(rd(NPU_REG_VERSION) == 0x00010001 && NPU_VERSION == 0x00010001,
-	   "VERSION 1.1");
+	ok(rd(NPU_REG_VERSION) == 0x00010002 && NPU_VERSION == 0x00010002,
+	   "VERSION 1.2");
 	qt_memset(q, sg.base, 0, 4096);
 	qt_writel(q, MSI_PA + 4 * uqv, 0);
 	/* no event ring: armed or not, the value is written, nothing raised */
@@ -3470,6 +3470,77 @@ static void test_uq_wb_last(void)
 }
 
 /*
+ * WAIT_MEM64 with NPU_WAIT_DOORBELL: the owner's doorbell (any value, an
+ * old wptr too) tells the device the word was written, so the device does
+ * not poll it. With uq-doorbell-poll-us at 5 s, a write of the word alone
+ * is not seen for 100 ms, where a wait without the flag is seen within a
+ * quarter of its wait; a doorbell then releases it. Another flag bit is a
+ * BAD_PACKET.
+ */
+static void uq_wait_flagged(struct pk *p, uint32_t flags, uint64_t addr,
+			    uint64_t value)
+{
+	pk_dw(p, NPU_PKT_HDR(NPU_OP_WAIT_MEM64, flags, 6));
+	pk_dw(p, 0);
+	pk_qw(p, addr);
+	pk_qw(p, value);
+}
+
+static void test_uq_doorbell_wait(void)
+{
+	struct tq a;
+	struct buf d;
+	struct pk p = { .n = 0 };
+	uint64_t one = 1, r0;
+	uint32_t st, v = 0;
+	bool unseen, plain_seen;
+
+	start("uq-compute-engines=1,uq-copy-engines=1,"
+	      "uq-doorbell-poll-us=5000000", 0);
+	d = alloc_buf(4096, 0, 1);
+	uq_setup(4);
+	uq_new(&a, 1, 0);
+	uq_wait_flagged(&p, NPU_WAIT_DOORBELL, d.va, 1);
+	pk_fill(&p, d.va + 64, 64, 0x44440004);
+	uq_push(&a, &p);
+	st = uq_wb_until(&a, NPU_UQ_STS_WAITING, 5000);
+	r0 = uqd64(1, NPU_UQD_RPTR);
+	buf_write(&d, 0, &one, 8);
+	usleep(100000);
+	unseen = (st & NPU_UQ_STS_WAITING) &&
+		 (uqd32(1, NPU_UQD_STATUS) & NPU_UQ_STS_WAITING) &&
+		 uqd64(1, NPU_UQD_RPTR) == r0;
+	uq_ring(&a);		/* the same wptr: "I wrote the word" */
+	st = uq_wait(&a, 5000);
+	buf_read(&d, 64, &v, 4);
+	ok(unseen && (st & NPU_UQ_STS_IDLE) && v == 0x44440004,
+	   "WAIT_MEM64 with DOORBELL: the word's write alone is not polled "
+	   "(100 ms), the owner's doorbell releases it");
+
+	/* the same wait without the flag: seen by polling, no doorbell */
+	p.n = 0;
+	pk_wait64(&p, d.va + 8, 1);
+	pk_fill(&p, d.va + 128, 64, 0x55550005);
+	uq_push(&a, &p);
+	uq_wb_until(&a, NPU_UQ_STS_WAITING, 5000);
+	buf_write(&d, 8, &one, 8);
+	st = uq_wait(&a, 2000);
+	buf_read(&d, 128, &v, 4);
+	plain_seen = (st & NPU_UQ_STS_IDLE) && v == 0x55550005;
+	ok(plain_seen, "WAIT_MEM64 without the flag: the word's write is seen "
+	   "by polling");
+
+	p.n = 0;
+	uq_wait_flagged(&p, 0x02, d.va, 1);
+	uq_push(&a, &p);
+	st = uq_wait(&a, 5000);
+	ok((st & NPU_UQ_STS_HALTED) &&
+	   uqd32(1, NPU_UQD_ERROR) == NPU_ERR_BAD_PACKET,
+	   "WAIT_MEM64 with an unknown flag halts the queue (BAD_PACKET)");
+	stop("uq-doorbell-poll-us instance");
+}
+
+/*
  * A busy queue writes its write-back block at most NPU_UQ_DEFER_MAX (16)
  * packets behind what it ran while more are queued, and at once when it
  * drains: sampled (a launch's SIGNAL, then the block's rptr) while 200
@@ -4567,6 +4638,7 @@ static void run_all(void)
 	test_signal_counted();
 	test_uq_wb_first();
 	test_uq_wb_last();
+	test_uq_doorbell_wait();
 	test_uq_wb_lag();
 	test_uq_wb_wptr();
 	test_vm_stop();
