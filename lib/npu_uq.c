@@ -61,11 +61,18 @@ int npu_uq_create(struct device *dev, struct npu_uq *u, uint32_t kind,
 void npu_uq_destroy(struct device *dev, struct npu_uq *u)
 {
 	struct drm_npu_userq_destroy d = { .queue_id = u->id };
+	const volatile struct npu_uq_wb *wb = npu_uq_wb(u);
+	/* The driver STOPs the queue it destroys, which halts it: that halt
+	 * is no fault. A queue that had halted already, or had packets left
+	 * (a fault or the driver's watchdog may halt it meanwhile), may have
+	 * one for GET_FAULT to tell; one that had run all it was given and
+	 * not halted has none. */
+	bool may_fault = u->id && ((wb->status & NPU_UQ_STS_HALTED) ||
+		__atomic_load_n(&wb->rptr, __ATOMIC_ACQUIRE) != u->wptr);
 
 	if (u->id && drmIoctl(dev->fd, DRM_IOCTL_NPU_USERQ_DESTROY, &d))
 		npu_note_errno(dev, errno);
-	/* its fault, if it halted, is for GET_FAULT to tell */
-	if (u->id && (npu_uq_wb(u)->status & NPU_UQ_STS_HALTED))
+	if (may_fault && (wb->status & NPU_UQ_STS_HALTED))
 		dev->uq_halt_seen = true;
 	u->id = 0;
 }

@@ -140,6 +140,26 @@ static void launch_without_syscalls(float *d, float *h)
 	       "host function + synchronize: %lu system calls (the fewest of "
 	       "20), %d calls", least, host_calls);
 	MUST(npu_stream_destroy(k));
+	/* the same after user-queue streams were made and destroyed: the
+	 * driver stops a destroyed queue (STOPPED), which is no fault */
+	for (i = 0; i < 3; i++) {
+		npu_stream_t u;
+
+		MUST(npu_stream_create(&u, NPU_STREAM_NON_BLOCKING |
+				       NPU_STREAM_USER_QUEUE, 0));
+		if (i)
+			fill_sync(u, d);
+		MUST(npu_stream_destroy(u));
+	}
+	least = fewest_syscalls(fill_sync, s, d);
+	tap_ok(least == 0, "after user-queue streams were destroyed, a "
+	       "launch + synchronize round trip: %lu system calls (the fewest "
+	       "of 20)", least);
+	host_calls = 0;
+	least = fewest_syscalls(host_func_sync, s, d);
+	tap_ok(least == 0 && host_calls == 20, "after user-queue streams were "
+	       "destroyed, a host function + synchronize: %lu system calls "
+	       "(the fewest of 20), %d calls", least, host_calls);
 
 	before = ioctls();
 	for (i = 0; i < 100; i++)
