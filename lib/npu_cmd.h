@@ -114,8 +114,9 @@ int npu_cmd_sem_wait(struct npu_cmdw *w, uint64_t addr, uint32_t value);
 int npu_cmd_sem_signal(struct npu_cmdw *w, uint64_t addr, uint32_t value);
 /* SIGNAL: after every earlier packet, value (and the device clock) to the
  * memory signal (struct npu_signal) at addr. WAIT_MEM64: the u64 at addr
- * reaches value (flags: 0 or NPU_WAIT_DOORBELL). INDIRECT: the size bytes of packets at addr. NOP: bytes
- * (a multiple of 4, at least 4) of padding. */
+ * reaches value (flags: 0 or NPU_WAIT_DOORBELL). INDIRECT: the size bytes
+ * of packets at addr. NOP: bytes (a multiple of 4, at least 4) of
+ * padding. */
 int npu_cmd_wait_mem64(struct npu_cmdw *w, uint64_t addr, uint64_t value,
 		       uint32_t flags);
 int npu_cmd_indirect(struct npu_cmdw *w, uint64_t addr, uint32_t size);

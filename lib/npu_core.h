@@ -396,12 +396,11 @@ struct uq_fast {
  * on s->uq_copy once s has one), there is no legacy-stream work it must
  * wait for, no capture, no tracing, no sticky error, its queue is not
  * halted and has room for bytes of packets (plus the stream's SIGNAL)
- * now. Then s->lock is held
- * and f->w has room for bytes; npu_uq_fast_end writes the SIGNAL of the
- * stream's next point, publishes (one doorbell store at most) and lets go,
- * npu_uq_fast_abort lets go without publishing anything. Inline: the
- * whole of a fast launch is one function (under TCG a call and its
- * register saves cost more than the packet). */
+ * now. Then s->lock is held and f->w has room for bytes; npu_uq_fast_end
+ * writes the SIGNAL of the stream's next point, publishes (one doorbell
+ * store at most) and lets go, npu_uq_fast_abort lets go without
+ * publishing anything. Inline: the whole of a fast launch is one function
+ * (under TCG a call and its register saves cost more than the packet). */
 static inline bool npu_uq_fast_begin(struct device *dev,
 				     struct npu_stream *s, int queue,
 				     uint32_t bytes, struct uq_fast *f)

@@ -568,9 +568,10 @@ static npu_status_t legacy_stream(struct device *dev, struct npu_stream **out)
 	return st;
 }
 
-/* Resolve a stream handle (NULL = legacy of the current device). */
-static npu_status_t get_stream(npu_stream_t h, struct device **dev,
-			       struct npu_stream **s)
+/* npu_get_stream (npu_core.h) when h is not the thread's last live
+ * stream: NULL, another handle, a dead one. */
+npu_status_t npu_get_stream_slow(npu_stream_t h, struct device **dev,
+				 struct npu_stream **s)
 {
 	npu_status_t st;
 
@@ -591,12 +592,6 @@ static npu_status_t get_stream(npu_stream_t h, struct device **dev,
 	*s = h;
 	*dev = h->dev;
 	return NPU_SUCCESS;
-}
-
-npu_status_t npu_get_stream_slow(npu_stream_t h, struct device **dev,
-				 struct npu_stream **s)
-{
-	return get_stream(h, dev, s);
 }
 
 npu_status_t npu_stream_priority_range(int *least, int *greatest)
@@ -726,7 +721,7 @@ npu_status_t npu_stream_synchronize(npu_stream_t h)
 		if (npu_capture()->sync(h, 0, &cst))
 			return cst;
 	}
-	st = get_stream(h, &dev, &s);
+	st = npu_get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -749,7 +744,7 @@ npu_status_t npu_stream_query(npu_stream_t h)
 		if (npu_capture()->sync(h, 0, &cst))
 			return cst;
 	}
-	st = get_stream(h, &dev, &s);
+	st = npu_get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	pthread_mutex_lock(&dev->lock);
@@ -777,7 +772,7 @@ npu_status_t npu_stream_get_priority(npu_stream_t h, int *priority)
 {
 	struct device *dev;
 	struct npu_stream *s;
-	npu_status_t st = get_stream(h, &dev, &s);
+	npu_status_t st = npu_get_stream(h, &dev, &s);
 
 	if (st)
 		return st;
@@ -791,7 +786,7 @@ npu_status_t npu_stream_get_flags(npu_stream_t h, unsigned int *flags)
 {
 	struct device *dev;
 	struct npu_stream *s;
-	npu_status_t st = get_stream(h, &dev, &s);
+	npu_status_t st = npu_get_stream(h, &dev, &s);
 
 	if (st)
 		return st;
@@ -1076,7 +1071,7 @@ npu_status_t npu_launch_host_func(npu_stream_t h, npu_host_fn_t fn, void *user)
 		if (fn && npu_capture()->host_func(h, fn, user, &cst))
 			return cst;
 	}
-	st = get_stream(h, &dev, &s);
+	st = npu_get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	if (!fn)
@@ -1413,7 +1408,7 @@ npu_status_t npu_event_record(npu_event_t e, npu_stream_t h)
 		if (npu_capture()->event_record(e, h, &cst))
 			return cst;
 	}
-	st = get_stream(h, &dev, &s);
+	st = npu_get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	if (e->dev != dev)
@@ -1527,7 +1522,7 @@ npu_status_t npu_stream_wait_event(npu_stream_t h, npu_event_t e,
 		if (!flags && npu_capture()->wait_event(h, e, &cst))
 			return cst;
 	}
-	st = get_stream(h, &dev, &s);
+	st = npu_get_stream(h, &dev, &s);
 	if (st)
 		return st;
 	if (flags)

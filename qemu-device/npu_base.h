@@ -551,7 +551,6 @@ void npu_dma_put(NpuState *s, NpuDma *d, uint64_t written);
 MemTxResult npu_phys_rw(NpuState *s, uint64_t pa, void *buf, uint64_t len,
                         bool is_write);
 
-/* When the job's packet started: read once per packet, not per use. */
 /*
  * job's next packet runs right behind one that ended at end (device
  * time; 0: not known): it starts there, and the host work in between is
@@ -565,6 +564,7 @@ static inline void npu_job_behind(NpuJob *job, int64_t end)
     }
 }
 
+/* When the job's packet started: read once per packet, not per use. */
 static inline int64_t npu_job_t0(NpuJob *job)
 {
     return job->t0 ? job->t0 : npu_time();

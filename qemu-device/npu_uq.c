@@ -769,12 +769,6 @@ static bool npu_uq_irq_passed(NpuUq *q)
 }
 
 /*
- * Fetch and run the packet at rptr of q on engine e, and the packets of
- * no modelled time right behind it that the same read holds (a launch's
- * SIGNAL): they run in this call, without a second fetch, and share one
- * write of the write-back block and descriptor. uq.lock not held.
- */
-/*
  * When q, waiting waited_ns so far, next looks at its word on its own:
  * the backoff of SEM_WAIT, and for an NPU_WAIT_DOORBELL wait (its owner
  * rings the doorbell after writing the word) at least uq-doorbell-poll-us,
@@ -790,6 +784,12 @@ static int64_t npu_uq_wait_poll_ns(NpuState *s, NpuUq *q, int64_t waited_ns)
     return ns;
 }
 
+/*
+ * Fetch and run the packet at rptr of q on engine e, and the packets of
+ * no modelled time right behind it that the same read holds (a launch's
+ * SIGNAL): they run in this call, without a second fetch, and share one
+ * write of the write-back block and descriptor. uq.lock not held.
+ */
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
     NpuUqState *uq = &s->uq;

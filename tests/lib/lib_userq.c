@@ -100,6 +100,22 @@ static unsigned long fewest_syscalls(void (*op)(npu_stream_t, float *),
 	return least;
 }
 
+/* After what `after` names, a launch + synchronize and a host function +
+ * synchronize on user-queue stream s still make no system call. */
+static void round_trips_without_syscalls(npu_stream_t s, float *d,
+					 const char *after)
+{
+	unsigned long least = fewest_syscalls(fill_sync, s, d);
+
+	tap_ok(least == 0, "after %s, a launch + synchronize round trip: %lu "
+	       "system calls (the fewest of 20)", after, least);
+	host_calls = 0;
+	least = fewest_syscalls(host_func_sync, s, d);
+	tap_ok(least == 0 && host_calls == 20, "after %s, a host function + "
+	       "synchronize: %lu system calls (the fewest of 20), %d calls",
+	       after, least, host_calls);
+}
+
 /* Launches, copies, a memset and an event record: no system call; the
  * synchronize and the results. */
 static void launch_without_syscalls(float *d, float *h)
@@ -131,14 +147,7 @@ static void launch_without_syscalls(float *d, float *h)
 	MUST(npu_stream_create(&k, NPU_STREAM_NON_BLOCKING |
 			       NPU_STREAM_KERNEL_QUEUE, 0));
 	fill_sync(k, d);
-	least = fewest_syscalls(fill_sync, s, d);
-	tap_ok(least == 0, "after a kernel-queue job, a launch + synchronize "
-	       "round trip: %lu system calls (the fewest of 20)", least);
-	host_calls = 0;
-	least = fewest_syscalls(host_func_sync, s, d);
-	tap_ok(least == 0 && host_calls == 20, "after a kernel-queue job, a "
-	       "host function + synchronize: %lu system calls (the fewest of "
-	       "20), %d calls", least, host_calls);
+	round_trips_without_syscalls(s, d, "a kernel-queue job");
 	MUST(npu_stream_destroy(k));
 	/* the same after user-queue streams were made and destroyed: the
 	 * driver stops a destroyed queue (STOPPED), which is no fault */
@@ -151,15 +160,7 @@ static void launch_without_syscalls(float *d, float *h)
 			fill_sync(u, d);
 		MUST(npu_stream_destroy(u));
 	}
-	least = fewest_syscalls(fill_sync, s, d);
-	tap_ok(least == 0, "after user-queue streams were destroyed, a "
-	       "launch + synchronize round trip: %lu system calls (the fewest "
-	       "of 20)", least);
-	host_calls = 0;
-	least = fewest_syscalls(host_func_sync, s, d);
-	tap_ok(least == 0 && host_calls == 20, "after user-queue streams were "
-	       "destroyed, a host function + synchronize: %lu system calls "
-	       "(the fewest of 20), %d calls", least, host_calls);
+	round_trips_without_syscalls(s, d, "user-queue streams were destroyed");
 
 	before = ioctls();
 	for (i = 0; i < 100; i++)
