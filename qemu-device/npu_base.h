@@ -174,6 +174,12 @@ typedef struct NpuRing {
      * packet, so non-zero there means the packet ended through it.
      */
     int64_t cmd_end;
+    /*
+     * The record of the ring's fixed-function launch on free units
+     * (npu_cu_run_fixed): one command at a time, so one record, kept for
+     * the next instead of a few kilobytes allocated and zeroed per launch.
+     */
+    struct NpuLaunch *fixed_launch;
     uint32_t tlb_gen;           /* mmu_gen the TLB entries are valid for */
     NpuTlbEntry tlb[NPU_TLB_ENTRIES];
 } NpuRing;

@@ -978,6 +978,45 @@ static bool npu_cu_free_now(NpuState *s, uint32_t n)
     return free;
 }
 
+static void npu_fixed_launch_init(NpuLaunch *l, NpuRing *r, uint32_t blocks,
+                                  uint64_t ns)
+{
+    l->ring = r;
+    l->fixed = true;
+    l->fixed_ns = MIN(ns, INT64_MAX / 4);
+    l->nblocks = MAX(blocks, 1);
+}
+
+/*
+ * r's fixed-function record, as new. Placing and freeing fixed blocks
+ * change only the fields zeroed here (a fixed launch has no code,
+ * translations or trace), so the record need not be freed and zeroed
+ * whole for each launch. Engine thread.
+ */
+static NpuLaunch *npu_fixed_launch_reset(NpuRing *r, uint32_t blocks,
+                                         uint64_t ns)
+{
+    NpuLaunch *l = r->fixed_launch;
+
+    if (!l) {
+        l = r->fixed_launch = g_new0(NpuLaunch, 1);
+    } else {
+        l->next_block = 0;
+        l->done_blocks = 0;
+        l->resident = 0;
+        l->cancel = false;
+        l->failed = false;
+        l->finished = false;
+        l->err = (NpuErr){ 0 };
+        l->started = false;
+        l->first_cycle = 0;
+        l->last_cycle = 0;
+        memset(&l->st, 0, sizeof(l->st));
+    }
+    npu_fixed_launch_init(l, r, blocks, ns);
+    return l;
+}
+
 /*
  * A diagnostic kernel's blocks: each holds a whole unit for ns of wall time
  * (its modelled duration still to run). False if the ring was reset.
@@ -993,18 +1032,16 @@ bool npu_cu_run_fixed(NpuJob *job, uint32_t blocks, uint64_t ns)
     if (!s->vtime && !ns && npu_cu_free_now(s, MAX(blocks, 1))) {
         return true;
     }
-    l = g_new0(NpuLaunch, 1);
-    l->ring = r;
-    l->fixed = true;
-    l->fixed_ns = MIN(ns, INT64_MAX / 4);
-    l->nblocks = MAX(blocks, 1);
-    if (!s->vtime &&
-        npu_cu_run_fixed_direct(s, l, job->t0 ? job->t0 : npu_now(), &end,
-                                &ok)) {
-        npu_launch_free(l);
-        job->work_end = ok ? end : 0;
-        return ok;
+    if (!s->vtime) {
+        l = npu_fixed_launch_reset(r, blocks, ns);
+        if (npu_cu_run_fixed_direct(s, l, job->t0 ? job->t0 : npu_now(),
+                                    &end, &ok)) {
+            job->work_end = ok ? end : 0;
+            return ok;
+        }
     }
+    l = g_new0(NpuLaunch, 1);
+    npu_fixed_launch_init(l, r, blocks, ns);
     ok = npu_cu_submit_wait(s, r, l);
     npu_launch_free(l);
     return ok;
@@ -1275,6 +1312,12 @@ void npu_cu_fini(NpuState *s)
         g_free(cs->unit[i].live);
         g_free(cs->unit[i].launches);
         g_free(cs->unit[i].nblocks_of);
+    }
+    for (i = 0; i < NPU_MAX_RINGS; i++) {
+        g_free(s->rings[i].fixed_launch);
+    }
+    for (i = 0; i < NPU_UQ_ENGINES + 2; i++) {
+        g_free(s->uq.eng[i].fixed_launch);
     }
     g_free(cs->l2);
     g_free(cs);
