@@ -340,18 +340,26 @@ void npu_dma_unmap(NpuState *s, MemoryRegionCache *cache, uint64_t written)
  * replaces the flatview. Only without an IOMMU: its mappings change
  * without a new flatview. Idle threads drop theirs
  * (npu_engine_thread_idle), so old flatviews are not kept alive.
+ *
+ * Two ways per set: a queue's descriptor page and a stream's signal page,
+ * both touched by every launch, can fall in one set; direct-mapped, they
+ * evicted each other on every launch.
  */
-#define NPU_DMA_CACHE_ENTRIES   8
+#define NPU_DMA_CACHE_SETS      8
+#define NPU_DMA_CACHE_WAYS      2
+#define NPU_DMA_CACHE_ENTRIES   (NPU_DMA_CACHE_SETS * NPU_DMA_CACHE_WAYS)
 #define NPU_DMA_CACHE_PAGE      4096
 
 typedef struct NpuDmaCacheEntry {
     NpuState *s;
     uint64_t pa;                /* the mapped range, in bus addresses */
     uint64_t len;
+    uint64_t used;              /* npu_dma_cache_clock at the last hit */
     MemoryRegionCache map;      /* valid while map.mrs.mr is set */
 } NpuDmaCacheEntry;
 
 static __thread NpuDmaCacheEntry npu_dma_cache[NPU_DMA_CACHE_ENTRIES];
+static __thread uint64_t npu_dma_cache_clock;
 
 static void npu_dma_cache_drop_entry(NpuDmaCacheEntry *e)
 {
@@ -360,6 +368,7 @@ static void npu_dma_cache_drop_entry(NpuDmaCacheEntry *e)
     }
     e->s = NULL;
     e->len = 0;
+    e->used = 0;
 }
 
 /* This thread is about to sleep: let go of its translations. */
@@ -382,16 +391,29 @@ static uint64_t npu_dma_cache_get(NpuState *s, uint64_t pa, uint64_t len,
 {
     AddressSpace *as = pci_get_address_space(PCI_DEVICE(s));
     uint64_t page = pa & ~(uint64_t)(NPU_DMA_CACHE_PAGE - 1);
-    NpuDmaCacheEntry *e;
+    NpuDmaCacheEntry *set, *e;
+    unsigned w;
     int64_t l;
 
-    e = &npu_dma_cache[(pa / NPU_DMA_CACHE_PAGE) % NPU_DMA_CACHE_ENTRIES];
-    /* the current flatview is compared, never dereferenced */
-    if (e->map.mrs.mr && e->s == s && pa - e->pa < e->len &&
-        e->map.fv == qatomic_read(&as->current_map) &&
-        (!is_write || e->map.is_write)) {
-        *out = e;
-        return MIN(len, e->pa + e->len - pa);
+    set = &npu_dma_cache[(pa / NPU_DMA_CACHE_PAGE) % NPU_DMA_CACHE_SETS *
+                         NPU_DMA_CACHE_WAYS];
+    for (w = 0; w < NPU_DMA_CACHE_WAYS; w++) {
+        e = &set[w];
+        /* the current flatview is compared, never dereferenced */
+        if (e->map.mrs.mr && e->s == s && pa - e->pa < e->len &&
+            e->map.fv == qatomic_read(&as->current_map) &&
+            (!is_write || e->map.is_write)) {
+            e->used = ++npu_dma_cache_clock;
+            *out = e;
+            return MIN(len, e->pa + e->len - pa);
+        }
+    }
+    /* the way used least recently makes room */
+    e = &set[0];
+    for (w = 1; w < NPU_DMA_CACHE_WAYS; w++) {
+        if (set[w].used < e->used) {
+            e = &set[w];
+        }
     }
     npu_dma_cache_drop_entry(e);
     WITH_RCU_READ_LOCK_GUARD() {
@@ -406,6 +428,7 @@ static uint64_t npu_dma_cache_get(NpuState *s, uint64_t pa, uint64_t len,
     e->s = s;
     e->pa = page;
     e->len = l;
+    e->used = ++npu_dma_cache_clock;
     *out = e;
     return MIN(len, page + l - pa);
 }
