@@ -265,14 +265,13 @@ static void npu_uq_sync_locked(NpuState *s, NpuUq *q)
  * descriptor at once, so that the driver's per-client busy time counts a
  * long packet while it runs. One 8-byte store outside state_seq: busy_ns
  * does not change with it, so a reader that sees run_start_ns still 0 or
- * already ns reads a consistent pair either way.
+ * already ns reads a consistent pair either way. uq.lock held.
  */
-static void npu_uq_run_start(NpuState *s, NpuUq *q, uint64_t ns)
+static void npu_uq_run_start_locked(NpuState *s, NpuUq *q, uint64_t ns)
 {
     NpuDma c;
     uint64_t l;
 
-    qemu_mutex_lock(&s->uq.lock);
     q->run_start_ns = ns;
     npu_dma_set_noblock(true);
     l = npu_dma_get(s, &c, npu_uq_desc(s, q) + NPU_UQD_RUN_START_NS, 8,
@@ -284,7 +283,6 @@ static void npu_uq_run_start(NpuState *s, NpuUq *q, uint64_t ns)
         npu_dma_put(s, &c, l == 8 ? 8 : 0);
     }
     npu_dma_set_noblock(false);
-    qemu_mutex_unlock(&s->uq.lock);
 }
 
 static bool npu_uq_can_run(NpuUq *q)
@@ -788,7 +786,11 @@ static int64_t npu_uq_wait_poll_ns(NpuState *s, NpuUq *q, int64_t waited_ns)
  * Fetch and run the packet at rptr of q on engine e, and the packets of
  * no modelled time right behind it that the same read holds (a launch's
  * SIGNAL): they run in this call, without a second fetch, and share one
- * write of the write-back block and descriptor. uq.lock not held.
+ * write of the write-back block and descriptor. uq.lock held, as the
+ * engine's loop holds it to ask whether the queue must leave; dropped
+ * while packets run, held again on return. Two engines serving a queue
+ * each at the model's launch rate contend for uq.lock: a launch and its
+ * SIGNAL take it twice, not once per step of their way.
  */
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
@@ -807,14 +809,20 @@ static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
     bool behind = false;        /* a packet of this call ran before */
     NpuJob job = { .ring = e };
     NpuErr err = { 0 };
+    int64_t start = s->vtime ? 0 : npu_time();
 
-    qemu_mutex_lock(&uq->lock);
     base = q->ring_va;
     size = q->ring_size;
     rptr = q->rptr;
     wptr = q->wptr;
     ib_off = q->ib_offset;
     db0 = q->doorbells;
+    /*
+     * The packet at rptr starts now, whatever it is: a SIGNAL or padding
+     * first in a step counts from here too, a few ns of busy time.
+     */
+    npu_uq_run_start_locked(s, q, MAX(s->vtime ? e->vt
+                                                : npu_clock_at(s, start), 1));
     qemu_mutex_unlock(&uq->lock);
 
     off = rptr & (size - 1);
@@ -869,9 +877,7 @@ next:
     e->running = true;
     qemu_mutex_unlock(&e->lock);
     if (!npu_uq_op_instant(NPU_PKT_OP(h))) {
-        job.now = s->vtime ? 0 : npu_time();
-        npu_uq_run_start(s, q, MAX(s->vtime ? e->vt
-                                            : npu_clock_at(s, job.now), 1));
+        job.now = start;        /* the first packet of the step */
     } else if (behind) {
         npu_job_behind(&job, e->cmd_end);
     }
@@ -896,12 +902,12 @@ next:
 
 done:
     qemu_mutex_lock(&uq->lock);
+    q->run_start_ns = 0;
 locked:
     in_ib = info & 0x100;
     if (qatomic_read(&e->abort) || qatomic_read(&e->stop)) {
         /* STOP, RESET or a device reset: the command sets the state */
         q->skip = skip;
-        qemu_mutex_unlock(&uq->lock);
         return;
     }
     if (!ok || err.code || job.preempt || job.yield) {
@@ -974,14 +980,12 @@ locked:
                 qemu_mutex_unlock(&uq->lock);
                 goto next;
             }
-            qemu_mutex_unlock(&uq->lock);
             return;
         }
         if (q->rptr < q->wptr && q->deferred < NPU_UQ_DEFER_MAX &&
             q->progress_ns - q->synced_ns < NPU_UQ_DEFER_NS &&
             !npu_uq_irq_passed(q)) {
             q->deferred++;      /* more to run: written after it */
-            qemu_mutex_unlock(&uq->lock);
             return;
         }
         /*
@@ -995,11 +999,11 @@ locked:
         npu_signal_delay(s);
         qemu_mutex_lock(&uq->lock);
         npu_uq_progress_locked(s, q);
-        qemu_mutex_unlock(&uq->lock);
         return;
     }
     qemu_mutex_unlock(&uq->lock);
     npu_uq_publish(s, e, q->idx, false);
+    qemu_mutex_lock(&uq->lock);
 }
 
 static const char npu_uq_why_empty[] = "empty";
@@ -1181,9 +1185,7 @@ static void *npu_uq_engine_thread(void *opaque)
             if (why) {
                 break;
             }
-            qemu_mutex_unlock(&uq->lock);
             npu_uq_step(s, e, q, ei);
-            qemu_mutex_lock(&uq->lock);
         }
         trace_npu_uq_switch(ei, q->idx, -1, why);
         npu_launch_cold(e);
