@@ -786,11 +786,10 @@ static int64_t npu_uq_wait_poll_ns(NpuState *s, NpuUq *q, int64_t waited_ns)
  * Fetch and run the packet at rptr of q on engine e, and the packets of
  * no modelled time right behind it that the same read holds (a launch's
  * SIGNAL): they run in this call, without a second fetch, and share one
- * write of the write-back block and descriptor. uq.lock held, as the
- * engine's loop holds it to ask whether the queue must leave; dropped
- * while packets run, held again on return. Two engines serving a queue
- * each at the model's launch rate contend for uq.lock: a launch and its
- * SIGNAL take it twice, not once per step of their way.
+ * write of the write-back block and descriptor. Called and returns with
+ * uq.lock held (the loop holds it to ask whether the queue must leave),
+ * dropped while packets run: the lock is device-wide, and busy engines
+ * contend for it, so a launch and its SIGNAL take it only twice.
  */
 static void npu_uq_step(NpuState *s, NpuRing *e, NpuUq *q, unsigned ei)
 {
