@@ -1163,8 +1163,11 @@ static void curve_note(const char *key, const char *why)
 /* a. Aggregate launch throughput with 1..8 host threads, each on its own
  * non-blocking stream: M async NOP launches, then a synchronize of its
  * stream; launches/s over the wall time from the common start to the last
- * thread's return. M = 2000: a trial of a few hundred microseconds was
- * mostly the threads' start-up, not their launches. */
+ * thread's return. M = 20000: the steady rate, not the threads' start and
+ * their streams' first wake-ups (a fixed cost per trial, which favoured
+ * the points with more launches at M = 2000). The thread counts take
+ * turns, one trial each per round, so a slow phase of the host weighs on
+ * every point alike. */
 struct thr_arg {
 	pthread_barrier_t *bar;
 	npu_stream_t st;
@@ -1186,45 +1189,53 @@ static void *thr_launch(void *p)
 	return NULL;
 }
 
+/* One trial: n threads on st[0..n-1], m launches each; *rate in
+ * launches/s. */
+static int threads_trial(npu_stream_t *st, int n, int m, double *rate)
+{
+	pthread_t th[MAX_S];
+	struct thr_arg a[MAX_S];
+	pthread_barrier_t bar;
+	double t0;
+	int i;
+
+	pthread_barrier_init(&bar, NULL, n + 1);
+	for (i = 0; i < n; i++) {
+		a[i].bar = &bar;
+		a[i].st = st[i];
+		a[i].m = m;
+		/* the threads made wait at the barrier; the run ends here */
+		if (pthread_create(&th[i], NULL, thr_launch, &a[i]))
+			return failed("pthread_create", NPU_ERROR_OS);
+	}
+	pthread_barrier_wait(&bar);
+	t0 = now_us();
+	for (i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	*rate = (double)n * m / ((now_us() - t0) * 1e-6);
+	pthread_barrier_destroy(&bar);
+	for (i = 0; i < n; i++)
+		if (a[i].rc != NPU_SUCCESS)
+			return failed("launch thread", a[i].rc);
+	return 0;
+}
+
 /* One curve of bench_curve_threads over the streams st. */
 static int curve_threads(const char *key, const char *what, npu_stream_t *st)
 {
 	static const int nth[4] = { 1, 2, 4, 8 };
-	int k, t, i, kn = tiny ? 2 : 4, nt = tiny ? 1 : trials, m = tiny ? 4 : 2000;
+	int k, t, kn = tiny ? 2 : 4, nt = tiny ? 1 : trials, m = tiny ? 4 : 20000;
 	struct json_object *c = curve_new(key, what, "host threads",
 		"launches/s (aggregate)", 0, 0, NULL);
 	struct json_object *pts = curve_series(c, "aggregate");
+	double v[4][MAX_TRIALS];
 
-	for (k = 0; k < kn; k++) {
-		double v[MAX_TRIALS];
-		int n = nth[k];
-
-		for (t = 0; t < nt; t++) {
-			pthread_t th[MAX_S];
-			struct thr_arg a[MAX_S];
-			pthread_barrier_t bar;
-			double t0;
-
-			pthread_barrier_init(&bar, NULL, n + 1);
-			for (i = 0; i < n; i++) {
-				a[i].bar = &bar;
-				a[i].st = st[i];
-				a[i].m = m;
-				if (pthread_create(&th[i], NULL, thr_launch, &a[i]))
-					return failed("pthread_create", NPU_ERROR_OS);
-			}
-			pthread_barrier_wait(&bar);
-			t0 = now_us();
-			for (i = 0; i < n; i++)
-				pthread_join(th[i], NULL);
-			v[t] = (double)n * m / ((now_us() - t0) * 1e-6);
-			pthread_barrier_destroy(&bar);
-			for (i = 0; i < n; i++)
-				if (a[i].rc != NPU_SUCCESS)
-					return failed("launch thread", a[i].rc);
-		}
-		curve_point(pts, "aggregate", n, stats(v, nt).med);
-	}
+	for (t = 0; t < nt; t++)
+		for (k = 0; k < kn; k++)
+			if (threads_trial(st, nth[k], m, &v[k][t]))
+				return -1;
+	for (k = 0; k < kn; k++)
+		curve_point(pts, "aggregate", nth[k], stats(v[k], nt).med);
 	return 0;
 }
 
