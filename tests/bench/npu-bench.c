@@ -1204,7 +1204,7 @@ static int threads_trial(npu_stream_t *st, int n, int m, double *rate)
 		a[i].bar = &bar;
 		a[i].st = st[i];
 		a[i].m = m;
-		/* the threads made wait at the barrier; the run ends here */
+		/* threads already made stay at the barrier: the run stops */
 		if (pthread_create(&th[i], NULL, thr_launch, &a[i]))
 			return failed("pthread_create", NPU_ERROR_OS);
 	}
